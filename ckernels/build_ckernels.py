@@ -1,0 +1,61 @@
+"""cffi build script for tinyflow's C kernels (out-of-line API mode), used by setup.py.
+
+Build switches (environment variables, read at build time):
+  TINYFLOW_NATIVE=1      add -march=native (faster, but the build only runs on this CPU family)
+  TINYFLOW_NO_OPENMP=1   build without OpenMP (single-threaded kernels)
+  TINYFLOW_SANITIZE=1    build with -fsanitize=address,undefined (for the sanitizer test run)
+  TINYFLOW_CFLAGS="..."  extra compiler flags
+"""
+import glob
+import os
+
+from cffi import FFI
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HEADER = os.path.join(HERE, "tinyflow_kernels.h")
+
+
+def _flag(name):
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def compile_flags():
+    """The compiler and linker flags this build uses, from the environment switches."""
+    compile_args = ["-O3", "-std=c99", "-fno-strict-aliasing"]
+    link_args = []
+    if not _flag("TINYFLOW_NO_OPENMP"):
+        compile_args.append("-fopenmp")
+        link_args.append("-fopenmp")
+    if _flag("TINYFLOW_NATIVE"):
+        compile_args.append("-march=native")
+    if _flag("TINYFLOW_SANITIZE"):
+        compile_args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1"]
+        link_args += ["-fsanitize=address,undefined"]
+    compile_args += os.environ.get("TINYFLOW_CFLAGS", "").split()
+    return compile_args, link_args
+
+
+def make_builder(module_name="tinyflow._ckernels"):
+    """An FFI builder for the kernel library: the header as cdef, every C file under src/ as sources."""
+    compile_args, link_args = compile_flags()
+    builder = FFI()
+    with open(HEADER) as f:
+        builder.cdef(f.read())
+    sources = sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
+    flags_literal = " ".join(compile_args).replace('"', "")
+    builder.set_source(
+        module_name,
+        '#include "tinyflow_kernels.h"',
+        sources=[os.path.relpath(s) for s in sources],
+        include_dirs=[HERE],
+        define_macros=[("TINYFLOW_BUILD_FLAGS", f'"{flags_literal}"')],
+        extra_compile_args=compile_args,
+        extra_link_args=link_args,
+    )
+    return builder
+
+
+ffibuilder = make_builder()
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

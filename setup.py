@@ -1,0 +1,26 @@
+"""Install tinyflow; builds the C kernel library in ckernels/ through cffi."""
+from setuptools import find_packages, setup
+
+setup(
+    name="tinyflow",
+    version="0.1.0",
+    description="A small, readable TensorFlow-1-style deep-learning framework with C kernels",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.9",
+    packages=find_packages(include=["tinyflow", "tinyflow.*"]),
+    package_data={"tinyflow.data": ["*.csv", "*.csv.gz", "*.md"]},
+    install_requires=[
+        "numpy>=1.24",
+        "cffi>=1.15",
+        "graphviz>=0.20",
+        "matplotlib>=3.6",
+        "tqdm>=4.60",
+    ],
+    extras_require={
+        "dev": ["pytest>=7", "hypothesis>=6.50"],
+    },
+    setup_requires=["cffi>=1.15"],
+    cffi_modules=["ckernels/build_ckernels.py:ffibuilder"],
+    entry_points={"console_scripts": ["tinyflow=tinyflow.cli:main"]},
+)

@@ -1,0 +1,42 @@
+"""tinyflow: a small, readable TensorFlow-1-style deep-learning framework.
+
+Build a graph of nodes, run it in a Session, let an optimizer backpropagate.
+The public API is the explicit list below.
+"""
+from . import backends, data, nn, optim
+from .autodiff import gradients, not_differentiable, register_gradient
+from .checkpoint import load_variables, save_variables
+from .errors import (BackendError, CheckpointError, ExecutionError, FeedError, GradientError, GraphError,
+                     ShapeError, TinyflowError)
+from .graph import Graph, get_default_graph, name_scope, reset_default_graph
+from .nodes import Constant, Node, Operation, Placeholder, Variable
+from .ops import (abs, add, add_n, argmax, assign, assign_add, assign_sub, cast, concat, conv2d, divide,
+                  dropout, equal, exp, greater, greater_equal, group, identity, leaky_relu, less, less_equal,
+                  log, log_softmax, matmul, max_pool2d, maximum, minimum, multiply, negative, ones_like, power,
+                  reduce_max, reduce_mean, reduce_sum, relu, reshape, sigmoid, sign, softmax, softplus, sqrt,
+                  square, stop_gradient, subtract, tanh, transpose, where, zeros_like)
+from .random import set_seed
+from .session import Session
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # graph and nodes
+    "Graph", "get_default_graph", "reset_default_graph", "name_scope",
+    "Node", "Placeholder", "Variable", "Constant", "Operation",
+    # ops
+    "add", "subtract", "multiply", "divide", "negative", "power", "square", "sqrt", "exp", "log", "abs",
+    "sign", "maximum", "minimum", "matmul", "sigmoid", "tanh", "relu", "leaky_relu", "softplus",
+    "softmax", "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "argmax",
+    "reshape", "transpose", "concat", "identity", "stop_gradient", "add_n", "cast", "where",
+    "zeros_like", "ones_like", "equal", "greater", "greater_equal", "less", "less_equal",
+    "conv2d", "max_pool2d", "dropout", "assign", "assign_add", "assign_sub", "group",
+    # autodiff, running, state
+    "gradients", "register_gradient", "not_differentiable", "Session",
+    "save_variables", "load_variables", "set_seed",
+    # errors
+    "TinyflowError", "ShapeError", "FeedError", "GradientError", "BackendError", "GraphError",
+    "ExecutionError", "CheckpointError",
+    # subpackages
+    "nn", "optim", "backends", "data",
+]

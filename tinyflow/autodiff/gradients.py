@@ -1,0 +1,136 @@
+"""Reverse-mode autodiff on the graph: `gradients(ys, xs)` builds gradient nodes.
+
+The walk is a breadth-first search from the ys in dependency order (Kahn's
+algorithm): a node is processed only after *every* consumer on a path to the
+ys has delivered its gradient contribution. A plain BFS would process `x` in
+`loss = x*a*b + x` as soon as the `+` delivered, before the product did.
+
+    1. mark the nodes between xs and ys
+    2. count, for each, its consumers among the marked nodes (pending)
+    3. pop a ready node, sum its contributions (add_n), call its gradient function
+    4. check what the function returned, sum broadcast gradients to each input's shape
+    5. hand each input its contribution; an input whose pending count hits 0 is ready
+"""
+from collections import deque
+
+import numpy as np
+
+from ..errors import GradientError, describe
+from ..nodes import Node, as_node
+from ..ops.array_ops import AddN, SumToShapeOf
+from ..ops.math_ops import OnesLike
+from ..shapes import can_reduce_to, is_fully_known, shapes_compatible
+from .registry import NOT_DIFFERENTIABLE, gradient_function
+
+
+def _is_differentiable_value(node):
+    return node.dtype is not None and np.issubdtype(node.dtype, np.floating)
+
+
+def nodes_between(ys, xs):
+    """The float-valued nodes that lie on some path from an x to a y (x and y included)."""
+    ancestors, stack = set(), list(ys)
+    while stack:
+        node = stack.pop()
+        if node not in ancestors:
+            ancestors.add(node)
+            stack.extend(node.inputs)
+    between, stack = set(), [x for x in xs if x in ancestors]
+    while stack:
+        node = stack.pop()
+        if node not in between and _is_differentiable_value(node):
+            between.add(node)
+            stack.extend(c for c in node.consumers if c in ancestors)
+    return between
+
+
+def _as_list(value):
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _sum(contributions):
+    if not contributions:
+        return None
+    return contributions[0] if len(contributions) == 1 else AddN(*contributions)
+
+
+def _fit_to_input(grad, op, index):
+    """Check one returned gradient and sum it down to its input's shape if broadcasting widened it."""
+    inp = op.inputs[index]
+    grad = as_node(grad, like=inp)
+    if is_fully_known(grad.shape) and grad.shape == inp.shape:
+        return grad
+    if not can_reduce_to(grad.shape, inp.shape):
+        raise GradientError(
+            f"the gradient function of {describe(op)} returned a gradient of shape {grad.shape} for input "
+            f"{index} ('{inp.name}', shape {inp.shape}); it must have the input's shape, or a shape that "
+            "broadcasting made from it. Fix the gradient function registered for "
+            f"'{op.op_type}'.")
+    return SumToShapeOf(grad, inp)
+
+
+def _call_gradient_function(op, grad):
+    fn = gradient_function(op)
+    if fn is NOT_DIFFERENTIABLE:
+        return [None] * len(op.inputs)
+    result = fn(op, grad)
+    result = [result] if result is None or isinstance(result, Node) else list(result)
+    if len(result) != len(op.inputs):
+        raise GradientError(
+            f"the gradient function of {describe(op)} returned {len(result)} gradient(s) for "
+            f"{len(op.inputs)} input(s); return exactly one per input (None where there is none).")
+    return result
+
+
+def gradients(ys, xs, grad_ys=None):
+    """Gradient nodes of sum(ys) with respect to each of xs (None where x does not affect ys).
+
+    `grad_ys` seeds the backward pass (default: ones, so a non-scalar y is summed).
+    """
+    ys, xs = _as_list(ys), _as_list(xs)
+    grad_ys = [None] * len(ys) if grad_ys is None else _as_list(grad_ys)
+    if len(grad_ys) != len(ys):
+        raise GradientError(f"got {len(grad_ys)} grad_ys for {len(ys)} ys; pass one seed per y")
+    for node in ys + xs:
+        if not isinstance(node, Node):
+            raise TypeError(f"gradients() takes graph nodes, got {node!r}")
+    graph = ys[0].graph
+    between = nodes_between(ys, xs)
+    pending = {node: sum(1 for c in node.consumers if c in between) for node in between}
+    contributions = {node: [] for node in between}
+    grads = {}
+
+    with graph.name_scope("gradients"), graph.role("gradient"):
+        for y, seed in zip(ys, grad_ys):
+            if y not in between:
+                continue
+            seed = OnesLike(y) if seed is None else as_node(seed, like=y)
+            if not shapes_compatible(seed.shape, y.shape):
+                raise GradientError(f"grad_ys entry of shape {seed.shape} does not match {describe(y)} "
+                                    f"of shape {y.shape}")
+            contributions[y].append(seed)
+
+        ready = deque(sorted((n for n in between if pending[n] == 0), key=lambda n: -n.index))
+        while ready:
+            node = ready.popleft()
+            grad = _sum(contributions.pop(node))
+            grads[node] = grad
+            inputs_on_path = [i for i, inp in enumerate(node.inputs) if inp in between]
+            if not inputs_on_path:
+                continue
+            if grad is None:
+                input_grads = [None] * len(node.inputs)
+            else:
+                with graph.name_scope(f"{node.name}_grad"):
+                    input_grads = _call_gradient_function(node, grad)
+                    input_grads = [None if g is None or i not in inputs_on_path else _fit_to_input(g, node, i)
+                                   for i, g in enumerate(input_grads)]
+            for i in inputs_on_path:
+                inp = node.inputs[i]
+                if input_grads[i] is not None:
+                    contributions[inp].append(input_grads[i])
+                pending[inp] -= 1
+                if pending[inp] == 0:
+                    ready.append(inp)
+
+    return [grads.get(x) for x in xs]

@@ -1,0 +1,148 @@
+"""The Graph: every node registers itself here when it is created.
+
+Creation order is a valid topological order, because a node's inputs must
+exist before it. There is always a default graph; `with g.as_default():`
+makes another one the default for a while (nesting allowed).
+"""
+import contextlib
+import threading
+
+from .errors import GraphError
+
+_state = threading.local()
+
+
+class Graph:
+    """A container of nodes with unique names, name scopes and a creation-ordered node list."""
+
+    def __init__(self):
+        self.nodes = []
+        self._by_name = {}
+        self._used_names = set()   # node names and scope names share one namespace, as in TF
+        self._name_counts = {}
+        self._scope = ""
+        self._roles = ["forward"]  # what kind of node is being built: forward, gradient, optimizer
+        self._finalized = False
+
+    def __repr__(self):
+        return f"<tinyflow.Graph with {len(self.nodes)} nodes>"
+
+    def __len__(self):
+        return len(self.nodes)
+
+    @contextlib.contextmanager
+    def as_default(self):
+        """Make this graph the default one inside a `with` block."""
+        stack = _graph_stack()
+        stack.append(self)
+        try:
+            yield self
+        finally:
+            stack.pop()
+
+    @contextlib.contextmanager
+    def name_scope(self, name):
+        """Prefix the names of nodes created inside with `name/`; yields the scope's full name."""
+        if not name:
+            previous, self._scope = self._scope, ""
+        elif name.endswith("/"):  # "scope/" re-enters an existing scope exactly, as in TF
+            previous, self._scope = self._scope, name
+        else:
+            full = self._unique(self._scope + name)
+            previous, self._scope = self._scope, full + "/"
+        try:
+            yield self._scope.rstrip("/")
+        finally:
+            self._scope = previous
+
+    @contextlib.contextmanager
+    def role(self, role):
+        """Mark the nodes created inside as e.g. "gradient" or "optimizer" (pictures use it)."""
+        self._roles.append(role)
+        try:
+            yield
+        finally:
+            self._roles.pop()
+
+    @property
+    def current_role(self):
+        """The role given to nodes created right now."""
+        return self._roles[-1]
+
+    def get_node(self, name):
+        """The node with this exact name; GraphError listing close names if there is none."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            close = [n for n in self._by_name if name.split("/")[-1] in n][:5]
+            hint = f" Did you mean one of {close}?" if close else ""
+            raise GraphError(f"no node named '{name}' in {self!r}.{hint}") from None
+
+    def finalize(self):
+        """Forbid adding nodes from now on (catches ops accidentally built inside a training loop)."""
+        self._finalized = True
+
+    @property
+    def finalized(self):
+        """True once `finalize()` was called."""
+        return self._finalized
+
+    def variables(self, trainable_only=False):
+        """The Variables of this graph in creation order."""
+        from .nodes.variable import Variable
+        return [n for n in self.nodes
+                if isinstance(n, Variable) and (n.trainable or not trainable_only)]
+
+    def _add(self, node, name):
+        """Register a new node and return its unique, scoped name."""
+        if self._finalized:
+            raise GraphError(
+                f"cannot add {node.op_type} node (created at {node.creation_site}): the graph is finalized. "
+                "Build every op before the training loop and only call sess.run inside it.")
+        full = self._unique(self._scope + (name or node.op_type))
+        self.nodes.append(node)
+        self._by_name[full] = node
+        return full
+
+    def _unique(self, name):
+        """`name` if it is free, else `name_1`, `name_2`, ... (as TF does)."""
+        if name not in self._used_names:
+            self._used_names.add(name)
+            return name
+        count = self._name_counts.get(name, 0)
+        while True:
+            count += 1
+            candidate = f"{name}_{count}"
+            if candidate not in self._used_names:
+                self._name_counts[name] = count
+                self._used_names.add(candidate)
+                return candidate
+
+
+_global_default = [Graph()]
+
+
+def _graph_stack():
+    if not hasattr(_state, "stack"):
+        _state.stack = []
+    return _state.stack
+
+
+def get_default_graph():
+    """The graph new nodes go into: the innermost `as_default()` graph, else the global one."""
+    stack = _graph_stack()
+    return stack[-1] if stack else _global_default[0]
+
+
+def reset_default_graph():
+    """Replace the global default graph with an empty one (not allowed inside `as_default()`)."""
+    if _graph_stack():
+        raise GraphError("reset_default_graph() was called inside a `with graph.as_default():` block; "
+                         "call it outside every such block.")
+    _global_default[0] = Graph()
+    return _global_default[0]
+
+
+def name_scope(name):
+    """`with tfl.name_scope("layer1"):` on the default graph."""
+    return get_default_graph().name_scope(name)

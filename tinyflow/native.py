@@ -1,0 +1,36 @@
+"""Access to the compiled C kernel library (built by setup.py from ckernels/), if it was built."""
+import os
+
+try:
+    from . import _ckernels
+    ffi, lib = _ckernels.ffi, _ckernels.lib
+    IMPORT_ERROR = None
+except ImportError as err:  # an install without a compiler, or a source tree never built
+    ffi = lib = None
+    IMPORT_ERROR = err
+
+
+def is_built():
+    """True when the C kernel library can be used."""
+    return lib is not None
+
+
+def why_not_built():
+    """A sentence saying why the C library is missing and how to build it."""
+    return (f"the C kernel library tinyflow._ckernels is not built ({IMPORT_ERROR}). "
+            "Build it with `pip install -e .` from the repository root (needs a C compiler).")
+
+
+def configure_threads():
+    """Apply TINYFLOW_NUM_THREADS (else OMP_NUM_THREADS) to the C library; returns the thread count."""
+    if lib is None:
+        return 1
+    wanted = os.environ.get("TINYFLOW_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+    if wanted and wanted.isdigit():
+        lib.tf_set_num_threads(int(wanted))
+    return lib.tf_max_threads()
+
+
+def build_flags():
+    """The compiler flags the C library was built with ('' when not built)."""
+    return ffi.string(lib.tf_build_flags()).decode() if lib is not None else ""

@@ -1,0 +1,171 @@
+"""Node: the base of every graph element, and the operator overloading that builds graphs."""
+import os
+import sys
+
+import numpy as np
+
+from ..errors import GraphError
+from ..graph import get_default_graph
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _user_frame():
+    """The innermost stack frame outside the tinyflow package: where the user built the node."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    return frame
+
+
+class Node:
+    """A vertex of the graph: inputs, consumers, static shape and dtype, a unique name."""
+
+    # A Node is not an array: make numpy hand `array + node` to Node.__radd__.
+    __array_ufunc__ = None
+    op_type = "Node"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.op_type = cls.__dict__.get("op_type", cls.__name__)
+
+    def __init__(self, inputs=(), shape=None, dtype=None, name=None, graph=None):
+        graph = graph if graph is not None else get_default_graph()
+        frame = _user_frame()
+        self._site = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+        for inp in inputs:
+            if inp.graph is not graph:
+                raise GraphError(f"cannot build {self.op_type}: input '{inp.name}' belongs to another graph. "
+                                 "Build all connected nodes inside the same `with graph.as_default():` block.")
+        self.graph = graph
+        self.inputs = tuple(inputs)
+        self.consumers = []
+        self.shape = shape
+        self.dtype = np.dtype(dtype) if dtype is not None else None
+        self.role = graph.current_role
+        self.name = graph._add(self, name)
+        self.index = len(graph.nodes) - 1  # position in creation (= topological) order
+        for inp in self.inputs:
+            inp.consumers.append(self)
+
+    @property
+    def creation_site(self):
+        """"file:line" of the user code that created this node."""
+        if self._site is None:
+            return "<unknown>"
+        filename, line = self._site
+        try:
+            rel = os.path.relpath(filename)
+            filename = rel if not rel.startswith("..") else filename
+        except ValueError:
+            pass
+        return f"{filename}:{line}"
+
+    def __repr__(self):
+        dtype = self.dtype.name if self.dtype is not None else None
+        return f"<{self.op_type} '{self.name}' shape={self.shape} dtype={dtype}>"
+
+    __hash__ = object.__hash__
+
+    def __iter__(self):
+        # Without this, __getitem__ would make Python iterate a node forever.
+        raise TypeError(f"{self!r} is a graph node, not a value: it cannot be iterated. "
+                        "Run it with sess.run(node) to get a numpy array.")
+
+    def __bool__(self):
+        raise TypeError(f"{self!r} has no truth value while the graph is being built. "
+                        "Compare values after sess.run, or use `is None` to test for a missing node.")
+
+    # -- operator overloading: each operator builds an op node -------------------
+    def __add__(self, other):
+        from ..ops.math_ops import add
+        return add(self, other)
+
+    def __radd__(self, other):
+        from ..ops.math_ops import add
+        return add(other, self)
+
+    def __sub__(self, other):
+        from ..ops.math_ops import subtract
+        return subtract(self, other)
+
+    def __rsub__(self, other):
+        from ..ops.math_ops import subtract
+        return subtract(other, self)
+
+    def __mul__(self, other):
+        from ..ops.math_ops import multiply
+        return multiply(self, other)
+
+    def __rmul__(self, other):
+        from ..ops.math_ops import multiply
+        return multiply(other, self)
+
+    def __truediv__(self, other):
+        from ..ops.math_ops import divide
+        return divide(self, other)
+
+    def __rtruediv__(self, other):
+        from ..ops.math_ops import divide
+        return divide(other, self)
+
+    def __pow__(self, other):
+        from ..ops.math_ops import power
+        return power(self, other)
+
+    def __rpow__(self, other):
+        from ..ops.math_ops import power
+        return power(other, self)
+
+    def __matmul__(self, other):
+        from ..ops.matmul import matmul
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from ..ops.matmul import matmul
+        return matmul(other, self)
+
+    def __neg__(self):
+        from ..ops.math_ops import negative
+        return negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        from ..ops.math_ops import abs as abs_
+        return abs_(self)
+
+    def __getitem__(self, key):
+        from ..ops.array_ops import get_item
+        return get_item(self, key)
+
+    @property
+    def T(self):
+        """The transpose (all axes reversed)."""
+        from ..ops.array_ops import transpose
+        return transpose(self)
+
+
+def default_dtype_for(value):
+    """The dtype a Python value becomes: floats are float32 as in TF, numpy values keep theirs."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.dtype
+    arr = np.asarray(value)
+    return np.dtype(np.float32) if arr.dtype == np.float64 else arr.dtype
+
+
+def as_node(value, like=None):
+    """Return `value` if it is a Node, else wrap it in a Constant.
+
+    A plain Python number takes the dtype of `like` (the other operand), so
+    `x * 2.0` stays float32 when x is float32.
+    """
+    if isinstance(value, Node):
+        return value
+    from .constant import Constant
+    graph = like.graph if like is not None else None
+    if like is not None and like.dtype is not None and type(value) in (int, float):
+        if np.issubdtype(like.dtype, np.floating) or type(value) is int and like.dtype.kind in "iu":
+            return Constant(np.asarray(value, dtype=like.dtype), graph=graph)
+    return Constant(value, graph=graph)

@@ -1,0 +1,21 @@
+"""Placeholder: an input whose value is supplied at run time through `feed_dict`."""
+import numpy as np
+
+from ..shapes import normalize_shape
+from .node import Node
+
+
+class Placeholder(Node):
+    """External data fed into `Session.run`; `shape` may use None for unknown dimensions.
+
+    With `default`, the placeholder takes that value whenever it is not fed
+    (handy for a `training` flag that is True only in the training step).
+    """
+
+    def __init__(self, shape=None, dtype="float32", name=None, default=None, graph=None):
+        dtype = np.dtype(dtype)
+        self.default = None if default is None else np.asarray(default, dtype=dtype)
+        super().__init__((), normalize_shape(shape), dtype, name, graph)
+        if self.default is not None:
+            from ..session.feeds import check_feed
+            self.default = check_feed(self, self.default, needed_by=None)

@@ -1,0 +1,29 @@
+"""Variable: a parameter that lives across runs and is updated by optimizers."""
+import numpy as np
+
+from ..errors import ShapeError
+from .node import Node, default_dtype_for
+
+
+class Variable(Node):
+    """A node holding its own numpy array in `.value`; `trainable` ones are what optimizers update."""
+
+    def __init__(self, initial_value, trainable=True, name=None, dtype=None, graph=None):
+        dtype = np.dtype(dtype) if dtype is not None else default_dtype_for(initial_value)
+        value = np.array(initial_value, dtype=dtype)  # a private copy: the caller's array stays theirs
+        self.trainable = bool(trainable)
+        self._value = value
+        super().__init__((), value.shape, dtype, name, graph)
+
+    @property
+    def value(self):
+        """The current numpy value."""
+        return self._value
+
+    @value.setter
+    def value(self, new_value):
+        new_value = np.asarray(new_value)
+        if new_value.shape != self.shape:
+            raise ShapeError(f"cannot set Variable '{self.name}' of shape {self.shape} to a value of shape "
+                             f"{new_value.shape}: a Variable keeps its shape; create a new Variable instead.")
+        self._value = new_value.astype(self.dtype, copy=False)

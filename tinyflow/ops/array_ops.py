@@ -1,0 +1,411 @@
+"""Ops that move data around: reshape, transpose, concat, slicing, identity, add_n, broadcasting.
+
+`SumToShapeOf` is the one place where gradients of broadcast inputs are summed
+back to the input's shape; the backprop engine inserts it.
+"""
+import numpy as np
+
+from ..autodiff.registry import not_differentiable, register_gradient
+from ..errors import ShapeError
+from ..nodes import Node, Operation, as_node
+from ..shapes import is_fully_known, normalize_axes
+from .math_ops import zeros_like
+
+
+# ------------------------------------------------------------ reshape
+class Reshape(Operation):
+    """x with a new shape of the same size; one dimension may be -1 (inferred).  Gradient: g reshaped back."""
+
+    def __init__(self, x, shape, name=None):
+        self.target = tuple(int(d) for d in shape)
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        return np.reshape(x, self.target)
+
+    def infer_shape(self, x_shape):
+        target = self.target
+        if sum(d == -1 for d in target) > 1 or any(d < -1 for d in target):
+            raise ShapeError(f"reshape target {target} may contain one -1 and otherwise non-negative sizes")
+        known = int(np.prod([d for d in target if d != -1]))
+        if not is_fully_known(x_shape):
+            return tuple(None if d == -1 else d for d in target)
+        size = int(np.prod(x_shape))
+        if -1 in target:
+            if known == 0 or size % known:
+                raise ShapeError(f"cannot reshape {x_shape} (size {size}) into {target}: "
+                                 f"{size} is not a multiple of {known}")
+            return tuple(size // known if d == -1 else d for d in target)
+        if known != size:
+            raise ShapeError(f"cannot reshape {x_shape} (size {size}) into {target} (size {known}); "
+                             "the sizes must match, or use -1 for one dimension")
+        return target
+
+
+class ReshapeLike(Operation):
+    """x reshaped to the run-time shape of `like` (the gradient of reshape)."""
+
+    def __init__(self, x, like, name=None):
+        super().__init__(x, like, name=name)
+
+    def compute(self, x, like):
+        return np.reshape(x, like.shape)
+
+    def infer_shape(self, x_shape, like_shape):
+        return like_shape
+
+    def infer_dtype(self, x, like):
+        return x
+
+
+@register_gradient(Reshape)
+def _reshape_grad(op, grad):
+    return [ReshapeLike(grad, op.inputs[0])]
+
+
+@register_gradient(ReshapeLike)
+def _reshape_like_grad(op, grad):
+    return [ReshapeLike(grad, op.inputs[0]), None]
+
+
+# ------------------------------------------------------------ transpose
+class Transpose(Operation):
+    """x with its axes permuted (reversed when axes is None).  Gradient: g with the inverse permutation."""
+
+    def __init__(self, x, axes=None, name=None):
+        self.axes = None if axes is None else tuple(int(a) for a in axes)
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        return np.transpose(x, self.axes)
+
+    def infer_shape(self, x_shape):
+        if x_shape is None:
+            if self.axes is None:
+                return None
+            raise ShapeError("transpose with explicit axes needs an input of known rank")
+        if self.axes is None:
+            self.axes = tuple(reversed(range(len(x_shape))))
+        if sorted(a % max(len(x_shape), 1) for a in self.axes) != list(range(len(x_shape))):
+            raise ShapeError(f"axes {self.axes} are not a permutation of the {len(x_shape)} axes of {x_shape}")
+        self.axes = tuple(a % len(x_shape) for a in self.axes)
+        return tuple(x_shape[a] for a in self.axes)
+
+
+@register_gradient(Transpose)
+def _transpose_grad(op, grad):
+    return [Transpose(grad, tuple(int(a) for a in np.argsort(op.axes)))]
+
+
+# ------------------------------------------------------------ concat
+class Concat(Operation):
+    """The inputs joined along `axis`.  Gradient: g split back into the inputs' pieces."""
+
+    def __init__(self, xs, axis=0, name=None):
+        self.axis = int(axis)
+        super().__init__(*xs, name=name)
+
+    def compute(self, *xs):
+        return np.concatenate(xs, axis=self.axis)
+
+    def infer_shape(self, *shapes):
+        if not shapes:
+            raise ShapeError("concat needs at least one input")
+        if any(s is None for s in shapes):
+            raise ShapeError("concat needs inputs of known rank")
+        rank = len(shapes[0])
+        if any(len(s) != rank for s in shapes):
+            raise ShapeError(f"concat inputs must have the same rank, got shapes {shapes}")
+        (self.axis,) = normalize_axes(self.axis, rank, "concat")
+        out = []
+        for i in range(rank):
+            dims = [s[i] for s in shapes]
+            if i == self.axis:
+                out.append(None if None in dims else sum(dims))
+                continue
+            known = {d for d in dims if d is not None}
+            if len(known) > 1:
+                raise ShapeError(f"concat inputs of shapes {shapes} differ on axis {i}; "
+                                 f"only the concat axis ({self.axis}) may differ")
+            out.append(known.pop() if known else None)
+        return tuple(out)
+
+
+class ConcatSplit(Operation):
+    """Piece `index` of g cut along `axis` with the run-time sizes of the concat inputs."""
+
+    def __init__(self, grad, xs, axis, index, name=None):
+        self.axis, self.index = axis, index
+        super().__init__(grad, *xs, name=name)
+
+    def compute(self, grad, *xs):
+        start = sum(x.shape[self.axis] for x in xs[:self.index])
+        stop = start + xs[self.index].shape[self.axis]
+        key = (slice(None),) * self.axis + (slice(start, stop),)
+        return grad[key]
+
+    def infer_shape(self, grad_shape, *x_shapes):
+        return x_shapes[self.index]
+
+    def infer_dtype(self, grad, *xs):
+        return grad
+
+
+@register_gradient(Concat)
+def _concat_grad(op, grad):
+    return [ConcatSplit(grad, op.inputs, op.axis, i) for i in range(len(op.inputs))]
+
+
+@register_gradient(ConcatSplit)
+def _concat_split_grad(op, grad):
+    xs = op.inputs[1:]
+    pieces = [grad if i == op.index else zeros_like(x) for i, x in enumerate(xs)]
+    return [Concat(pieces, op.axis)] + [None] * len(xs)
+
+
+# ------------------------------------------------------------ slicing
+def _normalize_key(key):
+    """A tuple of index entries, with lists turned into integer/boolean arrays."""
+    key = key if isinstance(key, tuple) else (key,)
+    out = []
+    for k in key:
+        if isinstance(k, Node):
+            raise TypeError("indexing with a graph node is not supported: index with Python ints, "
+                            "slices or numpy arrays")
+        if isinstance(k, (list, np.ndarray)):
+            k = np.asarray(k)
+            if k.dtype.kind not in "iub":
+                raise TypeError(f"array indices must be integers or booleans, got dtype {k.dtype}")
+        elif not (k is None or k is Ellipsis or isinstance(k, slice) or isinstance(k, (int, np.integer))):
+            raise TypeError(f"unsupported index {k!r}: use ints, slices, None, ..., or integer arrays")
+        out.append(k)
+    return tuple(out)
+
+
+def _basic_index_shape(shape, key):
+    """Static result shape of basic indexing (ints, slices, None, ...) on a shape with None dims."""
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if consumed > len(shape):
+        raise ShapeError(f"too many indices ({consumed}) for a node of shape {shape}")
+    out, dim = [], 0
+    for k in key:
+        if k is None:
+            out.append(1)
+        elif k is Ellipsis:
+            n = len(shape) - consumed
+            out.extend(shape[dim:dim + n])
+            dim += n
+        elif isinstance(k, slice):
+            size = shape[dim]
+            out.append(None if size is None else len(range(*k.indices(size))))
+            dim += 1
+        else:
+            size = shape[dim]
+            if size is not None and not -size <= k < size:
+                raise ShapeError(f"index {k} is out of bounds for axis {dim} of size {size}")
+            dim += 1
+    return tuple(out) + tuple(shape[dim:])
+
+
+class GetItem(Operation):
+    """x[key] with numpy semantics (ints, slices, None, ..., integer or boolean arrays).
+
+    Gradient: g scattered back into zeros of x's shape (summing repeated indices).
+    """
+
+    def __init__(self, x, key, name=None):
+        self.key = _normalize_key(key)
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        return x[self.key]
+
+    @property
+    def is_basic(self):
+        """True when the key has no arrays (so x[key] is a view and indices never repeat)."""
+        return not any(isinstance(k, np.ndarray) for k in self.key)
+
+    def infer_shape(self, x_shape):
+        if x_shape is None:
+            return None
+        if is_fully_known(x_shape):
+            # index a zero-stride stand-in of the right shape: numpy checks bounds, no memory used
+            stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), x_shape, (0,) * len(x_shape))
+            try:
+                return stand_in[self.key].shape
+            except IndexError as err:
+                raise ShapeError(f"index {self.key} does not fit shape {x_shape}: {err}") from None
+        return _basic_index_shape(x_shape, self.key) if self.is_basic else None
+
+
+class GetItemGrad(Operation):
+    """zeros like x, with g added at x[key] (the gradient of GetItem)."""
+
+    def __init__(self, grad, x, key, name=None):
+        self.key = key
+        super().__init__(grad, x, name=name)
+
+    def compute(self, grad, x):
+        out = np.zeros(x.shape, dtype=grad.dtype)
+        if any(isinstance(k, np.ndarray) for k in self.key):
+            np.add.at(out, self.key, grad)  # repeated indices must accumulate
+        else:
+            out[self.key] = grad
+        return out
+
+    def infer_shape(self, grad_shape, x_shape):
+        return x_shape
+
+    def infer_dtype(self, grad, x):
+        return grad
+
+
+@register_gradient(GetItem)
+def _get_item_grad(op, grad):
+    return [GetItemGrad(grad, op.inputs[0], op.key)]
+
+
+@register_gradient(GetItemGrad)
+def _get_item_grad_grad(op, grad):
+    return [GetItem(grad, op.key), None]
+
+
+# ------------------------------------------------------------ identity, stop_gradient, add_n
+class Identity(Operation):
+    """x unchanged.  Gradient: g."""
+
+    def __init__(self, x, name=None):
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        return x
+
+    def infer_shape(self, x_shape):
+        return x_shape
+
+
+@register_gradient(Identity)
+def _identity_grad(op, grad):
+    return [grad]
+
+
+class StopGradient(Identity):
+    """x unchanged in the forward pass; backprop passes nothing through it."""
+
+
+not_differentiable(StopGradient)
+
+
+class AddN(Operation):
+    """The sum of any number of inputs (with broadcasting).  Gradient: g for every input."""
+
+    def __init__(self, *xs, name=None):
+        super().__init__(*xs, name=name)
+
+    def compute(self, *xs):
+        total = xs[0]
+        for x in xs[1:]:
+            total = total + x
+        return total
+
+
+@register_gradient(AddN)
+def _add_n_grad(op, grad):
+    return [grad] * len(op.inputs)
+
+
+# ------------------------------------------------------------ broadcasting helpers
+def sum_to_shape(value, shape):
+    """Sum `value` over the axes that broadcasting added or stretched, to get `shape`."""
+    if value.shape == shape:
+        return value
+    lead = value.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                      if d == 1 and value.shape[lead + i] != 1)
+    return value.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+class SumToShapeOf(Operation):
+    """g summed over broadcast axes down to the run-time shape of `like` (unbroadcasting)."""
+
+    def __init__(self, grad, like, name=None):
+        super().__init__(grad, like, name=name)
+
+    def compute(self, grad, like):
+        return sum_to_shape(grad, like.shape)
+
+    def infer_shape(self, grad_shape, like_shape):
+        return like_shape
+
+    def infer_dtype(self, grad, like):
+        return grad
+
+
+class BroadcastLike(Operation):
+    """x broadcast to the run-time shape of `like`."""
+
+    def __init__(self, x, like, name=None):
+        super().__init__(x, like, name=name)
+
+    def compute(self, x, like):
+        return np.broadcast_to(x, like.shape)
+
+    def infer_shape(self, x_shape, like_shape):
+        return like_shape
+
+    def infer_dtype(self, x, like):
+        return x
+
+
+@register_gradient(SumToShapeOf)
+def _sum_to_shape_of_grad(op, grad):
+    return [BroadcastLike(grad, op.inputs[0]), None]
+
+
+@register_gradient(BroadcastLike)
+def _broadcast_like_grad(op, grad):
+    return [SumToShapeOf(grad, op.inputs[0]), None]
+
+
+# ------------------------------------------------------------ public functions
+def reshape(x, shape, name=None):
+    """x with a new shape; one entry may be -1."""
+    return Reshape(x, shape, name=name)
+
+
+def transpose(x, axes=None, name=None):
+    """x with permuted axes (reversed by default)."""
+    return Transpose(x, axes, name=name)
+
+
+def concat(xs, axis, name=None):
+    """Join a list of nodes along an existing axis."""
+    return Concat(list(xs), axis, name=name)
+
+
+def get_item(x, key, name=None):
+    """x[key], numpy-style indexing and slicing."""
+    return GetItem(x, key, name=name)
+
+
+def identity(x, name=None):
+    """A new node with x's value (useful to name a value)."""
+    return Identity(x, name=name)
+
+
+def stop_gradient(x, name=None):
+    """x, but treated as a constant by backprop."""
+    return StopGradient(x, name=name)
+
+
+def add_n(xs, name=None):
+    """The sum of a list of nodes."""
+    xs = list(xs)
+    if not xs:
+        raise ValueError("add_n needs at least one input")
+    return AddN(*xs, name=name)
+
+
+def broadcast_like(x, like, name=None):
+    """x broadcast to the run-time shape of `like`."""
+    return BroadcastLike(as_node(x), like, name=name)

@@ -1,0 +1,50 @@
+"""Matrix multiplication, batched over leading axes like numpy's `@`."""
+import numpy as np
+
+from ..autodiff.registry import register_gradient
+from ..errors import ShapeError
+from ..nodes import Operation
+from ..shapes import broadcast_shapes, dims_compatible
+from .array_ops import Transpose
+
+
+class MatMul(Operation):
+    """a @ b for a (..., n, k) and b (..., k, m); leading axes broadcast.
+
+    Gradient: (g @ bᵀ, aᵀ @ g), with ᵀ swapping the last two axes.
+    """
+
+    def __init__(self, a, b, name=None):
+        super().__init__(a, b, name=name)
+
+    def compute(self, a, b):
+        return np.matmul(a, b)
+
+    def infer_shape(self, a_shape, b_shape):
+        for shape in (a_shape, b_shape):
+            if shape is None or len(shape) < 2:
+                raise ShapeError(f"matmul needs operands of rank 2 or more, got shapes {a_shape} and {b_shape}; "
+                                 "reshape a vector v to (1, n) or (n, 1) first, e.g. tfl.reshape(v, (-1, 1))")
+        if not dims_compatible(a_shape[-1], b_shape[-2]):
+            raise ShapeError(f"matmul inner dimensions differ: {a_shape} @ {b_shape} "
+                             f"({a_shape[-1]} != {b_shape[-2]}); the last axis of the left operand must "
+                             "equal the second-to-last axis of the right one (transpose one of them?)")
+        batch = broadcast_shapes(a_shape[:-2], b_shape[:-2], what="matmul batch axes")
+        return batch + (a_shape[-2], b_shape[-1])
+
+
+def swap_last_axes(x):
+    """x with its last two axes swapped."""
+    rank = len(x.shape)
+    return Transpose(x, tuple(range(rank - 2)) + (rank - 1, rank - 2))
+
+
+@register_gradient(MatMul)
+def _matmul_grad(op, grad):
+    a, b = op.inputs
+    return [MatMul(grad, swap_last_axes(b)), MatMul(swap_last_axes(a), grad)]
+
+
+def matmul(a, b, name=None):
+    """Matrix product a @ b (batched over leading axes)."""
+    return MatMul(a, b, name=name)

@@ -1,0 +1,162 @@
+"""Reductions along axes: sum, mean, max (with keepdims), and their backward op."""
+import numpy as np
+
+from ..autodiff.registry import not_differentiable, register_gradient
+from ..errors import ShapeError
+from ..nodes import Operation
+from ..shapes import normalize_axes, reduced_shape
+
+
+class Reduction(Operation):
+    """Base of reductions: `axis` None (all), an int or a tuple; `keepdims` keeps size-1 axes."""
+
+    def __init__(self, x, axis=None, keepdims=False, name=None):
+        self.axis, self.keepdims = axis, bool(keepdims)
+        super().__init__(x, name=name)
+
+    def infer_shape(self, x_shape):
+        if x_shape is None:
+            if self.axis is not None or self.keepdims:
+                raise ShapeError("a reduction over given axes needs an input of known rank")
+            self.axes = None
+            return ()
+        self.axes = normalize_axes(self.axis, len(x_shape), self.op_type)
+        return reduced_shape(x_shape, self.axes, self.keepdims)
+
+
+class ReduceSum(Reduction):
+    """Σ over axes.  Gradient: g broadcast back over the reduced axes."""
+
+    def compute(self, x):
+        return np.sum(x, axis=self.axes, keepdims=self.keepdims)
+
+
+class ReduceMean(Reduction):
+    """Mean over axes.  Gradient: g broadcast back, divided by the number of reduced elements."""
+
+    def compute(self, x):
+        return np.mean(x, axis=self.axes, keepdims=self.keepdims)
+
+    def infer_dtype(self, x):
+        return x if np.issubdtype(x, np.floating) else np.dtype(np.float64)
+
+
+class ReduceMax(Reduction):
+    """Max over axes.  Gradient: g to the maximal elements, split evenly among ties (as TF)."""
+
+    def compute(self, x):
+        return np.max(x, axis=self.axes, keepdims=self.keepdims)
+
+
+class ExpandReduced(Operation):
+    """g (the gradient of a reduction of x) broadcast back to x's shape; divided by the count if `mean`.
+
+    Its own gradient is the matching reduction, so reductions and their
+    gradients differentiate each other.
+    """
+
+    def __init__(self, grad, x, axes, keepdims, mean, name=None):
+        self.axes, self.keepdims, self.mean = axes, keepdims, mean
+        super().__init__(grad, x, name=name)
+
+    def compute(self, grad, x):
+        axes = range(x.ndim) if self.axes is None else self.axes
+        if not self.keepdims:
+            grad = np.expand_dims(grad, tuple(axes))
+        out = np.broadcast_to(grad, x.shape)
+        if self.mean:
+            count = int(np.prod([x.shape[a] for a in axes]))
+            out = out / max(count, 1)
+        return out
+
+    def infer_shape(self, grad_shape, x_shape):
+        return x_shape
+
+    def infer_dtype(self, grad, x):
+        return grad
+
+
+class MaxMask(Operation):
+    """1/k where x equals its reduced maximum y (k = ties in that slice), else 0."""
+
+    def __init__(self, x, y, axes, keepdims, name=None):
+        self.axes, self.keepdims = axes, keepdims
+        super().__init__(x, y, name=name)
+
+    def compute(self, x, y):
+        axes = tuple(range(x.ndim)) if self.axes is None else self.axes
+        y = y if self.keepdims else np.expand_dims(y, axes)
+        hits = (x == y).astype(x.dtype)
+        return hits / hits.sum(axis=axes, keepdims=True)
+
+    def infer_shape(self, x_shape, y_shape):
+        return x_shape
+
+
+not_differentiable(MaxMask)
+
+
+@register_gradient(ReduceSum)
+def _reduce_sum_grad(op, grad):
+    return [ExpandReduced(grad, op.inputs[0], op.axes, op.keepdims, mean=False)]
+
+
+@register_gradient(ReduceMean)
+def _reduce_mean_grad(op, grad):
+    return [ExpandReduced(grad, op.inputs[0], op.axes, op.keepdims, mean=True)]
+
+
+@register_gradient(ReduceMax)
+def _reduce_max_grad(op, grad):
+    x = op.inputs[0]
+    spread = ExpandReduced(grad, x, op.axes, op.keepdims, mean=False)
+    return [spread * MaxMask(x, op, op.axes, op.keepdims)]
+
+
+@register_gradient(ExpandReduced)
+def _expand_reduced_grad(op, grad):
+    reduce = ReduceMean if op.mean else ReduceSum
+    return [reduce(grad, op.axes, op.keepdims), None]
+
+
+class ArgMax(Operation):
+    """Index of the maximum along `axis` (int64).  Not differentiable."""
+
+    def __init__(self, x, axis=-1, name=None):
+        self.axis = axis
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        return np.argmax(x, axis=self.axis)
+
+    def infer_shape(self, x_shape):
+        if x_shape is None:
+            return None
+        (self.axis,) = normalize_axes(self.axis, len(x_shape), "argmax")
+        return reduced_shape(x_shape, (self.axis,), keepdims=False)
+
+    def infer_dtype(self, x):
+        return np.dtype(np.int64)
+
+
+not_differentiable(ArgMax)
+
+
+def reduce_sum(x, axis=None, keepdims=False, name=None):
+    """Sum over `axis` (all axes by default)."""
+    return ReduceSum(x, axis, keepdims, name=name)
+
+
+def reduce_mean(x, axis=None, keepdims=False, name=None):
+    """Mean over `axis` (all axes by default)."""
+    return ReduceMean(x, axis, keepdims, name=name)
+
+
+def reduce_max(x, axis=None, keepdims=False, name=None):
+    """Maximum over `axis` (all axes by default)."""
+    return ReduceMax(x, axis, keepdims, name=name)
+
+
+def argmax(x, axis=-1, name=None):
+    """Index of the largest entry along `axis`."""
+    return ArgMax(x, axis, name=name)

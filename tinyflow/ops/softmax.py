@@ -1,0 +1,95 @@
+"""softmax and log_softmax along an axis, computed stably (max subtracted first)."""
+import numpy as np
+
+from ..autodiff.registry import register_gradient
+from ..nodes import Operation
+from ..shapes import normalize_axes
+from .math_ops import exp
+from .reductions import reduce_sum
+
+
+def stable_log_softmax(x, axis):
+    """x - logsumexp(x) along axis, finite even for logits of 1e4."""
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+class AxisOperation(Operation):
+    """An op with one `axis` argument whose output has its first input's shape."""
+
+    def __init__(self, *inputs, axis=-1, name=None):
+        self.axis = axis
+        super().__init__(*inputs, name=name)
+
+    def infer_shape(self, x_shape, *other_shapes):
+        if x_shape is not None:
+            (self.axis,) = normalize_axes(self.axis, len(x_shape), self.op_type)
+        return x_shape
+
+
+class Softmax(AxisOperation):
+    """eˣ / Σ eˣ along axis.  Gradient: y (g - Σ g y)."""
+
+    def compute(self, x):
+        shifted = np.exp(x - np.max(x, axis=self.axis, keepdims=True))
+        return shifted / np.sum(shifted, axis=self.axis, keepdims=True)
+
+
+class LogSoftmax(AxisOperation):
+    """x - log Σ eˣ along axis.  Gradient: g - eʸ Σ g."""
+
+    def compute(self, x):
+        return stable_log_softmax(x, self.axis)
+
+
+class SoftmaxGrad(AxisOperation):
+    """y (g - Σ g y) along axis, for y = softmax(x)."""
+
+    def compute(self, y, grad):
+        return y * (grad - np.sum(grad * y, axis=self.axis, keepdims=True))
+
+
+class LogSoftmaxGrad(AxisOperation):
+    """g - eʸ Σ g along axis, for y = log_softmax(x)."""
+
+    def compute(self, y, grad):
+        return grad - np.exp(y) * np.sum(grad, axis=self.axis, keepdims=True)
+
+
+@register_gradient(Softmax)
+def _softmax_grad(op, grad):
+    return [SoftmaxGrad(op, grad, axis=op.axis)]
+
+
+@register_gradient(LogSoftmax)
+def _log_softmax_grad(op, grad):
+    return [LogSoftmaxGrad(op, grad, axis=op.axis)]
+
+
+@register_gradient(SoftmaxGrad)
+def _softmax_grad_grad(op, grad):
+    # out = y g - y Σ(g y); differentiate that product rule by rule.
+    y, g = op.inputs
+    sum_gy = reduce_sum(g * y, op.axis, keepdims=True)
+    d_y = grad * g - grad * sum_gy - g * reduce_sum(grad * y, op.axis, keepdims=True)
+    return [d_y, SoftmaxGrad(y, grad, axis=op.axis)]
+
+
+@register_gradient(LogSoftmaxGrad)
+def _log_softmax_grad_grad(op, grad):
+    # out = g - eʸ Σg
+    y, g = op.inputs
+    e = exp(y)
+    d_y = -(grad * e * reduce_sum(g, op.axis, keepdims=True))
+    d_g = grad - reduce_sum(grad * e, op.axis, keepdims=True)
+    return [d_y, d_g]
+
+
+def softmax(x, axis=-1, name=None):
+    """Softmax along `axis`: non-negative entries summing to 1."""
+    return Softmax(x, axis=axis, name=name)
+
+
+def log_softmax(x, axis=-1, name=None):
+    """log(softmax(x)) along `axis`, computed stably."""
+    return LogSoftmax(x, axis=axis, name=name)

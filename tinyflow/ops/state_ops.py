@@ -1,0 +1,100 @@
+"""Ops that change Variables (assign, assign_add, assign_sub) and group, which bundles ops into one.
+
+State-changing ops are `stateful`: the Session runs them after every pure op of
+the same run, so all reads of a Variable in one run see its value from before
+the update (what an optimizer step needs).
+"""
+from ..autodiff.registry import not_differentiable
+from ..errors import ShapeError
+from ..nodes import Operation, Variable
+from ..shapes import shapes_compatible
+
+
+class Assign(Operation):
+    """var ← value; outputs the new value."""
+
+    stateful = True
+
+    def __init__(self, var, value, name=None):
+        if not isinstance(var, Variable):
+            raise TypeError(f"{self.op_type} needs a Variable as its first argument, got {var!r}")
+        super().__init__(var, value, name=name)
+
+    @property
+    def variable(self):
+        """The Variable this op changes."""
+        return self.inputs[0]
+
+    def infer_shape(self, var_shape, value_shape):
+        if not shapes_compatible(var_shape, value_shape):
+            raise ShapeError(f"cannot assign a value of shape {value_shape} to a Variable of shape {var_shape}")
+        return var_shape
+
+    def infer_dtype(self, var_dtype, value_dtype):
+        return var_dtype
+
+    def new_value(self, old, value):
+        """The Variable's next value."""
+        return value
+
+    def compute(self, old, value):
+        # read the Variable itself, not the `old` snapshot: two assign_adds in one run both count
+        self.variable.value = self.new_value(self.variable.value, value)
+        return self.variable.value
+
+
+class AssignAdd(Assign):
+    """var ← var + value; outputs the new value."""
+
+    def new_value(self, old, value):
+        return old + value
+
+
+class AssignSub(Assign):
+    """var ← var - value; outputs the new value."""
+
+    def new_value(self, old, value):
+        return old - value
+
+
+class Group(Operation):
+    """Runs all its inputs; has no value (sess.run returns None for it). Train ops are groups."""
+
+    def __init__(self, *ops, name=None):
+        super().__init__(*ops, name=name)
+
+    def compute(self, *values):
+        return None
+
+    def infer_shape(self, *shapes):
+        return ()
+
+    def infer_dtype(self, *dtypes):
+        return None
+
+
+not_differentiable(Assign, AssignAdd, AssignSub, Group)
+
+
+def assign(var, value, name=None):
+    """An op that sets var to value when run."""
+    return Assign(var, value, name=name)
+
+
+def assign_add(var, value, name=None):
+    """An op that adds value to var when run."""
+    return AssignAdd(var, value, name=name)
+
+
+def assign_sub(var, value, name=None):
+    """An op that subtracts value from var when run."""
+    return AssignSub(var, value, name=name)
+
+
+def group(*ops, name=None):
+    """One op that runs all of `ops` (accepts several ops or one list of them)."""
+    if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+        ops = tuple(ops[0])
+    return Group(*ops, name=name)
+
+

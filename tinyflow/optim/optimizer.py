@@ -1,0 +1,107 @@
+"""The Optimizer base class and the base of the fused update ops every optimizer applies."""
+import numpy as np
+
+from ..autodiff.gradients import gradients
+from ..errors import GradientError, ShapeError
+from ..nodes import Node, Operation, Variable, as_node
+from ..ops.state_ops import group
+from ..shapes import shapes_compatible
+
+
+class ApplyUpdate(Operation):
+    """Updates one Variable and its slot Variables in a single op (in the spirit of TF's ApplyAdam).
+
+    Inputs: (variable, gradient, learning rate, *slots). Subclasses write
+    `update(param, grad, lr, *slots) -> (new_param, *new_slots)` as the
+    optimizer's formula; a fast backend may replace it with one fused pass.
+    """
+
+    stateful = True
+
+    def __init__(self, var, grad, lr, slots, optimizer, name=None):
+        self.hyper = optimizer.hyper
+        super().__init__(var, grad, lr, *slots, name=name)
+
+    @property
+    def variables(self):
+        """The Variable being trained followed by its slots, in the order `update` takes them."""
+        return [self.inputs[0]] + list(self.inputs[3:])
+
+    def infer_shape(self, var_shape, grad_shape, lr_shape, *slot_shapes):
+        if not shapes_compatible(var_shape, grad_shape):
+            raise ShapeError(f"the gradient of shape {grad_shape} does not match the variable's shape {var_shape}")
+        if lr_shape not in ((), None):
+            raise ShapeError(f"the learning rate must be a scalar, got shape {lr_shape}")
+        return ()
+
+    def infer_dtype(self, *dtypes):
+        return None
+
+    def compute(self, param, grad, lr, *slots):
+        variables = self.variables
+        # current values, not the run's snapshots, so several updates of one Variable compose
+        new_values = self.update(variables[0].value, grad, lr.item(), *[v.value for v in variables[1:]])
+        for var, value in zip(variables, new_values):
+            var.value = value
+        return None
+
+    def update(self, param, grad, lr, *slots):
+        """The update formula: new values of the parameter and the slots."""
+        raise NotImplementedError
+
+
+class Optimizer:
+    """Turns a loss into a train op: gradients by backprop, then one fused update per Variable."""
+
+    update_op = ApplyUpdate
+    slot_names = ()  # names of the per-variable state Variables, in `update` order
+
+    def __init__(self, lr, **hyper):
+        if not isinstance(lr, Node) and lr < 0:
+            raise ValueError(f"invalid learning rate {lr}: it must be >= 0")
+        self.lr = lr
+        self.hyper = hyper
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v}" for k, v in {"lr": self.lr, **self.hyper}.items())
+        return f"{type(self).__name__}({args})"
+
+    def compute_gradients(self, loss, var_list=None):
+        """[(gradient node or None, variable)] for `var_list` (default: all trainable Variables)."""
+        if var_list is None:
+            var_list = loss.graph.variables(trainable_only=True)
+        var_list = list(var_list)
+        for var in var_list:
+            if not isinstance(var, Variable):
+                raise TypeError(f"var_list must hold Variables, got {var!r}")
+        return list(zip(gradients(loss, var_list), var_list))
+
+    def apply_gradients(self, grads_and_vars, name=None):
+        """A train op (a group) applying the update to every Variable with a gradient."""
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if not pairs:
+            names = [v.name for _, v in grads_and_vars]
+            raise GradientError(f"no gradient for any of the variables {names}: the loss does not depend on "
+                                "them. Check that the loss is built from these Variables.")
+        graph = pairs[0][1].graph
+        with graph.role("optimizer"), graph.name_scope(type(self).__name__):
+            lr = as_node(self.lr)
+            if not isinstance(self.lr, Node):
+                lr = as_node(np.asarray(self.lr, dtype=pairs[0][1].dtype))
+            updates = [self.update_op(var, grad, lr, self._slots(var), self, name=f"update_{var.name}")
+                       for grad, var in pairs]
+            return group(*updates, name=name or "train")
+
+    def minimize(self, loss, var_list=None, name=None):
+        """compute_gradients then apply_gradients: the usual way to get a train op."""
+        return self.apply_gradients(self.compute_gradients(loss, var_list), name=name)
+
+    def _slots(self, var):
+        return [Variable(self.initial_slot_value(var, slot), trainable=False, name=f"{var.name}/{slot}")
+                for slot in self.slot_names]
+
+    def initial_slot_value(self, var, slot):
+        """The starting value of a slot: a step counter starts at 0, every other slot at zeros."""
+        if slot == "step":
+            return np.zeros((), np.int64)
+        return np.zeros_like(var.value)

@@ -1,0 +1,55 @@
+"""Validating what users put in `feed_dict`: known node, representable dtype, matching shape."""
+import numpy as np
+
+from ..errors import FeedError
+from ..nodes import Node
+from ..shapes import matches
+
+
+def resolve_key(graph, key):
+    """The node a feed_dict or fetch key names: a Node of `graph`, or a node name."""
+    if isinstance(key, Node):
+        if key.graph is not graph:
+            raise FeedError(f"{key!r} belongs to another graph than this Session's; "
+                            "create the Session for the graph the node is in: tfl.Session(graph=node.graph)")
+        return key
+    if isinstance(key, str):
+        return graph.get_node(key)
+    raise FeedError(f"feed_dict keys must be nodes or node names, got {key!r}")
+
+
+def _fail(node, needed_by, problem, fix):
+    who = f"{node.op_type} '{node.name}' (shape {node.shape}, dtype {node.dtype})"
+    need = f" It is needed by fetch '{needed_by.name}'." if needed_by is not None else ""
+    raise FeedError(f"cannot feed {who}: {problem}.{need} {fix}")
+
+
+def check_feed(node, value, needed_by):
+    """Return `value` as an array of the node's dtype, or raise FeedError saying what is wrong."""
+    if isinstance(value, Node):
+        _fail(node, needed_by, f"got the graph node {value!r}", "Feed numpy arrays; run the node first.")
+    if node.dtype is None:
+        _fail(node, needed_by, "it has no value to replace", "Feed only nodes that produce values.")
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        _fail(node, needed_by, f"the value cannot become an array ({err})", "Feed a numpy array.")
+    target = node.dtype
+    if array.dtype != target:
+        if array.dtype.kind not in "biuf":
+            _fail(node, needed_by, f"values of dtype {array.dtype} are not numbers",
+                  f"Feed numbers convertible to {target}.")
+        if target.kind in "iub":
+            if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+                _fail(node, needed_by, "the value has NaN or infinite entries", f"Feed finite whole numbers.")
+            converted = array.astype(target)
+            if not np.array_equal(converted, array):
+                _fail(node, needed_by, f"some values of dtype {array.dtype} cannot be represented as {target} "
+                      "(fractional or out of range)", f"Round them, or use a Placeholder of a wider dtype.")
+            array = converted
+        else:
+            array = array.astype(target)
+    if not matches(node.shape, array.shape):
+        _fail(node, needed_by, f"the value has shape {array.shape}",
+              f"Feed an array of shape {node.shape} (None = any size).")
+    return array

@@ -1,0 +1,149 @@
+"""Execution plans: the pruned, scheduled list of steps that computes some fetches.
+
+A plan is built once per (fetches, fed nodes) and reused on every run: each
+step holds its node, its pre-resolved kernel, the slots of its inputs, and the
+slots whose last reader it is, so intermediates are dropped as early as possible.
+"""
+import heapq
+import traceback
+
+from ..errors import ExecutionError, FeedError, describe
+from ..nodes import Constant, Placeholder, Variable
+
+
+class Step:
+    """One node to compute: kernel(*values[input_slots]) -> values[slot]."""
+
+    __slots__ = ("node", "kernel", "input_slots", "slot", "release")
+
+    def __init__(self, node, kernel, input_slots, slot):
+        self.node, self.kernel, self.input_slots, self.slot = node, kernel, input_slots, slot
+        self.release = ()
+
+
+def _source_kernel(node):
+    """Kernels of nodes without inputs: a Variable reads its current value when the step runs."""
+    if isinstance(node, Variable):
+        return lambda: node.value
+    if isinstance(node, Constant):
+        return lambda: node.value
+    return lambda: node.default  # a Placeholder with a default (others are checked before running)
+
+
+def prune(fetches, fed):
+    """The nodes needed for `fetches`, stopping at fed nodes; maps each to the first fetch needing it."""
+    needed_by = {}
+    for fetch in fetches:
+        stack = [fetch]
+        while stack:
+            node = stack.pop()
+            if node in needed_by:
+                continue
+            needed_by[node] = fetch
+            if node not in fed:
+                stack.extend(node.inputs)
+    return needed_by
+
+
+def schedule(needed, fed):
+    """A topological order of `needed` (Kahn's algorithm) with stateful ops as late as possible.
+
+    Ties are broken by creation order, so plans are deterministic. Deferring
+    stateful ops means every read of a Variable that does not depend on an
+    update sees the value from before it (an optimizer step reads old weights).
+    """
+    indegree, ready_pure, ready_stateful = {}, [], []
+    for node in needed:
+        indegree[node] = 0 if node in fed else sum(1 for inp in node.inputs if inp in needed)
+        if indegree[node] == 0:
+            heapq.heappush(ready_stateful if getattr(node, "stateful", False) else ready_pure,
+                           (node.index, id(node), node))
+    order = []
+    while ready_pure or ready_stateful:
+        _, _, node = heapq.heappop(ready_pure if ready_pure else ready_stateful)
+        order.append(node)
+        for consumer in node.consumers:
+            if consumer in indegree and consumer not in fed:
+                indegree[consumer] -= 1
+                if indegree[consumer] == 0:
+                    heapq.heappush(ready_stateful if getattr(consumer, "stateful", False) else ready_pure,
+                                   (consumer.index, id(consumer), consumer))
+    return order
+
+
+class ExecutionPlan:
+    """The steps computing `fetches` given values for the `fed` nodes, on one backend."""
+
+    def __init__(self, fetches, fed, backend):
+        fed = frozenset(fed)
+        self.needed_by = prune(fetches, fed)
+        missing = [n for n in self.needed_by
+                   if isinstance(n, Placeholder) and n not in fed and n.default is None]
+        if missing:
+            node = min(missing, key=lambda n: n.index)
+            raise FeedError(
+                f"Placeholder '{node.name}' (shape {node.shape}, dtype {node.dtype}, created at "
+                f"{node.creation_site}) needs a value: fetch '{self.needed_by[node].name}' depends on it. "
+                f"Pass it in feed_dict, e.g. sess.run(..., feed_dict={{{node.name!r}: array}}).")
+        order = schedule(self.needed_by, fed)
+        self.slot_of = {node: i for i, node in enumerate(order)}
+        self.fed_slots = {node: self.slot_of[node] for node in fed if node in self.slot_of}
+        self.fetch_slots = [self.slot_of[f] for f in fetches]
+        self.steps = []
+        for node in order:
+            if node in fed:
+                continue
+            kernel = backend.kernel(node) if node.inputs or not _is_source(node) else _source_kernel(node)
+            self.steps.append(Step(node, kernel, tuple(self.slot_of[i] for i in node.inputs), self.slot_of[node]))
+        self._plan_releases()
+
+    def _plan_releases(self):
+        """Give each step the slots it reads for the last time (fetched slots are kept)."""
+        last_reader = {}
+        for position, step in enumerate(self.steps):
+            for slot in step.input_slots:
+                last_reader[slot] = position
+        keep = set(self.fetch_slots)
+        releases = {}
+        for slot, position in last_reader.items():
+            if slot not in keep:
+                releases.setdefault(position, []).append(slot)
+        for position, slots in releases.items():
+            self.steps[position].release = tuple(sorted(set(slots)))
+
+    @property
+    def size(self):
+        """Number of value slots (nodes) the plan touches."""
+        return len(self.slot_of)
+
+    def run(self, feeds):
+        """Compute the fetches; `feeds` maps fed nodes to validated arrays."""
+        values = [None] * self.size
+        for node, slot in self.fed_slots.items():
+            values[slot] = feeds[node]
+        for step in self.steps:
+            try:
+                values[step.slot] = step.kernel(*[values[s] for s in step.input_slots])
+            except Exception as exc:  # noqa: BLE001 - every kernel failure becomes one readable error
+                raise _execution_error(step.node, [values[s] for s in step.input_slots], exc) from None
+            for slot in step.release:
+                values[slot] = None
+        return [values[s] for s in self.fetch_slots]
+
+
+def _is_source(node):
+    return isinstance(node, (Variable, Constant, Placeholder))
+
+
+def _execution_error(node, inputs, exc):
+    """An error naming the node, its op type, input shapes and creation site, with the kernel's message."""
+    shapes = ", ".join(f"'{inp.name}' {getattr(v, 'shape', None)} {getattr(v, 'dtype', '')}".rstrip()
+                       for inp, v in zip(node.inputs, inputs))
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (raised at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    error = ExecutionError(
+        f"{describe(node)} failed while running: {type(exc).__name__}: {exc}{where}. "
+        f"Its inputs had shapes: {shapes or 'no inputs'}. Check that the values fed for this run have the "
+        "shapes and ranges this op needs.")
+    error.original = exc
+    return error

@@ -1,0 +1,100 @@
+"""Static shapes: tuples of ints where `None` marks a dimension known only at run time.
+
+A whole shape of `None` means even the rank is unknown.
+"""
+from .errors import ShapeError
+
+
+def normalize_shape(shape):
+    """Turn a user-given shape (None, int, or a sequence of int/None) into a tuple or None."""
+    if shape is None:
+        return None
+    if isinstance(shape, int):
+        return (shape,)
+    dims = []
+    for dim in shape:
+        if dim is None:
+            dims.append(None)
+        elif hasattr(dim, "__index__") and not isinstance(dim, bool) and int(dim) >= 0:
+            dims.append(int(dim))
+        else:
+            raise ShapeError(f"invalid dimension {dim!r} in shape {tuple(shape)!r}: "
+                             "use a non-negative int, or None for a dimension known only at run time")
+    return tuple(dims)
+
+
+def is_fully_known(shape):
+    """True when the rank and every dimension are known."""
+    return shape is not None and all(d is not None for d in shape)
+
+
+def dims_compatible(a, b):
+    """True when two single dimensions may be equal at run time."""
+    return a is None or b is None or a == b
+
+
+def shapes_compatible(a, b):
+    """True when two static shapes may describe the same run-time shape."""
+    if a is None or b is None:
+        return True
+    return len(a) == len(b) and all(dims_compatible(x, y) for x, y in zip(a, b))
+
+
+def matches(static_shape, actual_shape):
+    """True when a concrete shape fits a static shape."""
+    return shapes_compatible(static_shape, tuple(actual_shape))
+
+
+def broadcast_shapes(*shapes, what="operands"):
+    """Numpy's broadcasting rule on static shapes; raises ShapeError on a certain clash."""
+    if any(s is None for s in shapes):
+        return None
+    rank = max((len(s) for s in shapes), default=0)
+    result = []
+    for axis in range(rank):
+        dims = [s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0]
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            raise ShapeError(f"cannot broadcast {what} of shapes "
+                             f"{', '.join(str(s) for s in shapes)}: sizes {sorted(known)} clash on axis "
+                             f"{axis - rank}")
+        if known:
+            result.append(known.pop())
+        elif any(d is None for d in dims):
+            result.append(None)
+        else:
+            result.append(1)
+    return tuple(result)
+
+
+def can_reduce_to(grad_shape, target_shape):
+    """True when summing over broadcast axes could turn grad_shape into target_shape."""
+    if grad_shape is None or target_shape is None:
+        return True
+    if len(grad_shape) < len(target_shape):
+        return False
+    tail = grad_shape[len(grad_shape) - len(target_shape):]
+    return all(dims_compatible(g, t) or t == 1 for g, t in zip(tail, target_shape))
+
+
+def normalize_axes(axis, rank, node_desc="this op"):
+    """Turn an axis argument (None, int or tuple, negatives allowed) into a sorted tuple."""
+    if axis is None:
+        return tuple(range(rank))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    result = []
+    for a in axes:
+        if not isinstance(a, int) or not -rank <= a < rank:
+            raise ShapeError(f"axis {a!r} is out of range for {node_desc} with an input of rank {rank}: "
+                             f"use an axis in [{-rank}, {rank - 1}]")
+        result.append(a % rank)
+    if len(set(result)) != len(result):
+        raise ShapeError(f"repeated axis in {axis!r} for {node_desc}")
+    return tuple(sorted(result))
+
+
+def reduced_shape(shape, axes, keepdims):
+    """The static shape left after reducing `axes` (normalized) of `shape`."""
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
