@@ -15,6 +15,7 @@ from .ops import (abs, add, add_n, argmax, assign, assign_add, assign_sub, cast,
                   log, log_softmax, matmul, max_pool2d, maximum, minimum, multiply, negative, ones_like, power,
                   reduce_max, reduce_mean, reduce_sum, relu, reshape, sigmoid, sign, softmax, softplus, sqrt,
                   square, stop_gradient, subtract, tanh, transpose, where, zeros_like)
+from . import shapes
 from .random import set_seed
 from .session import Session
 

@@ -110,7 +110,7 @@ def gradients(ys, xs, grad_ys=None):
                                     f"of shape {y.shape}")
             contributions[y].append(seed)
 
-        ready = deque(sorted((n for n in between if pending[n] == 0), key=lambda n: -n.index))
+        ready = deque(sorted((n for n in between if pending[n] == 0), key=lambda n: -n.creation_index))
         while ready:
             node = ready.popleft()
             grad = _sum(contributions.pop(node))

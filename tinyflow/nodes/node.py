@@ -44,7 +44,7 @@ class Node:
         self.dtype = np.dtype(dtype) if dtype is not None else None
         self.role = graph.current_role
         self.name = graph._add(self, name)
-        self.index = len(graph.nodes) - 1  # position in creation (= topological) order
+        self.creation_index = len(graph.nodes) - 1  # position in creation (= topological) order
         for inp in self.inputs:
             inp.consumers.append(self)
 

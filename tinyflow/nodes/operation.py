@@ -18,10 +18,12 @@ class Operation(Node):
     """
 
     stateful = False  # True for ops that change Variables; the Session runs them after pure ops
+    abstract = True   # bases of op families say so too; concrete ops go into OP_TYPES
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        OP_TYPES[cls.op_type] = cls
+        if not cls.__dict__.get("abstract", False):
+            OP_TYPES[cls.op_type] = cls
 
     def __init__(self, *inputs, name=None):
         like = next((x for x in inputs if isinstance(x, Node)), None)

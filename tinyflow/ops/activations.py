@@ -19,6 +19,8 @@ def stable_sigmoid(x):
 class BackwardOperation(Operation):
     """An op of (forward tensor, incoming gradient) whose output has the gradient's shape."""
 
+    abstract = True
+
     def __init__(self, y, grad, name=None):
         super().__init__(y, grad, name=name)
 

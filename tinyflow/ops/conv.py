@@ -35,6 +35,8 @@ def _windows(x, kernel, stride, padding, fill=0.0):
 class WindowOperation(Operation):
     """Shared by conv and pooling ops: kernel size, stride and padding, and the output size rule."""
 
+    abstract = True
+
     def _set_window(self, kernel, stride, padding):
         self.kernel = _pair(kernel, "kernel_size")
         self.stride = _pair(stride, "stride")
@@ -151,6 +153,8 @@ def _conv2d_back_filter_grad(op, grad):
 # ------------------------------------------------------------ max pooling
 class PoolOperation(WindowOperation):
     """A pooling op: kernel_size, stride (defaults to kernel_size) and padding."""
+
+    abstract = True
 
     def __init__(self, *inputs, kernel_size, stride=None, padding=0, name=None):
         self._set_window(kernel_size, kernel_size if stride is None else stride, padding)

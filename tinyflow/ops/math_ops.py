@@ -138,6 +138,8 @@ def _minimum_grad(op, grad):
 class UnaryOperation(Operation):
     """An elementwise op of one input: the output has the input's shape."""
 
+    abstract = True
+
     def __init__(self, x, name=None):
         super().__init__(x, name=name)
 
@@ -147,6 +149,8 @@ class UnaryOperation(Operation):
 
 class FloatUnaryOperation(UnaryOperation):
     """A unary op whose result is floating point even for integer input."""
+
+    abstract = True
 
     def infer_dtype(self, x):
         return _floating(x)
@@ -234,6 +238,8 @@ class Sign(UnaryOperation):
 # ------------------------------------------------- comparisons, casts, where
 class Comparison(Operation):
     """An elementwise comparison with a boolean result; it has no gradient."""
+
+    abstract = True
 
     def __init__(self, a, b, name=None):
         super().__init__(a, b, name=name)

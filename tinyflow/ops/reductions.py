@@ -10,6 +10,8 @@ from ..shapes import normalize_axes, reduced_shape
 class Reduction(Operation):
     """Base of reductions: `axis` None (all), an int or a tuple; `keepdims` keeps size-1 axes."""
 
+    abstract = True
+
     def __init__(self, x, axis=None, keepdims=False, name=None):
         self.axis, self.keepdims = axis, bool(keepdims)
         super().__init__(x, name=name)

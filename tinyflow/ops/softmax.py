@@ -17,6 +17,8 @@ def stable_log_softmax(x, axis):
 class AxisOperation(Operation):
     """An op with one `axis` argument whose output has its first input's shape."""
 
+    abstract = True
+
     def __init__(self, *inputs, axis=-1, name=None):
         self.axis = axis
         super().__init__(*inputs, name=name)

@@ -16,6 +16,8 @@ class ApplyUpdate(Operation):
     optimizer's formula; a fast backend may replace it with one fused pass.
     """
 
+    abstract = True
+
     stateful = True
 
     def __init__(self, var, grad, lr, slots, optimizer, name=None):

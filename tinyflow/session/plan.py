@@ -57,7 +57,7 @@ def schedule(needed, fed):
         indegree[node] = 0 if node in fed else sum(1 for inp in node.inputs if inp in needed)
         if indegree[node] == 0:
             heapq.heappush(ready_stateful if getattr(node, "stateful", False) else ready_pure,
-                           (node.index, id(node), node))
+                           (node.creation_index, id(node), node))
     order = []
     while ready_pure or ready_stateful:
         _, _, node = heapq.heappop(ready_pure if ready_pure else ready_stateful)
@@ -67,7 +67,7 @@ def schedule(needed, fed):
                 indegree[consumer] -= 1
                 if indegree[consumer] == 0:
                     heapq.heappush(ready_stateful if getattr(consumer, "stateful", False) else ready_pure,
-                                   (consumer.index, id(consumer), consumer))
+                                   (consumer.creation_index, id(consumer), consumer))
     return order
 
 
@@ -80,7 +80,7 @@ class ExecutionPlan:
         missing = [n for n in self.needed_by
                    if isinstance(n, Placeholder) and n not in fed and n.default is None]
         if missing:
-            node = min(missing, key=lambda n: n.index)
+            node = min(missing, key=lambda n: n.creation_index)
             raise FeedError(
                 f"Placeholder '{node.name}' (shape {node.shape}, dtype {node.dtype}, created at "
                 f"{node.creation_site}) needs a value: fetch '{self.needed_by[node].name}' depends on it. "

@@ -1,0 +1,141 @@
+"""One table of test cases per op type: how to build it and on what inputs (float64).
+
+The registry-driven tests walk this table: finite-difference gradient checks,
+static shape/dtype inference against the computed value, and backend parity.
+An op type added to tinyflow without a case here makes the suite fail.
+"""
+from collections import namedtuple
+
+import numpy as np
+
+import tinyflow as tfl
+from tinyflow.nn.losses import SoftmaxCrossEntropyGrad
+from tinyflow.ops.activations import LeakyReluGrad, ReluGrad, SigmoidGrad, TanhGrad
+from tinyflow.ops.array_ops import (BroadcastLike, ConcatSplit, GetItemGrad, ReshapeLike, SumToShapeOf,
+                                    _normalize_key)
+from tinyflow.ops.conv import Conv2DBackFilter, Conv2DBackInput, MaxPool2DGather, MaxPool2DGrad
+from tinyflow.ops.math_ops import Cast
+from tinyflow.ops.reductions import ExpandReduced
+from tinyflow.ops.softmax import LogSoftmaxGrad, SoftmaxGrad
+
+Case = namedtuple("Case", "build inputs options")
+_rng = np.random.default_rng(20261121)
+
+
+def normal(*shape):
+    """Standard normal values."""
+    return _rng.standard_normal(shape)
+
+
+def positive(*shape):
+    """Values in [0.5, ∞): safe for log, sqrt, division and powers."""
+    return np.abs(_rng.standard_normal(shape)) + 0.5
+
+
+def off_zero(*shape):
+    """Normal values pushed at least 0.1 away from 0 (the kink of relu, abs, leaky_relu)."""
+    x = _rng.standard_normal(shape)
+    return x + 0.1 * np.sign(x)
+
+
+def distinct(*shape):
+    """Values at least 0.1 apart, so a finite-difference step never changes which one is largest."""
+    return (_rng.permutation(int(np.prod(shape))).reshape(shape) * 0.1 + 0.01 * _rng.random(shape))
+
+
+def probabilities(*shape):
+    """Values in (0, 1), like a sigmoid's output."""
+    return 1 / (1 + np.exp(-_rng.standard_normal(shape)))
+
+
+def case(build, *inputs, **options):
+    """A case: `build(*placeholders) -> node` and the input arrays; options go to gradcheck."""
+    return Case(build, tuple(np.asarray(v) for v in inputs), options)
+
+
+CASES = {
+    # elementwise binary, with broadcasting of every kind
+    "Add": [case(tfl.add, normal(3, 4), normal(3, 4)), case(tfl.add, normal(3, 4), normal(4)),
+            case(tfl.add, normal(2, 1, 3), normal(4, 1)), case(lambda a: a + 2.0, normal(5)),
+            case(tfl.add, normal(1), normal(1))],
+    "Subtract": [case(tfl.subtract, normal(3, 4), normal(3, 1)), case(lambda a: 1.0 - a, normal(2, 3))],
+    "Multiply": [case(tfl.multiply, normal(3, 4), normal(4)), case(tfl.multiply, normal(), normal(2, 3)),
+                 case(lambda a: a * a, normal(5))],
+    "Divide": [case(tfl.divide, normal(3, 4), positive(3, 1)), case(lambda a: 2.0 / a, positive(4))],
+    "Power": [case(tfl.power, positive(3, 4), normal(3, 4)), case(lambda a: a ** 3.0, normal(5)),
+              case(tfl.power, positive(2, 3), normal(3))],
+    "Maximum": [case(tfl.maximum, distinct(3, 4), distinct(3, 4) + 0.05), case(tfl.maximum, off_zero(3, 4), np.zeros(1))],
+    "Minimum": [case(tfl.minimum, distinct(3, 4), distinct(4) + 0.05)],
+    # elementwise unary
+    "Negative": [case(tfl.negative, normal(3, 4))],
+    "Square": [case(tfl.square, normal(3, 4))],
+    "Sqrt": [case(tfl.sqrt, positive(3, 4))],
+    "Exp": [case(tfl.exp, normal(3, 4))],
+    "Log": [case(tfl.log, positive(3, 4))],
+    "Abs": [case(tfl.abs, off_zero(3, 4))],
+    "Cast": [case(lambda a: Cast(Cast(a, "float32"), "float64"), normal(3, 4), eps=1e-2, rtol=1e-3, atol=1e-4)],
+    "Where": [case(lambda c, a, b: tfl.where(c, a, b), normal(3, 4) > 0, normal(3, 4), normal(4))],
+    # activations and their backward ops
+    "Sigmoid": [case(tfl.sigmoid, normal(3, 4) * 3)],
+    "SigmoidGrad": [case(SigmoidGrad, probabilities(3, 4), normal(3, 4))],
+    "Tanh": [case(tfl.tanh, normal(3, 4))],
+    "TanhGrad": [case(TanhGrad, np.tanh(normal(3, 4)), normal(3, 4))],
+    "Relu": [case(tfl.relu, off_zero(3, 4))],
+    "ReluGrad": [case(ReluGrad, off_zero(3, 4), normal(3, 4))],
+    "LeakyRelu": [case(lambda a: tfl.leaky_relu(a, 0.2), off_zero(3, 4))],
+    "LeakyReluGrad": [case(lambda x, g: LeakyReluGrad(x, g, 0.2), off_zero(3, 4), normal(3, 4))],
+    "Softplus": [case(tfl.softplus, normal(3, 4) * 3)],
+    # matrices, reductions, softmax
+    "MatMul": [case(tfl.matmul, normal(3, 4), normal(4, 2)), case(tfl.matmul, normal(2, 3, 4), normal(4, 5)),
+               case(tfl.matmul, normal(1, 1), normal(1, 3)), case(tfl.matmul, normal(2, 1, 2, 3), normal(4, 3, 2))],
+    "ReduceSum": [case(tfl.reduce_sum, normal(3, 4)), case(lambda a: tfl.reduce_sum(a, 1), normal(3, 4)),
+                  case(lambda a: tfl.reduce_sum(a, (0, 2), keepdims=True), normal(2, 3, 4))],
+    "ReduceMean": [case(tfl.reduce_mean, normal(3, 4)), case(lambda a: tfl.reduce_mean(a, -1, True), normal(3, 4))],
+    "ReduceMax": [case(lambda a: tfl.reduce_max(a, 1), distinct(3, 4)), case(tfl.reduce_max, distinct(2, 3))],
+    "ExpandReduced": [case(lambda g, x: ExpandReduced(g, x, (1,), False, True), normal(3), normal(3, 4)),
+                      case(lambda g, x: ExpandReduced(g, x, (0, 1), True, False), normal(1, 1), normal(3, 4))],
+    "Softmax": [case(tfl.softmax, normal(3, 5)), case(lambda a: tfl.softmax(a, axis=0), normal(3, 5))],
+    "LogSoftmax": [case(tfl.log_softmax, normal(3, 5)), case(lambda a: tfl.log_softmax(a, 0), normal(4, 2))],
+    "SoftmaxGrad": [case(lambda y, g: SoftmaxGrad(y, g, axis=-1), probabilities(3, 4),
+                         normal(3, 4))],
+    "LogSoftmaxGrad": [case(lambda y, g: LogSoftmaxGrad(y, g, axis=-1), -positive(3, 4), normal(3, 4))],
+    # shapes
+    "Reshape": [case(lambda a: tfl.reshape(a, (4, -1)), normal(2, 6)), case(lambda a: tfl.reshape(a, (6,)), normal(2, 3))],
+    "ReshapeLike": [case(ReshapeLike, normal(2, 6), normal(3, 4))],
+    "Transpose": [case(tfl.transpose, normal(2, 3)), case(lambda a: tfl.transpose(a, (1, 2, 0)), normal(2, 3, 4))],
+    "Concat": [case(lambda a, b: tfl.concat([a, b], 1), normal(2, 3), normal(2, 2)),
+               case(lambda a, b, c: tfl.concat([a, b, c], 0), normal(1, 3), normal(2, 3), normal(3, 3))],
+    "ConcatSplit": [case(lambda g, a, b: ConcatSplit(g, [a, b], 1, 1), normal(2, 5), normal(2, 2), normal(2, 3))],
+    "GetItem": [case(lambda a: a[1:3], normal(4, 3)), case(lambda a: a[:, 0], normal(4, 3)),
+                case(lambda a: a[np.array([0, 2, 0])], normal(4, 3)), case(lambda a: a[..., None, ::2], normal(2, 5))],
+    "GetItemGrad": [case(lambda g, x: GetItemGrad(g, x, _normalize_key((slice(1, 3), 0))), normal(2), normal(4, 3)),
+                    case(lambda g, x: GetItemGrad(g, x, _normalize_key(np.array([0, 2, 0]))), normal(3, 3), normal(4, 3))],
+    "Identity": [case(tfl.identity, normal(3, 4))],
+    "AddN": [case(lambda a, b, c: tfl.add_n([a, b, c]), normal(3, 4), normal(3, 4), normal(4))],
+    "SumToShapeOf": [case(SumToShapeOf, normal(3, 4), normal(4)), case(SumToShapeOf, normal(2, 3, 4), normal(3, 1))],
+    "BroadcastLike": [case(BroadcastLike, normal(4), normal(3, 4))],
+    # convolution and pooling (NCHW)
+    "Conv2D": [case(tfl.conv2d, normal(2, 3, 5, 5), normal(4, 3, 3, 3)),
+               case(lambda x, w: tfl.conv2d(x, w, stride=2, padding=1), normal(2, 2, 6, 5), normal(3, 2, 3, 3)),
+               case(lambda x, w: tfl.conv2d(x, w, padding=(1, 0)), normal(1, 1, 4, 4), normal(2, 1, 1, 2))],
+    "Conv2DBackInput": [case(lambda g, w, x: Conv2DBackInput(g, w, x, (2, 2), (1, 1)),
+                             normal(2, 3, 3, 3), normal(3, 2, 3, 3), normal(2, 2, 5, 5))],
+    "Conv2DBackFilter": [case(lambda x, g, w: Conv2DBackFilter(x, g, w, (1, 1), (1, 1)),
+                              normal(2, 2, 4, 4), normal(2, 3, 4, 4), normal(3, 2, 3, 3))],
+    "MaxPool2D": [case(lambda x: tfl.max_pool2d(x, 2), distinct(2, 3, 4, 4)),
+                  case(lambda x: tfl.max_pool2d(x, 3, stride=2, padding=1), distinct(1, 2, 5, 5)),
+                  case(lambda x: tfl.max_pool2d(x, (2, 1)), distinct(1, 1, 4, 3))],
+    "MaxPool2DGrad": [case(lambda x, g: MaxPool2DGrad(x, g, kernel_size=2), distinct(1, 2, 4, 4), normal(1, 2, 2, 2))],
+    "MaxPool2DGather": [case(lambda x, h: MaxPool2DGather(x, h, kernel_size=3, stride=2, padding=1),
+                             distinct(1, 2, 5, 5), normal(1, 2, 5, 5))],
+    # fused losses
+    "SoftmaxCrossEntropy": [case(tfl.nn.softmax_cross_entropy, normal(4, 5), np.array([0, 3, 4, 3])),
+                            case(tfl.nn.softmax_cross_entropy, normal(1, 1), np.array([0]))],
+    "SoftmaxCrossEntropyGrad": [case(SoftmaxCrossEntropyGrad, normal(4, 5), np.array([1, 0, 4, 4]), normal())],
+    "SigmoidCrossEntropy": [case(tfl.nn.sigmoid_cross_entropy, normal(4, 3) * 3, probabilities(4, 3))],
+}
+
+
+def all_cases():
+    """(id, case) pairs for pytest parametrisation."""
+    return [(f"{op_type}-{i}", c) for op_type, cases in CASES.items() for i, c in enumerate(cases)]
