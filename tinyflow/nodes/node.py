@@ -62,8 +62,9 @@ class Node:
         return f"{filename}:{line}"
 
     def __repr__(self):
-        dtype = self.dtype.name if self.dtype is not None else None
-        return f"<{self.op_type} '{self.name}' shape={self.shape} dtype={dtype}>"
+        dtype = getattr(self, "dtype", None)
+        return (f"<{self.op_type} '{getattr(self, 'name', '?')}' shape={getattr(self, 'shape', '?')} "
+                f"dtype={dtype.name if dtype is not None else None}>")
 
     __hash__ = object.__hash__
 

@@ -4,10 +4,12 @@ State-changing ops are `stateful`: the Session runs them after every pure op of
 the same run, so all reads of a Variable in one run see its value from before
 the update (what an optimizer step needs).
 """
+import numpy as np
+
 from ..autodiff.registry import not_differentiable
 from ..errors import ShapeError
 from ..nodes import Operation, Variable
-from ..shapes import shapes_compatible
+from ..shapes import broadcast_shapes, shapes_compatible
 
 
 class Assign(Operation):
@@ -26,8 +28,10 @@ class Assign(Operation):
         return self.inputs[0]
 
     def infer_shape(self, var_shape, value_shape):
-        if not shapes_compatible(var_shape, value_shape):
-            raise ShapeError(f"cannot assign a value of shape {value_shape} to a Variable of shape {var_shape}")
+        # the value may broadcast to the Variable's shape (v += 1), never widen it
+        if not shapes_compatible(broadcast_shapes(var_shape, value_shape), var_shape):
+            raise ShapeError(f"cannot assign a value of shape {value_shape} to a Variable of shape {var_shape}: "
+                             "the value must have the Variable's shape or broadcast to it")
         return var_shape
 
     def infer_dtype(self, var_dtype, value_dtype):
@@ -35,7 +39,7 @@ class Assign(Operation):
 
     def new_value(self, old, value):
         """The Variable's next value."""
-        return value
+        return np.broadcast_to(value, old.shape).copy()
 
     def compute(self, old, value):
         # read the Variable itself, not the `old` snapshot: two assign_adds in one run both count
