@@ -12,7 +12,7 @@ class ApplyUpdate(Operation):
     """Updates one Variable and its slot Variables in a single op (in the spirit of TF's ApplyAdam).
 
     Inputs: (variable, gradient, learning rate, *slots). Subclasses write
-    `update(param, grad, lr, *slots) -> (new_param, *new_slots)` as the
+    `update(param, grad, lr, **slots) -> (new_param, *new_slots in slot order)` as the
     optimizer's formula; a fast backend may replace it with one fused pass.
     """
 
@@ -22,6 +22,7 @@ class ApplyUpdate(Operation):
 
     def __init__(self, var, grad, lr, slots, optimizer, name=None):
         self.hyper = optimizer.hyper
+        self.slot_names = optimizer.slot_names
         super().__init__(var, grad, lr, *slots, name=name)
 
     @property
@@ -42,13 +43,14 @@ class ApplyUpdate(Operation):
     def compute(self, param, grad, lr, *slots):
         variables = self.variables
         # current values, not the run's snapshots, so several updates of one Variable compose
-        new_values = self.update(variables[0].value, grad, lr.item(), *[v.value for v in variables[1:]])
+        slots = {name: var.value for name, var in zip(self.slot_names, variables[1:])}
+        new_values = self.update(variables[0].value, grad, lr.item(), **slots)
         for var, value in zip(variables, new_values):
             var.value = value
         return None
 
-    def update(self, param, grad, lr, *slots):
-        """The update formula: new values of the parameter and the slots."""
+    def update(self, param, grad, lr, **slots):
+        """The update formula: new values of the parameter and of the slots, in `slot_names` order."""
         raise NotImplementedError
 
 
