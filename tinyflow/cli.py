@@ -1,0 +1,44 @@
+"""The `tinyflow` command: `tinyflow info`, `tinyflow demo boston`."""
+import argparse
+import platform
+import sys
+
+import numpy as np
+
+
+def info():
+    """Print the version, the backends this machine can run, threads and build flags."""
+    import tinyflow as tfl
+    from tinyflow import native
+    print(f"tinyflow {tfl.__version__}  (Python {platform.python_version()}, numpy {np.__version__})")
+    print(f"backends available: {', '.join(tfl.backends.available())}  (default: {tfl.backends.available()[0]})")
+    if native.is_built():
+        print(f"C kernel library: built, OpenMP {'on' if native.lib.tf_openmp_enabled() else 'off'}, "
+              f"{native.configure_threads()} thread(s)")
+        print(f"  build flags: {native.build_flags()}")
+    else:
+        print(f"C kernel library: not built: {native.why_not_built()}")
+
+
+def main(argv=None):
+    """Entry point of the `tinyflow` console script."""
+    parser = argparse.ArgumentParser(prog="tinyflow", description="tinyflow command line")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="show version, backends, threads and build flags")
+    demo = sub.add_parser("demo", help="run a demo")
+    demo.add_argument("name", choices=["boston"], help="which demo")
+    demo.add_argument("--epochs", type=int, default=200)
+    demo.add_argument("--batch-size", type=int, default=32)
+    demo.add_argument("--backend", default=None, help="numpy, c, ... (default: best available)")
+    demo.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.command == "info":
+        info()
+    elif args.command == "demo":
+        from tinyflow.demos import boston
+        boston.main(epochs=args.epochs, batch_size=args.batch_size, backend=args.backend, seed=args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

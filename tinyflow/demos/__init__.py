@@ -1,0 +1,1 @@
+"""Demos runnable from the command line: `tinyflow demo boston`."""
