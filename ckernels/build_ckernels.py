@@ -21,7 +21,8 @@ def _flag(name):
 
 def compile_flags():
     """The compiler and linker flags this build uses, from the environment switches."""
-    compile_args = ["-O3", "-std=c99", "-fno-strict-aliasing"]
+    # gnu99 lets GCC fuse a*b+c into FMA; no trapping math lets it vectorize loops with selects
+    compile_args = ["-O3", "-std=gnu99", "-fno-strict-aliasing", "-fno-trapping-math", "-fno-math-errno"]
     link_args = []
     if not _flag("TINYFLOW_NO_OPENMP"):
         compile_args.append("-fopenmp")
@@ -45,7 +46,7 @@ def make_builder(module_name="tinyflow._ckernels"):
     flags_literal = " ".join(compile_args).replace('"', "")
     builder.set_source(
         module_name,
-        '#include "tinyflow_kernels.h"',
+        '#include <stdint.h>\n#include "tinyflow_kernels.h"',
         sources=[os.path.relpath(s) for s in sources],
         include_dirs=[HERE],
         define_macros=[("TINYFLOW_BUILD_FLAGS", f'"{flags_literal}"')],

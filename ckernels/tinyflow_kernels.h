@@ -1,8 +1,11 @@
 /* tinyflow's C kernel library: every function the Python side may call.
  *
  * This header is the single source of truth: ckernels/build_ckernels.py reads it
- * verbatim into cffi's cdef, so it holds plain declarations only (no macros,
- * no include guards). Each function is documented where it is defined.
+ * verbatim into cffi's cdef, so it holds plain declarations only (no macros, no
+ * include guards). Each function is documented at the top of the C file named in
+ * its group's comment. Sizes are `long`; arrays are contiguous and never alias
+ * unless a comment says the update is in place. Python checks dtypes, shapes and
+ * contiguity before every call (tinyflow/backends/c_backend.py).
  */
 
 /* runtime.c: what the library was built with */
@@ -10,3 +13,93 @@ const char *tf_build_flags(void);
 int tf_openmp_enabled(void);
 int tf_max_threads(void);
 void tf_set_num_threads(int n);
+
+/* elementwise.c: binary ops with broadcasting patterns, unary math */
+void tf_binary_f32(int op, int pattern, const float *a, const float *b, float *out, long rows, long cols);
+void tf_binary_f64(int op, int pattern, const double *a, const double *b, double *out, long rows, long cols);
+void tf_unary_f32(int op, const float *x, float *out, long n);
+void tf_unary_f64(int op, const double *x, double *out, long n);
+
+/* activations.c: activations and their backward kernels */
+void tf_sigmoid_f32(const float *x, float *y, long n);
+void tf_sigmoid_f64(const double *x, double *y, long n);
+void tf_sigmoid_back_f32(const float *y, const float *g, float *out, long n);
+void tf_sigmoid_back_f64(const double *y, const double *g, double *out, long n);
+void tf_tanh_f32(const float *x, float *y, long n);
+void tf_tanh_f64(const double *x, double *y, long n);
+void tf_tanh_back_f32(const float *y, const float *g, float *out, long n);
+void tf_tanh_back_f64(const double *y, const double *g, double *out, long n);
+void tf_relu_f32(const float *x, float *y, long n);
+void tf_relu_f64(const double *x, double *y, long n);
+void tf_relu_back_f32(const float *y, const float *g, float *out, long n);
+void tf_relu_back_f64(const double *y, const double *g, double *out, long n);
+void tf_leaky_relu_f32(const float *x, float *y, long n, double alpha);
+void tf_leaky_relu_f64(const double *x, double *y, long n, double alpha);
+void tf_leaky_relu_back_f32(const float *x, const float *g, float *out, long n, double alpha);
+void tf_leaky_relu_back_f64(const double *x, const double *g, double *out, long n, double alpha);
+void tf_softplus_f32(const float *x, float *y, long n);
+void tf_softplus_f64(const double *x, double *y, long n);
+
+/* reductions.c: sum, mean, max over the middle axis of (outer, n, inner) */
+void tf_reduce_f32(int op, const float *x, float *out, long outer, long n, long inner);
+void tf_reduce_f64(int op, const double *x, double *out, long outer, long n, long inner);
+
+/* softmax.c: row-wise softmax, log-softmax, their backward kernels, fused softmax cross-entropy */
+void tf_softmax_f32(const float *x, float *y, long rows, long cols);
+void tf_softmax_f64(const double *x, double *y, long rows, long cols);
+void tf_log_softmax_f32(const float *x, float *y, long rows, long cols);
+void tf_log_softmax_f64(const double *x, double *y, long rows, long cols);
+void tf_softmax_back_f32(const float *y, const float *g, float *out, long rows, long cols);
+void tf_softmax_back_f64(const double *y, const double *g, double *out, long rows, long cols);
+void tf_log_softmax_back_f32(const float *y, const float *g, float *out, long rows, long cols);
+void tf_log_softmax_back_f64(const double *y, const double *g, double *out, long rows, long cols);
+long tf_softmax_xent_f32(const float *logits, const int64_t *labels, long rows, long cols, float *scratch,
+                         double *loss);
+long tf_softmax_xent_f64(const double *logits, const int64_t *labels, long rows, long cols, double *scratch,
+                         double *loss);
+void tf_softmax_xent_back_f32(const float *logits, const int64_t *labels, long rows, long cols, double grad,
+                              float *out);
+void tf_softmax_xent_back_f64(const double *logits, const int64_t *labels, long rows, long cols, double grad,
+                              double *out);
+
+/* conv.c: im2col / col2im and max pooling, NCHW */
+void tf_im2col_f32(const float *x, float *cols, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
+                   long ph, long pw, long ho, long wo);
+void tf_im2col_f64(const double *x, double *cols, long n, long c, long h, long w, long kh, long kw, long sh,
+                   long sw, long ph, long pw, long ho, long wo);
+void tf_col2im_f32(const float *cols, float *x, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
+                   long ph, long pw, long ho, long wo);
+void tf_col2im_f64(const double *cols, double *x, long n, long c, long h, long w, long kh, long kw, long sh,
+                   long sw, long ph, long pw, long ho, long wo);
+void tf_maxpool_f32(const float *x, float *out, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
+                    long ph, long pw, long ho, long wo);
+void tf_maxpool_f64(const double *x, double *out, long n, long c, long h, long w, long kh, long kw, long sh,
+                    long sw, long ph, long pw, long ho, long wo);
+void tf_maxpool_back_f32(const float *x, const float *g, float *dx, long n, long c, long h, long w, long kh,
+                         long kw, long sh, long sw, long ph, long pw, long ho, long wo);
+void tf_maxpool_back_f64(const double *x, const double *g, double *dx, long n, long c, long h, long w, long kh,
+                         long kw, long sh, long sw, long ph, long pw, long ho, long wo);
+void tf_maxpool_gather_f32(const float *x, const float *src, float *out, long n, long c, long h, long w, long kh,
+                           long kw, long sh, long sw, long ph, long pw, long ho, long wo);
+void tf_maxpool_gather_f64(const double *x, const double *src, double *out, long n, long c, long h, long w,
+                           long kh, long kw, long sh, long sw, long ph, long pw, long ho, long wo);
+
+/* optim.c: fused optimizer updates, in place */
+void tf_sgd_f32(float *p, const float *g, float *buf, long n, double lr, double momentum, double dampening,
+                double wd, int nesterov, int first_step);
+void tf_sgd_f64(double *p, const double *g, double *buf, long n, double lr, double momentum, double dampening,
+                double wd, int nesterov, int first_step);
+void tf_adam_f32(float *p, const float *g, float *m, float *v, float *vmax, long n, double lr, double beta1,
+                 double beta2, double eps, double wd, int decoupled, long step);
+void tf_adam_f64(double *p, const double *g, double *m, double *v, double *vmax, long n, double lr, double beta1,
+                 double beta2, double eps, double wd, int decoupled, long step);
+void tf_rmsprop_f32(float *p, const float *g, float *sq, float *gavg, float *buf, long n, double lr, double alpha,
+                    double eps, double wd, double momentum);
+void tf_rmsprop_f64(double *p, const double *g, double *sq, double *gavg, double *buf, long n, double lr,
+                    double alpha, double eps, double wd, double momentum);
+void tf_adagrad_f32(float *p, const float *g, float *sum, long n, double clr, double eps, double wd);
+void tf_adagrad_f64(double *p, const double *g, double *sum, long n, double clr, double eps, double wd);
+
+/* gemm.c: a hand-written cache-blocked matrix product */
+int tf_gemm_f32(long m, long n, long k, const float *a, const float *b, float *c);
+int tf_gemm_f64(long m, long n, long k, const double *a, const double *b, double *c);

@@ -9,6 +9,13 @@ sys.path.insert(0, os.path.dirname(__file__))  # tests import op_cases as a plai
 import tinyflow as tfl  # noqa: E402
 
 
+@pytest.fixture(autouse=True, params=tfl.backends.available())
+def backend(request, monkeypatch):
+    """Every test runs once per available backend, so each op is checked on every backend."""
+    monkeypatch.setenv("TINYFLOW_BACKEND", request.param)
+    return request.param
+
+
 @pytest.fixture(autouse=True)
 def fresh_graph():
     """Each test starts from an empty default graph and the same random seed."""

@@ -32,7 +32,7 @@ def _as_float64(value):
     return array.astype(np.float64) if array.dtype.kind == "f" else array
 
 
-def gradcheck(build, inputs, eps=1e-6, atol=1e-6, rtol=1e-4, directions=3, seed=0, backend="numpy",
+def gradcheck(build, inputs, eps=1e-6, atol=1e-6, rtol=1e-4, directions=3, seed=0, backend=None,
               raise_on_failure=True):
     """Compare tfl.gradients of `build(*input_nodes)` with central finite differences in float64.
 

@@ -1,4 +1,6 @@
 /* What the kernel library was built with, and its thread count. */
+#include <stdint.h>
+
 #include "tinyflow_kernels.h"
 
 #ifdef _OPENMP

@@ -184,3 +184,13 @@ def test_unknown_backend_is_a_backend_error():
     with pytest.raises(tfl.BackendError, match="unknown backend 'tpu'.*available here"):
         tfl.Session(backend="tpu")
     assert "numpy" in tfl.backends.available()
+
+
+def test_values_fetched_with_an_in_place_update_keep_their_value():
+    w = tfl.Variable(np.ones(3), name="w")
+    seen = tfl.identity(w)  # the same buffer as w on any backend
+    train = tfl.optim.SGD(0.5).minimize(tfl.reduce_sum(tfl.square(w)))
+    with tfl.Session() as sess:
+        before, _ = sess.run([seen, train])
+    np.testing.assert_array_equal(before, [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(w.value, [0.0, 0.0, 0.0])

@@ -6,9 +6,10 @@ reference is always among them.
 import os
 
 from ..errors import BackendError
+from .c_backend import CBackend
 from .numpy_backend import NumpyBackend
 
-_BACKENDS = {"numpy": NumpyBackend}  # name -> class, best first once faster ones register
+_BACKENDS = {"c": CBackend, "numpy": NumpyBackend}  # name -> class, the preferred first
 
 
 def register_backend(cls):
@@ -35,4 +36,4 @@ def get_backend(name=None):
     return cls()
 
 
-__all__ = ["available", "get_backend", "register_backend", "NumpyBackend"]
+__all__ = ["available", "get_backend", "register_backend", "NumpyBackend", "CBackend"]

@@ -12,6 +12,11 @@ class NumpyBackend:
         """numpy is always there."""
         return True
 
+    @classmethod
+    def why_unavailable(cls):
+        """Never called: numpy is always available."""
+        return ""
+
     def kernel(self, op):
         """The callable computing `op` from its input values: a table entry, else the op's compute."""
         fn = self.kernels.get(op.op_type)

@@ -26,4 +26,5 @@ class Variable(Node):
         if new_value.shape != self.shape:
             raise ShapeError(f"cannot set Variable '{self.name}' of shape {self.shape} to a value of shape "
                              f"{new_value.shape}: a Variable keeps its shape; create a new Variable instead.")
-        self._value = new_value.astype(self.dtype, copy=False)
+        # always a private contiguous copy: kernels may update it in place, and the caller's array stays theirs
+        self._value = np.array(new_value, dtype=self.dtype, order="C")

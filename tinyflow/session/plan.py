@@ -7,6 +7,8 @@ slots whose last reader it is, so intermediates are dropped as early as possible
 import heapq
 import traceback
 
+import numpy as np
+
 from ..errors import ExecutionError, FeedError, describe
 from ..nodes import Constant, Placeholder, Variable
 
@@ -96,6 +98,11 @@ class ExecutionPlan:
             kernel = backend.kernel(node) if node.inputs or not _is_source(node) else _source_kernel(node)
             self.steps.append(Step(node, kernel, tuple(self.slot_of[i] for i in node.inputs), self.slot_of[node]))
         self._plan_releases()
+        # kernels may update Variables in place: fetched values computed before must not change with them
+        stateful = [i for i, step in enumerate(self.steps) if getattr(step.node, "stateful", False)]
+        self.first_stateful = stateful[0] if stateful else None
+        self.updated_variables = {inp for i in stateful for inp in self.steps[i].node.inputs
+                                  if isinstance(inp, Variable)}
 
     def _plan_releases(self):
         """Give each step the slots it reads for the last time (fetched slots are kept)."""
@@ -111,6 +118,14 @@ class ExecutionPlan:
         for position, slots in releases.items():
             self.steps[position].release = tuple(sorted(set(slots)))
 
+    def _protect_fetches(self, values):
+        """Copy fetched values that share memory with a Variable about to be updated in place."""
+        targets = [var.value for var in self.updated_variables]
+        for slot in self.fetch_slots:
+            value = values[slot]
+            if isinstance(value, np.ndarray) and any(np.may_share_memory(value, t) for t in targets):
+                values[slot] = value.copy()
+
     @property
     def size(self):
         """Number of value slots (nodes) the plan touches."""
@@ -121,7 +136,9 @@ class ExecutionPlan:
         values = [None] * self.size
         for node, slot in self.fed_slots.items():
             values[slot] = feeds[node]
-        for step in self.steps:
+        for position, step in enumerate(self.steps):
+            if position == self.first_stateful:
+                self._protect_fetches(values)
             try:
                 values[step.slot] = step.kernel(*[values[s] for s in step.input_slots])
             except Exception as exc:  # noqa: BLE001 - every kernel failure becomes one readable error

@@ -1,0 +1,78 @@
+/* Shared by every kernel file (not part of the cffi interface).
+ *
+ * Kernels split their work into contiguous chunks, one per OpenMP thread, but
+ * only above TF_PARALLEL_MIN elements: below it, starting threads costs more
+ * than it saves. The loops over a chunk are plain C that GCC vectorizes; on
+ * x86-64 with GCC they are compiled for AVX-512, AVX2+FMA and baseline SSE2,
+ * and the best version for the running CPU is picked at load time.
+ */
+#ifndef TINYFLOW_COMMON_H
+#define TINYFLOW_COMMON_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define TF_PARALLEL_MIN 32768L
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(TINYFLOW_NO_CLONES)
+#define TF_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TF_CLONES
+#endif
+
+/* Run CALL (which uses `start` and `stop`) over [0, n): one contiguous chunk per thread. */
+#ifdef _OPENMP
+#define TF_PARALLEL_CHUNKS(n, CALL)                                                   \
+    do {                                                                              \
+        long n_ = (n);                                                                \
+        if (n_ < TF_PARALLEL_MIN || omp_get_max_threads() == 1) {                     \
+            long start = 0, stop = n_;                                                \
+            CALL;                                                                     \
+        } else {                                                                      \
+            _Pragma("omp parallel")                                                   \
+            {                                                                         \
+                long threads_ = omp_get_num_threads(), id_ = omp_get_thread_num();   \
+                long start = n_ * id_ / threads_, stop = n_ * (id_ + 1) / threads_;   \
+                CALL;                                                                 \
+            }                                                                         \
+        }                                                                             \
+    } while (0)
+#else
+#define TF_PARALLEL_CHUNKS(n, CALL) \
+    do {                            \
+        long start = 0, stop = (n); \
+        CALL;                       \
+    } while (0)
+#endif
+
+/* e^x for float, written so that GCC can vectorize it (libm's expf is a scalar call).
+ * Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, then a degree-6 polynomial
+ * for e^r (Cephes' coefficients) and 2^n put straight into the exponent bits.
+ * Relative error below 1e-7 on [-87, 88]; inputs are clamped to that range. */
+static inline float tf_expf(float x) {
+    x = x < -87.3f ? -87.3f : x;
+    x = x > 88.0f ? 88.0f : x;
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = x - n * 0.693359375f - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+static inline double tf_exp(double x) { return exp(x); }
+
+#endif

@@ -1,0 +1,26 @@
+/* Convolution helpers and max pooling for NCHW tensors (all arrays contiguous).
+ *
+ * tf_im2col(x, cols, n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo)
+ *     cols: (n*ho*wo) x (c*kh*kw); row (b, i, j) holds the window of output pixel (i, j) of image b,
+ *     zeros where it covers padding. A convolution is then one matrix product with the filters.
+ * tf_col2im(cols, x, ...)  the adjoint: x (n, c, h, w) = sum of every window entry back at its pixel
+ * tf_maxpool(x, out, ...)                 out (n, c, ho, wo) = max of each window (padding ignored)
+ * tf_maxpool_back(x, g, dx, ...)          dx (x's shape) gets g at each window's first maximum
+ * tf_maxpool_gather(x, h, out, ...)       out (pooled shape) = h at each window's first maximum
+ * Geometry: n images, c channels, h x w input, kh x kw window, stride (sh, sw), padding (ph, pw),
+ * output ho x wo. Each exists as _f32 and _f64.
+ */
+#include "common.h"
+#include "tinyflow_kernels.h"
+
+#define T float
+#define NAME(x) x##_f32
+#include "conv_generic.h"
+#undef T
+#undef NAME
+
+#define T double
+#define NAME(x) x##_f64
+#include "conv_generic.h"
+#undef T
+#undef NAME

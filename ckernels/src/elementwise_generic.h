@@ -1,0 +1,63 @@
+/* Elementwise kernels, written once for the type T; elementwise.c includes this file
+ * for float (suffix _f32) and double (suffix _f64). NAME(x) appends the suffix. */
+
+/* out[j] = a[j*sa] (op) b[j*sb] for j < n, where the strides sa and sb are 0 (a scalar) or 1. */
+#define BINARY_LOOPS(EXPR)                                                      \
+    if (sa && sb) {                                                             \
+        for (long j = 0; j < n; j++) { T x = a[j], y = b[j]; out[j] = EXPR; }   \
+    } else if (sa) {                                                            \
+        T y = b[0];                                                             \
+        for (long j = 0; j < n; j++) { T x = a[j]; out[j] = EXPR; }             \
+    } else {                                                                    \
+        T x = a[0];                                                             \
+        for (long j = 0; j < n; j++) { T y = b[j]; out[j] = EXPR; }             \
+    }
+
+TF_CLONES static void NAME(binary_run)(int op, const T *a, int sa, const T *b, int sb, T *out, long n) {
+    switch (op) {
+    case 0: BINARY_LOOPS(x + y) break;
+    case 1: BINARY_LOOPS(x - y) break;
+    case 2: BINARY_LOOPS(x * y) break;
+    case 3: BINARY_LOOPS(x / y) break;
+    case 4: BINARY_LOOPS((x > y || x != x) ? x : y) break; /* NaN wins, as in np.maximum */
+    case 5: BINARY_LOOPS((x < y || x != x) ? x : y) break;
+    }
+}
+#undef BINARY_LOOPS
+
+/* Binary op with a broadcasting pattern (see tinyflow_kernels.h); a and b are contiguous. */
+void NAME(tf_binary)(int op, int pattern, const T *a, const T *b, T *out, long rows, long cols) {
+    long n = rows * cols;
+    switch (pattern) {
+    case 0: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a + start, 1, b + start, 1, out + start, stop - start)); break;
+    case 1: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a + start, 1, b, 0, out + start, stop - start)); break;
+    case 2: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a, 0, b + start, 1, out + start, stop - start)); break;
+    default: {
+        long r;
+#pragma omp parallel for if (n >= TF_PARALLEL_MIN) schedule(static)
+        for (r = 0; r < rows; r++) {
+            T *o = out + r * cols;
+            if (pattern == 3) NAME(binary_run)(op, a + r * cols, 1, b, 1, o, cols);
+            else if (pattern == 4) NAME(binary_run)(op, a, 1, b + r * cols, 1, o, cols);
+            else if (pattern == 5) NAME(binary_run)(op, a + r * cols, 1, b + r, 0, o, cols);
+            else NAME(binary_run)(op, a + r, 0, b + r * cols, 1, o, cols);
+        }
+    }
+    }
+}
+
+TF_CLONES static void NAME(unary_run)(int op, const T *x, T *out, long n) {
+    switch (op) {
+    case 0: for (long i = 0; i < n; i++) out[i] = -x[i]; break;
+    case 1: for (long i = 0; i < n; i++) out[i] = x[i] * x[i]; break;
+    case 2: for (long i = 0; i < n; i++) out[i] = SQRT(x[i]); break;
+    case 3: for (long i = 0; i < n; i++) out[i] = EXP(x[i]); break;
+    case 4: for (long i = 0; i < n; i++) out[i] = LOG(x[i]); break;
+    case 5: for (long i = 0; i < n; i++) out[i] = x[i] < 0 ? -x[i] : x[i]; break;
+    }
+}
+
+/* Unary op over n contiguous elements: 0 neg, 1 square, 2 sqrt, 3 exp, 4 log, 5 abs. */
+void NAME(tf_unary)(int op, const T *x, T *out, long n) {
+    TF_PARALLEL_CHUNKS(n, NAME(unary_run)(op, x + start, out + start, stop - start));
+}

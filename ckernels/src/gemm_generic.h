@@ -1,0 +1,84 @@
+/* A cache-blocked, OpenMP-parallel matrix product for the type T (the textbook GotoBLAS scheme).
+ *
+ * C (m x n) = A (m x k) @ B (k x n), row-major. Loops, outermost first:
+ *   jc: NC columns of B and C          (the packed B panel, KC x NC, stays in the L2/L3 cache)
+ *   pc: KC rows of B / columns of A
+ *   ic: MC rows of A and C, in parallel (each thread packs its own MC x KC block of A into L2)
+ *   jr, ir: an MR x NR tile of C, kept in registers by the micro-kernel for the whole KC loop
+ * Packing copies each block into the exact order the micro-kernel reads it, so that inner
+ * loads are contiguous; edges are padded with zeros so the micro-kernel never branches.
+ */
+enum { NAME(MR) = 4, NAME(NR) = 64 / (int)sizeof(T), NAME(KC) = 256, NAME(MC) = 64, NAME(NC) = 2048 };
+#define MR NAME(MR)
+#define NR NAME(NR)
+#define KC NAME(KC)
+#define MC NAME(MC)
+#define NC NAME(NC)
+
+static void NAME(pack_a)(const T *a, long lda, long mc, long kc, T *packed) {
+    for (long ir = 0; ir < mc; ir += MR)
+        for (long p = 0; p < kc; p++)
+            for (long i = 0; i < MR; i++)
+                *packed++ = ir + i < mc ? a[(ir + i) * lda + p] : 0;
+}
+
+static void NAME(pack_b)(const T *b, long ldb, long kc, long nc, T *packed) {
+    for (long jr = 0; jr < nc; jr += NR)
+        for (long p = 0; p < kc; p++)
+            for (long j = 0; j < NR; j++)
+                *packed++ = jr + j < nc ? b[p * ldb + jr + j] : 0;
+}
+
+/* c[0:mr, 0:nr] (+)= a_panel (MR x kc) @ b_panel (kc x NR), accumulated in registers. */
+TF_CLONES static void NAME(micro_kernel)(long kc, const T *a, const T *b, T *c, long ldc, long mr, long nr,
+                                         int accumulate) {
+    T acc[MR][NR];
+    memset(acc, 0, sizeof acc);
+    for (long p = 0; p < kc; p++)
+        for (int i = 0; i < MR; i++) {
+            T ai = a[p * MR + i];
+            for (int j = 0; j < NR; j++) acc[i][j] += ai * b[p * NR + j];
+        }
+    for (long i = 0; i < mr; i++)
+        for (long j = 0; j < nr; j++) c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0) + acc[i][j];
+}
+
+int NAME(tf_gemm)(long m, long n, long k, const T *a, const T *b, T *c) {
+    if (k == 0) {
+        memset(c, 0, sizeof(T) * m * n);
+        return 0;
+    }
+    T *b_packed = malloc(sizeof(T) * KC * (NC + NR));
+    if (!b_packed) return -1;
+    int failed = 0;
+    for (long jc = 0; jc < n; jc += NC) {
+        long nc = n - jc < NC ? n - jc : NC;
+        for (long pc = 0; pc < k; pc += KC) {
+            long kc = k - pc < KC ? k - pc : KC, ic;
+            NAME(pack_b)(b + pc * n + jc, n, kc, nc, b_packed);
+#pragma omp parallel for if (m * n * k >= TF_PARALLEL_MIN) schedule(dynamic)
+            for (ic = 0; ic < m; ic += MC) {
+                T *a_packed = malloc(sizeof(T) * MC * KC);
+                if (!a_packed) {
+#pragma omp atomic write
+                    failed = 1;
+                    continue;
+                }
+                long mc = m - ic < MC ? m - ic : MC;
+                NAME(pack_a)(a + ic * k + pc, k, mc, kc, a_packed);
+                for (long jr = 0; jr < nc; jr += NR)
+                    for (long ir = 0; ir < mc; ir += MR)
+                        NAME(micro_kernel)(kc, a_packed + ir * kc, b_packed + jr * kc, c + (ic + ir) * n + jc + jr,
+                                           n, mc - ir < MR ? mc - ir : MR, nc - jr < NR ? nc - jr : NR, pc > 0);
+                free(a_packed);
+            }
+        }
+    }
+    free(b_packed);
+    return failed ? -1 : 0;
+}
+#undef MR
+#undef NR
+#undef KC
+#undef MC
+#undef NC
