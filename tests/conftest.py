@@ -9,7 +9,16 @@ sys.path.insert(0, os.path.dirname(__file__))  # tests import op_cases as a plai
 import tinyflow as tfl  # noqa: E402
 
 
-@pytest.fixture(autouse=True, params=tfl.backends.available())
+def pytest_generate_tests(metafunc):
+    """Parametrise `backend` over every available backend (once for modules marked BACKEND_INDEPENDENT)."""
+    if "backend" in metafunc.fixturenames:
+        names = tfl.backends.available()
+        if getattr(metafunc.module, "BACKEND_INDEPENDENT", False):
+            names = names[:1]
+        metafunc.parametrize("backend", names, indirect=True)
+
+
+@pytest.fixture(autouse=True)
 def backend(request, monkeypatch):
     """Every test runs once per available backend, so each op is checked on every backend."""
     monkeypatch.setenv("TINYFLOW_BACKEND", request.param)

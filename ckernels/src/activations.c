@@ -18,18 +18,22 @@
 #define NAME(x) x##_f32
 #define EXP tf_expf
 #define LOG1P log1pf
+#define TANH tf_tanhf
 #include "activations_generic.h"
 #undef T
 #undef NAME
 #undef EXP
 #undef LOG1P
+#undef TANH
 
 #define T double
 #define NAME(x) x##_f64
 #define EXP tf_exp
 #define LOG1P log1p
+#define TANH tanh
 #include "activations_generic.h"
 #undef T
 #undef NAME
 #undef EXP
 #undef LOG1P
+#undef TANH

@@ -9,11 +9,7 @@ TF_CLONES static void NAME(sigmoid_back_run)(const T *y, const T *g, T *out, lon
 }
 
 TF_CLONES static void NAME(tanh_run)(const T *x, T *y, long n) {
-    for (long i = 0; i < n; i++) {
-        T e = EXP((T)-2 * (x[i] < 0 ? -x[i] : x[i])); /* e^-2|x| never overflows */
-        T t = ((T)1 - e) / ((T)1 + e);
-        y[i] = x[i] < 0 ? -t : t;
-    }
+    for (long i = 0; i < n; i++) y[i] = TANH(x[i]);
 }
 
 TF_CLONES static void NAME(tanh_back_run)(const T *y, const T *g, T *out, long n) {

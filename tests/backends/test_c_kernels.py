@@ -1,0 +1,316 @@
+"""Every C kernel against the op's numpy reference: both dtypes, awkward shapes, non-contiguous views.
+
+`check` also asserts that the C kernel really ran (the numpy `compute` is
+swapped for a failure while the kernel is called), so a silent fallback
+cannot make a parity test pass.
+"""
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import tinyflow as tfl
+from tinyflow.backends.c_backend import CBackend, broadcast_layout, gemm
+from tinyflow.nn.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
+from tinyflow.ops import activations, conv, math_ops, reductions
+from tinyflow.ops.matmul import MatMul
+
+softmax = __import__("importlib").import_module("tinyflow.ops.softmax")  # the module, not tfl.ops.softmax
+
+pytestmark = pytest.mark.skipif(not CBackend.is_available(), reason="the C kernel library is not built "
+                                "(run pip install -e . with a C compiler)")
+DTYPES = [np.float32, np.float64]
+TOLERANCE = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6), np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13)}
+SETTINGS = settings(max_examples=40, deadline=None)
+BACKEND_INDEPENDENT = True  # these tests call the kernels directly: run them once, not once per backend
+
+
+@pytest.fixture(scope="module")
+def c_backend():
+    return CBackend()
+
+
+def build(op_class, *arrays, **attrs):
+    """An op of `op_class` on placeholders shaped like `arrays`, in a fresh graph."""
+    with tfl.Graph().as_default():
+        return op_class(*[tfl.Placeholder(a.shape, a.dtype) for a in arrays], **attrs)
+
+
+def check(c_backend, op, *arrays, uses_c=True, tolerance=None):
+    """Compare the C kernel with the numpy compute; with uses_c, fail if the kernel fell back."""
+    expected = op.compute(*arrays)
+    if uses_c:
+        op.compute = lambda *a: pytest.fail(f"{op.op_type} fell back to numpy for {[x.shape for x in arrays]}")
+    try:
+        got = c_backend.kernel(op)(*arrays)
+    finally:
+        op.__dict__.pop("compute", None)
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, **(tolerance or TOLERANCE[expected.dtype]))
+    return got
+
+
+def values(dtype, shape, low=-3.0, high=3.0, seed=0):
+    return np.random.default_rng(seed).uniform(low, high, shape).astype(dtype)
+
+
+def strided(array):
+    """A non-contiguous view with the same values as `array`."""
+    doubled = np.repeat(array[..., None], 2, axis=-1).reshape(array.shape[:-1] + (2 * array.shape[-1],)) \
+        if array.ndim else array
+    view = doubled[..., ::2] if array.ndim else doubled
+    assert array.size <= 1 or array.shape[-1] == 1 or not view.flags.c_contiguous
+    return view
+
+
+# ---------------------------------------------------------------- elementwise
+@SETTINGS
+@given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=0, max_side=5),
+       op=st.sampled_from([math_ops.Add, math_ops.Subtract, math_ops.Multiply, math_ops.Divide, math_ops.Maximum,
+                           math_ops.Minimum]),
+       dtype=st.sampled_from(DTYPES), non_contiguous=st.booleans())
+def test_binary_kernels(c_backend, shapes, op, dtype, non_contiguous):
+    a, b = (values(dtype, s, seed=i) for i, s in enumerate(shapes.input_shapes))
+    b = np.where(np.abs(b) < 0.1, 0.5, b).astype(dtype)  # keep division tame
+    if non_contiguous:
+        a, b = strided(a), strided(b)
+    uses_c = a.size > 0 and b.size > 0 and broadcast_layout(a.shape, b.shape) is not None
+    check(c_backend, build(op, a, b), a, b, uses_c=uses_c)
+
+
+def test_broadcast_layouts_cover_the_patterns_ops_produce():
+    assert broadcast_layout((4, 5), (4, 5))[:3] == (0, 20, 1)
+    assert broadcast_layout((4, 5), ())[:3] == (1, 20, 1)
+    assert broadcast_layout((1,), (4, 5))[:3] == (2, 20, 1)
+    assert broadcast_layout((4, 5), (5,))[:3] == (3, 4, 5)
+    assert broadcast_layout((2, 3, 5), (1, 3, 5))[:3] == (3, 2, 15)
+    assert broadcast_layout((5,), (4, 5))[:3] == (4, 4, 5)
+    assert broadcast_layout((4, 5), (4, 1))[:3] == (5, 4, 5)
+    assert broadcast_layout((4, 1, 1), (4, 2, 3))[:3] == (6, 4, 6)
+    assert broadcast_layout((4, 1), (1, 5)) is None  # an outer product: numpy does it
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op, low, high", [(math_ops.Negative, -3, 3), (math_ops.Square, -3, 3),
+                                           (math_ops.Sqrt, 0, 9), (math_ops.Exp, -80, 80), (math_ops.Log, 0.01, 9),
+                                           (math_ops.Abs, -3, 3)])
+@pytest.mark.parametrize("shape", [(0,), (1,), (7,), (3, 5), (100_003,)])
+def test_unary_kernels(c_backend, op, low, high, dtype, shape):
+    x = values(dtype, shape, low, high)
+    check(c_backend, build(op, x), x, uses_c=x.size > 0)
+    if x.ndim == 2:
+        check(c_backend, build(op, x.T), x.T)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op, attrs", [(activations.Sigmoid, {}), (activations.Tanh, {}), (activations.Relu, {}),
+                                       (activations.LeakyRelu, {"alpha": 0.2}), (activations.Softplus, {})])
+@pytest.mark.parametrize("shape", [(1,), (5, 7), (200_001,)])
+def test_activation_kernels_forward_and_backward(c_backend, op, attrs, dtype, shape):
+    x = values(dtype, shape, -30, 30)
+    y = check(c_backend, build(op, x, **attrs), x)
+    backward = {activations.Sigmoid: activations.SigmoidGrad, activations.Tanh: activations.TanhGrad,
+                activations.Relu: activations.ReluGrad, activations.LeakyRelu: activations.LeakyReluGrad}.get(op)
+    if backward is not None:
+        g = values(dtype, shape, seed=1)
+        first = x if op is activations.LeakyRelu else y
+        check(c_backend, build(backward, first, g, **attrs), first, g)
+        if first.ndim == 2:
+            check(c_backend, build(backward, first.T, g.T, **attrs), first.T, g.T)
+
+
+def test_activations_at_extremes_and_nan(c_backend):
+    x = np.array([-1e4, -90.0, -1e-8, 0.0, 1e-8, 90.0, 1e4, np.nan], np.float32)
+    for op in (activations.Sigmoid, activations.Tanh, activations.Relu):
+        expected = op.compute(build(op, x), x)
+        got = c_backend.kernel(build(op, x))(x)
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-30, equal_nan=True)
+
+
+# ---------------------------------------------------------------- reductions
+@SETTINGS
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=4, min_side=0, max_side=5), data=st.data(),
+       op=st.sampled_from([reductions.ReduceSum, reductions.ReduceMean, reductions.ReduceMax]),
+       dtype=st.sampled_from(DTYPES), keepdims=st.booleans(), non_contiguous=st.booleans())
+def test_reduction_kernels(c_backend, shape, data, op, dtype, keepdims, non_contiguous):
+    axes = data.draw(st.one_of(st.none(), st.lists(st.integers(0, len(shape) - 1), min_size=1, unique=True)))
+    x = values(dtype, shape)
+    if non_contiguous:
+        x = strided(x)
+    axis = None if axes is None else tuple(axes)
+    reduced = range(len(shape)) if axis is None else axis
+    assume(op is not reductions.ReduceMax or all(shape[a] > 0 for a in reduced))  # numpy refuses max of nothing
+    node = build(op, x, axis=axis, keepdims=keepdims)
+    runs_in_c = x.size > 0 and sorted(node.axes) == list(range(min(node.axes), max(node.axes) + 1))
+    check(c_backend, node, x, uses_c=runs_in_c, tolerance=dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else None)
+
+
+@pytest.mark.parametrize("shape, axis", [((3_000_000,), None), ((1000, 300), 0), ((300, 1000), 1), ((2, 50_000, 3), 1)])
+def test_large_reductions_run_in_parallel_and_stay_accurate(c_backend, shape, axis):
+    x = values(np.float32, shape)
+    for op in (reductions.ReduceSum, reductions.ReduceMean, reductions.ReduceMax):
+        node = build(op, x, axis=axis)
+        expected = op.compute(node, x.astype(np.float64)).astype(np.float32)
+        np.testing.assert_allclose(c_backend.kernel(node)(x), expected, rtol=1e-5, atol=1e-3)
+
+
+def test_max_propagates_nan_like_numpy(c_backend):
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
+    np.testing.assert_array_equal(c_backend.kernel(build(reductions.ReduceMax, x, axis=1))(x), [np.nan, 6.0])
+    a, b = np.array([np.nan, 1.0, 2.0]), np.array([0.0, np.nan, 1.0])
+    np.testing.assert_array_equal(c_backend.kernel(build(math_ops.Maximum, a, b))(a, b), [np.nan, np.nan, 2.0])
+
+
+# ---------------------------------------------------------------- softmax family
+@SETTINGS
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6), dtype=st.sampled_from(DTYPES),
+       last_axis=st.booleans(), non_contiguous=st.booleans())
+def test_softmax_kernels(c_backend, shape, dtype, last_axis, non_contiguous):
+    x, g = values(dtype, shape, -20, 20), values(dtype, shape, seed=1)
+    if non_contiguous:
+        x, g = strided(x), strided(g)
+    axis = -1 if last_axis else 0
+    uses_c = last_axis or len(shape) == 1
+    y = check(c_backend, build(softmax.Softmax, x, axis=axis), x, uses_c=uses_c)
+    ly = check(c_backend, build(softmax.LogSoftmax, x, axis=axis), x, uses_c=uses_c)
+    check(c_backend, build(softmax.SoftmaxGrad, y, g, axis=axis), y, g, uses_c=uses_c)
+    check(c_backend, build(softmax.LogSoftmaxGrad, ly, g, axis=axis), ly, g, uses_c=uses_c)
+
+
+@SETTINGS
+@given(rows=st.integers(1, 40), cols=st.integers(1, 12), dtype=st.sampled_from(DTYPES), scale=st.sampled_from([1.0, 1e4]),
+       seed=st.integers(0, 100))
+def test_fused_softmax_cross_entropy_kernels(c_backend, rows, cols, dtype, scale, seed):
+    rng = np.random.default_rng(seed)
+    logits = (rng.standard_normal((rows, cols)) * scale).astype(dtype)
+    labels = rng.integers(0, cols, rows)
+    loss = check(c_backend, build(SoftmaxCrossEntropy, logits, labels), logits, labels,
+                 tolerance=dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else None)
+    assert np.isfinite(loss)
+    g = np.asarray(0.7, dtype)
+    check(c_backend, build(SoftmaxCrossEntropyGrad, logits, labels, g), logits, labels, g)
+
+
+def test_cross_entropy_kernel_rejects_bad_labels_without_crashing(c_backend):
+    logits, labels = np.zeros((3, 4), np.float32), np.array([0, 4, 1])
+    for op in (build(SoftmaxCrossEntropy, logits, labels),):
+        with pytest.raises(ValueError, match=r"label 4 is outside \[0, 4\)"):
+            c_backend.kernel(op)(logits, labels)
+    op = build(SoftmaxCrossEntropyGrad, logits, labels, np.asarray(1.0, np.float32))
+    with pytest.raises(ValueError, match="label -1"):
+        c_backend.kernel(op)(logits, np.array([0, -1, 1]), np.asarray(1.0, np.float32))
+
+
+# ---------------------------------------------------------------- convolution and pooling
+geometry = st.fixed_dictionaries(dict(n=st.integers(1, 3), c=st.integers(1, 3), o=st.integers(1, 4),
+                                      h=st.integers(1, 7), w=st.integers(1, 7), kh=st.integers(1, 3),
+                                      kw=st.integers(1, 3), stride=st.integers(1, 3), pad=st.integers(0, 2)))
+
+
+@SETTINGS
+@given(g=geometry, dtype=st.sampled_from(DTYPES), non_contiguous=st.booleans())
+def test_convolution_kernels(c_backend, g, dtype, non_contiguous):
+    ho = (g["h"] + 2 * g["pad"] - g["kh"]) // g["stride"] + 1
+    wo = (g["w"] + 2 * g["pad"] - g["kw"]) // g["stride"] + 1
+    assume(ho >= 1 and wo >= 1)
+    x = values(dtype, (g["n"], g["c"], g["h"], g["w"]))
+    w = values(dtype, (g["o"], g["c"], g["kh"], g["kw"]), seed=1)
+    grad = values(dtype, (g["n"], g["o"], ho, wo), seed=2)
+    if non_contiguous:
+        x, grad = strided(x), strided(grad)
+    stride, pad = (g["stride"],) * 2, (g["pad"],) * 2
+    tolerance = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else None
+    check(c_backend, build(conv.Conv2D, x, w, stride=g["stride"], padding=g["pad"]), x, w, tolerance=tolerance)
+    check(c_backend, build(conv.Conv2DBackInput, grad, w, x, stride=stride, padding=pad), grad, w, x,
+          tolerance=tolerance)
+    check(c_backend, build(conv.Conv2DBackFilter, x, grad, w, stride=stride, padding=pad), x, grad, w,
+          tolerance=tolerance)
+
+
+@SETTINGS
+@given(g=geometry, dtype=st.sampled_from(DTYPES), non_contiguous=st.booleans())
+def test_pooling_kernels(c_backend, g, dtype, non_contiguous):
+    pad = min(g["pad"], g["kh"] // 2, g["kw"] // 2)
+    ho = (g["h"] + 2 * pad - g["kh"]) // g["stride"] + 1
+    wo = (g["w"] + 2 * pad - g["kw"]) // g["stride"] + 1
+    assume(ho >= 1 and wo >= 1)
+    rng = np.random.default_rng(0)
+    shape = (g["n"], g["c"], g["h"], g["w"])
+    x = rng.integers(0, 4, shape).astype(dtype)  # few distinct values: plenty of ties to break like numpy
+    grad, h = values(dtype, shape[:2] + (ho, wo), seed=1), values(dtype, shape, seed=2)
+    if non_contiguous:
+        x, grad, h = strided(x), strided(grad), strided(h)
+    window = dict(kernel_size=(g["kh"], g["kw"]), stride=g["stride"], padding=pad)
+    check(c_backend, build(conv.MaxPool2D, x, **window), x)
+    check(c_backend, build(conv.MaxPool2DGrad, x, grad, **window), x, grad)
+    check(c_backend, build(conv.MaxPool2DGather, x, h, **window), x, h)
+
+
+def test_mismatched_runtime_shapes_fall_back_to_numpy_errors_not_crashes(c_backend):
+    x, w = np.zeros((1, 3, 4, 4), np.float32), np.zeros((2, 2, 3, 3), np.float32)  # 3 channels vs 2
+    with pytest.raises(ValueError):
+        c_backend.kernel(build(conv.Conv2D, np.zeros((1, 2, 4, 4), np.float32), w))(x, w)
+
+
+# ---------------------------------------------------------------- matmul
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (3, 5, 7), (4, 64, 256), (65, 17, 257), (130, 2050, 300), (7, 3, 0)])
+def test_hand_written_gemm_matches_blas(m, n, k, dtype):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    out = gemm(a, b) if a.size and b.size else np.zeros((m, n), dtype)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
+    if m > 1 and k > 1:
+        np.testing.assert_allclose(gemm(a.T.copy().T, b), a @ b, rtol=1e-4, atol=1e-4)  # Fortran-ordered input
+
+
+def test_gemm_backend_switch(monkeypatch):
+    monkeypatch.setenv("TINYFLOW_GEMM", "tinyflow")
+    backend = CBackend()
+    a, b = np.ones((3, 4), np.float32), np.ones((4, 2), np.float32)
+    op = build(MatMul, a, b)
+    op.compute = lambda *v: pytest.fail("BLAS used although TINYFLOW_GEMM=tinyflow")
+    np.testing.assert_array_equal(backend.kernel(op)(a, b), np.full((3, 2), 4.0))
+
+
+# ---------------------------------------------------------------- fused optimizer updates
+OPTIMIZERS = [
+    (tfl.optim.SGD, dict(lr=0.1)), (tfl.optim.SGD, dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01)),
+    (tfl.optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True)),
+    (tfl.optim.Adam, dict(lr=0.01)), (tfl.optim.Adam, dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
+    (tfl.optim.AdamW, dict(lr=0.01)), (tfl.optim.RMSProp, dict(lr=0.01)),
+    (tfl.optim.RMSProp, dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1)),
+    (tfl.optim.AdaGrad, dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("size", [1, 37, 100_003])
+@pytest.mark.parametrize("optimizer, hyper", OPTIMIZERS, ids=[f"{o.__name__}-{i}" for i, (o, _) in enumerate(OPTIMIZERS)])
+def test_fused_optimizer_kernels_match_the_numpy_formula(optimizer, hyper, dtype, size):
+    start = values(dtype, (size,))
+    target = values(dtype, (size,), seed=5)
+    results = {}
+    for backend in ("numpy", "c"):
+        with tfl.Graph().as_default():
+            w = tfl.Variable(start, name="w")
+            train = optimizer(**hyper).minimize(tfl.reduce_sum(tfl.square(w - target)))
+            with tfl.Session(backend=backend) as sess:
+                for _ in range(3):
+                    sess.run(train)
+            results[backend] = w.value
+    assert results["c"].dtype == dtype
+    np.testing.assert_allclose(results["c"], results["numpy"], **TOLERANCE[np.dtype(dtype)])
+
+
+def test_optimizer_kernels_use_the_c_path_for_float_parameters(c_backend):
+    with tfl.Graph().as_default():
+        w = tfl.Variable(np.ones(4, np.float32), name="w")
+        train = tfl.optim.Adam(0.1).minimize(tfl.reduce_sum(w * w))
+        update = train.inputs[0]
+        update.update = lambda *a, **k: pytest.fail("numpy update used")
+        with tfl.Session(backend="c") as sess:
+            sess.run(train)
+    assert np.all(w.value < 1.0)
