@@ -36,8 +36,12 @@ def compile_flags():
     return compile_args, link_args
 
 
-def make_builder(module_name="tinyflow._ckernels"):
-    """An FFI builder for the kernel library: the header as cdef, every C file under src/ as sources."""
+def make_builder(module_name="tinyflow._ckernels", absolute_paths=False):
+    """An FFI builder for the kernel library: the header as cdef, every C file under src/ as sources.
+
+    setup.py wants source paths relative to the repository; a build into another
+    folder (the sanitizer run) needs absolute ones.
+    """
     compile_args, link_args = compile_flags()
     builder = FFI()
     with open(HEADER) as f:
@@ -47,7 +51,7 @@ def make_builder(module_name="tinyflow._ckernels"):
     builder.set_source(
         module_name,
         '#include <stdint.h>\n#include "tinyflow_kernels.h"',
-        sources=[os.path.relpath(s) for s in sources],
+        sources=sources if absolute_paths else [os.path.relpath(s) for s in sources],
         include_dirs=[HERE],
         define_macros=[("TINYFLOW_BUILD_FLAGS", f'"{flags_literal}"')],
         extra_compile_args=compile_args,

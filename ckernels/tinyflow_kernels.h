@@ -8,11 +8,12 @@
  * contiguity before every call (tinyflow/backends/c_backend.py).
  */
 
-/* runtime.c: what the library was built with */
+/* runtime.c: what the library was built with, and a STREAM triad for benchmarks */
 const char *tf_build_flags(void);
 int tf_openmp_enabled(void);
 int tf_max_threads(void);
 void tf_set_num_threads(int n);
+void tf_triad_f32(float *a, const float *b, const float *c, float s, long n);
 
 /* elementwise.c: binary ops with broadcasting patterns, unary math */
 void tf_binary_f32(int op, int pattern, const float *a, const float *b, float *out, long rows, long cols);

@@ -1,9 +1,24 @@
 """Access to the compiled C kernel library (built by setup.py from ckernels/), if it was built."""
 import os
 
-try:
+
+
+def _load():
+    """The compiled module: TINYFLOW_CKERNELS_PATH (a special build, e.g. with sanitizers) or the installed one."""
+    path = os.environ.get("TINYFLOW_CKERNELS_PATH")
+    if path:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("tinyflow._ckernels", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
     from . import _ckernels
-    ffi, lib = _ckernels.ffi, _ckernels.lib
+    return _ckernels
+
+
+try:
+    _module = _load()
+    ffi, lib = _module.ffi, _module.lib
     IMPORT_ERROR = None
 except ImportError as err:  # an install without a compiler, or a source tree never built
     ffi = lib = None
@@ -17,7 +32,7 @@ def is_built():
 
 def why_not_built():
     """A sentence saying why the C library is missing and how to build it."""
-    return (f"the C kernel library tinyflow._ckernels is not built ({IMPORT_ERROR}). "
+    return (f"the C kernel library tinyflow._ckernels is not built ({IMPORT_ERROR or 'not loaded'}). "
             "Build it with `pip install -e .` from the repository root (needs a C compiler).")
 
 
