@@ -3,6 +3,13 @@ import os
 
 
 
+# OpenMP threads that spin after a parallel region steal the cores numpy's BLAS threads need
+# next (and the other way round): with 2 cores that halves a matmul. Passive waiting costs a
+# few microseconds per region and keeps the two thread pools from fighting. Must be set
+# before libgomp loads; a user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def _load():
     """The compiled module: TINYFLOW_CKERNELS_PATH (a special build, e.g. with sanitizers) or the installed one."""
     path = os.environ.get("TINYFLOW_CKERNELS_PATH")

@@ -8,7 +8,7 @@
  * Packing copies each block into the exact order the micro-kernel reads it, so that inner
  * loads are contiguous; edges are padded with zeros so the micro-kernel never branches.
  */
-enum { NAME(MR) = 4, NAME(NR) = 64 / (int)sizeof(T), NAME(KC) = 256, NAME(MC) = 64, NAME(NC) = 2048 };
+enum { NAME(MR) = 6, NAME(NR) = 64 / (int)sizeof(T), NAME(KC) = 256, NAME(MC) = 72, NAME(NC) = 2048 };
 #define MR NAME(MR)
 #define NR NAME(NR)
 #define KC NAME(KC)
@@ -29,16 +29,20 @@ static void NAME(pack_b)(const T *b, long ldb, long kc, long nc, T *packed) {
                 *packed++ = jr + j < nc ? b[p * ldb + jr + j] : 0;
 }
 
-/* c[0:mr, 0:nr] (+)= a_panel (MR x kc) @ b_panel (kc x NR), accumulated in registers. */
-TF_CLONES static void NAME(micro_kernel)(long kc, const T *a, const T *b, T *c, long ldc, long mr, long nr,
-                                         int accumulate) {
-    T acc[MR][NR];
-    memset(acc, 0, sizeof acc);
-    for (long p = 0; p < kc; p++)
+/* c[0:mr, 0:nr] (+)= a_panel (MR x kc) @ b_panel (kc x NR), accumulated in registers:
+ * MR rows of NR values each, one FMA per value per step of p. */
+TF_CLONES static void NAME(micro_kernel)(long kc, const T *restrict a, const T *restrict b, T *c, long ldc, long mr,
+                                         long nr, int accumulate) {
+    T acc[MR][NR] = {{0}};
+    for (long p = 0; p < kc; p++) {
+        const T *bp = b + p * NR;
+#pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
             T ai = a[p * MR + i];
-            for (int j = 0; j < NR; j++) acc[i][j] += ai * b[p * NR + j];
+#pragma omp simd
+            for (int j = 0; j < NR; j++) acc[i][j] += ai * bp[j];
         }
+    }
     for (long i = 0; i < mr; i++)
         for (long j = 0; j < nr; j++) c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0) + acc[i][j];
 }

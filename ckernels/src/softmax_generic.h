@@ -2,18 +2,17 @@
 
 TF_CLONES static T NAME(row_max)(const T *x, long cols) {
     T m = x[0];
+#pragma omp simd reduction(max : m)
     for (long j = 1; j < cols; j++) m = x[j] > m ? x[j] : m;
     return m;
 }
 
-/* y = e^(x - shift) over one row; returns the row's sum. */
+/* y = e^(x - shift) over one row; returns the row's sum. Two loops: each vectorizes on its own. */
 TF_CLONES static T NAME(row_exp)(const T *x, T *y, long cols, T shift) {
+    for (long j = 0; j < cols; j++) y[j] = EXP(x[j] - shift);
     T total = 0;
 #pragma omp simd reduction(+ : total)
-    for (long j = 0; j < cols; j++) {
-        y[j] = EXP(x[j] - shift);
-        total += y[j];
-    }
+    for (long j = 0; j < cols; j++) total += y[j];
     return total;
 }
 
