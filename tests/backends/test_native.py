@@ -15,11 +15,11 @@ def test_c_backend_is_built_and_preferred():
     assert tfl.Session().backend.name == os.environ["TINYFLOW_BACKEND"]
 
 
-def test_a_requested_special_build_is_the_one_loaded():
-    if os.environ.get("TINYFLOW_CKERNELS_PATH"):
+def test_the_sanitizer_run_really_loads_the_sanitized_build():
+    if os.environ.get("TINYFLOW_EXPECT_SANITIZERS"):  # set by scripts/sanitize.sh
         assert "-fsanitize=address,undefined" in native.build_flags()
     else:
-        assert "-O3" in native.build_flags()
+        assert "-fsanitize" not in native.build_flags() and "-O3" in native.build_flags()
 
 
 def test_thread_count_follows_the_environment(monkeypatch):
