@@ -6,6 +6,7 @@ reference is always among them.
 import os
 
 from ..errors import BackendError
+from .base import Backend
 from .c_backend import CBackend
 from .numpy_backend import NumpyBackend
 
@@ -13,7 +14,7 @@ _BACKENDS = {"c": CBackend, "numpy": NumpyBackend}  # name -> class, the preferr
 
 
 def register_backend(cls):
-    """Add a backend class (with `name`, `is_available()` and `kernel(op)`)."""
+    """Add a Backend subclass to the ones `get_backend` knows."""
     _BACKENDS[cls.name] = cls
     return cls
 
@@ -36,4 +37,4 @@ def get_backend(name=None):
     return cls()
 
 
-__all__ = ["available", "get_backend", "register_backend", "NumpyBackend", "CBackend"]
+__all__ = ["available", "get_backend", "register_backend", "Backend", "NumpyBackend", "CBackend"]

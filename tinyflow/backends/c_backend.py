@@ -12,6 +12,7 @@ import numpy as np
 from .. import native
 from ..nn.losses import _check_labels
 from ..shapes import reduced_shape
+from .base import Backend
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _CTYPE = {"f32": "float[]", "f64": "double[]"}
@@ -107,31 +108,17 @@ def unary_kernel(op, x):
     return out
 
 
-def _map_kernel(name, *extra):
-    """A kernel `name(x, out, n, *extra)` over one array."""
-    def kernel(op, x):
-        x = _array(x)
-        suffix = _suffix(x)
-        if suffix is None:
-            return op.compute(x)
-        (x,) = _contiguous(x)
-        out = np.empty_like(x)
-        _fn(name, suffix)(_buf(x, suffix), _buf(out, suffix), x.size, *[getattr(op, e) for e in extra])
-        return out
-    return kernel
-
-
-def _back_kernel(name, *extra):
-    """A backward kernel `name(y, g, out, n, *extra)` of two arrays of one shape."""
-    def kernel(op, y, g):
-        y, g = _array(y), _array(g)
-        suffix = _suffix(y, g)
-        if suffix is None or y.shape != g.shape:
-            return op.compute(y, g)
-        y, g = _contiguous(y, g)
-        out = np.empty_like(g)
-        _fn(name, suffix)(_buf(y, suffix), _buf(g, suffix), _buf(out, suffix), g.size,
-                          *[getattr(op, e) for e in extra])
+def _same_shape_kernel(name, *attributes):
+    """A kernel `name(*inputs, out, n, *op_attributes)` over inputs of one shape (activations, `_back`s)."""
+    def kernel(op, *arrays):
+        arrays = [_array(a) for a in arrays]
+        suffix = _suffix(*arrays)
+        if suffix is None or any(a.shape != arrays[0].shape for a in arrays):
+            return op.compute(*arrays)
+        arrays = _contiguous(*arrays)
+        out = np.empty_like(arrays[-1])
+        _fn(name, suffix)(*[_buf(a, suffix) for a in arrays], _buf(out, suffix), out.size,
+                          *[getattr(op, attr) for attr in attributes])
         return out
     return kernel
 
@@ -249,7 +236,7 @@ def _conv_inputs_ok(x, w, suffix):
     return suffix is not None and x.ndim == 4 and w.ndim == 4 and x.shape[1] == w.shape[1]
 
 
-class CBackend:
+class CBackend(Backend):
     """Runs the ops of its kernel table in C; the rest with their numpy `compute`."""
 
     name = "c"
@@ -273,24 +260,17 @@ class CBackend:
     def __repr__(self):
         return f"<tinyflow backend 'c' threads={self.threads} gemm={'tinyflow' if self.use_gemm else 'blas'}>"
 
-    def kernel(self, op):
-        """The callable computing `op` from its input values: a C kernel if the table has one, else numpy."""
-        fn = self.kernels.get(op.op_type)
-        if fn is None:
-            return op.compute
-        return lambda *values: fn(op, *values)
-
     def _kernel_table(self):
         table = {op_type: binary_kernel for op_type in _BINARY}
         table.update({op_type: unary_kernel for op_type in _UNARY})
         table.update({op_type: reduce_kernel for op_type in _REDUCE})
         table.update({
-            "Sigmoid": _map_kernel("tf_sigmoid"), "SigmoidGrad": _back_kernel("tf_sigmoid_back"),
-            "Tanh": _map_kernel("tf_tanh"), "TanhGrad": _back_kernel("tf_tanh_back"),
-            "Relu": _map_kernel("tf_relu"), "ReluGrad": _back_kernel("tf_relu_back"),
-            "LeakyRelu": _map_kernel("tf_leaky_relu", "alpha"),
-            "LeakyReluGrad": _back_kernel("tf_leaky_relu_back", "alpha"),
-            "Softplus": _map_kernel("tf_softplus"),
+            "Sigmoid": _same_shape_kernel("tf_sigmoid"), "SigmoidGrad": _same_shape_kernel("tf_sigmoid_back"),
+            "Tanh": _same_shape_kernel("tf_tanh"), "TanhGrad": _same_shape_kernel("tf_tanh_back"),
+            "Relu": _same_shape_kernel("tf_relu"), "ReluGrad": _same_shape_kernel("tf_relu_back"),
+            "LeakyRelu": _same_shape_kernel("tf_leaky_relu", "alpha"),
+            "LeakyReluGrad": _same_shape_kernel("tf_leaky_relu_back", "alpha"),
+            "Softplus": _same_shape_kernel("tf_softplus"),
             "Softmax": _rows_kernel("tf_softmax"), "LogSoftmax": _rows_kernel("tf_log_softmax"),
             "SoftmaxGrad": _rows_kernel("tf_softmax_back"), "LogSoftmaxGrad": _rows_kernel("tf_log_softmax_back"),
             "SoftmaxCrossEntropy": softmax_xent_kernel, "SoftmaxCrossEntropyGrad": softmax_xent_back_kernel,

@@ -23,89 +23,76 @@ def _owned_buffers(variables):
     return arrays
 
 
-def _prepare(op, grad):
-    """(suffix, gradient, parameter and slot arrays) when the C kernel applies, else None."""
-    param = op.variables[0].value
-    suffix = _SUFFIX.get(param.dtype)
-    grad = np.asarray(grad)
-    if suffix is None or grad.shape != param.shape or param.size == 0:
-        return None
-    grad = contiguous(grad, param.dtype)
-    arrays = {name: arr for name, arr in zip(("param",) + op.slot_names, _owned_buffers(op.variables))}
-    return suffix, grad, arrays
-
-
 def _ptr(array, suffix):
     if array is None:
         return native.ffi.NULL
     return native.ffi.from_buffer("float[]" if suffix == "f32" else "double[]", array)
 
 
-def _next_step(op, arrays):
+def _next_step(op):
     """Increment the op's step slot and return the new count."""
     step_var = op.variables[1 + op.slot_names.index("step")]
     step_var.value = np.asarray(int(step_var.value) + 1)
     return int(step_var.value)
 
 
-def sgd_kernel(op, param, grad, lr, *slots):
+def fused_update(kernel):
+    """Wrap `kernel(op, suffix, grad, arrays, lr)` with the checks, falling back to the numpy update.
+
+    The C path needs a float parameter and a gradient of its shape; `arrays`
+    maps "param" and each slot name to its contiguous, privately owned buffer.
+    """
+    def run(op, param, grad, lr, *slots):
+        param_value = op.variables[0].value
+        suffix = _SUFFIX.get(param_value.dtype)
+        grad = np.asarray(grad)
+        if suffix is None or grad.shape != param_value.shape or param_value.size == 0:
+            return op.compute(param, grad, lr, *slots)
+        arrays = dict(zip(("param",) + op.slot_names, _owned_buffers(op.variables)))
+        kernel(op, suffix, contiguous(grad, param_value.dtype), arrays, float(lr))
+        return None
+    run.__doc__ = kernel.__doc__
+    return run
+
+
+@fused_update
+def sgd_kernel(op, suffix, grad, arrays, lr):
     """SGD with momentum/Nesterov/weight decay in one pass."""
-    prepared = _prepare(op, grad)
-    if prepared is None:
-        return op.compute(param, grad, lr, *slots)
-    suffix, grad, arrays = prepared
     h = op.hyper
-    first_step = 0
-    if h["momentum"]:
-        first_step = int(_next_step(op, arrays) == 1)
+    first_step = int(_next_step(op) == 1) if h["momentum"] else 0
     getattr(native.lib, f"tf_sgd_{suffix}")(
         _ptr(arrays["param"], suffix), _ptr(grad, suffix), _ptr(arrays.get("momentum_buffer"), suffix),
-        grad.size, float(lr), h["momentum"], h["dampening"], h["weight_decay"], int(h["nesterov"]), first_step)
-    return None
+        grad.size, lr, h["momentum"], h["dampening"], h["weight_decay"], int(h["nesterov"]), first_step)
 
 
-def adam_kernel(op, param, grad, lr, *slots):
+@fused_update
+def adam_kernel(op, suffix, grad, arrays, lr):
     """Adam / AdamW (optionally AMSGrad) in one pass."""
-    prepared = _prepare(op, grad)
-    if prepared is None:
-        return op.compute(param, grad, lr, *slots)
-    suffix, grad, arrays = prepared
     h = op.hyper
-    step = _next_step(op, arrays)
     getattr(native.lib, f"tf_adam_{suffix}")(
         _ptr(arrays["param"], suffix), _ptr(grad, suffix), _ptr(arrays["exp_avg"], suffix),
-        _ptr(arrays["exp_avg_sq"], suffix), _ptr(arrays.get("max_exp_avg_sq"), suffix), grad.size, float(lr),
-        h["betas"][0], h["betas"][1], h["eps"], h["weight_decay"], int(h["decoupled"]), step)
-    return None
+        _ptr(arrays["exp_avg_sq"], suffix), _ptr(arrays.get("max_exp_avg_sq"), suffix), grad.size, lr,
+        h["betas"][0], h["betas"][1], h["eps"], h["weight_decay"], int(h["decoupled"]), _next_step(op))
 
 
-def rmsprop_kernel(op, param, grad, lr, *slots):
+@fused_update
+def rmsprop_kernel(op, suffix, grad, arrays, lr):
     """RMSProp (optionally centered, with momentum) in one pass."""
-    prepared = _prepare(op, grad)
-    if prepared is None:
-        return op.compute(param, grad, lr, *slots)
-    suffix, grad, arrays = prepared
     h = op.hyper
     getattr(native.lib, f"tf_rmsprop_{suffix}")(
         _ptr(arrays["param"], suffix), _ptr(grad, suffix), _ptr(arrays["square_avg"], suffix),
-        _ptr(arrays.get("grad_avg"), suffix), _ptr(arrays.get("momentum_buffer"), suffix), grad.size, float(lr),
+        _ptr(arrays.get("grad_avg"), suffix), _ptr(arrays.get("momentum_buffer"), suffix), grad.size, lr,
         h["alpha"], h["eps"], h["weight_decay"], h["momentum"])
-    return None
 
 
-def adagrad_kernel(op, param, grad, lr, *slots):
+@fused_update
+def adagrad_kernel(op, suffix, grad, arrays, lr):
     """AdaGrad with learning-rate decay in one pass."""
-    prepared = _prepare(op, grad)
-    if prepared is None:
-        return op.compute(param, grad, lr, *slots)
-    suffix, grad, arrays = prepared
     h = op.hyper
-    step = _next_step(op, arrays)
-    clr = float(lr) / (1 + (step - 1) * h["lr_decay"])
+    clr = lr / (1 + (_next_step(op) - 1) * h["lr_decay"])
     getattr(native.lib, f"tf_adagrad_{suffix}")(
         _ptr(arrays["param"], suffix), _ptr(grad, suffix), _ptr(arrays["state_sum"], suffix), grad.size, clr,
         h["eps"], h["weight_decay"])
-    return None
 
 
 OPTIMIZER_KERNELS = {"ApplySGD": sgd_kernel, "ApplyAdam": adam_kernel, "ApplyRMSProp": rmsprop_kernel,
