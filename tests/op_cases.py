@@ -13,7 +13,7 @@ from tinyflow.nn.losses import SoftmaxCrossEntropyGrad
 from tinyflow.ops.activations import LeakyReluGrad, ReluGrad, SigmoidGrad, TanhGrad
 from tinyflow.ops.array_ops import (BroadcastLike, ConcatSplit, GetItemGrad, ReshapeLike, SumToShapeOf,
                                     _normalize_key)
-from tinyflow.ops.conv import Conv2DBackFilter, Conv2DBackInput, MaxPool2DGather, MaxPool2DGrad
+from tinyflow.ops.conv import AvgPool2DGrad, Conv2DBackFilter, Conv2DBackInput, MaxPool2DGather, MaxPool2DGrad
 from tinyflow.ops.math_ops import Cast
 from tinyflow.ops.reductions import ExpandReduced
 from tinyflow.ops.softmax import LogSoftmaxGrad, SoftmaxGrad
@@ -128,6 +128,10 @@ CASES = {
     "MaxPool2DGrad": [case(lambda x, g: MaxPool2DGrad(x, g, kernel_size=2), distinct(1, 2, 4, 4), normal(1, 2, 2, 2))],
     "MaxPool2DGather": [case(lambda x, h: MaxPool2DGather(x, h, kernel_size=3, stride=2, padding=1),
                              distinct(1, 2, 5, 5), normal(1, 2, 5, 5))],
+    "AvgPool2D": [case(lambda x: tfl.avg_pool2d(x, 2), normal(2, 3, 4, 4)),
+                  case(lambda x: tfl.avg_pool2d(x, 3, stride=2, padding=1), normal(1, 2, 5, 6))],
+    "AvgPool2DGrad": [case(lambda x, g: AvgPool2DGrad(x, g, kernel_size=3, stride=2, padding=1),
+                           normal(1, 2, 5, 5), normal(1, 2, 3, 3))],
     # fused losses
     "SoftmaxCrossEntropy": [case(tfl.nn.softmax_cross_entropy, normal(4, 5), np.array([0, 3, 4, 3])),
                             case(tfl.nn.softmax_cross_entropy, normal(1, 1), np.array([0]))],

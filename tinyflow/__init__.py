@@ -10,7 +10,7 @@ from .errors import (BackendError, CheckpointError, ExecutionError, FeedError, G
                      ShapeError, TinyflowError)
 from .graph import Graph, get_default_graph, name_scope, reset_default_graph
 from .nodes import Constant, Node, Operation, Placeholder, Variable
-from .ops import (abs, add, add_n, argmax, assign, assign_add, assign_sub, cast, concat, conv2d, divide,
+from .ops import (abs, add, add_n, argmax, avg_pool2d, assign, assign_add, assign_sub, cast, concat, conv2d, divide,
                   dropout, equal, exp, greater, greater_equal, group, identity, leaky_relu, less, less_equal,
                   log, log_softmax, matmul, max_pool2d, maximum, minimum, multiply, negative, ones_like, power,
                   reduce_max, reduce_mean, reduce_sum, relu, reshape, sigmoid, sign, softmax, softplus, sqrt,
@@ -31,7 +31,7 @@ __all__ = [
     "softmax", "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "argmax",
     "reshape", "transpose", "concat", "identity", "stop_gradient", "add_n", "cast", "where",
     "zeros_like", "ones_like", "equal", "greater", "greater_equal", "less", "less_equal",
-    "conv2d", "max_pool2d", "dropout", "assign", "assign_add", "assign_sub", "group",
+    "conv2d", "max_pool2d", "avg_pool2d", "dropout", "assign", "assign_add", "assign_sub", "group",
     # autodiff, running, state
     "gradients", "register_gradient", "not_differentiable", "Session",
     "save_variables", "load_variables", "set_seed",

@@ -23,6 +23,8 @@ class Graph:
         self._scope = ""
         self._roles = ["forward"]  # what kind of node is being built: forward, gradient, optimizer
         self._finalized = False
+        self._training_flag = None  # created on demand by tfl.nn.training_flag
+        self.update_ops = []  # ops training steps must also run (batch-norm moving statistics)
 
     def __repr__(self):
         return f"<tinyflow.Graph with {len(self.nodes)} nodes>"

@@ -4,6 +4,8 @@ import os
 
 import numpy as np
 
+from .helpers import Standardizer, batches, one_hot, train_test_split
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 BOSTON_FEATURES = ("CRIM", "ZN", "INDUS", "CHAS", "NOX", "RM", "AGE", "DIS", "RAD", "TAX", "PTRATIO",
@@ -27,4 +29,4 @@ def load_digits():
     return table[:, :64], table[:, 64].astype(np.int64)
 
 
-__all__ = ["load_boston", "load_digits", "BOSTON_FEATURES"]
+__all__ = ["load_boston", "load_digits", "BOSTON_FEATURES", "train_test_split", "Standardizer", "one_hot", "batches"]

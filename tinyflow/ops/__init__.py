@@ -2,7 +2,7 @@
 from .activations import leaky_relu, relu, sigmoid, softplus, tanh
 from .array_ops import (add_n, broadcast_like, concat, get_item, identity, reshape, stop_gradient,
                         transpose)
-from .conv import conv2d, max_pool2d
+from .conv import avg_pool2d, conv2d, max_pool2d
 from .math_ops import (abs, add, cast, divide, equal, exp, greater, greater_equal, less, less_equal, log,
                        maximum, minimum, multiply, negative, ones_like, power, sign, sqrt, square, subtract,
                        where, zeros_like)

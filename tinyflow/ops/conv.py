@@ -1,4 +1,4 @@
-"""2-D convolution and max pooling on NCHW tensors, by sliding windows (the numpy im2col).
+"""2-D convolution, max and average pooling on NCHW tensors, by sliding windows (the numpy im2col).
 
 Each forward op has backward ops that are graph nodes too; their gradients are
 written with the same ops, since convolution is bilinear in (input, filter):
@@ -246,6 +246,51 @@ def _max_pool_gather_grad(op, grad):
     return [None, MaxPool2DGrad(op.inputs[0], grad, **_same_window(op))]
 
 
+# ------------------------------------------------------------ average pooling
+class AvgPool2D(PoolOperation):
+    """The mean of each window, zero padding counted (PyTorch's default).  Gradient: g/(kH·kW) to every tap."""
+
+    def __init__(self, x, kernel_size, stride=None, padding=0, name=None):
+        super().__init__(x, kernel_size=kernel_size, stride=stride, padding=padding, name=name)
+
+    def compute(self, x):
+        return _windows(x, self.kernel, self.stride, self.padding).mean(axis=(4, 5))
+
+    def infer_shape(self, x_shape):
+        spatial = self._spatial_out(x_shape)
+        return x_shape[:2] + spatial
+
+
+class AvgPool2DGrad(PoolOperation):
+    """Spread g (pooled shape) evenly over each window, back on x's grid: the adjoint of AvgPool2D."""
+
+    def compute(self, x, grad):
+        (kh, kw), (sh, sw) = self.kernel, self.stride
+        out = self._padded_zeros(x, grad.dtype)
+        ho, wo = grad.shape[2:]
+        share = grad / (kh * kw)
+        for i in range(kh):
+            for j in range(kw):
+                out[:, :, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw] += share
+        return np.ascontiguousarray(self._pad_crop(out))
+
+    def infer_shape(self, x_shape, grad_shape):
+        return x_shape
+
+    def infer_dtype(self, x, grad):
+        return grad
+
+
+@register_gradient(AvgPool2D)
+def _avg_pool_grad(op, grad):
+    return [AvgPool2DGrad(op.inputs[0], grad, **_same_window(op))]
+
+
+@register_gradient(AvgPool2DGrad)
+def _avg_pool_grad_grad(op, grad):
+    return [None, AvgPool2D(grad, **_same_window(op))]
+
+
 def conv2d(x, w, stride=1, padding=0, name=None):
     """2-D convolution (cross-correlation, as in every framework): x NCHW, w (C_out, C_in, kH, kW)."""
     return Conv2D(x, w, stride, padding, name=name)
@@ -254,3 +299,8 @@ def conv2d(x, w, stride=1, padding=0, name=None):
 def max_pool2d(x, kernel_size, stride=None, padding=0, name=None):
     """Max pooling over kernel_size windows (stride defaults to kernel_size), NCHW."""
     return MaxPool2D(x, kernel_size, stride, padding, name=name)
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, name=None):
+    """Average pooling over kernel_size windows (stride defaults to kernel_size), NCHW."""
+    return AvgPool2D(x, kernel_size, stride, padding, name=name)

@@ -1,0 +1,102 @@
+"""Layer, the base of every layer, and the simple ones: Sequential, Flatten, Dropout.
+
+A layer creates its Variables when it is constructed (as in PyTorch), under its
+own name scope, and builds ops each time it is called on a node. Calling one
+layer twice shares its weights.
+"""
+import numpy as np
+
+from ..graph import get_default_graph
+from ..nodes import Placeholder, Variable, as_node
+from ..ops.array_ops import reshape
+from ..ops.random_ops import dropout
+from .init import initial_value
+
+
+def training_flag(graph=None):
+    """The graph's boolean `training` placeholder (False unless fed): dropout and batch norm read it."""
+    graph = graph if graph is not None else get_default_graph()
+    if graph._training_flag is None:
+        with graph.name_scope(""):
+            graph._training_flag = Placeholder((), "bool", name="training", default=False, graph=graph)
+    return graph._training_flag
+
+
+def update_ops(graph=None):
+    """Ops a training step must run besides the optimizer's (batch-norm moving statistics)."""
+    graph = graph if graph is not None else get_default_graph()
+    return list(graph.update_ops)
+
+
+class Layer:
+    """A callable on nodes that owns Variables, created under the layer's name scope."""
+
+    def __init__(self, name=None, dtype="float32"):
+        self.graph = get_default_graph()
+        self.dtype = np.dtype(dtype)
+        with self.graph.name_scope(name or type(self).__name__) as scope:
+            self.scope = scope
+        self._variables = []
+
+    def __repr__(self):
+        return f"<{type(self).__name__} '{self.scope}'>"
+
+    def __call__(self, x):
+        x = as_node(x)
+        with self.graph.name_scope(self.scope + "/"):
+            return self.forward(x)
+
+    def forward(self, x):
+        """Build this layer's ops on node x and return the output node."""
+        raise NotImplementedError
+
+    def add_variable(self, name, shape, init, fan_in=1, fan_out=1, trainable=True):
+        """Create a Variable of this layer, initialised by name or callable."""
+        with self.graph.name_scope(self.scope + "/"):
+            var = Variable(initial_value(init, shape, fan_in, fan_out, self.dtype), trainable=trainable, name=name)
+        self._variables.append(var)
+        return var
+
+    def parameters(self):
+        """The trainable Variables of this layer (and of its sub-layers)."""
+        return [v for v in self.variables() if v.trainable]
+
+    def variables(self):
+        """Every Variable of this layer, trainable or not."""
+        return list(self._variables)
+
+
+class Sequential(Layer):
+    """Layers applied one after another."""
+
+    def __init__(self, *layers, name=None):
+        super().__init__(name)
+        self.layers = list(layers[0]) if len(layers) == 1 and isinstance(layers[0], (list, tuple)) else list(layers)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def variables(self):
+        return [v for layer in self.layers for v in (layer.variables() if isinstance(layer, Layer) else [])]
+
+
+class Flatten(Layer):
+    """(N, d1, d2, ...) -> (N, d1·d2·...)."""
+
+    def forward(self, x):
+        return reshape(x, (-1, int(np.prod(x.shape[1:]))))
+
+
+class Dropout(Layer):
+    """Zero each entry with probability p while training (the graph's training flag), scale the rest."""
+
+    def __init__(self, p=0.5, name=None):
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+        super().__init__(name)
+        self.p = p
+
+    def forward(self, x):
+        return dropout(x, self.p, training=training_flag(self.graph))
