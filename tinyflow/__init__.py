@@ -3,7 +3,7 @@
 Build a graph of nodes, run it in a Session, let an optimizer backpropagate.
 The public API is the explicit list below.
 """
-from . import backends, data, nn, optim
+from . import backends, data, nn, optim, plot, viz
 from .autodiff import gradients, not_differentiable, register_gradient
 from .checkpoint import load_variables, save_variables
 from .errors import (BackendError, CheckpointError, ExecutionError, FeedError, GradientError, GraphError,
@@ -16,6 +16,8 @@ from .ops import (abs, add, add_n, argmax, avg_pool2d, assign, assign_add, assig
                   reduce_max, reduce_mean, reduce_sum, relu, reshape, sigmoid, sign, softmax, softplus, sqrt,
                   square, stop_gradient, subtract, tanh, transpose, where, zeros_like)
 from . import shapes
+from .metrics import get_metric
+from .model import EarlyStopping, History, Model
 from .random import set_seed
 from .session import Session
 
@@ -35,9 +37,11 @@ __all__ = [
     # autodiff, running, state
     "gradients", "register_gradient", "not_differentiable", "Session",
     "save_variables", "load_variables", "set_seed",
+    # training with layers
+    "Model", "History", "EarlyStopping", "get_metric",
     # errors
     "TinyflowError", "ShapeError", "FeedError", "GradientError", "BackendError", "GraphError",
     "ExecutionError", "CheckpointError",
     # subpackages
-    "nn", "optim", "backends", "data",
+    "nn", "optim", "backends", "data", "plot", "viz",
 ]

@@ -32,6 +32,11 @@ class Graph:
     def __len__(self):
         return len(self.nodes)
 
+    def _repr_svg_(self):
+        """Jupyter shows a graph as its picture (None, so the text repr, without graphviz's dot)."""
+        from .viz import svg
+        return svg(graph=self)
+
     @contextlib.contextmanager
     def as_default(self):
         """Make this graph the default one inside a `with` block."""

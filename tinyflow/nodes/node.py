@@ -68,6 +68,11 @@ class Node:
 
     __hash__ = object.__hash__
 
+    def _repr_svg_(self):
+        """Jupyter shows a node as the picture of the subgraph it needs."""
+        from ..viz import svg
+        return svg(self)
+
     def __iter__(self):
         # Without this, __getitem__ would make Python iterate a node forever.
         raise TypeError(f"{self!r} is a graph node, not a value: it cannot be iterated. "

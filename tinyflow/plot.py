@@ -1,0 +1,72 @@
+"""Plots for training results. Each returns a matplotlib Figure (shown inline in notebooks)
+and writes it to `path` when one is given."""
+import numpy as np
+from matplotlib.figure import Figure
+
+
+def _finish(fig, path):
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def training_curves(history, path=None, title="Training curves"):
+    """Loss (and each metric) per epoch from a History, training and validation side by side."""
+    keys = [k for k in history.history if not k.startswith("val_")]
+    fig = Figure(figsize=(5 * len(keys), 3.6))
+    for i, key in enumerate(keys, start=1):
+        ax = fig.add_subplot(1, len(keys), i)
+        ax.plot(history.epochs, history[key], label=f"training {key}")
+        if f"val_{key}" in history.history:
+            ax.plot(history.epochs, history[f"val_{key}"], label=f"validation {key}")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(key)
+        if key == "loss" and min(history[key]) > 0:
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    return _finish(fig, path)
+
+
+def predicted_vs_actual(y_true, y_pred, path=None, title="Predicted vs actual", unit=""):
+    """Scatter of predictions against targets for regression, with the y = x line."""
+    y_true, y_pred = np.ravel(y_true), np.ravel(y_pred)
+    fig = Figure(figsize=(4.8, 4.6))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.scatter(y_true, y_pred, s=12, alpha=0.7)
+    low, high = min(y_true.min(), y_pred.min()), max(y_true.max(), y_pred.max())
+    ax.plot([low, high], [low, high], color="grey", linestyle="--", label="perfect prediction")
+    rmse = float(np.sqrt(np.mean((y_true - y_pred) ** 2)))
+    ax.set_xlabel(f"actual{unit}")
+    ax.set_ylabel(f"predicted{unit}")
+    ax.set_title(f"{title} (RMSE {rmse:.3g})")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return _finish(fig, path)
+
+
+def confusion_matrix(y_true, y_pred, path=None, labels=None, title="Confusion matrix"):
+    """Counts of true class (rows) against predicted class (columns); y_pred may be class scores."""
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    if y_pred.ndim == 2:
+        y_pred = y_pred.argmax(axis=1)
+    n = int(max(y_true.max(), y_pred.max())) + 1 if labels is None else len(labels)
+    counts = np.zeros((n, n), dtype=np.int64)
+    np.add.at(counts, (y_true, y_pred), 1)
+    fig = Figure(figsize=(0.5 * n + 2.5, 0.5 * n + 2))
+    ax = fig.add_subplot(1, 1, 1)
+    image = ax.imshow(counts, cmap="Blues")
+    fig.colorbar(image, ax=ax)
+    names = [str(label) for label in (labels if labels is not None else range(n))]
+    ax.set_xticks(range(n), names)
+    ax.set_yticks(range(n), names)
+    for (i, j), count in np.ndenumerate(counts):
+        if count:
+            ax.text(j, i, str(count), ha="center", va="center",
+                    color="white" if count > counts.max() / 2 else "black", fontsize=8)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("true")
+    ax.set_title(f"{title} (accuracy {np.trace(counts) / max(counts.sum(), 1):.3f})")
+    return _finish(fig, path)
