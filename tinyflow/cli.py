@@ -25,18 +25,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="tinyflow", description="tinyflow command line")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="show version, backends, threads and build flags")
-    demo = sub.add_parser("demo", help="run a demo")
-    demo.add_argument("name", choices=["boston"], help="which demo")
-    demo.add_argument("--epochs", type=int, default=200)
-    demo.add_argument("--batch-size", type=int, default=32)
-    demo.add_argument("--backend", default=None, help="numpy, c, ... (default: best available)")
+    demo = sub.add_parser("demo", help="train a demo model: boston (regression) or digits (convnet)")
+    demo.add_argument("name", choices=["boston", "digits"], help="which demo")
+    demo.add_argument("--epochs", type=int, default=None, help="default: 200 (boston), 30 (digits)")
+    demo.add_argument("--batch-size", type=int, default=None, help="default: 32 (boston), 64 (digits)")
+    demo.add_argument("--backend", default=None, help="c or numpy (default: the best available)")
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--out", default=None, help="folder for the pictures (default: <name>-demo)")
+    demo.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.command == "info":
         info()
     elif args.command == "demo":
-        from tinyflow.demos import boston
-        boston.main(epochs=args.epochs, batch_size=args.batch_size, backend=args.backend, seed=args.seed)
+        import importlib
+        demo = importlib.import_module(f"tinyflow.demos.{args.name}")
+        options = {k: v for k, v in dict(epochs=args.epochs, batch_size=args.batch_size, out=args.out).items()
+                   if v is not None}
+        demo.main(backend=args.backend, seed=args.seed, verbose=0 if args.quiet else 1, **options)
     return 0
 
 

@@ -80,6 +80,13 @@ def _label(node, show_values, values):
     return "\\n".join(lines)
 
 
+def _legend_label(kinds):
+    """One HTML-like table naming each kind of node in its colours (one node: no edges to upset the layout)."""
+    rows = "".join(f'<TR><TD BGCOLOR="{STYLES[k]["fillcolor"]}" COLOR="{STYLES[k]["color"]}">'
+                   f"{LEGEND[k]}</TD></TR>" for k in kinds)
+    return f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2"><TR><TD BORDER="0"><B>legend</B></TD></TR>{rows}</TABLE>>'
+
+
 def to_graphviz(target=None, show_shapes=True, show_values=False, show_gradients=True, graph=None, values=None):
     """A graphviz.Digraph of the graph (or only what `target` needs), with a legend.
 
@@ -94,7 +101,7 @@ def to_graphviz(target=None, show_shapes=True, show_values=False, show_gradients
         graph = first.graph if isinstance(first, Node) else get_default_graph()
     nodes = _nodes_to_draw(graph, target, show_gradients)
     drawn = set(nodes)
-    dot = graphviz.Digraph("tinyflow", graph_attr=dict(rankdir="TB", fontname="Helvetica", fontsize="11"),
+    dot = graphviz.Digraph("tinyflow", graph_attr=dict(rankdir="TB", newrank="true", fontname="Helvetica", fontsize="11"),
                            node_attr=dict(fontname="Helvetica", fontsize="10"),
                            edge_attr=dict(fontname="Helvetica", fontsize="8", color="#666666"))
     clusters = {}
@@ -124,13 +131,8 @@ def to_graphviz(target=None, show_shapes=True, show_values=False, show_gradients
             if inp in drawn:
                 label = str(inp.shape) if show_shapes and inp.shape is not None else ""
                 dot.edge(f"n{inp.creation_index}", f"n{node.creation_index}", label=label)
-    with dot.subgraph(name="cluster_legend") as legend:
-        legend.attr(label="legend", style="dashed", color="#bbbbbb", fontcolor="#777777")
-        kinds = [k for k in STYLES if any(kind_of(n) == k for n in nodes)]
-        for kind in kinds:
-            legend.node(f"legend_{kind}", LEGEND[kind], **STYLES[kind])
-        for a, b in zip(kinds, kinds[1:]):
-            legend.edge(f"legend_{a}", f"legend_{b}", style="invis")
+    dot.node("legend", _legend_label([k for k in STYLES if any(kind_of(n) == k for n in nodes)]),
+             shape="plaintext")
     return dot
 
 
@@ -158,10 +160,10 @@ def render(target, path, **options):
         dot = to_graphviz(None, graph=target, **options)
     else:
         dot = to_graphviz(target, **options)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
+    picture = dot.pipe(format=fmt)  # render first: a failure must not leave an empty file behind
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "wb") as f:
-        f.write(dot.pipe(format=fmt))
+        f.write(picture)
     return path
 
 

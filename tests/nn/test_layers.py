@@ -1,0 +1,113 @@
+"""Layers: shapes, parameters, registries, seeding, dropout and batch-norm modes, gradients."""
+import numpy as np
+import pytest
+
+import tinyflow as tfl
+from tinyflow.testing import gradcheck
+
+
+def run(fetch, feed=None):
+    with tfl.Session() as sess:
+        return sess.run(fetch, feed or {})
+
+
+@pytest.mark.parametrize("layer, in_shape, out_shape", [
+    (lambda: tfl.nn.Linear(13, 4), (5, 13), (5, 4)),
+    (lambda: tfl.nn.Linear(3, 2, bias=False, act="tanh"), (1, 3), (1, 2)),
+    (lambda: tfl.nn.Conv2D(2, 3, 3, padding=1, act="relu"), (4, 2, 6, 6), (4, 3, 6, 6)),
+    (lambda: tfl.nn.Conv2D(2, 3, (3, 1), stride=2), (1, 2, 7, 5), (1, 3, 3, 3)),
+    (lambda: tfl.nn.MaxPool2D(2), (2, 3, 6, 6), (2, 3, 3, 3)),
+    (lambda: tfl.nn.AvgPool2D(3, stride=1, padding=1), (2, 3, 5, 5), (2, 3, 5, 5)),
+    (lambda: tfl.nn.Flatten(), (2, 3, 4, 5), (2, 60)),
+    (lambda: tfl.nn.Dropout(0.5), (4, 7), (4, 7)),
+    (lambda: tfl.nn.BatchNorm1d(7), (4, 7), (4, 7)),
+    (lambda: tfl.nn.BatchNorm2d(3), (2, 3, 4, 4), (2, 3, 4, 4)),
+])
+def test_layers_produce_the_expected_shapes(layer, in_shape, out_shape):
+    x = tfl.Placeholder((None,) + in_shape[1:])
+    y = layer()(x)
+    assert y.shape == (None,) + out_shape[1:]
+    assert run(y, {x: np.random.default_rng(0).standard_normal(in_shape)}).shape == out_shape
+
+
+def test_parameters_live_under_the_layer_scope_and_are_shared_on_reuse(fresh_graph):
+    layer = tfl.nn.Linear(3, 2, name="dense")
+    assert [v.name for v in layer.parameters()] == ["dense/weight", "dense/bias"]
+    assert layer.weight.shape == (3, 2) and layer.bias.shape == (2,)
+    a, b = layer(tfl.Placeholder((None, 3))), layer(tfl.Placeholder((None, 3)))
+    assert a.name.startswith("dense/") and b.name.startswith("dense/")
+    assert len(fresh_graph.variables()) == 2  # calling twice shares the weights
+    bn = tfl.nn.BatchNorm1d(4)
+    assert [v.name for v in bn.parameters()] == ["BatchNorm1d/weight", "BatchNorm1d/bias"]
+    assert {v.name for v in bn.variables()} - {v.name for v in bn.parameters()} == \
+        {"BatchNorm1d/running_mean", "BatchNorm1d/running_var"}
+    net = tfl.nn.Sequential(tfl.nn.Linear(4, 4), tfl.nn.Dropout(0.1), tfl.nn.Linear(4, 1))
+    assert len(net.parameters()) == 4
+
+
+def test_activation_registry():
+    with pytest.raises(ValueError, match=r"unknown activation 'swishy'.*'relu'.*register_activation"):
+        tfl.nn.Linear(2, 2, act="swishy")
+
+    @tfl.nn.register_activation("cube_test")
+    def cube(x):
+        return x * x * x
+    layer = tfl.nn.Linear(1, 1, act="cube_test", weight_init="ones")
+    assert run(layer(tfl.Constant(np.array([[2.0]], np.float32)))) == 8.0
+    assert "cube_test" in tfl.nn.registered_activations()
+
+
+@pytest.mark.parametrize("init", ["zeros", "ones", "normal", "uniform", "xavier_uniform", "xavier_normal",
+                                  "he_uniform", "he_normal"])
+def test_initializers_by_name_are_seeded(init):
+    tfl.set_seed(7)
+    first = tfl.nn.Linear(200, 100, weight_init=init).weight.value
+    tfl.set_seed(7)
+    second = tfl.nn.Linear(200, 100, weight_init=init).weight.value
+    np.testing.assert_array_equal(first, second)
+    expected_std = {"zeros": 0, "ones": 0, "normal": 0.01, "uniform": 1 / np.sqrt(200) / np.sqrt(3),
+                    "xavier_uniform": np.sqrt(2 / 300), "xavier_normal": np.sqrt(2 / 300),
+                    "he_uniform": np.sqrt(2 / 200), "he_normal": np.sqrt(2 / 200)}[init]
+    assert first.std() == pytest.approx(expected_std, rel=0.05, abs=1e-9)
+    with pytest.raises(ValueError, match="unknown initializer"):
+        tfl.nn.Linear(2, 2, weight_init="glorious")
+
+
+def test_dropout_is_active_only_when_training():
+    x = tfl.Placeholder((None, 1000))
+    y = tfl.nn.Dropout(0.25)(x)
+    flag = tfl.nn.training_flag()
+    ones = np.ones((2, 1000), np.float32)
+    np.testing.assert_array_equal(run(y, {x: ones}), ones)  # the flag defaults to False: evaluation
+    trained = run(y, {x: ones, flag: True})
+    assert set(np.unique(trained)) == {0.0, np.float32(1 / 0.75)}
+    assert 0.2 < np.mean(trained == 0) < 0.3
+
+
+def test_batch_norm_uses_batch_statistics_in_training_and_moving_ones_in_evaluation():
+    x = tfl.Placeholder((None, 3))
+    bn = tfl.nn.BatchNorm1d(3, momentum=0.5)
+    y = bn(x)
+    flag = tfl.nn.training_flag()
+    updates = tfl.group(*tfl.nn.update_ops())
+    data = np.random.default_rng(0).normal(5.0, 2.0, (64, 3)).astype(np.float32)
+    with tfl.Session() as sess:
+        trained, _ = sess.run([y, updates], {x: data, flag: True})
+        np.testing.assert_allclose(trained.mean(0), 0, atol=1e-5)
+        np.testing.assert_allclose(trained.std(0), 1, atol=1e-3)
+        np.testing.assert_allclose(bn.running_mean.value, 0.5 * data.mean(0), rtol=1e-5)
+        np.testing.assert_allclose(bn.running_var.value, 0.5 + 0.5 * data.var(0, ddof=1), rtol=1e-4)
+        evaluated = sess.run(y, {x: data})
+    expected = (data - bn.running_mean.value) / np.sqrt(bn.running_var.value + 1e-5)
+    np.testing.assert_allclose(evaluated, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_gradients_through_a_layer_stack_match_finite_differences():
+    rng = np.random.default_rng(0)
+
+    def network(x):
+        with tfl.name_scope("net"):
+            conv = tfl.nn.Conv2D(1, 2, 3, padding=1, act="tanh", dtype="float64")
+            dense = tfl.nn.Linear(2 * 2 * 2, 3, act="softplus", dtype="float64")
+            return dense(tfl.nn.Flatten()(tfl.nn.AvgPool2D(2)(conv(x))))
+    gradcheck(network, [rng.standard_normal((2, 1, 4, 4))])
