@@ -82,10 +82,13 @@ def _call_gradient_function(op, grad):
     return result
 
 
-def gradients(ys, xs, grad_ys=None):
+def gradients(ys, xs, grad_ys=None, trace=None):
     """Gradient nodes of sum(ys) with respect to each of xs (None where x does not affect ys).
 
     `grad_ys` seeds the backward pass (default: ones, so a non-scalar y is summed).
+    `trace(step)`, if given, is called after each node is taken from the queue with a
+    dict: the node, its summed gradient, every node's pending count and the
+    contributions received so far (tfl.viz.backprop_steps draws these).
     """
     ys, xs = _as_list(ys), _as_list(xs)
     grad_ys = [None] * len(ys) if grad_ys is None else _as_list(grad_ys)
@@ -113,18 +116,17 @@ def gradients(ys, xs, grad_ys=None):
         ready = deque(sorted((n for n in between if pending[n] == 0), key=lambda n: -n.creation_index))
         while ready:
             node = ready.popleft()
-            grad = _sum(contributions.pop(node))
+            received = contributions.pop(node)
+            grad = _sum(received)
             grads[node] = grad
             inputs_on_path = [i for i, inp in enumerate(node.inputs) if inp in between]
-            if not inputs_on_path:
-                continue
-            if grad is None:
-                input_grads = [None] * len(node.inputs)
-            else:
+            if inputs_on_path and grad is not None:
                 with graph.name_scope(f"{node.name}_grad"):
                     input_grads = _call_gradient_function(node, grad)
                     input_grads = [None if g is None or i not in inputs_on_path else _fit_to_input(g, node, i)
                                    for i, g in enumerate(input_grads)]
+            else:
+                input_grads = [None] * len(node.inputs)
             for i in inputs_on_path:
                 inp = node.inputs[i]
                 if input_grads[i] is not None:
@@ -132,5 +134,9 @@ def gradients(ys, xs, grad_ys=None):
                 pending[inp] -= 1
                 if pending[inp] == 0:
                     ready.append(inp)
+            if trace is not None:
+                trace(dict(node=node, grad=grad, received=received, pending=dict(pending),
+                           contributions={n: list(c) for n, c in contributions.items() if c},
+                           between=between, queue=list(ready)))
 
     return [grads.get(x) for x in xs]

@@ -131,8 +131,12 @@ class ExecutionPlan:
         """Number of value slots (nodes) the plan touches."""
         return len(self.slot_of)
 
-    def run(self, feeds):
-        """Compute the fetches; `feeds` maps fed nodes to validated arrays."""
+    def run(self, feeds, observer=None):
+        """Compute the fetches; `feeds` maps fed nodes to validated arrays.
+
+        `observer(step, value, released_values)`, if given, sees each step's output
+        and the values dropped right after it (the memory profile uses it).
+        """
         values = [None] * self.size
         for node, slot in self.fed_slots.items():
             values[slot] = feeds[node]
@@ -143,6 +147,8 @@ class ExecutionPlan:
                 values[step.slot] = step.kernel(*[values[s] for s in step.input_slots])
             except Exception as exc:  # noqa: BLE001 - every kernel failure becomes one readable error
                 raise _execution_error(step.node, [values[s] for s in step.input_slots], exc) from None
+            if observer is not None:
+                observer(step, values[step.slot], [values[s] for s in step.release])
             for slot in step.release:
                 values[slot] = None
         return [values[s] for s in self.fetch_slots]

@@ -71,6 +71,11 @@ class Session:
             plan = self._plans[key] = ExecutionPlan(fetch_nodes, frozenset(fed_nodes), self.backend)
         return plan
 
+    def memory_profile(self, fetches, feed_dict=None):
+        """Run once and report when each intermediate is computed and dropped, and the peak bytes."""
+        from .memory import memory_profile
+        return memory_profile(self, fetches, feed_dict)
+
     def _resolve_fetch(self, leaf):
         if isinstance(leaf, str):
             return self.graph.get_node(leaf)

@@ -87,13 +87,52 @@ def _legend_label(kinds):
     return f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2"><TR><TD BORDER="0"><B>legend</B></TD></TR>{rows}</TABLE>>'
 
 
-def to_graphviz(target=None, show_shapes=True, show_values=False, show_gradients=True, graph=None, values=None):
+def run_values(nodes, feed_dict=None, session=None):
+    """Values of the pure (non-updating) nodes among `nodes`, from one run; {} if they cannot run."""
+    from ..errors import TinyflowError
+    from ..session import Session
+    pure = [n for n in nodes if n.dtype is not None and not _updates_state(n)]
+    if not pure:
+        return {}
+    try:
+        return dict(zip(pure, (session or Session(pure[0].graph)).run(pure, feed_dict or {})))
+    except TinyflowError:
+        return {}
+
+
+def _updates_state(node):
+    """True for stateful ops and anything computed from them (running those would train)."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if getattr(n, "stateful", False):
+            return True
+        if n not in seen:
+            seen.add(n)
+            stack.extend(n.inputs)
+    return False
+
+
+def _gradient_of(variable):
+    """The gradient node an optimizer update applies to `variable`, if there is one."""
+    for consumer in variable.consumers:
+        if consumer.role == "optimizer" and getattr(consumer, "stateful", False) and consumer.inputs[0] is variable:
+            return consumer.inputs[1]
+    return None
+
+
+def to_graphviz(target=None, show_shapes=True, show_values=False, show_gradients=True, graph=None, values=None,
+                feed_dict=None, session=None, collapse=()):
     """A graphviz.Digraph of the graph (or only what `target` needs), with a legend.
 
     Placeholders, Variables, state Variables, Constants, forward ops, gradient ops and
     optimizer updates are drawn distinctly; name scopes become nested clusters;
-    edges carry static shapes. `values` (node -> array) adds value summaries, as do
-    Variables' own values when `show_values` is set. Same graph, same DOT text.
+    edges carry static shapes. With `show_values`, nodes show summaries of their
+    values (scalars exactly, arrays as shape and statistics) and trained Variables
+    their gradient's: from `values` (node -> array), or computed from one run with
+    `feed_dict` / `session` (optimizer updates are never run); Variables always show
+    their own value. `collapse` names scopes drawn as one box each, for big graphs.
+    Same graph, same DOT text.
     """
     import graphviz
     if graph is None:
@@ -101,6 +140,14 @@ def to_graphviz(target=None, show_shapes=True, show_values=False, show_gradients
         graph = first.graph if isinstance(first, Node) else get_default_graph()
     nodes = _nodes_to_draw(graph, target, show_gradients)
     drawn = set(nodes)
+    if show_values and values is None and (feed_dict is not None or session is not None):
+        gradient_nodes = [g for g in (_gradient_of(n) for n in nodes if isinstance(n, Variable)) if g is not None]
+        values = run_values(sorted(set(nodes) | set(gradient_nodes), key=lambda n: n.creation_index),
+                            feed_dict, session)
+    collapse = (collapse,) if isinstance(collapse, str) else tuple(collapse)
+
+    def collapsed_scope(node):
+        return next((c for c in collapse if node.name.startswith(c + "/")), None)
     dot = graphviz.Digraph("tinyflow", graph_attr=dict(rankdir="TB", newrank="true", fontname="Helvetica", fontsize="11"),
                            node_attr=dict(fontname="Helvetica", fontsize="10"),
                            edge_attr=dict(fontname="Helvetica", fontsize="8", color="#666666"))
@@ -115,9 +162,25 @@ def to_graphviz(target=None, show_shapes=True, show_values=False, show_gradients
                 label=scope.rsplit("/", 1)[-1], style="rounded", color="#aaaaaa", fontcolor="#555555"))
         return clusters[scope]
 
+    def node_id(node):
+        scope = collapsed_scope(node)
+        return f"scope_{scope}" if scope else f"n{node.creation_index}"
+
+    for scope in collapse:
+        members = [n for n in nodes if collapsed_scope(n) == scope]
+        if members:
+            parent = scope.rsplit("/", 1)[0] if "/" in scope else ""
+            container(parent).node(f"scope_{scope}", f"{scope.rsplit('/', 1)[-1]}\n({len(members)} nodes)",
+                                   shape="box3d", style="filled", **{"fillcolor": STYLES[kind_of(members[0])]["fillcolor"]})
     for node in nodes:
+        if collapsed_scope(node):
+            continue
         scope = node.name.rsplit("/", 1)[0] if "/" in node.name else ""
-        container(scope).node(f"n{node.creation_index}", _label(node, show_values, values), **STYLES[kind_of(node)])
+        label = _label(node, show_values, values)
+        gradient = _gradient_of(node) if show_values and isinstance(node, Variable) and values else None
+        if gradient is not None and gradient in values:
+            label += f"\ngrad {summarize(values[gradient])}"
+        container(scope).node(f"n{node.creation_index}", label, **STYLES[kind_of(node)])
     for scope in list(clusters):  # every enclosing scope gets a cluster too, even without nodes of its own
         while "/" in scope:
             scope = scope.rsplit("/", 1)[0]
@@ -126,11 +189,14 @@ def to_graphviz(target=None, show_shapes=True, show_values=False, show_gradients
     for scope in sorted(clusters, key=lambda s: (-s.count("/"), s)):
         parent = scope.rsplit("/", 1)[0] if "/" in scope else ""
         container(parent).subgraph(clusters[scope])
+    edges = {}
     for node in nodes:
         for inp in node.inputs:
-            if inp in drawn:
-                label = str(inp.shape) if show_shapes and inp.shape is not None else ""
-                dot.edge(f"n{inp.creation_index}", f"n{node.creation_index}", label=label)
+            if inp in drawn and node_id(inp) != node_id(node):
+                label = str(inp.shape) if show_shapes and inp.shape is not None and not collapsed_scope(inp) else ""
+                edges.setdefault((node_id(inp), node_id(node)), label)
+    for (tail, head), label in edges.items():
+        dot.edge(tail, head, label=label)
     dot.node("legend", _legend_label([k for k in STYLES if any(kind_of(n) == k for n in nodes)]),
              shape="plaintext")
     return dot

@@ -1,0 +1,91 @@
+"""Memory of one run: when each intermediate is computed and dropped, and the peak."""
+import numpy as np
+
+from ..nodes import Constant, Variable
+
+
+def _buffer(value):
+    """The array that owns a value's memory (views share their base's buffer)."""
+    while isinstance(value, np.ndarray) and isinstance(value.base, np.ndarray):
+        value = value.base
+    return value
+
+
+class MemoryProfile:
+    """Per step of a plan: bytes allocated, freed, alive during and after the step; and the peak."""
+
+    def __init__(self, rows, fed_bytes):
+        self.rows, self.fed_bytes = rows, fed_bytes
+        # the high-water mark is during a step: its inputs are still alive when its output is born
+        peak = max(rows, key=lambda r: r["during_bytes"]) if rows else None
+        self.peak_bytes = peak["during_bytes"] if peak else fed_bytes
+        self.peak_step = peak["position"] if peak else None
+
+    def table(self):
+        """A text table, one line per step, the peak marked."""
+        lines = [f"{'step':>4}  {'node':<40} {'op':<16} {'new':>10} {'freed':>10} {'alive':>10}",
+                 f"{'':>4}  {'(fed values)':<40} {'':<16} {_mb(self.fed_bytes):>10} {'':>10} {_mb(self.fed_bytes):>10}"]
+        for r in self.rows:
+            mark = "  <- peak" if r["position"] == self.peak_step else ""
+            lines.append(f"{r['position']:>4}  {r['node'][:40]:<40} {r['op_type'][:16]:<16} {_mb(r['new_bytes']):>10} "
+                         f"{_mb(r['freed_bytes']):>10} {_mb(r['live_bytes']):>10}{mark}")
+        lines.append(f"peak: {_mb(self.peak_bytes)} alive while step {self.peak_step} runs")
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.table()
+
+
+def _mb(n):
+    return f"{n / 1e6:.3f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
+
+
+def memory_profile(session, fetches, feed_dict=None):
+    """Run `fetches` once in `session`, recording each intermediate's birth, death and the bytes alive.
+
+    Variables and Constants are not counted: their memory outlives the run.
+    Views count once, with the array that owns their memory.
+    """
+    from .fetches import flatten
+    from .feeds import check_feed, resolve_key
+    nodes = [session._resolve_fetch(leaf) for leaf in flatten(fetches)]
+    feeds = {resolve_key(session.graph, k): v for k, v in (feed_dict or {}).items()}
+    plan = session.plan(nodes, feeds)
+    checked = {n: check_feed(n, v, plan.needed_by.get(n)) for n, v in feeds.items()}
+    owners = {}  # id of owning buffer -> [bytes, references from live slots]
+
+    def hold(value):
+        buf = _buffer(value)
+        if not isinstance(buf, np.ndarray):
+            return 0
+        entry = owners.setdefault(id(buf), [buf.nbytes, 0, buf])
+        entry[1] += 1
+        return buf.nbytes if entry[1] == 1 else 0
+
+    def drop(value):
+        buf = _buffer(value)
+        if not isinstance(buf, np.ndarray) or id(buf) not in owners:
+            return 0
+        entry = owners[id(buf)]
+        entry[1] -= 1
+        if entry[1] == 0:
+            del owners[id(buf)]
+            return entry[0]
+        return 0
+
+    fed_bytes = sum(hold(v) for v in checked.values())
+    live = fed_bytes
+    rows = []
+
+    def observe(step, value, released):
+        nonlocal live
+        persistent = isinstance(step.node, (Variable, Constant))
+        new = 0 if persistent else hold(value)
+        during = live + new
+        freed = sum(drop(v) for v in released)
+        live = during - freed
+        rows.append(dict(position=len(rows), node=step.node.name, op_type=step.node.op_type,
+                         new_bytes=new, freed_bytes=freed, during_bytes=during, live_bytes=live))
+
+    plan.run(checked, observer=observe)
+    return MemoryProfile(rows, fed_bytes)
