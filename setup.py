@@ -18,7 +18,7 @@ setup(
         "tqdm>=4.60",
     ],
     extras_require={
-        "dev": ["pytest>=7", "hypothesis>=6.50"],
+        "dev": ["pytest>=7", "hypothesis>=6.50", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6.0"],
     },
     setup_requires=["cffi>=1.15"],
     cffi_modules=["ckernels/build_ckernels.py:ffibuilder"],

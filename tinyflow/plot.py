@@ -1,7 +1,23 @@
 """Plots for training results. Each returns a matplotlib Figure (shown inline in notebooks)
 and writes it to `path` when one is given."""
+import io
+
 import numpy as np
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure as _MatplotlibFigure
+
+
+class Figure(_MatplotlibFigure):
+    """A matplotlib Figure that shows itself in notebooks without pyplot (and its global state)."""
+
+    def _repr_png_(self):
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+        return buffer.getvalue()
+
+
+def figure(**options):
+    """A new Figure (matplotlib's options, e.g. figsize) for plots of your own."""
+    return Figure(**options)
 
 
 def _finish(fig, path):

@@ -1,5 +1,5 @@
 """The memory plan of a run as a picture: bytes alive after each step, with the peak."""
-from matplotlib.figure import Figure
+from ..plot import Figure
 
 
 def plot_memory(profile, path=None, title="Memory during one run"):
