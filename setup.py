@@ -19,6 +19,8 @@ setup(
     ],
     extras_require={
         "dev": ["pytest>=7", "hypothesis>=6.50", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6.0"],
+        # pyopencl and pocl's CPU driver as a wheel (no root needed); on Linux x86-64
+        "opencl": ["pyopencl>=2022.1", "pocl-binary-distribution>=1.2; platform_system == 'Linux'"],
     },
     setup_requires=["cffi>=1.15"],
     cffi_modules=["ckernels/build_ckernels.py:ffibuilder"],

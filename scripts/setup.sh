@@ -18,5 +18,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
-echo "setup: pip install -e .[dev] (builds the C kernels)"
-"$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e ".[dev]"
+echo "setup: pip install -e .[dev,opencl] (builds the C kernels; pyopencl with pocl's CPU driver)"
+"$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e ".[dev,opencl]"
+
+# The pocl wheel gives OpenCL a CPU device without root; if no device shows up anyway, Debian's pocl can.
+if ! "$PYTHON" -c "from tinyflow.backends import opencl_runtime as r; raise SystemExit(not r.devices())" 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: no OpenCL device found; installing Debian's pocl-opencl-icd"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pocl-opencl-icd ocl-icd-libopencl1 >/dev/null
+    else
+        echo "setup: NOTE: no OpenCL device; the OpenCL backend stays unavailable (sudo apt-get install pocl-opencl-icd)." >&2
+    fi
+fi

@@ -18,6 +18,15 @@ def info():
         print(f"  build flags: {native.build_flags()}")
     else:
         print(f"C kernel library: not built: {native.why_not_built()}")
+    from tinyflow.backends import opencl_runtime
+    found = opencl_runtime.devices()
+    if found:
+        print("OpenCL devices (choose with backend='opencl:N' or TINYFLOW_OPENCL_DEVICE=N):")
+        for index, platform_name, device_name, device in found:
+            fp64 = "float64" if "cl_khr_fp64" in device.extensions else "float32 only"
+            print(f"  {index}: {platform_name} / {device_name} ({device.max_compute_units} compute units, {fp64})")
+    else:
+        print(f"OpenCL: not available: {opencl_runtime.why_unavailable()}")
 
 
 def main(argv=None):

@@ -1,4 +1,12 @@
 """What every backend is: a name, an availability check, and a kernel table keyed by op type."""
+from ..nodes import Constant, Placeholder, Variable
+
+
+def source_kernel(node):
+    """Kernels of nodes without inputs: a Variable reads its current value when the step runs."""
+    if isinstance(node, (Variable, Constant)):
+        return lambda: node.value
+    return lambda: node.default  # a Placeholder with a default (others are checked before running)
 
 
 class Backend:
@@ -19,10 +27,19 @@ class Backend:
 
     def kernel(self, op):
         """The callable computing `op` from its input values: the table's kernel, else the op's compute."""
+        if isinstance(op, (Variable, Constant, Placeholder)):
+            return source_kernel(op)
         fn = self.kernels.get(op.op_type)
         if fn is None:
             return op.compute
         return lambda *values: fn(op, *values)
+
+    def begin_run(self):
+        """Called by Session.run before a run (backends that keep per-run state reset it)."""
+
+    def to_host(self, value):
+        """A fetched value as a numpy array (backends holding device arrays download here)."""
+        return value
 
     def __repr__(self):
         return f"<tinyflow backend '{self.name}'>"

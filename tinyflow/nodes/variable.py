@@ -13,11 +13,16 @@ class Variable(Node):
         value = np.array(initial_value, dtype=dtype)  # a private copy: the caller's array stays theirs
         self.trainable = bool(trainable)
         self._value = value
+        self._mirror = None  # a device copy kept by a backend (OpenCL): whichever side changed last wins
         super().__init__((), value.shape, dtype, name, graph)
 
     @property
     def value(self):
-        """The current numpy value."""
+        """The current numpy value (downloaded first if a device copy is newer)."""
+        mirror = self._mirror
+        if mirror is not None and mirror.host_stale:
+            self._value = mirror.download()
+            mirror.host_stale = False
         return self._value
 
     @value.setter
@@ -28,3 +33,5 @@ class Variable(Node):
                              f"{new_value.shape}: a Variable keeps its shape; create a new Variable instead.")
         # always a private contiguous copy: kernels may update it in place, and the caller's array stays theirs
         self._value = np.array(new_value, dtype=self.dtype, order="C")
+        if self._mirror is not None:
+            self._mirror.device_stale, self._mirror.host_stale = True, False

@@ -5,10 +5,15 @@ from ..nodes import Constant, Variable
 
 
 def _buffer(value):
-    """The array that owns a value's memory (views share their base's buffer)."""
-    while isinstance(value, np.ndarray) and isinstance(value.base, np.ndarray):
-        value = value.base
-    return value
+    """(key, bytes) of the memory a value lives in: views count with their base, device arrays by buffer."""
+    if isinstance(value, np.ndarray):
+        while isinstance(value.base, np.ndarray):
+            value = value.base
+        return id(value), value.nbytes, value
+    data = getattr(value, "base_data", None)  # an OpenCL device array
+    if data is not None:
+        return data.int_ptr, data.size, value
+    return None, 0, value
 
 
 class MemoryProfile:
@@ -55,21 +60,21 @@ def memory_profile(session, fetches, feed_dict=None):
     owners = {}  # id of owning buffer -> [bytes, references from live slots]
 
     def hold(value):
-        buf = _buffer(value)
-        if not isinstance(buf, np.ndarray):
+        key, size, owner = _buffer(value)
+        if key is None:
             return 0
-        entry = owners.setdefault(id(buf), [buf.nbytes, 0, buf])
+        entry = owners.setdefault(key, [size, 0, owner])  # keep the owner alive: its key must stay unique
         entry[1] += 1
-        return buf.nbytes if entry[1] == 1 else 0
+        return size if entry[1] == 1 else 0
 
     def drop(value):
-        buf = _buffer(value)
-        if not isinstance(buf, np.ndarray) or id(buf) not in owners:
+        key, _, _ = _buffer(value)
+        if key not in owners:
             return 0
-        entry = owners[id(buf)]
+        entry = owners[key]
         entry[1] -= 1
         if entry[1] == 0:
-            del owners[id(buf)]
+            del owners[key]
             return entry[0]
         return 0
 

@@ -10,7 +10,7 @@ import traceback
 import numpy as np
 
 from ..errors import ExecutionError, FeedError, describe
-from ..nodes import Constant, Placeholder, Variable
+from ..nodes import Placeholder, Variable
 
 
 class Step:
@@ -21,15 +21,6 @@ class Step:
     def __init__(self, node, kernel, input_slots, slot):
         self.node, self.kernel, self.input_slots, self.slot = node, kernel, input_slots, slot
         self.release = ()
-
-
-def _source_kernel(node):
-    """Kernels of nodes without inputs: a Variable reads its current value when the step runs."""
-    if isinstance(node, Variable):
-        return lambda: node.value
-    if isinstance(node, Constant):
-        return lambda: node.value
-    return lambda: node.default  # a Placeholder with a default (others are checked before running)
 
 
 def prune(fetches, fed):
@@ -95,8 +86,8 @@ class ExecutionPlan:
         for node in order:
             if node in fed:
                 continue
-            kernel = backend.kernel(node) if node.inputs or not _is_source(node) else _source_kernel(node)
-            self.steps.append(Step(node, kernel, tuple(self.slot_of[i] for i in node.inputs), self.slot_of[node]))
+            self.steps.append(Step(node, backend.kernel(node), tuple(self.slot_of[i] for i in node.inputs),
+                                   self.slot_of[node]))
         self._plan_releases()
         # kernels may update Variables in place: fetched values computed before must not change with them
         stateful = [i for i, step in enumerate(self.steps) if getattr(step.node, "stateful", False)]
@@ -120,10 +111,14 @@ class ExecutionPlan:
 
     def _protect_fetches(self, values):
         """Copy fetched values that share memory with a Variable about to be updated in place."""
-        targets = [var.value for var in self.updated_variables]
+        targets = [var._value for var in self.updated_variables]  # host arrays, without syncing device copies
+        device = [var._mirror.array for var in self.updated_variables if var._mirror is not None]
         for slot in self.fetch_slots:
             value = values[slot]
-            if isinstance(value, np.ndarray) and any(np.may_share_memory(value, t) for t in targets):
+            if isinstance(value, np.ndarray):
+                if any(np.may_share_memory(value, t) for t in targets):
+                    values[slot] = value.copy()
+            elif any(value is d for d in device):  # a device-resident Variable (OpenCL)
                 values[slot] = value.copy()
 
     @property
@@ -152,10 +147,6 @@ class ExecutionPlan:
             for slot in step.release:
                 values[slot] = None
         return [values[s] for s in self.fetch_slots]
-
-
-def _is_source(node):
-    return isinstance(node, (Variable, Constant, Placeholder))
 
 
 def _execution_error(node, inputs, exc):

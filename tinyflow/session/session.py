@@ -59,8 +59,9 @@ class Session:
         feeds = {resolve_key(self.graph, key): value for key, value in (feed_dict or {}).items()}
         plan = self.plan(fetch_nodes, feeds)
         checked = {node: check_feed(node, value, plan.needed_by.get(node)) for node, value in feeds.items()}
+        self.backend.begin_run()
         values = plan.run(checked)
-        values = [_detach(node, v) for node, v in zip(fetch_nodes, values)]
+        values = [_detach(node, self.backend.to_host(v)) for node, v in zip(fetch_nodes, values)]
         return rebuild(fetches, iter(values))
 
     def plan(self, fetch_nodes, fed_nodes):

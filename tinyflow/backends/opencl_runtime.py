@@ -1,0 +1,129 @@
+"""OpenCL plumbing for the OpenCL backend: devices, contexts, programs and device arrays.
+
+Devices are numbered in one flat list over all platforms (platform order, then
+device order), so `opencl:N` names one device even when two platforms share a
+name. A context and its compiled programs are cached per device: the `.cl`
+files in ckernels/opencl are built once per context and element type.
+"""
+import os
+import pathlib
+import warnings
+
+import numpy as np
+
+from ..errors import BackendError
+
+try:
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+    IMPORT_ERROR = None
+except ImportError as err:  # the optional extra is not installed
+    cl = cl_array = None
+    IMPORT_ERROR = err
+
+INSTALL_HINT = ('install an OpenCL runtime: `pip install -e ".[opencl]"` brings pyopencl and the pocl CPU driver '
+                "(no root needed), or run `apt-get install pocl-opencl-icd` as root for Debian's pocl")
+
+
+def _kernel_folder():
+    """Where the .cl sources are: ckernels/opencl in the repository (an editable install uses it in place)."""
+    return pathlib.Path(__file__).resolve().parents[2] / "ckernels" / "opencl"
+
+
+def devices():
+    """[(index, platform name, device name, cl.Device)] for every OpenCL device on this machine."""
+    if cl is None:
+        return []
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:  # an ICD loader with no platform registered
+        return []
+    found = []
+    for platform in platforms:
+        try:
+            platform_devices = platform.get_devices()
+        except cl.Error:
+            continue
+        for device in platform_devices:
+            found.append((len(found), platform.name.strip(), device.name.strip(), device))
+    return found
+
+
+def why_unavailable():
+    """A sentence saying why OpenCL cannot be used here, with what to install."""
+    if cl is None:
+        return f"pyopencl is not installed ({IMPORT_ERROR}); {INSTALL_HINT}"
+    if not devices():
+        return f"pyopencl found no OpenCL device; {INSTALL_HINT}"
+    if not _kernel_folder().is_dir():
+        return f"the OpenCL kernel sources are missing ({_kernel_folder()}); use tinyflow from a source checkout"
+    return ""
+
+
+def choose_device(spec):
+    """The device for 'opencl', 'opencl:N' or $TINYFLOW_OPENCL_DEVICE (an index into `devices()`)."""
+    found = devices()
+    if not found:
+        raise BackendError(f"the OpenCL backend is not available: {why_unavailable()}")
+    index = spec.split(":", 1)[1] if ":" in spec else os.environ.get("TINYFLOW_OPENCL_DEVICE", "0")
+    if not index.strip().isdigit() or int(index) >= len(found):
+        listing = "; ".join(f"{i}: {p} / {d}" for i, p, d, _ in found)
+        raise BackendError(f"no OpenCL device {index!r}; devices here: {listing}. Use 'opencl:N'.")
+    return found[int(index)]
+
+
+class DeviceRuntime:
+    """A context, a queue and the compiled kernel programs (per element type) of one device."""
+
+    _cache = {}
+
+    @classmethod
+    def for_device(cls, index, device):
+        """The cached runtime of a device (contexts and programs are expensive to make)."""
+        if index not in cls._cache:
+            cls._cache[index] = cls(index, device)
+        return cls._cache[index]
+
+    def __init__(self, index, device):
+        self.index, self.device = index, device
+        self.context = cl.Context([device])
+        self.queue = cl.CommandQueue(self.context)
+        self.has_fp64 = "cl_khr_fp64" in device.extensions
+        self._programs = {}
+        self._kernels = {}
+
+    def program(self, dtype):
+        """The built program of every kernel for float32 or float64."""
+        dtype = np.dtype(dtype)
+        if dtype not in self._programs:
+            if dtype == np.float64 and not self.has_fp64:
+                raise BackendError(f"OpenCL device '{self.device.name.strip()}' has no float64 support "
+                                   "(cl_khr_fp64); use float32 data, or the c or numpy backend")
+            folder = _kernel_folder()
+            source = "\n".join((folder / name).read_text() for name in
+                               ["common.h.cl"] + sorted(p.name for p in folder.glob("*.cl") if p.name != "common.h.cl"))
+            options = ["-DT=double", "-DUSE_FP64"] if dtype == np.float64 else ["-DT=float"]
+            with warnings.catch_warnings():  # compiler chatter is not for users; errors still raise
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                self._programs[dtype] = cl.Program(self.context, source).build(options=options)
+        return self._programs[dtype]
+
+    def kernel(self, name, dtype):
+        """One kernel of the program for `dtype` (retrieved once: each retrieval makes a new kernel object)."""
+        key = (name, np.dtype(dtype))
+        if key not in self._kernels:
+            self._kernels[key] = cl.Kernel(self.program(dtype), name)
+        return self._kernels[key]
+
+    def empty(self, shape, dtype):
+        """An uninitialised device array."""
+        return cl_array.empty(self.queue, shape, np.dtype(dtype))
+
+    def upload(self, array):
+        """A device copy of a host array (0-d arrays stay 0-d)."""
+        array = np.asarray(array)
+        return cl_array.to_device(self.queue, array if array.flags.c_contiguous else array.copy(order="C"))
+
+    def describe(self):
+        """'platform / device' for messages and `tinyflow info`."""
+        return f"{self.device.platform.name.strip()} / {self.device.name.strip()}"
