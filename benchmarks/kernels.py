@@ -146,6 +146,57 @@ def main():
     print(f"hand-written GEMM (ckernels/src/gemm.c) 512x784x1024: {fmt_time(med['c gemm'])}, "
           f"{med['numpy matmul'] / med['c gemm']:.0%} of BLAS's speed; C backend matmul / numpy: "
           f"{med['c matmul'] / med['numpy matmul']:.3f}")
+    opencl_rows(args, np, tfl, op, rng)
+
+
+def opencl_rows(args, np, tfl, op, rng):
+    """The same kernels on the OpenCL backend, inputs already on the device (as within a run)."""
+    from tinyflow.backends import OpenCLBackend
+    from tinyflow.nn.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
+    from tinyflow.ops import activations
+    from tinyflow.ops.matmul import MatMul
+    if not OpenCLBackend.is_available():
+        print(f"\nOpenCL rows: not available ({OpenCLBackend.why_unavailable()})")
+        return
+    cl = OpenCLBackend()
+    queue = cl.runtime.queue
+    n = 1_000_000
+    x = rng.standard_normal(n).astype(np.float32)
+    g = rng.standard_normal(n).astype(np.float32)
+    sig = op(activations.Sigmoid, x)
+    sig_y = sig.compute(x)
+    sig_back = op(activations.SigmoidGrad, sig_y, g)
+    dx, dg, dy = cl.device(x), cl.device(g), cl.device(sig_y)
+    logits = rng.standard_normal((256, 1000)).astype(np.float32)
+    labels = rng.integers(0, 1000, 256)
+    xent = op(SoftmaxCrossEntropy, logits, labels)
+    xent_back = op(SoftmaxCrossEntropyGrad, logits, labels, np.asarray(1.0, np.float32))
+    dlogits, one = cl.device(logits), np.asarray(1.0, np.float32)
+    A, B = rng.standard_normal((256, 784)).astype(np.float32), rng.standard_normal((784, 256)).astype(np.float32)
+    dA, dB = cl.device(A), cl.device(B)
+    mm = op(MatMul, A, B)
+
+    def on_device(fn):
+        def timed():
+            fn()
+            queue.finish()  # kernels run asynchronously: wait for them
+        return timed
+    t = interleaved({
+        "opencl sigmoid": on_device(lambda: (cl.kernel(sig)(dx), cl.kernel(sig_back)(dy, dg))),
+        "numpy sigmoid": lambda: (sig.compute(x), sig_back.compute(sig_y, g)),
+        "opencl xent": on_device(lambda: (cl.kernel(xent)(dlogits, labels), cl.kernel(xent_back)(dlogits, labels, one))),
+        "numpy xent": lambda: (xent.compute(logits, labels), xent_back.compute(logits, labels, one)),
+        "opencl matmul": on_device(lambda: cl.kernel(mm)(dA, dB)),
+        "numpy matmul": lambda: A @ B,
+    }, repeats=max(args.repeats // 2, 5))
+    med = {k: summary(v)[0] for k, v in t.items()}
+    rows = [[label, fmt_time(med["opencl " + key]), fmt_time(med["numpy " + key]),
+             f"{med['numpy ' + key] / med['opencl ' + key]:.2f}x"]
+            for label, key in (("sigmoid fwd+bwd (1M float32)", "sigmoid"),
+                               ("softmax cross-entropy fwd+bwd (256 x 1000)", "xent"),
+                               ("matmul 256x784 @ 784x256 (tiled, local memory)", "matmul"))]
+    print_table(f"OpenCL kernels on {cl.runtime.describe()} (data on the device)",
+                ["kernel", "OpenCL", "numpy", "speed-up"], rows)
 
 
 if __name__ == "__main__":
