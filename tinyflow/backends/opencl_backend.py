@@ -191,7 +191,7 @@ class OpenCLBackend(Backend):
                       "MaxPool2D": self._maxpool, "MaxPool2DGrad": self._maxpool_back,
                       "MaxPool2DGather": self._maxpool_gather, "ExpandReduced": self._expand_reduced,
                       "BroadcastLike": self._broadcast_like, "OnesLike": self._fill(1), "ZerosLike": self._fill(0),
-                      "Group": self._group})
+                      "Group": self._group, "AddN": self._add_n, "StopGradient": self._identity})
         from .opencl_optim import OPTIMIZER_KERNELS
         table.update({t: (lambda fn: lambda op, *v: fn(self, op, *v))(fn) for t, fn in OPTIMIZER_KERNELS.items()})
         return table
@@ -249,6 +249,19 @@ class OpenCLBackend(Backend):
             out.fill(number)
             return out
         return kernel
+
+    def _add_n(self, op, *xs):
+        """A running sum with the binary kernel (inputs of one shape; numpy for broadcasting)."""
+        if not self._device_ok(*xs) or any(x.shape != xs[0].shape for x in xs):
+            return self._on_host(op, xs)
+        total = self.device(xs[0])
+        for x in xs[1:]:
+            out = self.runtime.empty(total.shape, total.dtype)
+            self._launch("binary", total.dtype, total.size, np.int32(0), np.int32(0), total.data,
+                         self.device(x).data, out.data, np.int64(1))
+            total = out
+        self._counted(op)
+        return total
 
     def _group(self, op, *values):
         self._counted(op)
