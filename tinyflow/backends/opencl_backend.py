@@ -197,15 +197,22 @@ class OpenCLBackend(Backend):
         return table
 
     # elementwise -------------------------------------------------------------
-    def _binary(self, op, a, b):
-        layout = broadcast_layout(a.shape, b.shape) if self._device_ok(a, b) else None
+    def _pairwise(self, code, a, b):
+        """a (op code) b on the device for a broadcasting pattern the kernel knows, else None."""
+        layout = broadcast_layout(tuple(a.shape), tuple(b.shape)) if self._device_ok(a, b) else None
         if layout is None:
-            return self._on_host(op, (a, b))
+            return None
         pattern, rows, cols, out_shape = layout
         a, b = self.device(a), self.device(b)
         out = self.runtime.empty(out_shape, a.dtype)
-        self._launch("binary", a.dtype, rows * cols, np.int32(_BINARY[op.op_type]), np.int32(pattern),
-                     a.data, b.data, out.data, np.int64(cols))
+        self._launch("binary", a.dtype, rows * cols, np.int32(code), np.int32(pattern), a.data, b.data, out.data,
+                     np.int64(cols))
+        return out
+
+    def _binary(self, op, a, b):
+        out = self._pairwise(_BINARY[op.op_type], a, b)
+        if out is None:
+            return self._on_host(op, (a, b))
         self._counted(op)
         return out
 
@@ -251,17 +258,14 @@ class OpenCLBackend(Backend):
         return kernel
 
     def _add_n(self, op, *xs):
-        """A running sum with the binary kernel (inputs of one shape; numpy for broadcasting)."""
-        if not self._device_ok(*xs) or any(x.shape != xs[0].shape for x in xs):
-            return self._on_host(op, xs)
-        total = self.device(xs[0])
+        """A running sum with the binary kernel; numpy if some pair broadcasts in a way it does not know."""
+        total = xs[0]
         for x in xs[1:]:
-            out = self.runtime.empty(total.shape, total.dtype)
-            self._launch("binary", total.dtype, total.size, np.int32(0), np.int32(0), total.data,
-                         self.device(x).data, out.data, np.int64(1))
-            total = out
+            total = self._pairwise(0, total, x)
+            if total is None:
+                return self._on_host(op, xs)
         self._counted(op)
-        return total
+        return self.device(total)
 
     def _group(self, op, *values):
         self._counted(op)
