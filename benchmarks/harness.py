@@ -17,10 +17,17 @@ def configure_threads(threads):
 
 
 def interleaved(candidates, repeats=21, warmup=2):
-    """{name: array of seconds} for callables timed in turn, `repeats` rounds after `warmup` rounds."""
+    """{name: array of seconds} for callables timed in turn, `repeats` rounds after `warmup` rounds.
+
+    The order rotates every round, so no candidate always runs right after the same other one
+    (a library whose threads stay busy after it returns would otherwise slow its successor).
+    """
     times = {name: [] for name in candidates}
+    names = list(candidates)
     for round_ in range(warmup + repeats):
-        for name, fn in candidates.items():
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            fn = candidates[name]
             start = time.perf_counter()
             fn()
             elapsed = time.perf_counter() - start

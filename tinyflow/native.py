@@ -4,9 +4,10 @@ import os
 
 
 # OpenMP threads that spin after a parallel region steal the cores numpy's BLAS threads need
-# next (and the other way round): with 2 cores that halves a matmul. Passive waiting costs a
-# few microseconds per region and keeps the two thread pools from fighting. Must be set
-# before libgomp loads; a user's own setting wins.
+# next: libgomp's default spin halved a matmul on 2 cores, and even a 10 µs spin cost a
+# GEMM-bound training step 17%. So they sleep at once; waking them costs ~60 µs, which is why
+# kernels go parallel only above 2^18 elements (ckernels/src/common.h). Must be set before
+# libgomp loads; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 

@@ -38,18 +38,26 @@ def build(op_class, *arrays, **attrs):
 
 
 def check(c_backend, op, *arrays, uses_c=True, tolerance=None):
-    """Compare the C kernel with the numpy compute; with uses_c, fail if the kernel fell back."""
+    """Compare the C kernel with the numpy compute; with uses_c, fail if the kernel fell back.
+
+    The table entry is called directly: `backend.kernel(op)` would hand small inputs to numpy.
+    """
     expected = op.compute(*arrays)
     if uses_c:
         op.compute = lambda *a: pytest.fail(f"{op.op_type} fell back to numpy for {[x.shape for x in arrays]}")
     try:
-        got = c_backend.kernel(op)(*arrays)
+        got = c_backend.kernels[op.op_type](op, *arrays)
     finally:
         op.__dict__.pop("compute", None)
     got, expected = np.asarray(got), np.asarray(expected)
     assert got.shape == expected.shape and got.dtype == expected.dtype
     np.testing.assert_allclose(got, expected, **(tolerance or TOLERANCE[expected.dtype]))
     return got
+
+
+def c_kernel(c_backend, op):
+    """The C table entry for op, bypassing the small-input shortcut to numpy."""
+    return lambda *values: c_backend.kernels[op.op_type](op, *values)
 
 
 def values(dtype, shape, low=-3.0, high=3.0, seed=0):
@@ -121,11 +129,26 @@ def test_activation_kernels_forward_and_backward(c_backend, op, attrs, dtype, sh
             check(c_backend, build(backward, first.T, g.T, **attrs), first.T, g.T)
 
 
+def test_small_inputs_go_to_numpy_and_large_ones_to_c(c_backend):
+    from tinyflow.backends.c_backend import SMALL
+    small, large = np.ones(SMALL - 1, np.float32), np.ones(SMALL, np.float32)
+    with tfl.Graph().as_default():  # a dimension unknown while building: decided at each call
+        op = tfl.add(tfl.Placeholder((None,)), tfl.Placeholder((None,)))
+    calls = []
+    op.compute = lambda *a: calls.append("numpy") or a[0] + a[1]
+    c_backend.kernel(op)(small, small)
+    c_backend.kernel(op)(large, large)
+    assert calls == ["numpy"]
+    with tfl.Graph().as_default():  # known to be small while building: numpy's compute, bound once
+        known = tfl.add(tfl.Placeholder((4, 4)), tfl.Placeholder((4, 4)))
+    assert c_backend.kernel(known) == known.compute
+
+
 def test_activations_at_extremes_and_nan(c_backend):
     x = np.array([-1e4, -90.0, -1e-8, 0.0, 1e-8, 90.0, 1e4, np.nan], np.float32)
     for op in (activations.Sigmoid, activations.Tanh, activations.Relu):
         expected = op.compute(build(op, x), x)
-        got = c_backend.kernel(build(op, x))(x)
+        got = c_kernel(c_backend, build(op, x))(x)
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-30, equal_nan=True)
 
 
@@ -153,14 +176,14 @@ def test_large_reductions_run_in_parallel_and_stay_accurate(c_backend, shape, ax
     for op in (reductions.ReduceSum, reductions.ReduceMean, reductions.ReduceMax):
         node = build(op, x, axis=axis)
         expected = op.compute(node, x.astype(np.float64)).astype(np.float32)
-        np.testing.assert_allclose(c_backend.kernel(node)(x), expected, rtol=1e-5, atol=1e-3)
+        np.testing.assert_allclose(c_kernel(c_backend, node)(x), expected, rtol=1e-5, atol=1e-3)
 
 
 def test_max_propagates_nan_like_numpy(c_backend):
     x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
-    np.testing.assert_array_equal(c_backend.kernel(build(reductions.ReduceMax, x, axis=1))(x), [np.nan, 6.0])
+    np.testing.assert_array_equal(c_kernel(c_backend, build(reductions.ReduceMax, x, axis=1))(x), [np.nan, 6.0])
     a, b = np.array([np.nan, 1.0, 2.0]), np.array([0.0, np.nan, 1.0])
-    np.testing.assert_array_equal(c_backend.kernel(build(math_ops.Maximum, a, b))(a, b), [np.nan, np.nan, 2.0])
+    np.testing.assert_array_equal(c_kernel(c_backend, build(math_ops.Maximum, a, b))(a, b), [np.nan, np.nan, 2.0])
 
 
 # ---------------------------------------------------------------- softmax family
@@ -197,10 +220,10 @@ def test_cross_entropy_kernel_rejects_bad_labels_without_crashing(c_backend):
     logits, labels = np.zeros((3, 4), np.float32), np.array([0, 4, 1])
     for op in (build(SoftmaxCrossEntropy, logits, labels),):
         with pytest.raises(ValueError, match=r"label 4 is outside \[0, 4\)"):
-            c_backend.kernel(op)(logits, labels)
+            c_kernel(c_backend, op)(logits, labels)
     op = build(SoftmaxCrossEntropyGrad, logits, labels, np.asarray(1.0, np.float32))
     with pytest.raises(ValueError, match="label -1"):
-        c_backend.kernel(op)(logits, np.array([0, -1, 1]), np.asarray(1.0, np.float32))
+        c_kernel(c_backend, op)(logits, np.array([0, -1, 1]), np.asarray(1.0, np.float32))
 
 
 # ---------------------------------------------------------------- convolution and pooling
@@ -251,7 +274,7 @@ def test_pooling_kernels(c_backend, g, dtype, non_contiguous):
 def test_mismatched_runtime_shapes_fall_back_to_numpy_errors_not_crashes(c_backend):
     x, w = np.zeros((1, 3, 4, 4), np.float32), np.zeros((2, 2, 3, 3), np.float32)  # 3 channels vs 2
     with pytest.raises(ValueError):
-        c_backend.kernel(build(conv.Conv2D, np.zeros((1, 2, 4, 4), np.float32), w))(x, w)
+        c_kernel(c_backend, build(conv.Conv2D, np.zeros((1, 2, 4, 4), np.float32), w))(x, w)
 
 
 # ---------------------------------------------------------------- matmul
@@ -272,7 +295,7 @@ def test_gemm_backend_switch(monkeypatch):
     a, b = np.ones((3, 4), np.float32), np.ones((4, 2), np.float32)
     op = build(MatMul, a, b)
     op.compute = lambda *v: pytest.fail("BLAS used although TINYFLOW_GEMM=tinyflow")
-    np.testing.assert_array_equal(backend.kernel(op)(a, b), np.full((3, 2), 4.0))
+    np.testing.assert_array_equal(backend.kernels["MatMul"](op, a, b), np.full((3, 2), 4.0))
 
 
 # ---------------------------------------------------------------- fused optimizer updates

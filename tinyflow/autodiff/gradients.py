@@ -54,12 +54,39 @@ def _sum(contributions):
     return contributions[0] if len(contributions) == 1 else AddN(*contributions)
 
 
+def _same_shape_at_run_time(op, index):
+    """True when input `index` of an elementwise op surely has the output's run-time shape.
+
+    An unknown (None) axis of the input could still be stretched by broadcasting, unless
+    no other input has that axis with a size other than a known 1.
+    """
+    inp, out = op.inputs[index].shape, op.shape
+    if inp is None or out is None or len(inp) != len(out):
+        return False
+    for axis, (dim_in, dim_out) in enumerate(zip(inp, out)):
+        if dim_in is not None:
+            if dim_in != dim_out:
+                return False
+            continue
+        for j, other in enumerate(op.inputs):
+            if j == index:
+                continue
+            if other.shape is None:
+                return False
+            aligned = axis - (len(out) - len(other.shape))
+            if aligned >= 0 and other.shape[aligned] != 1:
+                return False
+    return True
+
+
 def _fit_to_input(grad, op, index):
     """Check one returned gradient and sum it down to its input's shape if broadcasting widened it."""
     inp = op.inputs[index]
     grad = as_node(grad, like=inp)
     if is_fully_known(grad.shape) and grad.shape == inp.shape:
         return grad
+    if getattr(op, "elementwise", False) and grad.shape == op.shape and _same_shape_at_run_time(op, index):
+        return grad  # provably nothing to sum: skip the no-op node (fewer steps per run)
     if not can_reduce_to(grad.shape, inp.shape):
         raise GradientError(
             f"the gradient function of {describe(op)} returned a gradient of shape {grad.shape} for input "

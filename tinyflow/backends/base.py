@@ -14,6 +14,7 @@ class Backend:
 
     name = "base"
     kernels = {}
+    recycle = None  # fn(value) taking arrays a plan has dropped, for backends that reuse buffers
 
     @classmethod
     def is_available(cls):

@@ -5,16 +5,23 @@ inputs of one dtype, shapes the kernel handles, contiguous buffers (copied when
 not), freshly allocated outputs. Anything else falls back to the op's numpy
 `compute`, so no input reachable from the public API can crash the interpreter.
 """
+import math
 import os
 
 import numpy as np
 
 from .. import native
 from ..nn.losses import _check_labels
-from ..shapes import reduced_shape
+from ..shapes import is_fully_known, reduced_shape
 from .base import Backend
+from .buffer_pool import POOL
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+
+# Below this many elements in every input, numpy's own loop beats a call into C (cffi and the
+# checks cost a few microseconds; measured by benchmarks/kernels.py); in-place optimizer updates
+# are the exception, as they save a copy at any size.
+SMALL = 4096
 _CTYPE = {"f32": "float[]", "f64": "double[]"}
 
 
@@ -61,7 +68,7 @@ def broadcast_layout(a_shape, b_shape):
     Patterns: 0 same shape, 1/2 b/a is a single value, 3/4 b/a is a row repeated
     over the other's leading axes, 5/6 b/a is a column (leading axes, ones after).
     """
-    size = lambda shape: int(np.prod(shape, dtype=np.int64))  # noqa: E731
+    size = math.prod  # math.prod: numpy's prod costs microseconds on a small tuple
     if a_shape == b_shape:
         return 0, size(a_shape), 1, a_shape
     for pattern_scalar, pattern_row, pattern_col, big, small in ((1, 3, 5, a_shape, b_shape),
@@ -90,7 +97,7 @@ def binary_kernel(op, a, b):
         return op.compute(a, b)
     pattern, rows, cols, out_shape = layout
     a, b = _contiguous(a, b)
-    out = np.empty(out_shape, a.dtype)
+    out = POOL.empty(out_shape, a.dtype)
     _fn("tf_binary", suffix)(_BINARY[op.op_type], pattern, _buf(a, suffix), _buf(b, suffix), _buf(out, suffix),
                              rows, cols)
     return out
@@ -103,7 +110,7 @@ def unary_kernel(op, x):
     if suffix is None:
         return op.compute(x)
     (x,) = _contiguous(x)
-    out = np.empty_like(x)
+    out = POOL.empty(x.shape, x.dtype)
     _fn("tf_unary", suffix)(_UNARY[op.op_type], _buf(x, suffix), _buf(out, suffix), x.size)
     return out
 
@@ -116,7 +123,7 @@ def _same_shape_kernel(name, *attributes):
         if suffix is None or any(a.shape != arrays[0].shape for a in arrays):
             return op.compute(*arrays)
         arrays = _contiguous(*arrays)
-        out = np.empty_like(arrays[-1])
+        out = POOL.empty(arrays[-1].shape, arrays[-1].dtype)
         _fn(name, suffix)(*[_buf(a, suffix) for a in arrays], _buf(out, suffix), out.size,
                           *[getattr(op, attr) for attr in attributes])
         return out
@@ -138,7 +145,7 @@ def reduce_kernel(op, x):
     n = int(np.prod(x.shape[axes[0]:axes[-1] + 1], dtype=np.int64))
     inner = int(np.prod(x.shape[axes[-1] + 1:], dtype=np.int64))
     (x,) = _contiguous(x)
-    out = np.empty(reduced_shape(x.shape, axes, op.keepdims), x.dtype)
+    out = POOL.empty(reduced_shape(x.shape, axes, op.keepdims), x.dtype)
     _fn("tf_reduce", suffix)(_REDUCE[op.op_type], _buf(x, suffix), _buf(out, suffix), outer, n, inner)
     return out
 
@@ -153,7 +160,7 @@ def _rows_kernel(name):
         if suffix is None or op.axis % x.ndim != x.ndim - 1 or any(a.shape != x.shape for a in arrays):
             return op.compute(*arrays)
         arrays = _contiguous(*arrays)
-        out = np.empty_like(arrays[0])
+        out = POOL.empty(arrays[0].shape, arrays[0].dtype)
         cols = x.shape[-1]
         _fn(name, suffix)(*[_buf(a, suffix) for a in arrays], _buf(out, suffix), x.size // cols, cols)
         return out
@@ -176,9 +183,10 @@ def softmax_xent_kernel(op, logits, labels):
     (logits,) = _contiguous(logits)
     labels = _labels(labels, logits)
     loss = native.ffi.new("double *")
-    scratch = np.empty_like(logits)
+    scratch = POOL.empty(logits.shape, logits.dtype)
     _fn("tf_softmax_xent", suffix)(_buf(logits, suffix), native.ffi.from_buffer("int64_t[]", labels),
                                    logits.shape[0], logits.shape[1], _buf(scratch, suffix), loss)
+    POOL.recycle(scratch)
     return np.asarray(loss[0], dtype=logits.dtype)
 
 
@@ -191,7 +199,7 @@ def softmax_xent_back_kernel(op, logits, labels, grad):
         return op.compute(logits, labels, grad)
     (logits,) = _contiguous(logits)
     labels = _labels(labels, logits)
-    out = np.empty_like(logits)
+    out = POOL.empty(logits.shape, logits.dtype)
     _fn("tf_softmax_xent_back", suffix)(_buf(logits, suffix), native.ffi.from_buffer("int64_t[]", labels),
                                         logits.shape[0], logits.shape[1], float(grad.reshape(())), _buf(out, suffix))
     return out
@@ -204,7 +212,7 @@ def gemm(a, b):
     if suffix is None or a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         return None
     a, b = _contiguous(a, b)
-    out = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    out = POOL.empty((a.shape[0], b.shape[1]), a.dtype)
     if _fn("tf_gemm", suffix)(a.shape[0], b.shape[1], a.shape[1], _buf(a, suffix), _buf(b, suffix),
                               _buf(out, suffix)) != 0:
         raise MemoryError("tf_gemm could not allocate its packing buffers")
@@ -227,7 +235,7 @@ def _geometry(x, kernel, stride, padding):
 
 def _im2col(x, geometry, suffix):
     n, c, _, _, kh, kw, _, _, _, _, ho, wo = geometry
-    cols = np.empty((n * ho * wo, c * kh * kw), x.dtype)
+    cols = POOL.empty((n * ho * wo, c * kh * kw), x.dtype)
     _fn("tf_im2col", suffix)(_buf(x, suffix), _buf(cols, suffix), *geometry)
     return cols
 
@@ -250,6 +258,25 @@ class CBackend(Backend):
     def why_unavailable(cls):
         """What is missing and how to get it."""
         return native.why_not_built()
+
+    def kernel(self, op):
+        """The callable for `op`: numpy's compute for small inputs, the C kernel of the table otherwise."""
+        fn = self.kernels.get(op.op_type)
+        if fn is None or getattr(op, "stateful", False):
+            return super().kernel(op)
+        compute = op.compute
+        static = [op.shape] + [i.shape for i in op.inputs]
+        if all(is_fully_known(shape) and math.prod(shape) < SMALL for shape in static):
+            return compute  # small for sure: decided once, here, instead of at every run
+
+        def run(*values):
+            for value in values:
+                if getattr(value, "size", 0) >= SMALL:
+                    return fn(op, *values)
+            return compute(*values)
+        return run
+
+    recycle = POOL.recycle  # values the plan drops go back to the buffer pool (see buffer_pool.py)
 
     def __init__(self):
         self.threads = native.configure_threads()
@@ -286,8 +313,13 @@ class CBackend(Backend):
 
     def _matmul_kernel(self, op, a, b):
         a, b = _array(a), _array(b)
-        out = gemm(a, b) if self.use_gemm else None
-        return op.compute(a, b) if out is None else out
+        if self.use_gemm:
+            out = gemm(a, b)
+            return op.compute(a, b) if out is None else out
+        if _suffix(a, b) is None or a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+            return op.compute(a, b)
+        # BLAS, writing into a recycled buffer: a fresh output would cost page faults every step
+        return np.matmul(a, b, out=POOL.empty((a.shape[0], b.shape[1]), a.dtype))
 
     def _conv2d(self, op, x, w):
         x, w = _array(x), _array(w)
@@ -309,7 +341,7 @@ class CBackend(Backend):
         (w,) = _contiguous(w)
         rows = g.transpose(0, 2, 3, 1).reshape(-1, w.shape[0])  # (N·Ho·Wo, C_out)
         cols = np.ascontiguousarray(_matmul(rows, w.reshape(w.shape[0], -1), self.use_gemm))
-        dx = np.empty(x.shape, g.dtype)
+        dx = POOL.empty(x.shape, g.dtype)
         _fn("tf_col2im", suffix)(_buf(cols, suffix), _buf(dx, suffix), *geometry)
         return dx
 
@@ -336,7 +368,7 @@ def _pool_kernel(name):
                 or (name == "tf_maxpool_gather" and other[0].shape != x.shape):
             return op.compute(x, *other)
         arrays = _contiguous(x, *other)
-        out = np.empty(x.shape if name == "tf_maxpool_back" else pooled_shape, x.dtype)
+        out = POOL.empty(x.shape if name == "tf_maxpool_back" else pooled_shape, x.dtype)
         _fn(name, suffix)(*[_buf(a, suffix) for a in arrays], _buf(out, suffix), *geometry)
         return out
     return kernel

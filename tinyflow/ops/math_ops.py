@@ -18,6 +18,8 @@ def _floating(dtype):
 class Add(Operation):
     """a + b.  Gradient: (g, g)."""
 
+    elementwise = True  # gradients have the output's shape (see autodiff._fit_to_input)
+
     def __init__(self, a, b, name=None):
         super().__init__(a, b, name=name)
 
@@ -32,6 +34,8 @@ def _add_grad(op, grad):
 
 class Subtract(Operation):
     """a - b.  Gradient: (g, -g)."""
+
+    elementwise = True  # gradients have the output's shape (see autodiff._fit_to_input)
 
     def __init__(self, a, b, name=None):
         super().__init__(a, b, name=name)
@@ -48,6 +52,8 @@ def _subtract_grad(op, grad):
 class Multiply(Operation):
     """a * b.  Gradient: (g * b, g * a)."""
 
+    elementwise = True  # gradients have the output's shape (see autodiff._fit_to_input)
+
     def __init__(self, a, b, name=None):
         super().__init__(a, b, name=name)
 
@@ -63,6 +69,8 @@ def _multiply_grad(op, grad):
 
 class Divide(Operation):
     """a / b.  Gradient: (g / b, -g * a / b²)."""
+
+    elementwise = True  # gradients have the output's shape (see autodiff._fit_to_input)
 
     def __init__(self, a, b, name=None):
         super().__init__(a, b, name=name)
@@ -83,6 +91,8 @@ def _divide_grad(op, grad):
 class Power(Operation):
     """a ** b.  Gradient: (g * b * a**(b-1), g * a**b * log a)."""
 
+    elementwise = True  # gradients have the output's shape (see autodiff._fit_to_input)
+
     def __init__(self, a, b, name=None):
         super().__init__(a, b, name=name)
 
@@ -99,6 +109,8 @@ def _power_grad(op, grad):
 class Maximum(Operation):
     """max(a, b) elementwise.  Gradient goes to the larger input; ties split it in half (as PyTorch)."""
 
+    elementwise = True  # gradients have the output's shape (see autodiff._fit_to_input)
+
     def __init__(self, a, b, name=None):
         super().__init__(a, b, name=name)
 
@@ -108,6 +120,8 @@ class Maximum(Operation):
 
 class Minimum(Operation):
     """min(a, b) elementwise.  Gradient goes to the smaller input; ties split it in half."""
+
+    elementwise = True  # gradients have the output's shape (see autodiff._fit_to_input)
 
     def __init__(self, a, b, name=None):
         super().__init__(a, b, name=name)
@@ -137,6 +151,8 @@ def _minimum_grad(op, grad):
 # ---------------------------------------------------------------- unary ops
 class UnaryOperation(Operation):
     """An elementwise op of one input: the output has the input's shape."""
+
+    elementwise = True  # gradients have the output's shape (see autodiff._fit_to_input)
 
     abstract = True
 

@@ -19,8 +19,9 @@ def _buffer(value):
 class MemoryProfile:
     """Per step of a plan: bytes allocated, freed, alive during and after the step; and the peak."""
 
-    def __init__(self, rows, fed_bytes):
+    def __init__(self, rows, fed_bytes, reused_buffers=0, new_buffers=0):
         self.rows, self.fed_bytes = rows, fed_bytes
+        self.reused_buffers, self.new_buffers = reused_buffers, new_buffers  # from the backend's buffer pool
         # the high-water mark is during a step: its inputs are still alive when its output is born
         peak = max(rows, key=lambda r: r["during_bytes"]) if rows else None
         self.peak_bytes = peak["during_bytes"] if peak else fed_bytes
@@ -34,7 +35,8 @@ class MemoryProfile:
             mark = "  <- peak" if r["position"] == self.peak_step else ""
             lines.append(f"{r['position']:>4}  {r['node'][:40]:<40} {r['op_type'][:16]:<16} {_mb(r['new_bytes']):>10} "
                          f"{_mb(r['freed_bytes']):>10} {_mb(r['live_bytes']):>10}{mark}")
-        lines.append(f"peak: {_mb(self.peak_bytes)} alive while step {self.peak_step} runs")
+        lines.append(f"peak: {_mb(self.peak_bytes)} alive while step {self.peak_step} runs; "
+                     f"outputs from the buffer pool: {self.reused_buffers} reused, {self.new_buffers} newly allocated")
         return "\n".join(lines)
 
     def __str__(self):
@@ -92,5 +94,7 @@ def memory_profile(session, fetches, feed_dict=None):
         rows.append(dict(position=len(rows), node=step.node.name, op_type=step.node.op_type,
                          new_bytes=new, freed_bytes=freed, during_bytes=during, live_bytes=live))
 
+    from ..backends.buffer_pool import POOL
+    reused, allocated = POOL.reused, POOL.allocated
     plan.run(checked, observer=observe)
-    return MemoryProfile(rows, fed_bytes)
+    return MemoryProfile(rows, fed_bytes, POOL.reused - reused, POOL.allocated - allocated)

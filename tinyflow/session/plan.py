@@ -5,12 +5,20 @@ step holds its node, its pre-resolved kernel, the slots of its inputs, and the
 slots whose last reader it is, so intermediates are dropped as early as possible.
 """
 import heapq
+import math
 import traceback
 
 import numpy as np
 
 from ..errors import ExecutionError, FeedError, describe
+from ..backends.buffer_pool import MIN_BYTES as MIN_POOLED_BYTES
 from ..nodes import Placeholder, Variable
+from ..shapes import is_fully_known
+
+
+# Plans longer than this are interpreted: compiling a function of a hundred thousand lines costs
+# more than it saves, and such graphs (long unrolled chains) are rare.
+COMPILE_LIMIT = 20_000
 
 
 class Step:
@@ -94,6 +102,12 @@ class ExecutionPlan:
         self.first_stateful = stateful[0] if stateful else None
         self.updated_variables = {inp for i in stateful for inp in self.steps[i].node.inputs
                                   if isinstance(inp, Variable)}
+        self._fed_order = sorted(self.fed_slots, key=lambda n: self.fed_slots[n])
+        self._fed_order_slots = [self.fed_slots[n] for n in self._fed_order]
+        self._compiled = None
+        self.source = None
+        self._recycle = backend.recycle
+        self._nodes = {slot: node for node, slot in self.slot_of.items()}
 
     def _plan_releases(self):
         """Give each step the slots it reads for the last time (fetched slots are kept)."""
@@ -109,17 +123,16 @@ class ExecutionPlan:
         for position, slots in releases.items():
             self.steps[position].release = tuple(sorted(set(slots)))
 
-    def _protect_fetches(self, values):
-        """Copy fetched values that share memory with a Variable about to be updated in place."""
-        targets = [var._value for var in self.updated_variables]  # host arrays, without syncing device copies
-        device = [var._mirror.array for var in self.updated_variables if var._mirror is not None]
-        for slot in self.fetch_slots:
-            value = values[slot]
-            if isinstance(value, np.ndarray):
-                if any(np.may_share_memory(value, t) for t in targets):
-                    values[slot] = value.copy()
-            elif any(value is d for d in device):  # a device-resident Variable (OpenCL)
-                values[slot] = value.copy()
+    def _protect(self, value):
+        """`value`, or a copy if it shares memory with a Variable about to be updated in place."""
+        if isinstance(value, np.ndarray):
+            # host arrays, compared without syncing device copies
+            if any(np.may_share_memory(value, var._value) for var in self.updated_variables):
+                return value.copy()
+        elif value is not None and any(var._mirror is not None and value is var._mirror.array
+                                       for var in self.updated_variables):
+            return value.copy()  # a device-resident Variable (OpenCL)
+        return value
 
     @property
     def size(self):
@@ -129,15 +142,87 @@ class ExecutionPlan:
     def run(self, feeds, observer=None):
         """Compute the fetches; `feeds` maps fed nodes to validated arrays.
 
-        `observer(step, value, released_values)`, if given, sees each step's output
-        and the values dropped right after it (the memory profile uses it).
+        Runs the compiled form of the plan (see `compile`) unless `observer` is given:
+        `observer(step, value, released_values)` then sees each step's output and the
+        values dropped right after it (the memory profile uses it), in the interpreter.
         """
+        if observer is None and len(self.steps) <= COMPILE_LIMIT:
+            if self._compiled is None:
+                self._compiled = self.compile()
+            return self._compiled([feeds[node] for node in self._fed_order])
+        return self.interpret(feeds, observer)
+
+    def compile(self):
+        """The plan as one straight-line Python function: a local per value, `del` after its last use.
+
+        For `y = relu(x @ w)` fetching y with x fed, the generated source reads
+            def run(feeds, k0=k0, k1=k1, k2=k2, ...):
+                v0 = feeds[0]
+                s = 0; v1 = k0()          # w
+                s = 1; v2 = k1(v0, v1)    # MatMul
+                del v0, v1
+                s = 2; v3 = k2(v2)        # Relu
+                del v2
+                return [v3]
+        so running a node costs little more than calling its kernel.
+        """
+        lines, kernels = [], {}
+        for position, (node, slot) in enumerate(zip(self._fed_order, self._fed_order_slots)):
+            lines.append(f"v{slot} = feeds[{position}]")
+        assigned = set(self._fed_order_slots)
+        for position, step in enumerate(self.steps):
+            if position == self.first_stateful:
+                ready = [f"v{s}" for s in self.fetch_slots if s in assigned]
+                if ready:
+                    lines.append(f"{', '.join(ready)}, = protect({', '.join(ready)})")
+            kernels[f"k{position}"] = step.kernel
+            args = ", ".join(f"v{s}" for s in step.input_slots)
+            comment = step.node.name.replace("\n", " ").replace("\r", " ")
+            lines.append(f"s = {position}; v{step.slot} = k{position}({args})  # {comment}")
+            assigned.add(step.slot)
+            if step.release:
+                poolable = [s for s in step.release if self._maybe_poolable(s)]
+                if poolable:
+                    lines.append("; ".join(f"recycle(v{s})" for s in poolable))
+                lines.append("del " + ", ".join(f"v{s}" for s in step.release))
+        lines.append(f"return [{', '.join(f'v{s}' for s in self.fetch_slots)}]")
+        defaults = ", ".join(f"{name}={name}" for name in kernels)
+        source = (f"def run(feeds, {defaults}{', ' if defaults else ''}protect=protect, fail=fail, "
+                  "recycle=recycle):\n"
+                  "    s = -1\n    try:\n" + "".join(f"        {line}\n" for line in lines) +
+                  "    except Exception as exc:\n        fail(s, locals(), exc)\n")
+        namespace = dict(kernels, protect=self._protect_values, fail=self._fail, recycle=self._recycle)
+        exec(compile(source, f"<tinyflow plan of {len(self.steps)} steps>", "exec"), namespace)  # noqa: S102
+        self.source = source
+        return namespace["run"]
+
+    def _maybe_poolable(self, slot):
+        """Whether a dropped value may be big enough for the backend's buffer pool (known-small ones are not)."""
+        if self._recycle is None:
+            return False
+        shape = self._nodes[slot].shape
+        return not is_fully_known(shape) or math.prod(shape) * 8 >= MIN_POOLED_BYTES
+
+    def _protect_values(self, *fetched):
+        """Fetched values computed before the first in-place update, protected from it."""
+        return tuple(self._protect(v) for v in fetched)
+
+    def _fail(self, position, frame_locals, exc):
+        """Turn an exception raised in compiled step `position` into an ExecutionError."""
+        if position < 0:
+            raise exc
+        step = self.steps[position]
+        raise _execution_error(step.node, [frame_locals.get(f"v{s}") for s in step.input_slots], exc) from None
+
+    def interpret(self, feeds, observer=None):
+        """Run the steps one by one from a list of values (the readable reference of `compile`)."""
         values = [None] * self.size
         for node, slot in self.fed_slots.items():
             values[slot] = feeds[node]
         for position, step in enumerate(self.steps):
-            if position == self.first_stateful:
-                self._protect_fetches(values)
+            if position == self.first_stateful:  # kernels may update Variables in place from here on
+                for slot in self.fetch_slots:
+                    values[slot] = self._protect(values[slot])
             try:
                 values[step.slot] = step.kernel(*[values[s] for s in step.input_slots])
             except Exception as exc:  # noqa: BLE001 - every kernel failure becomes one readable error
@@ -145,6 +230,8 @@ class ExecutionPlan:
             if observer is not None:
                 observer(step, values[step.slot], [values[s] for s in step.release])
             for slot in step.release:
+                if self._recycle is not None:
+                    self._recycle(values[slot])
                 values[slot] = None
         return [values[s] for s in self.fetch_slots]
 

@@ -1,0 +1,104 @@
+"""Compiled plans run the same steps as the interpreter; recycled buffers never leak into results."""
+import numpy as np
+import pytest
+
+import tinyflow as tfl
+from tinyflow.backends.buffer_pool import POOL, BufferPool
+from tinyflow.session.plan import COMPILE_LIMIT
+
+
+def small_net():
+    x = tfl.Placeholder((None, 64), name="x")
+    w = tfl.Variable(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32), name="w")
+    h = tfl.relu(tfl.matmul(x, w), name="h")
+    loss = tfl.reduce_mean(tfl.square(h), name="loss")
+    return x, w, h, loss
+
+
+def test_the_compiled_plan_is_straight_line_python_with_dels():
+    x, w, h, loss = small_net()
+    with tfl.Session() as sess:
+        sess.run(loss, {x: np.ones((2, 64))})
+        source = sess.plan([loss], [x]).source
+    assert source.startswith("def run(feeds")
+    assert "# MatMul" in source and "del v" in source and "return [" in source
+
+
+def test_compiled_and_interpreted_plans_agree_including_updates():
+    x, w, h, loss = small_net()
+    train = tfl.optim.Adam(0.01).minimize(loss)
+    data = np.random.default_rng(1).standard_normal((300, 64)).astype(np.float32)
+    start = w.value.copy()
+    with tfl.Session() as sess:
+        plan = sess.plan([train, loss, h], [x])
+        compiled = [np.asarray(v).copy() for v in sess.run([loss, h], {x: data})]
+        sess.run(train, {x: data})
+        after_compiled = w.value.copy()
+        w.value = start
+        for slot_var in tfl.get_default_graph().variables()[1:]:
+            slot_var.value = np.zeros_like(slot_var.value)
+        interpreted = [sess.backend.to_host(v) for v in plan.interpret({x: data})]
+        assert interpreted[0] is None  # the train op
+        np.testing.assert_allclose(interpreted[1], compiled[0], rtol=1e-6)
+        np.testing.assert_allclose(interpreted[2], compiled[1], rtol=1e-6)
+    np.testing.assert_allclose(w.value, after_compiled, rtol=1e-6)
+
+
+def test_errors_from_compiled_plans_name_the_node():
+    a = tfl.Placeholder((None,), name="a")
+    b = tfl.Placeholder((None,), name="b")
+    bad = tfl.add(tfl.exp(a), b, name="bad_sum")
+    with tfl.Session() as sess, pytest.raises(tfl.ExecutionError, match="Add node 'bad_sum'.*broadcast"):
+        sess.run(bad, {a: np.ones(3), b: np.ones(4)})
+
+
+def test_fetched_arrays_never_change_when_later_runs_reuse_buffers():
+    x, w, h, loss = small_net()
+    flat = tfl.reshape(h * 2.0, (-1,))  # a view of an intermediate is fetched
+    data = np.random.default_rng(2).standard_normal((512, 64)).astype(np.float32)
+    with tfl.Session() as sess:
+        first_h, first_flat = sess.run([h, flat], {x: data})
+        keep_h, keep_flat = first_h.copy(), first_flat.copy()
+        for _ in range(5):  # later runs with other data, recycling everything they may
+            sess.run([h, flat, loss], {x: -data})
+    np.testing.assert_array_equal(first_h, keep_h)
+    np.testing.assert_array_equal(first_flat, keep_flat)
+
+
+def test_pool_recycles_only_unreferenced_large_float_arrays():
+    pool = BufferPool()
+    big = np.empty((1000, 100), np.float32)
+    pool.recycle(big, references=3)   # our caller holds `big` as a local: exactly 3 references
+    assert pool.empty((1000, 100), np.float32) is big
+    held = np.empty((1000, 100), np.float32)
+    alias = held  # noqa: F841 - someone else still uses it
+    pool.recycle(held, references=3)
+    assert pool.empty((1000, 100), np.float32) is not held
+    view_base = np.empty((1000, 100), np.float32)
+    pool.recycle(view_base[10:], references=3)  # views never: they do not own their memory
+    pool.recycle(np.empty(10, np.float32), references=3)  # small ones are numpy's business
+    assert pool.allocated == 1 and pool.reused == 1  # the second request could not reuse `held`
+
+
+def test_training_reuses_buffers_across_runs():
+    x, w, h, loss = small_net()
+    train = tfl.optim.SGD(0.01).minimize(loss)
+    data = np.ones((512, 64), np.float32)
+    with tfl.Session(backend="c") if "c" in tfl.backends.available() else tfl.Session() as sess:
+        sess.run(train, {x: data})
+        before = POOL.reused
+        sess.run(train, {x: data})
+        profile = sess.memory_profile([train, loss], {x: data})
+    if sess.backend.name == "c":
+        assert POOL.reused > before
+        assert profile.reused_buffers > 0 and "reused" in profile.table()
+
+
+def test_very_long_plans_are_interpreted():
+    x = tfl.Placeholder((), "float64", name="x")
+    y = x
+    for _ in range(COMPILE_LIMIT + 1):
+        y = y + 1.0
+    with tfl.Session() as sess:
+        assert sess.run(y, {x: 0.0}) == COMPILE_LIMIT + 1
+        assert sess.plan([y], [x]).source is None
