@@ -15,7 +15,10 @@ from harness import configure_threads, fmt_time, interleaved, load_note, print_t
 # (key, title, factory name, args, reference candidate, target ratio for tinyflow c); a sub-millisecond
 # unit of work is timed as INNER[key] consecutive units per sample (times are per unit), so that
 # one thread wake-up after switching candidates does not decide the result
-INNER = {"W1": 5, "W1b": 5, "W2b": 10}
+INNER = {"W1": 5, "W1b": 5, "W2": 3, "W2b": 10}
+# pocl's worker threads stay busy after an OpenCL candidate and slow whatever runs next, so the
+# OpenCL rows are measured in their own interleaving, against the same reference
+SEPARATE = ("tinyflow opencl",)
 WORKLOADS = [
     ("W1", "chain of 1,000 adds on 4x4, forward", "w1_chain", (False,), "numpy by hand", 2.5),
     ("W1b", "chain of 1,000 adds on 4x4, forward + backward", "w1_chain", (True,), "numpy by hand", 2.5),
@@ -66,8 +69,13 @@ def main():
             candidates = {name: (lambda fn: lambda: [fn() for _ in range(inner)])(fn) for name, fn in candidates.items()}
         if "pytorch eager" not in candidates:
             print(f"\n{key}: PyTorch rows: not installed (pip install torch==2.13.0)")
+        separate = {name: candidates.pop(name) for name in SEPARATE if name in candidates}
         times = interleaved(candidates, repeats=args.repeats, warmup=2)
         stats = {name: tuple(v / inner for v in summary(t)) for name, t in times.items()}
+        for name, fn in separate.items():  # ratio to the reference as measured alongside it
+            pair = interleaved({reference: candidates[reference], name: fn}, repeats=max(args.repeats // 3, 3), warmup=1)
+            scale = stats[reference][0] / (summary(pair[reference])[0] / inner)
+            stats[name + " (separately)"] = tuple(v / inner * scale for v in summary(pair[name]))
         ref = stats.get(reference, (np.nan, 0))[0]
         rows = []
         for name, (median, iqr) in stats.items():
