@@ -76,7 +76,7 @@ def main():
     t = interleaved({
         "triad": lambda: native.lib.tf_triad_f32(ptr(a), ptr(b), ptr(x), 3.0, N),
         "c sigmoid fwd+bwd": lambda: kernels_into_buffers(lib.tf_sigmoid_f32, lib.tf_sigmoid_back_f32, sig_y),
-        "c sigmoid fwd+bwd (backend, new outputs)": lambda: (sig_k(x), sig_back_k(sig_y, g)),
+        "c sigmoid fwd+bwd (backend, new outputs)": lambda: (sig_k(x), sig_back_k(sig_y, g)),  # no plan recycles
         "numpy sigmoid fwd+bwd": lambda: (sig.compute(x), sig_back.compute(sig_y, g)),
         "c relu fwd+bwd": lambda: kernels_into_buffers(lib.tf_relu_f32, lib.tf_relu_back_f32, relu_y),
         "c relu fwd+bwd (backend, new outputs)": lambda: (relu_k(x), relu_back_k(relu_y, g)),
@@ -98,8 +98,9 @@ def main():
     adam_bound = 28 * N / triad_bw
     for name in ("sigmoid", "relu"):
         allocating = med[f"c {name} fwd+bwd (backend, new outputs)"]
-        print(f"{name} through the backend, allocating fresh outputs: {fmt_time(allocating)} "
-              f"({20 * N / allocating / triad_bw:.0%} of triad; the difference is page faults on new memory)")
+        print(f"{name} called outside a Session, allocating fresh outputs: {fmt_time(allocating)} "
+              f"({20 * N / allocating / triad_bw:.0%} of triad: page faults on new memory, which a Session's "
+              "plan avoids by recycling buffers)")
     print(f"fused adam: {med['c fused adam'] / adam_bound:.2f}x the triad-bound time for its bytes "
           f"({fmt_time(adam_bound)}); {med['numpy adam'] / med['c fused adam']:.2f}x faster than numpy's passes")
 
