@@ -150,6 +150,21 @@ def reset_default_graph():
     return _global_default[0]
 
 
+def ancestors(nodes, stop=frozenset()):
+    """Every node the given nodes depend on (themselves included), not walking past `stop` nodes.
+
+    An explicit stack, never recursion: graphs of a hundred thousand nodes are fine.
+    """
+    found, stack = set(), list(nodes)
+    while stack:
+        node = stack.pop()
+        if node not in found:
+            found.add(node)
+            if node not in stop:
+                stack.extend(node.inputs)
+    return found
+
+
 def name_scope(name):
     """`with tfl.name_scope("layer1"):` on the default graph."""
     return get_default_graph().name_scope(name)

@@ -16,6 +16,7 @@ from collections import deque
 import numpy as np
 
 from ..errors import GradientError, describe
+from ..graph import ancestors
 from ..nodes import Node, as_node
 from ..ops.array_ops import AddN, SumToShapeOf
 from ..ops.math_ops import OnesLike
@@ -29,18 +30,13 @@ def _is_differentiable_value(node):
 
 def nodes_between(ys, xs):
     """The float-valued nodes that lie on some path from an x to a y (x and y included)."""
-    ancestors, stack = set(), list(ys)
-    while stack:
-        node = stack.pop()
-        if node not in ancestors:
-            ancestors.add(node)
-            stack.extend(node.inputs)
-    between, stack = set(), [x for x in xs if x in ancestors]
+    needed = ancestors(ys)
+    between, stack = set(), [x for x in xs if x in needed]
     while stack:
         node = stack.pop()
         if node not in between and _is_differentiable_value(node):
             between.add(node)
-            stack.extend(c for c in node.consumers if c in ancestors)
+            stack.extend(c for c in node.consumers if c in needed)
     return between
 
 

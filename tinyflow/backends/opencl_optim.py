@@ -46,61 +46,67 @@ def _run(backend, op, name, grad, *args):
     _changed_on_device(op)
 
 
-def sgd_kernel(backend, op, param, grad, lr, *slots):
+def on_device(kernel):
+    """Wrap `kernel(backend, op, arrays, grad, lr, T)` with the checks, falling back to the host update.
+
+    `arrays` maps "param" and each float slot to its device copy; T is the element type.
+    """
+    def run(backend, op, param, grad, lr, *slots):
+        prepared = _prepare(backend, op, grad)
+        if prepared is None:
+            return backend._on_host(op, (param, grad, lr) + slots)
+        arrays, grad = prepared
+        kernel(backend, op, arrays, grad, _learning_rate(backend, op, lr), grad.dtype.type)
+        return None
+    run.__doc__ = kernel.__doc__
+    return run
+
+
+def _optional(backend, array, dtype):
+    """An optional slot's buffer and its flag (a stand-in buffer when the slot is absent)."""
+    if array is None:
+        return _placeholder_buffer(backend, dtype), np.int32(0)
+    return array.data, np.int32(1)
+
+
+@on_device
+def sgd_kernel(backend, op, arrays, grad, lr, T):
     """SGD with momentum/Nesterov/weight decay on the device."""
-    prepared = _prepare(backend, op, grad)
-    if prepared is None:
-        return backend._on_host(op, (param, grad, lr) + slots)
-    arrays, grad = prepared
-    h, T = op.hyper, grad.dtype.type
+    h = op.hyper
     first_step = int(_next_step(op) == 1) if h["momentum"] else 0
-    buf = arrays.get("momentum_buffer")
     _run(backend, op, "sgd", grad, arrays["param"].data, grad.data,
-         buf.data if buf is not None else _placeholder_buffer(backend, grad.dtype), np.int32(buf is not None),
-         T(_learning_rate(backend, op, lr)), T(h["momentum"]), T(h["dampening"]), T(h["weight_decay"]),
-         np.int32(h["nesterov"]), np.int32(first_step))
+         *_optional(backend, arrays.get("momentum_buffer"), grad.dtype), T(lr), T(h["momentum"]),
+         T(h["dampening"]), T(h["weight_decay"]), np.int32(h["nesterov"]), np.int32(first_step))
 
 
-def adam_kernel(backend, op, param, grad, lr, *slots):
+@on_device
+def adam_kernel(backend, op, arrays, grad, lr, T):
     """Adam / AdamW (optionally AMSGrad) on the device."""
-    prepared = _prepare(backend, op, grad)
-    if prepared is None:
-        return backend._on_host(op, (param, grad, lr) + slots)
-    arrays, grad = prepared
-    h, T = op.hyper, grad.dtype.type
-    (beta1, beta2), lr, step = h["betas"], _learning_rate(backend, op, lr), _next_step(op)
-    vmax = arrays.get("max_exp_avg_sq")
-    _run(backend, op, "adam", grad, arrays["param"].data, grad.data, arrays["exp_avg"].data, arrays["exp_avg_sq"].data,
-         vmax.data if vmax is not None else _placeholder_buffer(backend, grad.dtype), np.int32(vmax is not None),
+    h = op.hyper
+    (beta1, beta2), step = h["betas"], _next_step(op)
+    _run(backend, op, "adam", grad, arrays["param"].data, grad.data, arrays["exp_avg"].data,
+         arrays["exp_avg_sq"].data, *_optional(backend, arrays.get("max_exp_avg_sq"), grad.dtype),
          T(lr), T(beta1), T(beta2), T(h["eps"]), T(h["weight_decay"]), np.int32(h["decoupled"]),
          T(lr / (1 - beta1 ** step)), T(np.sqrt(1 - beta2 ** step)))
 
 
-def rmsprop_kernel(backend, op, param, grad, lr, *slots):
+@on_device
+def rmsprop_kernel(backend, op, arrays, grad, lr, T):
     """RMSProp (optionally centered, with momentum) on the device."""
-    prepared = _prepare(backend, op, grad)
-    if prepared is None:
-        return backend._on_host(op, (param, grad, lr) + slots)
-    arrays, grad = prepared
-    h, T = op.hyper, grad.dtype.type
-    gavg, buf = arrays.get("grad_avg"), arrays.get("momentum_buffer")
-    dummy = _placeholder_buffer(backend, grad.dtype)
+    h = op.hyper
     _run(backend, op, "rmsprop", grad, arrays["param"].data, grad.data, arrays["square_avg"].data,
-         gavg.data if gavg is not None else dummy, np.int32(gavg is not None),
-         buf.data if buf is not None else dummy, np.int32(buf is not None),
-         T(_learning_rate(backend, op, lr)), T(h["alpha"]), T(h["eps"]), T(h["weight_decay"]), T(h["momentum"]))
+         *_optional(backend, arrays.get("grad_avg"), grad.dtype),
+         *_optional(backend, arrays.get("momentum_buffer"), grad.dtype),
+         T(lr), T(h["alpha"]), T(h["eps"]), T(h["weight_decay"]), T(h["momentum"]))
 
 
-def adagrad_kernel(backend, op, param, grad, lr, *slots):
+@on_device
+def adagrad_kernel(backend, op, arrays, grad, lr, T):
     """AdaGrad with learning-rate decay on the device."""
-    prepared = _prepare(backend, op, grad)
-    if prepared is None:
-        return backend._on_host(op, (param, grad, lr) + slots)
-    arrays, grad = prepared
-    h, T = op.hyper, grad.dtype.type
-    clr = _learning_rate(backend, op, lr) / (1 + (_next_step(op) - 1) * h["lr_decay"])
-    _run(backend, op, "adagrad", grad, arrays["param"].data, grad.data, arrays["state_sum"].data, T(clr), T(h["eps"]),
-         T(h["weight_decay"]))
+    h = op.hyper
+    clr = lr / (1 + (_next_step(op) - 1) * h["lr_decay"])
+    _run(backend, op, "adagrad", grad, arrays["param"].data, grad.data, arrays["state_sum"].data, T(clr),
+         T(h["eps"]), T(h["weight_decay"]))
 
 
 OPTIMIZER_KERNELS = {"ApplySGD": sgd_kernel, "ApplyAdam": adam_kernel, "ApplyRMSProp": rmsprop_kernel,

@@ -5,7 +5,7 @@ import shutil
 import numpy as np
 
 from ..errors import TinyflowError
-from ..graph import get_default_graph
+from ..graph import ancestors, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
 
 # kind -> graphviz node attributes; the legend shows them in this order
@@ -56,13 +56,7 @@ def _nodes_to_draw(graph, target, show_gradients):
         nodes = list(graph.nodes)
     else:
         targets = target if isinstance(target, (list, tuple)) else [target]
-        needed, stack = set(), list(targets)
-        while stack:
-            node = stack.pop()
-            if node not in needed:
-                needed.add(node)
-                stack.extend(node.inputs)
-        nodes = sorted(needed, key=lambda n: n.creation_index)
+        nodes = sorted(ancestors(targets), key=lambda n: n.creation_index)
     if not show_gradients:
         nodes = [n for n in nodes if n.role == "forward"]
     return nodes
