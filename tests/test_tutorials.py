@@ -1,5 +1,4 @@
 """Every tutorial notebook runs top to bottom (its own asserts included) and shows pictures."""
-import os
 import pathlib
 
 import pytest

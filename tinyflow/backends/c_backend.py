@@ -219,9 +219,14 @@ def gemm(a, b):
     return out
 
 
-def _matmul(a, b, use_gemm):
-    out = gemm(a, b) if use_gemm else None
-    return np.matmul(a, b) if out is None else out
+def matmul_2d(a, b, use_gemm):
+    """a @ b for 2-D float arrays of one dtype (None otherwise): the hand-written GEMM if chosen, else
+    BLAS writing into a recycled buffer, since a fresh output would cost page faults every step."""
+    if _suffix(a, b) is None or a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        return None
+    if use_gemm:
+        return gemm(a, b)
+    return np.matmul(a, b, out=POOL.empty((a.shape[0], b.shape[1]), a.dtype))
 
 
 # ---------------------------------------------------------------- convolution and pooling
@@ -240,8 +245,14 @@ def _im2col(x, geometry, suffix):
     return cols
 
 
-def _conv_inputs_ok(x, w, suffix):
-    return suffix is not None and x.ndim == 4 and w.ndim == 4 and x.shape[1] == w.shape[1]
+def _conv_geometry(op, x, w, suffix, grad=None):
+    """The geometry of a convolution the C path can run (inputs and gradient consistent), else None."""
+    if suffix is None or x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[1]:
+        return None
+    geometry = _geometry(x, w.shape[2:], op.stride, op.padding)
+    if geometry is None or (grad is not None and grad.shape != (x.shape[0], w.shape[0]) + geometry[10:]):
+        return None
+    return geometry
 
 
 class CBackend(Backend):
@@ -313,34 +324,29 @@ class CBackend(Backend):
 
     def _matmul_kernel(self, op, a, b):
         a, b = _array(a), _array(b)
-        if self.use_gemm:
-            out = gemm(a, b)
-            return op.compute(a, b) if out is None else out
-        if _suffix(a, b) is None or a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-            return op.compute(a, b)
-        # BLAS, writing into a recycled buffer: a fresh output would cost page faults every step
-        return np.matmul(a, b, out=POOL.empty((a.shape[0], b.shape[1]), a.dtype))
+        out = matmul_2d(a, b, self.use_gemm)
+        return op.compute(a, b) if out is None else out
 
     def _conv2d(self, op, x, w):
         x, w = _array(x), _array(w)
         suffix = _suffix(x, w)
-        geometry = _geometry(x, w.shape[2:], op.stride, op.padding) if _conv_inputs_ok(x, w, suffix) else None
+        geometry = _conv_geometry(op, x, w, suffix)
         if geometry is None:
             return op.compute(x, w)
         x, w = _contiguous(x, w)
         n, ho, wo = geometry[0], geometry[10], geometry[11]
-        out = _matmul(_im2col(x, geometry, suffix), w.reshape(w.shape[0], -1).T, self.use_gemm)
+        out = matmul_2d(_im2col(x, geometry, suffix), w.reshape(w.shape[0], -1).T, self.use_gemm)
         return np.ascontiguousarray(out.reshape(n, ho, wo, -1).transpose(0, 3, 1, 2))
 
     def _conv2d_back_input(self, op, g, w, x):
         g, w, x = _array(g), _array(w), _array(x)
         suffix = _suffix(g, w)
-        geometry = _geometry(x, w.shape[2:], op.stride, op.padding) if _conv_inputs_ok(x, w, suffix) else None
-        if geometry is None or g.shape != (x.shape[0], w.shape[0]) + geometry[10:]:
+        geometry = _conv_geometry(op, x, w, suffix, grad=g)
+        if geometry is None:
             return op.compute(g, w, x)
         (w,) = _contiguous(w)
         rows = g.transpose(0, 2, 3, 1).reshape(-1, w.shape[0])  # (N·Ho·Wo, C_out)
-        cols = np.ascontiguousarray(_matmul(rows, w.reshape(w.shape[0], -1), self.use_gemm))
+        cols = matmul_2d(rows, w.reshape(w.shape[0], -1), self.use_gemm)
         dx = POOL.empty(x.shape, g.dtype)
         _fn("tf_col2im", suffix)(_buf(cols, suffix), _buf(dx, suffix), *geometry)
         return dx
@@ -348,12 +354,12 @@ class CBackend(Backend):
     def _conv2d_back_filter(self, op, x, g, w):
         x, g, w = _array(x), _array(g), _array(w)
         suffix = _suffix(x, g)
-        geometry = _geometry(x, w.shape[2:], op.stride, op.padding) if _conv_inputs_ok(x, w, suffix) else None
-        if geometry is None or g.shape != (x.shape[0], w.shape[0]) + geometry[10:]:
+        geometry = _conv_geometry(op, x, w, suffix, grad=g)
+        if geometry is None:
             return op.compute(x, g, w)
         (x,) = _contiguous(x)
         rows = np.ascontiguousarray(g.transpose(1, 0, 2, 3).reshape(w.shape[0], -1))  # (C_out, N·Ho·Wo)
-        return _matmul(rows, _im2col(x, geometry, suffix), self.use_gemm).reshape(w.shape)
+        return matmul_2d(rows, _im2col(x, geometry, suffix), self.use_gemm).reshape(w.shape)
 
 
 def _pool_kernel(name):

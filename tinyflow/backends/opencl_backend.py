@@ -115,10 +115,6 @@ class OpenCLBackend(Backend):
             self._uploads[key] = (value, self.runtime.upload(value))  # keep `value` alive: ids are reused
         return self._uploads[key][1]
 
-    def host(self, value):
-        """A host array for numpy code."""
-        return self.to_host(value)
-
     def variable(self, var):
         """The Variable's device copy, created or refreshed when the host side is newer."""
         mirror = var._mirror
@@ -158,7 +154,7 @@ class OpenCLBackend(Backend):
     def _on_host(self, op, values):
         """Run the op's numpy compute (downloading device inputs); the result stays on the host."""
         self.report.host_ops[op.op_type] += 1
-        return op.compute(*[self.host(v) for v in values])
+        return op.compute(*[self.to_host(v) for v in values])
 
     def _device_ok(self, *values):
         """True when every value is a non-empty float array of one dtype the device handles."""
@@ -375,7 +371,7 @@ class OpenCLBackend(Backend):
                 and np.dtype(labels.dtype).kind in "iu")
 
     def _labels(self, labels, cols):
-        host = np.ascontiguousarray(self.host(labels), dtype=np.int64)
+        host = np.ascontiguousarray(self.to_host(labels), dtype=np.int64)
         _check_labels(host, cols)
         return self.device(host)
 
@@ -393,7 +389,7 @@ class OpenCLBackend(Backend):
         if not self._xent_inputs_ok(logits, labels) or grad.size != 1:
             return self._on_host(op, (logits, labels, grad))
         logits, labels = self.device(logits), self._labels(labels, logits.shape[1])
-        scale = self._scalar(logits.dtype, float(np.asarray(self.host(grad)).reshape(())) / logits.shape[0])
+        scale = self._scalar(logits.dtype, float(np.asarray(self.to_host(grad)).reshape(())) / logits.shape[0])
         out = self.runtime.empty(logits.shape, logits.dtype)
         self._launch("softmax_xent_back", logits.dtype, logits.shape[0], logits.data, labels.data, scale, out.data,
                      np.int64(logits.shape[1]))

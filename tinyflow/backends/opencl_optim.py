@@ -37,7 +37,7 @@ def _placeholder_buffer(backend, dtype):
 def _learning_rate(backend, op, lr):
     """The learning rate as a float, without a download when it is a Constant (the usual case)."""
     node = op.inputs[2]
-    return float(node.value) if isinstance(node, Constant) else float(np.asarray(backend.host(lr)).reshape(()))
+    return float(node.value) if isinstance(node, Constant) else float(np.asarray(backend.to_host(lr)).reshape(()))
 
 
 def _run(backend, op, name, grad, *args):

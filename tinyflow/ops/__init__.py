@@ -1,6 +1,6 @@
 """All ops, one module per family; each op class has its gradient registered beside it."""
 from .activations import leaky_relu, relu, sigmoid, softplus, tanh
-from .array_ops import (add_n, broadcast_like, concat, get_item, identity, reshape, stop_gradient,
+from .array_ops import (add_n, concat, get_item, identity, reshape, stop_gradient,
                         transpose)
 from .conv import avg_pool2d, conv2d, max_pool2d
 from .math_ops import (abs, add, cast, divide, equal, exp, greater, greater_equal, less, less_equal, log,

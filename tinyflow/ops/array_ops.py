@@ -7,7 +7,7 @@ import numpy as np
 
 from ..autodiff.registry import not_differentiable, register_gradient
 from ..errors import ShapeError
-from ..nodes import Node, Operation, as_node
+from ..nodes import Node, Operation
 from ..shapes import is_fully_known, normalize_axes
 from .math_ops import zeros_like
 
@@ -405,7 +405,3 @@ def add_n(xs, name=None):
         raise ValueError("add_n needs at least one input")
     return AddN(*xs, name=name)
 
-
-def broadcast_like(x, like, name=None):
-    """x broadcast to the run-time shape of `like`."""
-    return BroadcastLike(as_node(x), like, name=name)

@@ -41,11 +41,11 @@ def check_feed(node, value, needed_by):
                   f"Feed numbers convertible to {target}.")
         if target.kind in "iub":
             if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
-                _fail(node, needed_by, "the value has NaN or infinite entries", f"Feed finite whole numbers.")
+                _fail(node, needed_by, "the value has NaN or infinite entries", "Feed finite whole numbers.")
             converted = array.astype(target)
             if not np.array_equal(converted, array):
                 _fail(node, needed_by, f"some values of dtype {array.dtype} cannot be represented as {target} "
-                      "(fractional or out of range)", f"Round them, or use a Placeholder of a wider dtype.")
+                      "(fractional or out of range)", "Round them, or use a Placeholder of a wider dtype.")
             array = converted
         else:
             array = array.astype(target)
