@@ -4,7 +4,7 @@ import pytest
 
 import tinyflow as tfl
 from tinyflow.errors import GradientCheckError
-from tinyflow.testing import gradcheck
+from tinyflow.testing import GradcheckInputError, gradcheck
 
 
 class Cube(tfl.Operation):
@@ -37,3 +37,32 @@ def test_wrong_gradient_fails_with_the_worst_element():
     report = gradcheck(Cube, [x], raise_on_failure=False)
     assert not report.ok and report.worst["index"] == (1, 0)
     assert report.worst["analytic"] == pytest.approx(report.worst["numeric"] * 2 / 3, rel=1e-4)
+
+
+def test_failure_names_the_op_and_the_input_value_at_the_worst_element():
+    @tfl.register_gradient(Cube)
+    def _grad(op, grad):
+        return [grad * 2.0 * op.inputs[0] ** 2]  # wrong factor
+    x = np.array([[0.1, -0.2], [3.0, 0.5]])
+    with pytest.raises(GradientCheckError) as err:
+        gradcheck(Cube, [x])
+    message = str(err.value)
+    assert "gradcheck of Cube node 'Cube' FAILED" in message
+    assert "index (1, 0) (input value 3)" in message
+    assert "registered for: Cube" in message
+
+
+def test_integer_inputs_are_refused_instead_of_passing_unchecked():
+    @tfl.register_gradient(Cube)
+    def _grad(op, grad):
+        return [grad * 0.0]  # wrong, and an integer input would hide it
+    with pytest.raises(GradcheckInputError, match=r"input 0: int64.*astype\(np.float64\)"):
+        gradcheck(Cube, [np.array([1, 2, 3])])
+    with pytest.raises(GradientCheckError):  # the same values as floats are checked, and fail
+        gradcheck(Cube, [np.array([1.0, 2.0, 3.0])])
+
+
+def test_integer_labels_next_to_float_inputs_are_fed_but_not_checked():
+    logits, labels = np.random.default_rng(0).standard_normal((4, 3)), np.array([0, 2, 1, 2])
+    report = gradcheck(tfl.nn.softmax_cross_entropy, [logits, labels])
+    assert report.ok and "SoftmaxCrossEntropy" in str(report)

@@ -2,28 +2,35 @@
 import numpy as np
 
 from .autodiff.gradients import gradients
-from .errors import GradientCheckError
+from .errors import GradientCheckError, TinyflowError
 from .graph import Graph
 from .nodes import Constant, Placeholder
 from .ops.reductions import reduce_sum
 from .session import Session
 
 
+class GradcheckInputError(TinyflowError, TypeError):
+    """gradcheck was given inputs it cannot differentiate (no floating-point input)."""
+
+
 class GradcheckReport:
     """What gradcheck found: whether it passed, and the worst disagreement."""
 
-    def __init__(self, ok, directional, worst):
-        self.ok, self.directional, self.worst = ok, directional, worst
+    def __init__(self, ok, directional, worst, checked=""):
+        self.ok, self.directional, self.worst, self.checked = ok, directional, worst, checked
 
     def __str__(self):
-        lines = [f"gradcheck {'passed' if self.ok else 'FAILED'}"]
+        of = f" of {self.checked}" if self.checked else ""
+        lines = [f"gradcheck{of} {'passed' if self.ok else 'FAILED'}"]
         for d in self.directional:
             lines.append(f"  direction {d['direction']}: analytic {d['analytic']:.6g}, "
                          f"numeric {d['numeric']:.6g}, error {d['error']:.3g}")
         if self.worst:
             w = self.worst
-            lines.append(f"  worst element: input {w['input']} index {w['index']}: analytic {w['analytic']:.6g}, "
-                         f"numeric {w['numeric']:.6g}")
+            lines.append(f"  worst element: input {w['input']} index {w['index']} (input value {w['value']:.6g}): "
+                         f"analytic {w['analytic']:.6g}, numeric {w['numeric']:.6g}")
+            if w.get("ops"):
+                lines.append(f"  check the gradient function(s) registered for: {', '.join(w['ops'])}")
         return "\n".join(lines)
 
 
@@ -44,10 +51,18 @@ def gradcheck(build, inputs, eps=1e-6, atol=1e-6, rtol=1e-4, directions=3, seed=
     """
     inputs = [_as_float64(v) for v in inputs]
     checked = [i for i, v in enumerate(inputs) if v.dtype.kind == "f"]
+    if not checked:
+        kinds = ", ".join(f"input {i}: {v.dtype}" for i, v in enumerate(inputs)) or "no inputs"
+        raise GradcheckInputError(
+            f"gradcheck has nothing to differentiate: no input is floating-point ({kinds}). Finite "
+            "differences need real-valued inputs: pass e.g. np.array([1, 2, 3], dtype=np.float64) or "
+            "x.astype(np.float64); integer inputs (such as class labels) are only fed, never checked.")
     rng = np.random.default_rng(seed)
     with Graph().as_default() as graph:
         nodes = [Placeholder(v.shape, v.dtype, name=f"input{i}") for i, v in enumerate(inputs)]
         out = build(*nodes)
+        # the op types `build` created: the gradient functions a failure points at
+        built_ops = list(dict.fromkeys(n.op_type for n in graph.nodes[len(nodes):]))
         sess = Session(graph, backend=backend)
         feed = dict(zip(nodes, inputs))
         projection = Constant(rng.standard_normal(np.shape(sess.run(out, feed))))
@@ -70,7 +85,9 @@ def gradcheck(build, inputs, eps=1e-6, atol=1e-6, rtol=1e-4, directions=3, seed=
             results.append(dict(direction=k, analytic=exact, numeric=numeric, error=error))
 
         worst = None if ok else _worst_element(inputs, checked, analytic, nodes, feed, loss_at, eps)
-    report = GradcheckReport(ok, results, worst)
+        if worst is not None:
+            worst["ops"] = built_ops
+    report = GradcheckReport(ok, results, worst, checked=f"{out.op_type} node '{out.name}'")
     if not ok and raise_on_failure:
         raise GradientCheckError(str(report))
     return report
@@ -88,5 +105,7 @@ def _worst_element(inputs, checked, analytic, nodes, feed, loss_at, eps):
             numeric = (up - loss_at({nodes[i]: bumped})) / (2 * eps)
             error = abs(numeric - a[index])
             if worst is None or error > worst["error"]:
-                worst = dict(input=i, index=index, analytic=float(a[index]), numeric=numeric, error=error)
+                worst = dict(input=i, index=index, value=float(inputs[i][index]), analytic=float(a[index]),
+                             numeric=numeric, error=error)
     return worst
+

@@ -1,5 +1,6 @@
 """Node: the base of every graph element, and the operator overloading that builds graphs."""
 import os
+import re
 import sys
 
 import numpy as np
@@ -16,6 +17,19 @@ def _user_frame():
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
     return frame
+
+
+def _notebook_cell(filename):
+    """The execution count of the IPython / Jupyter cell compiled as `filename`, or None for a real file."""
+    legacy = re.match(r"<ipython-input-(\d+)-", filename)  # classic IPython names cells like this
+    if legacy:
+        return int(legacy.group(1))
+    ipython = sys.modules.get("IPython")  # only a running IPython knows its cells: never import it here
+    shell = ipython.get_ipython() if ipython is not None else None
+    name_of = getattr(getattr(shell, "compiler", None), "format_code_name", None)
+    label = name_of(filename) if name_of is not None else None  # ("Cell", "In[5]") for a cell
+    number = re.search(r"\d+", label[1]) if label else None
+    return int(number.group()) if number else None
 
 
 class Node:
@@ -50,10 +64,13 @@ class Node:
 
     @property
     def creation_site(self):
-        """"file:line" of the user code that created this node."""
+        """"file:line" of the user code that created this node ("cell 5, line 3" in a notebook)."""
         if self._site is None:
             return "<unknown>"
         filename, line = self._site
+        cell = _notebook_cell(filename)
+        if cell is not None:
+            return f"cell {cell}, line {line}"
         try:
             rel = os.path.relpath(filename)
             filename = rel if not rel.startswith("..") else filename
