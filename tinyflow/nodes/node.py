@@ -26,7 +26,7 @@ def _notebook_cell(filename):
         return int(legacy.group(1))
     ipython = sys.modules.get("IPython")  # only a running IPython knows its cells: never import it here
     shell = ipython.get_ipython() if ipython is not None else None
-    name_of = getattr(getattr(shell, "compiler", None), "format_code_name", None)
+    name_of = getattr(getattr(shell, "compile", None), "format_code_name", None)
     label = name_of(filename) if name_of is not None else None  # ("Cell", "In[5]") for a cell
     number = re.search(r"\d+", label[1]) if label else None
     return int(number.group()) if number else None

@@ -92,7 +92,8 @@ class BackpropSteps:
         return path
 
     def _repr_html_(self):
-        return self.to_html()
+        from .graphviz_render import dot_available, no_dot_html
+        return self.to_html() if dot_available() else no_dot_html(*self.frames)
 
 
 def _values(records, feed_dict, session):
@@ -110,11 +111,11 @@ def _values(records, feed_dict, session):
 
 
 def _frame(records, index, values, forward_values):
-    import graphviz
+    from .graphviz_render import digraph
     record = records[index]
     taken = {r["node"]: r for r in records[:index + 1]}
     between = record["between"]
-    dot = graphviz.Digraph(f"step{index}", graph_attr=dict(
+    dot = digraph(f"step{index}", graph_attr=dict(
         rankdir="BT", fontname="Helvetica", fontsize="12", labelloc="t",
         label=f"step {index + 1} of {len(records)}: took '{record['node'].name}' from the queue; "
               f"queue now: [{', '.join(n.name for n in record['queue'])}]"),

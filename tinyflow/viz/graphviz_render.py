@@ -1,4 +1,6 @@
 """Graph pictures with graphviz: every kind of node drawn distinctly, name scopes as clusters."""
+import functools
+import html
 import os
 import shutil
 
@@ -142,7 +144,7 @@ def to_graphviz(target=None, show_shapes=True, show_values=False, show_gradients
 
     def collapsed_scope(node):
         return next((c for c in collapse if node.name.startswith(c + "/")), None)
-    dot = graphviz.Digraph("tinyflow", graph_attr=dict(rankdir="TB", newrank="true", fontname="Helvetica", fontsize="11"),
+    dot = digraph("tinyflow", graph_attr=dict(rankdir="TB", newrank="true", fontname="Helvetica", fontsize="11"),
                            node_attr=dict(fontname="Helvetica", fontsize="10"),
                            edge_attr=dict(fontname="Helvetica", fontsize="8", color="#666666"))
     clusters = {}
@@ -201,12 +203,55 @@ def dot_available():
     return shutil.which("dot") is not None
 
 
+INSTALL_DOT = ("Install it with `sudo apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS) "
+               "or `conda install graphviz`, then restart the kernel.")
+NO_DOT = ("graphviz's `dot` program is not installed, so this graph cannot be drawn: SVG and PNG pictures are "
+          "made from the DOT text by `dot` itself, there is no way around it. " + INSTALL_DOT)
+
+
 def _require_dot():
     if not dot_available():
-        raise VizError("graphviz's `dot` program is not installed, so pictures cannot be rendered. "
-                       "Install it with `sudo apt-get install graphviz` (Debian/Ubuntu), "
-                       "`brew install graphviz` (macOS) or `conda install graphviz`; "
-                       "to_graphviz() still returns the DOT source without it.")
+        raise VizError("graphviz's `dot` program is not installed, so pictures cannot be rendered. " + INSTALL_DOT +
+                       " to_graphviz() still returns the graph (its DOT text is `.source`) without it.")
+
+
+def no_dot_html(*graphs):
+    """What Jupyter shows for graphs when `dot` is missing: the message and each graph's DOT source."""
+    sources = "".join(f"<pre style='font-size:80%'>{html.escape(g.source)}</pre>" for g in graphs)
+    return (f"<div class='tinyflow-no-dot'><p><b>{html.escape(NO_DOT)}</b></p>"
+            f"<details><summary>DOT source</summary>{sources}</details></div>")
+
+
+@functools.lru_cache(maxsize=None)
+def _picture_class():
+    import graphviz
+
+    class GraphPicture(graphviz.Digraph):
+        """A graphviz.Digraph that, without `dot`, shows its DOT source and raises VizError instead of
+        graphviz's ExecutableNotFound traceback."""
+
+        def _repr_mimebundle_(self, include=None, exclude=None, **options):
+            if dot_available():
+                try:
+                    return super()._repr_mimebundle_(include, exclude, **options)
+                except graphviz.ExecutableNotFound:
+                    pass  # `dot` vanished or cannot run: show the text below
+            return {"text/plain": f"{NO_DOT}\n\n{self.source}", "text/html": no_dot_html(self)}
+
+        def pipe(self, *args, **kwargs):
+            _require_dot()
+            return super().pipe(*args, **kwargs)
+
+        def render(self, *args, **kwargs):
+            _require_dot()
+            return super().render(*args, **kwargs)
+
+    return GraphPicture
+
+
+def digraph(*args, **kwargs):
+    """A graphviz.Digraph for tinyflow's pictures: without `dot` it shows its DOT source and a clear message."""
+    return _picture_class()(*args, **kwargs)
 
 
 def render(target, path, **options):
