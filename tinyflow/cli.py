@@ -42,7 +42,10 @@ def main(argv=None):
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--out", default=None, help="folder for the pictures (default: <name>-demo)")
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_teaching_commands(sub)
     args = parser.parse_args(argv)
+    if args.command in ("assignments", "grade"):
+        return _teaching(args)
     if args.command == "info":
         info()
     elif args.command == "demo":
@@ -51,6 +54,46 @@ def main(argv=None):
         options = {k: v for k, v in dict(epochs=args.epochs, batch_size=args.batch_size, out=args.out).items()
                    if v is not None}
         demo.main(backend=args.backend, seed=args.seed, verbose=0 if args.quiet else 1, **options)
+    return 0
+
+
+def _add_teaching_commands(sub):
+    """`tinyflow assignments make-student OUT/` and `tinyflow grade assignmentN [path]`."""
+    assignments = sub.add_parser("assignments", help="teacher's tools for the assignments")
+    tools = assignments.add_subparsers(dest="tool", required=True)
+    make = tools.add_parser("make-student", help="write the student version (solutions replaced by stubs)")
+    make.add_argument("out", help="new folder for the student version")
+    make.add_argument("--source", default=None, help="the solutions folder (default: assignments/ of this checkout)")
+    make.add_argument("--force", action="store_true", help="write into a folder that is not empty")
+    grade = sub.add_parser("grade", help="run an assignment's tests on a student's folder, score each test")
+    grade.add_argument("assignment", help="assignmentN, or all")
+    grade.add_argument("path", nargs="?", default=".", help="the student's folder (default: the current one)")
+    grade.add_argument("--source", default=None, help="the teacher's assignments folder holding the official tests")
+    grade.add_argument("--json", default=None,
+                       help="where to write the JSON report (default: grade-<assignment>.json; '-' prints it instead)")
+
+
+def _teaching(args):
+    import json
+    from tinyflow import teaching
+    from tinyflow.errors import TinyflowError
+    source = args.source or teaching.SOURCE
+    try:
+        if args.command == "assignments":
+            written = teaching.make_student(args.out, source=source, force=args.force)
+            print(f"wrote the student version ({len(written)} files) to {args.out}; hand it out, then grade with "
+                  f"`tinyflow grade assignmentN {args.out}`")
+            return 0
+        report = teaching.grade(args.assignment, args.path, source=source)
+    except TinyflowError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.json == "-":
+        print(json.dumps(report, indent=2))
+        return 0
+    print(teaching.format_report(report))
+    path = teaching.grader.write_report(report, args.json or f"grade-{args.assignment}.json")
+    print(f"JSON report written to {path}")
     return 0
 
 
