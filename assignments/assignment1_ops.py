@@ -18,7 +18,8 @@ def broadcast_shape(a, b):
     (the None must be 1 or n at run time); (None, None) -> None. Other pairs raise tfl.ShapeError.
     """
     # BEGIN SOLUTION
-    # HINT: pad the shorter tuple with 1s on the left, then decide each axis from the pair (da, db); raise tfl.ShapeError naming both shapes when two known sizes > 1 differ
+    # HINT: pad the shorter tuple with 1s on the left, then decide each axis from the pair (da, db); raise
+    #   tfl.ShapeError naming both shapes when two known sizes > 1 differ
     a, b = tuple(a), tuple(b)
     width = max(len(a), len(b))
     a, b = (1,) * (width - len(a)) + a, (1,) * (width - len(b)) + b
@@ -45,7 +46,8 @@ def reduced_shape(shape, axis=None, keepdims=False):
     A reduced axis disappears, or becomes 1 with keepdims. An axis out of range raises tfl.ShapeError.
     """
     # BEGIN SOLUTION
-    # HINT: normalise axis to a set of non-negative ints (None means all of range(len(shape)); -1 means len(shape) - 1), check the range, then rebuild the tuple axis by axis
+    # HINT: normalise axis to a set of non-negative ints (None means all of range(len(shape)); -1 means
+    #   len(shape) - 1), check the range, then rebuild the tuple axis by axis
     rank = len(shape)
     axes = range(rank) if axis is None else (axis,) if isinstance(axis, int) else axis
     normalized = set()
@@ -90,7 +92,8 @@ class Outer(tfl.Operation):
 
     def infer_shape(self, a_shape, b_shape):
         # BEGIN SOLUTION
-        # HINT: both inputs must be 1-D (else raise tfl.ShapeError saying which one is not); the sizes may be None
+        # HINT: both inputs must be 1-D (else raise tfl.ShapeError saying which one is not); the sizes may be
+        #   None
         for which, shape in (("first", a_shape), ("second", b_shape)):
             if len(shape) != 1:
                 raise tfl.ShapeError(f"Outer takes two vectors; the {which} input has shape {shape}. "

@@ -17,7 +17,8 @@ def numeric_gradient(f, x, eps=1e-6):
     Returns an array of x's shape; `x` must be left unchanged.
     """
     # BEGIN SOLUTION
-    # HINT: for each index (np.ndindex(x.shape)), evaluate f at x + eps and x - eps in that element only, divide the difference by 2 eps; work on a copy of x
+    # HINT: for each index (np.ndindex(x.shape)), evaluate f at x + eps and x - eps in that element only,
+    #   divide the difference by 2 eps; work on a copy of x
     x = np.array(x, dtype=np.float64)
     grad = np.zeros_like(x)
     for index in np.ndindex(x.shape):
@@ -54,7 +55,8 @@ class Swish(tfl.Operation):
 @tfl.register_gradient(Swish)
 def _swish_grad(op, grad):
     # BEGIN SOLUTION
-    # HINT: x = op.inputs[0]; build s = tfl.sigmoid(x) and return a list with ONE node: grad * (s + x * s * (1 - s))
+    # HINT: x = op.inputs[0]; build s = tfl.sigmoid(x) and return a list with ONE node: grad * (s + x * s * (1
+    #   - s))
     x = op.inputs[0]
     s = tfl.sigmoid(x)
     return [grad * (s + x * s * (1.0 - s))]
@@ -77,7 +79,8 @@ class WeightedSum(tfl.Operation):
 @tfl.register_gradient(WeightedSum)
 def _weighted_sum_grad(op, grad):
     # BEGIN SOLUTION
-    # HINT: two inputs, so return two nodes; reshape grad to (N, 1) with tfl.reshape(grad, (-1, 1)) so it broadcasts against x, and sum over the batch axis for w (tfl.reduce_sum(..., axis=0))
+    # HINT: two inputs, so return two nodes; reshape grad to (N, 1) with tfl.reshape(grad, (-1, 1)) so it
+    #   broadcasts against x, and sum over the batch axis for w (tfl.reduce_sum(..., axis=0))
     x, w = op.inputs
     column = tfl.reshape(grad, (-1, 1))
     return [column * w, tfl.reduce_sum(column * x, axis=0)]
@@ -101,7 +104,8 @@ class LogSumExp(tfl.Operation):
 @tfl.register_gradient(LogSumExp)
 def _logsumexp_grad(op, grad):
     # BEGIN SOLUTION
-    # HINT: the output lost the last axis, so give grad a trailing axis of size 1 (tfl.reshape with op.inputs[0]'s rank, or reduce_sum tricks) and multiply by tfl.softmax(op.inputs[0], axis=-1)
+    # HINT: the output lost the last axis, so give grad a trailing axis of size 1 (tfl.reshape with
+    #   op.inputs[0]'s rank, or reduce_sum tricks) and multiply by tfl.softmax(op.inputs[0], axis=-1)
     x = op.inputs[0]
     expanded = tfl.reshape(grad, tuple(-1 if d is None else d for d in x.shape[:-1]) + (1,))
     return [expanded * tfl.softmax(x, axis=-1)]

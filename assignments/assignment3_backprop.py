@@ -39,7 +39,8 @@ def fit_to_input(grad, inp):
 def nodes_between(y, xs):
     """The float nodes on some path from one of `xs` to `y` (both ends included), as a set."""
     # BEGIN SOLUTION
-    # HINT: start from the xs that are ancestors of y and follow node.consumers forward, keeping only nodes that are float (is_float) and ancestors of y
+    # HINT: start from the xs that are ancestors of y and follow node.consumers forward, keeping only nodes
+    #   that are float (is_float) and ancestors of y
     needed = ancestors(y)
     between, stack = set(), [x for x in xs if x in needed]
     while stack:
@@ -66,7 +67,9 @@ def backprop_order(y, xs):
     of one node in the order they become ready (inputs in their order in `node.inputs`).
     """
     # BEGIN SOLUTION
-    # HINT: between = nodes_between(y, xs); pending = pending_counts(between); a deque holding y; pop a node, append it to the order, decrement the pending count of each of its inputs in between and enqueue those that reach 0
+    # HINT: between = nodes_between(y, xs); pending = pending_counts(between); a deque holding y; pop a node,
+    #   append it to the order, decrement the pending count of each of its inputs in between and enqueue
+    #   those that reach 0
     between = nodes_between(y, xs)
     if y not in between:
         return []
@@ -92,7 +95,9 @@ def gradients(y, xs):
     (or None) per input, or NOT_DIFFERENTIABLE; pass each gradient through fit_to_input.
     """
     # BEGIN SOLUTION
-    # HINT: walk in backprop_order(y, xs); keep a dict node -> list of contributions (y starts with [tfl.ones_like(y)]); for each node sum its list, store it, call its gradient function and append each input's gradient to that input's list (inputs outside nodes_between get nothing)
+    # HINT: walk in backprop_order(y, xs); keep a dict node -> list of contributions (y starts with
+    #   [tfl.ones_like(y)]); for each node sum its list, store it, call its gradient function and append
+    #   each input's gradient to that input's list (inputs outside nodes_between get nothing)
     between = nodes_between(y, xs)
     contributions = {node: [] for node in between}
     grads = {}

@@ -20,7 +20,8 @@ class MomentumUpdate(ApplyUpdate):
     def update(self, param, grad, lr, step, momentum_buffer):
         momentum = self.hyper["momentum"]
         # BEGIN SOLUTION
-        # HINT: if step == 0 the buffer is the gradient itself, else momentum * buffer + grad; return (new param, step + 1, new buffer) in this order
+        # HINT: if step == 0 the buffer is the gradient itself, else momentum * buffer + grad; return (new
+        #   param, step + 1, new buffer) in this order
         momentum_buffer = grad if step == 0 else momentum * momentum_buffer + grad
         return param - lr * momentum_buffer, step + 1, momentum_buffer
         # END SOLUTION
@@ -42,7 +43,8 @@ class RMSPropUpdate(ApplyUpdate):
     def update(self, param, grad, lr, square_avg):
         alpha, eps = self.hyper["alpha"], self.hyper["eps"]
         # BEGIN SOLUTION
-        # HINT: update square_avg first, then the parameter with the new square_avg; return (new param, new square_avg); note eps goes outside the square root
+        # HINT: update square_avg first, then the parameter with the new square_avg; return (new param, new
+        #   square_avg); note eps goes outside the square root
         square_avg = alpha * square_avg + (1 - alpha) * grad * grad
         return param - lr * grad / (np.sqrt(square_avg) + eps), square_avg
         # END SOLUTION
@@ -65,7 +67,8 @@ class AdamUpdate(ApplyUpdate):
     def update(self, param, grad, lr, step, exp_avg, exp_avg_sq):
         (beta1, beta2), eps = self.hyper["betas"], self.hyper["eps"]
         # BEGIN SOLUTION
-        # HINT: increment step first (t starts at 1 in the bias corrections), update both moments, correct their bias, then step the parameter; return (param, step, exp_avg, exp_avg_sq)
+        # HINT: increment step first (t starts at 1 in the bias corrections), update both moments, correct
+        #   their bias, then step the parameter; return (param, step, exp_avg, exp_avg_sq)
         step = step + 1
         exp_avg = beta1 * exp_avg + (1 - beta1) * grad
         exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * grad * grad

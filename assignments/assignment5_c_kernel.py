@@ -40,7 +40,9 @@ def build(folder):
 def leaky_relu_kernel(kernels, op, x):
     """The forward kernel for a LeakyRelu op (alpha is op.alpha): C for float32, the op's numpy compute otherwise."""
     # BEGIN SOLUTION
-    # HINT: if x.dtype is not float32 return op.compute(x); else make x contiguous (np.ascontiguousarray), allocate out = np.empty_like(x), call kernels.lib.leaky_relu_f32 with kernels.ffi.from_buffer("float[]", array) for x and out, x.size and op.alpha, return out
+    # HINT: if x.dtype is not float32 return op.compute(x); else make x contiguous (np.ascontiguousarray),
+    #   allocate out = np.empty_like(x), call kernels.lib.leaky_relu_f32 with
+    #   kernels.ffi.from_buffer("float[]", array) for x and out, x.size and op.alpha, return out
     if x.dtype != np.float32:
         return op.compute(x)
     x = np.ascontiguousarray(x)
@@ -54,7 +56,8 @@ def leaky_relu_kernel(kernels, op, x):
 def leaky_relu_back_kernel(kernels, op, x, grad):
     """The backward kernel for a LeakyReluGrad op (inputs x and grad, same shape): C only when both are float32."""
     # BEGIN SOLUTION
-    # HINT: like the forward kernel, but both inputs must be float32 and of the same shape, else op.compute(x, grad); make both contiguous
+    # HINT: like the forward kernel, but both inputs must be float32 and of the same shape, else op.compute(x,
+    #   grad); make both contiguous
     if x.dtype != np.float32 or grad.dtype != np.float32 or x.shape != grad.shape:
         return op.compute(x, grad)
     x, grad = np.ascontiguousarray(x), np.ascontiguousarray(grad)

@@ -21,11 +21,14 @@ def conv_output_size(n, kernel, stride=1, padding=0):
 def conv2d_naive(x, w, stride=1, padding=0):
     """Cross-correlation, NCHW: x (N, C, H, W), w (F, C, kH, kW) -> (N, F, H', W'), with loops, in float64."""
     # BEGIN SOLUTION
-    # HINT: pad x with np.pad on the two spatial axes only; for each output row i and column j take the window x[:, :, i*stride:i*stride+kH, j*stride:j*stride+kW] and contract it with w over (C, kH, kW) (np.tensordot with axes=([1, 2, 3], [1, 2, 3]))
+    # HINT: pad x with np.pad on the two spatial axes only; for each output row i and column j take the window
+    #   x[:, :, i*stride:i*stride+kH, j*stride:j*stride+kW] and contract it with w over (C, kH, kW)
+    #   (np.tensordot with axes=([1, 2, 3], [1, 2, 3]))
     n, _, height, width = x.shape
     filters, _, kh, kw = w.shape
     x = np.pad(np.asarray(x, np.float64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    out = np.zeros((n, filters, conv_output_size(height, kh, stride, padding), conv_output_size(width, kw, stride, padding)))
+    rows, cols = conv_output_size(height, kh, stride, padding), conv_output_size(width, kw, stride, padding)
+    out = np.zeros((n, filters, rows, cols))
     for i in range(out.shape[2]):
         for j in range(out.shape[3]):
             window = x[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
@@ -37,7 +40,8 @@ def conv2d_naive(x, w, stride=1, padding=0):
 def build_convnet():
     """Digits (N, 1, 8, 8) -> 10 logits: Conv2D(1→8, 3×3, padding 1, relu), MaxPool2D(2), Flatten, Linear(→10)."""
     # BEGIN SOLUTION
-    # HINT: tfl.nn.Sequential of tfl.nn.Conv2D(1, 8, 3, padding=1, act="relu"), tfl.nn.MaxPool2D(2), tfl.nn.Flatten() and tfl.nn.Linear(8 * 4 * 4, 10): work out why 8 * 4 * 4 with conv_output_size
+    # HINT: tfl.nn.Sequential of tfl.nn.Conv2D(1, 8, 3, padding=1, act="relu"), tfl.nn.MaxPool2D(2),
+    #   tfl.nn.Flatten() and tfl.nn.Linear(8 * 4 * 4, 10): work out why 8 * 4 * 4 with conv_output_size
     return tfl.nn.Sequential(tfl.nn.Conv2D(1, 8, 3, padding=1, act="relu", name="conv"),
                              tfl.nn.MaxPool2D(2, name="pool"), tfl.nn.Flatten(name="flatten"),
                              tfl.nn.Linear(8 * 4 * 4, 10, name="logits"))
@@ -49,7 +53,9 @@ def build_training_graph(net, lr=0.01):
     (None,) int64, and the nodes "logits", "loss" (mean softmax cross-entropy), "train" (Adam(lr) step)
     and "accuracy" (fraction of argmax(logits) equal to the labels)."""
     # BEGIN SOLUTION
-    # HINT: images = tfl.Placeholder((None, 1, 8, 8), "float32", name="images"); logits = net(images); tfl.nn.softmax_cross_entropy(logits, labels); tfl.optim.Adam(lr).minimize(loss); accuracy from tfl.equal(tfl.argmax(logits, axis=1), labels) cast to float32 and averaged
+    # HINT: images = tfl.Placeholder((None, 1, 8, 8), "float32", name="images"); logits = net(images);
+    #   tfl.nn.softmax_cross_entropy(logits, labels); tfl.optim.Adam(lr).minimize(loss); accuracy from
+    #   tfl.equal(tfl.argmax(logits, axis=1), labels) cast to float32 and averaged
     images = tfl.Placeholder((None, 1, 8, 8), "float32", name="images")
     labels = tfl.Placeholder((None,), "int64", name="labels")
     logits = net(images)
@@ -64,7 +70,8 @@ def train(parts, X, y, epochs=5, batch_size=32, seed=0):
     """Mini-batch training: each epoch visits the rows of X in a new random order (np.random.default_rng(seed)),
     in batches of `batch_size`, running parts["train"]. Returns the mean training loss of each epoch."""
     # BEGIN SOLUTION
-    # HINT: one tfl.Session for the whole loop; rng.permutation(len(X)) per epoch; sess.run([parts["train"], parts["loss"]], {parts["images"]: X[idx], parts["labels"]: y[idx]}) per batch
+    # HINT: one tfl.Session for the whole loop; rng.permutation(len(X)) per epoch; sess.run([parts["train"],
+    #   parts["loss"]], {parts["images"]: X[idx], parts["labels"]: y[idx]}) per batch
     rng = np.random.default_rng(seed)
     history = []
     with tfl.Session() as sess:

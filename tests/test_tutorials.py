@@ -6,6 +6,7 @@ source with a clear message instead of a traceback, and show their matplotlib pl
 """
 import os
 import pathlib
+import re
 import tempfile
 
 import pytest
@@ -151,3 +152,17 @@ def test_a_notebook_without_dot_shows_dot_source_instead_of_a_traceback(tmp_path
     assert "Traceback" not in shown and "ExecutableNotFound" not in shown
     assert shown.count(NO_DOT_MARK) >= 3 and "digraph tinyflow" in shown and "digraph step" in shown
     assert not graph_pictures(nb)
+
+
+def test_the_dev_extra_installs_every_jupyter_command_the_readme_names():
+    """tutorials/README.md tells users to run `jupyter lab` and `jupyter nbconvert`: [dev] brings them."""
+    import ast
+    setup = (TUTORIALS.parent / "setup.py").read_text()
+    start = setup.index("extras_require=") + len("extras_require=")
+    extras = ast.literal_eval(setup[start:].split("\n    },")[0] + "\n}")
+    dev = {re.split(r"[<>=;\[ ]", requirement)[0].lower() for requirement in extras["dev"]}
+    commands = set(re.findall(r"`jupyter (\w+)", (TUTORIALS / "README.md").read_text()))
+    package = {"lab": "jupyterlab", "notebook": "notebook", "nbconvert": "nbconvert"}
+    assert commands and commands <= set(package), commands
+    assert {package[c] for c in commands} <= dev, (commands, dev)
+    assert "ipykernel" in dev and "nbclient" in dev

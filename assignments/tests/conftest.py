@@ -25,9 +25,10 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"assignment{number}: {topic}")
 
 
-def student_module(name):
-    """Import one of the student's modules (inside a test, so a broken file fails its tests, not the run)."""
-    return importlib.import_module(name)
+@pytest.fixture(scope="session")
+def student_module():
+    """Imports one of the student's modules by name (inside a test: a broken file fails its tests, not the run)."""
+    return importlib.import_module
 
 
 @pytest.fixture(autouse=True)

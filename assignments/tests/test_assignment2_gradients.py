@@ -3,14 +3,13 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from conftest import student_module
 from tinyflow.testing import gradcheck
 
 pytestmark = pytest.mark.assignment2
 
 
 @pytest.fixture
-def a2():
+def a2(student_module):
     return student_module("assignment2_gradients")
 
 

@@ -3,13 +3,12 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from conftest import student_module
 
 pytestmark = pytest.mark.assignment3
 
 
 @pytest.fixture
-def a3():
+def a3(student_module):
     return student_module("assignment3_backprop")
 
 

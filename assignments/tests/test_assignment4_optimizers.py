@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from conftest import student_module
 
 pytestmark = pytest.mark.assignment4
 
@@ -12,7 +11,7 @@ TARGET = np.array([[0.0, 1.0], [-1.0, 2.0]])
 
 
 @pytest.fixture
-def a4():
+def a4(student_module):
     return student_module("assignment4_optimizers")
 
 

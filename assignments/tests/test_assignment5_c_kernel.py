@@ -3,14 +3,13 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from conftest import student_module
 
 pytest.importorskip("cffi", reason="cffi is not installed (pip install cffi)")
 pytestmark = pytest.mark.assignment5
 
 
 @pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
+def compiled(student_module, tmp_path_factory):
     """The student's C file, compiled once for this module (a second or two)."""
     a5 = student_module("assignment5_c_kernel")
     return a5, a5.build(str(tmp_path_factory.mktemp("assignment5")))

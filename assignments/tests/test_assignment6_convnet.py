@@ -3,13 +3,12 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from conftest import student_module
 
 pytestmark = pytest.mark.assignment6
 
 
 @pytest.fixture
-def a6():
+def a6(student_module):
     return student_module("assignment6_convnet")
 
 

@@ -26,7 +26,8 @@ def test_jupyter_shows_the_dot_source_and_says_why(no_dot):
     _, y = small_graph()
     bundle = tfl.viz.to_graphviz(y)._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html"}
-    assert "`dot` program is not installed" in bundle["text/plain"] and "apt-get install graphviz" in bundle["text/plain"]
+    assert "`dot` program is not installed" in bundle["text/plain"]
+    assert "apt-get install graphviz" in bundle["text/plain"]
     assert "digraph tinyflow" in bundle["text/plain"] and "cluster_layer" in bundle["text/plain"]
     assert "DOT source" in bundle["text/html"] and "there is no way around it" in bundle["text/html"]
 

@@ -71,8 +71,9 @@ def _results(xml):
         message = "" if problem is None else (problem.get("message") or problem.text or "").strip()
         module = case.get("classname", "").rsplit(".", 1)[-1]
         owner = re.match(r"test_(assignment\d+)", module)
+        first_line = message.splitlines()[0][:300] if message else ""
         tests.append(dict(assignment=owner.group(1) if owner else module, test=case.get("name"), outcome=outcome,
-                          points=1 if outcome == "passed" else 0, message=message.splitlines()[0][:300] if message else ""))
+                          points=1 if outcome == "passed" else 0, message=first_line))
     return tests
 
 
