@@ -134,3 +134,15 @@ def test_grade_explains_bad_arguments(tmp_path, capsys):
     assert "unknown assignment 'assignment9'" in capsys.readouterr().err
     with pytest.raises(GradingError, match="does not exist"):
         grade("assignment1", tmp_path / "missing")
+
+
+@pytest.mark.slow
+def test_a_student_without_the_checkout_grades_with_the_handed_out_tests(student, tmp_path, capsys, monkeypatch):
+    import tinyflow.teaching
+    folder = tmp_path / "bob"
+    shutil.copytree(student, folder)
+    shutil.copyfile(SOURCE / "assignment1_ops.py", folder / "assignment1_ops.py")
+    monkeypatch.setattr(tinyflow.teaching, "SOURCE", tmp_path / "not-a-checkout")
+    assert cli.main(["grade", "assignment1", str(folder), "--json", "-"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["score"] == report["max_score"] > 10

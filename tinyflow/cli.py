@@ -78,6 +78,8 @@ def _teaching(args):
     from tinyflow import teaching
     from tinyflow.errors import TinyflowError
     source = args.source or teaching.SOURCE
+    if args.command == "grade" and not args.source and not (teaching.SOURCE / "tests").is_dir():
+        source = args.path  # tinyflow installed without its checkout: a student grades with the handed-out tests
     try:
         if args.command == "assignments":
             written = teaching.make_student(args.out, source=source, force=args.force)
