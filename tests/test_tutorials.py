@@ -23,9 +23,26 @@ NO_DOT_MARK = "`dot` program is not installed"
 _EXECUTED = {}
 
 
+def tags(cell):
+    return cell.metadata.get("tags", [])
+
+
+def with_probes(nb):
+    """Before each exercise's solution cell, a copy of its check cell that must fail (nbclient lets a
+    cell tagged raises-exception fail): a check that passes without the solution checks nothing."""
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        if "solution" in tags(cell):
+            check = next(c for c in nb.cells[i + 1:] if "check" in tags(c))
+            cells.append(nbformat.v4.new_code_cell(check.source, metadata={"tags": ["raises-exception", "probe"]}))
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
 def execute(path, env=None):
     """Run a notebook in a fresh kernel (on the default backend) and return it with its outputs."""
-    nb = nbformat.read(path, as_version=4)
+    nb = with_probes(nbformat.read(path, as_version=4))
     env = {k: v for k, v in (env or os.environ).items() if k != "TINYFLOW_BACKEND"}
     with tempfile.TemporaryDirectory(prefix="tutorial-") as folder:  # files a notebook writes land here
         client = nbclient.NotebookClient(nb, timeout=180, kernel_name="python3",
@@ -47,7 +64,8 @@ def executed(path):
 
 
 def outputs(nb):
-    return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    """What a reader of the notebook sees (the probes are the tests' own cells)."""
+    return [o for c in nb.cells if c.cell_type == "code" and "probe" not in tags(c) for o in c.outputs]
 
 
 def texts(nb):
@@ -96,6 +114,16 @@ def test_every_tutorial_ends_with_exercises_that_check_themselves(path):
     assert 2 <= len(solutions) == len(checks) <= 3, path.name
     assert all(c.metadata.get("jupyter", {}).get("source_hidden") for c in solutions), "solutions start collapsed"
     assert all("assert" in c.source for c in checks), "every check asserts something"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_exercise_checks_fail_without_their_solutions(path):
+    probes = [c for c in executed(path).cells if "probe" in tags(c)]
+    assert len(probes) >= 2
+    for probe in probes:
+        errors = [o for o in probe.outputs if o.output_type == "error"]
+        assert errors and errors[0].ename in ("NameError", "AssertionError", "NotImplementedError"), probe.source
 
 
 @pytest.mark.slow
