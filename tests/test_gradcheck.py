@@ -66,3 +66,4 @@ def test_integer_labels_next_to_float_inputs_are_fed_but_not_checked():
     logits, labels = np.random.default_rng(0).standard_normal((4, 3)), np.array([0, 2, 1, 2])
     report = gradcheck(tfl.nn.softmax_cross_entropy, [logits, labels])
     assert report.ok and "SoftmaxCrossEntropy" in str(report)
+    assert report.fed_only == (1,) and "integer input(s) 1 fed but not checked" in str(report)

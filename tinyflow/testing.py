@@ -16,12 +16,16 @@ class GradcheckInputError(TinyflowError, TypeError):
 class GradcheckReport:
     """What gradcheck found: whether it passed, and the worst disagreement."""
 
-    def __init__(self, ok, directional, worst, checked=""):
+    def __init__(self, ok, directional, worst, checked="", fed_only=()):
         self.ok, self.directional, self.worst, self.checked = ok, directional, worst, checked
+        self.fed_only = tuple(fed_only)  # integer inputs: fed, never differentiated
 
     def __str__(self):
         of = f" of {self.checked}" if self.checked else ""
         lines = [f"gradcheck{of} {'passed' if self.ok else 'FAILED'}"]
+        if self.fed_only:
+            lines.append(f"  integer input(s) {', '.join(map(str, self.fed_only))} fed but not checked "
+                         "(pass floats to check them)")
         for d in self.directional:
             lines.append(f"  direction {d['direction']}: analytic {d['analytic']:.6g}, "
                          f"numeric {d['numeric']:.6g}, error {d['error']:.3g}")
@@ -87,7 +91,8 @@ def gradcheck(build, inputs, eps=1e-6, atol=1e-6, rtol=1e-4, directions=3, seed=
         worst = None if ok else _worst_element(inputs, checked, analytic, nodes, feed, loss_at, eps)
         if worst is not None:
             worst["ops"] = built_ops
-    report = GradcheckReport(ok, results, worst, checked=f"{out.op_type} node '{out.name}'")
+    report = GradcheckReport(ok, results, worst, checked=f"{out.op_type} node '{out.name}'",
+                             fed_only=[i for i in range(len(inputs)) if i not in checked])
     if not ok and raise_on_failure:
         raise GradientCheckError(str(report))
     return report
