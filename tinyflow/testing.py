@@ -113,4 +113,3 @@ def _worst_element(inputs, checked, analytic, nodes, feed, loss_at, eps):
                 worst = dict(input=i, index=index, value=float(inputs[i][index]), analytic=float(a[index]),
                              numeric=numeric, error=error)
     return worst
-

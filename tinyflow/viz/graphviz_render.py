@@ -145,8 +145,8 @@ def to_graphviz(target=None, show_shapes=True, show_values=False, show_gradients
     def collapsed_scope(node):
         return next((c for c in collapse if node.name.startswith(c + "/")), None)
     dot = digraph("tinyflow", graph_attr=dict(rankdir="TB", newrank="true", fontname="Helvetica", fontsize="11"),
-                           node_attr=dict(fontname="Helvetica", fontsize="10"),
-                           edge_attr=dict(fontname="Helvetica", fontsize="8", color="#666666"))
+                  node_attr=dict(fontname="Helvetica", fontsize="10"),
+                  edge_attr=dict(fontname="Helvetica", fontsize="8", color="#666666"))
     clusters = {}
 
     def container(scope):
