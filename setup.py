@@ -8,8 +8,10 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.9",
-    packages=find_packages(include=["tinyflow", "tinyflow.*"]),
-    package_data={"tinyflow.data": ["*.csv", "*.csv.gz", "*.md"]},
+    packages=find_packages(include=["tinyflow", "tinyflow.*"]) + ["tinyflow.opencl_kernels"],
+    # the OpenCL kernel sources stay in ckernels/opencl (the design's layout) and ship inside the package
+    package_dir={"tinyflow.opencl_kernels": "ckernels/opencl"},
+    package_data={"tinyflow.data": ["*.csv", "*.csv.gz", "*.md"], "tinyflow.opencl_kernels": ["*.cl"]},
     install_requires=[
         "numpy>=1.24",
         "cffi>=1.15",

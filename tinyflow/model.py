@@ -9,6 +9,7 @@ from .nn.losses import mse_loss, sigmoid_cross_entropy, softmax_cross_entropy
 from .nodes import Placeholder
 from .ops.array_ops import reshape
 from .ops.state_ops import group
+from .progress import Progress
 from .random import next_seed
 from .session import Session
 
@@ -120,33 +121,31 @@ class Model:
     def fit(self, X, y, epochs=1, batch_size=32, validation_data=None, shuffle=True, verbose=1,
             early_stopping=None):
         """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics."""
-        from tqdm.auto import tqdm
         X, y = np.asarray(X), np.asarray(y)
         self._ensure_built(X, y)
         history, seed = History(), next_seed()
         if early_stopping is not None:
             early_stopping.start()
         steps_per_epoch = -(-len(X) // batch_size)
-        bar = tqdm(total=epochs * steps_per_epoch, disable=not verbose, unit="batch", dynamic_ncols=True)
+        progress = Progress(epochs, steps_per_epoch, verbose)
         for epoch in range(1, epochs + 1):
             total, seen = 0.0, 0
-            bar.set_description(f"epoch {epoch}/{epochs}")
+            progress.start_epoch(epoch)
             for xb, yb in batches(X, y, batch_size=batch_size, shuffle=shuffle, seed=seed + epoch):
                 _, loss = self.session.run([self.train_op, self.loss],
                                            {self.x: xb, self.target: yb, self.training: True})
                 total, seen = total + float(loss) * len(xb), seen + len(xb)
-                bar.update(1)
-                bar.set_postfix(loss=f"{total / seen:.4f}")
+                progress.batch(total / seen)
             logs = {"loss": total / seen}
             if self.metrics:
                 logs.update(self._metric_values(self.predict(X), y))
             if validation_data is not None:
                 logs.update({f"val_{k}": v for k, v in self.evaluate(*validation_data).items()})
             history.record(epoch, logs)
-            bar.set_postfix({k: f"{v:.4f}" for k, v in logs.items()})
+            progress.end_epoch(epoch, logs)
             if early_stopping is not None and early_stopping.should_stop(epoch, logs, self.variables):
                 break
-        bar.close()
+        progress.close()
         if early_stopping is not None:
             early_stopping.finish(self.variables)
         return history

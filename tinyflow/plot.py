@@ -27,7 +27,7 @@ def _finish(fig, path):
     return fig
 
 
-def training_curves(history, path=None, title="Training curves"):
+def training_curves(history, path=None, *, title="Training curves"):
     """Loss (and each metric) per epoch from a History, training and validation side by side."""
     keys = [k for k in history.history if not k.startswith("val_")]
     fig = Figure(figsize=(5 * len(keys), 3.6))
@@ -46,7 +46,7 @@ def training_curves(history, path=None, title="Training curves"):
     return _finish(fig, path)
 
 
-def predicted_vs_actual(y_true, y_pred, path=None, title="Predicted vs actual", unit=""):
+def predicted_vs_actual(y_true, y_pred, path=None, *, title="Predicted vs actual", unit=""):
     """Scatter of predictions against targets for regression, with the y = x line."""
     y_true, y_pred = np.ravel(y_true), np.ravel(y_pred)
     fig = Figure(figsize=(4.8, 4.6))
@@ -63,7 +63,7 @@ def predicted_vs_actual(y_true, y_pred, path=None, title="Predicted vs actual", 
     return _finish(fig, path)
 
 
-def confusion_matrix(y_true, y_pred, path=None, labels=None, title="Confusion matrix"):
+def confusion_matrix(y_true, y_pred, path=None, *, labels=None, title="Confusion matrix"):
     """Counts of true class (rows) against predicted class (columns); y_pred may be class scores."""
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     if y_pred.ndim == 2:

@@ -26,8 +26,11 @@ INSTALL_HINT = ('install an OpenCL runtime: `pip install -e ".[opencl]"` brings 
 
 
 def _kernel_folder():
-    """Where the .cl sources are: ckernels/opencl in the repository (an editable install uses it in place)."""
-    return pathlib.Path(__file__).resolve().parents[2] / "ckernels" / "opencl"
+    """Where the .cl sources are: tinyflow/opencl_kernels when installed (setup.py ships them), else ckernels/opencl."""
+    import tinyflow  # the package root, wherever this module sits inside it
+    package = pathlib.Path(tinyflow.__file__).resolve().parent
+    installed = package / "opencl_kernels"
+    return installed if installed.is_dir() else package.parent / "ckernels" / "opencl"
 
 
 def devices():

@@ -41,10 +41,10 @@ def main(epochs=200, batch_size=32, backend=None, seed=0, out="boston-demo", ver
     print(f"test RMSE  linear: {linear_rmse:.3f}   MLP: {mlp_rmse:.3f}  (in $1000s)")
 
     os.makedirs(out, exist_ok=True)
-    written = [tfl.plot.training_curves(history, os.path.join(out, "loss_curves.png"), "Boston MLP") and
+    written = [tfl.plot.training_curves(history, os.path.join(out, "loss_curves.png"), title="Boston MLP") and
                os.path.join(out, "loss_curves.png")]
     tfl.plot.predicted_vs_actual(data[3], mlp.predict(data[1]), os.path.join(out, "predicted_vs_actual.png"),
-                                 "Boston MLP, test rows", unit=" ($1000s)")
+                                 title="Boston MLP, test rows", unit=" ($1000s)")
     written.append(os.path.join(out, "predicted_vs_actual.png"))
     if tfl.viz.dot_available():
         written.append(tfl.viz.render(mlp.graph, os.path.join(out, "graph.png")))

@@ -23,7 +23,7 @@ def main(epochs=30, batch_size=64, backend=None, seed=0, out="digits-demo", verb
         accuracy = model.evaluate(X_test, y_test)["accuracy"]
         print(f"test accuracy: {accuracy:.4f}")
         os.makedirs(out, exist_ok=True)
-        tfl.plot.training_curves(history, os.path.join(out, "curves.png"), "digits convnet")
+        tfl.plot.training_curves(history, os.path.join(out, "curves.png"), title="digits convnet")
         tfl.plot.confusion_matrix(y_test, model.predict(X_test), os.path.join(out, "confusion.png"))
         print(f"wrote {os.path.join(out, 'curves.png')}, {os.path.join(out, 'confusion.png')}")
     return accuracy

@@ -1,7 +1,7 @@
 """Batch normalization: one graph for training (batch statistics) and evaluation (moving statistics)."""
 
 from ..ops.array_ops import reshape
-from ..ops.math_ops import ones_like, sqrt, square, where
+from ..ops.math_ops import greater, maximum, ones_like, sqrt, square, where
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
 from .layer import Layer, training_flag
@@ -41,10 +41,13 @@ class _BatchNorm(Layer):
             y = y * reshape(self.weight, shape) + reshape(self.bias, shape)
         count = reduce_sum(ones_like(x), axes)  # elements per channel, for the unbiased variance
         m = self.momentum
-        flat_mean, flat_var = reshape(mean, (-1,)), reshape(var, (-1,)) * count / (count - 1.0)
+        flat_mean, flat_var = reshape(mean, (-1,)), reshape(var, (-1,)) * count / maximum(count - 1.0, 1.0)
+        # One value per channel (a last batch of 1 in BatchNorm1d) says nothing about the variance:
+        # running_var keeps its value then, instead of becoming NaN (torch raises an error instead).
         self.graph.update_ops.append(group(
             assign(self.running_mean, (1 - m) * self.running_mean + m * flat_mean),
-            assign(self.running_var, (1 - m) * self.running_var + m * flat_var)))
+            assign(self.running_var, where(greater(count, 1.0), (1 - m) * self.running_var + m * flat_var,
+                                           self.running_var))))
         return y
 
 

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..autodiff.registry import not_differentiable
+from .checks import check_hyper_parameters
 from .optimizer import ApplyUpdate, Optimizer
 
 
@@ -26,8 +27,8 @@ class AdaGrad(Optimizer):
     slot_names = ("step", "state_sum")
 
     def __init__(self, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=1e-10):
-        if lr_decay < 0 or weight_decay < 0 or initial_accumulator_value < 0 or eps < 0:
-            raise ValueError("lr_decay, weight_decay, initial_accumulator_value and eps must be >= 0")
+        check_hyper_parameters(self, lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps,
+                               initial_accumulator_value=initial_accumulator_value)
         super().__init__(lr, lr_decay=lr_decay, weight_decay=weight_decay,
                          initial_accumulator_value=initial_accumulator_value, eps=eps)
 

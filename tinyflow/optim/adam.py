@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..autodiff.registry import not_differentiable
+from .checks import check_hyper_parameters
 from .optimizer import ApplyUpdate, Optimizer
 
 
@@ -41,11 +42,8 @@ class Adam(Optimizer):
     decoupled_weight_decay = False
 
     def __init__(self, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False):
+        check_hyper_parameters(self, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
         betas = tuple(float(b) for b in betas)
-        if not all(0.0 <= b < 1.0 for b in betas) or len(betas) != 2:
-            raise ValueError(f"invalid betas {betas}: two values in [0, 1)")
-        if eps < 0 or weight_decay < 0:
-            raise ValueError(f"eps ({eps}) and weight_decay ({weight_decay}) must be >= 0")
         super().__init__(lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                          decoupled=self.decoupled_weight_decay)
         self.slot_names = ("step", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())

@@ -2,10 +2,11 @@
 import numpy as np
 
 from ..autodiff.gradients import gradients
-from ..errors import GradientError, ShapeError
+from ..errors import GradientError, GraphError, ShapeError, describe
 from ..nodes import Node, Operation, Variable, as_node
 from ..ops.state_ops import group
 from ..shapes import shapes_compatible
+from .checks import check_hyper_parameters
 
 
 class ApplyUpdate(Operation):
@@ -61,8 +62,7 @@ class Optimizer:
     slot_names = ()  # names of the per-variable state Variables, in `update` order
 
     def __init__(self, lr, **hyper):
-        if not isinstance(lr, Node) and lr < 0:
-            raise ValueError(f"invalid learning rate {lr}: it must be >= 0")
+        check_hyper_parameters(self, lr=lr)  # also for optimizers written by users
         self.lr = lr
         self.hyper = hyper
 
@@ -72,12 +72,25 @@ class Optimizer:
 
     def compute_gradients(self, loss, var_list=None):
         """[(gradient node or None, variable)] for `var_list` (default: all trainable Variables)."""
-        if var_list is None:
-            var_list = loss.graph.variables(trainable_only=True)
+        name = type(self).__name__
+        if not isinstance(loss, Node):
+            raise GraphError(f"{name}.minimize / compute_gradients needs the loss as a tinyflow node, got "
+                             f"{type(loss).__name__} {loss!r}. Build the loss from your Variables with tinyflow "
+                             "ops, e.g. loss = tfl.reduce_mean(tfl.square(pred - y)).")
+        if var_list is None:  # integer Variables (counters) are state, never trained
+            var_list = [v for v in loss.graph.variables(trainable_only=True) if v.dtype.kind == "f"]
+        elif isinstance(var_list, Node):
+            raise GraphError(f"{name}: var_list must be a list of Variables, got the single node '{var_list.name}'; "
+                             f"write var_list=[{var_list.name}]")
         var_list = list(var_list)
         for var in var_list:
             if not isinstance(var, Variable):
-                raise TypeError(f"var_list must hold Variables, got {var!r}")
+                raise GraphError(f"{name}: var_list must hold Variables, got {type(var).__name__} {var!r}; "
+                                 "pass the Variables to train (e.g. layer.parameters())")
+            if var.dtype is None or var.dtype.kind != "f":
+                raise GradientError(f"{name}: cannot train {describe(var)} of dtype {var.dtype}: gradients exist "
+                                    "only for floating-point Variables. Create it from floats (e.g. "
+                                    "tfl.Variable(np.zeros(3, np.float32))) or leave it out of var_list.")
         return list(zip(gradients(loss, var_list), var_list))
 
     def apply_gradients(self, grads_and_vars, name=None):

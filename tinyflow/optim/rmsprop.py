@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..autodiff.registry import not_differentiable
+from .checks import check_hyper_parameters
 from .optimizer import ApplyUpdate, Optimizer
 
 
@@ -34,9 +35,7 @@ class RMSProp(Optimizer):
     update_op = ApplyRMSProp
 
     def __init__(self, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False):
-        if not 0.0 <= alpha <= 1.0 or eps < 0 or weight_decay < 0 or momentum < 0:
-            raise ValueError(f"invalid RMSProp hyper-parameters alpha={alpha}, eps={eps}, "
-                             f"weight_decay={weight_decay}, momentum={momentum}")
+        check_hyper_parameters(self, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum)
         super().__init__(lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                          centered=centered)
         self.slot_names = ("square_avg",) + (("grad_avg",) if centered else ()) + \

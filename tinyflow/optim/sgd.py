@@ -1,4 +1,5 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay (torch.optim.SGD)."""
+from .checks import check_hyper_parameters
 from .optimizer import ApplyUpdate, Optimizer
 from ..autodiff.registry import not_differentiable
 
@@ -27,10 +28,8 @@ class SGD(Optimizer):
     update_op = ApplySGD
 
     def __init__(self, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0):
-        if momentum < 0 or weight_decay < 0:
-            raise ValueError(f"momentum ({momentum}) and weight_decay ({weight_decay}) must be >= 0")
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum > 0 and zero dampening")
+        check_hyper_parameters(self, lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
+                               weight_decay=weight_decay)
         super().__init__(lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
                          weight_decay=weight_decay)
         self.slot_names = ("step", "momentum_buffer") if momentum else ()

@@ -10,11 +10,13 @@ import base64
 import html
 import io
 import os
+from collections.abc import Mapping
 
 from ..autodiff.gradients import gradients
 from ..errors import TinyflowError
+from ..nodes import Node
 from ..session import Session
-from .graphviz_render import summarize
+from .graphviz_render import VizError, summarize
 
 _CURRENT = dict(style="filled,bold", fillcolor="#ffe066", color="#b8860b", penwidth="2.5")
 _DONE = dict(style="filled", fillcolor="#d3f0d3", color="#2e7d32")
@@ -148,14 +150,17 @@ def _frame(records, index, values, forward_values):
     return dot
 
 
-def backprop_steps(loss, wrt, feed_dict=None, session=None):
+def backprop_steps(loss, wrt, *, feed_dict=None, session=None, path=None):
     """Build tfl.gradients(loss, wrt) and return one picture per step of its breadth-first walk.
 
     With `feed_dict` (or a graph without placeholders), the pictures show forward
     values and the numeric gradients received; iterate the result for the frames,
-    or use `.save_frames(folder)`, `.save_gif(path)`, `.save_html(path)`.
+    or use `.save_frames(folder)`, `.save_gif(path)`, `.save_html(path)`. With
+    `path`, they are also written there: a .gif, an .html page, or a folder of PNGs.
+    Everything after `wrt` is keyword-only: a feed or a path in third place is a mistake.
     """
     wrt = list(wrt) if isinstance(wrt, (list, tuple)) else [wrt]
+    _check_arguments(loss, wrt, feed_dict)
     records = []
     gradients(loss, wrt, trace=records.append)
     values = _values(records, feed_dict, session)
@@ -165,4 +170,21 @@ def backprop_steps(loss, wrt, feed_dict=None, session=None):
     except TinyflowError:
         forward_values = {}  # placeholders without values
     frames = [_frame(records, i, values, forward_values) for i in range(len(records))]
-    return BackpropSteps(frames, [r["node"].name for r in records])
+    steps = BackpropSteps(frames, [r["node"].name for r in records])
+    if path is not None:
+        suffix = os.path.splitext(os.fspath(path))[1].lower()
+        {".gif": steps.save_gif, ".html": steps.save_html}.get(suffix, steps.save_frames)(path)
+    return steps
+
+
+def _check_arguments(loss, wrt, feed_dict):
+    """VizError for the usual mix-ups: a feed where the nodes go, a path or a list where the feed goes."""
+    if not isinstance(loss, Node):
+        raise VizError(f"backprop_steps(loss, wrt, ...): loss must be a node, got {type(loss).__name__} {loss!r:.60}")
+    for node in wrt:
+        if not isinstance(node, Node):
+            raise VizError(f"backprop_steps(loss, wrt, ...): wrt must be the node or list of nodes to differentiate "
+                           f"against, got {type(node).__name__} {node!r:.60}; pass a feed as feed_dict={{...}}")
+    if feed_dict is not None and not isinstance(feed_dict, Mapping):
+        raise VizError(f"backprop_steps: feed_dict must map placeholders to values, got {type(feed_dict).__name__} "
+                       f"{feed_dict!r:.60}; to save the pictures, pass path=...")

@@ -117,7 +117,7 @@ def _gradient_of(variable):
     return None
 
 
-def to_graphviz(target=None, show_shapes=True, show_values=False, show_gradients=True, graph=None, values=None,
+def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradients=True, graph=None, values=None,
                 feed_dict=None, session=None, collapse=()):
     """A graphviz.Digraph of the graph (or only what `target` needs), with a legend.
 
@@ -272,7 +272,7 @@ def render(target, path, **options):
     return path
 
 
-def svg(target=None, graph=None):
+def svg(target=None, *, graph=None):
     """SVG text of a picture, or None without `dot` (for Jupyter's _repr_svg_)."""
     if not dot_available():
         return None

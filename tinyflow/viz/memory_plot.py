@@ -2,7 +2,7 @@
 from ..plot import Figure
 
 
-def plot_memory(profile, path=None, title="Memory during one run"):
+def plot_memory(profile, path=None, *, title="Memory during one run"):
     """A step plot of bytes alive per step of the plan (from Session.memory_profile)."""
     steps = [r["position"] for r in profile.rows]
     alive = [r["live_bytes"] / 1e6 for r in profile.rows]

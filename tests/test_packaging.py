@@ -1,0 +1,29 @@
+"""The OpenCL kernel sources are found in an installed package first, else in the checkout's ckernels/opencl.
+
+scripts/wheel_smoke.sh (run by scripts/test.sh) builds and installs a real wheel and runs every backend.
+"""
+import pathlib
+
+import tinyflow
+from tinyflow.backends import opencl_runtime
+
+BACKEND_INDEPENDENT = True
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_the_checkout_uses_ckernels_opencl():
+    assert opencl_runtime._kernel_folder() == ROOT / "ckernels" / "opencl"
+    assert (opencl_runtime._kernel_folder() / "common.h.cl").is_file()
+
+
+def test_an_installed_package_uses_its_own_copy(tmp_path, monkeypatch):
+    package = tmp_path / "site-packages" / "tinyflow"
+    (package / "opencl_kernels").mkdir(parents=True)
+    monkeypatch.setattr(tinyflow, "__file__", str(package / "__init__.py"))
+    assert opencl_runtime._kernel_folder() == package / "opencl_kernels"
+
+
+def test_setup_ships_every_kernel_file():
+    setup = (ROOT / "setup.py").read_text()
+    assert '"tinyflow.opencl_kernels": "ckernels/opencl"' in setup and '"tinyflow.opencl_kernels": ["*.cl"]' in setup
+    assert "recursive-include ckernels *.c *.h *.cl *.py" in (ROOT / "MANIFEST.in").read_text()
