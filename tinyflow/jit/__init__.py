@@ -1,0 +1,1 @@
+"""Dynamic to static: to_static, InputSpec, saving and loading programs (Paddle's @to_static)."""

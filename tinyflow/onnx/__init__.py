@@ -1,0 +1,1 @@
+"""Exporting tinyflow programs to ONNX (opset 17) for onnxruntime and other runtimes."""
