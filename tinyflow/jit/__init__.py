@@ -1,1 +1,6 @@
-"""Dynamic to static: to_static, InputSpec, saving and loading programs (Paddle's @to_static)."""
+"""Dynamic to static (Paddle's @to_static): trace functions and Layers into graphs, save and load programs."""
+from .convert import ConversionError
+from .input_spec import InputSpec
+from .static_function import ConcreteProgram, StaticFunction, to_static
+
+__all__ = ["to_static", "InputSpec", "StaticFunction", "ConcreteProgram", "ConversionError"]
