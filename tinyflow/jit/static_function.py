@@ -125,6 +125,7 @@ class StaticFunction:
         self._programs = OrderedDict()
         self._sessions = {}
         self._bound = {}
+        self._names = {}
         self.__name__ = getattr(self._function, "__name__", type(fn_or_layer).__name__)
         self.__doc__ = getattr(self._function, "__doc__", None)
         self.retraces = 0
@@ -189,19 +190,25 @@ class StaticFunction:
         return functools.partial(fn, self._layer) if self._layer is not None else fn
 
     def _parameter_names(self, count):
-        try:
-            names = [p for p in inspect.signature(self._function).parameters]
-        except (TypeError, ValueError):
-            names = []
-        if self._layer is not None:
-            names = names[1:]
-        return [names[i] if i < len(names) else f"arg{i}" for i in range(count)]
+        names = self._names.get(count)
+        if names is None:
+            try:
+                params = list(inspect.signature(self._function).parameters)
+            except (TypeError, ValueError):
+                params = []
+            if self._layer is not None:
+                params = params[1:]
+            names = self._names[count] = [params[i] if i < len(params) else f"arg{i}" for i in range(count)]
+        return names
 
     def _signature(self, args, kwargs):
-        """The cache key entries, the specs of the tensor arguments and their arrays."""
-        names = self._parameter_names(len(args)) + sorted(kwargs)
-        values = list(args) + [kwargs[k] for k in sorted(kwargs)]
-        entries, specs, arrays = [], [], []
+        """The cache key entries and the tensor arguments' arrays (checked against the input_spec)."""
+        names = self._parameter_names(len(args))
+        values = list(args)
+        if kwargs:
+            names = names + sorted(kwargs)
+            values += [kwargs[k] for k in sorted(kwargs)]
+        entries, arrays = [], []
         for i, (name, value) in enumerate(zip(names, values)):
             spec = self.input_spec[i] if self.input_spec and i < len(self.input_spec) else None
             if isinstance(value, InputSpec):
@@ -211,7 +218,9 @@ class StaticFunction:
                 if spec is not None:
                     spec.check(array, f"argument '{name}' of {self.__name__}")
                 else:
-                    spec = InputSpec.from_array(array)
+                    entries.append(("tensor", name, array.shape, array.dtype, None))
+                    arrays.append(array)
+                    continue
             else:
                 try:
                     hash(value)
@@ -221,13 +230,12 @@ class StaticFunction:
                                         "tuples); pass a tuple instead of a list, or an array") from None
                 entries.append(("value", name, value))
                 continue
-            entries.append(("tensor", name, spec.shape, spec.dtype))
-            specs.append(InputSpec(spec.shape, spec.dtype, spec.name or name))
+            entries.append(("tensor", name, spec.shape, spec.dtype, spec.name))
             arrays.append(array)
-        return entries, specs, arrays
+        return entries, arrays
 
     def _program_for(self, args, kwargs):
-        entries, specs, arrays = self._signature(args, kwargs)
+        entries, arrays = self._signature(args, kwargs)
         key = (tuple(entries), len(args), self._training())
         program = self._programs.get(key)
         if program is not None:
@@ -238,6 +246,7 @@ class StaticFunction:
             last = next(reversed(self._programs))
             log.info("tinyflow.jit: tracing %s again (%d program(s) cached): %s", self.__name__,
                      len(self._programs), _why(last, key))
+        specs = [InputSpec(e[2], e[3], e[4] or e[1]) for e in entries if e[0] == "tensor"]
         program = self._trace(key, entries, specs, args, kwargs)
         self._programs[key] = program
         session = self._sessions.get(program.graph)
