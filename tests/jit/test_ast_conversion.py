@@ -165,3 +165,22 @@ def test_the_conversion_cache_converts_each_function_once():
     f(np.ones(3, np.float32))
     factory = convert._CACHE[relu_or_square.__code__]
     assert factory is not None and convert._factory(relu_or_square) is factory
+
+
+def step_towards_zero(x):
+    k = tfl.Constant(0)
+    while k < 4:                      # a tensor loop whose body holds a tensor `if`
+        if tfl.reduce_sum(x) > 0:
+            x = x - 1.0
+        else:
+            x = x + 0.5
+        k = k + 1
+    return x
+
+
+def test_a_tensor_if_inside_a_tensor_while():
+    f = tfl.jit.to_static(step_towards_zero)
+    np.testing.assert_allclose(f(np.array([1.0, 1.0], np.float32)), [0.0, 0.0])
+    np.testing.assert_allclose(f(np.array([-5.0, 0.0], np.float32)), [-3.0, 2.0])
+    ops = {n.op_type for n in f.concrete_programs[0].graph.nodes}
+    assert {"Cond", "WhileLoop"} <= ops

@@ -46,7 +46,20 @@ def test_convnet_with_pooling_batch_norm_and_flatten(tmp_path):
     onnx_model = check_against_onnxruntime(model, InputSpec([None, 1, 8, 8]), tmp_path / "cnn.onnx",
                                            lambda n: rng.standard_normal((n, 1, 8, 8)).astype(np.float32), rtol=1e-4,
                                            atol=1e-5)
-    assert {"Conv", "MaxPool", "AveragePool", "Reshape"} <= {n.op_type for n in onnx_model.graph.node}
+    used = [n.op_type for n in onnx_model.graph.node]
+    assert {"Conv", "MaxPool", "AveragePool", "Reshape"} <= set(used)
+    assert used.count("BatchNormalization") == 1 and "Sqrt" not in used  # one op, moving statistics
+
+
+def test_batch_norm_1d_becomes_one_batch_normalization(tmp_path):
+    model = tfl.nn.Sequential(tfl.nn.Linear(5, 3), tfl.nn.BatchNorm1d(3, eps=1e-3))
+    model.layers[1].running_var.value = np.array([0.5, 2.0, 1.0], np.float32)
+    model.layers[1].weight.value = np.array([1.5, -1.0, 0.5], np.float32)
+    rng = np.random.default_rng(4)
+    onnx_model = check_against_onnxruntime(model, InputSpec([None, 5]), tmp_path / "bn.onnx",
+                                           lambda n: rng.standard_normal((n, 5)).astype(np.float32))
+    (bn,) = [n for n in onnx_model.graph.node if n.op_type == "BatchNormalization"]
+    assert abs(bn.attribute[0].f - 1e-3) < 1e-9
 
 
 def mixed_ops(x):

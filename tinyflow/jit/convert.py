@@ -116,28 +116,20 @@ def convert_while(test_fn, body_fn, values, names, site):
             return values
         values = tuple(body_fn(*values))
     from ..ops.control_flow import while_loop
-    loop_names = [n for n, v in zip(names, values) if _is_tensorish(v)]
     for name, value in zip(names, values):
         if isinstance(value, _Undefined):
             raise ConversionError(f"{site}: variable '{name}' is first assigned inside a `while` on a tensor; "
                                   "give it a value before the loop")
-        if not _is_tensorish(value) and not isinstance(value, (int, float, bool, np.number)):
+        if not isinstance(value, Node) and not isinstance(value, (int, float, bool, np.number)):
             raise ConversionError(f"{site}: variable '{name}' ({type(value).__name__}) changes in a `while` on a "
                                   "tensor; only tensors and numbers can be loop variables")
-    index = {n: i for i, n in enumerate(names)}
     start = [as_node(v) if not isinstance(v, Node) else v for v in values]
 
-    def full(*loop):
-        return tuple(loop)
-
     def test(*loop):
-        return _as_bool(test_fn(*full(*loop)), site)
+        return _as_bool(test_fn(*loop), site)
 
     def body(*loop):
-        new = body_fn(*full(*loop))
-        return [_as_branch_output(as_node(v, like=loop[i]) if not isinstance(v, Node) else v, names[i], site, "loop")
-                for i, v in enumerate(new)]
-    del loop_names, index
+        return [v if isinstance(v, Node) else as_node(v, like=loop[i]) for i, v in enumerate(body_fn(*loop))]
     return tuple(while_loop(test, body, start))
 
 
@@ -146,17 +138,6 @@ def _same_value(a, b):
         return bool(a == b)
     except Exception:  # noqa: BLE001 - arrays and odd objects compare ambiguously: treat as different
         return False
-
-
-def _is_tensorish(value):
-    return isinstance(value, Node)
-
-
-def _as_branch_output(value, name, site, label):
-    if isinstance(value, _Undefined):
-        raise ConversionError(f"{site}: variable '{name}' is assigned in only one branch of an `if` on a tensor "
-                              f"(not in the {label} branch); give it a value before the `if` or in both branches")
-    return value
 
 
 def _as_bool(test, site):
@@ -294,7 +275,7 @@ def _assigned_names(statements):
     return names
 
 
-def _escapes(statements, loop_level):
+def _escapes(statements):
     """The first return / break / continue / yield leaving this block (ignoring nested functions and loops)."""
     found = []
 
@@ -371,7 +352,7 @@ class _Rewriter(ast.NodeTransformer):
     # -- if / while -----------------------------------------------------------------
     def visit_If(self, node):
         self.generic_visit(node)
-        escape = _escapes(node.body + node.orelse, 0)
+        escape = _escapes(node.body + node.orelse)
         if escape is not None:  # keep Python's `if`, but refuse a tensor condition with a clear message
             node.test = self.call("python_condition", node.test, ast.Constant(escape[0]), self.site(node))
             return node
@@ -389,7 +370,7 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_While(self, node):
         self.generic_visit(node)
-        escape = _escapes(node.body, 0)
+        escape = _escapes(node.body)
         if escape is not None or node.orelse:
             why = escape[0] if escape else "else"
             node.test = self.call("python_condition", node.test, ast.Constant(why), self.site(node))

@@ -98,8 +98,6 @@ def build_op(op_type, inputs, attrs, name=None):
                                   f"{len(inputs)} input(s)")
     if rest:
         raise CheckpointError(f"op type '{op_type}' takes fewer inputs than the {len(inputs)} the file gives")
-    if all(p.kind != p.VAR_POSITIONAL for p in params):
-        return cls(*args, **kwargs, **attrs, name=name)
     return cls(*args, **kwargs, **attrs, name=name)
 
 

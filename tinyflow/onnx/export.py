@@ -122,6 +122,47 @@ def _multiply(ex, node):
     return ex.emit("Mul", [ex.name_of(i) for i in node.inputs], "Mul")
 
 
+def _add(ex, node):
+    """Add, or a whole inference-mode batch norm (tfl.nn.BatchNorm*d) as one BatchNormalization."""
+    parts = _batch_norm_parts(ex, node)
+    if parts is not None:
+        x, weight, bias, mean, var, eps = parts
+        return ex.emit("BatchNormalization", [ex.name_of(n) for n in (x, weight, bias, mean, var)],
+                       "BatchNormalization", epsilon=eps)
+    return ex.emit("Add", [ex.name_of(i) for i in node.inputs], "Add")
+
+
+def _batch_norm_parts(ex, node):
+    """(x, γ, β, moving mean, moving var, ε) if `node` is γ·(x - mean)/sqrt(var + ε) + β on 1-D Variables, else None.
+
+    That is what tfl.nn.BatchNorm1d/2d build for evaluation (the training flag folded to False).
+    """
+    def variable(n):
+        n = n.inputs[0] if n.op_type == "Reshape" and n.target[:2] == (1, -1) else None
+        return n if isinstance(n, Variable) and n.shape is not None and len(n.shape) == 1 else None
+    scaled, shift = node.inputs
+    if scaled.op_type != "Multiply" or variable(shift) is None or variable(scaled.inputs[1]) is None:
+        return None
+    normalized = scaled.inputs[0]
+    if normalized.op_type == "Where":
+        flag = ex.static_value(normalized.inputs[0])
+        if flag is None or np.ndim(flag) != 0 or bool(flag):
+            return None
+        normalized = normalized.inputs[2]
+    if normalized.op_type != "Divide":
+        return None
+    centered, root = normalized.inputs
+    if centered.op_type != "Subtract" or root.op_type != "Sqrt" or root.inputs[0].op_type != "Add":
+        return None
+    var_plus_eps = root.inputs[0]
+    eps = ex.static_value(var_plus_eps.inputs[1])
+    mean, var = variable(centered.inputs[1]), variable(var_plus_eps.inputs[0])
+    x = centered.inputs[0]
+    if mean is None or var is None or eps is None or np.size(eps) != 1 or x.shape is None or len(x.shape) < 2:
+        return None
+    return x, variable(scaled.inputs[1]), variable(shift), mean, var, float(np.asarray(eps).reshape(()))
+
+
 def _leaky_relu(ex, node):
     return ex.emit("LeakyRelu", [ex.name_of(node.inputs[0])], "LeakyRelu", alpha=float(node.alpha))
 
@@ -204,7 +245,7 @@ def _like(value):
 
 
 _MAPPINGS = {
-    "Add": _same("Add"), "Subtract": _same("Sub"), "Multiply": _multiply, "Divide": _same("Div"),
+    "Add": _add, "Subtract": _same("Sub"), "Multiply": _multiply, "Divide": _same("Div"),
     "Power": _same("Pow"), "Maximum": _same("Max"), "Minimum": _same("Min"), "Negative": _same("Neg"),
     "Square": _square, "Sqrt": _same("Sqrt"), "Exp": _same("Exp"), "Log": _same("Log"), "Abs": _same("Abs"),
     "Sign": _same("Sign"), "Sigmoid": _same("Sigmoid"), "Tanh": _same("Tanh"), "Relu": _same("Relu"),

@@ -311,9 +311,8 @@ def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
         inputs = [Placeholder(v.shape, v.dtype, name=f"loop_var{i}") for i, v in enumerate(loop_vars)]
         test = Subgraph.trace(cond_fn, inputs, scope="cond")
         body = Subgraph.trace(body_fn, inputs, scope="body")
-        for sub in (test, body):  # the loop-variable placeholders belong to the loop, never to the outer graph
-            for p in inputs:
-                p._subgraph = body
+        for p in inputs:  # the loop-variable placeholders belong to the loop, never to the outer graph
+            p._subgraph = body
         if len(test.outputs) != 1 or test.outputs[0].dtype != np.bool_:
             raise TinyflowError(f"while_loop '{scope}': cond_fn must return one boolean node (e.g. i < 10), "
                                 f"got {[(o.name, str(o.dtype)) for o in test.outputs]}")
@@ -341,8 +340,7 @@ def _clone(sub, replacements):
 
 def _unrolled(op):
     """The loop as `maximum_iterations` conds, built once per loop and shared by its outputs' gradients."""
-    first = op.body.outputs  # the body subgraph is shared by every output op of one loop
-    cache = op.body.__dict__.setdefault("_unrolled", {})
+    cache = op.body.__dict__.setdefault("_unrolled", {})  # the body is shared by every output op of one loop
     key = tuple(op.inputs)
     if key not in cache:
         loop = list(op.inputs[:op.n_vars])
@@ -354,7 +352,6 @@ def _unrolled(op):
                                lambda: [_identity(v) for v in current], name=f"step{step}")
                 loop = stepped if isinstance(stepped, list) else [stepped]
         cache[key] = loop
-    del first
     return cache[key]
 
 
