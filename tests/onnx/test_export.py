@@ -78,9 +78,35 @@ def test_softmax_reductions_shapes_and_elementwise_ops(tmp_path):
                               lambda n: rng.standard_normal((n, 3)).astype(np.float32), rtol=1e-5, atol=1e-5)
 
 
+def gated(x):
+    """A tensor `if` and a tensor `while` (become ONNX If and Loop)."""
+    if tfl.reduce_sum(x) > 0:
+        y = tfl.tanh(x) * 3.0
+    else:
+        y = x * x
+    steps = tfl.Constant(0)
+    while tfl.reduce_max(tfl.abs(y)) > 1.0:
+        y = y / 2.0
+        steps = steps + 1
+    return y + tfl.cast(steps, "float32")
+
+
+def test_control_flow_becomes_if_and_loop(tmp_path):
+    rng = np.random.default_rng(5)
+    spec = InputSpec([None, 3], "float32", "x")
+    model = check_against_onnxruntime(gated, spec, tmp_path / "gated.onnx",
+                                      lambda n: (rng.standard_normal((n, 3)) * 4).astype(np.float32))
+    assert {"If", "Loop"} <= {n.op_type for n in model.graph.node}
+    session = ort.InferenceSession(str(tmp_path / "gated.onnx"), providers=["CPUExecutionProvider"])
+    f = tfl.jit.to_static(gated, input_spec=[spec])
+    for x in (np.full((2, 3), -3.0, np.float32), np.full((4, 3), 0.1, np.float32)):  # each branch, 0 and more steps
+        (got,) = session.run(None, {session.get_inputs()[0].name: x})
+        np.testing.assert_allclose(got, f(x), rtol=1e-6)
+
+
 def test_an_op_without_a_mapping_is_named(tmp_path):
-    def gated(x):
-        return tfl.cond(tfl.greater(tfl.reduce_sum(x), 0.0), lambda: x, lambda: -x)
-    with pytest.raises(tfl.onnx.OnnxExportError, match="no ONNX mapping for op type 'Cond'"):
-        tfl.onnx.export(gated, tmp_path / "gated.onnx", input_spec=[InputSpec([None, 2])])
-    assert not (tmp_path / "gated.onnx").exists()
+    def gathered(x):
+        return x[:, 0]
+    with pytest.raises(tfl.onnx.OnnxExportError, match="no ONNX mapping for op type 'GetItem'"):
+        tfl.onnx.export(gathered, tmp_path / "gathered.onnx", input_spec=[InputSpec([None, 2])])
+    assert not (tmp_path / "gathered.onnx").exists()

@@ -3,7 +3,9 @@
 Each tinyflow op type maps to ONNX nodes through one small function in `_MAPPINGS`;
 an op type without one raises OnnxExportError naming it. The program is traced in
 evaluation mode, and nodes whose value is fixed there (the graph's training flag)
-are folded away, so dropout disappears and batch norm uses its moving statistics.
+are folded away, so dropout disappears and batch norm becomes one BatchNormalization on its
+moving statistics. Control flow maps to ONNX's own: tfl.cond -> If, tfl.while_loop -> Loop, with
+the branches and loop bodies as subgraphs that read outer values by name.
 """
 import numpy as np
 
@@ -30,16 +32,28 @@ def _onnx():
 class _Exporter:
     """Walks the program from its outputs and emits ONNX nodes, initializers, inputs and outputs."""
 
-    def __init__(self, onnx, program):
+    def __init__(self, onnx, program, parent=None, names=None):
         self.onnx, self.helper = onnx, onnx.helper
         self.program = program
-        self.nodes, self.initializers, self.names = [], [], {}
+        self.nodes, self.initializers = [], []
+        self.names = {**(parent.names if parent is not None else {}), **(names or {})}
         self.inputs = set(program.inputs)
-        self._count = 0
+        self._counter = parent._counter if parent is not None else [0]
 
     def fresh(self, hint):
-        self._count += 1
-        return f"{hint}__{self._count}"
+        self._counter[0] += 1
+        return f"{hint}__{self._counter[0]}"
+
+    def subgraph(self, label, outputs, names=None, inputs=()):
+        """An ONNX graph computing `outputs` that reads this graph's values by name (If / Loop bodies)."""
+        sub = _Exporter(self.onnx, self.program, parent=self, names=names)
+        results = []
+        for out in outputs:
+            name = sub.name_of(out)
+            final = sub.fresh(f"{label}_out")  # a body output must be produced inside the body
+            sub.nodes.append(self.helper.make_node("Identity", [name], [final], name=final))
+            results.append(self.helper.make_tensor_value_info(final, _onnx_type(out.dtype), None))
+        return self.helper.make_graph(sub.nodes, sub.fresh(label), list(inputs), results, sub.initializers)
 
     def emit(self, op_type, inputs, hint, **attrs):
         """Add one ONNX node; returns its output name."""
@@ -163,6 +177,50 @@ def _batch_norm_parts(ex, node):
     return x, variable(scaled.inputs[1]), variable(shift), mean, var, float(np.asarray(eps).reshape(()))
 
 
+def _cond(ex, node):
+    """tfl.cond -> If: each branch a subgraph reading outer values by name; only one runs."""
+    pred = ex.name_of(node.inputs[0])
+    for capture in node.inputs[1:]:
+        ex.name_of(capture)
+    then_graph = ex.subgraph("then", [node.true_branch.outputs[node.index]])
+    else_graph = ex.subgraph("else", [node.false_branch.outputs[node.index]])
+    return ex.emit("If", [pred], "If", then_branch=then_graph, else_branch=else_graph)
+
+
+def _while(ex, node):
+    """tfl.while_loop -> Loop: the body computes the new loop variables, then the test on them."""
+    initial = [ex.name_of(v) for v in node.inputs[:node.n_vars]]
+    for capture in node.inputs[node.n_vars:]:
+        ex.name_of(capture)
+    loop_inputs = node.body.inputs
+    start_test = _Exporter(ex.onnx, ex.program, parent=ex, names=dict(zip(loop_inputs, initial)))
+    first = start_test.name_of(node.test.outputs[0])
+    ex.nodes += start_test.nodes
+    ex.initializers += start_test.initializers
+    step, keep = ex.fresh("iteration"), ex.fresh("condition")
+    carried = [ex.fresh("loop_var") for _ in loop_inputs]
+    body = _Exporter(ex.onnx, ex.program, parent=ex, names=dict(zip(loop_inputs, carried)))
+    new_values = [body.name_of(o) for o in node.body.outputs]
+    test = _Exporter(ex.onnx, ex.program, parent=body, names=dict(zip(loop_inputs, new_values)))
+    again = test.name_of(node.test.outputs[0])
+    nodes, initializers = body.nodes + test.nodes, body.initializers + test.initializers
+    outputs = []
+    for name, var in zip([again] + new_values, [node.test.outputs[0]] + list(loop_inputs)):
+        final = ex.fresh("body_out")
+        nodes.append(ex.helper.make_node("Identity", [name], [final], name=final))
+        outputs.append(ex.helper.make_tensor_value_info(final, _onnx_type(var.dtype), None))
+    from onnx import TensorProto
+    body_inputs = [ex.helper.make_tensor_value_info(step, TensorProto.INT64, []),
+                   ex.helper.make_tensor_value_info(keep, TensorProto.BOOL, [])] + \
+        [ex.helper.make_tensor_value_info(c, _onnx_type(v.dtype), None) for c, v in zip(carried, loop_inputs)]
+    graph = ex.helper.make_graph(nodes, ex.fresh("loop_body"), body_inputs, outputs, initializers)
+    limit = "" if node.maximum_iterations is None else ex.constant(np.array(node.maximum_iterations, np.int64),
+                                                                    "max_trips")
+    results = [ex.fresh("loop_result") for _ in loop_inputs]
+    ex.nodes.append(ex.helper.make_node("Loop", [limit, first] + initial, results, name=results[0], body=graph))
+    return results[node.index]
+
+
 def _leaky_relu(ex, node):
     return ex.emit("LeakyRelu", [ex.name_of(node.inputs[0])], "LeakyRelu", alpha=float(node.alpha))
 
@@ -257,6 +315,7 @@ _MAPPINGS = {
     "Where": _where, "Greater": _same("Greater"), "GreaterEqual": _same("GreaterOrEqual"), "Less": _same("Less"),
     "LessEqual": _same("LessOrEqual"), "Equal": _same("Equal"), "ZerosLike": _like(0), "OnesLike": _like(1),
     "Conv2D": _conv, "MaxPool2D": _pool("MaxPool"), "AvgPool2D": _pool("AveragePool"),
+    "Cond": _cond, "WhileLoop": _while,
 }
 
 
