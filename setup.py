@@ -20,7 +20,8 @@ setup(
         "tqdm>=4.60",
     ],
     extras_require={
-        "dev": ["pytest>=7", "hypothesis>=6.50", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6.0", "jupyterlab>=4", "nbconvert>=7"],
+        "dev": ["pytest>=7", "hypothesis>=6.50", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6.0",
+                "jupyterlab>=4", "nbconvert>=7", "onnx>=1.14", "onnxruntime>=1.16"],
         # pyopencl and pocl's CPU driver as a wheel (no root needed); on Linux x86-64
         "opencl": ["pyopencl>=2022.1", "pocl-binary-distribution>=1.2; platform_system == 'Linux'"],
     },

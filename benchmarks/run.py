@@ -38,7 +38,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--only", default="", help="comma-separated workload keys, e.g. W1,W4")
+    parser.add_argument("--only", default="", help="comma-separated workload keys, e.g. W1,W4 (J1,J2: to_static)")
     parser.add_argument("--skip-opencl", action="store_true", help="leave the OpenCL backend out")
     args = parser.parse_args()
     configure_threads(args.threads)
@@ -89,6 +89,9 @@ def main():
             results.append((key, ratio, target))
     if results:
         print("\nsummary: " + "; ".join(f"{k} {r:.2f}x (target {t}x)" for k, r, t in results))
+    if not wanted or wanted & {"J1", "J2"}:  # static vs dynamic training steps (tfl.jit.to_static)
+        import jit_static
+        jit_static.report(args.repeats)
 
 
 if __name__ == "__main__":

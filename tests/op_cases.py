@@ -13,6 +13,7 @@ from tinyflow.nn.losses import SoftmaxCrossEntropyGrad
 from tinyflow.ops.activations import LeakyReluGrad, ReluGrad, SigmoidGrad, TanhGrad
 from tinyflow.ops.array_ops import (BroadcastLike, ConcatSplit, GetItemGrad, ReshapeLike, SumToShapeOf,
                                     _normalize_key)
+from tinyflow.ops.control_flow import cond, while_loop
 from tinyflow.ops.conv import AvgPool2DGrad, Conv2DBackFilter, Conv2DBackInput, MaxPool2DGather, MaxPool2DGrad
 from tinyflow.ops.math_ops import Cast
 from tinyflow.ops.reductions import ExpandReduced
@@ -137,6 +138,13 @@ CASES = {
                             case(tfl.nn.softmax_cross_entropy, normal(1, 1), np.array([0]))],
     "SoftmaxCrossEntropyGrad": [case(SoftmaxCrossEntropyGrad, normal(4, 5), np.array([1, 0, 4, 4]), normal())],
     "SigmoidCrossEntropy": [case(tfl.nn.sigmoid_cross_entropy, normal(4, 3) * 3, probabilities(4, 3))],
+    # control flow (subgraphs run by the op's kernel)
+    "Cond": [case(lambda p, a, b: cond(tfl.greater(tfl.reduce_sum(p), 0.0), lambda: a * b, lambda: tfl.exp(a) - b),
+                  positive(3), normal(3, 4), normal(4)),
+             case(lambda p, a: cond(tfl.greater(tfl.reduce_sum(p), 0.0), lambda: a, lambda: tfl.tanh(a)),
+                  -positive(2), normal(2, 3))],
+    "WhileLoop": [case(lambda a, b: while_loop(lambda i, v: tfl.less(i, 3), lambda i, v: (i + 1, v * a + b),
+                                               [tfl.Constant(0), a], maximum_iterations=5)[1], normal(3, 2), normal(2))],
 }
 
 

@@ -20,6 +20,8 @@ from .metrics import get_metric
 from .model import EarlyStopping, History, Model
 from .random import set_seed
 from .session import Session
+from . import jit, onnx
+from .ops.control_flow import cond, while_loop
 
 __version__ = "0.1.0"
 
@@ -44,4 +46,6 @@ __all__ = [
     "ExecutionError", "CheckpointError",
     # subpackages
     "nn", "optim", "backends", "data", "plot", "viz",
+    # dynamic to static, control flow, deployment
+    "jit", "onnx", "cond", "while_loop",
 ]

@@ -42,6 +42,8 @@ def main(argv=None):
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--out", default=None, help="folder for the pictures (default: <name>-demo)")
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
+    demo.add_argument("--export", default=None, metavar="DIR",
+                      help="boston: also write the trained MLP as tfl.jit files and ONNX into DIR")
     _add_teaching_commands(sub)
     args = parser.parse_args(argv)
     if args.command in ("assignments", "grade"):
@@ -51,8 +53,10 @@ def main(argv=None):
     elif args.command == "demo":
         import importlib
         demo = importlib.import_module(f"tinyflow.demos.{args.name}")
-        options = {k: v for k, v in dict(epochs=args.epochs, batch_size=args.batch_size, out=args.out).items()
-                   if v is not None}
+        options = {k: v for k, v in dict(epochs=args.epochs, batch_size=args.batch_size, out=args.out,
+                                         export=args.export).items() if v is not None}
+        if args.export and args.name != "boston":
+            parser.error("--export is available for the boston demo")
         demo.main(backend=args.backend, seed=args.seed, verbose=0 if args.quiet else 1, **options)
     return 0
 

@@ -30,6 +30,9 @@ class Backend:
         """The callable computing `op` from its input values: the table's kernel, else the op's compute."""
         if isinstance(op, (Variable, Constant, Placeholder)):
             return source_kernel(op)
+        bind = getattr(op, "bind_kernel", None)
+        if bind is not None:  # control flow: the kernel runs subgraphs on this same backend
+            return bind(self)
         fn = self.kernels.get(op.op_type)
         if fn is None:
             return op.compute

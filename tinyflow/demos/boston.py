@@ -27,8 +27,29 @@ def train(name, layers, data, epochs, batch_size, lr, backend, verbose):
     return model, history, model.evaluate(X_test, y_test)["rmse"]
 
 
-def main(epochs=200, batch_size=32, backend=None, seed=0, out="boston-demo", verbose=1):
-    """Train both models, print their test RMSEs, and write the pictures into `out`."""
+def export_model(model, seed, folder):
+    """Write the trained MLP, standardisation included, as tfl.jit files and ONNX: raw 13 features in, price out."""
+    X, y = tfl.data.load_boston()
+    X_train, _, _, _ = tfl.data.train_test_split(X, y, test_size=0.2, seed=seed)
+    scaler = tfl.data.Standardizer().fit(X_train)
+    mean, scale = (np.asarray(v, np.float32) for v in (scaler.mean, scaler.std))
+    net = model.net
+
+    def predict_price(features):
+        """Standardise the raw features with the training statistics, then run the MLP."""
+        return net((features - mean) / scale)
+
+    spec = [tfl.jit.InputSpec([None, 13], "float32", "features")]
+    os.makedirs(folder, exist_ok=True)
+    with net.graph.as_default():  # the traced program shares the trained Variables
+        jit_files = tfl.jit.save(predict_price, os.path.join(folder, "boston_mlp"), input_spec=spec)
+        onnx_file = os.path.join(folder, "boston_mlp.onnx")
+        tfl.onnx.export(predict_price, onnx_file, input_spec=spec)
+    return list(jit_files) + [onnx_file]
+
+
+def main(epochs=200, batch_size=32, backend=None, seed=0, out="boston-demo", verbose=1, export=None):
+    """Train both models, print their test RMSEs, and write the pictures into `out` (and the MLP into `export`)."""
     tfl.set_seed(seed)
     data = load_split(seed)
     print(f"Boston housing: {len(data[0])} training rows, {len(data[1])} test rows, "
@@ -51,5 +72,7 @@ def main(epochs=200, batch_size=32, backend=None, seed=0, out="boston-demo", ver
     else:
         print("graph picture skipped: graphviz's `dot` is not installed "
               "(sudo apt-get install graphviz, or brew install graphviz)")
+    if export:
+        written += export_model(mlp, seed, export)
     print("wrote " + ", ".join(written))
     return {"linear": linear_rmse, "mlp": mlp_rmse}

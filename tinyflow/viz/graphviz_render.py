@@ -58,7 +58,13 @@ def _nodes_to_draw(graph, target, show_gradients):
         nodes = list(graph.nodes)
     else:
         targets = target if isinstance(target, (list, tuple)) else [target]
-        nodes = sorted(ancestors(targets), key=lambda n: n.creation_index)
+        found = ancestors(targets)
+        subgraphs = [n for n in found if hasattr(n, "subgraph_nodes")]
+        while subgraphs:  # control flow: draw the branches / loop bodies it runs, inside their clusters
+            inner = ancestors([m for n in subgraphs for m in n.subgraph_nodes]) - found
+            found |= inner
+            subgraphs = [n for n in inner if hasattr(n, "subgraph_nodes")]
+        nodes = sorted(found, key=lambda n: n.creation_index)
     if not show_gradients:
         nodes = [n for n in nodes if n.role == "forward"]
     return nodes
@@ -193,6 +199,10 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
                 edges.setdefault((node_id(inp), node_id(node)), label)
     for (tail, head), label in edges.items():
         dot.edge(tail, head, label=label)
+    for node in nodes:  # control flow: dashed edges from what a branch or loop body returns to its op
+        for out in getattr(node, "branch_outputs", ()):
+            if out in drawn and node_id(out) != node_id(node):
+                dot.edge(node_id(out), node_id(node), style="dashed")
     dot.node("legend", _legend_label([k for k in STYLES if any(kind_of(n) == k for n in nodes)]),
              shape="plaintext")
     return dot

@@ -1,0 +1,186 @@
+"""AST conversion inside to_static: tensor-dependent if/while become graph control flow; the rest stays Python."""
+import os
+
+import numpy as np
+import pytest
+
+import tinyflow as tfl
+from tinyflow.jit import ConversionError
+
+HERE = os.path.basename(__file__)
+
+
+def line_of(text):
+    """The line number of the first line of this file containing `text` (error messages name it)."""
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if text in line and "line_of" not in line)
+
+
+def relu_or_square(x):
+    if tfl.reduce_sum(x) > 0:
+        y = tfl.relu(x)
+    else:
+        temp = x * x       # a branch-local temporary is fine
+        y = temp + 1.0
+    return y
+
+
+def test_tensor_if_becomes_cond_and_each_call_takes_the_right_branch():
+    f = tfl.jit.to_static(relu_or_square)
+    pos, neg = np.array([1.0, -0.5, 2.0], np.float32), np.array([-1.0, 0.5, -2.0], np.float32)
+    np.testing.assert_allclose(f(pos), np.maximum(pos, 0))
+    np.testing.assert_allclose(f(neg), neg * neg + 1)
+    assert len(f.concrete_programs) == 1  # one program, the branch is chosen at run time
+    assert any(n.op_type == "Cond" for n in f.concrete_programs[0].graph.nodes)
+
+
+def test_python_conditions_keep_python_semantics():
+    def scaled(x, double):
+        if double:
+            x = x * 2.0
+        n = 0
+        while n < 3:
+            x = x + 1.0
+            n += 1
+        return x
+
+    f = tfl.jit.to_static(scaled)
+    np.testing.assert_allclose(f(np.zeros(2, np.float32), True), [3.0, 3.0])
+    np.testing.assert_allclose(f(np.ones(2, np.float32), False), [4.0, 4.0])
+    assert not any(n.op_type in ("Cond", "WhileLoop") for n in tfl.get_default_graph().nodes)
+
+
+def halve_until_small(x):
+    steps = tfl.Constant(0)
+    while tfl.reduce_max(tfl.abs(x)) > 1.0:
+        x = x / 2.0
+        steps = steps + 1
+    return x, steps
+
+
+def test_tensor_while_becomes_while_loop():
+    f = tfl.jit.to_static(halve_until_small)
+    x, steps = f(np.array([10.0, -3.0], np.float32))
+    np.testing.assert_allclose(x, [0.625, -0.1875])
+    assert steps == 4
+    x, steps = f(np.array([0.5, 0.25], np.float32))
+    assert steps == 0 and len(f.concrete_programs) == 1
+
+
+def test_a_python_loop_switches_to_a_graph_loop_when_its_condition_becomes_a_tensor():
+    def grow(x):
+        total = 0.0
+        while total < 100.0:   # a Python float first, then a tensor
+            total = total + tfl.reduce_sum(x)
+        return total
+
+    np.testing.assert_allclose(tfl.jit.to_static(grow)(np.array([30.0], np.float32)), 120.0)
+
+
+def helper_with_if(x):
+    if tfl.reduce_mean(x) < 0:
+        x = -x
+    return x
+
+
+def test_called_user_functions_are_converted_too():
+    def doubled(x):
+        return helper_with_if(x) * 2.0
+
+    f = tfl.jit.to_static(doubled)
+    np.testing.assert_allclose(f(np.array([-1.0, -2.0], np.float32)), [2.0, 4.0])
+
+
+def test_comparisons_and_boolean_operators_on_tensors():
+    def clip_sign(x):
+        s = tfl.reduce_sum(x)
+        if s > 0 and not s > 10:
+            y = x
+        else:
+            y = x * 0.0
+        return y
+
+    f = tfl.jit.to_static(clip_sign)
+    np.testing.assert_allclose(f(np.array([1.0, 2.0], np.float32)), [1.0, 2.0])
+    np.testing.assert_allclose(f(np.array([10.0, 2.0], np.float32)), [0.0, 0.0])
+    np.testing.assert_allclose(f(np.array([-1.0, -2.0], np.float32)), [0.0, 0.0])
+
+
+def early_return(x):
+    if tfl.reduce_sum(x) > 0:
+        return x
+    return -x
+
+
+def loop_with_break(x):
+    while tfl.reduce_sum(x) < 10:
+        x = x * 2.0
+        if x is None:
+            break
+    return x
+
+
+def asks_for_a_value(x):
+    return x * float(tfl.reduce_sum(x))
+
+
+def asks_for_numpy(x):
+    return x.numpy()
+
+
+def uses_one_branch_variable(x):
+    if tfl.reduce_sum(x) > 0:
+        y = x
+    return y
+
+
+@pytest.mark.parametrize("fn, marker, message", [
+    (early_return, "    if tfl.reduce_sum(x) > 0:\n        return x", "`return` inside an `if`"),
+    (loop_with_break, "while tfl.reduce_sum(x) < 10", "move the stop test into the `while` condition"),
+    (asks_for_a_value, "x * float(", r"float\(\) of a symbolic tensor"),
+    (asks_for_numpy, "x.numpy()", r"\.numpy\(\) of a symbolic tensor"),
+    (uses_one_branch_variable, "    if tfl.reduce_sum(x) > 0:\n        y = x", "assigned in only one branch"),
+], ids=["return", "break", "float", "numpy", "one-branch"])
+def test_unconvertible_code_names_the_file_line_and_the_fix(fn, marker, message):
+    with open(__file__) as f:
+        source = f.read()
+    line = source[:source.index(marker)].count("\n") + 1
+    with pytest.raises(ConversionError, match=message) as info:
+        tfl.jit.to_static(fn)(np.ones(2, np.float32))
+    assert f"{HERE}:{line}" in str(info.value)
+
+
+def test_shape_changes_never_reuse_a_program_silently():
+    f = tfl.jit.to_static(lambda x: tfl.reduce_sum(x, axis=1))
+    np.testing.assert_allclose(f(np.ones((2, 3), np.float32)), [3.0, 3.0])
+    np.testing.assert_allclose(f(np.ones((2, 5), np.float32)), [5.0, 5.0])
+    np.testing.assert_allclose(f(np.ones((4, 5), np.float32)), [5.0] * 4)
+    assert len(f.concrete_programs) == 3
+
+
+def test_the_conversion_cache_converts_each_function_once():
+    from tinyflow.jit import convert
+    f = tfl.jit.to_static(relu_or_square)
+    f(np.ones(2, np.float32))
+    f(np.ones(3, np.float32))
+    factory = convert._CACHE[relu_or_square.__code__]
+    assert factory is not None and convert._factory(relu_or_square) is factory
+
+
+def step_towards_zero(x):
+    k = tfl.Constant(0)
+    while k < 4:                      # a tensor loop whose body holds a tensor `if`
+        if tfl.reduce_sum(x) > 0:
+            x = x - 1.0
+        else:
+            x = x + 0.5
+        k = k + 1
+    return x
+
+
+def test_a_tensor_if_inside_a_tensor_while():
+    f = tfl.jit.to_static(step_towards_zero)
+    np.testing.assert_allclose(f(np.array([1.0, 1.0], np.float32)), [0.0, 0.0])
+    np.testing.assert_allclose(f(np.array([-5.0, 0.0], np.float32)), [-3.0, 2.0])
+    ops = {n.op_type for n in f.concrete_programs[0].graph.nodes}
+    assert {"Cond", "WhileLoop"} <= ops

@@ -1,0 +1,319 @@
+"""to_static: trace a Python function or Layer into a graph once per input signature, then run the cached plan.
+
+    f = tfl.jit.to_static(model, input_spec=[InputSpec([None, 13], "float32", "x")])
+    f(x)   # first call: trace (build a Graph on Placeholders) and compile; later calls: run the cached plan
+
+Two caches, as in Paddle: the conversion cache (one AST-converted function per Python
+function, in convert.py) and the program cache here (one ConcreteProgram per input
+signature: tensor shapes with the spec's None dims, dtypes, non-tensor argument values
+and the training flag), capped at MAX_PROGRAMS, least recently used first out. Every
+retrace is logged on the "tinyflow.jit" logger with the reason ("x dim 0: 4 → 5").
+"""
+import functools
+import inspect
+import logging
+from collections import OrderedDict
+
+import numpy as np
+
+from ..errors import TinyflowError
+from ..graph import ancestors, get_default_graph
+from ..nodes import Node, Placeholder
+from .convert import _Undefined, convert_function
+from .input_spec import InputSpec
+
+log = logging.getLogger("tinyflow.jit")
+MAX_PROGRAMS = 8
+
+
+# --- the two places that know what a tensor argument and a result are (after the eager merge:
+# --- accept tfl.Tensor here and return tfl.Tensor there)
+def _is_tensor(value):
+    """Whether a call argument is data for a Placeholder (an array) rather than a Python value."""
+    return isinstance(value, np.ndarray)
+
+
+def _as_feed(value):
+    """A tensor argument as the numpy array fed to its Placeholder."""
+    return np.asarray(value)
+
+
+def _wrap_output(array):
+    """A fetched result as what the caller gets back (numpy today)."""
+    return array
+
+
+class ConcreteProgram:
+    """One traced signature: its Placeholders, output nodes (and their nesting), side effects, and the run."""
+
+    def __init__(self, key, graph, inputs, specs, outputs, structure, side_effects, training, fn_name):
+        self.key, self.graph, self.inputs, self.specs = key, graph, inputs, specs
+        self.outputs, self.structure, self.side_effects = outputs, structure, side_effects
+        self.training, self.fn_name = training, fn_name
+        self._fetches = [o for o in outputs if isinstance(o, Node)] + list(side_effects)
+
+    def __repr__(self):
+        shapes = ", ".join(f"{p.name}: {list(p.shape)} {p.dtype.name}" for p in self.inputs)
+        return f"<ConcreteProgram {self.fn_name}({shapes}) -> {len(self.outputs)} output(s), training={self.training}>"
+
+    @property
+    def fetches(self):
+        """The nodes one run fetches (outputs, then state updates): draw them with tfl.viz.to_graphviz."""
+        return list(self._fetches)
+
+    def _repr_svg_(self):
+        from ..viz import svg
+        return svg(self.fetches)
+
+    def run(self, session, arrays):
+        """Run the compiled plan on input arrays; the outputs in the traced structure (numpy)."""
+        feed = dict(zip(self.inputs, arrays))
+        flag = self.graph._training_flag
+        if flag is not None:
+            feed[flag] = self.training
+        values = iter(session.run(self._fetches, feed))
+        flat = [next(values) if isinstance(o, Node) else o for o in self.outputs]
+        return _rebuild(self.structure, iter(_wrap_output(v) if isinstance(v, np.ndarray) else v for v in flat))
+
+
+def _flatten(result):
+    """Output leaves and a structure to rebuild them (nodes, Python values, lists, tuples, dicts)."""
+    if isinstance(result, (list, tuple)):
+        parts = [_flatten(r) for r in result]
+        return [leaf for leaves, _ in parts for leaf in leaves], (type(result), [s for _, s in parts])
+    if isinstance(result, dict):
+        parts = {k: _flatten(v) for k, v in result.items()}
+        return [leaf for leaves, _ in parts.values() for leaf in leaves], (dict, {k: s for k, (_, s) in parts.items()})
+    return [result], None
+
+
+def _rebuild(structure, leaves):
+    if structure is None:
+        return next(leaves)
+    kind, inner = structure
+    if kind is dict:
+        return {k: _rebuild(s, leaves) for k, s in inner.items()}
+    return kind(_rebuild(s, leaves) for s in inner)
+
+
+def _layer_class():
+    from ..nn.layer import Layer
+    return Layer
+
+
+class StaticFunction:
+    """A function or Layer converted to static programs: call it like the original (arrays in, arrays out)."""
+
+    def __init__(self, fn_or_layer, input_spec=None, max_programs=MAX_PROGRAMS):
+        Layer = _layer_class()
+        if isinstance(fn_or_layer, Layer):
+            self._layer, self._function = fn_or_layer, type(fn_or_layer).forward
+        elif inspect.ismethod(fn_or_layer):
+            self._layer, self._function = fn_or_layer.__self__, fn_or_layer.__func__
+        elif callable(fn_or_layer):
+            self._layer, self._function = None, fn_or_layer
+        else:
+            raise TypeError(f"to_static takes a function or a tfl.nn.Layer, got {fn_or_layer!r}")
+        if isinstance(self._function, StaticFunction):
+            self._function = self._function._function
+        self.input_spec = None if input_spec is None else list(input_spec)
+        for spec in self.input_spec or []:
+            if spec is not None and not isinstance(spec, InputSpec):
+                raise TypeError(f"input_spec entries must be tfl.jit.InputSpec (or None), got {spec!r}")
+        self.max_programs = max_programs
+        self.training = False
+        self._programs = OrderedDict()
+        self._sessions = {}
+        self._bound = {}
+        self._names = {}
+        self.__name__ = getattr(self._function, "__name__", type(fn_or_layer).__name__)
+        self.__doc__ = getattr(self._function, "__doc__", None)
+        self.retraces = 0
+
+    def __repr__(self):
+        return f"<tfl.jit.StaticFunction {self.__name__} with {len(self._programs)} program(s)>"
+
+    def __get__(self, instance, owner):
+        """`@to_static` on a Layer method: one StaticFunction per layer instance."""
+        if instance is None:
+            return self
+        bound = self._bound.get(id(instance))
+        if bound is None or bound._layer is not instance:
+            bound = self._bound[id(instance)] = StaticFunction(self._function.__get__(instance, owner),
+                                                               self.input_spec, self.max_programs)
+        return bound
+
+    # -- modes ----------------------------------------------------------------------
+    def train(self):
+        """Trace and run in training mode (dropout active, batch statistics, update ops run)."""
+        self.training = True
+        return self
+
+    def eval(self):
+        """Trace and run in evaluation mode (the default)."""
+        self.training = False
+        return self
+
+    def _training(self):
+        return bool(getattr(self._layer, "training", self.training)) if self._layer is not None else self.training
+
+    # -- calling ----------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if any(isinstance(a, Node) for a in list(args) + list(kwargs.values())):
+            # called while building a graph (e.g. from another layer): build the ops in place
+            return self._converted()(*args, **kwargs)
+        program, arrays = self._program_for(args, kwargs)
+        return program.run(self._session(program.graph), arrays)
+
+    def get_concrete_program(self, *args, **kwargs):
+        """The ConcreteProgram serving these arguments (traced now if needed). Args may be arrays or InputSpecs."""
+        return self._program_for(args, kwargs)[0]
+
+    def graph(self, *args, **kwargs):
+        """The traced program for these arguments (its .graph, .inputs, .fetches; draw it with tfl.viz)."""
+        return self.get_concrete_program(*args, **kwargs)
+
+    @property
+    def concrete_programs(self):
+        """The cached ConcretePrograms, least recently used first."""
+        return list(self._programs.values())
+
+    def _session(self, graph):
+        from ..session import Session
+        session = self._sessions.get(graph)
+        if session is None:
+            session = self._sessions[graph] = Session(graph)
+        return session
+
+    def _converted(self):
+        fn = convert_function(self._function)
+        return functools.partial(fn, self._layer) if self._layer is not None else fn
+
+    def _parameter_names(self, count):
+        names = self._names.get(count)
+        if names is None:
+            try:
+                params = list(inspect.signature(self._function).parameters)
+            except (TypeError, ValueError):
+                params = []
+            if self._layer is not None:
+                params = params[1:]
+            names = self._names[count] = [params[i] if i < len(params) else f"arg{i}" for i in range(count)]
+        return names
+
+    def _signature(self, args, kwargs):
+        """The cache key entries and the tensor arguments' arrays (checked against the input_spec)."""
+        names = self._parameter_names(len(args))
+        values = list(args)
+        if kwargs:
+            names = names + sorted(kwargs)
+            values += [kwargs[k] for k in sorted(kwargs)]
+        entries, arrays = [], []
+        for i, (name, value) in enumerate(zip(names, values)):
+            spec = self.input_spec[i] if self.input_spec and i < len(self.input_spec) else None
+            if isinstance(value, InputSpec):
+                spec, array = value, None
+            elif _is_tensor(value):
+                array = _as_feed(value)
+                if spec is not None:
+                    spec.check(array, f"argument '{name}' of {self.__name__}")
+                else:
+                    entries.append(("tensor", name, array.shape, array.dtype, None))
+                    arrays.append(array)
+                    continue
+            else:
+                try:
+                    hash(value)
+                except TypeError:
+                    raise TinyflowError(f"argument '{name}' of {self.__name__} is a {type(value).__name__}: "
+                                        "to_static takes arrays and hashable Python values (numbers, strings, "
+                                        "tuples); pass a tuple instead of a list, or an array") from None
+                entries.append(("value", name, value))
+                continue
+            entries.append(("tensor", name, spec.shape, spec.dtype, spec.name))
+            arrays.append(array)
+        return entries, arrays
+
+    def _program_for(self, args, kwargs):
+        entries, arrays = self._signature(args, kwargs)
+        key = (tuple(entries), len(args), self._training())
+        program = self._programs.get(key)
+        if program is not None:
+            self._programs.move_to_end(key)
+            return program, arrays
+        if self._programs:
+            self.retraces += 1
+            last = next(reversed(self._programs))
+            log.info("tinyflow.jit: tracing %s again (%d program(s) cached): %s", self.__name__,
+                     len(self._programs), _why(last, key))
+        specs = [InputSpec(e[2], e[3], e[4] or e[1]) for e in entries if e[0] == "tensor"]
+        program = self._trace(key, entries, specs, args, kwargs)
+        self._programs[key] = program
+        session = self._sessions.get(program.graph)
+        if session is not None:  # tracing grows the graph on purpose: not the leak the Session warns about
+            session._graph_size = len(program.graph.nodes)
+        if len(self._programs) > self.max_programs:
+            old_key, _ = self._programs.popitem(last=False)
+            log.warning("tinyflow.jit: %s has more than %d input signatures; dropped the least recently used "
+                        "program. Use InputSpec with None for dimensions that change (e.g. the batch size).",
+                        self.__name__, self.max_programs)
+        return program, arrays
+
+    def _trace(self, key, entries, specs, args, kwargs):
+        graph = self._layer.graph if self._layer is not None else get_default_graph()
+        scope = f"{getattr(self._layer, 'scope', self.__name__)}/to_static" if self._layer else f"{self.__name__}"
+        with graph.as_default(), graph.name_scope(scope):
+            placeholders = [Placeholder(s.shape, s.dtype, name=s.name) for s in specs]
+            feeds = iter(placeholders)
+            call = [next(feeds) if e[0] == "tensor" else e[2] for e in entries]
+            call_args, call_kwargs = call[:len(args)], dict(zip(sorted(kwargs), call[len(args):]))
+            start, updates = len(graph.nodes), len(graph.update_ops)
+            result = self._converted()(*call_args, **call_kwargs)
+            created = graph.nodes[start:]
+        outputs, structure = _flatten(result)
+        for out in outputs:
+            if isinstance(out, _Undefined):
+                out._fail()
+            if isinstance(out, Node) and out.graph is not graph:
+                raise TinyflowError(f"{self.__name__} returned {out!r} from another graph")
+        # state changes the function made (optimizer steps, assigns) run with every call, as in eager code
+        new_updates = graph.update_ops[updates:]  # batch-norm statistics: run only in training mode
+        excluded = ancestors(new_updates)
+        side_effects = [n for n in created if getattr(n, "stateful", False) and getattr(n, "_subgraph", None) is None
+                        and n not in excluded and not any(getattr(c, "stateful", False) for c in n.consumers)]
+        if key[2]:
+            side_effects += new_updates
+        return ConcreteProgram(key, graph, placeholders, specs, outputs, structure, side_effects, key[2],
+                               self.__name__)
+
+
+def _why(old, new):
+    """Why a new program was needed: the first differences between two cache keys."""
+    (old_entries, old_n, old_training), (new_entries, new_n, new_training) = old, new
+    reasons = []
+    if old_training != new_training:
+        reasons.append(f"training: {old_training} → {new_training}")
+    for a, b in zip(old_entries, new_entries):
+        name = b[1]
+        if a[0] != b[0]:
+            reasons.append(f"{name}: {'a tensor' if a[0] == 'tensor' else repr(a[2])} → "
+                           f"{'a tensor' if b[0] == 'tensor' else repr(b[2])}")
+        elif a[0] == "value" and a[2] != b[2]:
+            reasons.append(f"{name}: {a[2]!r} → {b[2]!r}")
+        elif a[0] == "tensor":
+            if len(a[2]) != len(b[2]):
+                reasons.append(f"{name} rank: {len(a[2])} → {len(b[2])}")
+            else:
+                reasons += [f"{name} dim {i}: {x} → {y}" for i, (x, y) in enumerate(zip(a[2], b[2])) if x != y]
+            if a[3] != b[3]:
+                reasons.append(f"{name} dtype: {a[3]} → {b[3]}")
+    if len(old_entries) != len(new_entries) or old_n != new_n:
+        reasons.append(f"number of arguments: {len(old_entries)} → {len(new_entries)}")
+    return "; ".join(reasons) or "a new signature"
+
+
+def to_static(function=None, input_spec=None):
+    """Convert a function or Layer to static programs (also a decorator, with or without arguments)."""
+    if function is None:
+        return lambda fn: StaticFunction(fn, input_spec)
+    return StaticFunction(function, input_spec)
