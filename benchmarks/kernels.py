@@ -24,7 +24,7 @@ def main():
 
     import numpy as np
     import tinyflow as tfl
-    from tinyflow import native
+    from tinyflow.backends import native
     from tinyflow.backends.c_backend import CBackend, gemm
     from tinyflow.nn.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
     from tinyflow.ops import activations, conv

@@ -1,7 +1,7 @@
 /* Shared by every kernel file (not part of the cffi interface).
  *
  * Kernels split their work into contiguous chunks, one per OpenMP thread, but
- * only above TF_PARALLEL_MIN elements: waking sleeping threads costs ~60 µs
+ * only above TF_PARALLEL_MIN elements (declared once, in tinyflow_kernels.h): waking sleeping threads costs ~60 µs
  * (tinyflow makes them sleep at once so they leave the cores to BLAS), about
  * what one core needs for 2^18 elements of a simple kernel. The loops over a chunk are plain C that GCC vectorizes; on
  * x86-64 with GCC they are compiled for AVX-512, AVX2+FMA and baseline SSE2,
@@ -18,8 +18,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-#define TF_PARALLEL_MIN 262144L
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(TINYFLOW_NO_CLONES)
 #define TF_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))

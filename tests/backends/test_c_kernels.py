@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tinyflow as tfl
-from tinyflow.backends.c_backend import CBackend, broadcast_layout, gemm
-from tinyflow.nn.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
+from tinyflow.backends.c_backend import CBackend, gemm
+from tinyflow.backends.kernel_codes import broadcast_layout
+from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
 from tinyflow.ops import activations, conv, math_ops, reductions
 from tinyflow.ops.matmul import MatMul
 

@@ -4,7 +4,7 @@ import os
 import pytest
 
 import tinyflow as tfl
-from tinyflow import native
+from tinyflow.backends import native
 
 BACKEND_INDEPENDENT = True
 
@@ -42,3 +42,47 @@ def test_unbuilt_library_is_reported_clearly(monkeypatch):
     assert not tfl.backends.CBackend.is_available()
     with pytest.raises(tfl.BackendError, match="not built.*pip install -e"):
         tfl.backends.get_backend("c")
+
+
+def _run_python(code, **env):
+    import subprocess
+    import sys
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, timeout=120)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a library at all\n", b"\x7fELF garbage"])
+def test_a_ckernels_path_to_a_non_library_only_makes_the_c_backend_unavailable(tmp_path, content):
+    bogus = tmp_path / "_ckernels.abi3.so"
+    bogus.write_bytes(content)
+    result = _run_python("import tinyflow as tfl; print(tfl.backends.available()); "
+                         "print(tfl.backends.CBackend.why_unavailable())", TINYFLOW_CKERNELS_PATH=str(bogus))
+    assert result.returncode == 0, result.stderr
+    assert "'c'" not in result.stdout.splitlines()[0] and "numpy" in result.stdout
+    assert str(bogus) in result.stdout and "TINYFLOW_CKERNELS_PATH" in result.stdout
+
+
+def test_a_ckernels_path_to_a_text_file_without_so_suffix_is_reported(tmp_path):
+    bogus = tmp_path / "kernels.txt"
+    bogus.write_text("hello")
+    result = _run_python("import tinyflow as tfl; print(tfl.backends.CBackend.why_unavailable())",
+                         TINYFLOW_CKERNELS_PATH=str(bogus))
+    assert result.returncode == 0, result.stderr
+    assert str(bogus) in result.stdout
+
+
+@pytest.mark.parametrize("value, expected", [("3000000000", native.MAX_THREADS), ("0", None), ("-4", None),
+                                             ("two", None), (" 1 ", 1)])
+def test_absurd_thread_counts_are_clamped_or_ignored(monkeypatch, value, expected):
+    monkeypatch.setenv("TINYFLOW_NUM_THREADS", "1")
+    native.configure_threads()
+    monkeypatch.setenv("TINYFLOW_NUM_THREADS", value)
+    threads = native.configure_threads()  # never OverflowError
+    if not native.lib.tf_openmp_enabled():
+        assert threads == 1
+    elif expected is None:
+        assert threads == 1  # ignored: the previous setting stays
+    else:
+        assert threads == expected
+    monkeypatch.setenv("TINYFLOW_NUM_THREADS", "2")
+    native.configure_threads()

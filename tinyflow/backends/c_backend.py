@@ -10,10 +10,11 @@ import os
 
 import numpy as np
 
-from .. import native
-from ..nn.losses import _check_labels
+from . import native
+from ..ops.losses import check_labels as _check_labels
 from ..shapes import is_fully_known, reduced_shape
 from .base import Backend
+from .kernel_codes import BINARY, REDUCE, UNARY, broadcast_layout, window_geometry
 from .buffer_pool import POOL
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -58,34 +59,7 @@ def _array(value):
 
 
 # ---------------------------------------------------------------- elementwise
-_BINARY = {"Add": 0, "Subtract": 1, "Multiply": 2, "Divide": 3, "Maximum": 4, "Minimum": 5}
-_UNARY = {"Negative": 0, "Square": 1, "Sqrt": 2, "Exp": 3, "Log": 4, "Abs": 5}
-
-
-def broadcast_layout(a_shape, b_shape):
-    """(pattern, rows, cols, out_shape) of a broadcasting pattern the C kernel knows, or None.
-
-    Patterns: 0 same shape, 1/2 b/a is a single value, 3/4 b/a is a row repeated
-    over the other's leading axes, 5/6 b/a is a column (leading axes, ones after).
-    """
-    size = math.prod  # math.prod: numpy's prod costs microseconds on a small tuple
-    if a_shape == b_shape:
-        return 0, size(a_shape), 1, a_shape
-    for pattern_scalar, pattern_row, pattern_col, big, small in ((1, 3, 5, a_shape, b_shape),
-                                                                 (2, 4, 6, b_shape, a_shape)):
-        if len(small) > len(big):
-            continue
-        if size(small) == 1:
-            return pattern_scalar, size(big), 1, big
-        padded = (1,) * (len(big) - len(small)) + tuple(small)
-        for split in range(1, len(big)):
-            if padded[:split] == (1,) * split and padded[split:] == big[split:]:
-                cols = size(big[split:])
-                return pattern_row, size(big) // cols, cols, big
-            if padded[:split] == big[:split] and padded[split:] == (1,) * (len(big) - split):
-                rows = size(big[:split])
-                return pattern_col, rows, size(big) // rows, big
-    return None
+_BINARY, _UNARY = BINARY, UNARY
 
 
 def binary_kernel(op, a, b):
@@ -131,7 +105,7 @@ def _same_shape_kernel(name, *attributes):
 
 
 # ---------------------------------------------------------------- reductions
-_REDUCE = {"ReduceSum": 0, "ReduceMean": 1, "ReduceMax": 2}
+_REDUCE = REDUCE
 
 
 def reduce_kernel(op, x):
@@ -231,11 +205,7 @@ def matmul_2d(a, b, use_gemm):
 
 # ---------------------------------------------------------------- convolution and pooling
 def _geometry(x, kernel, stride, padding):
-    """(n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo) for an NCHW array, or None if the window does not fit."""
-    n, c, h, w = x.shape
-    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
-    ho, wo = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
-    return None if ho < 1 or wo < 1 else (n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo)
+    return window_geometry(x.shape, kernel, stride, padding)
 
 
 def _im2col(x, geometry, suffix):

@@ -6,7 +6,7 @@ anything unusual (mixed dtypes, a gradient of another shape).
 """
 import numpy as np
 
-from .. import native
+from . import native
 from .c_backend import contiguous
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}

@@ -12,18 +12,16 @@ from collections import Counter
 import numpy as np
 
 from ..errors import BackendError
-from ..nn.losses import _check_labels
+from ..ops.losses import check_labels as _check_labels
 from ..nodes import Constant, Placeholder, Variable
 from ..shapes import reduced_shape
 from . import opencl_runtime as rt
 from .base import Backend, source_kernel
-from .c_backend import broadcast_layout
+from .kernel_codes import BINARY, REDUCE, UNARY, broadcast_layout
 
 log = logging.getLogger("tinyflow.opencl")
 
-_BINARY = {"Add": 0, "Subtract": 1, "Multiply": 2, "Divide": 3, "Maximum": 4, "Minimum": 5}
-_UNARY = {"Negative": 0, "Square": 1, "Sqrt": 2, "Exp": 3, "Log": 4, "Abs": 5}
-_REDUCE = {"ReduceSum": 0, "ReduceMean": 1, "ReduceMax": 2}
+_BINARY, _UNARY, _REDUCE = BINARY, UNARY, REDUCE
 _ACTIVATIONS = {"Sigmoid": "sigmoid", "Tanh": "tanh_", "Relu": "relu", "Softplus": "softplus"}
 _BACKWARD = {"SigmoidGrad": "sigmoid_back", "TanhGrad": "tanh_back", "ReluGrad": "relu_back"}
 _ROWS = {"Softmax": "softmax", "LogSoftmax": "log_softmax", "SoftmaxGrad": "softmax_back",

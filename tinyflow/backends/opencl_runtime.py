@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ..errors import BackendError
+from .kernel_codes import opencl_defines
 
 try:
     import pyopencl as cl
@@ -103,6 +104,7 @@ class DeviceRuntime:
             source = "\n".join((folder / name).read_text() for name in
                                ["common.h.cl"] + sorted(p.name for p in folder.glob("*.cl") if p.name != "common.h.cl"))
             options = ["-DT=double", "-DUSE_FP64"] if dtype == np.float64 else ["-DT=float"]
+            options += opencl_defines()  # the op codes of ckernels/tinyflow_kernels.h
             with warnings.catch_warnings():  # compiler chatter is not for users; errors still raise
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 self._programs[dtype] = cl.Program(self.context, source).build(options=options)
