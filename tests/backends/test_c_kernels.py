@@ -29,7 +29,9 @@ BACKEND_INDEPENDENT = True  # these tests call the kernels directly: run them on
 
 @pytest.fixture(scope="module")
 def c_backend():
-    return CBackend()
+    backend = CBackend()
+    backend.small_size = 0  # every input goes to the C kernel the table entry accepts
+    return backend
 
 
 def build(op_class, *arrays, **attrs):
@@ -47,7 +49,7 @@ def check(c_backend, op, *arrays, uses_c=True, tolerance=None):
     if uses_c:
         op.compute = lambda *a: pytest.fail(f"{op.op_type} fell back to numpy for {[x.shape for x in arrays]}")
     try:
-        got = c_backend.kernels[op.op_type](op, *arrays)
+        got = c_backend.call(c_backend.kernels[op.op_type], op, arrays)
     finally:
         op.__dict__.pop("compute", None)
     got, expected = np.asarray(got), np.asarray(expected)
@@ -58,7 +60,7 @@ def check(c_backend, op, *arrays, uses_c=True, tolerance=None):
 
 def c_kernel(c_backend, op):
     """The C table entry for op, bypassing the small-input shortcut to numpy."""
-    return lambda *values: c_backend.kernels[op.op_type](op, *values)
+    return lambda *values: c_backend.call(c_backend.kernels[op.op_type], op, values)
 
 
 def values(dtype, shape, low=-3.0, high=3.0, seed=0):
@@ -130,8 +132,9 @@ def test_activation_kernels_forward_and_backward(c_backend, op, attrs, dtype, sh
             check(c_backend, build(backward, first.T, g.T, **attrs), first.T, g.T)
 
 
-def test_small_inputs_go_to_numpy_and_large_ones_to_c(c_backend):
+def test_small_inputs_go_to_numpy_and_large_ones_to_c():
     from tinyflow.backends.c_backend import SMALL
+    c_backend = CBackend()
     small, large = np.ones(SMALL - 1, np.float32), np.ones(SMALL, np.float32)
     with tfl.Graph().as_default():  # a dimension unknown while building: decided at each call
         op = tfl.add(tfl.Placeholder((None,)), tfl.Placeholder((None,)))
@@ -140,9 +143,12 @@ def test_small_inputs_go_to_numpy_and_large_ones_to_c(c_backend):
     c_backend.kernel(op)(small, small)
     c_backend.kernel(op)(large, large)
     assert calls == ["numpy"]
-    with tfl.Graph().as_default():  # known to be small while building: numpy's compute, bound once
+    assert c_backend.report.small_ops["Add"] == 1 and c_backend.report.kernel_ops["Add"] == 1
+    with tfl.Graph().as_default():  # known to be small while building: numpy's compute, decided once
         known = tfl.add(tfl.Placeholder((4, 4)), tfl.Placeholder((4, 4)))
-    assert c_backend.kernel(known) == known.compute
+    known.compute = lambda *a: calls.append("static") or a[0] + a[1]
+    c_backend.kernel(known)(np.ones((4, 4)), np.ones((4, 4)))
+    assert calls[-1] == "static" and c_backend.report.small_ops["Add"] == 2
 
 
 def test_activations_at_extremes_and_nan(c_backend):
@@ -293,10 +299,11 @@ def test_hand_written_gemm_matches_blas(m, n, k, dtype):
 def test_gemm_backend_switch(monkeypatch):
     monkeypatch.setenv("TINYFLOW_GEMM", "tinyflow")
     backend = CBackend()
+    backend.small_size = 0
     a, b = np.ones((3, 4), np.float32), np.ones((4, 2), np.float32)
     op = build(MatMul, a, b)
     op.compute = lambda *v: pytest.fail("BLAS used although TINYFLOW_GEMM=tinyflow")
-    np.testing.assert_array_equal(backend.kernels["MatMul"](op, a, b), np.full((3, 2), 4.0))
+    np.testing.assert_array_equal(backend.call(backend.kernels["MatMul"], op, (a, b)), np.full((3, 2), 4.0))
 
 
 # ---------------------------------------------------------------- fused optimizer updates

@@ -45,7 +45,7 @@ def test_ops_with_opencl_kernels_really_run_on_the_device():
             continue
         inputs = [v.astype(np.float32) if v.dtype.kind == "f" else v for v in cases[0].inputs]
         _, used = run_on("opencl", cases[0].build, inputs)
-        if used.report.device_ops[op_type] == 0:
+        if used.report.kernel_ops[op_type] == 0:
             missed.append(op_type)
     assert missed == []
 
@@ -92,7 +92,7 @@ def test_variables_stay_on_the_device_between_runs():
         assert report.host_ops == {}
         assert report.to_device == batch.nbytes  # only the feed crossed; w and Adam's slots stayed
         assert report.to_host == 0
-        on_device = w._mirror.array.get()
+        on_device = w.device_mirror.array.get()
     np.testing.assert_array_equal(w.value, on_device)  # reading .value synchronises
     w.value = np.zeros((64, 64), np.float32)  # and writing it refreshes the device copy next run
     with tfl.Session(backend="opencl") as sess:
@@ -107,7 +107,7 @@ def test_ops_without_a_kernel_run_on_the_host_and_are_reported():
         out = sess.run(tfl.reduce_sum(joined * 2.0), {a: value})
         report = sess.backend.report
     assert out == pytest.approx(2 * (np.exp(value).sum() + value.sum()), rel=1e-6)
-    assert report.host_ops["Concat"] == 1 and report.device_ops["Exp"] == 1
+    assert report.host_ops["Concat"] == 1 and report.kernel_ops["Exp"] == 1
     assert "Concat x1" in str(report)
 
 

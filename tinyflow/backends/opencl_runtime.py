@@ -7,6 +7,7 @@ files in ckernels/opencl are built once per context and element type.
 """
 import os
 import pathlib
+import threading
 import warnings
 
 import numpy as np
@@ -92,6 +93,9 @@ class DeviceRuntime:
         self.has_fp64 = "cl_khr_fp64" in device.extensions
         self._programs = {}
         self._kernels = {}
+        # a kernel object keeps its arguments until launched: two threads sharing one would mix them up,
+        # so whoever launches on this device (Session.run) holds this lock
+        self.lock = threading.RLock()
 
     def program(self, dtype):
         """The built program of every kernel for float32 or float64."""
