@@ -345,3 +345,19 @@ def test_optimizer_kernels_use_the_c_path_for_float_parameters(c_backend):
         with tfl.Session(backend="c") as sess:
             sess.run(train)
     assert np.all(w.value < 1.0)
+
+
+# ---------------------------------------------------------------- the buffer pool
+def test_training_with_varying_batches_keeps_the_pool_bounded_and_close_releases_it(monkeypatch):
+    monkeypatch.setenv("TINYFLOW_POOL_MB", "2")
+    x = tfl.Placeholder((None, 256), name="x")
+    w = tfl.Variable(np.full((256, 256), 0.01, np.float32), name="w")
+    loss = tfl.reduce_mean(tfl.square(tfl.relu(tfl.matmul(x, w))))
+    train = tfl.optim.Adam(0.01).minimize(loss)
+    sess = tfl.Session(backend="c")
+    for batch in range(20, 400, 13):
+        sess.run(train, {x: np.ones((batch, 256), np.float32)})
+        assert sess.backend.pool.bytes <= 2 << 20
+    assert sess.backend.pool.bytes > 0
+    sess.close()
+    assert sess.backend.pool.bytes == 0
