@@ -52,8 +52,13 @@ class RunReport:
         self.kernel_ops, self.host_ops, self.small_ops = Counter(), Counter(), Counter()
         self.to_device = self.to_host = 0
 
+    def add_static(self, routes):
+        """Count the ops a plan routed to numpy once for all: {(route, op type): how many}, route 'host'/'small'."""
+        for (route, op_type), count in routes.items():
+            (self.host_ops if route == "host" else self.small_ops)[op_type] += count
+
     def clear(self):
-        """Start a new run (in place: kernels hold the counters)."""
+        """Start a new run."""
         self.kernel_ops.clear()
         self.host_ops.clear()
         self.small_ops.clear()
@@ -116,18 +121,31 @@ class Backend:
     # ------------------------------------------------------------ dispatch
     def kernel(self, op):
         """The callable computing `op` from its input values: the table's kernel when it accepts them, else
-        the op's numpy compute; decided once per plan where the static shapes allow."""
+        the op's numpy compute; decided once here where `static_route` can tell, else at each call."""
         if isinstance(op, (Variable, Constant, Placeholder)):
             return self.source_kernel(op)
+        if self.static_route(op) is not None:
+            return self.host_kernel(op)
+        entry = self.kernels[op.op_type]
+        return lambda *values: self.call(entry, op, values)
+
+    def static_route(self, op):
+        """'host' when the table has no kernel for `op`, 'small' when its shapes are known to be small: numpy
+        runs it, decided once per plan (plans count these in the run report). None: decided at each call."""
+        if isinstance(op, (Variable, Constant, Placeholder)):
+            return None
         entry = self.kernels.get(op.op_type)
         if entry is None:
-            return self._counted_host(op, self.report.host_ops)
+            return "host"
         if entry.small and self.small_size and self._statically_small(op):
-            return self._counted_host(op, self.report.small_ops)
-        return lambda *values: self.call(entry, op, values)
+            return "small"
+        return None
 
     def call(self, entry, op, values):
         """Run table entry `entry` for `op` on `values` if it accepts them, else the op's compute (counted)."""
+        if entry.small and self.small_size and self._dynamically_small(values):
+            self.report.small_ops[op.op_type] += 1
+            return self.on_host(op, values)
         values = [self.adopt(v) for v in values]
         floats = values if entry.floats is None else [values[i] for i in entry.floats]
         if self._accepts(entry, op, values, floats):
@@ -138,8 +156,7 @@ class Backend:
             if result is not DECLINE:
                 self.report.kernel_ops[op.op_type] += 1
                 return result
-        counter = self.report.small_ops if entry.small and self._dynamically_small(values) else self.report.host_ops
-        counter[op.op_type] += 1
+        self.report.host_ops[op.op_type] += 1
         return self.on_host(op, values)
 
     def _accepts(self, entry, op, values, floats):
@@ -148,8 +165,6 @@ class Backend:
             if dtype not in self.float_dtypes() or any(v.dtype != dtype or v.size == 0 for v in floats):
                 return False
         elif entry.floats != ():  # () declares an entry without data inputs (Group)
-            return False
-        if entry.small and self.small_size and self._dynamically_small(values):
             return False
         if entry.same_shape and any(v.shape != floats[0].shape for v in floats):
             return False
@@ -163,14 +178,6 @@ class Backend:
     def _statically_small(self, op):
         shapes = [op.shape] + [i.shape for i in op.inputs]
         return all(is_fully_known(shape) and math.prod(shape) < self.small_size for shape in shapes)
-
-    def _counted_host(self, op, counter):
-        op_type = op.op_type
-
-        def run(*values):
-            counter[op_type] += 1
-            return self.on_host(op, values)
-        return run
 
     # ------------------------------------------------------------ what subclasses adapt
     def source_kernel(self, node):
@@ -189,9 +196,13 @@ class Backend:
         """A float input as a kernel needs it: a C-contiguous array (device backends: a device array)."""
         return value if value.flags.c_contiguous else np.ascontiguousarray(value)
 
+    def host_kernel(self, op):
+        """The callable running `op`'s numpy compute when numpy is chosen once per plan."""
+        return op.compute
+
     def on_host(self, op, values):
-        """The op's numpy compute on host copies of the values."""
-        return op.compute(*[self.to_host(v) for v in values])
+        """The op's numpy compute on the values (device backends download them first)."""
+        return op.compute(*values)
 
     def begin_run(self):
         """Called by Session.run before a run: resets the run report."""

@@ -87,6 +87,10 @@ class OpenCLBackend(Backend):
         """A float input as a device array (uploaded once per run)."""
         return self.device(value)
 
+    def host_kernel(self, op):
+        """Ops without an OpenCL kernel: numpy on downloaded inputs."""
+        return lambda *values: self.on_host(op, values)
+
     def on_host(self, op, values):
         """The op's numpy compute on downloaded inputs; the result stays on the host."""
         return op.compute(*[self.to_host(v) for v in values])

@@ -5,6 +5,7 @@ step holds its node, its pre-resolved kernel, the slots of its inputs, and the
 slots whose last reader it is, so intermediates are dropped as early as possible.
 """
 import heapq
+from collections import Counter
 import traceback
 
 import numpy as np
@@ -95,12 +96,17 @@ class ExecutionPlan:
             self.steps.append(Step(node, backend.kernel(node), tuple(self.slot_of[i] for i in node.inputs),
                                    self.slot_of[node]))
         self._plan_releases()
+        # ops numpy runs, decided once here: counted into the backend's run report at each run
+        self.static_routes = Counter((route, step.node.op_type) for step in self.steps
+                                     for route in [backend.static_route(step.node)] if route is not None)
         # kernels may update Variables in place: fetched values computed before must not change with them
         stateful = [i for i, step in enumerate(self.steps) if getattr(step.node, "stateful", False)]
         self.first_stateful = stateful[0] if stateful else None
         self.updated_variables = {inp for i in stateful for inp in self.steps[i].node.inputs
                                   if isinstance(inp, Variable)}
-        self.sources = [node for node in self.needed_by if isinstance(node, (Variable, Constant))]
+        # the arrays fetched values must not share: Variables' (which change) and Constants' (which do not)
+        self.variables = [node for node in self.needed_by if isinstance(node, Variable)]
+        self.constant_arrays = frozenset(id(node.value) for node in self.needed_by if isinstance(node, Constant))
         self._verified = False
         self._fed_order = sorted(self.fed_slots, key=lambda n: self.fed_slots[n])
         self._fed_order_slots = [self.fed_slots[n] for n in self._fed_order]

@@ -14,7 +14,6 @@ import numpy as np
 from ..backends import get_backend
 from ..errors import TinyflowError
 from ..graph import get_default_graph
-from ..nodes import Variable
 from .feeds import check_feed, resolve_key
 from .fetches import flatten, rebuild
 from .plan import ExecutionPlan
@@ -88,8 +87,9 @@ class Session:
         plan = self.plan(fetch_nodes, feeds)
         checked = {node: check_feed(node, value, plan.needed_by.get(node)) for node, value in feeds.items()}
         self.backend.begin_run()
+        self.backend.report.add_static(plan.static_routes)
         values = plan.run(checked)
-        values = _caller_owned([self.backend.to_host(v) for v in values], plan.sources)
+        values = _caller_owned([self.backend.to_host(v) for v in values], plan)
         return rebuild(fetches, iter(values))
 
     def plan(self, fetch_nodes, fed_nodes):
@@ -129,17 +129,15 @@ class Session:
                 GraphGrowthWarning, stacklevel=3)
 
 
-def _caller_owned(values, sources):
+def _caller_owned(values, plan):
     """The fetched values, each copied if it is a view, a Variable's or Constant's own array, or an array
     that another fetch also returned: what the caller gets is theirs to keep and to write into."""
-    held = None
     seen = set()
     owned = []
     for value in values:
         if isinstance(value, np.ndarray):
-            if held is None:
-                held = {id(node.host_array if isinstance(node, Variable) else node.value) for node in sources}
-            if value.base is not None or id(value) in held or id(value) in seen:
+            if (value.base is not None or id(value) in seen or id(value) in plan.constant_arrays
+                    or any(value is var.host_array for var in plan.variables)):
                 value = value.copy()
             seen.add(id(value))
         owned.append(value)
