@@ -15,7 +15,8 @@ from ..shapes import reduced_shape
 from . import native
 from .base import Backend, Kernel
 from .buffer_pool import BufferPool
-from .kernel_codes import BINARY, REDUCE, UNARY, broadcast_layout, window_geometry
+from .kernel_codes import (BINARY, REDUCE, UNARY, along_last_axis, broadcast_layout, conv_geometry, fits_conv,
+                           fits_pool, has_layout, inner_dims_match, labels_fit, pool_geometry, reduced_axes)
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
@@ -50,10 +51,6 @@ def binary(backend, op, a, b):
     return out
 
 
-def has_layout(op, a, b):
-    return broadcast_layout(a.shape, b.shape) is not None
-
-
 def unary(backend, op, x):
     """Elementwise math of one input."""
     out = backend.pool.empty(x.shape, x.dtype)
@@ -72,12 +69,6 @@ def elementwise(name, *attributes):
 
 
 # ---------------------------------------------------------------- reductions
-def reduced_axes(op, x):
-    """The op's axes (all when None) if they are one contiguous run, else None."""
-    axes = tuple(range(len(x.shape))) if op.axes is None else tuple(op.axes)
-    return axes if axes and list(axes) == list(range(axes[0], axes[-1] + 1)) else None
-
-
 def reduce(backend, op, x):
     """Sum, mean or max over a contiguous run of axes, collapsed into one middle axis."""
     axes = reduced_axes(op, x)
@@ -100,15 +91,6 @@ def rows(name):
         return out
     run.__name__ = name
     return run
-
-
-def along_last_axis(op, x, *others):
-    return op.axis % len(x.shape) == len(x.shape) - 1
-
-
-def labels_fit(op, logits, labels, *grad):
-    """Integer labels, one per row of 2-D logits (their range is checked when the kernel runs)."""
-    return labels.shape == logits.shape[:1] and labels.dtype.kind in "iu" and all(g.size == 1 for g in grad)
 
 
 def softmax_xent(backend, op, logits, labels):
@@ -156,22 +138,7 @@ def matmul(backend, op, a, b):
     return matmul_2d(backend, a, b)
 
 
-def inner_dims_match(op, a, b):
-    return len(b.shape) == 2 and a.shape[1] == b.shape[0]
-
-
 # ---------------------------------------------------------------- convolution and pooling
-def conv_geometry(op, x, w, grad=None):
-    """The geometry of a convolution of x (N, C, H, W) by w (O, C, kH, kW), with a gradient of the output's
-    shape when given, or None."""
-    if len(x.shape) != 4 or len(w.shape) != 4 or x.shape[1] != w.shape[1]:
-        return None
-    geometry = window_geometry(x.shape, w.shape[2:], op.stride, op.padding)
-    if geometry is None or (grad is not None and grad.shape != (x.shape[0], w.shape[0]) + geometry[10:]):
-        return None
-    return geometry
-
-
 def _im2col(backend, x, geometry):
     n, c, _, _, kh, kw, _, _, _, _, ho, wo = geometry
     cols = backend.pool.empty((n * ho * wo, c * kh * kw), x.dtype)
@@ -204,15 +171,6 @@ def conv2d_back_filter(backend, op, x, g, w):
     return matmul_2d(backend, grad_rows, _im2col(backend, x, geometry)).reshape(w.shape)
 
 
-def pool_geometry(op, x, *other):
-    """The pooling window's geometry for x (N, C, H, W), with `other` of the shape the op needs, or None."""
-    geometry = window_geometry(x.shape, op.kernel, op.stride, op.padding)
-    if geometry is None or not other:
-        return geometry
-    needed = x.shape[:2] + geometry[10:] if op.op_type == "MaxPool2DGrad" else x.shape
-    return geometry if other[0].shape == needed else None
-
-
 def max_pool(name):
     """Max pooling forward (x), backward (x, g) or gather (x, h) with the op's window."""
     def run(backend, op, x, *other):
@@ -222,15 +180,6 @@ def max_pool(name):
         return out
     run.__name__ = name
     return run
-
-
-def fits_pool(op, x, *other):
-    return pool_geometry(op, x, *other) is not None
-
-
-def fits_conv(op, *arrays):
-    x, w, grad = {"Conv2D": (0, 1, None), "Conv2DBackInput": (2, 1, 0), "Conv2DBackFilter": (0, 2, 1)}[op.op_type]
-    return conv_geometry(op, arrays[x], arrays[w], None if grad is None else arrays[grad]) is not None
 
 
 # ---------------------------------------------------------------- fused optimizer updates, in place

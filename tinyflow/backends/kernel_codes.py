@@ -3,8 +3,8 @@
 `ckernels/tinyflow_kernels.h` declares them as C enums (cffi exposes them on the
 built library); this module parses that header once, so Python has them even when
 the C library is not built, and hands them to OpenCL as `-D` build options.
-It also holds the geometry both kernel families use: broadcasting layouts and the
-NCHW window geometry of convolution and pooling.
+It also holds the geometry both kernel families use (broadcasting layouts, the NCHW window
+geometry of convolution and pooling) and the `accepts` predicates of their table entries.
 """
 import functools
 import math
@@ -90,3 +90,62 @@ def window_geometry(x_shape, kernel, stride, padding):
     (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
     ho, wo = window_output_size(h, kh, sh, ph), window_output_size(w, kw, sw, pw)
     return None if ho < 1 or wo < 1 else (n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo)
+
+
+# ---------------------------------------------------------------- what the kernels of both tables accept
+# `accepts(op, *values)` predicates of Kernel entries (values are numpy or device arrays: shapes only)
+def has_layout(op, a, b):
+    """a and b broadcast in one of the patterns the kernels know."""
+    return broadcast_layout(a.shape, b.shape) is not None
+
+
+def reduced_axes(op, x):
+    """The op's axes (all when None) if they are one contiguous run, else None."""
+    axes = tuple(range(len(x.shape))) if op.axes is None else tuple(op.axes)
+    return axes if axes and list(axes) == list(range(axes[0], axes[-1] + 1)) else None
+
+
+def along_last_axis(op, x, *others):
+    """The op works along the last axis of x (the row kernels' layout)."""
+    return op.axis % len(x.shape) == len(x.shape) - 1
+
+
+def labels_fit(op, logits, labels, *grad):
+    """Integer labels, one per row of 2-D logits (their range is checked when the kernel runs)."""
+    return labels.shape == logits.shape[:1] and labels.dtype.kind in "iu" and all(g.size == 1 for g in grad)
+
+
+def inner_dims_match(op, a, b):
+    """b is a matrix whose rows match a's columns."""
+    return len(b.shape) == 2 and a.shape[1] == b.shape[0]
+
+
+def conv_geometry(op, x, w, grad=None):
+    """The geometry of a convolution of x (N, C, H, W) by w (O, C, kH, kW), with a gradient of the output's
+    shape when given, or None."""
+    if len(x.shape) != 4 or len(w.shape) != 4 or x.shape[1] != w.shape[1]:
+        return None
+    geometry = window_geometry(x.shape, w.shape[2:], op.stride, op.padding)
+    if geometry is None or (grad is not None and grad.shape != (x.shape[0], w.shape[0]) + geometry[10:]):
+        return None
+    return geometry
+
+
+def pool_geometry(op, x, *other):
+    """The pooling window's geometry for x (N, C, H, W), with `other` of the shape the op needs, or None."""
+    geometry = window_geometry(x.shape, op.kernel, op.stride, op.padding)
+    if geometry is None or not other:
+        return geometry
+    needed = x.shape[:2] + geometry[10:] if op.op_type == "MaxPool2DGrad" else x.shape
+    return geometry if other[0].shape == needed else None
+
+
+def fits_pool(op, x, *other):
+    """The pooling window fits x, and the other input has the shape the op needs."""
+    return pool_geometry(op, x, *other) is not None
+
+
+def fits_conv(op, *arrays):
+    """Input, filter (and gradient) of a convolution op have consistent shapes."""
+    x, w, grad = {"Conv2D": (0, 1, None), "Conv2DBackInput": (2, 1, 0), "Conv2DBackFilter": (0, 2, 1)}[op.op_type]
+    return conv_geometry(op, arrays[x], arrays[w], None if grad is None else arrays[grad]) is not None

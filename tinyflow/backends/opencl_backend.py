@@ -19,8 +19,8 @@ from ..ops.losses import check_labels
 from ..shapes import reduced_shape
 from . import opencl_runtime as rt
 from .base import DECLINE, FLOATS, Backend, Kernel, source_kernel
-from .c_backend import along_last_axis, fits_conv, fits_pool, has_layout, inner_dims_match, labels_fit, reduced_axes
-from .kernel_codes import BINARY, PATTERN, REDUCE, UNARY, broadcast_layout, window_geometry
+from .kernel_codes import (BINARY, PATTERN, REDUCE, UNARY, along_last_axis, broadcast_layout, fits_conv, fits_pool,
+                           has_layout, inner_dims_match, labels_fit, reduced_axes, window_geometry)
 
 log = logging.getLogger("tinyflow.opencl")
 
