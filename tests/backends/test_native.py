@@ -86,3 +86,32 @@ def test_absurd_thread_counts_are_clamped_or_ignored(monkeypatch, value, expecte
         assert threads == expected
     monkeypatch.setenv("TINYFLOW_NUM_THREADS", "2")
     native.configure_threads()
+
+
+def test_the_shared_codes_are_declared_once_and_agree_everywhere():
+    from tinyflow.backends import kernel_codes
+    assert kernel_codes.ENUMS["tf_binary_op"]["TF_ADD"] == 0 and kernel_codes.PARALLEL_MIN == 2 ** 18
+    for codes in kernel_codes.ENUMS.values():  # the parsed header agrees with what cffi compiled
+        for name, value in codes.items():
+            assert getattr(native.lib, name) == value, name
+    assert f"-DTF_B_ROW={native.lib.TF_B_ROW}" in kernel_codes.opencl_defines()
+    assert kernel_codes.BINARY["Maximum"] == native.lib.TF_MAXIMUM
+    assert kernel_codes.REDUCE["ReduceMean"] == native.lib.TF_REDUCE_MEAN
+
+
+def test_the_codes_are_known_without_the_c_library(tmp_path):
+    bogus = tmp_path / "missing.so"
+    result = _run_python("from tinyflow.backends import kernel_codes, native; assert native.lib is None; "
+                         "print(kernel_codes.UNARY['Exp'], kernel_codes.PATTERN['TF_A_COLUMN'])",
+                         TINYFLOW_CKERNELS_PATH=str(bogus))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["3", "6"]
+
+
+def test_the_window_formula_is_the_one_of_shape_inference():
+    from tinyflow.backends.kernel_codes import window_geometry
+    from tinyflow.ops.conv import window_output_size
+    x = tfl.Placeholder((2, 3, 9, 7))
+    y = tfl.max_pool2d(x, (3, 2), stride=(2, 3), padding=(1, 1))
+    geometry = window_geometry(x.shape, (3, 2), (2, 3), (1, 1))
+    assert y.shape[2:] == geometry[10:] == (window_output_size(9, 3, 2, 1), window_output_size(7, 2, 3, 1))
