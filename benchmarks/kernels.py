@@ -24,9 +24,9 @@ def main():
 
     import numpy as np
     import tinyflow as tfl
-    from tinyflow import native
+    from tinyflow.backends import native
     from tinyflow.backends.c_backend import CBackend, gemm
-    from tinyflow.nn.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
+    from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
     from tinyflow.ops import activations, conv
     from tinyflow.ops.matmul import MatMul
 
@@ -153,7 +153,7 @@ def main():
 def opencl_rows(args, np, tfl, op, rng):
     """The same kernels on the OpenCL backend, inputs already on the device (as within a run)."""
     from tinyflow.backends import OpenCLBackend
-    from tinyflow.nn.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
+    from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
     from tinyflow.ops import activations
     from tinyflow.ops.matmul import MatMul
     if not OpenCLBackend.is_available():

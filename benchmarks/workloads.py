@@ -237,7 +237,7 @@ def compile_fused_loop():
 
 def w4_fused_sigmoid(n=10_000_000):
     """c * sigmoid(a*x + b) over n floats: numpy, the fused C loop, tinyflow; plus the triad."""
-    from tinyflow import native
+    from tinyflow.backends import native
     a, b, c = 1.5, -0.5, 2.0
     x = RNG.standard_normal(n).astype(np.float32)
     out = np.empty_like(x)
@@ -354,7 +354,7 @@ def w5_convnet():
 # --------------------------------------------------------------------------- W6
 def w6_adam(n=10_000_000):
     """One Adam step over n parameters with a given gradient."""
-    from tinyflow import native
+    from tinyflow.backends import native
     g = RNG.standard_normal(n).astype(np.float32)
     out = {}
     p, m, v = (np.zeros(n, np.float32) for _ in range(3))

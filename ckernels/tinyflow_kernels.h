@@ -6,7 +6,55 @@
  * its group's comment. Sizes are `long`; arrays are contiguous and never alias
  * unless a comment says the update is in place. Python checks dtypes, shapes and
  * contiguity before every call (tinyflow/backends/c_backend.py).
+ *
+ * The enums below are the one declaration of the codes shared by C, OpenCL and Python:
+ * cffi exposes them on `lib`, the OpenCL programs get them as -D build options, and
+ * tinyflow/backends/kernel_codes.py parses them from this file (so Python knows them even
+ * when the library is not built). Values are explicit, one `NAME = value` per line.
  */
+
+/* elementwise binary ops (tf_binary op argument; OpenCL `binary`) */
+enum tf_binary_op {
+    TF_ADD = 0,
+    TF_SUBTRACT = 1,
+    TF_MULTIPLY = 2,
+    TF_DIVIDE = 3,
+    TF_MAXIMUM = 4,
+    TF_MINIMUM = 5
+};
+
+/* elementwise unary ops (tf_unary op argument; OpenCL `unary`) */
+enum tf_unary_op {
+    TF_NEGATIVE = 0,
+    TF_SQUARE = 1,
+    TF_SQRT = 2,
+    TF_EXP = 3,
+    TF_LOG = 4,
+    TF_ABS = 5
+};
+
+/* how b (or a) broadcasts against the other operand viewed as rows x cols */
+enum tf_broadcast_pattern {
+    TF_SAME_SHAPE = 0,
+    TF_B_SCALAR = 1,
+    TF_A_SCALAR = 2,
+    TF_B_ROW = 3,
+    TF_A_ROW = 4,
+    TF_B_COLUMN = 5,
+    TF_A_COLUMN = 6
+};
+
+/* reductions over the middle axis of (outer, n, inner) */
+enum tf_reduce_op {
+    TF_REDUCE_SUM = 0,
+    TF_REDUCE_MEAN = 1,
+    TF_REDUCE_MAX = 2
+};
+
+/* tuning constants shared by the C kernels and Python */
+enum tf_limits {
+    TF_PARALLEL_MIN = 262144
+};
 
 /* runtime.c: what the library was built with, and a STREAM triad for benchmarks */
 const char *tf_build_flags(void);

@@ -20,4 +20,5 @@ runtime="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 echo "sanitize: running the kernel tests against $library"
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 LD_PRELOAD="$runtime" TINYFLOW_CKERNELS_PATH="$library" TINYFLOW_EXPECT_SANITIZERS=1 \
-    "$PYTHON" -m pytest -q -p no:cacheprovider tests/backends/test_c_kernels.py tests/backends/test_native.py "$@"
+    "$PYTHON" -m pytest -q -p no:cacheprovider tests/backends/test_c_kernels.py tests/backends/test_native.py \
+    tests/backends/test_numerics.py tests/fuzz/test_kernel_fuzz.py "$@"

@@ -9,7 +9,7 @@ from collections import namedtuple
 import numpy as np
 
 import tinyflow as tfl
-from tinyflow.nn.losses import SoftmaxCrossEntropyGrad
+from tinyflow.ops.losses import SoftmaxCrossEntropyGrad
 from tinyflow.ops.activations import LeakyReluGrad, ReluGrad, SigmoidGrad, TanhGrad
 from tinyflow.ops.array_ops import (BroadcastLike, ConcatSplit, GetItemGrad, ReshapeLike, SumToShapeOf,
                                     _normalize_key)

@@ -9,7 +9,7 @@ import numpy as np
 def info():
     """Print the version, the backends this machine can run, threads and build flags."""
     import tinyflow as tfl
-    from tinyflow import native
+    from tinyflow.backends import native
     print(f"tinyflow {tfl.__version__}  (Python {platform.python_version()}, numpy {np.__version__})")
     print(f"backends available: {', '.join(tfl.backends.available())}  (default: {tfl.backends.available()[0]})")
     if native.is_built():

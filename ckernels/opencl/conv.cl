@@ -32,7 +32,7 @@ __kernel void col2im(__global const T *cols, __global T *x, long8 g, long4 p) {
     x[idx] = acc;
 }
 
-/* flat index in its plane of the first maximum of window (i, j); padding never wins */
+/* flat index in its plane of the first maximum of window (i, j); padding never wins; the first NaN wins */
 long window_argmax(__global const T *plane, long h, long w, long kh, long kw, long sh, long sw, long ph, long pw,
                    long i, long j) {
     long best = -1;
@@ -42,7 +42,8 @@ long window_argmax(__global const T *plane, long h, long w, long kh, long kw, lo
         for (long dj = 0; dj < kw; dj++) {
             long xx = j * sw - pw + dj;
             if (xx < 0 || xx >= w) continue;
-            if (best < 0 || plane[y * w + xx] > plane[best]) best = y * w + xx;
+            T v = plane[y * w + xx];
+            if (best < 0 || v > plane[best] || (isnan(v) && !isnan(plane[best]))) best = y * w + xx;
         }
     }
     return best;

@@ -5,10 +5,13 @@ T row_max(__global const T *x, long cols) {
     for (long j = 1; j < cols; j++) m = fmax(m, x[j]);
     return m;
 }
-T row_logsumexp(__global const T *x, long cols) {
-    T m = row_max(x, cols), s = 0;
-    for (long j = 0; j < cols; j++) s += exp(x[j] - m);
-    return m + log(s);
+/* log Σ e^(x - m) with m the row's max (stored in *m): callers compute (x - m) - that, which keeps the
+ * precision x - (m + log Σ) loses for large logits */
+T row_shifted_logsumexp(__global const T *x, long cols, T *m) {
+    T s = 0;
+    *m = row_max(x, cols);
+    for (long j = 0; j < cols; j++) s += exp(x[j] - *m);
+    return log(s);
 }
 __kernel void softmax(__global const T *x, __global T *y, long cols) {
     __global const T *xr = x + get_global_id(0) * cols;
@@ -20,8 +23,9 @@ __kernel void softmax(__global const T *x, __global T *y, long cols) {
 __kernel void log_softmax(__global const T *x, __global T *y, long cols) {
     __global const T *xr = x + get_global_id(0) * cols;
     __global T *yr = y + get_global_id(0) * cols;
-    T lse = row_logsumexp(xr, cols);
-    for (long j = 0; j < cols; j++) yr[j] = xr[j] - lse;
+    T m;
+    T lse = row_shifted_logsumexp(xr, cols, &m);
+    for (long j = 0; j < cols; j++) yr[j] = (xr[j] - m) - lse;
 }
 __kernel void softmax_back(__global const T *y, __global const T *g, __global T *out, long cols) {
     long r = get_global_id(0);
@@ -39,7 +43,9 @@ __kernel void log_softmax_back(__global const T *y, __global const T *g, __globa
 __kernel void softmax_xent(__global const T *logits, __global const long *labels, __global T *losses, long cols) {
     long r = get_global_id(0);
     __global const T *zr = logits + r * cols;
-    losses[r] = row_logsumexp(zr, cols) - zr[labels[r]];
+    T m;
+    T lse = row_shifted_logsumexp(zr, cols, &m);
+    losses[r] = lse - (zr[labels[r]] - m);
 }
 /* out = (softmax(logits) - onehot(labels)) * scale, scale = grad / rows */
 __kernel void softmax_xent_back(__global const T *logits, __global const long *labels, T scale, __global T *out,

@@ -48,7 +48,8 @@ void NAME(tf_col2im)(const T *cols, T *x, long n, long c, long h, long w, long k
     }
 }
 
-/* Flat index (in the plane) of the first maximum of window (i, j); padding never wins. */
+/* Flat index (in the plane) of the first maximum of window (i, j); padding never wins. A NaN is larger
+ * than everything (the first NaN wins), as in numpy's max and argmax, so NaN propagates. */
 static long NAME(window_argmax)(const T *plane, long h, long w, long kh, long kw, long sh, long sw, long ph,
                                 long pw, long i, long j) {
     long best = -1;
@@ -59,7 +60,8 @@ static long NAME(window_argmax)(const T *plane, long h, long w, long kh, long kw
             long col = j * sw - pw + dj;
             if (col < 0 || col >= w) continue;
             long at = row * w + col;
-            if (best < 0 || plane[at] > plane[best]) best = at;
+            if (best < 0 || plane[at] > plane[best] || (plane[at] != plane[at] && plane[best] == plane[best]))
+                best = at;
         }
     }
     return best;

@@ -15,12 +15,12 @@
 
 TF_CLONES static void NAME(binary_run)(int op, const T *a, int sa, const T *b, int sb, T *out, long n) {
     switch (op) {
-    case 0: BINARY_LOOPS(x + y) break;
-    case 1: BINARY_LOOPS(x - y) break;
-    case 2: BINARY_LOOPS(x * y) break;
-    case 3: BINARY_LOOPS(x / y) break;
-    case 4: BINARY_LOOPS((x > y || x != x) ? x : y) break; /* NaN wins, as in np.maximum */
-    case 5: BINARY_LOOPS((x < y || x != x) ? x : y) break;
+    case TF_ADD: BINARY_LOOPS(x + y) break;
+    case TF_SUBTRACT: BINARY_LOOPS(x - y) break;
+    case TF_MULTIPLY: BINARY_LOOPS(x * y) break;
+    case TF_DIVIDE: BINARY_LOOPS(x / y) break;
+    case TF_MAXIMUM: BINARY_LOOPS((x > y || x != x) ? x : y) break; /* NaN wins, as in np.maximum */
+    case TF_MINIMUM: BINARY_LOOPS((x < y || x != x) ? x : y) break;
     }
 }
 #undef BINARY_LOOPS
@@ -29,17 +29,17 @@ TF_CLONES static void NAME(binary_run)(int op, const T *a, int sa, const T *b, i
 void NAME(tf_binary)(int op, int pattern, const T *a, const T *b, T *out, long rows, long cols) {
     long n = rows * cols;
     switch (pattern) {
-    case 0: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a + start, 1, b + start, 1, out + start, stop - start)); break;
-    case 1: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a + start, 1, b, 0, out + start, stop - start)); break;
-    case 2: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a, 0, b + start, 1, out + start, stop - start)); break;
+    case TF_SAME_SHAPE: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a + start, 1, b + start, 1, out + start, stop - start)); break;
+    case TF_B_SCALAR: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a + start, 1, b, 0, out + start, stop - start)); break;
+    case TF_A_SCALAR: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a, 0, b + start, 1, out + start, stop - start)); break;
     default: {
         long r;
 #pragma omp parallel for if (n >= TF_PARALLEL_MIN) schedule(static)
         for (r = 0; r < rows; r++) {
             T *o = out + r * cols;
-            if (pattern == 3) NAME(binary_run)(op, a + r * cols, 1, b, 1, o, cols);
-            else if (pattern == 4) NAME(binary_run)(op, a, 1, b + r * cols, 1, o, cols);
-            else if (pattern == 5) NAME(binary_run)(op, a + r * cols, 1, b + r, 0, o, cols);
+            if (pattern == TF_B_ROW) NAME(binary_run)(op, a + r * cols, 1, b, 1, o, cols);
+            else if (pattern == TF_A_ROW) NAME(binary_run)(op, a, 1, b + r * cols, 1, o, cols);
+            else if (pattern == TF_B_COLUMN) NAME(binary_run)(op, a + r * cols, 1, b + r, 0, o, cols);
             else NAME(binary_run)(op, a + r, 0, b + r * cols, 1, o, cols);
         }
     }
@@ -48,16 +48,16 @@ void NAME(tf_binary)(int op, int pattern, const T *a, const T *b, T *out, long r
 
 TF_CLONES static void NAME(unary_run)(int op, const T *x, T *out, long n) {
     switch (op) {
-    case 0: for (long i = 0; i < n; i++) out[i] = -x[i]; break;
-    case 1: for (long i = 0; i < n; i++) out[i] = x[i] * x[i]; break;
-    case 2: for (long i = 0; i < n; i++) out[i] = SQRT(x[i]); break;
-    case 3: for (long i = 0; i < n; i++) out[i] = EXP(x[i]); break;
-    case 4: for (long i = 0; i < n; i++) out[i] = LOG(x[i]); break;
-    case 5: for (long i = 0; i < n; i++) out[i] = x[i] < 0 ? -x[i] : x[i]; break;
+    case TF_NEGATIVE: for (long i = 0; i < n; i++) out[i] = -x[i]; break;
+    case TF_SQUARE: for (long i = 0; i < n; i++) out[i] = x[i] * x[i]; break;
+    case TF_SQRT: for (long i = 0; i < n; i++) out[i] = SQRT(x[i]); break;
+    case TF_EXP: for (long i = 0; i < n; i++) out[i] = EXP(x[i]); break;
+    case TF_LOG: for (long i = 0; i < n; i++) out[i] = LOG(x[i]); break;
+    case TF_ABS: for (long i = 0; i < n; i++) out[i] = x[i] < 0 ? -x[i] : x[i]; break;
     }
 }
 
-/* Unary op over n contiguous elements: 0 neg, 1 square, 2 sqrt, 3 exp, 4 log, 5 abs. */
+/* Unary op (enum tf_unary_op) over n contiguous elements. */
 void NAME(tf_unary)(int op, const T *x, T *out, long n) {
     TF_PARALLEL_CHUNKS(n, NAME(unary_run)(op, x + start, out + start, stop - start));
 }

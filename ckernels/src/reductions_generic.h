@@ -2,7 +2,7 @@
 
 /* One contiguous run of n values: sum (op 0 or 1) or max (op 2, NaN propagates). */
 TF_CLONES static double NAME(reduce_run)(int op, const T *x, long n) {
-    if (op == 2) {
+    if (op == TF_REDUCE_MAX) {
         T best = x[0];
         int nan = 0;
         for (long i = 1; i < n; i++) {
@@ -22,14 +22,14 @@ TF_CLONES static void NAME(reduce_columns)(int op, const T *x, T *out, long n, l
     for (long j = start; j < stop; j++) out[j] = x[j];
     for (long k = 1; k < n; k++) {
         const T *row = x + k * inner;
-        if (op == 2) {
+        if (op == TF_REDUCE_MAX) {
             for (long j = start; j < stop; j++)
                 out[j] = (row[j] > out[j] || row[j] != row[j]) ? row[j] : out[j];
         } else {
             for (long j = start; j < stop; j++) out[j] += row[j];
         }
     }
-    if (op == 1)
+    if (op == TF_REDUCE_MEAN)
         for (long j = start; j < stop; j++) out[j] /= (T)n;
 }
 
@@ -40,7 +40,7 @@ void NAME(tf_reduce)(int op, const T *x, T *out, long outer, long n, long inner)
 #pragma omp parallel for if (total >= TF_PARALLEL_MIN) schedule(static)
         for (o = 0; o < outer; o++) {
             double r = NAME(reduce_run)(op, x + o * n, n);
-            out[o] = (T)(op == 1 ? r / (double)n : r);
+            out[o] = (T)(op == TF_REDUCE_MEAN ? r / (double)n : r);
         }
     } else if (outer >= inner) {
 #pragma omp parallel for if (total >= TF_PARALLEL_MIN) schedule(static)

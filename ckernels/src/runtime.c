@@ -45,6 +45,6 @@ void tf_set_num_threads(int n) {
  * measure this machine's memory bandwidth in the same run as the kernels. */
 void tf_triad_f32(float *a, const float *b, const float *c, float s, long n) {
     long i;
-#pragma omp parallel for if (n >= 262144) schedule(static)
+#pragma omp parallel for if (n >= TF_PARALLEL_MIN) schedule(static)
     for (i = 0; i < n; i++) a[i] = b[i] + s * c[i];
 }

@@ -16,10 +16,12 @@ TF_CLONES static T NAME(row_exp)(const T *x, T *y, long cols, T shift) {
     return total;
 }
 
-/* log Σ e^x of one row, computed stably (scratch receives the shifted exponentials). */
-static T NAME(row_logsumexp)(const T *x, T *scratch, long cols) {
-    T m = NAME(row_max)(x, cols);
-    return m + LOG(NAME(row_exp)(x, scratch, cols, m));
+/* log Σ e^(x - m) of one row, with m its max returned in *max (scratch receives the shifted
+ * exponentials). Callers subtract m from x first and this second: (x - m) - log Σ keeps the
+ * precision that x - (m + log Σ) loses for large logits ([1e8, 1e8] gives -log 2, not 0). */
+static T NAME(row_shifted_logsumexp)(const T *x, T *scratch, long cols, T *max) {
+    *max = NAME(row_max)(x, cols);
+    return LOG(NAME(row_exp)(x, scratch, cols, *max));
 }
 
 void NAME(tf_softmax)(const T *x, T *y, long rows, long cols) {
@@ -39,8 +41,9 @@ void NAME(tf_log_softmax)(const T *x, T *y, long rows, long cols) {
     for (r = 0; r < rows; r++) {
         const T *xr = x + r * cols;
         T *yr = y + r * cols;
-        T lse = NAME(row_logsumexp)(xr, yr, cols);
-        for (long j = 0; j < cols; j++) yr[j] = xr[j] - lse;
+        T m;
+        T lse = NAME(row_shifted_logsumexp)(xr, yr, cols, &m);
+        for (long j = 0; j < cols; j++) yr[j] = (xr[j] - m) - lse;
     }
 }
 
@@ -77,7 +80,9 @@ long NAME(tf_softmax_xent)(const T *logits, const int64_t *labels, long rows, lo
             continue;
         }
         const T *zr = logits + r * cols;
-        total += (double)(NAME(row_logsumexp)(zr, scratch + r * cols, cols) - zr[labels[r]]);
+        T m;
+        T lse = NAME(row_shifted_logsumexp)(zr, scratch + r * cols, cols, &m);
+        total += (double)(lse - (zr[labels[r]] - m));
     }
     *loss = rows ? total / (double)rows : 0.0;
     return bad;

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tinyflow as tfl
-from tinyflow.backends.c_backend import CBackend, broadcast_layout, gemm
-from tinyflow.nn.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
+from tinyflow.backends.c_backend import CBackend, gemm
+from tinyflow.backends.kernel_codes import broadcast_layout
+from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
 from tinyflow.ops import activations, conv, math_ops, reductions
 from tinyflow.ops.matmul import MatMul
 
@@ -30,7 +31,9 @@ BACKEND_INDEPENDENT = True  # these tests call the kernels directly: run them on
 
 @pytest.fixture(scope="module")
 def c_backend():
-    return CBackend()
+    backend = CBackend()
+    backend.small_size = 0  # every input goes to the C kernel the table entry accepts
+    return backend
 
 
 def build(op_class, *arrays, **attrs):
@@ -48,7 +51,7 @@ def check(c_backend, op, *arrays, uses_c=True, tolerance=None):
     if uses_c:
         op.compute = lambda *a: pytest.fail(f"{op.op_type} fell back to numpy for {[x.shape for x in arrays]}")
     try:
-        got = c_backend.kernels[op.op_type](op, *arrays)
+        got = c_backend.call(c_backend.kernels[op.op_type], op, arrays)
     finally:
         op.__dict__.pop("compute", None)
     got, expected = np.asarray(got), np.asarray(expected)
@@ -59,7 +62,7 @@ def check(c_backend, op, *arrays, uses_c=True, tolerance=None):
 
 def c_kernel(c_backend, op):
     """The C table entry for op, bypassing the small-input shortcut to numpy."""
-    return lambda *values: c_backend.kernels[op.op_type](op, *values)
+    return lambda *values: c_backend.call(c_backend.kernels[op.op_type], op, values)
 
 
 def values(dtype, shape, low=-3.0, high=3.0, seed=0):
@@ -131,8 +134,9 @@ def test_activation_kernels_forward_and_backward(c_backend, op, attrs, dtype, sh
             check(c_backend, build(backward, first.T, g.T, **attrs), first.T, g.T)
 
 
-def test_small_inputs_go_to_numpy_and_large_ones_to_c(c_backend):
+def test_small_inputs_go_to_numpy_and_large_ones_to_c():
     from tinyflow.backends.c_backend import SMALL
+    c_backend = CBackend()
     small, large = np.ones(SMALL - 1, np.float32), np.ones(SMALL, np.float32)
     with tfl.Graph().as_default():  # a dimension unknown while building: decided at each call
         op = tfl.add(tfl.Placeholder((None,)), tfl.Placeholder((None,)))
@@ -141,9 +145,11 @@ def test_small_inputs_go_to_numpy_and_large_ones_to_c(c_backend):
     c_backend.kernel(op)(small, small)
     c_backend.kernel(op)(large, large)
     assert calls == ["numpy"]
-    with tfl.Graph().as_default():  # known to be small while building: numpy's compute, bound once
+    assert c_backend.report.small_ops["Add"] == 1 and c_backend.report.kernel_ops["Add"] == 1
+    with tfl.Graph().as_default():  # known to be small while building: numpy's compute, decided once
         known = tfl.add(tfl.Placeholder((4, 4)), tfl.Placeholder((4, 4)))
-    assert c_backend.kernel(known) == known.compute
+    assert c_backend.static_route(known) == "small" and c_backend.kernel(known) == known.compute
+    assert c_backend.static_route(op) is None
 
 
 def test_activations_at_extremes_and_nan(c_backend):
@@ -297,10 +303,11 @@ def test_hand_written_gemm_matches_blas(m, n, k, dtype):
 def test_gemm_backend_switch(monkeypatch):
     monkeypatch.setenv("TINYFLOW_GEMM", "tinyflow")
     backend = CBackend()
+    backend.small_size = 0
     a, b = np.ones((3, 4), np.float32), np.ones((4, 2), np.float32)
     op = build(MatMul, a, b)
     op.compute = lambda *v: pytest.fail("BLAS used although TINYFLOW_GEMM=tinyflow")
-    np.testing.assert_array_equal(backend.kernels["MatMul"](op, a, b), np.full((3, 2), 4.0))
+    np.testing.assert_array_equal(backend.call(backend.kernels["MatMul"], op, (a, b)), np.full((3, 2), 4.0))
 
 
 # ---------------------------------------------------------------- fused optimizer updates
@@ -342,3 +349,19 @@ def test_optimizer_kernels_use_the_c_path_for_float_parameters(c_backend):
         with tfl.Session(backend="c") as sess:
             sess.run(train)
     assert np.all(w.value < 1.0)
+
+
+# ---------------------------------------------------------------- the buffer pool
+def test_training_with_varying_batches_keeps_the_pool_bounded_and_close_releases_it(monkeypatch):
+    monkeypatch.setenv("TINYFLOW_POOL_MB", "2")
+    x = tfl.Placeholder((None, 256), name="x")
+    w = tfl.Variable(np.full((256, 256), 0.01, np.float32), name="w")
+    loss = tfl.reduce_mean(tfl.square(tfl.relu(tfl.matmul(x, w))))
+    train = tfl.optim.Adam(0.01).minimize(loss)
+    sess = tfl.Session(backend="c")
+    for batch in range(20, 400, 13):
+        sess.run(train, {x: np.ones((batch, 256), np.float32)})
+        assert sess.backend.pool.bytes <= 2 << 20
+    assert sess.backend.pool.bytes > 0
+    sess.close()
+    assert sess.backend.pool.bytes == 0

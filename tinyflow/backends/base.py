@@ -1,5 +1,76 @@
-"""What every backend is: a name, an availability check, and a kernel table keyed by op type."""
+"""What every backend is: a name, an availability check, and a table of kernels keyed by op type.
+
+A backend file reads as a table: each entry is a `Kernel` saying what it accepts
+(float dtypes, sizes, ranks, same shapes, an extra predicate) and the function that
+runs it. `Backend.kernel` does the rest once for every backend: it checks the entry's
+conditions, routes small inputs to numpy, makes float inputs contiguous (or device
+arrays), falls back to the op's numpy `compute` for anything the entry does not
+accept, and counts what ran where in `backend.report`.
+"""
+import math
+import threading
+from collections import Counter
+
+import numpy as np
+
 from ..nodes import Constant, Placeholder, Variable
+from ..shapes import is_fully_known
+
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+# What a kernel's `run` returns when it finds, after all, that it cannot handle its inputs
+# (checks too costly to repeat in `accepts`): the op's numpy compute then runs instead.
+DECLINE = object()
+
+
+class Kernel:
+    """One table entry: `run(backend, op, *values)` and the inputs it accepts.
+
+    floats:     positions of the inputs that must be non-empty float arrays of one dtype the
+                backend handles (None: every input); they arrive contiguous / on the device.
+    small:      inputs that are all smaller than the backend's `small_size` go to numpy instead.
+    same_shape: those float inputs must have one shape.
+    ndim:       the rank the first input must have.
+    accepts:    `accepts(op, *values) -> bool`, any further condition (broadcast layout, axes...).
+    """
+
+    __slots__ = ("run", "floats", "small", "same_shape", "ndim", "accepts")
+
+    def __init__(self, run, floats=None, small=True, same_shape=False, ndim=None, accepts=None):
+        self.run, self.floats, self.small, self.same_shape = run, floats, small, same_shape
+        self.ndim, self.accepts = ndim, accepts
+
+    def __repr__(self):
+        return f"<Kernel {getattr(self.run, '__name__', self.run)}>"
+
+
+class RunReport:
+    """Which ops ran with a table kernel, which with numpy (no kernel, or inputs it does not accept,
+    or small inputs), and the bytes moved to and from a device, during the last run."""
+
+    def __init__(self):
+        self.kernel_ops, self.host_ops, self.small_ops = Counter(), Counter(), Counter()
+        self.to_device = self.to_host = 0
+
+    def add_static(self, routes):
+        """Count the ops a plan routed to numpy once for all: {(route, op type): how many}, route 'host'/'small'."""
+        for (route, op_type), count in routes.items():
+            (self.host_ops if route == "host" else self.small_ops)[op_type] += count
+
+    def clear(self):
+        """Start a new run."""
+        self.kernel_ops.clear()
+        self.host_ops.clear()
+        self.small_ops.clear()
+        self.to_device = self.to_host = 0
+
+    def __str__(self):
+        lines = [f"run: {sum(self.kernel_ops.values())} ops by the backend's kernels, "
+                 f"{sum(self.host_ops.values())} by numpy as a fallback, {sum(self.small_ops.values())} by numpy "
+                 f"as too small; {self.to_device / 1e6:.3f} MB uploaded, {self.to_host / 1e6:.3f} MB downloaded"]
+        if self.host_ops:
+            lines.append("  fell back to numpy: " + ", ".join(f"{op} x{n}" for op, n in sorted(self.host_ops.items())))
+        return "\n".join(lines)
 
 
 def source_kernel(node):
@@ -10,11 +81,16 @@ def source_kernel(node):
 
 
 class Backend:
-    """A named table of kernels `fn(op, *input_values)`; ops it lacks run their numpy `compute`."""
+    """A named table of `Kernel`s by op type; ops it lacks, or inputs a kernel does not accept, run the op's
+    numpy `compute`."""
 
     name = "base"
-    kernels = {}
-    recycle = None  # fn(value) taking arrays a plan has dropped, for backends that reuse buffers
+    kernels = {}            # op type -> Kernel
+    small_size = 0          # inputs all smaller than this go to numpy (for entries with small=True)
+
+    def __init__(self):
+        self.report = RunReport()
+        self.lock = threading.RLock()  # held by Session.run: kernels and the report are not shared by threads
 
     @classmethod
     def is_available(cls):
@@ -26,24 +102,132 @@ class Backend:
         """What is missing and how to get it (only asked when unavailable)."""
         return ""
 
+    @classmethod
+    def register_kernel(cls, op_type, run, **accepts):
+        """Add (or replace) the kernel of `op_type` in this backend's table, for sessions created afterwards.
+
+        `run(backend, op, *values)` computes the op's value from its input values (numpy arrays on
+        the C backend, device arrays on OpenCL) and may return `DECLINE` to hand an input it cannot
+        handle to the op's numpy `compute`. `accepts` are the `Kernel` conditions (floats, small,
+        same_shape, ndim, accepts): dispatch, dtype/contiguity normalisation, small-size routing,
+        the numpy fallback and the run report then work as for the built-in entries. Example:
+            CBackend.register_kernel("FusedAddRelu", fused_add_relu, same_shape=True)
+        """
+        if "kernels" not in cls.__dict__:
+            cls.kernels = dict(cls.kernels)  # a subclass gets its own table
+        cls.kernels[op_type] = Kernel(run, **accepts)
+        return cls.kernels[op_type]
+
+    # ------------------------------------------------------------ dispatch
     def kernel(self, op):
-        """The callable computing `op` from its input values: the table's kernel, else the op's compute."""
+        """The callable computing `op` from its input values: the table's kernel when it accepts them, else
+        the op's numpy compute; decided once here where `static_route` can tell, else at each call."""
         if isinstance(op, (Variable, Constant, Placeholder)):
-            return source_kernel(op)
+            return self.source_kernel(op)
         bind = getattr(op, "bind_kernel", None)
         if bind is not None:  # control flow: the kernel runs subgraphs on this same backend
             return bind(self)
-        fn = self.kernels.get(op.op_type)
-        if fn is None:
-            return op.compute
-        return lambda *values: fn(op, *values)
+        if self.static_route(op) is not None:
+            return self.host_kernel(op)
+        entry = self.kernels[op.op_type]
+        return lambda *values: self.call(entry, op, values)
+
+    def static_route(self, op):
+        """'host' when the table has no kernel for `op`, 'small' when its shapes are known to be small: numpy
+        runs it, decided once per plan (plans count these in the run report). None: decided at each call."""
+        if isinstance(op, (Variable, Constant, Placeholder)) or hasattr(op, "bind_kernel"):
+            return None
+        entry = self.kernels.get(op.op_type)
+        if entry is None:
+            return "host"
+        if entry.small and self.small_size and self._statically_small(op):
+            return "small"
+        return None
+
+    def call(self, entry, op, values):
+        """Run table entry `entry` for `op` on `values` if it accepts them, else the op's compute (counted)."""
+        if entry.small and self.small_size and self._dynamically_small(values):
+            self.report.small_ops[op.op_type] += 1
+            return self.on_host(op, values)
+        values = [self.adopt(v) for v in values]
+        floats = values if entry.floats is None else [values[i] for i in entry.floats]
+        if self._accepts(entry, op, values, floats):
+            positions = range(len(values)) if entry.floats is None else entry.floats
+            for i in positions:
+                values[i] = self.prepare(values[i])
+            result = entry.run(self, op, *values)
+            if result is not DECLINE:
+                self.report.kernel_ops[op.op_type] += 1
+                return result
+        self.report.host_ops[op.op_type] += 1
+        return self.on_host(op, values)
+
+    def _accepts(self, entry, op, values, floats):
+        if floats:
+            dtype = floats[0].dtype
+            if dtype not in self.float_dtypes() or any(v.dtype != dtype or v.size == 0 for v in floats):
+                return False
+        elif entry.floats != ():  # () declares an entry without data inputs (Group)
+            return False
+        if entry.same_shape and any(v.shape != floats[0].shape for v in floats):
+            return False
+        if entry.ndim is not None and len(values[0].shape) != entry.ndim:
+            return False
+        return entry.accepts is None or bool(entry.accepts(op, *values))
+
+    def _dynamically_small(self, values):
+        return all(getattr(v, "size", 0) < self.small_size for v in values)
+
+    def _statically_small(self, op):
+        shapes = [op.shape] + [i.shape for i in op.inputs]
+        return all(is_fully_known(shape) and math.prod(shape) < self.small_size for shape in shapes)
+
+    # ------------------------------------------------------------ what subclasses adapt
+    def source_kernel(self, node):
+        """The kernel of a Variable, Constant or Placeholder (device backends keep them on the device)."""
+        return source_kernel(node)
+
+    def float_dtypes(self):
+        """The float dtypes this backend's kernels handle."""
+        return FLOATS
+
+    def adopt(self, value):
+        """An input value as the array type kernels inspect (numpy scalars and Python numbers become arrays)."""
+        return value if isinstance(value, np.ndarray) else np.asarray(value)
+
+    def prepare(self, value):
+        """A float input as a kernel needs it: a C-contiguous array (device backends: a device array)."""
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+
+    def host_kernel(self, op):
+        """The callable running `op`'s numpy compute when numpy is chosen once per plan."""
+        return op.compute
+
+    def on_host(self, op, values):
+        """The op's numpy compute on the values (device backends download them first)."""
+        return op.compute(*values)
 
     def begin_run(self):
-        """Called by Session.run before a run (backends that keep per-run state reset it)."""
+        """Called by Session.run before a run: resets the run report."""
+        self.report.clear()
 
     def to_host(self, value):
         """A fetched value as a numpy array (backends holding device arrays download here)."""
         return value
+
+    def may_recycle(self, shape):
+        """Whether a dropped value of this static shape may be worth handing to `recycle` (see buffer pools)."""
+        return False
+
+    def recycle(self, value):
+        """Take back an array a plan has dropped (backends that reuse buffers keep it)."""
+
+    def buffer_stats(self):
+        """(buffers reused, buffers allocated) by this backend's buffer pool so far."""
+        return 0, 0
+
+    def close(self):
+        """Release what the backend holds (buffers, device memory); called by Session.close."""
 
     def __repr__(self):
         return f"<tinyflow backend '{self.name}'>"

@@ -1,26 +1,37 @@
-"""Reusing output buffers: arrays the plan drops come back as the outputs of later kernels.
+"""Reusing output buffers: arrays a plan drops come back as the outputs of later kernels.
 
 Fresh large arrays cost page faults (the OS zero-fills every page on first touch), often
 more than the kernel that fills them. When a plan drops a value that nobody else holds,
 the C backend keeps the buffer here, by shape and dtype, and its kernels allocate from here.
+Each backend instance (so each Session) has its own pool, bounded in bytes: when it is
+full, the buffers of the shape used longest ago go first (batch shapes that vary would
+otherwise pile up), and Session.close empties it.
 """
+import os
 import sys
 import threading
+from collections import OrderedDict
 
 import numpy as np
 
 MIN_BYTES = 16 * 1024           # smaller arrays come from numpy's own cache cheaply
 MAX_PER_SHAPE = 8
-MAX_TOTAL_BYTES = 1 << 30
+DEFAULT_MAX_BYTES = 256 << 20   # $TINYFLOW_POOL_MB overrides (0 disables the pool)
+
+
+def _max_bytes_from_environment():
+    text = os.environ.get("TINYFLOW_POOL_MB", "").strip()
+    return int(text) << 20 if text.isdigit() else DEFAULT_MAX_BYTES
 
 
 class BufferPool:
-    """Free float arrays by (shape, dtype), with a bound on how much memory waits here."""
+    """Free float arrays by (shape, dtype), at most `max_bytes` in all, least recently used shapes dropped first."""
 
-    def __init__(self):
-        self._free = {}
-        self._bytes = 0
+    def __init__(self, max_bytes=None):
+        self.max_bytes = _max_bytes_from_environment() if max_bytes is None else int(max_bytes)
+        self._free = OrderedDict()  # (shape, dtype) -> [arrays], least recently used first
         self._lock = threading.Lock()
+        self.bytes = 0
         self.reused = self.allocated = 0
 
     def empty(self, shape, dtype):
@@ -30,11 +41,21 @@ class BufferPool:
             stack = self._free.get(key)
             if stack:
                 array = stack.pop()
-                self._bytes -= array.nbytes
+                self.bytes -= array.nbytes
+                self._free.move_to_end(key)
                 self.reused += 1
                 return array
             self.allocated += 1
         return np.empty(key[0], key[1])
+
+    def worth_keeping(self, shape):
+        """Whether arrays of this static shape (None dims: unknown) may be large enough to be kept."""
+        if self.max_bytes <= 0:
+            return False
+        if shape is None:  # unknown rank
+            return True
+        known = [d for d in shape if d is not None]
+        return len(known) < len(shape) or int(np.prod(known, dtype=np.int64)) * 8 >= MIN_BYTES  # float64 at most
 
     def recycle(self, value, references=3):
         """Keep `value` for reuse if it is a large float array owning its memory that nobody else holds.
@@ -43,21 +64,25 @@ class BufferPool:
         variable, the argument, getrefcount's own): any more means someone still uses it.
         """
         if (type(value) is not np.ndarray or value.base is not None or value.nbytes < MIN_BYTES
-                or not value.flags.c_contiguous or not value.flags.writeable or value.dtype.kind != "f"
-                or sys.getrefcount(value) > references):
+                or value.nbytes > self.max_bytes or not value.flags.c_contiguous or not value.flags.writeable
+                or value.dtype.kind != "f" or sys.getrefcount(value) > references):
             return
         key = (value.shape, value.dtype)
         with self._lock:
             stack = self._free.setdefault(key, [])
-            if len(stack) < MAX_PER_SHAPE and self._bytes + value.nbytes <= MAX_TOTAL_BYTES:
-                stack.append(value)
-                self._bytes += value.nbytes
+            self._free.move_to_end(key)
+            if len(stack) >= MAX_PER_SHAPE:
+                return
+            stack.append(value)
+            self.bytes += value.nbytes
+            while self.bytes > self.max_bytes:  # evict the least recently used shape's buffers
+                oldest, arrays = next(iter(self._free.items()))
+                self.bytes -= arrays.pop().nbytes
+                if not arrays:
+                    del self._free[oldest]
 
     def clear(self):
         """Drop every kept buffer."""
         with self._lock:
             self._free.clear()
-            self._bytes = 0
-
-
-POOL = BufferPool()
+            self.bytes = 0

@@ -1,264 +1,271 @@
-"""The C backend: the cffi kernels of ckernels/ for the hot ops, numpy for everything else.
+"""The C backend: the cffi kernels (loaded by native.py) of ckernels/ for the hot ops, numpy for everything else.
 
-Every entry of the kernel table validates before calling C: float32/float64
-inputs of one dtype, shapes the kernel handles, contiguous buffers (copied when
-not), freshly allocated outputs. Anything else falls back to the op's numpy
+The table at the bottom says, per op type, what each C kernel accepts; `Backend.kernel`
+(base.py) checks it before every call, so C only ever sees float32/float64 inputs of
+one dtype, non-empty and contiguous, of shapes the kernel handles, and writes into
+fresh (or recycled, never shared) output buffers. Anything else runs the op's numpy
 `compute`, so no input reachable from the public API can crash the interpreter.
 """
-import math
 import os
 
 import numpy as np
 
-from .. import native
-from ..nn.losses import _check_labels
-from ..shapes import is_fully_known, reduced_shape
-from .base import Backend
-from .buffer_pool import POOL
+from ..ops.losses import check_labels
+from ..shapes import reduced_shape
+from . import native
+from .base import Backend, Kernel
+from .buffer_pool import BufferPool
+from .kernel_codes import (BINARY, REDUCE, UNARY, along_last_axis, broadcast_layout, conv_geometry, fits_conv,
+                           fits_pool, has_layout, inner_dims_match, labels_fit, pool_geometry, reduced_axes)
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
 
 # Below this many elements in every input, numpy's own loop beats a call into C (cffi and the
 # checks cost a few microseconds; measured by benchmarks/kernels.py); in-place optimizer updates
 # are the exception, as they save a copy at any size.
 SMALL = 4096
-_CTYPE = {"f32": "float[]", "f64": "double[]"}
 
 
-def _suffix(*arrays):
-    """'f32' or 'f64' when every array is a non-empty float array of that one dtype, else None."""
-    dtype = arrays[0].dtype
-    if dtype not in _SUFFIX or any(a.dtype != dtype or a.size == 0 for a in arrays):
-        return None
-    return _SUFFIX[dtype]
+def _buf(array):
+    """A C pointer to a contiguous float array's data, or NULL for None (the caller keeps the array alive)."""
+    return native.ffi.NULL if array is None else native.ffi.from_buffer(_CTYPE[array.dtype], array)
 
 
-def _buf(array, suffix):
-    """A C pointer to a contiguous array's data (the caller keeps the array alive)."""
-    return native.ffi.from_buffer(_CTYPE[suffix], array)
+def _fn(name, array):
+    """The C function `name` for the dtype of `array` (name_f32 or name_f64)."""
+    return getattr(native.lib, f"{name}_{_SUFFIX[array.dtype]}")
 
 
-def _fn(name, suffix):
-    return getattr(native.lib, f"{name}_{suffix}")
-
-
-def contiguous(array, dtype=None):
-    """The array itself if C-contiguous (and of `dtype`), else a contiguous copy; keeps 0-d shapes."""
-    if array.flags.c_contiguous and (dtype is None or array.dtype == dtype):
-        return array
-    return np.array(array, dtype=dtype, order="C")
-
-
-def _contiguous(*arrays):
-    return [contiguous(a) for a in arrays]
-
-
-def _array(value):
-    return value if isinstance(value, np.ndarray) else np.asarray(value)
+def _int64(labels):
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    return labels, native.ffi.from_buffer("int64_t[]", labels)
 
 
 # ---------------------------------------------------------------- elementwise
-_BINARY = {"Add": 0, "Subtract": 1, "Multiply": 2, "Divide": 3, "Maximum": 4, "Minimum": 5}
-_UNARY = {"Negative": 0, "Square": 1, "Sqrt": 2, "Exp": 3, "Log": 4, "Abs": 5}
-
-
-def broadcast_layout(a_shape, b_shape):
-    """(pattern, rows, cols, out_shape) of a broadcasting pattern the C kernel knows, or None.
-
-    Patterns: 0 same shape, 1/2 b/a is a single value, 3/4 b/a is a row repeated
-    over the other's leading axes, 5/6 b/a is a column (leading axes, ones after).
-    """
-    size = math.prod  # math.prod: numpy's prod costs microseconds on a small tuple
-    if a_shape == b_shape:
-        return 0, size(a_shape), 1, a_shape
-    for pattern_scalar, pattern_row, pattern_col, big, small in ((1, 3, 5, a_shape, b_shape),
-                                                                 (2, 4, 6, b_shape, a_shape)):
-        if len(small) > len(big):
-            continue
-        if size(small) == 1:
-            return pattern_scalar, size(big), 1, big
-        padded = (1,) * (len(big) - len(small)) + tuple(small)
-        for split in range(1, len(big)):
-            if padded[:split] == (1,) * split and padded[split:] == big[split:]:
-                cols = size(big[split:])
-                return pattern_row, size(big) // cols, cols, big
-            if padded[:split] == big[:split] and padded[split:] == (1,) * (len(big) - split):
-                rows = size(big[:split])
-                return pattern_col, rows, size(big) // rows, big
-    return None
-
-
-def binary_kernel(op, a, b):
-    """a (op) b for the broadcasting patterns the C kernel knows."""
-    a, b = _array(a), _array(b)
-    suffix = _suffix(a, b)
-    layout = broadcast_layout(a.shape, b.shape) if suffix else None
-    if layout is None:
-        return op.compute(a, b)
-    pattern, rows, cols, out_shape = layout
-    a, b = _contiguous(a, b)
-    out = POOL.empty(out_shape, a.dtype)
-    _fn("tf_binary", suffix)(_BINARY[op.op_type], pattern, _buf(a, suffix), _buf(b, suffix), _buf(out, suffix),
-                             rows, cols)
+def binary(backend, op, a, b):
+    """a (op) b for the broadcasting patterns of kernel_codes.broadcast_layout."""
+    pattern, rows, cols, out_shape = broadcast_layout(a.shape, b.shape)
+    out = backend.pool.empty(out_shape, a.dtype)
+    _fn("tf_binary", a)(BINARY[op.op_type], pattern, _buf(a), _buf(b), _buf(out), rows, cols)
     return out
 
 
-def unary_kernel(op, x):
+def unary(backend, op, x):
     """Elementwise math of one input."""
-    x = _array(x)
-    suffix = _suffix(x)
-    if suffix is None:
-        return op.compute(x)
-    (x,) = _contiguous(x)
-    out = POOL.empty(x.shape, x.dtype)
-    _fn("tf_unary", suffix)(_UNARY[op.op_type], _buf(x, suffix), _buf(out, suffix), x.size)
+    out = backend.pool.empty(x.shape, x.dtype)
+    _fn("tf_unary", x)(UNARY[op.op_type], _buf(x), _buf(out), x.size)
     return out
 
 
-def _same_shape_kernel(name, *attributes):
+def elementwise(name, *attributes):
     """A kernel `name(*inputs, out, n, *op_attributes)` over inputs of one shape (activations, `_back`s)."""
-    def kernel(op, *arrays):
-        arrays = [_array(a) for a in arrays]
-        suffix = _suffix(*arrays)
-        if suffix is None or any(a.shape != arrays[0].shape for a in arrays):
-            return op.compute(*arrays)
-        arrays = _contiguous(*arrays)
-        out = POOL.empty(arrays[-1].shape, arrays[-1].dtype)
-        _fn(name, suffix)(*[_buf(a, suffix) for a in arrays], _buf(out, suffix), out.size,
-                          *[getattr(op, attr) for attr in attributes])
+    def run(backend, op, *arrays):
+        out = backend.pool.empty(arrays[-1].shape, arrays[-1].dtype)
+        _fn(name, out)(*[_buf(a) for a in arrays], _buf(out), out.size, *[getattr(op, a) for a in attributes])
         return out
-    return kernel
+    run.__name__ = name
+    return run
 
 
 # ---------------------------------------------------------------- reductions
-_REDUCE = {"ReduceSum": 0, "ReduceMean": 1, "ReduceMax": 2}
-
-
-def reduce_kernel(op, x):
+def reduce(backend, op, x):
     """Sum, mean or max over a contiguous run of axes, collapsed into one middle axis."""
-    x = _array(x)
-    axes = tuple(range(x.ndim)) if op.axes is None else op.axes
-    suffix = _suffix(x)
-    if suffix is None or not axes or list(axes) != list(range(axes[0], axes[-1] + 1)):
-        return op.compute(x)
+    axes = reduced_axes(op, x)
     outer = int(np.prod(x.shape[:axes[0]], dtype=np.int64))
     n = int(np.prod(x.shape[axes[0]:axes[-1] + 1], dtype=np.int64))
     inner = int(np.prod(x.shape[axes[-1] + 1:], dtype=np.int64))
-    (x,) = _contiguous(x)
-    out = POOL.empty(reduced_shape(x.shape, axes, op.keepdims), x.dtype)
-    _fn("tf_reduce", suffix)(_REDUCE[op.op_type], _buf(x, suffix), _buf(out, suffix), outer, n, inner)
+    out = backend.pool.empty(reduced_shape(x.shape, axes, op.keepdims), x.dtype)
+    _fn("tf_reduce", x)(REDUCE[op.op_type], _buf(x), _buf(out), outer, n, inner)
     return out
 
 
 # ---------------------------------------------------------------- softmax family
-def _rows_kernel(name):
+def rows(name):
     """A row-wise kernel `name(*inputs, out, rows, cols)` along the last axis."""
-    def kernel(op, *arrays):
-        arrays = [_array(a) for a in arrays]
-        suffix = _suffix(*arrays)
+    def run(backend, op, *arrays):
         x = arrays[0]
-        if suffix is None or op.axis % x.ndim != x.ndim - 1 or any(a.shape != x.shape for a in arrays):
-            return op.compute(*arrays)
-        arrays = _contiguous(*arrays)
-        out = POOL.empty(arrays[0].shape, arrays[0].dtype)
+        out = backend.pool.empty(x.shape, x.dtype)
         cols = x.shape[-1]
-        _fn(name, suffix)(*[_buf(a, suffix) for a in arrays], _buf(out, suffix), x.size // cols, cols)
+        _fn(name, x)(*[_buf(a) for a in arrays], _buf(out), x.size // cols, cols)
         return out
-    return kernel
+    run.__name__ = name
+    return run
 
 
-def _labels(labels, logits):
-    """int64 contiguous labels after checking their range (ValueError naming the bad one)."""
-    labels = contiguous(labels, np.int64)
-    _check_labels(labels, logits.shape[1])
-    return labels
-
-
-def softmax_xent_kernel(op, logits, labels):
+def softmax_xent(backend, op, logits, labels):
     """Fused mean softmax cross-entropy."""
-    logits, labels = _array(logits), _array(labels)
-    suffix = _suffix(logits)
-    if suffix is None or logits.ndim != 2 or labels.shape != logits.shape[:1] or labels.dtype.kind not in "iu":
-        return op.compute(logits, labels)
-    (logits,) = _contiguous(logits)
-    labels = _labels(labels, logits)
+    check_labels(labels, logits.shape[1])
+    labels, labels_ptr = _int64(labels)
     loss = native.ffi.new("double *")
-    scratch = POOL.empty(logits.shape, logits.dtype)
-    _fn("tf_softmax_xent", suffix)(_buf(logits, suffix), native.ffi.from_buffer("int64_t[]", labels),
-                                   logits.shape[0], logits.shape[1], _buf(scratch, suffix), loss)
-    POOL.recycle(scratch)
+    scratch = backend.pool.empty(logits.shape, logits.dtype)
+    _fn("tf_softmax_xent", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1], _buf(scratch), loss)
+    backend.pool.recycle(scratch)
     return np.asarray(loss[0], dtype=logits.dtype)
 
 
-def softmax_xent_back_kernel(op, logits, labels, grad):
+def softmax_xent_back(backend, op, logits, labels, grad):
     """(softmax(logits) - onehot(labels)) * grad / N in one pass."""
-    logits, labels, grad = _array(logits), _array(labels), _array(grad)
-    suffix = _suffix(logits)
-    if suffix is None or logits.ndim != 2 or labels.shape != logits.shape[:1] or grad.size != 1 \
-            or labels.dtype.kind not in "iu":
-        return op.compute(logits, labels, grad)
-    (logits,) = _contiguous(logits)
-    labels = _labels(labels, logits)
-    out = POOL.empty(logits.shape, logits.dtype)
-    _fn("tf_softmax_xent_back", suffix)(_buf(logits, suffix), native.ffi.from_buffer("int64_t[]", labels),
-                                        logits.shape[0], logits.shape[1], float(grad.reshape(())), _buf(out, suffix))
+    check_labels(labels, logits.shape[1])
+    labels, labels_ptr = _int64(labels)
+    out = backend.pool.empty(logits.shape, logits.dtype)
+    _fn("tf_softmax_xent_back", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
+                                        float(np.asarray(grad).reshape(())), _buf(out))
     return out
 
 
 # ---------------------------------------------------------------- matmul
-def gemm(a, b):
-    """a @ b for 2-D float arrays of one dtype with the hand-written C GEMM (None if it does not apply)."""
-    suffix = _suffix(a, b)
-    if suffix is None or a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        return None
-    a, b = _contiguous(a, b)
-    out = POOL.empty((a.shape[0], b.shape[1]), a.dtype)
-    if _fn("tf_gemm", suffix)(a.shape[0], b.shape[1], a.shape[1], _buf(a, suffix), _buf(b, suffix),
-                              _buf(out, suffix)) != 0:
+def gemm(a, b, out=None):
+    """a @ b for 2-D float arrays of one dtype with the hand-written C GEMM."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    out = np.empty((a.shape[0], b.shape[1]), a.dtype) if out is None else out
+    if _fn("tf_gemm", a)(a.shape[0], b.shape[1], a.shape[1], _buf(a), _buf(b), _buf(out)) != 0:
         raise MemoryError("tf_gemm could not allocate its packing buffers")
     return out
 
 
-def matmul_2d(a, b, use_gemm):
-    """a @ b for 2-D float arrays of one dtype (None otherwise): the hand-written GEMM if chosen, else
-    BLAS writing into a recycled buffer, since a fresh output would cost page faults every step."""
-    if _suffix(a, b) is None or a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        return None
-    if use_gemm:
-        return gemm(a, b)
-    return np.matmul(a, b, out=POOL.empty((a.shape[0], b.shape[1]), a.dtype))
+def matmul_2d(backend, a, b):
+    """a @ b for 2-D float arrays of one dtype: the hand-written GEMM if chosen, else BLAS writing into a
+    recycled buffer, since a fresh output would cost page faults every step."""
+    out = backend.pool.empty((a.shape[0], b.shape[1]), a.dtype)
+    if backend.use_gemm:
+        return gemm(a, b, out)
+    return np.matmul(a, b, out=out)
+
+
+def matmul(backend, op, a, b):
+    """Matrix product of two matrices."""
+    return matmul_2d(backend, a, b)
 
 
 # ---------------------------------------------------------------- convolution and pooling
-def _geometry(x, kernel, stride, padding):
-    """(n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo) for an NCHW array, or None if the window does not fit."""
-    n, c, h, w = x.shape
-    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
-    ho, wo = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
-    return None if ho < 1 or wo < 1 else (n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo)
-
-
-def _im2col(x, geometry, suffix):
+def _im2col(backend, x, geometry):
     n, c, _, _, kh, kw, _, _, _, _, ho, wo = geometry
-    cols = POOL.empty((n * ho * wo, c * kh * kw), x.dtype)
-    _fn("tf_im2col", suffix)(_buf(x, suffix), _buf(cols, suffix), *geometry)
+    cols = backend.pool.empty((n * ho * wo, c * kh * kw), x.dtype)
+    _fn("tf_im2col", x)(_buf(x), _buf(cols), *geometry)
     return cols
 
 
-def _conv_geometry(op, x, w, suffix, grad=None):
-    """The geometry of a convolution the C path can run (inputs and gradient consistent), else None."""
-    if suffix is None or x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[1]:
-        return None
-    geometry = _geometry(x, w.shape[2:], op.stride, op.padding)
-    if geometry is None or (grad is not None and grad.shape != (x.shape[0], w.shape[0]) + geometry[10:]):
-        return None
-    return geometry
+def conv2d(backend, op, x, w):
+    """Convolution as im2col then one matrix product."""
+    geometry = conv_geometry(op, x, w)
+    n, ho, wo = geometry[0], geometry[10], geometry[11]
+    out = matmul_2d(backend, _im2col(backend, x, geometry), w.reshape(w.shape[0], -1).T)
+    return np.ascontiguousarray(out.reshape(n, ho, wo, -1).transpose(0, 3, 1, 2))
+
+
+def conv2d_back_input(backend, op, g, w, x):
+    """The input gradient: a matrix product then col2im."""
+    geometry = conv_geometry(op, x, w, grad=g)
+    grad_rows = g.transpose(0, 2, 3, 1).reshape(-1, w.shape[0])  # (N·Ho·Wo, C_out)
+    cols = matmul_2d(backend, grad_rows, w.reshape(w.shape[0], -1))
+    dx = backend.pool.empty(x.shape, g.dtype)
+    _fn("tf_col2im", g)(_buf(cols), _buf(dx), *geometry)
+    return dx
+
+
+def conv2d_back_filter(backend, op, x, g, w):
+    """The filter gradient: the gradient's rows times im2col of the input."""
+    geometry = conv_geometry(op, x, w, grad=g)
+    grad_rows = np.ascontiguousarray(g.transpose(1, 0, 2, 3).reshape(w.shape[0], -1))  # (C_out, N·Ho·Wo)
+    return matmul_2d(backend, grad_rows, _im2col(backend, x, geometry)).reshape(w.shape)
+
+
+def max_pool(name):
+    """Max pooling forward (x), backward (x, g) or gather (x, h) with the op's window."""
+    def run(backend, op, x, *other):
+        geometry = pool_geometry(op, x, *other)
+        out = backend.pool.empty(x.shape if name == "tf_maxpool_back" else x.shape[:2] + geometry[10:], x.dtype)
+        _fn(name, x)(_buf(x), *[_buf(o) for o in other], _buf(out), *geometry)
+        return out
+    run.__name__ = name
+    return run
+
+
+# ---------------------------------------------------------------- fused optimizer updates, in place
+def _next_step(op):
+    """Increment the op's step slot and return the new count."""
+    step_var = op.variables[1 + op.slot_names.index("step")]
+    step_var.value = np.asarray(int(step_var.value) + 1)
+    return int(step_var.value)
+
+
+def _slots(op):
+    """Each Variable of the update (parameter first, then slots by name) as a contiguous, writeable array
+    it alone owns, which the kernel updates in place."""
+    return dict(zip(("param",) + op.slot_names, (var.writable_value() for var in op.variables)))
+
+
+def sgd(backend, op, param, grad, lr, *slots):
+    """SGD with momentum/Nesterov/weight decay in one pass."""
+    h, arrays = op.hyper, _slots(op)
+    first_step = int(_next_step(op) == 1) if h["momentum"] else 0
+    _fn("tf_sgd", grad)(_buf(arrays["param"]), _buf(grad), _buf(arrays.get("momentum_buffer")), grad.size,
+                        float(lr), h["momentum"], h["dampening"], h["weight_decay"], int(h["nesterov"]), first_step)
+
+
+def adam(backend, op, param, grad, lr, *slots):
+    """Adam / AdamW (optionally AMSGrad) in one pass."""
+    h, arrays = op.hyper, _slots(op)
+    _fn("tf_adam", grad)(_buf(arrays["param"]), _buf(grad), _buf(arrays["exp_avg"]), _buf(arrays["exp_avg_sq"]),
+                         _buf(arrays.get("max_exp_avg_sq")), grad.size, float(lr), h["betas"][0], h["betas"][1],
+                         h["eps"], h["weight_decay"], int(h["decoupled"]), _next_step(op))
+
+
+def rmsprop(backend, op, param, grad, lr, *slots):
+    """RMSProp (optionally centered, with momentum) in one pass."""
+    h, arrays = op.hyper, _slots(op)
+    _fn("tf_rmsprop", grad)(_buf(arrays["param"]), _buf(grad), _buf(arrays["square_avg"]),
+                            _buf(arrays.get("grad_avg")), _buf(arrays.get("momentum_buffer")), grad.size, float(lr),
+                            h["alpha"], h["eps"], h["weight_decay"], h["momentum"])
+
+
+def adagrad(backend, op, param, grad, lr, *slots):
+    """AdaGrad with learning-rate decay in one pass."""
+    h, arrays = op.hyper, _slots(op)
+    clr = float(lr) / (1 + (_next_step(op) - 1) * h["lr_decay"])
+    _fn("tf_adagrad", grad)(_buf(arrays["param"]), _buf(grad), _buf(arrays["state_sum"]), grad.size, clr,
+                            h["eps"], h["weight_decay"])
+
+
+# ---------------------------------------------------------------- the table
+_SAME = dict(same_shape=True)
+_UPDATE = dict(floats=(0, 1), same_shape=True, small=False)  # parameter and gradient; in place at any size
+
+KERNELS = {
+    **{op_type: Kernel(binary, accepts=has_layout) for op_type in BINARY},
+    **{op_type: Kernel(unary) for op_type in UNARY},
+    **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
+    "Sigmoid": Kernel(elementwise("tf_sigmoid")), "SigmoidGrad": Kernel(elementwise("tf_sigmoid_back"), **_SAME),
+    "Tanh": Kernel(elementwise("tf_tanh")), "TanhGrad": Kernel(elementwise("tf_tanh_back"), **_SAME),
+    "Relu": Kernel(elementwise("tf_relu")), "ReluGrad": Kernel(elementwise("tf_relu_back"), **_SAME),
+    "LeakyRelu": Kernel(elementwise("tf_leaky_relu", "alpha")),
+    "LeakyReluGrad": Kernel(elementwise("tf_leaky_relu_back", "alpha"), **_SAME),
+    "Softplus": Kernel(elementwise("tf_softplus")),
+    "Softmax": Kernel(rows("tf_softmax"), accepts=along_last_axis),
+    "LogSoftmax": Kernel(rows("tf_log_softmax"), accepts=along_last_axis),
+    "SoftmaxGrad": Kernel(rows("tf_softmax_back"), same_shape=True, accepts=along_last_axis),
+    "LogSoftmaxGrad": Kernel(rows("tf_log_softmax_back"), same_shape=True, accepts=along_last_axis),
+    "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
+    "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
+    "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match),
+    "Conv2D": Kernel(conv2d, accepts=fits_conv),
+    "Conv2DBackInput": Kernel(conv2d_back_input, accepts=fits_conv),
+    "Conv2DBackFilter": Kernel(conv2d_back_filter, accepts=fits_conv),
+    "MaxPool2D": Kernel(max_pool("tf_maxpool"), ndim=4, accepts=fits_pool),
+    "MaxPool2DGrad": Kernel(max_pool("tf_maxpool_back"), ndim=4, accepts=fits_pool),
+    "MaxPool2DGather": Kernel(max_pool("tf_maxpool_gather"), ndim=4, accepts=fits_pool),
+    "ApplySGD": Kernel(sgd, **_UPDATE), "ApplyAdam": Kernel(adam, **_UPDATE),
+    "ApplyRMSProp": Kernel(rmsprop, **_UPDATE), "ApplyAdaGrad": Kernel(adagrad, **_UPDATE),
+}
 
 
 class CBackend(Backend):
     """Runs the ops of its kernel table in C; the rest with their numpy `compute`."""
 
     name = "c"
+    kernels = KERNELS
+    small_size = SMALL
 
     @classmethod
     def is_available(cls):
@@ -270,111 +277,25 @@ class CBackend(Backend):
         """What is missing and how to get it."""
         return native.why_not_built()
 
-    def kernel(self, op):
-        """The callable for `op`: numpy's compute for small inputs, the C kernel of the table otherwise."""
-        fn = self.kernels.get(op.op_type)
-        if fn is None or getattr(op, "stateful", False):
-            return super().kernel(op)
-        compute = op.compute
-        static = [op.shape] + [i.shape for i in op.inputs]
-        if all(is_fully_known(shape) and math.prod(shape) < SMALL for shape in static):
-            return compute  # small for sure: decided once, here, instead of at every run
-
-        def run(*values):
-            for value in values:
-                if getattr(value, "size", 0) >= SMALL:
-                    return fn(op, *values)
-            return compute(*values)
-        return run
-
-    recycle = POOL.recycle  # values the plan drops go back to the buffer pool (see buffer_pool.py)
-
     def __init__(self):
+        super().__init__()
         self.threads = native.configure_threads()
         # BLAS through numpy is the fastest correct matmul; TINYFLOW_GEMM=tinyflow selects ours
         self.use_gemm = os.environ.get("TINYFLOW_GEMM", "blas").lower() == "tinyflow"
-        self.kernels = self._kernel_table()
+        self.pool = BufferPool()
+        self.recycle = self.pool.recycle  # bound directly: the pool counts the references its caller holds
 
     def __repr__(self):
         return f"<tinyflow backend 'c' threads={self.threads} gemm={'tinyflow' if self.use_gemm else 'blas'}>"
 
-    def _kernel_table(self):
-        table = {op_type: binary_kernel for op_type in _BINARY}
-        table.update({op_type: unary_kernel for op_type in _UNARY})
-        table.update({op_type: reduce_kernel for op_type in _REDUCE})
-        table.update({
-            "Sigmoid": _same_shape_kernel("tf_sigmoid"), "SigmoidGrad": _same_shape_kernel("tf_sigmoid_back"),
-            "Tanh": _same_shape_kernel("tf_tanh"), "TanhGrad": _same_shape_kernel("tf_tanh_back"),
-            "Relu": _same_shape_kernel("tf_relu"), "ReluGrad": _same_shape_kernel("tf_relu_back"),
-            "LeakyRelu": _same_shape_kernel("tf_leaky_relu", "alpha"),
-            "LeakyReluGrad": _same_shape_kernel("tf_leaky_relu_back", "alpha"),
-            "Softplus": _same_shape_kernel("tf_softplus"),
-            "Softmax": _rows_kernel("tf_softmax"), "LogSoftmax": _rows_kernel("tf_log_softmax"),
-            "SoftmaxGrad": _rows_kernel("tf_softmax_back"), "LogSoftmaxGrad": _rows_kernel("tf_log_softmax_back"),
-            "SoftmaxCrossEntropy": softmax_xent_kernel, "SoftmaxCrossEntropyGrad": softmax_xent_back_kernel,
-            "MatMul": self._matmul_kernel,
-            "Conv2D": self._conv2d, "Conv2DBackInput": self._conv2d_back_input,
-            "Conv2DBackFilter": self._conv2d_back_filter,
-            "MaxPool2D": _pool_kernel("tf_maxpool"), "MaxPool2DGrad": _pool_kernel("tf_maxpool_back"),
-            "MaxPool2DGather": _pool_kernel("tf_maxpool_gather"),
-        })
-        from .c_optim import OPTIMIZER_KERNELS
-        table.update(OPTIMIZER_KERNELS)
-        return table
+    def may_recycle(self, shape):
+        """Whether dropped values of this static shape may be big enough for the buffer pool."""
+        return self.pool.worth_keeping(shape)
 
-    def _matmul_kernel(self, op, a, b):
-        a, b = _array(a), _array(b)
-        out = matmul_2d(a, b, self.use_gemm)
-        return op.compute(a, b) if out is None else out
+    def buffer_stats(self):
+        """(buffers reused, buffers allocated) by the buffer pool so far."""
+        return self.pool.reused, self.pool.allocated
 
-    def _conv2d(self, op, x, w):
-        x, w = _array(x), _array(w)
-        suffix = _suffix(x, w)
-        geometry = _conv_geometry(op, x, w, suffix)
-        if geometry is None:
-            return op.compute(x, w)
-        x, w = _contiguous(x, w)
-        n, ho, wo = geometry[0], geometry[10], geometry[11]
-        out = matmul_2d(_im2col(x, geometry, suffix), w.reshape(w.shape[0], -1).T, self.use_gemm)
-        return np.ascontiguousarray(out.reshape(n, ho, wo, -1).transpose(0, 3, 1, 2))
-
-    def _conv2d_back_input(self, op, g, w, x):
-        g, w, x = _array(g), _array(w), _array(x)
-        suffix = _suffix(g, w)
-        geometry = _conv_geometry(op, x, w, suffix, grad=g)
-        if geometry is None:
-            return op.compute(g, w, x)
-        (w,) = _contiguous(w)
-        rows = g.transpose(0, 2, 3, 1).reshape(-1, w.shape[0])  # (N·Ho·Wo, C_out)
-        cols = matmul_2d(rows, w.reshape(w.shape[0], -1), self.use_gemm)
-        dx = POOL.empty(x.shape, g.dtype)
-        _fn("tf_col2im", suffix)(_buf(cols, suffix), _buf(dx, suffix), *geometry)
-        return dx
-
-    def _conv2d_back_filter(self, op, x, g, w):
-        x, g, w = _array(x), _array(g), _array(w)
-        suffix = _suffix(x, g)
-        geometry = _conv_geometry(op, x, w, suffix, grad=g)
-        if geometry is None:
-            return op.compute(x, g, w)
-        (x,) = _contiguous(x)
-        rows = np.ascontiguousarray(g.transpose(1, 0, 2, 3).reshape(w.shape[0], -1))  # (C_out, N·Ho·Wo)
-        return matmul_2d(rows, _im2col(x, geometry, suffix), self.use_gemm).reshape(w.shape)
-
-
-def _pool_kernel(name):
-    """Max pooling forward (x), backward (x, g) or gather (x, h) with the op's window."""
-    def kernel(op, x, *other):
-        x = _array(x)
-        other = [_array(o) for o in other]
-        suffix = _suffix(x, *other)
-        geometry = _geometry(x, op.kernel, op.stride, op.padding) if suffix and x.ndim == 4 else None
-        pooled_shape = None if geometry is None else x.shape[:2] + geometry[10:]
-        if geometry is None or (name == "tf_maxpool_back" and other[0].shape != pooled_shape) \
-                or (name == "tf_maxpool_gather" and other[0].shape != x.shape):
-            return op.compute(x, *other)
-        arrays = _contiguous(x, *other)
-        out = POOL.empty(x.shape if name == "tf_maxpool_back" else pooled_shape, x.dtype)
-        _fn(name, suffix)(*[_buf(a, suffix) for a in arrays], _buf(out, suffix), *geometry)
-        return out
-    return kernel
+    def close(self):
+        """Empty the buffer pool."""
+        self.pool.clear()

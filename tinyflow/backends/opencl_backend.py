@@ -3,32 +3,26 @@
 Within one Session.run, values flow between kernels as device arrays; only feeds
 (uploaded once per run), fetches (downloaded at the end) and ops without an OpenCL
 kernel (run by numpy on the host, a transfer each way) cross the bus. Variables
-keep a device copy across runs, synchronised with `.value` whenever either side
-changes. `backend.report` says, after each run, which ops ran where and what crossed.
+keep a device copy across runs (their *mirror*), synchronised with `.value` whenever
+either side changes. The table at the bottom says what each kernel accepts;
+`Backend.kernel` (base.py) checks it, uploads float inputs, falls back to numpy and
+fills `backend.report` (which ops ran where, what crossed) once for every entry.
+Devices, contexts and programs are in opencl_runtime.py.
 """
 import logging
-from collections import Counter
 
 import numpy as np
 
 from ..errors import BackendError
-from ..nn.losses import _check_labels
-from ..nodes import Constant, Placeholder, Variable
+from ..nodes import Constant, Variable
+from ..ops.losses import check_labels
 from ..shapes import reduced_shape
 from . import opencl_runtime as rt
-from .base import Backend, source_kernel
-from .c_backend import broadcast_layout
+from .base import DECLINE, FLOATS, Backend, Kernel, source_kernel
+from .kernel_codes import (BINARY, PATTERN, REDUCE, UNARY, along_last_axis, broadcast_layout, fits_conv, fits_pool,
+                           has_layout, inner_dims_match, labels_fit, reduced_axes, window_geometry)
 
 log = logging.getLogger("tinyflow.opencl")
-
-_BINARY = {"Add": 0, "Subtract": 1, "Multiply": 2, "Divide": 3, "Maximum": 4, "Minimum": 5}
-_UNARY = {"Negative": 0, "Square": 1, "Sqrt": 2, "Exp": 3, "Log": 4, "Abs": 5}
-_REDUCE = {"ReduceSum": 0, "ReduceMean": 1, "ReduceMax": 2}
-_ACTIVATIONS = {"Sigmoid": "sigmoid", "Tanh": "tanh_", "Relu": "relu", "Softplus": "softplus"}
-_BACKWARD = {"SigmoidGrad": "sigmoid_back", "TanhGrad": "tanh_back", "ReluGrad": "relu_back"}
-_ROWS = {"Softmax": "softmax", "LogSoftmax": "log_softmax", "SoftmaxGrad": "softmax_back",
-         "LogSoftmaxGrad": "log_softmax_back"}
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class DeviceMirror:
@@ -37,28 +31,12 @@ class DeviceMirror:
     def __init__(self, backend, array):
         self.runtime, self.array = backend.runtime, array
         self.host_stale = self.device_stale = False
-        self._backend = backend
+        self.backend = backend
 
     def download(self):
         """The device copy as a host array (counted in the backend's transfer report)."""
-        self._backend.report.to_host += self.array.nbytes
+        self.backend.report.to_host += self.array.nbytes
         return self.array.get()
-
-
-class RunReport:
-    """Which ops ran on the device and which on the host, and the bytes moved, in the last run."""
-
-    def __init__(self):
-        self.device_ops, self.host_ops = Counter(), Counter()
-        self.to_device = self.to_host = 0
-
-    def __str__(self):
-        lines = [f"OpenCL run: {sum(self.device_ops.values())} ops on the device, {sum(self.host_ops.values())} "
-                 f"on the host; {self.to_device / 1e6:.3f} MB uploaded, {self.to_host / 1e6:.3f} MB downloaded"]
-        if self.host_ops:
-            lines.append("  on the host (no OpenCL kernel): " +
-                         ", ".join(f"{op} x{n}" for op, n in sorted(self.host_ops.items())))
-        return "\n".join(lines)
 
 
 class OpenCLBackend(Backend):
@@ -79,12 +57,12 @@ class OpenCLBackend(Backend):
     def __init__(self, spec="opencl"):
         if not self.is_available():
             raise BackendError(f"the OpenCL backend is not available: {rt.why_unavailable()}")
+        super().__init__()
         index, _, _, device = rt.choose_device(spec)
         self.runtime = rt.DeviceRuntime.for_device(index, device)
-        self.report = RunReport()
+        self.lock = self.runtime.lock  # one queue and one set of kernel objects per device, whoever runs them
         self._uploads = {}
         self._constants = {}
-        self.kernels = self._kernel_table()
 
     def __repr__(self):
         return f"<tinyflow backend 'opencl' device {self.runtime.index}: {self.runtime.describe()}>"
@@ -92,10 +70,30 @@ class OpenCLBackend(Backend):
     # ------------------------------------------------------------ runs and transfers
     def begin_run(self):
         """Reset the per-run report and the cache of uploaded feeds."""
-        if self.report.device_ops or self.report.host_ops:
+        if self.report.kernel_ops or self.report.host_ops:
             log.debug("%s", self.report)
-        self.report = RunReport()
+        super().begin_run()
         self._uploads.clear()
+
+    def float_dtypes(self):
+        """float32, and float64 when the device has cl_khr_fp64."""
+        return FLOATS if self.runtime.has_fp64 else FLOATS[:1]
+
+    def adopt(self, value):
+        """Device arrays stay as they are; anything else becomes a numpy array."""
+        return value if isinstance(value, (rt.cl_array.Array, np.ndarray)) else np.asarray(value)
+
+    def prepare(self, value):
+        """A float input as a device array (uploaded once per run)."""
+        return self.device(value)
+
+    def host_kernel(self, op):
+        """Ops without an OpenCL kernel: numpy on downloaded inputs."""
+        return lambda *values: self.on_host(op, values)
+
+    def on_host(self, op, values):
+        """The op's numpy compute on downloaded inputs; the result stays on the host."""
+        return op.compute(*[self.to_host(v) for v in values])
 
     def to_host(self, value):
         """Download a device array (fetches cross once, at the end of the run)."""
@@ -117,371 +115,416 @@ class OpenCLBackend(Backend):
 
     def variable(self, var):
         """The Variable's device copy, created or refreshed when the host side is newer."""
-        mirror = var._mirror
+        mirror = var.device_mirror
         if mirror is None or mirror.runtime is not self.runtime:
             value = var.value  # downloads from another device first if that copy was newer
             self.report.to_device += value.nbytes
-            mirror = var._mirror = DeviceMirror(self, self.runtime.upload(value))
+            mirror = DeviceMirror(self, self.runtime.upload(value))
+            var.attach_mirror(mirror)
         elif mirror.device_stale:
-            self.report.to_device += var._value.nbytes
-            mirror.array.set(np.ascontiguousarray(var._value))
+            self.report.to_device += var.host_array.nbytes
+            mirror.array.set(np.ascontiguousarray(var.host_array))
             mirror.device_stale = False
-        mirror._backend = self
+        mirror.backend = self
         return mirror.array
 
-    # ------------------------------------------------------------ kernels
-    def kernel(self, op):
-        """The callable for `op`: an OpenCL kernel if the table has one, else numpy on the host."""
-        if isinstance(op, Variable) and op.dtype in self._device_dtypes():
-            return lambda: self.variable(op)
-        if isinstance(op, Constant) and op.dtype in self._device_dtypes():
-            return lambda: self._constant(op)
-        if isinstance(op, (Variable, Constant, Placeholder)):
-            return source_kernel(op)
-        fn = self.kernels.get(op.op_type)
-        if fn is None:
-            return lambda *values: self._on_host(op, values)
-        return lambda *values: fn(op, *values)
-
-    def _device_dtypes(self):
-        return _FLOATS if self.runtime.has_fp64 else _FLOATS[:1]
+    def source_kernel(self, node):
+        """Float Variables and Constants live on the device; other sources are host values."""
+        if isinstance(node, Variable) and node.dtype in self.float_dtypes():
+            return lambda: self.variable(node)
+        if isinstance(node, Constant) and node.dtype in self.float_dtypes():
+            return lambda: self._constant(node)
+        return source_kernel(node)
 
     def _constant(self, node):
         if node not in self._constants:
             self._constants[node] = self.runtime.upload(node.value)
         return self._constants[node]
 
-    def _on_host(self, op, values):
-        """Run the op's numpy compute (downloading device inputs); the result stays on the host."""
-        self.report.host_ops[op.op_type] += 1
-        return op.compute(*[self.to_host(v) for v in values])
-
-    def _device_ok(self, *values):
-        """True when every value is a non-empty float array of one dtype the device handles."""
-        dtype = values[0].dtype
-        return dtype in self._device_dtypes() and all(v.dtype == dtype and v.size > 0 for v in values)
-
-    def _launch(self, name, dtype, size, *args):
+    def launch(self, name, dtype, size, *args):
         """Run kernel `name` of the `dtype` program over `size` work-items."""
         self.runtime.kernel(name, dtype)(self.runtime.queue, (int(size),), None, *args)
 
-    def _scalar(self, dtype, value):
-        return np.dtype(dtype).type(value)
+    def empty(self, shape, dtype):
+        """An uninitialised device array."""
+        return self.runtime.empty(shape, dtype)
 
-    def _counted(self, op):
-        self.report.device_ops[op.op_type] += 1
+    def close(self):
+        """Drop the cached device copies of Constants and this run's uploads."""
+        self._constants.clear()
+        self._uploads.clear()
 
-    def _kernel_table(self):
-        table = {t: self._binary for t in _BINARY}
-        table.update({t: self._unary for t in _UNARY})
-        table.update({t: self._activation for t in _ACTIVATIONS})
-        table.update({t: self._backward for t in _BACKWARD})
-        table.update({t: self._reduce for t in _REDUCE})
-        table.update({t: self._rows for t in _ROWS})
-        table.update({"LeakyRelu": self._leaky_relu, "LeakyReluGrad": self._leaky_relu_back,
-                      "MatMul": self._matmul, "Transpose": self._transpose, "Reshape": self._reshape,
-                      "ReshapeLike": self._reshape, "Identity": self._identity, "SumToShapeOf": self._sum_to_shape,
-                      "SoftmaxCrossEntropy": self._xent, "SoftmaxCrossEntropyGrad": self._xent_back,
-                      "Conv2D": self._conv2d, "Conv2DBackInput": self._conv2d_back_input,
-                      "Conv2DBackFilter": self._conv2d_back_filter,
-                      "MaxPool2D": self._maxpool, "MaxPool2DGrad": self._maxpool_back,
-                      "MaxPool2DGather": self._maxpool_gather, "ExpandReduced": self._expand_reduced,
-                      "BroadcastLike": self._broadcast_like, "OnesLike": self._fill(1), "ZerosLike": self._fill(0),
-                      "Group": self._group, "AddN": self._add_n, "StopGradient": self._identity})
-        from .opencl_optim import OPTIMIZER_KERNELS
-        table.update({t: (lambda fn: lambda op, *v: fn(self, op, *v))(fn) for t, fn in OPTIMIZER_KERNELS.items()})
-        return table
 
-    # elementwise -------------------------------------------------------------
-    def _pairwise(self, code, a, b):
-        """a (op code) b on the device for a broadcasting pattern the kernel knows, else None."""
-        layout = broadcast_layout(tuple(a.shape), tuple(b.shape)) if self._device_ok(a, b) else None
-        if layout is None:
-            return None
-        pattern, rows, cols, out_shape = layout
-        a, b = self.device(a), self.device(b)
-        out = self.runtime.empty(out_shape, a.dtype)
-        self._launch("binary", a.dtype, rows * cols, np.int32(code), np.int32(pattern), a.data, b.data, out.data,
-                     np.int64(cols))
-        return out
+def _scalar(dtype, value):
+    return np.dtype(dtype).type(value)
 
-    def _binary(self, op, a, b):
-        out = self._pairwise(_BINARY[op.op_type], a, b)
-        if out is None:
-            return self._on_host(op, (a, b))
-        self._counted(op)
-        return out
 
-    def _map(self, op, name, inputs, *trailing):
-        """A one-work-item-per-element kernel `name(*inputs, out, *trailing)` over inputs of one shape."""
-        if not self._device_ok(*inputs) or any(i.shape != inputs[0].shape for i in inputs):
-            return self._on_host(op, inputs)
-        inputs = [self.device(i) for i in inputs]
-        out = self.runtime.empty(inputs[0].shape, inputs[0].dtype)
-        self._launch(name, out.dtype, out.size, *[i.data for i in inputs], out.data, *trailing)
-        self._counted(op)
-        return out
-
-    def _unary(self, op, x):
-        if not self._device_ok(x):
-            return self._on_host(op, (x,))
-        x = self.device(x)
-        out = self.runtime.empty(x.shape, x.dtype)
-        self._launch("unary", x.dtype, x.size, np.int32(_UNARY[op.op_type]), x.data, out.data)
-        self._counted(op)
-        return out
-
-    def _activation(self, op, x):
-        return self._map(op, _ACTIVATIONS[op.op_type], [x])
-
-    def _backward(self, op, y, g):
-        return self._map(op, _BACKWARD[op.op_type], [y, g])
-
-    def _leaky_relu(self, op, x):
-        return self._map(op, "leaky_relu", [x], self._scalar(x.dtype, op.alpha))
-
-    def _leaky_relu_back(self, op, x, g):
-        return self._map(op, "leaky_relu_back", [x, g], self._scalar(x.dtype, op.alpha))
-
-    def _fill(self, number):
-        def kernel(op, x):
-            if not self._device_ok(x):
-                return self._on_host(op, (x,))
-            self._counted(op)
-            out = self.runtime.empty(x.shape, x.dtype)
-            out.fill(number)
-            return out
-        return kernel
-
-    def _add_n(self, op, *xs):
-        """A running sum with the binary kernel; numpy if some pair broadcasts in a way it does not know."""
-        total = xs[0]
-        for x in xs[1:]:
-            total = self._pairwise(0, total, x)
-            if total is None:
-                return self._on_host(op, xs)
-        self._counted(op)
-        return self.device(total)
-
-    def _group(self, op, *values):
-        self._counted(op)
+# ---------------------------------------------------------------- elementwise
+def pairwise(backend, code, a, b):
+    """a (op code) b on the device for a broadcasting pattern the kernel knows, else None."""
+    layout = broadcast_layout(tuple(a.shape), tuple(b.shape))
+    if layout is None:
         return None
+    pattern, rows, cols, out_shape = layout
+    a, b = backend.device(a), backend.device(b)
+    out = backend.empty(out_shape, a.dtype)
+    backend.launch("binary", a.dtype, rows * cols, np.int32(code), np.int32(pattern), a.data, b.data, out.data,
+                   np.int64(cols))
+    return out
 
-    def _broadcast(self, op, a, shape, scale, inputs):
-        """a broadcast to `shape` times `scale` with the broadcast_scale kernel, or numpy if the pattern is new."""
-        layout = broadcast_layout(tuple(a.shape), tuple(shape)) if self._device_ok(a) and int(np.prod(shape)) else None
-        if layout is None or layout[0] not in (0, 2, 4, 6):
-            return self._on_host(op, inputs)
-        pattern, rows, cols, _ = layout
-        a = self.device(a)
-        out = self.runtime.empty(tuple(shape), a.dtype)
-        self._launch("broadcast_scale", a.dtype, rows * cols, np.int32(pattern), a.data, out.data, np.int64(cols),
-                     self._scalar(a.dtype, scale))
-        self._counted(op)
+
+def binary(backend, op, a, b):
+    """a (op) b with broadcasting."""
+    return pairwise(backend, BINARY[op.op_type], a, b)
+
+
+def unary(backend, op, x):
+    """Elementwise math of one input."""
+    out = backend.empty(x.shape, x.dtype)
+    backend.launch("unary", x.dtype, x.size, np.int32(UNARY[op.op_type]), x.data, out.data)
+    return out
+
+
+def elementwise(name, attribute=None):
+    """A one-work-item-per-element kernel `name(*inputs, out[, op.attribute])` over inputs of one shape."""
+    def run(backend, op, *inputs):
+        out = backend.empty(inputs[0].shape, inputs[0].dtype)
+        trailing = () if attribute is None else (_scalar(out.dtype, getattr(op, attribute)),)
+        backend.launch(name, out.dtype, out.size, *[i.data for i in inputs], out.data, *trailing)
         return out
+    run.__name__ = name
+    return run
 
-    def _expand_reduced(self, op, grad, x):
-        axes = tuple(range(len(x.shape))) if op.axes is None else op.axes
-        kept = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-        count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-        if not self._device_ok(grad):
-            return self._on_host(op, (grad, x))
-        scale = 1.0 / max(count, 1) if op.mean else 1.0
-        return self._broadcast(op, self.device(grad).reshape(kept), x.shape, scale, (grad, x))
 
-    def _broadcast_like(self, op, value, like):
-        return self._broadcast(op, value, like.shape, 1.0, (value, like))
-
-    # shapes ------------------------------------------------------------------
-    def _identity(self, op, x):
-        self._counted(op)
-        return x
-
-    def _reshape(self, op, x, *like):
-        if not self._device_ok(x):
-            return self._on_host(op, (x,) + like)
-        shape = like[0].shape if like else op.target
-        self._counted(op)
-        return self.device(x).reshape(shape)
-
-    def _permute(self, x, axes):
-        """x (rank <= 4, on the device) with its axes permuted, by the `permute` kernel."""
-        rank = len(x.shape)
-        dims = (1,) * (4 - rank) + tuple(x.shape)
-        out_shape = tuple(x.shape[a] for a in axes)
-        out_strides = [0] * rank
-        stride = 1
-        for position in reversed(range(rank)):  # where input axis axes[position] lands in the output
-            out_strides[axes[position]] = stride
-            stride *= out_shape[position]
-        strides = (0,) * (4 - rank) + tuple(out_strides)
-        out = self.runtime.empty(out_shape, x.dtype)
-        self._launch("permute", x.dtype, x.size, x.data, out.data, rt.cl.cltypes.make_long4(*dims),
-                     rt.cl.cltypes.make_long4(*strides))
+def fill(number):
+    """OnesLike / ZerosLike on the device."""
+    def run(backend, op, x):
+        out = backend.empty(x.shape, x.dtype)
+        out.fill(number)
         return out
+    return run
 
-    def _transpose(self, op, x):
-        if not self._device_ok(x) or len(x.shape) > 4:
-            return self._on_host(op, (x,))
-        self._counted(op)
-        return self._permute(self.device(x), op.axes)
 
-    def _reduce_axes(self, x, axes, keepdims, code):
-        """Reduce a run of adjacent axes of a device array with the `reduce` kernel."""
-        outer = int(np.prod(x.shape[:axes[0]], dtype=np.int64))
-        n = int(np.prod(x.shape[axes[0]:axes[-1] + 1], dtype=np.int64))
-        inner = int(np.prod(x.shape[axes[-1] + 1:], dtype=np.int64))
-        out = self.runtime.empty(reduced_shape(x.shape, axes, keepdims), x.dtype)
-        self._launch("reduce", x.dtype, outer * inner, np.int32(code), x.data, out.data, np.int64(n), np.int64(inner))
-        return out
+def add_n(backend, op, *xs):
+    """A running sum with the binary kernel; numpy if some pair broadcasts in a way it does not know."""
+    total = xs[0]
+    for x in xs[1:]:
+        total = pairwise(backend, BINARY["Add"], total, x)
+        if total is None:
+            return DECLINE
+    return total
 
-    def _reduce(self, op, x):
-        axes = tuple(range(len(x.shape))) if op.axes is None else op.axes
-        if not self._device_ok(x) or not axes or list(axes) != list(range(axes[0], axes[-1] + 1)):
-            return self._on_host(op, (x,))
-        self._counted(op)
-        return self._reduce_axes(self.device(x), axes, op.keepdims, _REDUCE[op.op_type])
 
-    def _sum_to_shape(self, op, grad, like):
-        """Unbroadcasting: free when shapes match, the reduce kernel for leading broadcast axes."""
-        if grad.shape == like.shape:
-            self._counted(op)
-            return grad
-        lead = len(grad.shape) - len(like.shape)
-        if lead > 0 and grad.shape[lead:] == like.shape and self._device_ok(grad):
-            self._counted(op)
-            return self._reduce_axes(self.device(grad), tuple(range(lead)), False, 0)
-        return self._on_host(op, (grad, like))
+def group(backend, op, *values):
+    """Group only orders its inputs: nothing to compute."""
+    return None
 
-    # softmax family ----------------------------------------------------------
-    def _rows(self, op, *arrays):
+
+def broadcast_scaled(backend, a, shape, scale):
+    """a broadcast to `shape` times `scale` with the broadcast_scale kernel, or DECLINE if the pattern is new."""
+    layout = broadcast_layout(tuple(a.shape), tuple(shape)) if int(np.prod(shape)) else None
+    if layout is None or layout[0] not in (PATTERN["TF_SAME_SHAPE"], PATTERN["TF_A_SCALAR"], PATTERN["TF_A_ROW"],
+                                           PATTERN["TF_A_COLUMN"]):
+        return DECLINE
+    pattern, rows, cols, _ = layout
+    out = backend.empty(tuple(shape), a.dtype)
+    backend.launch("broadcast_scale", a.dtype, rows * cols, np.int32(pattern), a.data, out.data, np.int64(cols),
+                   _scalar(a.dtype, scale))
+    return out
+
+
+def expand_reduced(backend, op, grad, x):
+    """The gradient of a reduction: grad broadcast back over the reduced axes (divided by their size for means)."""
+    axes = tuple(range(len(x.shape))) if op.axes is None else op.axes
+    kept = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    scale = 1.0 / max(count, 1) if op.mean else 1.0
+    return broadcast_scaled(backend, grad.reshape(kept), x.shape, scale)
+
+
+def broadcast_like(backend, op, value, like):
+    """value broadcast to like's shape."""
+    return broadcast_scaled(backend, value, like.shape, 1.0)
+
+
+# ---------------------------------------------------------------- shapes
+def identity(backend, op, x):
+    """The input itself (no copy on the device)."""
+    return x
+
+
+def reshape(backend, op, x, *like):
+    """A reshaped view of the device array."""
+    return x.reshape(like[0].shape if like else op.target)
+
+
+def permute(backend, x, axes):
+    """x (rank <= 4, on the device) with its axes permuted, by the `permute` kernel."""
+    rank = len(x.shape)
+    dims = (1,) * (4 - rank) + tuple(x.shape)
+    out_shape = tuple(x.shape[a] for a in axes)
+    out_strides = [0] * rank
+    stride = 1
+    for position in reversed(range(rank)):  # where input axis axes[position] lands in the output
+        out_strides[axes[position]] = stride
+        stride *= out_shape[position]
+    strides = (0,) * (4 - rank) + tuple(out_strides)
+    out = backend.empty(out_shape, x.dtype)
+    backend.launch("permute", x.dtype, x.size, x.data, out.data, rt.cl.cltypes.make_long4(*dims),
+                   rt.cl.cltypes.make_long4(*strides))
+    return out
+
+
+def transpose(backend, op, x):
+    """Axes permuted by the op's `axes`."""
+    return permute(backend, x, op.axes)
+
+
+def rank_at_most_4(op, x):
+    return len(x.shape) <= 4
+
+
+# ---------------------------------------------------------------- reductions
+def reduce_axes(backend, x, axes, keepdims, code):
+    """Reduce a run of adjacent axes of a device array with the tree-summing `reduce` kernel."""
+    outer = int(np.prod(x.shape[:axes[0]], dtype=np.int64))
+    n = int(np.prod(x.shape[axes[0]:axes[-1] + 1], dtype=np.int64))
+    inner = int(np.prod(x.shape[axes[-1] + 1:], dtype=np.int64))
+    out = backend.empty(reduced_shape(x.shape, axes, keepdims), x.dtype)
+    backend.launch("reduce", x.dtype, outer * inner, np.int32(code), x.data, out.data, np.int64(n), np.int64(inner))
+    return out
+
+
+def reduce(backend, op, x):
+    """Sum, mean or max over a contiguous run of axes."""
+    return reduce_axes(backend, x, reduced_axes(op, x), op.keepdims, REDUCE[op.op_type])
+
+
+def sum_to_shape(backend, op, grad, like):
+    """Unbroadcasting: free when shapes match, the reduce kernel for leading broadcast axes."""
+    if grad.shape == like.shape:
+        return grad
+    lead = len(grad.shape) - len(like.shape)
+    if lead > 0 and grad.shape[lead:] == like.shape:
+        return reduce_axes(backend, grad, tuple(range(lead)), False, REDUCE["ReduceSum"])
+    return DECLINE
+
+
+# ---------------------------------------------------------------- softmax family
+def rows(name):
+    """A row-wise kernel `name(*inputs, out, cols)`, one work-item per row of the last axis."""
+    def run(backend, op, *arrays):
         x = arrays[0]
-        if not self._device_ok(*arrays) or op.axis % len(x.shape) != len(x.shape) - 1 \
-                or any(a.shape != x.shape for a in arrays):
-            return self._on_host(op, arrays)
-        arrays = [self.device(a) for a in arrays]
-        out = self.runtime.empty(x.shape, x.dtype)
+        out = backend.empty(x.shape, x.dtype)
         cols = x.shape[-1]
-        self._launch(_ROWS[op.op_type], x.dtype, x.size // cols, *[a.data for a in arrays], out.data, np.int64(cols))
-        self._counted(op)
+        backend.launch(name, x.dtype, x.size // cols, *[a.data for a in arrays], out.data, np.int64(cols))
         return out
+    run.__name__ = name
+    return run
 
-    def _xent_inputs_ok(self, logits, labels):
-        return (self._device_ok(logits) and len(logits.shape) == 2 and labels.shape == logits.shape[:1]
-                and np.dtype(labels.dtype).kind in "iu")
 
-    def _labels(self, labels, cols):
-        host = np.ascontiguousarray(self.to_host(labels), dtype=np.int64)
-        _check_labels(host, cols)
-        return self.device(host)
+def _labels(backend, labels, cols):
+    host = np.ascontiguousarray(backend.to_host(labels), dtype=np.int64)
+    check_labels(host, cols)
+    return backend.device(host)
 
-    def _xent(self, op, logits, labels):
-        if not self._xent_inputs_ok(logits, labels):
-            return self._on_host(op, (logits, labels))
-        logits, labels = self.device(logits), self._labels(labels, logits.shape[1])
-        losses = self.runtime.empty((logits.shape[0],), logits.dtype)
-        self._launch("softmax_xent", logits.dtype, logits.shape[0], logits.data, labels.data, losses.data,
-                     np.int64(logits.shape[1]))
-        self._counted(op)
-        return self._reduce_axes(losses, (0,), False, 1)  # the mean over rows
 
-    def _xent_back(self, op, logits, labels, grad):
-        if not self._xent_inputs_ok(logits, labels) or grad.size != 1:
-            return self._on_host(op, (logits, labels, grad))
-        logits, labels = self.device(logits), self._labels(labels, logits.shape[1])
-        scale = self._scalar(logits.dtype, float(np.asarray(self.to_host(grad)).reshape(())) / logits.shape[0])
-        out = self.runtime.empty(logits.shape, logits.dtype)
-        self._launch("softmax_xent_back", logits.dtype, logits.shape[0], logits.data, labels.data, scale, out.data,
-                     np.int64(logits.shape[1]))
-        self._counted(op)
+def softmax_xent(backend, op, logits, labels):
+    """Per-row losses on the device, then their mean with the reduce kernel."""
+    labels = _labels(backend, labels, logits.shape[1])
+    losses = backend.empty((logits.shape[0],), logits.dtype)
+    backend.launch("softmax_xent", logits.dtype, logits.shape[0], logits.data, labels.data, losses.data,
+                   np.int64(logits.shape[1]))
+    return reduce_axes(backend, losses, (0,), False, REDUCE["ReduceMean"])
+
+
+def softmax_xent_back(backend, op, logits, labels, grad):
+    """(softmax(logits) - onehot(labels)) * grad / N."""
+    labels = _labels(backend, labels, logits.shape[1])
+    scale = _scalar(logits.dtype, float(np.asarray(backend.to_host(grad)).reshape(())) / logits.shape[0])
+    out = backend.empty(logits.shape, logits.dtype)
+    backend.launch("softmax_xent_back", logits.dtype, logits.shape[0], logits.data, labels.data, scale, out.data,
+                   np.int64(logits.shape[1]))
+    return out
+
+
+# ---------------------------------------------------------------- matmul, convolution, pooling
+def matmul_2d(backend, a, b):
+    """a (m x k) @ b (k x n) on the device with the tiled `matmul` kernel."""
+    m, k = a.shape
+    n = b.shape[1]
+    out = backend.empty((m, n), a.dtype)
+    tile = 16
+    global_size = (-(-n // tile) * tile, -(-m // tile) * tile)
+    backend.runtime.kernel("matmul", a.dtype)(backend.runtime.queue, global_size, (tile, tile), a.data, b.data,
+                                              out.data, np.int64(m), np.int64(n), np.int64(k))
+    return out
+
+
+def matmul(backend, op, a, b):
+    """Matrix product of two matrices."""
+    return matmul_2d(backend, a, b)
+
+
+def _geometry(x_shape, kernel, stride, padding):
+    """The window geometry as the kernels take it: (long8 n c h w kh kw sh sw, long4 ph pw ho wo, tuple)."""
+    g = window_geometry(x_shape, kernel, stride, padding)
+    n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo = g
+    return rt.cl.cltypes.make_long8(n, c, h, w, kh, kw, sh, sw), rt.cl.cltypes.make_long4(ph, pw, ho, wo), g
+
+
+def _im2col(backend, x, geometry):
+    g, p, (n, c, _, _, kh, kw, _, _, _, _, ho, wo) = geometry
+    cols = backend.empty((n * ho * wo, c * kh * kw), x.dtype)
+    backend.launch("im2col", x.dtype, cols.size, x.data, cols.data, g, p)
+    return cols
+
+
+def conv2d(backend, op, x, w):
+    """Convolution as im2col then one matrix product."""
+    geometry = _geometry(x.shape, w.shape[2:], op.stride, op.padding)
+    n, ho, wo = x.shape[0], geometry[2][10], geometry[2][11]
+    filters = permute(backend, w.reshape(w.shape[0], -1), (1, 0))  # (C·kH·kW, O)
+    out_rows = matmul_2d(backend, _im2col(backend, x, geometry), filters)  # (N·Ho·Wo, O)
+    return permute(backend, out_rows.reshape(n, ho, wo, w.shape[0]), (0, 3, 1, 2))
+
+
+def conv2d_back_input(backend, op, g, w, x):
+    """The input gradient: a matrix product then col2im."""
+    geometry = _geometry(x.shape, w.shape[2:], op.stride, op.padding)
+    grad_rows = permute(backend, g, (0, 2, 3, 1)).reshape(-1, w.shape[0])  # (N·Ho·Wo, O)
+    cols = matmul_2d(backend, grad_rows, w.reshape(w.shape[0], -1))  # (N·Ho·Wo, C·kH·kW)
+    dx = backend.empty(x.shape, g.dtype)
+    backend.launch("col2im", g.dtype, dx.size, cols.data, dx.data, geometry[0], geometry[1])
+    return dx
+
+
+def conv2d_back_filter(backend, op, x, g, w):
+    """The filter gradient: the gradient's rows times im2col of the input."""
+    geometry = _geometry(x.shape, w.shape[2:], op.stride, op.padding)
+    grad_rows = permute(backend, g, (1, 0, 2, 3)).reshape(w.shape[0], -1)  # (O, N·Ho·Wo)
+    return matmul_2d(backend, grad_rows, _im2col(backend, x, geometry)).reshape(w.shape)
+
+
+def max_pool(name):
+    """Max pooling forward (x), backward (x, g) or gather (x, h) with the op's window."""
+    def run(backend, op, x, *other):
+        g, p, geometry = _geometry(x.shape, op.kernel, op.stride, op.padding)
+        out = backend.empty(x.shape if name == "maxpool_back" else x.shape[:2] + geometry[10:], x.dtype)
+        backend.launch(name, x.dtype, out.size, x.data, *[o.data for o in other], out.data, g, p)
         return out
+    run.__name__ = name
+    return run
 
-    # matmul, convolution, pooling --------------------------------------------
-    def matmul(self, a, b):
-        """a (m x k) @ b (k x n) on the device with the tiled `matmul` kernel."""
-        m, k = a.shape
-        n = b.shape[1]
-        out = self.runtime.empty((m, n), a.dtype)
-        tile = 16
-        global_size = (-(-n // tile) * tile, -(-m // tile) * tile)
-        self.runtime.kernel("matmul", a.dtype)(self.runtime.queue, global_size, (tile, tile), a.data, b.data,
-                                               out.data, np.int64(m), np.int64(n), np.int64(k))
-        return out
 
-    def _matmul(self, op, a, b):
-        if not self._device_ok(a, b) or len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
-            return self._on_host(op, (a, b))
-        self._counted(op)
-        return self.matmul(self.device(a), self.device(b))
+# ---------------------------------------------------------------- fused optimizer updates, in place on the mirrors
+def _device_slots(backend, op):
+    """The device copies of the parameter ("param") and of each float slot, by slot name."""
+    arrays = {"param": backend.variable(op.variables[0])}
+    for name, slot in zip(op.slot_names, op.variables[1:]):
+        if name != "step":  # the step counter stays a host scalar
+            arrays[name] = backend.variable(slot)
+    return arrays
 
-    def _geometry(self, x_shape, kernel, stride, padding):
-        n, c, h, w = x_shape
-        (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
-        ho, wo = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
-        if ho < 1 or wo < 1:
-            return None
-        return (rt.cl.cltypes.make_long8(n, c, h, w, kh, kw, sh, sw), rt.cl.cltypes.make_long4(ph, pw, ho, wo),
-                (n, c, h, w, kh, kw, ho, wo))
 
-    def _im2col(self, x, geometry):
-        g, p, (n, c, _, _, kh, kw, ho, wo) = geometry
-        cols = self.runtime.empty((n * ho * wo, c * kh * kw), x.dtype)
-        self._launch("im2col", x.dtype, cols.size, x.data, cols.data, g, p)
-        return cols
+def _optional(backend, arrays, name, dtype):
+    """An optional slot's buffer and its flag (a one-element stand-in buffer when the slot is absent)."""
+    if name not in arrays:
+        return backend.empty((1,), dtype).data, np.int32(0)
+    return arrays[name].data, np.int32(1)
 
-    def _conv_ok(self, x, w, *more):
-        return (self._device_ok(x, w, *more) and len(x.shape) == 4 and len(w.shape) == 4
-                and x.shape[1] == w.shape[1])
 
-    def _conv2d(self, op, x, w):
-        geometry = self._geometry(x.shape, w.shape[2:], op.stride, op.padding) if self._conv_ok(x, w) else None
-        if geometry is None:
-            return self._on_host(op, (x, w))
-        x, w = self.device(x), self.device(w)
-        n, ho, wo = geometry[2][0], geometry[2][6], geometry[2][7]
-        filters = self._permute(w.reshape(w.shape[0], -1), (1, 0))  # (C·kH·kW, O)
-        rows = self.matmul(self._im2col(x, geometry), filters)  # (N·Ho·Wo, O)
-        self._counted(op)
-        return self._permute(rows.reshape(n, ho, wo, w.shape[0]), (0, 3, 1, 2))
+def _learning_rate(backend, op, lr):
+    """The learning rate as a float, without a download when it is a Constant (the usual case)."""
+    node = op.inputs[2]
+    return float(node.value) if isinstance(node, Constant) else float(np.asarray(backend.to_host(lr)).reshape(()))
 
-    def _conv2d_back_input(self, op, g, w, x):
-        geometry = self._geometry(x.shape, w.shape[2:], op.stride, op.padding) if self._conv_ok(x, w, g) else None
-        if geometry is None or g.shape != (x.shape[0], w.shape[0]) + geometry[2][6:]:
-            return self._on_host(op, (g, w, x))
-        g, w = self.device(g), self.device(w)
-        rows = self._permute(g, (0, 2, 3, 1)).reshape(-1, w.shape[0])  # (N·Ho·Wo, O)
-        cols = self.matmul(rows, w.reshape(w.shape[0], -1))  # (N·Ho·Wo, C·kH·kW)
-        dx = self.runtime.empty(x.shape, g.dtype)
-        self._launch("col2im", g.dtype, dx.size, cols.data, dx.data, geometry[0], geometry[1])
-        self._counted(op)
-        return dx
 
-    def _conv2d_back_filter(self, op, x, g, w):
-        geometry = self._geometry(x.shape, w.shape[2:], op.stride, op.padding) if self._conv_ok(x, w, g) else None
-        if geometry is None or g.shape != (x.shape[0], w.shape[0]) + geometry[2][6:]:
-            return self._on_host(op, (x, g, w))
-        x, g = self.device(x), self.device(g)
-        rows = self._permute(g, (1, 0, 2, 3)).reshape(w.shape[0], -1)  # (O, N·Ho·Wo)
-        self._counted(op)
-        return self.matmul(rows, self._im2col(x, geometry)).reshape(w.shape)
+def _update(backend, op, name, grad, *args):
+    backend.launch(name, grad.dtype, grad.size, *args)
+    for var in op.variables:
+        if var.dtype != np.int64:
+            var.mark_device_newer()
 
-    def _pool(self, op, name, x, other, out_is_input_shape):
-        geometry = self._geometry(x.shape, op.kernel, op.stride, op.padding) \
-            if self._device_ok(x, *other) and len(x.shape) == 4 else None
-        pooled = None if geometry is None else x.shape[:2] + geometry[2][6:]
-        if geometry is None or (other and other[0].shape != (pooled if name == "maxpool_back" else x.shape)):
-            return self._on_host(op, (x,) + tuple(other))
-        arrays = [self.device(a) for a in (x,) + tuple(other)]
-        out = self.runtime.empty(x.shape if out_is_input_shape else pooled, x.dtype)
-        self._launch(name, x.dtype, out.size, *[a.data for a in arrays], out.data, geometry[0], geometry[1])
-        self._counted(op)
-        return out
 
-    def _maxpool(self, op, x):
-        return self._pool(op, "maxpool", x, (), False)
+def _step(op):
+    """Increment the op's step slot (a host Variable) and return the new count."""
+    step_var = op.variables[1 + op.slot_names.index("step")]
+    step_var.value = np.asarray(int(step_var.value) + 1)
+    return int(step_var.value)
 
-    def _maxpool_back(self, op, x, g):
-        return self._pool(op, "maxpool_back", x, (g,), True)
 
-    def _maxpool_gather(self, op, x, h):
-        return self._pool(op, "maxpool_gather", x, (h,), False)
+def sgd(backend, op, param, grad, lr, *slots):
+    """SGD with momentum/Nesterov/weight decay on the device."""
+    h, arrays, T = op.hyper, _device_slots(backend, op), grad.dtype.type
+    first_step = int(_step(op) == 1) if h["momentum"] else 0
+    _update(backend, op, "sgd", grad, arrays["param"].data, grad.data,
+            *_optional(backend, arrays, "momentum_buffer", grad.dtype), T(_learning_rate(backend, op, lr)),
+            T(h["momentum"]), T(h["dampening"]), T(h["weight_decay"]), np.int32(h["nesterov"]), np.int32(first_step))
+
+
+def adam(backend, op, param, grad, lr, *slots):
+    """Adam / AdamW (optionally AMSGrad) on the device."""
+    h, arrays, T = op.hyper, _device_slots(backend, op), grad.dtype.type
+    (beta1, beta2), step, lr = h["betas"], _step(op), _learning_rate(backend, op, lr)
+    _update(backend, op, "adam", grad, arrays["param"].data, grad.data, arrays["exp_avg"].data,
+            arrays["exp_avg_sq"].data, *_optional(backend, arrays, "max_exp_avg_sq", grad.dtype),
+            T(lr), T(beta1), T(beta2), T(h["eps"]), T(h["weight_decay"]), np.int32(h["decoupled"]),
+            T(lr / (1 - beta1 ** step)), T(np.sqrt(1 - beta2 ** step)))
+
+
+def rmsprop(backend, op, param, grad, lr, *slots):
+    """RMSProp (optionally centered, with momentum) on the device."""
+    h, arrays, T = op.hyper, _device_slots(backend, op), grad.dtype.type
+    _update(backend, op, "rmsprop", grad, arrays["param"].data, grad.data, arrays["square_avg"].data,
+            *_optional(backend, arrays, "grad_avg", grad.dtype),
+            *_optional(backend, arrays, "momentum_buffer", grad.dtype),
+            T(_learning_rate(backend, op, lr)), T(h["alpha"]), T(h["eps"]), T(h["weight_decay"]), T(h["momentum"]))
+
+
+def adagrad(backend, op, param, grad, lr, *slots):
+    """AdaGrad with learning-rate decay on the device."""
+    h, arrays, T = op.hyper, _device_slots(backend, op), grad.dtype.type
+    clr = _learning_rate(backend, op, lr) / (1 + (_step(op) - 1) * h["lr_decay"])
+    _update(backend, op, "adagrad", grad, arrays["param"].data, grad.data, arrays["state_sum"].data, T(clr),
+            T(h["eps"]), T(h["weight_decay"]))
+
+
+# ---------------------------------------------------------------- the table
+_SAME = dict(same_shape=True)
+_FIRST = dict(floats=(0,))  # only the first input is data; the others give shapes or labels
+_UPDATE = dict(floats=(0, 1), same_shape=True)  # parameter (its device copy) and gradient
+
+OpenCLBackend.kernels = {
+    **{op_type: Kernel(binary, accepts=has_layout) for op_type in BINARY},
+    **{op_type: Kernel(unary) for op_type in UNARY},
+    **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
+    "Sigmoid": Kernel(elementwise("sigmoid")), "SigmoidGrad": Kernel(elementwise("sigmoid_back"), **_SAME),
+    "Tanh": Kernel(elementwise("tanh_")), "TanhGrad": Kernel(elementwise("tanh_back"), **_SAME),
+    "Relu": Kernel(elementwise("relu")), "ReluGrad": Kernel(elementwise("relu_back"), **_SAME),
+    "LeakyRelu": Kernel(elementwise("leaky_relu", "alpha")),
+    "LeakyReluGrad": Kernel(elementwise("leaky_relu_back", "alpha"), **_SAME),
+    "Softplus": Kernel(elementwise("softplus")),
+    "Softmax": Kernel(rows("softmax"), accepts=along_last_axis),
+    "LogSoftmax": Kernel(rows("log_softmax"), accepts=along_last_axis),
+    "SoftmaxGrad": Kernel(rows("softmax_back"), same_shape=True, accepts=along_last_axis),
+    "LogSoftmaxGrad": Kernel(rows("log_softmax_back"), same_shape=True, accepts=along_last_axis),
+    "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
+    "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
+    "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match),
+    "Transpose": Kernel(transpose, accepts=rank_at_most_4),
+    "Reshape": Kernel(reshape, **_FIRST), "ReshapeLike": Kernel(reshape, **_FIRST),
+    "Identity": Kernel(identity), "StopGradient": Kernel(identity),
+    "SumToShapeOf": Kernel(sum_to_shape, **_FIRST),
+    "ExpandReduced": Kernel(expand_reduced, **_FIRST), "BroadcastLike": Kernel(broadcast_like, **_FIRST),
+    "OnesLike": Kernel(fill(1)), "ZerosLike": Kernel(fill(0)),
+    "AddN": Kernel(add_n), "Group": Kernel(group, floats=()),
+    "Conv2D": Kernel(conv2d, accepts=fits_conv),
+    "Conv2DBackInput": Kernel(conv2d_back_input, accepts=fits_conv),
+    "Conv2DBackFilter": Kernel(conv2d_back_filter, accepts=fits_conv),
+    "MaxPool2D": Kernel(max_pool("maxpool"), ndim=4, accepts=fits_pool),
+    "MaxPool2DGrad": Kernel(max_pool("maxpool_back"), ndim=4, accepts=fits_pool),
+    "MaxPool2DGather": Kernel(max_pool("maxpool_gather"), ndim=4, accepts=fits_pool),
+    "ApplySGD": Kernel(sgd, **_UPDATE), "ApplyAdam": Kernel(adam, **_UPDATE),
+    "ApplyRMSProp": Kernel(rmsprop, **_UPDATE), "ApplyAdaGrad": Kernel(adagrad, **_UPDATE),
+}

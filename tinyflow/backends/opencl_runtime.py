@@ -7,11 +7,13 @@ files in ckernels/opencl are built once per context and element type.
 """
 import os
 import pathlib
+import threading
 import warnings
 
 import numpy as np
 
 from ..errors import BackendError
+from .kernel_codes import opencl_defines
 
 try:
     import pyopencl as cl
@@ -94,6 +96,9 @@ class DeviceRuntime:
         self.has_fp64 = "cl_khr_fp64" in device.extensions
         self._programs = {}
         self._kernels = {}
+        # a kernel object keeps its arguments until launched: two threads sharing one would mix them up,
+        # so whoever launches on this device (Session.run) holds this lock
+        self.lock = threading.RLock()
 
     def program(self, dtype):
         """The built program of every kernel for float32 or float64."""
@@ -106,6 +111,7 @@ class DeviceRuntime:
             source = "\n".join((folder / name).read_text() for name in
                                ["common.h.cl"] + sorted(p.name for p in folder.glob("*.cl") if p.name != "common.h.cl"))
             options = ["-DT=double", "-DUSE_FP64"] if dtype == np.float64 else ["-DT=float"]
+            options += opencl_defines()  # the op codes of ckernels/tinyflow_kernels.h
             with warnings.catch_warnings():  # compiler chatter is not for users; errors still raise
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 self._programs[dtype] = cl.Program(self.context, source).build(options=options)

@@ -6,14 +6,19 @@ from .node import Node, default_dtype_for
 
 
 class Variable(Node):
-    """A node holding its own numpy array in `.value`; `trainable` ones are what optimizers update."""
+    """A node holding its own numpy array in `.value`; `trainable` ones are what optimizers update.
+
+    A device backend (OpenCL) may keep a device copy, the *mirror*: an object with `array`,
+    `host_stale`, `device_stale` and `download()`. Whichever side changed last wins: `.value`
+    downloads a newer device copy, and setting `.value` marks the device copy stale.
+    """
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None, graph=None):
         dtype = np.dtype(dtype) if dtype is not None else default_dtype_for(initial_value)
         value = np.array(initial_value, dtype=dtype)  # a private copy: the caller's array stays theirs
         self.trainable = bool(trainable)
         self._value = value
-        self._mirror = None  # a device copy kept by a backend (OpenCL): whichever side changed last wins
+        self._mirror = None
         super().__init__((), value.shape, dtype, name, graph)
 
     @property
@@ -35,3 +40,29 @@ class Variable(Node):
         self._value = np.array(new_value, dtype=self.dtype, order="C")
         if self._mirror is not None:
             self._mirror.device_stale, self._mirror.host_stale = True, False
+
+    @property
+    def host_array(self):
+        """The host array as it is now, without downloading a newer device copy (for identity checks)."""
+        return self._value
+
+    def writable_value(self):
+        """The current value as a C-contiguous, writeable array this Variable alone owns, for in-place kernels."""
+        value = self.value
+        if not (value.flags.c_contiguous and value.flags.writeable and value.flags.owndata):
+            self.value = value  # the setter stores a private contiguous copy
+        return self._value
+
+    @property
+    def device_mirror(self):
+        """The device copy a backend keeps (None when there is none)."""
+        return self._mirror
+
+    def attach_mirror(self, mirror):
+        """Make `mirror` (fresh from the current value) this Variable's device copy."""
+        self._mirror = mirror
+
+    def mark_device_newer(self):
+        """The device copy was updated in place: the next `.value` downloads it."""
+        if self._mirror is not None:
+            self._mirror.host_stale, self._mirror.device_stale = True, False

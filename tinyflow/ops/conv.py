@@ -19,7 +19,9 @@ def _pair(value, what):
     return int(pair[0]), int(pair[1])
 
 
-def _out_size(size, kernel, stride, pad):
+def window_output_size(size, kernel, stride, pad):
+    """Output length of a window sliding over `size` (None stays unknown): the one formula, also used by the
+    C and OpenCL backends (tinyflow/backends/kernel_codes.py)."""
     return None if size is None else (size + 2 * pad - kernel) // stride + 1
 
 
@@ -48,7 +50,7 @@ class WindowOperation(Operation):
         """(Ho, Wo) for an NCHW input shape, raising ShapeError when the window does not fit."""
         if x_shape is None or len(x_shape) != 4:
             raise ShapeError(f"{self.op_type} needs an NCHW input of rank 4, got shape {x_shape}")
-        out = tuple(_out_size(size, k, s, p) for size, k, s, p in
+        out = tuple(window_output_size(size, k, s, p) for size, k, s, p in
                     zip(x_shape[2:], self.kernel, self.stride, self.padding))
         if any(o is not None and o < 1 for o in out):
             raise ShapeError(f"kernel {self.kernel} does not fit input {x_shape} with padding {self.padding}; "

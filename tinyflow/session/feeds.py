@@ -25,7 +25,12 @@ def _fail(node, needed_by, problem, fix):
 
 
 def check_feed(node, value, needed_by):
-    """Return `value` as an array of the node's dtype, or raise FeedError saying what is wrong."""
+    """Return `value` as an array of the node's dtype, or raise FeedError saying what is wrong.
+
+    Conversions must keep every value: fractional or out-of-range numbers for an integer node,
+    and finite numbers too large for a float node (a float64 1e39 fed to a float32 Placeholder)
+    are refused instead of silently becoming something else.
+    """
     if isinstance(value, Node):
         _fail(node, needed_by, f"got the graph node {value!r}", "Feed numpy arrays; run the node first.")
     if node.dtype is None:
@@ -48,7 +53,14 @@ def check_feed(node, value, needed_by):
                       "(fractional or out of range)", "Round them, or use a Placeholder of a wider dtype.")
             array = converted
         else:
-            array = array.astype(target)
+            with np.errstate(over="ignore", invalid="ignore"):
+                converted = array.astype(target)
+            overflowed = np.isinf(converted) & np.isfinite(array)
+            if overflowed.any():
+                _fail(node, needed_by, f"{int(overflowed.sum())} value(s) of dtype {array.dtype}, such as "
+                      f"{array[overflowed].flat[0]!r}, lie outside the range of {target} and would become inf",
+                      f"Rescale the data, or use a Placeholder of a wider dtype (e.g. dtype='float64').")
+            array = converted
     if not matches(node.shape, array.shape):
         _fail(node, needed_by, f"the value has shape {array.shape}",
               f"Feed an array of shape {node.shape} (None = any size).")

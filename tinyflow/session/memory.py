@@ -94,7 +94,7 @@ def memory_profile(session, fetches, feed_dict=None):
         rows.append(dict(position=len(rows), node=step.node.name, op_type=step.node.op_type,
                          new_bytes=new, freed_bytes=freed, during_bytes=during, live_bytes=live))
 
-    from ..backends.buffer_pool import POOL
-    reused, allocated = POOL.reused, POOL.allocated
+    reused, allocated = session.backend.buffer_stats()
     plan.run(checked, observer=observe)
-    return MemoryProfile(rows, fed_bytes, POOL.reused - reused, POOL.allocated - allocated)
+    reused_after, allocated_after = session.backend.buffer_stats()
+    return MemoryProfile(rows, fed_bytes, reused_after - reused, allocated_after - allocated)

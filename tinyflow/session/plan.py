@@ -5,15 +5,14 @@ step holds its node, its pre-resolved kernel, the slots of its inputs, and the
 slots whose last reader it is, so intermediates are dropped as early as possible.
 """
 import heapq
-import math
+from collections import Counter
 import traceback
 
 import numpy as np
 
 from ..errors import ExecutionError, FeedError, describe
-from ..backends.buffer_pool import MIN_BYTES as MIN_POOLED_BYTES
-from ..nodes import Placeholder, Variable
-from ..shapes import is_fully_known
+from ..shapes import matches
+from ..nodes import Constant, Placeholder, Variable
 
 
 # Plans longer than this are interpreted: compiling a function of a hundred thousand lines costs
@@ -97,16 +96,24 @@ class ExecutionPlan:
             self.steps.append(Step(node, backend.kernel(node), tuple(self.slot_of[i] for i in node.inputs),
                                    self.slot_of[node]))
         self._plan_releases()
+        # ops numpy runs, decided once here: counted into the backend's run report at each run
+        self.static_routes = Counter((route, step.node.op_type) for step in self.steps
+                                     for route in [backend.static_route(step.node)] if route is not None)
         # kernels may update Variables in place: fetched values computed before must not change with them
         stateful = [i for i, step in enumerate(self.steps) if getattr(step.node, "stateful", False)]
         self.first_stateful = stateful[0] if stateful else None
         self.updated_variables = {inp for i in stateful for inp in self.steps[i].node.inputs
                                   if isinstance(inp, Variable)}
+        # the arrays fetched values must not share: Variables' (which change) and Constants' (which do not)
+        self.variables = [node for node in self.needed_by if isinstance(node, Variable)]
+        self.constant_arrays = frozenset(id(node.value) for node in self.needed_by if isinstance(node, Constant))
+        self._verified = False
         self._fed_order = sorted(self.fed_slots, key=lambda n: self.fed_slots[n])
         self._fed_order_slots = [self.fed_slots[n] for n in self._fed_order]
         self._compiled = None
         self.source = None
         self._recycle = backend.recycle
+        self._may_recycle = backend.may_recycle
         self._nodes = {slot: node for node, slot in self.slot_of.items()}
 
     def _plan_releases(self):
@@ -127,9 +134,9 @@ class ExecutionPlan:
         """`value`, or a copy if it shares memory with a Variable about to be updated in place."""
         if isinstance(value, np.ndarray):
             # host arrays, compared without syncing device copies
-            if any(np.may_share_memory(value, var._value) for var in self.updated_variables):
+            if any(np.may_share_memory(value, var.host_array) for var in self.updated_variables):
                 return value.copy()
-        elif value is not None and any(var._mirror is not None and value is var._mirror.array
+        elif value is not None and any(var.device_mirror is not None and value is var.device_mirror.array
                                        for var in self.updated_variables):
             return value.copy()  # a device-resident Variable (OpenCL)
         return value
@@ -146,6 +153,10 @@ class ExecutionPlan:
         `observer(step, value, released_values)` then sees each step's output and the
         values dropped right after it (the memory profile uses it), in the interpreter.
         """
+        if not self._verified:  # the first run checks every op's value against its static shape and dtype
+            values = self.interpret(feeds, observer, verify=True)
+            self._verified = True
+            return values
         if observer is None and len(self.steps) <= COMPILE_LIMIT:
             if self._compiled is None:
                 self._compiled = self.compile()
@@ -177,7 +188,7 @@ class ExecutionPlan:
                     lines.append(f"{', '.join(ready)}, = protect({', '.join(ready)})")
             kernels[f"k{position}"] = step.kernel
             args = ", ".join(f"v{s}" for s in step.input_slots)
-            comment = step.node.name.replace("\n", " ").replace("\r", " ")
+            comment = repr(step.node.name)[1:-1]  # escapes newlines and NUL, which would break the source
             lines.append(f"s = {position}; v{step.slot} = k{position}({args})  # {comment}")
             assigned.add(step.slot)
             if step.release:
@@ -198,10 +209,8 @@ class ExecutionPlan:
 
     def _maybe_poolable(self, slot):
         """Whether a dropped value may be big enough for the backend's buffer pool (known-small ones are not)."""
-        if self._recycle is None:
-            return False
         shape = self._nodes[slot].shape
-        return not is_fully_known(shape) or math.prod(shape) * 8 >= MIN_POOLED_BYTES
+        return self._may_recycle(shape)
 
     def _protect_values(self, *fetched):
         """Fetched values computed before the first in-place update, protected from it."""
@@ -214,8 +223,11 @@ class ExecutionPlan:
         step = self.steps[position]
         raise _execution_error(step.node, [frame_locals.get(f"v{s}") for s in step.input_slots], exc) from None
 
-    def interpret(self, feeds, observer=None):
-        """Run the steps one by one from a list of values (the readable reference of `compile`)."""
+    def interpret(self, feeds, observer=None, verify=False):
+        """Run the steps one by one from a list of values (the readable reference of `compile`).
+
+        With `verify`, each op's value must fit its static shape and dtype (see `verify_value`).
+        """
         values = [None] * self.size
         for node, slot in self.fed_slots.items():
             values[slot] = feeds[node]
@@ -227,13 +239,39 @@ class ExecutionPlan:
                 values[step.slot] = step.kernel(*[values[s] for s in step.input_slots])
             except Exception as exc:  # noqa: BLE001 - every kernel failure becomes one readable error
                 raise _execution_error(step.node, [values[s] for s in step.input_slots], exc) from None
+            if verify:
+                verify_value(step.node, values[step.slot])
             if observer is not None:
                 observer(step, values[step.slot], [values[s] for s in step.release])
             for slot in step.release:
-                if self._recycle is not None:
-                    self._recycle(values[slot])
+                self._recycle(values[slot])
                 values[slot] = None
         return [values[s] for s in self.fetch_slots]
+
+
+def verify_value(node, value):
+    """Raise ExecutionError if an op's computed value contradicts its static shape or dtype.
+
+    A wrong `infer_shape` would otherwise surface as a confusing error in some later op; plans
+    check each op once, on their first run, so later runs pay nothing.
+    """
+    if node.dtype is None or value is None:
+        return
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        array = np.asarray(value)
+        shape, dtype = array.shape, array.dtype
+    if node.shape is not None and not matches(node.shape, shape):
+        problem = f"its static shape is {node.shape} but it computed a value of shape {tuple(shape)}"
+    elif np.dtype(dtype) != node.dtype:
+        problem = f"its static dtype is {node.dtype} but it computed a value of dtype {np.dtype(dtype)}"
+    else:
+        return
+    raise ExecutionError(
+        f"{describe(node)}, of class {type(node).__module__}.{type(node).__qualname__}: {problem}. "
+        f"Its infer_shape / infer_dtype and its compute (or the backend's kernel) disagree; fix the op so that "
+        "infer_shape and infer_dtype describe exactly what compute returns.")
 
 
 def _execution_error(node, inputs, exc):

@@ -1,12 +1,19 @@
-"""Session: runs the part of a graph that some fetches need, with values fed for placeholders."""
+"""Session: runs the part of a graph that some fetches need, with values fed for placeholders.
+
+Threads: `Session.run` may be called from several threads. Runs of one graph are
+serialised by a lock per graph (so optimizer updates of its Variables never
+interleave, whichever Sessions run them), and runs on one OpenCL device by a lock
+per device; runs of different graphs on the C or numpy backend proceed in parallel.
+"""
+import threading
 import warnings
+import weakref
 
 import numpy as np
 
 from ..backends import get_backend
 from ..errors import TinyflowError
 from ..graph import get_default_graph
-from ..nodes import Constant, Variable
 from .feeds import check_feed, resolve_key
 from .fetches import flatten, rebuild
 from .plan import ExecutionPlan
@@ -17,6 +24,18 @@ class GraphGrowthWarning(UserWarning):
 
 
 GROWTH_RUNS_BEFORE_WARNING = 5
+
+_GRAPH_LOCKS = weakref.WeakKeyDictionary()
+_GRAPH_LOCKS_GUARD = threading.Lock()
+
+
+def graph_lock(graph):
+    """The lock every Session.run of `graph` holds (re-entrant: a run may start another run of the graph)."""
+    with _GRAPH_LOCKS_GUARD:
+        lock = _GRAPH_LOCKS.get(graph)
+        if lock is None:
+            lock = _GRAPH_LOCKS[graph] = threading.RLock()
+        return lock
 
 
 class Session:
@@ -38,9 +57,11 @@ class Session:
         self.close()
 
     def close(self):
-        """Release cached plans; the session cannot run afterwards."""
-        self._plans.clear()
-        self._closed = True
+        """Release cached plans and the backend's buffers; the session cannot run afterwards."""
+        with graph_lock(self.graph), self.backend.lock:
+            self._plans.clear()
+            self.backend.close()
+            self._closed = True
 
     def __repr__(self):
         return f"<tinyflow.Session backend='{self.backend.name}' graph={self.graph!r}>"
@@ -48,9 +69,15 @@ class Session:
     def run(self, fetches, feed_dict=None):
         """Compute `fetches` (a node, a name, or nested lists/tuples/dicts of them) and return their values.
 
-        The result has the structure of `fetches`, with numpy arrays for
-        nodes and None for ops without a value (train ops).
+        The result has the structure of `fetches`, with numpy arrays for nodes (always the
+        caller's own: they share memory with no Variable, Constant or other fetch) and None for
+        ops without a value (train ops). Safe to call from several threads: runs of one graph
+        take turns (see the module docstring).
         """
+        with graph_lock(self.graph), self.backend.lock:
+            return self._run(fetches, feed_dict)
+
+    def _run(self, fetches, feed_dict):
         if self._closed:
             raise TinyflowError("this Session is closed; create a new one with tfl.Session()")
         self._watch_graph_growth()
@@ -60,8 +87,9 @@ class Session:
         plan = self.plan(fetch_nodes, feeds)
         checked = {node: check_feed(node, value, plan.needed_by.get(node)) for node, value in feeds.items()}
         self.backend.begin_run()
+        self.backend.report.add_static(plan.static_routes)
         values = plan.run(checked)
-        values = [_detach(node, self.backend.to_host(v)) for node, v in zip(fetch_nodes, values)]
+        values = _caller_owned([self.backend.to_host(v) for v in values], plan)
         return rebuild(fetches, iter(values))
 
     def plan(self, fetch_nodes, fed_nodes):
@@ -101,8 +129,16 @@ class Session:
                 GraphGrowthWarning, stacklevel=3)
 
 
-def _detach(node, value):
-    """Fetched Variable and Constant values are copies, so later updates cannot change them."""
-    if isinstance(node, (Variable, Constant)) and isinstance(value, np.ndarray):
-        return value.copy()
-    return value
+def _caller_owned(values, plan):
+    """The fetched values, each copied if it is a view, a Variable's or Constant's own array, or an array
+    that another fetch also returned: what the caller gets is theirs to keep and to write into."""
+    seen = set()
+    owned = []
+    for value in values:
+        if isinstance(value, np.ndarray):
+            if (value.base is not None or id(value) in seen or id(value) in plan.constant_arrays
+                    or any(value is var.host_array for var in plan.variables)):
+                value = value.copy()
+            seen.add(id(value))
+        owned.append(value)
+    return owned
