@@ -21,7 +21,7 @@ from ..nodes import Node, as_node
 from ..ops.array_ops import AddN, SumToShapeOf
 from ..ops.math_ops import OnesLike
 from ..shapes import can_reduce_to, is_fully_known, shapes_compatible
-from .registry import NOT_DIFFERENTIABLE, gradient_function
+from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
 
 
 def _is_differentiable_value(node):

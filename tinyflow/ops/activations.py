@@ -5,7 +5,7 @@ kernel (the C library's `<op>_back`) and they can be differentiated again.
 """
 import numpy as np
 
-from ..autodiff.registry import register_gradient
+from .registry import register_gradient
 from ..nodes import Operation
 from .math_ops import FloatUnaryOperation, UnaryOperation
 

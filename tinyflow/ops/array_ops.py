@@ -5,7 +5,7 @@ back to the input's shape; the backprop engine inserts it.
 """
 import numpy as np
 
-from ..autodiff.registry import not_differentiable, register_gradient
+from .registry import not_differentiable, register_gradient
 from ..errors import ShapeError
 from ..nodes import Node, Operation
 from ..shapes import is_fully_known, normalize_axes

@@ -6,7 +6,7 @@ written with the same ops, since convolution is bilinear in (input, filter):
 """
 import numpy as np
 
-from ..autodiff.registry import register_gradient
+from .registry import register_gradient
 from ..errors import ShapeError
 from ..nodes import Operation
 from ..shapes import dims_compatible

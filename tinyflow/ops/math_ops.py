@@ -5,7 +5,7 @@ them back to each input's shape (broadcasting) in one central place.
 """
 import numpy as np
 
-from ..autodiff.registry import not_differentiable, register_gradient
+from .registry import not_differentiable, register_gradient
 from ..nodes import Operation
 
 

@@ -1,7 +1,7 @@
 """Matrix multiplication, batched over leading axes like numpy's `@`."""
 import numpy as np
 
-from ..autodiff.registry import register_gradient
+from .registry import register_gradient
 from ..errors import ShapeError
 from ..nodes import Operation
 from ..shapes import broadcast_shapes, dims_compatible

@@ -1,7 +1,7 @@
 """Dropout: zero a random fraction of the inputs during training, scaling the rest."""
 import numpy as np
 
-from ..autodiff.registry import not_differentiable
+from .registry import not_differentiable
 from ..nodes import Node, Operation
 from ..random import generator
 from .math_ops import multiply

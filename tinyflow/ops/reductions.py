@@ -1,7 +1,7 @@
 """Reductions along axes: sum, mean, max (with keepdims), and their backward op."""
 import numpy as np
 
-from ..autodiff.registry import not_differentiable, register_gradient
+from .registry import not_differentiable, register_gradient
 from ..errors import ShapeError
 from ..nodes import Operation
 from ..shapes import normalize_axes, reduced_shape

@@ -1,7 +1,7 @@
 """softmax and log_softmax along an axis, computed stably (max subtracted first)."""
 import numpy as np
 
-from ..autodiff.registry import register_gradient
+from .registry import register_gradient
 from ..nodes import Operation
 from ..shapes import normalize_axes
 from .math_ops import exp

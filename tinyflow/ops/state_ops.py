@@ -6,7 +6,7 @@ the update (what an optimizer step needs).
 """
 import numpy as np
 
-from ..autodiff.registry import not_differentiable
+from .registry import not_differentiable
 from ..errors import ShapeError
 from ..nodes import Operation, Variable
 from ..shapes import broadcast_shapes, shapes_compatible
