@@ -7,7 +7,7 @@ from . import backends, data, nn, optim, plot, viz
 from .autodiff import gradients, not_differentiable, register_gradient
 from .checkpoint import load_variables, save_variables
 from .errors import (BackendError, CheckpointError, ExecutionError, FeedError, GradientError, GraphError,
-                     ShapeError, TinyflowError)
+                     ShapeError, TinyflowError, ArgumentError)
 from .graph import Graph, get_default_graph, name_scope, reset_default_graph
 from .nodes import Constant, Node, Operation, Placeholder, Variable
 from .ops import (abs, add, add_n, argmax, avg_pool2d, assign, assign_add, assign_sub, cast, concat, conv2d, divide,
@@ -41,7 +41,7 @@ __all__ = [
     "Model", "History", "EarlyStopping", "get_metric",
     # errors
     "TinyflowError", "ShapeError", "FeedError", "GradientError", "BackendError", "GraphError",
-    "ExecutionError", "CheckpointError",
+    "ExecutionError", "CheckpointError", "ArgumentError",
     # subpackages
     "nn", "optim", "backends", "data", "plot", "viz",
 ]

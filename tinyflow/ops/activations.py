@@ -5,9 +5,10 @@ kernel (the C library's `<op>_back`) and they can be differentiated again.
 """
 import numpy as np
 
-from .registry import register_gradient
 from ..nodes import Operation
-from .math_ops import FloatUnaryOperation, UnaryOperation
+from .arguments import Arguments
+from .registry import register_gradient
+from .unary_ops import FloatUnaryOperation, UnaryOperation
 
 
 def stable_sigmoid(x):
@@ -35,6 +36,11 @@ class Sigmoid(FloatUnaryOperation):
         return stable_sigmoid(x)
 
 
+def sigmoid(x, name=None):
+    """The logistic function 1 / (1 + e^-x)."""
+    return Sigmoid(x, name=name)
+
+
 class SigmoidGrad(BackwardOperation):
     """g y (1 - y) for y = σ(x)."""
 
@@ -58,6 +64,11 @@ class Tanh(FloatUnaryOperation):
 
     def compute(self, x):
         return np.tanh(x)
+
+
+def tanh(x, name=None):
+    """Hyperbolic tangent."""
+    return Tanh(x, name=name)
 
 
 class TanhGrad(BackwardOperation):
@@ -85,6 +96,11 @@ class Relu(UnaryOperation):
         return np.maximum(x, 0)
 
 
+def relu(x, name=None):
+    """max(x, 0)."""
+    return Relu(x, name=name)
+
+
 class ReluGrad(BackwardOperation):
     """g where y > 0, else 0 (y is relu's output)."""
 
@@ -106,18 +122,23 @@ class LeakyRelu(FloatUnaryOperation):
     """x if x > 0 else alpha x.  Gradient: g, or alpha g where x <= 0."""
 
     def __init__(self, x, alpha=0.01, name=None):
-        self.alpha = float(alpha)
+        self.alpha = Arguments(self, name, x).number("alpha", alpha)
         super().__init__(x, name=name)
 
     def compute(self, x):
         return np.where(x > 0, x, self.alpha * x)
 
 
+def leaky_relu(x, alpha=0.01, name=None):
+    """x for x > 0, alpha x otherwise."""
+    return LeakyRelu(x, alpha=alpha, name=name)
+
+
 class LeakyReluGrad(BackwardOperation):
     """g where x > 0, else alpha g."""
 
     def __init__(self, x, grad, alpha=0.01, name=None):
-        self.alpha = float(alpha)
+        self.alpha = Arguments(self, name, x).number("alpha", alpha)
         super().__init__(x, grad, name=name)
 
     def compute(self, x, grad):
@@ -141,31 +162,11 @@ class Softplus(FloatUnaryOperation):
         return np.logaddexp(0, x)
 
 
-@register_gradient(Softplus)
-def _softplus_grad(op, grad):
-    return [grad * Sigmoid(op.inputs[0])]
-
-
-def sigmoid(x, name=None):
-    """The logistic function 1 / (1 + e^-x)."""
-    return Sigmoid(x, name=name)
-
-
-def tanh(x, name=None):
-    """Hyperbolic tangent."""
-    return Tanh(x, name=name)
-
-
-def relu(x, name=None):
-    """max(x, 0)."""
-    return Relu(x, name=name)
-
-
-def leaky_relu(x, alpha=0.01, name=None):
-    """x for x > 0, alpha x otherwise."""
-    return LeakyRelu(x, alpha=alpha, name=name)
-
-
 def softplus(x, name=None):
     """ln(1 + eˣ), a smooth relu."""
     return Softplus(x, name=name)
+
+
+@register_gradient(Softplus)
+def _softplus_grad(op, grad):
+    return [grad * Sigmoid(op.inputs[0])]
