@@ -77,22 +77,6 @@ def can_reduce_to(grad_shape, target_shape):
     return all(dims_compatible(g, t) or t == 1 for g, t in zip(tail, target_shape))
 
 
-def normalize_axes(axis, rank, node_desc="this op"):
-    """Turn an axis argument (None, int or tuple, negatives allowed) into a sorted tuple."""
-    if axis is None:
-        return tuple(range(rank))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    result = []
-    for a in axes:
-        if not isinstance(a, int) or not -rank <= a < rank:
-            raise ShapeError(f"axis {a!r} is out of range for {node_desc} with an input of rank {rank}: "
-                             f"use an axis in [{-rank}, {rank - 1}]")
-        result.append(a % rank)
-    if len(set(result)) != len(result):
-        raise ShapeError(f"repeated axis in {axis!r} for {node_desc}")
-    return tuple(sorted(result))
-
-
 def reduced_shape(shape, axes, keepdims):
     """The static shape left after reducing `axes` (normalized) of `shape`."""
     if keepdims:

@@ -143,3 +143,12 @@ def test_leaky_relu_softplus_and_sigmoid_values():
     np.testing.assert_allclose(run(tfl.leaky_relu(x, 0.1)), [-0.2, 0.5, 800.0, -80.0])
     np.testing.assert_allclose(run(tfl.softplus(x)), [np.log1p(np.exp(-2.0)), np.log1p(np.exp(0.5)), 800.0, 0.0])
     np.testing.assert_allclose(run(tfl.sigmoid(x)), [1 / (1 + np.exp(2.0)), 1 / (1 + np.exp(-0.5)), 1.0, 0.0])
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int32", "uint16", "int64", "float32"])
+def test_reduce_sum_static_dtype_is_the_dtype_it_computes(dtype):
+    """Found by the graph fuzzer: numpy sums bools and small ints as the platform int."""
+    x = tfl.Placeholder((5000,), dtype)
+    y = tfl.reduce_sum(x, axis=0)
+    value = np.asarray(run(y, {x: np.ones(5000, dtype)}))
+    assert value.dtype == y.dtype and value == 5000

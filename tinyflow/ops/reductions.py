@@ -38,6 +38,9 @@ class ReduceSum(Reduction):
     def compute(self, x):
         return np.sum(x, axis=self.axes, keepdims=self.keepdims)
 
+    def infer_dtype(self, x):
+        return np.zeros(1, x).sum().dtype  # numpy's rule: bools and small ints sum as the platform int
+
 
 def reduce_sum(x, axis=None, keepdims=False, name=None):
     """Sum over `axis` (all axes by default)."""
