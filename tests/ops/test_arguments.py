@@ -73,6 +73,14 @@ BAD = [
     (lambda n: x2()[0:2:0], "GetItem", "key", "(slice(0, 2, 0),)"),
     (lambda n: x2()[np.array([0.5])], "GetItem", "key", "(array([0.5]),)"),
     (lambda n: tfl.ops.get_item(x2(), x2(), name=n), "GetItem", "key", "<Placeholder"),
+    # values that become Constants, and the dtypes of source nodes
+    (lambda n: tfl.add(x2(), "abc", name=n), "Constant", "value", "'abc'"),
+    (lambda n: x2() * None, "Constant", "value", "None"),
+    (lambda n: tfl.add(x2(), [[1.0, 2.0], [3.0]]), "Constant", "value", "[[1.0, 2.0], [3.0]]"),
+    (lambda n: tfl.add(x2(), 1j), "Constant", "value", "1j"),
+    (lambda n: tfl.Constant(1.0, dtype="datetime64", name=n), "Constant 'my_node'", "dtype", "'datetime64'"),
+    (lambda n: tfl.Placeholder((2,), "banana", name=n), "Placeholder 'my_node'", "dtype", "'banana'"),
+    (lambda n: tfl.Placeholder((2,), str, name=n), "Placeholder 'my_node'", "dtype", "<class 'str'>"),
 ]
 
 

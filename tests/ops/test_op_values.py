@@ -152,3 +152,26 @@ def test_reduce_sum_static_dtype_is_the_dtype_it_computes(dtype):
     y = tfl.reduce_sum(x, axis=0)
     value = np.asarray(run(y, {x: np.ones(5000, dtype)}))
     assert value.dtype == y.dtype and value == 5000
+
+
+ELEMENTWISE = [tfl.negative, tfl.abs, tfl.square, tfl.sqrt, tfl.exp, tfl.log, tfl.sign, tfl.relu, tfl.sigmoid,
+               tfl.tanh, tfl.softplus, tfl.leaky_relu, lambda a: a + a, lambda a: a * a, lambda a: a / a,
+               lambda a: a ** a, lambda a: tfl.maximum(a, a), lambda a: tfl.greater(a, a)]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "int32", "float32"])
+def test_elementwise_static_dtype_is_the_dtype_numpy_computes(dtype):
+    """Found by the graph fuzzer: relu of bools computed int64 while the node said bool (sqrt of int8: float16).
+
+    The static dtype now comes from the op's own numpy kernel; a dtype the kernel refuses
+    (negative of bool) is a ShapeError naming the op while building, not a failure at run time.
+    """
+    x = tfl.Placeholder((3,), dtype, name="x")
+    for build in ELEMENTWISE:
+        try:
+            y = build(x)
+        except tfl.ShapeError as err:
+            assert dtype == "bool" and "does not take inputs of dtype bool" in str(err) and "'x'" in str(err)
+            continue
+        value = np.asarray(run(y, {x: np.ones(3, dtype)}))
+        assert value.dtype == y.dtype, (y, value.dtype)

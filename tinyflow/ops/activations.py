@@ -5,10 +5,10 @@ kernel (the C library's `<op>_back`) and they can be differentiated again.
 """
 import numpy as np
 
+from ..arguments import Arguments
 from ..nodes import Operation
-from .arguments import Arguments
 from .registry import register_gradient
-from .unary_ops import FloatUnaryOperation, UnaryOperation
+from .unary_ops import UnaryOperation
 
 
 def stable_sigmoid(x):
@@ -29,7 +29,7 @@ class BackwardOperation(Operation):
         return grad_shape
 
 
-class Sigmoid(FloatUnaryOperation):
+class Sigmoid(UnaryOperation):
     """σ(x) = 1 / (1 + e^-x).  Gradient: g σ(x) (1 - σ(x))."""
 
     def compute(self, x):
@@ -59,7 +59,7 @@ def _sigmoid_grad_grad(op, grad):
     return [grad * g * (1.0 - 2.0 * y), SigmoidGrad(y, grad)]
 
 
-class Tanh(FloatUnaryOperation):
+class Tanh(UnaryOperation):
     """tanh x.  Gradient: g (1 - tanh² x)."""
 
     def compute(self, x):
@@ -118,7 +118,7 @@ def _relu_grad_grad(op, grad):
     return [None, ReluGrad(op.inputs[0], grad)]  # piecewise constant in y: no gradient there
 
 
-class LeakyRelu(FloatUnaryOperation):
+class LeakyRelu(UnaryOperation):
     """x if x > 0 else alpha x.  Gradient: g, or alpha g where x <= 0."""
 
     def __init__(self, x, alpha=0.01, name=None):
@@ -155,7 +155,7 @@ def _leaky_relu_grad_grad(op, grad):
     return [None, LeakyReluGrad(op.inputs[0], grad, op.alpha)]
 
 
-class Softplus(FloatUnaryOperation):
+class Softplus(UnaryOperation):
     """ln(1 + eˣ), computed without overflow.  Gradient: g σ(x)."""
 
     def compute(self, x):

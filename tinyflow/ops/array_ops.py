@@ -4,10 +4,10 @@ Each op class is followed by its snake_case function and its registered gradient
 """
 import numpy as np
 
+from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
 from ..nodes import Node, Operation
 from ..shapes import is_fully_known
-from .arguments import Arguments, is_int, rank_of
 from .broadcasting import LikeOperation
 from .registry import not_differentiable, register_gradient
 from .unary_ops import zeros_like

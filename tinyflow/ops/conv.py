@@ -6,10 +6,10 @@ written with the same ops, since convolution is bilinear in (input, filter):
 """
 import numpy as np
 
+from ..arguments import Arguments
 from ..errors import ShapeError
 from ..nodes import Operation
 from ..shapes import dims_compatible
-from .arguments import Arguments
 from .registry import register_gradient
 
 

@@ -9,8 +9,8 @@ import numpy as np
 from ..nodes import Operation
 from .registry import not_differentiable, register_gradient
 from .unary_ops import (Abs, Cast, Exp, Log, Negative, OnesLike, Sign, Sqrt, Square,  # noqa: F401 - see below
-                        ZerosLike, abs, cast, exp, floating, log, negative, ones_like, sign, sqrt, square,
-                        zeros_like)
+                        ZerosLike, abs, cast, dtype_of_compute, exp, log, negative, ones_like, sign, sqrt,
+                        square, zeros_like)
 
 # The unary ops live in unary_ops.py; they are also importable from here, where TF's math_ops has them.
 
@@ -23,6 +23,9 @@ class BinaryOperation(Operation):
 
     def __init__(self, a, b, name=None):
         super().__init__(a, b, name=name)
+
+    def infer_dtype(self, a, b):
+        return dtype_of_compute(self, a, b)
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -83,9 +86,6 @@ class Divide(BinaryOperation):
 
     def compute(self, a, b):
         return a / b
-
-    def infer_dtype(self, a, b):
-        return floating(np.result_type(a, b))
 
 
 def divide(a, b, name=None):
@@ -165,9 +165,6 @@ class Comparison(BinaryOperation):
     """An elementwise comparison with a boolean result."""
 
     abstract = True
-
-    def infer_dtype(self, a, b):
-        return np.dtype(bool)
 
 
 class Greater(Comparison):

@@ -1,9 +1,9 @@
 """Dropout: zero a random fraction of the inputs during training, scaling the rest."""
 import numpy as np
 
+from ..arguments import Arguments
 from ..nodes import Node, Operation
 from ..random import generator
-from .arguments import Arguments
 from .math_ops import multiply
 from .registry import not_differentiable
 

@@ -5,9 +5,9 @@ backward ops they are built from.
 """
 import numpy as np
 
+from ..arguments import Arguments, rank_of
 from ..nodes import Operation
 from ..shapes import reduced_shape
-from .arguments import Arguments, rank_of
 from .registry import not_differentiable, register_gradient
 
 

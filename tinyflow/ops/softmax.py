@@ -1,8 +1,8 @@
 """softmax and log_softmax along an axis, computed stably (max subtracted first)."""
 import numpy as np
 
+from ..arguments import Arguments, rank_of
 from ..nodes import Operation
-from .arguments import Arguments, rank_of
 from .reductions import reduce_sum
 from .registry import register_gradient
 from .unary_ops import exp

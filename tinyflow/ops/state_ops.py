@@ -6,10 +6,10 @@ the update (what an optimizer step needs).
 """
 import numpy as np
 
+from ..arguments import Arguments
 from ..errors import ShapeError
 from ..nodes import Operation, Variable
 from ..shapes import broadcast_shapes, shapes_compatible
-from .arguments import Arguments
 from .registry import not_differentiable
 
 

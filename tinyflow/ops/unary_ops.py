@@ -4,14 +4,25 @@ Each op class is followed by its snake_case function and its registered gradient
 """
 import numpy as np
 
+from ..arguments import Arguments
+from ..errors import ShapeError
 from ..nodes import Operation, as_node
-from .arguments import Arguments
 from .registry import not_differentiable, register_gradient
 
 
-def floating(dtype):
-    """The dtype of a float-valued result (ints become float64, as numpy does)."""
-    return dtype if np.issubdtype(dtype, np.floating) else np.dtype(np.float64)
+def dtype_of_compute(op, *dtypes):
+    """The dtype an elementwise op's numpy kernel returns for these input dtypes (numpy's own rule).
+
+    Asking the kernel itself keeps the static dtype equal to the computed one for
+    every input dtype (sqrt of int8 is float16, relu of bool is int64, ...), and an
+    input dtype the kernel refuses (negative of bool) is a ShapeError while building.
+    """
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(op.compute(*[np.ones(1, d) for d in dtypes])).dtype
+    except TypeError as err:
+        raise ShapeError(f"{op.op_type} does not take inputs of dtype {', '.join(map(str, dtypes))} ({err}); "
+                         "convert them first, e.g. tfl.cast(x, 'float32')") from None
 
 
 class UnaryOperation(Operation):
@@ -26,14 +37,8 @@ class UnaryOperation(Operation):
     def infer_shape(self, x_shape):
         return x_shape
 
-
-class FloatUnaryOperation(UnaryOperation):
-    """A unary op whose result is floating point even for integer input."""
-
-    abstract = True
-
     def infer_dtype(self, x):
-        return floating(x)
+        return dtype_of_compute(self, x)
 
 
 class Negative(UnaryOperation):
@@ -70,7 +75,7 @@ def _square_grad(op, grad):
     return [grad * (2.0 * op.inputs[0])]
 
 
-class Sqrt(FloatUnaryOperation):
+class Sqrt(UnaryOperation):
     """√x.  Gradient: g / (2 √x)."""
 
     def compute(self, x):
@@ -87,7 +92,7 @@ def _sqrt_grad(op, grad):
     return [grad / (2.0 * op)]
 
 
-class Exp(FloatUnaryOperation):
+class Exp(UnaryOperation):
     """eˣ.  Gradient: g eˣ."""
 
     def compute(self, x):
@@ -104,7 +109,7 @@ def _exp_grad(op, grad):
     return [grad * op]
 
 
-class Log(FloatUnaryOperation):
+class Log(UnaryOperation):
     """ln x.  Gradient: g / x."""
 
     def compute(self, x):

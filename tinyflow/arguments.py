@@ -1,4 +1,4 @@
-"""Checks for the non-tensor arguments of ops (axes, window sizes, dtypes, ...), run when an op is built.
+"""Checks for the non-tensor arguments of ops and source nodes (axes, window sizes, dtypes...), run when built.
 
 An op's `__init__` makes one `Arguments(self, name, *inputs)` and passes each argument
 through a check, which returns it in normal form or raises `ArgumentError` naming the op
@@ -7,10 +7,16 @@ then only reads what `__init__` stored.
 """
 import math
 import numbers
+import reprlib
 
 import numpy as np
 
-from ..errors import ArgumentError
+from .errors import ArgumentError
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxother = _SHORT.maxstring = 60
+_SHORT.maxlist = _SHORT.maxtuple = 6
 
 
 def static_shape(x):
@@ -46,7 +52,7 @@ class Arguments:
 
     def fail(self, argument, value, problem, fix):
         """Raise ArgumentError: `<op> '<name>' on '<input>': <argument>=<value> <problem>; <fix>`."""
-        raise ArgumentError(f"{self.who}: {argument}={value!r} {problem}; {fix}")
+        raise ArgumentError(f"{self.who}: {argument}={_SHORT.repr(value)} {problem}; {fix}")
 
     def integer(self, argument, value, minimum=None):
         """An int (not a bool or float), at least `minimum` if given."""
@@ -135,6 +141,18 @@ class Arguments:
             self.fail(argument, value, "is not a valid target",
                       "a reshape target may contain one -1 and otherwise non-negative sizes")
         return tuple(int(d) for d in target)
+
+    def numeric_array(self, argument, value):
+        """`value` as a numpy array of bools, ints or floats."""
+        try:
+            array = np.array(value)
+        except (TypeError, ValueError, OverflowError) as err:
+            self.fail(argument, value, f"cannot become an array ({err})",
+                      "pass numbers, nested lists of equal lengths, or a numpy array")
+        if array.dtype.kind not in "biuf":
+            self.fail(argument, value, f"has dtype {array.dtype}, not bools, ints or floats",
+                      "pass numbers or numpy arrays of numbers (or a graph node)")
+        return array
 
     def dtype(self, argument, value):
         """A bool, integer or float dtype (what every backend computes with)."""
