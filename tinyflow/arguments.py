@@ -13,20 +13,14 @@ import numpy as np
 
 from .errors import ArgumentError
 
-
 _SHORT = reprlib.Repr()
 _SHORT.maxother = _SHORT.maxstring = 60
 _SHORT.maxlist = _SHORT.maxtuple = 6
 
 
-def static_shape(x):
-    """The static shape of a node, or the shape of a plain value (None when unknown)."""
-    return x.shape if hasattr(x, "shape") else np.shape(x)
-
-
 def rank_of(x):
     """The static rank of a node or value (None when unknown)."""
-    shape = static_shape(x)
+    shape = x.shape if hasattr(x, "shape") else np.shape(x)
     return None if shape is None else len(shape)
 
 

@@ -2,6 +2,8 @@
 
 A whole shape of `None` means even the rank is unknown.
 """
+import numbers
+
 from .errors import ShapeError
 
 
@@ -9,13 +11,16 @@ def normalize_shape(shape):
     """Turn a user-given shape (None, int, or a sequence of int/None) into a tuple or None."""
     if shape is None:
         return None
-    if isinstance(shape, int):
-        return (shape,)
+    if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
+        shape = (shape,)
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise ShapeError(f"invalid shape {shape!r}: use None, an int, or a sequence of ints "
+                         "(None for a dimension known only at run time)")
     dims = []
     for dim in shape:
         if dim is None:
             dims.append(None)
-        elif hasattr(dim, "__index__") and not isinstance(dim, bool) and int(dim) >= 0:
+        elif isinstance(dim, numbers.Integral) and not isinstance(dim, bool) and int(dim) >= 0:
             dims.append(int(dim))
         else:
             raise ShapeError(f"invalid dimension {dim!r} in shape {tuple(shape)!r}: "

@@ -141,3 +141,15 @@ def test_shape_inference_has_no_side_effects():
         state = dict(vars(node))
         assert node.infer_shape(*[i.shape for i in node.inputs]) == node.shape
         assert vars(node) == state
+
+
+@pytest.mark.parametrize("shape", [2.5, "ab", (2, -1), True, (True, 2), (2.0,), np.array([[1]]), {"a": 1}])
+def test_a_bad_placeholder_shape_is_a_shape_error(shape):
+    with pytest.raises(tfl.ShapeError, match="invalid (shape|dimension)"):
+        tfl.Placeholder(shape)
+
+
+@pytest.mark.parametrize("shape, expected", [(3, (3,)), (np.int64(3), (3,)), (np.array([2, 3]), (2, 3)),
+                                             ([2, None], (2, None)), (None, None), ((), ())])
+def test_placeholder_shapes_in_every_usual_spelling(shape, expected):
+    assert tfl.Placeholder(shape).shape == expected

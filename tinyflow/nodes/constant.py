@@ -12,6 +12,6 @@ class Constant(Node):
         check = Arguments(self, name)
         array = check.numeric_array("value", value)  # None, strings and ragged lists are not graph values
         dtype = check.dtype("dtype", dtype) if dtype is not None else default_dtype_for(value)
-        self.value = np.array(array, dtype=dtype)
+        self.value = array.astype(dtype, copy=False)  # np.array above made the private copy
         self.value.flags.writeable = False  # a constant shared by every run must not be changed by one
         super().__init__((), self.value.shape, dtype, name, graph)
