@@ -11,13 +11,13 @@ import numpy as np
 import tinyflow as tfl
 from tinyflow.ops.losses import SoftmaxCrossEntropyGrad
 from tinyflow.ops.activations import LeakyReluGrad, ReluGrad, SigmoidGrad, TanhGrad
-from tinyflow.ops.array_ops import (BroadcastLike, ConcatSplit, GetItemGrad, ReshapeLike, SumToShapeOf,
-                                    _normalize_key)
-from tinyflow.ops.control_flow import cond, while_loop
+from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, ReshapeLike, _normalize_key
+from tinyflow.ops.broadcasting import BroadcastLike, SumToShapeOf
+from tinyflow.control_flow import cond, while_loop
 from tinyflow.ops.conv import AvgPool2DGrad, Conv2DBackFilter, Conv2DBackInput, MaxPool2DGather, MaxPool2DGrad
-from tinyflow.ops.math_ops import Cast
 from tinyflow.ops.reductions import ExpandReduced
 from tinyflow.ops.softmax import LogSoftmaxGrad, SoftmaxGrad
+from tinyflow.ops.unary_ops import Cast
 
 Case = namedtuple("Case", "build inputs options")
 _rng = np.random.default_rng(20261121)

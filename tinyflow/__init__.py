@@ -7,7 +7,7 @@ from . import backends, data, nn, optim, plot, viz
 from .autodiff import gradients, not_differentiable, register_gradient
 from .checkpoint import load_variables, save_variables
 from .errors import (BackendError, CheckpointError, ExecutionError, FeedError, GradientError, GraphError,
-                     ShapeError, TinyflowError)
+                     ShapeError, TinyflowError, ArgumentError)
 from .graph import Graph, get_default_graph, name_scope, reset_default_graph
 from .nodes import Constant, Node, Operation, Placeholder, Variable
 from .ops import (abs, add, add_n, argmax, avg_pool2d, assign, assign_add, assign_sub, cast, concat, conv2d, divide,
@@ -21,7 +21,7 @@ from .model import EarlyStopping, History, Model
 from .random import set_seed
 from .session import Session
 from . import jit, onnx
-from .ops.control_flow import cond, while_loop
+from .control_flow import cond, while_loop
 
 __version__ = "0.1.0"
 
@@ -43,7 +43,7 @@ __all__ = [
     "Model", "History", "EarlyStopping", "get_metric",
     # errors
     "TinyflowError", "ShapeError", "FeedError", "GradientError", "BackendError", "GraphError",
-    "ExecutionError", "CheckpointError",
+    "ExecutionError", "CheckpointError", "ArgumentError",
     # subpackages
     "nn", "optim", "backends", "data", "plot", "viz",
     # dynamic to static, control flow, deployment

@@ -13,6 +13,10 @@ class ShapeError(TinyflowError, ValueError):
     """Operand shapes that cannot work together, found while building the graph."""
 
 
+class ArgumentError(ShapeError, TypeError):
+    """A bad non-tensor argument of an op (an axis, a window size, a dtype...), found when the op is built."""
+
+
 class FeedError(TinyflowError, ValueError):
     """A missing or unusable value in `feed_dict`."""
 

@@ -2,6 +2,8 @@
 
 A whole shape of `None` means even the rank is unknown.
 """
+import numbers
+
 from .errors import ShapeError
 
 
@@ -9,13 +11,16 @@ def normalize_shape(shape):
     """Turn a user-given shape (None, int, or a sequence of int/None) into a tuple or None."""
     if shape is None:
         return None
-    if isinstance(shape, int):
-        return (shape,)
+    if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
+        shape = (shape,)
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise ShapeError(f"invalid shape {shape!r}: use None, an int, or a sequence of ints "
+                         "(None for a dimension known only at run time)")
     dims = []
     for dim in shape:
         if dim is None:
             dims.append(None)
-        elif hasattr(dim, "__index__") and not isinstance(dim, bool) and int(dim) >= 0:
+        elif isinstance(dim, numbers.Integral) and not isinstance(dim, bool) and int(dim) >= 0:
             dims.append(int(dim))
         else:
             raise ShapeError(f"invalid dimension {dim!r} in shape {tuple(shape)!r}: "
@@ -75,22 +80,6 @@ def can_reduce_to(grad_shape, target_shape):
         return False
     tail = grad_shape[len(grad_shape) - len(target_shape):]
     return all(dims_compatible(g, t) or t == 1 for g, t in zip(tail, target_shape))
-
-
-def normalize_axes(axis, rank, node_desc="this op"):
-    """Turn an axis argument (None, int or tuple, negatives allowed) into a sorted tuple."""
-    if axis is None:
-        return tuple(range(rank))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    result = []
-    for a in axes:
-        if not isinstance(a, int) or not -rank <= a < rank:
-            raise ShapeError(f"axis {a!r} is out of range for {node_desc} with an input of rank {rank}: "
-                             f"use an axis in [{-rank}, {rank - 1}]")
-        result.append(a % rank)
-    if len(set(result)) != len(result):
-        raise ShapeError(f"repeated axis in {axis!r} for {node_desc}")
-    return tuple(sorted(result))
 
 
 def reduced_shape(shape, axes, keepdims):

@@ -143,3 +143,35 @@ def test_leaky_relu_softplus_and_sigmoid_values():
     np.testing.assert_allclose(run(tfl.leaky_relu(x, 0.1)), [-0.2, 0.5, 800.0, -80.0])
     np.testing.assert_allclose(run(tfl.softplus(x)), [np.log1p(np.exp(-2.0)), np.log1p(np.exp(0.5)), 800.0, 0.0])
     np.testing.assert_allclose(run(tfl.sigmoid(x)), [1 / (1 + np.exp(2.0)), 1 / (1 + np.exp(-0.5)), 1.0, 0.0])
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int32", "uint16", "int64", "float32"])
+def test_reduce_sum_static_dtype_is_the_dtype_it_computes(dtype):
+    """Found by the graph fuzzer: numpy sums bools and small ints as the platform int."""
+    x = tfl.Placeholder((5000,), dtype)
+    y = tfl.reduce_sum(x, axis=0)
+    value = np.asarray(run(y, {x: np.ones(5000, dtype)}))
+    assert value.dtype == y.dtype and value == 5000
+
+
+ELEMENTWISE = [tfl.negative, tfl.abs, tfl.square, tfl.sqrt, tfl.exp, tfl.log, tfl.sign, tfl.relu, tfl.sigmoid,
+               tfl.tanh, tfl.softplus, tfl.leaky_relu, lambda a: a + a, lambda a: a * a, lambda a: a / a,
+               lambda a: a ** a, lambda a: tfl.maximum(a, a), lambda a: tfl.greater(a, a)]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "int32", "float32"])
+def test_elementwise_static_dtype_is_the_dtype_numpy_computes(dtype):
+    """Found by the graph fuzzer: relu of bools computed int64 while the node said bool (sqrt of int8: float16).
+
+    The static dtype now comes from the op's own numpy kernel; a dtype the kernel refuses
+    (negative of bool) is a ShapeError naming the op while building, not a failure at run time.
+    """
+    x = tfl.Placeholder((3,), dtype, name="x")
+    for build in ELEMENTWISE:
+        try:
+            y = build(x)
+        except tfl.ShapeError as err:
+            assert dtype == "bool" and "does not take inputs of dtype bool" in str(err) and "'x'" in str(err)
+            continue
+        value = np.asarray(run(y, {x: np.ones(3, dtype)}))
+        assert value.dtype == y.dtype, (y, value.dtype)

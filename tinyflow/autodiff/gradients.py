@@ -18,10 +18,11 @@ import numpy as np
 from ..errors import GradientError, describe
 from ..graph import ancestors
 from ..nodes import Node, as_node
-from ..ops.array_ops import AddN, SumToShapeOf
-from ..ops.math_ops import OnesLike
+from ..ops.array_ops import AddN
+from ..ops.broadcasting import SumToShapeOf
+from ..ops.unary_ops import OnesLike
 from ..shapes import can_reduce_to, is_fully_known, shapes_compatible
-from .registry import NOT_DIFFERENTIABLE, gradient_function
+from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
 
 
 def _is_differentiable_value(node):

@@ -67,7 +67,7 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site):
     if not isinstance(test, Node):
         return true_fn(*values) if _python_truth(test, site) else false_fn(*values)
     from ..graph import get_default_graph
-    from ..ops.control_flow import Cond, Subgraph
+    from ..control_flow import Cond, Subgraph
     if not names:
         raise ConversionError(f"{site}: this `if` depends on a tensor but assigns no variable, so as a graph it "
                               "would do nothing. Assign the results you need in both branches (y = ... / y = ...).")
@@ -115,7 +115,7 @@ def convert_while(test_fn, body_fn, values, names, site):
         if not _python_truth(test, site):
             return values
         values = tuple(body_fn(*values))
-    from ..ops.control_flow import while_loop
+    from ..control_flow import while_loop
     for name, value in zip(names, values):
         if isinstance(value, _Undefined):
             raise ConversionError(f"{site}: variable '{name}' is first assigned inside a `while` on a tensor; "

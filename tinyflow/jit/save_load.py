@@ -269,7 +269,7 @@ def _build_node(entry, built, arrays):
 
 
 def _subgraph(data, built, label):
-    from ..ops.control_flow import Subgraph
+    from ..control_flow import Subgraph
     try:
         nodes = [built[n] for n in data["nodes"]]
         inputs = [built[n] for n in data["inputs"]]
@@ -285,7 +285,7 @@ def _subgraph(data, built, label):
 
 
 def _build_control_flow(kind, data, inputs, built, name):
-    from ..ops.control_flow import Cond, WhileLoop
+    from ..control_flow import Cond, WhileLoop
     if not isinstance(data, dict):
         _fail(f"node {name!r}: bad control-flow description")
     if kind == "Cond":

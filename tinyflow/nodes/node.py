@@ -186,14 +186,7 @@ def as_node(value, like=None):
     """
     if isinstance(value, Node):
         return value
-    try:  # refuse here what no kernel can compute, rather than at run time
-        kind = np.asarray(value).dtype.kind
-    except (ValueError, TypeError) as err:  # ragged nested lists and the like
-        raise GraphError(f"cannot make a graph node from {type(value).__name__} {value!r:.60}: {err}") from None
-    if kind not in "biuf":
-        raise GraphError(f"cannot make a graph node from {type(value).__name__} {value!r:.60}: an op input must be "
-                         "a node, a number or a numeric array (bool, int or float)"
-                         + (". Did you mean the node itself rather than its name?" if isinstance(value, str) else ""))
+    # Constant refuses what no kernel can compute (strings, None, ragged lists) when the graph is built
     from .constant import Constant
     graph = like.graph if like is not None else None
     if like is not None and like.dtype is not None and type(value) in (int, float):

@@ -1,11 +1,21 @@
 """Operation: the base class of every op. A subclass says how to compute and how to infer shapes."""
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import GraphError, ShapeError
 from ..shapes import broadcast_shapes, normalize_shape
 from .node import Node, as_node
 
 OP_TYPES = {}  # op_type -> class, filled as op classes are defined (the registry tests walk it)
+
+
+def _refuse_a_taken_builtin_name(cls):
+    """Backends pick kernels by op type name: a user's op named like a built-in one would run its kernel."""
+    taken = OP_TYPES.get(cls.op_type)
+    if taken is not None and taken.__module__.startswith("tinyflow.") and taken.__module__ != cls.__module__:
+        raise GraphError(
+            f"op type '{cls.op_type}' (class {cls.__module__}.{cls.__qualname__}) is already a tinyflow op "
+            f"({taken.__module__}.{taken.__qualname__}); give your class another name, or set "
+            f"`op_type = \"My{cls.op_type}\"` in its body.")
 
 
 class Operation(Node):
@@ -23,6 +33,7 @@ class Operation(Node):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("abstract", False):
+            _refuse_a_taken_builtin_name(cls)
             OP_TYPES[cls.op_type] = cls
 
     def __init__(self, *inputs, name=None):

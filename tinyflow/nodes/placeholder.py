@@ -1,6 +1,7 @@
 """Placeholder: an input whose value is supplied at run time through `feed_dict`."""
 import numpy as np
 
+from ..arguments import Arguments
 from ..shapes import normalize_shape
 from .node import Node
 
@@ -13,7 +14,7 @@ class Placeholder(Node):
     """
 
     def __init__(self, shape=None, dtype="float32", name=None, default=None, graph=None):
-        dtype = np.dtype(dtype)
+        dtype = Arguments(self, name).dtype("dtype", np.float64 if dtype is None else dtype)  # None: numpy's default
         self.default = None if default is None else np.asarray(default, dtype=dtype)
         super().__init__((), normalize_shape(shape), dtype, name, graph)
         if self.default is not None:

@@ -1,13 +1,12 @@
-"""All ops, one module per family; each op class has its gradient registered beside it."""
+"""All ops, one module per op family; each op class has its snake_case function and its gradient right below it."""
 from .activations import leaky_relu, relu, sigmoid, softplus, tanh
-from .array_ops import (add_n, concat, get_item, identity, reshape, stop_gradient,
-                        transpose)
+from .array_ops import add_n, concat, get_item, identity, reshape, stop_gradient, transpose
 from .conv import avg_pool2d, conv2d, max_pool2d
-from .math_ops import (abs, add, cast, divide, equal, exp, greater, greater_equal, less, less_equal, log,
-                       maximum, minimum, multiply, negative, ones_like, power, sign, sqrt, square, subtract,
-                       where, zeros_like)
+from .math_ops import (add, divide, equal, greater, greater_equal, less, less_equal, maximum, minimum, multiply,
+                       power, subtract, where)
 from .matmul import matmul
 from .random_ops import dropout
 from .reductions import argmax, reduce_max, reduce_mean, reduce_sum
 from .softmax import log_softmax, softmax
 from .state_ops import assign, assign_add, assign_sub, group
+from .unary_ops import abs, cast, exp, log, negative, ones_like, sign, sqrt, square, zeros_like

@@ -5,13 +5,16 @@ kernel (the C library's `<op>_back`) and they can be differentiated again.
 """
 import numpy as np
 
-from ..autodiff.registry import register_gradient
+from ..arguments import Arguments
 from ..nodes import Operation
-from .math_ops import FloatUnaryOperation, UnaryOperation
+from .registry import register_gradient
+from .unary_ops import UnaryOperation
 
 
 def stable_sigmoid(x):
     """1 / (1 + e^-x) without overflow for large |x|."""
+    if x.dtype.kind in "biu":  # -|x| would wrap around for unsigned ints: float first, as np.exp would
+        x = x.astype(np.result_type(x.dtype, np.float16))
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
@@ -28,11 +31,16 @@ class BackwardOperation(Operation):
         return grad_shape
 
 
-class Sigmoid(FloatUnaryOperation):
+class Sigmoid(UnaryOperation):
     """σ(x) = 1 / (1 + e^-x).  Gradient: g σ(x) (1 - σ(x))."""
 
     def compute(self, x):
         return stable_sigmoid(x)
+
+
+def sigmoid(x, name=None):
+    """The logistic function 1 / (1 + e^-x)."""
+    return Sigmoid(x, name=name)
 
 
 class SigmoidGrad(BackwardOperation):
@@ -53,11 +61,16 @@ def _sigmoid_grad_grad(op, grad):
     return [grad * g * (1.0 - 2.0 * y), SigmoidGrad(y, grad)]
 
 
-class Tanh(FloatUnaryOperation):
+class Tanh(UnaryOperation):
     """tanh x.  Gradient: g (1 - tanh² x)."""
 
     def compute(self, x):
         return np.tanh(x)
+
+
+def tanh(x, name=None):
+    """Hyperbolic tangent."""
+    return Tanh(x, name=name)
 
 
 class TanhGrad(BackwardOperation):
@@ -85,6 +98,11 @@ class Relu(UnaryOperation):
         return np.maximum(x, 0)
 
 
+def relu(x, name=None):
+    """max(x, 0)."""
+    return Relu(x, name=name)
+
+
 class ReluGrad(BackwardOperation):
     """g where y > 0, else 0 (y is relu's output)."""
 
@@ -102,22 +120,27 @@ def _relu_grad_grad(op, grad):
     return [None, ReluGrad(op.inputs[0], grad)]  # piecewise constant in y: no gradient there
 
 
-class LeakyRelu(FloatUnaryOperation):
+class LeakyRelu(UnaryOperation):
     """x if x > 0 else alpha x.  Gradient: g, or alpha g where x <= 0."""
 
     def __init__(self, x, alpha=0.01, name=None):
-        self.alpha = float(alpha)
+        self.alpha = Arguments(self, name, x).number("alpha", alpha)
         super().__init__(x, name=name)
 
     def compute(self, x):
         return np.where(x > 0, x, self.alpha * x)
 
 
+def leaky_relu(x, alpha=0.01, name=None):
+    """x for x > 0, alpha x otherwise."""
+    return LeakyRelu(x, alpha=alpha, name=name)
+
+
 class LeakyReluGrad(BackwardOperation):
     """g where x > 0, else alpha g."""
 
     def __init__(self, x, grad, alpha=0.01, name=None):
-        self.alpha = float(alpha)
+        self.alpha = Arguments(self, name, x).number("alpha", alpha)
         super().__init__(x, grad, name=name)
 
     def compute(self, x, grad):
@@ -134,38 +157,18 @@ def _leaky_relu_grad_grad(op, grad):
     return [None, LeakyReluGrad(op.inputs[0], grad, op.alpha)]
 
 
-class Softplus(FloatUnaryOperation):
+class Softplus(UnaryOperation):
     """ln(1 + eˣ), computed without overflow.  Gradient: g σ(x)."""
 
     def compute(self, x):
         return np.logaddexp(0, x)
 
 
-@register_gradient(Softplus)
-def _softplus_grad(op, grad):
-    return [grad * Sigmoid(op.inputs[0])]
-
-
-def sigmoid(x, name=None):
-    """The logistic function 1 / (1 + e^-x)."""
-    return Sigmoid(x, name=name)
-
-
-def tanh(x, name=None):
-    """Hyperbolic tangent."""
-    return Tanh(x, name=name)
-
-
-def relu(x, name=None):
-    """max(x, 0)."""
-    return Relu(x, name=name)
-
-
-def leaky_relu(x, alpha=0.01, name=None):
-    """x for x > 0, alpha x otherwise."""
-    return LeakyRelu(x, alpha=alpha, name=name)
-
-
 def softplus(x, name=None):
     """ln(1 + eˣ), a smooth relu."""
     return Softplus(x, name=name)
+
+
+@register_gradient(Softplus)
+def _softplus_grad(op, grad):
+    return [grad * Sigmoid(op.inputs[0])]

@@ -1,15 +1,23 @@
-"""Ops that move data around: reshape, transpose, concat, slicing, identity, add_n, broadcasting.
+"""Ops that move data around: reshape, transpose, concat, slicing, identity, stop_gradient, add_n.
 
-`SumToShapeOf` is the one place where gradients of broadcast inputs are summed
-back to the input's shape; the backprop engine inserts it.
+Each op class is followed by its snake_case function and its registered gradient.
 """
 import numpy as np
 
-from ..autodiff.registry import not_differentiable, register_gradient
+from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
 from ..nodes import Node, Operation
-from ..shapes import is_fully_known, normalize_axes
-from .math_ops import zeros_like
+from ..shapes import is_fully_known
+from .broadcasting import LikeOperation
+from .registry import not_differentiable, register_gradient
+from .unary_ops import zeros_like
+
+
+def _node_list(op_class, name, xs):
+    """The list of inputs of an op that takes a list (concat, add_n); a single node is a mistake."""
+    if isinstance(xs, Node) or not hasattr(xs, "__iter__"):
+        Arguments(op_class, name).fail("xs", xs, "is not a list", "pass a list of nodes, e.g. [a, b]")
+    return list(xs)
 
 
 # ------------------------------------------------------------ reshape
@@ -17,7 +25,7 @@ class Reshape(Operation):
     """x with a new shape of the same size; one dimension may be -1 (inferred).  Gradient: g reshaped back."""
 
     def __init__(self, x, shape, name=None):
-        self.target = tuple(int(d) for d in shape)
+        self.target = Arguments(self, name, x).new_shape("shape", shape)
         super().__init__(x, name=name)
 
     def compute(self, x):
@@ -25,8 +33,6 @@ class Reshape(Operation):
 
     def infer_shape(self, x_shape):
         target = self.target
-        if sum(d == -1 for d in target) > 1 or any(d < -1 for d in target):
-            raise ShapeError(f"reshape target {target} may contain one -1 and otherwise non-negative sizes")
         known = int(np.prod([d for d in target if d != -1]))
         if not is_fully_known(x_shape):
             return tuple(None if d == -1 else d for d in target)
@@ -42,20 +48,16 @@ class Reshape(Operation):
         return target
 
 
-class ReshapeLike(Operation):
-    """x reshaped to the run-time shape of `like` (the gradient of reshape)."""
+def reshape(x, shape, name=None):
+    """x with a new shape; one entry may be -1."""
+    return Reshape(x, shape, name=name)
 
-    def __init__(self, x, like, name=None):
-        super().__init__(x, like, name=name)
+
+class ReshapeLike(LikeOperation):
+    """x reshaped to the run-time shape of `like` (the gradient of reshape)."""
 
     def compute(self, x, like):
         return np.reshape(x, like.shape)
-
-    def infer_shape(self, x_shape, like_shape):
-        return like_shape
-
-    def infer_dtype(self, x, like):
-        return x
 
 
 @register_gradient(Reshape)
@@ -73,28 +75,25 @@ class Transpose(Operation):
     """x with its axes permuted (reversed when axes is None).  Gradient: g with the inverse permutation."""
 
     def __init__(self, x, axes=None, name=None):
-        self.axes = None if axes is None else tuple(int(a) for a in axes)
+        self.axes = Arguments(self, name, x).permutation("axes", axes, rank_of(x))
         super().__init__(x, name=name)
 
     def compute(self, x):
         return np.transpose(x, self.axes)
 
     def infer_shape(self, x_shape):
-        if x_shape is None:
-            if self.axes is None:
-                return None
-            raise ShapeError("transpose with explicit axes needs an input of known rank")
-        if self.axes is None:
-            self.axes = tuple(reversed(range(len(x_shape))))
-        if sorted(a % max(len(x_shape), 1) for a in self.axes) != list(range(len(x_shape))):
-            raise ShapeError(f"axes {self.axes} are not a permutation of the {len(x_shape)} axes of {x_shape}")
-        self.axes = tuple(a % len(x_shape) for a in self.axes)
-        return tuple(x_shape[a] for a in self.axes)
+        return None if x_shape is None else tuple(x_shape[a] for a in self.axes)
+
+
+def transpose(x, axes=None, name=None):
+    """x with permuted axes (reversed by default)."""
+    return Transpose(x, axes, name=name)
 
 
 @register_gradient(Transpose)
 def _transpose_grad(op, grad):
-    return [Transpose(grad, tuple(int(a) for a in np.argsort(op.axes)))]
+    inverse = None if op.axes is None else tuple(int(a) for a in np.argsort(op.axes))
+    return [Transpose(grad, inverse)]
 
 
 # ------------------------------------------------------------ concat
@@ -102,21 +101,21 @@ class Concat(Operation):
     """The inputs joined along `axis`.  Gradient: g split back into the inputs' pieces."""
 
     def __init__(self, xs, axis=0, name=None):
-        self.axis = int(axis)
+        check = Arguments(self, name, *[x for x in xs if isinstance(x, Node)])
+        if not xs:
+            check.fail("xs", xs, "is empty", "pass a list of at least one node")
+        self.axis = check.axis("axis", axis, next((r for r in map(rank_of, xs) if r is not None), None))
         super().__init__(*xs, name=name)
 
     def compute(self, *xs):
         return np.concatenate(xs, axis=self.axis)
 
     def infer_shape(self, *shapes):
-        if not shapes:
-            raise ShapeError("concat needs at least one input")
         if any(s is None for s in shapes):
             raise ShapeError("concat needs inputs of known rank")
         rank = len(shapes[0])
         if any(len(s) != rank for s in shapes):
             raise ShapeError(f"concat inputs must have the same rank, got shapes {shapes}")
-        (self.axis,) = normalize_axes(self.axis, rank, "concat")
         out = []
         for i in range(rank):
             dims = [s[i] for s in shapes]
@@ -129,6 +128,11 @@ class Concat(Operation):
                                  f"only the concat axis ({self.axis}) may differ")
             out.append(known.pop() if known else None)
         return tuple(out)
+
+
+def concat(xs, axis, name=None):
+    """Join a list of nodes along an existing axis."""
+    return Concat(_node_list(Concat, name, xs), axis, name=name)
 
 
 class ConcatSplit(Operation):
@@ -164,20 +168,25 @@ def _concat_split_grad(op, grad):
 
 
 # ------------------------------------------------------------ slicing
-def _normalize_key(key):
+def _normalize_key(key, check=None):
     """A tuple of index entries, with lists turned into integer/boolean arrays."""
+    check = check or Arguments(GetItem)
     key = key if isinstance(key, tuple) else (key,)
     out = []
     for k in key:
         if isinstance(k, Node):
-            raise TypeError("indexing with a graph node is not supported: index with Python ints, "
-                            "slices or numpy arrays")
+            check.fail("key", k, "is a graph node", "index with Python ints, slices or numpy arrays")
         if isinstance(k, (list, np.ndarray)):
             k = np.asarray(k)
             if k.dtype.kind not in "iub":
-                raise TypeError(f"array indices must be integers or booleans, got dtype {k.dtype}")
-        elif not (k is None or k is Ellipsis or isinstance(k, slice) or isinstance(k, (int, np.integer))):
-            raise TypeError(f"unsupported index {k!r}: use ints, slices, None, ..., or integer arrays")
+                check.fail("key", key, f"holds an array of dtype {k.dtype}",
+                           "index with integer or boolean arrays")
+        elif isinstance(k, slice):
+            if not all(v is None or is_int(v) for v in (k.start, k.stop, k.step)) or k.step == 0:
+                check.fail("key", key, f"holds the slice {k}", "use int bounds and a non-zero int step")
+        elif not (k is None or k is Ellipsis or is_int(k)):
+            check.fail("key", key, f"holds the unsupported index {k!r}",
+                       "use ints, slices, None, ..., or integer arrays")
         out.append(k)
     return tuple(out)
 
@@ -214,7 +223,7 @@ class GetItem(Operation):
     """
 
     def __init__(self, x, key, name=None):
-        self.key = _normalize_key(key)
+        self.key = _normalize_key(key, Arguments(self, name, x))
         super().__init__(x, name=name)
 
     def compute(self, x):
@@ -228,6 +237,8 @@ class GetItem(Operation):
     def infer_shape(self, x_shape):
         if x_shape is None:
             return None
+        if sum(k is Ellipsis for k in self.key) > 1:
+            raise ShapeError(f"index {self.key} has more than one '...'")
         if is_fully_known(x_shape):
             # index a zero-stride stand-in of the right shape: numpy checks bounds, no memory used
             stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), x_shape, (0,) * len(x_shape))
@@ -236,6 +247,11 @@ class GetItem(Operation):
             except IndexError as err:
                 raise ShapeError(f"index {self.key} does not fit shape {x_shape}: {err}") from None
         return _basic_index_shape(x_shape, self.key) if self.is_basic else None
+
+
+def get_item(x, key, name=None):
+    """x[key], numpy-style indexing and slicing."""
+    return GetItem(x, key, name=name)
 
 
 class GetItemGrad(Operation):
@@ -284,6 +300,11 @@ class Identity(Operation):
         return x_shape
 
 
+def identity(x, name=None):
+    """A new node with x's value (useful to name a value)."""
+    return Identity(x, name=name)
+
+
 @register_gradient(Identity)
 def _identity_grad(op, grad):
     return [grad]
@@ -293,6 +314,11 @@ class StopGradient(Identity):
     """x unchanged in the forward pass; backprop passes nothing through it."""
 
 
+def stop_gradient(x, name=None):
+    """x, but treated as a constant by backprop."""
+    return StopGradient(x, name=name)
+
+
 not_differentiable(StopGradient)
 
 
@@ -300,6 +326,8 @@ class AddN(Operation):
     """The sum of any number of inputs (with broadcasting).  Gradient: g for every input."""
 
     def __init__(self, *xs, name=None):
+        if not xs:
+            Arguments(self, name).fail("xs", [], "is empty", "pass a list of at least one node")
         super().__init__(*xs, name=name)
 
     def compute(self, *xs):
@@ -309,99 +337,11 @@ class AddN(Operation):
         return total
 
 
+def add_n(xs, name=None):
+    """The sum of a list of nodes."""
+    return AddN(*_node_list(AddN, name, xs), name=name)
+
+
 @register_gradient(AddN)
 def _add_n_grad(op, grad):
     return [grad] * len(op.inputs)
-
-
-# ------------------------------------------------------------ broadcasting helpers
-def sum_to_shape(value, shape):
-    """Sum `value` over the axes that broadcasting added or stretched, to get `shape`."""
-    if value.shape == shape:
-        return value
-    lead = value.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
-                                      if d == 1 and value.shape[lead + i] != 1)
-    return value.sum(axis=axes, keepdims=True).reshape(shape)
-
-
-class SumToShapeOf(Operation):
-    """g summed over broadcast axes down to the run-time shape of `like` (unbroadcasting)."""
-
-    def __init__(self, grad, like, name=None):
-        super().__init__(grad, like, name=name)
-
-    def compute(self, grad, like):
-        return sum_to_shape(grad, like.shape)
-
-    def infer_shape(self, grad_shape, like_shape):
-        return like_shape
-
-    def infer_dtype(self, grad, like):
-        return grad
-
-
-class BroadcastLike(Operation):
-    """x broadcast to the run-time shape of `like`."""
-
-    def __init__(self, x, like, name=None):
-        super().__init__(x, like, name=name)
-
-    def compute(self, x, like):
-        return np.broadcast_to(x, like.shape)
-
-    def infer_shape(self, x_shape, like_shape):
-        return like_shape
-
-    def infer_dtype(self, x, like):
-        return x
-
-
-@register_gradient(SumToShapeOf)
-def _sum_to_shape_of_grad(op, grad):
-    return [BroadcastLike(grad, op.inputs[0]), None]
-
-
-@register_gradient(BroadcastLike)
-def _broadcast_like_grad(op, grad):
-    return [SumToShapeOf(grad, op.inputs[0]), None]
-
-
-# ------------------------------------------------------------ public functions
-def reshape(x, shape, name=None):
-    """x with a new shape; one entry may be -1."""
-    return Reshape(x, shape, name=name)
-
-
-def transpose(x, axes=None, name=None):
-    """x with permuted axes (reversed by default)."""
-    return Transpose(x, axes, name=name)
-
-
-def concat(xs, axis, name=None):
-    """Join a list of nodes along an existing axis."""
-    return Concat(list(xs), axis, name=name)
-
-
-def get_item(x, key, name=None):
-    """x[key], numpy-style indexing and slicing."""
-    return GetItem(x, key, name=name)
-
-
-def identity(x, name=None):
-    """A new node with x's value (useful to name a value)."""
-    return Identity(x, name=name)
-
-
-def stop_gradient(x, name=None):
-    """x, but treated as a constant by backprop."""
-    return StopGradient(x, name=name)
-
-
-def add_n(xs, name=None):
-    """The sum of a list of nodes."""
-    xs = list(xs)
-    if not xs:
-        raise ValueError("add_n needs at least one input")
-    return AddN(*xs, name=name)
-

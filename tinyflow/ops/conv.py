@@ -6,17 +6,11 @@ written with the same ops, since convolution is bilinear in (input, filter):
 """
 import numpy as np
 
-from ..autodiff.registry import register_gradient
+from ..arguments import Arguments
 from ..errors import ShapeError
 from ..nodes import Operation
 from ..shapes import dims_compatible
-
-
-def _pair(value, what):
-    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
-    if len(pair) != 2 or any(int(v) < 0 for v in pair):
-        raise ShapeError(f"{what} must be an int or a pair of non-negative ints, got {value!r}")
-    return int(pair[0]), int(pair[1])
+from .registry import register_gradient
 
 
 def window_output_size(size, kernel, stride, pad):
@@ -35,25 +29,22 @@ def _windows(x, kernel, stride, padding, fill=0.0):
 
 
 class WindowOperation(Operation):
-    """Shared by conv and pooling ops: kernel size, stride and padding, and the output size rule."""
+    """Shared by conv and pooling ops: stride and padding (checked when built), and the output size rule."""
 
     abstract = True
 
-    def _set_window(self, kernel, stride, padding):
-        self.kernel = _pair(kernel, "kernel_size")
-        self.stride = _pair(stride, "stride")
-        self.padding = _pair(padding, "padding")
-        if min(self.kernel) < 1 or min(self.stride) < 1:
-            raise ShapeError(f"kernel size {self.kernel} and stride {self.stride} must be at least 1")
+    def _set_window(self, check, stride, padding):
+        self.stride = check.pair("stride", stride, minimum=1)
+        self.padding = check.pair("padding", padding, minimum=0)
 
-    def _spatial_out(self, x_shape):
+    def _spatial_out(self, x_shape, kernel):
         """(Ho, Wo) for an NCHW input shape, raising ShapeError when the window does not fit."""
         if x_shape is None or len(x_shape) != 4:
             raise ShapeError(f"{self.op_type} needs an NCHW input of rank 4, got shape {x_shape}")
         out = tuple(window_output_size(size, k, s, p) for size, k, s, p in
-                    zip(x_shape[2:], self.kernel, self.stride, self.padding))
+                    zip(x_shape[2:], kernel, self.stride, self.padding))
         if any(o is not None and o < 1 for o in out):
-            raise ShapeError(f"kernel {self.kernel} does not fit input {x_shape} with padding {self.padding}; "
+            raise ShapeError(f"kernel {tuple(kernel)} does not fit input {x_shape} with padding {self.padding}; "
                              "use a smaller kernel or more padding")
         return out
 
@@ -70,7 +61,7 @@ class Conv2D(WindowOperation):
     """
 
     def __init__(self, x, w, stride=1, padding=0, name=None):
-        self.stride, self.padding = _pair(stride, "stride"), _pair(padding, "padding")
+        self._set_window(Arguments(self, name, x, w), stride, padding)
         super().__init__(x, w, name=name)
 
     def compute(self, x, w):
@@ -79,21 +70,26 @@ class Conv2D(WindowOperation):
         return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
     def infer_shape(self, x_shape, w_shape):
-        if w_shape is None or len(w_shape) != 4 or None in w_shape[2:]:
-            raise ShapeError(f"conv2d needs a filter of shape (C_out, C_in, kH, kW) with known kH, kW, got {w_shape}")
-        self._set_window(w_shape[2:], self.stride, self.padding)
-        ho, wo = self._spatial_out(x_shape)
+        if w_shape is None or len(w_shape) != 4 or None in w_shape[2:] or 0 in w_shape[2:]:
+            raise ShapeError(f"conv2d needs a filter of shape (C_out, C_in, kH, kW) with known kH, kW >= 1, "
+                             f"got {w_shape}")
+        ho, wo = self._spatial_out(x_shape, w_shape[2:])
         if not dims_compatible(x_shape[1], w_shape[1]):
             raise ShapeError(f"conv2d input has {x_shape[1]} channels (shape {x_shape}, NCHW) but the filter "
                              f"expects {w_shape[1]} (shape {w_shape}, (C_out, C_in, kH, kW))")
         return (x_shape[0], w_shape[0], ho, wo)
 
 
+def conv2d(x, w, stride=1, padding=0, name=None):
+    """2-D convolution (cross-correlation, as in every framework): x NCHW, w (C_out, C_in, kH, kW)."""
+    return Conv2D(x, w, stride, padding, name=name)
+
+
 class Conv2DBackInput(WindowOperation):
     """dL/dx of conv2d: the filter-weighted gradient scattered back onto x's (padded) grid."""
 
     def __init__(self, grad, w, x, stride, padding, name=None):
-        self.stride, self.padding = stride, padding
+        self._set_window(Arguments(self, name, grad, w, x), stride, padding)
         super().__init__(grad, w, x, name=name)
 
     def compute(self, grad, w, x):
@@ -119,7 +115,7 @@ class Conv2DBackFilter(WindowOperation):
     """dL/dw of conv2d: each filter tap correlated with the gradient over the batch."""
 
     def __init__(self, x, grad, w, stride, padding, name=None):
-        self.stride, self.padding = stride, padding
+        self._set_window(Arguments(self, name, x, grad, w), stride, padding)
         super().__init__(x, grad, w, name=name)
 
     def compute(self, x, grad, w):
@@ -159,9 +155,12 @@ class PoolOperation(WindowOperation):
     abstract = True
 
     def __init__(self, *inputs, kernel_size, stride=None, padding=0, name=None):
-        self._set_window(kernel_size, kernel_size if stride is None else stride, padding)
+        check = Arguments(self, name, *inputs)
+        self.kernel = check.pair("kernel_size", kernel_size, minimum=1)
+        self._set_window(check, self.kernel if stride is None else stride, padding)
         if any(p > k // 2 for p, k in zip(self.padding, self.kernel)):
-            raise ShapeError(f"pool padding {self.padding} must be at most half the kernel size {self.kernel}")
+            check.fail("padding", padding, f"is more than half the kernel size {self.kernel}",
+                       "pad at most kernel_size // 2 on each side (a window must see some input)")
         super().__init__(*inputs, name=name)
 
     def _argmax_positions(self, x):
@@ -194,8 +193,13 @@ class MaxPool2D(PoolOperation):
         return _windows(x, self.kernel, self.stride, self.padding, fill=-np.inf).max(axis=(4, 5))
 
     def infer_shape(self, x_shape):
-        spatial = self._spatial_out(x_shape)
+        spatial = self._spatial_out(x_shape, self.kernel)
         return x_shape[:2] + spatial
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, name=None):
+    """Max pooling over kernel_size windows (stride defaults to kernel_size), NCHW."""
+    return MaxPool2D(x, kernel_size, stride, padding, name=name)
 
 
 class MaxPool2DGrad(PoolOperation):
@@ -222,7 +226,7 @@ class MaxPool2DGather(PoolOperation):
         return padded[self._index(x)]
 
     def infer_shape(self, x_shape, h_shape):
-        spatial = self._spatial_out(x_shape)
+        spatial = self._spatial_out(x_shape, self.kernel)
         return x_shape[:2] + spatial
 
     def infer_dtype(self, x, h):
@@ -259,8 +263,13 @@ class AvgPool2D(PoolOperation):
         return _windows(x, self.kernel, self.stride, self.padding).mean(axis=(4, 5))
 
     def infer_shape(self, x_shape):
-        spatial = self._spatial_out(x_shape)
+        spatial = self._spatial_out(x_shape, self.kernel)
         return x_shape[:2] + spatial
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, name=None):
+    """Average pooling over kernel_size windows (stride defaults to kernel_size), NCHW."""
+    return AvgPool2D(x, kernel_size, stride, padding, name=name)
 
 
 class AvgPool2DGrad(PoolOperation):
@@ -291,18 +300,3 @@ def _avg_pool_grad(op, grad):
 @register_gradient(AvgPool2DGrad)
 def _avg_pool_grad_grad(op, grad):
     return [None, AvgPool2D(grad, **_same_window(op))]
-
-
-def conv2d(x, w, stride=1, padding=0, name=None):
-    """2-D convolution (cross-correlation, as in every framework): x NCHW, w (C_out, C_in, kH, kW)."""
-    return Conv2D(x, w, stride, padding, name=name)
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0, name=None):
-    """Max pooling over kernel_size windows (stride defaults to kernel_size), NCHW."""
-    return MaxPool2D(x, kernel_size, stride, padding, name=name)
-
-
-def avg_pool2d(x, kernel_size, stride=None, padding=0, name=None):
-    """Average pooling over kernel_size windows (stride defaults to kernel_size), NCHW."""
-    return AvgPool2D(x, kernel_size, stride, padding, name=name)

@@ -5,7 +5,7 @@ The public functions building them are in tinyflow/nn/losses.py; backends import
 """
 import numpy as np
 
-from ..autodiff.registry import register_gradient
+from .registry import register_gradient
 from ..errors import ShapeError
 from ..nodes import Operation, as_node
 from ..shapes import dims_compatible, shapes_compatible

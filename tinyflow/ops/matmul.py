@@ -1,11 +1,11 @@
 """Matrix multiplication, batched over leading axes like numpy's `@`."""
 import numpy as np
 
-from ..autodiff.registry import register_gradient
 from ..errors import ShapeError
 from ..nodes import Operation
 from ..shapes import broadcast_shapes, dims_compatible
 from .array_ops import Transpose
+from .registry import register_gradient
 
 
 class MatMul(Operation):
@@ -33,6 +33,11 @@ class MatMul(Operation):
         return batch + (a_shape[-2], b_shape[-1])
 
 
+def matmul(a, b, name=None):
+    """Matrix product a @ b (batched over leading axes)."""
+    return MatMul(a, b, name=name)
+
+
 def swap_last_axes(x):
     """x with its last two axes swapped."""
     rank = len(x.shape)
@@ -43,8 +48,3 @@ def swap_last_axes(x):
 def _matmul_grad(op, grad):
     a, b = op.inputs
     return [MatMul(grad, swap_last_axes(b)), MatMul(swap_last_axes(a), grad)]
-
-
-def matmul(a, b, name=None):
-    """Matrix product a @ b (batched over leading axes)."""
-    return MatMul(a, b, name=name)

@@ -1,10 +1,11 @@
 """Dropout: zero a random fraction of the inputs during training, scaling the rest."""
 import numpy as np
 
-from ..autodiff.registry import not_differentiable
+from ..arguments import Arguments
 from ..nodes import Node, Operation
 from ..random import generator
 from .math_ops import multiply
+from .registry import not_differentiable
 
 
 class DropoutMask(Operation):
@@ -15,8 +16,9 @@ class DropoutMask(Operation):
     """
 
     def __init__(self, x, rate, training=None, seed=None, name=None):
-        self.rate = float(rate)
-        self.rng = generator(seed)
+        check = Arguments(self, name, x)
+        self.rate = check.number("rate", rate, 0.0, 1.0, high_open=True)
+        self.rng = generator(None if seed is None else check.integer("seed", seed, minimum=0))
         inputs = (x,) if training is None else (x, training)
         super().__init__(*inputs, name=name)
 
@@ -39,8 +41,10 @@ def dropout(x, rate, training=True, seed=None, name=None):
     `training` is a bool or a boolean node (e.g. a Placeholder with a default),
     so one graph serves training and evaluation.
     """
-    if not 0.0 <= rate < 1.0:
-        raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+    check = Arguments(DropoutMask, name, x)
+    rate = check.number("rate", rate, 0.0, 1.0, high_open=True)
+    if not isinstance(training, Node):
+        training = check.flag("training", training)
     if training is False or rate == 0.0:
         return x
     mask = DropoutMask(x, rate, training if isinstance(training, Node) else None, seed,

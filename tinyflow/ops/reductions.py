@@ -1,29 +1,35 @@
-"""Reductions along axes: sum, mean, max (with keepdims), and their backward op."""
+"""Reductions over axes (sum, mean, max) and argmax; each reduction and its gradient differentiate each other.
+
+Each op class is followed by its snake_case function; the gradients follow the
+backward ops they are built from.
+"""
 import numpy as np
 
-from ..autodiff.registry import not_differentiable, register_gradient
-from ..errors import ShapeError
+from ..arguments import Arguments, rank_of
 from ..nodes import Operation
-from ..shapes import normalize_axes, reduced_shape
+from ..shapes import reduced_shape
+from .registry import not_differentiable, register_gradient
 
 
 class Reduction(Operation):
-    """Base of reductions: `axis` None (all), an int or a tuple; `keepdims` keeps size-1 axes."""
+    """Base of reductions: `axis` None (all), an int or a tuple; `keepdims` keeps size-1 axes.
+
+    `axes` is the normalised, sorted tuple of reduced axes (None when the input's rank is unknown).
+    """
 
     abstract = True
 
     def __init__(self, x, axis=None, keepdims=False, name=None):
-        self.axis, self.keepdims = axis, bool(keepdims)
+        check = Arguments(self, name, x)
+        self.axis, self.keepdims = axis, check.flag("keepdims", keepdims)
+        self.axes = check.axes("axis", axis, rank_of(x))
+        if self.axes is None and self.keepdims:
+            check.fail("keepdims", keepdims, "needs an input of known rank (its shape is unknown)",
+                       "give the input node a shape, or pass keepdims=False")
         super().__init__(x, name=name)
 
     def infer_shape(self, x_shape):
-        if x_shape is None:
-            if self.axis is not None or self.keepdims:
-                raise ShapeError("a reduction over given axes needs an input of known rank")
-            self.axes = None
-            return ()
-        self.axes = normalize_axes(self.axis, len(x_shape), self.op_type)
-        return reduced_shape(x_shape, self.axes, self.keepdims)
+        return () if x_shape is None else reduced_shape(x_shape, self.axes, self.keepdims)
 
 
 class ReduceSum(Reduction):
@@ -31,6 +37,14 @@ class ReduceSum(Reduction):
 
     def compute(self, x):
         return np.sum(x, axis=self.axes, keepdims=self.keepdims)
+
+    def infer_dtype(self, x):
+        return np.zeros(1, x).sum().dtype  # numpy's rule: bools and small ints sum as the platform int
+
+
+def reduce_sum(x, axis=None, keepdims=False, name=None):
+    """Sum over `axis` (all axes by default)."""
+    return ReduceSum(x, axis, keepdims, name=name)
 
 
 class ReduceMean(Reduction):
@@ -43,11 +57,21 @@ class ReduceMean(Reduction):
         return x if np.issubdtype(x, np.floating) else np.dtype(np.float64)
 
 
+def reduce_mean(x, axis=None, keepdims=False, name=None):
+    """Mean over `axis` (all axes by default)."""
+    return ReduceMean(x, axis, keepdims, name=name)
+
+
 class ReduceMax(Reduction):
     """Max over axes.  Gradient: g to the maximal elements, split evenly among ties (as TF)."""
 
     def compute(self, x):
         return np.max(x, axis=self.axes, keepdims=self.keepdims)
+
+
+def reduce_max(x, axis=None, keepdims=False, name=None):
+    """Maximum over `axis` (all axes by default)."""
+    return ReduceMax(x, axis, keepdims, name=name)
 
 
 class ExpandReduced(Operation):
@@ -125,40 +149,22 @@ class ArgMax(Operation):
     """Index of the maximum along `axis` (int64).  Not differentiable."""
 
     def __init__(self, x, axis=-1, name=None):
-        self.axis = axis
+        self.axis = Arguments(self, name, x).axis("axis", axis, rank_of(x))
         super().__init__(x, name=name)
 
     def compute(self, x):
         return np.argmax(x, axis=self.axis)
 
     def infer_shape(self, x_shape):
-        if x_shape is None:
-            return None
-        (self.axis,) = normalize_axes(self.axis, len(x_shape), "argmax")
-        return reduced_shape(x_shape, (self.axis,), keepdims=False)
+        return None if x_shape is None else reduced_shape(x_shape, (self.axis,), keepdims=False)
 
     def infer_dtype(self, x):
         return np.dtype(np.int64)
 
 
-not_differentiable(ArgMax)
-
-
-def reduce_sum(x, axis=None, keepdims=False, name=None):
-    """Sum over `axis` (all axes by default)."""
-    return ReduceSum(x, axis, keepdims, name=name)
-
-
-def reduce_mean(x, axis=None, keepdims=False, name=None):
-    """Mean over `axis` (all axes by default)."""
-    return ReduceMean(x, axis, keepdims, name=name)
-
-
-def reduce_max(x, axis=None, keepdims=False, name=None):
-    """Maximum over `axis` (all axes by default)."""
-    return ReduceMax(x, axis, keepdims, name=name)
-
-
 def argmax(x, axis=-1, name=None):
     """Index of the largest entry along `axis`."""
     return ArgMax(x, axis, name=name)
+
+
+not_differentiable(ArgMax)

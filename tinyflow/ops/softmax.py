@@ -1,11 +1,11 @@
 """softmax and log_softmax along an axis, computed stably (max subtracted first)."""
 import numpy as np
 
-from ..autodiff.registry import register_gradient
+from ..arguments import Arguments, rank_of
 from ..nodes import Operation
-from ..shapes import normalize_axes
-from .math_ops import exp
 from .reductions import reduce_sum
+from .registry import register_gradient
+from .unary_ops import exp
 
 
 def stable_log_softmax(x, axis):
@@ -20,12 +20,10 @@ class AxisOperation(Operation):
     abstract = True
 
     def __init__(self, *inputs, axis=-1, name=None):
-        self.axis = axis
+        self.axis = Arguments(self, name, *inputs).axis("axis", axis, rank_of(inputs[0]))
         super().__init__(*inputs, name=name)
 
     def infer_shape(self, x_shape, *other_shapes):
-        if x_shape is not None:
-            (self.axis,) = normalize_axes(self.axis, len(x_shape), self.op_type)
         return x_shape
 
 
@@ -37,11 +35,9 @@ class Softmax(AxisOperation):
         return shifted / np.sum(shifted, axis=self.axis, keepdims=True)
 
 
-class LogSoftmax(AxisOperation):
-    """x - log Σ eˣ along axis.  Gradient: g - eʸ Σ g."""
-
-    def compute(self, x):
-        return stable_log_softmax(x, self.axis)
+def softmax(x, axis=-1, name=None):
+    """Softmax along `axis`: non-negative entries summing to 1."""
+    return Softmax(x, axis=axis, name=name)
 
 
 class SoftmaxGrad(AxisOperation):
@@ -51,21 +47,9 @@ class SoftmaxGrad(AxisOperation):
         return y * (grad - np.sum(grad * y, axis=self.axis, keepdims=True))
 
 
-class LogSoftmaxGrad(AxisOperation):
-    """g - eʸ Σ g along axis, for y = log_softmax(x)."""
-
-    def compute(self, y, grad):
-        return grad - np.exp(y) * np.sum(grad, axis=self.axis, keepdims=True)
-
-
 @register_gradient(Softmax)
 def _softmax_grad(op, grad):
     return [SoftmaxGrad(op, grad, axis=op.axis)]
-
-
-@register_gradient(LogSoftmax)
-def _log_softmax_grad(op, grad):
-    return [LogSoftmaxGrad(op, grad, axis=op.axis)]
 
 
 @register_gradient(SoftmaxGrad)
@@ -77,6 +61,30 @@ def _softmax_grad_grad(op, grad):
     return [d_y, SoftmaxGrad(y, grad, axis=op.axis)]
 
 
+class LogSoftmax(AxisOperation):
+    """x - log Σ eˣ along axis.  Gradient: g - eʸ Σ g."""
+
+    def compute(self, x):
+        return stable_log_softmax(x, self.axis)
+
+
+def log_softmax(x, axis=-1, name=None):
+    """log(softmax(x)) along `axis`, computed stably."""
+    return LogSoftmax(x, axis=axis, name=name)
+
+
+class LogSoftmaxGrad(AxisOperation):
+    """g - eʸ Σ g along axis, for y = log_softmax(x)."""
+
+    def compute(self, y, grad):
+        return grad - np.exp(y) * np.sum(grad, axis=self.axis, keepdims=True)
+
+
+@register_gradient(LogSoftmax)
+def _log_softmax_grad(op, grad):
+    return [LogSoftmaxGrad(op, grad, axis=op.axis)]
+
+
 @register_gradient(LogSoftmaxGrad)
 def _log_softmax_grad_grad(op, grad):
     # out = g - eʸ Σg
@@ -85,13 +93,3 @@ def _log_softmax_grad_grad(op, grad):
     d_y = -(grad * e * reduce_sum(g, op.axis, keepdims=True))
     d_g = grad - reduce_sum(grad * e, op.axis, keepdims=True)
     return [d_y, d_g]
-
-
-def softmax(x, axis=-1, name=None):
-    """Softmax along `axis`: non-negative entries summing to 1."""
-    return Softmax(x, axis=axis, name=name)
-
-
-def log_softmax(x, axis=-1, name=None):
-    """log(softmax(x)) along `axis`, computed stably."""
-    return LogSoftmax(x, axis=axis, name=name)

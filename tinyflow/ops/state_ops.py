@@ -6,10 +6,11 @@ the update (what an optimizer step needs).
 """
 import numpy as np
 
-from ..autodiff.registry import not_differentiable
+from ..arguments import Arguments
 from ..errors import ShapeError
 from ..nodes import Operation, Variable
 from ..shapes import broadcast_shapes, shapes_compatible
+from .registry import not_differentiable
 
 
 class Assign(Operation):
@@ -19,7 +20,8 @@ class Assign(Operation):
 
     def __init__(self, var, value, name=None):
         if not isinstance(var, Variable):
-            raise TypeError(f"{self.op_type} needs a Variable as its first argument, got {var!r}")
+            Arguments(self, name).fail("var", var, "is not a Variable",
+                                       "pass the tfl.Variable to change as the first argument")
         super().__init__(var, value, name=name)
 
     @property
@@ -47,6 +49,11 @@ class Assign(Operation):
         return self.variable.value
 
 
+def assign(var, value, name=None):
+    """An op that sets var to value when run."""
+    return Assign(var, value, name=name)
+
+
 class AssignAdd(Assign):
     """var ← var + value; outputs the new value."""
 
@@ -54,11 +61,21 @@ class AssignAdd(Assign):
         return old + value
 
 
+def assign_add(var, value, name=None):
+    """An op that adds value to var when run."""
+    return AssignAdd(var, value, name=name)
+
+
 class AssignSub(Assign):
     """var ← var - value; outputs the new value."""
 
     def new_value(self, old, value):
         return old - value
+
+
+def assign_sub(var, value, name=None):
+    """An op that subtracts value from var when run."""
+    return AssignSub(var, value, name=name)
 
 
 class Group(Operation):
@@ -77,24 +94,6 @@ class Group(Operation):
         return None
 
 
-not_differentiable(Assign, AssignAdd, AssignSub, Group)
-
-
-def assign(var, value, name=None):
-    """An op that sets var to value when run."""
-    return Assign(var, value, name=name)
-
-
-def assign_add(var, value, name=None):
-    """An op that adds value to var when run."""
-    return AssignAdd(var, value, name=name)
-
-
-def assign_sub(var, value, name=None):
-    """An op that subtracts value from var when run."""
-    return AssignSub(var, value, name=name)
-
-
 def group(*ops, name=None):
     """One op that runs all of `ops` (accepts several ops or one list of them)."""
     if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
@@ -102,3 +101,4 @@ def group(*ops, name=None):
     return Group(*ops, name=name)
 
 
+not_differentiable(Assign, AssignAdd, AssignSub, Group)

@@ -13,10 +13,16 @@ conds (each step runs the body only while the test holds).
 """
 import numpy as np
 
-from ..autodiff.registry import register_gradient
-from ..errors import GradientError, ShapeError, TinyflowError
-from ..graph import get_default_graph
-from ..nodes import Node, Operation, Placeholder, as_node
+from .autodiff.gradients import gradients
+from .backends import NumpyBackend
+from .errors import GradientError, ShapeError, TinyflowError
+from .graph import get_default_graph
+from .nodes import Node, Operation, Placeholder, as_node
+from .ops.array_ops import identity
+from .ops.math_ops import zeros_like
+from .ops.registry import register_gradient
+from .session.plan import ExecutionPlan
+from .shapes import shapes_compatible
 
 _building = []  # the subgraphs whose functions are running right now, innermost last
 
@@ -102,7 +108,6 @@ def _truth(value, op):
 
 
 def _sub_plan(plans, key, fetches, fed, backend):
-    from ..session.plan import ExecutionPlan
     plan = plans.get(key)
     if plan is None:
         plan = plans[key] = ExecutionPlan(fetches, frozenset(fed), backend)
@@ -110,7 +115,6 @@ def _sub_plan(plans, key, fetches, fed, backend):
 
 
 def _host_backend():
-    from ..backends import NumpyBackend
     return NumpyBackend()
 
 
@@ -213,9 +217,6 @@ def _gradient_in(branch, index, captures, grad):
     Identity: the derivative is then a partial one, even when one capture is computed
     from another (the outer backward pass adds the paths between captures itself).
     """
-    from ..autodiff.gradients import gradients
-    from .array_ops import identity
-    from .math_ops import zeros_like
     proxies = [identity(c) for c in captures]
     output = _clone(branch, dict(zip(captures, proxies)))[index]
     grads = gradients(output, proxies, grad_ys=grad)
@@ -300,7 +301,6 @@ def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
     `maximum_iterations=N` the loop stops after N steps and can be differentiated.
     Returns the final loop variables (a single node if `loop_vars` was one node).
     """
-    from ..shapes import shapes_compatible
     single = not isinstance(loop_vars, (list, tuple))
     loop_vars = [as_node(v) for v in ([loop_vars] if single else loop_vars)]
     if maximum_iterations is not None and (not isinstance(maximum_iterations, (int, np.integer))
@@ -330,7 +330,7 @@ def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
 
 def _clone(sub, replacements):
     """Rebuild a subgraph's outputs with some of its nodes replaced (the unrolled loop's steps)."""
-    from ..jit.ops_io import rebuild_op
+    from .jit.ops_io import rebuild_op
     built = dict(replacements)
     for node in sub.nodes:
         if node not in built:
@@ -356,7 +356,6 @@ def _unrolled(op):
 
 
 def _identity(node):
-    from .array_ops import identity
     return identity(node)
 
 
@@ -366,7 +365,6 @@ def _while_grad(op, grad):
         raise GradientError(
             f"cannot differentiate while_loop '{op.name}' (created at {op.creation_site}): its number of steps "
             "is unbounded. Pass maximum_iterations=N to tfl.while_loop so the backward pass can unroll it.")
-    from ..autodiff.gradients import gradients
     final = _unrolled(op)[op.index]
     wrt = list(dict.fromkeys(i for i in op.inputs if _float(i)))  # a node may be a loop var and a capture
     grads = dict(zip(wrt, gradients(final, wrt, grad_ys=grad))) if wrt else {}

@@ -1,0 +1,155 @@
+"""Every op checks its non-tensor arguments when it is built: a bad one is an ArgumentError naming the op.
+
+The message names the op type, the node name, the argument and its value, and says how to fix it.
+"""
+import numpy as np
+import pytest
+
+import tinyflow as tfl
+
+BACKEND_INDEPENDENT = True  # nothing here runs a kernel
+
+
+def x4():
+    return tfl.Placeholder((2, 3, 8, 8), name="x")
+
+
+def x2():
+    return tfl.Placeholder((2, 3), name="x")
+
+
+# (build(name) -> node, op type, argument, the repr of the bad value as it appears in the message)
+BAD = [
+    (lambda n: tfl.transpose(x2(), (0, 2), name=n), "Transpose", "axes", "(0, 2)"),
+    (lambda n: tfl.transpose(x2(), (1, 1), name=n), "Transpose", "axes", "(1, 1)"),
+    (lambda n: tfl.transpose(x2(), (0, -2), name=n), "Transpose", "axes", "(0, -2)"),
+    (lambda n: tfl.transpose(x2(), (0,), name=n), "Transpose", "axes", "(0,)"),
+    (lambda n: tfl.transpose(x2(), (0.0, 1), name=n), "Transpose", "axes", "(0.0, 1)"),
+    (lambda n: tfl.transpose(x2(), 1, name=n), "Transpose", "axes", "1"),
+    (lambda n: tfl.reduce_sum(x2(), axis=1.0, name=n), "ReduceSum", "axis", "1.0"),
+    (lambda n: tfl.reduce_mean(x2(), axis=(0, 0), name=n), "ReduceMean", "axis", "(0, 0)"),
+    (lambda n: tfl.reduce_max(x2(), axis=True, name=n), "ReduceMax", "axis", "True"),
+    (lambda n: tfl.reduce_sum(x2(), axis=-3, name=n), "ReduceSum", "axis", "-3"),
+    (lambda n: tfl.reduce_sum(x2(), keepdims="yes", name=n), "ReduceSum", "keepdims", "'yes'"),
+    (lambda n: tfl.reduce_sum(tfl.Placeholder(None), axis=0, name=n), "ReduceSum", "axis", "0"),
+    (lambda n: tfl.argmax(x2(), axis=2, name=n), "ArgMax", "axis", "2"),
+    (lambda n: tfl.argmax(x2(), axis="0", name=n), "ArgMax", "axis", "'0'"),
+    (lambda n: tfl.softmax(x2(), axis=5, name=n), "Softmax", "axis", "5"),
+    (lambda n: tfl.log_softmax(x2(), axis=0.5, name=n), "LogSoftmax", "axis", "0.5"),
+    (lambda n: tfl.concat([x2(), x2()], axis=2, name=n), "Concat", "axis", "2"),
+    (lambda n: tfl.concat([x2(), x2()], axis=None, name=n), "Concat", "axis", "None"),
+    (lambda n: tfl.concat([], axis=0, name=n), "Concat", "xs", "[]"),
+    (lambda n: tfl.concat(x2(), axis=0, name=n), "Concat", "xs", "<Placeholder"),
+    (lambda n: tfl.add_n([], name=n), "AddN", "xs", "[]"),
+    (lambda n: tfl.reshape(x2(), (2, 1.5), name=n), "Reshape", "shape", "(2, 1.5)"),
+    (lambda n: tfl.reshape(x2(), (-1, -1), name=n), "Reshape", "shape", "(-1, -1)"),
+    (lambda n: tfl.reshape(x2(), (-2, 3), name=n), "Reshape", "shape", "(-2, 3)"),
+    (lambda n: tfl.reshape(x2(), "6", name=n), "Reshape", "shape", "'6'"),
+    (lambda n: tfl.leaky_relu(x2(), alpha="0.1", name=n), "LeakyRelu", "alpha", "'0.1'"),
+    (lambda n: tfl.leaky_relu(x2(), alpha=float("nan"), name=n), "LeakyRelu", "alpha", "nan"),
+    (lambda n: tfl.cast(x2(), "banana", name=n), "Cast", "dtype", "'banana'"),
+    (lambda n: tfl.cast(x2(), "complex64", name=n), "Cast", "dtype", "'complex64'"),
+    (lambda n: tfl.cast(x2(), None, name=n), "Cast", "dtype", "None"),
+    (lambda n: tfl.cast(x2(), object, name=n), "Cast", "dtype", "<class 'object'>"),
+    (lambda n: tfl.max_pool2d(x4(), 2.0, name=n), "MaxPool2D", "kernel_size", "2.0"),
+    (lambda n: tfl.max_pool2d(x4(), 0, name=n), "MaxPool2D", "kernel_size", "0"),
+    (lambda n: tfl.max_pool2d(x4(), -2, name=n), "MaxPool2D", "kernel_size", "-2"),
+    (lambda n: tfl.max_pool2d(x4(), True, name=n), "MaxPool2D", "kernel_size", "True"),
+    (lambda n: tfl.max_pool2d(x4(), (2, 2, 2), name=n), "MaxPool2D", "kernel_size", "(2, 2, 2)"),
+    (lambda n: tfl.max_pool2d(x4(), 2, stride=0, name=n), "MaxPool2D", "stride", "0"),
+    (lambda n: tfl.avg_pool2d(x4(), 2, stride=1.5, name=n), "AvgPool2D", "stride", "1.5"),
+    (lambda n: tfl.avg_pool2d(x4(), 2, padding=-1, name=n), "AvgPool2D", "padding", "-1"),
+    (lambda n: tfl.avg_pool2d(x4(), 2, padding=2, name=n), "AvgPool2D", "padding", "2"),
+    (lambda n: tfl.conv2d(x4(), np.zeros((4, 3, 3, 3)), stride=0, name=n), "Conv2D", "stride", "0"),
+    (lambda n: tfl.conv2d(x4(), np.zeros((4, 3, 3, 3)), stride=(1, 1.0), name=n), "Conv2D", "stride",
+     "(1, 1.0)"),
+    (lambda n: tfl.conv2d(x4(), np.zeros((4, 3, 3, 3)), padding=False, name=n), "Conv2D", "padding", "False"),
+    (lambda n: tfl.dropout(x2(), rate=1.0, name=n), "DropoutMask", "rate", "1.0"),
+    (lambda n: tfl.dropout(x2(), rate=-0.1, name=n), "DropoutMask", "rate", "-0.1"),
+    (lambda n: tfl.dropout(x2(), rate=0.5, training="no", name=n), "DropoutMask", "training", "'no'"),
+    (lambda n: tfl.dropout(x2(), rate=0.5, seed=1.5, name=n), "DropoutMask", "seed", "1.5"),
+    (lambda n: tfl.assign(x2(), 1.0, name=n), "Assign", "var", "<Placeholder"),
+    (lambda n: x2()[1.5], "GetItem", "key", "(1.5,)"),
+    (lambda n: x2()[0:2:0], "GetItem", "key", "(slice(0, 2, 0),)"),
+    (lambda n: x2()[np.array([0.5])], "GetItem", "key", "(array([0.5]),)"),
+    (lambda n: tfl.ops.get_item(x2(), x2(), name=n), "GetItem", "key", "<Placeholder"),
+    # values that become Constants, and the dtypes of source nodes
+    (lambda n: tfl.add(x2(), "abc", name=n), "Constant", "value", "'abc'"),
+    (lambda n: x2() * None, "Constant", "value", "None"),
+    (lambda n: tfl.add(x2(), [[1.0, 2.0], [3.0]]), "Constant", "value", "[[1.0, 2.0], [3.0]]"),
+    (lambda n: tfl.add(x2(), 1j), "Constant", "value", "1j"),
+    (lambda n: tfl.Constant(1.0, dtype="datetime64", name=n), "Constant 'my_node'", "dtype", "'datetime64'"),
+    (lambda n: tfl.Placeholder((2,), "banana", name=n), "Placeholder 'my_node'", "dtype", "'banana'"),
+    (lambda n: tfl.Placeholder((2,), str, name=n), "Placeholder 'my_node'", "dtype", "<class 'str'>"),
+]
+
+
+@pytest.mark.parametrize("build, op_type, argument, shown", BAD, ids=[f"{b[1]}-{b[2]}-{i}" for i, b in enumerate(BAD)])
+def test_a_bad_argument_is_an_argument_error_naming_the_op(build, op_type, argument, shown):
+    with pytest.raises(tfl.ArgumentError) as err:
+        build("my_node")
+    message = str(err.value)
+    assert message.startswith(op_type), message
+    assert f"{argument}=" in message and shown in message, message
+    assert ";" in message.split(f"{argument}=", 1)[1], "the message must end with how to fix it: " + message
+
+
+def test_the_node_name_and_the_inputs_are_in_the_message():
+    with pytest.raises(tfl.ArgumentError, match=r"^Transpose 'flip' on 'x' \(shape \(2, 3\)\): axes=\(0, 2\)"):
+        tfl.transpose(x2(), (0, 2), name="flip")
+
+
+def test_argument_errors_are_shape_errors_and_python_value_and_type_errors():
+    """Code that caught ShapeError, ValueError or TypeError around op construction keeps working."""
+    assert issubclass(tfl.ArgumentError, tfl.ShapeError)
+    assert issubclass(tfl.ArgumentError, ValueError) and issubclass(tfl.ArgumentError, TypeError)
+
+
+def test_transpose_no_longer_wraps_out_of_range_axes():
+    with pytest.raises(tfl.ArgumentError, match="not a permutation"):
+        tfl.transpose(tfl.Placeholder((2, 3)), (0, 3))  # used to wrap 3 to axis 1
+
+
+@pytest.mark.parametrize("build, expected_shape", [
+    (lambda: tfl.transpose(x2(), (-1, 0)), (3, 2)),
+    (lambda: tfl.transpose(x2(), [1, 0]), (3, 2)),
+    (lambda: tfl.transpose(x2(), (np.int64(1), np.int32(0))), (3, 2)),
+    (lambda: tfl.reduce_sum(x2(), axis=np.int64(-1)), (2,)),
+    (lambda: tfl.reduce_sum(x2(), axis=[0, 1], keepdims=np.bool_(True)), (1, 1)),
+    (lambda: tfl.concat((x2(), x2()), axis=-1), (2, 6)),
+    (lambda: tfl.add_n(t for t in (x2(), x2())), (2, 3)),
+    (lambda: tfl.reshape(x2(), 6), (6,)),
+    (lambda: tfl.reshape(x2(), np.array([3, -1])), (3, 2)),
+    (lambda: tfl.max_pool2d(x4(), np.int64(2), stride=(2, 1), padding=(1, 0)), (2, 3, 5, 7)),
+    (lambda: tfl.conv2d(x4(), np.zeros((4, 3, 3, 3)), stride=[2, 2], padding=1), (2, 4, 4, 4)),
+    (lambda: tfl.cast(x2(), np.int64), (2, 3)),
+    (lambda: tfl.leaky_relu(x2(), np.float32(0.2)), (2, 3)),
+])
+def test_good_arguments_in_every_usual_spelling_still_work(build, expected_shape):
+    assert build().shape == expected_shape
+
+
+def test_shape_inference_has_no_side_effects():
+    """Attributes are set when the op is built; running infer_shape again changes nothing."""
+    t = tfl.transpose(tfl.Placeholder((2, 3, 4)), (-1, 0, 1))
+    c = tfl.concat([x2(), x2()], axis=-1)
+    r = tfl.reduce_sum(x2(), axis=-1)
+    s = tfl.softmax(x2())
+    before = (t.axes, c.axis, r.axes, s.axis)
+    assert before == ((2, 0, 1), 1, (1,), 1)
+    for node in (t, c, r, s):
+        state = dict(vars(node))
+        assert node.infer_shape(*[i.shape for i in node.inputs]) == node.shape
+        assert vars(node) == state
+
+
+@pytest.mark.parametrize("shape", [2.5, "ab", (2, -1), True, (True, 2), (2.0,), np.array([[1]]), {"a": 1}])
+def test_a_bad_placeholder_shape_is_a_shape_error(shape):
+    with pytest.raises(tfl.ShapeError, match="invalid (shape|dimension)"):
+        tfl.Placeholder(shape)
+
+
+@pytest.mark.parametrize("shape, expected", [(3, (3,)), (np.int64(3), (3,)), (np.array([2, 3]), (2, 3)),
+                                             ([2, None], (2, None)), (None, None), ((), ())])
+def test_placeholder_shapes_in_every_usual_spelling(shape, expected):
+    assert tfl.Placeholder(shape).shape == expected

@@ -1,0 +1,58 @@
+"""Unbroadcasting: the one place where gradients of broadcast inputs are summed back to the input's shape.
+
+The backprop engine inserts `SumToShapeOf` after a gradient function returned a
+gradient wider than its input; `BroadcastLike` is its adjoint.
+"""
+import numpy as np
+
+from ..nodes import Operation
+from .registry import register_gradient
+
+
+def sum_to_shape(value, shape):
+    """Sum `value` over the axes that broadcasting added or stretched, to get `shape`."""
+    if value.shape == shape:
+        return value
+    lead = value.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                      if d == 1 and value.shape[lead + i] != 1)
+    return value.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+class LikeOperation(Operation):
+    """An op of (x, like) whose output has the run-time shape of `like` and the dtype of x."""
+
+    abstract = True
+
+    def __init__(self, x, like, name=None):
+        super().__init__(x, like, name=name)
+
+    def infer_shape(self, x_shape, like_shape):
+        return like_shape
+
+    def infer_dtype(self, x, like):
+        return x
+
+
+class SumToShapeOf(LikeOperation):
+    """g summed over broadcast axes down to the run-time shape of `like` (unbroadcasting)."""
+
+    def compute(self, grad, like):
+        return sum_to_shape(grad, like.shape)
+
+
+class BroadcastLike(LikeOperation):
+    """x broadcast to the run-time shape of `like`."""
+
+    def compute(self, x, like):
+        return np.broadcast_to(x, like.shape)
+
+
+@register_gradient(SumToShapeOf)
+def _sum_to_shape_of_grad(op, grad):
+    return [BroadcastLike(grad, op.inputs[0]), None]
+
+
+@register_gradient(BroadcastLike)
+def _broadcast_like_grad(op, grad):
+    return [SumToShapeOf(grad, op.inputs[0]), None]
