@@ -1,4 +1,4 @@
-"""The `tinyflow` command: `tinyflow info`, `tinyflow demo boston`."""
+"""The `tinyflow` command: `tinyflow info`, `tinyflow demo boston`, `tinyflow launch -n 2 script.py`."""
 import argparse
 import platform
 import sys
@@ -27,6 +27,10 @@ def info():
             print(f"  {index}: {platform_name} / {device_name} ({device.max_compute_units} compute units, {fp64})")
     else:
         print(f"OpenCL: not available: {opencl_runtime.why_unavailable()}")
+    try:
+        print(f"MPI: {tfl.distributed.library_version()}  (tinyflow launch -n N script.py)")
+    except tfl.TinyflowError as err:
+        print(f"MPI: not available: {err}")
 
 
 def main(argv=None):
@@ -42,7 +46,13 @@ def main(argv=None):
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--out", default=None, help="folder for the pictures (default: <name>-demo)")
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
+    launch = sub.add_parser("launch", help="run a script in N processes under mpirun (data parallelism)")
+    launch.add_argument("-n", "--np", type=int, required=True, help="number of processes")
+    launch.add_argument("program", nargs=argparse.REMAINDER, help="script.py [its arguments]")
     args = parser.parse_args(argv)
+    if args.command == "launch":
+        from tinyflow.distributed.launch import launch as run_launch
+        return run_launch(args.np, args.program)
     if args.command == "info":
         info()
     elif args.command == "demo":
