@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 
 
 def _mpi_or_skip():
@@ -22,7 +23,8 @@ def _mpi_or_skip():
 
 def environment(**extra):
     """This worktree's tinyflow first on the path, the test's backend, one OpenMP thread per process."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    path = [str(ROOT), str(HERE), os.environ.get("PYTHONPATH", "")]  # HERE: workers import problems.py
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     env.setdefault("OMP_NUM_THREADS", "1")
     env.update({k: str(v) for k, v in extra.items()})
     return env
