@@ -54,8 +54,8 @@ def all_reduce(array, op="sum"):
     comm = communicator()
     buffer = _as_buffer(array, "all_reduce")
     MPI = _state.MPI
-    mpi_op = {"sum": MPI.SUM, "mean": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
-    with guarded(f"all_reduce of {buffer.shape} {buffer.dtype}"):
+    mpi_op = MPI.MAX if op == "max" else MPI.MIN if op == "min" else MPI.SUM
+    with guarded("all_reduce", buffer):
         comm.Allreduce(MPI.IN_PLACE, buffer, op=mpi_op)
     _count("all_reduce", buffer)
     if op == "mean":
@@ -104,7 +104,7 @@ def broadcast(array, root=0):
                                "a different array. Pass an array of the root's shape and dtype, or None.")
     if buffer is None:
         buffer = np.empty(shape, np.dtype(dtype))
-    with guarded(f"broadcast of {buffer.shape} {buffer.dtype}"):
+    with guarded("broadcast", buffer):
         comm.Bcast(buffer, root=root)
     _count("broadcast", buffer)
     return buffer
@@ -129,7 +129,7 @@ def all_gather(array):
     counts = [int(np.prod(shape)) for shape, _ in metas]
     out = np.empty((sum(shape[0] for shape, _ in metas),) + buffer.shape[1:], buffer.dtype)
     displacements = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
-    with guarded(f"all_gather of {buffer.shape} {buffer.dtype}"):
+    with guarded("all_gather", buffer):
         comm.Allgatherv(buffer, [out, (counts, displacements)])
     _count("all_gather", out)
     return out

@@ -126,8 +126,10 @@ def communicator():
 
 def abort(message, code=1):
     """Print `message` naming this rank on stderr and end every process of the job."""
-    sys.stderr.write(f"[tinyflow rank {rank()}/{world_size()}] {message}\n")
-    sys.stderr.flush()
+    # the real stderr: a library's excepthook may have swapped sys.stderr for a buffer it prints after we return
+    stream = sys.__stderr__ or sys.stderr
+    stream.write(f"[tinyflow rank {rank()}/{world_size()}] {message}\n")
+    stream.flush()
     try:
         _state.comm.Abort(code)
     finally:
@@ -157,13 +159,13 @@ class Watchdog:
 
     def __init__(self):
         self.deadline = None
-        self.what = ""
+        self.what, self.array = "", None
         thread = threading.Thread(target=self._watch, name="tinyflow-collective-watchdog", daemon=True)
         thread.start()
 
-    def arm(self, what):
-        """A collective starts now."""
-        self.what, self.deadline = what, time.monotonic() + _state.timeout
+    def arm(self, what, array=None):
+        """A collective (on `array`, named in the message only if it times out) starts now."""
+        self.what, self.array, self.deadline = what, array, time.monotonic() + _state.timeout
 
     def disarm(self):
         """The collective finished."""
@@ -174,20 +176,21 @@ class Watchdog:
             time.sleep(min(1.0, _state.timeout / 4))
             deadline = self.deadline
             if deadline is not None and time.monotonic() > deadline:
-                abort(f"{self.what} waited more than {_state.timeout:g} s for the other ranks: one of them "
+                what = self.what if self.array is None else f"{self.what} of {self.array.shape} {self.array.dtype}"
+                abort(f"{what} waited more than {_state.timeout:g} s for the other ranks: one of them "
                       "has probably failed or stopped calling the same collectives; aborting the job. "
                       "(Set TINYFLOW_COLLECTIVE_TIMEOUT or init(timeout=...) if the step is just slow.)")
 
 
 class guarded:
-    """`with guarded("all_reduce"):` runs a collective under the watchdog (no-op for one process)."""
+    """`with guarded("all_reduce", array):` runs a collective under the watchdog (no-op for one process)."""
 
-    def __init__(self, what):
-        self.what = what
+    def __init__(self, what, array=None):
+        self.what, self.array = what, array  # formatted only on a timeout: str(dtype) costs microseconds
 
     def __enter__(self):
         if _state.watchdog is not None:
-            _state.watchdog.arm(self.what)
+            _state.watchdog.arm(self.what, self.array)
 
     def __exit__(self, *exc_info):
         if _state.watchdog is not None:
