@@ -170,6 +170,7 @@ class Model:
                 bar.update(1)
                 bar.set_postfix(loss=f"{total / seen:.4f}")
             total, seen = parallel.total([total, seen])
+            parallel.average_statistics(self.graph)
             logs = {"loss": total / seen}
             logs.update(parallel.mean_logs(self._epoch_metrics(X, y, validation_data, parallel)))
             history.record(epoch, logs)

@@ -50,3 +50,11 @@ def boston_model(seed, dropout=0.0):
 def parameters(model):
     """{name: value} of every Variable of a model (weights and optimizer slots)."""
     return {v.name: v.value for v in model.variables}
+
+
+def batchnorm_model(seed=5):
+    """A regression Model with batch normalisation (moving statistics in non-trainable Variables)."""
+    tfl.set_seed(seed)
+    net = tfl.nn.Sequential(tfl.nn.Linear(13, 8, dtype="float64"), tfl.nn.BatchNorm1d(8, dtype="float64"),
+                            tfl.nn.Linear(8, 1, dtype="float64"))
+    return tfl.Model(net, "mse", tfl.optim.SGD(0.01))

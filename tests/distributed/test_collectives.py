@@ -51,8 +51,8 @@ print(json.dumps({"rank": r, "stats": d.communication_stats()}))
 @pytest.mark.parametrize("n", [2, 3])
 def test_collectives_give_the_same_correct_values_on_every_process(tmp_path, n):
     result = launch(tmp_path, WORKER, n, via_cli=n == 3)
-    lines = sorted(line for line in result.stdout.splitlines() if line.startswith("{"))
-    assert len(lines) == n, result.stdout
+    # every rank got through all the checks (MPICH may interleave the ranks' lines)
+    assert sorted(f'"rank": {r},' in result.stdout for r in range(n)) == [True] * n, result.stdout
 
 
 def test_a_single_process_without_a_launcher_is_a_group_of_one(tmp_path):

@@ -19,7 +19,7 @@ WORKER = """
 import json, sys
 import numpy as np
 import tinyflow as tfl
-from problems import boston_model, boston_rows, parameters
+from problems import batchnorm_model, boston_model, boston_rows, parameters
 d = tfl.distributed
 d.init()
 r, out, mode = d.rank(), sys.argv[1], sys.argv[2]
@@ -34,6 +34,10 @@ def fit(seed, epochs, folder):
         with open(f"{out}/{folder}{r}.json", "w") as f:
             json.dump(history.history, f)
 if mode == "first":
+    with tfl.Graph().as_default():     # batch norm: moving statistics averaged over processes
+        bn_model = batchnorm_model()
+        bn_model.fit(X, y, epochs=2, batch_size=BATCH, distributed=True, verbose=0)
+        np.savez(f"{out}/bn{r}.npz", **parameters(bn_model))
     fit(7, EPOCHS, "whole")            # uninterrupted
     fit(7, 2, "resumed")               # stopped after epoch 2 ...
 else:
@@ -71,6 +75,13 @@ def test_distributed_fit_equals_one_process_with_the_global_batch_and_resumes_ex
         for name, value in whole.items():
             np.testing.assert_array_equal(resumed[name], value, err_msg=name)
         assert json.loads((tmp_path / f"resumed{r}.json").read_text()) == history
+    # moving statistics (each process's own batches) averaged after every epoch: the same on every process
+    bn = [dict(np.load(tmp_path / f"bn{r}.npz")) for r in range(n)]
+    names = [name for name in bn[0] if "running" in name]
+    assert len(names) == 2
+    for name in names:
+        np.testing.assert_array_equal(bn[1][name], bn[0][name])
+        assert not np.allclose(bn[0][name], 0.0 if "mean" in name else 1.0), "the statistics never moved"
     # rank 0 alone shows progress and writes checkpoints
     assert "epoch 3/3" in (tmp_path / "stderr-first0.txt").read_text()
     assert (tmp_path / "stderr-first1.txt").read_text() == ""

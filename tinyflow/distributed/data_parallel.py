@@ -6,6 +6,9 @@ So every process gets the same number of rows, and the k-th batches of all proce
 together are exactly the k-th batch of a single process using batch_size × world_size.
 The n % world_size rows at the end of the order are left out of that epoch; with
 shuffling they are different rows every epoch, without shuffling the same last rows.
+
+Moving statistics (batch norm) are updated by each process from its own batches; they are
+averaged over processes after every epoch, so all processes evaluate, and checkpoint, alike.
 """
 import numpy as np
 
@@ -45,6 +48,19 @@ class DataParallel:
         """Element-wise sums over processes of a list of numbers."""
         values = np.asarray(values, np.float64)
         return all_reduce(values, "sum") if self.enabled else values
+
+    def average_statistics(self, graph):
+        """Average the graph's float moving statistics (non-trainable, non-optimizer Variables) over processes."""
+        if not self.enabled:
+            return
+        stats = [v for v in graph.variables() if not v.trainable and v.role != "optimizer" and v.dtype.kind == "f"]
+        for dtype in sorted({v.dtype.str for v in stats}):
+            group = [v for v in stats if v.dtype.str == dtype]
+            flat = all_reduce(np.concatenate([v.value.ravel() for v in group]), "mean")
+            offset = 0
+            for var in group:
+                var.value = flat[offset:offset + var.value.size].reshape(var.shape)
+                offset += var.value.size
 
     def mean_logs(self, logs):
         """Each value averaged over processes (equal shards: the mean of per-shard metrics)."""

@@ -74,7 +74,7 @@ def library_version():
     """One line naming the MPI library mpi4py uses and its version, without starting MPI."""
     MPI = import_mpi(initialize=False)
     import mpi4py
-    first_line = MPI.Get_library_version().strip().splitlines()[0]
+    first_line = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
     major, minor = MPI.Get_version()
     return f"{first_line.split(',')[0]} (MPI standard {major}.{minor}, mpi4py {mpi4py.__version__})"
 
