@@ -87,10 +87,12 @@ def epoch_worker(epochs):
 
 
 # ---------------------------------------------------------------- parent
-def launch(n, *args):
-    """Run this script's worker in n processes; the JSON rank 0 printed."""
+def launch(n, *args, threads=None):
+    """Run this script's worker in n processes (`threads` OpenMP threads each); the JSON rank 0 printed."""
     from tinyflow.distributed.launch import command, environment
     env = environment(n)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = env["TINYFLOW_NUM_THREADS"] = str(threads)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")])
     out = subprocess.run(command(n, [__file__, "--worker", *map(str, args)]), env=env, capture_output=True,
                          text=True, timeout=1800)
@@ -121,6 +123,7 @@ def main():
 
     import tinyflow as tfl
     from harness import fmt_time, load_note
+    from tinyflow.distributed.launch import usable_cores
     p = args.processes
     print(f"tinyflow {tfl.__version__}, {tfl.distributed.library_version()}, {p} processes, "
           f"{args.repeats} interleaved repeats; medians over ranks' slowest")
@@ -139,17 +142,22 @@ def main():
         print(f"{fmt_bytes(int(size)):<10}" + "".join(f"{c:>34}" for c in cells))
     print("(ratio: to tinyflow all_reduce)\n")
 
-    epochs = {1: [], p: []}
+    cores = usable_cores()
+    configs = [(1, 1), (1, cores), (p, max(1, cores // p))]  # (processes, threads each)
+    configs = list(dict.fromkeys(configs))
+    epochs = {config: [] for config in configs}
     for _ in range(args.rounds):
-        for n in (1, p):
-            epochs[n] += launch(n, "epoch", args.epochs)["seconds"]
-    one = float(np.median(epochs[1]))
+        for n, threads in configs:
+            epochs[(n, threads)] += launch(n, "epoch", args.epochs, threads=threads)["seconds"]
+    base = float(np.median(epochs[configs[0]]))
     print(f"digits convnet (1,797 images), one epoch of Model.fit(distributed=True), global batch {GLOBAL_BATCH}, "
-          f"{args.rounds} rounds x {args.epochs} epochs")
-    print(f"{'processes':<10}{'batch/process':>14}{'epoch (median)':>16}{'IQR':>10}{'speed-up':>10}")
-    for n, seconds in epochs.items():
+          f"{args.rounds} rounds x {args.epochs} epochs, configurations interleaved")
+    print(f"{'processes':<10}{'threads each':>13}{'batch/process':>14}{'epoch (median)':>16}{'IQR':>10}{'speed-up':>10}")
+    for (n, threads), seconds in epochs.items():
         q1, median, q3 = np.percentile(seconds, [25, 50, 75])
-        print(f"{n:<10}{GLOBAL_BATCH // n:>14}{fmt_time(median):>16}{fmt_time(q3 - q1):>10}{one / median:>9.2f}x")
+        print(f"{n:<10}{threads:>13}{GLOBAL_BATCH // n:>14}{fmt_time(median):>16}{fmt_time(q3 - q1):>10}"
+              f"{base / median:>9.2f}x")
+    print("(speed-up: to 1 process with 1 thread)")
 
 
 if __name__ == "__main__":

@@ -48,7 +48,8 @@ def main(argv=None):
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
     launch = sub.add_parser("launch", help="run a script in N processes under mpirun (data parallelism)")
     launch.add_argument("-n", "--np", type=int, required=True, help="number of processes")
-    launch.add_argument("program", nargs=argparse.REMAINDER, help="script.py [its arguments]")
+    launch.add_argument("program", nargs=argparse.REMAINDER,
+                        help="script.py [its arguments] (or -- -m package.module [its arguments])")
     args = parser.parse_args(argv)
     if args.command == "launch":
         from tinyflow.distributed.launch import launch as run_launch

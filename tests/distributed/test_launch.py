@@ -66,3 +66,17 @@ def test_every_process_gets_an_equal_shard_and_the_remainder_is_left_out():
     assert left_out == set(order[-2:])      # n % world rows at the end of this epoch's order
     with pytest.raises(Exception, match="at least one"):
         shards(2, 3)
+
+
+def test_launch_runs_a_module_or_command_after_a_double_dash(tmp_path):
+    import subprocess
+    import sys
+    from launching import _mpi_or_skip, environment
+    _mpi_or_skip()
+    code = "import tinyflow as tfl; print('rank', tfl.distributed.rank(), 'of', tfl.distributed.world_size())"
+    result = subprocess.run([sys.executable, "-m", "tinyflow", "launch", "-n", "2", "--", "-c", code],
+                            capture_output=True, text=True, timeout=90, env=environment(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "rank 0 of 2" in result.stdout and "rank 1 of 2" in result.stdout
+    with pytest.raises(Exception, match="script.py"):
+        main(["launch", "-n", "2", "--"])
