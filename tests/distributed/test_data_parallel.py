@@ -23,6 +23,11 @@ x, t, loss, train = mlp_graph(seed=100 + r, opt=d.DistributedOptimizer(optimizer
 graph = tfl.get_default_graph()
 for var in graph.variables():                     # optimizer slots too (Adam's step counter, moments)
     var.value = var.value + r
+first = graph.variables()[0]
+kept = graph.variables()[1].value
+d.broadcast_variables([first])                    # a list: only those
+assert d.all_reduce(first.value.copy(), "max").tolist() == d.all_reduce(first.value.copy(), "min").tolist()
+np.testing.assert_array_equal(graph.variables()[1].value, kept)
 d.broadcast_variables()
 for var in graph.variables():
     values = np.asarray(var.value, np.float64)

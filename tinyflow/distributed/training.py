@@ -150,12 +150,15 @@ def _eager_parameters(optimizer):
 def broadcast_variables(graph=None, root=0):
     """Set every Variable of the graph (weights, optimizer slots, moving statistics) to rank `root`'s values.
 
-    Variables are packed by dtype, so this is one broadcast per dtype. Every process must
-    have built the same graph; a mismatch raises DistributedError on every process.
+    `graph` may also be a list of Variables (only those are sent). Variables are packed by
+    dtype, so this is one broadcast per dtype. Every process must have built the same graph;
+    a mismatch raises DistributedError on every process.
     """
     comm = communicator()
-    graph = graph if graph is not None else get_default_graph()
-    variables = sorted(graph.variables(), key=lambda v: v.name)
+    if isinstance(graph, (list, tuple)):
+        variables = sorted(graph, key=lambda v: v.name)
+    else:
+        variables = sorted((graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
     signature = "\n".join(f"{v.name} {v.shape} {v.dtype}" for v in variables)
     _same_everywhere(comm, zlib.crc32(signature.encode()), "broadcast_variables",
                      lambda crc: f"variables with checksum {crc:08x}")
