@@ -1,4 +1,4 @@
-"""Data parallelism on this machine: all_reduce bandwidth vs message size, and a digits convnet epoch on 1 vs 2 processes.
+"""Data parallelism on this machine: all_reduce bandwidth vs message size, a digits convnet epoch on 1 vs 2 processes.
 
     python benchmarks/distributed.py [--processes 2] [--repeats 15] [--rounds 3]
 
@@ -152,7 +152,8 @@ def main():
     base = float(np.median(epochs[configs[0]]))
     print(f"digits convnet (1,797 images), one epoch of Model.fit(distributed=True), global batch {GLOBAL_BATCH}, "
           f"{args.rounds} rounds x {args.epochs} epochs, configurations interleaved")
-    print(f"{'processes':<10}{'threads each':>13}{'batch/process':>14}{'epoch (median)':>16}{'IQR':>10}{'speed-up':>10}")
+    print(f"{'processes':<10}{'threads each':>13}{'batch/process':>14}{'epoch (median)':>16}{'IQR':>10}"
+          f"{'speed-up':>10}")
     for (n, threads), seconds in epochs.items():
         q1, median, q3 = np.percentile(seconds, [25, 50, 75])
         print(f"{n:<10}{threads:>13}{GLOBAL_BATCH // n:>14}{fmt_time(median):>16}{fmt_time(q3 - q1):>10}"

@@ -34,8 +34,9 @@ class FitCheckpoint:
         self.folder.mkdir(parents=True, exist_ok=True)
         variables = f"variables-{epoch:06d}.npz"
         save_variables(self.folder / variables, self.graph)
+        generators = _random_generators(self.graph)
         state = {"epoch": epoch, "seed": seed, "variables": variables,
-                 "random_states": {name: rng.bit_generator.state for name, rng in _random_generators(self.graph).items()},
+                 "random_states": {name: rng.bit_generator.state for name, rng in generators.items()},
                  "history": history.history, "history_epochs": history.epochs}
         tmp = self.folder / f".{STATE_FILE}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:

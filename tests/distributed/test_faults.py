@@ -1,6 +1,4 @@
 """A failing or stuck process ends the whole job with a non-zero status and a readable error (no hang)."""
-import pytest
-
 from launching import launch
 
 BACKEND_INDEPENDENT = True

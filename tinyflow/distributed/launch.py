@@ -85,7 +85,7 @@ def environment(n):
 
 
 def launch(n, program):
-    """Run `program` (["script.py", args...], or ["--", "-m", "module", ...]) in `n` processes; returns the exit status."""
+    """Run `program` (["script.py", args...] or ["--", "-m", "module", ...]) in n processes; the exit status."""
     program = list(program)[1:] if list(program[:1]) == ["--"] else list(program)
     if not program:
         raise DistributedError("launch needs a script to run: tinyflow launch -n 2 script.py [args]")
