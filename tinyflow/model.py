@@ -3,6 +3,7 @@ import numpy as np
 
 from .checkpoint import load_variables, save_variables
 from .data.helpers import batches
+from .fit_checkpoint import FitCheckpoint
 from .metrics import get_metric
 from .nn.layer import Layer, training_flag
 from .nn.losses import mse_loss, sigmoid_cross_entropy, softmax_cross_entropy
@@ -108,9 +109,15 @@ class Model:
             self.training = training_flag(self.graph)
         self.session = Session(self.graph, backend=self.backend)
 
-    def _ensure_built(self, X, y):
+    def _ensure_built(self, X, y, distributed=False):
+        from .distributed import DistributedError, DistributedOptimizer
         if self.session is None:
+            if distributed and not isinstance(self.optimizer, DistributedOptimizer):
+                self.optimizer = DistributedOptimizer(self.optimizer)  # average gradients over processes
             self._build(np.asarray(X), np.asarray(y))
+        if distributed and not isinstance(self.optimizer, DistributedOptimizer):
+            raise DistributedError("fit(distributed=True) on a Model built for one process: pass distributed=True "
+                                   "to its first fit, or give the Model a tfl.distributed.DistributedOptimizer")
 
     @property
     def variables(self):
@@ -119,36 +126,73 @@ class Model:
 
     # ------------------------------------------------------------ training
     def fit(self, X, y, epochs=1, batch_size=32, validation_data=None, shuffle=True, verbose=1,
-            early_stopping=None):
-        """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics."""
+            early_stopping=None, distributed=False, checkpoint_dir=None):
+        """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics.
+
+        distributed=True: data parallelism over MPI (launch with `tinyflow launch -n N script.py`):
+        each process trains on its equal shard of every epoch (`batch_size` per process),
+        gradients are averaged, rank 0 shows progress and writes checkpoints, and the logged
+        values are averaged over processes (see tinyflow/distributed/data_parallel.py).
+        checkpoint_dir: save the full training state after every epoch there, and resume from it
+        when it already holds one (`epochs` is the total, so a resumed run ends where the
+        uninterrupted run would, with the same parameters).
+        """
+        from .distributed.data_parallel import DataParallel
         X, y = np.asarray(X), np.asarray(y)
-        self._ensure_built(X, y)
-        history, seed = History(), next_seed()
+        parallel = DataParallel(distributed)
+        self._ensure_built(X, y, distributed)
+        history, seed, first_epoch = History(), parallel.agree(next_seed()), 1
+        checkpoint = FitCheckpoint(checkpoint_dir, self.graph) if checkpoint_dir is not None else None
+        if checkpoint is not None:
+            state = parallel.agree(checkpoint.load_state() if parallel.is_chief else None)
+            if state is not None:
+                checkpoint.restore_random_states(state)
+                seed, first_epoch = state["seed"], state["epoch"] + 1
+                history.history, history.epochs = state["history"], state["history_epochs"]
+        if distributed:
+            from .distributed import broadcast_variables
+            broadcast_variables(self.graph)  # every process starts from rank 0's (restored) weights
         if early_stopping is not None:
             early_stopping.start()
-        steps_per_epoch = -(-len(X) // batch_size)
-        progress = Progress(epochs, steps_per_epoch, verbose)
-        for epoch in range(1, epochs + 1):
+        verbose = verbose if parallel.is_chief else 0
+        steps_per_epoch = -(-len(parallel.shard(np.arange(len(X)))) // batch_size)
+        progress = Progress(epochs, steps_per_epoch, verbose, first_epoch=first_epoch)
+        for epoch in range(first_epoch, epochs + 1):
             total, seen = 0.0, 0
             progress.start_epoch(epoch)
-            for xb, yb in batches(X, y, batch_size=batch_size, shuffle=shuffle, seed=seed + epoch):
+            order = np.random.default_rng(seed + epoch).permutation(len(X)) if shuffle else np.arange(len(X))
+            rows = parallel.shard(order)
+            for xb, yb in batches(X[rows], y[rows], batch_size=batch_size, shuffle=False):
                 _, loss = self.session.run([self.train_op, self.loss],
                                            {self.x: xb, self.target: yb, self.training: True})
                 total, seen = total + float(loss) * len(xb), seen + len(xb)
                 progress.batch(total / seen)
+            total, seen = parallel.total([total, seen])
+            parallel.average_statistics(self.graph)
             logs = {"loss": total / seen}
-            if self.metrics:
-                logs.update(self._metric_values(self.predict(X), y))
-            if validation_data is not None:
-                logs.update({f"val_{k}": v for k, v in self.evaluate(*validation_data).items()})
+            logs.update(parallel.mean_logs(self._epoch_metrics(X, y, validation_data, parallel)))
             history.record(epoch, logs)
             progress.end_epoch(epoch, logs)
-            if early_stopping is not None and early_stopping.should_stop(epoch, logs, self.variables):
+            if checkpoint is not None and parallel.is_chief:
+                checkpoint.save(epoch, seed, history)
+            if early_stopping is not None and parallel.agree(early_stopping.should_stop(epoch, logs, self.variables)):
                 break
         progress.close()
         if early_stopping is not None:
             early_stopping.finish(self.variables)
         return history
+
+    def _epoch_metrics(self, X, y, validation_data, parallel):
+        """Metrics on the training data and validation values, on this process's shard of each."""
+        logs = {}
+        if self.metrics:
+            rows = parallel.shard(np.arange(len(X)))
+            logs.update(self._metric_values(self.predict(X[rows]), y[rows]))
+        if validation_data is not None:
+            X_val, y_val = (np.asarray(a) for a in validation_data)
+            rows = parallel.shard(np.arange(len(X_val)))
+            logs.update({f"val_{k}": v for k, v in self.evaluate(X_val[rows], y_val[rows]).items()})
+        return logs
 
     def _metric_values(self, pred, y):
         return {name: fn(pred, y) for name, fn in self.metrics.items()}

@@ -19,12 +19,12 @@ class Progress:
     LINES_PER_RUN = 10  # plain lines off a terminal, besides the first and the last epoch
     MIN_SECONDS_BETWEEN_LINES = 30.0  # ... and at least one line this often in a long run
 
-    def __init__(self, epochs, steps_per_epoch, verbose=1, stream=None):
+    def __init__(self, epochs, steps_per_epoch, verbose=1, stream=None, first_epoch=1):
         from tqdm.auto import tqdm
         self.epochs, self.verbose, self.stream = epochs, verbose, stream or sys.stdout
         use_bar = verbose == 1 and (_is_notebook_bar(tqdm) or self.stream.isatty())
-        self.bar = tqdm(total=epochs * steps_per_epoch, unit="batch", dynamic_ncols=True, mininterval=0.5,
-                        file=self.stream) if use_bar else None
+        self.bar = tqdm(total=epochs * steps_per_epoch, initial=(first_epoch - 1) * steps_per_epoch, unit="batch",
+                        dynamic_ncols=True, mininterval=0.5, file=self.stream) if use_bar else None
         self.every = max(1, epochs // self.LINES_PER_RUN)
         self.last_line, self.pending = time.monotonic(), None
 

@@ -1,0 +1,197 @@
+"""The process group: MPI start-up through mpi4py, rank and world size, and fail-fast fault handling.
+
+Every process runs the same script. A launcher (`tinyflow launch`, `mpirun`, `mpiexec`)
+starts them and tells each its rank through environment variables; `init()` then
+starts MPI. MPI does not survive a dead peer, so tinyflow fails fast instead of hanging:
+an uncaught exception on any rank prints that rank's traceback and aborts the whole job,
+and a collective that waits longer than the timeout aborts it too.
+"""
+import os
+import sys
+import threading
+import time
+import traceback
+
+from ..errors import TinyflowError
+
+INSTALL_HINT = 'pip install -e ".[mpi]"  (mpi4py and the Open MPI wheel; or: pip install mpi4py mpich)'
+DEFAULT_TIMEOUT = 600.0  # seconds a collective may wait for the other ranks (TINYFLOW_COLLECTIVE_TIMEOUT)
+
+# launcher variables: Open MPI, then MPICH / Intel MPI (Hydra's PMI), then Slurm
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
+
+
+class DistributedError(TinyflowError, RuntimeError):
+    """Misuse of tfl.distributed (no init, no MPI, mismatched arrays across ranks) or a failed collective."""
+
+
+class _State:
+    comm = None        # mpi4py's COMM_WORLD once init() ran
+    MPI = None         # the mpi4py.MPI module
+    timeout = DEFAULT_TIMEOUT
+    watchdog = None
+
+
+_state = _State()
+
+
+def _environment_int(names):
+    for name in names:
+        value = os.environ.get(name)
+        if value is not None and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def launcher_rank():
+    """This process's rank as the launcher's environment gives it (0 without a launcher)."""
+    return _environment_int(RANK_VARIABLES) or 0
+
+
+def launcher_world_size():
+    """The number of processes the launcher started (1 without a launcher)."""
+    return _environment_int(SIZE_VARIABLES) or 1
+
+
+def import_mpi(initialize=True):
+    """The mpi4py.MPI module (MPI starts when `initialize`); DistributedError saying how to install it."""
+    try:
+        import mpi4py
+        if not initialize:
+            mpi4py.rc.initialize = False
+        from mpi4py import MPI
+    except ImportError as err:
+        raise DistributedError(f"tfl.distributed needs mpi4py and an MPI library, which cannot be loaded "
+                               f"({err}). Install them with: {INSTALL_HINT}") from None
+    except RuntimeError as err:  # mpi4py present but the MPI library fails to load
+        raise DistributedError(f"the MPI library cannot be started ({err}). Reinstall it with: "
+                               f"{INSTALL_HINT}") from None
+    return MPI
+
+
+def library_version():
+    """One line naming the MPI library mpi4py uses and its version, without starting MPI."""
+    MPI = import_mpi(initialize=False)
+    import mpi4py
+    first_line = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
+    major, minor = MPI.Get_version()
+    return f"{first_line.split(',')[0]} (MPI standard {major}.{minor}, mpi4py {mpi4py.__version__})"
+
+
+def init(timeout=None):
+    """Start MPI (once; later calls do nothing) and install fail-fast fault handling; returns the rank.
+
+    `timeout` (seconds, default TINYFLOW_COLLECTIVE_TIMEOUT or 600) bounds how long a collective
+    waits for the other ranks before the whole job is aborted. Without a launcher this is a
+    group of one process, so the same script runs under plain `python` too.
+    """
+    if timeout is None:
+        timeout = float(os.environ.get("TINYFLOW_COLLECTIVE_TIMEOUT", DEFAULT_TIMEOUT))
+    if timeout <= 0:
+        raise DistributedError(f"the collective timeout must be positive seconds, got {timeout}")
+    _state.timeout = float(timeout)
+    if _state.comm is not None:
+        return _state.comm.Get_rank()
+    MPI = import_mpi()
+    _state.MPI, _state.comm = MPI, MPI.COMM_WORLD
+    if world_size() > 1:
+        _install_fault_handling()
+    return rank()
+
+
+def is_initialized():
+    """True once init() has run in this process."""
+    return _state.comm is not None
+
+
+def rank():
+    """This process's rank, 0 .. world_size()-1 (from the launcher's environment before init())."""
+    return _state.comm.Get_rank() if _state.comm is not None else launcher_rank()
+
+
+def world_size():
+    """The number of processes (from the launcher's environment before init())."""
+    return _state.comm.Get_size() if _state.comm is not None else launcher_world_size()
+
+
+def communicator():
+    """The MPI communicator of all processes; DistributedError before init()."""
+    if _state.comm is None:
+        raise DistributedError("tfl.distributed is not initialised: call tfl.distributed.init() at the start "
+                               "of the script (every process runs it), then launch with "
+                               "`tinyflow launch -n 2 script.py` (or plain `python script.py` for one process).")
+    return _state.comm
+
+
+def abort(message, code=1):
+    """Print `message` naming this rank on stderr and end every process of the job."""
+    # the real stderr: a library's excepthook may have swapped sys.stderr for a buffer it prints after we return
+    stream = sys.__stderr__ or sys.stderr
+    stream.write(f"[tinyflow rank {rank()}/{world_size()}] {message}\n")
+    stream.flush()
+    try:
+        _state.comm.Abort(code)
+    finally:
+        os._exit(code)  # Abort does not return; this covers a broken MPI
+
+
+def _install_fault_handling():
+    """An excepthook aborting the job on an uncaught exception, and the collective watchdog."""
+    previous = sys.excepthook
+
+    def abort_on_uncaught(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt):
+            return previous(exc_type, exc, tb)
+        text = "".join(traceback.format_exception(exc_type, exc, tb))
+        abort(f"uncaught exception, aborting all {world_size()} processes:\n{text.rstrip()}")
+
+    sys.excepthook = abort_on_uncaught
+    _state.watchdog = Watchdog()
+
+
+class Watchdog:
+    """A daemon thread that aborts the job when one collective runs longer than the timeout.
+
+    MPI collectives block until every rank joins; a rank that died without MPI noticing
+    (or that skipped the call) would leave the others waiting forever.
+    """
+
+    def __init__(self):
+        self.deadline = None
+        self.what, self.array = "", None
+        thread = threading.Thread(target=self._watch, name="tinyflow-collective-watchdog", daemon=True)
+        thread.start()
+
+    def arm(self, what, array=None):
+        """A collective (on `array`, named in the message only if it times out) starts now."""
+        self.what, self.array, self.deadline = what, array, time.monotonic() + _state.timeout
+
+    def disarm(self):
+        """The collective finished."""
+        self.deadline = None
+
+    def _watch(self):
+        while True:
+            time.sleep(min(1.0, _state.timeout / 4))
+            deadline = self.deadline
+            if deadline is not None and time.monotonic() > deadline:
+                what = self.what if self.array is None else f"{self.what} of {self.array.shape} {self.array.dtype}"
+                abort(f"{what} waited more than {_state.timeout:g} s for the other ranks: one of them "
+                      "has probably failed or stopped calling the same collectives; aborting the job. "
+                      "(Set TINYFLOW_COLLECTIVE_TIMEOUT or init(timeout=...) if the step is just slow.)")
+
+
+class guarded:
+    """`with guarded("all_reduce", array):` runs a collective under the watchdog (no-op for one process)."""
+
+    def __init__(self, what, array=None):
+        self.what, self.array = what, array  # formatted only on a timeout: str(dtype) costs microseconds
+
+    def __enter__(self):
+        if _state.watchdog is not None:
+            _state.watchdog.arm(self.what, self.array)
+
+    def __exit__(self, *exc_info):
+        if _state.watchdog is not None:
+            _state.watchdog.disarm()
