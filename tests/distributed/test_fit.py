@@ -24,7 +24,7 @@ d = tfl.distributed
 d.init()
 r, out, mode = d.rank(), sys.argv[1], sys.argv[2]
 X, y = boston_rows()
-sys.stderr = open(f"{out}/stderr-{mode}{r}.txt", "w")          # where the progress bar would go
+sys.stdout = sys.stderr = open(f"{out}/stderr-{mode}{r}.txt", "w")  # where progress goes (plain lines)
 def fit(seed, epochs, folder):
     with tfl.Graph().as_default():
         model = boston_model(seed)
