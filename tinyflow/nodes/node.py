@@ -1,4 +1,8 @@
-"""Node: the base of every graph element, and the operator overloading that builds graphs."""
+"""Node: the base of every graph element.
+
+Operators (`+ - * / @ ...`) are installed by tinyflow/ops/operators.py, Jupyter pictures
+(`_repr_svg_`) by tinyflow/viz: this layer knows neither ops nor pictures.
+"""
 import os
 import sys
 
@@ -21,7 +25,8 @@ def _user_frame():
 class Node:
     """A vertex of the graph: inputs, consumers, static shape and dtype, a unique name."""
 
-    # A Node is not an array: make numpy hand `array + node` to Node.__radd__.
+    # A Node is not an array: numpy hands `array + node` to the node (tinyflow/ops/operators.py
+    # installs the real hook, which also explains `np.exp(node)`).
     __array_ufunc__ = None
     op_type = "Node"
 
@@ -68,11 +73,6 @@ class Node:
 
     __hash__ = object.__hash__
 
-    def _repr_svg_(self):
-        """Jupyter shows a node as the picture of the subgraph it needs."""
-        from ..viz import svg
-        return svg(self)
-
     def __iter__(self):
         # Without this, __getitem__ would make Python iterate a node forever.
         raise TypeError(f"{self!r} is a graph node, not a value: it cannot be iterated. "
@@ -81,76 +81,6 @@ class Node:
     def __bool__(self):
         raise TypeError(f"{self!r} has no truth value while the graph is being built. "
                         "Compare values after sess.run, or use `is None` to test for a missing node.")
-
-    # -- operator overloading: each operator builds an op node -------------------
-    def __add__(self, other):
-        from ..ops.math_ops import add
-        return add(self, other)
-
-    def __radd__(self, other):
-        from ..ops.math_ops import add
-        return add(other, self)
-
-    def __sub__(self, other):
-        from ..ops.math_ops import subtract
-        return subtract(self, other)
-
-    def __rsub__(self, other):
-        from ..ops.math_ops import subtract
-        return subtract(other, self)
-
-    def __mul__(self, other):
-        from ..ops.math_ops import multiply
-        return multiply(self, other)
-
-    def __rmul__(self, other):
-        from ..ops.math_ops import multiply
-        return multiply(other, self)
-
-    def __truediv__(self, other):
-        from ..ops.math_ops import divide
-        return divide(self, other)
-
-    def __rtruediv__(self, other):
-        from ..ops.math_ops import divide
-        return divide(other, self)
-
-    def __pow__(self, other):
-        from ..ops.math_ops import power
-        return power(self, other)
-
-    def __rpow__(self, other):
-        from ..ops.math_ops import power
-        return power(other, self)
-
-    def __matmul__(self, other):
-        from ..ops.matmul import matmul
-        return matmul(self, other)
-
-    def __rmatmul__(self, other):
-        from ..ops.matmul import matmul
-        return matmul(other, self)
-
-    def __neg__(self):
-        from ..ops.math_ops import negative
-        return negative(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        from ..ops.math_ops import abs as abs_
-        return abs_(self)
-
-    def __getitem__(self, key):
-        from ..ops.array_ops import get_item
-        return get_item(self, key)
-
-    @property
-    def T(self):
-        """The transpose (all axes reversed)."""
-        from ..ops.array_ops import transpose
-        return transpose(self)
 
 
 def default_dtype_for(value):
@@ -167,8 +97,10 @@ def as_node(value, like=None):
     A plain Python number takes the dtype of `like` (the other operand), so
     `x * 2.0` stays float32 when x is float32.
     """
-    if isinstance(value, Node):
-        return value
+    if isinstance(value, Node) or getattr(value, "graph", False) is None:
+        return value  # a node, or an eager Tensor (it has no graph)
+    if like is not None and like.graph is None:
+        return like.constant(value, like=like)  # next to an eager Tensor, a constant is a Tensor too
     from .constant import Constant
     graph = like.graph if like is not None else None
     if like is not None and like.dtype is not None and type(value) in (int, float):

@@ -1,4 +1,9 @@
-"""Operation: the base class of every op. A subclass says how to compute and how to infer shapes."""
+"""Operation: the base class of every op. A subclass says how to compute and how to infer shapes.
+
+One op class serves both modes. Called on graph nodes (or numbers, arrays) it
+builds a node; called on eager Tensors it computes at once and returns a Tensor
+(the eager runtime, tinyflow/eager, installs itself as `Operation.eager`).
+"""
 import numpy as np
 
 from ..errors import ShapeError
@@ -8,7 +13,18 @@ from .node import Node, as_node
 OP_TYPES = {}  # op_type -> class, filled as op classes are defined (the registry tests walk it)
 
 
-class Operation(Node):
+class OperationType(type):
+    """The metaclass of ops: `Op(*inputs)` is a graph node, or an eager Tensor when inputs are Tensors."""
+
+    def __call__(cls, *args, **kwargs):
+        op = cls.__new__(cls)
+        op.__init__(*args, **kwargs)
+        if op.graph is None:  # Operation.__init__ found eager Tensors among the inputs
+            return Operation.eager.run(op)
+        return op
+
+
+class Operation(Node, metaclass=OperationType):
     """A node computed from its inputs.
 
     Subclasses implement `compute(*input_values)` (the numpy reference kernel)
@@ -19,6 +35,7 @@ class Operation(Node):
 
     stateful = False  # True for ops that change Variables; the Session runs them after pure ops
     abstract = True   # bases of op families say so too; concrete ops go into OP_TYPES
+    eager = None      # the eager runtime: `takes(inputs)`, `prepare(op, inputs)`, `run(op)` (tinyflow.eager)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -26,15 +43,18 @@ class Operation(Node):
             OP_TYPES[cls.op_type] = cls
 
     def __init__(self, *inputs, name=None):
+        eager = Operation.eager
+        if eager is not None and eager.takes(inputs):
+            eager.prepare(self, inputs)  # sets inputs, shape, dtype and graph = None; no graph node
+            return
         like = next((x for x in inputs if isinstance(x, Node)), None)
         nodes = [as_node(x, like=like) for x in inputs]
         try:
             shape = normalize_shape(self.infer_shape(*[n.shape for n in nodes]))
             dtype = self.infer_dtype(*[n.dtype for n in nodes])
         except ShapeError as err:
-            operands = ", ".join(f"'{n.name}' ({n.op_type}, shape {n.shape})" for n in nodes)
             raise ShapeError(f"{self.op_type}{f' {name!r}' if name else ''}: {err} "
-                             f"[operands: {operands}]") from None
+                             f"[operands: {describe_operands(nodes)}]") from None
         super().__init__(nodes, shape, dtype, name)
 
     def compute(self, *input_values):
@@ -49,3 +69,8 @@ class Operation(Node):
         """The output dtype; numpy's promotion of the input dtypes by default."""
         dtypes = [d for d in input_dtypes if d is not None]
         return np.result_type(*dtypes) if dtypes else np.dtype(np.float32)
+
+
+def describe_operands(inputs):
+    """"'x' (Placeholder, shape (None, 3)), ..." for error messages (eager Tensors say so)."""
+    return ", ".join(f"'{getattr(n, 'name', 'tensor')}' ({n.op_type}, shape {n.shape})" for n in inputs)

@@ -11,3 +11,4 @@ from .random_ops import dropout
 from .reductions import argmax, reduce_max, reduce_mean, reduce_sum
 from .softmax import log_softmax, softmax
 from .state_ops import assign, assign_add, assign_sub, group
+from . import operators  # noqa: F401,E402 - installs + - * / @ < ... on Node (and, via tinyflow.eager, Tensor)
