@@ -20,6 +20,8 @@ from .metrics import get_metric
 from .model import EarlyStopping, History, Model
 from .random import set_seed
 from .session import Session
+from . import eager
+from .eager import Tensor, enable_grad, no_grad, tensor
 
 __version__ = "0.1.0"
 
@@ -44,4 +46,6 @@ __all__ = [
     "ExecutionError", "CheckpointError",
     # subpackages
     "nn", "optim", "backends", "data", "plot", "viz",
+    # eager mode
+    "Tensor", "tensor", "no_grad", "enable_grad", "eager",
 ]

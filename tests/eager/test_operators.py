@@ -56,3 +56,8 @@ def test_method_forms_match_the_functions():
 def test_placeholder_default_is_checked_like_a_feed():
     with pytest.raises(tfl.FeedError):
         tfl.Placeholder((2,), "float32", default=np.ones(3))
+def test_node_and_tensor_share_one_definition():
+    assert tfl.Tensor.__add__ is tfl.Node.__add__ is operators.OPERATORS["__add__"]
+    assert tfl.Tensor.__lt__ is tfl.Node.__lt__
+
+

@@ -97,9 +97,13 @@ def as_node(value, like=None):
     A plain Python number takes the dtype of `like` (the other operand), so
     `x * 2.0` stays float32 when x is float32.
     """
-    if isinstance(value, Node) or getattr(value, "graph", False) is None:
-        return value  # a node, or an eager Tensor (it has no graph)
-    if like is not None and like.graph is None:
+    if isinstance(value, Node):
+        return value
+    if getattr(value, "graph", False) is None:  # an eager Tensor
+        if like is None or like.graph is None:
+            return value
+        value = np.asarray(value)  # next to a graph node, a Tensor is a constant of its current value
+    elif like is not None and like.graph is None:
         return like.constant(value, like=like)  # next to an eager Tensor, a constant is a Tensor too
     from .constant import Constant
     graph = like.graph if like is not None else None

@@ -35,7 +35,8 @@ class Operation(Node, metaclass=OperationType):
 
     stateful = False  # True for ops that change Variables; the Session runs them after pure ops
     abstract = True   # bases of op families say so too; concrete ops go into OP_TYPES
-    eager = None      # the eager runtime: `takes(inputs)`, `prepare(op, inputs)`, `run(op)` (tinyflow.eager)
+    elementwise = False  # True: the output has the broadcast shape of the inputs, value by value
+    eager = None      # the eager runtime: `adopt(op, inputs)` and `run(op)` (installed by tinyflow.eager)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -44,9 +45,8 @@ class Operation(Node, metaclass=OperationType):
 
     def __init__(self, *inputs, name=None):
         eager = Operation.eager
-        if eager is not None and eager.takes(inputs):
-            eager.prepare(self, inputs)  # sets inputs, shape, dtype and graph = None; no graph node
-            return
+        if eager is not None and eager.adopt(self, inputs):
+            return  # an eager op: inputs, shape and dtype are set, graph is None, no graph node
         like = next((x for x in inputs if isinstance(x, Node)), None)
         nodes = [as_node(x, like=like) for x in inputs]
         try:

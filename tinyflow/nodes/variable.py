@@ -8,6 +8,8 @@ from .node import Node, default_dtype_for
 class Variable(Node):
     """A node holding its own numpy array in `.value`; `trainable` ones are what optimizers update."""
 
+    grad = None  # eager mode: the gradient backward() accumulated (a numpy array), reset by opt.zero_grad()
+
     def __init__(self, initial_value, trainable=True, name=None, dtype=None, graph=None):
         dtype = np.dtype(dtype) if dtype is not None else default_dtype_for(initial_value)
         value = np.array(initial_value, dtype=dtype)  # a private copy: the caller's array stays theirs
