@@ -203,7 +203,8 @@ def _as_tensors(inputs):
             like = x
         elif isinstance(x, Node) and x.graph is not None and not isinstance(x, Variable):
             return None  # graph mode: Tensors become Constants of their value
-    if like is None and not any(isinstance(x, Node) and x.graph is None for x in inputs):
+    if like is None and not any(isinstance(x, Node) and x.graph is None for x in inputs) and not (
+            Operation.eager_variables and any(isinstance(x, Variable) for x in inputs)):
         return None
     tensors = []
     for x in inputs:

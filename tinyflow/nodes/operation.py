@@ -37,6 +37,7 @@ class Operation(Node, metaclass=OperationType):
     abstract = True   # bases of op families say so too; concrete ops go into OP_TYPES
     elementwise = False  # True: the output has the broadcast shape of the inputs, value by value
     eager = None      # the eager runtime: `adopt(op, inputs)` and `run(op)` (installed by tinyflow.eager)
+    eager_variables = 0  # > 0 while a layer runs on a Tensor: ops on its Variables compute eagerly too
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
