@@ -132,11 +132,12 @@ def _fit(grad, fn, index):
     return SumToShapeOf(grad, inp)
 
 
-def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=None):
+def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=None, trace=None):
     """Backpropagate from `roots` (seeded with `grads`, default ones for scalars) into the leaves.
 
     With `sink` (a dict leaf -> None), gradients of those tensors are collected there
-    instead of accumulated into `.grad` (what `grad()` returns).
+    instead of accumulated into `.grad` (what `grad()` returns). `trace(fn, grad, counts)`,
+    if given, sees each op as it is processed (tfl.viz.eager_backprop_steps draws it).
     """
     grads = [None] * len(roots) if grads is None else list(grads)
     pending, start = {}, []
@@ -188,6 +189,8 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
                     else:
                         ready.append(edge)
             done.append(fn)
+            if trace is not None:
+                trace(fn, grad, dict(counts))
     finally:
         GradMode.enabled = previous
         errstate.__exit__(None, None, None)
