@@ -66,10 +66,18 @@ def _small_size(backend):
     return size
 
 
+_CHOSEN = {}  # backend name -> its Dispatch, so switching back and forth costs nothing
+
+
 def set_backend(name=None):
     """Choose the backend eager ops run on: "c", "numpy", "opencl" (None: $TINYFLOW_BACKEND or the best)."""
-    Dispatch.current = Dispatch(name)
-    return Dispatch.current.backend
+    dispatch = _CHOSEN.get(name) if name is not None else None
+    if dispatch is None:
+        dispatch = Dispatch(name)
+        if name is not None:
+            _CHOSEN[name] = dispatch
+    Dispatch.current = dispatch
+    return dispatch.backend
 
 
 def get_backend():
@@ -91,12 +99,22 @@ def _differentiable(cls, cache={}):
     return flag
 
 
-def user_site():
-    """(file, line) of the innermost caller outside the tinyflow package."""
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+def user_site(_getframe=sys._getframe, _inside={}):
+    """(file, line) of the innermost caller outside the tinyflow package (for error messages).
+
+    Called from `run`, itself called from the op's metaclass: the walk starts at the caller
+    of that, and remembers per code object whether it belongs to tinyflow.
+    """
+    frame = _getframe(3)
+    while frame is not None:
+        code = frame.f_code
+        inside = _inside.get(code)
+        if inside is None:
+            inside = _inside[code] = code.co_filename.startswith(_PACKAGE_DIR)
+        if not inside:
+            return (code.co_filename, frame.f_lineno)
         frame = frame.f_back
-    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
+    return None
 
 
 _INFERRED = {}  # (elementwise op class, *input dtypes) -> output dtype
