@@ -35,7 +35,7 @@ class LeafGradFn:
 
 def next_functions(fn):
     """The grad_fns an op's gradient flows into, one per input (LeafGradFn for leaves, None for no gradient)."""
-    return tuple(LeafGradFn(e) if isinstance(e, Tensor) else e for e in fn._next)
+    return tuple(LeafGradFn(e) if isinstance(e, Tensor) else e for e in fn._next or ())
 
 
 def _seed(root, grad):
