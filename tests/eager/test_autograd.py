@@ -160,3 +160,22 @@ def test_grad_fn_chain_and_leaves_are_inspectable():
     leaf, constant = tfl.eager.next_functions(matmul)
     assert matmul.op_type == "MatMul" and isinstance(leaf, tfl.eager.LeafGradFn) and leaf.variable is x
     assert constant is None
+
+
+def test_clone_keeps_the_gradient_path_and_protects_the_original():
+    x = tfl.tensor(X, requires_grad=True)
+    a = x * 1
+    b = a.clone()
+    b.add_(1)                     # changes the copy, not what `a * a` saved
+    (a * a + b).sum().backward()
+    np.testing.assert_allclose(x.grad, 2 * X + 1, rtol=1e-6)
+
+
+def test_optimizer_step_between_forward_and_backward_is_caught():
+    layer = tfl.nn.Sequential(tfl.nn.Linear(3, 2), tfl.nn.Linear(2, 2))  # layer 1 needs layer 2's weight
+    opt = tfl.optim.SGD(layer.parameters(), lr=0.1)
+    (layer(tfl.tensor(X)) ** 2).sum().backward()
+    stale = (layer(tfl.tensor(X)) ** 2).sum()
+    opt.step()                    # the weights `stale` saved change in place
+    with pytest.raises(tfl.TinyflowError, match="changed in place"):
+        stale.backward()

@@ -147,6 +147,11 @@ class Tensor:
         """A new tensor with the same value, outside any recorded graph (requires no grad)."""
         return make(self._data)
 
+    def clone(self):
+        """A new tensor with the same value, still in the recorded graph (gradients flow through it)."""
+        from ..ops.array_ops import identity
+        return identity(self) if self.requires_grad else make(self._data.copy())
+
     def backward(self, grad=None, retain_graph=False, create_graph=False):
         """Accumulate d(self)/d(leaf) into the `.grad` of every leaf that requires grad.
 

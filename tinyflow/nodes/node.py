@@ -68,7 +68,8 @@ class Node:
 
     def __repr__(self):
         dtype = getattr(self, "dtype", None)
-        return (f"<{self.op_type} '{getattr(self, 'name', '?')}' shape={getattr(self, 'shape', '?')} "
+        name = "(eager op)" if getattr(self, "graph", 0) is None else f"'{getattr(self, 'name', '?')}'"
+        return (f"<{self.op_type} {name} shape={getattr(self, 'shape', '?')} "
                 f"dtype={dtype.name if dtype is not None else None}>")
 
     __hash__ = object.__hash__
