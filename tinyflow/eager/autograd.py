@@ -98,21 +98,32 @@ def _gradients_of(fn, grad):
     gradient = gradient_function(fn)
     if gradient is NOT_DIFFERENTIABLE:
         return [None] * len(fn.inputs)
-    stale = fn._epoch != Clock.now and any(t._version > fn._epoch for t in fn.inputs)
+    saved = fn.inputs
+    if fn._epoch == Clock.now and not Taint.active:  # nothing changed in place since: the plain call
+        result = gradient(fn, grad)
+    else:
+        result = _guarded_call(gradient, fn, grad)
+    if result.__class__ is not list:
+        result = [result] if result is None or not isinstance(result, (list, tuple)) else list(result)
+    if len(result) != len(saved):
+        raise GradientError(f"the gradient function of {describe(fn)} returned {len(result)} gradient(s) for "
+                            f"{len(saved)} input(s); return exactly one per input (None where there is none).")
+    return result
+
+
+def _guarded_call(gradient, fn, grad):
+    """The gradient function's call when tensors changed in place since fn was recorded: stale saved
+    inputs (and outputs, see runtime.output_of) become tainted stand-ins."""
+    stale = any(t._version > fn._epoch for t in fn.inputs)
     saved = fn.inputs
     if stale:  # some saved input changed in place since: hand out tainted stand-ins
         fn.inputs = tuple(stale_stand_in(t, fn, f"input {i}", t) if t._version > fn._epoch else t
                           for i, t in enumerate(saved))
     taint_before, Taint.active = Taint.active, Taint.active or stale or fn._epoch != Clock.now
     try:
-        result = gradient(fn, grad)
+        return gradient(fn, grad)
     finally:
         Taint.active, fn.inputs = taint_before, saved
-    result = [result] if result is None or not isinstance(result, (list, tuple)) else list(result)
-    if len(result) != len(saved):
-        raise GradientError(f"the gradient function of {describe(fn)} returned {len(result)} gradient(s) for "
-                            f"{len(saved)} input(s); return exactly one per input (None where there is none).")
-    return result
 
 
 def _fit(grad, fn, index):
@@ -173,7 +184,8 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
                 if edge is None:
                     continue
                 g = input_grads[i]
-                if g is not None:
+                if g is not None and not (g.__class__ is Tensor and g._taint is None
+                                          and g._data.shape == fn.inputs[i]._data.shape):
                     g = _fit(g, fn, i)
                 if edge.__class__ is Tensor:
                     if g is not None:
