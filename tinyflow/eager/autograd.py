@@ -13,7 +13,7 @@ import numpy as np
 
 from ..autodiff.registry import NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, TinyflowError
-from ..ops.array_ops import SumToShapeOf
+from ..nodes import OP_TYPES
 from ..shapes import can_reduce_to
 from .grad_mode import GradMode
 from .runtime import Clock, Taint, describe, stale_stand_in
@@ -140,7 +140,7 @@ def _fit(grad, fn, index):
             f"the gradient function of {describe(fn)} returned a gradient of shape {grad.shape} for input "
             f"{index} (shape {inp.shape}); it must have the input's shape, or a shape that broadcasting made "
             f"from it. Fix the gradient function registered for '{fn.op_type}'.")
-    return SumToShapeOf(grad, inp)
+    return OP_TYPES["SumToShapeOf"](grad, inp)  # graph mode's one unbroadcasting op
 
 
 def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=None, trace=None):

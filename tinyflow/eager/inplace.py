@@ -13,8 +13,9 @@ import weakref
 import numpy as np
 
 from ..errors import TinyflowError
-from ..ops.array_ops import GetItemGrad, _normalize_key
-from ..ops.math_ops import cast
+from ..nodes import OP_TYPES
+from ..ops import cast
+from ..ops.array_ops import _normalize_key
 from .grad_mode import GradMode
 from .runtime import tick
 from .tensor import Tensor, make
@@ -88,7 +89,7 @@ def setitem(self, key, value):
         mask = np.zeros(old.shape, dtype=old.dtype)
         mask[key] = 1
         filled = value + make(np.zeros(region_shape, old.dtype))  # value broadcast to the region
-        return old * (1 - mask) + GetItemGrad(filled, old, key)
+        return old * (1 - mask) + OP_TYPES["GetItemGrad"](filled, old, key)
     return apply_inplace(self, "x[...] = v", compute)
 
 

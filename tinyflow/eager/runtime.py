@@ -15,8 +15,8 @@ import weakref
 import numpy as np
 
 from .. import backends as _backends
-from ..autodiff.registry import _GRADIENTS, NOT_DIFFERENTIABLE
-from ..errors import ShapeError, TinyflowError
+from ..autodiff.registry import NOT_DIFFERENTIABLE, gradient_function
+from ..errors import GradientError, ShapeError, TinyflowError
 from ..nodes import Node, Operation, Variable
 from ..nodes.operation import describe_operands
 from .grad_mode import GradMode
@@ -91,11 +91,15 @@ def _activate():
 
 
 # ---------------------------------------------------------------- the hook
-def _differentiable(cls, cache={}):
-    """Whether outputs of this op class can carry gradients (not marked not_differentiable)."""
-    flag = cache.get(cls)
+def _differentiable(op, cache={}):
+    """Whether outputs of this op's class can carry gradients (not marked not_differentiable)."""
+    flag = cache.get(op.__class__)
     if flag is None:
-        flag = cache[cls] = _GRADIENTS.get(cls.op_type) is not NOT_DIFFERENTIABLE
+        try:
+            flag = gradient_function(op) is not NOT_DIFFERENTIABLE
+        except GradientError:
+            flag = True  # no gradient registered: backward() will say so, naming the op
+        cache[op.__class__] = flag
     return flag
 
 
@@ -186,7 +190,7 @@ class EagerRuntime:
         if GradMode.enabled:
             for t in inputs:
                 if t.requires_grad:
-                    record = out.dtype.kind == "f" and _differentiable(op.__class__)
+                    record = out.dtype.kind == "f" and _differentiable(op)
                     break
         result = Tensor.__new__(Tensor)
         result._data, result.requires_grad, result._grad, result._owner, result._taint = out, record, None, None, None

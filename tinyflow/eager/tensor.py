@@ -149,7 +149,7 @@ class Tensor:
 
     def clone(self):
         """A new tensor with the same value, still in the recorded graph (gradients flow through it)."""
-        from ..ops.array_ops import identity
+        from ..ops import identity
         return identity(self) if self.requires_grad else make(self._data.copy())
 
     def backward(self, grad=None, retain_graph=False, create_graph=False):

@@ -14,9 +14,9 @@ import numpy as np
 
 from ..errors import TinyflowError
 from ..nodes import Node
-from . import activations, array_ops, math_ops, reductions
-from .matmul import matmul as _matmul_fn
-from .softmax import log_softmax as _log_softmax_fn, softmax as _softmax_fn
+from . import (abs as _abs, add, argmax, divide, exp, get_item, greater, greater_equal, less, less_equal, log,
+               log_softmax, matmul, multiply, negative, power, reduce_max, reduce_mean, reduce_sum, relu, reshape,
+               sigmoid, softmax, sqrt, square, subtract, tanh, transpose)
 
 
 def _binary(fn):
@@ -28,17 +28,17 @@ def _binary(fn):
     return forward, reflected
 
 
-_add, _radd = _binary(math_ops.add)
-_sub, _rsub = _binary(math_ops.subtract)
-_mul, _rmul = _binary(math_ops.multiply)
-_truediv, _rtruediv = _binary(math_ops.divide)
-_pow, _rpow = _binary(math_ops.power)
-_matmul, _rmatmul = _binary(_matmul_fn)
+_add, _radd = _binary(add)
+_sub, _rsub = _binary(subtract)
+_mul, _rmul = _binary(multiply)
+_truediv, _rtruediv = _binary(divide)
+_pow, _rpow = _binary(power)
+_matmul, _rmatmul = _binary(matmul)
 
 
 def _transpose_property(self):
     """The transpose (all axes reversed)."""
-    return array_ops.transpose(self)
+    return transpose(self)
 
 
 def _method(fn, doc):
@@ -52,46 +52,46 @@ OPERATORS = {
     "__add__": _add, "__radd__": _radd, "__sub__": _sub, "__rsub__": _rsub,
     "__mul__": _mul, "__rmul__": _rmul, "__truediv__": _truediv, "__rtruediv__": _rtruediv,
     "__pow__": _pow, "__rpow__": _rpow, "__matmul__": _matmul, "__rmatmul__": _rmatmul,
-    "__neg__": lambda self: math_ops.negative(self),
+    "__neg__": lambda self: negative(self),
     "__pos__": lambda self: self,
-    "__abs__": lambda self: math_ops.abs(self),
-    "__getitem__": lambda self, key: array_ops.get_item(self, key),
-    "__lt__": lambda self, other: math_ops.less(self, other),
-    "__le__": lambda self, other: math_ops.less_equal(self, other),
-    "__gt__": lambda self, other: math_ops.greater(self, other),
-    "__ge__": lambda self, other: math_ops.greater_equal(self, other),
+    "__abs__": lambda self: _abs(self),
+    "__getitem__": lambda self, key: get_item(self, key),
+    "__lt__": lambda self, other: less(self, other),
+    "__le__": lambda self, other: less_equal(self, other),
+    "__gt__": lambda self, other: greater(self, other),
+    "__ge__": lambda self, other: greater_equal(self, other),
     "T": property(_transpose_property),
 }
 
 # method forms: x.sum(axis) is tfl.reduce_sum(x, axis), and so on
 METHODS = {
-    "sum": _method(reductions.reduce_sum, "tfl.reduce_sum(self, axis=None, keepdims=False)."),
-    "mean": _method(reductions.reduce_mean, "tfl.reduce_mean(self, axis=None, keepdims=False)."),
-    "max": _method(reductions.reduce_max, "tfl.reduce_max(self, axis=None, keepdims=False)."),
-    "argmax": _method(reductions.argmax, "tfl.argmax(self, axis=-1)."),
-    "reshape": _method(lambda x, *shape: array_ops.reshape(
+    "sum": _method(reduce_sum, "tfl.reduce_sum(self, axis=None, keepdims=False)."),
+    "mean": _method(reduce_mean, "tfl.reduce_mean(self, axis=None, keepdims=False)."),
+    "max": _method(reduce_max, "tfl.reduce_max(self, axis=None, keepdims=False)."),
+    "argmax": _method(argmax, "tfl.argmax(self, axis=-1)."),
+    "reshape": _method(lambda x, *shape: reshape(
         x, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape),
         "tfl.reshape(self, shape); x.reshape(2, 3) and x.reshape((2, 3)) both work."),
-    "transpose": _method(array_ops.transpose, "tfl.transpose(self, axes=None)."),
-    "exp": _method(math_ops.exp, "tfl.exp(self)."),
-    "log": _method(math_ops.log, "tfl.log(self)."),
-    "sqrt": _method(math_ops.sqrt, "tfl.sqrt(self)."),
-    "square": _method(math_ops.square, "tfl.square(self)."),
-    "abs": _method(math_ops.abs, "tfl.abs(self)."),
-    "relu": _method(activations.relu, "tfl.relu(self)."),
-    "sigmoid": _method(activations.sigmoid, "tfl.sigmoid(self)."),
-    "tanh": _method(activations.tanh, "tfl.tanh(self)."),
-    "softmax": _method(_softmax_fn, "tfl.softmax(self, axis=-1)."),
-    "log_softmax": _method(_log_softmax_fn, "tfl.log_softmax(self, axis=-1)."),
-    "matmul": _method(_matmul_fn, "tfl.matmul(self, other)."),
+    "transpose": _method(transpose, "tfl.transpose(self, axes=None)."),
+    "exp": _method(exp, "tfl.exp(self)."),
+    "log": _method(log, "tfl.log(self)."),
+    "sqrt": _method(sqrt, "tfl.sqrt(self)."),
+    "square": _method(square, "tfl.square(self)."),
+    "abs": _method(_abs, "tfl.abs(self)."),
+    "relu": _method(relu, "tfl.relu(self)."),
+    "sigmoid": _method(sigmoid, "tfl.sigmoid(self)."),
+    "tanh": _method(tanh, "tfl.tanh(self)."),
+    "softmax": _method(softmax, "tfl.softmax(self, axis=-1)."),
+    "log_softmax": _method(log_softmax, "tfl.log_softmax(self, axis=-1)."),
+    "matmul": _method(matmul, "tfl.matmul(self, other)."),
 }
 
 # the ufuncs numpy calls for `array <op> node`: they become the op (the node's reflected operator)
 _OPERATOR_UFUNCS = {
-    np.add: math_ops.add, np.subtract: math_ops.subtract, np.multiply: math_ops.multiply,
-    np.true_divide: math_ops.divide, np.power: math_ops.power, np.matmul: _matmul_fn,
-    np.less: math_ops.less, np.less_equal: math_ops.less_equal, np.greater: math_ops.greater,
-    np.greater_equal: math_ops.greater_equal,
+    np.add: add, np.subtract: subtract, np.multiply: multiply,
+    np.true_divide: divide, np.power: power, np.matmul: matmul,
+    np.less: less, np.less_equal: less_equal, np.greater: greater,
+    np.greater_equal: greater_equal,
 }
 _TFL_NAMES = {"absolute": "abs", "true_divide": "divide", "fmax": "maximum", "fmin": "minimum"}
 
