@@ -15,7 +15,7 @@ from harness import configure_threads, fmt_time, interleaved, load_note, print_t
 # (key, title, factory name, args, reference candidate, target ratio for tinyflow c); a sub-millisecond
 # unit of work is timed as INNER[key] consecutive units per sample (times are per unit), so that
 # one thread wake-up after switching candidates does not decide the result
-INNER = {"W1": 5, "W1b": 5, "W2": 3, "W2b": 10}
+INNER = {"W1": 5, "W1b": 5, "W2": 3, "W2b": 10, "E1": 5, "E2": 3}
 # pocl's worker threads stay busy after an OpenCL candidate and slow whatever runs next, so the
 # OpenCL rows are measured in their own interleaving, against the same reference
 SEPARATE = ("tinyflow opencl",)
@@ -31,6 +31,10 @@ WORKLOADS = [
     ("W5", "digits convnet (conv 1->8 3x3, relu, max-pool 2, linear 128->10), one epoch at batch 64, Adam",
      "w5_convnet", (), "pytorch eager", 1.0),
     ("W6", "Adam step over 10M parameters", "w6_adam", (), "fused C loop", 1.2),
+    ("E1", "eager: chain of 1,000 adds on 4x4, forward + backward (tinyflow rows: eager Tensors)",
+     "e1_chain_eager", (), "pytorch eager", 1.0),
+    ("E2", "eager: Boston MLP 13-64-64-1 (relu, MSE, Adam), one epoch at batch 32 (tinyflow rows: eager)",
+     "e2_boston_eager", (), "pytorch eager", 1.0),
 ]
 
 

@@ -389,3 +389,7 @@ def w6_adam(n=10_000_000):
             train = tfl.optim.Adam(1e-3).apply_gradients([(grad, w)])
         out[f"tinyflow {backend}"] = _bind(_session(graph, backend), train, {"grad": g})
     return out
+
+
+# eager mode (E1, E2): Tensors against PyTorch eager, in their own module
+from eager_workloads import e1_chain_eager, e2_boston_eager  # noqa: E402,F401

@@ -23,6 +23,8 @@ from .random import set_seed
 from .session import Session
 from . import jit, onnx
 from .control_flow import cond, while_loop
+from . import eager
+from .eager import Tensor, enable_grad, no_grad, tensor
 
 __version__ = "0.1.0"
 
@@ -50,4 +52,6 @@ __all__ = [
     # dynamic to static, control flow, deployment
     "jit", "onnx", "cond", "while_loop",
     "distributed",
+    # eager mode
+    "Tensor", "tensor", "no_grad", "enable_grad", "eager",
 ]

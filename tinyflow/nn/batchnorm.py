@@ -4,7 +4,8 @@ from ..ops.array_ops import reshape
 from ..ops.math_ops import greater, maximum, ones_like, sqrt, square, where
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
-from .layer import Layer, training_flag
+from .eager_batchnorm import batch_norm_eager
+from .layer import Layer, is_eager, training_flag
 
 
 class _BatchNorm(Layer):
@@ -27,6 +28,8 @@ class _BatchNorm(Layer):
         self.running_var = self.add_variable("running_var", (num_features,), "ones", trainable=False)
 
     def forward(self, x):
+        if is_eager(x):
+            return batch_norm_eager(self, x)
         if x.shape is None or len(x.shape) != self.rank:
             raise ValueError(f"{type(self).__name__} expects inputs of rank {self.rank}, got shape {x.shape}")
         axes = (0,) + tuple(range(2, self.rank))

@@ -2,12 +2,15 @@
 
 A layer creates its Variables when it is constructed (as in PyTorch), under its
 own name scope, and builds ops each time it is called on a node. Calling one
-layer twice shares its weights.
+layer twice shares its weights. Called on an eager Tensor, the same `forward`
+computes at once: the layer's Variables act as leaf tensors (gradients land in
+`variable.grad`), and `layer.train()` / `layer.eval()` choose the training
+behaviour of dropout and batch norm (graph mode reads the training flag instead).
 """
 import numpy as np
 
 from ..graph import get_default_graph
-from ..nodes import Placeholder, Variable, as_node
+from ..nodes import Node, Operation, Placeholder, Variable, as_node
 from ..ops.array_ops import reshape
 from ..ops.random_ops import dropout
 from .init import initial_value
@@ -20,6 +23,11 @@ def training_flag(graph=None):
         with graph.name_scope(""):
             graph._training_flag = Placeholder((), "bool", name="training", default=False, graph=graph)
     return graph._training_flag
+
+
+def is_eager(x):
+    """True for an eager Tensor (it has no graph), False for graph nodes and plain values."""
+    return not isinstance(x, Node) and getattr(x, "graph", False) is None
 
 
 def update_ops(graph=None):
@@ -37,14 +45,41 @@ class Layer:
         with self.graph.name_scope(name or type(self).__name__) as scope:
             self.scope = scope
         self._variables = []
+        self.training = True  # eager mode only: dropout and batch norm behave as in training (torch's default)
 
     def __repr__(self):
         return f"<{type(self).__name__} '{self.scope}'>"
 
     def __call__(self, x):
+        if is_eager(x):  # compute at once; ops on this layer's Variables are eager too
+            Operation.eager_variables += 1
+            try:
+                return self.forward(x)
+            finally:
+                Operation.eager_variables -= 1
         x = as_node(x)
         with self.graph.name_scope(self.scope + "/"):
             return self.forward(x)
+
+    def sublayers(self):
+        """The layers inside this one (Sequential's list)."""
+        return []
+
+    def train(self, mode=True):
+        """Eager mode: behave as in training (dropout on, batch statistics); returns the layer."""
+        self.training = bool(mode)
+        for layer in self.sublayers():
+            layer.train(mode)
+        return self
+
+    def eval(self):
+        """Eager mode: behave as in evaluation (no dropout, moving statistics); returns the layer."""
+        return self.train(False)
+
+    def zero_grad(self):
+        """Forget the gradients eager backward() left in this layer's parameters."""
+        for var in self.parameters():
+            var.grad = None
 
     def forward(self, x):
         """Build this layer's ops on node x and return the output node."""
@@ -81,6 +116,9 @@ class Sequential(Layer):
     def variables(self):
         return [v for layer in self.layers for v in (layer.variables() if isinstance(layer, Layer) else [])]
 
+    def sublayers(self):
+        return [layer for layer in self.layers if isinstance(layer, Layer)]
+
 
 class Flatten(Layer):
     """(N, d1, d2, ...) -> (N, d1·d2·...)."""
@@ -99,4 +137,4 @@ class Dropout(Layer):
         self.p = p
 
     def forward(self, x):
-        return dropout(x, self.p, training=training_flag(self.graph))
+        return dropout(x, self.p, training=self.training if is_eager(x) else training_flag(self.graph))

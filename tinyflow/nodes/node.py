@@ -1,4 +1,8 @@
-"""Node: the base of every graph element, and the operator overloading that builds graphs."""
+"""Node: the base of every graph element.
+
+Operators (`+ - * / @ ...`) are installed by tinyflow/ops/operators.py, Jupyter pictures
+(`_repr_svg_`) by tinyflow/viz: this layer knows neither ops nor pictures.
+"""
 import os
 import re
 import sys
@@ -35,7 +39,8 @@ def _notebook_cell(filename):
 class Node:
     """A vertex of the graph: inputs, consumers, static shape and dtype, a unique name."""
 
-    # A Node is not an array: make numpy hand `array + node` to Node.__radd__.
+    # A Node is not an array: numpy hands `array + node` to the node (tinyflow/ops/operators.py
+    # installs the real hook, which also explains `np.exp(node)`).
     __array_ufunc__ = None
     op_type = "Node"
 
@@ -80,15 +85,11 @@ class Node:
 
     def __repr__(self):
         dtype = getattr(self, "dtype", None)
-        return (f"<{self.op_type} '{getattr(self, 'name', '?')}' shape={getattr(self, 'shape', '?')} "
+        name = "(eager op)" if getattr(self, "graph", 0) is None else f"'{getattr(self, 'name', '?')}'"
+        return (f"<{self.op_type} {name} shape={getattr(self, 'shape', '?')} "
                 f"dtype={dtype.name if dtype is not None else None}>")
 
     __hash__ = object.__hash__
-
-    def _repr_svg_(self):
-        """Jupyter shows a node as the picture of the subgraph it needs."""
-        from ..viz import svg
-        return svg(self)
 
     def __iter__(self):
         # Without this, __getitem__ would make Python iterate a node forever.
@@ -98,76 +99,6 @@ class Node:
     def __bool__(self):
         raise TypeError(f"{self!r} has no truth value while the graph is being built. "
                         "Compare values after sess.run, or use `is None` to test for a missing node.")
-
-    # -- operator overloading: each operator builds an op node -------------------
-    def __add__(self, other):
-        from ..ops.math_ops import add
-        return add(self, other)
-
-    def __radd__(self, other):
-        from ..ops.math_ops import add
-        return add(other, self)
-
-    def __sub__(self, other):
-        from ..ops.math_ops import subtract
-        return subtract(self, other)
-
-    def __rsub__(self, other):
-        from ..ops.math_ops import subtract
-        return subtract(other, self)
-
-    def __mul__(self, other):
-        from ..ops.math_ops import multiply
-        return multiply(self, other)
-
-    def __rmul__(self, other):
-        from ..ops.math_ops import multiply
-        return multiply(other, self)
-
-    def __truediv__(self, other):
-        from ..ops.math_ops import divide
-        return divide(self, other)
-
-    def __rtruediv__(self, other):
-        from ..ops.math_ops import divide
-        return divide(other, self)
-
-    def __pow__(self, other):
-        from ..ops.math_ops import power
-        return power(self, other)
-
-    def __rpow__(self, other):
-        from ..ops.math_ops import power
-        return power(other, self)
-
-    def __matmul__(self, other):
-        from ..ops.matmul import matmul
-        return matmul(self, other)
-
-    def __rmatmul__(self, other):
-        from ..ops.matmul import matmul
-        return matmul(other, self)
-
-    def __neg__(self):
-        from ..ops.math_ops import negative
-        return negative(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        from ..ops.math_ops import abs as abs_
-        return abs_(self)
-
-    def __getitem__(self, key):
-        from ..ops.array_ops import get_item
-        return get_item(self, key)
-
-    @property
-    def T(self):
-        """The transpose (all axes reversed)."""
-        from ..ops.array_ops import transpose
-        return transpose(self)
 
 
 def default_dtype_for(value):
@@ -186,6 +117,12 @@ def as_node(value, like=None):
     """
     if isinstance(value, Node):
         return value
+    if getattr(value, "graph", False) is None:  # an eager Tensor
+        if like is None or like.graph is None:
+            return value
+        value = np.asarray(value)  # next to a graph node, a Tensor is a constant of its current value
+    elif like is not None and like.graph is None:
+        return like.constant(value, like=like)  # next to an eager Tensor, a constant is a Tensor too
     # Constant refuses what no kernel can compute (strings, None, ragged lists) when the graph is built
     from .constant import Constant
     graph = like.graph if like is not None else None

@@ -1,4 +1,9 @@
-"""Operation: the base class of every op. A subclass says how to compute and how to infer shapes."""
+"""Operation: the base class of every op. A subclass says how to compute and how to infer shapes.
+
+One op class serves both modes. Called on graph nodes (or numbers, arrays) it
+builds a node; called on eager Tensors it computes at once and returns a Tensor
+(the eager runtime, tinyflow/eager, installs itself as `Operation.eager`).
+"""
 import numpy as np
 
 from ..errors import GraphError, ShapeError
@@ -18,7 +23,18 @@ def _refuse_a_taken_builtin_name(cls):
             f"`op_type = \"My{cls.op_type}\"` in its body.")
 
 
-class Operation(Node):
+class OperationType(type):
+    """The metaclass of ops: `Op(*inputs)` is a graph node, or an eager Tensor when inputs are Tensors."""
+
+    def __call__(cls, *args, **kwargs):
+        op = cls.__new__(cls)
+        op.__init__(*args, **kwargs)
+        if op.graph is None:  # Operation.__init__ found eager Tensors among the inputs
+            return Operation.eager.run(op)
+        return op
+
+
+class Operation(Node, metaclass=OperationType):
     """A node computed from its inputs.
 
     Subclasses implement `compute(*input_values)` (the numpy reference kernel)
@@ -29,6 +45,9 @@ class Operation(Node):
 
     stateful = False  # True for ops that change Variables; the Session runs them after pure ops
     abstract = True   # bases of op families say so too; concrete ops go into OP_TYPES
+    elementwise = False  # True: the output has the broadcast shape of the inputs, value by value
+    eager = None      # the eager runtime: `adopt(op, inputs)` and `run(op)` (installed by tinyflow.eager)
+    eager_variables = 0  # > 0 while a layer runs on a Tensor: ops on its Variables compute eagerly too
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -37,15 +56,17 @@ class Operation(Node):
             OP_TYPES[cls.op_type] = cls
 
     def __init__(self, *inputs, name=None):
+        eager = Operation.eager
+        if eager is not None and eager.adopt(self, inputs):
+            return  # an eager op: inputs, shape and dtype are set, graph is None, no graph node
         like = next((x for x in inputs if isinstance(x, Node)), None)
         nodes = [as_node(x, like=like) for x in inputs]
         try:
             shape = normalize_shape(self.infer_shape(*[n.shape for n in nodes]))
             dtype = self.infer_dtype(*[n.dtype for n in nodes])
         except ShapeError as err:
-            operands = ", ".join(f"'{n.name}' ({n.op_type}, shape {n.shape})" for n in nodes)
             raise ShapeError(f"{self.op_type}{f' {name!r}' if name else ''}: {err} "
-                             f"[operands: {operands}]") from None
+                             f"[operands: {describe_operands(nodes)}]") from None
         super().__init__(nodes, shape, dtype, name)
 
     def compute(self, *input_values):
@@ -60,3 +81,8 @@ class Operation(Node):
         """The output dtype; numpy's promotion of the input dtypes by default."""
         dtypes = [d for d in input_dtypes if d is not None]
         return np.result_type(*dtypes) if dtypes else np.dtype(np.float32)
+
+
+def describe_operands(inputs):
+    """"'x' (Placeholder, shape (None, 3)), ..." for error messages (eager Tensors say so)."""
+    return ", ".join(f"'{getattr(n, 'name', 'tensor')}' ({n.op_type}, shape {n.shape})" for n in inputs)

@@ -13,6 +13,8 @@ class Variable(Node):
     downloads a newer device copy, and setting `.value` marks the device copy stale.
     """
 
+    grad = None  # eager mode: the gradient backward() accumulated (a numpy array), reset by opt.zero_grad()
+
     def __init__(self, initial_value, trainable=True, name=None, dtype=None, graph=None):
         dtype = np.dtype(dtype) if dtype is not None else default_dtype_for(initial_value)
         value = np.array(initial_value, dtype=dtype)  # a private copy: the caller's array stays theirs

@@ -10,3 +10,5 @@ from .reductions import argmax, reduce_max, reduce_mean, reduce_sum
 from .softmax import log_softmax, softmax
 from .state_ops import assign, assign_add, assign_sub, group
 from .unary_ops import abs, cast, exp, log, negative, ones_like, sign, sqrt, square, zeros_like
+
+from . import operators  # noqa: F401,E402 - installs + - * / @ < ... on Node (and, via tinyflow.eager, Tensor)

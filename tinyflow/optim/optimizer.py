@@ -7,6 +7,7 @@ from ..nodes import Node, Operation, Variable, as_node
 from ..ops.state_ops import group
 from ..shapes import shapes_compatible
 from .checks import check_hyper_parameters
+from . import eager
 
 
 class ApplyUpdate(Operation):
@@ -55,8 +56,25 @@ class ApplyUpdate(Operation):
         raise NotImplementedError
 
 
-class Optimizer:
-    """Turns a loss into a train op: gradients by backprop, then one fused update per Variable."""
+class OptimizerType(type):
+    """Optimizers take the parameters first in eager mode: `Adam(layer.parameters(), lr=1e-3)`.
+
+    A number first (`SGD(0.1)`) is the learning rate, as in graph mode.
+    """
+
+    def __call__(cls, *args, **kwargs):
+        if args and eager.is_parameter_list(args[0]):
+            optimizer = super().__call__(*args[1:], **kwargs)
+            eager.attach(optimizer, args[0])
+            return optimizer
+        return super().__call__(*args, **kwargs)
+
+
+class Optimizer(metaclass=OptimizerType):
+    """Turns a loss into a train op: gradients by backprop, then one fused update per Variable.
+
+    Eager form: created with the parameters first, `zero_grad()` and `step()` (see optim/eager.py).
+    """
 
     update_op = ApplyUpdate
     slot_names = ()  # names of the per-variable state Variables, in `update` order
@@ -69,6 +87,14 @@ class Optimizer:
     def __repr__(self):
         args = ", ".join(f"{k}={v}" for k, v in {"lr": self.lr, **self.hyper}.items())
         return f"{type(self).__name__}({args})"
+
+    def zero_grad(self):
+        """Eager mode: forget every parameter's gradient (`p.grad = None`)."""
+        eager.zero_grad(self)
+
+    def step(self):
+        """Eager mode: update every parameter from its `.grad` with the fused update kernel."""
+        eager.step(self)
 
     def compute_gradients(self, loss, var_list=None):
         """[(gradient node or None, variable)] for `var_list` (default: all trainable Variables)."""

@@ -2,5 +2,10 @@
 from .memory import MemoryProfile, memory_profile
 from .plan import ExecutionPlan
 from .session import GraphGrowthWarning, Session
+from ..nodes import Placeholder
+from .feeds import check_feed
+
+# a Placeholder's default value obeys the rules of feeds
+Placeholder.check_default = staticmethod(lambda node, value: check_feed(node, value, needed_by=None))
 
 __all__ = ["Session", "ExecutionPlan", "GraphGrowthWarning", "memory_profile", "MemoryProfile"]

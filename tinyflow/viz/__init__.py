@@ -1,6 +1,10 @@
 """Pictures of graphs (graphviz)."""
 from .backprop import BackpropSteps, backprop_steps
+from .eager_graph import backward_graph, eager_backprop_steps
 from .memory_plot import plot_memory
 from .graphviz_render import STYLES, VizError, dot_available, render, summarize, svg, to_graphviz
+from ..nodes import Node
 
-__all__ = ["plot_memory", "backprop_steps", "BackpropSteps", "to_graphviz", "render", "svg", "summarize", "dot_available", "VizError", "STYLES"]
+Node._repr_svg_ = lambda self: svg(self)  # Jupyter shows a node as the picture of the subgraph it needs
+
+__all__ = ["backward_graph", "eager_backprop_steps", "plot_memory", "backprop_steps", "BackpropSteps", "to_graphviz", "render", "svg", "summarize", "dot_available", "VizError", "STYLES"]

@@ -1,0 +1,104 @@
+"""In-place ops on Tensors: add_, sub_, mul_, div_, zero_, fill_, x[idx] = v (and +=, -=, *=, /=).
+
+An in-place op is the ordinary op on a snapshot of the tensor (`old`), after
+which the tensor takes the result's value and grad_fn: the recorded graph stays
+correct, and the tensor's version stamp moves on. Ops that saved the tensor
+before the change find a newer stamp at backward time and raise the version
+error if their gradient needs that value (tinyflow/eager/autograd.py), as
+PyTorch does. The value array is replaced, never written into, so no saved
+value is ever overwritten behind the graph's back.
+"""
+import weakref
+
+import numpy as np
+
+from ..errors import TinyflowError
+from ..nodes import OP_TYPES
+from ..ops import cast
+from ..ops.array_ops import _normalize_key
+from .grad_mode import GradMode
+from .runtime import tick
+from .tensor import Tensor, make
+
+
+def apply_inplace(x, name, compute):
+    """Replace x's value by compute(old) where `old` is x before the change; returns x."""
+    if GradMode.enabled and x.requires_grad and x.grad_fn is None:
+        raise TinyflowError(
+            f"{name} would change a leaf tensor that requires grad in place, which would make its gradient "
+            f"meaningless. Update parameters inside `with tfl.no_grad():` (e.g. w.sub_(lr * w.grad)), or "
+            f"compute a new tensor (y = x + v).")
+    old = make(x._data, x.requires_grad, x.grad_fn)
+    old._version, old._owner = x._version, x._owner
+    result = compute(old)
+    if not isinstance(result, Tensor):
+        result = make(np.asarray(result))
+    if result.shape != x.shape:
+        raise TinyflowError(f"{name} cannot change a tensor of shape {x.shape} into a result of shape "
+                            f"{result.shape}: an in-place op keeps the tensor's shape (the other operand must "
+                            "broadcast to it)")
+    if result.dtype != x.dtype:
+        result = cast(result, x.dtype)
+    x._data = result._data
+    x._version = tick()
+    fn = result.grad_fn
+    if fn is not None:
+        x.grad_fn, x.requires_grad = fn, True
+        fn._output, fn._epoch = weakref.ref(x), x._version
+    return x
+
+
+def add_(self, other):
+    """self += other, in place; returns self."""
+    return apply_inplace(self, "add_", lambda old: old + other)
+
+
+def sub_(self, other):
+    """self -= other, in place; returns self."""
+    return apply_inplace(self, "sub_", lambda old: old - other)
+
+
+def mul_(self, other):
+    """self *= other, in place; returns self."""
+    return apply_inplace(self, "mul_", lambda old: old * other)
+
+
+def div_(self, other):
+    """self /= other, in place; returns self."""
+    return apply_inplace(self, "div_", lambda old: old / other)
+
+
+def zero_(self):
+    """Set every entry to 0, in place (no gradient flows to the old value); returns self."""
+    return apply_inplace(self, "zero_", lambda old: old * 0.0)
+
+
+def fill_(self, value):
+    """Set every entry to `value`, in place; returns self."""
+    return apply_inplace(self, "fill_", lambda old: old * 0.0 + value)
+
+
+def setitem(self, key, value):
+    """x[key] = value, in place; the gradient reaches the kept entries of x and every entry of value."""
+    if isinstance(key, Tensor):
+        key = key.numpy()
+    key = _normalize_key(key)
+
+    def compute(old):
+        region_shape = old._data[key].shape
+        mask = np.zeros(old.shape, dtype=old.dtype)
+        mask[key] = 1
+        filled = value + make(np.zeros(region_shape, old.dtype))  # value broadcast to the region
+        return old * (1 - mask) + OP_TYPES["GetItemGrad"](filled, old, key)
+    return apply_inplace(self, "x[...] = v", compute)
+
+
+def install():
+    """Give Tensor its in-place methods."""
+    for fn in (add_, sub_, mul_, div_, zero_, fill_):
+        setattr(Tensor, fn.__name__, fn)
+    Tensor.__setitem__ = setitem
+    Tensor.__iadd__, Tensor.__isub__, Tensor.__imul__, Tensor.__itruediv__ = add_, sub_, mul_, div_
+
+
+install()

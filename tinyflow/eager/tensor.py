@@ -1,0 +1,199 @@
+"""Tensor: an array that computes at once and remembers how it was made (PyTorch-style eager mode).
+
+A Tensor holds a numpy array. Every op accepts Tensors (the op classes are the
+graph's: see tinyflow/nodes/operation.py) and returns a new Tensor at once. When
+an input requires grad, the result remembers the op that made it (`grad_fn`):
+together these ops are the recorded backward graph that `backward()` walks.
+"""
+import numpy as np
+
+from ..errors import TinyflowError
+from ..nodes.node import default_dtype_for
+from ..ops import operators
+
+
+class Tensor:
+    """A value with autograd: `.numpy()`, `.grad`, `.grad_fn`, `.backward()`; ops compute immediately."""
+
+    __slots__ = ("_data", "requires_grad", "grad_fn", "_grad", "_version", "_owner", "_taint", "__weakref__")
+    graph = None          # not a graph node: ops meeting a Tensor compute at once
+    op_type = "Tensor"    # how error messages and pictures call a leaf
+
+    def __init__(self, data, requires_grad=False, dtype=None):
+        array = np.array(data.numpy() if isinstance(data, Tensor) else data,
+                         dtype=dtype if dtype is not None else default_dtype_for(data))
+        _init(self, array, False, None)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @classmethod
+    def constant(cls, value, like=None):
+        """A Tensor of `value` that requires no grad; a Python number takes the dtype of `like`."""
+        if like is not None and type(value) in (int, float) and like.dtype.kind in "fc":
+            return make(np.asarray(value, like.dtype))
+        return make(np.asarray(value, dtype=default_dtype_for(value)))
+
+    # ------------------------------------------------------------ the value
+    @property
+    def shape(self):
+        """The shape (a tuple of ints)."""
+        return self._data.shape
+
+    @property
+    def dtype(self):
+        """The numpy dtype."""
+        return self._data.dtype
+
+    @property
+    def ndim(self):
+        """The number of axes."""
+        return self._data.ndim
+
+    @property
+    def size(self):
+        """The number of elements."""
+        return self._data.size
+
+    def numpy(self):
+        """The value as a numpy array (shared, not copied: treat it as read-only)."""
+        return self._data
+
+    def item(self):
+        """The single value of a one-element tensor as a Python number."""
+        return self._data.item()
+
+    def tolist(self):
+        """The value as nested Python lists."""
+        return self._data.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __len__(self):
+        if not self._data.ndim:
+            raise TypeError("len() of a 0-d tensor")
+        return len(self._data)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise TinyflowError(f"the truth value of a tensor of shape {self.shape} is ambiguous; "
+                                "use (t > 0).numpy().any() or .all()")
+        return bool(self._data)
+
+    def __float__(self):
+        return float(self._data)
+
+    def __int__(self):
+        return int(self._data)
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iu" or self._data.size != 1:
+            raise TypeError(f"only integer tensors of one element can be used as an index, got {self!r}")
+        return int(self._data)
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        body = np.array2string(self._data, separator=", ", prefix="tensor(", threshold=100)
+        extras = []
+        if self._data.dtype != np.float32:
+            extras.append(f"dtype={self._data.dtype.name}")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.op_type}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return f"tensor({body}{''.join(', ' + e for e in extras)})"
+
+    # ------------------------------------------------------------ autograd
+    @property
+    def is_leaf(self):
+        """True for tensors not made by a recorded op (created by the user, or requiring no grad)."""
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        """The gradient accumulated by backward() (a numpy array), or None; reset with `t.grad = None`."""
+        grad = self._grad
+        return grad.numpy() if isinstance(grad, Tensor) else grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            value = np.asarray(value)
+            if value.shape != self.shape:
+                raise TinyflowError(f"cannot set the gradient of a tensor of shape {self.shape} to an array of "
+                                    f"shape {value.shape}")
+        self._grad = value
+
+    def zero_grad(self):
+        """Forget the accumulated gradient (as `t.grad = None`)."""
+        self._grad = None
+
+    def requires_grad_(self, requires_grad=True):
+        """Make this leaf tensor record gradients (or stop); returns the tensor itself."""
+        if not requires_grad and self.grad_fn is not None:
+            raise TinyflowError(f"cannot stop a tensor made by {self.grad_fn.op_type} from requiring grad; "
+                                "use .detach() to get a tensor outside the graph")
+        if requires_grad and self._data.dtype.kind != "f":
+            raise TinyflowError(f"only floating-point tensors can require gradients, this one has dtype "
+                                f"{self.dtype}; convert it first, e.g. tfl.tensor(x, dtype='float32')")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def detach(self):
+        """A new tensor with the same value, outside any recorded graph (requires no grad)."""
+        return make(self._data)
+
+    def clone(self):
+        """A new tensor with the same value, still in the recorded graph (gradients flow through it)."""
+        from ..ops import identity
+        return identity(self) if self.requires_grad else make(self._data.copy())
+
+    def backward(self, grad=None, retain_graph=False, create_graph=False):
+        """Accumulate d(self)/d(leaf) into the `.grad` of every leaf that requires grad.
+
+        `grad` seeds the pass (needed for non-scalar tensors); `retain_graph` keeps the
+        recorded graph for another backward; `create_graph` records the backward pass
+        itself, for higher derivatives (see tfl.eager.grad).
+        """
+        from .autograd import backward
+        backward([self], None if grad is None else [grad], retain_graph or create_graph, create_graph)
+
+
+def _init(tensor, data, requires_grad, grad_fn):
+    tensor._data, tensor.requires_grad, tensor.grad_fn = data, requires_grad, grad_fn
+    tensor._grad = tensor._owner = tensor._taint = None
+    tensor._version = 0
+
+
+def make(data, requires_grad=False, grad_fn=None):
+    """A Tensor around a numpy array, without copying or checking (the runtime's fast path)."""
+    tensor = Tensor.__new__(Tensor)
+    tensor._data, tensor.requires_grad, tensor.grad_fn = data, requires_grad, grad_fn
+    tensor._grad = tensor._owner = tensor._taint = None
+    tensor._version = 0
+    return tensor
+
+
+def tensor(data, requires_grad=False, dtype=None):
+    """A new eager Tensor holding a copy of `data` (Python floats become float32, numpy arrays keep their dtype)."""
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """numpy ufuncs: the operator ones become ops; others compute on values when no grad is needed."""
+    op = operators._OPERATOR_UFUNCS.get(ufunc)
+    if op is not None and method == "__call__" and len(inputs) == 2 and not kwargs:
+        return op(*inputs)
+    if any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        name = operators.tfl_name_for(ufunc) or "a tfl op"
+        raise TinyflowError(f"np.{ufunc.__name__} on a tensor that requires grad would lose its gradient: "
+                            f"use {name}(...), or np.{ufunc.__name__}(t.detach().numpy()) for a plain value")
+    plain = [x._data if isinstance(x, Tensor) else x for x in inputs]
+    return getattr(ufunc, method)(*plain, **kwargs)
+
+
+operators.install(Tensor, _array_ufunc)
