@@ -192,12 +192,31 @@ class Cond(ControlFlowOp):
         return run
 
 
+def _is_eager(value):
+    """An eager Tensor (it computes at once and belongs to no graph)."""
+    return getattr(value, "graph", False) is None
+
+
+def _eager_while_loop(cond_fn, body_fn, loop_vars, maximum_iterations, single):
+    """while_loop on eager Tensors: a Python loop (constants among the loop variables become Tensors)."""
+    from .eager import tensor
+    values = [v if _is_eager(v) else tensor(v.value) for v in loop_vars]
+    steps = 0
+    while (maximum_iterations is None or steps < maximum_iterations) and bool(np.asarray(cond_fn(*values))):
+        out = body_fn(*values)
+        values = list(out) if isinstance(out, (list, tuple)) else [out]
+        steps += 1
+    return values[0] if single else values
+
+
 def cond(pred, true_fn, false_fn, name=None):
     """`true_fn()` if the scalar boolean node `pred` is true at run time, else `false_fn()` (graph control flow).
 
     Both functions take no arguments and return a node or a list/tuple of nodes with
     matching dtypes; only the taken branch runs. Returns the same structure of nodes.
     """
+    if _is_eager(pred):  # eager mode: Python decides, and autograd records the branch that ran
+        return true_fn() if bool(np.asarray(pred)) else false_fn()
     graph = get_default_graph()
     pred = as_node(pred)
     with graph.name_scope(name or "cond") as scope:
@@ -306,6 +325,8 @@ def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
     if maximum_iterations is not None and (not isinstance(maximum_iterations, (int, np.integer))
                                            or isinstance(maximum_iterations, bool) or maximum_iterations < 0):
         raise TinyflowError(f"maximum_iterations must be a non-negative int or None, got {maximum_iterations!r}")
+    if any(_is_eager(v) for v in loop_vars):
+        return _eager_while_loop(cond_fn, body_fn, loop_vars, maximum_iterations, single)
     graph = get_default_graph()
     with graph.name_scope(name or "while") as scope:
         inputs = [Placeholder(v.shape, v.dtype, name=f"loop_var{i}") for i, v in enumerate(loop_vars)]

@@ -173,14 +173,14 @@ class EagerRuntime:
         kernels = dispatch.kernels
         if kernels is None:
             out = dispatch.run(op, values)
-        else:  # a host-array table backend (C): small arrays go to numpy, as its own kernel() does
-            fn = kernels.get(op.op_type)
+        else:  # a host-array table backend (C): small arrays go straight to numpy, as its dispatch would
+            entry = kernels.get(op.op_type)
             out = None
-            if fn is not None:
+            if entry is not None:
                 small = dispatch.small
                 for v in values:
-                    if v.size >= small:
-                        out = fn(op, *values)
+                    if v.size >= small:  # the backend's one dispatch: dtype checks, contiguity, fallback
+                        out = dispatch.backend.call(entry, op, values)
                         break
             if out is None:
                 out = op.compute(*values)
