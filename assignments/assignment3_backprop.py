@@ -11,8 +11,8 @@ from collections import deque
 import numpy as np
 
 import tinyflow as tfl
-from tinyflow.autodiff.registry import NOT_DIFFERENTIABLE, gradient_function
-from tinyflow.ops.array_ops import SumToShapeOf
+from tinyflow.ops.registry import NOT_DIFFERENTIABLE, gradient_function
+from tinyflow.ops.broadcasting import SumToShapeOf
 
 
 def ancestors(node):
