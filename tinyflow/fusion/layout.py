@@ -1,0 +1,44 @@
+"""How each input of a fused kernel is read, given the run-time shapes (broadcasting without copies).
+
+Kinds: "full" (one value per output element), "scalar" (one value), "row" (a
+row repeated over the leading axes: index c), "col" (a column repeated along the
+trailing axes: index r). The output is viewed as (outer, inner); inputs whose
+broadcast fits none of these are expanded to full arrays before the call.
+"""
+import math
+
+
+def classify(shape, out_shape):
+    """(kind, period) of one input: period is the row length or the column's inner stride."""
+    size = math.prod(shape)
+    if size == 1:
+        return "scalar", 1
+    padded = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    if padded == tuple(out_shape):
+        return "full", 0
+    sized = [i for i, d in enumerate(padded) if d != 1]
+    lo, hi = sized[0], sized[-1] + 1
+    if padded[lo:hi] != tuple(out_shape[lo:hi]) or any(d == 1 for d in out_shape[lo:hi]):
+        return "other", 0
+    if all(d == 1 for d in out_shape[hi:]):
+        return "row", size
+    if all(d == 1 for d in out_shape[:lo]) or lo == 0:
+        return "col", math.prod(out_shape[hi:])
+    return "other", 0
+
+
+def plan_layout(shapes, out_shape):
+    """(kinds, outer, inner): how to read each input; "full" also for inputs to expand first."""
+    total = math.prod(out_shape)
+    found = [classify(s, out_shape) for s in shapes]
+    inner = next((p for k, p in found if k == "row"), None)
+    if inner is None:
+        inner = next((p for k, p in found if k == "col"), None)
+    kinds = []
+    for kind, period in found:
+        if kind == "row" and period != inner or kind == "col" and period != inner or kind == "other":
+            kind = "expand"
+        kinds.append(kind)
+    if inner is None or inner == 0:
+        return tuple(kinds), 1, total
+    return tuple(kinds), total // inner, inner
