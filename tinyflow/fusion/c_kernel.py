@@ -1,7 +1,7 @@
 """Running a fused node with its generated C kernel (tiered: numpy for the first runs, then C).
 
 A plan node that runs once or twice (a test, a one-off evaluation) is not worth a
-compile; from run JIT_AFTER + 1 on, the kernel for the run's shapes is generated,
+compile: its members run with the backend's own kernels (tiers.py). From run JIT_AFTER + 1 on, the kernel for the run's shapes is generated,
 compiled (or found in the disk cache) and called. TINYFLOW_FUSION_JIT_AFTER
 changes the number of numpy runs (0: compile at the first run).
 """
@@ -13,6 +13,7 @@ from ..backends.buffer_pool import POOL
 from . import compiler
 from .codegen_c import c_declaration, c_source
 from .layout import plan_layout
+from .tiers import member_runner
 
 _CTYPE = {"float32": "float[]", "float64": "double[]"}
 
@@ -26,22 +27,23 @@ def jit_after():
 class CFusedKernel:
     """The callable a plan step runs for a fused node on the C backend."""
 
-    def __init__(self, node):
+    def __init__(self, node, backend):
         self.node, self.runs, self.threshold = node, 0, jit_after()
+        self.unfused = member_runner(backend, node)
         self._by_shapes = {}  # input shapes -> (call, out_shape, outer, inner, kinds) or None for numpy
 
     def __call__(self, *values):
-        arrays = [v if isinstance(v, np.ndarray) else np.asarray(v) for v in values]
         if self.runs < self.threshold:
             self.runs += 1
-            return self.node.compute(*arrays)
+            return self.unfused(*values)
+        arrays = [v if isinstance(v, np.ndarray) else np.asarray(v) for v in values]
         shapes = tuple(a.shape for a in arrays)
         entry = self._by_shapes.get(shapes, False)
         if entry is False:
             entry = self._by_shapes[shapes] = self._prepare(shapes)
         dtype = self.node.dtype
         if entry is None or any(a.dtype != dtype for a in arrays):
-            return self.node.compute(*arrays)
+            return self.unfused(*values)
         module, out_shape, outer, inner, kinds = entry
         ctype, ptr = _CTYPE[dtype.name], module.ffi.from_buffer
         buffers = []

@@ -9,7 +9,7 @@ def fused_kernel(backend, node):
     """The callable computing fused `node` on `backend`: generated C, generated OpenCL, or numpy."""
     if backend.name == "c":
         from .c_kernel import CFusedKernel
-        return CFusedKernel(node)
+        return CFusedKernel(node, backend)
     if backend.name.startswith("opencl"):
         from .opencl_kernel import OpenCLFusedKernel
         return OpenCLFusedKernel(node, backend)

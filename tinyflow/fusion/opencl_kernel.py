@@ -2,7 +2,7 @@
 
 Programs are built once per device and source (pyopencl also keeps built binaries
 in its own on-disk program cache). Tiered like the C kernel: the first runs use
-numpy on the host, then the kernel is built. For `a*x + b` with a scalar `b`:
+the backend's own kernels (tiers.py), then the kernel is built. For `a*x + b` with a scalar `b`:
     __kernel void tf_fused(__global const T *x0, __global const T *x1, __global T *out, const long inner) {
         const long i = get_global_id(0);
         const T a0 = x0[i];
@@ -17,6 +17,7 @@ import numpy as np
 from .c_kernel import jit_after
 from .codegen_c import body
 from .layout import plan_layout
+from .tiers import member_runner
 
 _programs = {}
 
@@ -44,19 +45,20 @@ class OpenCLFusedKernel:
     def __init__(self, node, backend):
         self.node, self.backend, self.runs, self.threshold = node, backend, 0, jit_after()
         self._by_shapes = {}
+        self.unfused = member_runner(backend, node)
 
     def __call__(self, *values):
         backend, node = self.backend, self.node
         if self.runs < self.threshold or node.dtype not in backend._device_dtypes() \
                 or any(v.dtype != node.dtype for v in values):
             self.runs += 1
-            return backend._on_host(node, values)
+            return self.unfused(*values)
         shapes = tuple(tuple(v.shape) for v in values)
         entry = self._by_shapes.get(shapes)
         if entry is None:
             entry = self._by_shapes[shapes] = self._prepare(shapes)
         if entry == "host":
-            return backend._on_host(node, values)
+            return self.unfused(*values)
         kernel, out_shape, inner, kinds = entry
         args = []
         for value, kind in zip(values, kinds):
@@ -72,7 +74,7 @@ class OpenCLFusedKernel:
         try:
             out_shape = np.broadcast_shapes(*shapes, (1,) * len(self.node.shape))
         except ValueError:
-            return "host"  # numpy raises the error naming the member whose inputs do not match
+            return "host"  # the members' kernels raise the error naming the one whose inputs do not match
         if 0 in out_shape:
             return "host"
         kinds, _, inner = plan_layout(shapes, out_shape)

@@ -32,7 +32,7 @@ def resolve_options(optimize):
     None means "the default": on, unless the environment says TINYFLOW_OPTIMIZE=0.
     """
     if optimize is None:
-        optimize = os.environ.get("TINYFLOW_OPTIMIZE", "0").strip().lower() not in ("0", "false", "no", "off")
+        optimize = os.environ.get("TINYFLOW_OPTIMIZE", "1").strip().lower() not in ("0", "false", "no", "off")
     if optimize is False:
         return None
     if optimize is True:
