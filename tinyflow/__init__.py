@@ -20,6 +20,7 @@ from .metrics import get_metric
 from .model import EarlyStopping, History, Model
 from .random import set_seed
 from .session import Session
+from . import passes  # the graph optimiser Session runs (tinyflow/passes, kernels in tinyflow/fusion)
 
 __version__ = "0.1.0"
 
@@ -44,4 +45,5 @@ __all__ = [
     "ExecutionError", "CheckpointError",
     # subpackages
     "nn", "optim", "backends", "data", "plot", "viz",
+    "passes",
 ]

@@ -175,3 +175,19 @@ def test_fetches_feeds_and_names_are_unchanged():
     assert [n.name for n in plan.optimized.fetches] == ["y", "h"]
     fed_h = run_both(y, {h: np.zeros((3, 4), np.float32)})     # feeding an intermediate still overrides it
     assert_close(fed_h[0], np.tanh(np.ones((3, 4), np.float32)))
+
+
+def test_transpose_of_transpose_composes_permutations():
+    x = tfl.Placeholder((2, 3, 4), name="x")
+    y = tfl.transpose(tfl.transpose(x, (1, 0, 2)), (2, 0, 1)) * 2.0
+    graph, counts = simplify(_graph([y], [x]))
+    assert counts["simplified"] == 1 and [n.op_type for n in graph.nodes].count("Transpose") == 1
+    out, ref, _ = run_both(y, {x: np.arange(24, dtype=np.float32).reshape(2, 3, 4)})
+    assert_close(out, ref)
+
+
+def test_a_fed_node_is_never_rewritten():
+    c = tfl.exp(tfl.Constant(np.float32(1.0)), name="c")   # foldable, but fed below
+    y = c * 2.0
+    out, ref, plan = run_both(y, {c: np.float32(5.0)})
+    assert out == ref == 10.0

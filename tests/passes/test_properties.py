@@ -37,7 +37,7 @@ def build(plan):
 
 
 @pytest.mark.slow
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=steps, data=st.integers(0, 2**16))
 def test_optimised_equals_plain_values_and_gradients(backend, plan, data):
     with tfl.Graph().as_default() as graph:

@@ -19,22 +19,20 @@ FOLD_LIMIT = 1 << 20  # elements
 def fold_constants(graph):
     """A copy of `graph` with every foldable all-constant op replaced by a Constant; (graph, counts)."""
     graph = graph.copy()
-    folded = 0
-    for node in list(graph.nodes):
-        if is_leaf(node) or node in graph.fed or not is_pure(node) or graph.is_fetched(node):
-            continue
-        if not node.inputs or not all(isinstance(i, Constant) for i in node.inputs):
-            continue
-        if node.shape is None or None in node.shape or math.prod(node.shape) > FOLD_LIMIT:
-            continue
-        try:
-            with np.errstate(all="ignore"):
-                value = np.asarray(node.compute(*[i.value for i in node.inputs]))
-        except Exception:  # noqa: BLE001 - left for the run, which names the node in its error
-            continue
-        if value.shape != tuple(node.shape) or value.dtype != node.dtype:
-            continue
-        graph.replace(node, folded_constant(value, node))
-        folded += 1
-    graph.prune()
-    return graph, {"folded": folded}
+    return graph, {"folded": graph.rewrite(_folded)}
+
+
+def _folded(node):
+    """The Constant holding `node`'s value, or None when it is not foldable."""
+    if is_leaf(node) or not is_pure(node) or not node.inputs or not all(isinstance(i, Constant) for i in node.inputs):
+        return None
+    if node.shape is None or None in node.shape or math.prod(node.shape) > FOLD_LIMIT:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            value = np.asarray(node.compute(*[i.value for i in node.inputs]))
+    except Exception:  # noqa: BLE001 - left for the run, which names the node in its error
+        return None
+    if value.shape != tuple(node.shape) or value.dtype != node.dtype:
+        return None
+    return folded_constant(value, node)

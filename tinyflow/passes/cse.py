@@ -19,16 +19,12 @@ SMALL_CONSTANT = 64  # elements; bigger constants are compared by identity only
 def eliminate_common_subexpressions(graph):
     """A copy of `graph` where each distinct (op, inputs, attributes) is computed once; (graph, counts)."""
     graph = graph.copy()
-    seen, merged = {}, 0
-    for node in list(graph.nodes):
+    seen = {}
+
+    def first_of_its_kind(node):
         key = _key(node, graph)
-        if key is None:
-            continue
-        first = seen.setdefault(key, node)
-        if first is not node and graph.replace(node, first):
-            merged += 1
-    graph.prune()
-    return graph, {"merged": merged}
+        return None if key is None else seen.setdefault(key, node)
+    return graph, {"merged": graph.rewrite(first_of_its_kind)}
 
 
 def _key(node, graph):

@@ -16,32 +16,32 @@ from ..nodes import Constant
 from .ir import is_leaf, make_node
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+MAX_GROUP = 2048  # ops per kernel: a longer chain becomes several kernels (the C compiler slows down past this)
 
 
 def fuse_elementwise(graph):
     """A copy of `graph` with each fusible group replaced by one fused node; (graph, counts)."""
     graph = graph.copy()
     consumers = graph.consumers()
+    position = {node: i for i, node in enumerate(graph.nodes)}
     assigned, groups = set(), []
     for root in reversed(graph.nodes):
         if root in assigned or not _fusible(root, graph):
             continue
-        members, grew = {root}, True
-        while grew:
-            grew = False
-            for member in list(members):
-                for inp in member.inputs:
-                    if (inp not in members and inp not in assigned and _fusible(inp, graph)
-                            and inp.dtype == root.dtype and not graph.is_fetched(inp)
-                            and all(c in members for c in consumers[inp])):
-                        members.add(inp)
-                        grew = True
+        members, frontier = {root}, [root]
+        while frontier and len(members) < MAX_GROUP:
+            # an input joins once all its readers are members; a reader joining later brings it back here
+            for inp in frontier.pop().inputs:
+                if (inp not in members and inp not in assigned and _fusible(inp, graph)
+                        and inp.dtype == root.dtype and not graph.is_fetched(inp)
+                        and all(c in members for c in consumers[inp]) and len(members) < MAX_GROUP):
+                    members.add(inp)
+                    frontier.append(inp)
         if len(members) > 1:
             assigned |= members
-            groups.append((root, [n for n in graph.nodes if n in members]))
-    for root, members in groups:
-        graph.replace(root, _fused_node(root, members), fresh=True)
-    graph.prune()
+            groups.append((root, sorted(members, key=position.get)))
+    fused = {root: _fused_node(root, members) for root, members in groups}
+    graph.rewrite(fused.get, fresh=True)
     return graph, {"fused_groups": len(groups), "fused_ops": sum(len(m) for _, m in groups)}
 
 

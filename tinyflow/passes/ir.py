@@ -7,8 +7,6 @@ Variables, Constants) and fed nodes stay the user's own objects: feeds are keyed
 by them and Variables hold state. So consumers are tracked here, never through
 `node.consumers` (a leaf's list names the user's ops, not the copies).
 """
-import copy
-
 import numpy as np
 
 from ..nodes import Constant, Placeholder, Variable
@@ -37,7 +35,8 @@ def original(node):
 
 def clone(node, inputs):
     """A private copy of op `node` reading `inputs`; the user's node is untouched."""
-    new = copy.copy(node)
+    new = object.__new__(type(node))  # a shallow copy (copy.copy, minus its generic machinery)
+    new.__dict__.update(node.__dict__)
     new.inputs = tuple(inputs)
     new.consumers = []
     new.original = original(node)
@@ -120,18 +119,32 @@ class OptGraph:
     def is_fetched(self, node):
         return any(node is f for f in self.fetches)
 
-    def replace(self, old, new, fresh=False):
-        """Make every reader of `old` read `new`; False (nothing done) when `old` is fetched and `new`
-        is not a freshly computed value standing for it (a fetch must stay its own array)."""
-        if self.is_fetched(old) and not fresh:
-            return False
+    def rewrite(self, rule, fresh=False):
+        """Visit the nodes in order, each with its inputs already rewritten; `rule(node)` returns the node
+        that replaces it (an earlier node or a new one), or None. Returns how many were replaced.
+
+        One sweep, so a pass stays linear in the graph's size. A fetched node is only replaced by a
+        freshly computed value (`fresh`): a fetch must stay its own array, not a Variable's or another fetch's.
+        """
+        fetched, existing = {id(f) for f in self.fetches}, {id(n) for n in self.nodes}
+        mapping, order, placed, replaced = {}, [], set(), 0
         for node in self.nodes:
-            if node not in self.fed and any(i is old for i in node.inputs):
-                node.inputs = tuple(new if i is old else i for i in node.inputs)
-        self.fetches = [new if f is old else f for f in self.fetches]
-        if not any(n is new for n in self.nodes):
-            self.nodes.insert(next(i for i, n in enumerate(self.nodes) if n is old), new)
-        return True
+            if not is_leaf(node) and node not in self.fed:
+                node.inputs = tuple(mapping.get(i, i) for i in node.inputs)
+            new = None if node in self.fed else rule(node)  # a fed node's value comes from the feed
+            if new is not None and new is not node and (fresh or id(node) not in fetched):
+                if id(new) not in placed and id(new) not in existing:
+                    new.inputs = tuple(mapping.get(i, i) for i in new.inputs)  # a new node: rewire it too
+                    order.append(new)
+                    placed.add(id(new))
+                mapping[node] = new
+                replaced += 1
+            order.append(node)
+            placed.add(id(node))
+        self.fetches = [mapping.get(f, f) for f in self.fetches]
+        self.nodes = order
+        self.prune()
+        return replaced
 
     def prune(self):
         """Drop the nodes no fetch needs any more; returns how many were dropped."""

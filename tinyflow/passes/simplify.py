@@ -25,20 +25,13 @@ def simplify(graph):
     """A copy of `graph` with the rules above applied until none matches; (graph, counts)."""
     graph = graph.copy()
     simplified = 0
-    changed = True
-    while changed:
-        changed = False
-        for node in list(graph.nodes):
-            if is_leaf(node) or node in graph.fed:
-                continue
-            replacement = _rewrite(node)
-            if replacement is not None and replacement is not node and graph.replace(node, replacement):
-                simplified += 1
-                changed = True
-        if changed:
-            graph.prune()
-            graph.nodes.sort(key=lambda n: n.creation_index)
-    return graph, {"simplified": simplified}
+    while True:
+        # a rule may build a node another rule applies to (reshape of a merged reshape): sweep again
+        count = graph.rewrite(lambda node: None if is_leaf(node) or node in graph.fed else _rewrite(node))
+        if not count:
+            return graph, {"simplified": simplified}
+        simplified += count
+        graph.nodes.sort(key=lambda n: n.creation_index)
 
 
 def _rewrite(node):
