@@ -18,12 +18,12 @@ RNG = np.random.default_rng(0)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.mark.parametrize("other_shape", [(), (4,), (3, 1), (1, 4), (2, 3, 4), (2, 1, 4), (3, 4)])
+@pytest.mark.parametrize("other_shape", [(), (4,), (3, 1), (1, 4), (2, 3, 4), (2, 1, 4), (3, 4), (1, 3, 1), (3,)])
 def test_broadcast_inputs(other_shape):
-    x = tfl.Placeholder((None, 3, 4), name="x")
+    x = tfl.Placeholder((None, 3, 4) if other_shape != (3,) else (None, 2, 3), name="x")
     o = tfl.Placeholder(other_shape, name="o")
     y = tfl.tanh(x * o + 1.0) - tfl.sigmoid(o)
-    feed = {x: RNG.standard_normal((2, 3, 4)).astype(np.float32),
+    feed = {x: RNG.standard_normal((2, 3, 4) if other_shape != (3,) else (2, 2, 3)).astype(np.float32),
             o: RNG.standard_normal(other_shape).astype(np.float32)}
     out, ref, plan = run_both(y, feed, runs=2)
     assert op_types(plan) == ["FusedElementwise"]
@@ -93,6 +93,15 @@ def test_error_in_a_fused_kernel_names_the_member_and_its_creation_site():
         tfl.Session(optimize=True).run(z, {x: np.ones((2, 3), np.float32), r: np.ones(5, np.float32)})
     message = str(info.value)
     assert "shift_by_r" in message and "test_fusion.py" in message and "squash" in message
+
+
+def test_layouts_read_broadcast_inputs_in_place():
+    from tinyflow.fusion.layout import plan_layout
+    assert plan_layout([(5, 8, 4, 4), (1, 8, 1, 1)], (5, 8, 4, 4)) == (("full", "col%8"), 40, 16)
+    assert plan_layout([(6, 4), (4,), ()], (6, 4)) == (("full", "row", "scalar"), 6, 4)
+    assert plan_layout([(6, 4), (6, 1)], (6, 4)) == (("full", "col"), 6, 4)
+    assert plan_layout([(6, 4), (6, 1), (4,)], (6, 4)) == (("full", "col", "row"), 6, 4)
+    assert plan_layout([(2, 3, 4), (2, 1, 4)], (2, 3, 4))[0] == ("full", "expand")
 
 
 def test_generated_c_is_one_openmp_simd_loop():

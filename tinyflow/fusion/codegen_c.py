@@ -34,6 +34,13 @@ def body(node, loads, single, fn, indent):
     return lines, f"t{len(node.program) - 1}"
 
 
+def load(kind, k, full, scalar):
+    """How input k of a kind (see layout.py) is read in a (row r, column c) loop."""
+    if kind.startswith("col%"):
+        return f"x{k}[r % {int(kind[4:])}]"
+    return {"full": full, "scalar": scalar, "row": f"x{k}[c]", "col": f"x{k}[r]"}[kind]
+
+
 def c_source(node, kinds):
     """The kernel `tf_fused(x0.., out, outer, inner)` for `node` with inputs read as `kinds`."""
     ctype = _CTYPE[node.dtype.name]
@@ -52,8 +59,7 @@ def c_source(node, kinds):
                   f"#pragma omp parallel for simd schedule(static) if (n >= {PARALLEL_MIN})",
                   "    for (i = 0; i < n; i++) {", *statements, f"        out[i] = {result};", "    }"]
     else:
-        index = {"full": "x{k}[r * inner + c]", "scalar": "s{k}", "row": "x{k}[c]", "col": "x{k}[r]"}
-        loads = {k: index[kind].format(k=k) for k, kind in enumerate(kinds)}
+        loads = {k: load(kind, k, f"x{k}[r * inner + c]", f"s{k}") for k, kind in enumerate(kinds)}
         statements, result = body(node, loads, single, fn, " " * 12)
         lines += ["    long r;",
                   f"#pragma omp parallel for schedule(static) if (outer * inner >= {PARALLEL_MIN})",

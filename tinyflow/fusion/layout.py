@@ -2,8 +2,10 @@
 
 Kinds: "full" (one value per output element), "scalar" (one value), "row" (a
 row repeated over the leading axes: index c), "col" (a column repeated along the
-trailing axes: index r). The output is viewed as (outer, inner); inputs whose
-broadcast fits none of these are expanded to full arrays before the call.
+trailing axes: index r), "col%n" (a block of n values in the middle axes, as a
+conv bias (1, C, 1, 1) against (N, C, H, W): index r % n). The output is viewed as
+(outer, inner); inputs whose broadcast fits none of these are expanded to full
+arrays before the call.
 """
 import math
 
@@ -22,9 +24,8 @@ def classify(shape, out_shape):
         return "other", 0
     if all(d == 1 for d in out_shape[hi:]):
         return "row", size
-    if all(d == 1 for d in out_shape[:lo]) or lo == 0:
-        return "col", math.prod(out_shape[hi:])
-    return "other", 0
+    kind = "col" if all(d == 1 for d in out_shape[:lo]) else f"col%{size}"
+    return kind, math.prod(out_shape[hi:])
 
 
 def plan_layout(shapes, out_shape):
@@ -33,11 +34,11 @@ def plan_layout(shapes, out_shape):
     found = [classify(s, out_shape) for s in shapes]
     inner = next((p for k, p in found if k == "row"), None)
     if inner is None:
-        inner = next((p for k, p in found if k == "col"), None)
+        inner = next((p for k, p in found if k.startswith("col")), None)
     kinds = []
     for kind, period in found:
-        if kind == "row" and period != inner or kind == "col" and period != inner or kind == "other":
-            kind = "expand"
+        if kind in ("row", "other") or kind.startswith("col"):
+            kind = kind if kind != "other" and period == inner else "expand"
         kinds.append(kind)
     if inner is None or inner == 0:
         return tuple(kinds), 1, total

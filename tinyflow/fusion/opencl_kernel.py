@@ -15,7 +15,7 @@ the backend's own kernels (tiers.py), then the kernel is built. For `a*x + b` wi
 import numpy as np
 
 from .c_kernel import jit_after
-from .codegen_c import body
+from .codegen_c import body, load
 from .layout import plan_layout
 from .tiers import member_runner
 
@@ -25,15 +25,14 @@ _programs = {}
 def opencl_source(node, kinds):
     """The OpenCL C of the kernel for `node` with inputs read as `kinds` (full/scalar/row/col)."""
     single = node.dtype == np.float32
-    index = {"full": "x{k}[i]", "scalar": "x{k}[0]", "row": "x{k}[c]", "col": "x{k}[r]"}
-    loads = {k: index[kind].format(k=k) for k, kind in enumerate(kinds)}
+    loads = {k: load(kind, k, f"x{k}[i]", f"x{k}[0]") for k, kind in enumerate(kinds)}
     statements, result = body(node, loads, single, lambda name: name, " " * 4)
     params = "".join(f"__global const T *x{k}, " for k in range(len(kinds)))
     lines = [] if single else ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"]
     lines += [f"typedef {'float' if single else 'double'} T;",
               f"__kernel void tf_fused({params}__global T *out, const long inner) {{",
               "    const long i = get_global_id(0);"]
-    if any(kind in ("row", "col") for kind in kinds):
+    if any(kind == "row" or kind.startswith("col") for kind in kinds):
         lines.append("    const long r = i / inner, c = i - r * inner;")
     lines += statements + [f"    out[i] = {result};", "}"]
     return "\n".join(lines) + "\n"
