@@ -9,7 +9,6 @@ import os
 
 import numpy as np
 
-from ..backends.buffer_pool import POOL
 from . import compiler
 from .codegen_c import c_declaration, c_source
 from .layout import plan_layout
@@ -30,6 +29,7 @@ class CFusedKernel:
     def __init__(self, node, backend):
         self.node, self.runs, self.threshold = node, 0, jit_after()
         self.unfused = member_runner(backend, node)
+        self.empty = _allocator(backend)
         self._by_shapes = {}  # input shapes -> (call, out_shape, outer, inner, kinds) or None for numpy
 
     def __call__(self, *values):
@@ -51,7 +51,7 @@ class CFusedKernel:
             if kind == "expand":
                 a = np.broadcast_to(a, out_shape)
             buffers.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
-        out = POOL.empty(out_shape, dtype)
+        out = self.empty(out_shape, dtype)
         module.lib.tf_fused(*[ptr(ctype, a) for a in buffers], ptr(ctype, out), outer, inner)
         return out
 
@@ -69,3 +69,12 @@ class CFusedKernel:
         if module is None:
             return None
         return module, out_shape, outer, inner, kinds
+
+
+def _allocator(backend):
+    """`empty(shape, dtype)` from the backend's buffer pool (its own, or the shared one of older backends)."""
+    pool = getattr(backend, "pool", None)
+    if pool is None:
+        from ..backends.buffer_pool import POOL
+        pool = POOL
+    return pool.empty

@@ -40,7 +40,10 @@ def cache_dir():
 
 def compile_flags():
     """The flags of the C kernel library (ckernels/build_ckernels.py), minus sanitizers; ours if not built."""
-    from .. import native
+    try:
+        from ..backends import native  # where the backends rewrite puts it
+    except ImportError:
+        from .. import native
     flags = [f for f in native.build_flags().split() if not f.startswith("-fsanitize")] or list(DEFAULT_FLAGS)
     if "-O1" in flags:  # a sanitizer build asks for -O1; kernels here are for speed
         flags.remove("-O1")

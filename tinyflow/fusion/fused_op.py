@@ -31,6 +31,11 @@ class FusedElementwise(Operation):
                 raise self.member_error(member, operands, exc) from exc
         return np.asarray(values[-1])
 
+    def bind_kernel(self, backend):
+        """The callable running this node on `backend` (table-driven backends ask ops that have one)."""
+        from .dispatch import fused_kernel
+        return fused_kernel(backend, self)
+
     def member_error(self, member, operands, exc):
         """An ExecutionError naming the failing member (its creation site) and the fused kernel."""
         shapes = ", ".join(str(getattr(v, "shape", ())) for v in operands)

@@ -48,8 +48,8 @@ class OpenCLFusedKernel:
 
     def __call__(self, *values):
         backend, node = self.backend, self.node
-        if self.runs < self.threshold or node.dtype not in backend._device_dtypes() \
-                or any(v.dtype != node.dtype for v in values):
+        on_device = node.dtype == np.float32 or node.dtype == np.float64 and backend.runtime.has_fp64
+        if self.runs < self.threshold or not on_device or any(v.dtype != node.dtype for v in values):
             self.runs += 1
             return self.unfused(*values)
         shapes = tuple(tuple(v.shape) for v in values)
@@ -66,7 +66,7 @@ class OpenCLFusedKernel:
             args.append(backend.device(value).data)
         out = backend.runtime.empty(out_shape, node.dtype)
         kernel(backend.runtime.queue, (int(out.size),), None, *args, out.data, np.int64(inner))
-        backend._counted(node)
+        _count(backend.report, node.op_type)
         return out
 
     def _prepare(self, shapes):
@@ -79,6 +79,12 @@ class OpenCLFusedKernel:
         kinds, _, inner = plan_layout(shapes, out_shape)
         source = opencl_source(self.node, tuple("full" if k == "expand" else k for k in kinds))
         return _program_kernel(self.backend.runtime, source), out_shape, inner, kinds
+
+
+def _count(report, op_type):
+    """Count a device op in the backend's run report (device_ops here, kernel_ops in table-driven backends)."""
+    counter = getattr(report, "kernel_ops", None)
+    (counter if counter is not None else report.device_ops)[op_type] += 1
 
 
 def _program_kernel(runtime, source):
