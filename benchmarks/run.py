@@ -37,6 +37,9 @@ WORKLOADS = [
      "e2_boston_eager", (), "pytorch eager", 1.0),
 ]
 
+# issue 15's goals for the graph optimiser (ratios of tinyflow c to the same references)
+GOALS_OPTIMISER = {"W1": 0.5, "W1b": 0.3, "W2": 1.5, "W4": 1.3, "W5": 0.7}
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -96,6 +99,16 @@ def main():
     if not wanted or wanted & {"J1", "J2"}:  # static vs dynamic training steps (tfl.jit.to_static)
         import jit_static
         jit_static.report(args.repeats)
+    # graph optimiser (issue 15): its own goals on the same measurements, and what compiling costs
+    goals = {k: g for k, g in GOALS_OPTIMISER.items() if any(k == key for key, _, _ in results)}
+    if goals:
+        print("optimiser goals: " + "; ".join(f"{k} {r:.2f}x (goal {goals[k]}x, {'met' if r <= goals[k] else 'MISSED'})"
+                                              for k, r, _ in results if k in goals))
+    if not wanted or "FUSION" in wanted:
+        from fusion_cost import measure
+        print("\nfused-kernel compile cost (c backend, fresh cache folder):")
+        for name, seconds in measure().items():
+            print(f"  {name:<45} {seconds * 1e3:8.2f} ms")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,12 @@ sys.path.insert(0, os.path.dirname(__file__))  # tests import op_cases as a plai
 
 import tinyflow as tfl  # noqa: E402
 
+# generated fused kernels compile into a fresh folder per test run, never a previous run's cache
+if "TINYFLOW_CACHE_DIR" not in os.environ:
+    import atexit, shutil, tempfile  # noqa: E401
+    os.environ["TINYFLOW_CACHE_DIR"] = tempfile.mkdtemp(prefix="tinyflow-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["TINYFLOW_CACHE_DIR"], True)
+
 
 def pytest_generate_tests(metafunc):
     """Parametrise `backend` over every available backend (once for modules marked BACKEND_INDEPENDENT)."""

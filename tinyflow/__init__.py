@@ -25,6 +25,7 @@ from . import jit, onnx
 from .control_flow import cond, while_loop
 from . import eager
 from .eager import Tensor, enable_grad, no_grad, tensor
+from . import passes  # the graph optimiser Session runs (tinyflow/passes, kernels in tinyflow/fusion)
 
 __version__ = "0.1.0"
 
@@ -54,4 +55,6 @@ __all__ = [
     "distributed",
     # eager mode
     "Tensor", "tensor", "no_grad", "enable_grad", "eager",
+    # graph optimiser
+    "passes",
 ]

@@ -161,7 +161,8 @@ class Softplus(UnaryOperation):
     """ln(1 + eˣ), computed without overflow.  Gradient: g σ(x)."""
 
     def compute(self, x):
-        return np.logaddexp(0, x)
+        with np.errstate(invalid="ignore"):  # numpy warns for a NaN input; NaN out is the answer
+            return np.logaddexp(0, x)
 
 
 def softplus(x, name=None):

@@ -53,6 +53,12 @@ def schedule(needed, fed):
     update sees the value from before it (an optimizer step reads old weights).
     """
     indegree, ready_pure, ready_stateful = {}, [], []
+    # readers within `needed` (an optimised plan's leaves are the user's nodes, whose `consumers` name user ops)
+    consumers = {node: [] for node in needed}
+    for node in needed:
+        if node not in fed:
+            for inp in node.inputs:
+                consumers[inp].append(node)
     for node in needed:
         indegree[node] = 0 if node in fed else sum(1 for inp in node.inputs if inp in needed)
         if indegree[node] == 0:
@@ -62,8 +68,8 @@ def schedule(needed, fed):
     while ready_pure or ready_stateful:
         _, _, node = heapq.heappop(ready_pure if ready_pure else ready_stateful)
         order.append(node)
-        for consumer in node.consumers:
-            if consumer in indegree and consumer not in fed:
+        for consumer in consumers[node]:
+            if consumer not in fed:
                 indegree[consumer] -= 1
                 if indegree[consumer] == 0:
                     heapq.heappush(ready_stateful if getattr(consumer, "stateful", False) else ready_pure,

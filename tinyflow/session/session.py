@@ -16,7 +16,6 @@ from ..errors import TinyflowError
 from ..graph import get_default_graph
 from .feeds import check_feed, resolve_key
 from .fetches import flatten, rebuild
-from .plan import ExecutionPlan
 
 
 class GraphGrowthWarning(UserWarning):
@@ -41,9 +40,12 @@ def graph_lock(graph):
 class Session:
     """Runs fetches of one graph on one backend, caching an execution plan per (fetches, fed nodes)."""
 
-    def __init__(self, graph=None, backend=None):
+    def __init__(self, graph=None, backend=None, optimize=None):
+        from ..passes import resolve_options
         self.graph = graph if graph is not None else get_default_graph()
         self.backend = get_backend(backend)
+        # graph optimiser passes (tinyflow/passes): None = on unless TINYFLOW_OPTIMIZE=0; a dict switches passes
+        self.optimize = resolve_options(optimize)
         self._plans = {}
         self._closed = False
         self._graph_size = len(self.graph.nodes)
@@ -93,11 +95,16 @@ class Session:
         return rebuild(fetches, iter(values))
 
     def plan(self, fetch_nodes, fed_nodes):
-        """The cached ExecutionPlan for these fetches and fed nodes (built on first use)."""
+        """The cached ExecutionPlan for these fetches and fed nodes (built on first use).
+
+        With the optimiser on, `plan.optimized` is the rewritten graph it runs and `plan.report`
+        what each pass did; `tfl.viz.to_graphviz(plan)` draws it.
+        """
         key = (tuple(fetch_nodes), frozenset(fed_nodes))
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = ExecutionPlan(fetch_nodes, frozenset(fed_nodes), self.backend)
+            from ..passes.planning import build_plan
+            plan = self._plans[key] = build_plan(fetch_nodes, frozenset(fed_nodes), self.backend, self.optimize)
         return plan
 
     def memory_profile(self, fetches, feed_dict=None):

@@ -137,6 +137,9 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
     Same graph, same DOT text.
     """
     import graphviz
+    if getattr(target, "optimized", None) is not None:  # an optimised ExecutionPlan, from sess.plan(...)
+        from ..passes.picture import optimized_graphviz
+        return optimized_graphviz(target.optimized, show_shapes)
     if graph is None:
         first = target[0] if isinstance(target, (list, tuple)) and target else target
         graph = first.graph if isinstance(first, Node) else get_default_graph()

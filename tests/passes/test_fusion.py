@@ -1,0 +1,165 @@
+"""Fused kernels: the generated C and OpenCL code computes what the ops do one by one."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tinyflow as tfl
+from tinyflow.fusion import compiler
+from tinyflow.fusion.codegen_c import c_source
+
+from helpers import assert_close, op_types, run_both
+
+RNG = np.random.default_rng(0)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.parametrize("other_shape", [(), (4,), (3, 1), (1, 4), (2, 3, 4), (2, 1, 4), (3, 4), (1, 3, 1), (3,)])
+def test_broadcast_inputs(other_shape):
+    x = tfl.Placeholder((None, 3, 4) if other_shape != (3,) else (None, 2, 3), name="x")
+    o = tfl.Placeholder(other_shape, name="o")
+    y = tfl.tanh(x * o + 1.0) - tfl.sigmoid(o)
+    feed = {x: RNG.standard_normal((2, 3, 4) if other_shape != (3,) else (2, 2, 3)).astype(np.float32),
+            o: RNG.standard_normal(other_shape).astype(np.float32)}
+    out, ref, plan = run_both(y, feed, runs=2)
+    assert op_types(plan) == ["FusedElementwise"]
+    assert_close(out, ref)
+
+
+def test_float64_and_numpy_special_values():
+    x = tfl.Placeholder((6,), "float64", name="x")
+    y = tfl.maximum(tfl.relu(x) * 2.0, tfl.minimum(x, 0.5)) + tfl.leaky_relu(x, 0.2) + tfl.softplus(x)
+    feed = {x: np.array([np.nan, np.inf, -np.inf, -1.0, 0.0, 3.0])}
+    out, ref, plan = run_both(y, feed)
+    assert "FusedElementwise" in op_types(plan)
+    assert_close(out, ref, rtol=1e-12)
+
+
+def test_every_fusible_op_matches(backend):
+    x = tfl.Placeholder((300,), name="x")
+    p = tfl.abs(x) + 0.5
+    y = tfl.sqrt(p) + tfl.log(p) + tfl.exp(-p) + tfl.square(x) / p + tfl.power(p, 1.5) - tfl.negative(x)
+    y = tfl.ops.activations.TanhGrad(tfl.tanh(y), x) + tfl.ops.activations.SigmoidGrad(tfl.sigmoid(x), y)
+    y = tfl.ops.activations.ReluGrad(x, y) + tfl.ops.activations.LeakyReluGrad(x, y * 0.5)
+    out, ref, plan = run_both(y, {x: RNG.standard_normal(300).astype(np.float32)})
+    assert op_types(plan).count("FusedElementwise") >= 1 and len(plan.steps) < 10
+    assert_close(out, ref, rtol=2e-5, atol=1e-5)
+
+
+def test_training_graph_forward_backward_and_update_chain_match():
+    """A sigmoid/tanh MLP with an Adam-like update written with ops: forward, gradient and update chains fuse."""
+    def build():
+        x = tfl.Placeholder((None, 5), name="x")
+        t = tfl.Placeholder((None, 1), name="t")
+        w1 = tfl.Variable(np.linspace(-1, 1, 40, dtype=np.float32).reshape(5, 8), name="w1")
+        w2 = tfl.Variable(np.linspace(1, -1, 8, dtype=np.float32).reshape(8, 1), name="w2")
+        h = tfl.tanh(tfl.sigmoid(x @ w1) * 2.0 - 1.0)
+        loss = tfl.reduce_mean(tfl.square(h @ w2 - t))
+        updates = []
+        for w, g in zip((w1, w2), tfl.gradients(loss, [w1, w2])):
+            m = tfl.Variable(np.zeros(w.shape, np.float32), trainable=False)
+            v = tfl.Variable(np.zeros(w.shape, np.float32), trainable=False)
+            m_new, v_new = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+            updates += [tfl.assign(m, m_new), tfl.assign(v, v_new),
+                        tfl.assign_sub(w, 0.01 * m_new / (tfl.sqrt(v_new) + 1e-8))]
+        return loss, tfl.group(*updates), w1
+    feed_x = RNG.standard_normal((16, 5)).astype(np.float32)
+    feed = {"x": feed_x, "t": feed_x[:, :1] * 0.5}
+    results = []
+    for optimize in (False, True):
+        with tfl.Graph().as_default() as graph:
+            loss, train, w1 = build()
+            sess = tfl.Session(graph, optimize=optimize)
+            losses = [sess.run([loss, train], feed)[0] for _ in range(5)]
+            results.append((losses, w1.value.copy(), sess.plan([loss, train], {graph.get_node("x"),
+                                                                            graph.get_node("t")})))
+    (plain, w_plain, _), (fused, w_fused, plan) = results
+    assert_close(fused, plain, rtol=1e-4)
+    assert_close(w_fused, w_plain, rtol=1e-4, atol=1e-6)
+    assert plan.report.counts()["fusion"]["fused_groups"] >= 5   # forward, backward and update chains
+
+
+def test_error_in_a_fused_kernel_names_the_member_and_its_creation_site():
+    x = tfl.Placeholder((None, 3), name="x")
+    r = tfl.Placeholder((None,), name="r")
+    y = tfl.sigmoid(x * 2.0, name="squash")
+    z = tfl.add(y, r, name="shift_by_r")
+    z = tfl.tanh(z)
+    with pytest.raises(tfl.TinyflowError) as info:
+        tfl.Session(optimize=True).run(z, {x: np.ones((2, 3), np.float32), r: np.ones(5, np.float32)})
+    message = str(info.value)
+    assert "shift_by_r" in message and "test_fusion.py" in message and "squash" in message
+
+
+def test_layouts_read_broadcast_inputs_in_place():
+    from tinyflow.fusion.layout import plan_layout
+    assert plan_layout([(5, 8, 4, 4), (1, 8, 1, 1)], (5, 8, 4, 4)) == (("full", "col%8"), 40, 16)
+    assert plan_layout([(6, 4), (4,), ()], (6, 4)) == (("full", "row", "scalar"), 6, 4)
+    assert plan_layout([(6, 4), (6, 1)], (6, 4)) == (("full", "col"), 6, 4)
+    assert plan_layout([(6, 4), (6, 1), (4,)], (6, 4)) == (("full", "col", "row"), 6, 4)
+    assert plan_layout([(2, 3, 4), (2, 1, 4)], (2, 3, 4))[0] == ("full", "expand")
+
+
+def test_generated_c_is_one_openmp_simd_loop():
+    x = tfl.Placeholder((10,), name="x")
+    b = tfl.Placeholder((3, 10), name="b")
+    graph = tfl.passes.optimize([tfl.sigmoid(1.5 * x + 0.5) * 2.0], {x})
+    fused = graph.fetches[0]
+    source = c_source(fused, ("full",))
+    assert "#pragma omp parallel for simd" in source and "expf" in source and "1.5f" in source
+    rows = c_source(tfl.passes.optimize([tfl.exp(b + x) * 2.0], {x, b}).fetches[0], ("full", "row"))
+    assert "#pragma omp simd" in rows and "x1[c]" in rows
+
+
+def test_numpy_fallback_without_a_compiler(monkeypatch, tmp_path):
+    if tfl.backends.get_backend().name != "c":
+        pytest.skip("the C compiler matters on the c backend only")
+    monkeypatch.setenv("TINYFLOW_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    monkeypatch.setattr(compiler, "_loaded", {})
+    monkeypatch.setattr(compiler, "_warned", [])
+    failed = compiler.STATS["failed"]
+    x = tfl.Placeholder((5,), name="x")
+    y = tfl.exp(x * 0.25 + 0.125) * 3.0
+    with pytest.warns(compiler.FusionWarning, match="could not compile"):
+        out, ref, plan = run_both(y, {x: np.arange(5, dtype=np.float32)})
+    assert_close(out, ref)
+    assert compiler.STATS["failed"] == failed + 1 and op_types(plan) == ["FusedElementwise"]
+
+
+SCRIPT = textwrap.dedent("""
+    import json, numpy as np, tinyflow as tfl
+    from tinyflow.fusion import STATS, cache_dir
+    x = tfl.Placeholder((1000,), name="x")
+    y = tfl.sigmoid(x * 0.75 - 0.25) * 4.0
+    out = tfl.Session(backend="c", optimize=True).run(y, {x: np.linspace(-3, 3, 1000, dtype=np.float32)})
+    ref = tfl.Session(backend="c", optimize=False).run(y, {x: np.linspace(-3, 3, 1000, dtype=np.float32)})
+    print(json.dumps(dict(STATS, close=bool(np.allclose(out, ref, rtol=1e-5)), folder=cache_dir())))
+""")
+
+
+@pytest.mark.slow
+def test_disk_cache_is_shared_across_processes_and_survives_corruption(tmp_path):
+    if tfl.backends.get_backend().name != "c":
+        pytest.skip("the disk cache holds C kernels (the c backend)")
+    env = dict(os.environ, PYTHONPATH=ROOT, TINYFLOW_CACHE_DIR=str(tmp_path), TINYFLOW_FUSION_JIT_AFTER="0")
+
+    def child():
+        done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    first = child()
+    assert first["compiled"] == 1 and first["close"]
+    second = child()
+    assert second["compiled"] == 0 and second["loaded_from_disk"] == 1 and second["close"]
+    libraries = [p for p in os.listdir(first["folder"]) if p.startswith("tf_fused_")]
+    assert len(libraries) == 1
+    with open(os.path.join(first["folder"], libraries[0]), "wb") as f:
+        f.write(b"not a shared library")
+    third = child()
+    assert third["compiled"] == 1 and third["close"]
+    assert child()["loaded_from_disk"] == 1

@@ -1,0 +1,80 @@
+"""Running a fused node with its generated C kernel (tiered: numpy for the first runs, then C).
+
+A plan node that runs once or twice (a test, a one-off evaluation) is not worth a
+compile: its members run with the backend's own kernels (tiers.py). From run JIT_AFTER + 1 on, the kernel for the run's shapes is generated,
+compiled (or found in the disk cache) and called. TINYFLOW_FUSION_JIT_AFTER
+changes the number of numpy runs (0: compile at the first run).
+"""
+import os
+
+import numpy as np
+
+from . import compiler
+from .codegen_c import c_declaration, c_source
+from .layout import plan_layout
+from .tiers import member_runner
+
+_CTYPE = {"float32": "float[]", "float64": "double[]"}
+
+
+def jit_after():
+    """How many runs of a fused node use numpy before its kernel is compiled."""
+    value = os.environ.get("TINYFLOW_FUSION_JIT_AFTER", "2")
+    return int(value) if value.strip().isdigit() else 2
+
+
+class CFusedKernel:
+    """The callable a plan step runs for a fused node on the C backend."""
+
+    def __init__(self, node, backend):
+        self.node, self.runs, self.threshold = node, 0, jit_after()
+        self.unfused = member_runner(backend, node)
+        self.empty = _allocator(backend)
+        self._by_shapes = {}  # input shapes -> (call, out_shape, outer, inner, kinds) or None for numpy
+
+    def __call__(self, *values):
+        if self.runs < self.threshold:
+            self.runs += 1
+            return self.unfused(*values)
+        arrays = [v if isinstance(v, np.ndarray) else np.asarray(v) for v in values]
+        shapes = tuple(a.shape for a in arrays)
+        entry = self._by_shapes.get(shapes, False)
+        if entry is False:
+            entry = self._by_shapes[shapes] = self._prepare(shapes)
+        dtype = self.node.dtype
+        if entry is None or any(a.dtype != dtype for a in arrays):
+            return self.unfused(*values)
+        module, out_shape, outer, inner, kinds = entry
+        ctype, ptr = _CTYPE[dtype.name], module.ffi.from_buffer
+        buffers = []
+        for a, kind in zip(arrays, kinds):
+            if kind == "expand":
+                a = np.broadcast_to(a, out_shape)
+            buffers.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+        out = self.empty(out_shape, dtype)
+        module.lib.tf_fused(*[ptr(ctype, a) for a in buffers], ptr(ctype, out), outer, inner)
+        return out
+
+    def _prepare(self, shapes):
+        """The compiled kernel and loop bounds for these input shapes; None to use numpy."""
+        try:
+            out_shape = np.broadcast_shapes(*shapes, (1,) * len(self.node.shape))
+        except ValueError:
+            return None  # numpy raises the error naming the member whose inputs do not match
+        if 0 in out_shape:
+            return None
+        kinds, outer, inner = plan_layout(shapes, out_shape)
+        generated = tuple("full" if k == "expand" else k for k in kinds)
+        module = compiler.load(c_source(self.node, generated), c_declaration(self.node, generated))
+        if module is None:
+            return None
+        return module, out_shape, outer, inner, kinds
+
+
+def _allocator(backend):
+    """`empty(shape, dtype)` from the backend's buffer pool (its own, or the shared one of older backends)."""
+    pool = getattr(backend, "pool", None)
+    if pool is None:
+        from ..backends.buffer_pool import POOL
+        pool = POOL
+    return pool.empty

@@ -1,0 +1,38 @@
+"""Constant folding: an op whose inputs are all constants is replaced by its value.
+
+Rule:  op(c1, ..., cn)  ->  Constant(op.compute(c1, ..., cn))
+when the op is pure (not stateful, not random), not fetched (a fetch stays a fresh
+array every run), and its value has at most FOLD_LIMIT elements (a folded constant
+lives as long as the plan does). The value is computed once, with the op's numpy
+reference kernel; an op that fails is left alone so the run reports the error.
+"""
+import math
+
+import numpy as np
+
+from ..nodes import Constant
+from .ir import folded_constant, is_leaf, is_pure
+
+FOLD_LIMIT = 1 << 20  # elements
+
+
+def fold_constants(graph):
+    """A copy of `graph` with every foldable all-constant op replaced by a Constant; (graph, counts)."""
+    graph = graph.copy()
+    return graph, {"folded": graph.rewrite(_folded)}
+
+
+def _folded(node):
+    """The Constant holding `node`'s value, or None when it is not foldable."""
+    if is_leaf(node) or not is_pure(node) or not node.inputs or not all(isinstance(i, Constant) for i in node.inputs):
+        return None
+    if node.shape is None or None in node.shape or math.prod(node.shape) > FOLD_LIMIT:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            value = np.asarray(node.compute(*[i.value for i in node.inputs]))
+    except Exception:  # noqa: BLE001 - left for the run, which names the node in its error
+        return None
+    if value.shape != tuple(node.shape) or value.dtype != node.dtype:
+        return None
+    return folded_constant(value, node)

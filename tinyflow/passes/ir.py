@@ -1,0 +1,173 @@
+"""The graph the passes rewrite: a private copy of the pruned subgraph of some fetches.
+
+Optimising never touches the user's graph. `OptGraph.from_fetches` copies every
+op node needed for the fetches (a shallow copy: same class, attributes, name and
+creation site) and rewires the copies to each other. Leaves (Placeholders,
+Variables, Constants) and fed nodes stay the user's own objects: feeds are keyed
+by them and Variables hold state. So consumers are tracked here, never through
+`node.consumers` (a leaf's list names the user's ops, not the copies).
+"""
+import numpy as np
+
+from ..nodes import Constant, Placeholder, Variable
+
+# attributes every node has; the rest of an op's __dict__ are its attributes (axis, alpha, ...)
+NODE_FIELDS = frozenset({"graph", "inputs", "consumers", "shape", "dtype", "role", "name", "_site",
+                         "creation_index", "original", "members", "program"})
+
+
+def is_leaf(node):
+    """Placeholders, Variables and Constants: kept as the user's objects, never rewritten."""
+    return isinstance(node, (Placeholder, Variable, Constant))
+
+
+def is_pure(node):
+    """An op whose output depends only on its input values: not stateful, not random."""
+    if is_leaf(node) or getattr(node, "stateful", False) or hasattr(node, "rng"):
+        return False
+    return not type(node).__module__.endswith("random_ops")
+
+
+def original(node):
+    """The user's node a copy was made from (the node itself for leaves and new nodes)."""
+    return getattr(node, "original", node)
+
+
+def clone(node, inputs):
+    """A private copy of op `node` reading `inputs`; the user's node is untouched."""
+    new = object.__new__(type(node))  # a shallow copy (copy.copy, minus its generic machinery)
+    new.__dict__.update(node.__dict__)
+    new.inputs = tuple(inputs)
+    new.consumers = []
+    new.original = original(node)
+    return new
+
+
+def make_node(cls, inputs, like, shape=None, dtype=None, **attributes):
+    """A new node of class `cls` outside every Graph, named and placed like `like` (whose value it replaces)."""
+    node = cls.__new__(cls)
+    node.__dict__.update(attributes)
+    node.graph, node.inputs, node.consumers = like.graph, tuple(inputs), []
+    node.shape = like.shape if shape is None else shape
+    node.dtype = like.dtype if dtype is None else np.dtype(dtype)
+    node.role, node._site, node.name = like.role, like._site, like.name
+    node.creation_index = like.creation_index  # keeps creation order a topological order
+    node.original = original(like)
+    return node
+
+
+def folded_constant(value, like):
+    """A Constant holding `value`, standing for node `like` (same name and creation site)."""
+    value = np.array(value, dtype=like.dtype)
+    value.flags.writeable = False
+    return make_node(Constant, (), like, shape=value.shape, value=value)
+
+
+def attribute_key(node):
+    """A hashable summary of an op's attributes (axis, alpha, target shape, ...) for CSE."""
+    return tuple(sorted((k, _freeze(v)) for k, v in vars(node).items() if k not in NODE_FIELDS))
+
+
+def _freeze(value):
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, np.generic):
+        return ("scalar", value.dtype.str, value.item())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__,) + tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return ("dict",) + tuple(sorted((repr(k), _freeze(v)) for k, v in value.items()))
+    if isinstance(value, slice):
+        return ("slice", value.start, value.stop, value.step)
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("repr", repr(value))
+
+
+class OptGraph:
+    """Nodes in a topological order, the fetches (positionally like the user's) and the fed nodes."""
+
+    def __init__(self, nodes, fetches, fed):
+        self.nodes, self.fetches, self.fed = list(nodes), list(fetches), frozenset(fed)
+
+    @classmethod
+    def from_fetches(cls, fetches, fed):
+        """The pruned subgraph of `fetches` (stopping at fed nodes), with private copies of its ops."""
+        return cls(_reachable(fetches, fed), fetches, fed).copy()
+
+    def copy(self):
+        """A copy whose op nodes are new objects (leaves and fed nodes are shared)."""
+        mapping = {}
+        for node in self.nodes:
+            if is_leaf(node) or node in self.fed:
+                mapping[node] = node
+            else:
+                mapping[node] = clone(node, [mapping[i] for i in node.inputs])
+        return OptGraph([mapping[n] for n in self.nodes], [mapping[f] for f in self.fetches], self.fed)
+
+    def consumers(self):
+        """node -> the nodes of this graph reading it (once per input slot)."""
+        found = {node: [] for node in self.nodes}
+        for node in self.nodes:
+            if node not in self.fed:
+                for inp in node.inputs:
+                    found[inp].append(node)
+        return found
+
+    def is_fetched(self, node):
+        return any(node is f for f in self.fetches)
+
+    def rewrite(self, rule, fresh=False):
+        """Visit the nodes in order, each with its inputs already rewritten; `rule(node)` returns the node
+        that replaces it (an earlier node or a new one), or None. Returns how many were replaced.
+
+        One sweep, so a pass stays linear in the graph's size. A fetched node is only replaced by a
+        freshly computed value (`fresh`): a fetch must stay its own array, not a Variable's or another fetch's.
+        """
+        fetched, existing = {id(f) for f in self.fetches}, {id(n) for n in self.nodes}
+        mapping, order, placed, replaced = {}, [], set(), 0
+        for node in self.nodes:
+            if not is_leaf(node) and node not in self.fed:
+                node.inputs = tuple(mapping.get(i, i) for i in node.inputs)
+            new = None if node in self.fed else rule(node)  # a fed node's value comes from the feed
+            if new is not None and new is not node and (fresh or id(node) not in fetched):
+                if id(new) not in placed and id(new) not in existing:
+                    new.inputs = tuple(mapping.get(i, i) for i in new.inputs)  # a new node: rewire it too
+                    order.append(new)
+                    placed.add(id(new))
+                mapping[node] = new
+                replaced += 1
+            order.append(node)
+            placed.add(id(node))
+        self.fetches = [mapping.get(f, f) for f in self.fetches]
+        self.nodes = order
+        self.prune()
+        return replaced
+
+    def prune(self):
+        """Drop the nodes no fetch needs any more; returns how many were dropped."""
+        before = len(self.nodes)
+        keep = set(_reachable(self.fetches, self.fed))
+        self.nodes = [n for n in self.nodes if n in keep]
+        return before - len(self.nodes)
+
+    def op_count(self):
+        """How many nodes compute something (not leaves or fed nodes)."""
+        return sum(1 for n in self.nodes if not is_leaf(n) and n not in self.fed)
+
+    def __repr__(self):
+        return f"<tinyflow OptGraph {len(self.nodes)} nodes, {len(self.fetches)} fetches>"
+
+
+def _reachable(fetches, fed):
+    """The nodes `fetches` need, in creation (= topological) order; fed nodes are not walked past."""
+    found, stack = set(), list(fetches)
+    while stack:
+        node = stack.pop()
+        if node not in found:
+            found.add(node)
+            if node not in fed:
+                stack.extend(node.inputs)
+    return sorted(found, key=lambda n: (n.creation_index, id(n)))
