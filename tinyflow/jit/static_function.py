@@ -146,16 +146,21 @@ class StaticFunction:
     # -- modes ----------------------------------------------------------------------
     def train(self):
         """Trace and run in training mode (dropout active, batch statistics, update ops run)."""
-        self.training = True
-        return self
+        return self._set_mode(True)
 
     def eval(self):
-        """Trace and run in evaluation mode (the default)."""
-        self.training = False
+        """Trace and run in evaluation mode (the default, whatever the layer's eager mode)."""
+        return self._set_mode(False)
+
+    def _set_mode(self, training):
+        # the static function owns its mode; the wrapped layer follows, so eager calls behave alike
+        self.training = training
+        if self._layer is not None and hasattr(self._layer, "train"):
+            self._layer.train(training)
         return self
 
     def _training(self):
-        return bool(getattr(self._layer, "training", self.training)) if self._layer is not None else self.training
+        return self.training
 
     # -- calling ----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
