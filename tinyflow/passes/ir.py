@@ -9,6 +9,7 @@ by them and Variables hold state. So consumers are tracked here, never through
 """
 import numpy as np
 
+from ..graph import ancestors
 from ..nodes import Constant, Placeholder, Variable
 
 # attributes every node has; the rest of an op's __dict__ are its attributes (axis, alpha, ...)
@@ -163,11 +164,4 @@ class OptGraph:
 
 def _reachable(fetches, fed):
     """The nodes `fetches` need, in creation (= topological) order; fed nodes are not walked past."""
-    found, stack = set(), list(fetches)
-    while stack:
-        node = stack.pop()
-        if node not in found:
-            found.add(node)
-            if node not in fed:
-                stack.extend(node.inputs)
-    return sorted(found, key=lambda n: (n.creation_index, id(n)))
+    return sorted(ancestors(fetches, stop=fed), key=lambda n: (n.creation_index, id(n)))
