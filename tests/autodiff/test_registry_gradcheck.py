@@ -4,7 +4,7 @@ import pytest
 
 import tinyflow as tfl
 from op_cases import CASES, all_cases
-from tinyflow.autodiff.registry import NOT_DIFFERENTIABLE, registered_op_types
+from tinyflow.ops.registry import NOT_DIFFERENTIABLE, registered_op_types
 from tinyflow.nodes import OP_TYPES
 from tinyflow.testing import gradcheck
 

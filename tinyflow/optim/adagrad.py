@@ -1,7 +1,7 @@
 """AdaGrad (torch.optim.Adagrad), with learning-rate decay and an initial accumulator value."""
 import numpy as np
 
-from ..autodiff.registry import not_differentiable
+from ..ops.registry import not_differentiable
 from .checks import check_hyper_parameters
 from .optimizer import ApplyUpdate, Optimizer
 

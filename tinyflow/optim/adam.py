@@ -1,7 +1,7 @@
 """Adam and AdamW (torch.optim.Adam / AdamW), both with the AMSGrad option."""
 import numpy as np
 
-from ..autodiff.registry import not_differentiable
+from ..ops.registry import not_differentiable
 from .checks import check_hyper_parameters
 from .optimizer import ApplyUpdate, Optimizer
 

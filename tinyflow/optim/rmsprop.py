@@ -1,7 +1,7 @@
 """RMSProp (torch.optim.RMSprop), with momentum and the centered variant."""
 import numpy as np
 
-from ..autodiff.registry import not_differentiable
+from ..ops.registry import not_differentiable
 from .checks import check_hyper_parameters
 from .optimizer import ApplyUpdate, Optimizer
 

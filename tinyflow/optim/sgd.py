@@ -1,7 +1,7 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay (torch.optim.SGD)."""
 from .checks import check_hyper_parameters
 from .optimizer import ApplyUpdate, Optimizer
-from ..autodiff.registry import not_differentiable
+from ..ops.registry import not_differentiable
 
 
 class ApplySGD(ApplyUpdate):
