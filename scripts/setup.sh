@@ -21,6 +21,16 @@ fi
 echo "setup: pip install -e .[dev,opencl,mpi] (builds the C kernels; pyopencl with pocl's CPU driver; mpi4py and Open MPI)"
 "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e ".[dev,opencl,mpi]"
 
+# PyTorch 2.13.0 (CPU) is the oracle of the eager/optimizer tests and the benchmarks' reference. It is
+# installed only when its wheel is on this machine (pip's find-links), never as a multi-GB download;
+# without it the torch-oracle tests skip, naming torch.
+if "$PYTHON" -m pip download --quiet --no-index --no-deps -d "$(mktemp -d)" torch==2.13.0 >/dev/null 2>&1; then
+    echo "setup: pip install torch==2.13.0 (local CPU wheel; the tests' oracle)"
+    "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore torch==2.13.0
+else
+    echo "setup: NOTE: no local torch==2.13.0 wheel; tests that compare with PyTorch will be skipped." >&2
+fi
+
 # The pocl wheel gives OpenCL a CPU device without root; if no device shows up anyway, Debian's pocl can.
 if ! "$PYTHON" -c "from tinyflow.backends import opencl_runtime as r; raise SystemExit(not r.devices())" 2>/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
