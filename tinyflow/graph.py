@@ -23,7 +23,7 @@ class Graph:
         self._scope = ""
         self._roles = ["forward"]  # what kind of node is being built: forward, gradient, optimizer
         self._finalized = False
-        self._training_flag = None  # created on demand by tfl.nn.training_flag
+        self.training_flag = None  # the boolean `training` Placeholder, created on demand by tfl.nn.training_flag
         self.update_ops = []  # ops training steps must also run (batch-norm moving statistics)
 
     def __repr__(self):

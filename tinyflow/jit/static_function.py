@@ -68,7 +68,7 @@ class ConcreteProgram:
     def run(self, session, arrays):
         """Run the compiled plan on input arrays; the outputs in the traced structure (numpy)."""
         feed = dict(zip(self.inputs, arrays))
-        flag = self.graph._training_flag
+        flag = self.graph.training_flag
         if flag is not None:
             feed[flag] = self.training
         values = iter(session.run(self._fetches, feed))

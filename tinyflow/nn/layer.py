@@ -19,10 +19,10 @@ from .init import initial_value
 def training_flag(graph=None):
     """The graph's boolean `training` placeholder (False unless fed): dropout and batch norm read it."""
     graph = graph if graph is not None else get_default_graph()
-    if graph._training_flag is None:
+    if graph.training_flag is None:
         with graph.name_scope(""):
-            graph._training_flag = Placeholder((), "bool", name="training", default=False, graph=graph)
-    return graph._training_flag
+            graph.training_flag = Placeholder((), "bool", name="training", default=False, graph=graph)
+    return graph.training_flag
 
 
 def is_eager(x):

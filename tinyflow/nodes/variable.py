@@ -48,6 +48,15 @@ class Variable(Node):
         """The host array as it is now, without downloading a newer device copy (for identity checks)."""
         return self._value
 
+    def share_array(self, array):
+        """Use `array` itself (no copy) as the value: an eager parameter and its Tensor then share storage."""
+        if array.shape != self.shape or array.dtype != self.dtype:
+            raise ShapeError(f"Variable '{self.name}' ({self.dtype}, shape {self.shape}) cannot share an array of "
+                             f"{array.dtype} and shape {array.shape}")
+        self._value = array
+        if self._mirror is not None:
+            self._mirror.device_stale, self._mirror.host_stale = True, False
+
     def writable_value(self):
         """The current value as a C-contiguous, writeable array this Variable alone owns, for in-place kernels."""
         value = self.value

@@ -29,7 +29,7 @@ class Slot:
             self.variable = param
         else:  # a leaf Tensor: a Variable shares its value array, so the fused kernels update it in place
             self.variable = Variable(param.numpy(), trainable=True, name=f"eager_param_{index}")
-            self.variable._value = param.numpy()
+            self.variable.share_array(param.numpy())
         var = self.variable
         with var.graph.role("optimizer"), var.graph.name_scope(type(optimizer).__name__):
             self.grad_input = Placeholder(var.shape, var.dtype, name=f"grad_{var.name}", graph=var.graph)
@@ -51,7 +51,7 @@ class Slot:
         if grad is None:
             return
         var, param = self.variable, self.param
-        if param is not var and param.numpy() is not var._value:
+        if param is not var and param.numpy() is not var.host_array:
             var.value = param.numpy()  # the Tensor got a new value since the last step (e.g. in no_grad)
         backend.begin_run()
         kernel = self.kernel(backend)
