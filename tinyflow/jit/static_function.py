@@ -21,26 +21,35 @@ from ..graph import ancestors, get_default_graph
 from ..nodes import Node, Placeholder
 from .convert import _Undefined, convert_function
 from .input_spec import InputSpec
+from ..eager import Tensor, is_grad_enabled
 
 log = logging.getLogger("tinyflow.jit")
 MAX_PROGRAMS = 8
 
 
-# --- the two places that know what a tensor argument and a result are (after the eager merge:
-# --- accept tfl.Tensor here and return tfl.Tensor there)
+# --- the three places that know what a tensor argument and a result are: numpy or Tensor in, Tensor out
 def _is_tensor(value):
-    """Whether a call argument is data for a Placeholder (an array) rather than a Python value."""
-    return isinstance(value, np.ndarray)
+    """Whether a call argument is data for a Placeholder (an array or an eager Tensor), not a Python value."""
+    return isinstance(value, (np.ndarray, Tensor))
 
 
 def _as_feed(value):
-    """A tensor argument as the numpy array fed to its Placeholder."""
-    return np.asarray(value)
+    """A tensor argument as the numpy array fed to its Placeholder (a Tensor is fed by value)."""
+    if isinstance(value, Tensor):
+        if value.requires_grad and is_grad_enabled():
+            # the program runs in a Session, outside eager autograd: a gradient would silently be lost
+            raise TinyflowError(
+                f"to_static got a Tensor of shape {value.shape} that requires grad; gradients do not flow from "
+                "a to_static'd call back into eager tensors. Put the training step inside the function "
+                "(loss = ...; opt.minimize(loss) with a graph-mode optimizer such as tfl.optim.Adam(1e-3)), "
+                "or pass t.detach()")
+        return value.numpy()
+    return value
 
 
 def _wrap_output(array):
-    """A fetched result as what the caller gets back (numpy today)."""
-    return array
+    """A fetched result as what the caller gets back: an eager tfl.Tensor (requiring no grad)."""
+    return Tensor(array)
 
 
 class ConcreteProgram:
@@ -66,14 +75,14 @@ class ConcreteProgram:
         return svg(self.fetches)
 
     def run(self, session, arrays):
-        """Run the compiled plan on input arrays; the outputs in the traced structure (numpy)."""
+        """Run the compiled plan on input arrays; the outputs in the traced structure (array results as Tensors)."""
         feed = dict(zip(self.inputs, arrays))
         flag = self.graph._training_flag
         if flag is not None:
             feed[flag] = self.training
         values = iter(session.run(self._fetches, feed))
-        flat = [next(values) if isinstance(o, Node) else o for o in self.outputs]
-        return _rebuild(self.structure, iter(_wrap_output(v) if isinstance(v, np.ndarray) else v for v in flat))
+        flat = [_wrap_output(next(values)) if isinstance(o, Node) else o for o in self.outputs]
+        return _rebuild(self.structure, iter(flat))
 
 
 def _flatten(result):
@@ -102,7 +111,7 @@ def _layer_class():
 
 
 class StaticFunction:
-    """A function or Layer converted to static programs: call it like the original (arrays in, arrays out)."""
+    """A function or Layer converted to static programs: call it like the original (numpy or Tensor in, Tensor out)."""
 
     def __init__(self, fn_or_layer, input_spec=None, max_programs=MAX_PROGRAMS):
         Layer = _layer_class()
@@ -164,7 +173,7 @@ class StaticFunction:
 
     # -- calling ----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if any(isinstance(a, Node) for a in list(args) + list(kwargs.values())):
+        if any(isinstance(a, Node) and a.graph is not None for a in list(args) + list(kwargs.values())):
             # called while building a graph (e.g. from another layer): build the ops in place
             return self._converted()(*args, **kwargs)
         program, arrays = self._program_for(args, kwargs)
