@@ -20,6 +20,7 @@ from ..errors import TinyflowError
 from ..graph import ancestors, get_default_graph
 from ..nodes import Node, Placeholder
 from .convert import _Undefined, convert_function
+from .eager_call import call_recorded
 from .input_spec import InputSpec
 from ..eager import Tensor, is_grad_enabled
 
@@ -35,16 +36,7 @@ def _is_tensor(value):
 
 def _as_feed(value):
     """A tensor argument as the numpy array fed to its Placeholder (a Tensor is fed by value)."""
-    if isinstance(value, Tensor):
-        if value.requires_grad and is_grad_enabled():
-            # the program runs in a Session, outside eager autograd: a gradient would silently be lost
-            raise TinyflowError(
-                f"to_static got a Tensor of shape {value.shape} that requires grad; gradients do not flow from "
-                "a to_static'd call back into eager tensors. Put the training step inside the function "
-                "(loss = ...; opt.minimize(loss) with a graph-mode optimizer such as tfl.optim.Adam(1e-3)), "
-                "or pass t.detach()")
-        return value.numpy()
-    return value
+    return value.numpy() if isinstance(value, Tensor) else value
 
 
 def _wrap_output(array):
@@ -176,8 +168,19 @@ class StaticFunction:
         if any(isinstance(a, Node) and a.graph is not None for a in list(args) + list(kwargs.values())):
             # called while building a graph (e.g. from another layer): build the ops in place
             return self._converted()(*args, **kwargs)
-        program, arrays = self._program_for(args, kwargs)
-        return program.run(self._session(program.graph), arrays)
+        program, arrays, sources = self._program_for(args, kwargs)
+        session = self._session(program.graph)
+        recorded = call_recorded(program, session, arrays, sources)  # eager autograd sees the call as one op
+        if recorded is not None:
+            return recorded
+        for value in sources:
+            if isinstance(value, Tensor) and value.requires_grad and is_grad_enabled():
+                raise TinyflowError(
+                    f"{self.__name__} got a Tensor of shape {value.shape} that requires grad, but this program "
+                    f"{_why_not_recorded(program)}, so the gradient would be lost. Put the training step inside "
+                    "the function (loss = ...; opt.minimize(loss) with a graph-mode optimizer such as "
+                    "tfl.optim.Adam(1e-3)), or pass t.detach()")
+        return program.run(session, arrays)
 
     def get_concrete_program(self, *args, **kwargs):
         """The ConcreteProgram serving these arguments (traced now if needed). Args may be arrays or InputSpecs."""
@@ -222,7 +225,7 @@ class StaticFunction:
         if kwargs:
             names = names + sorted(kwargs)
             values += [kwargs[k] for k in sorted(kwargs)]
-        entries, arrays = [], []
+        entries, arrays, sources = [], [], []
         for i, (name, value) in enumerate(zip(names, values)):
             spec = self.input_spec[i] if self.input_spec and i < len(self.input_spec) else None
             if isinstance(value, InputSpec):
@@ -234,6 +237,7 @@ class StaticFunction:
                 else:
                     entries.append(("tensor", name, array.shape, array.dtype, None))
                     arrays.append(array)
+                    sources.append(value)
                     continue
             else:
                 try:
@@ -246,15 +250,16 @@ class StaticFunction:
                 continue
             entries.append(("tensor", name, spec.shape, spec.dtype, spec.name))
             arrays.append(array)
-        return entries, arrays
+            sources.append(value)
+        return entries, arrays, sources
 
     def _program_for(self, args, kwargs):
-        entries, arrays = self._signature(args, kwargs)
+        entries, arrays, sources = self._signature(args, kwargs)
         key = (tuple(entries), len(args), self._training())
         program = self._programs.get(key)
         if program is not None:
             self._programs.move_to_end(key)
-            return program, arrays
+            return program, arrays, sources
         if self._programs:
             self.retraces += 1
             last = next(reversed(self._programs))
@@ -271,7 +276,7 @@ class StaticFunction:
             log.warning("tinyflow.jit: %s has more than %d input signatures; dropped the least recently used "
                         "program. Use InputSpec with None for dimensions that change (e.g. the batch size).",
                         self.__name__, self.max_programs)
-        return program, arrays
+        return program, arrays, sources
 
     def _trace(self, key, entries, specs, args, kwargs):
         graph = self._layer.graph if self._layer is not None else get_default_graph()
@@ -299,6 +304,15 @@ class StaticFunction:
             side_effects += new_updates
         return ConcreteProgram(key, graph, placeholders, specs, outputs, structure, side_effects, key[2],
                                self.__name__)
+
+
+def _why_not_recorded(program):
+    """Why a program call is not an op of eager autograd (see eager_call.py)."""
+    if program.side_effects:
+        return "changes state (an optimizer step or assign inside it)"
+    if program.training:
+        return "runs in training mode (f.train())"
+    return "does not return exactly one floating-point tensor"
 
 
 def _why(old, new):

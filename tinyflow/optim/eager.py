@@ -57,6 +57,9 @@ class Slot:
         kernel = self.kernel(backend)
         kernel(var.value, np.asarray(grad, var.dtype), np.asarray(lr, var.dtype),
                *[slot.value for slot in self.op.variables[1:]])
+        mirror = var.device_mirror
+        if mirror is not None:  # changed on the host in place: an OpenCL session's device copy is now the old one
+            mirror.device_stale, mirror.host_stale = True, False
         from ..eager.runtime import tick
         if param is not var:
             param._data = var.value
