@@ -8,6 +8,8 @@ function, in convert.py) and the program cache here (one ConcreteProgram per inp
 signature: tensor shapes with the spec's None dims, dtypes, non-tensor argument values
 and the training flag), capped at MAX_PROGRAMS, least recently used first out. Every
 retrace is logged on the "tinyflow.jit" logger with the reason ("x dim 0: 4 → 5").
+Numpy arrays or eager Tensors go in, Tensors come out; a call on Tensors with grad enabled
+can be one op of eager autograd (eager_call.py).
 """
 import functools
 import inspect
