@@ -41,25 +41,65 @@ calls = d.communication_stats()["all_reduce"]["calls"] - calls
 packs = sum(n.op_type == "AllReduceGradients" for n in graph.nodes)
 np.savez(f"{out}/rank{r}.npz", calls=calls, packs=packs, **{v.name: v.value for v in graph.variables()})
 
-# eager form: parameters carrying numpy .grad arrays, as tfl.Tensor does
-class Param:
-    def __init__(self, grad):
-        self.grad = grad
-class EagerSGD:
-    def __init__(self, params):
-        self.params, self.steps = params, 0
-    def step(self):
-        self.steps += 1
-params = [Param(np.full((2, 2), float(r), np.float32)), Param(None), Param(np.arange(3.0) * (r + 1))]
-first = params[0].grad
-opt = d.DistributedOptimizer(EagerSGD(params))
+# eager mode: a Layer on Tensors, loss.backward(), DistributedOptimizer(SGD(layer.parameters(), lr)).step()
+tfl.set_seed(100 + r)
+layer = tfl.nn.Linear(5, 2, dtype="float64")
+opt = d.DistributedOptimizer(tfl.optim.SGD(layer.parameters(), lr=0.1))
+d.broadcast_variables(layer.parameters())
 calls = d.communication_stats()["all_reduce"]["calls"]
-opt.step()
-assert d.communication_stats()["all_reduce"]["calls"] == calls + 1 and opt.steps == 1
-assert params[0].grad is first and first.dtype == np.float32          # averaged in place
-np.testing.assert_allclose(first, np.full((2, 2), (w - 1) / 2))
-assert params[1].grad is None
-np.testing.assert_allclose(params[2].grad, np.arange(3.0) * (w + 1) / 2)
+for _ in range(STEPS):
+    opt.zero_grad()
+    loss = tfl.reduce_mean(tfl.square(layer(tfl.tensor(X[r::w])) - tfl.tensor(Y[r::w])))
+    loss.backward()
+    opt.step()
+eager_calls = d.communication_stats()["all_reduce"]["calls"] - calls
+eager = [p.value for p in layer.parameters()]
+
+# eager leaf Tensors as parameters, with Adam: broadcast_variables sets them in place
+rng = np.random.default_rng(r)
+params = [tfl.tensor(rng.normal(size=(5, 2)), requires_grad=True), tfl.tensor(rng.normal(size=2), requires_grad=True)]
+d.broadcast_variables(params)
+adam = d.DistributedOptimizer(tfl.optim.Adam(params, lr=0.05))
+for _ in range(STEPS):
+    adam.zero_grad()
+    tfl.reduce_mean(tfl.square(tfl.matmul(tfl.tensor(X[r::w]), params[0]) + params[1] - tfl.tensor(Y[r::w]))).backward()
+    adam.step()
+tensors = [p.numpy() for p in params]
+
+# to_static: a graph-mode DistributedOptimizer's minimize inside the traced step (one all_reduce per call)
+from tinyflow.jit import InputSpec
+with tfl.Graph().as_default():
+    tfl.set_seed(100 + r)
+    static_layer = tfl.nn.Linear(5, 2, dtype="float64")
+    static_opt = d.DistributedOptimizer(tfl.optim.SGD(0.1))
+
+    @tfl.jit.to_static(input_spec=[InputSpec([None, 5], "float64"), InputSpec([None, 2], "float64")])
+    def train_step(x, target):
+        loss = tfl.reduce_mean(tfl.square(static_layer(x) - target))
+        static_opt.minimize(loss)
+        return loss
+    d.broadcast_variables(static_layer.parameters())
+    calls = d.communication_stats()["all_reduce"]["calls"]
+    for _ in range(STEPS):  # traced on the first call, in the default graph: the one holding static_layer
+        train_step(tfl.tensor(X[r::w]), tfl.tensor(Y[r::w]))
+static_calls = d.communication_stats()["all_reduce"]["calls"] - calls
+static = [p.value for p in static_layer.parameters()]
+np.savez(f"{out}/eager{r}.npz", calls=[eager_calls, static_calls], *eager, *tensors, *static)
+
+# average_gradients: a gradient present on some ranks only is an error everywhere; None everywhere stays None
+p, q, unused = (tfl.tensor(np.zeros(n), requires_grad=True) for n in (3, 2, 4))
+mine = np.full(2, float(r))
+q.grad = mine
+d.average_gradients([q, unused])
+np.testing.assert_allclose(q.grad, np.full(2, (w - 1) / 2))
+assert unused.grad is None and (mine == r).all()   # the caller's array is not overwritten
+if r == 0:
+    p.grad = np.ones(3)
+try:
+    d.average_gradients([p, q])
+    raise AssertionError("a gradient on rank 0 only must fail")
+except d.DistributedError as err:
+    assert f"has a gradient on 1 of {w} processes" in str(err), err
 """.replace("STEPS", str(STEPS))
 
 
@@ -87,6 +127,40 @@ def test_data_parallel_training_equals_one_process_on_the_full_batch(tmp_path, n
             np.testing.assert_allclose(result[var_name], value, rtol=0, atol=1e-12, err_msg=f"rank {r} {var_name}")
             # every process holds bit-for-bit the same parameters
             np.testing.assert_array_equal(result[var_name], results[0][var_name])
+
+
+def eager_reference():
+    """Rank 0's starting parameters after STEPS full-batch eager steps (Linear + SGD, Tensors + Adam)."""
+    X, Y = regression_data()
+    tfl.set_seed(100)
+    layer = tfl.nn.Linear(5, 2, dtype="float64")
+    opt = tfl.optim.SGD(layer.parameters(), lr=0.1)
+    rng = np.random.default_rng(0)
+    params = [tfl.tensor(rng.normal(size=(5, 2)), requires_grad=True), tfl.tensor(rng.normal(size=2), requires_grad=True)]
+    adam = tfl.optim.Adam(params, lr=0.05)
+    for _ in range(STEPS):
+        opt.zero_grad()
+        tfl.reduce_mean(tfl.square(layer(tfl.tensor(X)) - tfl.tensor(Y))).backward()
+        opt.step()
+        adam.zero_grad()
+        tfl.reduce_mean(tfl.square(tfl.matmul(tfl.tensor(X), params[0]) + params[1] - tfl.tensor(Y))).backward()
+        adam.step()
+    linear = [p.value for p in layer.parameters()]
+    return linear + [p.numpy() for p in params] + linear  # the to_static step trains the same Linear with SGD
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_eager_and_to_static_data_parallel_training_equal_one_process_on_the_full_batch(tmp_path, n):
+    launch(tmp_path, WORKER, n, "sgd", tmp_path)
+    expected = eager_reference()
+    results = [np.load(tmp_path / f"eager{r}.npz") for r in range(n)]
+    for r, result in enumerate(results):
+        assert result["calls"].tolist() == [STEPS, STEPS]  # one packed all_reduce per step
+        values = [result[f"arr_{i}"] for i in range(len(expected))]
+        assert len(result.files) == len(expected) + 1
+        for i, (value, want) in enumerate(zip(values, expected)):
+            np.testing.assert_allclose(value, want, rtol=0, atol=1e-12, err_msg=f"rank {r} parameter {i}")
+            np.testing.assert_array_equal(value, results[0][f"arr_{i}"])
 
 
 def test_distributed_optimizer_needs_init_when_the_graph_is_built():

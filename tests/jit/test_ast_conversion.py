@@ -62,9 +62,9 @@ def test_tensor_while_becomes_while_loop():
     f = tfl.jit.to_static(halve_until_small)
     x, steps = f(np.array([10.0, -3.0], np.float32))
     np.testing.assert_allclose(x, [0.625, -0.1875])
-    assert steps == 4
+    assert isinstance(steps, tfl.Tensor) and int(steps) == 4
     x, steps = f(np.array([0.5, 0.25], np.float32))
-    assert steps == 0 and len(f.concrete_programs) == 1
+    assert int(steps) == 0 and len(f.concrete_programs) == 1
 
 
 def test_a_python_loop_switches_to_a_graph_loop_when_its_condition_becomes_a_tensor():

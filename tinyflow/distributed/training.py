@@ -12,10 +12,11 @@ import zlib
 import numpy as np
 
 from ..autodiff.registry import not_differentiable
+from ..eager import Tensor, no_grad
 from ..graph import get_default_graph
 from ..nodes import Operation
 from .collectives import _same_everywhere, all_reduce, broadcast
-from .runtime import communicator
+from .runtime import DistributedError, communicator, world_size
 
 
 class AllReduceGradients(Operation):
@@ -64,25 +65,41 @@ not_differentiable(AllReduceGradients, UnpackGradient)
 
 
 def average_gradients(parameters):
-    """Average the `.grad` arrays of `parameters` over processes in one packed all_reduce, in place.
+    """Average the `.grad` arrays of `parameters` (Variables or eager Tensors) over processes, in one all_reduce.
 
-    The eager-mode building block of DistributedOptimizer.step(); parameters whose
-    grad is None are skipped (every process must skip the same ones).
+    The eager-mode building block of DistributedOptimizer.step(). Every parameter has a slot
+    in the packed buffer (zeros when its grad is None) plus one flag, so the buffer has the
+    same size on every process; a parameter with a gradient on some processes and not on
+    others raises DistributedError on every process. Each `.grad` gets a new array: the one
+    backward() left may be shared with other tensors (or be the caller's own `grad=` array).
     """
-    with_grad = [p for p in parameters if getattr(p, "grad", None) is not None]
-    if not with_grad:
+    parameters = list(parameters)
+    if not parameters:
         return
-    grads = [np.asarray(p.grad) for p in with_grad]
-    flat = np.concatenate([g.ravel() for g in grads]).astype(np.result_type(*grads), copy=False)
+    dtype = np.result_type(*[p.dtype for p in parameters])
+    sizes = [math.prod(p.shape) for p in parameters]
+    flat = np.zeros(sum(sizes) + len(parameters), dtype)
+    flags = flat[sum(sizes):]
+    offset = 0
+    for i, (param, size) in enumerate(zip(parameters, sizes)):
+        grad = param.grad
+        if grad is not None:
+            flat[offset:offset + size] = np.asarray(grad).ravel()
+            flags[i] = 1
+        offset += size
     all_reduce(flat, "mean")
     offset = 0
-    for param, grad in zip(with_grad, grads):
-        averaged = flat[offset:offset + grad.size].reshape(grad.shape).astype(grad.dtype, copy=False)
-        offset += grad.size
-        if grad.flags.writeable and grad is param.grad:
-            np.copyto(grad, averaged)
-        else:
-            param.grad = averaged.copy()
+    for i, (param, size) in enumerate(zip(parameters, sizes)):
+        flag, part = flags[i], flat[offset:offset + size]
+        offset += size
+        if flag == 0:
+            continue
+        if flag != 1:
+            raise DistributedError(
+                f"parameter {i} (shape {tuple(param.shape)}) has a gradient on {flag * world_size():.0f} of "
+                f"{world_size()} processes: every process must compute gradients for the same parameters "
+                "(run the same model and loss on every process, and zero_grad() on all of them)")
+        param.grad = part.reshape(param.shape).astype(param.dtype, copy=False)
 
 
 class DistributedOptimizer:
@@ -136,39 +153,54 @@ class DistributedOptimizer:
 
 
 def _eager_parameters(optimizer):
-    """The parameters an eager optimizer updates (torch-style `param_groups`, or `params`)."""
-    groups = getattr(optimizer, "param_groups", None)
-    if groups is not None:
-        return [p for group in groups for p in group["params"]]
+    """The parameters an eager tinyflow optimizer updates (`optimizer.params`, set by Optimizer(params, lr=...))."""
     params = getattr(optimizer, "params", None)
     if params is None:
-        raise TypeError(f"{optimizer!r} has no parameters: DistributedOptimizer.step() needs an eager optimizer "
-                        "built as Optimizer(layer.parameters(), lr=...); graph optimizers use minimize()")
+        raise DistributedError(f"{optimizer!r} has no parameters: DistributedOptimizer.step() needs an eager optimizer "
+                               "built as Optimizer(layer.parameters(), lr=...); graph optimizers use minimize()")
     return list(params)
 
 
 def broadcast_variables(graph=None, root=0):
     """Set every Variable of the graph (weights, optimizer slots, moving statistics) to rank `root`'s values.
 
-    `graph` may also be a list of Variables (only those are sent). Variables are packed by
-    dtype, so this is one broadcast per dtype. Every process must have built the same graph;
-    a mismatch raises DistributedError on every process.
+    `graph` may also be a list of parameters: Variables (`layer.parameters()`) or eager leaf
+    Tensors, sent in the list's order (every process passes the same list). Values are packed
+    by dtype, so this is one broadcast per dtype. Every process must have built the same
+    model; a mismatch raises DistributedError on every process.
     """
     comm = communicator()
     if isinstance(graph, (list, tuple)):
-        variables = sorted(graph, key=lambda v: v.name)
+        variables = list(graph)
+        names = [getattr(v, "name", f"tensor {i}") for i, v in enumerate(variables)]
     else:
         variables = sorted((graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
-    signature = "\n".join(f"{v.name} {v.shape} {v.dtype}" for v in variables)
+        names = [v.name for v in variables]
+    signature = "\n".join(f"{name} {tuple(v.shape)} {v.dtype}" for name, v in zip(names, variables))
     _same_everywhere(comm, zlib.crc32(signature.encode()), "broadcast_variables",
                      lambda crc: f"variables with checksum {crc:08x}")
     by_dtype = {}
     for var in variables:
-        by_dtype.setdefault(var.dtype.str, []).append(var)
+        by_dtype.setdefault(np.dtype(var.dtype).str, []).append(var)
     for dtype, group in sorted(by_dtype.items()):
-        flat = np.concatenate([np.asarray(v.value).ravel() for v in group]) if group else None
+        flat = np.concatenate([_value_of(v).ravel() for v in group])
         flat = broadcast(flat.astype(np.dtype(dtype), copy=False), root=root)
         offset = 0
         for var in group:
-            var.value = flat[offset:offset + var.value.size].reshape(var.shape)
-            offset += var.value.size
+            size = math.prod(var.shape)
+            _assign(var, flat[offset:offset + size].reshape(var.shape))
+            offset += size
+
+
+def _value_of(param):
+    """A Variable's or an eager Tensor's value as a numpy array."""
+    return np.asarray(param.numpy() if isinstance(param, Tensor) else param.value)
+
+
+def _assign(param, value):
+    """Give a Variable or an eager leaf Tensor a new value (a Tensor in place, outside autograd)."""
+    if isinstance(param, Tensor):
+        with no_grad():
+            param[...] = value
+    else:
+        param.value = value

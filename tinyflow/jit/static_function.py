@@ -8,6 +8,8 @@ function, in convert.py) and the program cache here (one ConcreteProgram per inp
 signature: tensor shapes with the spec's None dims, dtypes, non-tensor argument values
 and the training flag), capped at MAX_PROGRAMS, least recently used first out. Every
 retrace is logged on the "tinyflow.jit" logger with the reason ("x dim 0: 4 → 5").
+Numpy arrays or eager Tensors go in, Tensors come out; a call on Tensors with grad enabled
+can be one op of eager autograd (eager_call.py).
 """
 import functools
 import inspect
@@ -20,27 +22,28 @@ from ..errors import TinyflowError
 from ..graph import ancestors, get_default_graph
 from ..nodes import Node, Placeholder
 from .convert import _Undefined, convert_function
+from .eager_call import call_recorded
 from .input_spec import InputSpec
+from ..eager import Tensor, is_grad_enabled
 
 log = logging.getLogger("tinyflow.jit")
 MAX_PROGRAMS = 8
 
 
-# --- the two places that know what a tensor argument and a result are (after the eager merge:
-# --- accept tfl.Tensor here and return tfl.Tensor there)
+# --- the three places that know what a tensor argument and a result are: numpy or Tensor in, Tensor out
 def _is_tensor(value):
-    """Whether a call argument is data for a Placeholder (an array) rather than a Python value."""
-    return isinstance(value, np.ndarray)
+    """Whether a call argument is data for a Placeholder (an array or an eager Tensor), not a Python value."""
+    return isinstance(value, (np.ndarray, Tensor))
 
 
 def _as_feed(value):
-    """A tensor argument as the numpy array fed to its Placeholder."""
-    return np.asarray(value)
+    """A tensor argument as the numpy array fed to its Placeholder (a Tensor is fed by value)."""
+    return value.numpy() if isinstance(value, Tensor) else value
 
 
 def _wrap_output(array):
-    """A fetched result as what the caller gets back (numpy today)."""
-    return array
+    """A fetched result as what the caller gets back: an eager tfl.Tensor (requiring no grad)."""
+    return Tensor(array)
 
 
 class ConcreteProgram:
@@ -66,14 +69,14 @@ class ConcreteProgram:
         return svg(self.fetches)
 
     def run(self, session, arrays):
-        """Run the compiled plan on input arrays; the outputs in the traced structure (numpy)."""
+        """Run the compiled plan on input arrays; the outputs in the traced structure (array results as Tensors)."""
         feed = dict(zip(self.inputs, arrays))
         flag = self.graph.training_flag
         if flag is not None:
             feed[flag] = self.training
         values = iter(session.run(self._fetches, feed))
-        flat = [next(values) if isinstance(o, Node) else o for o in self.outputs]
-        return _rebuild(self.structure, iter(_wrap_output(v) if isinstance(v, np.ndarray) else v for v in flat))
+        flat = [_wrap_output(next(values)) if isinstance(o, Node) else o for o in self.outputs]
+        return _rebuild(self.structure, iter(flat))
 
 
 def _flatten(result):
@@ -102,7 +105,7 @@ def _layer_class():
 
 
 class StaticFunction:
-    """A function or Layer converted to static programs: call it like the original (arrays in, arrays out)."""
+    """A function or Layer converted to static programs: call it like the original (numpy or Tensor in, Tensor out)."""
 
     def __init__(self, fn_or_layer, input_spec=None, max_programs=MAX_PROGRAMS):
         Layer = _layer_class()
@@ -164,11 +167,22 @@ class StaticFunction:
 
     # -- calling ----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if any(isinstance(a, Node) for a in list(args) + list(kwargs.values())):
+        if any(isinstance(a, Node) and a.graph is not None for a in list(args) + list(kwargs.values())):
             # called while building a graph (e.g. from another layer): build the ops in place
             return self._converted()(*args, **kwargs)
-        program, arrays = self._program_for(args, kwargs)
-        return program.run(self._session(program.graph), arrays)
+        program, arrays, sources = self._program_for(args, kwargs)
+        session = self._session(program.graph)
+        recorded = call_recorded(program, session, arrays, sources)  # eager autograd sees the call as one op
+        if recorded is not None:
+            return recorded
+        for value in sources:
+            if isinstance(value, Tensor) and value.requires_grad and is_grad_enabled():
+                raise TinyflowError(
+                    f"{self.__name__} got a Tensor of shape {value.shape} that requires grad, but this program "
+                    f"{_why_not_recorded(program)}, so the gradient would be lost. Put the training step inside "
+                    "the function (loss = ...; opt.minimize(loss) with a graph-mode optimizer such as "
+                    "tfl.optim.Adam(1e-3)), or pass t.detach()")
+        return program.run(session, arrays)
 
     def get_concrete_program(self, *args, **kwargs):
         """The ConcreteProgram serving these arguments (traced now if needed). Args may be arrays or InputSpecs."""
@@ -213,7 +227,7 @@ class StaticFunction:
         if kwargs:
             names = names + sorted(kwargs)
             values += [kwargs[k] for k in sorted(kwargs)]
-        entries, arrays = [], []
+        entries, arrays, sources = [], [], []
         for i, (name, value) in enumerate(zip(names, values)):
             spec = self.input_spec[i] if self.input_spec and i < len(self.input_spec) else None
             if isinstance(value, InputSpec):
@@ -225,6 +239,7 @@ class StaticFunction:
                 else:
                     entries.append(("tensor", name, array.shape, array.dtype, None))
                     arrays.append(array)
+                    sources.append(value)
                     continue
             else:
                 try:
@@ -237,15 +252,16 @@ class StaticFunction:
                 continue
             entries.append(("tensor", name, spec.shape, spec.dtype, spec.name))
             arrays.append(array)
-        return entries, arrays
+            sources.append(value)
+        return entries, arrays, sources
 
     def _program_for(self, args, kwargs):
-        entries, arrays = self._signature(args, kwargs)
+        entries, arrays, sources = self._signature(args, kwargs)
         key = (tuple(entries), len(args), self._training())
         program = self._programs.get(key)
         if program is not None:
             self._programs.move_to_end(key)
-            return program, arrays
+            return program, arrays, sources
         if self._programs:
             self.retraces += 1
             last = next(reversed(self._programs))
@@ -262,7 +278,7 @@ class StaticFunction:
             log.warning("tinyflow.jit: %s has more than %d input signatures; dropped the least recently used "
                         "program. Use InputSpec with None for dimensions that change (e.g. the batch size).",
                         self.__name__, self.max_programs)
-        return program, arrays
+        return program, arrays, sources
 
     def _trace(self, key, entries, specs, args, kwargs):
         graph = self._layer.graph if self._layer is not None else get_default_graph()
@@ -290,6 +306,15 @@ class StaticFunction:
             side_effects += new_updates
         return ConcreteProgram(key, graph, placeholders, specs, outputs, structure, side_effects, key[2],
                                self.__name__)
+
+
+def _why_not_recorded(program):
+    """Why a program call is not an op of eager autograd (see eager_call.py)."""
+    if program.side_effects:
+        return "changes state (an optimizer step or assign inside it)"
+    if program.training:
+        return "runs in training mode (f.train())"
+    return "does not return exactly one floating-point tensor"
 
 
 def _why(old, new):

@@ -57,6 +57,9 @@ class Slot:
         kernel = self.kernel(backend)
         kernel(var.value, np.asarray(grad, var.dtype), np.asarray(lr, var.dtype),
                *[slot.value for slot in self.op.variables[1:]])
+        mirror = var.device_mirror
+        if mirror is not None and not mirror.host_stale:  # a host kernel changed the array in place: the device
+            mirror.device_stale = True                    # copy an OpenCL session keeps is the old value now
         from ..eager.runtime import tick
         if param is not var:
             param._data = var.value
