@@ -65,7 +65,7 @@ class RunProgram(Operation):
         return self.program.outputs[0].dtype
 
     def training_feed(self):
-        flag = self.program.graph._training_flag
+        flag = self.program.graph.training_flag
         return {} if flag is None else {flag: self.program.training}
 
     def compute(self, *values):
