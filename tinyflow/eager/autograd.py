@@ -16,7 +16,7 @@ from ..errors import GradientError, TinyflowError
 from ..nodes import OP_TYPES
 from ..shapes import can_reduce_to
 from .grad_mode import GradMode
-from .runtime import Clock, Taint, describe, stale_stand_in
+from .runtime import Clock, Taint, change_phrase, describe, stale_stand_in
 from .tensor import Tensor, make
 
 
@@ -117,7 +117,7 @@ def _guarded_call(gradient, fn, grad):
     stale = any(t._version > fn._epoch for t in fn.inputs)
     saved = fn.inputs
     if stale:  # some saved input changed in place since: hand out tainted stand-ins
-        fn.inputs = tuple(stale_stand_in(t, fn, f"input {i}", t) if t._version > fn._epoch else t
+        fn.inputs = tuple(stale_stand_in(t, fn, f"input {i}", change_phrase(t.grad_fn)) if t._version > fn._epoch else t
                           for i, t in enumerate(saved))
     taint_before, Taint.active = Taint.active, Taint.active or stale or fn._epoch != Clock.now
     try:
@@ -208,7 +208,7 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
         errstate.__exit__(None, None, None)
     if not retain_graph:  # free what the ops saved (at the end: a later op may still need an output)
         for fn in done:
-            fn._next, fn.inputs = None, ()
+            fn._next, fn.inputs, fn._out = None, (), None
 
 
 def _skip(fn, counts, ready, pending):

@@ -13,14 +13,25 @@ become the matching op.
 import numpy as np
 
 from ..errors import TinyflowError
-from ..nodes import Node
+from ..nodes import Node, Operation
+from .math_ops import Add, Divide, Multiply, Power, Subtract
+from .matmul import MatMul
+from .unary_ops import Negative
 from . import (abs as _abs, add, argmax, divide, exp, get_item, greater, greater_equal, less, less_equal, log,
                log_softmax, matmul, multiply, negative, power, reduce_max, reduce_mean, reduce_sum, relu, reshape,
                sigmoid, softmax, sqrt, square, subtract, tanh, transpose)
 
 
-def _binary(fn):
+def _binary(fn, cls):
+    """The operator `self <op> other` and its reflected form, for op function fn of op class cls.
+
+    Between two eager Tensors the operator asks the eager runtime's shortcut first (the op
+    computed without its generic call path); everything else goes through fn.
+    """
     def forward(self, other):
+        eager = Operation.eager
+        if eager is not None and other.__class__ is self.__class__ is eager.Tensor:
+            return eager.binary(cls, self, other, fn)
         return fn(self, other)
 
     def reflected(self, other):
@@ -28,12 +39,19 @@ def _binary(fn):
     return forward, reflected
 
 
-_add, _radd = _binary(add)
-_sub, _rsub = _binary(subtract)
-_mul, _rmul = _binary(multiply)
-_truediv, _rtruediv = _binary(divide)
-_pow, _rpow = _binary(power)
-_matmul, _rmatmul = _binary(matmul)
+_add, _radd = _binary(add, Add)
+_sub, _rsub = _binary(subtract, Subtract)
+_mul, _rmul = _binary(multiply, Multiply)
+_truediv, _rtruediv = _binary(divide, Divide)
+_pow, _rpow = _binary(power, Power)
+_matmul, _rmatmul = _binary(matmul, MatMul)
+
+
+def _negative(self):
+    eager = Operation.eager
+    if eager is not None and self.__class__ is eager.Tensor:
+        return eager.unary(Negative, self, negative)
+    return negative(self)
 
 
 def _transpose_property(self):
@@ -52,7 +70,7 @@ OPERATORS = {
     "__add__": _add, "__radd__": _radd, "__sub__": _sub, "__rsub__": _rsub,
     "__mul__": _mul, "__rmul__": _rmul, "__truediv__": _truediv, "__rtruediv__": _rtruediv,
     "__pow__": _pow, "__rpow__": _rpow, "__matmul__": _matmul, "__rmatmul__": _rmatmul,
-    "__neg__": lambda self: negative(self),
+    "__neg__": _negative,
     "__pos__": lambda self: self,
     "__abs__": lambda self: _abs(self),
     "__getitem__": lambda self, key: get_item(self, key),
