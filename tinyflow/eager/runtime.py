@@ -106,11 +106,12 @@ _INFERRED = {}  # (elementwise op class, *input dtypes) -> output dtype
 
 
 def _plain_dtypes(cls):
-    """For a plain op class, its remembered output dtype per input dtype (a dict); False for other classes.
+    """For a plain op class, a dict remembering per input dtype (output dtype, whether results record a
+    grad_fn); False for other classes.
 
     Plain: elementwise with the stock __init__ and infer_shape of UnaryOperation / BinaryOperation, so
-    the op carries no attribute and, on inputs of one shape, has that shape; only the dtype rule is
-    left, asked once per input dtype.
+    the op carries no attribute and, on inputs of one shape and dtype, has that shape; only the dtype
+    rule is left, asked once per input dtype.
     """
     dtypes = _PLAIN.get(cls)
     if dtypes is None:
@@ -121,7 +122,15 @@ def _plain_dtypes(cls):
     return dtypes
 
 
-_PLAIN = {}  # op class -> {input dtype: output dtype} for plain classes, False for the others
+_PLAIN = {}  # op class -> {input dtype: (output dtype, records)} for plain classes, False for the others
+
+
+def _plain_dtype(cls, dtypes, tensors):
+    """(output dtype, records) of plain class cls on these tensors (of one dtype), remembered in dtypes."""
+    op = cls.__new__(cls)
+    dtype = _infer(op, tensors)[1]
+    entry = dtypes[tensors[0]._data.dtype] = (dtype, dtype.kind == "f" and _differentiable(op))
+    return entry
 
 
 def unary(cls, x, fallback):
@@ -133,11 +142,11 @@ def unary(cls, x, fallback):
         dtypes = _plain_dtypes(cls)
     if dtypes is False:
         return None if fallback is None else fallback(x)
-    dtype = dtypes.get(data.dtype)
-    if dtype is None:
-        dtype = dtypes[data.dtype] = _infer(cls.__new__(cls), (x,))[1]
+    entry = dtypes.get(data.dtype)
+    if entry is None:
+        entry = _plain_dtype(cls, dtypes, (x,))
     op = cls.__new__(cls)
-    op.graph, op.inputs, op.shape, op.dtype = None, (x,), data.shape, dtype
+    op.graph, op.inputs, op.shape, op.dtype = None, (x,), data.shape, entry[0]
     return _result(op, op.inputs, [data])
 
 
@@ -145,18 +154,17 @@ def binary(cls, a, b, fallback):
     """cls(a, b) for Tensors a, b: the op and its result without the generic path when they have one shape
     and dtype and cls is plain, else fallback(a, b) (None: return None)."""
     da, db = a._data, b._data
-    if da.shape != db.shape or da.dtype is not db.dtype:
-        return None if fallback is None else fallback(a, b)
+    shape, dtype = da.shape, da.dtype
     dtypes = _PLAIN.get(cls)
     if dtypes is None:
         dtypes = _plain_dtypes(cls)
-    if dtypes is False:
+    if dtypes is False or shape != db.shape or dtype is not db.dtype:
         return None if fallback is None else fallback(a, b)
-    dtype = dtypes.get(da.dtype)
-    if dtype is None:
-        dtype = dtypes[da.dtype] = _infer(cls.__new__(cls), (a, b))[1]
+    entry = dtypes.get(dtype)
+    if entry is None:
+        entry = _plain_dtype(cls, dtypes, (a, b))
     op = cls.__new__(cls)
-    op.graph, op.inputs, op.shape, op.dtype = None, (a, b), da.shape, dtype
+    op.graph, op.inputs, op.shape, op.dtype = None, (a, b), shape, entry[0]
     # _result and _record, written out for two inputs: this is the path of every `x + y`
     dispatch = Dispatch.current or _activate()
     kernels = dispatch.kernels
@@ -168,7 +176,7 @@ def binary(cls, a, b, fallback):
         out = _compute(dispatch, op, [da, db])
     result = Tensor.__new__(Tensor)
     result._data, result._grad, result._owner, result._taint, result._version = out, None, None, None, 0
-    if (a.requires_grad or b.requires_grad) and GradMode.enabled and out.dtype.kind == "f" and _differentiable(op):
+    if (a.requires_grad or b.requires_grad) and entry[1] and GradMode.enabled:
         result.requires_grad, result.grad_fn = True, op
         op._next = ((a if a.grad_fn is None else a.grad_fn) if a.requires_grad else None,
                     (b if b.grad_fn is None else b.grad_fn) if b.requires_grad else None)

@@ -16,15 +16,16 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 
 _INSIDE = {}  # code filename -> whether it belongs to the tinyflow package (few files: no leak)
+_SITES = {}   # code object -> {offset: (code, offset)}: a loop's ops share one site tuple (no garbage)
 
 
 def user_site(depth, _getframe=sys._getframe):
     """Where the user's code is running: (code object, instruction offset) of the innermost frame outside
     tinyflow, looking from `depth` frames above the caller outwards (None if there is none).
 
-    Cheap enough for every eager op: one frame lookup and one dict check in the usual case. The frame
-    is not kept (that would keep its locals alive); `site_text` turns the pair into "file:line" only
-    when a message needs it.
+    Cheap enough for every eager op: one frame lookup and three dict lookups in the usual case. The
+    frame is not kept (that would keep its locals alive); `site_text` turns the pair into "file:line"
+    only when a message needs it.
     """
     try:
         frame = _getframe(depth + 1)
@@ -36,7 +37,16 @@ def user_site(depth, _getframe=sys._getframe):
         if inside is None:
             inside = _INSIDE[code.co_filename] = code.co_filename.startswith(_PACKAGE_DIR)
         if not inside:
-            return code, frame.f_lasti
+            offset = frame.f_lasti
+            sites = _SITES.get(code)
+            if sites is None:
+                if len(_SITES) > 4096:  # notebooks compile a new code object per cell run: forget old ones
+                    _SITES.clear()
+                sites = _SITES[code] = {}
+            site = sites.get(offset)
+            if site is None:
+                site = sites[offset] = (code, offset)
+            return site
         frame = frame.f_back
     return None
 
