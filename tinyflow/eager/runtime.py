@@ -9,6 +9,7 @@ at once. If an input requires grad, the op object itself becomes the result's
 of its inputs, which is everything its registered gradient function needs.
 """
 import sys
+from sys import _getframe
 
 import numpy as np
 
@@ -16,8 +17,9 @@ from .. import backends as _backends
 from ..autodiff.registry import NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, ShapeError, TinyflowError
 from ..nodes import Node, Operation, Variable
-from ..nodes.node import user_site
+from ..nodes.node import USER_SITES, user_site
 from ..nodes.operation import describe_operands
+from ..ops import operators
 from ..ops.math_ops import BinaryOperation
 from ..ops.unary_ops import UnaryOperation
 from .grad_mode import GradMode
@@ -47,6 +49,8 @@ class Dispatch:
         # numpy and C compute on host arrays from the kernel table (run() does it inline); others go
         # through the backend's public kernel() (OpenCL: device arrays for the op, host values between ops)
         self.kernels = {} if kind == "numpy" else self.backend.kernels if kind == "c" else None
+        # plain ops on fewer elements compute with the op's numpy kernel at once (numpy: always)
+        self.host_below = float("inf") if kind == "numpy" else self.small if kind == "c" else 0
         self.run = self._generic
 
     current = None  # the active Dispatch (None until first use)
@@ -167,8 +171,7 @@ def binary(cls, a, b, fallback):
     op.graph, op.inputs, op.shape, op.dtype = None, (a, b), shape, entry[0]
     # _result and _record, written out for two inputs: this is the path of every `x + y`
     dispatch = Dispatch.current or _activate()
-    kernels = dispatch.kernels
-    if kernels is not None and (da.size < dispatch.small or cls.op_type not in kernels):
+    if da.size < dispatch.host_below:
         out = op.compute(da, db)
         if out.__class__ is not np.ndarray:
             out = np.asarray(out)
@@ -181,7 +184,10 @@ def binary(cls, a, b, fallback):
         op._next = ((a if a.grad_fn is None else a.grad_fn) if a.requires_grad else None,
                     (b if b.grad_fn is None else b.grad_fn) if b.requires_grad else None)
         op._epoch, op._out = Clock.now, out
-        op._site = user_site(2)  # binary <- Tensor operator or EagerRuntime.call <- user code or tinyflow
+        frame = _getframe(2)  # binary <- a Tensor operator <- the user's line, usually: then one lookup
+        sites = USER_SITES.get(frame.f_code)  # holds codes outside tinyflow only
+        site = None if sites is None else sites.get(frame.f_lasti)
+        op._site = user_site(2) if site is None else site
     else:
         result.requires_grad = False
         result.grad_fn = None
@@ -398,3 +404,4 @@ def variable_leaf(var):
 
 
 Operation.eager = EagerRuntime
+operators.connect_eager(Tensor, unary, binary)

@@ -16,7 +16,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 
 _INSIDE = {}  # code filename -> whether it belongs to the tinyflow package (few files: no leak)
-_SITES = {}   # code object -> {offset: (code, offset)}: a loop's ops share one site tuple (no garbage)
+USER_SITES = {}  # code object -> {offset: (code, offset)}: a loop's ops share one site tuple (no garbage)
 
 
 def user_site(depth, _getframe=sys._getframe):
@@ -38,11 +38,11 @@ def user_site(depth, _getframe=sys._getframe):
             inside = _INSIDE[code.co_filename] = code.co_filename.startswith(_PACKAGE_DIR)
         if not inside:
             offset = frame.f_lasti
-            sites = _SITES.get(code)
+            sites = USER_SITES.get(code)
             if sites is None:
-                if len(_SITES) > 4096:  # notebooks compile a new code object per cell run: forget old ones
-                    _SITES.clear()
-                sites = _SITES[code] = {}
+                if len(USER_SITES) > 4096:  # notebooks compile a new code object per cell run: forget old ones
+                    USER_SITES.clear()
+                sites = USER_SITES[code] = {}
             site = sites.get(offset)
             if site is None:
                 site = sites[offset] = (code, offset)

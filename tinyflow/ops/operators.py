@@ -13,7 +13,7 @@ become the matching op.
 import numpy as np
 
 from ..errors import TinyflowError
-from ..nodes import Node, Operation
+from ..nodes import Node
 from .math_ops import Add, Divide, Multiply, Power, Subtract
 from .matmul import MatMul
 from .unary_ops import Negative
@@ -22,16 +22,26 @@ from . import (abs as _abs, add, argmax, divide, exp, get_item, greater, greater
                sigmoid, softmax, sqrt, square, subtract, tanh, transpose)
 
 
+# Set by the eager runtime (connect_eager): the Tensor class and its shortcuts computing a plain op at once
+_TENSOR = _UNARY = _BINARY = None
+
+
+def connect_eager(tensor_class, unary, binary):
+    """Let operators between eager Tensors call the runtime's `unary(cls, x, fallback)` and
+    `binary(cls, a, b, fallback)` directly (tinyflow/eager/runtime.py does, when it loads)."""
+    global _TENSOR, _UNARY, _BINARY
+    _TENSOR, _UNARY, _BINARY = tensor_class, unary, binary
+
+
 def _binary(fn, cls):
     """The operator `self <op> other` and its reflected form, for op function fn of op class cls.
 
-    Between two eager Tensors the operator asks the eager runtime's shortcut first (the op
-    computed without its generic call path); everything else goes through fn.
+    Between two eager Tensors the operator takes the eager runtime's shortcut (the op computed
+    without its generic call path, which is fn's); everything else goes through fn.
     """
     def forward(self, other):
-        eager = Operation.eager
-        if eager is not None and other.__class__ is self.__class__ is eager.Tensor:
-            return eager.binary(cls, self, other, fn)
+        if other.__class__ is self.__class__ is _TENSOR:
+            return _BINARY(cls, self, other, fn)
         return fn(self, other)
 
     def reflected(self, other):
@@ -48,9 +58,8 @@ _matmul, _rmatmul = _binary(matmul, MatMul)
 
 
 def _negative(self):
-    eager = Operation.eager
-    if eager is not None and self.__class__ is eager.Tensor:
-        return eager.unary(Negative, self, negative)
+    if self.__class__ is _TENSOR:
+        return _UNARY(Negative, self, negative)
     return negative(self)
 
 
