@@ -184,9 +184,12 @@ def binary(cls, a, b, fallback):
         op._next = ((a if a.grad_fn is None else a.grad_fn) if a.requires_grad else None,
                     (b if b.grad_fn is None else b.grad_fn) if b.requires_grad else None)
         op._epoch, op._out = Clock.now, out
-        frame = _getframe(2)  # binary <- a Tensor operator <- the user's line, usually: then one lookup
-        sites = USER_SITES.get(frame.f_code)  # holds codes outside tinyflow only
-        site = None if sites is None else sites.get(frame.f_lasti)
+        try:
+            frame = _getframe(2)  # binary <- a Tensor operator <- the user's line, usually: then one lookup
+            sites = USER_SITES.get(frame.f_code)  # holds codes outside tinyflow only
+            site = None if sites is None else sites.get(frame.f_lasti)
+        except ValueError:  # called from the top of the stack
+            site = None
         op._site = user_site(2) if site is None else site
     else:
         result.requires_grad = False
@@ -219,22 +222,17 @@ class EagerRuntime:
             if not inputs:
                 return False
             tensors = inputs
-        first = tensors[0]._data.shape
-        for t in tensors:
-            if t._data.shape != first:
-                break
+        key = dtype = None
+        if op.__class__.elementwise and not op.__dict__:
+            # elementwise and attribute-free: the dtype rule depends on the input dtypes only (remembered)
+            key = (op.__class__, *[t._data.dtype for t in tensors])
+            dtype = _INFERRED.get(key)
+        if dtype is None:
+            op.shape, op.dtype = _infer(op, tensors)
+            if key is not None:
+                _INFERRED[key] = op.dtype
         else:
-            if op.__class__.elementwise and not op.__dict__:
-                # elementwise, attribute-free, one shape: only the dtype rule is left to check (remembered)
-                key = (op.__class__, *[t._data.dtype for t in tensors])
-                dtype = _INFERRED.get(key)
-                if dtype is None:
-                    dtype = _INFERRED[key] = _infer(op, tensors)[1]
-                op.shape, op.dtype = first, dtype
-                op.graph = None
-                op.inputs = tensors
-                return True
-        op.shape, op.dtype = _infer(op, tensors)
+            op.shape, op.dtype = _infer_shape(op, tensors), dtype
         op.graph = None
         op.inputs = tensors
         return True
@@ -308,6 +306,18 @@ def _record(op, inputs, out, result):
     op._site = user_site(3)  # _record <- _result <- run or unary <- the metaclass or an operator <- ..., user
     if Taint.active:
         Taint.spread(inputs, result)
+
+
+def _infer_shape(op, tensors):
+    """The output shape from the op's own infer_shape (the inputs' shape when they all have one)."""
+    first = tensors[0]._data.shape
+    for t in tensors:
+        if t._data.shape != first:
+            try:
+                return op.infer_shape(*[t._data.shape for t in tensors])
+            except ShapeError as err:
+                raise ShapeError(f"{op.op_type}: {err} [operands: {describe_operands(tensors)}]") from None
+    return first
 
 
 def _infer(op, tensors):
