@@ -1,12 +1,22 @@
 """The eager runtime: how an op meets Tensors. Installed as `Operation.eager` when tinyflow.eager loads.
 
 `Op(*inputs)` goes through the op's own `__init__` as in graph mode; when an
-input is a Tensor, `Operation.__init__` calls `prepare` instead of adding a
+input is a Tensor, `Operation.__init__` calls `adopt` instead of adding a
 node to a graph (inputs become Tensors, `infer_shape` validates them), and
 the metaclass then calls `run`: the active backend's kernel computes the value
 at once. If an input requires grad, the op object itself becomes the result's
-`grad_fn`: it keeps its inputs, its attributes and the edges to the grad_fns
-of its inputs, which is everything its registered gradient function needs.
+`grad_fn`: it keeps its inputs, its attributes, its output value and the edges
+to the grad_fns of its inputs, which is everything its registered gradient
+function needs.
+
+Plain elementwise ops (see `_plain_dtypes`) on Tensors of one shape and dtype,
+the bulk of a training loop's small ops, take a shortcut with the same result:
+`unary` / `binary` build the op object and its Tensor directly, called by the
+Tensor operators and by the metaclass (`EagerRuntime.call`). The per-op cost
+is what a PyTorch user's Python loop pays, so it is kept to a few attribute
+stores: no reference cycles (the garbage collector would have to free them),
+and the creation site is a shared (code, offset) pair resolved into
+"file:line" only when an error message needs it.
 """
 import sys
 from sys import _getframe
