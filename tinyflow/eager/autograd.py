@@ -16,7 +16,7 @@ from ..errors import GradientError, TinyflowError
 from ..nodes import OP_TYPES
 from ..shapes import can_reduce_to
 from .grad_mode import GradMode
-from .runtime import Clock, Taint, describe, stale_stand_in
+from .runtime import Clock, Taint, change_phrase, describe, stale_stand_in
 from .tensor import Tensor, make
 
 
@@ -98,17 +98,21 @@ def _gradients_of(fn, grad):
     gradient = gradient_function(fn)
     if gradient is NOT_DIFFERENTIABLE:
         return [None] * len(fn.inputs)
-    saved = fn.inputs
     if fn._epoch == Clock.now and not Taint.active:  # nothing changed in place since: the plain call
         result = gradient(fn, grad)
     else:
         result = _guarded_call(gradient, fn, grad)
-    if result.__class__ is not list:
-        result = [result] if result is None or not isinstance(result, (list, tuple)) else list(result)
-    if len(result) != len(saved):
+    return result if result.__class__ is list and len(result) == len(fn.inputs) else _one_per_input(result, fn)
+
+
+def _one_per_input(result, fn):
+    """A gradient function's result as a list of one gradient per input, or the GradientError saying why not."""
+    if result is None or not isinstance(result, (list, tuple)):
+        result = [result]
+    if len(result) != len(fn.inputs):
         raise GradientError(f"the gradient function of {describe(fn)} returned {len(result)} gradient(s) for "
-                            f"{len(saved)} input(s); return exactly one per input (None where there is none).")
-    return result
+                            f"{len(fn.inputs)} input(s); return exactly one per input (None where there is none).")
+    return list(result)
 
 
 def _guarded_call(gradient, fn, grad):
@@ -117,8 +121,8 @@ def _guarded_call(gradient, fn, grad):
     stale = any(t._version > fn._epoch for t in fn.inputs)
     saved = fn.inputs
     if stale:  # some saved input changed in place since: hand out tainted stand-ins
-        fn.inputs = tuple(stale_stand_in(t, fn, f"input {i}", t) if t._version > fn._epoch else t
-                          for i, t in enumerate(saved))
+        fn.inputs = tuple(stale_stand_in(t, fn, f"input {i}", change_phrase(t.grad_fn))
+                          if t._version > fn._epoch else t for i, t in enumerate(saved))
     taint_before, Taint.active = Taint.active, Taint.active or stale or fn._epoch != Clock.now
     try:
         return gradient(fn, grad)
@@ -177,16 +181,23 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
         while ready:
             fn = ready.pop()
             grad = pending.pop(fn)
-            if fn._next is None:
+            edges = fn._next
+            if edges is None:
                 raise _freed_error(fn)
-            input_grads = _gradients_of(fn, grad)
-            for i, edge in enumerate(fn._next):
+            gradient = gradient_function(fn)
+            if fn._epoch == Clock.now and not Taint.active and gradient is not NOT_DIFFERENTIABLE:
+                input_grads = gradient(fn, grad)  # the plain call: nothing changed in place since fn ran
+                if input_grads.__class__ is not list or len(input_grads) != len(edges):
+                    input_grads = _one_per_input(input_grads, fn)
+            else:
+                input_grads = _gradients_of(fn, grad)
+            for index, edge in enumerate(edges):
                 if edge is None:
                     continue
-                g = input_grads[i]
-                if g is not None and not (g.__class__ is Tensor and g._taint is None
-                                          and g._data.shape == fn.inputs[i]._data.shape):
-                    g = _fit(g, fn, i)
+                g = input_grads[index]
+                if g is not None and (g.__class__ is not Tensor or g._taint is not None
+                                      or g._data.shape != fn.inputs[index]._data.shape):
+                    g = _fit(g, fn, index)
                 if edge.__class__ is Tensor:
                     if g is not None:
                         _deliver(edge, g, sink, create_graph)
@@ -194,8 +205,9 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
                 if g is not None:
                     old = pending.get(edge)
                     pending[edge] = g if old is None else old + g
-                counts[edge] -= 1
-                if counts[edge] == 0:
+                left = counts[edge] - 1
+                counts[edge] = left
+                if left == 0:
                     if edge not in pending:  # every contribution was None: nothing flows on
                         _skip(edge, counts, ready, pending)
                     else:
@@ -208,7 +220,7 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
         errstate.__exit__(None, None, None)
     if not retain_graph:  # free what the ops saved (at the end: a later op may still need an output)
         for fn in done:
-            fn._next, fn.inputs = None, ()
+            fn._next, fn.inputs, fn._out = None, (), None
 
 
 def _skip(fn, counts, ready, pending):

@@ -8,8 +8,6 @@ error if their gradient needs that value (tinyflow/eager/autograd.py), as
 PyTorch does. The value array is replaced, never written into, so no saved
 value is ever overwritten behind the graph's back.
 """
-import weakref
-
 import numpy as np
 
 from ..errors import TinyflowError
@@ -17,7 +15,7 @@ from ..nodes import OP_TYPES
 from ..ops import cast
 from ..ops.array_ops import _normalize_key
 from .grad_mode import GradMode
-from .runtime import tick
+from .runtime import change_phrase, tick
 from .tensor import Tensor, make
 
 
@@ -42,9 +40,11 @@ def apply_inplace(x, name, compute):
     x._data = result._data
     x._version = tick()
     fn = result.grad_fn
+    if old.grad_fn is not None:  # the op that made x's old value: its saved output is stale now
+        old.grad_fn._changed_by = change_phrase(fn)
     if fn is not None:
         x.grad_fn, x.requires_grad = fn, True
-        fn._output, fn._epoch = weakref.ref(x), x._version
+        fn._epoch = x._version
     return x
 
 

@@ -1,16 +1,25 @@
 """The eager runtime: how an op meets Tensors. Installed as `Operation.eager` when tinyflow.eager loads.
 
 `Op(*inputs)` goes through the op's own `__init__` as in graph mode; when an
-input is a Tensor, `Operation.__init__` calls `prepare` instead of adding a
+input is a Tensor, `Operation.__init__` calls `adopt` instead of adding a
 node to a graph (inputs become Tensors, `infer_shape` validates them), and
 the metaclass then calls `run`: the active backend's kernel computes the value
 at once. If an input requires grad, the op object itself becomes the result's
-`grad_fn`: it keeps its inputs, its attributes and the edges to the grad_fns
-of its inputs, which is everything its registered gradient function needs.
+`grad_fn`: it keeps its inputs, its attributes, its output value and the edges
+to the grad_fns of its inputs, which is everything its registered gradient
+function needs.
+
+Plain elementwise ops (see `_plain_dtypes`) on Tensors of one shape and dtype,
+the bulk of a training loop's small ops, take a shortcut with the same result:
+`unary` / `binary` build the op object and its Tensor directly, called by the
+Tensor operators and by the metaclass (`EagerRuntime.call`). The per-op cost
+is what a PyTorch user's Python loop pays, so it is kept to a few attribute
+stores: no reference cycles (the garbage collector would have to free them),
+and the creation site is a shared (code, offset) pair resolved into
+"file:line" only when an error message needs it.
 """
-import os
 import sys
-import weakref
+from sys import _getframe
 
 import numpy as np
 
@@ -18,11 +27,13 @@ from .. import backends as _backends
 from ..autodiff.registry import NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, ShapeError, TinyflowError
 from ..nodes import Node, Operation, Variable
+from ..nodes.node import USER_SITES, user_site
 from ..nodes.operation import describe_operands
+from ..ops import operators
+from ..ops.math_ops import BinaryOperation
+from ..ops.unary_ops import UnaryOperation
 from .grad_mode import GradMode
 from .tensor import Tensor, make
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class Clock:
@@ -48,6 +59,8 @@ class Dispatch:
         # numpy and C compute on host arrays from the kernel table (run() does it inline); others go
         # through the backend's public kernel() (OpenCL: device arrays for the op, host values between ops)
         self.kernels = {} if kind == "numpy" else self.backend.kernels if kind == "c" else None
+        # plain ops on fewer elements compute with the op's numpy kernel at once (numpy: always)
+        self.host_below = float("inf") if kind == "numpy" else self.small if kind == "c" else 0
         self.run = self._generic
 
     current = None  # the active Dispatch (None until first use)
@@ -103,29 +116,104 @@ def _differentiable(op, cache={}):
     return flag
 
 
-def user_site(_getframe=sys._getframe, _inside={}):
-    """(file, line) of the innermost caller outside the tinyflow package (for error messages).
-
-    Called from `run`, itself called from the op's metaclass: the walk starts at the caller
-    of that, and remembers per code object whether it belongs to tinyflow.
-    """
-    frame = _getframe(3)
-    while frame is not None:
-        code = frame.f_code
-        inside = _inside.get(code)
-        if inside is None:
-            inside = _inside[code] = code.co_filename.startswith(_PACKAGE_DIR)
-        if not inside:
-            return (code.co_filename, frame.f_lineno)
-        frame = frame.f_back
-    return None
-
-
 _INFERRED = {}  # (elementwise op class, *input dtypes) -> output dtype
+
+
+def _plain_dtypes(cls):
+    """For a plain op class, a dict remembering per input dtype (output dtype, whether results record a
+    grad_fn); False for other classes.
+
+    Plain: elementwise with the stock __init__ and infer_shape of UnaryOperation / BinaryOperation, so
+    the op carries no attribute and, on inputs of one shape and dtype, has that shape; only the dtype
+    rule is left, asked once per input dtype.
+    """
+    dtypes = _PLAIN.get(cls)
+    if dtypes is None:
+        plain = cls.elementwise and not cls.__dict__.get("abstract", False) and (
+            (cls.__init__ is BinaryOperation.__init__ and cls.infer_shape is BinaryOperation.infer_shape)
+            or (cls.__init__ is UnaryOperation.__init__ and cls.infer_shape is UnaryOperation.infer_shape))
+        dtypes = _PLAIN[cls] = {} if plain else False
+    return dtypes
+
+
+_PLAIN = {}  # op class -> {input dtype: (output dtype, records)} for plain classes, False for the others
+
+
+def _plain_dtype(cls, dtypes, tensors):
+    """(output dtype, records) of plain class cls on these tensors (of one dtype), remembered in dtypes."""
+    op = cls.__new__(cls)
+    dtype = _infer(op, tensors)[1]
+    entry = dtypes[tensors[0]._data.dtype] = (dtype, dtype.kind == "f" and _differentiable(op))
+    return entry
+
+
+def unary(cls, x, fallback):
+    """cls(x) for a Tensor x: the op and its result without the generic path when cls is plain, else
+    fallback(x) (None: return None)."""
+    data = x._data
+    dtypes = _PLAIN.get(cls)
+    if dtypes is None:
+        dtypes = _plain_dtypes(cls)
+    if dtypes is False:
+        return None if fallback is None else fallback(x)
+    entry = dtypes.get(data.dtype)
+    if entry is None:
+        entry = _plain_dtype(cls, dtypes, (x,))
+    op = cls.__new__(cls)
+    op.graph, op.inputs, op.shape, op.dtype = None, (x,), data.shape, entry[0]
+    return _result(op, op.inputs, [data])
+
+
+def binary(cls, a, b, fallback):
+    """cls(a, b) for Tensors a, b: the op and its result without the generic path when they have one shape
+    and dtype and cls is plain, else fallback(a, b) (None: return None)."""
+    da, db = a._data, b._data
+    shape, dtype = da.shape, da.dtype
+    dtypes = _PLAIN.get(cls)
+    if dtypes is None:
+        dtypes = _plain_dtypes(cls)
+    if dtypes is False or shape != db.shape or dtype is not db.dtype:
+        return None if fallback is None else fallback(a, b)
+    entry = dtypes.get(dtype)
+    if entry is None:
+        entry = _plain_dtype(cls, dtypes, (a, b))
+    op = cls.__new__(cls)
+    op.graph, op.inputs, op.shape, op.dtype = None, (a, b), shape, entry[0]
+    # _result and _record, written out for two inputs: this is the path of every `x + y`
+    dispatch = Dispatch.current or _activate()
+    if da.size < dispatch.host_below:
+        out = op.compute(da, db)
+        if out.__class__ is not np.ndarray:
+            out = np.asarray(out)
+    else:
+        out = _compute(dispatch, op, [da, db])
+    result = Tensor.__new__(Tensor)
+    result._data, result._grad, result._owner, result._taint, result._version = out, None, None, None, 0
+    if (a.requires_grad or b.requires_grad) and entry[1] and GradMode.enabled:
+        result.requires_grad, result.grad_fn = True, op
+        op._next = ((a if a.grad_fn is None else a.grad_fn) if a.requires_grad else None,
+                    (b if b.grad_fn is None else b.grad_fn) if b.requires_grad else None)
+        op._epoch, op._out = Clock.now, out
+        try:
+            frame = _getframe(2)  # binary <- a Tensor operator <- the user's line, usually: then one lookup
+            sites = USER_SITES.get(frame.f_code)  # holds codes outside tinyflow only
+            site = None if sites is None else sites.get(frame.f_lasti)
+        except ValueError:  # called from the top of the stack
+            site = None
+        op._site = user_site(2) if site is None else site
+    else:
+        result.requires_grad = False
+        result.grad_fn = None
+    if Taint.active:
+        Taint.spread(op.inputs, result)
+    return result
 
 
 class EagerRuntime:
     """What `Operation` calls when it meets Tensors (see the module docstring)."""
+
+    Tensor = Tensor
+    unary, binary = staticmethod(unary), staticmethod(binary)
 
     @staticmethod
     def adopt(op, inputs):
@@ -144,22 +232,17 @@ class EagerRuntime:
             if not inputs:
                 return False
             tensors = inputs
-        first = tensors[0]._data.shape
-        for t in tensors:
-            if t._data.shape != first:
-                break
+        key = dtype = None
+        if op.__class__.elementwise and not op.__dict__:
+            # elementwise and attribute-free: the dtype rule depends on the input dtypes only (remembered)
+            key = (op.__class__, *[t._data.dtype for t in tensors])
+            dtype = _INFERRED.get(key)
+        if dtype is None:
+            op.shape, op.dtype = _infer(op, tensors)
+            if key is not None:
+                _INFERRED[key] = op.dtype
         else:
-            if op.__class__.elementwise and not op.__dict__:
-                # elementwise, attribute-free, one shape: only the dtype rule is left to check (remembered)
-                key = (op.__class__, *[t._data.dtype for t in tensors])
-                dtype = _INFERRED.get(key)
-                if dtype is None:
-                    dtype = _INFERRED[key] = _infer(op, tensors)[1]
-                op.shape, op.dtype = first, dtype
-                op.graph = None
-                op.inputs = tensors
-                return True
-        op.shape, op.dtype = _infer(op, tensors)
+            op.shape, op.dtype = _infer_shape(op, tensors), dtype
         op.graph = None
         op.inputs = tensors
         return True
@@ -168,44 +251,83 @@ class EagerRuntime:
     def run(op):
         """Compute the op's value now; record the op as the result's grad_fn if an input requires grad."""
         inputs = op.inputs
-        values = [t._data for t in inputs]
-        dispatch = Dispatch.current or _activate()
-        kernels = dispatch.kernels
-        if kernels is None:
-            out = dispatch.run(op, values)
-        else:  # a host-array table backend (C): small arrays go straight to numpy, as its dispatch would
-            entry = kernels.get(op.op_type)
-            out = None
-            if entry is not None:
-                small = dispatch.small
-                for v in values:
-                    if v.size >= small:  # the backend's one dispatch: dtype checks, contiguity, fallback
-                        out = dispatch.backend.call(entry, op, values)
-                        break
-            if out is None:
-                out = op.compute(*values)
-        if out.__class__ is not np.ndarray:
-            out = np.asarray(out)
-        record = False
-        if GradMode.enabled:
-            for t in inputs:
-                if t.requires_grad:
-                    record = out.dtype.kind == "f" and _differentiable(op)
+        return _result(op, inputs, [t._data for t in inputs])
+
+    @staticmethod
+    def call(cls, args, kwargs):
+        """`cls(*args)` when the fast path takes it (see `unary`, `binary`), else None (the generic path)."""
+        if kwargs and (len(kwargs) > 1 or "name" not in kwargs):  # eager ops have no name; others: generic
+            return None
+        if len(args) == 2:
+            if args[1].__class__ is Tensor:
+                return binary(cls, args[0], args[1], None)
+        elif len(args) == 1:
+            return unary(cls, args[0], None)
+        return None
+
+
+def _result(op, inputs, values):
+    """The Tensor of op's value on the active backend; op becomes its grad_fn if an input requires grad."""
+    out = _compute(Dispatch.current or _activate(), op, values)
+    result = Tensor.__new__(Tensor)
+    result._data, result._grad, result._owner, result._taint, result._version = out, None, None, None, 0
+    if GradMode.enabled and out.dtype.kind == "f":
+        for t in inputs:
+            if t.requires_grad:
+                if _differentiable(op):
+                    _record(op, inputs, out, result)
+                    return result
+                break
+    result.requires_grad, result.grad_fn = False, None
+    if Taint.active:
+        Taint.spread(inputs, result)
+    return result
+
+
+def _compute(dispatch, op, values):
+    """op's value (a numpy array) from its input values on the dispatch's backend."""
+    kernels = dispatch.kernels
+    if kernels is None:
+        out = dispatch.run(op, values)
+    else:  # a host-array table backend (C): small arrays go straight to numpy, as its dispatch would
+        entry = kernels.get(op.op_type)
+        out = None
+        if entry is not None:
+            small = dispatch.small
+            for v in values:
+                if v.size >= small:  # the backend's one dispatch: dtype checks, contiguity, fallback
+                    out = dispatch.backend.call(entry, op, values)
                     break
-        result = Tensor.__new__(Tensor)
-        result._data, result.requires_grad, result._grad, result._owner, result._taint = out, record, None, None, None
-        result._version = 0
-        if record:
-            result.grad_fn = op
-            op._next = tuple([(t if t.grad_fn is None else t.grad_fn) if t.requires_grad else None for t in inputs])
-            op._epoch = Clock.now
-            op._output = weakref.ref(result)
-            op._site = user_site()
-        else:
-            result.grad_fn = None
-        if Taint.active:
-            Taint.spread(inputs, result)
-        return result
+        if out is None:
+            out = op.compute(*values)
+    return out if out.__class__ is np.ndarray else np.asarray(out)
+
+
+def _record(op, inputs, out, result):
+    """Make op the grad_fn of its result: the edges to its inputs' grad_fns, its output value, the user's line.
+
+    The op keeps its output's value, not the Tensor: a reference back to the Tensor would be a cycle
+    (result -> op -> result) that only the garbage collector frees.
+    """
+    result.requires_grad, result.grad_fn = True, op
+    op._next = tuple([(t if t.grad_fn is None else t.grad_fn) if t.requires_grad else None for t in inputs])
+    op._epoch = Clock.now
+    op._out = out
+    op._site = user_site(3)  # _record <- _result <- run or unary <- the metaclass or an operator <- ..., user
+    if Taint.active:
+        Taint.spread(inputs, result)
+
+
+def _infer_shape(op, tensors):
+    """The output shape from the op's own infer_shape (the inputs' shape when they all have one)."""
+    first = tensors[0]._data.shape
+    for t in tensors:
+        if t._data.shape != first:
+            try:
+                return op.infer_shape(*[t._data.shape for t in tensors])
+            except ShapeError as err:
+                raise ShapeError(f"{op.op_type}: {err} [operands: {describe_operands(tensors)}]") from None
+    return first
 
 
 def _infer(op, tensors):
@@ -257,25 +379,31 @@ class Taint:
 
 
 def output_of(op):
-    """The Tensor an eager op computed (gradient functions use `op` for its output, e.g. exp's g * op)."""
-    out = op._output() if getattr(op, "_output", None) is not None else None
+    """The Tensor an eager op computed (gradient functions use `op` for its output, e.g. exp's g * op):
+    a Tensor of the op's saved output value, whose grad_fn is the op (as the user's own output Tensor)."""
+    out = getattr(op, "_out", None)
     if out is None:
         raise TinyflowError(f"the output of {describe(op)} is no longer available")
-    if out._version > op._epoch:
-        return stale_stand_in(out, op, "its output", out)
-    return out
+    tensor = make(out, True, op)
+    changed = getattr(op, "_changed_by", None)
+    if changed is not None:  # the output Tensor was changed in place after the op made it
+        return stale_stand_in(tensor, op, "its output", changed)
+    return tensor
 
 
-def stale_stand_in(tensor, op, what, changed):
-    """A tainted copy of a saved tensor changed in place after `op` saved it."""
+def stale_stand_in(tensor, op, what, changed_by):
+    """A tainted copy of a saved tensor changed in place after `op` saved it (`changed_by`: see `change_phrase`)."""
     stand_in = make(tensor._data, tensor.requires_grad, tensor.grad_fn)
-    by = changed.grad_fn.op_type + " " if changed.grad_fn is not None else ""
-    by_site = f" (the in-place {by}op at {changed.grad_fn.creation_site})" if changed.grad_fn is not None else ""
     stand_in._taint = (
         f"{describe(op)} needs {what} for its gradient, but that tensor of shape {tensor.shape} was changed "
-        f"in place after the op used it{by_site}. Compute a new tensor instead of changing it in place "
+        f"in place after the op used it{changed_by}. Compute a new tensor instead of changing it in place "
         "(y = x + 1 rather than x.add_(1)), or change a copy (x.clone()) after its last use.")
     return stand_in
+
+
+def change_phrase(fn):
+    """" (the in-place Add op at train.py:12)" for the recorded op `fn` that changed a tensor, "" for none."""
+    return f" (the in-place {fn.op_type} op at {fn.creation_site})" if fn is not None else ""
 
 
 def describe(op):
@@ -296,3 +424,4 @@ def variable_leaf(var):
 
 
 Operation.eager = EagerRuntime
+operators.connect_eager(Tensor, unary, binary)

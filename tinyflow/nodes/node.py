@@ -15,12 +15,65 @@ from ..graph import get_default_graph
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-def _user_frame():
-    """The innermost stack frame outside the tinyflow package: where the user built the node."""
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+_INSIDE = {}  # code filename -> whether it belongs to the tinyflow package (few files: no leak)
+USER_SITES = {}  # code object -> {offset: (code, offset)}: a loop's ops share one site tuple (no garbage)
+
+
+def user_site(depth, _getframe=sys._getframe):
+    """Where the user's code is running: (code object, instruction offset) of the innermost frame outside
+    tinyflow, looking from `depth` frames above the caller outwards (None if there is none).
+
+    Cheap enough for every eager op: one frame lookup and three dict lookups in the usual case. The
+    frame is not kept (that would keep its locals alive); `site_text` turns the pair into "file:line"
+    only when a message needs it.
+    """
+    try:
+        frame = _getframe(depth + 1)
+    except ValueError:  # a shallower stack than the caller expected
+        frame = _getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        inside = _INSIDE.get(code.co_filename)
+        if inside is None:
+            inside = _INSIDE[code.co_filename] = code.co_filename.startswith(_PACKAGE_DIR)
+        if not inside:
+            offset = frame.f_lasti
+            sites = USER_SITES.get(code)
+            if sites is None:
+                if len(USER_SITES) > 4096:  # notebooks compile a new code object per cell run: forget old ones
+                    USER_SITES.clear()
+                sites = USER_SITES[code] = {}
+            site = sites.get(offset)
+            if site is None:
+                site = sites[offset] = (code, offset)
+            return site
         frame = frame.f_back
-    return frame
+    return None
+
+
+def _line_at(code, offset):
+    """The source line of the instruction at byte `offset` in `code` (what frame.f_lineno said there)."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end and line is not None:
+            return line
+    return code.co_firstlineno
+
+
+def site_text(site):
+    """"file:line" of a `user_site` ("cell 5, line 3" in a notebook), or "<unknown>"."""
+    if site is None:
+        return "<unknown>"
+    code, offset = site
+    filename, line = code.co_filename, _line_at(code, offset)
+    cell = _notebook_cell(filename)
+    if cell is not None:
+        return f"cell {cell}, line {line}"
+    try:
+        rel = os.path.relpath(filename)
+        filename = rel if not rel.startswith("..") else filename
+    except ValueError:
+        pass
+    return f"{filename}:{line}"
 
 
 def _notebook_cell(filename):
@@ -50,8 +103,7 @@ class Node:
 
     def __init__(self, inputs=(), shape=None, dtype=None, name=None, graph=None):
         graph = graph if graph is not None else get_default_graph()
-        frame = _user_frame()
-        self._site = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+        self._site = user_site(1)  # the user's line, for error messages (see creation_site)
         for inp in inputs:
             if inp.graph is not graph:
                 raise GraphError(f"cannot build {self.op_type}: input '{inp.name}' belongs to another graph. "
@@ -70,18 +122,7 @@ class Node:
     @property
     def creation_site(self):
         """"file:line" of the user code that created this node ("cell 5, line 3" in a notebook)."""
-        if self._site is None:
-            return "<unknown>"
-        filename, line = self._site
-        cell = _notebook_cell(filename)
-        if cell is not None:
-            return f"cell {cell}, line {line}"
-        try:
-            rel = os.path.relpath(filename)
-            filename = rel if not rel.startswith("..") else filename
-        except ValueError:
-            pass
-        return f"{filename}:{line}"
+        return site_text(self._site)
 
     def __repr__(self):
         dtype = getattr(self, "dtype", None)

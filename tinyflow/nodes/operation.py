@@ -27,6 +27,11 @@ class OperationType(type):
     """The metaclass of ops: `Op(*inputs)` is a graph node, or an eager Tensor when inputs are Tensors."""
 
     def __call__(cls, *args, **kwargs):
+        eager = Operation.eager
+        if eager is not None and args and args[0].__class__ is eager.Tensor:
+            result = eager.call(cls, args, kwargs)  # a plain op on Tensors: computed without building a node
+            if result is not None:
+                return result
         op = cls.__new__(cls)
         op.__init__(*args, **kwargs)
         if op.graph is None:  # Operation.__init__ found eager Tensors among the inputs
@@ -46,7 +51,7 @@ class Operation(Node, metaclass=OperationType):
     stateful = False  # True for ops that change Variables; the Session runs them after pure ops
     abstract = True   # bases of op families say so too; concrete ops go into OP_TYPES
     elementwise = False  # True: the output has the broadcast shape of the inputs, value by value
-    eager = None      # the eager runtime: `adopt(op, inputs)` and `run(op)` (installed by tinyflow.eager)
+    eager = None      # the eager runtime: `Tensor`, `call`, `adopt` and `run` (installed by tinyflow.eager)
     eager_variables = 0  # > 0 while a layer runs on a Tensor: ops on its Variables compute eagerly too
 
     def __init_subclass__(cls, **kwargs):

@@ -14,13 +14,34 @@ import numpy as np
 
 from ..errors import TinyflowError
 from ..nodes import Node
+from .math_ops import Add, Divide, Multiply, Power, Subtract
+from .matmul import MatMul
+from .unary_ops import Negative
 from . import (abs as _abs, add, argmax, divide, exp, get_item, greater, greater_equal, less, less_equal, log,
                log_softmax, matmul, multiply, negative, power, reduce_max, reduce_mean, reduce_sum, relu, reshape,
                sigmoid, softmax, sqrt, square, subtract, tanh, transpose)
 
 
-def _binary(fn):
+# Set by the eager runtime (connect_eager): the Tensor class and its shortcuts computing a plain op at once
+_TENSOR = _UNARY = _BINARY = None
+
+
+def connect_eager(tensor_class, unary, binary):
+    """Let operators between eager Tensors call the runtime's `unary(cls, x, fallback)` and
+    `binary(cls, a, b, fallback)` directly (tinyflow/eager/runtime.py does, when it loads)."""
+    global _TENSOR, _UNARY, _BINARY
+    _TENSOR, _UNARY, _BINARY = tensor_class, unary, binary
+
+
+def _binary(fn, cls):
+    """The operator `self <op> other` and its reflected form, for op function fn of op class cls.
+
+    Between two eager Tensors the operator takes the eager runtime's shortcut (the op computed
+    without its generic call path, which is fn's); everything else goes through fn.
+    """
     def forward(self, other):
+        if other.__class__ is self.__class__ is _TENSOR:
+            return _BINARY(cls, self, other, fn)
         return fn(self, other)
 
     def reflected(self, other):
@@ -28,12 +49,18 @@ def _binary(fn):
     return forward, reflected
 
 
-_add, _radd = _binary(add)
-_sub, _rsub = _binary(subtract)
-_mul, _rmul = _binary(multiply)
-_truediv, _rtruediv = _binary(divide)
-_pow, _rpow = _binary(power)
-_matmul, _rmatmul = _binary(matmul)
+_add, _radd = _binary(add, Add)
+_sub, _rsub = _binary(subtract, Subtract)
+_mul, _rmul = _binary(multiply, Multiply)
+_truediv, _rtruediv = _binary(divide, Divide)
+_pow, _rpow = _binary(power, Power)
+_matmul, _rmatmul = _binary(matmul, MatMul)
+
+
+def _negative(self):
+    if self.__class__ is _TENSOR:
+        return _UNARY(Negative, self, negative)
+    return negative(self)
 
 
 def _transpose_property(self):
@@ -52,7 +79,7 @@ OPERATORS = {
     "__add__": _add, "__radd__": _radd, "__sub__": _sub, "__rsub__": _rsub,
     "__mul__": _mul, "__rmul__": _rmul, "__truediv__": _truediv, "__rtruediv__": _rtruediv,
     "__pow__": _pow, "__rpow__": _rpow, "__matmul__": _matmul, "__rmatmul__": _rmatmul,
-    "__neg__": lambda self: negative(self),
+    "__neg__": _negative,
     "__pos__": lambda self: self,
     "__abs__": lambda self: _abs(self),
     "__getitem__": lambda self, key: get_item(self, key),
