@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 
-from ..autodiff.registry import not_differentiable
+from ..ops.registry import not_differentiable
 from ..eager import Tensor, no_grad
 from ..graph import get_default_graph
 from ..nodes import Operation

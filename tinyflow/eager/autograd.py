@@ -11,7 +11,7 @@ Tensors, so the ops it builds compute at once (and are recorded when
 """
 import numpy as np
 
-from ..autodiff.registry import NOT_DIFFERENTIABLE, gradient_function
+from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, TinyflowError
 from ..nodes import OP_TYPES
 from ..shapes import can_reduce_to

@@ -24,7 +24,7 @@ from sys import _getframe
 import numpy as np
 
 from .. import backends as _backends
-from ..autodiff.registry import NOT_DIFFERENTIABLE, gradient_function
+from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, ShapeError, TinyflowError
 from ..nodes import Node, Operation, Variable
 from ..nodes.node import USER_SITES, user_site

@@ -13,7 +13,7 @@ gradient. Gradients reach the Tensor arguments and the Variables' `.grad`, as in
 import numpy as np
 
 from ..autodiff.gradients import gradients
-from ..autodiff.registry import register_gradient
+from ..ops.registry import register_gradient
 from ..graph import ancestors
 from ..nodes import Node, Operation, Placeholder, Variable
 
