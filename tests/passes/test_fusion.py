@@ -134,10 +134,10 @@ def test_numpy_fallback_without_a_compiler(monkeypatch, tmp_path):
 SCRIPT = textwrap.dedent("""
     import json, numpy as np, tinyflow as tfl
     from tinyflow.fusion import STATS, cache_dir
-    x = tfl.Placeholder((1000,), name="x")
+    x = tfl.Placeholder((5000,), name="x")  # above the C backend's small-array threshold: the kernel runs
     y = tfl.sigmoid(x * 0.75 - 0.25) * 4.0
-    out = tfl.Session(backend="c", optimize=True).run(y, {x: np.linspace(-3, 3, 1000, dtype=np.float32)})
-    ref = tfl.Session(backend="c", optimize=False).run(y, {x: np.linspace(-3, 3, 1000, dtype=np.float32)})
+    out = tfl.Session(backend="c", optimize=True).run(y, {x: np.linspace(-3, 3, 5000, dtype=np.float32)})
+    ref = tfl.Session(backend="c", optimize=False).run(y, {x: np.linspace(-3, 3, 5000, dtype=np.float32)})
     print(json.dumps(dict(STATS, close=bool(np.allclose(out, ref, rtol=1e-5)), folder=cache_dir())))
 """)
 

@@ -146,13 +146,18 @@ class Backend:
 
     def call(self, entry, op, values):
         """Run table entry `entry` for `op` on `values` if it accepts them, else the op's compute (counted)."""
-        if entry.small and self.small_size and self._dynamically_small(values):
-            self.report.small_ops[op.op_type] += 1
-            return self.on_host(op, values)
+        # plain loops, no generators: this runs for every table op of every step
+        small = self.small_size
+        if small and entry.small:
+            for v in values:
+                if getattr(v, "size", 0) >= small:
+                    break
+            else:
+                self.report.small_ops[op.op_type] += 1
+                return self.on_host(op, values)
         values = [self.adopt(v) for v in values]
-        floats = values if entry.floats is None else [values[i] for i in entry.floats]
-        if self._accepts(entry, op, values, floats):
-            positions = range(len(values)) if entry.floats is None else entry.floats
+        positions = range(len(values)) if entry.floats is None else entry.floats
+        if self._accepts(entry, op, values, positions):
             for i in positions:
                 values[i] = self.prepare(values[i])
             result = entry.run(self, op, *values)
@@ -162,21 +167,21 @@ class Backend:
         self.report.host_ops[op.op_type] += 1
         return self.on_host(op, values)
 
-    def _accepts(self, entry, op, values, floats):
-        if floats:
-            dtype = floats[0].dtype
-            if dtype not in self.float_dtypes() or any(v.dtype != dtype or v.size == 0 for v in floats):
+    def _accepts(self, entry, op, values, positions):
+        if positions:
+            first = values[positions[0]]
+            dtype, shape = first.dtype, first.shape
+            if dtype not in self.float_dtypes():
                 return False
+            for i in positions:
+                v = values[i]
+                if v.dtype != dtype or v.size == 0 or entry.same_shape and v.shape != shape:
+                    return False
         elif entry.floats != ():  # () declares an entry without data inputs (Group)
-            return False
-        if entry.same_shape and any(v.shape != floats[0].shape for v in floats):
             return False
         if entry.ndim is not None and len(values[0].shape) != entry.ndim:
             return False
         return entry.accepts is None or bool(entry.accepts(op, *values))
-
-    def _dynamically_small(self, values):
-        return all(getattr(v, "size", 0) < self.small_size for v in values)
 
     def _statically_small(self, op):
         shapes = [op.shape] + [i.shape for i in op.inputs]

@@ -5,6 +5,7 @@ compile: its members run with the backend's own kernels (tiers.py). From run JIT
 compiled (or found in the disk cache) and called. TINYFLOW_FUSION_JIT_AFTER
 changes the number of numpy runs (0: compile at the first run).
 """
+import math
 import os
 
 import numpy as np
@@ -15,6 +16,10 @@ from .layout import plan_layout
 from .tiers import member_runner
 
 _CTYPE = {"float32": "float[]", "float64": "double[]"}
+_SMALL = "small"  # marks input shapes whose output is below the backend's small-array threshold
+# On small arrays one C call (~6 µs with its checks) costs more than a few numpy loops (~1.5 µs each),
+# but less than many: short fused groups run their members with numpy there, long chains in C.
+NUMPY_MAX_MEMBERS = 4
 
 
 def jit_after():
@@ -30,6 +35,7 @@ class CFusedKernel:
         self.node, self.runs, self.threshold = node, 0, jit_after()
         self.unfused = member_runner(backend, node)
         self.empty = _allocator(backend)
+        self.small = getattr(backend, "small_size", 0)  # below it numpy wins, as for the backend's own kernels
         self._by_shapes = {}  # input shapes -> (call, out_shape, outer, inner, kinds) or None for numpy
 
     def __call__(self, *values):
@@ -41,6 +47,8 @@ class CFusedKernel:
         entry = self._by_shapes.get(shapes, False)
         if entry is False:
             entry = self._by_shapes[shapes] = self._prepare(shapes)
+        if entry is _SMALL:  # a C call costs more than numpy's few small loops
+            return self.node.compute(*arrays)
         dtype = self.node.dtype
         if entry is None or any(a.dtype != dtype for a in arrays):
             return self.unfused(*values)
@@ -63,6 +71,8 @@ class CFusedKernel:
             return None  # numpy raises the error naming the member whose inputs do not match
         if 0 in out_shape:
             return None
+        if math.prod(out_shape) < self.small and len(self.node.members) <= NUMPY_MAX_MEMBERS:
+            return _SMALL
         kinds, outer, inner = plan_layout(shapes, out_shape)
         generated = tuple("full" if k == "expand" else k for k in kinds)
         module = compiler.load(c_source(self.node, generated), c_declaration(self.node, generated))
