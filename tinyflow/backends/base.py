@@ -32,13 +32,14 @@ class Kernel:
     same_shape: those float inputs must have one shape.
     ndim:       the rank the first input must have.
     accepts:    `accepts(op, *values) -> bool`, any further condition (broadcast layout, axes...).
+    views:      host kernels only: strided views arrive as they are, not copied (BLAS takes them as they are).
     """
 
-    __slots__ = ("run", "floats", "small", "same_shape", "ndim", "accepts")
+    __slots__ = ("run", "floats", "small", "same_shape", "ndim", "accepts", "views")
 
-    def __init__(self, run, floats=None, small=True, same_shape=False, ndim=None, accepts=None):
+    def __init__(self, run, floats=None, small=True, same_shape=False, ndim=None, accepts=None, views=False):
         self.run, self.floats, self.small, self.same_shape = run, floats, small, same_shape
-        self.ndim, self.accepts = ndim, accepts
+        self.ndim, self.accepts, self.views = ndim, accepts, views
 
     def __repr__(self):
         return f"<Kernel {getattr(self.run, '__name__', self.run)}>"
@@ -158,8 +159,9 @@ class Backend:
         values = [self.adopt(v) for v in values]
         positions = range(len(values)) if entry.floats is None else entry.floats
         if self._accepts(entry, op, values, positions):
-            for i in positions:
-                values[i] = self.prepare(values[i])
+            if not entry.views:
+                for i in positions:
+                    values[i] = self.prepare(values[i])
             result = entry.run(self, op, *values)
             if result is not DECLINE:
                 self.report.kernel_ops[op.op_type] += 1

@@ -248,7 +248,7 @@ KERNELS = {
     "LogSoftmaxGrad": Kernel(rows("tf_log_softmax_back"), same_shape=True, accepts=along_last_axis),
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
-    "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match),
+    "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
     "Conv2D": Kernel(conv2d, accepts=fits_conv),
     "Conv2DBackInput": Kernel(conv2d_back_input, accepts=fits_conv),
     "Conv2DBackFilter": Kernel(conv2d_back_filter, accepts=fits_conv),
