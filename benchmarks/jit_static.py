@@ -108,6 +108,8 @@ TARGETS = {"J1": 0.5}  # to_static step <= 0.5x the eager step
 
 def report(repeats=15):
     """Time every candidate of J1 and J2 interleaved; print tables and the to_static/eager ratios."""
+    import tinyflow as tfl
+    tfl.eager.set_backend(None)  # eager on the Session's default backend (the E rows may have left OpenCL on)
     ratios = {}
     for key, title in TITLES.items():
         times = interleaved(candidates(key), repeats=repeats, warmup=2)
