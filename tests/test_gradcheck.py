@@ -18,6 +18,14 @@ class Cube(tfl.Operation):
         return s
 
 
+def wrong_cube_gradient():
+    """Register a Cube gradient with a wrong factor (2 instead of 3); returns an input whose worst element is 3.0."""
+    @tfl.register_gradient(Cube)
+    def _grad(op, grad):
+        return [grad * 2.0 * op.inputs[0] ** 2]  # wrong factor
+    return np.array([[0.1, -0.2], [3.0, 0.5]])
+
+
 def test_correct_gradient_passes():
     @tfl.register_gradient(Cube)
     def _grad(op, grad):
@@ -27,10 +35,7 @@ def test_correct_gradient_passes():
 
 
 def test_wrong_gradient_fails_with_the_worst_element():
-    @tfl.register_gradient(Cube)
-    def _grad(op, grad):
-        return [grad * 2.0 * op.inputs[0] ** 2]  # wrong factor
-    x = np.array([[0.1, -0.2], [3.0, 0.5]])
+    x = wrong_cube_gradient()
     with pytest.raises(GradientCheckError) as err:
         gradcheck(Cube, [x])
     assert "worst element: input 0 index (1, 0)" in str(err.value)
@@ -40,10 +45,7 @@ def test_wrong_gradient_fails_with_the_worst_element():
 
 
 def test_failure_names_the_op_and_the_input_value_at_the_worst_element():
-    @tfl.register_gradient(Cube)
-    def _grad(op, grad):
-        return [grad * 2.0 * op.inputs[0] ** 2]  # wrong factor
-    x = np.array([[0.1, -0.2], [3.0, 0.5]])
+    x = wrong_cube_gradient()
     with pytest.raises(GradientCheckError) as err:
         gradcheck(Cube, [x])
     message = str(err.value)

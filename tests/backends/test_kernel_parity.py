@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
+from kernel_runs import run_kernels
 from op_cases import CASES, all_cases
 from tinyflow.backends import CBackend, OpenCLBackend
 from tinyflow.backends.c_backend import SMALL
@@ -143,14 +144,5 @@ def test_every_table_kernel_ran_on_some_op_case(table_backend):
 def test_size_0_and_1_inputs(table_backend, shape, op):
     backend = table_backend
     x = np.linspace(-2, 2, int(np.prod(shape))).reshape(shape).astype(np.float32)
-    with tfl.Graph().as_default():
-        p = tfl.Placeholder(shape, np.float32)
-        y = op(p) + p  # an elementwise chain, and a broadcast-free binary op
-        with tfl.Session(backend=backend) as sess:
-            sess.backend.small_size = 0
-            got = sess.run(y, {p: x})
-    with tfl.Graph().as_default():
-        p = tfl.Placeholder(shape, np.float32)
-        with tfl.Session(backend="numpy") as sess:
-            expected = sess.run(op(p) + p, {p: x})
+    got, expected = (run_kernels(name, lambda p: op(p) + p, [x]) for name in (backend, "numpy"))
     compare(got, expected, np.float32)

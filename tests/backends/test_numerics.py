@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
+from kernel_runs import run_kernels
 from tinyflow.backends import CBackend, OpenCLBackend
 
 BACKEND_INDEPENDENT = True
@@ -18,18 +19,7 @@ pytestmark = pytest.mark.parametrize("table_backend", TABLE_BACKENDS)
 
 def run(backend, build, *inputs, kernel=None):
     """Run build(*placeholders) on `backend` (threshold 0) and on numpy; returns (got, expected)."""
-    results = []
-    for name in (backend, "numpy"):
-        with tfl.Graph().as_default():
-            placeholders = [tfl.Placeholder(v.shape, v.dtype) for v in inputs]
-            out = build(*placeholders)
-            with tfl.Session(backend=name) as sess:
-                sess.backend.small_size = 0
-                with np.errstate(all="ignore"):
-                    results.append(sess.run(out, dict(zip(placeholders, inputs))))
-                if name == backend and kernel is not None:
-                    assert sess.backend.report.kernel_ops[kernel] > 0, f"{kernel} did not run on {backend}"
-    return results
+    return [run_kernels(name, build, inputs, kernel) for name in (backend, "numpy")]
 
 
 EXP_EDGES = np.array([0, 1, -1, 10, 80, 87.9, 88.0, 88.3, 88.7, 88.72, 88.7228, 88.73, 89, 95, 1e4, np.inf,

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tinyflow as tfl
+from kernel_runs import run_kernels
 from op_cases import CASES
 from tinyflow.backends import CBackend, OpenCLBackend
 
@@ -45,13 +46,7 @@ def table_op_types(backend):
 
 def run(backend, build, inputs):
     """The value of build(*placeholders) on `backend` with every table kernel used (threshold 0)."""
-    with tfl.Graph().as_default():
-        placeholders = [tfl.Placeholder(v.shape, v.dtype) for v in inputs]
-        out = build(*placeholders)
-        with tfl.Session(backend=backend) as sess:
-            sess.backend.small_size = 0
-            with np.errstate(all="ignore"):
-                return np.asarray(sess.run(out, dict(zip(placeholders, inputs))))
+    return np.asarray(run_kernels(backend, build, inputs))
 
 
 def assert_same_semantics(got, expected, dtype):
