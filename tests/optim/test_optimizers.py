@@ -118,6 +118,23 @@ def test_first_three_updates_match_the_documented_formula(name, hyper, reference
                                        err_msg=f"{name}{hyper} step {step + 1}")
 
 
+@pytest.mark.parametrize("name, hyper, reference", CONFIGS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(CONFIGS)])
+def test_an_update_changes_the_arrays_its_variables_hold_now(name, hyper, reference):
+    """Update kernels keep pointers to the state they change: new arrays (assign, a restored checkpoint) must win."""
+    w = tfl.Variable(np.array(W0), name="w")
+    loss = 0.5 * tfl.reduce_sum(np.array(C) * tfl.square(w - np.array(T)))
+    train = getattr(tfl.optim, name)(**hyper).minimize(loss)
+    state = [node for node in tfl.get_default_graph().nodes if isinstance(node, tfl.Variable)]  # w and its slots
+    initial = [var.value.copy() for var in state]
+    with tfl.Session() as sess:
+        sess.run(train)
+        sess.run(train)
+        for var, value in zip(state, initial):
+            var.value = value  # back to the start, in new arrays
+        sess.run(train)
+        np.testing.assert_allclose(w.value, reference(**hyper)[0], rtol=1e-12, atol=1e-15)
+
+
 def test_defaults_follow_torch_optim():
     assert tfl.optim.Adam().hyper == dict(betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
                                           decoupled=False) and tfl.optim.Adam().lr == 1e-3

@@ -39,6 +39,20 @@ def test_constant_folding_skips_random_stateful_fetched_and_large_ops(monkeypatc
     assert {"DropoutMask", "Square", "Exp"} <= {n.op_type for n in graph.nodes}
 
 
+def test_constant_folding_turns_shape_only_ops_of_static_shapes_into_constants():
+    x = tfl.Placeholder((3, 4), name="x")
+    rows = tfl.Placeholder((None, 4), name="rows")
+    loss = tfl.reduce_sum(tfl.square(x))
+    seed, zeros, dynamic = tfl.ones_like(loss), tfl.zeros_like(x), tfl.ones_like(rows)
+    fetches = [loss * seed, x + zeros, rows * dynamic]
+    graph, counts = fold_constants(_graph(fetches, [x, rows]))
+    assert counts["folded"] == 2
+    types = [node.op_type for node in graph.nodes]
+    assert "ZerosLike" not in types and types.count("OnesLike") == 1  # rows' shape is known only at run time
+    optimised, plain, _ = run_both(fetches, {x: X, rows: X[:2]})
+    assert_close(optimised, plain)
+
+
 def test_cse_merges_identical_and_commuted_ops_but_not_random_ones():
     x = tfl.Placeholder((3, 4), name="x")
     a, b = x * 2.0, 2.0 * x                        # equal constants merge first, then a and b match

@@ -183,49 +183,71 @@ def max_pool(name):
 
 
 # ---------------------------------------------------------------- fused optimizer updates, in place
-def _next_step(op):
-    """Increment the op's step slot and return the new count."""
-    step_var = op.variables[1 + op.slot_names.index("step")]
-    step_var.value = np.asarray(int(step_var.value) + 1)
-    return int(step_var.value)
+def _state(backend, op):
+    """The update's parameter and slots by name ("param", then slot names): C pointers to private, contiguous,
+    writeable arrays the kernel updates in place (NULL for absent slots), and the step count's 0-d array.
+
+    Cached per op while its Variables keep their arrays: making the pointers costs a small update more
+    than the update itself. A Variable given a new array (assign, restore, numpy fallback) refreshes it.
+    """
+    variables = op.variables
+    cached = backend.update_state.get(op)
+    if cached is not None:
+        arrays, state = cached
+        for var, array in zip(variables, arrays):
+            if var.value is not array:
+                break
+        else:
+            return state
+    arrays = [var.writable_value() for var in variables]
+    state = _NullDict((name, array if name == "step" else _buf(array))
+                      for name, array in zip(("param",) + op.slot_names, arrays))
+    backend.update_state[op] = (arrays, state)
+    return state
 
 
-def _slots(op):
-    """Each Variable of the update (parameter first, then slots by name) as a contiguous, writeable array
-    it alone owns, which the kernel updates in place."""
-    return dict(zip(("param",) + op.slot_names, (var.writable_value() for var in op.variables)))
+class _NullDict(dict):
+    """Slots an update does not have (no momentum, no AMSGrad) read as NULL pointers."""
+
+    def __missing__(self, name):
+        return native.ffi.NULL
+
+
+def _next_step(state):
+    """Increment the update's step count (in place: its Variable keeps its array) and return it."""
+    step = state["step"]
+    step[()] += 1
+    return int(step)
 
 
 def sgd(backend, op, param, grad, lr, *slots):
     """SGD with momentum/Nesterov/weight decay in one pass."""
-    h, arrays = op.hyper, _slots(op)
-    first_step = int(_next_step(op) == 1) if h["momentum"] else 0
-    _fn("tf_sgd", grad)(_buf(arrays["param"]), _buf(grad), _buf(arrays.get("momentum_buffer")), grad.size,
+    h, s = op.hyper, _state(backend, op)
+    first_step = int(_next_step(s) == 1) if h["momentum"] else 0
+    _fn("tf_sgd", grad)(s["param"], _buf(grad), s["momentum_buffer"], grad.size,
                         float(lr), h["momentum"], h["dampening"], h["weight_decay"], int(h["nesterov"]), first_step)
 
 
 def adam(backend, op, param, grad, lr, *slots):
     """Adam / AdamW (optionally AMSGrad) in one pass."""
-    h, arrays = op.hyper, _slots(op)
-    _fn("tf_adam", grad)(_buf(arrays["param"]), _buf(grad), _buf(arrays["exp_avg"]), _buf(arrays["exp_avg_sq"]),
-                         _buf(arrays.get("max_exp_avg_sq")), grad.size, float(lr), h["betas"][0], h["betas"][1],
-                         h["eps"], h["weight_decay"], int(h["decoupled"]), _next_step(op))
+    h, s = op.hyper, _state(backend, op)
+    _fn("tf_adam", grad)(s["param"], _buf(grad), s["exp_avg"], s["exp_avg_sq"], s["max_exp_avg_sq"], grad.size,
+                         float(lr), h["betas"][0], h["betas"][1], h["eps"], h["weight_decay"], int(h["decoupled"]),
+                         _next_step(s))
 
 
 def rmsprop(backend, op, param, grad, lr, *slots):
     """RMSProp (optionally centered, with momentum) in one pass."""
-    h, arrays = op.hyper, _slots(op)
-    _fn("tf_rmsprop", grad)(_buf(arrays["param"]), _buf(grad), _buf(arrays["square_avg"]),
-                            _buf(arrays.get("grad_avg")), _buf(arrays.get("momentum_buffer")), grad.size, float(lr),
-                            h["alpha"], h["eps"], h["weight_decay"], h["momentum"])
+    h, s = op.hyper, _state(backend, op)
+    _fn("tf_rmsprop", grad)(s["param"], _buf(grad), s["square_avg"], s["grad_avg"], s["momentum_buffer"], grad.size,
+                            float(lr), h["alpha"], h["eps"], h["weight_decay"], h["momentum"])
 
 
 def adagrad(backend, op, param, grad, lr, *slots):
     """AdaGrad with learning-rate decay in one pass."""
-    h, arrays = op.hyper, _slots(op)
-    clr = float(lr) / (1 + (_next_step(op) - 1) * h["lr_decay"])
-    _fn("tf_adagrad", grad)(_buf(arrays["param"]), _buf(grad), _buf(arrays["state_sum"]), grad.size, clr,
-                            h["eps"], h["weight_decay"])
+    h, s = op.hyper, _state(backend, op)
+    clr = float(lr) / (1 + (_next_step(s) - 1) * h["lr_decay"])
+    _fn("tf_adagrad", grad)(s["param"], _buf(grad), s["state_sum"], grad.size, clr, h["eps"], h["weight_decay"])
 
 
 # ---------------------------------------------------------------- the table
@@ -283,6 +305,7 @@ class CBackend(Backend):
         # BLAS through numpy is the fastest correct matmul; TINYFLOW_GEMM=tinyflow selects ours
         self.use_gemm = os.environ.get("TINYFLOW_GEMM", "blas").lower() == "tinyflow"
         self.pool = BufferPool()
+        self.update_state = {}  # optimizer update op -> its Variables' arrays and C pointers (see _state)
         self.recycle = self.pool.recycle  # bound directly: the pool counts the references its caller holds
 
     def __repr__(self):
@@ -297,5 +320,6 @@ class CBackend(Backend):
         return self.pool.reused, self.pool.allocated
 
     def close(self):
-        """Empty the buffer pool."""
+        """Empty the buffer pool and forget the update ops' pointers."""
         self.pool.clear()
+        self.update_state.clear()

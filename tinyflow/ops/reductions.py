@@ -3,12 +3,18 @@
 Each op class is followed by its snake_case function; the gradients follow the
 backward ops they are built from.
 """
+import math
+
 import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..nodes import Operation
 from ..shapes import reduced_shape
 from .registry import not_differentiable, register_gradient
+
+
+# dtypes np.add.reduce sums in their own precision, as np.mean does (it promotes the others first)
+_SUMMED_AS_IS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class Reduction(Operation):
@@ -51,6 +57,10 @@ class ReduceMean(Reduction):
     """Mean over axes.  Gradient: g broadcast back, divided by the number of reduced elements."""
 
     def compute(self, x):
+        if x.dtype in _SUMMED_AS_IS:  # np.mean's own bookkeeping costs a small array several times the sum
+            count = math.prod(x.shape) if self.axes is None else math.prod(x.shape[a] for a in self.axes)
+            # an empty input divides 0 by 0: NaN and a RuntimeWarning, as np.mean gives
+            return np.add.reduce(x, axis=self.axes, keepdims=self.keepdims) / x.dtype.type(count)
         return np.mean(x, axis=self.axes, keepdims=self.keepdims)
 
     def infer_dtype(self, x):
@@ -87,12 +97,12 @@ class ExpandReduced(Operation):
 
     def compute(self, grad, x):
         axes = range(x.ndim) if self.axes is None else self.axes
-        if not self.keepdims:
-            grad = np.expand_dims(grad, tuple(axes))
-        out = np.broadcast_to(grad, x.shape)
+        # g with size-1 reduced axes (a reshape: cheaper than expand_dims), scaled before it is broadcast
+        grad = np.reshape(grad, [1 if i in axes else d for i, d in enumerate(x.shape)])
         if self.mean:
-            count = int(np.prod([x.shape[a] for a in axes]))
-            out = out / max(count, 1)
+            grad = grad / max(math.prod(x.shape[a] for a in axes), 1)
+        out = np.empty(x.shape, grad.dtype)
+        out[...] = grad
         return out
 
     def infer_shape(self, grad_shape, x_shape):

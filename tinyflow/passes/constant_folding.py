@@ -5,6 +5,10 @@ when the op is pure (not stateful, not random), not fetched (a fetch stays a fre
 array every run), and its value has at most FOLD_LIMIT elements (a folded constant
 lives as long as the plan does). The value is computed once, with the op's numpy
 reference kernel; an op that fails is left alone so the run reports the error.
+
+Rule:  zeros_like(x), ones_like(x)  ->  Constant(zeros / ones of x's static shape)
+when x's shape is fully known: their value depends on x's shape only, not on x's
+value (backprop seeds the loss's gradient with ones_like(loss), a scalar).
 """
 import math
 
@@ -14,6 +18,7 @@ from ..nodes import Constant
 from .ir import folded_constant, is_leaf, is_pure
 
 FOLD_LIMIT = 1 << 20  # elements
+SHAPE_ONLY = {"ZerosLike": np.zeros, "OnesLike": np.ones}  # op type -> its value from a shape and dtype
 
 
 def fold_constants(graph):
@@ -24,9 +29,13 @@ def fold_constants(graph):
 
 def _folded(node):
     """The Constant holding `node`'s value, or None when it is not foldable."""
-    if is_leaf(node) or not is_pure(node) or not node.inputs or not all(isinstance(i, Constant) for i in node.inputs):
+    if is_leaf(node) or not is_pure(node) or not node.inputs:
         return None
     if node.shape is None or None in node.shape or math.prod(node.shape) > FOLD_LIMIT:
+        return None
+    if node.op_type in SHAPE_ONLY and node.dtype is not None:
+        return folded_constant(SHAPE_ONLY[node.op_type](node.shape, node.dtype), node)
+    if not all(isinstance(i, Constant) for i in node.inputs):
         return None
     try:
         with np.errstate(all="ignore"):
