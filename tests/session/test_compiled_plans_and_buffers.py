@@ -4,7 +4,7 @@ import pytest
 
 import tinyflow as tfl
 from tinyflow.backends.buffer_pool import BufferPool
-from tinyflow.session.plan import COMPILE_LIMIT
+from tinyflow.session.plan import COMPILE_LIMIT, MAX_SPECIALISATIONS
 
 
 def small_net():
@@ -104,3 +104,24 @@ def test_very_long_plans_are_interpreted():
     with tfl.Session(optimize=False) as sess:  # optimised, the chain is a few fused kernels: a short plan
         assert sess.run(y, {x: 0.0}) == COMPILE_LIMIT + 1
         assert sess.plan([y], [x]).source is None
+
+
+def test_plans_specialise_to_the_feed_shapes(backend):
+    """Once the batch size is known, ops it makes small go straight to numpy; a large batch still uses kernels."""
+    x, w, h, loss = small_net()
+    rng = np.random.default_rng(3)
+    with tfl.Session(backend=backend, optimize=False) as sess:  # unfused: Relu and MatMul are steps
+        plan = sess.plan([loss], [x])
+        for rows in (2, 512, 2, 512, *range(3, 13)):
+            data = rng.standard_normal((rows, 64)).astype(np.float32)
+            got = sess.run(loss, {x: data})
+            np.testing.assert_allclose(got, np.mean(np.maximum(data @ w.value, 0) ** 2), rtol=1e-5)
+            report = sess.backend.report
+            if backend == "c" and rows == 2:  # below the C backend's small size
+                assert report.small_ops["Relu"] == report.small_ops["Square"] == 1 and not report.kernel_ops["Relu"]
+            if backend == "c" and rows == 512:
+                assert report.kernel_ops["Relu"] == report.kernel_ops["Square"] == 1 and not report.small_ops["Relu"]
+        assert len(plan._compiled) == MAX_SPECIALISATIONS  # one per feed shape, the oldest dropped beyond
+        if backend == "c":  # decided once per feed shape, not at each call
+            assert plan.specialise([(2, 64)])[1][("small", "Relu")] == 1
+            assert plan.specialise([(512, 64)])[1][("small", "Relu")] == 0

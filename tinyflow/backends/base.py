@@ -47,30 +47,54 @@ class Kernel:
 
 class RunReport:
     """Which ops ran with a table kernel, which with numpy (no kernel, or inputs it does not accept,
-    or small inputs), and the bytes moved to and from a device, during the last run."""
+    or small inputs), and the bytes moved to and from a device, during the last run.
+
+    Ops a plan routed to numpy once for all are added as the plan's own counts, summed only when
+    `host_ops` / `small_ops` are read: a run should not pay for a report nobody reads.
+    """
 
     def __init__(self):
-        self.kernel_ops, self.host_ops, self.small_ops = Counter(), Counter(), Counter()
+        self.kernel_ops, self.host_calls, self.small_calls = Counter(), Counter(), Counter()
+        self._static = []
         self.to_device = self.to_host = 0
 
     def add_static(self, routes):
         """Count the ops a plan routed to numpy once for all: {(route, op type): how many}, route 'host'/'small'."""
-        for (route, op_type), count in routes.items():
-            (self.host_ops if route == "host" else self.small_ops)[op_type] += count
+        self._static.append(routes)
+
+    @property
+    def host_ops(self):
+        """Ops numpy ran as a fallback (no kernel, or inputs the kernel does not accept), by op type."""
+        return self._with_static(self.host_calls, "host")
+
+    @property
+    def small_ops(self):
+        """Ops numpy ran because their inputs were too small to be worth a kernel call, by op type."""
+        return self._with_static(self.small_calls, "small")
+
+    def _with_static(self, counts, route):
+        total = Counter(counts)
+        for routes in self._static:
+            for (kind, op_type), count in routes.items():
+                if kind == route:
+                    total[op_type] += count
+        return total
 
     def clear(self):
         """Start a new run."""
         self.kernel_ops.clear()
-        self.host_ops.clear()
-        self.small_ops.clear()
+        self.host_calls.clear()
+        self.small_calls.clear()
+        self._static.clear()
         self.to_device = self.to_host = 0
 
     def __str__(self):
+        host, small = self.host_ops, self.small_ops
         lines = [f"run: {sum(self.kernel_ops.values())} ops by the backend's kernels, "
-                 f"{sum(self.host_ops.values())} by numpy as a fallback, {sum(self.small_ops.values())} by numpy "
+                 f"{sum(host.values())} by numpy as a fallback, {sum(small.values())} by numpy "
                  f"as too small; {self.to_device / 1e6:.3f} MB uploaded, {self.to_host / 1e6:.3f} MB downloaded"]
-        if self.host_ops:
-            lines.append("  fell back to numpy: " + ", ".join(f"{op} x{n}" for op, n in sorted(self.host_ops.items())))
+        if host:
+            lines.append("  fell back to numpy: " + ", ".join(f"{op} x{n}" for op, n in sorted(host.items())))
         return "\n".join(lines)
 
 
@@ -133,15 +157,22 @@ class Backend:
         entry = self.kernels[op.op_type]
         return lambda *values: self.call(entry, op, values)
 
-    def static_route(self, op):
+    def static_route(self, op, shapes=None):
         """'host' when the table has no kernel for `op`, 'small' when its shapes are known to be small: numpy
-        runs it, decided once per plan (plans count these in the run report). None: decided at each call."""
+        runs it, decided once per plan (plans count these in the run report). None: decided at each call.
+
+        `shapes` ([output shape, *input shapes]) are what a plan inferred for given feed shapes; by
+        default the op's static shapes.
+        """
         if isinstance(op, (Variable, Constant, Placeholder)) or hasattr(op, "bind_kernel"):
             return None
         entry = self.kernels.get(op.op_type)
         if entry is None:
             return "host"
-        if entry.small and self.small_size and self._statically_small(op):
+        if shapes is None:
+            shapes = [op.shape] + [i.shape for i in op.inputs]
+        if entry.small and self.small_size and all(
+                is_fully_known(shape) and math.prod(shape) < self.small_size for shape in shapes):
             return "small"
         return None
 
@@ -154,7 +185,7 @@ class Backend:
                 if getattr(v, "size", 0) >= small:
                     break
             else:
-                self.report.small_ops[op.op_type] += 1
+                self.report.small_calls[op.op_type] += 1
                 return self.on_host(op, values)
         values = [self.adopt(v) for v in values]
         positions = range(len(values)) if entry.floats is None else entry.floats
@@ -166,7 +197,7 @@ class Backend:
             if result is not DECLINE:
                 self.report.kernel_ops[op.op_type] += 1
                 return result
-        self.report.host_ops[op.op_type] += 1
+        self.report.host_calls[op.op_type] += 1
         return self.on_host(op, values)
 
     def _accepts(self, entry, op, values, positions):
@@ -184,10 +215,6 @@ class Backend:
         if entry.ndim is not None and len(values[0].shape) != entry.ndim:
             return False
         return entry.accepts is None or bool(entry.accepts(op, *values))
-
-    def _statically_small(self, op):
-        shapes = [op.shape] + [i.shape for i in op.inputs]
-        return all(is_fully_known(shape) and math.prod(shape) < self.small_size for shape in shapes)
 
     # ------------------------------------------------------------ what subclasses adapt
     def source_kernel(self, node):

@@ -7,6 +7,7 @@ Each backend instance (so each Session) has its own pool, bounded in bytes: when
 full, the buffers of the shape used longest ago go first (batch shapes that vary would
 otherwise pile up), and Session.close empties it.
 """
+import math
 import os
 import sys
 import threading
@@ -36,7 +37,10 @@ class BufferPool:
 
     def empty(self, shape, dtype):
         """An uninitialised C-contiguous array: a recycled one if available."""
-        key = (tuple(shape), np.dtype(dtype))
+        dtype = np.dtype(dtype)
+        if math.prod(shape) * dtype.itemsize < MIN_BYTES:  # never kept: skip the lock and the lookup
+            return np.empty(shape, dtype)
+        key = (tuple(shape), dtype)
         with self._lock:
             stack = self._free.get(key)
             if stack:

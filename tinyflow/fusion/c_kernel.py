@@ -15,11 +15,11 @@ from .codegen_c import c_declaration, c_source
 from .layout import plan_layout
 from .tiers import member_runner
 
-_CTYPE = {"float32": "float[]", "float64": "double[]"}
+_CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
 _SMALL = "small"  # marks input shapes whose output is below the backend's small-array threshold
-# On small arrays one C call (~6 µs with its checks) costs more than a few numpy loops (~1.5 µs each),
-# but less than many: short fused groups run their members with numpy there, long chains in C.
-NUMPY_MAX_MEMBERS = 4
+# A C call with its Python glue (~3 µs) costs about two small numpy loops (~1.3 µs each): fused groups of
+# at most two members on tiny arrays (a quarter of the backend's small size) run their members with numpy.
+NUMPY_MAX_MEMBERS = 2
 
 
 def jit_after():
@@ -35,36 +35,40 @@ class CFusedKernel:
         self.node, self.runs, self.threshold = node, 0, jit_after()
         self.unfused = member_runner(backend, node)
         self.empty = _allocator(backend)
-        self.small = getattr(backend, "small_size", 0)  # below it numpy wins, as for the backend's own kernels
+        self.small = getattr(backend, "small_size", 0) // 4  # below it numpy may win (see NUMPY_MAX_MEMBERS)
         self._by_shapes = {}  # input shapes -> (call, out_shape, outer, inner, kinds) or None for numpy
 
     def __call__(self, *values):
         if self.runs < self.threshold:
             self.runs += 1
             return self.unfused(*values)
+        # plain loops and no dtype.name (numpy computes it in Python): this runs once per step of every run
         arrays = [v if isinstance(v, np.ndarray) else np.asarray(v) for v in values]
-        shapes = tuple(a.shape for a in arrays)
-        entry = self._by_shapes.get(shapes, False)
+        entry = self._by_shapes.get(tuple([a.shape for a in arrays]), False)
         if entry is False:
-            entry = self._by_shapes[shapes] = self._prepare(shapes)
+            entry = self._by_shapes[tuple([a.shape for a in arrays])] = self._prepare(arrays)
         if entry is _SMALL:  # a C call costs more than numpy's few small loops
             return self.node.compute(*arrays)
         dtype = self.node.dtype
-        if entry is None or any(a.dtype != dtype for a in arrays):
+        for a in arrays:
+            if a.dtype != dtype:
+                entry = None
+        if entry is None:
             return self.unfused(*values)
         module, out_shape, outer, inner, kinds = entry
-        ctype, ptr = _CTYPE[dtype.name], module.ffi.from_buffer
-        buffers = []
+        ctype, ptr = _CTYPE[dtype], module.ffi.from_buffer
+        pointers = []
         for a, kind in zip(arrays, kinds):
             if kind == "expand":
                 a = np.broadcast_to(a, out_shape)
-            buffers.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+            pointers.append(ptr(ctype, a if a.flags.c_contiguous else np.ascontiguousarray(a)))
         out = self.empty(out_shape, dtype)
-        module.lib.tf_fused(*[ptr(ctype, a) for a in buffers], ptr(ctype, out), outer, inner)
+        module.lib.tf_fused(*pointers, ptr(ctype, out), outer, inner)
         return out
 
-    def _prepare(self, shapes):
-        """The compiled kernel and loop bounds for these input shapes; None to use numpy."""
+    def _prepare(self, arrays):
+        """The compiled kernel and loop bounds for these inputs' shapes; None to use numpy."""
+        shapes = tuple(a.shape for a in arrays)
         try:
             out_shape = np.broadcast_shapes(*shapes, (1,) * len(self.node.shape))
         except ValueError:

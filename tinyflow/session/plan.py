@@ -18,6 +18,8 @@ from ..nodes import Constant, Placeholder, Variable
 # Plans longer than this are interpreted: compiling a function of a hundred thousand lines costs
 # more than it saves, and such graphs (long unrolled chains) are rare.
 COMPILE_LIMIT = 20_000
+# Compiled forms kept per plan, one per combination of feed shapes (a last, smaller batch is a second one).
+MAX_SPECIALISATIONS = 8
 
 
 class Step:
@@ -116,8 +118,9 @@ class ExecutionPlan:
         self._verified = False
         self._fed_order = sorted(self.fed_slots, key=lambda n: self.fed_slots[n])
         self._fed_order_slots = [self.fed_slots[n] for n in self._fed_order]
-        self._compiled = None
+        self._compiled = {}  # feed shapes -> (compiled run function, its static routes); see `run`
         self.source = None
+        self._backend, self._report = backend, backend.report
         self._recycle = backend.recycle
         self._may_recycle = backend.may_recycle
         self._nodes = {slot: node for node, slot in self.slot_of.items()}
@@ -155,24 +158,58 @@ class ExecutionPlan:
     def run(self, feeds, observer=None):
         """Compute the fetches; `feeds` maps fed nodes to validated arrays.
 
-        Runs the compiled form of the plan (see `compile`) unless `observer` is given:
-        `observer(step, value, released_values)` then sees each step's output and the
-        values dropped right after it (the memory profile uses it), in the interpreter.
+        Runs the compiled form of the plan for these feed shapes (see `compile` and `specialise`)
+        unless `observer` is given: `observer(step, value, released_values)` then sees each step's
+        output and the values dropped right after it (the memory profile uses it), in the interpreter.
         """
+        if self._verified and observer is None and len(self.steps) <= COMPILE_LIMIT:
+            signature = tuple([feeds[node].shape for node in self._fed_order])
+            compiled = self._compiled.get(signature)
+            if compiled is None:
+                if len(self._compiled) >= MAX_SPECIALISATIONS:
+                    self._compiled.pop(next(iter(self._compiled)))  # the oldest
+                kernels, routes = self.specialise(signature)
+                compiled = self._compiled[signature] = (self.compile(kernels), routes)
+            self._report.add_static(compiled[1])
+            return compiled[0]([feeds[node] for node in self._fed_order])
+        self._report.add_static(self.static_routes)
         if not self._verified:  # the first run checks every op's value against its static shape and dtype
             values = self.interpret(feeds, observer, verify=True)
             self._verified = True
             return values
-        if observer is None and len(self.steps) <= COMPILE_LIMIT:
-            if self._compiled is None:
-                self._compiled = self.compile()
-            return self._compiled([feeds[node] for node in self._fed_order])
         return self.interpret(feeds, observer)
 
-    def compile(self):
+    def specialise(self, signature):
+        """(a kernel per step, the static routes) for feeds of these shapes: ops whose shapes turn out small
+        once the feeds' None dimensions are known go straight to numpy, skipping the check at each call.
+
+        Shapes are inferred again (`infer_shape`) with the feeds' shapes; an op whose inference fails
+        keeps its static shapes. Only speed depends on this: numpy computes every op correctly.
+        """
+        shapes = dict(zip(self._fed_order, signature))
+        kernels, routes = [], Counter(self.static_routes)
+        for step in self.steps:
+            node = step.node
+            input_shapes = [shapes.get(i, i.shape) for i in node.inputs]
+            try:
+                shape = node.infer_shape(*input_shapes) if node.inputs else node.shape
+            except Exception:  # noqa: BLE001 - the run raises the error, naming the node
+                shape = node.shape
+            shapes[node] = shape
+            kernel = step.kernel
+            if self._backend.static_route(node) is None:
+                route = self._backend.static_route(node, [shape] + input_shapes)
+                if route is not None:
+                    kernel = self._backend.host_kernel(node)
+                    routes[(route, node.op_type)] += 1
+            kernels.append(kernel)
+        return kernels, routes
+
+    def compile(self, kernels=None):
         """The plan as one straight-line Python function: a local per value, `del` after its last use.
 
-        For `y = relu(x @ w)` fetching y with x fed, the generated source reads
+        `kernels` (one per step, default: the steps' own) are the callables it calls. For
+        `y = relu(x @ w)` fetching y with x fed, the generated source reads
             def run(feeds, k0=k0, k1=k1, k2=k2, ...):
                 v0 = feeds[0]
                 s = 0; v1 = k0()          # w
@@ -183,7 +220,7 @@ class ExecutionPlan:
                 return [v3]
         so running a node costs little more than calling its kernel.
         """
-        lines, kernels = [], {}
+        lines, bound = [], {}
         for position, (node, slot) in enumerate(zip(self._fed_order, self._fed_order_slots)):
             lines.append(f"v{slot} = feeds[{position}]")
         assigned = set(self._fed_order_slots)
@@ -192,7 +229,7 @@ class ExecutionPlan:
                 ready = [f"v{s}" for s in self.fetch_slots if s in assigned]
                 if ready:
                     lines.append(f"{', '.join(ready)}, = protect({', '.join(ready)})")
-            kernels[f"k{position}"] = step.kernel
+            bound[f"k{position}"] = step.kernel if kernels is None else kernels[position]
             args = ", ".join(f"v{s}" for s in step.input_slots)
             comment = repr(step.node.name)[1:-1]  # escapes newlines and NUL, which would break the source
             lines.append(f"s = {position}; v{step.slot} = k{position}({args})  # {comment}")
@@ -203,12 +240,12 @@ class ExecutionPlan:
                     lines.append("; ".join(f"recycle(v{s})" for s in poolable))
                 lines.append("del " + ", ".join(f"v{s}" for s in step.release))
         lines.append(f"return [{', '.join(f'v{s}' for s in self.fetch_slots)}]")
-        defaults = ", ".join(f"{name}={name}" for name in kernels)
+        defaults = ", ".join(f"{name}={name}" for name in bound)
         source = (f"def run(feeds, {defaults}{', ' if defaults else ''}protect=protect, fail=fail, "
                   "recycle=recycle):\n"
                   "    s = -1\n    try:\n" + "".join(f"        {line}\n" for line in lines) +
                   "    except Exception as exc:\n        fail(s, locals(), exc)\n")
-        namespace = dict(kernels, protect=self._protect_values, fail=self._fail, recycle=self._recycle)
+        namespace = dict(bound, protect=self._protect_values, fail=self._fail, recycle=self._recycle)
         exec(compile(source, f"<tinyflow plan of {len(self.steps)} steps>", "exec"), namespace)  # noqa: S102
         self.source = source
         return namespace["run"]

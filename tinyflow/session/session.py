@@ -89,7 +89,6 @@ class Session:
         plan = self.plan(fetch_nodes, feeds)
         checked = {node: check_feed(node, value, plan.needed_by.get(node)) for node, value in feeds.items()}
         self.backend.begin_run()
-        self.backend.report.add_static(plan.static_routes)
         values = plan.run(checked)
         values = _caller_owned([self.backend.to_host(v) for v in values], plan)
         return rebuild(fetches, iter(values))
