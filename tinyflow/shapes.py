@@ -47,7 +47,14 @@ def shapes_compatible(a, b):
 
 def matches(static_shape, actual_shape):
     """True when a concrete shape fits a static shape."""
-    return shapes_compatible(static_shape, tuple(actual_shape))
+    if static_shape is None:
+        return True
+    if len(static_shape) != len(actual_shape):
+        return False
+    for static, actual in zip(static_shape, actual_shape):  # a plain loop: every fed value is checked
+        if static is not None and static != actual:
+            return False
+    return True
 
 
 def broadcast_shapes(*shapes, what="operands"):

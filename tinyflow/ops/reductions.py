@@ -13,7 +13,7 @@ from ..shapes import reduced_shape
 from .registry import not_differentiable, register_gradient
 
 
-# dtypes np.add.reduce sums in their own precision, as np.mean does (it promotes the others first)
+# dtypes np.add.reduce sums in their own precision, as np.sum and np.mean do (they promote the others first)
 _SUMMED_AS_IS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -42,6 +42,9 @@ class ReduceSum(Reduction):
     """Σ over axes.  Gradient: g broadcast back over the reduced axes."""
 
     def compute(self, x):
+        # np.sum's own bookkeeping costs a small array more than the sum
+        if getattr(x, "dtype", None) in _SUMMED_AS_IS:
+            return np.add.reduce(x, axis=self.axes, keepdims=self.keepdims)
         return np.sum(x, axis=self.axes, keepdims=self.keepdims)
 
     def infer_dtype(self, x):
@@ -57,7 +60,8 @@ class ReduceMean(Reduction):
     """Mean over axes.  Gradient: g broadcast back, divided by the number of reduced elements."""
 
     def compute(self, x):
-        if x.dtype in _SUMMED_AS_IS:  # np.mean's own bookkeeping costs a small array several times the sum
+        # np.mean's own bookkeeping costs a small array several times the sum
+        if getattr(x, "dtype", None) in _SUMMED_AS_IS:
             count = math.prod(x.shape) if self.axes is None else math.prod(x.shape[a] for a in self.axes)
             # an empty input divides 0 by 0: NaN and a RuntimeWarning, as np.mean gives
             return np.add.reduce(x, axis=self.axes, keepdims=self.keepdims) / x.dtype.type(count)
