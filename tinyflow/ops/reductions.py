@@ -60,11 +60,12 @@ class ReduceMean(Reduction):
     """Mean over axes.  Gradient: g broadcast back, divided by the number of reduced elements."""
 
     def compute(self, x):
-        # np.mean's own bookkeeping costs a small array several times the sum
+        # np.mean's own bookkeeping costs a small array several times the sum; empty slices are left to
+        # np.mean, which warns about them
         if getattr(x, "dtype", None) in _SUMMED_AS_IS:
             count = math.prod(x.shape) if self.axes is None else math.prod(x.shape[a] for a in self.axes)
-            # an empty input divides 0 by 0: NaN and a RuntimeWarning, as np.mean gives
-            return np.add.reduce(x, axis=self.axes, keepdims=self.keepdims) / x.dtype.type(count)
+            if count:
+                return np.add.reduce(x, axis=self.axes, keepdims=self.keepdims) / x.dtype.type(count)
         return np.mean(x, axis=self.axes, keepdims=self.keepdims)
 
     def infer_dtype(self, x):
