@@ -187,7 +187,8 @@ class Backend:
             else:
                 self.report.small_calls[op.op_type] += 1
                 return self.on_host(op, values)
-        values = [self.adopt(v) for v in values]
+        adopt = self.adopt
+        values = [v if type(v) is np.ndarray else adopt(v) for v in values]  # every backend keeps numpy arrays
         positions = range(len(values)) if entry.floats is None else entry.floats
         if self._accepts(entry, op, values, positions):
             if not entry.views:

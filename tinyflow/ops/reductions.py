@@ -102,9 +102,10 @@ class ExpandReduced(Operation):
 
     def compute(self, grad, x):
         axes = range(x.ndim) if self.axes is None else self.axes
-        # g with size-1 reduced axes (a reshape: cheaper than expand_dims), scaled before it is broadcast
-        grad = np.reshape(grad, [1 if i in axes else d for i, d in enumerate(x.shape)])
-        if self.mean:
+        grad = np.asarray(grad)
+        if grad.ndim:  # g with size-1 reduced axes (a reshape: cheaper than expand_dims)
+            grad = grad.reshape([1 if i in axes else d for i, d in enumerate(x.shape)])
+        if self.mean:  # scaled before it is broadcast
             grad = grad / max(math.prod(x.shape[a] for a in axes), 1)
         out = np.empty(x.shape, grad.dtype)
         out[...] = grad
