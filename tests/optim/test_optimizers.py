@@ -189,3 +189,4 @@ def test_a_loss_without_trainable_inputs_is_an_error():
 def test_invalid_hyper_parameters_are_rejected(bad):
     with pytest.raises(ValueError):
         bad()
+

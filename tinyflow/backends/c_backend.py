@@ -7,6 +7,7 @@ fresh (or recycled, never shared) output buffers. Anything else runs the op's nu
 `compute`, so no input reachable from the public API can crash the interpreter.
 """
 import os
+import weakref
 
 import numpy as np
 
@@ -305,7 +306,9 @@ class CBackend(Backend):
         # BLAS through numpy is the fastest correct matmul; TINYFLOW_GEMM=tinyflow selects ours
         self.use_gemm = os.environ.get("TINYFLOW_GEMM", "blas").lower() == "tinyflow"
         self.pool = BufferPool()
-        self.update_state = {}  # optimizer update op -> its Variables' arrays and C pointers (see _state)
+        # optimizer update op -> its Variables' arrays and C pointers (see _state); weak, as eager optimizers come
+        # and go while the eager backend stays
+        self.update_state = weakref.WeakKeyDictionary()
         self.recycle = self.pool.recycle  # bound directly: the pool counts the references its caller holds
 
     def __repr__(self):
