@@ -115,6 +115,30 @@ def test_generated_c_is_one_openmp_simd_loop():
     assert "#pragma omp simd" in rows and "x1[c]" in rows
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("size", [1, 15, 16, 17, 100])
+def test_long_arithmetic_chains_take_the_vector_form_with_the_same_values(dtype, size):
+    """Blocks of vector lanes, then the last elements one by one: every size gives the unfused values."""
+    x = tfl.Placeholder((size,), dtype, name="x")
+    c = tfl.Placeholder((size,), dtype, name="c")
+    s = tfl.Placeholder((), dtype, name="s")
+    y = x
+    for k in range(10):
+        y = (y + c) * 0.5 if k % 2 else y - s * 1.5   # `s * 1.5` reads only scalars: a scalar member
+    y = -tfl.square(y) / 3.0
+    feed = {x: RNG.standard_normal(size).astype(dtype), c: RNG.standard_normal(size).astype(dtype),
+            s: np.asarray(0.25, dtype)}
+    failed = compiler.STATS["failed"]
+    out, ref, plan = run_both(y, feed, runs=2)
+    assert_close(out, ref, rtol=1e-6 if dtype == "float32" else 1e-12)
+    assert compiler.STATS["failed"] == failed  # the vector form compiles (else numpy would hide it)
+    assert op_types(plan) == ["FusedElementwise"]
+    fused = plan.steps[-1].node
+    assert "vector_size" in c_source(fused, ("full", "full", "scalar"))
+    assert "vector_size" not in c_source(tfl.passes.optimize([tfl.exp(y)], {x, c, s}).fetches[0],
+                                         ("full", "full", "scalar"))  # calls: the plain loop
+
+
 def test_numpy_fallback_without_a_compiler(monkeypatch, tmp_path):
     if tfl.backends.get_backend().name != "c":
         pytest.skip("the C compiler matters on the c backend only")
