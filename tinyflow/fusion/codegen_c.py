@@ -116,7 +116,8 @@ def _lanes_loop(node, kinds, single, fn):
         is_vector = any((kind, i) in vector for kind, i in args if kind != "c")
         if is_vector:
             vector.add(("t", j))
-        lines.append(f"        const {'V' if is_vector else 'T'} t{j} = {EXPRESSIONS[op_type](names, member, fn, lit)};")
+        expression = EXPRESSIONS[op_type](names, member, fn, lit)
+        lines.append(f"        const {'V' if is_vector else 'T'} t{j} = {expression};")
     last = len(node.program) - 1
     result = f"t{last}"
     if ("t", last) not in vector:  # every member read only scalars: one value for all lanes (x - 0 is x)
