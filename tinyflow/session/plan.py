@@ -18,7 +18,8 @@ from ..nodes import Constant, Placeholder, Variable
 # Plans longer than this are interpreted: compiling a function of a hundred thousand lines costs
 # more than it saves, and such graphs (long unrolled chains) are rare.
 COMPILE_LIMIT = 20_000
-# Compiled forms kept per plan, one per combination of feed shapes (a last, smaller batch is a second one).
+# Compiled forms per plan, one per combination of feed shapes (a last, smaller batch is a second one); feed
+# shapes beyond these share one general form.
 MAX_SPECIALISATIONS = 8
 
 
@@ -119,6 +120,7 @@ class ExecutionPlan:
         self._fed_order = sorted(self.fed_slots, key=lambda n: self.fed_slots[n])
         self._fed_order_slots = [self.fed_slots[n] for n in self._fed_order]
         self._compiled = {}  # feed shapes -> (compiled run function, its static routes); see `run`
+        self._general = None  # the compiled form for any further feed shapes; see `run`
         self.source = None
         self._backend, self._report = backend, backend.report
         self._recycle = backend.recycle
@@ -163,13 +165,17 @@ class ExecutionPlan:
         output and the values dropped right after it (the memory profile uses it), in the interpreter.
         """
         if self._verified and observer is None and len(self.steps) <= COMPILE_LIMIT:
-            signature = tuple([feeds[node].shape for node in self._fed_order])
+            # np.shape: a sub-plan's feeds are kernel outputs, which may be Python numbers
+            signature = tuple([np.shape(feeds[node]) for node in self._fed_order])
             compiled = self._compiled.get(signature)
             if compiled is None:
-                if len(self._compiled) >= MAX_SPECIALISATIONS:
-                    self._compiled.pop(next(iter(self._compiled)))  # the oldest
-                kernels, routes = self.specialise(signature)
-                compiled = self._compiled[signature] = (self.compile(kernels), routes)
+                if len(self._compiled) < MAX_SPECIALISATIONS:
+                    kernels, routes = self.specialise(signature)
+                    compiled = self._compiled[signature] = (self.compile(kernels), routes)
+                else:  # shapes that keep changing (a value a loop grows): one form deciding at each call
+                    if self._general is None:
+                        self._general = (self.compile(), self.static_routes)
+                    compiled = self._general
             self._report.add_static(compiled[1])
             return compiled[0]([feeds[node] for node in self._fed_order])
         self._report.add_static(self.static_routes)
