@@ -50,3 +50,21 @@ def test_feed_shapes_that_keep_changing_compile_a_bounded_number_of_times(monkey
             np.testing.assert_array_equal(sess.run(doubled, {x: np.ones(rows, np.float32)}), 2.0)
     per_plan = {id(plan): compiles.count(plan) for plan in compiles}
     assert max(per_plan.values()) <= MAX_SPECIALISATIONS + 1  # one per shape at first, then one general form
+
+
+class RowSums(tfl.Operation):
+    """A user's op whose infer_shape returns an int, which shapes accept for a 1-d shape."""
+
+    def compute(self, x):
+        return x.sum(axis=1)
+
+    def infer_shape(self, shape):
+        return None if shape is None else shape[0]
+
+
+def test_shapes_inferred_for_the_feed_shapes_are_normalised_like_static_ones():
+    x = tfl.Placeholder((None, 3), name="x")
+    total = tfl.reduce_sum(RowSums(x))
+    with tfl.Session() as sess:
+        for rows in (4, 4, 5):  # interpreted, then compiled for each feed shape
+            assert sess.run(total, {x: np.ones((rows, 3), np.float32)}) == 3.0 * rows

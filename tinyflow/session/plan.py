@@ -11,7 +11,7 @@ import traceback
 import numpy as np
 
 from ..errors import ExecutionError, FeedError, describe
-from ..shapes import matches
+from ..shapes import matches, normalize_shape
 from ..nodes import Constant, Placeholder, Variable
 
 
@@ -189,8 +189,9 @@ class ExecutionPlan:
         """(a kernel per step, the static routes) for feeds of these shapes: ops whose shapes turn out small
         once the feeds' None dimensions are known go straight to numpy, skipping the check at each call.
 
-        Shapes are inferred again (`infer_shape`) with the feeds' shapes; an op whose inference fails
-        keeps its static shapes. Only speed depends on this: numpy computes every op correctly.
+        Shapes are inferred again (`infer_shape`, normalised as when the graph was built) with the feeds'
+        shapes; an op whose inference fails keeps its static shapes. Only speed depends on this: numpy
+        computes every op correctly.
         """
         shapes = dict(zip(self._fed_order, signature))
         kernels, routes = [], Counter(self.static_routes)
@@ -198,7 +199,7 @@ class ExecutionPlan:
             node = step.node
             input_shapes = [shapes.get(i, i.shape) for i in node.inputs]
             try:
-                shape = node.infer_shape(*input_shapes) if node.inputs else node.shape
+                shape = normalize_shape(node.infer_shape(*input_shapes)) if node.inputs else node.shape
             except Exception:  # noqa: BLE001 - the run raises the error, naming the node
                 shape = node.shape
             shapes[node] = shape
