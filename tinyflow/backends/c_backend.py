@@ -190,8 +190,14 @@ def _state(backend, op):
 
     Cached per op while its Variables keep their arrays: making the pointers costs a small update more
     than the update itself. A Variable given a new array (assign, restore, numpy fallback) refreshes it.
+    The kernel then changes the arrays in place, so a device copy (an OpenCL session's) is marked old.
     """
     variables = op.variables
+    for var in variables:
+        mirror = var.device_mirror
+        if mirror is not None:
+            var.value  # noqa: B018 - downloads first when the device copy is the newer one
+            mirror.device_stale = True
     cached = backend.update_state.get(op)
     if cached is not None:
         arrays, state = cached

@@ -16,7 +16,7 @@ def sum_to_shape(value, shape):
     lead = value.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
                                       if d == 1 and value.shape[lead + i] != 1)
-    return np.add.reduce(value, axis=axes).reshape(shape)
+    return np.add.reduce(value, axis=axes, keepdims=True).reshape(shape)  # keepdims: an array even for shape ()
 
 
 class LikeOperation(Operation):

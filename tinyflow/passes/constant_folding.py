@@ -7,8 +7,9 @@ lives as long as the plan does). The value is computed once, with the op's numpy
 reference kernel; an op that fails is left alone so the run reports the error.
 
 Rule:  zeros_like(x), ones_like(x)  ->  Constant(zeros / ones of x's static shape)
-when x's shape is fully known: their value depends on x's shape only, not on x's
-value (backprop seeds the loss's gradient with ones_like(loss), a scalar).
+when x's shape is fully known and no stateful op (an assign, an optimizer update) leads
+to x: their value depends on x's shape only, not on x's value (backprop seeds the loss's
+gradient with ones_like(loss), a scalar), but folding drops x's subgraph from the plan.
 """
 import math
 
@@ -24,16 +25,22 @@ SHAPE_ONLY = {"ZerosLike": np.zeros, "OnesLike": np.ones}  # op type -> its valu
 def fold_constants(graph):
     """A copy of `graph` with every foldable all-constant op replaced by a Constant; (graph, counts)."""
     graph = graph.copy()
-    return graph, {"folded": graph.rewrite(_folded)}
+    with_effects = set()  # ops a stateful op leads to: the nodes come in topological order
+
+    def rule(node):
+        if getattr(node, "stateful", False) or any(i in with_effects for i in node.inputs):
+            with_effects.add(node)
+        return _folded(node, with_effects)
+    return graph, {"folded": graph.rewrite(rule)}
 
 
-def _folded(node):
+def _folded(node, with_effects):
     """The Constant holding `node`'s value, or None when it is not foldable."""
     if is_leaf(node) or not is_pure(node) or not node.inputs:
         return None
     if node.shape is None or None in node.shape or math.prod(node.shape) > FOLD_LIMIT:
         return None
-    if node.op_type in SHAPE_ONLY and node.dtype is not None:
+    if node.op_type in SHAPE_ONLY and node.dtype is not None and node.inputs[0] not in with_effects:
         return folded_constant(SHAPE_ONLY[node.op_type](node.shape, node.dtype), node)
     if not all(isinstance(i, Constant) for i in node.inputs):
         return None

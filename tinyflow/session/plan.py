@@ -11,14 +11,15 @@ import traceback
 import numpy as np
 
 from ..errors import ExecutionError, FeedError, describe
-from ..shapes import matches
+from ..shapes import matches, normalize_shape
 from ..nodes import Constant, Placeholder, Variable
 
 
 # Plans longer than this are interpreted: compiling a function of a hundred thousand lines costs
 # more than it saves, and such graphs (long unrolled chains) are rare.
 COMPILE_LIMIT = 20_000
-# Compiled forms kept per plan, one per combination of feed shapes (a last, smaller batch is a second one).
+# Compiled forms per plan, one per combination of feed shapes (a last, smaller batch is a second one); feed
+# shapes beyond these share one general form.
 MAX_SPECIALISATIONS = 8
 
 
@@ -119,6 +120,7 @@ class ExecutionPlan:
         self._fed_order = sorted(self.fed_slots, key=lambda n: self.fed_slots[n])
         self._fed_order_slots = [self.fed_slots[n] for n in self._fed_order]
         self._compiled = {}  # feed shapes -> (compiled run function, its static routes); see `run`
+        self._general = None  # the compiled form for any further feed shapes; see `run`
         self.source = None
         self._backend, self._report = backend, backend.report
         self._recycle = backend.recycle
@@ -163,13 +165,17 @@ class ExecutionPlan:
         output and the values dropped right after it (the memory profile uses it), in the interpreter.
         """
         if self._verified and observer is None and len(self.steps) <= COMPILE_LIMIT:
-            signature = tuple([feeds[node].shape for node in self._fed_order])
+            # np.shape: a sub-plan's feeds are kernel outputs, which may be Python numbers
+            signature = tuple([np.shape(feeds[node]) for node in self._fed_order])
             compiled = self._compiled.get(signature)
             if compiled is None:
-                if len(self._compiled) >= MAX_SPECIALISATIONS:
-                    self._compiled.pop(next(iter(self._compiled)))  # the oldest
-                kernels, routes = self.specialise(signature)
-                compiled = self._compiled[signature] = (self.compile(kernels), routes)
+                if len(self._compiled) < MAX_SPECIALISATIONS:
+                    kernels, routes = self.specialise(signature)
+                    compiled = self._compiled[signature] = (self.compile(kernels), routes)
+                else:  # shapes that keep changing (a value a loop grows): one form deciding at each call
+                    if self._general is None:
+                        self._general = (self.compile(), self.static_routes)
+                    compiled = self._general
             self._report.add_static(compiled[1])
             return compiled[0]([feeds[node] for node in self._fed_order])
         self._report.add_static(self.static_routes)
@@ -183,8 +189,9 @@ class ExecutionPlan:
         """(a kernel per step, the static routes) for feeds of these shapes: ops whose shapes turn out small
         once the feeds' None dimensions are known go straight to numpy, skipping the check at each call.
 
-        Shapes are inferred again (`infer_shape`) with the feeds' shapes; an op whose inference fails
-        keeps its static shapes. Only speed depends on this: numpy computes every op correctly.
+        Shapes are inferred again (`infer_shape`, normalised as when the graph was built) with the feeds'
+        shapes; an op whose inference fails keeps its static shapes. Only speed depends on this: numpy
+        computes every op correctly.
         """
         shapes = dict(zip(self._fed_order, signature))
         kernels, routes = [], Counter(self.static_routes)
@@ -192,7 +199,7 @@ class ExecutionPlan:
             node = step.node
             input_shapes = [shapes.get(i, i.shape) for i in node.inputs]
             try:
-                shape = node.infer_shape(*input_shapes) if node.inputs else node.shape
+                shape = normalize_shape(node.infer_shape(*input_shapes)) if node.inputs else node.shape
             except Exception:  # noqa: BLE001 - the run raises the error, naming the node
                 shape = node.shape
             shapes[node] = shape
