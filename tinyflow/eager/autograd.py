@@ -11,7 +11,7 @@ Tensors, so the ops it builds compute at once (and are recorded when
 """
 import numpy as np
 
-from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
+from ..ops.registry import _GRADIENTS, NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, TinyflowError
 from ..nodes import OP_TYPES
 from ..shapes import can_reduce_to
@@ -170,48 +170,56 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
             pending[fn] = seed
             start.append(fn)
     counts = _dependencies(start)
-    ready = [fn for fn in start if counts[fn] == 0]
+    # ops whose gradient is complete, with that gradient (a pair: no dict round trip for the common op
+    # whose output has one consumer); pending holds the partial sums of the others
+    ready = [(fn, pending.pop(fn)) for fn in start if counts[fn] == 0]
     done = []
     previous, GradMode.enabled = GradMode.enabled, create_graph
     # gradient functions also compute gradients nobody asked for (x ** 2 computes one for the 2, with
     # log(x)): like PyTorch, backward does not warn about their nan or inf
     errstate = np.errstate(divide="ignore", invalid="ignore", over="ignore")
     errstate.__enter__()
+    gradients = _GRADIENTS
     try:
         while ready:
-            fn = ready.pop()
-            grad = pending.pop(fn)
+            fn, grad = ready.pop()
             edges = fn._next
             if edges is None:
                 raise _freed_error(fn)
-            gradient = gradient_function(fn)
-            if fn._epoch == Clock.now and not Taint.active and gradient is not NOT_DIFFERENTIABLE:
+            gradient = gradients.get(fn.__class__)
+            if fn._epoch == Clock.now and not Taint.active and gradient is not None \
+                    and gradient is not NOT_DIFFERENTIABLE:
                 input_grads = gradient(fn, grad)  # the plain call: nothing changed in place since fn ran
                 if input_grads.__class__ is not list or len(input_grads) != len(edges):
                     input_grads = _one_per_input(input_grads, fn)
             else:
                 input_grads = _gradients_of(fn, grad)
+            inputs = fn.inputs
             for index, edge in enumerate(edges):
                 if edge is None:
                     continue
                 g = input_grads[index]
                 if g is not None and (g.__class__ is not Tensor or g._taint is not None
-                                      or g._data.shape != fn.inputs[index]._data.shape):
+                                      or g._data.shape != inputs[index]._data.shape):
                     g = _fit(g, fn, index)
                 if edge.__class__ is Tensor:
                     if g is not None:
                         _deliver(edge, g, sink, create_graph)
                     continue
-                if g is not None:
-                    old = pending.get(edge)
-                    pending[edge] = g if old is None else old + g
                 left = counts[edge] - 1
                 counts[edge] = left
-                if left == 0:
-                    if edge not in pending:  # every contribution was None: nothing flows on
-                        _skip(edge, counts, ready, pending)
-                    else:
-                        ready.append(edge)
+                if left:  # more consumers of edge's output still owe their contribution
+                    if g is not None:
+                        old = pending.get(edge)
+                        pending[edge] = g if old is None else old + g
+                    continue
+                old = pending.pop(edge, None)  # the last contribution: edge is ready
+                if old is not None:
+                    g = old if g is None else old + g
+                if g is None:  # every contribution was None: nothing flows on
+                    _skip(edge, counts, ready, pending)
+                else:
+                    ready.append((edge, g))
             done.append(fn)
             if trace is not None:
                 trace(fn, grad, dict(counts))
@@ -233,7 +241,7 @@ def _skip(fn, counts, ready, pending):
                 continue
             counts[edge] -= 1
             if counts[edge] == 0:
-                (ready.append(edge) if edge in pending else stack.append(edge))
+                (ready.append((edge, pending.pop(edge))) if edge in pending else stack.append(edge))
 
 
 def _deliver(leaf, grad, sink, create_graph):

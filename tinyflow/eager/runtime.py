@@ -147,66 +147,121 @@ def _plain_dtype(cls, dtypes, tensors):
     return entry
 
 
-def unary(cls, x, fallback):
-    """cls(x) for a Tensor x: the op and its result without the generic path when cls is plain, else
-    fallback(x) (None: return None)."""
-    data = x._data
-    dtypes = _PLAIN.get(cls)
-    if dtypes is None:
-        dtypes = _plain_dtypes(cls)
+def _op_shortcuts(cls, fallback):
+    """(unary, binary) shortcuts for plain class cls (None for the arity it does not take; both None when it
+    is not plain): `unary(x, fallback)` / `binary(a, b, fallback)` return cls(x) / cls(a, b) for Tensors of one
+    shape and dtype, else fallback(...) (None: return None).
+
+    One closure per class, so that `a + b` costs one Python call: the Tensor operators are these functions
+    (see `operator`). Inputs and the op are stored one attribute at a time (cheaper than tuple unpacking).
+    """
+    dtypes = _plain_dtypes(cls)
     if dtypes is False:
+        return None, None
+    compute, new, ndarray = cls.compute, object.__new__, np.ndarray
+
+    def binary(a, b, fallback=fallback):
+        if a.__class__ is not Tensor or b.__class__ is not Tensor:
+            return None if fallback is None else fallback(a, b)
+        da = a._data
+        db = b._data
+        shape = da.shape
+        dtype = da.dtype
+        if shape != db.shape or dtype is not db.dtype:
+            return None if fallback is None else fallback(a, b)
+        entry = dtypes.get(dtype)
+        if entry is None:
+            entry = _plain_dtype(cls, dtypes, (a, b))
+        op = new(cls)
+        op.graph = None
+        op.inputs = (a, b)
+        op.shape = shape
+        op.dtype = entry[0]
+        dispatch = Dispatch.current or _activate()
+        if da.size < dispatch.host_below:  # the backend would hand it to numpy: do so at once
+            out = compute(op, da, db)
+            if out.__class__ is not ndarray:
+                out = np.asarray(out)
+        else:
+            out = _compute(dispatch, op, [da, db])
+        result = new(Tensor)
+        result._data = out
+        result._grad = None
+        result._owner = None
+        result._taint = None
+        result._version = 0
+        if (a.requires_grad or b.requires_grad) and entry[1] and GradMode.enabled:  # _record, written out
+            result.requires_grad = True
+            result.grad_fn = op
+            op._next = ((a if a.grad_fn is None else a.grad_fn) if a.requires_grad else None,
+                        (b if b.grad_fn is None else b.grad_fn) if b.requires_grad else None)
+            op._epoch = Clock.now
+            op._out = out
+            try:  # the user's line: one lookup when the caller is the user's code (an operator in a loop)
+                frame = _getframe(1)
+                sites = USER_SITES.get(frame.f_code)  # holds codes outside tinyflow only
+                site = None if sites is None else sites.get(frame.f_lasti)
+            except ValueError:  # called from the top of the stack
+                site = None
+            op._site = user_site(1) if site is None else site
+        else:
+            result.requires_grad = False
+            result.grad_fn = None
+        if Taint.active:
+            Taint.spread(op.inputs, result)
+        return result
+
+    def unary(x, fallback=fallback):
+        if x.__class__ is not Tensor:
+            return None if fallback is None else fallback(x)
+        data = x._data
+        entry = dtypes.get(data.dtype)
+        if entry is None:
+            entry = _plain_dtype(cls, dtypes, (x,))
+        op = new(cls)
+        op.graph = None
+        op.inputs = (x,)
+        op.shape = data.shape
+        op.dtype = entry[0]
+        return _result(op, op.inputs, [data])
+
+    if cls.__init__ is BinaryOperation.__init__:
+        return None, binary
+    return unary, None
+
+
+_SHORTCUTS = {}  # op class -> (unary, binary) shortcuts, see _op_shortcuts
+
+
+def _shortcuts(cls):
+    pair = _SHORTCUTS.get(cls)
+    if pair is None:
+        pair = _SHORTCUTS[cls] = _op_shortcuts(cls, None)
+    return pair
+
+
+def unary(cls, x, fallback):
+    """cls(x) for a Tensor x without the generic path when cls is plain, else fallback(x) (None: return None)."""
+    shortcut = (_SHORTCUTS.get(cls) or _shortcuts(cls))[0]
+    if shortcut is None:
         return None if fallback is None else fallback(x)
-    entry = dtypes.get(data.dtype)
-    if entry is None:
-        entry = _plain_dtype(cls, dtypes, (x,))
-    op = cls.__new__(cls)
-    op.graph, op.inputs, op.shape, op.dtype = None, (x,), data.shape, entry[0]
-    return _result(op, op.inputs, [data])
+    return shortcut(x, fallback)
 
 
 def binary(cls, a, b, fallback):
-    """cls(a, b) for Tensors a, b: the op and its result without the generic path when they have one shape
-    and dtype and cls is plain, else fallback(a, b) (None: return None)."""
-    da, db = a._data, b._data
-    shape, dtype = da.shape, da.dtype
-    dtypes = _PLAIN.get(cls)
-    if dtypes is None:
-        dtypes = _plain_dtypes(cls)
-    if dtypes is False or shape != db.shape or dtype is not db.dtype:
+    """cls(a, b) for Tensors a, b without the generic path when they have one shape and dtype and cls is
+    plain, else fallback(a, b) (None: return None)."""
+    shortcut = (_SHORTCUTS.get(cls) or _shortcuts(cls))[1]
+    if shortcut is None:
         return None if fallback is None else fallback(a, b)
-    entry = dtypes.get(dtype)
-    if entry is None:
-        entry = _plain_dtype(cls, dtypes, (a, b))
-    op = cls.__new__(cls)
-    op.graph, op.inputs, op.shape, op.dtype = None, (a, b), shape, entry[0]
-    # _result and _record, written out for two inputs: this is the path of every `x + y`
-    dispatch = Dispatch.current or _activate()
-    if da.size < dispatch.host_below:
-        out = op.compute(da, db)
-        if out.__class__ is not np.ndarray:
-            out = np.asarray(out)
-    else:
-        out = _compute(dispatch, op, [da, db])
-    result = Tensor.__new__(Tensor)
-    result._data, result._grad, result._owner, result._taint, result._version = out, None, None, None, 0
-    if (a.requires_grad or b.requires_grad) and entry[1] and GradMode.enabled:
-        result.requires_grad, result.grad_fn = True, op
-        op._next = ((a if a.grad_fn is None else a.grad_fn) if a.requires_grad else None,
-                    (b if b.grad_fn is None else b.grad_fn) if b.requires_grad else None)
-        op._epoch, op._out = Clock.now, out
-        try:
-            frame = _getframe(2)  # binary <- a Tensor operator <- the user's line, usually: then one lookup
-            sites = USER_SITES.get(frame.f_code)  # holds codes outside tinyflow only
-            site = None if sites is None else sites.get(frame.f_lasti)
-        except ValueError:  # called from the top of the stack
-            site = None
-        op._site = user_site(2) if site is None else site
-    else:
-        result.requires_grad = False
-        result.grad_fn = None
-    if Taint.active:
-        Taint.spread(op.inputs, result)
-    return result
+    return shortcut(a, b, fallback)
+
+
+def operator(cls, fn):
+    """The Tensor method for an operator computing op class cls, whose op function is fn (`Tensor.__add__`
+    is operator(Add, tfl.add)): the class's shortcut when it has one, fn otherwise."""
+    unary_shortcut, binary_shortcut = _op_shortcuts(cls, fn)
+    return binary_shortcut or unary_shortcut or fn
 
 
 class EagerRuntime:
@@ -424,4 +479,4 @@ def variable_leaf(var):
 
 
 Operation.eager = EagerRuntime
-operators.connect_eager(Tensor, unary, binary)
+operators.connect_eager(Tensor, operator)
