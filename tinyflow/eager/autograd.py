@@ -173,7 +173,6 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
     # ops whose gradient is complete, with that gradient (a pair: no dict round trip for the common op
     # whose output has one consumer); pending holds the partial sums of the others
     ready = [(fn, pending.pop(fn)) for fn in start if counts[fn] == 0]
-    done = []
     previous, GradMode.enabled = GradMode.enabled, create_graph
     # gradient functions also compute gradients nobody asked for (x ** 2 computes one for the 2, with
     # log(x)): like PyTorch, backward does not warn about their nan or inf
@@ -220,15 +219,15 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
                     _skip(edge, counts, ready, pending)
                 else:
                     ready.append((edge, g))
-            done.append(fn)
+            if not retain_graph:  # free what fn saved: its gradient is done
+                fn._next = None
+                fn.inputs = ()
+                fn._out = None
             if trace is not None:
                 trace(fn, grad, dict(counts))
     finally:
         GradMode.enabled = previous
         errstate.__exit__(None, None, None)
-    if not retain_graph:  # free what the ops saved (at the end: a later op may still need an output)
-        for fn in done:
-            fn._next, fn.inputs, fn._out = None, (), None
 
 
 def _skip(fn, counts, ready, pending):

@@ -159,6 +159,7 @@ def _op_shortcuts(cls, fallback):
     if dtypes is False:
         return None, None
     compute, new, ndarray = cls.compute, object.__new__, np.ndarray
+    last = [None, None, None]  # the last caller's (code, offset, creation site): a loop calls from one line
 
     def binary(a, b, fallback=fallback):
         if a.__class__ is not Tensor or b.__class__ is not Tensor:
@@ -197,13 +198,10 @@ def _op_shortcuts(cls, fallback):
                         (b if b.grad_fn is None else b.grad_fn) if b.requires_grad else None)
             op._epoch = Clock.now
             op._out = out
-            try:  # the user's line: one lookup when the caller is the user's code (an operator in a loop)
-                frame = _getframe(1)
-                sites = USER_SITES.get(frame.f_code)  # holds codes outside tinyflow only
-                site = None if sites is None else sites.get(frame.f_lasti)
-            except ValueError:  # called from the top of the stack
-                site = None
-            op._site = user_site(1) if site is None else site
+            frame = _getframe(1)
+            if frame.f_code is not last[0] or frame.f_lasti != last[1]:  # else: the same line as last time
+                _find_site(frame, last)
+            op._site = last[2]
         else:
             result.requires_grad = False
             result.grad_fn = None
@@ -228,6 +226,20 @@ def _op_shortcuts(cls, fallback):
     if cls.__init__ is BinaryOperation.__init__:
         return None, binary
     return unary, None
+
+
+def _find_site(frame, last):
+    """Set last[2] to the creation site of an op made by a shortcut called from `frame`; when that is the
+    user's own line, remember the frame's (code, offset) in last[:2] so that the next call from there is
+    recognised at once."""
+    code, offset = frame.f_code, frame.f_lasti
+    sites = USER_SITES.get(code)  # holds codes outside tinyflow only
+    site = None if sites is None else sites.get(offset)
+    if site is None:  # tinyflow's own code (e.g. the metaclass path), or a new line: walk out
+        last[0] = last[1] = None
+        last[2] = user_site(2)  # user_site <- _find_site <- the shortcut <- frame
+    else:
+        last[0], last[1], last[2] = code, offset, site
 
 
 _SHORTCUTS = {}  # op class -> (unary, binary) shortcuts, see _op_shortcuts
