@@ -9,14 +9,17 @@ at once. If an input requires grad, the op object itself becomes the result's
 to the grad_fns of its inputs, which is everything its registered gradient
 function needs.
 
-Plain elementwise ops (see `_plain_dtypes`) on Tensors of one shape and dtype,
-the bulk of a training loop's small ops, take a shortcut with the same result:
-`unary` / `binary` build the op object and its Tensor directly, called by the
-Tensor operators and by the metaclass (`EagerRuntime.call`). The per-op cost
-is what a PyTorch user's Python loop pays, so it is kept to a few attribute
-stores: no reference cycles (the garbage collector would have to free them),
-and the creation site is a shared (code, offset) pair resolved into
-"file:line" only when an error message needs it.
+Plain elementwise ops (see `_plain_dtypes`) on Tensors of one dtype (a layer's
+Variable standing for its leaf), the bulk of a training loop's small ops, take a
+shortcut with the same result: each plain class has its own closures
+(`_op_shortcuts`) that build the op object and its Tensor directly. They are the
+Tensor operators themselves (`a + b` is one Python call) and the metaclass calls
+them too (`EagerRuntime.call`). The per-op cost is what a PyTorch user's Python
+loop pays, so it is kept to a few attribute stores: no reference cycles (the
+garbage collector would have to free them), and the creation site is a shared
+(code, offset) pair, remembered for the line that called last and resolved into
+"file:line" only when an error message needs it. Ops with no attributes remember
+their shape and dtype rule per input shapes and dtypes (`adopt`).
 """
 import sys
 from sys import _getframe
@@ -26,6 +29,7 @@ import numpy as np
 from .. import backends as _backends
 from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, ShapeError, TinyflowError
+from ..shapes import broadcast_shapes
 from ..nodes import Node, Operation, Variable
 from ..nodes.node import USER_SITES, user_site
 from ..nodes.operation import describe_operands
@@ -116,7 +120,7 @@ def _differentiable(op, cache={}):
     return flag
 
 
-_INFERRED = {}  # (elementwise op class, *input dtypes) -> output dtype
+_INFERRED = {}  # (attribute-free op class, *input shapes, *input dtypes) -> (output shape, output dtype)
 
 
 def _plain_dtypes(cls):
@@ -124,8 +128,8 @@ def _plain_dtypes(cls):
     grad_fn); False for other classes.
 
     Plain: elementwise with the stock __init__ and infer_shape of UnaryOperation / BinaryOperation, so
-    the op carries no attribute and, on inputs of one shape and dtype, has that shape; only the dtype
-    rule is left, asked once per input dtype.
+    the op carries no attribute and its shape is the inputs' broadcast shape; only the dtype rule is
+    left, asked once per input dtype.
     """
     dtypes = _PLAIN.get(cls)
     if dtypes is None:
@@ -150,7 +154,7 @@ def _plain_dtype(cls, dtypes, tensors):
 def _op_shortcuts(cls, fallback):
     """(unary, binary) shortcuts for plain class cls (None for the arity it does not take; both None when it
     is not plain): `unary(x, fallback)` / `binary(a, b, fallback)` return cls(x) / cls(a, b) for Tensors of one
-    shape and dtype, else fallback(...) (None: return None).
+    dtype whose shapes broadcast, else fallback(...) (None: return None), which takes the generic path.
 
     One closure per class, so that `a + b` costs one Python call: the Tensor operators are these functions
     (see `operator`). Inputs and the op are stored one attribute at a time (cheaper than tuple unpacking).
@@ -163,13 +167,21 @@ def _op_shortcuts(cls, fallback):
 
     def binary(a, b, fallback=fallback):
         if a.__class__ is not Tensor or b.__class__ is not Tensor:
-            return None if fallback is None else fallback(a, b)
+            pair = _leaf_pair(a, b)  # a layer's Variable next to a Tensor stands for its eager leaf
+            if pair is None:
+                return None if fallback is None else fallback(a, b)
+            a, b = pair
         da = a._data
         db = b._data
         shape = da.shape
         dtype = da.dtype
-        if shape != db.shape or dtype is not db.dtype:
-            return None if fallback is None else fallback(a, b)
+        size = da.size
+        if shape != db.shape or dtype is not db.dtype:  # broadcasting (a bias add), or mixed dtypes
+            shape = _broadcast(shape, db.shape) if dtype is db.dtype else None
+            if shape is None:  # the generic path promotes dtypes, or raises the ShapeError
+                return None if fallback is None else fallback(a, b)
+            if db.size > size:
+                size = db.size
         entry = dtypes.get(dtype)
         if entry is None:
             entry = _plain_dtype(cls, dtypes, (a, b))
@@ -179,7 +191,7 @@ def _op_shortcuts(cls, fallback):
         op.shape = shape
         op.dtype = entry[0]
         dispatch = Dispatch.current or _activate()
-        if da.size < dispatch.host_below:  # the backend would hand it to numpy: do so at once
+        if size < dispatch.host_below:  # the backend would hand it to numpy: do so at once
             out = compute(op, da, db)
             if out.__class__ is not ndarray:
                 out = np.asarray(out)
@@ -242,6 +254,33 @@ def _find_site(frame, last):
         last[0], last[1], last[2] = code, offset, site
 
 
+def _leaf_pair(a, b):
+    """(a, b) as Tensors when one is a Tensor and the other a Variable, which stands for its eager leaf (as in
+    `_as_tensors`); else None."""
+    if a.__class__ is Tensor and isinstance(b, Variable):
+        return a, variable_leaf(b)
+    if b.__class__ is Tensor and isinstance(a, Variable):
+        return variable_leaf(a), b
+    return None
+
+
+def _broadcast(a, b):
+    """The broadcast shape of input shapes a and b (remembered), or None when they do not broadcast."""
+    shape = _BROADCASTS.get((a, b))
+    if shape is None:
+        try:
+            shape = broadcast_shapes(a, b)
+        except ShapeError:
+            return None
+        if len(_BROADCASTS) > 4096:  # a program with ever new shapes: forget the old ones
+            _BROADCASTS.clear()
+        _BROADCASTS[a, b] = shape
+    return shape
+
+
+_BROADCASTS = {}  # (input shape, input shape) -> their broadcast shape, for plain binary ops
+
+
 _SHORTCUTS = {}  # op class -> (unary, binary) shortcuts, see _op_shortcuts
 
 
@@ -250,23 +289,6 @@ def _shortcuts(cls):
     if pair is None:
         pair = _SHORTCUTS[cls] = _op_shortcuts(cls, None)
     return pair
-
-
-def unary(cls, x, fallback):
-    """cls(x) for a Tensor x without the generic path when cls is plain, else fallback(x) (None: return None)."""
-    shortcut = (_SHORTCUTS.get(cls) or _shortcuts(cls))[0]
-    if shortcut is None:
-        return None if fallback is None else fallback(x)
-    return shortcut(x, fallback)
-
-
-def binary(cls, a, b, fallback):
-    """cls(a, b) for Tensors a, b without the generic path when they have one shape and dtype and cls is
-    plain, else fallback(a, b) (None: return None)."""
-    shortcut = (_SHORTCUTS.get(cls) or _shortcuts(cls))[1]
-    if shortcut is None:
-        return None if fallback is None else fallback(a, b)
-    return shortcut(a, b, fallback)
 
 
 def operator(cls, fn):
@@ -280,7 +302,6 @@ class EagerRuntime:
     """What `Operation` calls when it meets Tensors (see the module docstring)."""
 
     Tensor = Tensor
-    unary, binary = staticmethod(unary), staticmethod(binary)
 
     @staticmethod
     def adopt(op, inputs):
@@ -299,17 +320,17 @@ class EagerRuntime:
             if not inputs:
                 return False
             tensors = inputs
-        key = dtype = None
-        if op.__class__.elementwise and not op.__dict__:
-            # elementwise and attribute-free: the dtype rule depends on the input dtypes only (remembered)
-            key = (op.__class__, *[t._data.dtype for t in tensors])
-            dtype = _INFERRED.get(key)
-        if dtype is None:
+        if op.__dict__:
             op.shape, op.dtype = _infer(op, tensors)
-            if key is not None:
-                _INFERRED[key] = op.dtype
-        else:
-            op.shape, op.dtype = _infer_shape(op, tensors), dtype
+        else:  # attribute-free: shape and dtype depend on the input shapes and dtypes only (remembered)
+            key = (op.__class__, *[t._data.shape for t in tensors], *[t._data.dtype for t in tensors])
+            inferred = _INFERRED.get(key)
+            if inferred is None:
+                inferred = _infer(op, tensors)
+                if len(_INFERRED) > 4096:  # a program with ever new shapes: forget the old ones
+                    _INFERRED.clear()
+                _INFERRED[key] = inferred
+            op.shape, op.dtype = inferred
         op.graph = None
         op.inputs = tensors
         return True
@@ -322,14 +343,15 @@ class EagerRuntime:
 
     @staticmethod
     def call(cls, args, kwargs):
-        """`cls(*args)` when the fast path takes it (see `unary`, `binary`), else None (the generic path)."""
+        """`cls(*args)` when the class's shortcut takes it (see `_op_shortcuts`), else None (the generic path)."""
         if kwargs and (len(kwargs) > 1 or "name" not in kwargs):  # eager ops have no name; others: generic
             return None
+        unary, binary = _SHORTCUTS.get(cls) or _shortcuts(cls)
         if len(args) == 2:
-            if args[1].__class__ is Tensor:
-                return binary(cls, args[0], args[1], None)
-        elif len(args) == 1:
-            return unary(cls, args[0], None)
+            if binary is not None:
+                return binary(args[0], args[1], None)
+        elif len(args) == 1 and unary is not None:
+            return unary(args[0], None)
         return None
 
 
@@ -383,18 +405,6 @@ def _record(op, inputs, out, result):
     op._site = user_site(3)  # _record <- _result <- run or unary <- the metaclass or an operator <- ..., user
     if Taint.active:
         Taint.spread(inputs, result)
-
-
-def _infer_shape(op, tensors):
-    """The output shape from the op's own infer_shape (the inputs' shape when they all have one)."""
-    first = tensors[0]._data.shape
-    for t in tensors:
-        if t._data.shape != first:
-            try:
-                return op.infer_shape(*[t._data.shape for t in tensors])
-            except ShapeError as err:
-                raise ShapeError(f"{op.op_type}: {err} [operands: {describe_operands(tensors)}]") from None
-    return first
 
 
 def _infer(op, tensors):
