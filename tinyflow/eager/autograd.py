@@ -194,12 +194,13 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
             else:
                 input_grads = _gradients_of(fn, grad)
             inputs = fn.inputs
+            same = fn._same_shapes  # the output's gradient fits every input
             for index, edge in enumerate(edges):
                 if edge is None:
                     continue
                 g = input_grads[index]
-                if g is not None and (g.__class__ is not Tensor or g._taint is not None
-                                      or g._data.shape != inputs[index]._data.shape):
+                if g is not None and (g.__class__ is not Tensor or g._taint is not None or (
+                        g is not grad or not same) and g._data.shape != inputs[index]._data.shape):
                     g = _fit(g, fn, index)
                 if edge.__class__ is Tensor:
                     if g is not None:
@@ -212,9 +213,10 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
                         old = pending.get(edge)
                         pending[edge] = g if old is None else old + g
                     continue
-                old = pending.pop(edge, None)  # the last contribution: edge is ready
-                if old is not None:
-                    g = old if g is None else old + g
+                if pending:  # the last contribution: edge is ready, with the partial sum of the others
+                    old = pending.pop(edge, None)
+                    if old is not None:
+                        g = old if g is None else old + g
                 if g is None:  # every contribution was None: nothing flows on
                     _skip(edge, counts, ready, pending)
                 else:

@@ -163,6 +163,7 @@ def _op_shortcuts(cls, fallback):
     if dtypes is False:
         return None, None
     compute, new, ndarray = cls.compute, object.__new__, np.ndarray
+    known = [None]  # the shape of the last op made
     last = [None, None, None]  # the last caller's (code, offset, creation site): a loop calls from one line
 
     def binary(a, b, fallback=fallback):
@@ -176,10 +177,12 @@ def _op_shortcuts(cls, fallback):
         shape = da.shape
         dtype = da.dtype
         size = da.size
+        same = True
         if shape != db.shape or dtype is not db.dtype:  # broadcasting (a bias add), or mixed dtypes
             shape = _broadcast(shape, db.shape) if dtype is db.dtype else None
             if shape is None:  # the generic path promotes dtypes, or raises the ShapeError
                 return None if fallback is None else fallback(a, b)
+            same = False
             if db.size > size:
                 size = db.size
         entry = dtypes.get(dtype)
@@ -188,6 +191,10 @@ def _op_shortcuts(cls, fallback):
         op = new(cls)
         op.graph = None
         op.inputs = (a, b)
+        if shape == known[0]:  # a loop's ops share one shape tuple: one object less for the garbage collector
+            shape = known[0]
+        else:
+            known[0] = shape
         op.shape = shape
         op.dtype = entry[0]
         dispatch = Dispatch.current or _activate()
@@ -210,6 +217,7 @@ def _op_shortcuts(cls, fallback):
                         (b if b.grad_fn is None else b.grad_fn) if b.requires_grad else None)
             op._epoch = Clock.now
             op._out = out
+            op._same_shapes = same
             frame = _getframe(1)
             if frame.f_code is not last[0] or frame.f_lasti != last[1]:  # else: the same line as last time
                 _find_site(frame, last)
@@ -395,6 +403,9 @@ def _compute(dispatch, op, values):
 def _record(op, inputs, out, result):
     """Make op the grad_fn of its result: the edges to its inputs' grad_fns, its output value, the user's line.
 
+    `_same_shapes` True says that every input has the output's shape (no broadcasting), so that
+    the gradient of the output, passed on unchanged, fits every input without a shape check.
+
     The op keeps its output's value, not the Tensor: a reference back to the Tensor would be a cycle
     (result -> op -> result) that only the garbage collector frees.
     """
@@ -402,6 +413,7 @@ def _record(op, inputs, out, result):
     op._next = tuple([(t if t.grad_fn is None else t.grad_fn) if t.requires_grad else None for t in inputs])
     op._epoch = Clock.now
     op._out = out
+    op._same_shapes = False  # not known without comparing shapes: backward compares them
     op._site = user_site(3)  # _record <- _result <- run or unary <- the metaclass or an operator <- ..., user
     if Taint.active:
         Taint.spread(inputs, result)
