@@ -10,6 +10,7 @@ import pytest
 import tinyflow as tfl
 from tinyflow.eager import runtime
 from tinyflow.ops import operators
+from tinyflow.ops.math_ops import BinaryOperation
 
 RNG = np.random.default_rng(7)
 
@@ -146,3 +147,28 @@ def test_remembered_shapes_still_check_new_ones():
     assert (a + _leaf((3,))).shape == (2, 3)
     with pytest.raises(tfl.ShapeError, match="cannot broadcast"):
         a + _leaf((2,))
+
+
+class _HalfGradTimes(BinaryOperation):
+    """a * b whose registered gradient is wrong on purpose: the right shape for a, a wrong one for b."""
+
+    def compute(self, a, b):
+        return a * b
+
+
+@tfl.register_gradient(_HalfGradTimes)
+def _half_grad_times_grad(op, grad):
+    return [grad, grad[:1]]
+
+
+def test_a_gradient_of_the_wrong_shape_is_refused_on_both_paths(monkeypatch):
+    def program():
+        a, b = _leaf((3, 4)), _leaf((3, 4))
+        _HalfGradTimes(a, b).sum().backward()
+
+    for shortcuts in (True, False):
+        with monkeypatch.context() as patch:
+            if not shortcuts:
+                _generic_only(patch)
+            with pytest.raises(tfl.GradientError, match=r"gradient of shape \(1, 4\) for input 1 \(shape \(3, 4\)\)"):
+                program()
