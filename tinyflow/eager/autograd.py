@@ -170,9 +170,11 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
             pending[fn] = seed
             start.append(fn)
     counts = _dependencies(start)
-    # ops whose gradient is complete, with that gradient (a pair: no dict round trip for the common op
-    # whose output has one consumer); pending holds the partial sums of the others
+    # ops whose gradient is complete, with that gradient; pending holds the partial sums of the others.
+    # The op that became ready last is processed next without going through `ready` (a chain of ops
+    # whose outputs have one consumer each never touches it)
     ready = [(fn, pending.pop(fn)) for fn in start if counts[fn] == 0]
+    fn = None
     previous, GradMode.enabled = GradMode.enabled, create_graph
     # gradient functions also compute gradients nobody asked for (x ** 2 computes one for the 2, with
     # log(x)): like PyTorch, backward does not warn about their nan or inf
@@ -180,8 +182,9 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
     errstate.__enter__()
     gradients = _GRADIENTS
     try:
-        while ready:
-            fn, grad = ready.pop()
+        while fn is not None or ready:
+            if fn is None:
+                fn, grad = ready.pop()
             edges = fn._next
             if edges is None:
                 raise _freed_error(fn)
@@ -195,6 +198,7 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
                 input_grads = _gradients_of(fn, grad)
             inputs = fn.inputs
             same = fn._same_shapes  # the output's gradient fits every input
+            after = after_grad = None  # the op to process next
             for index, edge in enumerate(edges):
                 if edge is None:
                     continue
@@ -220,13 +224,16 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
                 if g is None:  # every contribution was None: nothing flows on
                     _skip(edge, counts, ready, pending)
                 else:
-                    ready.append((edge, g))
+                    if after is not None:
+                        ready.append((after, after_grad))
+                    after, after_grad = edge, g
             if not retain_graph:  # free what fn saved: its gradient is done
                 fn._next = None
                 fn.inputs = ()
                 fn._out = None
             if trace is not None:
                 trace(fn, grad, dict(counts))
+            fn, grad = after, after_grad
     finally:
         GradMode.enabled = previous
         errstate.__exit__(None, None, None)
