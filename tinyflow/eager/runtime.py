@@ -68,6 +68,7 @@ class Dispatch:
         self.run = self._generic
 
     current = None  # the active Dispatch (None until first use)
+    active_host_below = -1  # its host_below, read by every plain op (-1 until first use: the op activates one)
 
     def _generic(self, op, values):
         """Any backend, through its public kernel(): values may live on a device (OpenCL) for one op."""
@@ -94,6 +95,7 @@ def set_backend(name=None):
         if name is not None:
             _CHOSEN[name] = dispatch
     Dispatch.current = dispatch
+    Dispatch.active_host_below = dispatch.host_below
     return dispatch.backend
 
 
@@ -197,13 +199,12 @@ def _op_shortcuts(cls, fallback):
             known[0] = shape
         op.shape = shape
         op.dtype = entry[0]
-        dispatch = Dispatch.current or _activate()
-        if size < dispatch.host_below:  # the backend would hand it to numpy: do so at once
+        if size < Dispatch.active_host_below:  # the backend would hand it to numpy: do so at once
             out = compute(op, da, db)
             if out.__class__ is not ndarray:
                 out = np.asarray(out)
         else:
-            out = _compute(dispatch, op, [da, db])
+            out = _compute(Dispatch.current or _activate(), op, [da, db])
         result = new(Tensor)
         result._data = out
         result._grad = None
@@ -229,7 +230,7 @@ def _op_shortcuts(cls, fallback):
             Taint.spread(op.inputs, result)
         return result
 
-    def unary(x, fallback=fallback):
+    def unary(x, fallback=fallback):  # binary's steps for one input, whose shape the output has
         if x.__class__ is not Tensor:
             return None if fallback is None else fallback(x)
         data = x._data
@@ -241,7 +242,35 @@ def _op_shortcuts(cls, fallback):
         op.inputs = (x,)
         op.shape = data.shape
         op.dtype = entry[0]
-        return _result(op, op.inputs, [data])
+        if data.size < Dispatch.active_host_below:
+            out = compute(op, data)
+            if out.__class__ is not ndarray:
+                out = np.asarray(out)
+        else:
+            out = _compute(Dispatch.current or _activate(), op, [data])
+        result = new(Tensor)
+        result._data = out
+        result._grad = None
+        result._owner = None
+        result._taint = None
+        result._version = 0
+        if x.requires_grad and entry[1] and GradMode.enabled:
+            result.requires_grad = True
+            result.grad_fn = op
+            op._next = (x if x.grad_fn is None else x.grad_fn,)
+            op._epoch = Clock.now
+            op._out = out
+            op._same_shapes = True
+            frame = _getframe(1)
+            if frame.f_code is not last[0] or frame.f_lasti != last[1]:
+                _find_site(frame, last)
+            op._site = last[2]
+        else:
+            result.requires_grad = False
+            result.grad_fn = None
+        if Taint.active:
+            Taint.spread(op.inputs, result)
+        return result
 
     if cls.__init__ is BinaryOperation.__init__:
         return None, binary
