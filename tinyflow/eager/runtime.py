@@ -214,8 +214,18 @@ def _op_shortcuts(cls, fallback):
         if (a.requires_grad or b.requires_grad) and entry[1] and GradMode.enabled:  # _record, written out
             result.requires_grad = True
             result.grad_fn = op
-            op._next = ((a if a.grad_fn is None else a.grad_fn) if a.requires_grad else None,
-                        (b if b.grad_fn is None else b.grad_fn) if b.requires_grad else None)
+            edge_a = a.grad_fn if a.requires_grad else None  # the edges, counted on the ops they lead to
+            if edge_a is not None:
+                edge_a._uses += 1
+            elif a.requires_grad:
+                edge_a = a
+            edge_b = b.grad_fn if b.requires_grad else None
+            if edge_b is not None:
+                edge_b._uses += 1
+            elif b.requires_grad:
+                edge_b = b
+            op._next = (edge_a, edge_b)
+            op._uses = 0
             op._epoch = Clock.now
             op._out = out
             op._same_shapes = same
@@ -257,7 +267,13 @@ def _op_shortcuts(cls, fallback):
         if x.requires_grad and entry[1] and GradMode.enabled:
             result.requires_grad = True
             result.grad_fn = op
-            op._next = (x if x.grad_fn is None else x.grad_fn,)
+            edge = x.grad_fn
+            if edge is None:
+                edge = x
+            else:
+                edge._uses += 1
+            op._next = (edge,)
+            op._uses = 0
             op._epoch = Clock.now
             op._out = out
             op._same_shapes = True
@@ -434,12 +450,18 @@ def _record(op, inputs, out, result):
 
     `_same_shapes` True says that every input has the output's shape (no broadcasting), so that
     the gradient of the output, passed on unchanged, fits every input without a shape check.
+    `_uses` counts the recorded ops that take this op's output: backward's first guess of how
+    many gradient contributions the op waits for (see autograd.py).
 
     The op keeps its output's value, not the Tensor: a reference back to the Tensor would be a cycle
     (result -> op -> result) that only the garbage collector frees.
     """
     result.requires_grad, result.grad_fn = True, op
     op._next = tuple([(t if t.grad_fn is None else t.grad_fn) if t.requires_grad else None for t in inputs])
+    for edge in op._next:
+        if edge is not None and edge.__class__ is not Tensor:
+            edge._uses += 1
+    op._uses = 0
     op._epoch = Clock.now
     op._out = out
     op._same_shapes = False  # not known without comparing shapes: backward compares them
