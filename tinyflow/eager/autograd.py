@@ -2,12 +2,14 @@
 
 The ops recorded in the forward pass are the graph: each op keeps `_next`, the
 grad_fn of each input (or the leaf Tensor itself, or None when the input needs
-no gradient). `backward` counts, for every op reachable from the roots, how
-many edges lead into it, then processes an op once all of them delivered
-(Kahn's algorithm, as the graph-mode `tfl.gradients`). Each op's gradient comes
-from the same registered gradient function as in graph mode, called with
-Tensors, so the ops it builds compute at once (and are recorded when
-`create_graph=True`). Leaves accumulate into `.grad`.
+no gradient). `backward` processes an op once every edge leading into it from
+the roots' graph delivered its contribution (Kahn's algorithm, as the graph-mode
+`tfl.gradients`). How many that is, each op counted while it was recorded
+(`_uses`: the recorded ops that took its output); when some of those never lead
+to the roots, the walk runs out early and counts the rest of the graph exactly.
+Each op's gradient comes from the same registered gradient function as in graph
+mode, called with Tensors, so the ops it builds compute at once (and are
+recorded when `create_graph=True`). Leaves accumulate into `.grad`.
 """
 import numpy as np
 
