@@ -218,9 +218,10 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
                         if g is not None:
                             _deliver(edge, g, sink, create_graph)
                         continue
-                    left = counts.get(edge)
-                    left = (edge._uses if left is None else left) - 1  # an op reached first: its first guess
-                    counts[edge] = left
+                    known = counts.get(edge)
+                    left = (edge._uses if known is None else known) - 1  # an op reached first: its first guess
+                    if left or known is not None:  # (an op released at its first contribution stays out)
+                        counts[edge] = left
                     if left:  # more consumers of edge's output still owe their contribution
                         if g is not None:
                             old = pending.get(edge)
