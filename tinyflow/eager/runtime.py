@@ -411,8 +411,7 @@ class EagerRuntime:
 def _result(op, inputs, values):
     """The Tensor of op's value on the active backend; op becomes its grad_fn if an input requires grad."""
     out = _compute(Dispatch.current or _activate(), op, values)
-    result = Tensor.__new__(Tensor)
-    result._data, result._grad, result._owner, result._taint, result._version = out, None, None, None, 0
+    result = make(out)
     if GradMode.enabled and out.dtype.kind == "f":
         for t in inputs:
             if t.requires_grad:
@@ -420,7 +419,6 @@ def _result(op, inputs, values):
                     _record(op, inputs, out, result)
                     return result
                 break
-    result.requires_grad, result.grad_fn = False, None
     if Taint.active:
         Taint.spread(inputs, result)
     return result
@@ -465,7 +463,7 @@ def _record(op, inputs, out, result):
     op._epoch = Clock.now
     op._out = out
     op._same_shapes = False  # not known without comparing shapes: backward compares them
-    op._site = user_site(3)  # _record <- _result <- run or unary <- the metaclass or an operator <- ..., user
+    op._site = user_site(3)  # _record <- _result <- run <- the metaclass <- ..., the user
     if Taint.active:
         Taint.spread(inputs, result)
 
