@@ -173,80 +173,21 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
             start.append(fn)
     # how many contributions each op still waits for. The first guess is how many recorded ops took its
     # output (`_uses`, counted as they were recorded): right when all of them lead to the roots, as in
-    # a training step. An op that also fed something else waits forever: when the ops run out, the
+    # a training step. An op that also fed something else waits forever: when the walk runs out, the
     # part of the graph still waiting is counted exactly (Kahn's algorithm, as graph mode's
     # tfl.gradients) and the walk goes on. A trace sees the exact counts from the start.
     counts = {fn: fn._uses for fn in start} if trace is None else _dependencies(start)
-    # ops whose gradient is complete, with that gradient; pending holds the partial sums of the others.
-    # The op that became ready last is processed next without going through `ready` (a chain of ops
-    # whose outputs have one consumer each never touches it)
+    # ops whose gradient is complete, with that gradient; pending holds the partial sums of the others
     ready = [(fn, pending.pop(fn)) for fn in start if counts[fn] == 0]
-    fn = None
     previous, GradMode.enabled = GradMode.enabled, create_graph
     # gradient functions also compute gradients nobody asked for (x ** 2 computes one for the 2, with
     # log(x)): like PyTorch, backward does not warn about their nan or inf
     errstate = np.errstate(divide="ignore", invalid="ignore", over="ignore")
     errstate.__enter__()
-    gradients = _GRADIENTS
     try:
-        while True:
-            while fn is not None or ready:
-                if fn is None:
-                    fn, grad = ready.pop()
-                edges = fn._next
-                if edges is None:
-                    raise _freed_error(fn)
-                gradient = gradients.get(fn.__class__)
-                if fn._epoch == Clock.now and not Taint.active and gradient is not None \
-                        and gradient is not NOT_DIFFERENTIABLE:
-                    input_grads = gradient(fn, grad)  # the plain call: nothing changed in place since fn ran
-                    if input_grads.__class__ is not list or len(input_grads) != len(edges):
-                        input_grads = _one_per_input(input_grads, fn)
-                else:
-                    input_grads = _gradients_of(fn, grad)
-                inputs = fn.inputs
-                same = fn._same_shapes  # the output's gradient fits every input
-                after = after_grad = None  # the op to process next
-                for index, edge in enumerate(edges):
-                    if edge is None:
-                        continue
-                    g = input_grads[index]
-                    if g is not None and (g.__class__ is not Tensor or g._taint is not None or (
-                            g is not grad or not same) and g._data.shape != inputs[index]._data.shape):
-                        g = _fit(g, fn, index)
-                    if edge.__class__ is Tensor:
-                        if g is not None:
-                            _deliver(edge, g, sink, create_graph)
-                        continue
-                    known = counts.get(edge)
-                    left = (edge._uses if known is None else known) - 1  # an op reached first: its first guess
-                    if left or known is not None:  # (an op released at its first contribution stays out)
-                        counts[edge] = left
-                    if left:  # more consumers of edge's output still owe their contribution
-                        if g is not None:
-                            old = pending.get(edge)
-                            pending[edge] = g if old is None else old + g
-                        continue
-                    if pending:  # the last contribution: edge is ready, with the partial sum of the others
-                        old = pending.pop(edge, None)
-                        if old is not None:
-                            g = old if g is None else old + g
-                    if g is None:  # every contribution was None: nothing flows on
-                        _skip(edge, counts, ready, pending)
-                    else:
-                        if after is not None:
-                            ready.append((after, after_grad))
-                        after, after_grad = edge, g
-                if not retain_graph:  # free what fn saved: its gradient is done
-                    fn._next = None
-                    fn.inputs = ()
-                    fn._out = None
-                if trace is not None:
-                    trace(fn, grad, dict(counts))
-                fn, grad = after, after_grad
-            if not any(counts.values()):
-                break
-            waiting = [fn for fn, left in counts.items() if left]  # fed ops the roots do not reach
+        _walk(ready, counts, pending, sink, retain_graph, create_graph, trace)
+        if any(counts.values()):  # ops that also fed ops the roots do not reach: count the rest exactly
+            waiting = [fn for fn, left in counts.items() if left]
             counts = _dependencies(waiting)
             for fn in waiting:
                 if counts[fn] == 0:
@@ -254,10 +195,75 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
                         ready.append((fn, pending.pop(fn)))
                     else:
                         _skip(fn, counts, ready, pending)
-            fn = None
+            _walk(ready, counts, pending, sink, retain_graph, create_graph, trace)
     finally:
         GradMode.enabled = previous
         errstate.__exit__(None, None, None)
+
+
+def _walk(ready, counts, pending, sink, retain_graph, create_graph, trace):
+    """Process ready ops until there is none: call each one's gradient function, hand the gradients to
+    the ops and leaves its edges lead to, and add the ops that got their last contribution to `ready`.
+
+    The op that became ready last is processed next without going through `ready` (a chain of ops
+    whose outputs have one consumer each never touches it).
+    """
+    gradients = _GRADIENTS
+    fn = None
+    while fn is not None or ready:
+        if fn is None:
+            fn, grad = ready.pop()
+        edges = fn._next
+        if edges is None:
+            raise _freed_error(fn)
+        gradient = gradients.get(fn.__class__)
+        if fn._epoch == Clock.now and not Taint.active and gradient is not None \
+                and gradient is not NOT_DIFFERENTIABLE:
+            input_grads = gradient(fn, grad)  # the plain call: nothing changed in place since fn ran
+            if input_grads.__class__ is not list or len(input_grads) != len(edges):
+                input_grads = _one_per_input(input_grads, fn)
+        else:
+            input_grads = _gradients_of(fn, grad)
+        inputs = fn.inputs
+        same = fn._same_shapes  # the output's gradient fits every input
+        after = after_grad = None  # the op to process next
+        for index, edge in enumerate(edges):
+            if edge is None:
+                continue
+            g = input_grads[index]
+            if g is not None and (g.__class__ is not Tensor or g._taint is not None or (
+                    g is not grad or not same) and g._data.shape != inputs[index]._data.shape):
+                g = _fit(g, fn, index)
+            if edge.__class__ is Tensor:
+                if g is not None:
+                    _deliver(edge, g, sink, create_graph)
+                continue
+            known = counts.get(edge)
+            left = (edge._uses if known is None else known) - 1  # an op reached first: its first guess
+            if left or known is not None:  # (an op released at its first contribution stays out)
+                counts[edge] = left
+            if left:  # more consumers of edge's output still owe their contribution
+                if g is not None:
+                    old = pending.get(edge)
+                    pending[edge] = g if old is None else old + g
+                continue
+            if pending:  # the last contribution: edge is ready, with the partial sum of the others
+                old = pending.pop(edge, None)
+                if old is not None:
+                    g = old if g is None else old + g
+            if g is None:  # every contribution was None: nothing flows on
+                _skip(edge, counts, ready, pending)
+            else:
+                if after is not None:
+                    ready.append((after, after_grad))
+                after, after_grad = edge, g
+        if not retain_graph:  # free what fn saved: its gradient is done
+            fn._next = None
+            fn.inputs = ()
+            fn._out = None
+        if trace is not None:
+            trace(fn, grad, dict(counts))
+        fn, grad = after, after_grad
 
 
 def _skip(fn, counts, ready, pending):
