@@ -208,7 +208,7 @@ def _walk(ready, counts, pending, sink, retain_graph, create_graph, trace):
     The op that became ready last is processed next without going through `ready` (a chain of ops
     whose outputs have one consumer each never touches it).
     """
-    gradients = _GRADIENTS
+    gradients = _GRADIENTS  # the registry's own table: one dict lookup per op (gradient_function raises if none)
     fn = None
     while fn is not None or ready:
         if fn is None:
