@@ -80,3 +80,27 @@ def test_recording_keeps_no_frame_and_makes_no_cycle():
         assert fn() is None
     finally:
         gc.enable()
+
+
+def test_a_loop_line_is_remembered_without_leaking_into_other_lines_or_paths():
+    x = tfl.tensor(np.ones(3), requires_grad=True)
+    c = tfl.tensor(np.full(3, 2.0))
+    loop_line, made = _line() + 2, []
+    for _ in range(3):
+        made.append(x + c)                     # the same code and offset three times: remembered
+    other_line = _line() + 1
+    other = x + c                              # same function, another line
+    via_function_line = _line() + 1
+    via_function = tfl.add(x, c)               # the shortcut called from tinyflow's own code
+    again_line = _line() + 1
+    again = x + c
+
+    def helper(a, b):
+        return a + b                           # another code object at the same depth
+    helper_line = _line() - 1
+    from_helper = helper(x, c)
+    assert [m.grad_fn.creation_site for m in made] == [f"{made[0].grad_fn.creation_site}"] * 3
+    assert made[0].grad_fn.creation_site.endswith(f"{HERE}:{loop_line}")
+    for out, line in ((other, other_line), (via_function, via_function_line), (again, again_line),
+                      (from_helper, helper_line)):
+        assert out.grad_fn.creation_site.endswith(f"{HERE}:{line}"), (line, out.grad_fn.creation_site)

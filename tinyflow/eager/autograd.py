@@ -2,16 +2,18 @@
 
 The ops recorded in the forward pass are the graph: each op keeps `_next`, the
 grad_fn of each input (or the leaf Tensor itself, or None when the input needs
-no gradient). `backward` counts, for every op reachable from the roots, how
-many edges lead into it, then processes an op once all of them delivered
-(Kahn's algorithm, as the graph-mode `tfl.gradients`). Each op's gradient comes
-from the same registered gradient function as in graph mode, called with
-Tensors, so the ops it builds compute at once (and are recorded when
-`create_graph=True`). Leaves accumulate into `.grad`.
+no gradient). `backward` processes an op once every edge leading into it from
+the roots' graph delivered its contribution (Kahn's algorithm, as the graph-mode
+`tfl.gradients`). How many that is, each op counted while it was recorded
+(`_uses`: the recorded ops that took its output); when some of those never lead
+to the roots, the walk runs out early and counts the rest of the graph exactly.
+Each op's gradient comes from the same registered gradient function as in graph
+mode, called with Tensors, so the ops it builds compute at once (and are
+recorded when `create_graph=True`). Leaves accumulate into `.grad`.
 """
 import numpy as np
 
-from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
+from ..ops.registry import _GRADIENTS, NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, TinyflowError
 from ..nodes import OP_TYPES
 from ..shapes import can_reduce_to
@@ -169,58 +171,99 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
         else:
             pending[fn] = seed
             start.append(fn)
-    counts = _dependencies(start)
-    ready = [fn for fn in start if counts[fn] == 0]
-    done = []
+    # how many contributions each op still waits for. The first guess is how many recorded ops took its
+    # output (`_uses`, counted as they were recorded): right when all of them lead to the roots, as in
+    # a training step. An op that also fed something else waits forever: when the walk runs out, the
+    # part of the graph still waiting is counted exactly (Kahn's algorithm, as graph mode's
+    # tfl.gradients) and the walk goes on. A trace sees the exact counts from the start.
+    counts = {fn: fn._uses for fn in start} if trace is None else _dependencies(start)
+    # ops whose gradient is complete, with that gradient; pending holds the partial sums of the others
+    ready = [(fn, pending.pop(fn)) for fn in start if counts[fn] == 0]
     previous, GradMode.enabled = GradMode.enabled, create_graph
     # gradient functions also compute gradients nobody asked for (x ** 2 computes one for the 2, with
     # log(x)): like PyTorch, backward does not warn about their nan or inf
     errstate = np.errstate(divide="ignore", invalid="ignore", over="ignore")
     errstate.__enter__()
     try:
-        while ready:
-            fn = ready.pop()
-            grad = pending.pop(fn)
-            edges = fn._next
-            if edges is None:
-                raise _freed_error(fn)
-            gradient = gradient_function(fn)
-            if fn._epoch == Clock.now and not Taint.active and gradient is not NOT_DIFFERENTIABLE:
-                input_grads = gradient(fn, grad)  # the plain call: nothing changed in place since fn ran
-                if input_grads.__class__ is not list or len(input_grads) != len(edges):
-                    input_grads = _one_per_input(input_grads, fn)
-            else:
-                input_grads = _gradients_of(fn, grad)
-            for index, edge in enumerate(edges):
-                if edge is None:
-                    continue
-                g = input_grads[index]
-                if g is not None and (g.__class__ is not Tensor or g._taint is not None
-                                      or g._data.shape != fn.inputs[index]._data.shape):
-                    g = _fit(g, fn, index)
-                if edge.__class__ is Tensor:
-                    if g is not None:
-                        _deliver(edge, g, sink, create_graph)
-                    continue
-                if g is not None:
-                    old = pending.get(edge)
-                    pending[edge] = g if old is None else old + g
-                left = counts[edge] - 1
-                counts[edge] = left
-                if left == 0:
-                    if edge not in pending:  # every contribution was None: nothing flows on
-                        _skip(edge, counts, ready, pending)
+        _walk(ready, counts, pending, sink, retain_graph, create_graph, trace)
+        if any(counts.values()):  # ops that also fed ops the roots do not reach: count the rest exactly
+            waiting = [fn for fn, left in counts.items() if left]
+            counts = _dependencies(waiting)
+            for fn in waiting:
+                if counts[fn] == 0:
+                    if fn in pending:
+                        ready.append((fn, pending.pop(fn)))
                     else:
-                        ready.append(edge)
-            done.append(fn)
-            if trace is not None:
-                trace(fn, grad, dict(counts))
+                        _skip(fn, counts, ready, pending)
+            _walk(ready, counts, pending, sink, retain_graph, create_graph, trace)
     finally:
         GradMode.enabled = previous
         errstate.__exit__(None, None, None)
-    if not retain_graph:  # free what the ops saved (at the end: a later op may still need an output)
-        for fn in done:
-            fn._next, fn.inputs, fn._out = None, (), None
+
+
+def _walk(ready, counts, pending, sink, retain_graph, create_graph, trace):
+    """Process ready ops until there is none: call each one's gradient function, hand the gradients to
+    the ops and leaves its edges lead to, and add the ops that got their last contribution to `ready`.
+
+    The op that became ready last is processed next without going through `ready` (a chain of ops
+    whose outputs have one consumer each never touches it).
+    """
+    gradients = _GRADIENTS  # the registry's own table: one dict lookup per op (gradient_function raises if none)
+    fn = None
+    while fn is not None or ready:
+        if fn is None:
+            fn, grad = ready.pop()
+        edges = fn._next
+        if edges is None:
+            raise _freed_error(fn)
+        gradient = gradients.get(fn.__class__)
+        if fn._epoch == Clock.now and not Taint.active and gradient is not None \
+                and gradient is not NOT_DIFFERENTIABLE:
+            input_grads = gradient(fn, grad)  # the plain call: nothing changed in place since fn ran
+            if input_grads.__class__ is not list or len(input_grads) != len(edges):
+                input_grads = _one_per_input(input_grads, fn)
+        else:
+            input_grads = _gradients_of(fn, grad)
+        inputs = fn.inputs
+        same = fn._same_shapes  # the output's gradient fits every input
+        after = after_grad = None  # the op to process next
+        for index, edge in enumerate(edges):
+            if edge is None:
+                continue
+            g = input_grads[index]
+            if g is not None and (g.__class__ is not Tensor or g._taint is not None or (
+                    g is not grad or not same) and g._data.shape != inputs[index]._data.shape):
+                g = _fit(g, fn, index)
+            if edge.__class__ is Tensor:
+                if g is not None:
+                    _deliver(edge, g, sink, create_graph)
+                continue
+            known = counts.get(edge)
+            left = (edge._uses if known is None else known) - 1  # an op reached first: its first guess
+            if left or known is not None:  # (an op released at its first contribution stays out)
+                counts[edge] = left
+            if left:  # more consumers of edge's output still owe their contribution
+                if g is not None:
+                    old = pending.get(edge)
+                    pending[edge] = g if old is None else old + g
+                continue
+            if pending:  # the last contribution: edge is ready, with the partial sum of the others
+                old = pending.pop(edge, None)
+                if old is not None:
+                    g = old if g is None else old + g
+            if g is None:  # every contribution was None: nothing flows on
+                _skip(edge, counts, ready, pending)
+            else:
+                if after is not None:
+                    ready.append((after, after_grad))
+                after, after_grad = edge, g
+        if not retain_graph:  # free what fn saved: its gradient is done
+            fn._next = None
+            fn.inputs = ()
+            fn._out = None
+        if trace is not None:
+            trace(fn, grad, dict(counts))
+        fn, grad = after, after_grad
 
 
 def _skip(fn, counts, ready, pending):
@@ -231,9 +274,10 @@ def _skip(fn, counts, ready, pending):
         for edge in fn._next or ():
             if edge is None or edge.__class__ is Tensor:
                 continue
-            counts[edge] -= 1
-            if counts[edge] == 0:
-                (ready.append(edge) if edge in pending else stack.append(edge))
+            left = counts.get(edge)
+            left = counts[edge] = (edge._uses if left is None else left) - 1
+            if left == 0:
+                (ready.append((edge, pending.pop(edge))) if edge in pending else stack.append(edge))
 
 
 def _deliver(leaf, grad, sink, create_graph):

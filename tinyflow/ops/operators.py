@@ -3,8 +3,10 @@
 `install(cls)` gives a class `+ - * / ** @`, unary `- + abs`, indexing, `.T`,
 the comparisons `< <= > >=` (boolean results) and a few method forms of ops
 (`x.sum()`, `x.reshape(...)`). This module installs them on Node; the eager
-package installs the very same functions on Tensor. `==` and `!=` are left
-alone on purpose: nodes live in lists and dicts, where `==` must stay identity.
+package installs the very same functions on Tensor (the operators computing one op
+class, `+ - * / ** @` and unary `-`, are the eager runtime's shortcut for that class,
+see `connect_eager`). `==` and `!=` are left alone on purpose: nodes live in
+lists and dicts, where `==` must stay identity.
 
 numpy ufuncs called on a node (`np.exp(node)`) raise a TinyflowError naming the
 tinyflow function to use, except the ones numpy calls for `array + node`, which
@@ -22,26 +24,9 @@ from . import (abs as _abs, add, argmax, divide, exp, get_item, greater, greater
                sigmoid, softmax, sqrt, square, subtract, tanh, transpose)
 
 
-# Set by the eager runtime (connect_eager): the Tensor class and its shortcuts computing a plain op at once
-_TENSOR = _UNARY = _BINARY = None
-
-
-def connect_eager(tensor_class, unary, binary):
-    """Let operators between eager Tensors call the runtime's `unary(cls, x, fallback)` and
-    `binary(cls, a, b, fallback)` directly (tinyflow/eager/runtime.py does, when it loads)."""
-    global _TENSOR, _UNARY, _BINARY
-    _TENSOR, _UNARY, _BINARY = tensor_class, unary, binary
-
-
-def _binary(fn, cls):
-    """The operator `self <op> other` and its reflected form, for op function fn of op class cls.
-
-    Between two eager Tensors the operator takes the eager runtime's shortcut (the op computed
-    without its generic call path, which is fn's); everything else goes through fn.
-    """
+def _binary(fn):
+    """The operator `self <op> other` and its reflected form, for op function fn."""
     def forward(self, other):
-        if other.__class__ is self.__class__ is _TENSOR:
-            return _BINARY(cls, self, other, fn)
         return fn(self, other)
 
     def reflected(self, other):
@@ -49,18 +34,32 @@ def _binary(fn, cls):
     return forward, reflected
 
 
-_add, _radd = _binary(add, Add)
-_sub, _rsub = _binary(subtract, Subtract)
-_mul, _rmul = _binary(multiply, Multiply)
-_truediv, _rtruediv = _binary(divide, Divide)
-_pow, _rpow = _binary(power, Power)
-_matmul, _rmatmul = _binary(matmul, MatMul)
+_add, _radd = _binary(add)
+_sub, _rsub = _binary(subtract)
+_mul, _rmul = _binary(multiply)
+_truediv, _rtruediv = _binary(divide)
+_pow, _rpow = _binary(power)
+_matmul, _rmatmul = _binary(matmul)
 
 
 def _negative(self):
-    if self.__class__ is _TENSOR:
-        return _UNARY(Negative, self, negative)
     return negative(self)
+
+
+# the operators computing one op class: the eager runtime gives them its shortcut for Tensors (connect_eager)
+_OP_OPERATORS = {"__add__": (Add, add), "__sub__": (Subtract, subtract), "__mul__": (Multiply, multiply),
+                 "__truediv__": (Divide, divide), "__pow__": (Power, power), "__matmul__": (MatMul, matmul),
+                 "__neg__": (Negative, negative)}
+
+
+def connect_eager(tensor_class, operator):
+    """Make the operators computing one op class the eager runtime's: `operator(cls, fn)` computes cls at
+    once on Tensors and calls fn for anything else, so that `a + b` on Tensors is one Python call.
+    Node and Tensor keep sharing each operator (tinyflow/eager/runtime.py calls this when it loads)."""
+    for name, (cls, fn) in _OP_OPERATORS.items():
+        OPERATORS[name] = method = operator(cls, fn)
+        for owner in (Node, tensor_class):
+            setattr(owner, name, method)
 
 
 def _transpose_property(self):
