@@ -192,24 +192,22 @@ def _state(backend, op):
     than the update itself. A Variable given a new array (assign, restore, numpy fallback) refreshes it.
     The kernel then changes the arrays in place, so a device copy (an OpenCL session's) is marked old.
     """
-    variables = op.variables
-    for var in variables:
-        mirror = var.device_mirror
-        if mirror is not None:
-            var.value  # noqa: B018 - downloads first when the device copy is the newer one
-            mirror.device_stale = True
     cached = backend.update_state.get(op)
-    if cached is not None:
-        arrays, state = cached
-        for var, array in zip(variables, arrays):
-            if var.value is not array:
-                break
-        else:
-            return state
+    variables = op.variables if cached is None else cached[0]
+    fresh = cached is not None
+    for i, var in enumerate(variables):
+        value = var.value  # downloads first when an OpenCL session's copy of the Variable is the newer one
+        if fresh and value is not cached[1][i]:
+            fresh = False
+        mirror = var.device_mirror
+        if mirror is not None:  # the kernel changes the host array in place: that copy is old afterwards
+            mirror.device_stale = True
+    if fresh:
+        return cached[2]
     arrays = [var.writable_value() for var in variables]
     state = _NullDict((name, array if name == "step" else _buf(array))
                       for name, array in zip(("param",) + op.slot_names, arrays))
-    backend.update_state[op] = (arrays, state)
+    backend.update_state[op] = (variables, arrays, state)
     return state
 
 
