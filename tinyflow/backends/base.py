@@ -61,6 +61,9 @@ class RunReport:
     def add_static(self, routes):
         """Count the ops a plan routed to numpy once for all: {(route, op type): how many}, route 'host'/'small'."""
         self._static.append(routes)
+        if len(self._static) > 64:  # a loop's body plan runs at every iteration: fold its counts in now and then
+            self.host_calls, self.small_calls = self.host_ops, self.small_ops
+            self._static.clear()
 
     @property
     def host_ops(self):
