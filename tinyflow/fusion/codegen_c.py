@@ -36,15 +36,23 @@ VECTOR_OPS = frozenset({"Add", "Subtract", "Multiply", "Divide", "Negative", "Sq
                         "SigmoidGrad", "TanhGrad"})
 
 
-def body(node, loads, single, fn, indent):
-    """The statements computing each member into t0, t1, ...; returns (lines, name of the result)."""
+def body(node, loads, single, fn, indent, vector=None):
+    """The statements computing each member into t0, t1, ...; returns (lines, name of the result).
+
+    With `vector` (the set of ("x", k) inputs the caller loaded as vectors), members reading a vector
+    are of the vector type V and are added to it, the others stay scalars of type T.
+    """
     def lit(x):
         return literal(x, single)
     lines = [f"{indent}const T a{k} = {load};" for k, load in loads.items()]
     for j, (member, (op_type, args)) in enumerate(zip(node.members, node.program)):
         names = [f"a{i}" if kind == "x" else f"t{i}" if kind == "t" else lit(i.reshape(-1)[0])
                  for kind, i in args]
-        lines.append(f"{indent}const T t{j} = {EXPRESSIONS[op_type](names, member, fn, lit)};")
+        ctype = "T"
+        if vector is not None and any((kind, i) in vector for kind, i in args if kind != "c"):
+            vector.add(("t", j))
+            ctype = "V"
+        lines.append(f"{indent}const {ctype} t{j} = {EXPRESSIONS[op_type](names, member, fn, lit)};")
     return lines, f"t{len(node.program) - 1}"
 
 
@@ -97,27 +105,16 @@ def _vectorisable(node, kinds):
 
 def _lanes_loop(node, kinds, single, fn):
     """The block loop of the vector form; members computed from full inputs are vectors, the rest scalars."""
-    def lit(x):
-        return literal(x, single)
     lanes = LANES_BYTES // (4 if single else 8)
-    vector = set()
     lines = [f"    enum {{ LANES = {lanes} }};", "    typedef T V __attribute__((vector_size(sizeof(T) * LANES)));",
              "    long b, blocks = n / LANES;",
              f"#pragma omp parallel for schedule(static) if (n >= {PARALLEL_MIN})",
              "    for (b = 0; b < blocks; b++) {"]
-    for k, kind in enumerate(kinds):
-        if kind == "full":
-            lines.append(f"        V a{k}; memcpy(&a{k}, x{k} + b * LANES, sizeof a{k});")
-            vector.add(("x", k))
-        else:
-            lines.append(f"        const T a{k} = s{k};")
-    for j, (member, (op_type, args)) in enumerate(zip(node.members, node.program)):
-        names = [f"a{i}" if kind == "x" else f"t{i}" if kind == "t" else lit(i.reshape(-1)[0]) for kind, i in args]
-        is_vector = any((kind, i) in vector for kind, i in args if kind != "c")
-        if is_vector:
-            vector.add(("t", j))
-        expression = EXPRESSIONS[op_type](names, member, fn, lit)
-        lines.append(f"        const {'V' if is_vector else 'T'} t{j} = {expression};")
+    vector = {("x", k) for k, kind in enumerate(kinds) if kind == "full"}
+    lines += [f"        V a{k}; memcpy(&a{k}, x{k} + b * LANES, sizeof a{k});" for _, k in sorted(vector)]
+    statements, _ = body(node, {k: f"s{k}" for k, kind in enumerate(kinds) if kind != "full"}, single, fn,
+                         " " * 8, vector)
+    lines += statements
     last = len(node.program) - 1
     result = f"t{last}"
     if ("t", last) not in vector:  # every member read only scalars: one value for all lanes (x - 0 is x)
