@@ -144,7 +144,13 @@ CASES = {
              case(lambda p, a: cond(tfl.greater(tfl.reduce_sum(p), 0.0), lambda: a, lambda: tfl.tanh(a)),
                   -positive(2), normal(2, 3))],
     "WhileLoop": [case(lambda a, b: while_loop(lambda i, v: tfl.less(i, 3), lambda i, v: (i + 1, v * a + b),
-                                               [tfl.Constant(0), a], maximum_iterations=5)[1], normal(3, 2), normal(2))],
+                                               [tfl.Constant(0), a], maximum_iterations=5)[1], normal(3, 2), normal(2)),
+                  case(lambda a, b: while_loop(lambda i, v: tfl.less(tfl.reduce_sum(v), 4.0),
+                                               lambda i, v: (i + 1, v * 1.5 + tfl.tanh(b)), [tfl.Constant(0), a])[1],
+                       positive(4) * 0.1, normal(4))],
+    # one output of a cond or loop (their value is a tuple)
+    "Output": [case(lambda a, b: cond(tfl.greater(tfl.reduce_sum(a), 0.0), lambda: (a * b, a - b),
+                                      lambda: (b, tfl.exp(a)))[1], positive(3), normal(3))],
 }
 
 

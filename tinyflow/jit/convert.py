@@ -85,7 +85,7 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site):
     with graph.name_scope("if"):
         true_branch = Subgraph.trace(branch(true_fn, "true"), scope="true")
         false_branch = Subgraph.trace(branch(false_fn, "false"), scope="false")
-        merged = []
+        merged, op = [], None
         for i, name in enumerate(names):
             a, b = results["true"][i], results["false"][i]
             if isinstance(a, _Undefined) or isinstance(b, _Undefined):
@@ -95,7 +95,8 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site):
                     if not isinstance(v, (Node, bool, int, float, np.number)):
                         raise ConversionError(f"{site}: variable '{name}' is a tensor in one branch of an `if` on a "
                                               f"tensor and a {type(v).__name__} in the other; make both tensors")
-                merged.append(Cond(pred, true_branch, false_branch, i, name="Cond"))
+                op = op or Cond(pred, true_branch, false_branch, name="Cond")
+                merged.append(op.output(i))
             elif a is b or _same_value(a, b):
                 merged.append(a)
             else:
