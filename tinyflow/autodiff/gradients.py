@@ -37,9 +37,16 @@ def _output_dtypes(node):
     return getattr(node, "output_dtypes", None)
 
 
+def _stack_dtype(node):
+    """The dtype of the values of a stack-valued node (a loop's per-iteration values), None for others."""
+    return getattr(node, "stack_dtype", None)
+
+
 def _is_differentiable_value(node):
     dtypes = _output_dtypes(node)
-    return any(_is_float(d) for d in dtypes) if dtypes is not None else _is_float(node.dtype)
+    if dtypes is not None:
+        return any(_is_float(d) for d in dtypes)
+    return _is_float(node.dtype) or _is_float(_stack_dtype(node))
 
 
 def nodes_between(ys, xs, stop=frozenset()):
@@ -61,7 +68,11 @@ def _as_list(value):
 def _sum(contributions):
     if not contributions:
         return None
-    return contributions[0] if len(contributions) == 1 else AddN(*contributions)
+    if len(contributions) == 1:
+        return contributions[0]
+    if _stack_dtype(contributions[0]) is not None:  # gradients of a stack: summed iteration by iteration
+        return contributions[0].add_stacks(contributions)
+    return AddN(*contributions)
 
 
 def _sum_per_output(node, contributions):
@@ -100,8 +111,8 @@ def _same_shape_at_run_time(op, index):
 def _fit_to_input(grad, op, index):
     """Check one returned gradient and sum it down to its input's shape if broadcasting widened it."""
     inp = op.inputs[index]
-    if _output_dtypes(inp) is not None:
-        return grad  # an Output node's gradient, filed under its output of `inp`
+    if _output_dtypes(inp) is not None or _stack_dtype(inp) is not None:
+        return grad  # an Output node's gradient (filed under its output of `inp`), or a stack's
     grad = as_node(grad, like=inp)
     if is_fully_known(grad.shape) and grad.shape == inp.shape:
         return grad

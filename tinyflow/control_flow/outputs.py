@@ -32,8 +32,12 @@ class ControlFlowOp(Operation):
 
     @property
     def output_dtypes(self):
-        """The dtype of each output (None for stacks); the gradient engine reads it."""
-        return [self.output_spec(i)[1] for i in range(self.output_count)]
+        """The dtype of each output (a stack's: that of its values); the gradient engine reads it."""
+        return [self.output_spec(i)[1] or self.stack_dtype(i) for i in range(self.output_count)]
+
+    def stack_dtype(self, index):
+        """The dtype of the values in output `index` if it is a stack (see stacks.py), else None."""
+        return None
 
     @property
     def output_count(self):
@@ -80,6 +84,18 @@ class Output(Operation):
     def __init__(self, op, index, name=None):
         self.index, self._of = index, op
         super().__init__(op, name=name)
+
+    @property
+    def stack_dtype(self):
+        """The dtype of the values of the stack this node reads, or None (the gradient engine differentiates
+        stacks: a stack's gradient is a stack of per-iteration gradients)."""
+        return self._of.stack_dtype(self.index)
+
+    @staticmethod
+    def add_stacks(stacks):
+        """The sum of several stack-valued gradients (the engine's AddN for stacks)."""
+        from .stacks import StackAddN
+        return StackAddN(*stacks)
 
     @property
     def output_index(self):

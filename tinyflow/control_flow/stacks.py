@@ -98,4 +98,34 @@ class StackPop(Operation):
         return lambda stack, step: self.compute(stack, backend.to_host(step))
 
 
-not_differentiable(StackPush, StackPop)
+class StackAddN(Operation):
+    """Stacks of equal length added value by value (two gradients reaching one recorded stack)."""
+
+    def __init__(self, *stacks, name=None):
+        super().__init__(*stacks, name=name)
+
+    def infer_shape(self, *shapes):
+        return None
+
+    def infer_dtype(self, *dtypes):
+        return None
+
+    @property
+    def stack_dtype(self):
+        return self.inputs[0].stack_dtype
+
+    @staticmethod
+    def add_stacks(stacks):
+        return StackAddN(*stacks)
+
+    def compute(self, *stacks):
+        total = StackValue(stacks[0].name)
+        total.values = [sum(values[1:], values[0]) for values in zip(*(s.values for s in stacks))]
+        return total
+
+    def bind_kernel(self, backend):
+        """Any backend: device arrays add with `+` too."""
+        return self.compute
+
+
+not_differentiable(StackPush, StackPop, StackAddN)

@@ -25,14 +25,17 @@ _saving = []    # forward loop bodies whose gradient is being built: their nodes
 class Subgraph:
     """The nodes a function built, its inputs (placeholders), the outer nodes they read (captures), its outputs."""
 
-    def __init__(self, graph, nodes, outputs, inputs=(), label=""):
+    def __init__(self, graph, nodes, outputs, inputs=(), label="", also=()):
         self.graph, self.nodes, self.outputs, self.inputs, self.label = graph, nodes, outputs, tuple(inputs), label
         self.restores = []  # (pop node, forward node): a gradient body's saved values, see while_grad.py
-        self.captures = _captures(self)
+        self.captures = _captures(self, also)
 
     @classmethod
-    def trace(cls, fn, inputs=(), scope="branch"):
-        """Call `fn(*inputs)` inside a name scope and collect what it built."""
+    def trace(cls, fn, inputs=(), scope="branch", also=None):
+        """Call `fn(*inputs)` inside a name scope and collect what it built.
+
+        `also()`, if given, names nodes the subgraph computes besides its outputs (values its loop records).
+        """
         graph = get_default_graph()
         start = len(graph.nodes)
         marker = object()
@@ -54,7 +57,7 @@ class Subgraph:
         for node in nodes:
             if getattr(node, "_subgraph", None) is None:
                 node._subgraph = marker
-        sub = cls(graph, nodes, outputs, inputs, label)
+        sub = cls(graph, nodes, outputs, inputs, label, also() if also is not None else ())
         sub.single = single
         for node in nodes:
             if node._subgraph is marker:
@@ -82,12 +85,19 @@ def saving(body):
 
 
 def owner(node):
-    """The subgraph a node was built in (None for the outer graph)."""
+    """The subgraph a node's value comes from (None for the outer graph).
+
+    That is the subgraph it was built in, except for the forward values a gradient loop's
+    body restores from stacks: those come from that body, at each of its iterations.
+    """
+    for body in _saving:
+        if any(node is restored for _, restored in body.restores):
+            return body
     owned_by = getattr(node, "_subgraph", None)
     return owned_by if isinstance(owned_by, Subgraph) else None
 
 
-def _captures(sub):
+def _captures(sub, also=()):
     """Outer nodes the subgraph reads, in creation order.
 
     A node built inside *another, finished* subgraph (a forward branch read by its
@@ -96,13 +106,13 @@ def _captures(sub):
     gradient is being built are the exception: they are saved values, captured.
     """
     own = set(sub.nodes) | set(sub.inputs)
-    captured, stack, seen = set(), list(sub.outputs), set()
+    captured, stack, seen = set(), list(sub.outputs) + list(also), set()
     while stack:
         node = stack.pop()
         if node in seen:
             continue
         seen.add(node)
-        owned_by = getattr(node, "_subgraph", None)
+        owned_by = owner(node)
         recompute = (owned_by is not None and owned_by not in _building and owned_by is not sub
                      and (owned_by not in _saving or isinstance(node, Constant)) and not isinstance(node, Placeholder))
         if node in own or recompute:
@@ -110,8 +120,8 @@ def _captures(sub):
             stack.extend(node.inputs)
         else:
             captured.add(node)
-    leaked = [n for n in captured if isinstance(getattr(n, "_subgraph", None), Subgraph)
-              and n._subgraph not in _building and n._subgraph not in _saving and isinstance(n, Placeholder)]
+    leaked = [n for n in captured if isinstance(n, Placeholder) and owner(n) is not None
+              and owner(n) not in _building and owner(n) not in _saving]
     if leaked:
         raise TinyflowError(f"'{sub.label}' reads {leaked[0].name}, a loop variable of a finished while_loop; "
                             "use the while_loop's outputs instead")

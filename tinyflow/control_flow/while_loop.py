@@ -68,6 +68,11 @@ class WhileLoop(ControlFlowOp):
             return (), np.dtype(np.int64)
         return None, None  # a stack
 
+    def stack_dtype(self, index):
+        if index <= self.n_vars:
+            return None
+        return self.recorded[index - self.n_vars - 1].node.dtype
+
     def record(self, node):
         """Push `node` (a node of the body) on a stack at every iteration; returns the stack's number."""
         for j, entry in enumerate(self.recorded):
@@ -133,12 +138,14 @@ def _eager_while_loop(cond_fn, body_fn, loop_vars, maximum_iterations, single):
     return values[0] if single else values
 
 
-def trace_loop(cond_fn, body_fn, loop_vars, scope):
-    """(test, body) subgraphs of a loop over `loop_vars`, traced on fresh loop-variable placeholders."""
+def trace_loop(cond_fn, body_fn, loop_vars, scope, also=None):
+    """(test, body) subgraphs of a loop over `loop_vars`, traced on fresh loop-variable placeholders.
+
+    `also()` names body nodes the loop will record besides the loop variables (see Subgraph.trace)."""
     inputs = [StackInput(name=f"loop_var{i}") if v.dtype is None and v.shape is None else
               Placeholder(v.shape, v.dtype, name=f"loop_var{i}") for i, v in enumerate(loop_vars)]
     test = Subgraph.trace(cond_fn, inputs, scope="cond")
-    body = Subgraph.trace(body_fn, inputs, scope="body")
+    body = Subgraph.trace(body_fn, inputs, scope="body", also=also)
     for p in inputs:  # the loop-variable placeholders belong to the loop, never to the outer graph
         p._subgraph = body
     if len(test.outputs) != 1 or test.outputs[0].dtype != np.bool_:
