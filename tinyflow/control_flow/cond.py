@@ -24,6 +24,11 @@ def is_eager(value):
     return getattr(value, "graph", False) is None
 
 
+def _typeless(node):
+    """A value with no type yet (tinyflow/jit/undefined.py): a branch on which a variable has no value."""
+    return getattr(node, "typeless", False)
+
+
 class Cond(ControlFlowOp):
     """The outputs of `true_branch` if pred else those of `false_branch`; only the taken branch runs."""
 
@@ -33,7 +38,7 @@ class Cond(ControlFlowOp):
             raise TinyflowError(f"cond: the true branch returns {len(true_branch.outputs)} value(s) and the false "
                                 f"branch {len(false_branch.outputs)}; both must return the same number")
         for i, (a, b) in enumerate(zip(true_branch.outputs, false_branch.outputs)):
-            if a.dtype != b.dtype:
+            if a.dtype != b.dtype and not _typeless(a) and not _typeless(b):
                 raise ShapeError(f"cond: output {i} of the branches has dtype {a.dtype} in the true branch and "
                                  f"{b.dtype} in the false one; cast one of them with tfl.cast so both agree")
         self.captures = tuple(sorted(set(true_branch.captures) | set(false_branch.captures),
@@ -50,6 +55,8 @@ class Cond(ControlFlowOp):
 
     def output_spec(self, index):
         a, b = self.true_branch.outputs[index], self.false_branch.outputs[index]
+        if _typeless(a) or _typeless(b):  # a value with no type yet: the other branch's
+            a = b = b if _typeless(a) else a
         if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
             return None, a.dtype
         return tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype  # disagreeing dims: unknown

@@ -64,6 +64,11 @@ class Subgraph:
                 node._subgraph = sub
         return sub
 
+    def set_outputs(self, outputs):
+        """Replace the outputs (a converted `if` knows them once both branches ran) and find the captures again."""
+        self.outputs, self.single = list(outputs), False
+        self.captures = _captures(self)
+
     def adopt(self, node):
         """Make `node`, built after the trace, part of this subgraph (a gradient body's stack pops)."""
         node._subgraph, node.adopted = self, True

@@ -138,16 +138,37 @@ def _eager_while_loop(cond_fn, body_fn, loop_vars, maximum_iterations, single):
     return values[0] if single else values
 
 
+def _loop_input(start, i):
+    """The placeholder standing for loop variable i inside the loop."""
+    if getattr(start, "typeless", False):  # no value yet (tinyflow/jit/undefined.py): typed by the body
+        p = Placeholder(None, "float32", name=f"loop_var{i}")
+        p.dtype, p.typeless = None, True
+        return p
+    return Placeholder(start.shape, start.dtype, name=f"loop_var{i}")
+
+
+def _take_type(start, p, out, scope):
+    """A loop variable without a value before the loop: it takes the type the body gives it."""
+    if p.consumers:
+        raise TinyflowError(f"while_loop '{scope}': a loop variable has no value before the loop, but the body "
+                            f"reads it ({p.consumers[0].op_type} '{p.consumers[0].name}') before assigning it; give "
+                            "it a value before the loop")
+    p.shape, p.dtype, p.typeless = out.shape, out.dtype, False
+    start.resolve(out.shape, out.dtype)
+
+
 def trace_loop(cond_fn, body_fn, loop_vars, scope, also=None):
     """(test, body) subgraphs of a loop over `loop_vars`, traced on fresh loop-variable placeholders.
 
     `also()` names body nodes the loop will record besides the loop variables (see Subgraph.trace)."""
-    inputs = [StackInput(name=f"loop_var{i}") if v.dtype is None and v.shape is None else
-              Placeholder(v.shape, v.dtype, name=f"loop_var{i}") for i, v in enumerate(loop_vars)]
+    inputs = [_loop_input(v, i) for i, v in enumerate(loop_vars)]
     test = Subgraph.trace(cond_fn, inputs, scope="cond")
     body = Subgraph.trace(body_fn, inputs, scope="body", also=also)
     for p in inputs:  # the loop-variable placeholders belong to the loop, never to the outer graph
         p._subgraph = body
+    for start, p, out in zip(loop_vars, inputs, body.outputs):
+        if getattr(p, "typeless", False) and out.dtype is not None:
+            _take_type(start, p, out, scope)
     if len(test.outputs) != 1 or test.outputs[0].dtype != np.bool_:
         raise TinyflowError(f"while_loop '{scope}': cond_fn must return one boolean node (e.g. i < 10), "
                             f"got {[(o.name, str(o.dtype)) for o in test.outputs]}")
@@ -155,6 +176,8 @@ def trace_loop(cond_fn, body_fn, loop_vars, scope, also=None):
         raise TinyflowError(f"while_loop '{scope}': body_fn returned {len(body.outputs)} value(s) for "
                             f"{len(inputs)} loop variable(s); return one new value per loop variable")
     for i, (p, out) in enumerate(zip(inputs, body.outputs)):
+        if getattr(p, "typeless", False) or getattr(out, "typeless", False):
+            continue  # no value on this path yet: nothing reads it
         if out.dtype != p.dtype or not shapes_compatible(out.shape, p.shape):
             raise ShapeError(f"while_loop '{scope}': loop variable {i} is {p.dtype} of shape {p.shape} before "
                              f"the loop but body_fn makes it {out.dtype} of shape {out.shape}; a loop variable "

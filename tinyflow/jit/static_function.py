@@ -21,7 +21,8 @@ import numpy as np
 from ..errors import TinyflowError
 from ..graph import ancestors, get_default_graph
 from ..nodes import Node, Placeholder
-from .convert import _Undefined, convert_function
+from .convert import convert_function
+from .undefined import Undefined
 from .eager_call import call_recorded
 from .input_spec import InputSpec
 from ..eager import Tensor, is_grad_enabled
@@ -293,7 +294,7 @@ class StaticFunction:
             created = graph.nodes[start:]
         outputs, structure = _flatten(result)
         for out in outputs:
-            if isinstance(out, _Undefined):
+            if isinstance(out, Undefined):
                 out._fail()
             if isinstance(out, Node) and out.graph is not graph:
                 raise TinyflowError(f"{self.__name__} returned {out!r} from another graph")
