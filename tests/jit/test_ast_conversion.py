@@ -112,11 +112,11 @@ def returns_two_shapes(x):
     return tfl.concat([x, x], 0)
 
 
-def list_grows_in_a_tensor_loop(x):
-    ys = []
-    for row in x:
-        ys.append(row * 2.0)
-    return ys[0]
+def list_grows_in_a_tensor_if(x):
+    ys = [x]
+    if tfl.reduce_sum(x) > 0:
+        ys.append(x * 2.0)
+    return ys[-1]
 
 
 def asks_for_a_value(x):
@@ -135,7 +135,7 @@ def uses_one_branch_variable(x):
 
 @pytest.mark.parametrize("fn, marker, message", [
     (returns_two_shapes, "    return tfl.concat([x, x], 0)", r"shape \(4,\).*the `return` at .*:\d+ gives shape \(2,\)"),
-    (list_grows_in_a_tensor_loop, "    for row in x:", "list 'ys' grows inside a loop over a tensor"),
+    (list_grows_in_a_tensor_if, "    if tfl.reduce_sum(x) > 0:\n        ys.append", "list 'ys' grows inside an `if`"),
     (asks_for_a_value, "x * float(", r"float\(\) of a symbolic tensor"),
     (asks_for_numpy, "x.numpy()", r"\.numpy\(\) of a symbolic tensor"),
     (uses_one_branch_variable, "    if tfl.reduce_sum(x) > 0:\n        y = x", "assigned in only one branch"),

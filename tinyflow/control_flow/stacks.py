@@ -16,13 +16,13 @@ import numpy as np
 
 from ..errors import ExecutionError
 from ..nodes import Operation, Placeholder
-from ..ops.registry import not_differentiable
+from ..ops.registry import not_differentiable, register_gradient
 
 
 class StackValue:
     """The run-time value of a stack: the values pushed, first iteration first."""
 
-    __slots__ = ("name", "values")
+    __slots__ = ("name", "values", "__weakref__")
 
     def __init__(self, name):
         self.name, self.values = name, []
@@ -126,6 +126,80 @@ class StackAddN(Operation):
     def bind_kernel(self, backend):
         """Any backend: device arrays add with `+` too."""
         return self.compute
+
+
+class StackToTensor(Operation):
+    """The values of a stack as one tensor, the first pushed first: shape (len(stack),) + element_shape.
+
+    What a loop collects per iteration (a list appended in a tensor loop, TF's TensorArray.stack(),
+    ONNX Loop's scan outputs). Gradient: the rows of g, as a stack.
+    """
+
+    def __init__(self, stack, element_shape=None, element_dtype="float32", name=None):
+        self.element_shape, self.element_dtype = element_shape, np.dtype(element_dtype)
+        super().__init__(stack, name=name)
+
+    def infer_shape(self, stack_shape):
+        return None if self.element_shape is None else (None,) + tuple(self.element_shape)
+
+    def infer_dtype(self, stack_dtype):
+        return self.element_dtype
+
+    def compute(self, stack):
+        if not stack.values:
+            shape = tuple(0 if d is None else d for d in (self.element_shape or ()))
+            return np.zeros((0,) + shape, self.element_dtype)
+        return np.stack([np.asarray(v) for v in stack.values])
+
+    def bind_kernel(self, backend):
+        """Any backend: the values are gathered on the host (they may be device arrays)."""
+        return lambda stack: self.compute(_on_host(stack, backend))
+
+
+class TensorToStack(Operation):
+    """The rows of a tensor as a stack (the gradient of StackToTensor)."""
+
+    def __init__(self, x, name=None):
+        super().__init__(x, name=name)
+
+    def infer_shape(self, x_shape):
+        return None
+
+    def infer_dtype(self, x_dtype):
+        return None
+
+    @property
+    def stack_dtype(self):
+        return self.inputs[0].dtype
+
+    @staticmethod
+    def add_stacks(stacks):
+        return StackAddN(*stacks)
+
+    def compute(self, x):
+        stack = StackValue(self.name)
+        stack.values = list(np.asarray(x))
+        return stack
+
+    def bind_kernel(self, backend):
+        """Any backend: rows of the host array."""
+        return lambda x: self.compute(backend.to_host(x))
+
+
+def _on_host(stack, backend):
+    host = StackValue(stack.name)
+    host.values = [backend.to_host(v) for v in stack.values]
+    return host
+
+
+@register_gradient(StackToTensor)
+def _stack_to_tensor_grad(op, grad):
+    return [TensorToStack(grad)]
+
+
+@register_gradient(TensorToStack)
+def _tensor_to_stack_grad(op, grad):
+    return [StackToTensor(grad, op.inputs[0].shape[1:] if op.inputs[0].shape else None, op.inputs[0].dtype)]
 
 
 not_differentiable(StackPush, StackPop, StackAddN)

@@ -30,6 +30,7 @@ from .dispatch import (as_bool, convert_for, convert_ifelse, convert_while, conv
                        list_append, return_value, returned, symbolic)
 from .errors import ConversionError
 from .escapes import Lowering
+from .tensor_lists import list_aware
 from .undefined import Undefined
 
 _CACHE = {}          # code object -> factory of the converted function (or None: leave it unconverted)
@@ -50,7 +51,7 @@ def convert_call(fn, site):
     are converted too."""
     if fn is builtins.bool or fn is builtins.int or fn is builtins.float:
         return functools.partial(_checked_builtin, fn, site)
-    tensor_aware = converted_builtin(fn)
+    tensor_aware = converted_builtin(fn) or list_aware(fn)
     if tensor_aware is not None:
         return tensor_aware
     if isinstance(fn, types.FunctionType) and not fn.__code__.co_filename.startswith(_PACKAGE_DIR):

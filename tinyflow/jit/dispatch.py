@@ -16,12 +16,14 @@ import builtins
 import numpy as np
 
 from ..control_flow import Cond, Subgraph, while_loop
+from ..control_flow.subgraph import owner
 from ..control_flow.sequences import Enumerate, Zip, length, range as tensor_range, sequence_of
 from ..graph import get_default_graph
 from ..nodes import Node, as_node
 from ..nodes.node import default_dtype_for
 from ..shapes import shapes_compatible
 from .errors import ConversionError
+from .tensor_lists import TensorList, stacked_list
 from .undefined import Undefined, UndefinedValue, is_typeless
 
 RETURN_VALUE = "_tfl_retval"  # the converted function's return value (escapes.py)
@@ -171,6 +173,8 @@ class _Merge:
         self.branches, self.site, self.pairs = (true_branch, false_branch), site, []
 
     def variable(self, name, a, b):
+        if name == RETURN_VALUE and (is_typeless(a) or is_typeless(b)):  # no value yet on that side (in a loop)
+            a, b = (Undefined(name) if is_typeless(v) else v for v in (a, b))
         if isinstance(a, Undefined) and isinstance(b, Undefined):
             return a
         if isinstance(a, Undefined) or isinstance(b, Undefined):
@@ -189,6 +193,12 @@ class _Merge:
         if _missing(a) and _missing(b):
             return a if a is b and a is not _NO_VALUE else UndefinedValue()
         graphish = [isinstance(v, Node) or _missing(v) for v in (a, b)]
+        if name == RETURN_VALUE and any(graphish) and (a is None or b is None):
+            tensor = b if a is None else a
+            raise ConversionError(f"{getattr(tensor, 'return_site', None) or self.site}: this `return` gives a tensor "
+                                  f"of shape {tensor.shape}, but on other paths the function returns None (it ends "
+                                  "without `return`, or returns no value); when the path depends on a tensor, return "
+                                  "a tensor on every path")
         if any(graphish):
             for v, is_graph in zip((a, b), graphish):
                 if not is_graph and not isinstance(v, NUMBERS):
@@ -290,7 +300,7 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
 
     `extra_test(*values)` (or None) is the loop's `break` / `return` flag test: False stops the loop.
     """
-    sequence = sequence_of(iterable)
+    sequence = sequence_of(iterable.as_tensor() if isinstance(iterable, TensorList) else iterable)
     if sequence is not None:
         def test(k, *loop):
             valid = sequence.valid(k)
@@ -320,13 +330,53 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
     return values
 
 
+class _Restructure(Exception):
+    """A variable without a value before the loop turned out to hold a tuple/list: trace the loop again."""
+
+    def __init__(self, index, structure):
+        super().__init__(index, structure)
+        self.index, self.structure = index, structure
+
+
 def graph_loop(test_fn, body_fn, values, names, site):
-    """tfl.while_loop over the tensors among `values` (numbers become tensors; other Python values must not change)."""
+    """tfl.while_loop over the tensors among `values` (numbers become tensors; other Python values must not change).
+
+    A variable first assigned inside the loop takes the type the body gives it; if the body makes it a
+    tuple or list, the loop is traced again with that structure (the first trace's nodes are dropped).
+    """
+    values = list(values)
+    graph = get_default_graph()
+    for _ in range(len(values) + 1):
+        start = len(graph.nodes)
+        try:
+            return _graph_loop(test_fn, body_fn, values, names, site)
+        except _Restructure as again:
+            _forget_nodes(graph, start)
+            leaves, _ = flatten(again.structure)
+            values[again.index] = rebuild(again.structure, iter([Undefined(names[again.index], site)] * len(leaves)))
+    raise AssertionError("unreachable: each retrace gives one more variable its structure")
+
+
+def _forget_nodes(graph, start):
+    """Drop the nodes built since graph.nodes[start] (an abandoned trace): names and consumer lists as before."""
+    gone = graph.nodes[start:]
+    del graph.nodes[start:]
+    gone_set = set(gone)
+    for node in gone:
+        graph._by_name.pop(node.name, None)
+        for inp in node.inputs:
+            if inp not in gone_set:
+                inp.consumers[:] = [c for c in inp.consumers if c not in gone_set]
+
+
+def _graph_loop(test_fn, body_fn, values, names, site):
     flat = [flatten(v) for v in values]
     starts, kinds = [], []  # per leaf: "carried" (a loop variable) or "python" (must stay as it is)
     for name, (leaves, _) in zip(names, flat):
         for leaf in leaves:
-            if isinstance(leaf, Node):
+            if is_typeless(leaf):  # no value yet (e.g. an enclosing loop's variable before its first assignment)
+                starts.append(UndefinedValue())
+            elif isinstance(leaf, Node):
                 starts.append(leaf)
             elif isinstance(leaf, NUMBERS):
                 starts.append(as_node(leaf))
@@ -350,14 +400,20 @@ def graph_loop(test_fn, body_fn, values, names, site):
     def test(*loop):
         return as_bool(test_fn(*with_loop_values(loop)), site)
 
+    appended = {}  # variable index -> the body node a list variable gets appended at each iteration
+
     def body(*loop):
         result = body_fn(*with_loop_values(loop))
         lists.check(site, "a loop over a tensor")
         carried, position = [], 0
-        for name, (leaves, structure), new, old in zip(names, flat, result, values):
-            new_leaves, new_structure = flatten(new)
+        for index, (name, (leaves, structure), new, old) in enumerate(zip(names, flat, result, values)):
             if isinstance(old, list) and isinstance(new, list) and len(new) > len(old):
-                raise _grows(name, site, "a loop over a tensor")
+                if len(new) != len(old) + 1 or not isinstance(new[-1], Node):
+                    raise _grows(name, site, "a loop over a tensor")
+                appended[index], new = new[-1], new[:-1]  # collected on a stack by the loop (tensor_lists.py)
+            new_leaves, new_structure = flatten(new)
+            if new_structure is not None and structure is None and (isinstance(old, Undefined) or is_typeless(old)):
+                raise _Restructure(index, new_structure)  # first assigned in the loop, to a tuple/list
             if new_structure != structure:
                 raise ConversionError(f"{site}: variable '{_shown(name)}' changes structure in a loop over a tensor "
                                       f"({_describe(leaves if structure else leaves[0])} before, {_describe(new)} "
@@ -375,7 +431,14 @@ def graph_loop(test_fn, body_fn, values, names, site):
                               "nothing; assign the values you need inside the loop")
     final = while_loop(test, body, starts, name="while")
     final = [final] if isinstance(final, Node) else final
-    return tuple(with_loop_values([Undefined("?", site) if is_typeless(v) else v for v in final]))
+    results = with_loop_values([Undefined("?", site) if is_typeless(v) else v for v in final])
+    for index, node in appended.items():
+        loop = final[0].inputs[0]
+        if owner(node) is not loop.body:
+            raise ConversionError(f"{site}: list '{names[index]}' gets a value appended in the loop that the loop "
+                                  f"does not compute ('{node.name}'); append values computed inside the loop")
+        results[index] = stacked_list(loop, results[index], node)
+    return tuple(results)
 
 
 def _loop_value(name, value, placeholder, site):
@@ -432,6 +495,8 @@ def _range(*args):
 
 
 def _len(value):
+    if isinstance(value, TensorList):
+        return value.length()
     return length(value) if isinstance(value, Node) else builtins.len(value)
 
 

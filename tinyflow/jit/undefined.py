@@ -12,7 +12,7 @@ Two kinds, for two situations:
 """
 import numpy as np
 
-from ..nodes import Operation
+from ..nodes import Node, Operation
 from ..ops.registry import not_differentiable
 from .errors import ConversionError
 
@@ -71,4 +71,4 @@ not_differentiable(UndefinedValue)
 
 def is_typeless(value):
     """An undefined graph value that has no type yet (an UndefinedValue, or a loop variable standing for one)."""
-    return getattr(value, "typeless", False)
+    return isinstance(value, Node) and getattr(value, "typeless", False)
