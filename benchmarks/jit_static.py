@@ -126,10 +126,15 @@ def candidates(name, torch=None, lr=0.01):
     if torch is not None:
         out[TORCH] = torch_step(name, initial, x_val, y_val, lr)
     # the first step of each starts from the same parameters: the same loss, or the rows are not comparable
-    firsts = {"tfl.jit.to_static": first, **{n: float(step()) for n, step in out.items() if n != "tfl.jit.to_static"}}
+    firsts = {"tfl.jit.to_static": first, **{n: _number(step()) for n, step in out.items() if n != "tfl.jit.to_static"}}
     if not np.allclose(list(firsts.values()), firsts[EAGER], rtol=1e-4):
         raise AssertionError(f"{name}: the candidates disagree on the first loss: {firsts}")
     return out
+
+
+def _number(loss):
+    """A step's loss as a float, whichever library returned it."""
+    return float(loss.detach()) if hasattr(loss, "detach") else float(loss)
 
 
 TITLES = {"J1": "static vs eager: Boston MLP 13-64-64-1, one SGD step at batch 32",
@@ -138,4 +143,4 @@ TITLES = {"J1": "static vs eager: Boston MLP 13-64-64-1, one SGD step at batch 3
 
 if __name__ == "__main__":
     import run
-    run.main(["--only", "J1,J2", *sys.argv[1:]])
+    sys.exit(run.main(["--only", "J1,J2", *sys.argv[1:]]))

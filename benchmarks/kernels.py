@@ -206,4 +206,4 @@ def measure(ctx):
 
 if __name__ == "__main__":
     import run
-    run.main(["--only", "K", *sys.argv[1:]])
+    sys.exit(run.main(["--only", "K", *sys.argv[1:]]))

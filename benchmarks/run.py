@@ -83,7 +83,7 @@ def _short(path):
 
 
 def _describe(process, section):
-    threads = ", ".join(f"{k} {v if v is not None else '?'}" for k, v in process["threads"].items() if k != "requested")
+    threads = ", ".join(f"{k} {v if v is not None else 'n/a'}" for k, v in process["threads"].items() if k != "requested")
     start, end = section["load"]
     load = f"{start:.2f} -> {end:.2f}" if start is not None else "unavailable"
     return (f"OpenMP {', '.join(_short(p) for p in process['openmp'])}; threads: {threads}; "
@@ -184,6 +184,8 @@ def parent(args):
     settings = ", ".join(f"{v}" for v in THREAD_VARIABLES)
     print(f"--threads {args.threads}: {settings} = {args.threads}, and torch.set_num_threads({args.threads})")
     print(f"reference loops: {reference.command()}, built once for this run")
+    if not has_torch:
+        print("PyTorch: not installed (pip install torch==2.13.0): no PyTorch rows, one import order")
     print(f"import orders: {', '.join(orders)} (a fresh process each); {args.repeats} interleaved repeats "
           f"per table, medians" + ("; --quick: one process per order for all tables, no OpenCL" if args.quick else ""))
     print(f"machine: {_cpu()}, {os.cpu_count()} cores; 1-min load average at the start {_load()}")

@@ -23,7 +23,7 @@ from harness import (blas_threads, configure_threads, interleaved, load_average,
 
 CHILD_RESULT = "TINYFLOW_BENCH_RESULT "
 ORDERS = ("torch first", "tinyflow first")
-NO_TORCH = "tinyflow only (PyTorch not installed)"
+NO_TORCH = "without torch"
 # pocl's worker threads stay busy after an OpenCL candidate and slow whatever runs next, so the
 # OpenCL rows are timed in their own interleaving against the table's reference
 SEPARATE = ("tinyflow opencl",)
