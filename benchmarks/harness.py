@@ -59,6 +59,12 @@ def load_average():
         return None
 
 
+def load_note():
+    """A line describing the machine's background load (1-minute load average vs cores)."""
+    load = load_average()
+    return f"1-min load average {load:.2f} on {os.cpu_count()} cores" if load is not None else "load average unavailable"
+
+
 def loaded_libraries(*fragments):
     """Paths of the shared libraries this process has loaded whose file name contains one of `fragments`."""
     try:

@@ -115,9 +115,10 @@ def triad_candidates(ctx, n):
     """The STREAM triad over n floats with the run's threads, and on one thread (memory-bound tables' yardstick)."""
     import numpy as np
     a, b, c = np.empty(n, np.float32), np.full(n, 1.0, np.float32), np.full(n, 2.0, np.float32)
-    return {f"STREAM triad, {ctx.reference.omp_threads()} threads": ctx.reference.bind("reference_triad", a, b, c,
-                                                                                        3.0, n),
-            "STREAM triad, 1 thread": ctx.reference.bind("reference_triad_serial", a, b, c, 3.0, n)}
+    threads = ctx.reference.omp_threads()
+    return {f"STREAM triad (OpenMP, {threads} thread{'s' if threads > 1 else ''})":
+            ctx.reference.bind("reference_triad", a, b, c, 3.0, n),
+            "STREAM triad (one thread, no OpenMP)": ctx.reference.bind("reference_triad_serial", a, b, c, 3.0, n)}
 
 
 def rows_of(stats, reference_of, bytes_of=None, triad=None):
@@ -176,7 +177,8 @@ def describe_process(tfl, torch, reference, threads):
     """Versions, the OpenMP runtime this process loaded, and the thread count each library will use."""
     import numpy as np
     from tinyflow.backends import native
-    tinyflow_threads = native.lib.tf_max_threads() if native.is_built() else None
+    query = getattr(native.lib, "tf_max_threads", None) if native.is_built() else None
+    tinyflow_threads = query() if query is not None else None
     return {
         "versions": {"tinyflow": tfl.__version__, "numpy": np.__version__,
                      "torch": torch.__version__ if torch is not None else None,
