@@ -62,7 +62,9 @@ def load_average():
 def load_note():
     """A line describing the machine's background load (1-minute load average vs cores)."""
     load = load_average()
-    return f"1-min load average {load:.2f} on {os.cpu_count()} cores" if load is not None else "load average unavailable"
+    if load is None:
+        return "load average unavailable"
+    return f"1-min load average {load:.2f} on {os.cpu_count()} cores"
 
 
 def loaded_libraries(*fragments):

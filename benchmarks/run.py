@@ -83,7 +83,8 @@ def _short(path):
 
 
 def _describe(process, section):
-    threads = ", ".join(f"{k} {v if v is not None else 'n/a'}" for k, v in process["threads"].items() if k != "requested")
+    threads = ", ".join(f"{library} {count if count is not None else 'n/a'}"
+                        for library, count in process["threads"].items() if library != "requested")
     start, end = section["load"]
     load = f"{start:.2f} -> {end:.2f}" if start is not None else "unavailable"
     return (f"OpenMP {', '.join(_short(p) for p in process['openmp'])}; threads: {threads}; "
@@ -170,6 +171,28 @@ def print_summary(results, orders, threads):
 def parent(args):
     """Spawn the table processes, print merged tables, the compile cost and the summary."""
     began = time.perf_counter()
+    orders = prepare(args)
+    groups = ([args.keys] if args.keys else []) if args.quick else [[k] for k in args.keys]
+    results, versions, failed = {}, None, False
+    for index, group in enumerate(groups):
+        turn = orders[index % len(orders):] + orders[:index % len(orders)]  # alternate which order runs first
+        outcome = {order: spawn(group, order, args) for order in turn}
+        failed |= report(group, {order: outcome[order] for order in orders}, results)
+        versions = versions or next((r["process"]["versions"] for r in outcome.values() if "error" not in r), None)
+    if args.fusion:
+        from fusion_cost import measure
+        print("\nfused-kernel compile cost (c backend, fresh cache folder, two fresh processes):")
+        for name, seconds in measure().items():
+            print(f"  {name:<45} {seconds * 1e3:8.2f} ms")
+    print_summary(results, orders, args.threads)
+    if versions:
+        print("\nversions: " + ", ".join(f"{name} {version}" for name, version in versions.items()))
+    print(f"run took {fmt_time(time.perf_counter() - began)}; 1-min load average at the end {_load()}")
+    return 1 if failed else 0
+
+
+def prepare(args):
+    """Set the threads for every process, build the reference loops, print the run's header; the import orders."""
     configure_threads(args.threads)
     if args.skip_opencl:
         os.environ["TINYFLOW_BENCH_SKIP_OPENCL"] = "1"
@@ -181,56 +204,43 @@ def parent(args):
         orders = ORDERS
     else:
         orders = (args.orders.replace("-", " "),)
-    settings = ", ".join(f"{v}" for v in THREAD_VARIABLES)
-    print(f"--threads {args.threads}: {settings} = {args.threads}, and torch.set_num_threads({args.threads})")
+    print(f"--threads {args.threads}: {', '.join(THREAD_VARIABLES)} = {args.threads}, and "
+          f"torch.set_num_threads({args.threads})")
     print(f"reference loops: {reference.command()}, built once for this run")
     if not has_torch:
         print("PyTorch: not installed (pip install torch==2.13.0): no PyTorch rows, one import order")
     print(f"import orders: {', '.join(orders)} (a fresh process each); {args.repeats} interleaved repeats "
           f"per table, medians" + ("; --quick: one process per order for all tables, no OpenCL" if args.quick else ""))
     print(f"machine: {_cpu()}, {os.cpu_count()} cores; 1-min load average at the start {_load()}")
-    groups = [args.keys] if args.quick else [[k] for k in args.keys]
-    results, failed, header_done = {}, False, False
-    for index, group in enumerate(groups):
-        turn = orders[index % len(orders):] + orders[:index % len(orders)]  # alternate which order runs first
-        outcome = {order: spawn(group, order, args) for order in turn}
-        outcome = {order: outcome[order] for order in orders}
-        for order, result in outcome.items():
-            if "error" in result:
-                print(f"\n{', '.join(group)} ({order}) FAILED: {result['error']}")
-                failed = True
-        good = {o: r for o, r in outcome.items() if "error" not in r}
-        if not good:
-            continue
-        if not header_done:
-            versions = next(iter(good.values()))["process"]["versions"]
-            print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
-            header_done = True
-        section_keys = []
-        for result in good.values():
-            section_keys += [s["key"] for s in result["sections"] if s["key"] not in section_keys]
-        for skey in section_keys:
-            per_order = {}
-            for order, result in good.items():
-                for sec in result["sections"]:
-                    if sec["key"] == skey and "error" in sec:
-                        print(f"\n{skey} ({order}) FAILED:\n{sec['error']}")
-                        failed = True
-                    elif sec["key"] == skey:
-                        per_order[order] = (sec, result["process"])
-            if per_order:
-                print_section(per_order)
-                for order, (sec, _) in per_order.items():
-                    for row in sec["rows"]:
-                        results.setdefault(skey, {}).setdefault(order, {})[row["name"]] = row
-    if args.fusion:
-        from fusion_cost import measure
-        print("\nfused-kernel compile cost (c backend, fresh cache folder, two fresh processes):")
-        for name, seconds in measure().items():
-            print(f"  {name:<45} {seconds * 1e3:8.2f} ms")
-    print_summary(results, orders, args.threads)
-    print(f"\nrun took {fmt_time(time.perf_counter() - began)}; 1-min load average at the end {_load()}")
-    return 1 if failed else 0
+    return orders
+
+
+def report(group, outcome, results):
+    """Print the tables of `group` from {order: child result}, adding their rows to `results`; True on a failure."""
+    failed = False
+    for order, result in outcome.items():
+        if "error" in result:
+            print(f"\n{', '.join(group)} ({order}) FAILED: {result['error']}")
+            failed = True
+    good = {order: result for order, result in outcome.items() if "error" not in result}
+    keys = []
+    for result in good.values():
+        keys += [s["key"] for s in result["sections"] if s["key"] not in keys]
+    for key in keys:
+        per_order = {}
+        for order, result in good.items():
+            for section in result["sections"]:
+                if section["key"] == key and "error" in section:
+                    print(f"\n{key} ({order}) FAILED:\n{section['error']}")
+                    failed = True
+                elif section["key"] == key:
+                    per_order[order] = (section, result["process"])
+        if per_order:
+            print_section(per_order)
+            for order, (section, _) in per_order.items():
+                for row in section["rows"]:
+                    results.setdefault(key, {}).setdefault(order, {})[row["name"]] = row
+    return failed
 
 
 def _load():

@@ -65,45 +65,38 @@ def import_in_order(order):
     return tinyflow, torch
 
 
-def _w(name):
-    import workloads
-    return getattr(workloads, name)
-
-
-def _jit(key):
-    import jit_static
-    return Workload(jit_static.TITLES[key], lambda ctx: jit_static.candidates(key, ctx.torch),
-                    jit_static.EAGER, focus="tfl.jit.to_static")
-
-
 def tables():
     """{key: Workload or a function Context -> [section]}, in the order run.py prints them."""
-    import jit_static  # noqa: F401 - imported here, after the ordered imports
+    import jit_static  # the table modules import torch and tinyflow: only after the ordered imports
     import kernels
-    w = _w
+    import workloads as w
+
+    def jit(key):
+        return Workload(jit_static.TITLES[key], lambda ctx: jit_static.candidates(key, ctx.torch), jit_static.EAGER,
+                        focus="tfl.jit.to_static")
     return {
-        "W1a": Workload("chain of 1,000 adds on 4x4, forward", lambda ctx: w("w1_chain")(False), "numpy by hand",
+        "W1a": Workload("chain of 1,000 adds on 4x4, forward", lambda ctx: w.w1_chain(False), "numpy by hand",
                         inner=5),
-        "W1b": Workload("chain of 1,000 adds on 4x4, forward + backward", lambda ctx: w("w1_chain")(True),
+        "W1b": Workload("chain of 1,000 adds on 4x4, forward + backward", lambda ctx: w.w1_chain(True),
                         "numpy by hand", inner=5),
         "W2a": Workload("Boston MLP 13-64-64-1 (relu, MSE, Adam), one epoch at batch 32",
-                        lambda ctx: w("w2_boston")(False), "numpy by hand", inner=3),
-        "W2b": Workload("Boston MLP 13-64-64-1, one full-batch step", lambda ctx: w("w2_boston")(True),
+                        lambda ctx: w.w2_boston(False), "numpy by hand", inner=3),
+        "W2b": Workload("Boston MLP 13-64-64-1, one full-batch step", lambda ctx: w.w2_boston(True),
                         "numpy by hand", inner=10),
         "W3": Workload("MLP 784-1024-1024-10 (softmax cross-entropy, SGD), one step at batch 256",
-                       lambda ctx: w("w3_wide_mlp")(), "numpy by hand"),
-        "W4": Workload("c * sigmoid(a*x + b) over {n} floats", lambda ctx: w("w4_fused_sigmoid")(ctx.reference, ctx.n),
+                       lambda ctx: w.w3_wide_mlp(), "numpy by hand"),
+        "W4": Workload("c * sigmoid(a*x + b) over {n} floats", lambda ctx: w.w4_fused_sigmoid(ctx.reference, ctx.n),
                        "fused C loop", bytes_per_element=8),
         "W5": Workload("digits convnet (conv 1->8 3x3, relu, max-pool 2, linear 128->10), one epoch at batch 64, "
-                       "Adam", lambda ctx: w("w5_convnet")(), "pytorch eager"),
-        "W6": Workload("Adam step over {n} parameters", lambda ctx: w("w6_adam")(ctx.reference, ctx.n),
+                       "Adam", lambda ctx: w.w5_convnet(), "pytorch eager"),
+        "W6": Workload("Adam step over {n} parameters", lambda ctx: w.w6_adam(ctx.reference, ctx.n),
                        "fused C loop", bytes_per_element=28),
         "E1": Workload("eager: chain of 1,000 adds on 4x4, forward + backward (tinyflow rows: eager Tensors)",
-                       lambda ctx: w("e1_chain_eager")(), "pytorch eager", inner=5),
+                       lambda ctx: w.e1_chain_eager(), "pytorch eager", inner=5),
         "E2": Workload("eager: Boston MLP 13-64-64-1 (relu, MSE, Adam), one epoch at batch 32 (tinyflow rows: "
-                       "eager Tensors)", lambda ctx: w("e2_boston_eager")(), "pytorch eager", inner=3),
-        "J1": _jit("J1"),
-        "J2": _jit("J2"),
+                       "eager Tensors)", lambda ctx: w.e2_boston_eager(), "pytorch eager", inner=3),
+        "J1": jit("J1"),
+        "J2": jit("J2"),
         "K": kernels.measure,
     }
 
@@ -148,7 +141,7 @@ def measure_workload(key, table, ctx):
     inner = table.inner
     if inner > 1:
         candidates = {name: (lambda fn: lambda: [fn() for _ in range(inner)])(fn) for name, fn in candidates.items()}
-    separate = {name: candidates.pop(name) for name in SEPARATE if name in candidates}
+    separate = {name: candidates.pop(name) for name in SEPARATE if name in candidates and table.reference in candidates}
     times = interleaved(candidates, repeats=ctx.repeats, warmup=ctx.warmup)
     stats = {name: tuple(v / inner for v in summary(t)) for name, t in times.items()}
     reference = table.reference if table.reference in stats else None
@@ -216,7 +209,6 @@ def run_child(keys, order, threads, repeats, warmup, n):
         end, seconds = load_average(), time.perf_counter() - began
         for section in new if isinstance(new, list) else [new]:
             section["load"], section["seconds"] = [start, end], seconds
-            section.setdefault("table", key)
             sections.append(section)
     result = {"order": order, "process": process, "sections": sections}
     print(CHILD_RESULT + json.dumps(result), flush=True)
