@@ -32,6 +32,7 @@ def memory_bound(ctx):
     from tinyflow.backends import native
     from tinyflow.backends.c_backend import CBackend
     from tinyflow.ops import activations
+    from workloads import agree, check_adam
     tfl, ref, n = ctx.tfl, ctx.reference, ctx.n
     rng = np.random.default_rng(0)
     c = CBackend()
@@ -57,6 +58,11 @@ def memory_bound(ctx):
         # the backend's kernels as a Session calls them outside a plan: a fresh output every call
         candidates[f"{group}: {NEW_OUTPUTS}"] = lambda f=fwd_k, b=bwd_k, y=y: (f(x), b(y, g))
         candidates[f"{group}: {NUMPY}"] = lambda f=fwd, b=bwd, y=y: (f.compute(x), b.compute(y, g))
+        expected_bwd = bwd.compute(y, g)
+        for name in (LOOP, TINYFLOW):  # each fills out_fwd and out_bwd; they must compute what numpy does
+            candidates[f"{group}: {name}"]()
+            agree(f"K1 {group}, forward", {name: out_fwd}, y)
+            agree(f"K1 {group}, backward", {name: out_bwd}, expected_bwd)
 
     p, m = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     v = np.abs(rng.standard_normal(n).astype(np.float32))
@@ -68,6 +74,7 @@ def memory_bound(ctx):
         s["m"] = 0.9 * s["m"] + (1 - 0.9) * g
         s["v"] = 0.999 * s["v"] + (1 - 0.999) * g * g
         s["p"] = s["p"] - (1e-3 / (1 - 0.9 ** 10)) * s["m"] / (np.sqrt(s["v"]) / np.sqrt(1 - 0.999 ** 10) + 1e-8)
+    check_adam("K1", ref, g[:1000])
     cp, cg, cm, cv = ptr(c_state[0]), ptr(g), ptr(c_state[1]), ptr(c_state[2])
     candidates[f"adam: {LOOP}"] = ref.bind("reference_adam", loop_state[0], g, loop_state[1], loop_state[2], n,
                                            1e-3, 0.9, 0.999, 1e-8, 10)

@@ -227,7 +227,19 @@ def w4_fused_sigmoid(reference, n=10_000_000):
             xp = tfl.Placeholder((n,), name="x")
             y = c * tfl.sigmoid(a * xp + b)
         candidates[f"tinyflow {backend}"] = _bind(_session(graph, backend), y, {"x": x})
+    expected = candidates["numpy by hand"]()
+    candidates["fused C loop"]()
+    agree("W4", {"fused C loop": out, **{name: np.asarray(fn()) for name, fn in candidates.items()
+                                          if name not in ("numpy by hand", "fused C loop")}}, expected)
     return candidates
+
+
+def agree(table, results, expected, rtol=1e-4, atol=1e-6):
+    """Every candidate computes the same values (within float32 rounding), or its timings mean nothing."""
+    for name, got in results.items():
+        if not np.allclose(got, expected, rtol=rtol, atol=atol):
+            worst = np.max(np.abs(np.asarray(got, np.float64) - expected))
+            raise AssertionError(f"{table}: {name} disagrees with numpy (largest difference {worst:g})")
 
 
 # --------------------------------------------------------------------------- W5
@@ -336,6 +348,7 @@ def w6_adam(reference, n=10_000_000):
     # the step count changes the bias correction, not the work: the loop runs at step 10 every time
     fp, fm, fv = (np.zeros(n, np.float32) for _ in range(3))
     out["fused C loop"] = reference.bind("reference_adam", fp, g, fm, fv, n, 1e-3, 0.9, 0.999, 1e-8, 10)
+    check_adam("W6", reference, g[:1000])
     if torch is not None:
         out["pytorch eager"] = _torch_adam(n, g)
         out["pytorch eager, Adam(fused=True)"] = _torch_adam(n, g, fused=True)
@@ -346,6 +359,18 @@ def w6_adam(reference, n=10_000_000):
             train = tfl.optim.Adam(1e-3).apply_gradients([(grad, w)])
         out[f"tinyflow {backend}"] = _bind(_session(graph, backend), train, {"grad": g})
     return out
+
+
+def check_adam(table, reference, g):
+    """The reference loop's Adam step (step 10, from given moments) against the formula in float64."""
+    rng = np.random.default_rng(1)
+    p, m = rng.standard_normal(g.size).astype(np.float32), rng.standard_normal(g.size).astype(np.float32)
+    v = np.abs(rng.standard_normal(g.size)).astype(np.float32)
+    m64 = 0.9 * m.astype(np.float64) + 0.1 * g
+    v64 = 0.999 * v.astype(np.float64) + 0.001 * np.square(g, dtype=np.float64)
+    expected = p - (1e-3 / (1 - 0.9 ** 10)) * m64 / (np.sqrt(v64) / np.sqrt(1 - 0.999 ** 10) + 1e-8)
+    reference.bind("reference_adam", p, g, m, v, g.size, 1e-3, 0.9, 0.999, 1e-8, 10)()
+    agree(table, {"fused C loop": p}, expected)
 
 
 def _torch_adam(n, g, **options):
