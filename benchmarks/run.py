@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from harness import THREAD_VARIABLES, configure_threads, fmt_time, load_average, print_table  # noqa: E402
 import reference  # noqa: E402
-from tables import CHILD_RESULT, KEYS, NO_TORCH, ORDERS  # noqa: E402
+from tables import CHILD_RESULT, KEYS, NO_TORCH, ORDERS, TORCH_ALONE  # noqa: E402
 
 N = 10_000_000  # elements of the memory-bound tables: far beyond the caches, in --quick too
 # issue 25's goals: (table, row, measure, bound); "ratio" must be <= bound, "triad" >= bound
@@ -31,10 +31,12 @@ GOALS = [
     ("W3", "tinyflow c", "ratio", 1.05), ("W4", "tinyflow c", "ratio", 1.3), ("W4", "tinyflow c", "triad", 0.65),
     ("W5", "tinyflow c", "ratio", 0.5), ("W6", "tinyflow c", "ratio", 0.99),
 ]
-INFORMATIVE = [("E1", "tinyflow c"), ("E2", "tinyflow c"), ("J1", "tfl.jit.to_static"), ("J2", "tfl.jit.to_static")]
+INFORMATIVE = [("W5", "tinyflow c", "alone"), ("E1", "tinyflow c", "ratio"), ("E2", "tinyflow c", "ratio"),
+               ("J1", "tfl.jit.to_static", "ratio"), ("J2", "tfl.jit.to_static", "ratio")]
 REFERENCES = {"W1a": "numpy by hand", "W1b": "numpy by hand", "W2a": "numpy by hand", "W2b": "numpy by hand",
               "W3": "numpy by hand", "W4": "fused C loop", "W5": "pytorch eager", "W6": "fused C loop",
               "E1": "pytorch eager", "E2": "pytorch eager", "J1": "eager step", "J2": "eager step"}
+TORCH_REFERENCED = [key for key, ref in REFERENCES.items() if ref == "pytorch eager"]
 
 
 def parse_args(argv):
@@ -106,7 +108,7 @@ def _worse(values, measure):
     present = {o: v for o, v in values.items() if v is not None}
     if not present:
         return None, None
-    pick = max if measure == "ratio" else min
+    pick = min if measure == "triad" else max
     order = pick(present, key=present.get)
     return present[order], order
 
@@ -114,7 +116,17 @@ def _worse(values, measure):
 def _fmt(value, measure):
     if value is None:
         return "n/a"
-    return f"{value:.2f}x" if measure == "ratio" else f"{value:.0%}"
+    return f"{value:.0%}" if measure == "triad" else f"{value:.2f}x"
+
+
+def add_alone_ratios(per_order):
+    """Rows of each import order get "alone": their time over PyTorch's reference timed in a process of its own."""
+    if TORCH_ALONE not in per_order:
+        return
+    alone = {row["name"]: row for row in per_order[TORCH_ALONE][0]["rows"]}.get("pytorch eager")
+    for order, (section, _) in per_order.items():
+        for row in section["rows"]:
+            row["alone"] = row["median"] / alone["median"] if alone and order != TORCH_ALONE else None
 
 
 def print_section(per_order):
@@ -132,15 +144,16 @@ def print_section(per_order):
     rows = [[name] + sum((_cells(by_name[o].get(name), bandwidth) for o in per_order), []) for name in names]
     print_table(None, ["candidate"] + per * len(per_order), rows,
                 groups=[("", 1)] + [(f" {o} ", len(per)) for o in per_order])
+    orders = [o for o in per_order if o != TORCH_ALONE]
     for focus in section["focus"]:
         lines = []
-        for measure in ("ratio", "triad") if bandwidth else ("ratio",):
-            values = {o: by_name[o].get(focus, {}).get(measure) for o in per_order}
+        for measure in ("ratio", "triad") if bandwidth else ("ratio", "alone"):
+            values = {o: by_name[o].get(focus, {}).get(measure) for o in orders}
             value, order = _worse(values, measure)
             if value is None:
                 continue
             each = ", ".join(f"{_fmt(v, measure)} ({o})" for o, v in values.items())
-            what = "ratio" if measure == "ratio" else "share of triad"
+            what = {"ratio": "ratio", "triad": "share of triad", "alone": "to pytorch eager timed alone"}[measure]
             lines.append(f"{what} {each}, worse {_fmt(value, measure)} ({order})")
         if lines:
             print(f"{focus}: " + "; ".join(lines))
@@ -149,7 +162,7 @@ def print_section(per_order):
 def print_summary(results, orders, threads):
     """The goals table (worse import order counts) and the informative rows."""
     rows = []
-    for key, row, measure, bound in GOALS + [(k, r, "ratio", None) for k, r in INFORMATIVE]:
+    for key, row, measure, bound in GOALS + [(k, r, m, None) for k, r, m in INFORMATIVE]:
         values = {o: results.get(key, {}).get(o, {}).get(row, {}).get(measure) for o in orders}
         if all(v is None for v in values.values()):
             continue
@@ -160,7 +173,8 @@ def print_summary(results, orders, threads):
             goal, verdict = f"<= {bound}x", "met" if value <= bound else "MISSED"
         else:
             goal, verdict = f">= {bound:.0%}", "met" if value >= bound else "MISSED"
-        what = f"{row} / {REFERENCES[key]}" if measure == "ratio" else f"{row}, share of triad"
+        what = {"ratio": f"{row} / {REFERENCES[key]}", "triad": f"{row}, share of triad",
+                "alone": f"{row} / {REFERENCES[key]} timed alone"}[measure]
         rows.append([key, what] + [_fmt(values[o], measure) for o in orders] +
                     [f"{_fmt(value, measure)} ({order})", goal, verdict])
     if rows:
@@ -175,9 +189,11 @@ def parent(args):
     groups = ([args.keys] if args.keys else []) if args.quick else [[k] for k in args.keys]
     results, versions, failed = {}, None, False
     for index, group in enumerate(groups):
-        turn = orders[index % len(orders):] + orders[:index % len(orders)]  # alternate which order runs first
-        outcome = {order: spawn(group, order, args) for order in turn}
-        failed |= report(group, {order: outcome[order] for order in orders}, results)
+        spawned = orders + ((TORCH_ALONE,) if "torch first" in orders and set(group) & set(TORCH_REFERENCED) else ())
+        turn = spawned[index % len(spawned):] + spawned[:index % len(spawned)]  # alternate which runs first
+        outcome = {order: spawn(group if order != TORCH_ALONE else [k for k in group if k in TORCH_REFERENCED],
+                                order, args) for order in turn}
+        failed |= report(group, {order: outcome[order] for order in spawned}, results)
         versions = versions or next((r["process"]["versions"] for r in outcome.values() if "error" not in r), None)
     if args.fusion:
         from fusion_cost import measure
@@ -236,6 +252,7 @@ def report(group, outcome, results):
                 elif section["key"] == key:
                     per_order[order] = (section, result["process"])
         if per_order:
+            add_alone_ratios(per_order)
             print_section(per_order)
             for order, (section, _) in per_order.items():
                 for row in section["rows"]:

@@ -24,6 +24,9 @@ from harness import (blas_threads, configure_threads, interleaved, load_average,
 CHILD_RESULT = "TINYFLOW_BENCH_RESULT "
 ORDERS = ("torch first", "tinyflow first")
 NO_TORCH = "without torch"
+# a third process for the tables whose reference is PyTorch: torch imported first and its rows
+# alone timed, as a PyTorch user measures them (no other library's threads run in between)
+TORCH_ALONE = "torch alone"
 # pocl's worker threads stay busy after an OpenCL candidate and slow whatever runs next, so the
 # OpenCL rows are timed in their own interleaving against the table's reference
 SEPARATE = ("tinyflow opencl",)
@@ -39,6 +42,7 @@ class Context(NamedTuple):
     repeats: int
     warmup: int
     n: int  # elements of the memory-bound tables
+    torch_alone: bool  # time only the PyTorch rows
 
 
 class Workload(NamedTuple):
@@ -53,7 +57,7 @@ class Workload(NamedTuple):
 
 def import_in_order(order):
     """Import torch and tinyflow in `order`; returns (tinyflow, torch or None)."""
-    if order == "torch first":
+    if order in ("torch first", TORCH_ALONE):
         import torch
         import tinyflow
     else:
@@ -133,6 +137,8 @@ def rows_of(stats, reference_of, bytes_of=None, triad=None):
 def measure_workload(key, table, ctx):
     """Time one Workload's candidates interleaved (OpenCL separately) and return its section."""
     candidates = table.build(ctx)
+    if ctx.torch_alone:
+        candidates = {name: fn for name, fn in candidates.items() if name.startswith("pytorch")}
     triad = None
     if table.bytes_per_element:
         for name, fn in triad_candidates(ctx, ctx.n).items():
@@ -193,7 +199,7 @@ def run_child(keys, order, threads, repeats, warmup, n):
     import workloads
     from reference import ReferenceLoops
     reference = ReferenceLoops()  # after the ordered imports: it links libgomp.so.1
-    ctx = Context(tfl, torch, reference, threads, repeats, warmup, n)
+    ctx = Context(tfl, torch, reference, threads, repeats, warmup, n, order == TORCH_ALONE)
     process = describe_process(tfl, torch, reference, threads)
     sections = []
     available = tables()
