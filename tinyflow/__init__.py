@@ -18,6 +18,8 @@ from .ops import (abs, add, add_n, argmax, avg_pool2d, assign, assign_add, assig
                   square, stop_gradient, subtract, tanh, transpose, where, zeros_like)
 from .ops import (ceil, clip, cos, elu, erf, floor, fmod, gelu, hard_sigmoid, hard_swish, logical_and, logical_not,
                   logical_or, logical_xor, mod, prelu, reciprocal, selu, sin, softsign)
+from .ops import (argmin, broadcast_to, einsum, expand, flatten, gather, norm, pad, reduce_logsumexp, reduce_min,
+                  reduce_prod, split, squeeze, stack, take_along_axis, tile, topk, tril, triu, unsqueeze)
 from . import shapes
 from .metrics import get_metric
 from .model import EarlyStopping, History, Model
@@ -45,6 +47,9 @@ __all__ = [
     "reciprocal", "floor", "ceil", "sin", "cos", "erf", "mod", "fmod", "clip",
     "logical_and", "logical_or", "logical_xor", "logical_not",
     "elu", "selu", "gelu", "softsign", "prelu", "hard_sigmoid", "hard_swish",
+    "reduce_min", "reduce_prod", "reduce_logsumexp", "norm", "argmin",
+    "gather", "take_along_axis", "topk", "pad", "split", "stack", "squeeze", "unsqueeze", "flatten",
+    "expand", "broadcast_to", "tile", "einsum", "tril", "triu",
     # autodiff, running, state
     "gradients", "register_gradient", "not_differentiable", "Session",
     "save_variables", "load_variables", "set_seed",

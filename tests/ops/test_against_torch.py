@@ -23,6 +23,10 @@ def off_zero(*shape):
     return x + 0.1 * np.sign(x)
 
 
+def distinct(*shape):
+    return _rng.permutation(int(np.prod(shape))).reshape(shape) * 0.1 + 0.01 * _rng.random(shape)
+
+
 def row(op_type, tfl_fn, torch_fn, *inputs):
     return pytest.param(tfl_fn, torch_fn, [np.asarray(v) for v in inputs], id=op_type)
 
@@ -47,6 +51,46 @@ ROWS = [
     row("PRelu", lambda x, w: tfl.prelu(x, tfl.reshape(w, (3, 1, 1))), F.prelu, off_zero(2, 3, 2, 2), normal(3)),
     row("HardSigmoid", tfl.hard_sigmoid, F.hardsigmoid, normal(3, 4) * 4),
     row("HardSwish", tfl.hard_swish, F.hardswish, normal(3, 4) * 4),
+    row("ReduceMin", lambda x: tfl.reduce_min(x, 1), lambda x: torch.amin(x, 1), distinct(3, 4)),
+    row("ReduceProd", lambda x: tfl.reduce_prod(x, 0), lambda x: torch.prod(x, 0), off_zero(3, 4)),
+    row("ReduceLogSumExp", lambda x: tfl.reduce_logsumexp(x, (0, 2)), lambda x: torch.logsumexp(x, (0, 2)),
+        normal(2, 3, 4) * 3),
+    row("Norm", lambda x: tfl.norm(x, 1, keepdims=True), lambda x: torch.linalg.vector_norm(x, dim=1, keepdim=True),
+        normal(3, 4)),
+    row("Gather", lambda x, i: tfl.gather(x, i), lambda x, i: x[i], normal(5, 3), np.array([[4, 0], [1, 4]])),
+    row("Gather-axis", lambda x, i: tfl.gather(x, i, axis=1), lambda x, i: torch.index_select(x, 1, i),
+        normal(3, 4), np.array([3, 0, 3])),
+    row("TakeAlongAxis", lambda x, i: tfl.take_along_axis(x, i, 1), lambda x, i: torch.gather(x, 1, i),
+        normal(3, 4), np.array([[0, 3], [1, 1], [3, 2]])),
+    row("TopK", lambda x: tfl.topk(x, 3)[0], lambda x: torch.topk(x, 3).values, distinct(3, 5)),
+    row("TopK-smallest", lambda x: tfl.topk(x, 2, axis=0, largest=False)[0],
+        lambda x: torch.topk(x, 2, dim=0, largest=False).values, distinct(4, 3)),
+    row("Pad-constant", lambda x: tfl.pad(x, ((0, 0), (1, 2), (2, 0)), value=0.5),
+        lambda x: F.pad(x, (2, 0, 1, 2), value=0.5), normal(2, 3, 4)),
+    row("Pad-reflect", lambda x: tfl.pad(x, ((0, 0), (0, 0), (2, 3)), mode="reflect"),
+        lambda x: F.pad(x, (2, 3), mode="reflect"), normal(2, 3, 5)),
+    row("Pad-edge", lambda x: tfl.pad(x, ((0, 0), (0, 0), (1, 2), (3, 1)), mode="edge"),
+        lambda x: F.pad(x, (3, 1, 1, 2), mode="replicate"), normal(1, 2, 3, 4)),
+    row("Pad-wrap", lambda x: tfl.pad(x, ((0, 0), (0, 0), (1, 2)), mode="wrap"),
+        lambda x: F.pad(x, (1, 2), mode="circular"), normal(2, 3, 4)),
+    row("Pad-crop", lambda x: tfl.pad(x, ((-1, 2), (1, -2))), lambda x: F.pad(x, (1, -2, -1, 2)), normal(3, 4)),
+    row("Tile", lambda x: tfl.tile(x, (2, 1, 3)), lambda x: torch.tile(x, (2, 1, 3)), normal(2, 3)),
+    row("BroadcastTo", lambda x: tfl.expand(x, (2, 3, -1)), lambda x: x.expand(2, 3, -1), normal(3, 1) + normal(1, 4)),
+    row("Squeeze", lambda x: tfl.squeeze(x, 1), lambda x: torch.squeeze(x, 1), normal(3, 1, 2)),
+    row("Unsqueeze", lambda x: tfl.unsqueeze(x, -1), lambda x: torch.unsqueeze(x, -1), normal(3, 2)),
+    row("Flatten", lambda x: tfl.flatten(x, 1, 2), lambda x: torch.flatten(x, 1, 2), normal(2, 3, 4, 2)),
+    row("Split", lambda x: tfl.split(x, [1, 3], axis=1)[1] * tfl.split(x, 2, axis=1)[0][:, :1],
+        lambda x: torch.split(x, [1, 3], 1)[1] * torch.split(x, 2, 1)[0][:, :1], normal(2, 4)),
+    row("Stack", lambda a, b: tfl.stack([a, b], axis=-1), lambda a, b: torch.stack([a, b], -1), normal(2, 3),
+        normal(2, 3)),
+    row("Einsum", lambda a, b: tfl.einsum("bij,bjk->bik", a, b), lambda a, b: torch.einsum("bij,bjk->bik", a, b),
+        normal(2, 3, 4), normal(2, 4, 2)),
+    row("Einsum-diagonal", lambda a: tfl.einsum("...ii->...i", a), lambda a: torch.einsum("...ii->...i", a),
+        normal(2, 3, 3)),
+    row("Einsum-outer", lambda a, b: tfl.einsum("i,j", a, b), lambda a, b: torch.einsum("i,j", a, b), normal(3),
+        normal(2)),
+    row("Triangle", lambda x: tfl.tril(x, -1), lambda x: torch.tril(x, -1), normal(2, 4, 3)),
+    row("Triangle-upper", lambda x: tfl.triu(x, 1), lambda x: torch.triu(x, 1), normal(4, 3)),
 ]
 
 
