@@ -59,10 +59,10 @@ def memory_bound(ctx):
         candidates[f"{group}: {NEW_OUTPUTS}"] = lambda f=fwd_k, b=bwd_k, y=y: (f(x), b(y, g))
         candidates[f"{group}: {NUMPY}"] = lambda f=fwd, b=bwd, y=y: (f.compute(x), b.compute(y, g))
         expected_bwd = bwd.compute(y, g)
-        for name in (LOOP, TINYFLOW):  # each fills out_fwd and out_bwd; they must compute what numpy does
-            candidates[f"{group}: {name}"]()
-            agree(f"K1 {group}, forward", {name: out_fwd}, y)
-            agree(f"K1 {group}, backward", {name: out_bwd}, expected_bwd)
+        for kind in (LOOP, TINYFLOW):  # each fills out_fwd and out_bwd; they must compute what numpy does
+            candidates[f"{group}: {kind}"]()
+            agree(f"K1 {group}, forward", {kind: out_fwd}, y)
+            agree(f"K1 {group}, backward", {kind: out_bwd}, expected_bwd)
 
     p, m = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     v = np.abs(rng.standard_normal(n).astype(np.float32))
