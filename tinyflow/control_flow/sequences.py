@@ -15,58 +15,8 @@ import numpy as np
 from ..errors import ShapeError, TinyflowError
 from ..nodes import Node, Operation, as_node
 from ..ops.math_ops import cast, greater, less, where
-from ..ops.registry import not_differentiable, register_gradient
-
-
-class RowAt(Operation):
-    """x[k] for a scalar integer node k (a row of x chosen at run time).  Gradient: zeros of x's shape, g at row k."""
-
-    def __init__(self, x, k, name=None):
-        super().__init__(x, k, name=name)
-
-    def infer_shape(self, x_shape, k_shape):
-        if x_shape is not None and len(x_shape) == 0:
-            raise ShapeError("cannot take a row of a scalar; iterate over a tensor of rank 1 or more")
-        return None if x_shape is None else tuple(x_shape[1:])
-
-    def infer_dtype(self, x_dtype, k_dtype):
-        if k_dtype is not None and k_dtype.kind not in "iu":
-            raise ShapeError(f"the row index must be an integer, got {k_dtype}")
-        return x_dtype
-
-    def compute(self, x, k):
-        k = int(np.asarray(k))
-        if not -len(x) <= k < len(x):
-            raise IndexError(f"row {k} of a tensor with {len(x)} rows")
-        return x[k]
-
-
-class RowAtGrad(Operation):
-    """Zeros of x's shape with g at row k (the gradient of RowAt)."""
-
-    def __init__(self, grad, x, k, name=None):
-        super().__init__(grad, x, k, name=name)
-
-    def infer_shape(self, grad_shape, x_shape, k_shape):
-        return x_shape
-
-    def infer_dtype(self, grad_dtype, x_dtype, k_dtype):
-        return grad_dtype
-
-    def compute(self, grad, x, k):
-        out = np.zeros(x.shape, grad.dtype)
-        out[int(np.asarray(k))] = grad
-        return out
-
-
-@register_gradient(RowAt)
-def _row_at_grad(op, grad):
-    return [RowAtGrad(grad, op.inputs[0], op.inputs[1]), None]
-
-
-@register_gradient(RowAtGrad)
-def _row_at_grad_grad(op, grad):
-    return [RowAt(grad, op.inputs[2]), None, None]
+from ..ops.indexing import gather
+from ..ops.registry import not_differentiable
 
 
 class Length(Operation):
@@ -111,7 +61,7 @@ class Rows:
         return less(k, length(self.x))
 
     def item(self, k):
-        return RowAt(self.x, k)
+        return gather(self.x, k)
 
 
 def _as_dtype(value, dtype):

@@ -146,10 +146,11 @@ class StackToTensor(Operation):
         return self.element_dtype
 
     def compute(self, stack):
-        if not stack.values:
+        values = stack.values
+        if not values:
             shape = tuple(0 if d is None else d for d in (self.element_shape or ()))
             return np.zeros((0,) + shape, self.element_dtype)
-        return np.stack([np.asarray(v) for v in stack.values])
+        return np.stack([np.asarray(v) for v in values])
 
     def bind_kernel(self, backend):
         """Any backend: the values are gathered on the host (they may be device arrays)."""

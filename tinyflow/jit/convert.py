@@ -26,8 +26,8 @@ import types
 import numpy as np
 
 from ..nodes import Node, as_node
-from .dispatch import (as_bool, convert_for, convert_ifelse, convert_while, converted_builtin,  # noqa: F401
-                       list_append, return_value, returned, symbolic)
+from .dispatch import (as_bool, convert_for, convert_ifelse, convert_subscript, convert_while,  # noqa: F401
+                       converted_builtin, list_append, return_value, returned, symbolic)
 from .errors import ConversionError
 from .escapes import Lowering
 from .tensor_lists import list_aware
@@ -296,6 +296,13 @@ class _Rewriter(ast.NodeTransformer):
                   and node.func.value.id == _HELPER):
             node.func = self.call("convert_call", node.func, self.site(node))
         return node
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.ctx, ast.Load):
+            return node
+        key = node.slice
+        return self.call("convert_subscript", node.value, key, self.site(node))
 
     def visit_Lambda(self, node):
         return node  # lambdas stay Python (tfl.cond branches are often lambdas)

@@ -97,6 +97,20 @@ def list_append(target, value, site):
     return target
 
 
+def convert_subscript(value, key, site):
+    """`value[key]`; a tensor index (a loop's counter) picks that element along the first axis (gather)."""
+    if isinstance(key, Node) and isinstance(value, Node):
+        if key.shape is not None and len(key.shape) != 0:
+            raise ConversionError(f"{site}: indexing a tensor with a tensor of shape {key.shape}; inside to_static a "
+                                  "tensor index must be one integer (use tfl.gather for several)")
+        from ..ops.indexing import gather
+        return gather(value, key)
+    if isinstance(key, tuple) and isinstance(value, Node) and any(isinstance(k, Node) for k in key):
+        raise ConversionError(f"{site}: a tensor index inside a tuple index (x[i, j] with i or j a tensor); write "
+                              "x[i][j], one axis at a time")
+    return value[key]
+
+
 # ---------------------------------------------------------------- return values
 def returned(value, site):
     """The value of a `return` statement, remembering where it was returned (for mismatch messages)."""

@@ -65,11 +65,17 @@ def _saved_part(sub):
     if sub.restores:
         raise TinyflowError(f"cannot save '{sub.label}', the body of a while_loop's gradient loop: save the forward "
                             "function, and build gradients after tfl.jit.load")
-    return [n for n in list(sub.inputs) + list(sub.nodes) + list(sub.outputs) if not getattr(n, "adopted", False)]
+    return [n for n in list(sub.inputs) + list(sub.nodes) + list(sub.outputs) if not _records(n)]
+
+
+def _records(node):
+    """A node of a loop's recording machinery (WhileLoop.record makes them again when the file is loaded)."""
+    from ..control_flow.stacks import StackInput, StackPush
+    return isinstance(node, (StackInput, StackPush))
 
 
 def _subgraph_json(sub):
-    return {"nodes": [n.name for n in sub.nodes if not getattr(n, "adopted", False)],
+    return {"nodes": [n.name for n in sub.nodes if not _records(n)],
             "inputs": [n.name for n in sub.inputs], "outputs": [n.name for n in sub.outputs]}
 
 
@@ -97,7 +103,8 @@ def _node_json(node, arrays):
                                      "false": _subgraph_json(node.false_branch)}
         elif node.op_type == "WhileLoop":
             entry["control_flow"] = {"n_vars": node.n_vars, "maximum_iterations": node.maximum_iterations,
-                                     "test": _subgraph_json(node.test), "body": _subgraph_json(node.body)}
+                                     "test": _subgraph_json(node.test), "body": _subgraph_json(node.body),
+                                     "recorded": [r.node.name for r in node.recorded]}  # rebuilt by WhileLoop.record
         else:
             try:
                 entry["attrs"] = {k: encode(v) for k, v in op_attributes(node).items()}
@@ -303,6 +310,10 @@ def _build_control_flow(kind, data, inputs, built, name):
         node = WhileLoop(inputs[:n_vars], _subgraph(data["test"], built, name + "/test"),
                          _subgraph(data["body"], built, name + "/body"),
                          None if limit is None else int(limit), name=name)
+        for recorded in data.get("recorded", []):  # values the loop collects per iteration, in their order
+            if recorded not in built or built[recorded] not in node.body.nodes + list(node.body.inputs):
+                _fail(f"node {name!r} records {str(recorded)[:80]!r}, which is not a node of its body")
+            node.record(built[recorded])
     else:
         _fail(f"node {name!r}: op type {kind!r} has no control flow")
     if [i.name for i in node.inputs] != [i.name for i in inputs]:

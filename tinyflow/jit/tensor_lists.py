@@ -12,7 +12,8 @@ and `for y in ys` work as on the list eager code builds; gradients flow through 
 """
 import numpy as np
 
-from ..control_flow.sequences import Length, RowAt
+from ..control_flow.sequences import Length
+from ..ops.indexing import gather
 from ..control_flow.stacks import StackToTensor
 from ..nodes import Node
 from .errors import ConversionError
@@ -46,7 +47,7 @@ class TensorList:
         if isinstance(index, int) and 0 <= index < len(self.items):
             return self.items[index]
         if isinstance(index, (int, np.integer, Node)):
-            return RowAt(self.as_tensor(), index)
+            return gather(self.as_tensor(), index)
         raise ConversionError(f"a list a tensor loop appended to takes one integer index, got {index!r}; "
                               "use tfl.stack(ys) and index the tensor")
 
