@@ -1,10 +1,12 @@
 """All ops, one module per op family; each op class has its snake_case function and its gradient right below it."""
 from .activations import leaky_relu, relu, sigmoid, softplus, tanh
 from .array_ops import add_n, concat, get_item, identity, reshape, stop_gradient, transpose
-from .conv import avg_pool2d, conv2d, max_pool2d
+from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from .math_ops import (add, divide, equal, greater, greater_equal, less, less_equal, maximum, minimum, multiply,
                        power, subtract, where)
 from .matmul import matmul
+from .pooling import (avg_pool1d, avg_pool2d, avg_pool3d, global_avg_pool, global_max_pool, max_pool1d, max_pool2d,
+                      max_pool3d)
 from .random_ops import dropout
 from .reductions import argmax, reduce_max, reduce_mean, reduce_sum
 from .softmax import log_softmax, softmax
