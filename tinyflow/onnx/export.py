@@ -291,9 +291,14 @@ def _conv(ex, node):
 def _pool(onnx_type):
     def mapping(ex, node):
         extra = {"count_include_pad": int(node.count_include_pad)} if onnx_type == "AveragePool" else {}
+        if any(d != 1 for d in node.dilation):
+            if onnx_type == "AveragePool":  # AveragePool has dilations from opset 19 on
+                raise OnnxExportError(f"AvgPool '{node.name}' is dilated {node.dilation}; opset {OPSET}'s "
+                                      "AveragePool has no dilations")
+            extra["dilations"] = list(node.dilation)
         return ex.emit(onnx_type, [ex.name_of(node.inputs[0])], onnx_type, kernel_shape=list(node.kernel),
-                       strides=list(node.stride), dilations=list(node.dilation), ceil_mode=int(node.ceil_mode),
-                       **_onnx_pads(node, node.kernel), **extra)
+                       strides=list(node.stride), ceil_mode=int(node.ceil_mode), **_onnx_pads(node, node.kernel),
+                       **extra)
     return mapping
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
-from ..shapes import dims_compatible
+from ..shapes import dims_compatible, shapes_compatible
 from .array_ops import reshape
 from .registry import register_gradient
 from .windows import WindowOperation, columns, scatter_windows, sliding_windows, span, spatial_rank
@@ -91,6 +91,16 @@ class ConvOperation(WindowOperation):
                              f"{what} needs {in_channels // g} at axis 1, got filter shape {w_shape}")
 
 
+    def check_output_gradient(self, x_shape, w_shape, grad_shape):
+        """Raise ShapeError unless grad may have the shape of the convolution of x by w."""
+        self.check_filter(w_shape, None if x_shape is None or len(x_shape) < 2 else x_shape[1],
+                          "(C_out, C_in / groups, *kernel)")
+        expected = (x_shape[0], w_shape[0]) + self.out_spatial(x_shape, w_shape[2:])
+        if not shapes_compatible(expected, grad_shape):
+            raise ShapeError(f"the output gradient has shape {grad_shape}, but the convolution of an input "
+                             f"{x_shape} by a filter {w_shape} has shape {expected}")
+
+
 class Conv(ConvOperation):
     """y[n, o, p] = Σ_c,t x[n, g(o)·C/G + c, s·p + d·t - before] · w[o, c, t], zero padding, G groups
     (output channel o sees only the input channels of its group g(o)); x (N, C, *spatial), w (O, C/G, *kernel).
@@ -129,6 +139,7 @@ class ConvBackInput(ConvOperation):
                             self.groups)
 
     def infer_shape(self, grad_shape, w_shape, x_shape):
+        self.check_output_gradient(x_shape, w_shape, grad_shape)
         return x_shape
 
     def infer_dtype(self, grad, w, x):
@@ -148,6 +159,7 @@ class ConvBackFilter(ConvOperation):
         return filter_gradient(channels_last_rows(grad), columns(windows), w.shape, self.groups)
 
     def infer_shape(self, x_shape, grad_shape, w_shape):
+        self.check_output_gradient(x_shape, w_shape, grad_shape)
         return w_shape
 
     def infer_dtype(self, x, grad, w):

@@ -11,6 +11,8 @@ import math
 import numpy as np
 
 from ..arguments import Arguments
+from ..errors import ShapeError
+from ..shapes import shapes_compatible
 from .reductions import ReduceMax, ReduceMean, reduce_max, reduce_mean
 from .registry import not_differentiable, register_gradient
 from .windows import WindowOperation, scatter_windows, sliding_windows, span, spatial_rank
@@ -54,6 +56,11 @@ class PoolOperation(WindowOperation):
 
     def pooled_shape(self, x_shape):
         return x_shape[:2] + self.out_spatial(x_shape, self.kernel)
+
+    def check_same_shape(self, shape, expected, what):
+        """Raise ShapeError unless `shape` may equal `expected`."""
+        if not shapes_compatible(shape, expected):
+            raise ShapeError(f"{what} has shape {shape}, but this window needs {expected}")
 
 
 # ------------------------------------------------------------ max pooling
@@ -117,6 +124,7 @@ class MaxPoolGrad(MaxPoolOperation):
         return total.astype(grad.dtype).reshape(x.shape)
 
     def infer_shape(self, x_shape, grad_shape):
+        self.check_same_shape(grad_shape, self.pooled_shape(x_shape), "the pooled gradient")
         return x_shape
 
     def infer_dtype(self, x, grad):
@@ -131,6 +139,7 @@ class MaxPoolGather(MaxPoolOperation):
         return np.where(found, h.reshape(-1)[index], np.zeros((), h.dtype))
 
     def infer_shape(self, x_shape, h_shape):
+        self.check_same_shape(h_shape, x_shape, "the gathered input")
         return self.pooled_shape(x_shape)
 
     def infer_dtype(self, x, h):
@@ -240,6 +249,7 @@ class AvgPoolGrad(AvgPoolOperation):
         return scatter_windows(taps, x.shape, self.stride, self.pads(x.shape[2:], self.kernel), self.dilation)
 
     def infer_shape(self, x_shape, grad_shape):
+        self.check_same_shape(grad_shape, self.pooled_shape(x_shape), "the pooled gradient")
         return x_shape
 
     def infer_dtype(self, x, grad):
