@@ -133,6 +133,12 @@ void tf_maxpool_gather_f32(const float *x, const float *src, float *out, long n,
 void tf_maxpool_gather_f64(const double *x, const double *src, double *out, long n, long c, long h, long w,
                            long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho, long wo);
 
+/* normalization.c: layer normalization of rows, and its backward kernel */
+void tf_layer_norm_f32(const float *x, float *y, long rows, long cols, double eps);
+void tf_layer_norm_f64(const double *x, double *y, long rows, long cols, double eps);
+void tf_layer_norm_back_f32(const float *x, const float *g, float *out, long rows, long cols, double eps);
+void tf_layer_norm_back_f64(const double *x, const double *g, double *out, long rows, long cols, double eps);
+
 /* optim.c: fused optimizer updates, in place */
 void tf_sgd_f32(float *p, const float *g, float *buf, long n, double lr, double momentum, double dampening,
                 double wd, int nesterov, int first_step);

@@ -15,6 +15,7 @@ from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, ReshapeLike, _norma
 from tinyflow.ops.broadcasting import BroadcastLike, SumToShapeOf
 from tinyflow.control_flow import cond, while_loop
 from tinyflow.ops.conv import ConvBackFilter, ConvBackInput
+from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
 from tinyflow.ops.pooling import AvgPoolGrad, MaxPoolGather, MaxPoolGrad
 from tinyflow.ops.reductions import ExpandReduced
 from tinyflow.ops.softmax import LogSoftmaxGrad, SoftmaxGrad
@@ -170,6 +171,15 @@ CASES = {
                          normal(1, 2, 5, 5), normal(1, 2, 3, 3)),
                     case(lambda x, g: AvgPoolGrad(x, g, kernel_size=3, stride=2, padding=1, ceil_mode=True,
                                                   count_include_pad=False), normal(1, 2, 6, 6), normal(1, 2, 4, 4))],
+    # normalization
+    "LayerNorm": [case(lambda x: tfl.layer_norm(x, 5), normal(3, 5)),
+                  case(lambda x: LayerNorm(x, axis=1), normal(2, 3, 4)),
+                  case(lambda x, w, b: tfl.layer_norm(x, (3, 2), w, b, eps=1e-3), normal(4, 3, 2), normal(3, 2),
+                       normal(3, 2)),
+                  case(lambda x, w, b: tfl.instance_norm(x, w, b), normal(2, 3, 2, 2), normal(3), normal(3)),
+                  case(lambda x, w, b: tfl.group_norm(x, 2, w, b), normal(2, 4, 3), normal(4), normal(4))],
+    "LayerNormGrad": [case(lambda x, g: LayerNormGrad(x, g), normal(3, 4), normal(3, 4)),
+                      case(lambda x, g: LayerNormGrad(x, g, axis=1, eps=0.1), normal(2, 3, 2), normal(2, 3, 2))],
     # fused losses
     "SoftmaxCrossEntropy": [case(tfl.nn.softmax_cross_entropy, normal(4, 5), np.array([0, 3, 4, 3])),
                             case(tfl.nn.softmax_cross_entropy, normal(1, 1), np.array([0]))],

@@ -16,7 +16,7 @@ import tinyflow as tfl
 from tinyflow.backends.c_backend import CBackend, gemm
 from tinyflow.backends.kernel_codes import broadcast_layout
 from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
-from tinyflow.ops import activations, conv, math_ops, pooling, reductions
+from tinyflow.ops import activations, conv, math_ops, normalization, pooling, reductions
 from tinyflow.ops.windows import window_output_size
 from tinyflow.ops.matmul import MatMul
 
@@ -317,6 +317,28 @@ def test_3d_and_mismatched_shapes_fall_back_to_numpy(c_backend):
     x, w = np.zeros((1, 3, 4, 4), np.float32), np.zeros((2, 2, 3, 3), np.float32)  # 3 channels vs 2
     with pytest.raises(ValueError):
         c_kernel(c_backend, build(conv.Conv, np.zeros((1, 2, 4, 4), np.float32), w))(x, w)
+
+
+# ---------------------------------------------------------------- layer normalization
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, axis", [((1, 1), -1), ((5, 1), -1), ((1, 7), -1), ((3, 4, 5), 1), ((2, 3, 4), 0),
+                                         ((4, 1, 3), 2), ((6, 1000), -1)])
+@pytest.mark.parametrize("non_contiguous", [False, True])
+def test_layer_norm_kernels(c_backend, dtype, shape, axis, non_contiguous):
+    x, g = values(dtype, shape), values(dtype, shape, seed=1)
+    x[(0,) * x.ndim] = 1e4  # one large value: the two-pass variance keeps the others' precision
+    if non_contiguous:
+        x, g = strided(x), strided(g)
+    tolerance = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else None
+    check(c_backend, build(normalization.LayerNorm, x, axis=axis, eps=1e-3), x, tolerance=tolerance)
+    check(c_backend, build(normalization.LayerNormGrad, x, g, axis=axis, eps=1e-3), x, g, tolerance=tolerance)
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (3, 0), (0,)])
+def test_layer_norm_of_nothing_stays_in_numpy(c_backend, shape):
+    x = np.zeros(shape, np.float32)
+    check(c_backend, build(normalization.LayerNorm, x), x, uses_c=False)
+    check(c_backend, build(normalization.LayerNormGrad, x, x), x, x, uses_c=False)
 
 
 # ---------------------------------------------------------------- matmul

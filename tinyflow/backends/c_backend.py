@@ -6,6 +6,7 @@ one dtype, non-empty and contiguous, of shapes the kernel handles, and writes in
 fresh (or recycled, never shared) output buffers. Anything else runs the op's numpy
 `compute`, so no input reachable from the public API can crash the interpreter.
 """
+import math
 import os
 import weakref
 
@@ -115,6 +116,18 @@ def softmax_xent_back(backend, op, logits, labels, grad):
     _fn("tf_softmax_xent_back", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
                                         float(np.asarray(grad).reshape(())), _buf(out))
     return out
+
+
+# ---------------------------------------------------------------- layer normalization
+def layer_norm(name):
+    """LayerNorm (x) or its gradient (x, g) over x viewed as (rows, cols), cols the normalized axes."""
+    def run(backend, op, x, *grad):
+        out = backend.pool.empty(x.shape, x.dtype)
+        cols = math.prod(x.shape[op.axis % x.ndim:])
+        _fn(name, x)(_buf(x), *[_buf(g) for g in grad], _buf(out), x.size // cols, cols, op.eps)
+        return out
+    run.__name__ = name
+    return run
 
 
 # ---------------------------------------------------------------- matmul
@@ -304,6 +317,8 @@ KERNELS = {
     "LogSoftmaxGrad": Kernel(rows("tf_log_softmax_back"), same_shape=True, accepts=along_last_axis),
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
+    "LayerNorm": Kernel(layer_norm("tf_layer_norm")),
+    "LayerNormGrad": Kernel(layer_norm("tf_layer_norm_back"), same_shape=True),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
     "Conv": Kernel(conv, accepts=fits_conv), "ConvBackInput": Kernel(conv_back_input, accepts=fits_conv),
     "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_conv),

@@ -5,6 +5,7 @@ from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, co
 from .math_ops import (add, divide, equal, greater, greater_equal, less, less_equal, maximum, minimum, multiply,
                        power, subtract, where)
 from .matmul import matmul
+from .normalization import group_norm, instance_norm, layer_norm
 from .pooling import (avg_pool1d, avg_pool2d, avg_pool3d, global_avg_pool, global_max_pool, max_pool1d, max_pool2d,
                       max_pool3d)
 from .random_ops import dropout
