@@ -19,6 +19,7 @@ from .ops import (abs, add, add_n, argmax, avg_pool1d, avg_pool2d, avg_pool3d, a
                   minimum, multiply, negative, ones_like, power, reduce_max, reduce_mean, reduce_sum, relu, reshape,
                   sigmoid, sign, softmax, softplus, sqrt, square, stop_gradient, subtract, tanh, transpose, where,
                   zeros_like)
+from .nn.batchnorm import batch_norm
 from . import shapes
 from .metrics import get_metric
 from .model import EarlyStopping, History, Model
@@ -44,7 +45,7 @@ __all__ = [
     "zeros_like", "ones_like", "equal", "greater", "greater_equal", "less", "less_equal",
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-    "global_avg_pool", "global_max_pool", "layer_norm", "instance_norm", "group_norm", "dropout", "assign", "assign_add", "assign_sub", "group",
+    "global_avg_pool", "global_max_pool", "layer_norm", "batch_norm", "instance_norm", "group_norm", "dropout", "assign", "assign_add", "assign_sub", "group",
     # autodiff, running, state
     "gradients", "register_gradient", "not_differentiable", "Session",
     "save_variables", "load_variables", "set_seed",
