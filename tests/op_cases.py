@@ -18,6 +18,7 @@ from tinyflow.ops.conv import ConvBackFilter, ConvBackInput
 from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
 from tinyflow.ops.pooling import AvgPoolGrad, MaxPoolGather, MaxPoolGrad
 from tinyflow.ops.reductions import ExpandReduced
+from tinyflow.ops.resize import Resize, ResizeGrad
 from tinyflow.ops.softmax import LogSoftmaxGrad, SoftmaxGrad
 from tinyflow.ops.unary_ops import Cast
 
@@ -182,6 +183,16 @@ CASES = {
                   case(lambda x, w, b: tfl.group_norm(x, 2, w, b), normal(2, 4, 3), normal(4), normal(4))],
     "LayerNormGrad": [case(lambda x, g: LayerNormGrad(x, g), normal(3, 4), normal(3, 4)),
                       case(lambda x, g: LayerNormGrad(x, g, axis=1, eps=0.1), normal(2, 3, 2), normal(2, 3, 2))],
+    # resizing
+    "Resize": [case(lambda x: tfl.interpolate(x, scale_factor=2), normal(1, 2, 2, 3)),
+               case(lambda x: tfl.interpolate(x, size=(3, 5), mode="bilinear"), normal(2, 1, 4, 3)),
+               case(lambda x: tfl.interpolate(x, size=5, mode="linear", align_corners=True), normal(1, 2, 3)),
+               case(lambda x: Resize(x, sizes=(None, None, 3, 2), mode="cubic", antialias=True), normal(1, 1, 6, 5)),
+               case(lambda x: Resize(x, scales=(1, 1, 0.6, 1.4), mode="linear", extrapolation_value=5.0,
+                                     coordinate_transformation_mode="tf_crop_and_resize",
+                                     roi=((0, 1), (0, 1), (0.2, 0.8), (-0.1, 1.0))), normal(1, 2, 5, 4))],
+    "ResizeGrad": [case(lambda g, x: ResizeGrad(g, x, sizes=(None, None, 3, 5), mode="linear"), normal(1, 2, 3, 5),
+                        normal(1, 2, 2, 4))],
     # fused losses
     "SoftmaxCrossEntropy": [case(tfl.nn.softmax_cross_entropy, normal(4, 5), np.array([0, 3, 4, 3])),
                             case(tfl.nn.softmax_cross_entropy, normal(1, 1), np.array([0]))],

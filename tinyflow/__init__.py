@@ -14,7 +14,7 @@ from .nodes import Constant, Node, Operation, Placeholder, Variable
 from .ops import (abs, add, add_n, argmax, avg_pool1d, avg_pool2d, avg_pool3d, assign, assign_add, assign_sub, cast,
                   concat, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, divide,
                   dropout, equal, exp, global_avg_pool, global_max_pool, greater, greater_equal, group, group_norm,
-                  identity, instance_norm, layer_norm,
+                  identity, instance_norm, interpolate, layer_norm,
                   leaky_relu, less, less_equal, log, log_softmax, matmul, max_pool1d, max_pool2d, max_pool3d, maximum,
                   minimum, multiply, negative, ones_like, power, reduce_max, reduce_mean, reduce_sum, relu, reshape,
                   sigmoid, sign, softmax, softplus, sqrt, square, stop_gradient, subtract, tanh, transpose, where,
@@ -45,7 +45,8 @@ __all__ = [
     "zeros_like", "ones_like", "equal", "greater", "greater_equal", "less", "less_equal",
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-    "global_avg_pool", "global_max_pool", "layer_norm", "batch_norm", "instance_norm", "group_norm", "dropout", "assign", "assign_add", "assign_sub", "group",
+    "global_avg_pool", "global_max_pool", "layer_norm", "batch_norm", "instance_norm", "group_norm",
+    "interpolate", "dropout", "assign", "assign_add", "assign_sub", "group",
     # autodiff, running, state
     "gradients", "register_gradient", "not_differentiable", "Session",
     "save_variables", "load_variables", "set_seed",

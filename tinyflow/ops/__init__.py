@@ -9,6 +9,7 @@ from .normalization import group_norm, instance_norm, layer_norm
 from .pooling import (avg_pool1d, avg_pool2d, avg_pool3d, global_avg_pool, global_max_pool, max_pool1d, max_pool2d,
                       max_pool3d)
 from .random_ops import dropout
+from .resize import interpolate
 from .reductions import argmax, reduce_max, reduce_mean, reduce_sum
 from .softmax import log_softmax, softmax
 from .state_ops import assign, assign_add, assign_sub, group
