@@ -15,10 +15,13 @@ from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, ReshapeLike, _norma
 from tinyflow.ops.broadcasting import BroadcastLike, SumToShapeOf
 from tinyflow.control_flow import cond, while_loop
 from tinyflow.ops.conv import ConvBackFilter, ConvBackInput
+from tinyflow.ops.indexing import GatherGrad, TakeAlongAxisGrad
 from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
+from tinyflow.ops.pad import PadGrad
 from tinyflow.ops.pooling import AvgPoolGrad, MaxPoolGather, MaxPoolGrad
-from tinyflow.ops.reductions import ExpandReduced
+from tinyflow.ops.reductions import ExpandReduced, ProdOfOthers
 from tinyflow.ops.resize import Resize, ResizeGrad
+from tinyflow.ops.shape_ops import TileGrad
 from tinyflow.ops.softmax import LogSoftmaxGrad, SoftmaxGrad
 from tinyflow.ops.unary_ops import Cast
 
@@ -77,6 +80,15 @@ CASES = {
     "Exp": [case(tfl.exp, normal(3, 4))],
     "Log": [case(tfl.log, positive(3, 4))],
     "Abs": [case(tfl.abs, off_zero(3, 4))],
+    "Reciprocal": [case(tfl.reciprocal, off_zero(3, 4))],
+    "Floor": [case(tfl.floor, normal(3, 4) * 3)],
+    "Ceil": [case(tfl.ceil, normal(3, 4) * 3)],
+    "Sin": [case(tfl.sin, normal(3, 4) * 2)],
+    "Cos": [case(tfl.cos, normal(3, 4) * 2)],
+    "Erf": [case(tfl.erf, normal(3, 4))],
+    "Mod": [case(tfl.mod, normal(3, 4) * 3, off_zero(4)), case(tfl.fmod, normal(3, 4) * 3, off_zero(3, 1))],
+    "Clip": [case(lambda x: tfl.clip(x, -0.5, 0.5), normal(3, 4)), case(lambda x: tfl.clip(x, min=0.0), off_zero(5)),
+             case(tfl.clip, normal(3, 4), normal(4) - 0.5, normal(3, 1) + 0.5)],
     "Cast": [case(lambda a: Cast(Cast(a, "float32"), "float64"), normal(3, 4), eps=1e-2, rtol=1e-3, atol=1e-4)],
     "Where": [case(lambda c, a, b: tfl.where(c, a, b), normal(3, 4) > 0, normal(3, 4), normal(4))],
     # activations and their backward ops
@@ -89,6 +101,10 @@ CASES = {
     "LeakyRelu": [case(lambda a: tfl.leaky_relu(a, 0.2), off_zero(3, 4))],
     "LeakyReluGrad": [case(lambda x, g: LeakyReluGrad(x, g, 0.2), off_zero(3, 4), normal(3, 4))],
     "Softplus": [case(tfl.softplus, normal(3, 4) * 3)],
+    "Elu": [case(tfl.elu, off_zero(3, 4)), case(lambda x: tfl.selu(x), off_zero(2, 3))],
+    "Gelu": [case(tfl.gelu, normal(3, 4) * 2), case(lambda x: tfl.gelu(x, approximate="tanh"), normal(3, 4) * 2)],
+    "Softsign": [case(tfl.softsign, normal(3, 4) * 2)],
+    "PRelu": [case(tfl.prelu, off_zero(3, 4), normal(4)), case(tfl.prelu, off_zero(2, 3, 2, 2), normal(3, 1, 1))],
     # matrices, reductions, softmax
     "MatMul": [case(tfl.matmul, normal(3, 4), normal(4, 2)), case(tfl.matmul, normal(2, 3, 4), normal(4, 5)),
                case(tfl.matmul, normal(1, 1), normal(1, 3)), case(tfl.matmul, normal(2, 1, 2, 3), normal(4, 3, 2)),
@@ -98,6 +114,12 @@ CASES = {
                   case(lambda a: tfl.reduce_sum(a, (0, 2), keepdims=True), normal(2, 3, 4))],
     "ReduceMean": [case(tfl.reduce_mean, normal(3, 4)), case(lambda a: tfl.reduce_mean(a, -1, True), normal(3, 4))],
     "ReduceMax": [case(lambda a: tfl.reduce_max(a, 1), distinct(3, 4)), case(tfl.reduce_max, distinct(2, 3))],
+    "ReduceMin": [case(lambda a: tfl.reduce_min(a, 0), distinct(3, 4)), case(tfl.reduce_min, distinct(2, 3))],
+    "ReduceProd": [case(lambda a: tfl.reduce_prod(a, 1), off_zero(3, 4)),
+                   case(lambda a: tfl.reduce_prod(a, (0, 2), keepdims=True), off_zero(2, 3, 2))],
+    "ProdOfOthers": [case(lambda a: ProdOfOthers(a, (1,)), off_zero(3, 4)), case(lambda a: ProdOfOthers(a, None), off_zero(2, 3))],
+    "ReduceLogSumExp": [case(lambda a: tfl.reduce_logsumexp(a, 1), normal(3, 4) * 3),
+                        case(lambda a: tfl.reduce_logsumexp(a, (0, 2), keepdims=True), normal(2, 3, 2))],
     "ExpandReduced": [case(lambda g, x: ExpandReduced(g, x, (1,), False, True), normal(3), normal(3, 4)),
                       case(lambda g, x: ExpandReduced(g, x, (0, 1), True, False), normal(1, 1), normal(3, 4))],
     "Softmax": [case(tfl.softmax, normal(3, 5)), case(lambda a: tfl.softmax(a, axis=0), normal(3, 5))],
@@ -110,13 +132,41 @@ CASES = {
     "ReshapeLike": [case(ReshapeLike, normal(2, 6), normal(3, 4))],
     "Transpose": [case(tfl.transpose, normal(2, 3)), case(lambda a: tfl.transpose(a, (1, 2, 0)), normal(2, 3, 4))],
     "Concat": [case(lambda a, b: tfl.concat([a, b], 1), normal(2, 3), normal(2, 2)),
-               case(lambda a, b, c: tfl.concat([a, b, c], 0), normal(1, 3), normal(2, 3), normal(3, 3))],
+               case(lambda a, b, c: tfl.concat([a, b, c], 0), normal(1, 3), normal(2, 3), normal(3, 3)),
+               case(lambda a, b: tfl.stack([a, b], axis=1), normal(2, 3), normal(2, 3))],
     "ConcatSplit": [case(lambda g, a, b: ConcatSplit(g, [a, b], 1, 1), normal(2, 5), normal(2, 2), normal(2, 3))],
     "GetItem": [case(lambda a: a[1:3], normal(4, 3)), case(lambda a: a[:, 0], normal(4, 3)),
-                case(lambda a: a[np.array([0, 2, 0])], normal(4, 3)), case(lambda a: a[..., None, ::2], normal(2, 5))],
+                case(lambda a: a[np.array([0, 2, 0])], normal(4, 3)), case(lambda a: a[..., None, ::2], normal(2, 5)),
+                case(lambda a: tfl.split(a, [1, 3], axis=1)[1], normal(2, 4)), case(lambda a: a[3:0:-2, ::-1], normal(5, 2))],
     "GetItemGrad": [case(lambda g, x: GetItemGrad(g, x, _normalize_key((slice(1, 3), 0))), normal(2), normal(4, 3)),
                     case(lambda g, x: GetItemGrad(g, x, _normalize_key(np.array([0, 2, 0]))), normal(3, 3), normal(4, 3))],
     "Identity": [case(tfl.identity, normal(3, 4))],
+    "Squeeze": [case(lambda a: tfl.squeeze(a, 1), normal(3, 1, 4)), case(lambda a: tfl.squeeze(a, (-1, 1)), normal(2, 1, 1))],
+    "Unsqueeze": [case(lambda a: tfl.unsqueeze(a, 1), normal(3, 4)), case(lambda a: tfl.unsqueeze(a, (0, -1)), normal(3))],
+    "Flatten": [case(lambda a: tfl.flatten(a, 1), normal(2, 3, 4)), case(lambda a: tfl.flatten(a, 0, 1), normal(2, 3, 4))],
+    "BroadcastTo": [case(lambda a: tfl.expand(a, (2, 3, 4)), normal(3, 1)), case(lambda a: tfl.broadcast_to(a, (3, 4)), normal(4)),
+                    case(lambda a: tfl.expand(a, (1, 5)), normal(3, 1))],
+    "Tile": [case(lambda a: tfl.tile(a, (2, 3)), normal(3, 2)), case(lambda a: tfl.tile(a, (2, 1, 2)), normal(2, 3))],
+    "TileGrad": [case(lambda g, a: TileGrad(g, a, (2, 1, 2)), normal(2, 2, 6), normal(2, 3))],
+    "Gather": [case(lambda a, i: tfl.gather(a, i), normal(5, 3), np.array([4, 0, -1, 4])),
+               case(lambda a, i: tfl.gather(a, i, axis=1), normal(3, 4), np.array([[0, 3], [-1, 0]]))],
+    "GatherGrad": [case(lambda g, a, i: GatherGrad(g, a, i, 1), normal(3, 2, 2), normal(3, 4), np.array([[0, 3], [-1, 0]]))],
+    "TakeAlongAxis": [case(lambda a, i: tfl.take_along_axis(a, i, 1), normal(3, 4), np.array([[0, 3], [1, 1], [-1, 2]])),
+                      case(lambda a: tfl.topk(a, 2)[0], distinct(3, 5)),
+                      case(lambda a: tfl.topk(a, 3, axis=0, largest=False)[0], distinct(4, 2))],
+    "TakeAlongAxisGrad": [case(lambda g, a, i: TakeAlongAxisGrad(g, a, i, 0), normal(2, 3), normal(4, 3),
+                               np.array([[0, 3, 1], [0, -1, 2]]))],
+    "Pad": [case(lambda a: tfl.pad(a, ((1, 2), (0, 1)), value=0.5), normal(3, 4)),
+            case(lambda a: tfl.pad(a, ((0, 0), (2, 3)), mode="reflect"), normal(2, 4)),
+            case(lambda a: tfl.pad(a, 1, mode="edge"), normal(2, 3)),
+            case(lambda a: tfl.pad(a, ((1, -1), (-2, 3)), mode="wrap"), normal(3, 4))],
+    "PadGrad": [case(lambda g, a: PadGrad(g, a, ((1, 2), (-1, 2)), "reflect"), normal(6, 5), normal(3, 4))],
+    "Einsum": [case(lambda a, b: tfl.einsum("bij,bjk->bik", a, b), normal(2, 3, 4), normal(2, 4, 2)),
+               case(lambda a: tfl.einsum("ij->ji", a), normal(3, 4)), case(lambda a, b: tfl.einsum("i,i", a, b), normal(4), normal(4)),
+               case(lambda a: tfl.einsum("...ii->...i", a), normal(2, 3, 3)), case(lambda a: tfl.einsum("ij->i", a), normal(3, 4)),
+               case(lambda a, b: tfl.einsum("ij,kj->ikj", a, b), normal(2, 3), normal(4, 3))],
+    "Triangle": [case(tfl.tril, normal(3, 4)), case(lambda a: tfl.triu(a, 1), normal(2, 3, 4)),
+                 case(lambda a: tfl.tril(a, -1), normal(4, 3))],
     "AddN": [case(lambda a, b, c: tfl.add_n([a, b, c]), normal(3, 4), normal(3, 4), normal(4))],
     "SumToShapeOf": [case(SumToShapeOf, normal(3, 4), normal(4)), case(SumToShapeOf, normal(2, 3, 4), normal(3, 1))],
     "BroadcastLike": [case(BroadcastLike, normal(4), normal(3, 4))],

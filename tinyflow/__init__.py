@@ -11,14 +11,18 @@ from .errors import (BackendError, CheckpointError, ExecutionError, FeedError, G
                      ShapeError, TinyflowError, ArgumentError)
 from .graph import Graph, get_default_graph, name_scope, reset_default_graph
 from .nodes import Constant, Node, Operation, Placeholder, Variable
-from .ops import (abs, add, add_n, argmax, avg_pool1d, avg_pool2d, avg_pool3d, assign, assign_add, assign_sub, cast,
-                  concat, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, divide,
-                  dropout, equal, exp, global_avg_pool, global_max_pool, greater, greater_equal, group, group_norm,
-                  identity, instance_norm, interpolate, layer_norm,
-                  leaky_relu, less, less_equal, log, log_softmax, matmul, max_pool1d, max_pool2d, max_pool3d, maximum,
-                  minimum, multiply, negative, ones_like, power, reduce_max, reduce_mean, reduce_sum, relu, reshape,
-                  sigmoid, sign, softmax, softplus, sqrt, square, stop_gradient, subtract, tanh, transpose, where,
-                  zeros_like)
+from .ops import (abs, add, add_n, argmax, avg_pool2d, assign, assign_add, assign_sub, cast, concat, conv2d, divide,
+                  dropout, equal, exp, greater, greater_equal, group, identity, leaky_relu, less, less_equal,
+                  log, log_softmax, matmul, max_pool2d, maximum, minimum, multiply, negative, ones_like, power,
+                  reduce_max, reduce_mean, reduce_sum, relu, reshape, sigmoid, sign, softmax, softplus, sqrt,
+                  square, stop_gradient, subtract, tanh, transpose, where, zeros_like)
+from .ops import (ceil, clip, cos, elu, erf, floor, fmod, gelu, hard_sigmoid, hard_swish, logical_and, logical_not,
+                  logical_or, logical_xor, mod, prelu, reciprocal, selu, sin, softsign)
+from .ops import (argmin, broadcast_to, einsum, expand, flatten, gather, norm, pad, reduce_logsumexp, reduce_min,
+                  reduce_prod, split, squeeze, stack, take_along_axis, tile, topk, tril, triu, unsqueeze)
+from .ops import (avg_pool1d, avg_pool3d, conv1d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+                  global_avg_pool, global_max_pool, group_norm, instance_norm, interpolate, layer_norm, max_pool1d,
+                  max_pool3d)
 from .nn.batchnorm import batch_norm
 from . import shapes
 from .metrics import get_metric
@@ -43,10 +47,16 @@ __all__ = [
     "softmax", "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "argmax",
     "reshape", "transpose", "concat", "identity", "stop_gradient", "add_n", "cast", "where",
     "zeros_like", "ones_like", "equal", "greater", "greater_equal", "less", "less_equal",
-    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-    "global_avg_pool", "global_max_pool", "layer_norm", "batch_norm", "instance_norm", "group_norm",
-    "interpolate", "dropout", "assign", "assign_add", "assign_sub", "group",
+    "conv2d", "max_pool2d", "avg_pool2d", "dropout", "assign", "assign_add", "assign_sub", "group",
+    "reciprocal", "floor", "ceil", "sin", "cos", "erf", "mod", "fmod", "clip",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
+    "elu", "selu", "gelu", "softsign", "prelu", "hard_sigmoid", "hard_swish",
+    "reduce_min", "reduce_prod", "reduce_logsumexp", "norm", "argmin",
+    "gather", "take_along_axis", "topk", "pad", "split", "stack", "squeeze", "unsqueeze", "flatten",
+    "expand", "broadcast_to", "tile", "einsum", "tril", "triu",
+    "conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d", "global_avg_pool", "global_max_pool",
+    "layer_norm", "batch_norm", "instance_norm", "group_norm", "interpolate",
     # autodiff, running, state
     "gradients", "register_gradient", "not_differentiable", "Session",
     "save_variables", "load_variables", "set_seed",
