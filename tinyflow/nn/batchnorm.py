@@ -8,8 +8,8 @@ update ops (tfl.nn.update_ops(), run by Model.fit), on eager Tensors at once.
 import numpy as np
 
 from ..nodes import Variable
-from ..ops.array_ops import reshape
-from ..ops.math_ops import greater, maximum, ones_like, sqrt, square, where
+from ..ops.array_ops import identity, reshape
+from ..ops.math_ops import add, greater, maximum, multiply, ones_like, sqrt, square, where
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
 from .layer import Layer, is_eager, training_flag
@@ -22,7 +22,8 @@ def batch_statistics(x):
     return mean, reduce_mean(square(x - mean), axes, keepdims=True)
 
 
-def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5,
+               name=None):
     """γ (x - μ) / √(σ² + ε) + β per channel (axis 1), as torch.nn.functional.batch_norm: μ, σ² of the batch when
     `training` (a bool or a boolean node), else the running statistics, which training moves by `momentum`
     (None: not at all) when they are Variables."""
@@ -33,21 +34,22 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         return _batch_norm_eager(x, running_mean, running_var, weight, bias, bool(training), momentum, eps, shape)
     frozen = (x - reshape(running_mean, shape)) / sqrt(reshape(running_var, shape) + eps)
     if training is False:
-        return _scale_shift(frozen, weight, bias, shape)
+        return _scale_shift(frozen, weight, bias, shape, name)
     mean, var = batch_statistics(x)
     from_batch = (x - mean) / sqrt(var + eps)
     x_hat = from_batch if training is True else where(training, from_batch, frozen)
     if momentum is not None and isinstance(running_mean, Variable) and isinstance(running_var, Variable):
         _update_running_statistics(x, running_mean, running_var, mean, var, momentum)
-    return _scale_shift(x_hat, weight, bias, shape)
+    return _scale_shift(x_hat, weight, bias, shape, name)
 
 
-def _scale_shift(x_hat, weight, bias, shape):
+def _scale_shift(x_hat, weight, bias, shape, name=None):
+    """x̂ · γ + β (either may be None); the last op gets `name`."""
     if weight is not None:
-        x_hat = x_hat * reshape(weight, shape)
+        x_hat = multiply(x_hat, reshape(weight, shape), name=None if bias is not None else name)
     if bias is not None:
-        x_hat = x_hat + reshape(bias, shape)
-    return x_hat
+        x_hat = add(x_hat, reshape(bias, shape), name=name)
+    return x_hat if name is None or weight is not None or bias is not None else identity(x_hat, name=name)
 
 
 def _update_running_statistics(x, running_mean, running_var, mean, var, momentum):
