@@ -27,7 +27,7 @@ def main():
     from tinyflow.backends import native
     from tinyflow.backends.c_backend import CBackend, gemm
     from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
-    from tinyflow.ops import activations, conv
+    from tinyflow.ops import activations, conv, pooling
     from tinyflow.ops.matmul import MatMul
 
     if not native.is_built():
@@ -124,9 +124,9 @@ def main():
     mm_k = c.kernel(mm)
     images = rng.standard_normal((64, 8, 16, 16)).astype(np.float32)
     filters = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
-    conv_op = op(conv.Conv2D, images, filters, padding=1)
+    conv_op = op(conv.Conv, images, filters, padding=1)
     conv_k = c.kernel(conv_op)
-    pool_op = op(conv.MaxPool2D, images, kernel_size=2)
+    pool_op = op(pooling.MaxPool, images, kernel_size=2)
     pool_k = c.kernel(pool_op)
     t = interleaved({
         "c xent": lambda: (xent_k(logits, labels), xent_back_k(logits, labels, one)),

@@ -8,13 +8,22 @@ from .math_ops import multiply
 from .registry import not_differentiable
 
 
+def legacy_stream(seed):
+    """A numpy Generator drawing what np.random.RandomState(seed) draws (numpy's legacy seeding of MT19937), whose
+    state fit checkpoints save like any Generator's."""
+    state = np.random.RandomState(seed).get_state(legacy=False)
+    bits = np.random.MT19937()
+    bits.state = {"bit_generator": state["bit_generator"], "state": state["state"]}
+    return np.random.Generator(bits)
+
+
 class DropoutMask(Operation):
     """Random keep-mask (0 or 1/(1-rate)) of x's run-time shape; all ones when `training` is false.
 
     Dropout multiplies x by this mask, so its gradient is the same mask times g
     and the mask is drawn once per run for both the forward and backward pass.
     `rate` is a number, or a scalar node read when the mask is drawn (ONNX's Dropout takes it as an
-    input). The draws are numpy's RandomState(seed) stream, uniform in [0, 1), kept where >= rate:
+    input). The draws are numpy's RandomState(seed) stream (legacy_stream), uniform in [0, 1), kept where >= rate:
     for a given seed the first mask is the one ONNX's reference implementation draws.
     """
 
@@ -25,7 +34,7 @@ class DropoutMask(Operation):
             self.seed = check.integer("seed", seed, minimum=0)
             if self.seed >= 2 ** 32:
                 check.fail("seed", seed, "is not below 2**32", "pass a seed in [0, 2**32)")
-        self.rng = np.random.RandomState(next_seed() if seed is None else self.seed)
+        self.rng = legacy_stream(next_seed() if seed is None else self.seed)
         inputs = (x,) + (() if self.rate is not None else (rate,)) + (() if training is None else (training,))
         super().__init__(*inputs, name=name)
 
@@ -44,7 +53,7 @@ class DropoutMask(Operation):
         training = rate_and_training[0] if rate_and_training else True
         if not training or rate == 0.0:
             return np.ones_like(x)
-        keep = self.rng.random_sample(x.shape) >= rate
+        keep = self.rng.random(x.shape) >= rate
         return keep.astype(x.dtype) / np.asarray(1.0 - rate, x.dtype)
 
     def infer_shape(self, x_shape, *other_shapes):
