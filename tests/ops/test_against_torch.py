@@ -76,6 +76,8 @@ ROWS = [
     row("Pad-crop", lambda x: tfl.pad(x, ((-1, 2), (1, -2))), lambda x: F.pad(x, (1, -2, -1, 2)), normal(3, 4)),
     row("Tile", lambda x: tfl.tile(x, (2, 1, 3)), lambda x: torch.tile(x, (2, 1, 3)), normal(2, 3)),
     row("BroadcastTo", lambda x: tfl.expand(x, (2, 3, -1)), lambda x: x.expand(2, 3, -1), normal(3, 1) + normal(1, 4)),
+    row("ReshapeTo", tfl.reshape, lambda x, s: x.reshape(tuple(s.tolist())), normal(2, 6), np.array([3, -1, 2])),
+    row("ExpandTo", tfl.expand, lambda x, s: x.expand(*s.tolist()), normal(3, 1), np.array([2, 3, 4])),
     row("Squeeze", lambda x: tfl.squeeze(x, 1), lambda x: torch.squeeze(x, 1), normal(3, 1, 2)),
     row("Unsqueeze", lambda x: tfl.unsqueeze(x, -1), lambda x: torch.unsqueeze(x, -1), normal(3, 2)),
     row("Flatten", lambda x: tfl.flatten(x, 1, 2), lambda x: torch.flatten(x, 1, 2), normal(2, 3, 4, 2)),

@@ -1,5 +1,5 @@
 """Ops that change a shape but keep the values in order: squeeze, unsqueeze, flatten, broadcast_to / expand,
-tile; and split and stack, built from slicing and concat.
+tile; reshape and expand to a shape computed at run time; and split and stack, built from slicing and concat.
 
 Each op class is followed by its snake_case function and its registered gradient.
 """
@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
-from ..nodes import Operation, as_node
+from ..nodes import Node, Operation, as_node
 from ..shapes import broadcast_shapes
 from .array_ops import ReshapeLike, _node_list, concat, get_item
 from .broadcasting import SumToShapeOf
@@ -129,7 +129,12 @@ class BroadcastTo(Operation):
 
 
 def expand(x, shape, name=None):
-    """x repeated along size-1 axes to `shape` (ONNX Expand; a 1 or -1 in shape keeps x's size, as torch)."""
+    """x repeated along size-1 axes to `shape` (ONNX Expand; a 1 or -1 in shape keeps x's size, as torch).
+
+    `shape` may be an int64 vector node computed at run time (then x broadcasts against it both ways).
+    """
+    if isinstance(shape, Node) or getattr(shape, "graph", False) is None:  # a graph node or an eager Tensor
+        return ExpandTo(x, shape, name=name)
     if isinstance(shape, (tuple, list, np.ndarray)):
         shape = tuple(1 if is_int(d) and d == -1 else d for d in shape)
     return BroadcastTo(x, shape, name=name)
@@ -148,6 +153,99 @@ def broadcast_to(x, shape, name=None):
 @register_gradient(BroadcastTo)
 def _broadcast_to_grad(op, grad):
     return [SumToShapeOf(grad, op.inputs[0])]
+
+
+def _known_value(node):
+    """The value of a Constant node (a shape given as a graph value may be one), else None."""
+    from ..nodes import Constant
+    return np.asarray(node.value).reshape(-1).tolist() if isinstance(node, Constant) else None
+
+
+def _shape_vector_length(check, dims_shape):
+    if dims_shape is not None and len(dims_shape) != 1:
+        check.fail("dims", dims_shape, "is not a 1-D vector of sizes", "pass a 1-D int64 node")
+    return None if dims_shape is None else dims_shape[0]
+
+
+class ReshapeTo(Operation):
+    """x reshaped to the shape held by the int vector node `dims`, known only at run time (ONNX Reshape).
+
+    One -1 is inferred; a 0 copies x's size at that position unless `allowzero` (then it means 0).
+    Gradient: g reshaped back to x's shape.
+    """
+
+    def __init__(self, x, dims, allowzero=True, name=None):
+        check = Arguments(self, name, x, dims)
+        self.allowzero = check.flag("allowzero", allowzero)
+        self.length = _shape_vector_length(check, getattr(dims, "shape", None))
+        self.known = _known_value(dims)
+        super().__init__(x, dims, name=name)
+
+    def target(self, x_shape, dims):
+        """The shape from the vector `dims` (-1 left for numpy to infer) for an input of shape x_shape."""
+        if not self.allowzero:
+            dims = [x_shape[i] if d == 0 and i < len(x_shape) else d for i, d in enumerate(dims)]
+        return tuple(int(d) if d is not None else None for d in dims)
+
+    def compute(self, x, dims):
+        if dims.dtype.kind not in "iu" or dims.ndim != 1:
+            raise ValueError(f"the shape must be a 1-D integer vector, got {dims.dtype} of shape {dims.shape}")
+        return np.reshape(x, self.target(x.shape, dims.tolist()))
+
+    def infer_shape(self, x_shape, dims_shape):
+        if self.known is None:
+            return None if self.length is None else (None,) * self.length
+        target = self.target(x_shape or (), self.known) if x_shape is not None or self.allowzero else None
+        if target is None:
+            return (None,) * len(self.known)
+        if -1 in target:
+            rest = [d for d in target if d != -1]
+            if x_shape is None or None in x_shape or None in rest:
+                return tuple(None if d == -1 else d for d in target)
+            known = int(np.prod(rest))
+            return tuple(int(np.prod(x_shape)) // known if d == -1 and known else d for d in target)
+        return target
+
+    def infer_dtype(self, x, dims):
+        return x
+
+
+class ExpandTo(Operation):
+    """x broadcast against the shape held by the int vector node `dims`, known only at run time (ONNX Expand).
+
+    Gradient: g summed back to x's shape.
+    """
+
+    def __init__(self, x, dims, name=None):
+        check = Arguments(self, name, x, dims)
+        self.length = _shape_vector_length(check, getattr(dims, "shape", None))
+        self.known = _known_value(dims)
+        super().__init__(x, dims, name=name)
+
+    def compute(self, x, dims):
+        return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(int(d) for d in dims)))
+
+    def infer_shape(self, x_shape, dims_shape):
+        if self.known is not None:
+            return broadcast_shapes(x_shape, tuple(self.known))
+        if x_shape is None or self.length is None:
+            return None
+        rank = max(len(x_shape), self.length)
+        aligned = (1,) * (rank - len(x_shape)) + tuple(x_shape)  # a size other than 1 is the result's size
+        return tuple(d if d is not None and d != 1 else None for d in aligned)
+
+    def infer_dtype(self, x, dims):
+        return x
+
+
+@register_gradient(ReshapeTo)
+def _reshape_to_grad(op, grad):
+    return [ReshapeLike(grad, op.inputs[0]), None]
+
+
+@register_gradient(ExpandTo)
+def _expand_to_grad(op, grad):
+    return [SumToShapeOf(grad, op.inputs[0]), None]
 
 
 class Tile(Operation):
