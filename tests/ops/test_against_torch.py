@@ -100,11 +100,14 @@ ROWS = [
 def test_value_and_gradient_equal_torch(tfl_fn, torch_fn, inputs):
     placeholders = [tfl.Placeholder(v.shape, v.dtype) for v in inputs]
     out = tfl_fn(*placeholders)
-    projection = np.random.default_rng(0).standard_normal(out.shape)
+    feed = dict(zip(placeholders, inputs))
+    with tfl.Session() as sess:
+        shape = sess.run(out, feed).shape  # (the static shape may hold dims known only at run time)
+    projection = np.random.default_rng(0).standard_normal(shape)
     floats = [p for p, v in zip(placeholders, inputs) if v.dtype.kind == "f"]
     grads = tfl.gradients(tfl.reduce_sum(out * tfl.Constant(projection)), floats)
     with tfl.Session() as sess:
-        value, *grad_values = sess.run([out, *grads], dict(zip(placeholders, inputs)))
+        value, *grad_values = sess.run([out, *grads], feed)
 
     tensors = [torch.tensor(v, requires_grad=v.dtype.kind == "f") for v in inputs]
     expected = torch_fn(*tensors)
