@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
+from ..errors import ShapeError
 from ..nodes import Node, Operation, as_node
 from ..shapes import broadcast_shapes
 from .array_ops import ReshapeLike, _node_list, concat, get_item
@@ -155,16 +156,41 @@ def _broadcast_to_grad(op, grad):
     return [SumToShapeOf(grad, op.inputs[0])]
 
 
-def _known_value(node):
-    """The value of a Constant node (a shape given as a graph value may be one), else None."""
+def known_entries(node):
+    """The entries of an int vector (or scalar) node as far as they are known when the graph is built: a list
+    of ints and None (unknown), or None when not even the length is known.
+
+    Follows what shape arithmetic is made of (ONNX exporters write x.view(n, 3, 2) as Shape -> Gather ->
+    Unsqueeze -> Concat): constants, shapes of nodes, picking entries, concat, casts and reshapes.
+    """
     from ..nodes import Constant
-    return np.asarray(node.value).reshape(-1).tolist() if isinstance(node, Constant) else None
+    if not isinstance(node, Node) or node.shape is None or len(node.shape) > 1 or None in node.shape:
+        return None
+    op = node.op_type
+    if isinstance(node, Constant):
+        return [int(v) for v in np.asarray(node.value).reshape(-1)]
+    if op == "Shape" and node.inputs[0].shape is not None:
+        return list(node.inputs[0].shape[getattr(node, "start", 0):getattr(node, "end", None)])
+    if op in ("Cast", "Identity", "Reshape", "ReshapeTo", "Squeeze", "Unsqueeze", "Flatten"):
+        return known_entries(node.inputs[0])
+    if op == "Concat" and node.axis == 0:
+        parts = [known_entries(x) for x in node.inputs]
+        return None if None in parts else [v for part in parts for v in part]
+    if op in ("Gather", "GetItem"):
+        entries = known_entries(node.inputs[0])
+        index = (np.asarray(node.key[0]) if op == "GetItem" and len(node.key) == 1 and not isinstance(
+                 node.key[0], slice) else node.inputs[1].value if op == "Gather" and isinstance(
+                 node.inputs[1], Constant) else None)
+        if op == "GetItem" and len(node.key) == 1 and isinstance(node.key[0], slice) and entries is not None:
+            return entries[node.key[0]]
+        if entries is not None and index is not None:
+            return [entries[int(i)] for i in np.asarray(index).reshape(-1)]
+    return [None] * (node.shape[0] if node.shape else 1)
 
 
-def _shape_vector_length(check, dims_shape):
+def _check_vector(check, dims_shape):
     if dims_shape is not None and len(dims_shape) != 1:
         check.fail("dims", dims_shape, "is not a 1-D vector of sizes", "pass a 1-D int64 node")
-    return None if dims_shape is None else dims_shape[0]
 
 
 class ReshapeTo(Operation):
@@ -177,15 +203,15 @@ class ReshapeTo(Operation):
     def __init__(self, x, dims, allowzero=True, name=None):
         check = Arguments(self, name, x, dims)
         self.allowzero = check.flag("allowzero", allowzero)
-        self.length = _shape_vector_length(check, getattr(dims, "shape", None))
-        self.known = _known_value(dims)
+        _check_vector(check, getattr(dims, "shape", None))
+        self.known = known_entries(dims)  # ints and None (known at run time only)
         super().__init__(x, dims, name=name)
 
     def target(self, x_shape, dims):
         """The shape from the vector `dims` (-1 left for numpy to infer) for an input of shape x_shape."""
         if not self.allowzero:
             dims = [x_shape[i] if d == 0 and i < len(x_shape) else d for i, d in enumerate(dims)]
-        return tuple(int(d) if d is not None else None for d in dims)
+        return tuple(None if d is None else int(d) for d in dims)
 
     def compute(self, x, dims):
         if dims.dtype.kind not in "iu" or dims.ndim != 1:
@@ -194,17 +220,16 @@ class ReshapeTo(Operation):
 
     def infer_shape(self, x_shape, dims_shape):
         if self.known is None:
-            return None if self.length is None else (None,) * self.length
-        target = self.target(x_shape or (), self.known) if x_shape is not None or self.allowzero else None
-        if target is None:
+            return None
+        if x_shape is None and not self.allowzero and 0 in self.known:
             return (None,) * len(self.known)
-        if -1 in target:
-            rest = [d for d in target if d != -1]
-            if x_shape is None or None in x_shape or None in rest:
-                return tuple(None if d == -1 else d for d in target)
-            known = int(np.prod(rest))
-            return tuple(int(np.prod(x_shape)) // known if d == -1 and known else d for d in target)
-        return target
+        target = self.target(x_shape, self.known)
+        if -1 not in target:
+            return target
+        rest = [d for d in target if d != -1]
+        if x_shape is None or None in x_shape or None in rest or 0 in rest:
+            return tuple(None if d == -1 else d for d in target)
+        return tuple(math.prod(x_shape) // math.prod(rest) if d == -1 else d for d in target)
 
     def infer_dtype(self, x, dims):
         return x
@@ -218,21 +243,26 @@ class ExpandTo(Operation):
 
     def __init__(self, x, dims, name=None):
         check = Arguments(self, name, x, dims)
-        self.length = _shape_vector_length(check, getattr(dims, "shape", None))
-        self.known = _known_value(dims)
+        _check_vector(check, getattr(dims, "shape", None))
+        self.known = known_entries(dims)  # ints and None (known at run time only)
         super().__init__(x, dims, name=name)
 
     def compute(self, x, dims):
         return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(int(d) for d in dims)))
 
     def infer_shape(self, x_shape, dims_shape):
-        if self.known is not None:
-            return broadcast_shapes(x_shape, tuple(self.known))
-        if x_shape is None or self.length is None:
+        if x_shape is None or self.known is None:
             return None
-        rank = max(len(x_shape), self.length)
-        aligned = (1,) * (rank - len(x_shape)) + tuple(x_shape)  # a size other than 1 is the result's size
-        return tuple(d if d is not None and d != 1 else None for d in aligned)
+        rank = max(len(x_shape), len(self.known))
+        aligned = (1,) * (rank - len(x_shape)) + tuple(x_shape)
+        wanted = (1,) * (rank - len(self.known)) + tuple(self.known)
+        out = []
+        for d, w in zip(aligned, wanted):  # a size other than 1 on either side is the result's size
+            sizes = {v for v in (d, w) if v is not None and v != 1}
+            if len(sizes) > 1:
+                raise ShapeError(f"cannot expand shape {x_shape} to {self.known}: sizes {sorted(sizes)} clash")
+            out.append(sizes.pop() if sizes else 1 if d == w == 1 else None)
+        return tuple(out)
 
     def infer_dtype(self, x, dims):
         return x
