@@ -260,7 +260,8 @@ CASES = {
     "WhileLoop": [case(lambda a, b: while_loop(lambda i, v: tfl.less(i, 3), lambda i, v: (i + 1, v * a + b),
                                                [tfl.Constant(0), a], maximum_iterations=5)[1], normal(3, 2), normal(2)),
                   case(lambda a, b: while_loop(lambda i, v: tfl.less(tfl.reduce_sum(v), 4.0),
-                                               lambda i, v: (i + 1, v * 1.5 + tfl.tanh(b)), [tfl.Constant(0), a])[1],
+                                               lambda i, v: (i + 1, v * 1.5 + tfl.square(tfl.tanh(b)) + 0.1),
+                                               [tfl.Constant(0), a])[1],
                        positive(4) * 0.1, normal(4))],
     # the rows of a tensor as a stack and back (what a tensor loop collects per iteration)
     "StackToTensor": [case(lambda x: StackToTensor(TensorToStack(x), x.shape[1:], x.dtype) * 2.0, normal(4, 3))],

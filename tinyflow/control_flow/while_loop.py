@@ -48,6 +48,11 @@ class WhileLoop(ControlFlowOp):
         return [self.test.outputs[0]] + list(self.body.outputs)
 
     @property
+    def restored_values(self):
+        """(StackPop, forward node) pairs of a gradient loop: the pop's value stands for the node's (pictures)."""
+        return self.body.restores
+
+    @property
     def output_count(self):
         return self.n_vars + 1 + len(self.recorded)
 
