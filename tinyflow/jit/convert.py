@@ -26,6 +26,7 @@ import types
 import numpy as np
 
 from ..nodes import Node, as_node
+from ..nodes.node import _notebook_cell
 from .dispatch import (as_bool, convert_for, convert_ifelse, convert_subscript, convert_while,  # noqa: F401
                        converted_builtin, list_append, return_value, returned, symbolic)
 from .errors import ConversionError
@@ -180,7 +181,7 @@ class _Rewriter(ast.NodeTransformer):
         self.filename, self.count = filename, 0
 
     def site(self, node):
-        return ast.Constant(f"{self.filename}:{node.lineno}")
+        return ast.Constant(site_of(self.filename, node.lineno))
 
     def helper(self, name):
         return ast.Attribute(ast.Name(_HELPER, ast.Load()), name, ast.Load())
@@ -312,6 +313,12 @@ for _op in _PY_COMPARE:
     globals()[f"OP_{_op.__name__}"] = _op
 
 
+def site_of(filename, line):
+    """"file:line" of the user's code for messages ("cell 5, line 3" in a notebook)."""
+    cell = _notebook_cell(filename)
+    return f"cell {cell}, line {line}" if cell is not None else f"{filename}:{line}"
+
+
 def _is_generator(definition):
     """Whether a function yields (generators run as written: their values cannot become one graph)."""
     class Finder(ast.NodeVisitor):
@@ -350,7 +357,7 @@ def _factory(fn):
                 and not _is_generator(definition)):
             definition.decorator_list = []
             ast.increment_lineno(tree, first - 1)
-            lowering = Lowering(lambda line: f"{filename}:{line}")
+            lowering = Lowering(lambda line: site_of(filename, line))
             definition.body = lowering.function_body(definition.body, definition.end_lineno)
             rewriter = _Rewriter(filename)
             definition.body = [rewriter.visit(s) for s in definition.body]

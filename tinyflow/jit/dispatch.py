@@ -12,6 +12,7 @@ Python object (which a tensor branch or loop must then leave unchanged).
                      a tfl.while_loop over the position k (control_flow/sequences.py).
 """
 import builtins
+import re
 
 import numpy as np
 
@@ -254,8 +255,9 @@ class _Merge:
 
 
 def _line(site):
-    tail = site.rsplit(":", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
+    """The line number ending a site ("file.py:12", "cell 5, line 12")."""
+    digits = re.search(r"(\d+)$", site)
+    return int(digits.group(1)) if digits else 0
 
 
 class _Lists:
