@@ -127,10 +127,12 @@ def _fit_to_input(grad, op, index):
     return SumToShapeOf(grad, inp)
 
 
-def _call_gradient_function(op, grad):
+def _call_gradient_function(op, grad, on_path):
     fn = gradient_function(op)
     if fn is NOT_DIFFERENTIABLE:
         return [None] * len(op.inputs)
+    if getattr(op, "skips_inputs_off_path", False):  # control flow builds gradients only for the inputs needed
+        op.skip_input_indices = frozenset(range(len(op.inputs))) - frozenset(on_path)  # (TF's name)
     result = fn(op, grad)
     result = [result] if result is None or isinstance(result, Node) else list(result)
     if len(result) != len(op.inputs):
@@ -184,7 +186,7 @@ def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
             inputs_on_path = [] if node in stop else [i for i, inp in enumerate(node.inputs) if inp in between]
             if inputs_on_path and (any(g is not None for g in grad) if several else grad is not None):
                 with graph.name_scope(f"{node.name}_grad"):
-                    input_grads = _call_gradient_function(node, grad)
+                    input_grads = _call_gradient_function(node, grad, inputs_on_path)
                     input_grads = [None if g is None or i not in inputs_on_path else _fit_to_input(g, node, i)
                                    for i, g in enumerate(input_grads)]
             else:

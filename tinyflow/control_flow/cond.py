@@ -126,7 +126,8 @@ def _gradient_in(branch, indices, seeds, wrt):
 
 @register_gradient(Cond)
 def _cond_grad(op, grads):
-    wrt = [c for c in op.captures if is_float(c)]
+    skip = getattr(op, "skip_input_indices", frozenset())
+    wrt = [c for i, c in enumerate(op.captures, 1) if is_float(c) and i not in skip]
     seeded = [i for i, g in enumerate(grads) if g is not None]
     if not wrt or not seeded:
         return [None] * len(op.inputs)

@@ -19,6 +19,9 @@ class ControlFlowOp(Operation):
     """Base of ops whose kernel runs subgraphs: the backend binds the kernel (see `bind_kernel`)."""
 
     abstract = True
+    # the gradient engine sets `skip_input_indices` before calling the gradient function: the inputs no gradient
+    # is asked for (a loop then keeps no running sum for data it merely reads)
+    skips_inputs_off_path = True
 
     def compute(self, *values):
         """The kernel on host values with the numpy backend (used by backends that cannot bind it)."""

@@ -45,7 +45,9 @@ def _while_grad(op, grads):
                if grads[op.stack_index(j)] is not None]  # second order: gradients of the values it recorded
     if not any(grads[i] is not None for i in floats) and not stacked:
         return [None] * len(op.inputs)
-    wrt = [c for c in op.captures if is_float(c) and c in body.captures]  # what only the test reads gets none
+    skip = getattr(op, "skip_input_indices", frozenset())
+    wrt = [c for c in op.captures if is_float(c) and c in body.captures  # what only the test reads gets none
+           and op.n_vars + op.captures.index(c) not in skip]
     restored = [node for _, node in body.restores if is_float(node)]  # op is itself a gradient loop
     adjoints = [grads[i] if grads[i] is not None else zeros_like(op.output(i)) for i in floats]
     start = [op.output(op.iterations_index, name="iterations")] + adjoints + [zeros_like(c) for c in wrt]
