@@ -6,7 +6,7 @@
 
 A sequence answers two questions about position k (an int64 scalar node): `valid(k)`,
 whether k is still inside it, and `item(k)`, its element there. to_static turns such a
-`for` into a while_loop over k (tinyflow/jit/dispatch.py).
+`for` into a while_loop over k (tinyflow/jit/loops.py).
 """
 import builtins
 

@@ -7,7 +7,7 @@
 
 First `return` / `break` / `continue` become flags and guards (escapes.py). Then at run time
 `convert_ifelse` keeps Python semantics for a Python bool and builds `tfl.cond` for a graph
-node; `convert_while` and `convert_for` likewise build `tfl.while_loop` (dispatch.py): a
+node (branches.py); `convert_while` and `convert_for` likewise build `tfl.while_loop` (loops.py): a
 `for` over a tensor, `tfl.range(n)` or enumerate / zip of those loops in the graph, a `for`
 over a Python iterable stays a Python loop. Comparisons, `and`/`or`/`not`, `bool()`/`int()`/
 `float()`, `len()`, `range()` and `.numpy()` go through helpers too, so a symbolic value never
@@ -27,8 +27,9 @@ import numpy as np
 
 from ..nodes import Node, as_node
 from ..nodes.node import _notebook_cell
-from .dispatch import (as_bool, convert_for, convert_ifelse, convert_subscript, convert_while,  # noqa: F401
-                       converted_builtin, list_append, return_value, returned, symbolic)
+from .branches import convert_ifelse  # noqa: F401 - helpers the converted code calls (as _tfl_jit_.<name>)
+from .loops import convert_for, convert_subscript, convert_while, converted_builtin  # noqa: F401
+from .values import as_bool, list_append, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
 from .escapes import Lowering
 from .tensor_lists import list_aware
@@ -247,7 +248,7 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Expr(self, node):
         """`xs.append(v)` becomes `xs = _tfl_jit_.list_append(xs, v)`: the list is then a variable the
-        statement assigns, which a tensor branch or loop checks (dispatch.py)."""
+        statement assigns, which a tensor branch or loop checks (values.py, loops.py)."""
         call = node.value
         if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "append"
                 and isinstance(call.func.value, ast.Name) and len(call.args) == 1 and not call.keywords):

@@ -24,7 +24,7 @@ that contain an escape are rewritten; nested functions are left alone.
 """
 import ast
 
-from .dispatch import RETURN_VALUE
+from .values import RETURN_VALUE
 
 RETURNED = "_tfl_returned"
 HELPER = "_tfl_jit_"

@@ -1,0 +1,144 @@
+"""convert_ifelse: a converted `if` runs one branch for a Python condition and builds tfl.cond for a tensor.
+
+The two branches run as graphs (Subgraph.trace); then each variable's two values are paired
+into the cond's outputs (`_Merge`): numbers become constants in their branch, and a value one
+branch lacks (a return value before its `return` ran) an UndefinedValue of the other's type.
+"""
+import numpy as np
+
+from ..control_flow import Cond, Subgraph
+from ..graph import get_default_graph
+from ..nodes import Node, as_node
+from ..nodes.node import default_dtype_for
+from ..shapes import shapes_compatible
+from .errors import ConversionError
+from .undefined import Undefined, UndefinedValue, is_typeless
+from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth, rebuild,
+                     same_value, shown)
+
+
+def convert_ifelse(test, true_fn, false_fn, values, names, site):
+    """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables."""
+    if not isinstance(test, Node):
+        return true_fn(*values) if python_truth(test, site) else false_fn(*values)
+    pred = as_bool(test, site)
+    results, lists = {}, Lists(names, values)
+
+    def branch(fn, label):
+        def build():
+            results[label] = fn(*values)
+            lists.check(site, "an `if` on a tensor")
+            nodes = [leaf for value in results[label] for leaf in flatten(value)[0] if isinstance(leaf, Node)]
+            return nodes or [as_node(False)]  # provisional: the outputs are set once both branches are known
+        return build
+    graph = get_default_graph()
+    with graph.name_scope("if"):
+        true_branch = Subgraph.trace(branch(true_fn, "true"), scope="true")
+        false_branch = Subgraph.trace(branch(false_fn, "false"), scope="false")
+        merge = _Merge(true_branch, false_branch, site)
+        merged = [merge.variable(name, a, b) for name, a, b in zip(names, results["true"], results["false"])]
+        if not merge.pairs:
+            return tuple(merged)  # nothing tensor-valued differs: no cond
+        true_branch.set_outputs([a for a, _ in merge.pairs])
+        false_branch.set_outputs([b for _, b in merge.pairs])
+        op = Cond(pred, true_branch, false_branch, name="Cond")
+        outputs = [op.output(i) for i in range(len(merge.pairs))]
+        for out, (a, b) in zip(outputs, merge.pairs):
+            out.return_site = getattr(a, "return_site", None) or getattr(b, "return_site", None)
+    return tuple(v.resolve(outputs) if isinstance(v, _Pending) else v for v in merged)
+
+
+class _Pending:
+    """A merged variable whose tensors are outputs of the cond still to be built."""
+
+    def __init__(self, structure, leaves):
+        self.structure, self.leaves = structure, leaves  # leaves: Python values, or indices of cond outputs
+
+    def resolve(self, outputs):
+        return rebuild(self.structure, iter(outputs[v] if isinstance(v, _Slot) else v for v in self.leaves))
+
+
+class _Slot(int):
+    """The index of a cond output among a pending variable's leaves."""
+
+
+_NO_VALUE = object()  # a return value's leaf on the branch where no `return` ran yet
+
+
+def _missing(value):
+    return value is _NO_VALUE or is_typeless(value)
+
+
+class _Merge:
+    """Pairs the two branches' values of each variable into the cond's outputs (see convert_ifelse)."""
+
+    def __init__(self, true_branch, false_branch, site):
+        self.branches, self.site, self.pairs = (true_branch, false_branch), site, []
+
+    def variable(self, name, a, b):
+        if name == RETURN_VALUE and (is_typeless(a) or is_typeless(b)):  # no value yet on that side (in a loop)
+            a, b = (Undefined(name) if is_typeless(v) else v for v in (a, b))
+        if isinstance(a, Undefined) and isinstance(b, Undefined):
+            return a
+        if isinstance(a, Undefined) or isinstance(b, Undefined):
+            if name != RETURN_VALUE:
+                return Undefined(name, self.site)  # a branch-local temporary: an error only if used later
+            leaves, structure = flatten(b if isinstance(a, Undefined) else a)  # the `return` ran on one side only
+            stand_in = rebuild(structure, iter(_NO_VALUE if isinstance(v, Node) else v for v in leaves))
+            a, b = (stand_in, b) if isinstance(a, Undefined) else (a, stand_in)
+        (leaves_a, structure), (leaves_b, structure_b) = flatten(a), flatten(b)
+        if structure != structure_b:
+            raise ConversionError(f"{self.site}: variable '{shown(name)}' is {describe(a)} in one branch of an "
+                                  f"`if` on a tensor and {describe(b)} in the other; give it one structure")
+        return _Pending(structure, [self.leaf(name, x, y) for x, y in zip(leaves_a, leaves_b)])
+
+    def leaf(self, name, a, b):
+        if _missing(a) and _missing(b):
+            return a if a is b and a is not _NO_VALUE else UndefinedValue()
+        graphish = [isinstance(v, Node) or _missing(v) for v in (a, b)]
+        if name == RETURN_VALUE and any(graphish) and (a is None or b is None):
+            tensor = b if a is None else a
+            raise ConversionError(f"{getattr(tensor, 'return_site', None) or self.site}: this `return` gives a tensor "
+                                  f"of shape {tensor.shape}, but on other paths the function returns None (it ends "
+                                  "without `return`, or returns no value); when the path depends on a tensor, return "
+                                  "a tensor on every path")
+        if any(graphish):
+            for v, is_graph in zip((a, b), graphish):
+                if not is_graph and not isinstance(v, NUMBERS):
+                    raise ConversionError(f"{self.site}: variable '{shown(name)}' is a tensor in one branch of an "
+                                          f"`if` on a tensor and a {type(v).__name__} in the other; make both tensors")
+        elif same_value(a, b):
+            return a
+        elif not isinstance(a, NUMBERS) or not isinstance(b, NUMBERS):
+            raise ConversionError(f"{self.site}: variable '{shown(name)}' gets different Python values in the two "
+                                  f"branches of an `if` on a tensor ({a!r} / {b!r}); make it a tensor (tfl.Constant) "
+                                  "or compute it outside the `if`")
+        like = next((v for v in (a, b) if isinstance(v, Node) and not _missing(v)), None)
+        if like is None:  # numbers on both sides (a flag, a count): a tensor of their common type
+            numbers = [v for v in (a, b) if not _missing(v)]
+            shape, dtype = (), np.result_type(*[default_dtype_for(v) for v in numbers])
+        else:
+            shape, dtype = like.shape, like.dtype
+        a, b = self.in_branch(0, a, shape, dtype), self.in_branch(1, b, shape, dtype)
+        if name == RETURN_VALUE and not (a.dtype == b.dtype and shapes_compatible(a.shape, b.shape)):
+            (here, x), (there, y) = sorted(((getattr(v, "return_site", None) or self.site, v) for v in (a, b)),
+                                           key=lambda pair: line_of(pair[0]), reverse=True)
+            raise ConversionError(f"{here}: this `return` gives a tensor of shape {x.shape} and dtype {x.dtype}, but "
+                                  f"the `return` at {there} gives shape {y.shape} and dtype {y.dtype}; the values "
+                                  "returned on different paths of an `if`/loop on a tensor must have one shape and "
+                                  "dtype (reshape, slice or cast one of them)")
+        self.pairs.append((a, b))
+        return _Slot(len(self.pairs) - 1)
+
+    def in_branch(self, side, value, shape, dtype):
+        """`value` as an output node of branch `side`: numbers become constants there, and a missing value an
+        UndefinedValue of the type the other branch gives (no path reads it)."""
+        if isinstance(value, Node) and not is_typeless(value):
+            return value
+        branch = self.branches[side]
+        with branch.graph.name_scope(branch.label + "/"):
+            node = UndefinedValue(shape, dtype) if _missing(value) else as_node(np.asarray(value, dtype))
+        branch.adopt(node)
+        return node
+
+

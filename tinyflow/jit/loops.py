@@ -1,0 +1,264 @@
+"""convert_while / convert_for: converted loops run in Python over Python values, as tfl.while_loop over tensors.
+
+    convert_while   a Python loop while the test is a Python bool; tfl.while_loop once it is a tensor.
+    convert_for     a Python iterable: a Python loop.  A tensor, tfl.range(n), enumerate / zip of those:
+                    a tfl.while_loop over the position k (control_flow/sequences.py).
+
+The tensors among the variables become the loop's variables; numbers become tensors; other
+Python values must not change. A list appended to once per iteration is collected on a stack
+(tensor_lists.py). Also here: enumerate / zip / range / len and x[i] for tensors.
+"""
+import builtins
+
+import numpy as np
+
+from ..control_flow import while_loop
+from ..control_flow.sequences import Enumerate, Zip, length, range as tensor_range, sequence_of
+from ..control_flow.subgraph import owner
+from ..graph import get_default_graph
+from ..nodes import Node, as_node
+from .branches import convert_ifelse
+from .errors import ConversionError
+from .tensor_lists import TensorList, stacked_list
+from .undefined import Undefined, UndefinedValue, is_typeless
+from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, python_truth, rebuild, \
+    same_value, shown
+
+
+def convert_while(test_fn, body_fn, values, names, site):
+    """A Python loop while the test is a Python bool; tfl.while_loop from the first time it is a graph node."""
+    values = tuple(values)
+    while True:
+        test = test_fn(*values)
+        if isinstance(test, Node):
+            break
+        if not python_truth(test, site):
+            return values
+        values = tuple(body_fn(*values))
+    return graph_loop(test_fn, body_fn, values, names, site)
+
+
+def convert_for(iterable, extra_test, body_fn, values, names, site):
+    """A Python loop over a Python iterable; a tfl.while_loop over a tensor sequence (tfl.range, rows, ...).
+
+    `extra_test(*values)` (or None) is the loop's `break` / `return` flag test: False stops the loop.
+    """
+    sequence = sequence_of(iterable.as_tensor() if isinstance(iterable, TensorList) else iterable)
+    if sequence is not None:
+        def test(k, *loop):
+            valid = sequence.valid(k)
+            if extra_test is None:
+                return valid
+            keep = extra_test(*loop)
+            if not isinstance(keep, Node):
+                return valid if keep else as_node(False)
+            from ..ops.math_ops import where
+            return where(valid, as_bool(keep, site), False)
+
+        def body(k, *loop):
+            return (k + 1,) + tuple(body_fn(sequence.item(k), *loop))
+        return graph_loop(test, body, (as_node(np.int64(0)),) + tuple(values), ("<position>",) + tuple(names),
+                          site)[1:]
+    if isinstance(iterable, Undefined):
+        iterable._fail()
+    values = tuple(values)
+    for item in iterable:
+        keep = True if extra_test is None else extra_test(*values)
+        if isinstance(keep, Node):  # stopped by a tensor flag: the remaining iterations run under a cond
+            values = convert_ifelse(keep, lambda *v, item=item: body_fn(item, *v), lambda *v: v, values, names, site)
+            continue
+        if not keep:
+            break
+        values = tuple(body_fn(item, *values))
+    return values
+
+
+class _Restructure(Exception):
+    """A variable without a value before the loop turned out to hold a tuple/list: trace the loop again."""
+
+    def __init__(self, index, structure):
+        super().__init__(index, structure)
+        self.index, self.structure = index, structure
+
+
+def graph_loop(test_fn, body_fn, values, names, site):
+    """tfl.while_loop over the tensors among `values` (numbers become tensors; other Python values must not change).
+
+    A variable first assigned inside the loop takes the type the body gives it; if the body makes it a
+    tuple or list, the loop is traced again with that structure (the first trace's nodes are dropped).
+    """
+    values = list(values)
+    graph = get_default_graph()
+    for _ in range(len(values) + 1):
+        start = len(graph.nodes)
+        try:
+            return _graph_loop(test_fn, body_fn, values, names, site)
+        except _Restructure as again:
+            _forget_nodes(graph, start)
+            leaves, _ = flatten(again.structure)
+            values[again.index] = rebuild(again.structure, iter([Undefined(names[again.index], site)] * len(leaves)))
+    raise AssertionError("unreachable: each retrace gives one more variable its structure")
+
+
+def _forget_nodes(graph, start):
+    """Drop the nodes built since graph.nodes[start] (an abandoned trace): names and consumer lists as before."""
+    gone = graph.nodes[start:]
+    del graph.nodes[start:]
+    gone_set = set(gone)
+    for node in gone:
+        graph._by_name.pop(node.name, None)
+        for inp in node.inputs:
+            if inp not in gone_set:
+                inp.consumers[:] = [c for c in inp.consumers if c not in gone_set]
+
+
+def _graph_loop(test_fn, body_fn, values, names, site):
+    flat = [flatten(v) for v in values]
+    starts, kinds = [], []  # per leaf: "carried" (a loop variable) or "python" (must stay as it is)
+    for name, (leaves, _) in zip(names, flat):
+        for leaf in leaves:
+            if is_typeless(leaf):  # no value yet (e.g. an enclosing loop's variable before its first assignment)
+                starts.append(UndefinedValue())
+            elif isinstance(leaf, Node):
+                starts.append(leaf)
+            elif isinstance(leaf, NUMBERS):
+                starts.append(as_node(leaf))
+            elif isinstance(leaf, Undefined):
+                starts.append(UndefinedValue())  # typed by the body's first assignment (trace_loop)
+            else:
+                kinds.append("python")
+                continue
+            kinds.append("carried")
+    lists = Lists(names, values)
+
+    def with_loop_values(loop):
+        carried = iter(loop)
+        out, position = [], 0
+        for leaves, structure in flat:
+            new = [next(carried) if kinds[position + i] == "carried" else leaf for i, leaf in enumerate(leaves)]
+            position += len(leaves)
+            out.append(rebuild(structure, iter(new)))
+        return out
+
+    def test(*loop):
+        return as_bool(test_fn(*with_loop_values(loop)), site)
+
+    appended = {}  # variable index -> the body node a list variable gets appended at each iteration
+
+    def body(*loop):
+        result = body_fn(*with_loop_values(loop))
+        lists.check(site, "a loop over a tensor")
+        carried, position = [], 0
+        for index, (name, (leaves, structure), new, old) in enumerate(zip(names, flat, result, values)):
+            if isinstance(old, list) and isinstance(new, list) and len(new) > len(old):
+                if len(new) != len(old) + 1 or not isinstance(new[-1], Node):
+                    raise grows(name, site, "a loop over a tensor")
+                appended[index], new = new[-1], new[:-1]  # collected on a stack by the loop (tensor_lists.py)
+            new_leaves, new_structure = flatten(new)
+            if new_structure is not None and structure is None and (isinstance(old, Undefined) or is_typeless(old)):
+                raise _Restructure(index, new_structure)  # first assigned in the loop, to a tuple/list
+            if new_structure != structure:
+                raise ConversionError(f"{site}: variable '{shown(name)}' changes structure in a loop over a tensor "
+                                      f"({describe(leaves if structure else leaves[0])} before, {describe(new)} "
+                                      "after an iteration); keep one structure")
+            for old, value, kind in zip(leaves, new_leaves, kinds[position:position + len(leaves)]):
+                if kind == "python":
+                    _check_unchanged(name, old, value, site)
+                else:
+                    carried.append(_loop_value(name, value, loop[len(carried)], site))
+            position += len(leaves)
+        return carried
+
+    if not starts:
+        raise ConversionError(f"{site}: this loop on a tensor changes no variable, so as a graph it would do "
+                              "nothing; assign the values you need inside the loop")
+    final = while_loop(test, body, starts, name="while")
+    final = [final] if isinstance(final, Node) else final
+    results = with_loop_values([Undefined("?", site) if is_typeless(v) else v for v in final])
+    for index, node in appended.items():
+        loop = final[0].inputs[0]
+        if owner(node) is not loop.body:
+            raise ConversionError(f"{site}: list '{names[index]}' gets a value appended in the loop that the loop "
+                                  f"does not compute ('{node.name}'); append values computed inside the loop")
+        results[index] = stacked_list(loop, results[index], node)
+    return tuple(results)
+
+
+def _loop_value(name, value, placeholder, site):
+    if isinstance(value, Node):
+        if _float(value) and _float(placeholder) and value.dtype != placeholder.dtype:
+            # `total + x * i` with a counter i that was a Python int: eager Python keeps x's float type
+            from ..ops.math_ops import cast
+            return cast(value, placeholder.dtype)
+        return value
+    if isinstance(value, NUMBERS):
+        return as_node(value, like=placeholder)
+    if isinstance(value, Undefined):
+        if is_typeless(placeholder) or name == RETURN_VALUE:
+            return UndefinedValue()
+        raise ConversionError(f"{site}: variable '{name}' has a value before this loop on a tensor but is assigned "
+                              "in only one branch of an `if` on a tensor inside it; assign it in both branches")
+    raise ConversionError(f"{site}: variable '{name}' ({type(value).__name__}) changes in a loop on a tensor; only "
+                          "tensors and numbers can be loop variables")
+
+
+def _check_unchanged(name, old, new, site):
+    if not same_value(old, new):
+        raise ConversionError(f"{site}: variable '{name}' ({type(new).__name__}) changes in a loop on a tensor; "
+                              "only tensors and numbers can be loop variables")
+
+
+def _float(node):
+    return node.dtype is not None and node.dtype.kind == "f"
+
+
+def convert_subscript(value, key, site):
+    """`value[key]`; a tensor index (a loop's counter) picks that element along the first axis (gather)."""
+    if isinstance(key, Node) and isinstance(value, Node):
+        if key.shape is not None and len(key.shape) != 0:
+            raise ConversionError(f"{site}: indexing a tensor with a tensor of shape {key.shape}; inside to_static a "
+                                  "tensor index must be one integer (use tfl.gather for several)")
+        from ..ops.indexing import gather
+        return gather(value, key)
+    if isinstance(key, tuple) and isinstance(value, Node) and any(isinstance(k, Node) for k in key):
+        raise ConversionError(f"{site}: a tensor index inside a tuple index (x[i, j] with i or j a tensor); write "
+                              "x[i][j], one axis at a time")
+    return value[key]
+
+
+# ---------------------------------------------------------------- builtins inside converted code
+def converted_builtin(fn):
+    """enumerate / zip / range / len that also take tensors (a tensor `for` loop iterates over them), or None."""
+    try:
+        return _BUILTINS.get(fn)
+    except TypeError:  # an unhashable callable
+        return None
+
+
+def _enumerate(iterable, start=0):
+    sequence = sequence_of(iterable)
+    return builtins.enumerate(iterable, start) if sequence is None else Enumerate(sequence, start)
+
+
+def _zip(*iterables):
+    sequences = [sequence_of(i) for i in iterables]
+    if all(s is None for s in sequences):
+        return builtins.zip(*iterables)
+    if any(s is None for s in sequences):
+        raise ConversionError("zip() of a tensor and a Python iterable inside to_static: a loop over a tensor "
+                              "cannot step through a Python list; make both tensors (tfl.Constant(list)) or index "
+                              "the tensor inside a Python loop")
+    return Zip(sequences)
+
+
+def _range(*args):
+    return tensor_range(*args) if any(isinstance(a, Node) for a in args) else builtins.range(*args)
+
+
+def _len(value):
+    if isinstance(value, TensorList):
+        return value.length()
+    return length(value) if isinstance(value, Node) else builtins.len(value)
+
+
+_BUILTINS = {builtins.enumerate: _enumerate, builtins.zip: _zip, builtins.range: _range, builtins.len: _len}

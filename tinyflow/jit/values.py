@@ -1,0 +1,139 @@
+"""What converted code carries through branches and loops: nested values, flags, return values, lists.
+
+A variable may hold a tensor, a number, a nested tuple/list of those, or any other Python
+object (which a tensor branch or loop must then leave unchanged). Helpers here flatten such
+values, turn conditions into one boolean tensor, name a return value's site, and catch a
+list that grows where the code runs once as a graph.
+"""
+import re
+
+import numpy as np
+
+from ..nodes import Node
+from .errors import ConversionError
+from .undefined import Undefined, is_typeless
+
+RETURN_VALUE = "_tfl_retval"  # the converted function's return value (escapes.py)
+NUMBERS = (bool, int, float, np.number, np.bool_)
+
+
+# ---------------------------------------------------------------- nested values
+def flatten(value):
+    """(leaves, structure) of a value: tuples and lists are walked, anything else is a leaf."""
+    if isinstance(value, (tuple, list)):
+        parts = [flatten(v) for v in value]
+        return [leaf for leaves, _ in parts for leaf in leaves], (type(value), [s for _, s in parts])
+    return [value], None
+
+
+def rebuild(structure, leaves):
+    """The inverse of flatten, from an iterator of leaves."""
+    if structure is None:
+        return next(leaves)
+    kind, parts = structure
+    return kind(rebuild(s, leaves) for s in parts)
+
+
+def describe(value):
+    if isinstance(value, Node):
+        return f"a tensor of shape {value.shape} and dtype {value.dtype}"
+    if isinstance(value, Undefined):
+        return "no value"
+    return f"{type(value).__name__} {value!r}"
+
+
+def same_value(a, b):
+    try:
+        return a is b or bool(a == b)
+    except Exception:  # noqa: BLE001 - arrays and odd objects compare ambiguously: treat as different
+        return False
+
+
+def as_bool(test, site):
+    """A tensor condition as one boolean value (cast if needed); a ConversionError for several values."""
+    if test.dtype != np.bool_:
+        from ..ops.math_ops import cast
+        test = cast(test, "bool")
+    if test.shape is not None and any(d is not None and d != 1 for d in test.shape):
+        raise ConversionError(f"{site}: the condition has shape {test.shape}; an `if`/`while` on a tensor needs "
+                              "one value. Reduce it first: tfl.reduce_max(c) for 'any', tfl.reduce_min or "
+                              "tfl.equal(tfl.reduce_sum(c), c.size) for 'all'")
+    return test
+
+
+def python_truth(value, site):
+    """bool(value) for a Python value; a ConversionError for a symbolic tensor."""
+    if isinstance(value, Node):
+        raise symbolic(site, "bool()")
+    return bool(value)
+
+
+def symbolic(site, what):
+    """The error for asking a symbolic tensor for its value."""
+    return ConversionError(
+        f"{site}: {what} of a symbolic tensor inside to_static: while tracing, tensors have no values yet. "
+        "Keep the computation in tensors (tfl.cond / tfl.where / an `if` directly on the tensor), or return the "
+        "tensor and use its value after the call.")
+
+
+def list_append(target, value, site):
+    """`xs.append(v)` in converted code: Python's append (the list is returned, so the statement assigns it)."""
+    if isinstance(target, Undefined):
+        target._fail()
+    target.append(value)
+    return target
+
+
+# ---------------------------------------------------------------- return values
+def returned(value, site):
+    """The value of a `return` statement, remembering where it was returned (for mismatch messages)."""
+    for leaf in flatten(value)[0]:
+        if isinstance(leaf, Node) and getattr(leaf, "return_site", None) is None:
+            leaf.return_site = site
+    return value
+
+
+def return_value(value):
+    """What the converted function returns: its return value (None if no `return` ran)."""
+    if isinstance(value, Undefined) or is_typeless(value):
+        return None
+    return value
+
+
+class Lists:
+    """The lists among some variables' values and their lengths, to catch one growing in a tensor branch or loop
+    (whose code runs once, as a graph: an append there would add one symbolic value, not one per iteration)."""
+
+    def __init__(self, names, values):
+        self.lists = [(name, leaf, len(leaf)) for name, value in zip(names, values) for leaf in _lists_in(value)]
+
+    def check(self, site, where):
+        for name, array, size in self.lists:
+            if len(array) != size:
+                del array[size:]
+                raise grows(name, site, where)
+
+
+def grows(name, site, where):
+    return ConversionError(
+        f"{site}: list '{name}' grows inside {where}, whose body runs once, as a graph; a Python list cannot "
+        "collect a value per iteration there. Loop with a Python `range` (the loop is unrolled), or keep only the "
+        "last value in a variable")
+
+
+def _lists_in(value):
+    if isinstance(value, list):
+        yield value
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _lists_in(item)
+
+
+def shown(name):
+    return "the return value" if name == RETURN_VALUE else name
+
+
+def line_of(site):
+    """The line number ending a site ("file.py:12", "cell 5, line 12")."""
+    digits = re.search(r"(\d+)$", site)
+    return int(digits.group(1)) if digits else 0
