@@ -58,10 +58,16 @@ enum tf_limits {
 
 /* runtime.c: what the library was built with, and a STREAM triad for benchmarks */
 const char *tf_build_flags(void);
-int tf_openmp_enabled(void);
+void tf_triad_f32(float *a, const float *b, const float *c, float s, long n);
+
+/* threads.c: tinyflow's own thread pool, which runs every parallel loop of the kernels (and of the
+ * generated fused kernels, which get tf_parallel_for's address); threads default to the CPUs this
+ * process may use */
+typedef void (*tf_chunk_fn)(void *args, long start, long stop);
+void tf_parallel_for(long n, long cost, tf_chunk_fn chunk, void *args);
 int tf_max_threads(void);
 void tf_set_num_threads(int n);
-void tf_triad_f32(float *a, const float *b, const float *c, float s, long n);
+int tf_pool_workers(void);
 
 /* elementwise.c: binary ops with broadcasting patterns, unary math */
 void tf_binary_f32(int op, int pattern, const float *a, const float *b, float *out, long rows, long cols);

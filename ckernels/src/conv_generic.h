@@ -2,11 +2,21 @@
  * Geometry for all: n images, c channels, h x w input, kh x kw window, stride sh, sw,
  * zero (or, for pooling, ignored) padding ph, pw, output ho x wo. */
 
-void NAME(tf_im2col)(const T *x, T *cols, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
-                     long ph, long pw, long ho, long wo) {
-    long width = c * kh * kw, row_block;
-#pragma omp parallel for if (n * ho * wo * width >= TF_PARALLEL_MIN) schedule(static)
-    for (row_block = 0; row_block < n * ho; row_block++) {
+/* The geometry and arrays of one call; chunks split output rows (im2col) or (image, channel) planes. */
+typedef struct {
+    const T *x, *src;
+    T *dst;
+    long n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo;
+    int mode; /* pooling: see NAME(pool) */
+} NAME(window_args);
+
+static void NAME(im2col_chunk)(void *p, long start, long stop) {
+    NAME(window_args) *k = p;
+    const T *x = k->x;
+    T *cols = k->dst;
+    long c = k->c, h = k->h, w = k->w, kh = k->kh, kw = k->kw, sh = k->sh, sw = k->sw, ph = k->ph, pw = k->pw;
+    long ho = k->ho, wo = k->wo, width = c * kh * kw;
+    for (long row_block = start; row_block < stop; row_block++) {
         long b = row_block / ho, i = row_block % ho;
         for (long j = 0; j < wo; j++) {
             T *dst = cols + ((b * ho + i) * wo + j) * width;
@@ -24,12 +34,20 @@ void NAME(tf_im2col)(const T *x, T *cols, long n, long c, long h, long w, long k
     }
 }
 
-void NAME(tf_col2im)(const T *cols, T *x, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
+void NAME(tf_im2col)(const T *x, T *cols, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
                      long ph, long pw, long ho, long wo) {
-    long width = c * kh * kw, plane_index;
-    /* one (image, channel) plane per iteration: planes are disjoint, so no two threads add to one value */
-#pragma omp parallel for if (n * ho * wo * width >= TF_PARALLEL_MIN) schedule(static)
-    for (plane_index = 0; plane_index < n * c; plane_index++) {
+    NAME(window_args) k = {x, NULL, cols, n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo, 0};
+    tf_parallel_for(n * ho, n * ho * wo * c * kh * kw, NAME(im2col_chunk), &k);
+}
+
+/* one (image, channel) plane per step: planes are disjoint, so no two threads add to one value */
+static void NAME(col2im_chunk)(void *p, long start, long stop) {
+    NAME(window_args) *k = p;
+    const T *cols = k->src;
+    T *x = k->dst;
+    long c = k->c, h = k->h, w = k->w, kh = k->kh, kw = k->kw, sh = k->sh, sw = k->sw, ph = k->ph, pw = k->pw;
+    long ho = k->ho, wo = k->wo, width = c * kh * kw;
+    for (long plane_index = start; plane_index < stop; plane_index++) {
         long b = plane_index / c, ch = plane_index % c;
         T *plane = x + plane_index * h * w;
         memset(plane, 0, sizeof(T) * h * w);
@@ -46,6 +64,12 @@ void NAME(tf_col2im)(const T *cols, T *x, long n, long c, long h, long w, long k
                 }
             }
     }
+}
+
+void NAME(tf_col2im)(const T *cols, T *x, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
+                     long ph, long pw, long ho, long wo) {
+    NAME(window_args) k = {NULL, cols, x, n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo, 0};
+    tf_parallel_for(n * c, n * ho * wo * c * kh * kw, NAME(col2im_chunk), &k);
 }
 
 /* Flat index (in the plane) of the first maximum of window (i, j); padding never wins. A NaN is larger
@@ -68,12 +92,15 @@ static long NAME(window_argmax)(const T *plane, long h, long w, long kh, long kw
 }
 
 /* mode 0: out = max of each window; 1: dx (x's shape) += g at each window's first maximum;
- * 2: out (pooled shape) = h (x's shape) picked at each window's first maximum. */
-static void NAME(pool)(int mode, const T *x, const T *src, T *dst, long n, long c, long h, long w, long kh, long kw,
-                       long sh, long sw, long ph, long pw, long ho, long wo) {
-    long plane_index;
-#pragma omp parallel for if (n * c * ho * wo * kh * kw >= TF_PARALLEL_MIN) schedule(static)
-    for (plane_index = 0; plane_index < n * c; plane_index++) {
+ * 2: out (pooled shape) = h (x's shape) picked at each window's first maximum. One plane per step. */
+static void NAME(pool_chunk)(void *p, long start, long stop) {
+    NAME(window_args) *k = p;
+    const T *x = k->x, *src = k->src;
+    T *dst = k->dst;
+    long h = k->h, w = k->w, kh = k->kh, kw = k->kw, sh = k->sh, sw = k->sw, ph = k->ph, pw = k->pw;
+    long ho = k->ho, wo = k->wo;
+    int mode = k->mode;
+    for (long plane_index = start; plane_index < stop; plane_index++) {
         const T *plane = x + plane_index * h * w;
         if (mode == 1) memset(dst + plane_index * h * w, 0, sizeof(T) * h * w);
         for (long i = 0; i < ho; i++)
@@ -85,6 +112,12 @@ static void NAME(pool)(int mode, const T *x, const T *src, T *dst, long n, long 
                 else dst[pooled] = src[plane_index * h * w + at];
             }
     }
+}
+
+static void NAME(pool)(int mode, const T *x, const T *src, T *dst, long n, long c, long h, long w, long kh, long kw,
+                       long sh, long sw, long ph, long pw, long ho, long wo) {
+    NAME(window_args) k = {x, src, dst, n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo, mode};
+    tf_parallel_for(n * c, n * c * ho * wo * kh * kw, NAME(pool_chunk), &k);
 }
 
 void NAME(tf_maxpool)(const T *x, T *out, long n, long c, long h, long w, long kh, long kw, long sh, long sw,

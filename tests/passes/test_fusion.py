@@ -104,15 +104,17 @@ def test_layouts_read_broadcast_inputs_in_place():
     assert plan_layout([(2, 3, 4), (2, 1, 4)], (2, 3, 4))[0] == ("full", "expand")
 
 
-def test_generated_c_is_one_openmp_simd_loop():
+def test_generated_c_is_one_simd_loop_on_the_librarys_thread_pool():
     x = tfl.Placeholder((10,), name="x")
     b = tfl.Placeholder((3, 10), name="b")
     graph = tfl.passes.optimize([tfl.sigmoid(1.5 * x + 0.5) * 2.0], {x})
     fused = graph.fetches[0]
     source = c_source(fused, ("full",))
-    assert "#pragma omp parallel for simd" in source and "expf" in source and "1.5f" in source
+    loop = source[source.index("static void tf_chunk"):]
+    assert "#pragma omp simd" in loop and "tf_sigmoidf(" in loop and "1.5f" in loop and "expf(" not in loop
+    assert "((tf_parallel_fn)parallel)(n, n, tf_chunk, &k)" in source and "omp parallel" not in source
     rows = c_source(tfl.passes.optimize([tfl.exp(b + x) * 2.0], {x, b}).fetches[0], ("full", "row"))
-    assert "#pragma omp simd" in rows and "x1[c]" in rows
+    assert "#pragma omp simd" in rows and "x1[c]" in rows and "tf_expf(" in rows
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

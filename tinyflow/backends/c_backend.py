@@ -100,8 +100,11 @@ def softmax_xent(backend, op, logits, labels):
     labels, labels_ptr = _int64(labels)
     loss = native.ffi.new("double *")
     scratch = backend.pool.empty(logits.shape, logits.dtype)
-    _fn("tf_softmax_xent", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1], _buf(scratch), loss)
+    status = _fn("tf_softmax_xent", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
+                                            _buf(scratch), loss)
     backend.pool.recycle(scratch)
+    if status == -2:
+        raise MemoryError(f"no memory for {logits.shape[0]} row losses of the softmax cross-entropy")
     return np.asarray(loss[0], dtype=logits.dtype)
 
 
