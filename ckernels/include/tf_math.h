@@ -32,10 +32,18 @@ static inline int32_t tf_float_to_bits(float f) {
     return i;
 }
 
+/* a b + c in one rounding where the CPU has FMA. Written out, because generated kernels are compiled with
+ * -ffp-contract=off (the user's a*b+c must round twice, as numpy rounds it). */
+#ifdef __FMA__
+#define TF_FMA(a, b, c) fmaf(a, b, c)
+#else
+#define TF_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+
 /* c[0] x^(n-1) + ... + c[n-1], by Horner's rule (unrolled by the compiler: n is a constant) */
 static inline float tf_poly(const float *c, int n, float x) {
     float p = c[0];
-    for (int i = 1; i < n; i++) p = p * x + c[i];
+    for (int i = 1; i < n; i++) p = TF_FMA(p, x, c[i]);
     return p;
 }
 
@@ -122,7 +130,7 @@ static inline float tf_sigmoidf(float x) {
     float d = 1.0f + e, d_lo = ((1.0f - d) + e) + e_lo;
     float num = x < 0.0f ? e : 1.0f, num_lo = x < 0.0f ? e_lo : 0.0f;
     float inv = 1.0f / d, q = num * inv;
-    float y = fmaf(fmaf(-q, d, num) + (num_lo - q * d_lo), inv, q);
+    float y = TF_FMA(fmaf(-q, d, num) + (num_lo - q * d_lo), inv, q); /* the residual needs a true FMA */
     y = a > 104.0f ? (x < 0.0f ? 0.0f : 1.0f) : y;
     return x != x ? x : y;
 }

@@ -52,7 +52,8 @@ def compile_flags():
         flags.remove("-O1")
     if not any(f.startswith(("-march=", "-mcpu=")) for f in flags) and _accepts_native():
         flags.append("-march=native")
-    return flags
+    # no a*b+c contracted into one FMA rounding: a fused kernel computes what its ops compute one by one
+    return flags + ["-ffp-contract=off"]
 
 
 @functools.lru_cache(maxsize=None)
