@@ -91,6 +91,60 @@ static long NAME(window_argmax)(const T *plane, long h, long w, long kh, long kw
     return best;
 }
 
+/* Pooling with 2x2 windows of stride 2 and no padding (the usual case), one output row at a time: the same first
+ * maximum as window_argmax (a NaN beats a number, the first NaN wins), found with selects in the window's
+ * order (a b / c d) from rows r0 and r1, so the loops over j vectorize. `at` is the winner's place, 0 to 3. */
+#define NAME_FIRST_MAX(a, b, c, d, best, at)                        \
+    T best = a, at = 0;                                             \
+    if (b > best || (b != b && best == best)) best = b, at = 1;     \
+    if (c > best || (c != c && best == best)) best = c, at = 2;     \
+    if (d > best || (d != d && best == best)) best = d, at = 3;
+
+TF_CLONES static void NAME(pool_2x2_max)(const T *restrict r0, const T *restrict r1, T *restrict out, long wo) {
+    for (long j = 0; j < wo; j++) {
+        T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+        NAME_FIRST_MAX(a, b, c, d, best, at)
+        (void)at;
+        out[j] = best;
+    }
+}
+
+/* x's rows o0, o1 get g at each window's first maximum and 0 elsewhere (windows do not overlap) */
+TF_CLONES static void NAME(pool_2x2_back)(const T *restrict r0, const T *restrict r1, const T *restrict g,
+                                          T *restrict o0, T *restrict o1, long wo) {
+    for (long j = 0; j < wo; j++) {
+        T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1], gj = g[j];
+        NAME_FIRST_MAX(a, b, c, d, best, at)
+        (void)best;
+        o0[2 * j] = at == 0 ? gj : 0, o0[2 * j + 1] = at == 1 ? gj : 0;
+        o1[2 * j] = at == 2 ? gj : 0, o1[2 * j + 1] = at == 3 ? gj : 0;
+    }
+}
+
+/* out = the values of s0, s1 (rows of an array of x's shape) at each window's first maximum */
+TF_CLONES static void NAME(pool_2x2_gather)(const T *restrict r0, const T *restrict r1, const T *restrict s0,
+                                            const T *restrict s1, T *restrict out, long wo) {
+    for (long j = 0; j < wo; j++) {
+        T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+        T p = s0[2 * j], q = s0[2 * j + 1], r = s1[2 * j], s = s1[2 * j + 1];
+        NAME_FIRST_MAX(a, b, c, d, best, at)
+        (void)best;
+        out[j] = at == 0 ? p : at == 1 ? q : at == 2 ? r : s;
+    }
+}
+#undef NAME_FIRST_MAX
+
+/* One plane: mode as below; planes are x's (h x w), src's and dst's as the mode says. */
+static void NAME(pool_2x2)(int mode, const T *plane, const T *src, T *dst, long h, long w, long ho, long wo) {
+    if (mode == 1) memset(dst, 0, sizeof(T) * h * w); /* positions no window covers (odd h or w) */
+    for (long i = 0; i < ho; i++) {
+        const T *r0 = plane + 2 * i * w, *r1 = r0 + w;
+        if (mode == 0) NAME(pool_2x2_max)(r0, r1, dst + i * wo, wo);
+        else if (mode == 1) NAME(pool_2x2_back)(r0, r1, src + i * wo, dst + 2 * i * w, dst + (2 * i + 1) * w, wo);
+        else NAME(pool_2x2_gather)(r0, r1, src + 2 * i * w, src + (2 * i + 1) * w, dst + i * wo, wo);
+    }
+}
+
 /* mode 0: out = max of each window; 1: dx (x's shape) += g at each window's first maximum;
  * 2: out (pooled shape) = h (x's shape) picked at each window's first maximum. One plane per step. */
 static void NAME(pool_chunk)(void *p, long start, long stop) {
@@ -100,6 +154,14 @@ static void NAME(pool_chunk)(void *p, long start, long stop) {
     long h = k->h, w = k->w, kh = k->kh, kw = k->kw, sh = k->sh, sw = k->sw, ph = k->ph, pw = k->pw;
     long ho = k->ho, wo = k->wo;
     int mode = k->mode;
+    if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0) {
+        for (long plane_index = start; plane_index < stop; plane_index++) {
+            long in = plane_index * h * w, pooled = plane_index * ho * wo;
+            NAME(pool_2x2)(mode, x + in, mode == 1 ? src + pooled : src + in, dst + (mode == 1 ? in : pooled), h, w,
+                           ho, wo);
+        }
+        return;
+    }
     for (long plane_index = start; plane_index < stop; plane_index++) {
         const T *plane = x + plane_index * h * w;
         if (mode == 1) memset(dst + plane_index * h * w, 0, sizeof(T) * h * w);

@@ -24,7 +24,7 @@ _CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
 
 # Below this many elements in every input, numpy's own loop beats a call into C (cffi and the
 # checks cost a few microseconds; measured by benchmarks/kernels.py); in-place optimizer updates
-# are the exception, as they save a copy at any size.
+# (which save a copy) and the cross-entropy (a dozen numpy calls) are the exceptions, at any size.
 SMALL = 4096
 
 
@@ -300,8 +300,9 @@ KERNELS = {
     "LogSoftmax": Kernel(rows("tf_log_softmax"), accepts=along_last_axis),
     "SoftmaxGrad": Kernel(rows("tf_softmax_back"), same_shape=True, accepts=along_last_axis),
     "LogSoftmaxGrad": Kernel(rows("tf_log_softmax_back"), same_shape=True, accepts=along_last_axis),
-    "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
-    "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
+    # numpy needs a dozen small calls for a cross-entropy: one pass in C wins at any size
+    "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit, small=False),
+    "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit, small=False),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
     "Conv2D": Kernel(conv2d, accepts=fits_conv),
     "Conv2DBackInput": Kernel(conv2d_back_input, accepts=fits_conv),
