@@ -189,3 +189,20 @@ def test_disk_cache_is_shared_across_processes_and_survives_corruption(tmp_path)
     third = child()
     assert third["compiled"] == 1 and third["close"]
     assert child()["loaded_from_disk"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_kernels_compiled_for_this_cpu_compute_arithmetic_bit_for_bit_as_the_ops_one_by_one(dtype, monkeypatch):
+    """-march=native brings FMA, but a*b + c must round twice, as the unfused ops (and numpy) round it."""
+    monkeypatch.setenv("TINYFLOW_FUSION_JIT_AFTER", "0")
+    x = tfl.Placeholder((None, 257), dtype, name="x")
+    a = tfl.Placeholder((257,), dtype, name="a")
+    y = tfl.relu(x * a + 0.1) * 3.0 - x * x + a * 0.7
+    feed = {x: RNG.standard_normal((33, 257)).astype(dtype), a: RNG.standard_normal(257).astype(dtype)}
+    failed = compiler.STATS["failed"]
+    out, ref, plan = run_both(y, feed)
+    assert op_types(plan) == ["FusedElementwise"] and compiler.STATS["failed"] == failed
+    np.testing.assert_array_equal(out, ref)
+    if tfl.backends.get_backend().name == "c":
+        assert "-march=native" in compiler.compile_flags() or not compiler._accepts_native()
+        assert "-ffp-contract=off" in compiler.compile_flags()
