@@ -39,3 +39,15 @@ class MultiTensorUpdate(Operation):
 
     def __repr__(self):
         return f"<MultiTensorUpdate '{self.name}' of {len(self.members)} {self.members[0].op_type} ops>"
+
+
+def multi_tensor_update(members):
+    """The MultiTensorUpdate standing for `members` (update ops of one optimizer and dtype), named after them."""
+    from ..passes.ir import make_node  # the passes import the optimizers: imported when first needed
+    inputs, spans = [], []
+    for member in members:
+        spans.append(slice(len(inputs), len(inputs) + len(member.inputs)))
+        inputs.extend(member.inputs)
+    node = make_node(MultiTensorUpdate, inputs, members[-1], shape=(), members=list(members), spans=spans)
+    node.name = f"{members[0].name.rsplit('/', 1)[0]}/multi_tensor_update"  # e.g. Adam/multi_tensor_update
+    return node

@@ -6,9 +6,9 @@ fetches, become one MultiTensorUpdate (tinyflow/optim/multi_tensor.py) in the pl
 last of them. Updates run after every op that does not depend on them (the plan schedules
 stateful ops last), so running them together changes nothing but the number of calls.
 """
-from ..optim.multi_tensor import MultiTensorUpdate
+from ..optim.multi_tensor import multi_tensor_update
 from ..optim.optimizer import ApplyUpdate
-from .ir import attribute_key, make_node
+from .ir import attribute_key
 
 
 def merge_updates(graph):
@@ -25,7 +25,7 @@ def merge_updates(graph):
                 buckets.setdefault(key, []).append(inp)
         for members in buckets.values():
             if len(members) > 1:
-                multi = _multi_node(members)
+                multi = multi_tensor_update(members)
                 for member in members:
                     merged[member] = multi
                 nodes_merged += len(members)
@@ -44,14 +44,3 @@ def merge_updates(graph):
         order.append(node)
     graph.nodes = order
     return graph, {"merged_updates": len(last), "update_ops": nodes_merged}
-
-
-def _multi_node(members):
-    """The MultiTensorUpdate standing for `members`, named after the first of them."""
-    inputs, spans = [], []
-    for member in members:
-        spans.append(slice(len(inputs), len(inputs) + len(member.inputs)))
-        inputs.extend(member.inputs)
-    node = make_node(MultiTensorUpdate, inputs, members[-1], shape=(), members=list(members), spans=spans)
-    node.name = f"{members[0].name.rsplit('/', 1)[0]}/multi_tensor_update"  # e.g. Adam/multi_tensor_update
-    return node
