@@ -61,24 +61,27 @@ static const float TF_ERFC_H[12] = {-3.835798736e-07f, 1.658841825e-06f, -4.0093
 
 /* e^x for x in [-104, 89], as hi + lo (lo: what rounding hi lost, for callers that need more than float
  * precision). x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, so r is exact), e^r = 1 + s with
- * s = r + r^2 p(r), and 2^n put into the exponent bits in two halves so that every n from -150 to 129 makes
- * normal floats: the one rounding of the last product gives denormals, and +inf just above 88.72. */
-static inline float tf_exp_split(float x, float *lo) {
+ * s = r + r^2 p(r), then times 2^n, put into the exponent bits. Where 2^n is no normal float (n < -125:
+ * the result is denormal; n > 126: near overflow), the scaling is 2^(n+k) then 2^-k, so the last product
+ * rounds once: denormals come out right, and +inf just above 88.72. `below_zero`: the caller knows x <= 0
+ * (a constant after inlining: the overflow case then costs nothing). */
+static inline float tf_exp_split(float x, float *lo, int below_zero) {
     float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* rounds to the nearest integer */
     float r = x - n * 0.693359375f - n * -2.12194440e-4f;
     float s = r + r * r * tf_poly(TF_EXP_P, 5, r);
     float p = 1.0f + s, p_lo = (1.0f - p) + s; /* exact: |s| < 1 (Fast2Sum) */
-    int32_t ni = (int32_t)n, half = ni / 2;
-    float low = tf_bits_to_float((half + 127) << 23), high = tf_bits_to_float((ni - half + 127) << 23);
-    *lo = (p_lo * low) * high;
-    return (p * low) * high;
+    int32_t ni = (int32_t)n, tiny = ni < -125, huge = !below_zero && ni > 126;
+    float scale = tf_bits_to_float((ni + (tiny ? 24 : huge ? -1 : 0) + 127) << 23);
+    float unscale = tiny ? 0x1p-24f : huge ? 2.0f : 1.0f;
+    *lo = (p_lo * scale) * unscale;
+    return (p * scale) * unscale;
 }
 
 /* e^x, with +inf above ln(FLT_MAX), denormals then 0 below -87.3, NaN for NaN. */
 static inline float tf_expf(float x) {
     float xc = x < -104.0f ? -104.0f : x; /* keeps n in range; the result is fixed below */
     xc = xc > 89.0f ? 89.0f : xc;
-    float lo, result = tf_exp_split(xc, &lo);
+    float lo, result = tf_exp_split(xc, &lo, 0);
     result = x > 89.0f ? INFINITY : result;
     result = x < -104.0f ? 0.0f : result;
     return x != x ? x : result;
@@ -126,7 +129,7 @@ static inline float tf_tanhf(float x) {
  * from a float e^x it would be 2.4 ulp off. */
 static inline float tf_sigmoidf(float x) {
     float a = fabsf(x);
-    float e_lo, e = tf_exp_split(a > 104.0f ? -104.0f : -a, &e_lo);
+    float e_lo, e = tf_exp_split(a > 104.0f ? -104.0f : -a, &e_lo, 1);
     float d = 1.0f + e, d_lo = ((1.0f - d) + e) + e_lo;
     float num = x < 0.0f ? e : 1.0f, num_lo = x < 0.0f ? e_lo : 0.0f;
     float inv = 1.0f / d, q = num * inv;
