@@ -1,12 +1,13 @@
 /* im2col / col2im and max pooling on NCHW data, for the type T.
- * Geometry for all: n images, c channels, h x w input, kh x kw window, stride sh, sw,
- * zero (or, for pooling, ignored) padding ph, pw, output ho x wo. */
+ * Geometry for all: n images, c channels, h x w input, kh x kw window taps, stride sh, sw, leading zero
+ * (or, for pooling, ignored) padding ph, pw, dilation dh, dw (taps dh, dw apart), output ho x wo. Taps
+ * outside the input read as padding, so trailing padding and ceil_mode need no arguments of their own. */
 
 /* The geometry and arrays of one call; chunks split output rows (im2col) or (image, channel) planes. */
 typedef struct {
     const T *x, *src;
     T *dst;
-    long n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo;
+    long n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo;
     int mode; /* pooling: see NAME(pool) */
 } NAME(window_args);
 
@@ -15,7 +16,7 @@ static void NAME(im2col_chunk)(void *p, long start, long stop) {
     const T *x = k->x;
     T *cols = k->dst;
     long c = k->c, h = k->h, w = k->w, kh = k->kh, kw = k->kw, sh = k->sh, sw = k->sw, ph = k->ph, pw = k->pw;
-    long ho = k->ho, wo = k->wo, width = c * kh * kw;
+    long dh = k->dh, dw = k->dw, ho = k->ho, wo = k->wo, width = c * kh * kw;
     for (long row_block = start; row_block < stop; row_block++) {
         long b = row_block / ho, i = row_block % ho;
         for (long j = 0; j < wo; j++) {
@@ -23,9 +24,9 @@ static void NAME(im2col_chunk)(void *p, long start, long stop) {
             for (long ch = 0; ch < c; ch++) {
                 const T *plane = x + (b * c + ch) * h * w;
                 for (long di = 0; di < kh; di++) {
-                    long row = i * sh - ph + di;
+                    long row = i * sh - ph + di * dh;
                     for (long dj = 0; dj < kw; dj++) {
-                        long col = j * sw - pw + dj;
+                        long col = j * sw - pw + dj * dw;
                         *dst++ = (row >= 0 && row < h && col >= 0 && col < w) ? plane[row * w + col] : 0;
                     }
                 }
@@ -35,8 +36,8 @@ static void NAME(im2col_chunk)(void *p, long start, long stop) {
 }
 
 void NAME(tf_im2col)(const T *x, T *cols, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
-                     long ph, long pw, long ho, long wo) {
-    NAME(window_args) k = {x, NULL, cols, n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo, 0};
+                     long ph, long pw, long dh, long dw, long ho, long wo) {
+    NAME(window_args) k = {x, NULL, cols, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, 0};
     tf_parallel_for(n * ho, n * ho * wo * c * kh * kw, NAME(im2col_chunk), &k);
 }
 
@@ -46,7 +47,7 @@ static void NAME(col2im_chunk)(void *p, long start, long stop) {
     const T *cols = k->src;
     T *x = k->dst;
     long c = k->c, h = k->h, w = k->w, kh = k->kh, kw = k->kw, sh = k->sh, sw = k->sw, ph = k->ph, pw = k->pw;
-    long ho = k->ho, wo = k->wo, width = c * kh * kw;
+    long dh = k->dh, dw = k->dw, ho = k->ho, wo = k->wo, width = c * kh * kw;
     for (long plane_index = start; plane_index < stop; plane_index++) {
         long b = plane_index / c, ch = plane_index % c;
         T *plane = x + plane_index * h * w;
@@ -55,10 +56,10 @@ static void NAME(col2im_chunk)(void *p, long start, long stop) {
             for (long j = 0; j < wo; j++) {
                 const T *src = cols + ((b * ho + i) * wo + j) * width + ch * kh * kw;
                 for (long di = 0; di < kh; di++) {
-                    long row = i * sh - ph + di;
+                    long row = i * sh - ph + di * dh;
                     if (row < 0 || row >= h) continue;
                     for (long dj = 0; dj < kw; dj++) {
-                        long col = j * sw - pw + dj;
+                        long col = j * sw - pw + dj * dw;
                         if (col >= 0 && col < w) plane[row * w + col] += src[di * kw + dj];
                     }
                 }
@@ -67,21 +68,22 @@ static void NAME(col2im_chunk)(void *p, long start, long stop) {
 }
 
 void NAME(tf_col2im)(const T *cols, T *x, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
-                     long ph, long pw, long ho, long wo) {
-    NAME(window_args) k = {NULL, cols, x, n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo, 0};
+                     long ph, long pw, long dh, long dw, long ho, long wo) {
+    NAME(window_args) k = {NULL, cols, x, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, 0};
     tf_parallel_for(n * c, n * ho * wo * c * kh * kw, NAME(col2im_chunk), &k);
 }
 
-/* Flat index (in the plane) of the first maximum of window (i, j); padding never wins. A NaN is larger
- * than everything (the first NaN wins), as in numpy's max and argmax, so NaN propagates. */
+/* Flat index (in the plane) of the first maximum of window (i, j), or -1 when the window holds no input
+ * value; padding never wins. A NaN is larger than everything (the first NaN wins), as in numpy's max and
+ * argmax, so NaN propagates. */
 static long NAME(window_argmax)(const T *plane, long h, long w, long kh, long kw, long sh, long sw, long ph,
-                                long pw, long i, long j) {
+                                long pw, long dh, long dw, long i, long j) {
     long best = -1;
     for (long di = 0; di < kh; di++) {
-        long row = i * sh - ph + di;
+        long row = i * sh - ph + di * dh;
         if (row < 0 || row >= h) continue;
         for (long dj = 0; dj < kw; dj++) {
-            long col = j * sw - pw + dj;
+            long col = j * sw - pw + dj * dw;
             if (col < 0 || col >= w) continue;
             long at = row * w + col;
             if (best < 0 || plane[at] > plane[best] || (plane[at] != plane[at] && plane[best] == plane[best]))
@@ -145,16 +147,18 @@ static void NAME(pool_2x2)(int mode, const T *plane, const T *src, T *dst, long 
     }
 }
 
-/* mode 0: out = max of each window; 1: dx (x's shape) += g at each window's first maximum;
- * 2: out (pooled shape) = h (x's shape) picked at each window's first maximum. One plane per step. */
+/* mode 0: out = max of each window (-inf for a window of padding only); 1: dx (x's shape) += g at each
+ * window's first maximum; 2: out (pooled shape) = h (x's shape) picked at each window's first maximum (0 for
+ * a window of padding only). One plane per step. */
 static void NAME(pool_chunk)(void *p, long start, long stop) {
     NAME(window_args) *k = p;
     const T *x = k->x, *src = k->src;
     T *dst = k->dst;
     long h = k->h, w = k->w, kh = k->kh, kw = k->kw, sh = k->sh, sw = k->sw, ph = k->ph, pw = k->pw;
-    long ho = k->ho, wo = k->wo;
+    long dh = k->dh, dw = k->dw, ho = k->ho, wo = k->wo;
     int mode = k->mode;
-    if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0) {
+    if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0 && dh == 1 && dw == 1 && 2 * ho <= h &&
+        2 * wo <= w) {
         for (long plane_index = start; plane_index < stop; plane_index++) {
             long in = plane_index * h * w, pooled = plane_index * ho * wo;
             NAME(pool_2x2)(mode, x + in, mode == 1 ? src + pooled : src + in, dst + (mode == 1 ? in : pooled), h, w,
@@ -167,32 +171,32 @@ static void NAME(pool_chunk)(void *p, long start, long stop) {
         if (mode == 1) memset(dst + plane_index * h * w, 0, sizeof(T) * h * w);
         for (long i = 0; i < ho; i++)
             for (long j = 0; j < wo; j++) {
-                long at = NAME(window_argmax)(plane, h, w, kh, kw, sh, sw, ph, pw, i, j);
+                long at = NAME(window_argmax)(plane, h, w, kh, kw, sh, sw, ph, pw, dh, dw, i, j);
                 long pooled = plane_index * ho * wo + i * wo + j;
-                if (mode == 0) dst[pooled] = plane[at];
-                else if (mode == 1) dst[plane_index * h * w + at] += src[pooled];
-                else dst[pooled] = src[plane_index * h * w + at];
+                if (mode == 0) dst[pooled] = at < 0 ? (T)-INFINITY : plane[at];
+                else if (mode == 1) { if (at >= 0) dst[plane_index * h * w + at] += src[pooled]; }
+                else dst[pooled] = at < 0 ? (T)0 : src[plane_index * h * w + at];
             }
     }
 }
 
 static void NAME(pool)(int mode, const T *x, const T *src, T *dst, long n, long c, long h, long w, long kh, long kw,
-                       long sh, long sw, long ph, long pw, long ho, long wo) {
-    NAME(window_args) k = {x, src, dst, n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo, mode};
+                       long sh, long sw, long ph, long pw, long dh, long dw, long ho, long wo) {
+    NAME(window_args) k = {x, src, dst, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, mode};
     tf_parallel_for(n * c, n * c * ho * wo * kh * kw, NAME(pool_chunk), &k);
 }
 
 void NAME(tf_maxpool)(const T *x, T *out, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
-                      long ph, long pw, long ho, long wo) {
-    NAME(pool)(0, x, NULL, out, n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo);
+                      long ph, long pw, long dh, long dw, long ho, long wo) {
+    NAME(pool)(0, x, NULL, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo);
 }
 
 void NAME(tf_maxpool_back)(const T *x, const T *g, T *dx, long n, long c, long h, long w, long kh, long kw,
-                           long sh, long sw, long ph, long pw, long ho, long wo) {
-    NAME(pool)(1, x, g, dx, n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo);
+                           long sh, long sw, long ph, long pw, long dh, long dw, long ho, long wo) {
+    NAME(pool)(1, x, g, dx, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo);
 }
 
 void NAME(tf_maxpool_gather)(const T *x, const T *src, T *out, long n, long c, long h, long w, long kh, long kw,
-                             long sh, long sw, long ph, long pw, long ho, long wo) {
-    NAME(pool)(2, x, src, out, n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo);
+                             long sh, long sw, long ph, long pw, long dh, long dw, long ho, long wo) {
+    NAME(pool)(2, x, src, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo);
 }
