@@ -142,3 +142,15 @@ def test_info_names_the_pool_and_its_threads(capsys):
     assert main(["info"]) == 0
     out = capsys.readouterr().out
     assert "tinyflow thread pool" in out and "thread(s)" in out
+
+
+def test_no_kernel_asks_an_openmp_runtime_for_threads():
+    """`#pragma omp parallel` is ignored by this build (-fopenmp-simd): a kernel using it would run on one thread."""
+    import pathlib
+    sources = pathlib.Path(__file__).resolve().parents[2] / "ckernels"
+    offenders = [f"{path.relative_to(sources)}:{number}" for path in sorted(sources.rglob("*.[ch]"))
+                 if path.name != "threads.c"
+                 for number, line in enumerate(path.read_text().splitlines(), 1)
+                 if "omp parallel" in line or "omp_get_" in line or "omp critical" in line]
+    assert not offenders, (f"these lines ask OpenMP for threads, which tinyflow's kernels do not use: {offenders}; "
+                           "run the loop with tf_parallel_for (ckernels/src/threads.c), as the other kernels do")
