@@ -112,3 +112,32 @@ def test_loop_gradients_match_eager_autograd_for_0_1_2_and_many_iterations(steps
     for a, b in ((static_x, eager_x), (static_w, eager_w)):
         expected = np.zeros(4) if b.grad is None else b.grad  # no step: w is never used
         np.testing.assert_allclose(np.zeros(4) if a.grad is None else a.grad, expected, rtol=1e-10, atol=1e-14)
+
+
+def indexes_a_list_with_a_counter(x, n):
+    weights = [1.0, 2.0, 3.0]
+    total = x * 0.0
+    for i in tfl.range(n):
+        total = total + x * weights[i]
+    return total
+
+
+def test_indexing_a_python_list_with_a_tensor_counter_says_what_to_write():
+    with pytest.raises(ConversionError, match=r"indexing a list with a tensor.*tfl.stack"):
+        tfl.jit.to_static(indexes_a_list_with_a_counter)(np.ones(2, np.float32), np.array(2))
+
+
+def reads_a_collected_list(x):
+    doubled = []
+    for row in x:
+        doubled.append(row * 2.0)
+    total = x[0] * 0.0
+    for k, y in enumerate(doubled):         # enumerate of a list a tensor loop collected
+        total = total + y * k
+    for a, y in zip(x, doubled):            # zip of a tensor and such a list
+        total = total + a * y
+    return total
+
+
+def test_enumerate_and_zip_over_a_list_a_tensor_loop_collected():
+    check_against_eager(reads_a_collected_list, np.arange(6, dtype=np.float32).reshape(3, 2) / 4)

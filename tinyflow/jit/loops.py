@@ -43,7 +43,7 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
 
     `extra_test(*values)` (or None) is the loop's `break` / `return` flag test: False stops the loop.
     """
-    sequence = sequence_of(iterable.as_tensor() if isinstance(iterable, TensorList) else iterable)
+    sequence = _tensor_sequence(iterable)
     if sequence is not None:
         def test(k, *loop):
             valid = sequence.valid(k)
@@ -220,6 +220,9 @@ def convert_subscript(value, key, site):
                                   "tensor index must be one integer (use tfl.gather for several)")
         from ..ops.indexing import gather
         return gather(value, key)
+    if isinstance(key, Node) and isinstance(value, (list, tuple, str, np.ndarray)):
+        raise ConversionError(f"{site}: indexing a {type(value).__name__} with a tensor (a tensor loop's counter is a "
+                              "tensor); make it a tensor first, e.g. tfl.stack(values), or loop with a Python range")
     if isinstance(key, tuple) and isinstance(value, Node) and any(isinstance(k, Node) for k in key):
         raise ConversionError(f"{site}: a tensor index inside a tuple index (x[i, j] with i or j a tensor); write "
                               "x[i][j], one axis at a time")
@@ -235,13 +238,18 @@ def converted_builtin(fn):
         return None
 
 
+def _tensor_sequence(iterable):
+    """The tensor sequence of a tensor, a TensorList (its stacked values) or a tensor range; None otherwise."""
+    return sequence_of(iterable.as_tensor() if isinstance(iterable, TensorList) else iterable)
+
+
 def _enumerate(iterable, start=0):
-    sequence = sequence_of(iterable)
+    sequence = _tensor_sequence(iterable)
     return builtins.enumerate(iterable, start) if sequence is None else Enumerate(sequence, start)
 
 
 def _zip(*iterables):
-    sequences = [sequence_of(i) for i in iterables]
+    sequences = [_tensor_sequence(i) for i in iterables]
     if all(s is None for s in sequences):
         return builtins.zip(*iterables)
     if any(s is None for s in sequences):
