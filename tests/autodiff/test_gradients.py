@@ -52,15 +52,6 @@ def test_unconnected_stopped_and_integer_inputs_get_none():
     np.testing.assert_allclose(run(gx, {x: [1.0, 2.0, 3.0], labels: [0, 1, 2]}), [1.0, 2.0, 3.0])
 
 
-def test_a_gradient_has_its_inputs_dtype_when_the_op_computes_in_a_wider_one():
-    x = tfl.Placeholder((2,), "float32")
-    k = tfl.Placeholder((), "int64")
-    y = tfl.reduce_sum(x * k)                      # float32 * int64 computes in float64
-    (g,) = tfl.gradients(y, [x])
-    assert y.dtype == np.float64 and g.dtype == np.float32
-    np.testing.assert_array_equal(run(g, {x: [1.0, 2.0], k: 3}), np.array([3.0, 3.0], np.float32))
-
-
 def test_several_ys_are_summed_and_non_scalar_ys_seeded_with_ones():
     x = tfl.Placeholder((2,), "float64")
     y1, y2 = x * 3.0, tfl.square(x)

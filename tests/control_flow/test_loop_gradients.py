@@ -155,3 +155,19 @@ def test_a_stack_value_reports_its_arrays():
     stack = StackValue("h")
     stack.values += [np.zeros(3), np.ones(2)]
     assert len(stack) == 2 and [a.size for a in stack.arrays()] == [3, 2] and "2 value" in repr(stack)
+
+
+def test_a_body_computing_in_a_wider_dtype_keeps_its_float32_gradients():
+    x = tfl.Placeholder((3,), "float32", name="x")
+    def body(k, h):
+        return k + 1, tfl.cast(tfl.tanh(h) * (k + 2), "float32")  # float32 * int64 computes in float64
+    _, y = tfl.while_loop(lambda k, h: tfl.less(k, 3), body, [tfl.Constant(np.int64(0)), x])
+    (g,) = tfl.gradients(tfl.reduce_sum(y), [x])
+    assert g.dtype == np.float32
+    value = np.array([0.3, -0.2, 0.5], np.float32)
+    with tfl.Session() as sess:
+        got = sess.run(g, {x: value})
+    h, slope = value.astype(np.float64), np.ones(3)
+    for k in range(3):
+        slope, h = slope * (k + 2) * (1 - np.tanh(h) ** 2), np.tanh(h) * (k + 2)
+    np.testing.assert_allclose(got, slope, rtol=1e-5)

@@ -141,3 +141,43 @@ def reads_a_collected_list(x):
 
 def test_enumerate_and_zip_over_a_list_a_tensor_loop_collected():
     check_against_eager(reads_a_collected_list, np.arange(6, dtype=np.float32).reshape(3, 2) / 4)
+
+
+def squashed_steps(x, w, n):
+    h = x
+    for _ in tfl.range(n):
+        h = tfl.tanh(h * w) + x
+    return tfl.reduce_sum(h * h)
+
+
+def derivative_of_order(fn, order, x, w, n):
+    """d/d(x, w) of fn, then of the sum of the previous gradients (squared for x), `order` times (eager autograd)."""
+    y = fn(x, w, n)
+    for _ in range(order - 1):
+        gx, gw = tfl.eager.grad(y, [x, w], create_graph=True)
+        y = tfl.reduce_sum(gx * gx) + tfl.reduce_sum(gw)
+    return [g.numpy() for g in tfl.eager.grad(y, [x, w])]
+
+
+@pytest.mark.parametrize("order", [2, 3])
+def test_eager_higher_order_gradients_through_a_to_static_loop(order):
+    static = tfl.jit.to_static(squashed_steps)
+    values = [np.array([0.3, -0.7]), np.array([0.5, 1.2])]
+    expected = derivative_of_order(squashed_steps, order, *(tfl.tensor(v, requires_grad=True) for v in values),
+                                   tfl.tensor(np.array(3)))
+    got = derivative_of_order(static, order, *(tfl.tensor(v, requires_grad=True) for v in values), np.array(3))
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+    # a layer's parameters get their second-order gradients too
+    layer = tfl.nn.Linear(2, 1)
+    for fn in (layer, tfl.jit.to_static(layer)):
+        x = tfl.tensor(np.array([[0.3, -0.7]], np.float32), requires_grad=True)
+        (gx,) = tfl.eager.grad(tfl.reduce_sum(tfl.tanh(fn(x))), [x], create_graph=True)
+        for p in layer.parameters():
+            p.grad = None
+        tfl.reduce_sum(gx * gx).backward()
+        grads = [p.grad.copy() for p in layer.parameters()]
+        if fn is layer:
+            eager_grads = grads
+    for a, b in zip(grads, eager_grads):
+        np.testing.assert_allclose(a, b, rtol=1e-5)

@@ -23,7 +23,7 @@ from ..graph import ancestors
 from ..nodes import Node, as_node
 from ..ops.array_ops import AddN
 from ..ops.broadcasting import SumToShapeOf
-from ..ops.unary_ops import Cast, OnesLike
+from ..ops.unary_ops import OnesLike
 from ..shapes import can_reduce_to, is_fully_known, shapes_compatible
 from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
 
@@ -114,10 +114,6 @@ def _fit_to_input(grad, op, index):
     if _output_dtypes(inp) is not None or _stack_dtype(inp) is not None:
         return grad  # an Output node's gradient (filed under its output of `inp`), or a stack's
     grad = as_node(grad, like=inp)
-    if _is_float(grad.dtype) and _is_float(inp.dtype) and grad.dtype != inp.dtype:
-        # a gradient has its input's dtype (as in TF): float32 * int64 computes in float64, yet the float32
-        # input's gradient is float32 (a loop's gradient accumulators keep their dtype)
-        grad = Cast(grad, inp.dtype)
     if is_fully_known(grad.shape) and grad.shape == inp.shape:
         return grad
     if getattr(op, "elementwise", False) and grad.shape == op.shape and _same_shape_at_run_time(op, index):

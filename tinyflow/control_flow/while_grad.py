@@ -22,6 +22,7 @@ from ..autodiff.gradients import gradients
 from ..nodes import Placeholder
 from ..ops.math_ops import greater, zeros_like
 from ..ops.registry import register_gradient
+from ..ops.unary_ops import cast
 from ..shapes import is_fully_known
 from .stacks import StackPop
 from .subgraph import is_float, owner, saving
@@ -31,6 +32,11 @@ from .while_loop import WhileLoop, trace_loop
 def _zeros_for(var, adjoint):
     """Zeros for a loop variable the body's outputs do not depend on (its own shape, each iteration)."""
     return zeros_like(adjoint) if is_fully_known(var.shape) else zeros_like(var)
+
+
+def _like(grad, node):
+    """`grad` in `node`'s dtype: a loop variable keeps its dtype, while float32 * int64 computes in float64."""
+    return grad if grad is None or grad.dtype == node.dtype else cast(grad, node.dtype)
 
 
 def _pop(stack, step, like, name):
@@ -49,7 +55,7 @@ def _while_grad(op, grads):
     wrt = [c for c in op.captures if is_float(c) and c in body.captures  # what only the test reads gets none
            and op.n_vars + op.captures.index(c) not in skip]
     restored = [node for _, node in body.restores if is_float(node)]  # op is itself a gradient loop
-    adjoints = [grads[i] if grads[i] is not None else zeros_like(op.output(i)) for i in floats]
+    adjoints = [_like(grads[i], op.output(i)) if grads[i] is not None else zeros_like(op.output(i)) for i in floats]
     start = [op.output(op.iterations_index, name="iterations")] + adjoints + [zeros_like(c) for c in wrt]
     made = {}
 
@@ -67,10 +73,10 @@ def _while_grad(op, grads):
         seeds = list(adjoint) + [seed for _, seed in made["seeds"]]
         xs = [body.inputs[i] for i in floats] + wrt + restored
         found = gradients(ys, xs, grad_ys=seeds, stop_gradients=wrt + restored)
-        new_adjoint = [g if g is not None else _zeros_for(body.inputs[i], a)
+        new_adjoint = [_like(g, body.inputs[i]) if g is not None else _zeros_for(body.inputs[i], a)
                        for i, g, a in zip(floats, found, adjoint)]
-        new_accumulated = [total if g is None else total + g
-                           for total, g in zip(accumulated, found[len(floats):len(floats) + len(wrt)])]
+        new_accumulated = [total if g is None else total + _like(g, c)
+                           for total, g, c in zip(accumulated, found[len(floats):len(floats) + len(wrt)], wrt)]
         made["restored"] = found[len(floats) + len(wrt):]
         return [step] + new_adjoint + new_accumulated
 

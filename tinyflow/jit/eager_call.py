@@ -9,6 +9,8 @@ Variable, or a Tensor argument with requires_grad), the call becomes a `RunProgr
 forward runs the cached plan, and its gradient runs a second cached plan, the program's
 backward graph (built once per program by graph-mode autodiff), seeded with the incoming
 gradient. Gradients reach the Tensor arguments and the Variables' `.grad`, as in eager mode.
+With `create_graph=True` each gradient is itself a recorded call of the backward graph, so
+it can be differentiated again (second order, through loops too: a graph gradient is a graph).
 """
 import numpy as np
 
@@ -18,28 +20,47 @@ from ..graph import ancestors
 from ..nodes import Node, Operation, Placeholder, Variable
 
 
-class ProgramGradient:
-    """The backward graph of a one-output program: gradients of the output for its inputs and parameters."""
+class GraphFunction:
+    """One node of a traced graph as a function of some Placeholders (and of the trainable Variables it reads)."""
 
-    def __init__(self, program, session):
-        out = program.outputs[0]
-        self.program, self.session = program, session
-        self.parameters = [n for n in ancestors([out]) if isinstance(n, Variable) and n.trainable
+    def __init__(self, session, inputs, output, training_feed, name):
+        self.session, self.inputs, self.output = session, list(inputs), output
+        self.training_feed, self.name = training_feed, name
+        self.parameters = [n for n in ancestors([output]) if isinstance(n, Variable) and n.trainable
                            and n.dtype.kind == "f"]
-        with program.graph.as_default(), program.graph.name_scope(f"{program.fn_name}/backward"):
-            self.seed = Placeholder(out.shape, out.dtype, name="output_grad")
-            targets = list(program.inputs) + self.parameters
-            self.grads = gradients([out], targets, grad_ys=[self.seed])
-        session._graph_size = len(program.graph.nodes)  # grown on purpose, once per program
-        self._fetches = [g for g in self.grads if g is not None]
+        self._derivatives = None
 
-    def run(self, feeds, grad, training_feed):
-        """One gradient (numpy array or None) per program input, then per parameter."""
-        feed = dict(zip(self.program.inputs, feeds))
-        feed[self.seed] = np.asarray(grad)
-        feed.update(training_feed)
-        values = iter(self.session.run(self._fetches, feed) if self._fetches else [])
-        return [next(values) if g is not None else None for g in self.grads]
+    def __call__(self, values):
+        """The output's value (numpy) for these input values."""
+        return self.session.run(self.output, self._feed(values))
+
+    def _feed(self, values, seed=None):
+        feed = dict(zip(self.inputs, values))
+        if seed is not None:
+            feed[self._seed] = np.asarray(seed)
+        feed.update(self.training_feed)
+        return feed
+
+    def derivatives(self):
+        """Per input, then per parameter: the GraphFunction of the output's gradient for it (None where there is
+        none), a function of the inputs and, last, the gradient seeding the output."""
+        if self._derivatives is None:
+            graph = self.output.graph
+            with graph.as_default(), graph.name_scope(f"{self.name}/backward"):
+                self._seed = Placeholder(self.output.shape, self.output.dtype, name="output_grad")
+                grads = gradients([self.output], self.inputs + self.parameters, grad_ys=[self._seed])
+            self.session._graph_size = len(graph.nodes)  # grown on purpose, once per function
+            self._derivatives = [None if g is None else GraphFunction(self.session, self.inputs + [self._seed], g,
+                                                                      self.training_feed, f"{self.name}/backward")
+                                 for g in grads]
+        return self._derivatives
+
+    def gradient_values(self, values, seed):
+        """The gradients (numpy, or None) for every input then every parameter, from one run."""
+        derivatives = self.derivatives()
+        fetches = [d.output for d in derivatives if d is not None]
+        results = iter(self.session.run(fetches, self._feed(values, seed)) if fetches else [])
+        return [None if d is None else next(results) for d in derivatives]
 
 
 def differentiable(program):
@@ -50,50 +71,48 @@ def differentiable(program):
 
 
 class RunProgram(Operation):
-    """One eager call of a traced program: inputs are the fed Tensors then the parameters' eager leaves."""
+    """One eager call of a GraphFunction: inputs are the fed Tensors then the eager leaves of its parameters."""
 
     abstract = True  # internal to to_static: never a graph node, so it stays out of the op registry
 
-    def __init__(self, program, session, gradient, tensors, leaves):
-        self.program, self.session, self.gradient, self.feed_count = program, session, gradient, len(tensors)
-        super().__init__(*tensors, *leaves)
+    def __init__(self, function, tensors):
+        from ..eager.runtime import variable_leaf
+        self.function, self.feed_count = function, len(tensors)
+        super().__init__(*tensors, *[variable_leaf(p) for p in function.parameters])
 
     def infer_shape(self, *shapes):
-        return self.program.outputs[0].shape
+        return self.function.output.shape
 
     def infer_dtype(self, *dtypes):
-        return self.program.outputs[0].dtype
-
-    def training_feed(self):
-        flag = self.program.graph.training_flag
-        return {} if flag is None else {flag: self.program.training}
+        return self.function.output.dtype
 
     def compute(self, *values):
-        feed = dict(zip(self.program.inputs, values[:self.feed_count]))
-        feed.update(self.training_feed())
-        return self.session.run(self.program.outputs[0], feed)
+        return self.function(values[:self.feed_count])
 
 
 @register_gradient(RunProgram)
 def _run_program_gradient(op, grad):
-    feeds = [t.numpy() for t in op.inputs[:op.feed_count]]
-    return op.gradient.run(feeds, grad.numpy(), op.training_feed())
+    from ..eager import is_grad_enabled
+    fed = op.inputs[:op.feed_count]
+    if is_grad_enabled():  # backward(create_graph=True): gradients that are recorded calls, differentiable again
+        return [None if d is None else RunProgram(d, list(fed) + [grad]) for d in op.function.derivatives()]
+    return op.function.gradient_values([t.numpy() for t in fed], grad.numpy())
 
 
 def call_recorded(program, session, arrays, tensors_in):
     """Run `program` as a recorded eager op when something it depends on requires grad; else None."""
     from ..eager import Tensor, is_grad_enabled
-    from ..eager.runtime import variable_leaf
     if not is_grad_enabled() or not any(isinstance(t, Tensor) for t in tensors_in) or not differentiable(program):
         return None
-    gradient = program.__dict__.get("_gradient")
-    parameters = gradient.parameters if gradient is not None else [
-        n for n in ancestors([program.outputs[0]]) if isinstance(n, Variable) and n.trainable and n.dtype.kind == "f"]
+    function = program.__dict__.get("_function")
+    if function is None:
+        flag = program.graph.training_flag
+        function = GraphFunction(session, program.inputs, program.outputs[0],
+                                 {} if flag is None else {flag: program.training}, program.fn_name)
     tensors = [t if isinstance(t, Tensor) else Tensor(a) for t, a in zip(tensors_in, arrays)]
-    if not parameters and not any(t.requires_grad for t in tensors):
+    if not function.parameters and not any(t.requires_grad for t in tensors):
         return None
     if program.training:  # its backward would run the forward again: another dropout mask, wrong gradients
         return None
-    if gradient is None:
-        gradient = program._gradient = ProgramGradient(program, session)
-    return RunProgram(program, session, gradient, tensors, [variable_leaf(p) for p in parameters])
+    program._function = function
+    return RunProgram(function, tensors)
