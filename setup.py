@@ -11,7 +11,9 @@ setup(
     packages=find_packages(include=["tinyflow", "tinyflow.*"]) + ["tinyflow.opencl_kernels"],
     # the OpenCL kernel sources stay in ckernels/opencl (the design's layout) and ship inside the package
     package_dir={"tinyflow.opencl_kernels": "ckernels/opencl"},
-    package_data={"tinyflow.data": ["*.csv", "*.csv.gz", "*.md"], "tinyflow.opencl_kernels": ["*.cl"]},
+    package_data={"tinyflow.data": ["*.csv", "*.csv.gz", "*.md"], "tinyflow.opencl_kernels": ["*.cl"],
+                  # the explorer and board pages inline these (dagre: MIT, see its LICENSE file)
+                  "tinyflow.viz.explorer": ["static/*"]},
     install_requires=[
         "numpy>=1.24",
         "cffi>=1.15",
