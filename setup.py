@@ -13,7 +13,7 @@ setup(
     package_dir={"tinyflow.opencl_kernels": "ckernels/opencl"},
     package_data={"tinyflow.data": ["*.csv", "*.csv.gz", "*.md"], "tinyflow.opencl_kernels": ["*.cl"],
                   # the explorer and board pages inline these (dagre: MIT, see its LICENSE file)
-                  "tinyflow.viz.explorer": ["static/*"]},
+                  "tinyflow.viz.explorer": ["static/*"], "tinyflow.board": ["static/*"]},
     install_requires=[
         "numpy>=1.24",
         "cffi>=1.15",
@@ -23,7 +23,9 @@ setup(
     ],
     extras_require={
         "dev": ["pytest>=7", "hypothesis>=6.50", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6.0",
-                "jupyterlab>=4", "nbconvert>=7", "onnx>=1.14", "onnxruntime>=1.16"],
+                "jupyterlab>=4", "nbconvert>=7", "onnx>=1.14", "onnxruntime>=1.16",
+                # drives the system's headless Chromium in the explorer and board tests (no browser download)
+                "selenium>=4.10"],
         # pyopencl and pocl's CPU driver as a wheel (no root needed); on Linux x86-64
         "opencl": ["pyopencl>=2022.1", "pocl-binary-distribution>=1.2; platform_system == 'Linux'"],
         # data parallelism: mpi4py and Open MPI as a wheel (mpirun included; `pip install mpich` works too)

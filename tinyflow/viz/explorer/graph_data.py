@@ -143,7 +143,8 @@ def _run(graph, order, walk, feeds, backend, notes):
         return {}
     session = Session(graph, backend=backend)
     try:
-        return dict(zip(wanted, session.run(wanted, feeds)))
+        with np.errstate(all="ignore"):  # overflow and NaN are what the page is there to show, not to warn about
+            return dict(zip(wanted, session.run(wanted, feeds)))
     except TinyflowError as err:
         notes.append(f"values not computed: {err}")
         return {}
