@@ -65,10 +65,12 @@ class FitLog:
 
 def learning_rate(optimizer):
     """The optimizer's learning rate as a number, or None when it is computed by the graph."""
-    from ..nodes import Node
+    from ..nodes import Constant, Node, Variable
     lr = getattr(optimizer, "lr", None)
     if isinstance(lr, Node):
-        lr = getattr(lr, "value", None)  # a Variable or Constant holds its number; other nodes compute it
+        lr = lr.value if isinstance(lr, (Variable, Constant)) else None  # other nodes compute it at run time
+    if lr is None:
+        return None
     try:
         array = np.asarray(lr, dtype=np.float64)
     except (TypeError, ValueError):

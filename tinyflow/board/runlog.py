@@ -7,9 +7,11 @@ A run's folder (the `log_dir` of `Model.fit`) holds `scalars.jsonl`, UTF-8, one 
     {"epoch": 2, "time": 1718000001.4, "scalars": {"loss": "NaN", "lr": 0.001, "epoch_time": 0.2}}
 
 `time` is seconds since the epoch (Unix time); numbers JSON cannot hold are the strings "NaN",
-"Infinity" and "-Infinity". Each line is written with one write() call on a file opened for
-appending and flushed to disk (fsync) before training goes on, and nothing is ever rewritten, so a
-run killed at any moment leaves every finished epoch readable; at worst its last line is cut short.
+"Infinity" and "-Infinity". Each line goes to the operating system in one write() call on a file
+opened for appending before training goes on, and nothing is ever rewritten, so a process killed at
+any moment leaves every finished epoch readable; at worst a last line is cut short. The file is
+also flushed to the disk (fsync) at most once a second and when the fit ends, so even a machine that
+loses power loses at most the last second (fsync after every epoch would slow small, fast epochs).
 
 Reading is parsing only (json.loads, then type checks: nothing in a log is ever executed or
 evaluated) and tolerant: a last line without its newline is not read yet (it is being written, or
@@ -25,6 +27,7 @@ import time
 FILE_NAME = "scalars.jsonl"
 MAX_LINE = 64 * 1024  # bytes: longer lines are skipped unread
 MAX_TAG = 200         # characters of a scalar's name
+SYNC_SECONDS = 1.0    # the longest a written line waits to be flushed to the disk
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
@@ -44,6 +47,7 @@ class ScalarWriter:
         self.path = os.path.join(self.log_dir, FILE_NAME)
         self.last_epoch = ScalarLog(self.path).poll().last_epoch
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._synced = time.monotonic()
         size = os.fstat(self._fd).st_size
         if size and _last_byte(self.path, size) != b"\n":
             self._append(b"\n")  # a line cut by a crash stays alone on its line (and is skipped)
@@ -65,11 +69,14 @@ class ScalarWriter:
         while view:  # one call writes it all for a regular file; the loop only guards against a short write
             written = os.write(self._fd, view)
             view = view[written:]
-        os.fsync(self._fd)
+        if time.monotonic() - self._synced >= SYNC_SECONDS:
+            os.fsync(self._fd)
+            self._synced = time.monotonic()
 
     def close(self):
-        """Close the file (what was written is already on disk)."""
+        """Flush to disk and close the file."""
         if self._fd is not None:
+            os.fsync(self._fd)
             os.close(self._fd)
             self._fd = None
 
