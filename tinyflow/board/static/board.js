@@ -4,7 +4,7 @@
   "use strict";
   var SVGNS = "http://www.w3.org/2000/svg";
   var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
-  var W = 380, H = 210, PAD = {l: 58, r: 10, t: 8, b: 26};
+  var W = 380, H = 210, PAD = {l: 66, r: 10, t: 8, b: 26};
   var hidden = new Set(), lastText = null, data = null, polls = 0;
 
   function add(parent, tag, content, attrs) {
@@ -89,7 +89,7 @@
     series.forEach(function (s) { s.points.forEach(function (p) { xs.push(p[0]); ys.push(logscale ? Math.log10(p[1]) : p[1]); }); });
     var x0 = xs.length ? xs.reduce(min) : 1, x1 = xs.length ? xs.reduce(max) : 1;
     var y0 = ys.length ? ys.reduce(min) : 0, y1 = ys.length ? ys.reduce(max) : 1;
-    if (y0 === y1) { y0 -= 0.5; y1 += 0.5; }
+    if (y0 === y1) { var pad = Math.abs(y0) * 0.1 || 0.5; y0 -= pad; y1 += pad; }  // a flat curve in the middle
     if (x0 === x1) { x1 = x0 + 1; }
     // halves: a span like 1e308 - (-1e308) overflows; half of each end never does
     var yScale = function (v) { return PAD.t + (H - PAD.t - PAD.b) * ((y1 / 2 - v / 2) / (y1 / 2 - y0 / 2)); };

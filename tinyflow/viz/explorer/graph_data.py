@@ -17,16 +17,26 @@ from ...session import Session
 from ...session.feeds import resolve_key
 from ...session.plan import prune, schedule
 from ..graphviz_render import _nodes_to_draw, kind_of
-from .summary import summary
+from .summary import dtype_name, summary
 
 QUEUE_SHOWN = 12  # names of the queue kept per backprop step (the rest is counted)
 
 
-def node_record(node, index_of, value=None, grad=None, scope=None):
-    """One node as the page reads it (see the module docstring of tinyflow/viz/explorer/__init__.py)."""
+def node_record(node, index_of, value=None, grad=None, scope=None, sites=None):
+    """One node as the page reads it (see the module docstring of tinyflow/viz/explorer/__init__.py).
+
+    `sites` caches creation sites' texts: the nodes a loop built share a few sites.
+    """
     shape = None if node.shape is None else [None if d is None else int(d) for d in node.shape]
+    site = getattr(node, "_site", None)
+    if sites is None or site is None:
+        text = node.creation_site
+    elif site in sites:
+        text = sites[site]
+    else:
+        text = sites[site] = node.creation_site
     return {"name": node.name, "op": node.op_type, "shape": shape,
-            "dtype": None if node.dtype is None else str(node.dtype), "site": node.creation_site,
+            "dtype": None if node.dtype is None else dtype_name(node.dtype), "site": text,
             "value": value, "grad": grad, "kind": kind_of(node),
             "scope": scope_of(node.name) if scope is None else scope,
             "inputs": [index_of[i] for i in node.inputs if i in index_of]}
@@ -102,7 +112,9 @@ def graph_data(target, graph, feed_dict=None, loss=None, wrt=None, backend=None)
         values = _run(graph, order, walk, feeds, backend, notes)
     index_of = {node: i for i, node in enumerate(nodes)}
     grads = {} if walk is None else {step["node"]: step["grad"] for step in walk}
-    records = [node_record(n, index_of, _summary(values, n), _summary(values, grads.get(n))) for n in nodes]
+    sites = {}
+    records = [node_record(n, index_of, _summary(values, n), _summary(values, grads.get(n)), sites=sites)
+               for n in nodes]
     data = {"source": "graph", "nodes": records, "groups": scope_groups(records),
             "forward_order": [n.name for n in order if n in index_of],
             "backprop_order": [] if walk is None else [step["node"].name for step in walk],
@@ -141,7 +153,7 @@ def _run(graph, order, walk, feeds, backend, notes):
         wanted += sorted((n for n in extra if n is not None), key=lambda n: n.creation_index)
     if not wanted:
         return {}
-    session = Session(graph, backend=backend)
+    session = Session(graph, backend=backend, optimize=False)  # every node is fetched: nothing could fuse
     try:
         with np.errstate(all="ignore"):  # overflow and NaN are what the page is there to show, not to warn about
             return dict(zip(wanted, session.run(wanted, feeds)))

@@ -102,7 +102,7 @@ def _user_values(drawn, feed_dict, backend):
                     key=lambda n: n.creation_index)
     if not wanted:
         return values, []
-    session = Session(graph, backend=backend)
+    session = Session(graph, backend=backend, optimize=False)  # every node is fetched: nothing could fuse
     try:
         with np.errstate(all="ignore"):  # overflow and NaN are what the page is there to show, not to warn about
             computed = dict(zip(wanted, session.run(wanted, feed_dict or {})))

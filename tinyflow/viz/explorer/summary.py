@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 HEATMAP_CELLS = 32  # a heat map has at most this many rows and columns (blocks of the value are averaged)
+SMALL = 64          # arrays up to this size are summarised in plain Python (faster for a few numbers)
 
 
 def json_number(x):
@@ -18,28 +19,57 @@ def json_number(x):
     return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
 
 
+_DTYPE_NAMES = {}
+
+
+def dtype_name(dtype):
+    """str(dtype), cached (numpy builds the text anew at each call: slow for ten thousand nodes)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+    return name
+
+
 def summary(value, with_heatmap=True):
     """{"shape", "dtype", "size", "mean", "std", "min", "max", "nan", "inf", "value" (scalars), "heatmap" (2-D)}."""
     array = np.asarray(value)
-    result = {"shape": list(array.shape), "dtype": str(array.dtype), "size": int(array.size)}
+    result = {"shape": list(array.shape), "dtype": dtype_name(array.dtype), "size": int(array.size)}
     if array.size == 0 or array.dtype.kind not in "biuf":
         return result
     numbers = array.astype(np.float64)
-    finite = np.isfinite(numbers)
-    result["nan"] = int(np.isnan(numbers).sum())
-    result["inf"] = int(array.size - finite.sum() - result["nan"])
-    shown = numbers[finite]
-    if shown.size:
-        with np.errstate(over="ignore", invalid="ignore"):  # values near the float64 limit: the std may overflow
-            stats = (shown.mean(), shown.std(), shown.min(), shown.max())
-    else:
-        stats = (math.nan,) * 4
+    stats, result["nan"], result["inf"] = (_small_statistics if array.size <= SMALL else _statistics)(numbers)
     result.update(zip(("mean", "std", "min", "max"), map(json_number, stats)))
     if array.size == 1:
         result["value"] = json_number(numbers.reshape(()))
     if with_heatmap and array.ndim == 2:
         result["heatmap"] = heatmap(numbers)
     return result
+
+
+def _statistics(numbers):
+    """((mean, std, min, max) of the finite entries, NaN count, infinity count) with numpy."""
+    finite = np.isfinite(numbers)
+    nan = int(np.isnan(numbers).sum())
+    shown = numbers[finite]
+    if not shown.size:
+        return (math.nan,) * 4, nan, numbers.size - nan
+    with np.errstate(over="ignore", invalid="ignore"):  # values near the float64 limit: the std may overflow
+        return (shown.mean(), shown.std(), shown.min(), shown.max()), nan, numbers.size - shown.size - nan
+
+
+def _small_statistics(numbers):
+    """The same as `_statistics` in plain Python: for a few numbers, ten numpy calls cost more than the maths."""
+    values = numbers.ravel().tolist()
+    shown = [v for v in values if math.isfinite(v)]
+    nan = sum(1 for v in values if v != v)
+    if not shown:
+        return (math.nan,) * 4, nan, len(values) - nan
+    mean = math.fsum(shown) / len(shown)
+    try:
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in shown) / len(shown))
+    except OverflowError:  # values near the float64 limit
+        std = math.inf
+    return (mean, std, min(shown), max(shown)), nan, len(values) - len(shown) - nan
 
 
 def heatmap(matrix):

@@ -71,7 +71,8 @@
       return [GROUPS[g].label, "(" + members[g] + " nodes)"];
     }
     var n = NODES[item.first], short = n.name.split("/").pop();
-    return short === n.op ? [short] : [short, n.op];
+    if (n.kind === "constant" && n.value && "value" in n.value) return [short, "= " + fmt(n.value.value)];
+    return short === n.op || short.indexOf(n.op + "_") === 0 ? [short] : [short, n.op];
   }
   function sizeOf(lines) {
     var chars = Math.max.apply(null, lines.map(function (l) { return l.length; }));
@@ -81,7 +82,7 @@
   // ------------------------------------------------------------------ layout
   function dagreLayout(vis) {
     var g = new dagre.graphlib.Graph({compound: true});
-    g.setGraph({rankdir: "TB", nodesep: 18, ranksep: 34, marginx: 16, marginy: 26});
+    g.setGraph({rankdir: "TB", nodesep: 18, ranksep: 34, marginx: 16, marginy: 26, align: "UL"});
     g.setDefaultEdgeLabel(function () { return {}; });
     vis.clusters.forEach(function (c) {
       g.setNode("c:" + c, {});
@@ -224,7 +225,7 @@
   function setAll(closed) {
     collapsed = new Set(closed ? Object.keys(members) : []);
     render();
-    fit();
+    fit(true);
   }
   function reveal(i) {        // open the scopes hiding node i
     var hidden = chains[i].filter(function (g) { return collapsed.has(g); });
@@ -234,10 +235,10 @@
     return true;
   }
   function applyView() { viewport.setAttribute("transform", "translate(" + view.x + "," + view.y + ") scale(" + view.k + ")"); }
-  function fit() {
+  function fit(readable) {   // the whole graph in the window; `readable`: never so small that labels blur (top first)
     var w = svg.clientWidth || 800, h = svg.clientHeight || 600;
     var k = Math.min(w / (layoutInfo.width + 20), h / (layoutInfo.height + 20), 1.5);
-    k = Math.max(k, 0.05);
+    k = Math.max(k, readable === true ? 0.6 : 0.03);
     view = {k: k, x: (w - layoutInfo.width * k) / 2, y: Math.max(10, (h - layoutInfo.height * k) / 2)};
     applyView();
   }
@@ -248,9 +249,15 @@
     view.y = h / 2 - y * view.k;
     applyView();
   }
-  function centerOn(scope) {
+  function centerOn(scope) {  // a scope's box in the middle; a tall one with its title at the top
     var b = layoutInfo.clusters.get(scope) || layoutInfo.boxes.get("g:" + scope);
-    if (b) centerAt(b.x, b.y); else fit();
+    if (!b) { fit(true); return; }
+    centerAt(b.x, b.y);
+    var h = svg.clientHeight || 600;
+    if ((b.height + 40) * view.k > h) {
+      view.y = 20 - (b.y - b.height / 2 - 20) * view.k;
+      applyView();
+    }
   }
   function centerOnNode(i) {
     var b = layoutInfo.boxes.get("n:" + i);
@@ -281,9 +288,9 @@
     if (x === null || x === undefined) return "";
     if (typeof x === "string") return x;   // NaN, Infinity, -Infinity
     if (Number.isInteger(x) && Math.abs(x) < 1e15) return String(x);
-    var s = x.toPrecision(6);
-    if (s.indexOf("e") < 0 && s.indexOf(".") >= 0) s = s.replace(/0+$/, "").replace(/\.$/, "");
-    return s;
+    var parts = x.toPrecision(6).split("e"), mantissa = parts[0];
+    if (mantissa.indexOf(".") >= 0) mantissa = mantissa.replace(/0+$/, "").replace(/\.$/, "");
+    return parts.length > 1 ? mantissa + "e" + parts[1] : mantissa;
   }
   function shapeText(shape, unknown) {
     if (!shape) return "unknown";
@@ -510,7 +517,7 @@
   document.getElementById("step-last").addEventListener("click", function () { go(forward.length + backSteps.length - 1); });
   document.getElementById("expand-all").addEventListener("click", function () { setAll(false); });
   document.getElementById("collapse-all").addEventListener("click", function () { setAll(true); });
-  document.getElementById("fit").addEventListener("click", fit);
+  document.getElementById("fit").addEventListener("click", function () { fit(false); });
   document.addEventListener("keydown", function (ev) {
     if (ev.target && ev.target.tagName === "INPUT") return;
     var moves = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1};
@@ -534,7 +541,7 @@
   titleEl.textContent = (DATA.title || "graph") + " \u2014 " + NODES.length + " nodes (" + DATA.source + ")";
   (DATA.notes || []).forEach(function (note) { add(document.getElementById("notes"), "p", note); });
   render();
-  fit();
+  fit(true);
   if (layoutInfo.fast) add(document.getElementById("notes"), "p", "fast layout: " + layoutInfo.vis.items.size +
     " boxes are open; close scopes for the full layout");
   window.tinyflowExplorer = {go: go, select: show, expand: expand, collapse: collapse,
