@@ -52,6 +52,14 @@ def launch():
     return driver
 
 
+def goto(driver, url):
+    """Open `url` with a clean console log: what the previous page logged (a board polling a server that has
+    stopped) is dropped, so `severe_console_errors` speaks of this page only."""
+    driver.get("about:blank")
+    driver.get_log("browser")
+    driver.get(url)
+
+
 def artifacts_dir():
     """The folder screenshots and pages are saved to (created on first use)."""
     if not _ARTIFACTS:

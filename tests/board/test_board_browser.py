@@ -46,7 +46,7 @@ def test_curves_grow_while_a_fit_runs_in_another_process_and_a_killed_run_stays_
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     fit = subprocess.Popen([sys.executable, "-c", FIT, str(tmp_path / "live")], env=env)
     try:
-        chromium.get(board.url)
+        browser.goto(chromium, board.url)
         first = browser.wait_for(lambda: curve_points(chromium, "loss", "live"), timeout=60,
                                  what="the first epoch of the running fit on the board")
         later = browser.wait_for(lambda: curve_points(chromium, "loss", "live") > first and
@@ -76,6 +76,7 @@ def test_curves_grow_while_a_fit_runs_in_another_process_and_a_killed_run_stays_
             fit.kill()
             fit.wait()
         chromium.switch_to.default_content()
+        chromium.get("about:blank")  # stop the page polling before its server goes
         board.close()
 
 
@@ -92,7 +93,7 @@ def test_several_runs_side_by_side_and_hostile_logs_shown_as_text(chromium, tmp_
         b'{"epoch": 4, "scalars": {"loss": "Infinity"}}\nthis is not json\n{"epoch": 5, "scal')
     board = Board(tmp_path, port=0).start()
     try:
-        chromium.get(board.url)
+        browser.goto(chromium, board.url)
         browser.wait_for(lambda: curve_points(chromium, "loss", "sweep/lr_0.01") == 5, what="the sweep's curves")
         assert curve_points(chromium, "loss", "sweep/lr_0.1") == 5 and curve_points(chromium, "lr", "sweep/lr_0.1") == 5
         colours = chromium.execute_script(
@@ -111,4 +112,5 @@ def test_several_runs_side_by_side_and_hostile_logs_shown_as_text(chromium, tmp_
         browser.screenshot(chromium, "board_runs_and_hostile_log")
         assert not browser.severe_console_errors(chromium)
     finally:
+        chromium.get("about:blank")
         board.close()

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("chromium")
 
 
 def open_page(driver, path):
-    driver.get(f"file://{path}")
+    browser.goto(driver, f"file://{path}")
     browser.wait_for(lambda: driver.execute_script("return document.body.getAttribute('data-ready')"),
                      what="the explorer page to render")
 

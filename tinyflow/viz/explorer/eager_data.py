@@ -14,7 +14,10 @@ from .summary import summary
 def eager_data(tensor):
     """The page's data for an eager Tensor's recorded graph (`_recorded` in eager_graph.py)."""
     ops, leaves, edges = _recorded(tensor)
-    order = _forward_order(tensor, leaves)
+    if not ops:
+        leaves = [tensor]  # a tensor that recorded nothing: a leaf on its own
+    leaf_ids = {id(leaf) for leaf in leaves}  # by identity: `in` on a list of Tensors would compare values
+    order = _forward_order(tensor, leaf_ids, leaves)
     names = _names(order)
     inputs = {fn: [None] * len(fn._next or ()) for fn in ops}
     for source, fn, index in edges:
@@ -30,7 +33,7 @@ def eager_data(tensor):
     grads.update(leaf_grads)
     records = []
     for item in order:
-        is_leaf = item in leaves
+        is_leaf = id(item) in leaf_ids
         value = item.numpy() if is_leaf else getattr(item, "_out", None)
         grad = grads.get(item)
         records.append({
@@ -49,7 +52,7 @@ def eager_data(tensor):
     return data
 
 
-def _forward_order(tensor, leaves):
+def _forward_order(tensor, leaf_ids, leaves):
     """Leaves first, then the ops in an order where each comes after what it read (a depth-first postorder)."""
     order, done = [], set()
     stack = [(tensor.grad_fn, False)] if tensor.grad_fn is not None else []
@@ -63,7 +66,7 @@ def _forward_order(tensor, leaves):
             continue
         stack.append((fn, True))
         for source in reversed(fn._next or ()):
-            if source is not None and source not in done and source not in leaves:
+            if source is not None and id(source) not in leaf_ids and source not in done:
                 stack.append((source, False))
     return list(leaves) + order if order else [tensor]
 

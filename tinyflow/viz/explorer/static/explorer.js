@@ -275,10 +275,15 @@
     view.k = k;
     applyView();
   }, {passive: false});
-  var drag = null;
-  svg.addEventListener("mousedown", function (ev) { drag = {x: ev.clientX - view.x, y: ev.clientY - view.y}; svg.classList.add("dragging"); });
+  var drag = null, panned = false;  // a click that ends a pan keeps the selection
+  svg.addEventListener("mousedown", function (ev) {
+    drag = {x: ev.clientX - view.x, y: ev.clientY - view.y, startX: ev.clientX, startY: ev.clientY};
+    panned = false;
+    svg.classList.add("dragging");
+  });
   window.addEventListener("mousemove", function (ev) {
     if (!drag) return;
+    if (Math.abs(ev.clientX - drag.startX) + Math.abs(ev.clientY - drag.startY) > 3) panned = true;
     view.x = ev.clientX - drag.x; view.y = ev.clientY - drag.y; applyView();
   });
   window.addEventListener("mouseup", function () { drag = null; svg.classList.remove("dragging"); });
@@ -534,7 +539,7 @@
     NODES.forEach(function (n) { var o = document.createElement("option"); o.value = n.name; names.appendChild(o); });
   });
   search.addEventListener("change", function () { if (byName.has(search.value)) show(byName.get(search.value)); });
-  svg.addEventListener("click", function () { if (!drag) select(-1); });
+  svg.addEventListener("click", function () { if (!panned) select(-1); });
 
   // ------------------------------------------------------------------ start
   var titleEl = document.getElementById("title");
