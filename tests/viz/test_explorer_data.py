@@ -145,7 +145,6 @@ def test_an_eager_tensor_shows_its_recorded_ops_and_the_eager_walk(tmp_path):
     order = []
     from tinyflow.eager.autograd import backward
     backward([y], retain_graph=True, sink={}, trace=lambda fn, g, counts: order.append(fn.op_type))
-    assert [n["op"] for n in data["nodes"] if n["name"] in data["backprop_order"]] != []
     assert [name.split("_")[0] for name in data["backprop_order"]] == order
     assert t.grad is None  # the page's walk delivers into a private sink
     nodes = {n["name"]: n for n in data["nodes"]}

@@ -99,7 +99,7 @@ def graph_data(target, graph, feed_dict=None, loss=None, wrt=None, backend=None)
         nodes = sorted(set(nodes) | ancestors([loss]), key=lambda n: n.creation_index)
     feeds = {resolve_key(graph, k): v for k, v in (feed_dict or {}).items()}
     fetches = targets if targets is not None else [n for n in nodes if not n.consumers]
-    order = [n for n in schedule(prune(fetches, frozenset(feeds)), frozenset(feeds))]
+    order = schedule(prune(fetches, frozenset(feeds)), frozenset(feeds))  # the order Session.run computes them in
     notes = []
     walk = None
     values = {}
