@@ -134,7 +134,9 @@ def _trace_walk(loss, wrt):
             for inp, _ in step["delivered"]:
                 pending[inp] += 1
             keep.pending = pending
-        steps.append(dict(node=step["node"], grad=step["grad"], received=len(step["received"]),
+        grad = step["grad"]  # a list for an op with several outputs (control flow): no one gradient to show
+        steps.append(dict(node=step["node"], grad=None if isinstance(grad, list) else grad,
+                          received=len(step["received"]),
                           delivered=list(step["delivered"]), released=list(step["released"]),
                           queue=list(islice(step["queue"], QUEUE_SHOWN)), queue_size=len(step["queue"])))
 
@@ -165,7 +167,9 @@ def _run(graph, order, walk, feeds, backend, notes):
 
 
 def _summary(values, node):
-    return summary(values[node]) if node is not None and node in values else None
+    if node is None or node not in values or isinstance(values[node], (list, tuple)):
+        return None  # no value, or the several values of a control-flow op
+    return summary(values[node])
 
 
 def _walk_data(walk, loss, wrt, values):
