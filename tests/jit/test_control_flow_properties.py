@@ -1,9 +1,10 @@
-"""Property tests: random small programs with if/while/for/break/continue/return give, through to_static, the
-values and gradients eager Python gives."""
+"""Property tests: random small programs with if / while / for (over tfl.range, rows, enumerate, zip) / break /
+continue / return give, through to_static, the values and gradients eager Python gives."""
 import linecache
 import textwrap
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +26,7 @@ def blocks(draw, depth, in_loop):
     """A list of source lines (indented by the caller), at most `depth` levels of nesting."""
     lines = []
     for _ in range(draw(st.integers(1, 3))):
-        kinds = ["update", "update"] + (["if", "for_rows", "for_range", "while"] if depth > 0 else []) \
+        kinds = ["update", "update"] + (["if", "for_rows", "for_range", "for_enumerate", "for_zip", "while"] if depth > 0 else []) \
             + (["break", "continue"] if in_loop else []) + ["return"]
         kind = draw(st.sampled_from(kinds))
         c = draw(constants())
@@ -45,6 +46,14 @@ def blocks(draw, depth, in_loop):
         elif kind == "for_rows":
             lines.append("for row in m:")
             lines.append("    x = x + row * 0.1")
+            lines += ["    " + line for line in draw(blocks(depth - 1, True))]
+        elif kind == "for_enumerate":
+            lines.append("for j, row in enumerate(m):")
+            lines.append("    s = s + tfl.reduce_sum(row) * j * 0.1")
+            lines += ["    " + line for line in draw(blocks(depth - 1, True))]
+        elif kind == "for_zip":
+            lines.append("for row, other in zip(m, m * 0.5):")
+            lines.append("    x = x + row * other")
             lines += ["    " + line for line in draw(blocks(depth - 1, True))]
         elif kind == "for_range":
             lines.append("for i in tfl.range(n):")
@@ -90,7 +99,7 @@ def run_static(fn, x, m, n):
     return out.numpy(), [np.zeros_like(t.numpy()) if t.grad is None else t.grad for t in (tx, tm)]
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(source=programs(), n=st.integers(0, 3), seed=st.integers(0, 3))
 def test_random_programs_agree_with_eager_python(source, n, seed):
     rng = np.random.default_rng(seed)
@@ -102,3 +111,44 @@ def test_random_programs_agree_with_eager_python(source, n, seed):
     np.testing.assert_allclose(static_value, value, rtol=1e-9, atol=1e-12, err_msg=source)
     for got, expected in zip(static_grads, grads):
         np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10, err_msg=source)
+
+
+# programs the property test once found wrong, kept as plain cases
+FOUND = [
+    # `i` is assigned only behind a Python `return` in the first tensor loop: it has no value after it
+    '''def program(x, m, n):
+    for row in m:
+        if True:
+            return x
+        for i in tfl.range(n):
+            x = x + 1.0
+    for i in tfl.range(n):
+        return x
+    return x
+''',
+    # a tensor `if` (the break) inside a tensor loop that changes only Python flags: no cond, plain values
+    '''def program(x, m, n):
+    s = tfl.reduce_sum(x) * 0.2
+    k = 0
+    while k < n:
+        k = k + 1
+        for row in m:
+            if tfl.reduce_max(x * s) < 0.4:
+                break
+            if False:
+                continue
+    return x + s
+''']
+
+
+@pytest.mark.parametrize("source", FOUND)
+@pytest.mark.parametrize("n", [0, 2])
+def test_programs_found_by_the_property_test(source, n):
+    rng = np.random.default_rng(n)
+    x, m = rng.standard_normal(3), rng.standard_normal((2, 3))
+    program = compile_program(source)
+    value, grads = run_eager(program, x, m, np.array(n))
+    static_value, static_grads = run_static(program, x, m, np.array(n))
+    np.testing.assert_allclose(static_value, value, rtol=1e-9, atol=1e-12)
+    for got, expected in zip(static_grads, grads):
+        np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10)

@@ -37,8 +37,8 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site):
         false_branch = Subgraph.trace(branch(false_fn, "false"), scope="false")
         merge = _Merge(true_branch, false_branch, site)
         merged = [merge.variable(name, a, b) for name, a, b in zip(names, results["true"], results["false"])]
-        if not merge.pairs:
-            return tuple(merged)  # nothing tensor-valued differs: no cond
+        if not merge.pairs:  # nothing tensor-valued differs: no cond
+            return tuple(v.resolve(()) if isinstance(v, _Pending) else v for v in merged)
         true_branch.set_outputs([a for a, _ in merge.pairs])
         false_branch.set_outputs([b for _, b in merge.pairs])
         op = Cond(pred, true_branch, false_branch, name="Cond")

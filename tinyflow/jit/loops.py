@@ -174,7 +174,9 @@ def _graph_loop(test_fn, body_fn, values, names, site):
                               "nothing; assign the values you need inside the loop")
     final = while_loop(test, body, starts, name="while")
     final = [final] if isinstance(final, Node) else final
-    results = with_loop_values([Undefined("?", site) if is_typeless(v) else v for v in final])
+    # a variable no iteration assigned (its assignment is behind a Python `return` / `break`) still has no value
+    results = with_loop_values([Undefined("?", site) if is_typeless(v) or is_typeless(start) else v
+                                for v, start in zip(final, starts)])
     for index, node in appended.items():
         loop = final[0].inputs[0]
         if owner(node) is not loop.body:
