@@ -181,3 +181,22 @@ def test_eager_higher_order_gradients_through_a_to_static_loop(order):
             eager_grads = grads
     for a, b in zip(grads, eager_grads):
         np.testing.assert_allclose(a, b, rtol=1e-5)
+
+
+def test_the_stacks_of_an_eager_call_are_freed_after_backward(monkeypatch):
+    import gc
+    import weakref
+    from tinyflow.control_flow import StackPush
+    stacks, push = [], StackPush.compute
+
+    def watched(self, stack, value):
+        if not any(s() is stack for s in stacks):
+            stacks.append(weakref.ref(stack))
+        return push(self, stack, value)
+    monkeypatch.setattr(StackPush, "compute", watched)
+    static = tfl.jit.to_static(squashed_steps)
+    x, w = tfl.tensor(np.full(100, 0.3), requires_grad=True), tfl.tensor(np.full(100, 0.5), requires_grad=True)
+    for _ in range(2):
+        static(x, w, np.array(5)).backward()
+    gc.collect()
+    assert stacks and all(s() is None for s in stacks)  # no run keeps a stack once its gradient loop ran
