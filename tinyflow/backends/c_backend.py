@@ -6,6 +6,7 @@ one dtype, non-empty and contiguous, of shapes the kernel handles, and writes in
 fresh (or recycled, never shared) output buffers. Anything else runs the op's numpy
 `compute`, so no input reachable from the public API can crash the interpreter.
 """
+import math
 import os
 import weakref
 
@@ -113,6 +114,28 @@ def softmax_xent_back(backend, op, logits, labels, grad):
     _fn("tf_softmax_xent_back", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
                                         float(np.asarray(grad).reshape(())), _buf(out))
     return out
+
+
+# ---------------------------------------------------------------- indexing
+def scatter_add(backend, op, grad, x, indices):
+    """GatherGrad: zeros of x's shape with the rows of grad added at their indices along op.axis."""
+    dim = x.shape[op.axis]
+    index = np.array(indices, dtype=np.int64).reshape(-1)  # a copy: negative indices are made positive in it
+    if index.size and (index.min() < -dim or index.max() >= dim):
+        bad = index[(index < -dim) | (index >= dim)][0]
+        raise IndexError(f"index {bad} is out of bounds for axis {op.axis} of size {dim}")
+    index[index < 0] += dim
+    outer, inner = math.prod(x.shape[:op.axis]), math.prod(x.shape[op.axis + 1:])
+    out = backend.pool.empty(x.shape, grad.dtype)
+    _fn("tf_scatter_add", grad)(native.ffi.from_buffer("int64_t[]", index), index.size, _buf(grad), _buf(out),
+                                outer, dim, inner)
+    return out
+
+
+def integer_indices(op, grad, x, indices):
+    """GatherGrad's kernel takes integer indices and a gradient of the gathered shape."""
+    return np.asarray(indices).dtype.kind in "iu" and grad.size == (
+        math.prod(x.shape[:op.axis]) * np.size(indices) * math.prod(x.shape[op.axis + 1:]))
 
 
 # ---------------------------------------------------------------- matmul
@@ -275,6 +298,7 @@ KERNELS = {
     "LogSoftmaxGrad": Kernel(rows("tf_log_softmax_back"), same_shape=True, accepts=along_last_axis),
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
+    "GatherGrad": Kernel(scatter_add, floats=(0,), accepts=integer_indices),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
     "Conv2D": Kernel(conv2d, accepts=fits_conv),
     "Conv2DBackInput": Kernel(conv2d_back_input, accepts=fits_conv),
