@@ -117,7 +117,7 @@ CASES = {
     "ReduceMax": [case(lambda a: tfl.reduce_max(a, 1), distinct(3, 4)), case(tfl.reduce_max, distinct(2, 3))],
     "ReduceMin": [case(lambda a: tfl.reduce_min(a, 0), distinct(3, 4)), case(tfl.reduce_min, distinct(2, 3))],
     "ReduceProd": [case(lambda a: tfl.reduce_prod(a, 1), off_zero(3, 4)),
-                   case(lambda a: tfl.reduce_prod(a, (0, 2), keepdims=True), off_zero(2, 3, 2))],
+                   case(lambda a: tfl.reduce_prod(a, (1, 2), keepdims=True), off_zero(2, 3, 2))],
     "ProdOfOthers": [case(lambda a: ProdOfOthers(a, (1,)), off_zero(3, 4)), case(lambda a: ProdOfOthers(a, None), off_zero(2, 3))],
     "ReduceLogSumExp": [case(lambda a: tfl.reduce_logsumexp(a, 1), normal(3, 4) * 3),
                         case(lambda a: tfl.reduce_logsumexp(a, (0, 2), keepdims=True), normal(2, 3, 2))],
