@@ -16,7 +16,7 @@
 #define EXP tf_expf
 #define SQRT sqrtf
 #define LOG tf_logf
-#define ERF erff
+#define ERF tf_erff
 #include "elementwise_generic.h"
 #undef T
 #undef NAME
@@ -30,7 +30,7 @@
 #define EXP tf_exp
 #define SQRT sqrt
 #define LOG log
-#define ERF erf
+#define ERF tf_erf
 #include "elementwise_generic.h"
 #undef T
 #undef NAME
