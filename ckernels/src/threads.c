@@ -29,7 +29,8 @@
 #include "common.h"
 #include "tinyflow_kernels.h"
 
-enum { TF_SPIN_MICROSECONDS = 20, TF_MAX_POOL_THREADS = 1024 };
+/* A job number carries the number of parts in its low bits, so a worker learns at once whether it takes part. */
+enum { TF_SPIN_MICROSECONDS = 20, PARTS_BITS = 11 };
 
 /* A counter threads can wait on until it changes; bump() changes it and wakes the sleepers. */
 typedef struct {
@@ -41,16 +42,17 @@ typedef struct {
 static struct {
     pthread_mutex_t busy;  /* held by the thread whose job the pool runs */
     pthread_mutex_t lock;  /* guards the condition variables' waits */
-    counter job;           /* bumped for each job; workers wait for a new value */
+    counter job;           /* (job number << PARTS_BITS) + parts; workers wait for a new value */
     counter done;          /* bumped by the worker that finishes a job's last chunk */
     long pending;          /* workers still working on the current job */
     int threads;           /* threads a job may use, the caller included */
     int started;           /* workers running */
+    int cannot_start;      /* pthread_create failed once: do not try again at every call */
     tf_chunk_fn fn;
     void *args;
     long n, parts;
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, {0, 0, PTHREAD_COND_INITIALIZER},
-          {0, 0, PTHREAD_COND_INITIALIZER}, 0, 0, 0, NULL, NULL, 0, 0};
+          {0, 0, PTHREAD_COND_INITIALIZER}, 0, 0, 0, 0, NULL, NULL, 0, 0};
 
 static __thread int inside_pool; /* set on workers, and on a caller while it runs a job */
 
@@ -97,8 +99,9 @@ static long wait_for_change(counter *c, long seen) {
     return value;
 }
 
-static void bump(counter *c) {
-    __atomic_add_fetch(&c->value, 1, __ATOMIC_SEQ_CST);
+/* Change c->value by `step` and wake the threads waiting for a change. */
+static void bump(counter *c, long step) {
+    __atomic_add_fetch(&c->value, step, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST) > 0) {
         pthread_mutex_lock(&pool.lock);
         pthread_cond_broadcast(&c->changed);
@@ -123,19 +126,21 @@ static void *worker_main(void *arg) {
     inside_pool = 1;
     for (;;) {
         seen = wait_for_change(&pool.job, seen);
-        if (id < pool.parts) run_part(id);
-        if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_ACQ_REL) == 0) bump(&pool.done);
+        if (id < (seen & ((1 << PARTS_BITS) - 1))) { /* workers beyond the parts (after a smaller thread count) rest */
+            run_part(id);
+            if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_ACQ_REL) == 0) bump(&pool.done, 1);
+        }
     }
     return NULL;
 }
 
 /* Start workers until `threads - 1` run (called with pool.busy held); returns how many run. */
 static int start_workers(int threads) {
-    while (pool.started < threads - 1) {
+    while (pool.started < threads - 1 && !pool.cannot_start) {
         struct worker_start *start = malloc(sizeof *start);
         if (!start) break;
         start->id = pool.started + 1;
-        start->job = pool.job.value;
+        start->job = __atomic_load_n(&pool.job.value, __ATOMIC_RELAXED);
         pthread_t thread;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
@@ -144,11 +149,23 @@ static int start_workers(int threads) {
         pthread_attr_destroy(&attr);
         if (failed) { /* no more threads allowed: use the ones we have */
             free(start);
+            pool.cannot_start = 1;
             break;
         }
         pool.started++;
     }
     return pool.started;
+}
+
+/* fork() while another thread runs a job would copy its locks held: wait for the job, hold them across. */
+static void lock_before_fork(void) {
+    pthread_mutex_lock(&pool.busy);
+    pthread_mutex_lock(&pool.lock);
+}
+
+static void unlock_after_fork(void) {
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&pool.busy);
 }
 
 /* In a child made by fork() only the forking thread exists: forget the parent's workers. */
@@ -173,7 +190,7 @@ static int default_threads(void) {
 }
 
 static void configure(void) {
-    pthread_atfork(NULL, NULL, forget_workers_after_fork);
+    pthread_atfork(lock_before_fork, unlock_after_fork, forget_workers_after_fork);
     pool.threads = default_threads();
 }
 
@@ -189,35 +206,40 @@ void tf_parallel_for(long n, long cost, tf_chunk_fn fn, void *args) {
         fn(args, 0, n); /* small, single-threaded, nested, or another thread's job is running */
         return;
     }
-    int workers = start_workers(pool.threads); /* every started worker takes part, if only to say it is done */
+    int workers = start_workers(pool.threads);
     long parts = workers + 1 < pool.threads ? workers + 1 : pool.threads;
+    parts = parts < n ? parts : n;
     pool.fn = fn;
     pool.args = args;
     pool.n = n;
-    pool.parts = parts < n ? parts : n;
-    long done = pool.done.value;
-    if (workers > 0) {
-        pool.pending = workers;
-        bump(&pool.job); /* publishes the job to the workers */
+    pool.parts = parts;
+    long done = __atomic_load_n(&pool.done.value, __ATOMIC_RELAXED);
+    if (parts > 1) { /* workers 1 .. parts-1 take part */
+        pool.pending = parts - 1;
+        long job = __atomic_load_n(&pool.job.value, __ATOMIC_RELAXED);
+        bump(&pool.job, (((job >> PARTS_BITS) + 1) << PARTS_BITS) + parts - job); /* publishes the job */
     }
     inside_pool = 1;
     run_part(0);
     inside_pool = 0;
-    if (workers > 0) wait_for_change(&pool.done, done);
+    if (parts > 1) wait_for_change(&pool.done, done);
     pthread_mutex_unlock(&pool.busy);
 }
 
+/* The number of threads a parallel kernel uses (the caller included). */
 int tf_max_threads(void) {
     ensure_configured();
     return pool.threads;
 }
 
+/* Use n threads from the next parallel kernel on (1 .. TF_MAX_THREADS; n < 1 is ignored). */
 void tf_set_num_threads(int n) {
     ensure_configured();
     if (n < 1) return;
-    pthread_mutex_lock(&pool.busy); /* never while a job runs; workers beyond the count just idle */
-    pool.threads = n > TF_MAX_POOL_THREADS ? TF_MAX_POOL_THREADS : n;
+    pthread_mutex_lock(&pool.busy); /* never while a job runs; workers beyond the count just rest */
+    pool.threads = n > TF_MAX_THREADS ? TF_MAX_THREADS : n;
     pthread_mutex_unlock(&pool.busy);
 }
 
-int tf_pool_workers(void) { return pool.started; }
+/* How many worker threads have been started (for `tinyflow info` and the tests). */
+int tf_pool_workers(void) { return __atomic_load_n(&pool.started, __ATOMIC_RELAXED); }
