@@ -391,6 +391,15 @@ class CBackend(Backend):
     def __repr__(self):
         return f"<tinyflow backend 'c' threads={self.threads} gemm={'tinyflow' if self.use_gemm else 'blas'}>"
 
+    def begin_run(self):
+        """Reset the run report and take back the fetched arrays of earlier runs that the caller dropped."""
+        super().begin_run()
+        self.pool.reclaim()
+
+    def hand_out(self, values):
+        """Lend the fetched arrays to the caller: dropped, they become output buffers again (no page faults)."""
+        self.pool.lend(values)
+
     def may_recycle(self, shape):
         """Whether dropped values of this static shape may be big enough for the buffer pool."""
         return self.pool.worth_keeping(shape)
