@@ -1,4 +1,4 @@
-"""The `tinyflow` command: `tinyflow info`, `tinyflow demo boston`, `tinyflow launch -n 2 script.py`, `tinyflow cache`."""
+"""The `tinyflow` command: `info`, `demo boston`, `launch -n 2 script.py`, `cache info|clear`, `grade`, ..."""
 import argparse
 import platform
 import sys

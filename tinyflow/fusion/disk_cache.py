@@ -87,7 +87,8 @@ def cpu_identity():
     except OSError:  # not Linux: what Python knows
         pass
     model = fields.get("model name") or fields.get("cpu") or platform.processor() or platform.machine()
-    text = "\n".join([platform.machine(), platform.processor(), model] + [f"{k}={v}" for k, v in sorted(fields.items())])
+    described = [platform.machine(), platform.processor(), model] + [f"{k}={v}" for k, v in sorted(fields.items())]
+    text = "\n".join(described)
     return model, hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
