@@ -27,7 +27,7 @@ class AllReduceGradients(Operation):
         self.sizes = [math.prod(s) for s in self.shapes]
         self.pack_dtype = np.result_type(*[v.dtype for v in variables])
         # what every process must agree on: each variable's shape and dtype (the same total size is not enough)
-        self.signature = tuple((tuple(v.shape), np.dtype(v.dtype).str) for v in variables)
+        self.signature = tuple((tuple(map(int, v.shape)), np.dtype(v.dtype).str) for v in variables)
         self.summary = _summary(variables)
         super().__init__(*grads, name=name)
 
@@ -90,7 +90,7 @@ def average_gradients(parameters):
             flat[offset:offset + size] = np.asarray(grad).ravel()
             flags[i] = 1
         offset += size
-    signature = tuple((tuple(p.shape), np.dtype(p.dtype).str) for p in parameters)
+    signature = tuple((tuple(map(int, p.shape)), np.dtype(p.dtype).str) for p in parameters)
     reduce_checked(flat, "mean", "DistributedOptimizer", "gradients", signature, lambda: _summary(parameters))
     offset = 0
     for i, (param, size) in enumerate(zip(parameters, sizes)):
@@ -181,7 +181,7 @@ def broadcast_variables(graph=None, root=0):
         variables = sorted((graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
         names = [v.name for v in variables]
     if comm.Get_size() > 1:
-        signature = tuple((name, tuple(v.shape), np.dtype(v.dtype).str) for name, v in zip(names, variables))
+        signature = tuple((name, tuple(map(int, v.shape)), np.dtype(v.dtype).str) for name, v in zip(names, variables))
         agree(comm, "broadcast_variables", f"root={root}", signature, describe=lambda: _summary(variables, names))
     by_dtype = {}
     for var in variables:
