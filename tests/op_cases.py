@@ -18,7 +18,7 @@ from tinyflow.ops.conv import AvgPool2DGrad, Conv2DBackFilter, Conv2DBackInput, 
 from tinyflow.ops.indexing import GatherGrad, TakeAlongAxisGrad
 from tinyflow.ops.pad import PadGrad
 from tinyflow.ops.reductions import ExpandReduced, ProdOfOthers
-from tinyflow.ops.shape_ops import TileGrad
+from tinyflow.ops.shape_ops import ReshapeTo, TileGrad
 from tinyflow.ops.softmax import LogSoftmaxGrad, SoftmaxGrad
 from tinyflow.ops.unary_ops import Cast
 
@@ -124,6 +124,9 @@ CASES = {
     "LogSoftmaxGrad": [case(lambda y, g: LogSoftmaxGrad(y, g, axis=-1), -positive(3, 4), normal(3, 4))],
     # shapes
     "Reshape": [case(lambda a: tfl.reshape(a, (4, -1)), normal(2, 6)), case(lambda a: tfl.reshape(a, (6,)), normal(2, 3))],
+    "ReshapeTo": [case(tfl.reshape, normal(2, 6), np.array([3, -1])),
+                  case(lambda x, s: ReshapeTo(x, s, allowzero=False), normal(2, 6), np.array([0, -1, 2]))],
+    "ExpandTo": [case(tfl.expand, normal(3, 1), np.array([2, 3, 4])), case(tfl.expand, normal(2, 3), np.array([1, 3]))],
     "ReshapeLike": [case(ReshapeLike, normal(2, 6), normal(3, 4))],
     "Transpose": [case(tfl.transpose, normal(2, 3)), case(lambda a: tfl.transpose(a, (1, 2, 0)), normal(2, 3, 4))],
     "Concat": [case(lambda a, b: tfl.concat([a, b], 1), normal(2, 3), normal(2, 2)),
