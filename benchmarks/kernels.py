@@ -87,7 +87,7 @@ def memory_bound(ctx):
 def compute_bound(ctx):
     """K2: {name: callable} for the compute kernels, tinyflow C against numpy."""
     from tinyflow.backends.c_backend import CBackend, gemm
-    from tinyflow.ops import conv
+    from tinyflow.ops import conv, pooling
     from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
     from tinyflow.ops.matmul import MatMul
     tfl = ctx.tfl
@@ -111,9 +111,9 @@ def compute_bound(ctx):
     mm_k = c.kernel(_op(tfl, MatMul, A, B))
     images = rng.standard_normal((64, 8, 16, 16)).astype(np.float32)
     filters = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
-    conv_op = _op(tfl, conv.Conv2D, images, filters, padding=1)
+    conv_op = _op(tfl, conv.Conv, images, filters, padding=1)
     conv_k = c.kernel(conv_op)
-    pool_op = _op(tfl, conv.MaxPool2D, images, kernel_size=2)
+    pool_op = _op(tfl, pooling.MaxPool, images, kernel_size=2)
     pool_k = c.kernel(pool_op)
     xent, matmul = "softmax cross-entropy fwd+bwd 256x1000", "matmul 512x784 @ 784x1024"
     conv_name, pool = "conv2d 64x8x16x16, 16 filters 3x3 pad 1", "max-pool 2x2 on 64x8x16x16"

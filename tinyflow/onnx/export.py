@@ -130,8 +130,8 @@ def _square(ex, node):
 
 def _multiply(ex, node):
     for i, inp in enumerate(node.inputs):  # x * dropout-mask in evaluation mode is x
-        if inp.op_type == "DropoutMask" and len(inp.inputs) > 1 and ex.static_value(inp.inputs[1]) is not None \
-                and not bool(ex.static_value(inp.inputs[1])):
+        training = inp.training_input if inp.op_type == "DropoutMask" else None
+        if training is not None and ex.static_value(training) is not None and not bool(ex.static_value(training)):
             return ex.name_of(node.inputs[1 - i])
     return ex.emit("Mul", [ex.name_of(i) for i in node.inputs], "Mul")
 
@@ -274,19 +274,31 @@ def _where(ex, node):
     return ex.emit("Where", [ex.name_of(i) for i in node.inputs], "Where")
 
 
+def _onnx_pads(node, spatial_kernel):
+    """The op's padding as ONNX attributes: auto_pad for the modes, else pads [begin..., end...]."""
+    if isinstance(node.padding, str):
+        return {"auto_pad": node.padding.upper()}
+    return {"pads": [p[0] for p in node.padding] + [p[1] for p in node.padding]}
+
+
 def _conv(ex, node):
     w = node.inputs[1]
-    (ph, pw), (sh, sw) = node.padding, node.stride
     return ex.emit("Conv", [ex.name_of(node.inputs[0]), ex.name_of(w)], "Conv", kernel_shape=list(w.shape[2:]),
-                   strides=[sh, sw], pads=[ph, pw, ph, pw])
+                   strides=list(node.stride), dilations=list(node.dilation), group=node.groups,
+                   **_onnx_pads(node, w.shape[2:]))
 
 
 def _pool(onnx_type):
     def mapping(ex, node):
-        (ph, pw), (sh, sw) = node.padding, node.stride
-        extra = {"count_include_pad": 1} if onnx_type == "AveragePool" else {}  # tinyflow averages zero padding in
+        extra = {"count_include_pad": int(node.count_include_pad)} if onnx_type == "AveragePool" else {}
+        if any(d != 1 for d in node.dilation):
+            if onnx_type == "AveragePool":  # AveragePool has dilations from opset 19 on
+                raise OnnxExportError(f"AvgPool '{node.name}' is dilated {node.dilation}; opset {OPSET}'s "
+                                      "AveragePool has no dilations")
+            extra["dilations"] = list(node.dilation)
         return ex.emit(onnx_type, [ex.name_of(node.inputs[0])], onnx_type, kernel_shape=list(node.kernel),
-                       strides=[sh, sw], pads=[ph, pw, ph, pw], **extra)
+                       strides=list(node.stride), ceil_mode=int(node.ceil_mode), **_onnx_pads(node, node.kernel),
+                       **extra)
     return mapping
 
 
@@ -314,7 +326,7 @@ _MAPPINGS = {
     "Identity": _same("Identity"), "StopGradient": _same("Identity"), "AddN": _same("Sum"), "Cast": _cast,
     "Where": _where, "Greater": _same("Greater"), "GreaterEqual": _same("GreaterOrEqual"), "Less": _same("Less"),
     "LessEqual": _same("LessOrEqual"), "Equal": _same("Equal"), "ZerosLike": _like(0), "OnesLike": _like(1),
-    "Conv2D": _conv, "MaxPool2D": _pool("MaxPool"), "AvgPool2D": _pool("AveragePool"),
+    "Conv": _conv, "MaxPool": _pool("MaxPool"), "AvgPool": _pool("AveragePool"),
     "Cond": _cond, "WhileLoop": _while,
 }
 
