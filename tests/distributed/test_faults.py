@@ -197,3 +197,27 @@ def test_a_rank_killed_during_training_ends_the_job_and_fit_resumes_bitwise(tmp_
         assert sorted(whole.files) == sorted(resumed.files) and len(whole.files) > 4
         for name in whole.files:
             np.testing.assert_array_equal(resumed[name], whole[name], err_msg=name)
+
+
+def test_the_watchdogs_report_names_missing_ranks_from_their_answers(monkeypatch):
+    """The abort message, from the answers the other ranks gave (or did not give), in one process."""
+    import threading
+    from tinyflow.distributed import runtime
+    from tinyflow.distributed.watchdog import Watchdog
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "0")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "4")
+    monkeypatch.setattr(runtime._state, "timeout", 3.0)
+    dog = Watchdog.__new__(Watchdog)  # no thread, no MPI: only the report
+    dog.main, dog.what, dog.array, dog.control = threading.get_ident(), "all_reduce", np.ones(4), object()
+    dog.answers = {1: (5, {"waiting": 0, "site": "train.py:10", "last": ("barrier", 4, 3.2)}),
+                   2: (5, {"waiting": 5, "what": "all_reduce", "site": "train.py:13", "for": 3.0}),
+                   3: (4, {"waiting": 0, "site": "train.py:9", "last": None})}  # an answer to an older question
+    report = dog._report(5)
+    assert report.startswith("all_reduce of (4,) float64 (collective #5, at ") and "test_faults.py:" in report
+    assert "waited more than 3 s for the other ranks: ranks 1, 3 never arrived." in report
+    assert "rank 1 is not in a collective: it is at train.py:10; its last collective was #4, barrier, 3.2 s ago" \
+        in report
+    assert "rank 2 waits in all_reduce at train.py:13 too" in report
+    assert "rank 3 did not answer (it has probably died" in report
+    dog.control = None  # an MPI library without thread support: nobody could be asked
+    assert "could not be asked where they are (this MPI library has no thread support)" in dog._report(5)

@@ -110,14 +110,18 @@ class Watchdog:
 
     def _report(self, number):
         what = self.what if self.array is None else f"{self.what} of {self.array.shape} {self.array.dtype}"
+        headline = (f"{what} (collective #{number}, at {self._site()}) waited more than {_state.timeout:g} s for the "
+                    "other ranks")
+        advice = "Aborting the job. (Set TINYFLOW_COLLECTIVE_TIMEOUT or init(timeout=...) if the step is just slow.)"
+        if self.control is None:
+            return (f"{headline}; they could not be asked where they are (this MPI library has no thread support): "
+                    f"one of them has probably failed or stopped calling the same collectives. {advice}")
         missing, lines = [], []
         for other in range(world_size()):
             if other == rank():
                 continue
             asked, answer = self.answers.get(other, (None, None))
-            if self.control is None:
-                missing.append(other)
-            elif asked != number:
+            if asked != number:
                 missing.append(other)
                 lines.append(f"rank {other} did not answer (it has probably died, or is stuck in C code)")
             elif answer["waiting"] == number:
@@ -125,12 +129,8 @@ class Watchdog:
             else:
                 missing.append(other)
                 lines.append(_describe(other, answer))
-        if self.control is None:
-            lines.append("the other ranks could not be asked where they are (this MPI library has no thread support)")
         names = f"rank {missing[0]}" if len(missing) == 1 else "ranks " + ", ".join(map(str, missing))
-        return (f"{what} (collective #{number}, at {self._site()}) waited more than {_state.timeout:g} s for the "
-                f"other ranks: {names} never arrived. {'; '.join(lines)}. Aborting the job. (Set "
-                "TINYFLOW_COLLECTIVE_TIMEOUT or init(timeout=...) if the step is just slow.)")
+        return f"{headline}: {names} never arrived. {'; '.join(lines)}. {advice}"
 
 
 def _describe(other, answer):
