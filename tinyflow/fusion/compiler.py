@@ -8,9 +8,11 @@ permissions, disk full, `ulimit -f`) means the kernel is compiled for this proce
 with one warning; without a working compiler `load` returns None and callers use numpy,
 with one warning. Loading never crashes the process.
 """
+import functools
 import importlib.util
 import os
 import shutil
+import sysconfig
 import tempfile
 import threading
 import time
@@ -18,7 +20,7 @@ import warnings
 
 from . import disk_cache
 
-DEFAULT_FLAGS = ["-O3", "-std=gnu99", "-fno-strict-aliasing", "-fno-trapping-math", "-fno-math-errno", "-fopenmp"]
+DEFAULT_FLAGS = ["-O3", "-std=gnu99", "-fno-strict-aliasing", "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd"]
 
 # what happened in this process: the tests and the benchmark's compile-cost report read it
 # (load_seconds includes verifying the file; uncached: compiled for this process only; quarantined: files set aside)
@@ -41,15 +43,33 @@ cache_dir = disk_cache.folder
 
 
 def compile_flags():
-    """The flags of the C kernel library (ckernels/build_ckernels.py), minus sanitizers; ours if not built."""
-    try:
-        from ..backends import native  # where the backends rewrite puts it
-    except ImportError:
-        from .. import native
+    """The flags of the C kernel library (ckernels/build_ckernels.py), minus sanitizers, plus -march=native.
+
+    A kernel compiled at run time runs on the machine that compiles it, so it may use all of this CPU's
+    instructions (AVX-512, FMA...); the CPU is part of the cache key, so a cache shared between machines
+    never hands one machine another's kernel.
+    """
+    from ..backends import native
     flags = [f for f in native.build_flags().split() if not f.startswith("-fsanitize")] or list(DEFAULT_FLAGS)
     if "-O1" in flags:  # a sanitizer build asks for -O1; kernels here are for speed
         flags.remove("-O1")
-    return flags
+    if not any(f.startswith(("-march=", "-mcpu=")) for f in flags) and _accepts_native():
+        flags.append("-march=native")
+    # no a*b+c contracted into one FMA rounding: a fused kernel computes what its ops compute one by one
+    return flags + ["-ffp-contract=off"]
+
+
+@functools.lru_cache(maxsize=None)
+def _accepts_native():
+    """Whether the C compiler takes -march=native (GCC and Clang on x86-64 and ARM do)."""
+    import subprocess
+    compiler = sysconfig.get_config_var("CC") or "cc"
+    try:
+        result = subprocess.run(compiler.split() + ["-march=native", "-x", "c", "-c", "-o", os.devnull, "-"],
+                                input="int tinyflow_probe;\n", capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return result.returncode == 0
 
 
 def load(source, cdef):
