@@ -118,7 +118,7 @@ def test_a_sound_file_that_does_not_load_is_set_aside_and_rebuilt(cache):
     only_warning(report, "KernelCacheWarning", str(renamed), "it does not load")
 
 
-def test_a_kernel_cached_for_another_cpu_is_not_loaded(cache, capsys, monkeypatch):
+def test_a_kernel_cached_for_another_cpu_model_is_not_loaded(cache, capsys, monkeypatch):
     other = child(cache, "other-cpu")
     assert other["compiled"] == 2
     here = child(cache)
