@@ -9,7 +9,7 @@ collectives, out of step, or pass arrays of different shapes or dtypes, every ra
 DistributedError naming each rank's call and where it was made (a second exchange, on that error
 path only, gathers the descriptions). Without the check, MPI returns garbage on one rank and
 MPI_ERR_TRUNCATE on another, or hangs. The record costs one 32-byte allgather per call (a few
-microseconds on one machine: benchmarks/distributed.py measures it against raw mpi4py).
+microseconds on one machine: benchmarks/collective_contracts.py measures it, check on and off).
 A rank that never arrives is the watchdog's business (watchdog.py).
 """
 import hashlib
