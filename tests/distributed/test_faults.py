@@ -38,6 +38,7 @@ errors = {
     "barrier": attempt(lambda: d.all_gather(np.ones(2)) if r == 0 else d.barrier()),
     "gather": attempt(lambda: d.all_gather(np.ones((r + 1, 2 + r)))),              # trailing dimensions differ
     "broadcast": attempt(lambda: d.broadcast(np.zeros(2 + r) if r == 0 else np.zeros((2, 2)))),
+    "root_none": attempt(lambda: d.broadcast(None if r == 0 else np.zeros(2))),       # the root forgot its array
 }
 # DistributedOptimizer, graph mode: the same number of parameters, in other shapes
 x = tfl.Placeholder((None, 6), "float64", name="x")
@@ -81,6 +82,8 @@ def test_collectives_that_disagree_raise_on_every_rank_naming_each_ranks_call(tm
         assert "(1, 2) float64" in errors["gather"] and "(2, 3) float64" in errors["gather"]
         assert "only the first dimension may differ" in errors["gather"]
         assert "broadcast from rank 0" in errors["broadcast"] and "shape (2, 2)" in errors["broadcast"]
+        assert "rank 0: broadcast(root=0) of None" in errors["root_none"]
+        assert "make sure rank 0 passes its array" in errors["root_none"]
         assert "DistributedOptimizer(gradients) of 1 variable: w (6, 2) float64" in errors["optimizer"]
         assert "w (3, 4) float64" in errors["optimizer"]
         assert "Linear/weight (4, 2) float64" in errors["eager"] and "Linear/weight (2, 2) float64" in errors["eager"]
