@@ -56,7 +56,7 @@ def compile_flags():
     if not any(f.startswith(("-march=", "-mcpu=")) for f in flags) and _accepts_native():
         flags.append("-march=native")
     # no a*b+c contracted into one FMA rounding: a fused kernel computes what its ops compute one by one
-    return flags + ["-ffp-contract=off"]
+    return flags + ([] if "-ffp-contract=off" in flags else ["-ffp-contract=off"])
 
 
 @functools.lru_cache(maxsize=None)
