@@ -30,21 +30,10 @@ def _op(tfl, cls, *arrays, **attrs):
 def memory_bound(ctx):
     """K1: {name: callable} for each kernel as C loop, tinyflow C kernel (into buffers and allocating), numpy."""
     from tinyflow.backends import native
-<<<<<<< HEAD
-    from tinyflow.backends.c_backend import CBackend, gemm
-    from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
-    from tinyflow.ops import activations, conv, pooling
-    from tinyflow.ops.matmul import MatMul
-
-    if not native.is_built():
-        sys.exit(native.why_not_built())
-    c = CBackend()
-=======
     from tinyflow.backends.c_backend import CBackend
     from tinyflow.ops import activations
     from workloads import agree, check_adam
     tfl, ref, n = ctx.tfl, ctx.reference, ctx.n
->>>>>>> main
     rng = np.random.default_rng(0)
     c = CBackend()
     ptr = lambda a: native.ffi.from_buffer("float[]", a)  # noqa: E731
@@ -98,7 +87,7 @@ def memory_bound(ctx):
 def compute_bound(ctx):
     """K2: {name: callable} for the compute kernels, tinyflow C against numpy."""
     from tinyflow.backends.c_backend import CBackend, gemm
-    from tinyflow.ops import conv
+    from tinyflow.ops import conv, pooling
     from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
     from tinyflow.ops.matmul import MatMul
     tfl = ctx.tfl
@@ -122,15 +111,9 @@ def compute_bound(ctx):
     mm_k = c.kernel(_op(tfl, MatMul, A, B))
     images = rng.standard_normal((64, 8, 16, 16)).astype(np.float32)
     filters = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
-<<<<<<< HEAD
-    conv_op = op(conv.Conv, images, filters, padding=1)
+    conv_op = _op(tfl, conv.Conv, images, filters, padding=1)
     conv_k = c.kernel(conv_op)
-    pool_op = op(pooling.MaxPool, images, kernel_size=2)
-=======
-    conv_op = _op(tfl, conv.Conv2D, images, filters, padding=1)
-    conv_k = c.kernel(conv_op)
-    pool_op = _op(tfl, conv.MaxPool2D, images, kernel_size=2)
->>>>>>> main
+    pool_op = _op(tfl, pooling.MaxPool, images, kernel_size=2)
     pool_k = c.kernel(pool_op)
     xent, matmul = "softmax cross-entropy fwd+bwd 256x1000", "matmul 512x784 @ 784x1024"
     conv_name, pool = "conv2d 64x8x16x16, 16 filters 3x3 pad 1", "max-pool 2x2 on 64x8x16x16"

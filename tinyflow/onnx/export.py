@@ -177,14 +177,26 @@ def _batch_norm_parts(ex, node):
     return x, variable(scaled.inputs[1]), variable(shift), mean, var, float(np.asarray(eps).reshape(()))
 
 
+def _output(ex, node):
+    """One output of a cond or loop: the If / Loop emitted once for all its outputs."""
+    names = ex.name_of(node.inputs[0])
+    if node.index >= len(names):
+        raise OnnxExportError(f"'{node.name}' reads output {node.index} of {node.inputs[0].op_type} "
+                              f"'{node.inputs[0].name}' (its iteration count or a stack), which ONNX export lacks")
+    return names[node.index]
+
+
 def _cond(ex, node):
     """tfl.cond -> If: each branch a subgraph reading outer values by name; only one runs."""
     pred = ex.name_of(node.inputs[0])
     for capture in node.inputs[1:]:
         ex.name_of(capture)
-    then_graph = ex.subgraph("then", [node.true_branch.outputs[node.index]])
-    else_graph = ex.subgraph("else", [node.false_branch.outputs[node.index]])
-    return ex.emit("If", [pred], "If", then_branch=then_graph, else_branch=else_graph)
+    then_graph = ex.subgraph("then", node.true_branch.outputs)
+    else_graph = ex.subgraph("else", node.false_branch.outputs)
+    results = [ex.fresh("If") for _ in node.true_branch.outputs]
+    ex.nodes.append(ex.helper.make_node("If", [pred], results, name=results[0], then_branch=then_graph,
+                                        else_branch=else_graph))
+    return results
 
 
 def _while(ex, node):
@@ -218,7 +230,7 @@ def _while(ex, node):
                                                                     "max_trips")
     results = [ex.fresh("loop_result") for _ in loop_inputs]
     ex.nodes.append(ex.helper.make_node("Loop", [limit, first] + initial, results, name=results[0], body=graph))
-    return results[node.index]
+    return results
 
 
 def _leaky_relu(ex, node):
@@ -327,7 +339,7 @@ _MAPPINGS = {
     "Where": _where, "Greater": _same("Greater"), "GreaterEqual": _same("GreaterOrEqual"), "Less": _same("Less"),
     "LessEqual": _same("LessOrEqual"), "Equal": _same("Equal"), "ZerosLike": _like(0), "OnesLike": _like(1),
     "Conv": _conv, "MaxPool": _pool("MaxPool"), "AvgPool": _pool("AveragePool"),
-    "Cond": _cond, "WhileLoop": _while,
+    "Cond": _cond, "WhileLoop": _while, "Output": _output,
 }
 
 
