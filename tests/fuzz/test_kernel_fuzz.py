@@ -49,8 +49,12 @@ def run(backend, build, inputs):
     return np.asarray(run_kernels(backend, build, inputs))
 
 
-def assert_same_semantics(got, expected, dtype):
-    """Same shape, NaN exactly where numpy has NaN, the same infinities, close finite values."""
+def assert_same_semantics(got, expected, dtype, inputs=()):
+    """Same shape, NaN exactly where numpy has NaN, the same infinities, close finite values.
+
+    A sum of large terms that cancel (1e4 - 1e4 + 0.3) is only as exact as its terms' rounding, and numpy's
+    float32 pairwise sum and the kernels' double accumulation round differently: where the output is smaller
+    than an input (a reduction), the tolerance scales with the inputs' magnitude too."""
     assert got.shape == expected.shape
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected), err_msg="NaN positions differ")
     finite = np.isfinite(expected)
@@ -58,6 +62,10 @@ def assert_same_semantics(got, expected, dtype):
                                   err_msg="infinities differ")
     if finite.any():
         scale = 1.0 + float(np.max(np.abs(expected[finite])))
+        for value in inputs:
+            value = np.asarray(value)
+            if value.dtype.kind == "f" and value.size > got.size and np.isfinite(value).any():
+                scale = max(scale, 1.0 + float(np.max(np.abs(value[np.isfinite(value)]))))
         tolerance = 2e-4 if np.dtype(dtype) == np.float32 else 1e-9
         np.testing.assert_allclose(got[finite], expected[finite], rtol=tolerance, atol=tolerance * scale)
 
@@ -109,7 +117,7 @@ def test_every_table_kernel_agrees_with_numpy_on_fuzzed_inputs(table_backend, op
     except tfl.TinyflowError:
         return  # repeating made shapes the op refuses (numpy refuses them too); nothing to compare
     got = run(table_backend, case.build, inputs)
-    assert_same_semantics(got, expected, dtype)
+    assert_same_semantics(got, expected, dtype, inputs)
 
 
 values_with_specials = st.floats(allow_nan=True, allow_infinity=True, width=32)
@@ -153,4 +161,4 @@ def test_reductions_on_random_axes_and_special_values(table_backend, shape, op, 
 
     def build(p):
         return op(p, axis=None if axes is None else tuple(sorted(axes)), keepdims=keepdims)
-    assert_same_semantics(run(table_backend, build, [x]), run("numpy", build, [x]), dtype)
+    assert_same_semantics(run(table_backend, build, [x]), run("numpy", build, [x]), dtype, [x])
