@@ -223,3 +223,4 @@ def test_the_explorer_tutorial_writes_its_pages_as_artefacts():
     assert {"mlp_explorer.html", "diamond_explorer.html", "plan_explorer.html", "graph.html"} <= set(pages)
     data = json.loads(re.search(r'id="tinyflow-data">(.*?)</script>', pages["mlp_explorer.html"], re.S).group(1))
     assert data["backprop_order"][0] == "loss" and all(n["value"] is not None for n in data["nodes"])
+    assert all(re.fullmatch(r"cell \d+, line \d+", n["site"]) for n in data["nodes"])  # a notebook's creation sites
