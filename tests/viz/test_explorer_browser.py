@@ -202,6 +202,8 @@ def test_the_page_lays_the_graph_out_without_graphviz_and_the_buttons_step(chrom
     assert status(chromium) == ("forward", page.data["forward_order"][1])
     css(chromium, "#step-prev").click()
     assert status(chromium) == ("forward", page.data["forward_order"][0])
+    current = chromium.find_elements("css selector", ".node.current")  # the step's node is highlighted
+    assert [e.get_attribute("data-name") for e in current] == [page.data["forward_order"][0]]
     css(chromium, "#step-last").click()
     assert status(chromium) == ("backprop", page.data["backprop_order"][-1])
     browser.screenshot(chromium, "explorer_without_dot")
