@@ -15,7 +15,7 @@ from .ops import (abs, add, add_n, argmax, avg_pool2d, assign, assign_add, assig
                   dropout, equal, exp, greater, greater_equal, group, identity, leaky_relu, less, less_equal,
                   log, log_softmax, matmul, max_pool2d, maximum, minimum, multiply, negative, ones_like, power,
                   reduce_max, reduce_mean, reduce_sum, relu, reshape, sigmoid, sign, softmax, softplus, sqrt,
-                  square, stop_gradient, subtract, tanh, transpose, where, zeros_like)
+                  square, stop_gradient, shape, size, fill, subtract, tanh, transpose, where, zeros_like)
 from . import shapes
 from .metrics import get_metric
 from .model import EarlyStopping, History, Model
@@ -40,6 +40,7 @@ __all__ = [
     "reshape", "transpose", "concat", "identity", "stop_gradient", "add_n", "cast", "where",
     "zeros_like", "ones_like", "equal", "greater", "greater_equal", "less", "less_equal",
     "conv2d", "max_pool2d", "avg_pool2d", "dropout", "assign", "assign_add", "assign_sub", "group",
+    "shape", "size", "fill",
     # autodiff, running, state
     "gradients", "register_gradient", "not_differentiable", "Session",
     "save_variables", "load_variables", "set_seed",

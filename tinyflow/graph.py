@@ -72,6 +72,11 @@ class Graph:
             self._roles.pop()
 
     @property
+    def current_scope(self):
+        """The name scope of nodes created right now: "" at the top, else e.g. "layer1/dense/"."""
+        return self._scope
+
+    @property
     def current_role(self):
         """The role given to nodes created right now."""
         return self._roles[-1]

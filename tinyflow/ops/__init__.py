@@ -7,6 +7,7 @@ from .math_ops import (add, divide, equal, greater, greater_equal, less, less_eq
 from .matmul import matmul
 from .random_ops import dropout
 from .reductions import argmax, reduce_max, reduce_mean, reduce_sum
+from .shape_ops import fill, shape, size
 from .softmax import log_softmax, softmax
 from .state_ops import assign, assign_add, assign_sub, group
 from .unary_ops import abs, cast, exp, log, negative, ones_like, sign, sqrt, square, zeros_like

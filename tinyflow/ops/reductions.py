@@ -78,10 +78,22 @@ def reduce_mean(x, axis=None, keepdims=False, name=None):
 
 
 class ReduceMax(Reduction):
-    """Max over axes.  Gradient: g to the maximal elements, split evenly among ties (as TF)."""
+    """Max over axes (of nothing: the dtype's lowest value, -inf for floats, as ONNX and TF).
+
+    Gradient: g to the maximal elements, split evenly among ties (as TF).
+    """
 
     def compute(self, x):
+        if np.size(x) == 0:
+            return np.max(x, axis=self.axes, keepdims=self.keepdims, initial=_lowest(np.asarray(x).dtype))
         return np.max(x, axis=self.axes, keepdims=self.keepdims)
+
+
+def _lowest(dtype):
+    """The smallest value of a dtype: -inf for floats, the minimum for ints, False for bools."""
+    if dtype.kind == "f":
+        return -np.inf
+    return False if dtype.kind == "b" else np.iinfo(dtype).min
 
 
 def reduce_max(x, axis=None, keepdims=False, name=None):

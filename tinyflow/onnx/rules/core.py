@@ -1,0 +1,126 @@
+"""Constants, identity, casts and shapes: Constant, Identity, Cast, CastLike, Shape, Size, ConstantOfShape.
+
+Shape, Size and ConstantOfShape give values known at import time whenever the shapes they read are
+static, so the shape arithmetic ONNX exporters write (Shape -> Gather -> Concat -> Reshape) folds
+away; only dimensions unknown until run time leave a tinyflow shape/size/fill op in the graph.
+"""
+import math
+
+import numpy as np
+
+from ... import ops
+from ...ops import shape_ops
+from ..dtypes import numpy_dtype, onnx_type, onnx_type_name
+from . import exports, imports, same_op
+
+
+# ---------------------------------------------------------------- Constant, Identity
+_CONSTANT_FORMS = {"value": None, "value_float": np.float32, "value_floats": np.float32,
+                   "value_int": np.int64, "value_ints": np.int64}
+
+
+@imports("Constant")
+def import_constant(ctx, node):
+    """A value known at import time (it becomes a tinyflow Constant where a node needs it)."""
+    for form in ("sparse_value", "value_string", "value_strings"):
+        if ctx.has_attr(form):
+            raise ctx.unsupported(f"a Constant given as '{form}'")
+    for form, dtype in _CONSTANT_FORMS.items():
+        if ctx.has_attr(form):
+            return np.asarray(ctx.attr(form), dtype=dtype)
+    raise ctx.fail("it carries no value attribute")
+
+
+@imports("Identity")
+def import_identity(ctx, node):
+    return ops.identity(ctx.input(0), name=ctx.name)
+
+
+exports("Identity", "StopGradient")(same_op("Identity"))
+
+
+# ---------------------------------------------------------------- Cast
+@imports("Cast")
+def import_cast(ctx, node):
+    to = ctx.attr("to")
+    ctx.attr("saturate", 1)  # only changes casts to float8 types, which tinyflow does not have
+    ctx.attr("round_mode", "up")  # likewise (float8e8m0)
+    dtype = numpy_dtype(to)
+    if dtype is None:
+        raise ctx.unsupported(f"a cast to {onnx_type_name(to)}")
+    return ops.cast(ctx.input(0), dtype, name=ctx.name)
+
+
+@imports("CastLike")
+def import_cast_like(ctx, node):
+    ctx.attr("saturate", 1)
+    ctx.attr("round_mode", "up")
+    return ops.cast(ctx.input(0), ctx.input_dtype(1), name=ctx.name)
+
+
+@exports("Cast")
+def export_cast(ex, node):
+    return ex.emit("Cast", [ex.name_of(node.inputs[0])], "Cast", to=onnx_type(node.target_dtype))
+
+
+# ---------------------------------------------------------------- Shape, Size, ConstantOfShape
+@imports("Shape")
+def import_shape(ctx, node):
+    start, end = ctx.attr("start", 0), ctx.attr("end", None)
+    shape = ctx.input_shape(0)
+    if shape is not None:
+        dims = shape[start:end]
+        if all(d is not None for d in dims):
+            return np.array(dims, dtype=np.int64)
+    return shape_ops.shape(ctx.input(0), start, end, name=ctx.name)
+
+
+@exports("Shape")
+def export_shape(ex, node):
+    attrs = {"start": node.start} if node.start else {}
+    if node.end is not None:
+        attrs["end"] = node.end
+    return ex.emit("Shape", [ex.name_of(node.inputs[0])], "Shape", **attrs)
+
+
+@imports("Size")
+def import_size(ctx, node):
+    shape = ctx.input_shape(0)
+    if shape is not None and all(d is not None for d in shape):
+        return np.array(math.prod(shape), dtype=np.int64)
+    return shape_ops.size(ctx.input(0), name=ctx.name)
+
+
+exports("Size")(same_op("Size"))
+
+
+@imports("ConstantOfShape")
+def import_constant_of_shape(ctx, node):
+    value = np.asarray(ctx.attr("value", np.zeros(1, np.float32)))
+    if value.size != 1:
+        raise ctx.fail(f"its value attribute holds {value.size} numbers; it must hold one")
+    dims = ctx.value(0)
+    if dims is not None:
+        if np.any(dims < 0):
+            raise ctx.fail(f"its shape {dims.tolist()} has a negative dimension")
+        return np.full(tuple(int(d) for d in dims), value.reshape(()), dtype=value.dtype)
+    return shape_ops.fill(ctx.input(0), value.reshape(()), value.dtype, name=ctx.name)
+
+
+@exports("Fill")
+def export_fill(ex, node):
+    from onnx import numpy_helper
+    value = numpy_helper.from_array(np.asarray(node.value, node.fill_dtype).reshape(1), name="value")
+    return ex.emit("ConstantOfShape", [ex.name_of(node.inputs[0])], "Fill", value=value)
+
+
+def _like(fill):
+    def export(ex, node):
+        shape = ex.emit("Shape", [ex.name_of(node.inputs[0])], "Shape")
+        value = ex.helper.make_tensor("value", onnx_type(node.dtype), [1], [fill])
+        return ex.emit("ConstantOfShape", [shape], "Fill", value=value)
+    return export
+
+
+exports("ZerosLike")(_like(0))
+exports("OnesLike")(_like(1))

@@ -1,0 +1,153 @@
+"""Elementwise ops: arithmetic, activations, comparisons, Where, Max/Min/Sum.
+
+ONNX broadcasts like numpy since opset 7, as tinyflow does. ONNX keeps the first input's element
+type where numpy would promote (Pow of float32 by int64, integer Div), so those rules cast back.
+"""
+import numpy as np
+
+from ... import ops
+from . import exports, imports, same_op
+from .nn import batch_norm_parts
+
+
+def _legacy_broadcast(ctx):
+    """Opsets before 7 broadcast only when told, along an axis: refuse what tinyflow would read differently."""
+    if ctx.attr("broadcast", 0) or ctx.attr("axis", None) is not None:
+        raise ctx.unsupported("opset < 7 broadcasting with the 'broadcast'/'axis' attributes")
+
+
+def _binary(fn):
+    def rule(ctx, node):
+        _legacy_broadcast(ctx)
+        return fn(ctx.input(0), ctx.input(1), name=ctx.name)
+    return rule
+
+
+def _unary(fn):
+    def rule(ctx, node):
+        return fn(ctx.input(0), name=ctx.name)
+    return rule
+
+
+imports("Add")(_binary(ops.add))
+imports("Sub")(_binary(ops.subtract))
+imports("Mul")(_binary(ops.multiply))
+imports("Equal")(_binary(ops.equal))
+imports("Greater")(_binary(ops.greater))
+imports("GreaterOrEqual")(_binary(ops.greater_equal))
+imports("Less")(_binary(ops.less))
+imports("LessOrEqual")(_binary(ops.less_equal))
+
+
+@imports("Div")
+def import_div(ctx, node):
+    """a / b; integer inputs divide truncating toward zero, as in C (ONNX's rule)."""
+    _legacy_broadcast(ctx)
+    a, b = ctx.input(0), ctx.input(1)
+    if a.dtype is not None and a.dtype.kind in "iu":
+        return ops.cast(ops.divide(a, b), a.dtype, name=ctx.name)  # float64 quotient, truncated by the cast
+    return ops.divide(a, b, name=ctx.name)
+
+
+@imports("Pow")
+def import_pow(ctx, node):
+    """a ** b with the element type of a (the exponent may have another type)."""
+    _legacy_broadcast(ctx)
+    a, b = ctx.input(0), ctx.input(1)
+    if a.dtype is not None and b.dtype is not None and a.dtype != b.dtype:
+        return ops.cast(ops.power(a, b), a.dtype, name=ctx.name)
+    return ops.power(a, b, name=ctx.name)
+
+
+imports("Neg")(_unary(ops.negative))
+imports("Abs")(_unary(ops.abs))
+imports("Sqrt")(_unary(ops.sqrt))
+imports("Exp")(_unary(ops.exp))
+imports("Log")(_unary(ops.log))
+imports("Sign")(_unary(ops.sign))
+imports("Relu")(_unary(ops.relu))
+imports("Sigmoid")(_unary(ops.sigmoid))
+imports("Tanh")(_unary(ops.tanh))
+imports("Softplus")(_unary(ops.softplus))
+
+
+@imports("LeakyRelu")
+def import_leaky_relu(ctx, node):
+    return ops.leaky_relu(ctx.input(0), alpha=ctx.attr("alpha", 0.01), name=ctx.name)
+
+
+@imports("Where")
+def import_where(ctx, node):
+    return ops.where(ctx.input(0), ctx.input(1), ctx.input(2), name=ctx.name)
+
+
+def _variadic(fn):
+    """Max / Min of any number of inputs, pairwise."""
+    def rule(ctx, node):
+        xs = ctx.inputs()
+        if len(xs) == 1:
+            return ops.identity(xs[0], name=ctx.name)
+        result = xs[0]
+        for i, x in enumerate(xs[1:], start=2):
+            result = fn(result, x, name=ctx.name if i == len(xs) else None)
+        return result
+    return rule
+
+
+imports("Max")(_variadic(ops.maximum))
+imports("Min")(_variadic(ops.minimum))
+
+
+@imports("Sum")
+def import_sum(ctx, node):
+    xs = ctx.inputs()
+    return ops.identity(xs[0], name=ctx.name) if len(xs) == 1 else ops.add_n(xs, name=ctx.name)
+
+
+# ---------------------------------------------------------------- export
+def _square(ex, node):
+    x = ex.name_of(node.inputs[0])
+    return ex.emit("Mul", [x, x], "Square")
+
+
+def _multiply(ex, node):
+    for i, inp in enumerate(node.inputs):  # x * dropout-mask in evaluation mode is x
+        if inp.op_type == "DropoutMask" and len(inp.inputs) > 1 and ex.static_value(inp.inputs[1]) is not None \
+                and not bool(ex.static_value(inp.inputs[1])):
+            return ex.name_of(node.inputs[1 - i])
+    return ex.emit("Mul", [ex.name_of(i) for i in node.inputs], "Mul")
+
+
+def _add(ex, node):
+    """Add, or a whole inference-mode batch norm (tfl.nn.BatchNorm*d) as one BatchNormalization."""
+    parts = batch_norm_parts(ex, node)
+    if parts is not None:
+        x, weight, bias, mean, var, eps = parts
+        return ex.emit("BatchNormalization", [ex.name_of(n) for n in (x, weight, bias, mean, var)],
+                       "BatchNormalization", epsilon=eps)
+    return ex.emit("Add", [ex.name_of(i) for i in node.inputs], "Add")
+
+
+def _where(ex, node):
+    condition = ex.static_value(node.inputs[0])
+    if condition is not None and np.ndim(condition) == 0:  # e.g. the training flag: fold the choice
+        return ex.name_of(node.inputs[1] if bool(condition) else node.inputs[2])
+    return ex.emit("Where", [ex.name_of(i) for i in node.inputs], "Where")
+
+
+def _leaky_relu(ex, node):
+    return ex.emit("LeakyRelu", [ex.name_of(node.inputs[0])], "LeakyRelu", alpha=float(node.alpha))
+
+
+exports("Add")(_add)
+exports("Multiply")(_multiply)
+exports("Square")(_square)
+exports("Where")(_where)
+exports("LeakyRelu")(_leaky_relu)
+for _tinyflow_type, _onnx_type in {
+        "Subtract": "Sub", "Divide": "Div", "Power": "Pow", "Maximum": "Max", "Minimum": "Min",
+        "Negative": "Neg", "Sqrt": "Sqrt", "Exp": "Exp", "Log": "Log", "Abs": "Abs", "Sign": "Sign",
+        "Sigmoid": "Sigmoid", "Tanh": "Tanh", "Relu": "Relu", "Softplus": "Softplus", "AddN": "Sum",
+        "Greater": "Greater", "GreaterEqual": "GreaterOrEqual", "Less": "Less", "LessEqual": "LessOrEqual",
+        "Equal": "Equal"}.items():
+    exports(_tinyflow_type)(same_op(_onnx_type))
