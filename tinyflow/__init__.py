@@ -15,7 +15,12 @@ from .ops import (abs, add, add_n, argmax, avg_pool2d, assign, assign_add, assig
                   dropout, equal, exp, greater, greater_equal, group, identity, leaky_relu, less, less_equal,
                   log, log_softmax, matmul, max_pool2d, maximum, minimum, multiply, negative, ones_like, power,
                   reduce_max, reduce_mean, reduce_sum, relu, reshape, sigmoid, sign, softmax, softplus, sqrt,
-                  square, stop_gradient, shape, size, fill, subtract, tanh, transpose, where, zeros_like)
+                  square, stop_gradient, subtract, tanh, transpose, where, zeros_like)
+from .ops import (ceil, clip, cos, elu, erf, floor, fmod, gelu, hard_sigmoid, hard_swish, logical_and, logical_not,
+                  logical_or, logical_xor, mod, prelu, reciprocal, selu, sin, softsign)
+from .ops import fill, shape, size
+from .ops import (argmin, broadcast_to, einsum, expand, flatten, gather, norm, pad, reduce_logsumexp, reduce_min,
+                  reduce_prod, split, squeeze, stack, take_along_axis, tile, topk, tril, triu, unsqueeze)
 from . import shapes
 from .metrics import get_metric
 from .model import EarlyStopping, History, Model
@@ -40,6 +45,12 @@ __all__ = [
     "reshape", "transpose", "concat", "identity", "stop_gradient", "add_n", "cast", "where",
     "zeros_like", "ones_like", "equal", "greater", "greater_equal", "less", "less_equal",
     "conv2d", "max_pool2d", "avg_pool2d", "dropout", "assign", "assign_add", "assign_sub", "group",
+    "reciprocal", "floor", "ceil", "sin", "cos", "erf", "mod", "fmod", "clip",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
+    "elu", "selu", "gelu", "softsign", "prelu", "hard_sigmoid", "hard_swish",
+    "reduce_min", "reduce_prod", "reduce_logsumexp", "norm", "argmin",
+    "gather", "take_along_axis", "topk", "pad", "split", "stack", "squeeze", "unsqueeze", "flatten",
+    "expand", "broadcast_to", "tile", "einsum", "tril", "triu",
     "shape", "size", "fill",
     # autodiff, running, state
     "gradients", "register_gradient", "not_differentiable", "Session",

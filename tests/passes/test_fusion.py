@@ -187,3 +187,21 @@ def test_disk_cache_is_shared_across_processes_and_survives_corruption(tmp_path)
     third = child()
     assert third["compiled"] == 1 and third["close"]
     assert child()["loaded_from_disk"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_onnx_elementwise_ops_fuse_with_numpy_values(dtype, backend):
+    """Each elementwise op added for ONNX has an expression: a chain of all of them is one kernel."""
+    x = tfl.Placeholder((None, 7), dtype, name="x")
+    s = tfl.Placeholder((7,), dtype, name="s")
+    y = (tfl.sin(x) + tfl.cos(x) * tfl.erf(x) + tfl.floor(x * 3.0) - tfl.ceil(x * 2.0)
+         + tfl.reciprocal(tfl.abs(x) + 1.0) + tfl.mod(x * 5.0, s) - tfl.fmod(x * 5.0, s)
+         + tfl.clip(x, -0.5, s) + tfl.elu(x, 0.7) + tfl.gelu(x) + tfl.gelu(x, approximate="tanh")
+         + tfl.softsign(x) + tfl.prelu(x, s))
+    values = RNG.standard_normal((300, 7)) * 2
+    values[0, :4] = [np.nan, np.inf, -np.inf, 0.0]
+    slopes = np.array([0.5, -1.5, 2.0, -0.25, 1.0, 3.0, -2.0])
+    with np.errstate(all="ignore"):
+        out, ref, plan = run_both(y, {x: values.astype(dtype), s: slopes.astype(dtype)}, backend=backend, runs=3)
+    assert op_types(plan).count("FusedElementwise") == 1 and len(plan.steps) == 1, op_types(plan)
+    assert_close(out, ref, rtol=2e-5 if dtype == "float32" else 1e-12, atol=1e-5 if dtype == "float32" else 1e-12)

@@ -2,14 +2,22 @@
 from .activations import leaky_relu, relu, sigmoid, softplus, tanh
 from .array_ops import add_n, concat, get_item, identity, reshape, stop_gradient, transpose
 from .conv import avg_pool2d, conv2d, max_pool2d
-from .math_ops import (add, divide, equal, greater, greater_equal, less, less_equal, maximum, minimum, multiply,
-                       power, subtract, where)
+from .indexing import gather, take_along_axis, topk
+from .linalg import einsum, tril, triu
+from .logical_ops import logical_and, logical_not, logical_or, logical_xor
+from .math_ops import (add, clip, divide, equal, fmod, greater, greater_equal, less, less_equal, maximum, minimum, mod,
+                       multiply, power, subtract, where)
 from .matmul import matmul
+from .more_activations import elu, gelu, hard_sigmoid, hard_swish, prelu, selu, softsign
+from .pad import pad
 from .random_ops import dropout
-from .reductions import argmax, reduce_max, reduce_mean, reduce_sum
-from .shape_ops import fill, shape, size
+from .reductions import (argmax, argmin, norm, reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod,
+                         reduce_sum)
+from .runtime_shapes import fill, shape, size
+from .shape_ops import broadcast_to, expand, flatten, split, squeeze, stack, tile, unsqueeze
 from .softmax import log_softmax, softmax
 from .state_ops import assign, assign_add, assign_sub, group
-from .unary_ops import abs, cast, exp, log, negative, ones_like, sign, sqrt, square, zeros_like
+from .unary_ops import (abs, cast, ceil, cos, erf, exp, floor, log, negative, ones_like, reciprocal, sign, sin, sqrt,
+                        square, zeros_like)
 
 from . import operators  # noqa: F401,E402 - installs + - * / @ < ... on Node (and, via tinyflow.eager, Tensor)

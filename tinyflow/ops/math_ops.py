@@ -1,4 +1,4 @@
-"""Elementwise ops of two inputs with numpy broadcasting: arithmetic, maximum/minimum, comparisons, where.
+"""Elementwise ops with numpy broadcasting: arithmetic, mod, maximum/minimum, clip, comparisons, where.
 
 Each op class is followed by its snake_case function and its registered gradient.
 Gradients return tensors of the *output's* shape; the backprop engine sums them
@@ -6,7 +6,8 @@ back to each input's shape (broadcasting) in one central place.
 """
 import numpy as np
 
-from ..nodes import Operation
+from ..arguments import Arguments
+from ..nodes import Operation, as_node
 from .registry import not_differentiable, register_gradient
 from .unary_ops import (Abs, Cast, Exp, Log, Negative, OnesLike, Sign, Sqrt, Square,  # noqa: F401 - see below
                         ZerosLike, abs, cast, dtype_of_compute, exp, log, negative, ones_like, sign, sqrt,
@@ -115,6 +116,36 @@ def power(a, b, name=None):
 def _power_grad(op, grad):
     a, b = op.inputs
     return [grad * b * power(a, b - 1), grad * op * log(a)]
+
+
+class Mod(BinaryOperation):
+    """The remainder of a / b: with b's sign (Python's %, np.mod), or with a's sign when `fmod` (C's fmod).
+
+    Gradient: (g, -g (a - y) / b), since a - y is b times floor(a / b) (trunc(a / b) for fmod).
+    """
+
+    def __init__(self, a, b, fmod=False, name=None):
+        self.fmod = Arguments(self, name, a, b).flag("fmod", fmod)
+        super().__init__(a, b, name=name)
+
+    def compute(self, a, b):
+        return np.fmod(a, b) if self.fmod else np.mod(a, b)
+
+
+def mod(a, b, name=None):
+    """The remainder of a / b with the sign of b (Python's a % b, torch.remainder), with broadcasting."""
+    return Mod(a, b, name=name)
+
+
+def fmod(a, b, name=None):
+    """The remainder of a / b with the sign of a (C's fmod, torch.fmod), with broadcasting."""
+    return Mod(a, b, fmod=True, name=name)
+
+
+@register_gradient(Mod)
+def _mod_grad(op, grad):
+    a, b = op.inputs
+    return [grad, negative(grad) * (a - op) / b]
 
 
 # ---------------------------------------------------------------- maximum, minimum
@@ -254,3 +285,44 @@ def _where_grad(op, grad):
     condition = op.inputs[0]
     zeros = ZerosLike(grad)
     return [None, where(condition, grad, zeros), where(condition, zeros, grad)]
+
+
+# ---------------------------------------------------------------- clip
+class Clip(Operation):
+    """x limited to [low, high] elementwise (every value high when low > high, as numpy and ONNX).
+
+    Gradient: g to x where low <= x <= high, to low where x < low, to high where x > high.
+    """
+
+    def __init__(self, x, low, high, name=None):
+        super().__init__(x, low, high, name=name)
+
+    def compute(self, x, low, high):
+        return np.clip(x, low, high)
+
+    def infer_dtype(self, x, low, high):
+        return dtype_of_compute(self, x, low, high)
+
+
+def clip(x, min=None, max=None, name=None):  # noqa: A002 - numpy's and torch's argument names
+    """x limited to [min, max] elementwise; a bound left None does not limit (torch.clamp, np.clip)."""
+    x = as_node(x)
+    bounds = []
+    for bound, extreme in ((min, 0), (max, -1)):
+        if bound is None:
+            kind = x.dtype.kind
+            bound = (np.array([-np.inf, np.inf], x.dtype)[extreme] if kind == "f" else
+                     np.array([np.iinfo(x.dtype).min, np.iinfo(x.dtype).max], x.dtype)[extreme] if kind in "iu"
+                     else np.array([False, True])[extreme])
+        bounds.append(as_node(bound, like=x))
+    return Clip(x, *bounds, name=name)
+
+
+@register_gradient(Clip)
+def _clip_grad(op, grad):
+    x, low, high = op.inputs
+    zeros = ZerosLike(grad)
+    ordered = LessEqual(low, high)
+    below = where(ordered, Less(x, low), False)      # low > high: every value is high, low gets nothing
+    above = where(ordered, Greater(x, high), True)
+    return [where(below, zeros, where(above, zeros, grad)), where(below, grad, zeros), where(above, grad, zeros)]

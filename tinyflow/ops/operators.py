@@ -94,7 +94,7 @@ METHODS = {
     "sum": _method(reduce_sum, "tfl.reduce_sum(self, axis=None, keepdims=False)."),
     "mean": _method(reduce_mean, "tfl.reduce_mean(self, axis=None, keepdims=False)."),
     "max": _method(reduce_max, "tfl.reduce_max(self, axis=None, keepdims=False)."),
-    "argmax": _method(argmax, "tfl.argmax(self, axis=-1)."),
+    "argmax": _method(argmax, "tfl.argmax(self, axis=None, keepdims=False)."),
     "reshape": _method(lambda x, *shape: reshape(
         x, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape),
         "tfl.reshape(self, shape); x.reshape(2, 3) and x.reshape((2, 3)) both work."),

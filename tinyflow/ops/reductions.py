@@ -1,4 +1,8 @@
-"""Reductions over axes (sum, mean, max) and argmax; each reduction and its gradient differentiate each other.
+"""Reductions over axes (sum, mean, max, min, prod, logsumexp, norm) and argmax / argmin.
+
+Each reduction and its gradient differentiate each other. Empty reductions follow ONNX
+and numpy's identities: a sum is 0, a product 1, a max -inf (the dtype's lowest for
+integers), a min +inf, a logsumexp -inf.
 
 Each op class is followed by its snake_case function; the gradients follow the
 backward ops they are built from.
@@ -11,6 +15,7 @@ from ..arguments import Arguments, rank_of
 from ..nodes import Operation
 from ..shapes import reduced_shape
 from .registry import not_differentiable, register_gradient
+from .unary_ops import Exp, Sqrt, Square
 
 
 # dtypes np.add.reduce sums in their own precision, as np.sum and np.mean do (they promote the others first)
@@ -77,23 +82,22 @@ def reduce_mean(x, axis=None, keepdims=False, name=None):
     return ReduceMean(x, axis, keepdims, name=name)
 
 
-class ReduceMax(Reduction):
-    """Max over axes (of nothing: the dtype's lowest value, -inf for floats, as ONNX and TF).
+def _extreme(dtype, largest):
+    """The identity of max (largest=False: the lowest value) or min (largest=True) for `dtype`."""
+    if dtype.kind == "f":
+        return np.inf if largest else -np.inf
+    if dtype.kind == "b":
+        return largest
+    info = np.iinfo(dtype)
+    return info.max if largest else info.min
 
-    Gradient: g to the maximal elements, split evenly among ties (as TF).
-    """
+
+class ReduceMax(Reduction):
+    """Max over axes.  Gradient: g to the maximal elements, split evenly among ties (as TF)."""
 
     def compute(self, x):
-        if np.size(x) == 0:
-            return np.max(x, axis=self.axes, keepdims=self.keepdims, initial=_lowest(np.asarray(x).dtype))
-        return np.max(x, axis=self.axes, keepdims=self.keepdims)
-
-
-def _lowest(dtype):
-    """The smallest value of a dtype: -inf for floats, the minimum for ints, False for bools."""
-    if dtype.kind == "f":
-        return -np.inf
-    return False if dtype.kind == "b" else np.iinfo(dtype).min
+        empty = {"initial": _extreme(x.dtype, False)} if x.size == 0 else {}  # np.max refuses empty slices
+        return np.max(x, axis=self.axes, keepdims=self.keepdims, **empty)
 
 
 def reduce_max(x, axis=None, keepdims=False, name=None):
@@ -130,8 +134,21 @@ class ExpandReduced(Operation):
         return grad
 
 
+class ReduceMin(Reduction):
+    """Min over axes.  Gradient: g to the minimal elements, split evenly among ties."""
+
+    def compute(self, x):
+        empty = {"initial": _extreme(x.dtype, True)} if x.size == 0 else {}
+        return np.min(x, axis=self.axes, keepdims=self.keepdims, **empty)
+
+
+def reduce_min(x, axis=None, keepdims=False, name=None):
+    """Minimum over `axis` (all axes by default)."""
+    return ReduceMin(x, axis, keepdims, name=name)
+
+
 class MaxMask(Operation):
-    """1/k where x equals its reduced maximum y (k = ties in that slice), else 0."""
+    """1/k where x equals its reduced extreme y (max or min; k = ties in that slice), else 0."""
 
     def __init__(self, x, y, axes, keepdims, name=None):
         self.axes, self.keepdims = axes, keepdims
@@ -161,6 +178,7 @@ def _reduce_mean_grad(op, grad):
 
 
 @register_gradient(ReduceMax)
+@register_gradient(ReduceMin)
 def _reduce_max_grad(op, grad):
     x = op.inputs[0]
     spread = ExpandReduced(grad, x, op.axes, op.keepdims, mean=False)
@@ -173,26 +191,144 @@ def _expand_reduced_grad(op, grad):
     return [reduce(grad, op.axes, op.keepdims), None]
 
 
-class ArgMax(Operation):
-    """Index of the maximum along `axis` (int64).  Not differentiable."""
+class ReduceProd(Reduction):
+    """Product over axes.  Gradient: g times the product of the other elements of each slice."""
 
-    def __init__(self, x, axis=-1, name=None):
-        self.axis = Arguments(self, name, x).axis("axis", axis, rank_of(x))
+    def compute(self, x):
+        return np.prod(x, axis=self.axes, keepdims=self.keepdims)
+
+
+def reduce_prod(x, axis=None, keepdims=False, name=None):
+    """Product over `axis` (all axes by default)."""
+    return ReduceProd(x, axis, keepdims, name=name)
+
+
+class ProdOfOthers(Operation):
+    """For each element, the product of the other elements of its slice over `axes` (zeros handled exactly).
+
+    Gradient (through y / x, so exact where x has no zero): h -> P (Σ h / x - h / x) per slice.
+    """
+
+    def __init__(self, x, axes=None, name=None):
+        self.axes = axes
         super().__init__(x, name=name)
 
     def compute(self, x):
-        return np.argmax(x, axis=self.axis)
+        axes = tuple(range(x.ndim)) if self.axes is None else self.axes
+        kept = [a for a in range(x.ndim) if a not in axes]
+        moved = np.transpose(x, kept + list(axes))
+        flat = moved.reshape(moved.shape[:len(kept)] + (math.prod(moved.shape[len(kept):]),))
+        ones = np.ones(flat.shape[:-1] + (1,), x.dtype)
+        before = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
+        after = np.flip(np.cumprod(np.concatenate([ones, np.flip(flat, -1)[..., :-1]], axis=-1), axis=-1), -1)
+        return np.transpose((before * after).reshape(moved.shape), np.argsort(kept + list(axes)))
 
     def infer_shape(self, x_shape):
-        return None if x_shape is None else reduced_shape(x_shape, (self.axis,), keepdims=False)
+        return x_shape
+
+
+@register_gradient(ReduceProd)
+def _reduce_prod_grad(op, grad):
+    x = op.inputs[0]
+    return [ExpandReduced(grad, x, op.axes, op.keepdims, mean=False) * ProdOfOthers(x, op.axes)]
+
+
+@register_gradient(ProdOfOthers)
+def _prod_of_others_grad(op, grad):
+    x = op.inputs[0]
+    ratio = grad / x
+    return [op * (ExpandReduced(ReduceSum(ratio, op.axes, keepdims=True), x, op.axes, True, mean=False) - ratio)]
+
+
+class ReduceLogSumExp(Reduction):
+    """log Σ exp(x) over axes, computed as m + log Σ exp(x - m) with m the max.  Gradient: g exp(x - y)."""
+
+    def compute(self, x):
+        axes = self.axes
+        if x.dtype.kind != "f":
+            x = x.astype(np.float64)
+        top = np.max(x, axis=axes, keepdims=True, **({"initial": -np.inf} if x.size == 0 else {}))
+        top = np.where(np.isfinite(top), top, 0).astype(x.dtype, copy=False)  # all -inf (or inf): no shift
+        with np.errstate(divide="ignore"):  # an empty or all -inf slice: log 0 = -inf, the answer
+            out = np.log(np.sum(np.exp(x - top), axis=axes, keepdims=True)) + top
+        return out if self.keepdims else np.squeeze(out, axis=axes)
+
+    def infer_dtype(self, x):
+        return x if np.issubdtype(x, np.floating) else np.dtype(np.float64)
+
+
+def reduce_logsumexp(x, axis=None, keepdims=False, name=None):
+    """log Σ exp(x) over `axis` without overflow (all axes by default)."""
+    return ReduceLogSumExp(x, axis, keepdims, name=name)
+
+
+@register_gradient(ReduceLogSumExp)
+def _reduce_logsumexp_grad(op, grad):
+    x = op.inputs[0]
+    spread = ExpandReduced(grad, x, op.axes, op.keepdims, mean=False)
+    return [spread * Exp(x - ExpandReduced(op, x, op.axes, op.keepdims, mean=False))]
+
+
+def norm(x, axis=None, keepdims=False, name=None):
+    """The Euclidean (L2) norm over `axis`, √Σ x² (all axes by default; np.linalg.norm of a vector)."""
+    return Sqrt(ReduceSum(Square(x), axis, keepdims), name=name)
+
+
+class ArgExtreme(Operation):
+    """Base of argmax / argmin: the index along `axis` (of the flattened x when None), int64."""
+
+    abstract = True
+    pick = None  # np.argmax or np.argmin
+
+    def __init__(self, x, axis=None, keepdims=False, select_last_index=False, name=None):
+        check = Arguments(self, name, x)
+        self.axis = None if axis is None else check.axis("axis", axis, rank_of(x))
+        self.keepdims = check.flag("keepdims", keepdims)
+        self.select_last_index = check.flag("select_last_index", select_last_index)
+        if keepdims and axis is None and rank_of(x) is None:
+            check.fail("keepdims", keepdims, "needs an input of known rank", "give the input node a shape")
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        pick = type(self).pick
+        if not self.select_last_index:
+            return np.asarray(pick(x, axis=self.axis, keepdims=self.keepdims), dtype=np.int64)
+        if self.axis is None:  # the last of ties in the flattened order
+            last = x.size - 1 - pick(x.reshape(-1)[::-1])
+            return np.asarray(last, np.int64).reshape((1,) * x.ndim if self.keepdims else ())
+        count = x.shape[self.axis]
+        return (count - 1 - pick(np.flip(x, self.axis), axis=self.axis, keepdims=self.keepdims)).astype(np.int64)
+
+    def infer_shape(self, x_shape):
+        if x_shape is None:
+            return None if self.keepdims else ()
+        axes = tuple(range(len(x_shape))) if self.axis is None else (self.axis,)
+        return reduced_shape(x_shape, axes, self.keepdims)
 
     def infer_dtype(self, x):
         return np.dtype(np.int64)
 
 
-def argmax(x, axis=-1, name=None):
-    """Index of the largest entry along `axis`."""
-    return ArgMax(x, axis, name=name)
+class ArgMax(ArgExtreme):
+    """Index of the maximum along `axis` (the first of ties, or the last with select_last_index).  Not differentiable."""
+
+    pick = staticmethod(np.argmax)
 
 
-not_differentiable(ArgMax)
+class ArgMin(ArgExtreme):
+    """Index of the minimum along `axis` (the first of ties, or the last with select_last_index).  Not differentiable."""
+
+    pick = staticmethod(np.argmin)
+
+
+def argmax(x, axis=None, keepdims=False, name=None):
+    """Index of the largest entry along `axis` (in the flattened x when None; the first of ties)."""
+    return ArgMax(x, axis, keepdims, name=name)
+
+
+def argmin(x, axis=None, keepdims=False, name=None):
+    """Index of the smallest entry along `axis` (in the flattened x when None; the first of ties)."""
+    return ArgMin(x, axis, keepdims, name=name)
+
+
+not_differentiable(ArgMax, ArgMin)

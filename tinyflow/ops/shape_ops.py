@@ -1,95 +1,253 @@
-"""Ops on shapes themselves: shape, size, fill. Their values are int64 shapes or arrays of a run-time shape.
+"""Ops that change a shape but keep the values in order: squeeze, unsqueeze, flatten, broadcast_to / expand,
+tile; and split and stack, built from slicing and concat.
 
-They are what ONNX models compute shapes with (Shape, Size, ConstantOfShape). When the input's
-shape is fully known while the graph is built, the ONNX importer folds them into constants; these
-ops compute what is only known at run time. None of them is differentiable (integer results, or
-a value that does not depend on any input's value).
+Each op class is followed by its snake_case function and its registered gradient.
 """
+import math
+
 import numpy as np
 
-from ..arguments import Arguments, rank_of
-from ..errors import ShapeError
-from ..nodes import Operation
-from .registry import not_differentiable
+from ..arguments import Arguments, is_int, rank_of
+from ..nodes import Operation, as_node
+from ..shapes import broadcast_shapes
+from .array_ops import ReshapeLike, _node_list, concat, get_item
+from .broadcasting import SumToShapeOf
+from .registry import register_gradient
 
 
-class Shape(Operation):
-    """The run-time shape of x as an int64 vector, entries [start:end] (Python slice rules)."""
+class Squeeze(Operation):
+    """x without the size-1 axes `axis` (every size-1 axis when None).  Gradient: g reshaped back."""
 
-    def __init__(self, x, start=0, end=None, name=None):
+    def __init__(self, x, axis=None, name=None):
         check = Arguments(self, name, x)
-        self.start = check.integer("start", start)
-        self.end = None if end is None else check.integer("end", end)
+        shape = getattr(x, "shape", np.shape(x))
+        if axis is None:
+            if shape is None or None in shape:
+                check.fail("axis", axis, "needs an input of known shape to find its size-1 axes",
+                           "name the axes to remove, e.g. axis=1")
+            axis = tuple(i for i, d in enumerate(shape) if d == 1)
+        self.axis = check.axes("axis", axis, rank_of(x))
+        for a in self.axis:
+            if shape[a] not in (1, None):
+                check.fail("axis", axis, f"names axis {a} of size {shape[a]}", "squeeze only axes of size 1")
         super().__init__(x, name=name)
 
     def compute(self, x):
-        return np.array(np.shape(x)[self.start:self.end], dtype=np.int64)
+        return np.squeeze(x, self.axis)
+
+    def infer_shape(self, x_shape):
+        return tuple(d for i, d in enumerate(x_shape) if i not in self.axis)
+
+
+def squeeze(x, axis=None, name=None):
+    """x without size-1 axes: those in `axis` (an int or a tuple), or all of them when None."""
+    return Squeeze(x, axis, name=name)
+
+
+class Unsqueeze(Operation):
+    """x with new size-1 axes at positions `axis` of the result.  Gradient: g reshaped back."""
+
+    def __init__(self, x, axis, name=None):
+        rank = rank_of(x)
+        count = 1 if is_int(axis) else len(axis) if isinstance(axis, (tuple, list)) else 0
+        self.axis = Arguments(self, name, x).axes("axis", axis, None if rank is None else rank + count)
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        return np.expand_dims(x, self.axis)
+
+    def infer_shape(self, x_shape):
+        dims = iter(x_shape)
+        return tuple(1 if i in self.axis else next(dims) for i in range(len(x_shape) + len(self.axis)))
+
+
+def unsqueeze(x, axis, name=None):
+    """x with a new size-1 axis at `axis` (an int, or a tuple of positions in the result)."""
+    return Unsqueeze(x, axis, name=name)
+
+
+class Flatten(Operation):
+    """x with the axes start_axis..end_axis (inclusive) merged into one.  Gradient: g reshaped back."""
+
+    def __init__(self, x, start_axis=0, end_axis=-1, name=None):
+        check = Arguments(self, name, x)
+        rank = rank_of(x)
+        if rank is None:
+            check.fail("start_axis", start_axis, "needs an input of known rank", "give the input a shape")
+        rank = max(rank, 1)  # a scalar flattens to one element
+        self.start_axis = check.axis("start_axis", start_axis, rank)
+        self.end_axis = check.axis("end_axis", end_axis, rank)
+        if self.end_axis < self.start_axis:
+            check.fail("end_axis", end_axis, f"comes before start_axis={start_axis}",
+                       "pass an end axis at or after the start axis")
+        super().__init__(x, name=name)
+
+    def _merged(self, shape):
+        shape = tuple(shape) or (1,)
+        merged = shape[self.start_axis:self.end_axis + 1]
+        size = None if None in merged else math.prod(merged)
+        return shape[:self.start_axis] + (size,) + shape[self.end_axis + 1:]
+
+    def compute(self, x):
+        return np.reshape(x, self._merged(x.shape))
+
+    def infer_shape(self, x_shape):
+        return self._merged(x_shape)
+
+
+def flatten(x, start_axis=0, end_axis=-1, name=None):
+    """x with axes start_axis..end_axis merged into one (torch.flatten); all axes by default."""
+    return Flatten(x, start_axis, end_axis, name=name)
+
+
+@register_gradient(Squeeze)
+@register_gradient(Unsqueeze)
+@register_gradient(Flatten)
+def _reshaping_grad(op, grad):
+    return [ReshapeLike(grad, op.inputs[0])]
+
+
+class BroadcastTo(Operation):
+    """x broadcast against `shape` (both ways, as ONNX Expand: a 1 in shape keeps x's size).
+
+    Gradient: g summed back to x's shape.
+    """
+
+    def __init__(self, x, shape, name=None):
+        check = Arguments(self, name, x)
+        target = check.new_shape("shape", shape)
+        if -1 in target:
+            check.fail("shape", shape, "holds -1", "give every size (1 keeps the input's size)")
+        self.target = target
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        return np.broadcast_to(x, np.broadcast_shapes(x.shape, self.target))
+
+    def infer_shape(self, x_shape):
+        return broadcast_shapes(x_shape, self.target)
+
+
+def expand(x, shape, name=None):
+    """x repeated along size-1 axes to `shape` (ONNX Expand; a 1 or -1 in shape keeps x's size, as torch)."""
+    if isinstance(shape, (tuple, list, np.ndarray)):
+        shape = tuple(1 if is_int(d) and d == -1 else d for d in shape)
+    return BroadcastTo(x, shape, name=name)
+
+
+def broadcast_to(x, shape, name=None):
+    """x broadcast to exactly `shape` (np.broadcast_to)."""
+    x = as_node(x)
+    node = BroadcastTo(x, shape, name=name)
+    if node.shape is not None and node.shape != tuple(shape) and all(d is not None for d in node.shape):
+        Arguments(BroadcastTo, name, x).fail("shape", shape, f"is smaller than the input's {x.shape}",
+                                             "pass a shape x broadcasts to, or use tfl.expand")
+    return node
+
+
+@register_gradient(BroadcastTo)
+def _broadcast_to_grad(op, grad):
+    return [SumToShapeOf(grad, op.inputs[0])]
+
+
+class Tile(Operation):
+    """x repeated `reps[i]` times along axis i (np.tile: a longer reps adds leading axes).
+
+    Gradient: g cut into its tiles, summed.
+    """
+
+    def __init__(self, x, reps, name=None):
+        check = Arguments(self, name, x)
+        reps = (reps,) if is_int(reps) else tuple(reps) if isinstance(reps, (tuple, list, np.ndarray)) else reps
+        if not isinstance(reps, tuple) or not all(is_int(r) and r >= 0 for r in reps):
+            check.fail("reps", reps, "is not a tuple of non-negative ints", "pass e.g. (2, 1)")
+        self.reps = tuple(int(r) for r in reps)
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        return np.tile(x, self.reps)
 
     def infer_shape(self, x_shape):
         if x_shape is None:
-            return (None,)
-        return (len(range(len(x_shape))[self.start:self.end]),)
-
-    def infer_dtype(self, x):
-        return np.dtype(np.int64)
-
-
-def shape(x, start=0, end=None, name=None):
-    """The run-time shape of x as an int64 vector (optionally only the dims [start:end])."""
-    return Shape(x, start, end, name=name)
-
-
-class Size(Operation):
-    """The number of elements of x (an int64 scalar)."""
-
-    def __init__(self, x, name=None):
-        super().__init__(x, name=name)
-
-    def compute(self, x):
-        return np.array(np.size(x), dtype=np.int64)
-
-    def infer_shape(self, x_shape):
-        return ()
-
-    def infer_dtype(self, x):
-        return np.dtype(np.int64)
-
-
-def size(x, name=None):
-    """The number of elements of x, as an int64 scalar."""
-    return Size(x, name=name)
-
-
-class Fill(Operation):
-    """An array of the shape held by the int64 vector `dims` (a run-time value), every entry `value`."""
-
-    def __init__(self, dims, value=0.0, dtype=None, name=None):
-        check = Arguments(self, name, dims)
-        self.value = np.asarray(check.numeric_array("value", value))
-        if self.value.size != 1:
-            check.fail("value", value, "is not a single number", "pass one number, e.g. 0.0")
-        self.fill_dtype = check.dtype("dtype", dtype) if dtype is not None else self.value.dtype
-        if rank_of(dims) not in (None, 1):
-            check.fail("dims", dims, f"has shape {dims.shape}", "pass a 1-D int64 vector of dimensions")
-        super().__init__(dims, name=name)
-
-    def compute(self, dims):
-        if np.any(np.asarray(dims) < 0):
-            raise ShapeError(f"Fill '{self.name}': negative dimension in {list(dims)}")
-        return np.full(tuple(int(d) for d in dims), self.value.reshape(()), dtype=self.fill_dtype)
-
-    def infer_shape(self, dims_shape):
-        if dims_shape is None or dims_shape[0] is None:
             return None
-        return (None,) * dims_shape[0]
-
-    def infer_dtype(self, dims):
-        return self.fill_dtype
-
-
-def fill(dims, value=0.0, dtype=None, name=None):
-    """An array of run-time shape `dims` (an int64 vector node) filled with `value`."""
-    return Fill(dims, value, dtype, name=name)
+        rank = max(len(x_shape), len(self.reps))
+        shape = (1,) * (rank - len(x_shape)) + tuple(x_shape)
+        reps = (1,) * (rank - len(self.reps)) + self.reps
+        return tuple(None if d is None else d * r for d, r in zip(shape, reps))
 
 
-not_differentiable(Shape, Size, Fill)
+def tile(x, reps, name=None):
+    """x repeated reps[i] times along axis i (np.tile)."""
+    return Tile(x, reps, name=name)
+
+
+class TileGrad(Operation):
+    """g (of tile's output shape) summed over the tiles, back to x's shape."""
+
+    def __init__(self, grad, x, reps, name=None):
+        self.reps = reps
+        super().__init__(grad, x, name=name)
+
+    def compute(self, grad, x):
+        rank = grad.ndim
+        reps = (1,) * (rank - len(self.reps)) + self.reps
+        dims = (1,) * (rank - x.ndim) + x.shape
+        tiles = grad.reshape([n for r, d in zip(reps, dims) for n in (r, d)])  # (r0, d0, r1, d1, ...)
+        return tiles.sum(axis=tuple(range(0, 2 * rank, 2))).reshape(x.shape)
+
+    def infer_shape(self, grad_shape, x_shape):
+        return x_shape
+
+    def infer_dtype(self, grad, x):
+        return grad
+
+
+@register_gradient(Tile)
+def _tile_grad(op, grad):
+    return [TileGrad(grad, op.inputs[0], op.reps)]
+
+
+@register_gradient(TileGrad)
+def _tile_grad_grad(op, grad):
+    return [Tile(grad, op.reps), None]
+
+
+def split(x, sizes_or_n, axis=0, name=None):
+    """x cut along `axis` into n equal parts (an int) or parts of the given sizes (a list); a list of nodes."""
+    x = as_node(x)
+    check = Arguments(Split, name, x)
+    axis = check.axis("axis", axis, rank_of(x))
+    size = None if x.shape is None else x.shape[axis]
+    if is_int(sizes_or_n):
+        n = check.integer("sizes_or_n", sizes_or_n, minimum=1)
+        if size is None or size % n:
+            check.fail("sizes_or_n", sizes_or_n, f"does not divide axis {axis} of size {size} into equal parts",
+                       "pass the list of part sizes instead")
+        sizes = [size // n] * n
+    else:
+        sizes = list(sizes_or_n) if isinstance(sizes_or_n, (tuple, list, np.ndarray)) else None
+        if sizes is None or not all(is_int(s) and s >= 0 for s in sizes):
+            check.fail("sizes_or_n", sizes_or_n, "is not an int or a list of sizes", "pass e.g. 2 or [3, 1]")
+        if size is not None and sum(sizes) != size:
+            check.fail("sizes_or_n", sizes_or_n, f"adds up to {sum(sizes)}, not to the size {size} of axis {axis}",
+                       "give sizes that add up to the axis")
+    starts = np.cumsum([0] + [int(s) for s in sizes])
+    lead = (slice(None),) * axis
+    return [get_item(x, lead + (slice(int(a), int(b)),), name=None if name is None else f"{name}_{i}")
+            for i, (a, b) in enumerate(zip(starts[:-1], starts[1:]))]
+
+
+class Split:  # names the op in split's argument errors (split builds GetItem slices)
+    op_type = "Split"
+
+
+def stack(xs, axis=0, name=None):
+    """The nodes of the list xs (of one shape) joined along a new axis."""
+    xs = _node_list(Stack, name, xs)
+    if not xs:
+        Arguments(Stack, name).fail("xs", xs, "is empty", "pass a list of at least one node")
+    return concat([Unsqueeze(x, axis) for x in xs], axis, name=name)
+
+
+class Stack:  # names the op in stack's argument errors (stack is unsqueeze + concat)
+    op_type = "Stack"

@@ -1,7 +1,10 @@
-"""Elementwise ops of one input: negative, square, sqrt, exp, log, abs, sign, cast, zeros_like, ones_like.
+"""Elementwise ops of one input: negative, square, sqrt, exp, log, abs, sign, reciprocal, floor, ceil, sin, cos,
+erf, cast, zeros_like, ones_like.
 
 Each op class is followed by its snake_case function and its registered gradient.
 """
+import math
+
 import numpy as np
 
 from ..arguments import Arguments
@@ -156,6 +159,118 @@ def sign(x, name=None):
 
 
 not_differentiable(Sign)
+
+
+class Reciprocal(UnaryOperation):
+    """1 / x.  Gradient: -g / x² = -g y²."""
+
+    def compute(self, x):
+        return np.reciprocal(x.astype(float_result(x.dtype), copy=False))
+
+
+def reciprocal(x, name=None):
+    """1 / x (a float for integer x, as numpy's true division)."""
+    return Reciprocal(x, name=name)
+
+
+@register_gradient(Reciprocal)
+def _reciprocal_grad(op, grad):
+    return [negative(grad) * square(op)]
+
+
+class Floor(UnaryOperation):
+    """The largest integer <= x.  Gradient: 0 (piecewise constant, as PyTorch)."""
+
+    def compute(self, x):
+        return np.floor(x)
+
+
+def floor(x, name=None):
+    """Round down to an integer value."""
+    return Floor(x, name=name)
+
+
+class Ceil(UnaryOperation):
+    """The smallest integer >= x.  Gradient: 0 (piecewise constant, as PyTorch)."""
+
+    def compute(self, x):
+        return np.ceil(x)
+
+
+def ceil(x, name=None):
+    """Round up to an integer value."""
+    return Ceil(x, name=name)
+
+
+@register_gradient(Floor)
+@register_gradient(Ceil)
+def _rounding_grad(op, grad):
+    return [zeros_like(grad)]
+
+
+class Sin(UnaryOperation):
+    """sin x.  Gradient: g cos x."""
+
+    def compute(self, x):
+        return np.sin(x)
+
+
+def sin(x, name=None):
+    """Sine (radians)."""
+    return Sin(x, name=name)
+
+
+@register_gradient(Sin)
+def _sin_grad(op, grad):
+    return [grad * Cos(op.inputs[0])]
+
+
+class Cos(UnaryOperation):
+    """cos x.  Gradient: -g sin x."""
+
+    def compute(self, x):
+        return np.cos(x)
+
+
+def cos(x, name=None):
+    """Cosine (radians)."""
+    return Cos(x, name=name)
+
+
+@register_gradient(Cos)
+def _cos_grad(op, grad):
+    return [negative(grad) * Sin(op.inputs[0])]
+
+
+_erf_each = np.frompyfunc(math.erf, 1, 1)  # numpy has no erf; math.erf is exact to the last bit
+
+
+def erf_values(x):
+    """erf of every element of the array x (float16/32/64 as numpy's float functions choose)."""
+    return np.asarray(_erf_each(x), dtype=float_result(x.dtype))
+
+
+class Erf(UnaryOperation):
+    """The error function erf x = 2/√π ∫₀ˣ e^(-t²) dt.  Gradient: g 2/√π e^(-x²)."""
+
+    def compute(self, x):
+        return erf_values(x)
+
+
+def erf(x, name=None):
+    """The error function (GELU's building block)."""
+    return Erf(x, name=name)
+
+
+@register_gradient(Erf)
+def _erf_grad(op, grad):
+    x = op.inputs[0]
+    return [grad * (2.0 / math.sqrt(math.pi)) * exp(negative(square(x)))]
+
+
+def float_result(dtype):
+    """The dtype numpy's float functions (np.sin, ...) return for inputs of `dtype`: int8 -> float16, ..."""
+    return np.result_type(dtype, np.float16)
 
 
 class Cast(UnaryOperation):

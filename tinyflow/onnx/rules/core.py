@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ... import ops
-from ...ops import shape_ops
+from ...ops import runtime_shapes
 from ..dtypes import numpy_dtype, onnx_type, onnx_type_name
 from . import exports, imports, same_op
 
@@ -72,7 +72,7 @@ def import_shape(ctx, node):
         dims = shape[start:end]
         if all(d is not None for d in dims):
             return np.array(dims, dtype=np.int64)
-    return shape_ops.shape(ctx.input(0), start, end, name=ctx.name)
+    return runtime_shapes.shape(ctx.input(0), start, end, name=ctx.name)
 
 
 @exports("Shape")
@@ -88,7 +88,7 @@ def import_size(ctx, node):
     shape = ctx.input_shape(0)
     if shape is not None and all(d is not None for d in shape):
         return np.array(math.prod(shape), dtype=np.int64)
-    return shape_ops.size(ctx.input(0), name=ctx.name)
+    return runtime_shapes.size(ctx.input(0), name=ctx.name)
 
 
 exports("Size")(same_op("Size"))
@@ -104,7 +104,7 @@ def import_constant_of_shape(ctx, node):
         if np.any(dims < 0):
             raise ctx.fail(f"its shape {dims.tolist()} has a negative dimension")
         return np.full(tuple(int(d) for d in dims), value.reshape(()), dtype=value.dtype)
-    return shape_ops.fill(ctx.input(0), value.reshape(()), value.dtype, name=ctx.name)
+    return runtime_shapes.fill(ctx.input(0), value.reshape(()), value.dtype, name=ctx.name)
 
 
 @exports("Fill")

@@ -1,0 +1,113 @@
+"""Forward values and gradients of the ops added for ONNX import against PyTorch on the same inputs.
+
+One row per op type: how tinyflow and torch spell it, and the inputs (float64; integer
+inputs are fed, never differentiated). The test projects the output on a fixed random
+tensor and compares the value and the gradient of every float input.
+"""
+import numpy as np
+import pytest
+
+import tinyflow as tfl
+
+torch = pytest.importorskip("torch", reason="these checks compare with PyTorch; pip install torch")
+F = torch.nn.functional
+_rng = np.random.default_rng(7)
+
+
+def normal(*shape):
+    return _rng.standard_normal(shape)
+
+
+def off_zero(*shape):
+    x = _rng.standard_normal(shape)
+    return x + 0.1 * np.sign(x)
+
+
+def distinct(*shape):
+    return _rng.permutation(int(np.prod(shape))).reshape(shape) * 0.1 + 0.01 * _rng.random(shape)
+
+
+def row(op_type, tfl_fn, torch_fn, *inputs):
+    return pytest.param(tfl_fn, torch_fn, [np.asarray(v) for v in inputs], id=op_type)
+
+
+ROWS = [
+    row("Reciprocal", tfl.reciprocal, torch.reciprocal, off_zero(3, 4)),
+    row("Floor", tfl.floor, torch.floor, normal(3, 4) * 3),
+    row("Ceil", tfl.ceil, torch.ceil, normal(3, 4) * 3),
+    row("Sin", tfl.sin, torch.sin, normal(3, 4) * 2),
+    row("Cos", tfl.cos, torch.cos, normal(3, 4) * 2),
+    row("Erf", tfl.erf, torch.erf, normal(3, 4)),
+    row("Mod", tfl.mod, torch.remainder, normal(3, 4) * 3, off_zero(4)),
+    row("Mod-fmod", tfl.fmod, torch.fmod, normal(3, 4) * 3, off_zero(3, 1)),
+    row("Clip", lambda x: tfl.clip(x, -0.5, 0.7), lambda x: torch.clamp(x, -0.5, 0.7), normal(3, 4)),
+    row("Clip-tensors", tfl.clip, torch.clamp, normal(3, 4), normal(4) - 0.5, normal(3, 1) + 0.5),
+    row("Elu", lambda x: tfl.elu(x, 0.7), lambda x: F.elu(x, 0.7), off_zero(3, 4)),
+    row("Selu", tfl.selu, F.selu, off_zero(3, 4)),
+    row("Gelu", tfl.gelu, F.gelu, normal(3, 4) * 2),
+    row("Gelu-tanh", lambda x: tfl.gelu(x, approximate="tanh"), lambda x: F.gelu(x, approximate="tanh"),
+        normal(3, 4) * 2),
+    row("Softsign", tfl.softsign, F.softsign, normal(3, 4) * 2),
+    row("PRelu", lambda x, w: tfl.prelu(x, tfl.reshape(w, (3, 1, 1))), F.prelu, off_zero(2, 3, 2, 2), normal(3)),
+    row("HardSigmoid", tfl.hard_sigmoid, F.hardsigmoid, normal(3, 4) * 4),
+    row("HardSwish", tfl.hard_swish, F.hardswish, normal(3, 4) * 4),
+    row("ReduceMin", lambda x: tfl.reduce_min(x, 1), lambda x: torch.amin(x, 1), distinct(3, 4)),
+    row("ReduceProd", lambda x: tfl.reduce_prod(x, 0), lambda x: torch.prod(x, 0), off_zero(3, 4)),
+    row("ReduceLogSumExp", lambda x: tfl.reduce_logsumexp(x, (0, 2)), lambda x: torch.logsumexp(x, (0, 2)),
+        normal(2, 3, 4) * 3),
+    row("Norm", lambda x: tfl.norm(x, 1, keepdims=True), lambda x: torch.linalg.vector_norm(x, dim=1, keepdim=True),
+        normal(3, 4)),
+    row("Gather", lambda x, i: tfl.gather(x, i), lambda x, i: x[i], normal(5, 3), np.array([[4, 0], [1, 4]])),
+    row("Gather-axis", lambda x, i: tfl.gather(x, i, axis=1), lambda x, i: torch.index_select(x, 1, i),
+        normal(3, 4), np.array([3, 0, 3])),
+    row("TakeAlongAxis", lambda x, i: tfl.take_along_axis(x, i, 1), lambda x, i: torch.gather(x, 1, i),
+        normal(3, 4), np.array([[0, 3], [1, 1], [3, 2]])),
+    row("TopK", lambda x: tfl.topk(x, 3)[0], lambda x: torch.topk(x, 3).values, distinct(3, 5)),
+    row("TopK-smallest", lambda x: tfl.topk(x, 2, axis=0, largest=False)[0],
+        lambda x: torch.topk(x, 2, dim=0, largest=False).values, distinct(4, 3)),
+    row("Pad-constant", lambda x: tfl.pad(x, ((0, 0), (1, 2), (2, 0)), value=0.5),
+        lambda x: F.pad(x, (2, 0, 1, 2), value=0.5), normal(2, 3, 4)),
+    row("Pad-reflect", lambda x: tfl.pad(x, ((0, 0), (0, 0), (2, 3)), mode="reflect"),
+        lambda x: F.pad(x, (2, 3), mode="reflect"), normal(2, 3, 5)),
+    row("Pad-edge", lambda x: tfl.pad(x, ((0, 0), (0, 0), (1, 2), (3, 1)), mode="edge"),
+        lambda x: F.pad(x, (3, 1, 1, 2), mode="replicate"), normal(1, 2, 3, 4)),
+    row("Pad-wrap", lambda x: tfl.pad(x, ((0, 0), (0, 0), (1, 2)), mode="wrap"),
+        lambda x: F.pad(x, (1, 2), mode="circular"), normal(2, 3, 4)),
+    row("Pad-crop", lambda x: tfl.pad(x, ((-1, 2), (1, -2))), lambda x: F.pad(x, (1, -2, -1, 2)), normal(3, 4)),
+    row("Tile", lambda x: tfl.tile(x, (2, 1, 3)), lambda x: torch.tile(x, (2, 1, 3)), normal(2, 3)),
+    row("BroadcastTo", lambda x: tfl.expand(x, (2, 3, -1)), lambda x: x.expand(2, 3, -1), normal(3, 1) + normal(1, 4)),
+    row("Squeeze", lambda x: tfl.squeeze(x, 1), lambda x: torch.squeeze(x, 1), normal(3, 1, 2)),
+    row("Unsqueeze", lambda x: tfl.unsqueeze(x, -1), lambda x: torch.unsqueeze(x, -1), normal(3, 2)),
+    row("Flatten", lambda x: tfl.flatten(x, 1, 2), lambda x: torch.flatten(x, 1, 2), normal(2, 3, 4, 2)),
+    row("Split", lambda x: tfl.split(x, [1, 3], axis=1)[1] * tfl.split(x, 2, axis=1)[0][:, :1],
+        lambda x: torch.split(x, [1, 3], 1)[1] * torch.split(x, 2, 1)[0][:, :1], normal(2, 4)),
+    row("Stack", lambda a, b: tfl.stack([a, b], axis=-1), lambda a, b: torch.stack([a, b], -1), normal(2, 3),
+        normal(2, 3)),
+    row("Einsum", lambda a, b: tfl.einsum("bij,bjk->bik", a, b), lambda a, b: torch.einsum("bij,bjk->bik", a, b),
+        normal(2, 3, 4), normal(2, 4, 2)),
+    row("Einsum-diagonal", lambda a: tfl.einsum("...ii->...i", a), lambda a: torch.einsum("...ii->...i", a),
+        normal(2, 3, 3)),
+    row("Einsum-outer", lambda a, b: tfl.einsum("i,j", a, b), lambda a, b: torch.einsum("i,j", a, b), normal(3),
+        normal(2)),
+    row("Triangle", lambda x: tfl.tril(x, -1), lambda x: torch.tril(x, -1), normal(2, 4, 3)),
+    row("Triangle-upper", lambda x: tfl.triu(x, 1), lambda x: torch.triu(x, 1), normal(4, 3)),
+]
+
+
+@pytest.mark.parametrize("tfl_fn, torch_fn, inputs", ROWS)
+def test_value_and_gradient_equal_torch(tfl_fn, torch_fn, inputs):
+    placeholders = [tfl.Placeholder(v.shape, v.dtype) for v in inputs]
+    out = tfl_fn(*placeholders)
+    projection = np.random.default_rng(0).standard_normal(out.shape)
+    floats = [p for p, v in zip(placeholders, inputs) if v.dtype.kind == "f"]
+    grads = tfl.gradients(tfl.reduce_sum(out * tfl.Constant(projection)), floats)
+    with tfl.Session() as sess:
+        value, *grad_values = sess.run([out, *grads], dict(zip(placeholders, inputs)))
+
+    tensors = [torch.tensor(v, requires_grad=v.dtype.kind == "f") for v in inputs]
+    expected = torch_fn(*tensors)
+    (expected * torch.tensor(projection)).sum().backward()
+    # float64 throughout, but torch keeps a few constants in float32 (hardsigmoid's 1/6): rtol 1e-6
+    np.testing.assert_allclose(value, expected.detach().numpy(), rtol=1e-6, atol=1e-9)
+    for got, t in zip(grad_values, [t for t in tensors if t.requires_grad]):
+        np.testing.assert_allclose(got, t.grad.numpy(), rtol=1e-6, atol=1e-9)

@@ -1,0 +1,194 @@
+"""Indexing with index tensors: gather (np.take), take_along_axis (ONNX GatherElements) and topk.
+
+The indices are graph values (token ids, the positions topk found), so these ops
+take them as inputs; negative indices count from the end. Each gradient scatters
+g back into zeros of x's shape, adding where an index repeats.
+"""
+import numpy as np
+
+from ..arguments import Arguments, rank_of
+from ..errors import ShapeError
+from ..nodes import Operation
+from .registry import not_differentiable, register_gradient
+
+
+def _integer_indices(op, dtype):
+    if dtype is not None and dtype.kind not in "iu":
+        raise ShapeError(f"{op.op_type} takes integer indices, got {dtype}; cast them with tfl.cast(i, 'int64')")
+
+
+class Gather(Operation):
+    """x[..., indices, ...] with the index tensor on `axis` (np.take): shape x[:axis] + indices + x[axis+1:].
+
+    Gradient: g added into zeros of x's shape at the gathered positions (repeats add up).
+    """
+
+    def __init__(self, x, indices, axis=0, name=None):
+        self.axis = Arguments(self, name, x, indices).axis("axis", axis, rank_of(x))
+        super().__init__(x, indices, name=name)
+
+    def compute(self, x, indices):
+        return np.take(x, indices, axis=self.axis)
+
+    def infer_shape(self, x_shape, indices_shape):
+        if x_shape is None or indices_shape is None:
+            return None
+        return tuple(x_shape[:self.axis]) + tuple(indices_shape) + tuple(x_shape[self.axis + 1:])
+
+    def infer_dtype(self, x, indices):
+        _integer_indices(self, indices)
+        return x
+
+
+def gather(x, indices, axis=0, name=None):
+    """The slices of x at `indices` along `axis` (np.take, torch.index_select for 1-D indices, ONNX Gather)."""
+    return Gather(x, indices, axis, name=name)
+
+
+class GatherGrad(Operation):
+    """Zeros of x's run-time shape with g added at the positions Gather read (the gradient of Gather)."""
+
+    def __init__(self, grad, x, indices, axis, name=None):
+        self.axis = axis
+        super().__init__(grad, x, indices, name=name)
+
+    def compute(self, grad, x, indices):
+        out = np.zeros((x.shape[self.axis],) + x.shape[:self.axis] + x.shape[self.axis + 1:], grad.dtype)
+        lead = np.moveaxis(grad.reshape(x.shape[:self.axis] + (indices.size,) + x.shape[self.axis + 1:]),
+                           self.axis, 0)
+        np.add.at(out, indices.reshape(-1), lead)  # a repeated index (a token used twice) adds up
+        return np.moveaxis(out, 0, self.axis)
+
+    def infer_shape(self, grad_shape, x_shape, indices_shape):
+        return x_shape
+
+    def infer_dtype(self, grad, x, indices):
+        return grad
+
+
+@register_gradient(Gather)
+def _gather_grad(op, grad):
+    x, indices = op.inputs
+    return [GatherGrad(grad, x, indices, op.axis), None]
+
+
+@register_gradient(GatherGrad)
+def _gather_grad_grad(op, grad):
+    return [Gather(grad, op.inputs[2], op.axis), None, None]
+
+
+class TakeAlongAxis(Operation):
+    """x picked elementwise along `axis` by an index tensor of x's rank (np.take_along_axis, ONNX GatherElements).
+
+    Gradient: g added into zeros of x's shape at the picked positions.
+    """
+
+    def __init__(self, x, indices, axis, name=None):
+        self.axis = Arguments(self, name, x, indices).axis("axis", axis, rank_of(x))
+        super().__init__(x, indices, name=name)
+
+    def compute(self, x, indices):
+        return np.take_along_axis(x, indices, axis=self.axis)
+
+    def infer_shape(self, x_shape, indices_shape):
+        if x_shape is not None and indices_shape is not None and len(x_shape) != len(indices_shape):
+            raise ShapeError(f"take_along_axis needs indices of the input's rank {len(x_shape)}, "
+                             f"got shape {indices_shape}")
+        return indices_shape
+
+    def infer_dtype(self, x, indices):
+        _integer_indices(self, indices)
+        return x
+
+
+def take_along_axis(x, indices, axis, name=None):
+    """x[..., indices[..., i, ...], ...] elementwise along `axis` (np.take_along_axis, torch.gather)."""
+    return TakeAlongAxis(x, indices, axis, name=name)
+
+
+def _positions(indices, axis, dim):
+    """The full index tuple that take_along_axis reads, for np.add.at."""
+    grid = list(np.ogrid[tuple(slice(n) for n in indices.shape)])
+    grid[axis] = np.where(indices < 0, indices + dim, indices)
+    return tuple(grid)
+
+
+class TakeAlongAxisGrad(Operation):
+    """Zeros of x's run-time shape with g added at the positions TakeAlongAxis read."""
+
+    def __init__(self, grad, x, indices, axis, name=None):
+        self.axis = axis
+        super().__init__(grad, x, indices, name=name)
+
+    def compute(self, grad, x, indices):
+        out = np.zeros(x.shape, grad.dtype)
+        np.add.at(out, _positions(indices, self.axis, x.shape[self.axis]), grad)
+        return out
+
+    def infer_shape(self, grad_shape, x_shape, indices_shape):
+        return x_shape
+
+    def infer_dtype(self, grad, x, indices):
+        return grad
+
+
+@register_gradient(TakeAlongAxis)
+def _take_along_axis_grad(op, grad):
+    x, indices = op.inputs
+    return [TakeAlongAxisGrad(grad, x, indices, op.axis), None]
+
+
+@register_gradient(TakeAlongAxisGrad)
+def _take_along_axis_grad_grad(op, grad):
+    return [TakeAlongAxis(grad, op.inputs[2], op.axis), None, None]
+
+
+class TopKIndices(Operation):
+    """The positions of the k largest (or smallest) entries along `axis`, best first; ties: lower index first.
+
+    Not differentiable (topk's values are take_along_axis of these, which is).
+    """
+
+    def __init__(self, x, k, axis=-1, largest=True, name=None):
+        check = Arguments(self, name, x)
+        self.k = check.integer("k", k, minimum=0)
+        self.axis = check.axis("axis", axis, rank_of(x))
+        self.largest = check.flag("largest", largest)
+        shape = getattr(x, "shape", None)
+        if shape is not None and shape[self.axis] is not None and self.k > shape[self.axis]:
+            check.fail("k", k, f"is larger than axis {self.axis} of size {shape[self.axis]}",
+                       f"pass k <= {shape[self.axis]}")
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        if self.k > x.shape[self.axis]:
+            raise ValueError(f"k={self.k} is larger than axis {self.axis} of size {x.shape[self.axis]}")
+        if self.largest:  # a stable sort of the reversed axis, reversed back: descending, ties by lower index
+            order = np.flip(np.argsort(np.flip(x, self.axis), axis=self.axis, kind="stable"), self.axis)
+            order = x.shape[self.axis] - 1 - order
+        else:
+            order = np.argsort(x, axis=self.axis, kind="stable")
+        return np.take(order, np.arange(self.k), axis=self.axis).astype(np.int64, copy=False)
+
+    def infer_shape(self, x_shape):
+        if x_shape is None:
+            return None
+        return tuple(self.k if i == self.axis else d for i, d in enumerate(x_shape))
+
+    def infer_dtype(self, x):
+        return np.dtype(np.int64)
+
+
+not_differentiable(TopKIndices)
+
+
+def topk(x, k, axis=-1, largest=True, sorted=True, name=None):  # noqa: A002 - torch.topk's argument name
+    """(values, indices) of the k largest (smallest if not `largest`) entries along `axis`, best first.
+
+    Ties go to the lower index first (as ONNX TopK); the values carry gradients, the indices do not.
+    Results are always sorted (`sorted=False` is accepted, as torch allows any order then).
+    """
+    Arguments(TopKIndices, name, x).flag("sorted", sorted)
+    indices = TopKIndices(x, k, axis, largest, name=None if name is None else f"{name}_indices")
+    return take_along_axis(x, indices, axis, name=name), indices
+

@@ -1,0 +1,123 @@
+"""Padding: pad (np.pad's constant, reflect, edge and wrap modes; a negative width crops).
+
+Each axis of the output reads one input position per output position (or the
+constant): the forward pass is np.pad, and the gradient adds g back into those
+positions, so a reflected or repeated edge value collects every copy's gradient.
+"""
+import numpy as np
+
+from ..arguments import Arguments, is_int, rank_of
+from ..nodes import Operation
+from .registry import register_gradient
+
+MODES = ("constant", "reflect", "edge", "wrap")
+
+
+def _pad_widths(check, pad_width, rank):
+    """np.pad's pad_width (an int, a (before, after) pair, or one pair per axis) as one pair per axis."""
+    def pair(value):
+        if is_int(value):
+            return int(value), int(value)
+        if isinstance(value, (tuple, list, np.ndarray)) and len(value) == 2 and all(is_int(v) for v in value):
+            return int(value[0]), int(value[1])
+        return None
+    if rank is None:
+        check.fail("pad_width", pad_width, "needs an input of known rank", "give the input a shape")
+    single = pair(pad_width)
+    if single is not None:
+        return (single,) * rank
+    pairs = [pair(p) for p in pad_width] if isinstance(pad_width, (tuple, list, np.ndarray)) else [None]
+    if None in pairs or len(pairs) != rank:
+        check.fail("pad_width", pad_width, f"is not an int, a pair or {rank} (before, after) pairs",
+                   "pass e.g. 1, (1, 2) or ((0, 0), (1, 2)) with one pair per axis")
+    return tuple(pairs)
+
+
+class Pad(Operation):
+    """x with pad_width[i] = (before, after) entries added along axis i (removed where negative).
+
+    mode "constant" fills with `value`; "reflect" mirrors without the edge, "edge" repeats it,
+    "wrap" continues from the other side (np.pad's modes). Gradient: g summed into the
+    positions each output entry copies.
+    """
+
+    def __init__(self, x, pad_width, mode="constant", value=0.0, name=None):
+        check = Arguments(self, name, x)
+        self.pad_width = _pad_widths(check, pad_width, rank_of(x))
+        if mode not in MODES:
+            check.fail("mode", mode, "is not a padding mode", f"pass one of {', '.join(MODES)}")
+        self.mode = mode
+        self.value = check.number("value", value, low=-np.inf) if mode == "constant" else 0.0
+        shape = getattr(x, "shape", None) or ()
+        for axis, ((before, after), size) in enumerate(zip(self.pad_width, shape)):
+            if size is not None and min(before, 0) + min(after, 0) < -size:
+                check.fail("pad_width", pad_width, f"crops more than the {size} entries of axis {axis}",
+                           "crop at most the whole axis")
+            if size == 0 and mode != "constant" and max(before, after) > 0:
+                check.fail("mode", mode, f"cannot pad the empty axis {axis}", "pad it in 'constant' mode")
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        cropped = x[tuple(slice(-min(b, 0), x.shape[i] + min(a, 0)) for i, (b, a) in enumerate(self.pad_width))]
+        grow = [(max(b, 0), max(a, 0)) for b, a in self.pad_width]
+        if self.mode == "constant":
+            return np.pad(cropped, grow, constant_values=np.asarray(self.value).astype(x.dtype))
+        return np.pad(cropped, grow, mode=self.mode)
+
+    def infer_shape(self, x_shape):
+        if x_shape is None:
+            return None
+        return tuple(None if d is None else d + b + a for d, (b, a) in zip(x_shape, self.pad_width))
+
+    def infer_dtype(self, x):
+        return x
+
+
+def pad(x, pad_width, mode="constant", value=0, name=None):
+    """x padded by pad_width (np.pad's forms; negative widths crop) in mode constant/reflect/edge/wrap."""
+    return Pad(x, pad_width, mode, value, name=name)
+
+
+def source_positions(size, before, after, mode):
+    """For one axis: the input position each output position copies (-1: the constant)."""
+    positions = np.arange(size)[-min(before, 0):size + min(after, 0)]
+    grow = (max(before, 0), max(after, 0))
+    if mode == "constant":
+        return np.pad(positions, grow, constant_values=-1)
+    return np.pad(positions, grow, mode=mode)
+
+
+class PadGrad(Operation):
+    """g (of pad's output shape) added back into the input positions it copies: the gradient of Pad."""
+
+    def __init__(self, grad, x, pad_width, mode, name=None):
+        self.pad_width, self.mode = pad_width, mode
+        super().__init__(grad, x, name=name)
+
+    def compute(self, grad, x):
+        for axis, (before, after) in enumerate(self.pad_width):
+            if before == after == 0:
+                continue
+            source = source_positions(x.shape[axis], before, after, self.mode)
+            kept = source >= 0
+            moved = np.moveaxis(np.compress(kept, grad, axis=axis), axis, 0)
+            summed = np.zeros((x.shape[axis],) + moved.shape[1:], grad.dtype)
+            np.add.at(summed, source[kept], moved)
+            grad = np.moveaxis(summed, 0, axis)
+        return np.ascontiguousarray(grad)
+
+    def infer_shape(self, grad_shape, x_shape):
+        return x_shape
+
+    def infer_dtype(self, grad, x):
+        return grad
+
+
+@register_gradient(Pad)
+def _pad_grad(op, grad):
+    return [PadGrad(grad, op.inputs[0], op.pad_width, op.mode)]
+
+
+@register_gradient(PadGrad)
+def _pad_grad_grad(op, grad):
+    return [Pad(grad, op.pad_width, op.mode, 0.0), None]
