@@ -1,4 +1,4 @@
-"""Ops whose values are shapes, or arrays of a run-time shape: shape, size, fill. Their values are int64 shapes or arrays of a run-time shape.
+"""Ops whose values are shapes, or arrays of a run-time shape: shape, size, fill.
 
 They are what ONNX models compute shapes with (Shape, Size, ConstantOfShape). When the input's
 shape is fully known while the graph is built, the ONNX importer folds them into constants; these
