@@ -492,7 +492,12 @@ def load(model, trainable=True, scope=None, constants=None, graph=None):
     proto, folder = read_model(model)
     graph = graph if graph is not None else get_default_graph()
     importer = _Importer(proto, folder, graph, scope, trainable, constants)
-    inputs, outputs = importer.build()
+    start = len(graph.nodes)
+    try:
+        inputs, outputs = importer.build()
+    except BaseException:
+        graph.discard_nodes_from(start)  # a failed import leaves the graph as it was
+        raise
     return OnnxProgram(graph, inputs, outputs, importer.variables, importer.opset, proto)
 
 
