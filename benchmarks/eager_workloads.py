@@ -9,7 +9,7 @@ import numpy as np
 
 import tinyflow as tfl
 import workloads
-from workloads import RNG, NumpyMLP, _torch_mlp, torch
+from workloads import NumpyMLP, _torch_mlp, torch
 
 
 def _on(backend, fn):
@@ -23,8 +23,8 @@ def _on(backend, fn):
 def e1_chain_eager():
     """1,000 adds on a 4x4 Tensor, then backward to the input; numpy and PyTorch rows are W1b's own."""
     out = {name: fn for name, fn in workloads.w1_chain(backward=True).items() if not name.startswith("tinyflow")}
-    x_val = RNG.standard_normal((4, 4)).astype(np.float32)
-    c_val = RNG.standard_normal((4, 4)).astype(np.float32)
+    x_val = workloads.RNG.standard_normal((4, 4)).astype(np.float32)
+    c_val = workloads.RNG.standard_normal((4, 4)).astype(np.float32)
     x, c = tfl.tensor(x_val, requires_grad=True), tfl.tensor(c_val)
 
     def tinyflow_eager():

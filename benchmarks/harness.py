@@ -1,18 +1,27 @@
-"""Measuring side by side: interleaved repeats, medians and spread, the machine's load noted.
+"""Measuring side by side: interleaved repeats, medians and spread, and what the process runs on.
 
-Machines are shared and noisy, so every candidate of a row is timed in turn in
-each repeat (never all repeats of one, then the other), and rows report the
-median and the interquartile spread, and ratios of medians.
+Machines are shared and noisy, so every candidate of a table is timed in turn in each
+repeat (never all repeats of one, then the other), and tables report the median, the
+interquartile spread and ratios of medians. The facts that decide a measurement (threads,
+which OpenMP runtime the process loaded, the machine's load) are read from the process
+itself, not assumed.
 """
+import ctypes
 import os
 import time
 
 import numpy as np
 
+# every library's own thread-count variable: OpenMP (tinyflow's C kernels, the reference loops,
+# PyTorch), OpenBLAS / MKL / Accelerate (numpy's matmul), numexpr, and tinyflow's own setting
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                    "NUMEXPR_NUM_THREADS", "TINYFLOW_NUM_THREADS")
+OPENMP_RUNTIMES = ("libgomp", "libiomp", "libomp")
+
 
 def configure_threads(threads):
-    """Give numpy's BLAS and tinyflow's OpenMP the same thread count (call before importing numpy users)."""
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TINYFLOW_NUM_THREADS"):
+    """Give every library the same thread count (before the libraries load; PyTorch also needs set_num_threads)."""
+    for name in THREAD_VARIABLES:
         os.environ[name] = str(threads)
 
 
@@ -39,16 +48,49 @@ def interleaved(candidates, repeats=21, warmup=2):
 def summary(seconds):
     """(median, interquartile range) in seconds."""
     q1, median, q3 = np.percentile(seconds, [25, 50, 75])
-    return median, q3 - q1
+    return float(median), float(q3 - q1)
+
+
+def load_average():
+    """The machine's 1-minute load average (None where the OS does not tell)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
 
 
 def load_note():
     """A line describing the machine's background load (1-minute load average vs cores)."""
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
+    load = load_average()
+    if load is None:
         return "load average unavailable"
     return f"1-min load average {load:.2f} on {os.cpu_count()} cores"
+
+
+def loaded_libraries(*fragments):
+    """Paths of the shared libraries this process has loaded whose file name contains one of `fragments`."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/" in line}
+    except OSError:  # not Linux
+        return []
+    return sorted(p for p in paths if any(f in os.path.basename(p).lower() for f in fragments))
+
+
+def openmp_runtimes():
+    """The OpenMP runtime files loaded in this process (one libgomp serves every -fopenmp library in it)."""
+    return loaded_libraries(*OPENMP_RUNTIMES) or ["none loaded"]
+
+
+def blas_threads():
+    """The thread count numpy's OpenBLAS reports, or None when it cannot be asked."""
+    for path in loaded_libraries("openblas"):
+        lib = ctypes.CDLL(path)
+        for name in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+                     "openblas_get_num_threads64_", "openblas_get_num_threads"):
+            if hasattr(lib, name):
+                return getattr(lib, name)()
+    return None
 
 
 def fmt_time(seconds):
@@ -59,11 +101,20 @@ def fmt_time(seconds):
     return f"{seconds / 1e-9:.3g} ns"
 
 
-def print_table(title, header, rows):
-    """A plain-text table."""
+def print_table(title, header, rows, groups=None):
+    """A plain-text table under `title` (None: none); `groups` [(label, number of columns), ...] adds a line of
+    labels spanning columns."""
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    print(f"\n{title}")
-    print("  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
+    if title is not None:
+        print(f"\n{title}")
+    if groups:
+        cells, start = [], 0
+        for label, span in groups:
+            width = sum(widths[start:start + span]) + 2 * (span - 1)
+            cells.append(label.center(width, "-") if label else " " * width)
+            start += span
+        print("  ".join(cells).rstrip())
+    print("  ".join(str(h).ljust(w) for h, w in zip(header, widths)).rstrip())
     print("  ".join("-" * w for w in widths))
     for row in rows:
-        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)))
+        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip())

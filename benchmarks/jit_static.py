@@ -1,28 +1,29 @@
 """Static vs eager training steps: tfl.jit.to_static against tinyflow eager mode, on the same step.
 
-    python benchmarks/jit_static.py [--repeats 15]
+    python benchmarks/jit_static.py [--threads 2] [--repeats 15]   (the same as run.py --only J1,J2)
 
 J1: Boston MLP 13-64-64-1 (relu, MSE, SGD) one step at batch 32; J2: digits convnet (conv 1->8 3x3,
 relu, max-pool 2, linear 128->10, softmax cross-entropy, SGD) one step at batch 64.
-Candidates, timed interleaved in one run (medians), all computing the same loss function:
+Candidates, timed interleaved in one run (medians), all computing the same loss function from the
+same initial parameters (checked on the first step):
 * eager: parameters are tfl.tensor(..., requires_grad=True), the step runs the loss on Tensors
   (each op computes at once and records its grad_fn), loss.backward(), and an eager SGD step
   (tfl.optim.SGD(params, lr=...): zero_grad(), step());
 * to_static: the same loss function and a graph-mode SGD minimize inside a tfl.jit.to_static step:
   traced once, then the cached plan (fed eager Tensors, returning the loss as a Tensor);
-* graph mode: the TF1 way, a hand-built graph and sess.run (the floor to_static should reach).
+* graph mode: the TF1 way, a hand-built graph and sess.run (the floor to_static should reach);
+* pytorch eager (informative): the same network as torch.nn modules with torch.optim.SGD.
 """
-import argparse
 import os
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import configure_threads, fmt_time, interleaved, print_table, summary  # noqa: E402
 
 RNG = np.random.default_rng(0)
 EAGER = "eager (tfl.tensor, backward, step)"
+TORCH = "pytorch eager (nn modules, torch.optim.SGD)"
 
 
 def mlp_forward(params, x):
@@ -56,7 +57,35 @@ def workload(name):
     return conv_loss, shapes, x, y
 
 
-def candidates(name, lr=0.01):
+def torch_step(name, initial, x_val, y_val, lr):
+    """The same network and step as a PyTorch user writes it, starting from the same parameters."""
+    import torch
+    nn = torch.nn
+    if name == "J1":
+        net, criterion = nn.Sequential(nn.Linear(13, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1)), \
+            nn.MSELoss()
+        weights = [initial[0].T, initial[1], initial[2].T, initial[3], initial[4].T, initial[5]]
+    else:
+        net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 10))
+        criterion = nn.CrossEntropyLoss()
+        weights = [initial[0], initial[1], initial[2].T, initial[3]]
+    with torch.no_grad():
+        for param, value in zip(net.parameters(), weights):
+            param.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+    opt = torch.optim.SGD(net.parameters(), lr)
+    x, y = torch.from_numpy(x_val), torch.from_numpy(y_val)
+
+    def step():
+        opt.zero_grad()
+        loss = criterion(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def candidates(name, torch=None, lr=0.01):
+    """{candidate: one training step}; every candidate's first step gives the same loss (checked)."""
     import tinyflow as tfl
     loss_fn, shapes, x_val, y_val = workload(name)
     initial = [(RNG.standard_normal(s) * 0.1).astype(np.float32) for s in shapes]
@@ -94,40 +123,24 @@ def candidates(name, lr=0.01):
         train = tfl.optim.SGD(lr).minimize(loss)
         sess = tfl.Session(graph)
         out["graph mode (sess.run)"] = lambda: sess.run([loss, train], {x: x_val, y: y_val})[0]
+    if torch is not None:
+        out[TORCH] = torch_step(name, initial, x_val, y_val, lr)
     # the first step of each starts from the same parameters: the same loss, or the rows are not comparable
-    firsts = {"tfl.jit.to_static": first, **{n: float(step()) for n, step in out.items() if n != "tfl.jit.to_static"}}
+    firsts = {"tfl.jit.to_static": first, **{n: _number(step()) for n, step in out.items() if n != "tfl.jit.to_static"}}
     if not np.allclose(list(firsts.values()), firsts[EAGER], rtol=1e-4):
         raise AssertionError(f"{name}: the candidates disagree on the first loss: {firsts}")
     return out
 
 
-TITLES = {"J1": "Boston MLP 13-64-64-1, one SGD step at batch 32",
-          "J2": "digits convnet, one SGD step at batch 64"}
-TARGETS = {"J1": 0.5}  # to_static step <= 0.5x the eager step
+def _number(loss):
+    """A step's loss as a float, whichever library returned it."""
+    return float(loss.detach()) if hasattr(loss, "detach") else float(loss)
 
 
-def report(repeats=15):
-    """Time every candidate of J1 and J2 interleaved; print tables and the to_static/eager ratios."""
-    import tinyflow as tfl
-    tfl.eager.set_backend(None)  # eager on the Session's default backend (the E rows may have left OpenCL on)
-    ratios = {}
-    for key, title in TITLES.items():
-        times = interleaved(candidates(key), repeats=repeats, warmup=2)
-        stats = {n: summary(t) for n, t in times.items()}
-        ref = stats[EAGER][0]
-        rows = [[n, fmt_time(m), f"±{fmt_time(q)}", f"{m / ref:.3f}x"] for n, (m, q) in stats.items()]
-        print_table(f"{key}: {title} (ratio to the eager step)", ["candidate", "median", "IQR", "ratio"], rows)
-        ratios[key] = stats["tfl.jit.to_static"][0] / ref
-        if key in TARGETS:
-            verdict = "meets" if ratios[key] <= TARGETS[key] else "MISSES"
-            print(f"target: to_static step <= {TARGETS[key]}x eager step: {ratios[key]:.3f}x, {verdict} it")
-    return ratios
+TITLES = {"J1": "static vs eager: Boston MLP 13-64-64-1, one SGD step at batch 32",
+          "J2": "static vs eager: digits convnet, one SGD step at batch 64"}
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    configure_threads(args.threads)
-    report(args.repeats)
+    import run
+    sys.exit(run.main(["--only", "J1,J2", *sys.argv[1:]]))

@@ -1,115 +1,287 @@
-"""tinyflow against numpy by hand and PyTorch eager on six workloads, side by side in one run.
+"""tinyflow against numpy by hand, PyTorch and hand-written C loops, under both import orders.
 
-    python benchmarks/run.py [--threads 2] [--repeats 15] [--only W1,W4] [--skip-opencl]
+    python benchmarks/run.py [--threads 2] [--repeats 15] [--only W1a,W4,K] [--skip-opencl] [--quick]
+                             [--orders both|torch-first|tinyflow-first]
 
-Each table times its candidates in turn within every repeat (interleaved) and reports medians,
-the interquartile range, and ratios of medians. Targets are checked on the default backend (c).
+Every table runs in two fresh processes: one imports torch before tinyflow, the other after
+(which OpenMP runtime serves the process depends on it). Within a process the candidates are
+timed in turn in every repeat (interleaved, rotating order); tables give medians, the
+interquartile range and ratios of medians in that process. For tinyflow the worse of the two
+orders counts. README.md explains the references and how to read the tables.
 """
 import argparse
+import importlib.util
+import json
 import os
+import subprocess
 import sys
+import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import configure_threads, fmt_time, interleaved, load_note, print_table, summary  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from harness import THREAD_VARIABLES, configure_threads, fmt_time, load_average, print_table  # noqa: E402
+import reference  # noqa: E402
+from tables import CHILD_RESULT, KEYS, NO_TORCH, ORDERS, TORCH_ALONE  # noqa: E402
 
-# (key, title, factory name, args, reference candidate, target ratio for tinyflow c); a sub-millisecond
-# unit of work is timed as INNER[key] consecutive units per sample (times are per unit), so that
-# one thread wake-up after switching candidates does not decide the result
-INNER = {"W1": 5, "W1b": 5, "W2": 3, "W2b": 10, "E1": 5, "E2": 3}
-# pocl's worker threads stay busy after an OpenCL candidate and slow whatever runs next, so the
-# OpenCL rows are measured in their own interleaving, against the same reference
-SEPARATE = ("tinyflow opencl",)
-WORKLOADS = [
-    ("W1", "chain of 1,000 adds on 4x4, forward", "w1_chain", (False,), "numpy by hand", 2.5),
-    ("W1b", "chain of 1,000 adds on 4x4, forward + backward", "w1_chain", (True,), "numpy by hand", 2.5),
-    ("W2", "Boston MLP 13-64-64-1 (relu, MSE, Adam), one epoch at batch 32", "w2_boston", (False,),
-     "numpy by hand", 2.0),
-    ("W2b", "Boston MLP 13-64-64-1, one full-batch step", "w2_boston", (True,), "numpy by hand", 1.5),
-    ("W3", "MLP 784-1024-1024-10 (softmax cross-entropy, SGD), one step at batch 256", "w3_wide_mlp", (),
-     "numpy by hand", 1.05),
-    ("W4", "c * sigmoid(a*x + b) over 10M floats", "w4_fused_sigmoid", (), "fused C loop", 4.0),
-    ("W5", "digits convnet (conv 1->8 3x3, relu, max-pool 2, linear 128->10), one epoch at batch 64, Adam",
-     "w5_convnet", (), "pytorch eager", 1.0),
-    ("W6", "Adam step over 10M parameters", "w6_adam", (), "fused C loop", 1.2),
-    ("E1", "eager: chain of 1,000 adds on 4x4, forward + backward (tinyflow rows: eager Tensors)",
-     "e1_chain_eager", (), "pytorch eager", 1.0),
-    ("E2", "eager: Boston MLP 13-64-64-1 (relu, MSE, Adam), one epoch at batch 32 (tinyflow rows: eager)",
-     "e2_boston_eager", (), "pytorch eager", 1.0),
+N = 10_000_000  # elements of the memory-bound tables: far beyond the caches, in --quick too
+# issue 25's goals: (table, row, measure, bound); "ratio" must be <= bound, "triad" >= bound
+GOALS = [
+    ("W1a", "tinyflow c", "ratio", 0.25), ("W1b", "tinyflow c", "ratio", 0.11),
+    ("W2a", "tinyflow c", "ratio", 1.3), ("W2b", "tinyflow c", "ratio", 1.1),
+    ("W3", "tinyflow c", "ratio", 1.05), ("W4", "tinyflow c", "ratio", 1.3), ("W4", "tinyflow c", "triad", 0.65),
+    ("W5", "tinyflow c", "ratio", 0.5), ("W6", "tinyflow c", "ratio", 0.99),
 ]
+INFORMATIVE = [("W5", "tinyflow c", "alone"), ("E1", "tinyflow c", "ratio"), ("E2", "tinyflow c", "ratio"),
+               ("J1", "tfl.jit.to_static", "ratio"), ("J2", "tfl.jit.to_static", "ratio")]
+REFERENCES = {"W1a": "numpy by hand", "W1b": "numpy by hand", "W2a": "numpy by hand", "W2b": "numpy by hand",
+              "W3": "numpy by hand", "W4": "fused C loop", "W5": "pytorch eager", "W6": "fused C loop",
+              "E1": "pytorch eager", "E2": "pytorch eager", "J1": "eager step", "J2": "eager step"}
+TORCH_REFERENCED = [key for key, ref in REFERENCES.items() if ref == "pytorch eager"]
 
-# issue 15's goals for the graph optimiser (ratios of tinyflow c to the same references)
-GOALS_OPTIMISER = {"W1": 0.5, "W1b": 0.3, "W2": 1.5, "W4": 1.3, "W5": 0.7}
 
-
-def main():
+def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--only", default="", help="comma-separated workload keys, e.g. W1,W4 (J1,J2: to_static)")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="threads for tinyflow, OpenMP, BLAS and PyTorch alike (default 2)")
+    parser.add_argument("--repeats", type=int, help="interleaved repeats per table (default 15; 5 with --quick)")
+    parser.add_argument("--only", default="", help=f"comma-separated tables out of {','.join(KEYS)},FUSION")
     parser.add_argument("--skip-opencl", action="store_true", help="leave the OpenCL backend out")
-    args = parser.parse_args()
+    parser.add_argument("--quick", action="store_true",
+                        help="for development (about a minute): 5 repeats, no OpenCL, every table of one import "
+                             "order in one process")
+    parser.add_argument("--orders", choices=("both", "torch-first", "tinyflow-first"), default="both")
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # internal: tables to time in this process
+    parser.add_argument("--child-order", help=argparse.SUPPRESS)
+    parser.add_argument("--warmup", type=int, default=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.threads < 1:
+        parser.error("--threads must be at least 1")
+    if args.repeats is None:
+        args.repeats = 5 if args.quick else 15
+    if args.quick:
+        args.skip_opencl, args.warmup = True, 1
+    wanted = [k.strip() for k in args.only.split(",") if k.strip()]
+    unknown = [k for k in wanted if k not in KEYS + ("FUSION",)]
+    if unknown:
+        parser.error(f"unknown table(s) {', '.join(unknown)}: choose from {', '.join(KEYS)}, FUSION")
+    args.keys = [k for k in KEYS if not wanted or k in wanted]
+    args.fusion = not wanted or "FUSION" in wanted
+    return args
+
+
+def spawn(keys, order, args):
+    """Run the tables `keys` in a new process importing in `order`; its result dict, or {'error': ...}."""
+    command = [sys.executable, os.path.abspath(__file__), "--child", ",".join(keys), "--child-order", order,
+               "--threads", str(args.threads), "--repeats", str(args.repeats), "--warmup", str(args.warmup)]
+    done = subprocess.run(command, capture_output=True, text=True, env=os.environ.copy())
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith(CHILD_RESULT):
+            return json.loads(line[len(CHILD_RESULT):])
+    return {"order": order, "error": f"the process exited with {done.returncode}:\n{done.stderr[-3000:]}"}
+
+
+def _short(path):
+    return "site-packages/" + path.split("site-packages/", 1)[1] if "site-packages/" in path else path
+
+
+def _describe(process, section):
+    threads = ", ".join(f"{library} {count if count is not None else 'n/a'}"
+                        for library, count in process["threads"].items() if library != "requested")
+    start, end = section["load"]
+    load = f"{start:.2f} -> {end:.2f}" if start is not None else "unavailable"
+    return (f"OpenMP {', '.join(_short(p) for p in process['openmp'])}; threads: {threads}; "
+            f"load {load} over the table's {section['seconds']:.0f} s")
+
+
+def _cells(row, bandwidth):
+    if row is None:
+        return ["", "", ""] + (["", ""] if bandwidth else [])
+    cells = [fmt_time(row["median"]), f"±{fmt_time(row['iqr'])}",
+             f"{row['ratio']:.2f}x" if row["ratio"] is not None else "n/a"]
+    if bandwidth:
+        cells += [f"{row['gbps']:.1f}" if row["gbps"] else "", f"{row['triad']:.0%}" if row["triad"] else ""]
+    return cells
+
+
+def _worse(values, measure):
+    """(value, order) of the worse of {order: value}: the larger ratio, the smaller share of triad."""
+    present = {o: v for o, v in values.items() if v is not None}
+    if not present:
+        return None, None
+    pick = min if measure == "triad" else max
+    order = pick(present, key=present.get)
+    return present[order], order
+
+
+def _fmt(value, measure):
+    if value is None:
+        return "n/a"
+    return f"{value:.0%}" if measure == "triad" else f"{value:.2f}x"
+
+
+def add_alone_ratios(per_order):
+    """Rows of each import order get "alone": their time over PyTorch's reference timed in a process of its own."""
+    if TORCH_ALONE not in per_order:
+        return
+    alone = {row["name"]: row for row in per_order[TORCH_ALONE][0]["rows"]}.get("pytorch eager")
+    for order, (section, _) in per_order.items():
+        for row in section["rows"]:
+            row["alone"] = row["median"] / alone["median"] if alone and order != TORCH_ALONE else None
+
+
+def print_section(per_order):
+    """One table merged across the import orders: {order: (section, process)}."""
+    section = next(iter(per_order.values()))[0]
+    bandwidth = section["bandwidth"]
+    print(f"\n{section['key']}: {section['title']} ({section['note']})")
+    for order, (sec, process) in per_order.items():
+        print(f"  {order}: {_describe(process, sec)}")
+    names = []
+    for sec, _ in per_order.values():
+        names += [r["name"] for r in sec["rows"] if r["name"] not in names]
+    by_name = {order: {r["name"]: r for r in sec["rows"]} for order, (sec, _) in per_order.items()}
+    per = ["median", "IQR", "ratio"] + (["GB/s", "% triad"] if bandwidth else [])
+    rows = [[name] + sum((_cells(by_name[o].get(name), bandwidth) for o in per_order), []) for name in names]
+    print_table(None, ["candidate"] + per * len(per_order), rows,
+                groups=[("", 1)] + [(f" {o} ", len(per)) for o in per_order])
+    orders = [o for o in per_order if o != TORCH_ALONE]
+    for focus in section["focus"]:
+        lines = []
+        for measure in ("ratio", "triad") if bandwidth else ("ratio", "alone"):
+            values = {o: by_name[o].get(focus, {}).get(measure) for o in orders}
+            value, order = _worse(values, measure)
+            if value is None:
+                continue
+            each = ", ".join(f"{_fmt(v, measure)} ({o})" for o, v in values.items())
+            what = {"ratio": "ratio", "triad": "share of triad", "alone": "to pytorch eager timed alone"}[measure]
+            lines.append(f"{what} {each}, worse {_fmt(value, measure)} ({order})")
+        if lines:
+            print(f"{focus}: " + "; ".join(lines))
+
+
+def print_summary(results, orders, threads):
+    """The goals table (worse import order counts) and the informative rows."""
+    rows = []
+    for key, row, measure, bound in GOALS + [(k, r, m, None) for k, r, m in INFORMATIVE]:
+        values = {o: results.get(key, {}).get(o, {}).get(row, {}).get(measure) for o in orders}
+        if all(v is None for v in values.values()):
+            continue
+        value, order = _worse(values, measure)
+        if bound is None:
+            goal, verdict = "informative", ""
+        elif measure == "ratio":
+            goal, verdict = f"<= {bound}x", "met" if value <= bound else "MISSED"
+        else:
+            goal, verdict = f">= {bound:.0%}", "met" if value >= bound else "MISSED"
+        what = {"ratio": f"{row} / {REFERENCES[key]}", "triad": f"{row}, share of triad",
+                "alone": f"{row} / {REFERENCES[key]} timed alone"}[measure]
+        rows.append([key, what] + [_fmt(values[o], measure) for o in orders] +
+                    [f"{_fmt(value, measure)} ({order})", goal, verdict])
+    if rows:
+        print_table(f"Goals of issue 25 ({threads} threads, ratios within one process; the worse import order counts)",
+                    ["table", "measure"] + list(orders) + ["worse", "goal", "verdict"], rows)
+
+
+def parent(args):
+    """Spawn the table processes, print merged tables, the compile cost and the summary."""
+    began = time.perf_counter()
+    orders = prepare(args)
+    groups = ([args.keys] if args.keys else []) if args.quick else [[k] for k in args.keys]
+    results, versions, failed = {}, None, False
+    for index, group in enumerate(groups):
+        spawned = orders + ((TORCH_ALONE,) if "torch first" in orders and set(group) & set(TORCH_REFERENCED) else ())
+        turn = spawned[index % len(spawned):] + spawned[:index % len(spawned)]  # alternate which runs first
+        outcome = {order: spawn(group if order != TORCH_ALONE else [k for k in group if k in TORCH_REFERENCED],
+                                order, args) for order in turn}
+        failed |= report(group, {order: outcome[order] for order in spawned}, results)
+        versions = versions or next((r["process"]["versions"] for r in outcome.values() if "error" not in r), None)
+    if args.fusion:
+        from fusion_cost import measure
+        print("\nfused-kernel compile cost (c backend, fresh cache folder, two fresh processes):")
+        for name, seconds in measure().items():
+            print(f"  {name:<45} {seconds * 1e3:8.2f} ms")
+    print_summary(results, orders, args.threads)
+    if versions:
+        print("\nversions: " + ", ".join(f"{name} {version}" for name, version in versions.items()))
+    print(f"run took {fmt_time(time.perf_counter() - began)}; 1-min load average at the end {_load()}")
+    return 1 if failed else 0
+
+
+def prepare(args):
+    """Set the threads for every process, build the reference loops, print the run's header; the import orders."""
     configure_threads(args.threads)
     if args.skip_opencl:
         os.environ["TINYFLOW_BENCH_SKIP_OPENCL"] = "1"
+    reference.ensure_built()  # once per run; the processes load this build
+    has_torch = importlib.util.find_spec("torch") is not None
+    if not has_torch:
+        orders = (NO_TORCH,)
+    elif args.orders == "both":
+        orders = ORDERS
+    else:
+        orders = (args.orders.replace("-", " "),)
+    print(f"--threads {args.threads}: {', '.join(THREAD_VARIABLES)} = {args.threads}, and "
+          f"torch.set_num_threads({args.threads})")
+    print(f"reference loops: {reference.command()}, built once for this run")
+    if not has_torch:
+        print("PyTorch: not installed (pip install torch==2.13.0): no PyTorch rows, one import order")
+    print(f"import orders: {', '.join(orders)} (a fresh process each); {args.repeats} interleaved repeats "
+          f"per table, medians" + ("; --quick: one process per order for all tables, no OpenCL" if args.quick else ""))
+    print(f"machine: {_cpu()}, {os.cpu_count()} cores; 1-min load average at the start {_load()}")
+    return orders
 
-    import numpy as np
-    import workloads
-    import tinyflow as tfl
-    if args.skip_opencl:
-        workloads.tinyflow_backends = lambda: [b for b in tfl.backends.available() if b != "opencl"]
-    torch_note = "not installed (pip install torch==2.13.0)"
-    if workloads.torch is not None:
-        workloads.torch.set_num_threads(args.threads)
-        torch_note = f"{workloads.torch.__version__}, {workloads.torch.get_num_threads()} threads"
-    print(f"tinyflow {tfl.__version__}, numpy {np.__version__}, PyTorch {torch_note}; {args.threads} threads for "
-          f"OpenMP and BLAS; {args.repeats} interleaved repeats per table; medians")
-    print(f"machine: {load_note()}")
 
-    results = []
-    wanted = {k.strip() for k in args.only.split(",") if k.strip()}
-    for key, title, factory, factory_args, reference, target in WORKLOADS:
-        if wanted and key not in wanted:
-            continue
-        candidates = getattr(workloads, factory)(*factory_args)
-        inner = INNER.get(key, 1)
-        if inner > 1:
-            candidates = {name: (lambda fn: lambda: [fn() for _ in range(inner)])(fn) for name, fn in candidates.items()}
-        if "pytorch eager" not in candidates:
-            print(f"\n{key}: PyTorch rows: not installed (pip install torch==2.13.0)")
-        separate = {name: candidates.pop(name) for name in SEPARATE if name in candidates}
-        times = interleaved(candidates, repeats=args.repeats, warmup=2)
-        stats = {name: tuple(v / inner for v in summary(t)) for name, t in times.items()}
-        for name, fn in separate.items():  # ratio to the reference as measured alongside it
-            pair = interleaved({reference: candidates[reference], name: fn}, repeats=max(args.repeats // 3, 3), warmup=1)
-            scale = stats[reference][0] / (summary(pair[reference])[0] / inner)
-            stats[name + " (separately)"] = tuple(v / inner * scale for v in summary(pair[name]))
-        ref = stats.get(reference, (np.nan, 0))[0]
-        rows = []
-        for name, (median, iqr) in stats.items():
-            rows.append([name, fmt_time(median), f"±{fmt_time(iqr)}", f"{median / ref:.2f}x" if ref == ref else "n/a"])
-        unit = f", per unit of {inner} timed back to back" if inner > 1 else ""
-        print_table(f"{key}: {title} (ratio to {reference}{unit})", ["candidate", "median", "IQR", "ratio"], rows)
-        if "tinyflow c" in stats and ref == ref:
-            ratio = stats["tinyflow c"][0] / ref
-            verdict = "meets" if ratio <= target else "MISSES"
-            print(f"target: tinyflow c <= {target}x {reference}: {ratio:.2f}x, {verdict} it")
-            results.append((key, ratio, target))
-    if results:
-        print("\nsummary: " + "; ".join(f"{k} {r:.2f}x (target {t}x)" for k, r, t in results))
-    if not wanted or wanted & {"J1", "J2"}:  # static vs dynamic training steps (tfl.jit.to_static)
-        import jit_static
-        jit_static.report(args.repeats)
-    # graph optimiser (issue 15): its own goals on the same measurements, and what compiling costs
-    goals = {k: g for k, g in GOALS_OPTIMISER.items() if any(k == key for key, _, _ in results)}
-    if goals:
-        print("optimiser goals: " + "; ".join(f"{k} {r:.2f}x (goal {goals[k]}x, {'met' if r <= goals[k] else 'MISSED'})"
-                                              for k, r, _ in results if k in goals))
-    if not wanted or "FUSION" in wanted:
-        from fusion_cost import measure
-        print("\nfused-kernel compile cost (c backend, fresh cache folder):")
-        for name, seconds in measure().items():
-            print(f"  {name:<45} {seconds * 1e3:8.2f} ms")
+def report(group, outcome, results):
+    """Print the tables of `group` from {order: child result}, adding their rows to `results`; True on a failure."""
+    failed = False
+    for order, result in outcome.items():
+        if "error" in result:
+            print(f"\n{', '.join(group)} ({order}) FAILED: {result['error']}")
+            failed = True
+    good = {order: result for order, result in outcome.items() if "error" not in result}
+    keys = []
+    for result in good.values():
+        keys += [s["key"] for s in result["sections"] if s["key"] not in keys]
+    for key in keys:
+        per_order = {}
+        for order, result in good.items():
+            for section in result["sections"]:
+                if section["key"] == key and "error" in section:
+                    print(f"\n{key} ({order}) FAILED:\n{section['error']}")
+                    failed = True
+                elif section["key"] == key:
+                    per_order[order] = (section, result["process"])
+        if per_order:
+            add_alone_ratios(per_order)
+            print_section(per_order)
+            for order, (section, _) in per_order.items():
+                for row in section["rows"]:
+                    results.setdefault(key, {}).setdefault(order, {})[row["name"]] = row
+    return failed
+
+
+def _load():
+    load = load_average()
+    return f"{load:.2f}" if load is not None else "unavailable"
+
+
+def _cpu():
+    try:
+        with open("/proc/cpuinfo") as info:
+            return next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        import platform
+        return platform.processor() or "unknown CPU"
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.child:
+        from tables import run_child
+        run_child(args.child.split(","), args.child_order, args.threads, args.repeats, args.warmup, N)
+        return 0
+    return parent(args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,12 +1,17 @@
-"""The six workloads of the performance suite, each written three ways.
+"""The workloads of the performance suite, each written as its users would write it.
 
 * numpy by hand: forward, manual backprop and the optimizer in plain numpy, the floor;
-* PyTorch eager (when installed): the same model with torch.nn and torch.optim;
+* PyTorch eager (when installed): what a PyTorch user writes: `torch.nn` modules (a plain
+  `nn.Sequential`), `torch.optim`, input tensors made once before timing;
+* fused C loop (W4, W6): the hand-written loop of reference_loops.c, built with the best flags;
 * tinyflow: the graph built once, then `sess.run` per step, on each available backend.
 
 Every factory returns {candidate name: zero-argument callable doing one unit of work}.
-All data is float32 and made from fixed seeds.
+All data is float32 and made from fixed seeds (tables.py reseeds RNG before each table).
+Import this module only after torch and tinyflow were imported in the order being measured.
 """
+import os
+
 import numpy as np
 
 import tinyflow as tfl
@@ -20,8 +25,9 @@ RNG = np.random.default_rng(0)
 
 
 def tinyflow_backends():
-    """Backends to measure: every available one."""
-    return tfl.backends.available()
+    """Backends to measure: every available one (OpenCL left out when run.py was given --skip-opencl)."""
+    skip = os.environ.get("TINYFLOW_BENCH_SKIP_OPENCL") == "1"
+    return [b for b in tfl.backends.available() if not (skip and b == "opencl")]
 
 
 def _session(graph, backend):
@@ -204,54 +210,15 @@ def w3_wide_mlp():
 
 
 # --------------------------------------------------------------------------- W4
-FUSED_C = """
-#include <math.h>
-void fused_sigmoid(const float *x, float *out, long n, float a, float b, float c) {
-    long i;
-#pragma omp parallel for schedule(static)
-    for (i = 0; i < n; i++) out[i] = c / (1.0f + expf(-(a * x[i] + b)));
-}
-"""
-
-
-def compile_fused_loop():
-    """The hand-fused C loop c·σ(a·x + b) (one pass, OpenMP), compiled with cffi for the comparison."""
-    import glob
-    import importlib.util
-    import tempfile
-
-    from cffi import FFI
-    builder = FFI()
-    builder.cdef("void fused_sigmoid(const float *x, float *out, long n, float a, float b, float c);")
-    builder.set_source("tinyflow_bench_fused", FUSED_C,
-                       extra_compile_args=["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"],
-                       extra_link_args=["-fopenmp"])
-    folder = tempfile.mkdtemp(prefix="tinyflow-bench-")
-    builder.compile(tmpdir=folder, verbose=False)
-    path = glob.glob(f"{folder}/tinyflow_bench_fused*.so")[0]
-    spec = importlib.util.spec_from_file_location("tinyflow_bench_fused", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def w4_fused_sigmoid(n=10_000_000):
-    """c * sigmoid(a*x + b) over n floats: numpy, the fused C loop, tinyflow; plus the triad."""
-    from tinyflow.backends import native
+def w4_fused_sigmoid(reference, n=10_000_000):
+    """c * sigmoid(a*x + b) over n floats: numpy, the hand-fused C loop (reference_loops.c), PyTorch, tinyflow."""
     a, b, c = 1.5, -0.5, 2.0
     x = RNG.standard_normal(n).astype(np.float32)
     out = np.empty_like(x)
-    fused = compile_fused_loop()
-    ptr = fused.ffi.from_buffer
     candidates = {
         "numpy by hand": lambda: c * (1 / (1 + np.exp(-(a * x + b)))),
-        "fused C loop": lambda: fused.lib.fused_sigmoid(ptr("float[]", x), ptr("float[]", out), n, a, b, c),
+        "fused C loop": reference.bind("reference_fused_sigmoid", x, out, n, a, b, c),
     }
-    if native.is_built():
-        t1, t2 = np.empty_like(x), np.empty_like(x)
-        lib, cptr = native.lib, native.ffi.from_buffer
-        candidates["triad (memory bound)"] = lambda: lib.tf_triad_f32(cptr("float[]", t1), cptr("float[]", x),
-                                                                      cptr("float[]", t2), 3.0, n)
     if torch is not None:
         tx = torch.from_numpy(x)
         candidates["pytorch eager"] = lambda: c * torch.sigmoid(a * tx + b)
@@ -260,7 +227,19 @@ def w4_fused_sigmoid(n=10_000_000):
             xp = tfl.Placeholder((n,), name="x")
             y = c * tfl.sigmoid(a * xp + b)
         candidates[f"tinyflow {backend}"] = _bind(_session(graph, backend), y, {"x": x})
+    expected = candidates["numpy by hand"]()
+    candidates["fused C loop"]()
+    agree("W4", {"fused C loop": out, **{name: np.asarray(fn()) for name, fn in candidates.items()
+                                          if name not in ("numpy by hand", "fused C loop")}}, expected)
     return candidates
+
+
+def agree(table, results, expected, rtol=1e-4, atol=1e-6):
+    """Every candidate computes the same values (within float32 rounding), or its timings mean nothing."""
+    for name, got in results.items():
+        if not np.allclose(got, expected, rtol=rtol, atol=atol):
+            worst = np.max(np.abs(np.asarray(got, np.float64) - expected))
+            raise AssertionError(f"{table}: {name} disagrees with numpy (largest difference {worst:g})")
 
 
 # --------------------------------------------------------------------------- W5
@@ -352,9 +331,8 @@ def w5_convnet():
 
 
 # --------------------------------------------------------------------------- W6
-def w6_adam(n=10_000_000):
+def w6_adam(reference, n=10_000_000):
     """One Adam step over n parameters with a given gradient."""
-    from tinyflow.backends import native
     g = RNG.standard_normal(n).astype(np.float32)
     out = {}
     p, m, v = (np.zeros(n, np.float32) for _ in range(3))
@@ -367,21 +345,13 @@ def w6_adam(n=10_000_000):
         v[:] = 0.999 * v + 0.001 * g * g
         p[:] = p - (1e-3 / (1 - 0.9 ** t)) * m / (np.sqrt(v) / np.sqrt(1 - 0.999 ** t) + 1e-8)
     out["numpy by hand"] = numpy_by_hand
-    if native.is_built():
-        fp, fm, fv = (np.zeros(n, np.float32) for _ in range(3))
-        ptr = native.ffi.from_buffer
-        steps = {"t": 0}
-
-        def fused():
-            steps["t"] += 1
-            native.lib.tf_adam_f32(ptr("float[]", fp), ptr("float[]", g), ptr("float[]", fm), ptr("float[]", fv),
-                                   native.ffi.NULL, n, 1e-3, 0.9, 0.999, 1e-8, 0.0, 0, steps["t"])
-        out["fused C loop"] = fused
+    # the step count changes the bias correction, not the work: the loop runs at step 10 every time
+    fp, fm, fv = (np.zeros(n, np.float32) for _ in range(3))
+    out["fused C loop"] = reference.bind("reference_adam", fp, g, fm, fv, n, 1e-3, 0.9, 0.999, 1e-8, 10)
+    check_adam("W6", reference, g[:1000])
     if torch is not None:
-        tp = torch.zeros(n, requires_grad=True)
-        tp.grad = torch.from_numpy(g)
-        opt = torch.optim.Adam([tp], 1e-3)
-        out["pytorch eager"] = opt.step
+        out["pytorch eager"] = _torch_adam(n, g)
+        out["pytorch eager, Adam(fused=True)"] = _torch_adam(n, g, fused=True)
     for backend in tinyflow_backends():
         with tfl.Graph().as_default() as graph:
             w = tfl.Variable(np.zeros(n, np.float32), name="w")
@@ -389,6 +359,25 @@ def w6_adam(n=10_000_000):
             train = tfl.optim.Adam(1e-3).apply_gradients([(grad, w)])
         out[f"tinyflow {backend}"] = _bind(_session(graph, backend), train, {"grad": g})
     return out
+
+
+def check_adam(table, reference, g):
+    """The reference loop's Adam step (step 10, from given moments) against the formula in float64."""
+    rng = np.random.default_rng(1)
+    p, m = rng.standard_normal(g.size).astype(np.float32), rng.standard_normal(g.size).astype(np.float32)
+    v = np.abs(rng.standard_normal(g.size)).astype(np.float32)
+    m64 = 0.9 * m.astype(np.float64) + 0.1 * g
+    v64 = 0.999 * v.astype(np.float64) + 0.001 * np.square(g, dtype=np.float64)
+    expected = p - (1e-3 / (1 - 0.9 ** 10)) * m64 / (np.sqrt(v64) / np.sqrt(1 - 0.999 ** 10) + 1e-8)
+    reference.bind("reference_adam", p, g, m, v, g.size, 1e-3, 0.9, 0.999, 1e-8, 10)()
+    agree(table, {"fused C loop": p}, expected)
+
+
+def _torch_adam(n, g, **options):
+    """torch.optim.Adam's step over one n-parameter tensor whose gradient is g."""
+    param = torch.zeros(n, requires_grad=True)
+    param.grad = torch.from_numpy(g)
+    return torch.optim.Adam([param], 1e-3, **options).step
 
 
 # eager mode (E1, E2): Tensors against PyTorch eager, in their own module

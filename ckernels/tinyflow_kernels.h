@@ -111,27 +111,33 @@ void tf_softmax_xent_back_f32(const float *logits, const int64_t *labels, long r
 void tf_softmax_xent_back_f64(const double *logits, const int64_t *labels, long rows, long cols, double grad,
                               double *out);
 
-/* conv.c: im2col / col2im and max pooling, NCHW */
+/* conv.c: im2col / col2im and max pooling, NCHW, with strides, leading pads and dilations */
 void tf_im2col_f32(const float *x, float *cols, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
-                   long ph, long pw, long ho, long wo);
+                   long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_im2col_f64(const double *x, double *cols, long n, long c, long h, long w, long kh, long kw, long sh,
-                   long sw, long ph, long pw, long ho, long wo);
+                   long sw, long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_col2im_f32(const float *cols, float *x, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
-                   long ph, long pw, long ho, long wo);
+                   long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_col2im_f64(const double *cols, double *x, long n, long c, long h, long w, long kh, long kw, long sh,
-                   long sw, long ph, long pw, long ho, long wo);
+                   long sw, long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_maxpool_f32(const float *x, float *out, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
-                    long ph, long pw, long ho, long wo);
+                    long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_maxpool_f64(const double *x, double *out, long n, long c, long h, long w, long kh, long kw, long sh,
-                    long sw, long ph, long pw, long ho, long wo);
+                    long sw, long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_maxpool_back_f32(const float *x, const float *g, float *dx, long n, long c, long h, long w, long kh,
-                         long kw, long sh, long sw, long ph, long pw, long ho, long wo);
+                         long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_maxpool_back_f64(const double *x, const double *g, double *dx, long n, long c, long h, long w, long kh,
-                         long kw, long sh, long sw, long ph, long pw, long ho, long wo);
+                         long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_maxpool_gather_f32(const float *x, const float *src, float *out, long n, long c, long h, long w, long kh,
-                           long kw, long sh, long sw, long ph, long pw, long ho, long wo);
+                           long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_maxpool_gather_f64(const double *x, const double *src, double *out, long n, long c, long h, long w,
-                           long kh, long kw, long sh, long sw, long ph, long pw, long ho, long wo);
+                           long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho, long wo);
+
+/* normalization.c: layer normalization of rows, and its backward kernel */
+void tf_layer_norm_f32(const float *x, float *y, long rows, long cols, double eps);
+void tf_layer_norm_f64(const double *x, double *y, long rows, long cols, double eps);
+void tf_layer_norm_back_f32(const float *x, const float *g, float *out, long rows, long cols, double eps);
+void tf_layer_norm_back_f64(const double *x, const double *g, double *out, long rows, long cols, double eps);
 
 /* optim.c: fused optimizer updates, in place */
 void tf_sgd_f32(float *p, const float *g, float *buf, long n, double lr, double momentum, double dampening,

@@ -14,11 +14,14 @@ from tinyflow.ops.activations import LeakyReluGrad, ReluGrad, SigmoidGrad, TanhG
 from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, ReshapeLike, _normalize_key
 from tinyflow.ops.broadcasting import BroadcastLike, SumToShapeOf
 from tinyflow.control_flow import cond, while_loop
-from tinyflow.ops.conv import AvgPool2DGrad, Conv2DBackFilter, Conv2DBackInput, MaxPool2DGather, MaxPool2DGrad
+from tinyflow.ops.conv import ConvBackFilter, ConvBackInput
 from tinyflow.ops.indexing import GatherGrad, TakeAlongAxisGrad
+from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
 from tinyflow.ops.pad import PadGrad
+from tinyflow.ops.pooling import AvgPoolGrad, MaxPoolGather, MaxPoolGrad
 from tinyflow.ops.reductions import ExpandReduced, ProdOfOthers
-from tinyflow.ops.shape_ops import TileGrad
+from tinyflow.ops.resize import Resize, ResizeGrad
+from tinyflow.ops.shape_ops import ReshapeTo, TileGrad
 from tinyflow.ops.softmax import LogSoftmaxGrad, SoftmaxGrad
 from tinyflow.ops.unary_ops import Cast
 
@@ -104,7 +107,9 @@ CASES = {
     "PRelu": [case(tfl.prelu, off_zero(3, 4), normal(4)), case(tfl.prelu, off_zero(2, 3, 2, 2), normal(3, 1, 1))],
     # matrices, reductions, softmax
     "MatMul": [case(tfl.matmul, normal(3, 4), normal(4, 2)), case(tfl.matmul, normal(2, 3, 4), normal(4, 5)),
-               case(tfl.matmul, normal(1, 1), normal(1, 3)), case(tfl.matmul, normal(2, 1, 2, 3), normal(4, 3, 2))],
+               case(tfl.matmul, normal(1, 1), normal(1, 3)), case(tfl.matmul, normal(2, 1, 2, 3), normal(4, 3, 2)),
+               case(tfl.matmul, normal(3), normal(3, 2)), case(tfl.matmul, normal(2, 3, 4), normal(4)),
+               case(tfl.matmul, normal(4), normal(4))],
     "ReduceSum": [case(tfl.reduce_sum, normal(3, 4)), case(lambda a: tfl.reduce_sum(a, 1), normal(3, 4)),
                   case(lambda a: tfl.reduce_sum(a, (0, 2), keepdims=True), normal(2, 3, 4))],
     "ReduceMean": [case(tfl.reduce_mean, normal(3, 4)), case(lambda a: tfl.reduce_mean(a, -1, True), normal(3, 4))],
@@ -124,6 +129,9 @@ CASES = {
     "LogSoftmaxGrad": [case(lambda y, g: LogSoftmaxGrad(y, g, axis=-1), -positive(3, 4), normal(3, 4))],
     # shapes
     "Reshape": [case(lambda a: tfl.reshape(a, (4, -1)), normal(2, 6)), case(lambda a: tfl.reshape(a, (6,)), normal(2, 3))],
+    "ReshapeTo": [case(tfl.reshape, normal(2, 6), np.array([3, -1])),
+                  case(lambda x, s: ReshapeTo(x, s, allowzero=False), normal(2, 6), np.array([0, -1, 2]))],
+    "ExpandTo": [case(tfl.expand, normal(3, 1), np.array([2, 3, 4])), case(tfl.expand, normal(2, 3), np.array([1, 3]))],
     "ReshapeLike": [case(ReshapeLike, normal(2, 6), normal(3, 4))],
     "Transpose": [case(tfl.transpose, normal(2, 3)), case(lambda a: tfl.transpose(a, (1, 2, 0)), normal(2, 3, 4))],
     "Concat": [case(lambda a, b: tfl.concat([a, b], 1), normal(2, 3), normal(2, 2)),
@@ -165,24 +173,79 @@ CASES = {
     "AddN": [case(lambda a, b, c: tfl.add_n([a, b, c]), normal(3, 4), normal(3, 4), normal(4))],
     "SumToShapeOf": [case(SumToShapeOf, normal(3, 4), normal(4)), case(SumToShapeOf, normal(2, 3, 4), normal(3, 1))],
     "BroadcastLike": [case(BroadcastLike, normal(4), normal(3, 4))],
-    # convolution and pooling (NCHW)
-    "Conv2D": [case(tfl.conv2d, normal(2, 3, 5, 5), normal(4, 3, 3, 3)),
-               case(lambda x, w: tfl.conv2d(x, w, stride=2, padding=1), normal(2, 2, 6, 5), normal(3, 2, 3, 3)),
-               case(lambda x, w: tfl.conv2d(x, w, padding=(1, 0)), normal(1, 1, 4, 4), normal(2, 1, 1, 2))],
-    "Conv2DBackInput": [case(lambda g, w, x: Conv2DBackInput(g, w, x, (2, 2), (1, 1)),
-                             normal(2, 3, 3, 3), normal(3, 2, 3, 3), normal(2, 2, 5, 5))],
-    "Conv2DBackFilter": [case(lambda x, g, w: Conv2DBackFilter(x, g, w, (1, 1), (1, 1)),
-                              normal(2, 2, 4, 4), normal(2, 3, 4, 4), normal(3, 2, 3, 3))],
-    "MaxPool2D": [case(lambda x: tfl.max_pool2d(x, 2), distinct(2, 3, 4, 4)),
-                  case(lambda x: tfl.max_pool2d(x, 3, stride=2, padding=1), distinct(1, 2, 5, 5)),
-                  case(lambda x: tfl.max_pool2d(x, (2, 1)), distinct(1, 1, 4, 3))],
-    "MaxPool2DGrad": [case(lambda x, g: MaxPool2DGrad(x, g, kernel_size=2), distinct(1, 2, 4, 4), normal(1, 2, 2, 2))],
-    "MaxPool2DGather": [case(lambda x, h: MaxPool2DGather(x, h, kernel_size=3, stride=2, padding=1),
-                             distinct(1, 2, 5, 5), normal(1, 2, 5, 5))],
-    "AvgPool2D": [case(lambda x: tfl.avg_pool2d(x, 2), normal(2, 3, 4, 4)),
-                  case(lambda x: tfl.avg_pool2d(x, 3, stride=2, padding=1), normal(1, 2, 5, 6))],
-    "AvgPool2DGrad": [case(lambda x, g: AvgPool2DGrad(x, g, kernel_size=3, stride=2, padding=1),
-                           normal(1, 2, 5, 5), normal(1, 2, 3, 3))],
+    # convolution and pooling over 1, 2 and 3 spatial axes
+    "Conv": [case(tfl.conv2d, normal(2, 3, 5, 5), normal(4, 3, 3, 3)),
+             case(lambda x, w: tfl.conv2d(x, w, stride=2, padding=1), normal(2, 2, 6, 5), normal(3, 2, 3, 3)),
+             case(lambda x, w: tfl.conv2d(x, w, padding=(1, 0)), normal(1, 1, 4, 4), normal(2, 1, 1, 2)),
+             case(lambda x, w: tfl.conv2d(x, w, padding=((0, 2), (1, 0)), dilation=(2, 1), groups=2),
+                  normal(2, 4, 5, 4), normal(6, 2, 2, 3)),
+             case(lambda x, w: tfl.conv2d(x, w, stride=2, padding="same", groups=3), normal(1, 3, 5, 4),
+                  normal(3, 1, 3, 2)),
+             case(lambda x, w: tfl.conv1d(x, w, stride=2, padding=2, dilation=2), normal(2, 2, 9), normal(3, 2, 3)),
+             case(lambda x, w: tfl.conv3d(x, w, padding=(1, 0, 1)), normal(1, 2, 3, 4, 3), normal(2, 2, 2, 2, 2))],
+    "ConvBackInput": [case(lambda g, w, x: ConvBackInput(g, w, x, (2, 2), 1), normal(2, 3, 3, 3), normal(3, 2, 3, 3),
+                           normal(2, 2, 5, 5)),
+                      case(lambda g, w, x: ConvBackInput(g, w, x, 1, ((0, 2), (1, 0)), (2, 1), 2), normal(2, 6, 5, 3),
+                           normal(6, 2, 2, 3), normal(2, 4, 5, 4)),
+                      case(lambda g, w, x: ConvBackInput(g, w, x, 2, 1), normal(1, 2, 4), normal(2, 3, 3), normal(1, 3, 7))],
+    "ConvBackFilter": [case(lambda x, g, w: ConvBackFilter(x, g, w, (1, 1), (1, 1)), normal(2, 2, 4, 4),
+                            normal(2, 3, 4, 4), normal(3, 2, 3, 3)),
+                       case(lambda x, g, w: ConvBackFilter(x, g, w, 1, ((0, 2), (1, 0)), (2, 1), 2), normal(2, 4, 5, 4),
+                            normal(2, 6, 5, 3), normal(6, 2, 2, 3)),
+                       case(lambda x, g, w: ConvBackFilter(x, g, w, 1, 0), normal(1, 2, 3, 3, 3), normal(1, 2, 2, 2, 2),
+                            normal(2, 2, 2, 2, 2))],
+    "ConvTranspose": [case(tfl.conv_transpose2d, normal(2, 3, 3, 3), normal(3, 2, 3, 3)),
+                      case(lambda x, w: tfl.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
+                           normal(1, 2, 3, 4), normal(2, 3, 3, 2)),
+                      case(lambda x, w: tfl.conv_transpose2d(x, w, stride=(2, 3), padding=((1, 0), (0, 2)), groups=2,
+                                                             dilation=2), normal(2, 4, 3, 3), normal(4, 2, 2, 3)),
+                      case(lambda x, w: tfl.conv_transpose1d(x, w, stride=3), normal(2, 2, 4), normal(2, 3, 2)),
+                      case(lambda x, w: tfl.conv_transpose3d(x, w, stride=2, padding=1), normal(1, 2, 2, 3, 2),
+                           normal(2, 1, 3, 3, 3))],
+    "MaxPool": [case(lambda x: tfl.max_pool2d(x, 2), distinct(2, 3, 4, 4)),
+                case(lambda x: tfl.max_pool2d(x, 3, stride=2, padding=1), distinct(1, 2, 5, 5)),
+                case(lambda x: tfl.max_pool2d(x, (2, 1)), distinct(1, 1, 4, 3)),
+                case(lambda x: tfl.max_pool2d(x, 3, stride=2, padding=((0, 1), (1, 2)), dilation=(1, 2),
+                                              ceil_mode=True), distinct(1, 2, 6, 7)),
+                case(lambda x: tfl.max_pool1d(x, 3, padding="same"), distinct(2, 2, 7)),
+                case(lambda x: tfl.max_pool3d(x, 2, stride=1, padding=1), distinct(1, 2, 3, 3, 2))],
+    "MaxPoolGrad": [case(lambda x, g: MaxPoolGrad(x, g, kernel_size=2), distinct(1, 2, 4, 4), normal(1, 2, 2, 2)),
+                    case(lambda x, g: MaxPoolGrad(x, g, kernel_size=(3, 2), stride=2, padding=1, dilation=(1, 2),
+                                                  ceil_mode=True), distinct(1, 2, 5, 6), normal(1, 2, 3, 4)),
+                    case(lambda x, g: MaxPoolGrad(x, g, kernel_size=3, stride=2), distinct(2, 1, 8), normal(2, 1, 3))],
+    "MaxPoolGather": [case(lambda x, h: MaxPoolGather(x, h, kernel_size=3, stride=2, padding=1),
+                           distinct(1, 2, 5, 5), normal(1, 2, 5, 5)),
+                      case(lambda x, h: MaxPoolGather(x, h, kernel_size=2, dilation=2, ceil_mode=True, stride=2),
+                           distinct(2, 2, 7), normal(2, 2, 7))],
+    "AvgPool": [case(lambda x: tfl.avg_pool2d(x, 2), normal(2, 3, 4, 4)),
+                case(lambda x: tfl.avg_pool2d(x, 3, stride=2, padding=1), normal(1, 2, 5, 6)),
+                case(lambda x: tfl.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+                     normal(1, 2, 6, 6)),
+                case(lambda x: tfl.avg_pool1d(x, 2, dilation=2, padding="same"), normal(2, 2, 7)),
+                case(lambda x: tfl.avg_pool3d(x, (2, 3, 2), stride=1, padding=(1, 1, 0)), normal(1, 2, 3, 4, 2))],
+    "AvgPoolGrad": [case(lambda x, g: AvgPoolGrad(x, g, kernel_size=3, stride=2, padding=1),
+                         normal(1, 2, 5, 5), normal(1, 2, 3, 3)),
+                    case(lambda x, g: AvgPoolGrad(x, g, kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                                                  count_include_pad=False), normal(1, 2, 6, 6), normal(1, 2, 4, 4))],
+    # normalization
+    "LayerNorm": [case(lambda x: tfl.layer_norm(x, 5), normal(3, 5)),
+                  case(lambda x: LayerNorm(x, axis=1), normal(2, 3, 4)),
+                  case(lambda x, w, b: tfl.layer_norm(x, (3, 2), w, b, eps=1e-3), normal(4, 3, 2), normal(3, 2),
+                       normal(3, 2)),
+                  case(lambda x, w, b: tfl.instance_norm(x, w, b), normal(2, 3, 2, 2), normal(3), normal(3)),
+                  case(lambda x, w, b: tfl.group_norm(x, 2, w, b), normal(2, 4, 3), normal(4), normal(4))],
+    "LayerNormGrad": [case(lambda x, g: LayerNormGrad(x, g), normal(3, 4), normal(3, 4)),
+                      case(lambda x, g: LayerNormGrad(x, g, axis=1, eps=0.1), normal(2, 3, 2), normal(2, 3, 2))],
+    # resizing
+    "Resize": [case(lambda x: tfl.interpolate(x, scale_factor=2), normal(1, 2, 2, 3)),
+               case(lambda x: tfl.interpolate(x, size=(3, 5), mode="bilinear"), normal(2, 1, 4, 3)),
+               case(lambda x: tfl.interpolate(x, size=5, mode="linear", align_corners=True), normal(1, 2, 3)),
+               case(lambda x: Resize(x, sizes=(None, None, 3, 2), mode="cubic", antialias=True), normal(1, 1, 6, 5)),
+               case(lambda x: Resize(x, scales=(1, 1, 0.6, 1.4), mode="linear", extrapolation_value=5.0,
+                                     coordinate_transformation_mode="tf_crop_and_resize",
+                                     roi=((0, 1), (0, 1), (0.2, 0.8), (-0.1, 1.0))), normal(1, 2, 5, 4))],
+    "ResizeGrad": [case(lambda g, x: ResizeGrad(g, x, sizes=(None, None, 3, 5), mode="linear"), normal(1, 2, 3, 5),
+                        normal(1, 2, 2, 4))],
     # fused losses
     "SoftmaxCrossEntropy": [case(tfl.nn.softmax_cross_entropy, normal(4, 5), np.array([0, 3, 4, 3])),
                             case(tfl.nn.softmax_cross_entropy, normal(1, 1), np.array([0]))],

@@ -21,6 +21,10 @@ from .ops import (ceil, clip, cos, elu, erf, floor, fmod, gelu, hard_sigmoid, ha
 from .ops import fill, shape, size
 from .ops import (argmin, broadcast_to, einsum, expand, flatten, gather, norm, pad, reduce_logsumexp, reduce_min,
                   reduce_prod, split, squeeze, stack, take_along_axis, tile, topk, tril, triu, unsqueeze)
+from .ops import (avg_pool1d, avg_pool3d, conv1d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+                  global_avg_pool, global_max_pool, group_norm, instance_norm, interpolate, layer_norm, max_pool1d,
+                  max_pool3d)
+from .nn.batchnorm import batch_norm
 from . import shapes
 from .metrics import get_metric
 from .model import EarlyStopping, History, Model
@@ -51,6 +55,9 @@ __all__ = [
     "reduce_min", "reduce_prod", "reduce_logsumexp", "norm", "argmin",
     "gather", "take_along_axis", "topk", "pad", "split", "stack", "squeeze", "unsqueeze", "flatten",
     "expand", "broadcast_to", "tile", "einsum", "tril", "triu",
+    "conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d", "global_avg_pool", "global_max_pool",
+    "layer_norm", "batch_norm", "instance_norm", "group_norm", "interpolate",
     "shape", "size", "fill",
     # autodiff, running, state
     "gradients", "register_gradient", "not_differentiable", "Session",

@@ -18,6 +18,9 @@ _SHORT.maxother = _SHORT.maxstring = 60
 _SHORT.maxlist = _SHORT.maxtuple = 6
 
 
+PADDING_MODES = ("valid", "same", "same_upper", "same_lower")
+
+
 def rank_of(x):
     """The static rank of a node or value (None when unknown)."""
     shape = x.shape if hasattr(x, "shape") else np.shape(x)
@@ -125,6 +128,35 @@ class Arguments:
         if min(pair) < minimum:
             self.fail(argument, value, f"is below {minimum}", f"pass ints{_at_least(minimum)}")
         return int(pair[0]), int(pair[1])
+
+    def ints(self, argument, value, count, minimum):
+        """An int or a sequence of `count` ints (one per spatial axis), each at least `minimum`: a tuple."""
+        items = (value,) * count if is_int(value) else _sequence(value)
+        if not (items is not None and len(items) == count and all(is_int(v) for v in items)):
+            self.fail(argument, value, f"is not an int or a sequence of {count} ints",
+                      f"pass an int{_at_least(minimum)} or {count} of them, one per spatial axis")
+        if min(items, default=minimum) < minimum:
+            self.fail(argument, value, f"is below {minimum}", f"pass ints{_at_least(minimum)}")
+        return tuple(int(v) for v in items)
+
+    def padding(self, argument, value, count, modes=PADDING_MODES):
+        """Zero padding of `count` spatial axes: an int, one int per axis, one (before, after) pair per axis, or
+        a mode ('valid', 'same' = 'same_upper', 'same_lower'). Returns ((before, after), ...) or the mode."""
+        if isinstance(value, str):
+            mode = {"same": "same_upper"}.get(value.lower(), value.lower())
+            if mode not in modes:
+                self.fail(argument, value, "is not a padding mode", f"use one of {', '.join(modes)} or ints")
+            return mode
+        items = (value,) * count if is_int(value) else _sequence(value)
+        if items is not None and len(items) == count:
+            pairs = [(v, v) if is_int(v) else _sequence(v) for v in items]
+            if all(p is not None and len(p) == 2 and all(is_int(v) for v in p) for p in pairs):
+                if min(min(p) for p in pairs) < 0:
+                    self.fail(argument, value, "is negative", "pad by 0 or more on each side")
+                return tuple((int(a), int(b)) for a, b in pairs)
+        self.fail(argument, value, "is not a padding",
+                  f"pass an int, {count} ints (one per spatial axis), {count} (before, after) pairs, or one of "
+                  f"{', '.join(repr(m) for m in modes)}")
 
     def new_shape(self, argument, value):
         """A reshape target: an int or a sequence of sizes >= 0, with at most one -1 (inferred)."""

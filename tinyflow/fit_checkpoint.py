@@ -23,6 +23,13 @@ def _random_generators(graph):
     return {node.name: node.rng for node in graph.nodes if isinstance(getattr(node, "rng", None), np.random.Generator)}
 
 
+def _plain(value):
+    """JSON for the numpy values in generator states (MT19937's key is an array; setting the state takes a list)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    raise TypeError(f"cannot save {type(value).__name__} in a fit checkpoint")
+
+
 class FitCheckpoint:
     """The checkpoint folder of one model's fit."""
 
@@ -40,7 +47,7 @@ class FitCheckpoint:
                  "history": history.history, "history_epochs": history.epochs}
         tmp = self.folder / f".{STATE_FILE}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(state, f)
+            json.dump(state, f, default=_plain)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.folder / STATE_FILE)

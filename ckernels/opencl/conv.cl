@@ -1,82 +1,113 @@
-/* im2col / col2im and max pooling on NCHW data (mirrors ckernels/src/conv.c).
- * geometry (long8): n, c, h, w, kh, kw, sh, sw;  pad_out (long4): ph, pw, ho, wo */
+/* im2col / col2im and max pooling on NCHW data (mirrors ckernels/src/conv.c; 1-D data is one row of 2-D).
+ * g (long16): s0 n, s1 c, s2 h, s3 w, s4 kh, s5 kw, s6 sh, s7 sw, s8 ph, s9 pw (leading pads),
+ *             sa dh, sb dw (dilations), sc ho, sd wo */
+#define N g.s0
+#define C g.s1
+#define H g.s2
+#define W g.s3
+#define KH g.s4
+#define KW g.s5
+#define SH g.s6
+#define SW g.s7
+#define PH g.s8
+#define PW g.s9
+#define DH g.sa
+#define DW g.sb
+#define HO g.sc
+#define WO g.sd
 
 /* one work-item per element of cols ((n*ho*wo) x (c*kh*kw)) */
-__kernel void im2col(__global const T *x, __global T *cols, long8 g, long4 p) {
-    long idx = get_global_id(0), width = g.s1 * g.s4 * g.s5;
+__kernel void im2col(__global const T *x, __global T *cols, long16 g) {
+    long idx = get_global_id(0), width = C * KH * KW;
     long row = idx / width, col = idx % width;
-    long b = row / (p.s2 * p.s3), i = (row / p.s3) % p.s2, j = row % p.s3;
-    long ch = col / (g.s4 * g.s5), di = (col / g.s5) % g.s4, dj = col % g.s5;
-    long y = i * g.s6 - p.s0 + di, xx = j * g.s7 - p.s1 + dj;
-    cols[idx] = (y >= 0 && y < g.s2 && xx >= 0 && xx < g.s3) ? x[((b * g.s1 + ch) * g.s2 + y) * g.s3 + xx] : 0;
+    long b = row / (HO * WO), i = (row / WO) % HO, j = row % WO;
+    long ch = col / (KH * KW), di = (col / KW) % KH, dj = col % KW;
+    long y = i * SH - PH + di * DH, xx = j * SW - PW + dj * DW;
+    cols[idx] = (y >= 0 && y < H && xx >= 0 && xx < W) ? x[((b * C + ch) * H + y) * W + xx] : 0;
 }
 
 /* one work-item per input pixel: gathers every window entry that covers it (no atomics needed) */
-__kernel void col2im(__global const T *cols, __global T *x, long8 g, long4 p) {
-    long idx = get_global_id(0), width = g.s1 * g.s4 * g.s5;
-    long xx = idx % g.s3, y = (idx / g.s3) % g.s2, ch = (idx / (g.s2 * g.s3)) % g.s1, b = idx / (g.s1 * g.s2 * g.s3);
+__kernel void col2im(__global const T *cols, __global T *x, long16 g) {
+    long idx = get_global_id(0), width = C * KH * KW;
+    long xx = idx % W, y = (idx / W) % H, ch = (idx / (H * W)) % C, b = idx / (C * H * W);
     T acc = 0;
-    for (long di = 0; di < g.s4; di++) {
-        long ti = y + p.s0 - di;
-        if (ti < 0 || ti % g.s6) continue;
-        long i = ti / g.s6;
-        if (i >= p.s2) continue;
-        for (long dj = 0; dj < g.s5; dj++) {
-            long tj = xx + p.s1 - dj;
-            if (tj < 0 || tj % g.s7) continue;
-            long j = tj / g.s7;
-            if (j >= p.s3) continue;
-            acc += cols[((b * p.s2 + i) * p.s3 + j) * width + (ch * g.s4 + di) * g.s5 + dj];
+    for (long di = 0; di < KH; di++) {
+        long ti = y + PH - di * DH;
+        if (ti < 0 || ti % SH) continue;
+        long i = ti / SH;
+        if (i >= HO) continue;
+        for (long dj = 0; dj < KW; dj++) {
+            long tj = xx + PW - dj * DW;
+            if (tj < 0 || tj % SW) continue;
+            long j = tj / SW;
+            if (j >= WO) continue;
+            acc += cols[((b * HO + i) * WO + j) * width + (ch * KH + di) * KW + dj];
         }
     }
     x[idx] = acc;
 }
 
-/* flat index in its plane of the first maximum of window (i, j); padding never wins; the first NaN wins */
-long window_argmax(__global const T *plane, long h, long w, long kh, long kw, long sh, long sw, long ph, long pw,
-                   long i, long j) {
+/* flat index in its plane of the first maximum of window (i, j), -1 for a window of padding only;
+ * padding never wins; the first NaN wins */
+long window_argmax(__global const T *plane, long16 g, long i, long j) {
     long best = -1;
-    for (long di = 0; di < kh; di++) {
-        long y = i * sh - ph + di;
-        if (y < 0 || y >= h) continue;
-        for (long dj = 0; dj < kw; dj++) {
-            long xx = j * sw - pw + dj;
-            if (xx < 0 || xx >= w) continue;
-            T v = plane[y * w + xx];
-            if (best < 0 || v > plane[best] || (isnan(v) && !isnan(plane[best]))) best = y * w + xx;
+    for (long di = 0; di < KH; di++) {
+        long y = i * SH - PH + di * DH;
+        if (y < 0 || y >= H) continue;
+        for (long dj = 0; dj < KW; dj++) {
+            long xx = j * SW - PW + dj * DW;
+            if (xx < 0 || xx >= W) continue;
+            T v = plane[y * W + xx];
+            if (best < 0 || v > plane[best] || (isnan(v) && !isnan(plane[best]))) best = y * W + xx;
         }
     }
     return best;
 }
-#define ARGMAX(plane, i, j) window_argmax(plane, g.s2, g.s3, g.s4, g.s5, g.s6, g.s7, p.s0, p.s1, i, j)
 
 /* one work-item per pooled output */
-__kernel void maxpool(__global const T *x, __global T *out, long8 g, long4 p) {
-    long idx = get_global_id(0), plane = idx / (p.s2 * p.s3), i = (idx / p.s3) % p.s2, j = idx % p.s3;
-    __global const T *xp = x + plane * g.s2 * g.s3;
-    out[idx] = xp[ARGMAX(xp, i, j)];
+__kernel void maxpool(__global const T *x, __global T *out, long16 g) {
+    long idx = get_global_id(0), plane = idx / (HO * WO), i = (idx / WO) % HO, j = idx % WO;
+    __global const T *xp = x + plane * H * W;
+    long at = window_argmax(xp, g, i, j);
+    out[idx] = at < 0 ? (T)(-INFINITY) : xp[at];
 }
 
 /* one work-item per pooled output: picks h at the window's first maximum */
-__kernel void maxpool_gather(__global const T *x, __global const T *h, __global T *out, long8 g, long4 p) {
-    long idx = get_global_id(0), plane = idx / (p.s2 * p.s3), i = (idx / p.s3) % p.s2, j = idx % p.s3;
-    out[idx] = h[plane * g.s2 * g.s3 + ARGMAX(x + plane * g.s2 * g.s3, i, j)];
+__kernel void maxpool_gather(__global const T *x, __global const T *h, __global T *out, long16 g) {
+    long idx = get_global_id(0), plane = idx / (HO * WO), i = (idx / WO) % HO, j = idx % WO;
+    long at = window_argmax(x + plane * H * W, g, i, j);
+    out[idx] = at < 0 ? (T)0 : h[plane * H * W + at];
 }
 
 /* one work-item per input pixel: sums g over the windows whose first maximum is this pixel */
-__kernel void maxpool_back(__global const T *x, __global const T *grad, __global T *dx, long8 g, long4 p) {
-    long idx = get_global_id(0), plane = idx / (g.s2 * g.s3), at = idx % (g.s2 * g.s3);
-    long y = at / g.s3, xx = at % g.s3;
-    __global const T *xp = x + plane * g.s2 * g.s3;
+__kernel void maxpool_back(__global const T *x, __global const T *grad, __global T *dx, long16 g) {
+    long idx = get_global_id(0), plane = idx / (H * W), at = idx % (H * W);
+    long y = at / W, xx = at % W;
+    __global const T *xp = x + plane * H * W;
     T acc = 0;
-    for (long i = 0; i < p.s2; i++) {
-        long top = i * g.s6 - p.s0;
-        if (y < top || y >= top + g.s4) continue;
-        for (long j = 0; j < p.s3; j++) {
-            long left = j * g.s7 - p.s1;
-            if (xx < left || xx >= left + g.s5) continue;
-            if (ARGMAX(xp, i, j) == at) acc += grad[(plane * p.s2 + i) * p.s3 + j];
+    for (long i = 0; i < HO; i++) {
+        long top = i * SH - PH;
+        if (y < top || y >= top + (KH - 1) * DH + 1 || (y - top) % DH) continue;
+        for (long j = 0; j < WO; j++) {
+            long left = j * SW - PW;
+            if (xx < left || xx >= left + (KW - 1) * DW + 1 || (xx - left) % DW) continue;
+            if (window_argmax(xp, g, i, j) == at) acc += grad[(plane * HO + i) * WO + j];
         }
     }
     dx[idx] = acc;
 }
+
+#undef N
+#undef C
+#undef H
+#undef W
+#undef KH
+#undef KW
+#undef SH
+#undef SW
+#undef PH
+#undef PW
+#undef DH
+#undef DW
+#undef HO
+#undef WO

@@ -16,7 +16,8 @@ import tinyflow as tfl
 from tinyflow.backends.c_backend import CBackend, gemm
 from tinyflow.backends.kernel_codes import broadcast_layout
 from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
-from tinyflow.ops import activations, conv, math_ops, reductions
+from tinyflow.ops import activations, conv, math_ops, normalization, pooling, reductions
+from tinyflow.ops.windows import window_output_size
 from tinyflow.ops.matmul import MatMul
 
 softmax = __import__("importlib").import_module("tinyflow.ops.softmax")  # the module, not tfl.ops.softmax
@@ -240,52 +241,104 @@ def test_cross_entropy_kernel_rejects_bad_labels_without_crashing(c_backend):
 # ---------------------------------------------------------------- convolution and pooling
 geometry = st.fixed_dictionaries(dict(n=st.integers(1, 3), c=st.integers(1, 3), o=st.integers(1, 4),
                                       h=st.integers(1, 7), w=st.integers(1, 7), kh=st.integers(1, 3),
-                                      kw=st.integers(1, 3), stride=st.integers(1, 3), pad=st.integers(0, 2)))
+                                      kw=st.integers(1, 3), stride=st.integers(1, 3), pad=st.integers(0, 2),
+                                      extra_pad=st.integers(0, 2), dilation=st.integers(1, 2),
+                                      groups=st.sampled_from([1, 2]), one_d=st.booleans()))
+
+
+def window_of(g, ceil_mode=False, pool=False):
+    """(x spatial, kernel, stride, padding, dilation, output spatial) of a drawn geometry; 1-D when one_d.
+    The leading and trailing pads differ; pools pad by less than their window spans."""
+    spatial, kernel = ((g["w"],), (g["kw"],)) if g["one_d"] else ((g["h"], g["w"]), (g["kh"], g["kw"]))
+    stride, dilation = (g["stride"],) * len(kernel), (g["dilation"],) * len(kernel)
+    pads = []
+    for k in kernel:
+        before, after = g["pad"], g["pad"] + g["extra_pad"]
+        if pool:
+            before, after = min(before, g["dilation"] * (k - 1)), min(after, g["dilation"] * (k - 1))
+        pads.append((before, after))
+    out = tuple(window_output_size(n, k, s, p, d, ceil_mode) for n, k, s, p, d in
+                zip(spatial, kernel, stride, pads, dilation))
+    return spatial, kernel, stride, tuple(pads), dilation, out
 
 
 @SETTINGS
 @given(g=geometry, dtype=st.sampled_from(DTYPES), non_contiguous=st.booleans())
 def test_convolution_kernels(c_backend, g, dtype, non_contiguous):
-    ho = (g["h"] + 2 * g["pad"] - g["kh"]) // g["stride"] + 1
-    wo = (g["w"] + 2 * g["pad"] - g["kw"]) // g["stride"] + 1
-    assume(ho >= 1 and wo >= 1)
-    x = values(dtype, (g["n"], g["c"], g["h"], g["w"]))
-    w = values(dtype, (g["o"], g["c"], g["kh"], g["kw"]), seed=1)
-    grad = values(dtype, (g["n"], g["o"], ho, wo), seed=2)
+    spatial, kernel, stride, pads, dilation, out = window_of(g)
+    assume(min(out) >= 1)
+    groups = g["groups"]
+    x = values(dtype, (g["n"], g["c"] * groups) + spatial)
+    w = values(dtype, (g["o"] * groups, g["c"]) + kernel, seed=1)
+    grad = values(dtype, (g["n"], g["o"] * groups) + out, seed=2)
     if non_contiguous:
         x, grad = strided(x), strided(grad)
-    stride, pad = (g["stride"],) * 2, (g["pad"],) * 2
+    window = dict(stride=stride, padding=pads, dilation=dilation, groups=groups)
     tolerance = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else None
-    check(c_backend, build(conv.Conv2D, x, w, stride=g["stride"], padding=g["pad"]), x, w, tolerance=tolerance)
-    check(c_backend, build(conv.Conv2DBackInput, grad, w, x, stride=stride, padding=pad), grad, w, x,
-          tolerance=tolerance)
-    check(c_backend, build(conv.Conv2DBackFilter, x, grad, w, stride=stride, padding=pad), x, grad, w,
-          tolerance=tolerance)
+    check(c_backend, build(conv.Conv, x, w, **window), x, w, tolerance=tolerance)
+    check(c_backend, build(conv.ConvBackInput, grad, w, x, **window), grad, w, x, tolerance=tolerance)
+    check(c_backend, build(conv.ConvBackFilter, x, grad, w, **window), x, grad, w, tolerance=tolerance)
+    # the transposed convolution of grad by w (where its output is not cropped away)
+    if all(s * (o - 1) + d * (k - 1) + 1 > sum(p) for s, o, d, k, p in zip(stride, out, dilation, kernel, pads)):
+        check(c_backend, build(conv.ConvTranspose, grad, w, **window), grad, w, tolerance=tolerance)
 
 
 @SETTINGS
-@given(g=geometry, dtype=st.sampled_from(DTYPES), non_contiguous=st.booleans())
-def test_pooling_kernels(c_backend, g, dtype, non_contiguous):
-    pad = min(g["pad"], g["kh"] // 2, g["kw"] // 2)
-    ho = (g["h"] + 2 * pad - g["kh"]) // g["stride"] + 1
-    wo = (g["w"] + 2 * pad - g["kw"]) // g["stride"] + 1
-    assume(ho >= 1 and wo >= 1)
+@given(g=geometry, dtype=st.sampled_from(DTYPES), non_contiguous=st.booleans(), ceil_mode=st.booleans())
+def test_pooling_kernels(c_backend, g, dtype, non_contiguous, ceil_mode):
+    spatial, kernel, stride, pads, dilation, out = window_of(g, ceil_mode, pool=True)
+    assume(min(out) >= 1)
     rng = np.random.default_rng(0)
-    shape = (g["n"], g["c"], g["h"], g["w"])
+    shape = (g["n"], g["c"]) + spatial
     x = rng.integers(0, 4, shape).astype(dtype)  # few distinct values: plenty of ties to break like numpy
-    grad, h = values(dtype, shape[:2] + (ho, wo), seed=1), values(dtype, shape, seed=2)
+    grad, h = values(dtype, shape[:2] + out, seed=1), values(dtype, shape, seed=2)
     if non_contiguous:
         x, grad, h = strided(x), strided(grad), strided(h)
-    window = dict(kernel_size=(g["kh"], g["kw"]), stride=g["stride"], padding=pad)
-    check(c_backend, build(conv.MaxPool2D, x, **window), x)
-    check(c_backend, build(conv.MaxPool2DGrad, x, grad, **window), x, grad)
-    check(c_backend, build(conv.MaxPool2DGather, x, h, **window), x, h)
+    window = dict(kernel_size=kernel, stride=stride, padding=pads, dilation=dilation, ceil_mode=ceil_mode)
+    check(c_backend, build(pooling.MaxPool, x, **window), x)
+    check(c_backend, build(pooling.MaxPoolGrad, x, grad, **window), x, grad)
+    check(c_backend, build(pooling.MaxPoolGather, x, h, **window), x, h)
 
 
-def test_mismatched_runtime_shapes_fall_back_to_numpy_errors_not_crashes(c_backend):
+def test_a_window_of_padding_only_reads_no_memory_outside_the_input(c_backend):
+    """A dilated window may skip over a small input entirely: max -inf, no gradient, gather 0, like numpy."""
+    x = np.array([[[5.0]]], np.float32)
+    window = dict(kernel_size=2, stride=1, padding=2, dilation=3)
+    assert build(pooling.MaxPool, x, **window).shape == (1, 1, 2)
+    assert np.isneginf(check(c_backend, build(pooling.MaxPool, x, **window), x)).all()
+    check(c_backend, build(pooling.MaxPoolGrad, x, np.ones((1, 1, 2), np.float32), **window), x,
+          np.ones((1, 1, 2), np.float32))
+    check(c_backend, build(pooling.MaxPoolGather, x, x, **window), x, x)
+
+
+def test_3d_and_mismatched_shapes_fall_back_to_numpy(c_backend):
+    x, w = np.zeros((1, 2, 3, 3, 3), np.float32), np.zeros((2, 2, 2, 2, 2), np.float32)
+    check(c_backend, build(conv.Conv, x, w), x, w, uses_c=False)
     x, w = np.zeros((1, 3, 4, 4), np.float32), np.zeros((2, 2, 3, 3), np.float32)  # 3 channels vs 2
     with pytest.raises(ValueError):
-        c_kernel(c_backend, build(conv.Conv2D, np.zeros((1, 2, 4, 4), np.float32), w))(x, w)
+        c_kernel(c_backend, build(conv.Conv, np.zeros((1, 2, 4, 4), np.float32), w))(x, w)
+
+
+# ---------------------------------------------------------------- layer normalization
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, axis", [((1, 1), -1), ((5, 1), -1), ((1, 7), -1), ((3, 4, 5), 1), ((2, 3, 4), 0),
+                                         ((4, 1, 3), 2), ((6, 1000), -1)])
+@pytest.mark.parametrize("non_contiguous", [False, True])
+def test_layer_norm_kernels(c_backend, dtype, shape, axis, non_contiguous):
+    x, g = values(dtype, shape), values(dtype, shape, seed=1)
+    x[(0,) * x.ndim] = 1e4  # one large value: the two-pass variance keeps the others' precision
+    if non_contiguous:
+        x, g = strided(x), strided(g)
+    tolerance = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else None
+    check(c_backend, build(normalization.LayerNorm, x, axis=axis, eps=1e-3), x, tolerance=tolerance)
+    check(c_backend, build(normalization.LayerNormGrad, x, g, axis=axis, eps=1e-3), x, g, tolerance=tolerance)
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (3, 0), (0,)])
+def test_layer_norm_of_nothing_stays_in_numpy(c_backend, shape):
+    x = np.zeros(shape, np.float32)
+    check(c_backend, build(normalization.LayerNorm, x), x, uses_c=False)
+    check(c_backend, build(normalization.LayerNormGrad, x, x), x, x, uses_c=False)
 
 
 # ---------------------------------------------------------------- matmul

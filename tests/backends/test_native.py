@@ -1,6 +1,7 @@
 """The compiled library: loading, build flags, threads."""
 import os
 
+import numpy as np
 import pytest
 
 import tinyflow as tfl
@@ -109,9 +110,10 @@ def test_the_codes_are_known_without_the_c_library(tmp_path):
 
 
 def test_the_window_formula_is_the_one_of_shape_inference():
-    from tinyflow.backends.kernel_codes import window_geometry
-    from tinyflow.ops.conv import window_output_size
+    from tinyflow.backends.kernel_codes import pool_geometry
+    from tinyflow.ops.windows import window_output_size
     x = tfl.Placeholder((2, 3, 9, 7))
-    y = tfl.max_pool2d(x, (3, 2), stride=(2, 3), padding=(1, 1))
-    geometry = window_geometry(x.shape, (3, 2), (2, 3), (1, 1))
-    assert y.shape[2:] == geometry[10:] == (window_output_size(9, 3, 2, 1), window_output_size(7, 2, 3, 1))
+    y = tfl.max_pool2d(x, (3, 2), stride=(2, 3), padding=((1, 0), (1, 1)), dilation=(1, 2), ceil_mode=True)
+    geometry = pool_geometry(y, np.zeros((2, 3, 9, 7)))
+    assert y.shape[2:] == geometry[12:] == (window_output_size(9, 3, 2, (1, 0), 1, True),
+                                            window_output_size(7, 2, 3, (1, 1), 2, True))

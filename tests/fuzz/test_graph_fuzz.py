@@ -176,7 +176,7 @@ def assert_same_values(node, got, expected, scale):
                                         got[finite][np.argmax(error - tolerance)])
 
 
-FOLDING = {"ReduceSum", "ReduceMean", "MatMul", "Conv2D", "AvgPool2D", "AddN"}  # sums of products
+FOLDING = {"ReduceSum", "ReduceMean", "MatMul", "Conv", "ConvTranspose", "AvgPool", "AddN"}  # sums of products
 
 
 def _scale(node, inputs):

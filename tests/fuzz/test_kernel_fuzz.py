@@ -34,9 +34,9 @@ FINITE_ONLY = {"ApplySGD", "ApplyAdam", "ApplyRMSProp", "ApplyAdaGrad"}
 # ops that add up many values: with both +1e30 and -1e30 among them, what survives of the small
 # terms depends on the order of the additions (numpy's pairwise order is no more right than another),
 # so their inputs get the other special values only (NaN, inf and overflow still reach them)
-ACCUMULATING = {"ReduceSum", "ReduceMean", "MatMul", "Conv2D", "Conv2DBackInput", "Conv2DBackFilter", "AddN",
+ACCUMULATING = {"ReduceSum", "ReduceMean", "MatMul", "Conv", "ConvBackInput", "ConvBackFilter", "ConvTranspose", "AddN",
                 "SumToShapeOf", "SoftmaxGrad", "LogSoftmaxGrad", "SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad",
-                "MaxPool2DGrad"}
+                "MaxPoolGrad", "LayerNorm", "LayerNormGrad"}
 
 
 def table_op_types(backend):

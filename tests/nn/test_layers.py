@@ -22,6 +22,18 @@ def run(fetch, feed=None):
     (lambda: tfl.nn.Dropout(0.5), (4, 7), (4, 7)),
     (lambda: tfl.nn.BatchNorm1d(7), (4, 7), (4, 7)),
     (lambda: tfl.nn.BatchNorm2d(3), (2, 3, 4, 4), (2, 3, 4, 4)),
+    (lambda: tfl.nn.BatchNorm3d(2), (2, 2, 3, 4, 4), (2, 2, 3, 4, 4)),
+    (lambda: tfl.nn.Conv1D(2, 4, 3, padding="same", dilation=2, groups=2), (3, 2, 9), (3, 4, 9)),
+    (lambda: tfl.nn.Conv2D(4, 6, 3, stride=2, padding=1, dilation=(1, 2), groups=2), (1, 4, 8, 8), (1, 6, 4, 3)),
+    (lambda: tfl.nn.Conv3D(1, 2, (1, 3, 3), padding=(0, 1, 1)), (2, 1, 3, 5, 5), (2, 2, 3, 5, 5)),
+    (lambda: tfl.nn.ConvTranspose2D(3, 2, 3, stride=2, padding=1, output_padding=1), (2, 3, 4, 5), (2, 2, 8, 10)),
+    (lambda: tfl.nn.ConvTranspose1D(2, 4, 4, stride=2, groups=2), (2, 2, 5), (2, 4, 12)),
+    (lambda: tfl.nn.MaxPool1D(3, stride=2, ceil_mode=True), (2, 3, 8), (2, 3, 4)),
+    (lambda: tfl.nn.MaxPool3D(2), (2, 3, 4, 4, 4), (2, 3, 2, 2, 2)),
+    (lambda: tfl.nn.AvgPool1D(2), (2, 3, 7), (2, 3, 3)),
+    (lambda: tfl.nn.LayerNorm(6), (3, 4, 6), (3, 4, 6)),
+    (lambda: tfl.nn.GroupNorm(2, 4), (2, 4, 3, 3), (2, 4, 3, 3)),
+    (lambda: tfl.nn.InstanceNorm2d(3, affine=True), (2, 3, 4, 4), (2, 3, 4, 4)),
 ])
 def test_layers_produce_the_expected_shapes(layer, in_shape, out_shape):
     x = tfl.Placeholder((None,) + in_shape[1:])

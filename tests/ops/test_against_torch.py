@@ -76,6 +76,8 @@ ROWS = [
     row("Pad-crop", lambda x: tfl.pad(x, ((-1, 2), (1, -2))), lambda x: F.pad(x, (1, -2, -1, 2)), normal(3, 4)),
     row("Tile", lambda x: tfl.tile(x, (2, 1, 3)), lambda x: torch.tile(x, (2, 1, 3)), normal(2, 3)),
     row("BroadcastTo", lambda x: tfl.expand(x, (2, 3, -1)), lambda x: x.expand(2, 3, -1), normal(3, 1) + normal(1, 4)),
+    row("ReshapeTo", tfl.reshape, lambda x, s: x.reshape(tuple(s.tolist())), normal(2, 6), np.array([3, -1, 2])),
+    row("ExpandTo", tfl.expand, lambda x, s: x.expand(*s.tolist()), normal(3, 1), np.array([2, 3, 4])),
     row("Squeeze", lambda x: tfl.squeeze(x, 1), lambda x: torch.squeeze(x, 1), normal(3, 1, 2)),
     row("Unsqueeze", lambda x: tfl.unsqueeze(x, -1), lambda x: torch.unsqueeze(x, -1), normal(3, 2)),
     row("Flatten", lambda x: tfl.flatten(x, 1, 2), lambda x: torch.flatten(x, 1, 2), normal(2, 3, 4, 2)),
@@ -98,11 +100,14 @@ ROWS = [
 def test_value_and_gradient_equal_torch(tfl_fn, torch_fn, inputs):
     placeholders = [tfl.Placeholder(v.shape, v.dtype) for v in inputs]
     out = tfl_fn(*placeholders)
-    projection = np.random.default_rng(0).standard_normal(out.shape)
+    feed = dict(zip(placeholders, inputs))
+    with tfl.Session() as sess:
+        shape = sess.run(out, feed).shape  # (the static shape may hold dims known only at run time)
+    projection = np.random.default_rng(0).standard_normal(shape)
     floats = [p for p, v in zip(placeholders, inputs) if v.dtype.kind == "f"]
     grads = tfl.gradients(tfl.reduce_sum(out * tfl.Constant(projection)), floats)
     with tfl.Session() as sess:
-        value, *grad_values = sess.run([out, *grads], dict(zip(placeholders, inputs)))
+        value, *grad_values = sess.run([out, *grads], feed)
 
     tensors = [torch.tensor(v, requires_grad=v.dtype.kind == "f") for v in inputs]
     expected = torch_fn(*tensors)

@@ -6,6 +6,7 @@ one dtype, non-empty and contiguous, of shapes the kernel handles, and writes in
 fresh (or recycled, never shared) output buffers. Anything else runs the op's numpy
 `compute`, so no input reachable from the public API can crash the interpreter.
 """
+import math
 import os
 import weakref
 
@@ -16,8 +17,10 @@ from ..shapes import reduced_shape
 from . import native
 from .base import Backend, Kernel
 from .buffer_pool import BufferPool
+from ..ops.conv import channels_first, channels_last_rows, filter_gradient, filter_rows, rows_through_filters
 from .kernel_codes import (BINARY, REDUCE, UNARY, along_last_axis, broadcast_layout, conv_geometry, fits_conv,
-                           fits_pool, has_layout, inner_dims_match, labels_fit, pool_geometry, reduced_axes)
+                           fits_pool, has_layout, inner_dims_match, labels_fit, pool_geometry, reduced_axes,
+                           transposed_input_shape)
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
@@ -115,6 +118,18 @@ def softmax_xent_back(backend, op, logits, labels, grad):
     return out
 
 
+# ---------------------------------------------------------------- layer normalization
+def layer_norm(name):
+    """LayerNorm (x) or its gradient (x, g) over x viewed as (rows, cols), cols the normalized axes."""
+    def run(backend, op, x, *grad):
+        out = backend.pool.empty(x.shape, x.dtype)
+        cols = math.prod(x.shape[op.axis % x.ndim:])
+        _fn(name, x)(_buf(x), *[_buf(g) for g in grad], _buf(out), x.size // cols, cols, op.eps)
+        return out
+    run.__name__ = name
+    return run
+
+
 # ---------------------------------------------------------------- matmul
 def gemm(a, b, out=None):
     """a @ b for 2-D float arrays of one dtype with the hand-written C GEMM."""
@@ -139,44 +154,71 @@ def matmul(backend, op, a, b):
     return matmul_2d(backend, a, b)
 
 
-# ---------------------------------------------------------------- convolution and pooling
+# ---------------------------------------------------------------- convolution and pooling (1-D and 2-D)
 def _im2col(backend, x, geometry):
-    n, c, _, _, kh, kw, _, _, _, _, ho, wo = geometry
+    n, c, kh, kw, ho, wo = geometry[0], geometry[1], geometry[4], geometry[5], geometry[12], geometry[13]
     cols = backend.pool.empty((n * ho * wo, c * kh * kw), x.dtype)
     _fn("tf_im2col", x)(_buf(x), _buf(cols), *geometry)
     return cols
 
 
-def conv2d(backend, op, x, w):
-    """Convolution as im2col then one matrix product."""
-    geometry = conv_geometry(op, x, w)
-    n, ho, wo = geometry[0], geometry[10], geometry[11]
-    out = matmul_2d(backend, _im2col(backend, x, geometry), w.reshape(w.shape[0], -1).T)
-    return np.ascontiguousarray(out.reshape(n, ho, wo, -1).transpose(0, 3, 1, 2))
+def _times_filters(backend, cols, w, groups):
+    """im2col rows (M, C·K) times the filters: one BLAS product (into a recycled buffer) without groups."""
+    if groups == 1:
+        return matmul_2d(backend, cols, w.reshape(w.shape[0], -1).T)
+    return filter_rows(cols, w, groups)
 
 
-def conv2d_back_input(backend, op, g, w, x):
-    """The input gradient: a matrix product then col2im."""
-    geometry = conv_geometry(op, x, w, grad=g)
-    grad_rows = g.transpose(0, 2, 3, 1).reshape(-1, w.shape[0])  # (N·Ho·Wo, C_out)
-    cols = matmul_2d(backend, grad_rows, w.reshape(w.shape[0], -1))
-    dx = backend.pool.empty(x.shape, g.dtype)
-    _fn("tf_col2im", g)(_buf(cols), _buf(dx), *geometry)
-    return dx
+def _through_filters(backend, rows, w, groups):
+    """Output-gradient rows (M, O) back through the filters to im2col rows (M, C·K), contiguous."""
+    if groups == 1:
+        return matmul_2d(backend, rows, w.reshape(w.shape[0], -1))
+    return np.ascontiguousarray(rows_through_filters(rows, w, groups))
 
 
-def conv2d_back_filter(backend, op, x, g, w):
-    """The filter gradient: the gradient's rows times im2col of the input."""
-    geometry = conv_geometry(op, x, w, grad=g)
-    grad_rows = np.ascontiguousarray(g.transpose(1, 0, 2, 3).reshape(w.shape[0], -1))  # (C_out, N·Ho·Wo)
-    return matmul_2d(backend, grad_rows, _im2col(backend, x, geometry)).reshape(w.shape)
+def _col2im(backend, cols, shape, geometry):
+    out = backend.pool.empty(shape, cols.dtype)
+    _fn("tf_col2im", cols)(_buf(cols), _buf(out), *geometry)
+    return out
+
+
+def conv(backend, op, x, w):
+    """Convolution as im2col then one matrix product per group."""
+    geometry = conv_geometry(op, x.shape, w.shape)
+    out_spatial = (geometry[12], geometry[13])[-(x.ndim - 2):]
+    return channels_first(_times_filters(backend, _im2col(backend, x, geometry), w, op.groups), x.shape[0],
+                          out_spatial)
+
+
+def conv_back_input(backend, op, g, w, x):
+    """The input gradient: a matrix product per group then col2im."""
+    geometry = conv_geometry(op, x.shape, w.shape, g.shape)
+    return _col2im(backend, _through_filters(backend, channels_last_rows(g), w, op.groups), x.shape, geometry)
+
+
+def conv_transpose(backend, op, x, w):
+    """A transposed convolution: the input gradient of the convolution whose output gradient x is."""
+    shape = transposed_input_shape(op, x, w)
+    geometry = conv_geometry(op, shape, w.shape, x.shape)
+    return _col2im(backend, _through_filters(backend, channels_last_rows(x), w, op.groups), shape, geometry)
+
+
+def conv_back_filter(backend, op, x, g, w):
+    """The filter gradient: the gradient's rows times im2col of the input, per group."""
+    geometry = conv_geometry(op, x.shape, w.shape, g.shape)
+    cols = _im2col(backend, x, geometry)
+    if op.groups == 1:
+        rows = np.ascontiguousarray(np.moveaxis(g, 1, 0).reshape(w.shape[0], -1))  # (C_out, N·P)
+        return matmul_2d(backend, rows, cols).reshape(w.shape)
+    return filter_gradient(channels_last_rows(g), cols, w.shape, op.groups)
 
 
 def max_pool(name):
     """Max pooling forward (x), backward (x, g) or gather (x, h) with the op's window."""
     def run(backend, op, x, *other):
         geometry = pool_geometry(op, x, *other)
-        out = backend.pool.empty(x.shape if name == "tf_maxpool_back" else x.shape[:2] + geometry[10:], x.dtype)
+        pooled = x.shape[:2] + (geometry[12], geometry[13])[-(x.ndim - 2):]
+        out = backend.pool.empty(x.shape if name == "tf_maxpool_back" else pooled, x.dtype)
         _fn(name, x)(_buf(x), *[_buf(o) for o in other], _buf(out), *geometry)
         return out
     run.__name__ = name
@@ -275,13 +317,15 @@ KERNELS = {
     "LogSoftmaxGrad": Kernel(rows("tf_log_softmax_back"), same_shape=True, accepts=along_last_axis),
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
+    "LayerNorm": Kernel(layer_norm("tf_layer_norm")),
+    "LayerNormGrad": Kernel(layer_norm("tf_layer_norm_back"), same_shape=True),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
-    "Conv2D": Kernel(conv2d, accepts=fits_conv),
-    "Conv2DBackInput": Kernel(conv2d_back_input, accepts=fits_conv),
-    "Conv2DBackFilter": Kernel(conv2d_back_filter, accepts=fits_conv),
-    "MaxPool2D": Kernel(max_pool("tf_maxpool"), ndim=4, accepts=fits_pool),
-    "MaxPool2DGrad": Kernel(max_pool("tf_maxpool_back"), ndim=4, accepts=fits_pool),
-    "MaxPool2DGather": Kernel(max_pool("tf_maxpool_gather"), ndim=4, accepts=fits_pool),
+    "Conv": Kernel(conv, accepts=fits_conv), "ConvBackInput": Kernel(conv_back_input, accepts=fits_conv),
+    "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_conv),
+    "ConvTranspose": Kernel(conv_transpose, accepts=fits_conv),
+    "MaxPool": Kernel(max_pool("tf_maxpool"), accepts=fits_pool),
+    "MaxPoolGrad": Kernel(max_pool("tf_maxpool_back"), accepts=fits_pool),
+    "MaxPoolGather": Kernel(max_pool("tf_maxpool_gather"), accepts=fits_pool),
     "ApplySGD": Kernel(sgd, **_UPDATE), "ApplyAdam": Kernel(adam, **_UPDATE),
     "ApplyRMSProp": Kernel(rmsprop, **_UPDATE), "ApplyAdaGrad": Kernel(adagrad, **_UPDATE),
 }

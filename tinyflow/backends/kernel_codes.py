@@ -11,7 +11,8 @@ import math
 import pathlib
 import re
 
-from ..ops.conv import window_output_size
+from ..errors import TinyflowError
+from ..ops.windows import window_output_size
 
 HEADER = pathlib.Path(__file__).resolve().parents[2] / "ckernels" / "tinyflow_kernels.h"
 
@@ -84,12 +85,29 @@ def broadcast_layout(a_shape, b_shape):
     return None
 
 
-def window_geometry(x_shape, kernel, stride, padding):
-    """(n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo) of a window over NCHW data, or None if it does not fit."""
+def window_geometry(x_shape, kernel, stride, pads, dilation, out):
+    """(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo) of a window over (N, C, H, W) data, or None.
+
+    1-D data (N, C, L) is one row of 2-D data. The kernels need only the leading pads (ph, pw):
+    they skip taps outside x, and (ho, wo) say how far the windows go (ceil_mode, trailing pads).
+    """
+    if len(x_shape) == 3:
+        x_shape, kernel, stride, pads, dilation, out = ((x_shape[0], x_shape[1], 1, x_shape[2]), (1,) + tuple(kernel),
+                                                         (1,) + tuple(stride), ((0, 0),) + tuple(pads),
+                                                         (1,) + tuple(dilation), (1,) + tuple(out))
+    if len(x_shape) != 4 or len(kernel) != 2 or pads is None or None in out or min(out) < 1:
+        return None
     n, c, h, w = x_shape
-    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
-    ho, wo = window_output_size(h, kh, sh, ph), window_output_size(w, kw, sw, pw)
-    return None if ho < 1 or wo < 1 else (n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo)
+    (kh, kw), (sh, sw), ((ph, _), (pw, _)), (dh, dw), (ho, wo) = kernel, stride, pads, dilation, out
+    return (n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
+
+
+def spatial_out(op, x_shape, kernel):
+    """The op's output spatial sizes on an input of x_shape, or None when its window does not fit."""
+    try:
+        return op.out_spatial(tuple(x_shape), tuple(kernel))
+    except TinyflowError:
+        return None
 
 
 # ---------------------------------------------------------------- what the kernels of both tables accept
@@ -120,32 +138,55 @@ def inner_dims_match(op, a, b):
     return len(b.shape) == 2 and a.shape[1] == b.shape[0]
 
 
-def conv_geometry(op, x, w, grad=None):
-    """The geometry of a convolution of x (N, C, H, W) by w (O, C, kH, kW), with a gradient of the output's
-    shape when given, or None."""
-    if len(x.shape) != 4 or len(w.shape) != 4 or x.shape[1] != w.shape[1]:
+def conv_geometry(op, x_shape, w_shape, grad_shape=None):
+    """The geometry of a 1-D or 2-D convolution op of an x of x_shape by w (O, C/G, *kernel), with an output
+    gradient of grad_shape when given (it must have the output's shape), or None."""
+    if len(x_shape) not in (3, 4) or len(w_shape) != len(x_shape) or x_shape[1] != w_shape[1] * op.groups \
+            or w_shape[0] % op.groups:
         return None
-    geometry = window_geometry(x.shape, w.shape[2:], op.stride, op.padding)
-    if geometry is None or (grad is not None and grad.shape != (x.shape[0], w.shape[0]) + geometry[10:]):
+    pads = op.pads(x_shape[2:], w_shape[2:])
+    out = tuple(window_output_size(n, k, s, p, d) for n, k, s, p, d in
+                zip(x_shape[2:], w_shape[2:], op.stride, pads, op.dilation))
+    if grad_shape is not None and tuple(grad_shape) != (x_shape[0], w_shape[0]) + out:
         return None
-    return geometry
+    return window_geometry(x_shape, w_shape[2:], op.stride, pads, op.dilation, out)
+
+
+def transposed_input_shape(op, x, w):
+    """The shape of the convolution input a transposed convolution op produces from x by w (its output's)."""
+    out = spatial_out(op, x.shape, w.shape[2:])
+    return None if out is None else (x.shape[0], w.shape[1] * op.groups) + out
 
 
 def pool_geometry(op, x, *other):
-    """The pooling window's geometry for x (N, C, H, W), with `other` of the shape the op needs, or None."""
-    geometry = window_geometry(x.shape, op.kernel, op.stride, op.padding)
-    if geometry is None or not other:
-        return geometry
-    needed = x.shape[:2] + geometry[10:] if op.op_type == "MaxPool2DGrad" else x.shape
-    return geometry if other[0].shape == needed else None
+    """The 1-D or 2-D pooling window's geometry for x (N, C, *spatial), with `other` of the shape the op needs,
+    or None."""
+    if len(x.shape) not in (3, 4):
+        return None
+    out = spatial_out(op, x.shape, op.kernel)
+    if out is None:
+        return None
+    needed = x.shape[:2] + out if op.op_type == "MaxPoolGrad" else x.shape
+    if other and other[0].shape != needed:
+        return None
+    return window_geometry(x.shape, op.kernel, op.stride, op.pads(x.shape[2:], op.kernel), op.dilation, out)
 
 
 def fits_pool(op, x, *other):
-    """The pooling window fits x, and the other input has the shape the op needs."""
+    """The pooling window fits x (1-D or 2-D), and the other input has the shape the op needs."""
     return pool_geometry(op, x, *other) is not None
 
 
+# op type -> positions of (convolution input, filter, output gradient) among the op's inputs
+CONV_ROLES = {"Conv": (0, 1, None), "ConvBackInput": (2, 1, 0), "ConvBackFilter": (0, 2, 1)}
+
+
 def fits_conv(op, *arrays):
-    """Input, filter (and gradient) of a convolution op have consistent shapes."""
-    x, w, grad = {"Conv2D": (0, 1, None), "Conv2DBackInput": (2, 1, 0), "Conv2DBackFilter": (0, 2, 1)}[op.op_type]
-    return conv_geometry(op, arrays[x], arrays[w], None if grad is None else arrays[grad]) is not None
+    """Input, filter (and gradient) of a 1-D or 2-D convolution op have consistent shapes."""
+    if op.op_type == "ConvTranspose":
+        x, w = arrays
+        shape = transposed_input_shape(op, x, w)
+        return shape is not None and conv_geometry(op, shape, w.shape, x.shape) is not None
+    x, w, grad = CONV_ROLES[op.op_type]
+    return conv_geometry(op, arrays[x].shape, arrays[w].shape, None if grad is None else arrays[grad].shape) \
+        is not None

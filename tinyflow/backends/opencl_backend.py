@@ -19,8 +19,9 @@ from ..ops.losses import check_labels
 from ..shapes import reduced_shape
 from . import opencl_runtime as rt
 from .base import DECLINE, FLOATS, Backend, Kernel, source_kernel
-from .kernel_codes import (BINARY, PATTERN, REDUCE, UNARY, along_last_axis, broadcast_layout, fits_conv, fits_pool,
-                           has_layout, inner_dims_match, labels_fit, reduced_axes, window_geometry)
+from .kernel_codes import (BINARY, PATTERN, REDUCE, UNARY, along_last_axis, broadcast_layout, conv_geometry, fits_conv,
+                           fits_pool, has_layout, inner_dims_match, labels_fit, pool_geometry, reduced_axes,
+                           transposed_input_shape)
 
 log = logging.getLogger("tinyflow.opencl")
 
@@ -366,52 +367,73 @@ def matmul(backend, op, a, b):
     return matmul_2d(backend, a, b)
 
 
-def _geometry(x_shape, kernel, stride, padding):
-    """The window geometry as the kernels take it: (long8 n c h w kh kw sh sw, long4 ph pw ho wo, tuple)."""
-    g = window_geometry(x_shape, kernel, stride, padding)
-    n, c, h, w, kh, kw, sh, sw, ph, pw, ho, wo = g
-    return rt.cl.cltypes.make_long8(n, c, h, w, kh, kw, sh, sw), rt.cl.cltypes.make_long4(ph, pw, ho, wo), g
+def _long16(geometry):
+    """A window geometry (kernel_codes.window_geometry) as the kernels take it."""
+    return rt.cl.cltypes.make_long16(*geometry, 0, 0)
 
 
 def _im2col(backend, x, geometry):
-    g, p, (n, c, _, _, kh, kw, _, _, _, _, ho, wo) = geometry
+    n, c, kh, kw, ho, wo = geometry[0], geometry[1], geometry[4], geometry[5], geometry[12], geometry[13]
     cols = backend.empty((n * ho * wo, c * kh * kw), x.dtype)
-    backend.launch("im2col", x.dtype, cols.size, x.data, cols.data, g, p)
+    backend.launch("im2col", x.dtype, cols.size, x.data, cols.data, _long16(geometry))
     return cols
 
 
-def conv2d(backend, op, x, w):
+def _rows(backend, y):
+    """(N, O, *spatial) on the device as (N·P, O) rows."""
+    rank = len(y.shape)
+    return permute(backend, y, (0,) + tuple(range(2, rank)) + (1,)).reshape(-1, y.shape[1])
+
+
+def _col2im_of_rows(backend, rows, w, shape, geometry):
+    cols = matmul_2d(backend, rows, w.reshape(w.shape[0], -1))  # (N·P, C·K)
+    out = backend.empty(shape, rows.dtype)
+    backend.launch("col2im", rows.dtype, out.size, cols.data, out.data, _long16(geometry))
+    return out
+
+
+def conv(backend, op, x, w):
     """Convolution as im2col then one matrix product."""
-    geometry = _geometry(x.shape, w.shape[2:], op.stride, op.padding)
-    n, ho, wo = x.shape[0], geometry[2][10], geometry[2][11]
-    filters = permute(backend, w.reshape(w.shape[0], -1), (1, 0))  # (C·kH·kW, O)
-    out_rows = matmul_2d(backend, _im2col(backend, x, geometry), filters)  # (N·Ho·Wo, O)
-    return permute(backend, out_rows.reshape(n, ho, wo, w.shape[0]), (0, 3, 1, 2))
+    geometry = conv_geometry(op, x.shape, w.shape)
+    out_spatial = (geometry[12], geometry[13])[-(len(x.shape) - 2):]
+    filters = permute(backend, w.reshape(w.shape[0], -1), (1, 0))  # (C·K, O)
+    rows = matmul_2d(backend, _im2col(backend, x, geometry), filters)  # (N·P, O)
+    rank = len(out_spatial)
+    return permute(backend, rows.reshape((x.shape[0],) + out_spatial + (w.shape[0],)),
+                   (0, rank + 1) + tuple(range(1, rank + 1)))
 
 
-def conv2d_back_input(backend, op, g, w, x):
+def conv_back_input(backend, op, g, w, x):
     """The input gradient: a matrix product then col2im."""
-    geometry = _geometry(x.shape, w.shape[2:], op.stride, op.padding)
-    grad_rows = permute(backend, g, (0, 2, 3, 1)).reshape(-1, w.shape[0])  # (N·Ho·Wo, O)
-    cols = matmul_2d(backend, grad_rows, w.reshape(w.shape[0], -1))  # (N·Ho·Wo, C·kH·kW)
-    dx = backend.empty(x.shape, g.dtype)
-    backend.launch("col2im", g.dtype, dx.size, cols.data, dx.data, geometry[0], geometry[1])
-    return dx
+    return _col2im_of_rows(backend, _rows(backend, g), w, x.shape, conv_geometry(op, x.shape, w.shape, g.shape))
 
 
-def conv2d_back_filter(backend, op, x, g, w):
+def conv_transpose(backend, op, x, w):
+    """A transposed convolution: the input gradient of the convolution whose output gradient x is."""
+    shape = transposed_input_shape(op, x, w)
+    return _col2im_of_rows(backend, _rows(backend, x), w, shape, conv_geometry(op, shape, w.shape, x.shape))
+
+
+def conv_back_filter(backend, op, x, g, w):
     """The filter gradient: the gradient's rows times im2col of the input."""
-    geometry = _geometry(x.shape, w.shape[2:], op.stride, op.padding)
-    grad_rows = permute(backend, g, (1, 0, 2, 3)).reshape(w.shape[0], -1)  # (O, N·Ho·Wo)
+    geometry = conv_geometry(op, x.shape, w.shape, g.shape)
+    rank = len(g.shape)
+    grad_rows = permute(backend, g, (1, 0) + tuple(range(2, rank))).reshape(w.shape[0], -1)  # (O, N·P)
     return matmul_2d(backend, grad_rows, _im2col(backend, x, geometry)).reshape(w.shape)
+
+
+def fits_ungrouped_conv(op, *arrays):
+    """A 1-D or 2-D convolution op without groups (the device kernels multiply one matrix)."""
+    return op.groups == 1 and fits_conv(op, *arrays)
 
 
 def max_pool(name):
     """Max pooling forward (x), backward (x, g) or gather (x, h) with the op's window."""
     def run(backend, op, x, *other):
-        g, p, geometry = _geometry(x.shape, op.kernel, op.stride, op.padding)
-        out = backend.empty(x.shape if name == "maxpool_back" else x.shape[:2] + geometry[10:], x.dtype)
-        backend.launch(name, x.dtype, out.size, x.data, *[o.data for o in other], out.data, g, p)
+        geometry = pool_geometry(op, x, *other)
+        pooled = x.shape[:2] + (geometry[12], geometry[13])[-(len(x.shape) - 2):]
+        out = backend.empty(x.shape if name == "maxpool_back" else pooled, x.dtype)
+        backend.launch(name, x.dtype, out.size, x.data, *[o.data for o in other], out.data, _long16(geometry))
         return out
     run.__name__ = name
     return run
@@ -519,12 +541,13 @@ OpenCLBackend.kernels = {
     "ExpandReduced": Kernel(expand_reduced, **_FIRST), "BroadcastLike": Kernel(broadcast_like, **_FIRST),
     "OnesLike": Kernel(fill(1)), "ZerosLike": Kernel(fill(0)),
     "AddN": Kernel(add_n), "Group": Kernel(group, floats=()),
-    "Conv2D": Kernel(conv2d, accepts=fits_conv),
-    "Conv2DBackInput": Kernel(conv2d_back_input, accepts=fits_conv),
-    "Conv2DBackFilter": Kernel(conv2d_back_filter, accepts=fits_conv),
-    "MaxPool2D": Kernel(max_pool("maxpool"), ndim=4, accepts=fits_pool),
-    "MaxPool2DGrad": Kernel(max_pool("maxpool_back"), ndim=4, accepts=fits_pool),
-    "MaxPool2DGather": Kernel(max_pool("maxpool_gather"), ndim=4, accepts=fits_pool),
+    "Conv": Kernel(conv, accepts=fits_ungrouped_conv),
+    "ConvBackInput": Kernel(conv_back_input, accepts=fits_ungrouped_conv),
+    "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_ungrouped_conv),
+    "ConvTranspose": Kernel(conv_transpose, accepts=fits_ungrouped_conv),
+    "MaxPool": Kernel(max_pool("maxpool"), accepts=fits_pool),
+    "MaxPoolGrad": Kernel(max_pool("maxpool_back"), accepts=fits_pool),
+    "MaxPoolGather": Kernel(max_pool("maxpool_gather"), accepts=fits_pool),
     "ApplySGD": Kernel(sgd, **_UPDATE), "ApplyAdam": Kernel(adam, **_UPDATE),
     "ApplyRMSProp": Kernel(rmsprop, **_UPDATE), "ApplyAdaGrad": Kernel(adagrad, **_UPDATE),
 }

@@ -23,6 +23,11 @@ _NODE_PROPERTIES = {"shape", "dtype", "name", "inputs", "graph", "consumers", "o
 _INPUT_LISTS = {"xs", "inputs", "ops"}
 
 
+# op types renamed since files were first saved: old name -> current name (the 2-D ops became N-d)
+RENAMED = {"Conv2D": "Conv", "Conv2DBackInput": "ConvBackInput", "Conv2DBackFilter": "ConvBackFilter",
+           "MaxPool2D": "MaxPool", "MaxPool2DGrad": "MaxPoolGrad", "MaxPool2DGather": "MaxPoolGather",
+           "AvgPool2D": "AvgPool", "AvgPool2DGrad": "AvgPoolGrad"}
+
 # (op type, parameter): optional inputs given as keyword parameters
 OPTIONAL_INPUTS = {("DropoutMask", "training")}
 
@@ -74,6 +79,7 @@ def op_attributes(op):
 
 def build_op(op_type, inputs, attrs, name=None):
     """A new op of `op_type` on `inputs` with constructor attributes `attrs` (in the default graph)."""
+    op_type = RENAMED.get(op_type, op_type)
     cls = OP_TYPES.get(op_type)
     if cls is None:
         raise CheckpointError(f"unknown op type '{op_type}': it is not registered in this tinyflow "
@@ -95,6 +101,8 @@ def build_op(op_type, inputs, attrs, name=None):
                 kwargs[p.name] = rest.pop(0)
         elif rest:
             args.append(rest.pop(0))
+        elif p.default is not inspect.Parameter.empty:
+            continue  # an attribute the file predates: its default
         else:
             raise CheckpointError(f"op type '{op_type}' needs an input for '{p.name}' but the file gives "
                                   f"{len(inputs)} input(s)")

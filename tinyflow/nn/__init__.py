@@ -1,14 +1,19 @@
 """Neural-network building blocks on the graph: losses, activations, initializers, layers."""
 from .activations import get_activation, register_activation, registered_activations
-from .batchnorm import BatchNorm1d, BatchNorm2d
-from .conv import AvgPool2D, Conv2D, MaxPool2D
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, batch_norm
+from .conv import (AvgPool1D, AvgPool2D, AvgPool3D, Conv1D, Conv2D, Conv3D, ConvTranspose1D, ConvTranspose2D,
+                   ConvTranspose3D, MaxPool1D, MaxPool2D, MaxPool3D)
 from .init import register_initializer, registered_initializers
 from .layer import Dropout, Flatten, Layer, Sequential, training_flag, update_ops
 from .linear import Linear
+from .normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm
 from .losses import mse_loss, sigmoid_cross_entropy, softmax_cross_entropy
 
 __all__ = ["mse_loss", "softmax_cross_entropy", "sigmoid_cross_entropy",
            "register_activation", "get_activation", "registered_activations",
            "register_initializer", "registered_initializers",
-           "Layer", "Linear", "Conv2D", "MaxPool2D", "AvgPool2D", "Flatten", "Dropout", "BatchNorm1d", "BatchNorm2d",
+           "Layer", "Linear", "Conv1D", "Conv2D", "Conv3D", "ConvTranspose1D", "ConvTranspose2D", "ConvTranspose3D",
+           "MaxPool1D", "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D", "AvgPool3D", "Flatten", "Dropout",
+           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "batch_norm", "LayerNorm", "GroupNorm", "InstanceNorm1d",
+           "InstanceNorm2d", "InstanceNorm3d",
            "Sequential", "training_flag", "update_ops"]

@@ -1,20 +1,94 @@
-"""Batch normalization: one graph for training (batch statistics) and evaluation (moving statistics)."""
+"""Batch normalization: tfl.batch_norm, and the BatchNorm layers built on it.
 
-from ..ops.array_ops import reshape
-from ..ops.math_ops import greater, maximum, ones_like, sqrt, square, where
+One graph serves training (batch statistics) and evaluation (moving statistics): `training`
+may be a boolean node, such as the graph's training flag. The moving statistics move towards
+the batch's by `momentum` (PyTorch's convention, unbiased variance): in graph mode through
+update ops (tfl.nn.update_ops(), run by Model.fit), on eager Tensors at once.
+"""
+import numpy as np
+
+from ..nodes import Variable
+from ..ops.array_ops import identity, reshape
+from ..ops.math_ops import add, greater, maximum, multiply, ones_like, sqrt, square, where
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
-from .eager_batchnorm import batch_norm_eager
 from .layer import Layer, is_eager, training_flag
 
 
-class _BatchNorm(Layer):
-    """y = γ (x - μ) / √(σ² + ε) + β over all axes but the channel axis 1.
+def batch_statistics(x):
+    """(mean, biased variance) of x over every axis but the channel axis 1, both keeping x's rank."""
+    axes = (0,) + tuple(range(2, len(x.shape)))
+    mean = reduce_mean(x, axes, keepdims=True)
+    return mean, reduce_mean(square(x - mean), axes, keepdims=True)
 
-    Training (the graph's training flag fed True): μ, σ² of the batch, and the
-    moving statistics move towards them by `momentum` (PyTorch's convention,
-    unbiased variance) through the graph's update ops. Evaluation: the moving
-    statistics, kept in non-trainable Variables.
+
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5,
+               name=None):
+    """γ (x - μ) / √(σ² + ε) + β per channel (axis 1), as torch.nn.functional.batch_norm: μ, σ² of the batch when
+    `training` (a bool or a boolean node), else the running statistics, which training moves by `momentum`
+    (None: not at all) when they are Variables."""
+    if x.shape is None or len(x.shape) < 2:
+        raise ValueError(f"batch_norm needs an (N, C, ...) input, got shape {x.shape}")
+    shape = (1, -1) + (1,) * (len(x.shape) - 2)
+    if is_eager(x):
+        return _batch_norm_eager(x, running_mean, running_var, weight, bias, bool(training), momentum, eps, shape)
+    frozen = (x - reshape(running_mean, shape)) / sqrt(reshape(running_var, shape) + eps)
+    if training is False:
+        return _scale_shift(frozen, weight, bias, shape, name)
+    mean, var = batch_statistics(x)
+    from_batch = (x - mean) / sqrt(var + eps)
+    x_hat = from_batch if training is True else where(training, from_batch, frozen)
+    if momentum is not None and isinstance(running_mean, Variable) and isinstance(running_var, Variable):
+        _update_running_statistics(x, running_mean, running_var, mean, var, momentum)
+    return _scale_shift(x_hat, weight, bias, shape, name)
+
+
+def _scale_shift(x_hat, weight, bias, shape, name=None):
+    """x̂ · γ + β (either may be None); the last op gets `name`."""
+    if weight is not None:
+        x_hat = multiply(x_hat, reshape(weight, shape), name=None if bias is not None else name)
+    if bias is not None:
+        x_hat = add(x_hat, reshape(bias, shape), name=name)
+    return x_hat if name is None or weight is not None or bias is not None else identity(x_hat, name=name)
+
+
+def _update_running_statistics(x, running_mean, running_var, mean, var, momentum):
+    """Append to the graph's update ops: the running statistics move towards the batch's by `momentum`."""
+    axes = (0,) + tuple(range(2, len(x.shape)))
+    count = reduce_sum(ones_like(x), axes)  # values per channel, for the unbiased variance
+    flat_mean, flat_var = reshape(mean, (-1,)), reshape(var, (-1,)) * count / maximum(count - 1.0, 1.0)
+    m = momentum
+    # One value per channel (a last batch of 1 in BatchNorm1d) says nothing about the variance:
+    # running_var keeps its value then, instead of becoming NaN (torch raises an error instead).
+    x.graph.update_ops.append(group(
+        assign(running_mean, (1 - m) * running_mean + m * flat_mean),
+        assign(running_var, where(greater(count, 1.0), (1 - m) * running_var + m * flat_var, running_var))))
+
+
+def _batch_norm_eager(x, running_mean, running_var, weight, bias, training, momentum, eps, shape):
+    """batch_norm on an eager Tensor; the running statistics (Variables) are updated at once, outside the graph."""
+    def value(v):
+        return v.value if isinstance(v, Variable) else np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+    if training:
+        mean, var = batch_statistics(x)
+        x_hat = (x - mean) / sqrt(var + eps)
+        if momentum is not None and isinstance(running_mean, Variable) and isinstance(running_var, Variable):
+            count = x.size // x.shape[1]
+            m = momentum
+            running_mean.value = (1 - m) * running_mean.value + m * mean.numpy().reshape(-1)
+            if count > 1:
+                unbiased = var.numpy().reshape(-1) * (count / (count - 1))
+                running_var.value = (1 - m) * running_var.value + m * unbiased
+    else:
+        x_hat = (x - np.reshape(value(running_mean), shape)) / np.sqrt(np.reshape(value(running_var), shape) + eps)
+    return _scale_shift(x_hat, weight, bias, shape)
+
+
+class _BatchNorm(Layer):
+    """y = γ (x - μ) / √(σ² + ε) + β over all axes but the channel axis 1 (see batch_norm).
+
+    Graph mode reads the graph's training flag (fed True to train); eager mode `layer.train()` /
+    `layer.eval()`. The moving statistics are non-trainable Variables.
     """
 
     rank = None
@@ -28,30 +102,11 @@ class _BatchNorm(Layer):
         self.running_var = self.add_variable("running_var", (num_features,), "ones", trainable=False)
 
     def forward(self, x):
-        if is_eager(x):
-            return batch_norm_eager(self, x)
         if x.shape is None or len(x.shape) != self.rank:
             raise ValueError(f"{type(self).__name__} expects inputs of rank {self.rank}, got shape {x.shape}")
-        axes = (0,) + tuple(range(2, self.rank))
-        shape = (1, -1) + (1,) * (self.rank - 2)
-        mean = reduce_mean(x, axes, keepdims=True)
-        var = reduce_mean(square(x - mean), axes, keepdims=True)
-        x_hat = where(training_flag(self.graph),
-                      (x - mean) / sqrt(var + self.eps),
-                      (x - reshape(self.running_mean, shape)) / sqrt(reshape(self.running_var, shape) + self.eps))
-        y = x_hat
-        if self.weight is not None:
-            y = y * reshape(self.weight, shape) + reshape(self.bias, shape)
-        count = reduce_sum(ones_like(x), axes)  # elements per channel, for the unbiased variance
-        m = self.momentum
-        flat_mean, flat_var = reshape(mean, (-1,)), reshape(var, (-1,)) * count / maximum(count - 1.0, 1.0)
-        # One value per channel (a last batch of 1 in BatchNorm1d) says nothing about the variance:
-        # running_var keeps its value then, instead of becoming NaN (torch raises an error instead).
-        self.graph.update_ops.append(group(
-            assign(self.running_mean, (1 - m) * self.running_mean + m * flat_mean),
-            assign(self.running_var, where(greater(count, 1.0), (1 - m) * self.running_var + m * flat_var,
-                                           self.running_var))))
-        return y
+        training = self.training if is_eager(x) else training_flag(self.graph)
+        return batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, training, self.momentum,
+                          self.eps)
 
 
 class BatchNorm1d(_BatchNorm):
@@ -66,4 +121,10 @@ class BatchNorm2d(_BatchNorm):
     rank = 4
 
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of (N, C, D, H, W) inputs, per channel."""
+
+    rank = 5
+
+
+__all__ = ["batch_norm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]

@@ -12,9 +12,8 @@ import numpy as np
 from ..nodes import Constant, Placeholder, Variable
 from .dtypes import onnx_type
 from .errors import OnnxExportError
-from .rules import EXPORTS
+from .rules import EXPORTS, OPSET
 
-OPSET = 17
 IR_VERSION = 8  # the IR version of opset 17: readable by every onnxruntime that runs opset 17
 
 

@@ -49,7 +49,10 @@ class Reshape(Operation):
 
 
 def reshape(x, shape, name=None):
-    """x with a new shape; one entry may be -1."""
+    """x with a new shape; one entry may be -1. `shape` may be an int vector node (a shape known at run time)."""
+    if isinstance(shape, Node) or getattr(shape, "graph", False) is None:  # a graph node or an eager Tensor
+        from .shape_ops import ReshapeTo
+        return ReshapeTo(x, shape, name=name)
     return Reshape(x, shape, name=name)
 
 
@@ -192,7 +195,10 @@ def _normalize_key(key, check=None):
 
 
 def _basic_index_shape(shape, key):
-    """Static result shape of basic indexing (ints, slices, None, ...) on a shape with None dims."""
+    """Static result shape of basic indexing (ints, slices, None, ...) on a shape with None dims.
+
+    One integer array among slices, None and ... (no ints) indexes in place: its shape replaces the axis.
+    """
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > len(shape):
         raise ShapeError(f"too many indices ({consumed}) for a node of shape {shape}")
@@ -207,6 +213,9 @@ def _basic_index_shape(shape, key):
         elif isinstance(k, slice):
             size = shape[dim]
             out.append(None if size is None else len(range(*k.indices(size))))
+            dim += 1
+        elif isinstance(k, np.ndarray):
+            out.extend(k.shape)
             dim += 1
         else:
             size = shape[dim]
@@ -246,7 +255,9 @@ class GetItem(Operation):
                 return stand_in[self.key].shape
             except IndexError as err:
                 raise ShapeError(f"index {self.key} does not fit shape {x_shape}: {err}") from None
-        return _basic_index_shape(x_shape, self.key) if self.is_basic else None
+        arrays = [k for k in self.key if isinstance(k, np.ndarray)]
+        in_place = len(arrays) == 1 and arrays[0].dtype.kind != "b" and not any(is_int(k) for k in self.key)
+        return _basic_index_shape(x_shape, self.key) if self.is_basic or in_place else None
 
 
 def get_item(x, key, name=None):

@@ -1,302 +1,294 @@
-"""2-D convolution, max and average pooling on NCHW tensors, by sliding windows (the numpy im2col).
+"""Convolution over 1, 2 or 3 spatial axes (N, C, *spatial), with strides, dilations, padding and groups.
 
-Each forward op has backward ops that are graph nodes too; their gradients are
-written with the same ops, since convolution is bilinear in (input, filter):
+A convolution is im2col (the windows of x as rows, windows.py) then one matrix product per
+group with the filters. Its backward ops are graph nodes too, and since convolution is
+bilinear in (input, filter) their gradients are written with the same three ops:
   conv(x, w) -> y;  dx = conv_back_input(g, w);  dw = conv_back_filter(x, g).
+A transposed convolution is conv_back_input with its output size given by its arguments.
 """
 import numpy as np
 
-from ..arguments import Arguments
+from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
-from ..nodes import Operation
-from ..shapes import dims_compatible
+from ..shapes import dims_compatible, shapes_compatible
+from .array_ops import reshape
 from .registry import register_gradient
+from .windows import WindowOperation, columns, scatter_windows, sliding_windows, span, spatial_rank
 
 
-def window_output_size(size, kernel, stride, pad):
-    """Output length of a window sliding over `size` (None stays unknown): the one formula, also used by the
-    C and OpenCL backends (tinyflow/backends/kernel_codes.py)."""
-    return None if size is None else (size + 2 * pad - kernel) // stride + 1
+# ------------------------------------------------------------ the numpy kernels, shared with the C backend
+def filter_rows(cols, w, groups):
+    """im2col rows (M, C·K) times the filters w (O, C/G, *kernel), group by group: (M, O)."""
+    o, m = w.shape[0], cols.shape[0]
+    if groups == 1:
+        return cols @ w.reshape(o, -1).T
+    per_group = cols.reshape(m, groups, -1).transpose(1, 0, 2)            # (G, M, C/G·K)
+    product = np.matmul(per_group, w.reshape(groups, o // groups, -1).transpose(0, 2, 1))  # (G, M, O/G)
+    return product.transpose(1, 0, 2).reshape(m, o)
 
 
-def _windows(x, kernel, stride, padding, fill=0.0):
-    """All kernel-sized windows of x (padded): an (N, C, Ho, Wo, kH, kW) view, no copy."""
-    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
-    if ph or pw:
-        x = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
-    view = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))
-    return view[:, :, ::sh, ::sw]
+def rows_through_filters(rows, w, groups):
+    """The adjoint of filter_rows: output-gradient rows (M, O) back to im2col rows (M, C·K)."""
+    o, m = w.shape[0], rows.shape[0]
+    if groups == 1:
+        return rows @ w.reshape(o, -1)
+    per_group = rows.reshape(m, groups, o // groups).transpose(1, 0, 2)  # (G, M, O/G)
+    product = np.matmul(per_group, w.reshape(groups, o // groups, -1))   # (G, M, C/G·K)
+    return product.transpose(1, 0, 2).reshape(m, -1)
 
 
-class WindowOperation(Operation):
-    """Shared by conv and pooling ops: stride and padding (checked when built), and the output size rule."""
+def filter_gradient(rows, cols, w_shape, groups):
+    """dL/dw from output-gradient rows (M, O) and im2col rows (M, C·K), group by group."""
+    m = rows.shape[0]
+    if groups == 1:
+        return (rows.T @ cols).reshape(w_shape)
+    per_rows = rows.reshape(m, groups, -1).transpose(1, 2, 0)             # (G, O/G, M)
+    per_cols = cols.reshape(m, groups, -1).transpose(1, 0, 2)             # (G, M, C/G·K)
+    return np.matmul(per_rows, per_cols).reshape(w_shape)
 
-    abstract = True
 
-    def _set_window(self, check, stride, padding):
-        self.stride = check.pair("stride", stride, minimum=1)
-        self.padding = check.pair("padding", padding, minimum=0)
+def channels_last_rows(y):
+    """(N, O, *spatial) as (N·P, O) rows."""
+    return np.moveaxis(y, 1, -1).reshape(-1, y.shape[1])
 
-    def _spatial_out(self, x_shape, kernel):
-        """(Ho, Wo) for an NCHW input shape, raising ShapeError when the window does not fit."""
-        if x_shape is None or len(x_shape) != 4:
-            raise ShapeError(f"{self.op_type} needs an NCHW input of rank 4, got shape {x_shape}")
-        out = tuple(window_output_size(size, k, s, p) for size, k, s, p in
-                    zip(x_shape[2:], kernel, self.stride, self.padding))
-        if any(o is not None and o < 1 for o in out):
-            raise ShapeError(f"kernel {tuple(kernel)} does not fit input {x_shape} with padding {self.padding}; "
-                             "use a smaller kernel or more padding")
-        return out
 
-    def _pad_crop(self, padded):
-        (ph, pw) = self.padding
-        return padded[:, :, ph:padded.shape[2] - ph, pw:padded.shape[3] - pw]
+def channels_first(rows, n, spatial):
+    """(N·P, O) rows as a contiguous (N, O, *spatial) array."""
+    return np.ascontiguousarray(np.moveaxis(rows.reshape((n,) + tuple(spatial) + (-1,)), -1, 1))
+
+
+def conv_adjoint(g, w, x_shape, stride, pads, dilation, groups):
+    """g (N, O, *out) scattered back through the filters onto an x of shape x_shape: the input gradient of a
+    convolution, and the value of a transposed one."""
+    rank = g.ndim - 2
+    cols = rows_through_filters(channels_last_rows(g), w, groups)       # (N·P, C·K)
+    taps = cols.reshape((g.shape[0],) + g.shape[2:] + (x_shape[1],) + w.shape[2:])
+    order = (0, rank + 1) + tuple(range(1, rank + 1)) + tuple(range(rank + 2, 2 * rank + 2))
+    return scatter_windows(taps.transpose(order), x_shape, stride, pads, dilation)
 
 
 # ------------------------------------------------------------ convolution
-class Conv2D(WindowOperation):
-    """y[n,o] = Σ_c,i,j x[n,c,s·h+i,s·w+j] w[o,c,i,j]: x (N,C,H,W), w (O,C,kH,kW), zero padding.
+class ConvOperation(WindowOperation):
+    """Shared by the convolution ops: the window from the filter's rank, groups, and the shape checks."""
 
-    Gradient: (conv2d_back_input(g, w), conv2d_back_filter(x, g)).
+    abstract = True
+
+    def _set_conv(self, check, x, w, stride, padding, dilation, groups):
+        self._set_window(check, spatial_rank(check, "stride", None, w, x), stride, padding, dilation)
+        self.groups = check.integer("groups", groups, minimum=1)
+
+    def check_filter(self, w_shape, in_channels, what):
+        """Raise ShapeError unless w is (out_channels, in_channels / groups, *kernel) with a known kernel."""
+        rank = len(self.stride)
+        if w_shape is None or len(w_shape) != rank + 2 or any(k is None or k < 1 for k in w_shape[2:]):
+            raise ShapeError(f"needs a filter of shape {what} with {rank} known kernel sizes >= 1, "
+                             f"got {w_shape}")
+        g = self.groups
+        if in_channels is not None and in_channels % g:
+            raise ShapeError(f"{in_channels} input channels do not split into groups={g}")
+        if not dims_compatible(None if in_channels is None else in_channels // g, w_shape[1]):
+            raise ShapeError(f"the input has {in_channels} channels, so with groups={g} the filter "
+                             f"{what} needs {in_channels // g} at axis 1, got filter shape {w_shape}")
+
+
+    def check_output_gradient(self, x_shape, w_shape, grad_shape):
+        """Raise ShapeError unless grad may have the shape of the convolution of x by w."""
+        self.check_filter(w_shape, None if x_shape is None or len(x_shape) < 2 else x_shape[1],
+                          "(C_out, C_in / groups, *kernel)")
+        expected = (x_shape[0], w_shape[0]) + self.out_spatial(x_shape, w_shape[2:])
+        if not shapes_compatible(expected, grad_shape):
+            raise ShapeError(f"the output gradient has shape {grad_shape}, but the convolution of an input "
+                             f"{x_shape} by a filter {w_shape} has shape {expected}")
+
+
+class Conv(ConvOperation):
+    """y[n, o, p] = Σ_c,t x[n, g(o)·C/G + c, s·p + d·t - before] · w[o, c, t], zero padding, G groups
+    (output channel o sees only the input channels of its group g(o)); x (N, C, *spatial), w (O, C/G, *kernel).
+
+    Gradient: (conv_back_input(g, w), conv_back_filter(x, g)).
     """
 
-    def __init__(self, x, w, stride=1, padding=0, name=None):
-        self._set_window(Arguments(self, name, x, w), stride, padding)
+    def __init__(self, x, w, stride=1, padding=0, dilation=1, groups=1, name=None):
+        self._set_conv(Arguments(self, name, x, w), x, w, stride, padding, dilation, groups)
         super().__init__(x, w, name=name)
 
     def compute(self, x, w):
-        windows = _windows(x, w.shape[2:], self.stride, self.padding)
-        out = np.tensordot(windows, w, axes=([1, 4, 5], [1, 2, 3]))  # (N, Ho, Wo, O)
-        return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+        out = self.out_spatial(x.shape, w.shape[2:])
+        windows = sliding_windows(x, w.shape[2:], self.stride, self.pads(x.shape[2:], w.shape[2:]), self.dilation, out)
+        return channels_first(filter_rows(columns(windows), w, self.groups), x.shape[0], out)
 
     def infer_shape(self, x_shape, w_shape):
-        if w_shape is None or len(w_shape) != 4 or None in w_shape[2:] or 0 in w_shape[2:]:
-            raise ShapeError(f"conv2d needs a filter of shape (C_out, C_in, kH, kW) with known kH, kW >= 1, "
-                             f"got {w_shape}")
-        ho, wo = self._spatial_out(x_shape, w_shape[2:])
-        if not dims_compatible(x_shape[1], w_shape[1]):
-            raise ShapeError(f"conv2d input has {x_shape[1]} channels (shape {x_shape}, NCHW) but the filter "
-                             f"expects {w_shape[1]} (shape {w_shape}, (C_out, C_in, kH, kW))")
-        return (x_shape[0], w_shape[0], ho, wo)
+        self.check_filter(w_shape, None if x_shape is None or len(x_shape) < 2 else x_shape[1],
+                          "(C_out, C_in / groups, *kernel)")
+        spatial = self.out_spatial(x_shape, w_shape[2:])
+        if w_shape[0] is not None and w_shape[0] % self.groups:
+            raise ShapeError(f"{w_shape[0]} output channels (filter {w_shape}) do not split into "
+                             f"groups={self.groups}")
+        return (x_shape[0], w_shape[0]) + spatial
 
 
-def conv2d(x, w, stride=1, padding=0, name=None):
-    """2-D convolution (cross-correlation, as in every framework): x NCHW, w (C_out, C_in, kH, kW)."""
-    return Conv2D(x, w, stride, padding, name=name)
+class ConvBackInput(ConvOperation):
+    """dL/dx of conv: the gradient scattered back through the filters onto x's grid (x gives the shape)."""
 
-
-class Conv2DBackInput(WindowOperation):
-    """dL/dx of conv2d: the filter-weighted gradient scattered back onto x's (padded) grid."""
-
-    def __init__(self, grad, w, x, stride, padding, name=None):
-        self._set_window(Arguments(self, name, grad, w, x), stride, padding)
+    def __init__(self, grad, w, x, stride, padding, dilation=1, groups=1, name=None):
+        self._set_conv(Arguments(self, name, grad, w, x), x, w, stride, padding, dilation, groups)
         super().__init__(grad, w, x, name=name)
 
     def compute(self, grad, w, x):
-        (kh, kw), (sh, sw), (ph, pw) = w.shape[2:], self.stride, self.padding
-        n, c, h, wid = x.shape
-        padded = np.zeros((n, c, h + 2 * ph, wid + 2 * pw), dtype=grad.dtype)
-        ho, wo = grad.shape[2:]
-        for i in range(kh):
-            for j in range(kw):
-                contribution = np.tensordot(grad, w[:, :, i, j], axes=([1], [0]))  # (N, Ho, Wo, C)
-                padded[:, :, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw] += \
-                    contribution.transpose(0, 3, 1, 2)
-        return np.ascontiguousarray(self._pad_crop(padded))
+        return conv_adjoint(grad, w, x.shape, self.stride, self.pads(x.shape[2:], w.shape[2:]), self.dilation,
+                            self.groups)
 
     def infer_shape(self, grad_shape, w_shape, x_shape):
+        self.check_output_gradient(x_shape, w_shape, grad_shape)
         return x_shape
 
     def infer_dtype(self, grad, w, x):
         return grad
 
 
-class Conv2DBackFilter(WindowOperation):
-    """dL/dw of conv2d: each filter tap correlated with the gradient over the batch."""
+class ConvBackFilter(ConvOperation):
+    """dL/dw of conv: each filter tap correlated with the gradient over the batch, group by group."""
 
-    def __init__(self, x, grad, w, stride, padding, name=None):
-        self._set_window(Arguments(self, name, x, grad, w), stride, padding)
+    def __init__(self, x, grad, w, stride, padding, dilation=1, groups=1, name=None):
+        self._set_conv(Arguments(self, name, x, grad, w), x, w, stride, padding, dilation, groups)
         super().__init__(x, grad, w, name=name)
 
     def compute(self, x, grad, w):
-        windows = _windows(x, w.shape[2:], self.stride, self.padding)
-        return np.tensordot(grad, windows, axes=([0, 2, 3], [0, 2, 3]))  # (O, C, kH, kW)
+        windows = sliding_windows(x, w.shape[2:], self.stride, self.pads(x.shape[2:], w.shape[2:]), self.dilation,
+                                  grad.shape[2:])
+        return filter_gradient(channels_last_rows(grad), columns(windows), w.shape, self.groups)
 
     def infer_shape(self, x_shape, grad_shape, w_shape):
+        self.check_output_gradient(x_shape, w_shape, grad_shape)
         return w_shape
 
     def infer_dtype(self, x, grad, w):
         return grad
 
 
-@register_gradient(Conv2D)
-def _conv2d_grad(op, grad):
+@register_gradient(Conv)
+def _conv_grad(op, grad):
     x, w = op.inputs
-    return [Conv2DBackInput(grad, w, x, op.stride, op.padding),
-            Conv2DBackFilter(x, grad, w, op.stride, op.padding)]
+    window = _same_window(op)
+    return [ConvBackInput(grad, w, x, **window), ConvBackFilter(x, grad, w, **window)]
 
 
-@register_gradient(Conv2DBackInput)
-def _conv2d_back_input_grad(op, grad):
+@register_gradient(ConvBackInput)
+def _conv_back_input_grad(op, grad):
     g, w, x = op.inputs
-    return [Conv2D(grad, w, op.stride, op.padding), Conv2DBackFilter(grad, g, w, op.stride, op.padding), None]
+    window = _same_window(op)
+    return [Conv(grad, w, **window), ConvBackFilter(grad, g, w, **window), None]
 
 
-@register_gradient(Conv2DBackFilter)
-def _conv2d_back_filter_grad(op, grad):
+@register_gradient(ConvBackFilter)
+def _conv_back_filter_grad(op, grad):
     x, g, w = op.inputs
-    return [Conv2DBackInput(g, grad, x, op.stride, op.padding), Conv2D(x, grad, op.stride, op.padding), None]
-
-
-# ------------------------------------------------------------ max pooling
-class PoolOperation(WindowOperation):
-    """A pooling op: kernel_size, stride (defaults to kernel_size) and padding."""
-
-    abstract = True
-
-    def __init__(self, *inputs, kernel_size, stride=None, padding=0, name=None):
-        check = Arguments(self, name, *inputs)
-        self.kernel = check.pair("kernel_size", kernel_size, minimum=1)
-        self._set_window(check, self.kernel if stride is None else stride, padding)
-        if any(p > k // 2 for p, k in zip(self.padding, self.kernel)):
-            check.fail("padding", padding, f"is more than half the kernel size {self.kernel}",
-                       "pad at most kernel_size // 2 on each side (a window must see some input)")
-        super().__init__(*inputs, name=name)
-
-    def _argmax_positions(self, x):
-        """Row and column (in padded coordinates) of the first maximum of every window."""
-        windows = _windows(x, self.kernel, self.stride, self.padding, fill=-np.inf)
-        n, c, ho, wo, kh, kw = windows.shape
-        flat = windows.reshape(n, c, ho, wo, kh * kw).argmax(axis=-1)
-        rows = flat // kw + (np.arange(ho) * self.stride[0])[:, None]
-        cols = flat % kw + (np.arange(wo) * self.stride[1])[None, :]
-        return rows, cols
-
-    def _index(self, x):
-        n, c = x.shape[:2]
-        rows, cols = self._argmax_positions(x)
-        return (np.arange(n)[:, None, None, None], np.arange(c)[None, :, None, None], rows, cols)
-
-    def _padded_zeros(self, x, dtype):
-        (ph, pw) = self.padding
-        n, c, h, w = x.shape
-        return np.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype)
-
-
-class MaxPool2D(PoolOperation):
-    """The maximum of each window.  Gradient: g to the first maximum of each window (as PyTorch)."""
-
-    def __init__(self, x, kernel_size, stride=None, padding=0, name=None):
-        super().__init__(x, kernel_size=kernel_size, stride=stride, padding=padding, name=name)
-
-    def compute(self, x):
-        return _windows(x, self.kernel, self.stride, self.padding, fill=-np.inf).max(axis=(4, 5))
-
-    def infer_shape(self, x_shape):
-        spatial = self._spatial_out(x_shape, self.kernel)
-        return x_shape[:2] + spatial
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0, name=None):
-    """Max pooling over kernel_size windows (stride defaults to kernel_size), NCHW."""
-    return MaxPool2D(x, kernel_size, stride, padding, name=name)
-
-
-class MaxPool2DGrad(PoolOperation):
-    """Scatter g (pooled shape) onto x's grid at each window's first maximum (overlaps add up)."""
-
-    def compute(self, x, grad):
-        out = self._padded_zeros(x, grad.dtype)
-        np.add.at(out, self._index(x), grad)
-        return np.ascontiguousarray(self._pad_crop(out))
-
-    def infer_shape(self, x_shape, grad_shape):
-        return x_shape
-
-    def infer_dtype(self, x, grad):
-        return grad
-
-
-class MaxPool2DGather(PoolOperation):
-    """Pick h (x's shape) at each window's first maximum: the adjoint of MaxPool2DGrad."""
-
-    def compute(self, x, h):
-        (ph, pw) = self.padding
-        padded = np.pad(h, ((0, 0), (0, 0), (ph, ph), (pw, pw))) if ph or pw else h
-        return padded[self._index(x)]
-
-    def infer_shape(self, x_shape, h_shape):
-        spatial = self._spatial_out(x_shape, self.kernel)
-        return x_shape[:2] + spatial
-
-    def infer_dtype(self, x, h):
-        return h
+    window = _same_window(op)
+    return [ConvBackInput(g, grad, x, **window), Conv(x, grad, **window), None]
 
 
 def _same_window(op):
-    return dict(kernel_size=op.kernel, stride=op.stride, padding=op.padding)
+    return dict(stride=op.stride, padding=op.padding, dilation=op.dilation, groups=op.groups)
 
 
-@register_gradient(MaxPool2D)
-def _max_pool_grad(op, grad):
-    return [MaxPool2DGrad(op.inputs[0], grad, **_same_window(op))]
+# ------------------------------------------------------------ transposed convolution
+class ConvTranspose(ConvOperation):
+    """The adjoint of conv (a "deconvolution"): each input value spreads w over an s-strided output grid.
+    x (N, C, *spatial), w (C, O/G, *kernel), y (N, O, *out) with
+    out = s·(n - 1) + d·(k - 1) + 1 + output_padding - before - after.
+
+    Gradient: (conv(g, w), conv_back_filter(g, x)), with the same stride, padding, dilation and groups.
+    """
+
+    def __init__(self, x, w, stride=1, padding=0, output_padding=0, dilation=1, groups=1, name=None):
+        check = Arguments(self, name, x, w)
+        rank = spatial_rank(check, "stride", None, w, x)
+        self.stride = check.ints("stride", stride, rank, minimum=1)
+        self.padding = check.padding("padding", padding, rank, modes=("valid",))
+        self.dilation = check.ints("dilation", dilation, rank, minimum=1)
+        self.output_padding = check.ints("output_padding", output_padding, rank, minimum=0)
+        if any(p >= s for p, s in zip(self.output_padding, self.stride)):
+            check.fail("output_padding", output_padding, f"is not below the stride {self.stride}",
+                       "pad the output by less than the stride on each axis (it only picks among the sizes "
+                       "a strided convolution maps to one input size)")
+        self.groups = check.integer("groups", groups, minimum=1)
+        super().__init__(x, w, name=name)
+
+    def out_spatial(self, x_shape, kernel, what="input"):
+        rank = len(kernel)
+        if x_shape is None or len(x_shape) != rank + 2:
+            raise ShapeError(f"needs an input of rank {rank + 2} (N, C and {rank} spatial axes), "
+                             f"got shape {x_shape}")
+        pads = self.pads(x_shape[2:], kernel)
+        out = tuple(None if n is None else s * (n - 1) + span(k, d) + extra - before - after
+                    for n, k, s, d, extra, (before, after) in
+                    zip(x_shape[2:], kernel, self.stride, self.dilation, self.output_padding, pads))
+        if any(o is not None and o < 1 for o in out):
+            raise ShapeError(f"padding {self.padding} crops away the whole output of input "
+                             f"{x_shape}; pad less")
+        return out
+
+    def compute(self, x, w):
+        out = self.out_spatial(x.shape, w.shape[2:])
+        y_shape = (x.shape[0], w.shape[1] * self.groups) + out
+        return conv_adjoint(x, w, y_shape, self.stride, self.pads(out, w.shape[2:]), self.dilation, self.groups)
+
+    def infer_shape(self, x_shape, w_shape):
+        in_channels = None if x_shape is None or len(x_shape) < 2 else x_shape[1]
+        rank = len(self.stride)
+        if w_shape is None or len(w_shape) != rank + 2 or any(k is None or k < 1 for k in w_shape[2:]):
+            raise ShapeError(f"needs a filter of shape (C_in, C_out / groups, *kernel) with {rank} "
+                             f"known kernel sizes >= 1, got {w_shape}")
+        if not dims_compatible(in_channels, w_shape[0]):
+            raise ShapeError(f"the input has {in_channels} channels but the filter "
+                             f"(C_in, C_out / groups, *kernel) has {w_shape[0]} (shape {w_shape})")
+        if w_shape[0] is not None and w_shape[0] % self.groups:
+            raise ShapeError(f"{w_shape[0]} input channels do not split into groups={self.groups}")
+        out_channels = None if w_shape[1] is None else w_shape[1] * self.groups
+        return (x_shape[0], out_channels) + self.out_spatial(x_shape, w_shape[2:])
 
 
-@register_gradient(MaxPool2DGrad)
-def _max_pool_grad_grad(op, grad):
-    return [None, MaxPool2DGather(op.inputs[0], grad, **_same_window(op))]
+@register_gradient(ConvTranspose)
+def _conv_transpose_grad(op, grad):
+    x, w = op.inputs
+    window = _same_window(op)
+    return [Conv(grad, w, **window), ConvBackFilter(grad, x, w, **window)]
 
 
-@register_gradient(MaxPool2DGather)
-def _max_pool_gather_grad(op, grad):
-    return [None, MaxPool2DGrad(op.inputs[0], grad, **_same_window(op))]
+# ------------------------------------------------------------ the public functions
+def _bias(y, bias, rank):
+    return y if bias is None else y + reshape(bias, (1, -1) + (1,) * rank)
 
 
-# ------------------------------------------------------------ average pooling
-class AvgPool2D(PoolOperation):
-    """The mean of each window, zero padding counted (PyTorch's default).  Gradient: g/(kH·kW) to every tap."""
-
-    def __init__(self, x, kernel_size, stride=None, padding=0, name=None):
-        super().__init__(x, kernel_size=kernel_size, stride=stride, padding=padding, name=name)
-
-    def compute(self, x):
-        return _windows(x, self.kernel, self.stride, self.padding).mean(axis=(4, 5))
-
-    def infer_shape(self, x_shape):
-        spatial = self._spatial_out(x_shape, self.kernel)
-        return x_shape[:2] + spatial
+def _check_filter_rank(op_class, name, x, w, rank, function):
+    known = rank_of(w)
+    if known is not None and known != rank + 2:
+        Arguments(op_class, name, x, w).fail(
+            "w", f"a filter of rank {known}", f"does not fit {function}, whose filters have rank {rank + 2}",
+            f"pass a filter with {rank} kernel sizes after its two channel axes")
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0, name=None):
-    """Average pooling over kernel_size windows (stride defaults to kernel_size), NCHW."""
-    return AvgPool2D(x, kernel_size, stride, padding, name=name)
+def _conv_nd(rank):
+    def conv(x, w, stride=1, padding=0, dilation=1, groups=1, bias=None, name=None):
+        _check_filter_rank(Conv, name, x, w, rank, f"conv{rank}d")
+        return _bias(Conv(x, w, stride, padding, dilation, groups, name=name), bias, rank)
+    conv.__name__ = conv.__qualname__ = f"conv{rank}d"
+    layout = {1: "NCL", 2: "NCHW", 3: "NCDHW"}[rank]
+    conv.__doc__ = (f"{rank}-D convolution (cross-correlation, as in every framework): x {layout}, w (C_out, C_in / "
+                    f"groups, *kernel); padding an int, per-axis ints or pairs, 'valid' or 'same'.")
+    return conv
 
 
-class AvgPool2DGrad(PoolOperation):
-    """Spread g (pooled shape) evenly over each window, back on x's grid: the adjoint of AvgPool2D."""
-
-    def compute(self, x, grad):
-        (kh, kw), (sh, sw) = self.kernel, self.stride
-        out = self._padded_zeros(x, grad.dtype)
-        ho, wo = grad.shape[2:]
-        share = grad / (kh * kw)
-        for i in range(kh):
-            for j in range(kw):
-                out[:, :, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw] += share
-        return np.ascontiguousarray(self._pad_crop(out))
-
-    def infer_shape(self, x_shape, grad_shape):
-        return x_shape
-
-    def infer_dtype(self, x, grad):
-        return grad
+def _conv_transpose_nd(rank):
+    def conv_transpose(x, w, stride=1, padding=0, output_padding=0, groups=1, dilation=1, bias=None, name=None):
+        _check_filter_rank(ConvTranspose, name, x, w, rank, f"conv_transpose{rank}d")
+        return _bias(ConvTranspose(x, w, stride, padding, output_padding, dilation, groups, name=name), bias, rank)
+    conv_transpose.__name__ = conv_transpose.__qualname__ = f"conv_transpose{rank}d"
+    conv_transpose.__doc__ = (f"{rank}-D transposed convolution (the gradient of conv{rank}d with respect to its "
+                              "input, as torch's): w (C_in, C_out / groups, *kernel).")
+    return conv_transpose
 
 
-@register_gradient(AvgPool2D)
-def _avg_pool_grad(op, grad):
-    return [AvgPool2DGrad(op.inputs[0], grad, **_same_window(op))]
-
-
-@register_gradient(AvgPool2DGrad)
-def _avg_pool_grad_grad(op, grad):
-    return [None, AvgPool2D(grad, **_same_window(op))]
+conv1d, conv2d, conv3d = _conv_nd(1), _conv_nd(2), _conv_nd(3)
+conv_transpose1d, conv_transpose2d, conv_transpose3d = _conv_transpose_nd(1), _conv_transpose_nd(2), \
+    _conv_transpose_nd(3)

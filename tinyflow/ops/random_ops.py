@@ -3,9 +3,18 @@ import numpy as np
 
 from ..arguments import Arguments
 from ..nodes import Node, Operation
-from ..random import generator
+from ..random import next_seed
 from .math_ops import multiply
 from .registry import not_differentiable
+
+
+def legacy_stream(seed):
+    """A numpy Generator drawing what np.random.RandomState(seed) draws (numpy's legacy seeding of MT19937), whose
+    state fit checkpoints save like any Generator's."""
+    state = np.random.RandomState(seed).get_state(legacy=False)
+    bits = np.random.MT19937()
+    bits.state = {"bit_generator": state["bit_generator"], "state": state["state"]}
+    return np.random.Generator(bits)
 
 
 class DropoutMask(Operation):
@@ -13,22 +22,41 @@ class DropoutMask(Operation):
 
     Dropout multiplies x by this mask, so its gradient is the same mask times g
     and the mask is drawn once per run for both the forward and backward pass.
+    `rate` is a number, or a scalar node read when the mask is drawn (ONNX's Dropout takes it as an
+    input). The draws are numpy's RandomState(seed) stream (legacy_stream), uniform in [0, 1), kept where >= rate:
+    for a given seed the first mask is the one ONNX's reference implementation draws.
     """
 
     def __init__(self, x, rate, training=None, seed=None, name=None):
         check = Arguments(self, name, x)
-        self.rate = check.number("rate", rate, 0.0, 1.0, high_open=True)
-        self.rng = generator(None if seed is None else check.integer("seed", seed, minimum=0))
-        inputs = (x,) if training is None else (x, training)
+        self.rate = None if isinstance(rate, Node) else check.number("rate", rate, 0.0, 1.0, high_open=True)
+        if seed is not None:
+            self.seed = check.integer("seed", seed, minimum=0)
+            if self.seed >= 2 ** 32:
+                check.fail("seed", seed, "is not below 2**32", "pass a seed in [0, 2**32)")
+        self.rng = legacy_stream(next_seed() if seed is None else self.seed)
+        inputs = (x,) + (() if self.rate is not None else (rate,)) + (() if training is None else (training,))
         super().__init__(*inputs, name=name)
 
-    def compute(self, x, training=True):
-        if not training or self.rate == 0.0:
-            return np.ones_like(x)
-        keep = self.rng.random(x.shape) >= self.rate
-        return keep.astype(x.dtype) / np.asarray(1.0 - self.rate, x.dtype)
+    @property
+    def training_input(self):
+        """The node saying whether to drop (None: always)."""
+        return self.inputs[-1] if len(self.inputs) == (2 if self.rate is not None else 3) else None
 
-    def infer_shape(self, x_shape, training_shape=()):
+    def compute(self, x, *rate_and_training):
+        rate = self.rate
+        if rate is None:
+            rate = float(np.asarray(rate_and_training[0]).reshape(()))
+            rate_and_training = rate_and_training[1:]
+            if not 0.0 <= rate < 1.0:
+                raise ValueError(f"the dropout rate fed is {rate}; it must be in [0, 1)")
+        training = rate_and_training[0] if rate_and_training else True
+        if not training or rate == 0.0:
+            return np.ones_like(x)
+        keep = self.rng.random(x.shape) >= rate
+        return keep.astype(x.dtype) / np.asarray(1.0 - rate, x.dtype)
+
+    def infer_shape(self, x_shape, *other_shapes):
         return x_shape
 
 

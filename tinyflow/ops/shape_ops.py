@@ -1,5 +1,5 @@
 """Ops that change a shape but keep the values in order: squeeze, unsqueeze, flatten, broadcast_to / expand,
-tile; and split and stack, built from slicing and concat.
+tile; reshape and expand to a shape computed at run time; and split and stack, built from slicing and concat.
 
 Each op class is followed by its snake_case function and its registered gradient.
 """
@@ -8,7 +8,8 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
-from ..nodes import Operation, as_node
+from ..errors import ShapeError
+from ..nodes import Node, Operation, as_node
 from ..shapes import broadcast_shapes
 from .array_ops import ReshapeLike, _node_list, concat, get_item
 from .broadcasting import SumToShapeOf
@@ -129,7 +130,12 @@ class BroadcastTo(Operation):
 
 
 def expand(x, shape, name=None):
-    """x repeated along size-1 axes to `shape` (ONNX Expand; a 1 or -1 in shape keeps x's size, as torch)."""
+    """x repeated along size-1 axes to `shape` (ONNX Expand; a 1 or -1 in shape keeps x's size, as torch).
+
+    `shape` may be an int64 vector node computed at run time (then x broadcasts against it both ways).
+    """
+    if isinstance(shape, Node) or getattr(shape, "graph", False) is None:  # a graph node or an eager Tensor
+        return ExpandTo(x, shape, name=name)
     if isinstance(shape, (tuple, list, np.ndarray)):
         shape = tuple(1 if is_int(d) and d == -1 else d for d in shape)
     return BroadcastTo(x, shape, name=name)
@@ -148,6 +154,128 @@ def broadcast_to(x, shape, name=None):
 @register_gradient(BroadcastTo)
 def _broadcast_to_grad(op, grad):
     return [SumToShapeOf(grad, op.inputs[0])]
+
+
+def known_entries(node):
+    """The entries of an int vector (or scalar) node as far as they are known when the graph is built: a list
+    of ints and None (unknown), or None when not even the length is known.
+
+    Follows what shape arithmetic is made of (ONNX exporters write x.view(n, 3, 2) as Shape -> Gather ->
+    Unsqueeze -> Concat): constants, shapes of nodes, picking entries, concat, casts and reshapes.
+    """
+    from ..nodes import Constant
+    if not isinstance(node, Node) or node.shape is None or len(node.shape) > 1 or None in node.shape:
+        return None
+    op = node.op_type
+    if isinstance(node, Constant):
+        return [int(v) for v in np.asarray(node.value).reshape(-1)]
+    if op == "Shape" and node.inputs[0].shape is not None:
+        return list(node.inputs[0].shape[getattr(node, "start", 0):getattr(node, "end", None)])
+    if op in ("Cast", "Identity", "Reshape", "ReshapeTo", "Squeeze", "Unsqueeze", "Flatten"):
+        return known_entries(node.inputs[0])
+    if op == "Concat" and node.axis == 0:
+        parts = [known_entries(x) for x in node.inputs]
+        return None if None in parts else [v for part in parts for v in part]
+    if op in ("Gather", "GetItem"):
+        entries = known_entries(node.inputs[0])
+        index = (np.asarray(node.key[0]) if op == "GetItem" and len(node.key) == 1 and not isinstance(
+                 node.key[0], slice) else node.inputs[1].value if op == "Gather" and isinstance(
+                 node.inputs[1], Constant) else None)
+        if op == "GetItem" and len(node.key) == 1 and isinstance(node.key[0], slice) and entries is not None:
+            return entries[node.key[0]]
+        if entries is not None and index is not None:
+            return [entries[int(i)] for i in np.asarray(index).reshape(-1)]
+    return [None] * (node.shape[0] if node.shape else 1)
+
+
+def _check_vector(check, dims_shape):
+    if dims_shape is not None and len(dims_shape) != 1:
+        check.fail("dims", dims_shape, "is not a 1-D vector of sizes", "pass a 1-D int64 node")
+
+
+class ReshapeTo(Operation):
+    """x reshaped to the shape held by the int vector node `dims`, known only at run time (ONNX Reshape).
+
+    One -1 is inferred; a 0 copies x's size at that position unless `allowzero` (then it means 0).
+    Gradient: g reshaped back to x's shape.
+    """
+
+    def __init__(self, x, dims, allowzero=True, name=None):
+        check = Arguments(self, name, x, dims)
+        self.allowzero = check.flag("allowzero", allowzero)
+        _check_vector(check, getattr(dims, "shape", None))
+        self.known = known_entries(dims)  # ints and None (known at run time only)
+        super().__init__(x, dims, name=name)
+
+    def target(self, x_shape, dims):
+        """The shape from the vector `dims` (-1 left for numpy to infer) for an input of shape x_shape."""
+        if not self.allowzero:
+            dims = [x_shape[i] if d == 0 and i < len(x_shape) else d for i, d in enumerate(dims)]
+        return tuple(None if d is None else int(d) for d in dims)
+
+    def compute(self, x, dims):
+        if dims.dtype.kind not in "iu" or dims.ndim != 1:
+            raise ValueError(f"the shape must be a 1-D integer vector, got {dims.dtype} of shape {dims.shape}")
+        return np.reshape(x, self.target(x.shape, dims.tolist()))
+
+    def infer_shape(self, x_shape, dims_shape):
+        if self.known is None:
+            return None
+        if x_shape is None and not self.allowzero and 0 in self.known:
+            return (None,) * len(self.known)
+        target = self.target(x_shape, self.known)
+        if -1 not in target:
+            return target
+        rest = [d for d in target if d != -1]
+        if x_shape is None or None in x_shape or None in rest or 0 in rest:
+            return tuple(None if d == -1 else d for d in target)
+        return tuple(math.prod(x_shape) // math.prod(rest) if d == -1 else d for d in target)
+
+    def infer_dtype(self, x, dims):
+        return x
+
+
+class ExpandTo(Operation):
+    """x broadcast against the shape held by the int vector node `dims`, known only at run time (ONNX Expand).
+
+    Gradient: g summed back to x's shape.
+    """
+
+    def __init__(self, x, dims, name=None):
+        check = Arguments(self, name, x, dims)
+        _check_vector(check, getattr(dims, "shape", None))
+        self.known = known_entries(dims)  # ints and None (known at run time only)
+        super().__init__(x, dims, name=name)
+
+    def compute(self, x, dims):
+        return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(int(d) for d in dims)))
+
+    def infer_shape(self, x_shape, dims_shape):
+        if x_shape is None or self.known is None:
+            return None
+        rank = max(len(x_shape), len(self.known))
+        aligned = (1,) * (rank - len(x_shape)) + tuple(x_shape)
+        wanted = (1,) * (rank - len(self.known)) + tuple(self.known)
+        out = []
+        for d, w in zip(aligned, wanted):  # a size other than 1 on either side is the result's size
+            sizes = {v for v in (d, w) if v is not None and v != 1}
+            if len(sizes) > 1:
+                raise ShapeError(f"cannot expand shape {x_shape} to {self.known}: sizes {sorted(sizes)} clash")
+            out.append(sizes.pop() if sizes else 1 if d == w == 1 else None)
+        return tuple(out)
+
+    def infer_dtype(self, x, dims):
+        return x
+
+
+@register_gradient(ReshapeTo)
+def _reshape_to_grad(op, grad):
+    return [ReshapeLike(grad, op.inputs[0]), None]
+
+
+@register_gradient(ExpandTo)
+def _expand_to_grad(op, grad):
+    return [SumToShapeOf(grad, op.inputs[0]), None]
 
 
 class Tile(Operation):

@@ -43,6 +43,7 @@ An export rule `fn(ex, node)` gets the exporter (tinyflow/onnx/export.py: `ex.na
 `ex.emit(onnx_type, inputs, hint, **attrs)`, `ex.constant(array, hint)`, `ex.static_value(node)`) and a
 tinyflow node, and returns the ONNX value name holding the node's result.
 """
+OPSET = 17  # the opset tfl.onnx.export writes
 IMPORTS = {}  # ONNX op type -> fn(ctx, node)
 EXPORTS = {}  # tinyflow op type -> fn(exporter, node)
 

@@ -112,8 +112,8 @@ def _square(ex, node):
 
 def _multiply(ex, node):
     for i, inp in enumerate(node.inputs):  # x * dropout-mask in evaluation mode is x
-        if inp.op_type == "DropoutMask" and len(inp.inputs) > 1 and ex.static_value(inp.inputs[1]) is not None \
-                and not bool(ex.static_value(inp.inputs[1])):
+        training = inp.training_input if inp.op_type == "DropoutMask" else None
+        if training is not None and ex.static_value(training) is not None and not bool(ex.static_value(training)):
             return ex.name_of(node.inputs[1 - i])
     return ex.emit("Mul", [ex.name_of(i) for i in node.inputs], "Mul")
 

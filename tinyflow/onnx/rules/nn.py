@@ -8,7 +8,8 @@ import numpy as np
 from ... import ops
 from ...nodes import Variable
 from ...ops.array_ops import ReshapeLike
-from . import exports, imports, same_op
+from ..errors import OnnxExportError
+from . import OPSET, exports, imports, same_op
 
 
 # ---------------------------------------------------------------- MatMul
@@ -120,25 +121,35 @@ imports("MaxPool")(_pool(ops.max_pool2d, "MaxPool"))
 imports("AveragePool")(_pool(ops.avg_pool2d, "AveragePool"))
 
 
+def _onnx_pads(node):
+    """The op's padding as ONNX attributes: auto_pad for the modes, else pads [begin..., end...]."""
+    if isinstance(node.padding, str):
+        return {"auto_pad": node.padding.upper()}
+    return {"pads": [p[0] for p in node.padding] + [p[1] for p in node.padding]}
+
+
 def _export_conv(ex, node):
     w = node.inputs[1]
-    (ph, pw), (sh, sw) = node.padding, node.stride
     return ex.emit("Conv", [ex.name_of(node.inputs[0]), ex.name_of(w)], "Conv", kernel_shape=list(w.shape[2:]),
-                   strides=[sh, sw], pads=[ph, pw, ph, pw])
+                   strides=list(node.stride), dilations=list(node.dilation), group=node.groups, **_onnx_pads(node))
 
 
 def _export_pool(onnx_type):
     def export(ex, node):
-        (ph, pw), (sh, sw) = node.padding, node.stride
-        extra = {"count_include_pad": 1} if onnx_type == "AveragePool" else {}  # tinyflow averages zero padding in
+        extra = {"count_include_pad": int(node.count_include_pad)} if onnx_type == "AveragePool" else {}
+        if any(d != 1 for d in node.dilation):
+            if onnx_type == "AveragePool":  # AveragePool has dilations from opset 19 on
+                raise OnnxExportError(f"AvgPool '{node.name}' is dilated {node.dilation}; opset {OPSET}'s "
+                                      "AveragePool has no dilations")
+            extra["dilations"] = list(node.dilation)
         return ex.emit(onnx_type, [ex.name_of(node.inputs[0])], onnx_type, kernel_shape=list(node.kernel),
-                       strides=[sh, sw], pads=[ph, pw, ph, pw], **extra)
+                       strides=list(node.stride), ceil_mode=int(node.ceil_mode), **_onnx_pads(node), **extra)
     return export
 
 
-exports("Conv2D")(_export_conv)
-exports("MaxPool2D")(_export_pool("MaxPool"))
-exports("AvgPool2D")(_export_pool("AveragePool"))
+exports("Conv")(_export_conv)
+exports("MaxPool")(_export_pool("MaxPool"))
+exports("AvgPool")(_export_pool("AveragePool"))
 
 
 # ---------------------------------------------------------------- BatchNormalization (inference)

@@ -1,0 +1,316 @@
+"""Max and average pooling over 1, 2 or 3 spatial axes (N, C, *spatial), and global pooling.
+
+Windows (kernel_size, stride, padding, dilation, ceil_mode) as in windows.py. Max pooling
+ignores padding (it never wins); the gradient goes to the first maximum of each window, as
+in PyTorch, and NaN counts as the largest value, as in numpy's max. Average pooling divides
+by the window's size, padding included or not (count_include_pad); the values a ceil_mode
+window reaches beyond the padding never count.
+"""
+import math
+
+import numpy as np
+
+from ..arguments import Arguments
+from ..errors import ShapeError
+from ..shapes import shapes_compatible
+from .reductions import ReduceMax, ReduceMean, reduce_max, reduce_mean
+from .registry import not_differentiable, register_gradient
+from .windows import WindowOperation, scatter_windows, sliding_windows, span, spatial_rank
+
+
+def lowest(dtype):
+    """The padding value max pooling never picks over a real value: -inf, or the integer dtype's minimum."""
+    return -np.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
+
+
+class PoolOperation(WindowOperation):
+    """A pooling op: kernel_size, stride (defaults to kernel_size), padding, dilation and ceil_mode."""
+
+    abstract = True
+
+    def __init__(self, *inputs, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, name=None):
+        check = Arguments(self, name, *inputs)
+        rank = spatial_rank(check, "kernel_size", kernel_size, inputs[0])
+        self.kernel = check.ints("kernel_size", kernel_size, rank, minimum=1)
+        self._set_window(check, rank, self.kernel if stride is None else stride, padding, dilation)
+        self.ceil_mode = check.flag("ceil_mode", ceil_mode)
+        if not isinstance(self.padding, str):
+            for pads, k, d in zip(self.padding, self.kernel, self.dilation):
+                if max(pads) >= span(k, d):
+                    check.fail("padding", padding, f"is as large as the window ({k} taps, dilation {d})",
+                               "pad each side by less than the window spans (a window must see some input)")
+        elif ceil_mode and self.padding != "valid":
+            check.fail("ceil_mode", ceil_mode, f"does not go with padding={self.padding!r}",
+                       "use explicit padding with ceil_mode")
+        super().__init__(*inputs, name=name)
+
+    def window(self):
+        """The window's arguments, to build another pooling op on the same windows."""
+        return dict(kernel_size=self.kernel, stride=self.stride, padding=self.padding, dilation=self.dilation,
+                    ceil_mode=self.ceil_mode)
+
+    def windows(self, x, fill):
+        """x's windows: an (N, C, *out, *kernel) view."""
+        return sliding_windows(x, self.kernel, self.stride, self.pads(x.shape[2:], self.kernel), self.dilation,
+                               self.out_spatial(x.shape, self.kernel), fill)
+
+    def pooled_shape(self, x_shape):
+        return x_shape[:2] + self.out_spatial(x_shape, self.kernel)
+
+    def check_same_shape(self, shape, expected, what):
+        """Raise ShapeError unless `shape` may equal `expected`."""
+        if not shapes_compatible(shape, expected):
+            raise ShapeError(f"{what} has shape {shape}, but this window needs {expected}")
+
+
+# ------------------------------------------------------------ max pooling
+class MaxPoolOperation(PoolOperation):
+    """Shared by the max pooling ops: where each window's first maximum is."""
+
+    abstract = True
+
+    def first_maximum(self, x):
+        """(flat index in its (N, C) plane of each window's first maximum, whether that lies in x): (N, C, *out)."""
+        rank = len(self.kernel)
+        windows = self.windows(x, lowest(x.dtype))
+        inside = self.windows(np.ones((1, 1) + x.shape[2:], bool), False)
+        taps = windows.reshape(windows.shape[:2 + rank] + (-1,))
+        top = taps.max(axis=-1, keepdims=True)
+        is_top = taps == top
+        if x.dtype.kind == "f":
+            is_top |= np.isnan(taps) & np.isnan(top)
+        is_top &= inside.reshape(inside.shape[:2 + rank] + (-1,))  # padding never wins, even against -inf
+        tap = np.unravel_index(is_top.argmax(axis=-1), self.kernel)
+        out = windows.shape[2:2 + rank]
+        pads = self.pads(x.shape[2:], self.kernel)
+        coords, found = [], is_top.any(axis=-1)
+        for axis, (t, o, s, d, (before, _), n) in enumerate(zip(tap, out, self.stride, self.dilation, pads,
+                                                               x.shape[2:])):
+            start = (np.arange(o) * s - before).reshape((o,) + (1,) * (rank - 1 - axis))
+            coord = start + t * d
+            found &= (coord >= 0) & (coord < n)
+            coords.append(np.clip(coord, 0, n - 1))
+        return np.ravel_multi_index(coords, x.shape[2:]), found
+
+    def flat_positions(self, x):
+        """(index of each window's first maximum in x.reshape(-1), whether that lies in x)."""
+        flat, found = self.first_maximum(x)
+        n, c = x.shape[:2]
+        planes = np.arange(n * c).reshape((n, c) + (1,) * len(self.kernel)) * math.prod(x.shape[2:])
+        return planes + flat, found
+
+
+class MaxPool(MaxPoolOperation):
+    """The maximum of each window (padding ignored).  Gradient: g to each window's first maximum (as PyTorch)."""
+
+    def __init__(self, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, name=None):
+        super().__init__(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                         ceil_mode=ceil_mode, name=name)
+
+    def compute(self, x):
+        windows = self.windows(x, lowest(x.dtype))
+        return windows.max(axis=tuple(range(-len(self.kernel), 0)))
+
+    def infer_shape(self, x_shape):
+        return self.pooled_shape(x_shape)
+
+
+class MaxPoolGrad(MaxPoolOperation):
+    """Scatter g (pooled shape) onto x's grid at each window's first maximum (overlaps add up)."""
+
+    def compute(self, x, grad):
+        index, found = self.flat_positions(x)
+        total = np.bincount(index[found], weights=grad[found], minlength=x.size)
+        return total.astype(grad.dtype).reshape(x.shape)
+
+    def infer_shape(self, x_shape, grad_shape):
+        self.check_same_shape(grad_shape, self.pooled_shape(x_shape), "the pooled gradient")
+        return x_shape
+
+    def infer_dtype(self, x, grad):
+        return grad
+
+
+class MaxPoolGather(MaxPoolOperation):
+    """Pick h (x's shape) at each window's first maximum: the adjoint of MaxPoolGrad."""
+
+    def compute(self, x, h):
+        index, found = self.flat_positions(x)
+        return np.where(found, h.reshape(-1)[index], np.zeros((), h.dtype))
+
+    def infer_shape(self, x_shape, h_shape):
+        self.check_same_shape(h_shape, x_shape, "the gathered input")
+        return self.pooled_shape(x_shape)
+
+    def infer_dtype(self, x, h):
+        return h
+
+
+class MaxPoolIndices(MaxPoolOperation):
+    """Where each window's first maximum is, as int64: flat in its (N, C) plane (PyTorch's return_indices), or
+    flat in the whole tensor (whole_tensor, ONNX's Indices), its spatial axes read in reverse order when
+    storage_order=1 (ONNX's column-major)."""
+
+    def __init__(self, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, whole_tensor=False,
+                 storage_order=0, name=None):
+        check = Arguments(self, name, x)
+        self.whole_tensor = check.flag("whole_tensor", whole_tensor)
+        self.storage_order = check.integer("storage_order", storage_order, minimum=0)
+        if self.storage_order > 1:
+            check.fail("storage_order", storage_order, "is neither 0 nor 1", "pass 0 (row-major) or 1 (column-major)")
+        super().__init__(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                         ceil_mode=ceil_mode, name=name)
+
+    def compute(self, x):
+        flat, _ = self.first_maximum(x)
+        spatial = x.shape[2:]
+        if self.storage_order:
+            flat = np.ravel_multi_index(np.unravel_index(flat, spatial)[::-1], spatial[::-1])
+        if self.whole_tensor:
+            n, c = x.shape[:2]
+            flat = flat + np.arange(n * c).reshape((n, c) + (1,) * len(spatial)) * math.prod(spatial)
+        return flat.astype(np.int64)
+
+    def infer_shape(self, x_shape):
+        return self.pooled_shape(x_shape)
+
+    def infer_dtype(self, x):
+        return np.dtype(np.int64)
+
+
+not_differentiable(MaxPoolIndices)
+
+
+@register_gradient(MaxPool)
+def _max_pool_grad(op, grad):
+    return [MaxPoolGrad(op.inputs[0], grad, **op.window())]
+
+
+@register_gradient(MaxPoolGrad)
+def _max_pool_grad_grad(op, grad):
+    return [None, MaxPoolGather(op.inputs[0], grad, **op.window())]
+
+
+@register_gradient(MaxPoolGather)
+def _max_pool_gather_grad(op, grad):
+    return [None, MaxPoolGrad(op.inputs[0], grad, **op.window())]
+
+
+# ------------------------------------------------------------ average pooling
+class AvgPoolOperation(PoolOperation):
+    """Shared by the average pooling ops: count_include_pad, and the divisor of each window."""
+
+    abstract = True
+
+    def __init__(self, *inputs, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                 count_include_pad=True, name=None):
+        self.count_include_pad = Arguments(self, name, *inputs).flag("count_include_pad", count_include_pad)
+        super().__init__(*inputs, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                         ceil_mode=ceil_mode, name=name)
+
+    def window(self):
+        return dict(super().window(), count_include_pad=self.count_include_pad)
+
+    def divisor(self, x_shape, dtype):
+        """How many values each window averages, (1, 1, *out): its size, less what it reaches outside x (and its
+        explicit padding when count_include_pad), never 0."""
+        pads = self.pads(x_shape[2:], self.kernel)
+        counted = np.ones((1, 1) + tuple(x_shape[2:]), dtype)
+        if self.count_include_pad:
+            counted = np.pad(counted, [(0, 0), (0, 0)] + list(pads), constant_values=1)
+            pads = ((0, 0),) * len(pads)
+        windows = sliding_windows(counted, self.kernel, self.stride, pads, self.dilation,
+                                  self.out_spatial(x_shape, self.kernel))
+        return np.maximum(windows.sum(axis=tuple(range(-len(self.kernel), 0))), 1)
+
+
+class AvgPool(AvgPoolOperation):
+    """The mean of each window: Σ window / divisor (see `divisor`).  Gradient: g/divisor to every tap of its window."""
+
+    def __init__(self, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, count_include_pad=True,
+                 name=None):
+        super().__init__(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                         ceil_mode=ceil_mode, count_include_pad=count_include_pad, name=name)
+
+    def compute(self, x):
+        total = self.windows(x, 0).sum(axis=tuple(range(-len(self.kernel), 0)))
+        return (total / self.divisor(x.shape, x.dtype)).astype(x.dtype, copy=False)
+
+    def infer_shape(self, x_shape):
+        return self.pooled_shape(x_shape)
+
+
+class AvgPoolGrad(AvgPoolOperation):
+    """Spread g (pooled shape) evenly over each window, back on x's grid: the adjoint of AvgPool."""
+
+    def compute(self, x, grad):
+        share = grad / self.divisor(x.shape, grad.dtype)
+        taps = np.broadcast_to(share.reshape(share.shape + (1,) * len(self.kernel)), share.shape + self.kernel)
+        return scatter_windows(taps, x.shape, self.stride, self.pads(x.shape[2:], self.kernel), self.dilation)
+
+    def infer_shape(self, x_shape, grad_shape):
+        self.check_same_shape(grad_shape, self.pooled_shape(x_shape), "the pooled gradient")
+        return x_shape
+
+    def infer_dtype(self, x, grad):
+        return grad
+
+
+@register_gradient(AvgPool)
+def _avg_pool_grad(op, grad):
+    return [AvgPoolGrad(op.inputs[0], grad, **op.window())]
+
+
+@register_gradient(AvgPoolGrad)
+def _avg_pool_grad_grad(op, grad):
+    return [None, AvgPool(grad, **op.window())]
+
+
+# ------------------------------------------------------------ the public functions
+def _kernel(op_class, name, x, kernel_size, rank):
+    return Arguments(op_class, name, x).ints("kernel_size", kernel_size, rank, minimum=1)
+
+
+def _max_pool_nd(rank):
+    def max_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False,
+                 name=None):
+        kernel = _kernel(MaxPool, name, x, kernel_size, rank)
+        y = MaxPool(x, kernel, stride, padding, dilation, ceil_mode, name=name)
+        if not return_indices:
+            return y
+        return y, MaxPoolIndices(x, kernel, stride, padding, dilation, ceil_mode,
+                                 name=None if name is None else name + "_indices")
+    max_pool.__name__ = max_pool.__qualname__ = f"max_pool{rank}d"
+    max_pool.__doc__ = (f"{rank}-D max pooling over kernel_size windows (stride defaults to kernel_size); with "
+                        "return_indices, also each maximum's flat index in its plane, as torch.")
+    return max_pool
+
+
+def _avg_pool_nd(rank):
+    def avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, dilation=1,
+                 name=None):
+        kernel = _kernel(AvgPool, name, x, kernel_size, rank)
+        return AvgPool(x, kernel, stride, padding, dilation, ceil_mode, count_include_pad, name=name)
+    avg_pool.__name__ = avg_pool.__qualname__ = f"avg_pool{rank}d"
+    avg_pool.__doc__ = (f"{rank}-D average pooling over kernel_size windows (stride defaults to kernel_size); "
+                        "zero padding counted unless count_include_pad=False, as torch.")
+    return avg_pool
+
+
+max_pool1d, max_pool2d, max_pool3d = _max_pool_nd(1), _max_pool_nd(2), _max_pool_nd(3)
+avg_pool1d, avg_pool2d, avg_pool3d = _avg_pool_nd(1), _avg_pool_nd(2), _avg_pool_nd(3)
+
+
+def _spatial_axes(op_class, name, x):
+    check = Arguments(op_class, name, x)
+    return tuple(range(2, 2 + spatial_rank(check, "x", "(N, C, *spatial)", x)))
+
+
+def global_avg_pool(x, name=None):
+    """The mean over every spatial axis of (N, C, *spatial), kept as size-1 axes: (N, C, 1, ...)."""
+    return reduce_mean(x, _spatial_axes(ReduceMean, name, x), keepdims=True, name=name)
+
+
+def global_max_pool(x, name=None):
+    """The maximum over every spatial axis of (N, C, *spatial), kept as size-1 axes: (N, C, 1, ...)."""
+    return reduce_max(x, _spatial_axes(ReduceMax, name, x), keepdims=True, name=name)

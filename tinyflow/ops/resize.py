@@ -1,0 +1,346 @@
+"""Resizing (interpolation) along any axes: nearest, linear and cubic, with ONNX's coordinate conventions.
+
+Resizing is separable and linear: along each resized axis the output is M · x for an
+(out × in) interpolation matrix M whose rows hold the taps of one output position. So the
+forward pass applies one matrix per axis and the gradient applies their transposes in the
+reverse order (ResizeGrad), whatever the mode. An output position maps back to the input
+coordinate (coordinate_transformation_mode, for a scale s = out/in, or the scale given):
+  half_pixel (x + ½)/s - ½   pytorch_half_pixel (the same, -½ for a single output)   asymmetric x/s
+  align_corners x·(in-1)/(out-1)   half_pixel_symmetric (half_pixel, centred when out is rounded)
+  tf_crop_and_resize (within a region of interest; outside it, extrapolation_value)
+and taps are taken from the clamped neighbours of that coordinate: the nearest one (nearest_mode
+rounds halves), two (linear) or four (cubic, coefficient a); antialias widens the taps by 1/s when
+shrinking. These follow ONNX's Resize (opset 19) and its reference implementation.
+"""
+import functools
+import math
+
+import numpy as np
+
+from ..arguments import Arguments, is_int, rank_of
+from ..errors import ShapeError
+from ..nodes import Operation
+from .registry import register_gradient
+
+MODES = ("nearest", "linear", "cubic")
+COORDINATES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize",
+               "half_pixel_symmetric")
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
+
+
+# ------------------------------------------------------------ the taps of one output position
+def _nearest(ratio, scale, mode):
+    if ratio == 1:  # an integer coordinate: the pixel itself (ONNX counts it as ratio 1 of the left one)
+        return [0.0, 1.0]
+    pick_right = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5, "floor": False,
+                  "ceil": True}[mode]
+    return [0.0, 1.0] if pick_right else [1.0, 0.0]
+
+
+def _linear(ratio, scale):
+    return [1 - ratio, ratio]
+
+
+def _linear_antialias(ratio, scale):
+    scale = min(scale, 1.0)
+    start = int(np.floor(-1 / scale) + 1)
+    coeffs = np.clip(1 - np.abs((np.arange(start, 2 - start) - ratio) * scale), 0, 1)
+    return list(coeffs / coeffs.sum())
+
+
+def _cubic_weight(t, a):
+    """Keys' cubic convolution kernel with coefficient a."""
+    t = abs(t)
+    if t <= 1:
+        return (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1
+    return a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a if t < 2 else 0.0
+
+
+def _cubic(ratio, scale, a):
+    return [_cubic_weight(t, a) for t in (ratio + 1, ratio, 1 - ratio, 2 - ratio)]
+
+
+def _cubic_antialias(ratio, scale, a):
+    scale = min(scale, 1.0)
+    start = int(np.floor(-2 / scale) + 1)
+    coeffs = np.array([_cubic_weight(scale * (i - ratio), a) for i in range(start, 2 - start)])
+    return list(coeffs / coeffs.sum())
+
+
+def _source_coordinates(mode, size, out, scale, roi):
+    """Where each output position lies in input coordinates, and which fall outside a crop region."""
+    y = np.arange(out, dtype=np.float64)
+    width = scale * size
+    outside = None
+    if mode == "align_corners":
+        x = np.zeros(out) if width == 1 else y * (size - 1) / (width - 1)
+    elif mode == "asymmetric":
+        x = y / scale
+    elif mode == "tf_crop_and_resize":
+        start, end = roi
+        x = np.full(out, (end - start) * (size - 1) / 2) if width == 1 else y * (end - start) * (size - 1) / (width - 1)
+        x = x + start * (size - 1)
+        outside = (x < 0) | (x > size - 1)
+    elif mode == "pytorch_half_pixel":
+        x = np.full(out, -0.5) if width == 1 else (y + 0.5) / scale - 0.5
+    elif mode == "half_pixel":
+        x = (y + 0.5) / scale - 0.5
+    else:  # half_pixel_symmetric
+        x = size / 2 * (1 - out / width) + (y + 0.5) / scale - 0.5
+    return x, outside
+
+
+@functools.lru_cache(maxsize=256)
+def interpolation_matrix(size, out, scale, mode, coordinates, nearest_mode, cubic_coeff_a, exclude_outside,
+                         antialias, roi):
+    """The (out × in) matrix resizing one axis of length `size` to `out`, and the rows (a boolean array, or None)
+    that fall outside a tf_crop_and_resize region and take the extrapolation value instead."""
+    if mode == "nearest":
+        taps = functools.partial(_nearest, mode=nearest_mode)
+    elif mode == "linear":
+        taps = _linear_antialias if antialias else _linear
+    else:
+        taps = functools.partial(_cubic_antialias if antialias else _cubic, a=cubic_coeff_a)
+    x, outside = _source_coordinates(coordinates, size, out, scale, roi)
+    floor = np.floor(x)
+    ratios = np.where(x == floor, 1.0, x - floor)
+    coeffs = np.array([taps(float(r), scale) for r in ratios], dtype=np.float64).reshape(out, -1)
+    n = coeffs.shape[1]
+    # the n neighbours nearest to x (ties to the smaller index), as ONNX's reference finds them
+    pad = math.ceil(n / 2)
+    padded = x + pad
+    base = np.floor(padded)
+    frac = padded - base
+    if n % 2 == 0:
+        start = base + np.where(frac == 0, -(n // 2), -(n // 2) + 1)
+    else:
+        start = base + np.where(frac <= 0.5, -((n - 1) // 2), -((n - 1) // 2) + 1)
+    neighbours = start[:, None].astype(np.int64) + np.arange(n)[None, :] - pad
+    if exclude_outside:
+        coeffs = np.where((neighbours < 0) | (neighbours >= size), 0.0, coeffs)
+        total = coeffs.sum(axis=1, keepdims=True)
+        coeffs = coeffs / np.where(total == 0, 1.0, total)
+    matrix = np.zeros((out, size))
+    rows = np.repeat(np.arange(out), n)
+    np.add.at(matrix, (rows, np.clip(neighbours, 0, size - 1).reshape(-1)), coeffs.reshape(-1))
+    if outside is not None:
+        matrix[outside] = 0.0
+        if not outside.any():
+            outside = None
+    return matrix, outside
+
+
+def _along(matrix, x, axis):
+    """matrix (out × in) applied to axis `axis` of x."""
+    return np.moveaxis(np.tensordot(matrix, x, axes=([1], [axis])), 0, axis)
+
+
+# ------------------------------------------------------------ the ops
+class ResizeOperation(Operation):
+    """Shared by Resize and ResizeGrad: the arguments, checked when built, and each axis's output size and matrix."""
+
+    abstract = True
+
+    def _set_resize(self, check, rank, sizes, scales, mode, coordinate_transformation_mode, nearest_mode,
+                    cubic_coeff_a, exclude_outside, antialias, roi, extrapolation_value, keep_aspect_ratio_policy):
+        if (sizes is None) == (scales is None):
+            check.fail("sizes", sizes, "and scales are both given or both missing", "pass one of them")
+        if rank is None:
+            check.fail("sizes" if scales is None else "scales", sizes if scales is None else scales,
+                       "needs an input of known rank", "give the input a shape")
+        self.sizes = None if sizes is None else self._per_axis(check, "sizes", sizes, rank, self._size)
+        self.scales = None if scales is None else self._per_axis(check, "scales", scales, rank, self._scale)
+        self.mode = self._choice(check, "mode", mode, MODES)
+        self.coordinate_transformation_mode = self._choice(check, "coordinate_transformation_mode",
+                                                           coordinate_transformation_mode, COORDINATES)
+        self.nearest_mode = self._choice(check, "nearest_mode", nearest_mode, NEAREST_MODES)
+        self.cubic_coeff_a = check.number("cubic_coeff_a", cubic_coeff_a)
+        self.exclude_outside = check.flag("exclude_outside", exclude_outside)
+        self.antialias = check.flag("antialias", antialias)
+        if self.antialias and self.mode == "nearest":
+            check.fail("antialias", antialias, "does not go with mode 'nearest'", "use mode 'linear' or 'cubic'")
+        self.keep_aspect_ratio_policy = self._choice(check, "keep_aspect_ratio_policy", keep_aspect_ratio_policy,
+                                                     ASPECT_POLICIES)
+        if self.keep_aspect_ratio_policy != "stretch" and self.sizes is None:
+            check.fail("keep_aspect_ratio_policy", keep_aspect_ratio_policy, "needs sizes", "pass sizes, not scales")
+        self.extrapolation_value = check.number("extrapolation_value", extrapolation_value)
+        self.roi = None
+        if self.coordinate_transformation_mode == "tf_crop_and_resize":
+            self.roi = self._per_axis(check, "roi", roi, rank, self._region)
+
+    @staticmethod
+    def _choice(check, argument, value, choices):
+        if value not in choices:
+            check.fail(argument, value, "is not one of the choices", f"pick one of {', '.join(choices)}")
+        return value
+
+    @staticmethod
+    def _size(check, value):
+        """A size >= 0, or None (the axis keeps its size)."""
+        if value is None or (is_int(value) and value >= 0):
+            return None if value is None else int(value)
+        check.fail("sizes", value, "is not a size", "pass sizes >= 0 (None keeps an axis as it is)")
+
+    @staticmethod
+    def _scale(check, value):
+        return check.number("scales", value, 0.0)
+
+    @staticmethod
+    def _region(check, value):
+        if isinstance(value, (tuple, list)) and len(value) == 2:
+            return (check.number("roi", value[0]), check.number("roi", value[1]))
+        check.fail("roi", value, "is not a (start, end) pair", "pass one (start, end) pair per axis")
+
+    @staticmethod
+    def _per_axis(check, argument, value, rank, each):
+        items = list(value) if isinstance(value, (tuple, list, np.ndarray)) else None
+        if items is None or len(items) != rank:
+            check.fail(argument, value, f"has no entry for each of the {rank} axes", f"pass {rank} entries")
+        return tuple(each(check, v) for v in items)
+
+    def resized(self, shape):
+        """[(axis, in size, out size, scale)] of the axes that change, for an input of this (known) shape."""
+        if self.scales is not None:
+            plan = [(a, n, int(np.floor(n * s)), s) for a, (n, s) in enumerate(zip(shape, self.scales))]
+        else:
+            targets = [n if t is None else t for n, t in zip(shape, self.sizes)]
+            scales = [t / n if n else 1.0 for n, t in zip(shape, targets)]
+            if self.keep_aspect_ratio_policy != "stretch":
+                chosen = [s for s, t in zip(scales, self.sizes) if t is not None]
+                scale = min(chosen) if self.keep_aspect_ratio_policy == "not_larger" else max(chosen)
+                scales = [1.0 if t is None else scale for t in self.sizes]
+                targets = [n if t is None else int(scale * n + 0.5) for n, t in zip(shape, self.sizes)]
+            plan = list(zip(range(len(shape)), shape, targets, scales))
+        return [(a, n, o, s) for a, n, o, s in plan
+                if not (o == n and math.isclose(s, 1.0) and (self.roi is None or self.roi[a] == (0.0, 1.0)))]
+
+    def out_shape(self, shape):
+        """The output shape for an input shape (None dims stay unknown where they matter)."""
+        if self.scales is not None:
+            return tuple(None if n is None else int(np.floor(n * s)) for n, s in zip(shape, self.scales))
+        if self.keep_aspect_ratio_policy == "stretch" or None not in shape:
+            if None in shape:
+                return tuple(n if t is None else t for n, t in zip(shape, self.sizes))
+            out = list(shape)
+            for a, _, o, _ in self.resized(shape):
+                out[a] = o
+            return tuple(out)
+        return tuple(n if t is None else None for n, t in zip(shape, self.sizes))
+
+    def matrix(self, axis, size, out, scale):
+        return interpolation_matrix(size, out, float(scale), self.mode, self.coordinate_transformation_mode,
+                                    self.nearest_mode, self.cubic_coeff_a, self.exclude_outside, self.antialias,
+                                    None if self.roi is None else self.roi[axis])
+
+    def attributes(self):
+        """The resize's arguments, to build its gradient ops."""
+        return dict(sizes=self.sizes, scales=self.scales, mode=self.mode,
+                    coordinate_transformation_mode=self.coordinate_transformation_mode,
+                    nearest_mode=self.nearest_mode, cubic_coeff_a=self.cubic_coeff_a,
+                    exclude_outside=self.exclude_outside, antialias=self.antialias, roi=self.roi,
+                    extrapolation_value=self.extrapolation_value,
+                    keep_aspect_ratio_policy=self.keep_aspect_ratio_policy)
+
+
+class Resize(ResizeOperation):
+    """x resized to `sizes` (None keeps an axis) or by `scales` (out = ⌊in·scale⌋), one interpolation matrix M per
+    resized axis (see the module docstring): y = M_k ⋯ M_1 x.  Gradient: M_1ᵀ ⋯ M_kᵀ g (ResizeGrad).
+    """
+
+    def __init__(self, x, sizes=None, scales=None, mode="nearest", coordinate_transformation_mode="half_pixel",
+                 nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=False, antialias=False,
+                 roi=None, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch", name=None):
+        self._set_resize(Arguments(self, name, x), rank_of(x), sizes, scales, mode, coordinate_transformation_mode,
+                         nearest_mode, cubic_coeff_a, exclude_outside, antialias, roi, extrapolation_value,
+                         keep_aspect_ratio_policy)
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        y = x.astype(np.float64)
+        for axis, size, out, scale in self.resized(x.shape):
+            matrix, outside = self.matrix(axis, size, out, scale)
+            y = _along(matrix, y, axis)
+            if outside is not None:
+                y[(slice(None),) * axis + (outside,)] = self.extrapolation_value
+        if x.dtype.kind in "iu":
+            y = np.clip(np.rint(y), np.iinfo(x.dtype).min, np.iinfo(x.dtype).max)
+        return y.astype(x.dtype)
+
+    def infer_shape(self, x_shape):
+        if x_shape is None:
+            raise ShapeError("needs an input of known rank")
+        return self.out_shape(x_shape)
+
+
+class ResizeGrad(ResizeOperation):
+    """dL/dx of Resize: the gradient (the resized shape) taken back through each axis's matrix transposed."""
+
+    def __init__(self, grad, x, sizes=None, scales=None, mode="nearest", coordinate_transformation_mode="half_pixel",
+                 nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=False, antialias=False,
+                 roi=None, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch", name=None):
+        self._set_resize(Arguments(self, name, grad, x), rank_of(x), sizes, scales, mode,
+                         coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, antialias, roi,
+                         extrapolation_value, keep_aspect_ratio_policy)
+        super().__init__(grad, x, name=name)
+
+    def compute(self, grad, x):
+        g = grad.astype(np.float64)
+        for axis, size, out, scale in reversed(self.resized(x.shape)):
+            g = _along(self.matrix(axis, size, out, scale)[0].T, g, axis)  # extrapolated rows are zero in M
+        return g.astype(grad.dtype)
+
+    def infer_shape(self, grad_shape, x_shape):
+        return x_shape
+
+    def infer_dtype(self, grad, x):
+        return grad
+
+
+@register_gradient(Resize)
+def _resize_grad(op, grad):
+    return [ResizeGrad(grad, op.inputs[0], **op.attributes())]
+
+
+@register_gradient(ResizeGrad)
+def _resize_grad_grad(op, grad):
+    # ResizeGrad is linear in g: its adjoint is Resize without the constant the crop mode writes outside its region
+    return [Resize(grad, **dict(op.attributes(), extrapolation_value=0.0)), None]
+
+
+# ------------------------------------------------------------ the public function
+_TORCH_MODES = {"nearest": 0, "nearest-exact": 0, "linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
+
+
+def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None, name=None):
+    """Resize the spatial axes of (N, C, *spatial) as torch.nn.functional.interpolate: mode 'nearest',
+    'nearest-exact', 'linear', 'bilinear', 'trilinear' or 'bicubic'; size or scale_factor (an int/float or one
+    per spatial axis). (The Resize op also has ONNX's antialias, which is not torch's.)"""
+    check = Arguments(Resize, name, x)
+    if mode not in _TORCH_MODES:
+        check.fail("mode", mode, "is not an interpolation mode", f"pick one of {', '.join(_TORCH_MODES)}")
+    rank = rank_of(x)
+    if rank is None or rank < 3:
+        check.fail("x", f"an input of rank {rank}", "has no spatial axes", "pass (N, C, *spatial) inputs")
+    spatial = rank - 2
+    if _TORCH_MODES[mode] and _TORCH_MODES[mode] != spatial:
+        check.fail("mode", mode, f"does not fit an input with {spatial} spatial axes",
+                   "use linear for 1, bilinear or bicubic for 2, trilinear for 3")
+    if align_corners and mode.startswith("nearest"):
+        check.fail("align_corners", align_corners, f"does not go with mode {mode!r}", "leave it None")
+
+    def per_axis(value):
+        return list(value) if isinstance(value, (tuple, list)) else [value] * spatial
+    if (size is None) == (scale_factor is None):
+        check.fail("size", size, "and scale_factor are both given or both missing", "pass one of them")
+    sizes = None if size is None else [None, None] + per_axis(size)
+    scales = None if scale_factor is None else [1.0, 1.0] + [float(s) for s in per_axis(scale_factor)]
+    if mode == "nearest":
+        coordinates, nearest = "asymmetric", "floor"
+    elif mode == "nearest-exact":
+        coordinates, nearest = "half_pixel", "round_prefer_ceil"
+    else:
+        coordinates, nearest = ("align_corners" if align_corners else "half_pixel"), "round_prefer_floor"
+    kind = "nearest" if mode.startswith("nearest") else "cubic" if mode == "bicubic" else "linear"
+    return Resize(x, sizes=sizes, scales=scales, mode=kind, coordinate_transformation_mode=coordinates,
+                  nearest_mode=nearest, name=name)
