@@ -1,6 +1,7 @@
 """What a fused kernel costs before it pays: the first compile, and a later process finding it on disk."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,10 @@ def measure():
     def child():
         out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
-    cold, warm = child(), child()
+    try:
+        cold, warm = child(), child()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return {"first run, compiling the kernel": cold["first_run"], "of which cffi + gcc": cold["compile_seconds"],
             "first run in a new process, kernel on disk": warm["first_run"],
             "of which loading the library": warm["load_seconds"], "a later run": warm["second_run"]}

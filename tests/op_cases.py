@@ -14,6 +14,7 @@ from tinyflow.ops.activations import LeakyReluGrad, ReluGrad, SigmoidGrad, TanhG
 from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, ReshapeLike, _normalize_key
 from tinyflow.ops.broadcasting import BroadcastLike, SumToShapeOf
 from tinyflow.control_flow import cond, while_loop
+from tinyflow.control_flow.stacks import StackToTensor, TensorToStack
 from tinyflow.ops.conv import ConvBackFilter, ConvBackInput
 from tinyflow.ops.indexing import GatherGrad, TakeAlongAxisGrad
 from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
@@ -257,8 +258,23 @@ CASES = {
              case(lambda p, a: cond(tfl.greater(tfl.reduce_sum(p), 0.0), lambda: a, lambda: tfl.tanh(a)),
                   -positive(2), normal(2, 3))],
     "WhileLoop": [case(lambda a, b: while_loop(lambda i, v: tfl.less(i, 3), lambda i, v: (i + 1, v * a + b),
-                                               [tfl.Constant(0), a], maximum_iterations=5)[1], normal(3, 2), normal(2))],
+                                               [tfl.Constant(0), a], maximum_iterations=5)[1], normal(3, 2), normal(2)),
+                  case(lambda a, b: while_loop(lambda i, v: tfl.less(tfl.reduce_sum(v), 4.0),
+                                               lambda i, v: (i + 1, v * 1.5 + tfl.square(tfl.tanh(b)) + 0.1),
+                                               [tfl.Constant(0), a])[1],
+                       positive(4) * 0.1, normal(4))],
+    # the rows of a tensor as a stack and back (what a tensor loop collects per iteration)
+    "StackToTensor": [case(lambda x: StackToTensor(TensorToStack(x), x.shape[1:], x.dtype) * 2.0, normal(4, 3))],
+    "TensorToStack": [case(lambda x: tfl.exp(StackToTensor(TensorToStack(x), (), x.dtype)), normal(5))],
+    # one output of a cond or loop (their value is a tuple)
+    "Output": [case(lambda a, b: cond(tfl.greater(tfl.reduce_sum(a), 0.0), lambda: (a * b, a - b),
+                                      lambda: (b, tfl.exp(a)))[1], positive(3), normal(3))],
 }
+
+
+# Op types that exist in graphs only: a stack of per-iteration values lives inside a graph loop (eager code
+# keeps a Python list), so the eager registry tests leave their cases out.
+GRAPH_ONLY = {"StackToTensor", "TensorToStack"}
 
 
 def all_cases():

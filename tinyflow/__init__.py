@@ -31,7 +31,7 @@ from .model import EarlyStopping, History, Model
 from .random import set_seed
 from .session import Session
 from . import jit, onnx
-from .control_flow import cond, while_loop
+from .control_flow import cond, range, while_loop  # noqa: A004 - tfl.range, as Python's for Python ints
 from . import eager
 from .eager import Tensor, enable_grad, no_grad, tensor
 from . import passes  # the graph optimiser Session runs (tinyflow/passes, kernels in tinyflow/fusion)
@@ -70,7 +70,7 @@ __all__ = [
     # subpackages
     "nn", "optim", "backends", "data", "plot", "viz",
     # dynamic to static, control flow, deployment
-    "jit", "onnx", "cond", "while_loop",
+    "jit", "onnx", "cond", "while_loop", "range",
     "distributed",
     # eager mode
     "Tensor", "tensor", "no_grad", "enable_grad", "eager",

@@ -106,18 +106,17 @@ def test_comparisons_and_boolean_operators_on_tensors():
     np.testing.assert_allclose(f(np.array([-1.0, -2.0], np.float32)), [0.0, 0.0])
 
 
-def early_return(x):
+def returns_two_shapes(x):
     if tfl.reduce_sum(x) > 0:
         return x
-    return -x
+    return tfl.concat([x, x], 0)
 
 
-def loop_with_break(x):
-    while tfl.reduce_sum(x) < 10:
-        x = x * 2.0
-        if x is None:
-            break
-    return x
+def list_grows_in_a_tensor_if(x):
+    ys = [x]
+    if tfl.reduce_sum(x) > 0:
+        ys.append(x * 2.0)
+    return ys[-1]
 
 
 def asks_for_a_value(x):
@@ -135,12 +134,12 @@ def uses_one_branch_variable(x):
 
 
 @pytest.mark.parametrize("fn, marker, message", [
-    (early_return, "    if tfl.reduce_sum(x) > 0:\n        return x", "`return` inside an `if`"),
-    (loop_with_break, "while tfl.reduce_sum(x) < 10", "move the stop test into the `while` condition"),
+    (returns_two_shapes, "    return tfl.concat([x, x], 0)", r"shape \(4,\).*the `return` at .*:\d+ gives shape \(2,\)"),
+    (list_grows_in_a_tensor_if, "    if tfl.reduce_sum(x) > 0:\n        ys.append", "list 'ys' grows inside an `if`"),
     (asks_for_a_value, "x * float(", r"float\(\) of a symbolic tensor"),
     (asks_for_numpy, "x.numpy()", r"\.numpy\(\) of a symbolic tensor"),
     (uses_one_branch_variable, "    if tfl.reduce_sum(x) > 0:\n        y = x", "assigned in only one branch"),
-], ids=["return", "break", "float", "numpy", "one-branch"])
+], ids=["return-shapes", "list-append", "float", "numpy", "one-branch"])
 def test_unconvertible_code_names_the_file_line_and_the_fix(fn, marker, message):
     with open(__file__) as f:
         source = f.read()

@@ -88,7 +88,7 @@ def mlp_file(tmp_path):
 def test_round_trip_and_fine_tuning_the_loaded_parameters(tmp_path):
     model, json_path, npz_path = mlp_file(tmp_path)
     description = json.loads(open(json_path).read())
-    assert description["format"] == "tinyflow.jit" and description["version"] == 1
+    assert description["format"] == "tinyflow.jit" and description["version"] == tfl.jit.save_load.VERSION
     assert description["inputs"][0]["spec"] == {"shape": [None, 3], "dtype": "float32", "name": "x"}
     assert {"MatMul", "Add", "Sigmoid"} <= {n["type"] for n in description["nodes"]}
     assert all(not f.endswith(".pkl") for f in os.listdir(tmp_path))

@@ -10,6 +10,9 @@ ys has delivered its gradient contribution. A plain BFS would process `x` in
     3. pop a ready node, sum its contributions (add_n), call its gradient function
     4. check what the function returned, sum broadcast gradients to each input's shape
     5. hand each input its contribution; an input whose pending count hits 0 is ready
+
+An op with several outputs (control flow: its value is a tuple that Output nodes read)
+collects its contributions per output; its gradient function gets one gradient per output.
 """
 from collections import deque
 
@@ -25,19 +28,36 @@ from ..shapes import can_reduce_to, is_fully_known, shapes_compatible
 from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
 
 
+def _is_float(dtype):
+    return dtype is not None and np.issubdtype(dtype, np.floating)
+
+
+def _output_dtypes(node):
+    """The dtypes of an op with several outputs (control flow), None for an ordinary node."""
+    return getattr(node, "output_dtypes", None)
+
+
+def _stack_dtype(node):
+    """The dtype of the values of a stack-valued node (a loop's per-iteration values), None for others."""
+    return getattr(node, "stack_dtype", None)
+
+
 def _is_differentiable_value(node):
-    return node.dtype is not None and np.issubdtype(node.dtype, np.floating)
+    dtypes = _output_dtypes(node)
+    if dtypes is not None:
+        return any(_is_float(d) for d in dtypes)
+    return _is_float(node.dtype) or _is_float(_stack_dtype(node))
 
 
-def nodes_between(ys, xs):
-    """The float-valued nodes that lie on some path from an x to a y (x and y included)."""
+def nodes_between(ys, xs, stop=frozenset()):
+    """The float-valued nodes that lie on some path from an x to a y (x and y included), not entering `stop`."""
     needed = ancestors(ys)
     between, stack = set(), [x for x in xs if x in needed]
     while stack:
         node = stack.pop()
         if node not in between and _is_differentiable_value(node):
             between.add(node)
-            stack.extend(c for c in node.consumers if c in needed)
+            stack.extend(c for c in node.consumers if c in needed and c not in stop)
     return between
 
 
@@ -48,7 +68,19 @@ def _as_list(value):
 def _sum(contributions):
     if not contributions:
         return None
-    return contributions[0] if len(contributions) == 1 else AddN(*contributions)
+    if len(contributions) == 1:
+        return contributions[0]
+    if _stack_dtype(contributions[0]) is not None:  # gradients of a stack: summed iteration by iteration
+        return contributions[0].add_stacks(contributions)
+    return AddN(*contributions)
+
+
+def _sum_per_output(node, contributions):
+    """The summed gradient of each output of a several-output op, from its (output index, gradient) pairs."""
+    per_output = [[] for _ in _output_dtypes(node)]
+    for index, grad in contributions:
+        per_output[index].append(grad)
+    return [_sum(c) for c in per_output]
 
 
 def _same_shape_at_run_time(op, index):
@@ -79,6 +111,8 @@ def _same_shape_at_run_time(op, index):
 def _fit_to_input(grad, op, index):
     """Check one returned gradient and sum it down to its input's shape if broadcasting widened it."""
     inp = op.inputs[index]
+    if _output_dtypes(inp) is not None or _stack_dtype(inp) is not None:
+        return grad  # an Output node's gradient (filed under its output of `inp`), or a stack's
     grad = as_node(grad, like=inp)
     if is_fully_known(grad.shape) and grad.shape == inp.shape:
         return grad
@@ -106,10 +140,12 @@ def _call_gradient_function(op, grad):
     return result
 
 
-def gradients(ys, xs, grad_ys=None, trace=None):
+def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
     """Gradient nodes of sum(ys) with respect to each of xs (None where x does not affect ys).
 
     `grad_ys` seeds the backward pass (default: ones, so a non-scalar y is summed).
+    `stop_gradients` are treated as constants (as in TF): gradients reach them but go no
+    further, so the gradients with respect to xs among them are partial derivatives.
     `trace(step)`, if given, is called after each node is taken from the queue with a
     dict: the node, its summed gradient, every node's pending count and the
     contributions received so far (tfl.viz.backprop_steps draws these).
@@ -122,8 +158,9 @@ def gradients(ys, xs, grad_ys=None, trace=None):
         if not isinstance(node, Node):
             raise TypeError(f"gradients() takes graph nodes, got {node!r}")
     graph = ys[0].graph
-    between = nodes_between(ys, xs)
-    pending = {node: sum(1 for c in node.consumers if c in between) for node in between}
+    stop = frozenset(_as_list(stop_gradients))
+    between = nodes_between(ys, xs, stop)
+    pending = {node: sum(1 for c in node.consumers if c in between and c not in stop) for node in between}
     contributions = {node: [] for node in between}
     grads = {}
 
@@ -141,10 +178,11 @@ def gradients(ys, xs, grad_ys=None, trace=None):
         while ready:
             node = ready.popleft()
             received = contributions.pop(node)
-            grad = _sum(received)
+            several = _output_dtypes(node) is not None
+            grad = _sum_per_output(node, received) if several else _sum(received)
             grads[node] = grad
-            inputs_on_path = [i for i, inp in enumerate(node.inputs) if inp in between]
-            if inputs_on_path and grad is not None:
+            inputs_on_path = [] if node in stop else [i for i, inp in enumerate(node.inputs) if inp in between]
+            if inputs_on_path and (any(g is not None for g in grad) if several else grad is not None):
                 with graph.name_scope(f"{node.name}_grad"):
                     input_grads = _call_gradient_function(node, grad)
                     input_grads = [None if g is None or i not in inputs_on_path else _fit_to_input(g, node, i)
@@ -154,7 +192,8 @@ def gradients(ys, xs, grad_ys=None, trace=None):
             for i in inputs_on_path:
                 inp = node.inputs[i]
                 if input_grads[i] is not None:
-                    contributions[inp].append(input_grads[i])
+                    contributions[inp].append(input_grads[i] if _output_dtypes(inp) is None
+                                              else (node.output_index, input_grads[i]))
                 pending[inp] -= 1
                 if pending[inp] == 0:
                     ready.append(inp)

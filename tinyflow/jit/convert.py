@@ -1,17 +1,19 @@
-"""AST conversion (as Paddle's dynamic-to-static): `if`/`while` become runtime dispatch.
+"""AST conversion (as Paddle's dynamic-to-static and TF's AutoGraph): `if`/`while`/`for` become runtime dispatch.
 
     if x_sum > 0:                 def _true(y): y = x * 2; return (y,)
         y = x * 2          →      def _false(y): y = -x; return (y,)
     else:                         (y,) = _jit.convert_ifelse(x_sum > 0, _true, _false, (_jit.ld(lambda: y),), ...)
         y = -x
 
-At run time `convert_ifelse` keeps Python semantics for a Python bool and builds
-`tfl.cond` for a graph node; `convert_while` likewise builds `tfl.while_loop`.
-Comparisons, `and`/`or`/`not`, `bool()`/`int()`/`float()` and `.numpy()` go through
-helpers too, so a symbolic value never silently becomes a Python constant: what
-cannot be converted raises a TinyflowError naming the user's file and line. Calls
-to other user functions are converted on the fly (recursively), and every converted
-function is cached per code object (the conversion cache).
+First `return` / `break` / `continue` become flags and guards (escapes.py). Then at run time
+`convert_ifelse` keeps Python semantics for a Python bool and builds `tfl.cond` for a graph
+node; `convert_while` and `convert_for` likewise build `tfl.while_loop` (dispatch.py): a
+`for` over a tensor, `tfl.range(n)` or enumerate / zip of those loops in the graph, a `for`
+over a Python iterable stays a Python loop. Comparisons, `and`/`or`/`not`, `bool()`/`int()`/
+`float()`, `len()`, `range()` and `.numpy()` go through helpers too, so a symbolic value never
+silently becomes a Python constant: what cannot be converted raises a ConversionError naming
+the user's file and line. Calls to other user functions are converted on the fly
+(recursively), and every converted function is cached per code object (the conversion cache).
 """
 import ast
 import builtins
@@ -23,151 +25,36 @@ import types
 
 import numpy as np
 
-from ..errors import TinyflowError
 from ..nodes import Node, as_node
+from ..nodes.node import _notebook_cell
+from .dispatch import (as_bool, convert_for, convert_ifelse, convert_subscript, convert_while,  # noqa: F401
+                       converted_builtin, list_append, return_value, returned, symbolic)
+from .errors import ConversionError
+from .escapes import Lowering
+from .tensor_lists import list_aware
+from .undefined import Undefined
 
 _CACHE = {}          # code object -> factory of the converted function (or None: leave it unconverted)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _HELPER = "_tfl_jit_"
 
 
-class ConversionError(TinyflowError):
-    """Code inside to_static that cannot become a graph; the message names the file, line and the fix."""
-
-
-class _Undefined:
-    """A variable without a value: not yet assigned, or assigned in only one branch of an `if` on a tensor."""
-
-    def __init__(self, name, site=None):
-        self.name, self.site = name, site
-
-    def __repr__(self):
-        return f"<undefined variable '{self.name}'>"
-
-    def _fail(self, *args, **kwargs):
-        where = f"{self.site}: " if self.site else ""
-        raise ConversionError(f"{where}variable '{self.name}' is assigned in only one branch of an `if` on a "
-                              "tensor, so it has no value after the `if`; assign it in both branches or before the if")
-
-    __array__ = __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __rsub__ = __truediv__ = __call__ = _fail
-    __getattr__ = __getitem__ = __matmul__ = __rmatmul__ = __neg__ = __bool__ = __iter__ = _fail
-
-
 def ld(name, getter):
-    """The current value of a local variable, or an _Undefined marker if it has none yet."""
+    """The current value of a local variable, or an Undefined marker if it has none yet."""
     try:
         return getter()
     except NameError:
-        return _Undefined(name)
-
-
-# ---------------------------------------------------------------- run-time dispatch
-def convert_ifelse(test, true_fn, false_fn, values, names, site):
-    """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables."""
-    if not isinstance(test, Node):
-        return true_fn(*values) if _python_truth(test, site) else false_fn(*values)
-    from ..graph import get_default_graph
-    from ..control_flow import Cond, Subgraph
-    if not names:
-        raise ConversionError(f"{site}: this `if` depends on a tensor but assigns no variable, so as a graph it "
-                              "would do nothing. Assign the results you need in both branches (y = ... / y = ...).")
-    results = {}
-
-    def branch(fn, label):
-        def build():
-            results[label] = result = fn(*values)
-            # every variable becomes an output; only those that are tensors get a Cond op below
-            return [v if isinstance(v, Node) else as_node(v) if isinstance(v, (bool, int, float, np.number))
-                    else as_node(0.0) for v in result]
-        return build
-    pred = _as_bool(test, site)
-    graph = get_default_graph()
-    with graph.name_scope("if"):
-        true_branch = Subgraph.trace(branch(true_fn, "true"), scope="true")
-        false_branch = Subgraph.trace(branch(false_fn, "false"), scope="false")
-        merged = []
-        for i, name in enumerate(names):
-            a, b = results["true"][i], results["false"][i]
-            if isinstance(a, _Undefined) or isinstance(b, _Undefined):
-                merged.append(_Undefined(name, site))  # a branch-local temporary: an error only if used later
-            elif isinstance(a, Node) or isinstance(b, Node):
-                for v in (a, b):
-                    if not isinstance(v, (Node, bool, int, float, np.number)):
-                        raise ConversionError(f"{site}: variable '{name}' is a tensor in one branch of an `if` on a "
-                                              f"tensor and a {type(v).__name__} in the other; make both tensors")
-                merged.append(Cond(pred, true_branch, false_branch, i, name="Cond"))
-            elif a is b or _same_value(a, b):
-                merged.append(a)
-            else:
-                raise ConversionError(f"{site}: variable '{name}' gets different Python values in the two branches "
-                                      f"of an `if` on a tensor ({a!r} / {b!r}); make it a tensor (tfl.Constant) or "
-                                      "compute it outside the `if`")
-    return tuple(merged)
-
-
-def convert_while(test_fn, body_fn, values, names, site):
-    """A Python loop while the test is a Python bool; tfl.while_loop from the first time it is a graph node."""
-    values = tuple(values)
-    while True:
-        test = test_fn(*values)
-        if isinstance(test, Node):
-            break
-        if not _python_truth(test, site):
-            return values
-        values = tuple(body_fn(*values))
-    from ..control_flow import while_loop
-    for name, value in zip(names, values):
-        if isinstance(value, _Undefined):
-            raise ConversionError(f"{site}: variable '{name}' is first assigned inside a `while` on a tensor; "
-                                  "give it a value before the loop")
-        if not isinstance(value, Node) and not isinstance(value, (int, float, bool, np.number)):
-            raise ConversionError(f"{site}: variable '{name}' ({type(value).__name__}) changes in a `while` on a "
-                                  "tensor; only tensors and numbers can be loop variables")
-    start = [as_node(v) if not isinstance(v, Node) else v for v in values]
-
-    def test(*loop):
-        return _as_bool(test_fn(*loop), site)
-
-    def body(*loop):
-        return [v if isinstance(v, Node) else as_node(v, like=loop[i]) for i, v in enumerate(body_fn(*loop))]
-    return tuple(while_loop(test, body, start))
-
-
-def _same_value(a, b):
-    try:
-        return bool(a == b)
-    except Exception:  # noqa: BLE001 - arrays and odd objects compare ambiguously: treat as different
-        return False
-
-
-def _as_bool(test, site):
-    if test.dtype != np.bool_:
-        from ..ops.math_ops import cast
-        test = cast(test, "bool")
-    if test.shape is not None and any(d is not None and d != 1 for d in test.shape):
-        raise ConversionError(f"{site}: the condition has shape {test.shape}; an `if`/`while` on a tensor needs "
-                              "one value. Reduce it first: tfl.reduce_max(c) for 'any', tfl.reduce_min or "
-                              "tfl.equal(tfl.reduce_sum(c), c.size) for 'all'")
-    return test
-
-
-def _python_truth(value, site):
-    if isinstance(value, Node):
-        raise _symbolic(site, "bool()")
-    return bool(value)
-
-
-def _symbolic(site, what):
-    return ConversionError(
-        f"{site}: {what} of a symbolic tensor inside to_static: while tracing, tensors have no values yet. "
-        "Keep the computation in tensors (tfl.cond / tfl.where / an `if` directly on the tensor), or return the "
-        "tensor and use its value after the call.")
+        return Undefined(name)
 
 
 def convert_call(fn, site):
-    """Called functions: builtins that need a value raise; user functions are converted too."""
+    """Called functions: builtins that need a value raise, enumerate/zip/range/len take tensors, user functions
+    are converted too."""
     if fn is builtins.bool or fn is builtins.int or fn is builtins.float:
         return functools.partial(_checked_builtin, fn, site)
+    tensor_aware = converted_builtin(fn) or list_aware(fn)
+    if tensor_aware is not None:
+        return tensor_aware
     if isinstance(fn, types.FunctionType) and not fn.__code__.co_filename.startswith(_PACKAGE_DIR):
         return convert_function(fn)
     from ..nn.layer import Layer
@@ -187,14 +74,14 @@ def _call_layer(layer, *args, **kwargs):
 
 def _checked_builtin(fn, site, *args):
     if args and isinstance(args[0], Node):
-        raise _symbolic(site, f"{fn.__name__}()")
+        raise symbolic(site, f"{fn.__name__}()")
     return fn(*args)
 
 
 def convert_attribute_call(obj, attr, site):
     """`x.numpy()` and `x.item()` of a graph node raise; any other attribute is looked up normally."""
     if isinstance(obj, Node) and attr in ("numpy", "item", "tolist"):
-        raise _symbolic(site, f".{attr}()")
+        raise symbolic(site, f".{attr}()")
     return getattr(obj, attr)
 
 
@@ -217,7 +104,7 @@ def convert_and(left, right_fn):
         return left and right_fn()
     from ..ops.math_ops import where
     right = right_fn()
-    return where(_as_bool(left, ""), _bool_node(right, left), False)
+    return where(as_bool(left, ""), _bool_node(right, left), False)
 
 
 def convert_or(left, right_fn):
@@ -226,7 +113,7 @@ def convert_or(left, right_fn):
         return left or right_fn()
     from ..ops.math_ops import where
     right = right_fn()
-    return where(_as_bool(left, ""), True, _bool_node(right, left))
+    return where(as_bool(left, ""), True, _bool_node(right, left))
 
 
 def convert_not(value):
@@ -234,12 +121,12 @@ def convert_not(value):
     if not isinstance(value, Node):
         return not value
     from ..ops.math_ops import equal
-    return equal(_as_bool(value, ""), False)
+    return equal(as_bool(value, ""), False)
 
 
 def _bool_node(value, like):
     if isinstance(value, Node):
-        return _as_bool(value, "")
+        return as_bool(value, "")
     return as_node(np.asarray(bool(value)))
 
 
@@ -275,44 +162,6 @@ def _assigned_names(statements):
     return names
 
 
-def _escapes(statements):
-    """The first return / break / continue / yield leaving this block (ignoring nested functions and loops)."""
-    found = []
-
-    class Finder(ast.NodeVisitor):
-        def __init__(self):
-            self.loops = 0
-
-        def visit_Return(self, node):
-            found.append(("return", node))
-
-        def visit_Yield(self, node):
-            found.append(("yield", node))
-
-        def visit_Break(self, node):
-            if self.loops == 0:
-                found.append(("break", node))
-
-        visit_Continue = visit_Break
-
-        def visit_For(self, node):
-            self.loops += 1
-            self.generic_visit(node)
-            self.loops -= 1
-
-        visit_While = visit_For
-
-        def visit_FunctionDef(self, node):
-            pass
-
-        visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
-    for statement in statements:
-        Finder().visit(statement)
-    if found and isinstance(found[0][1], (ast.Break, ast.Continue)):
-        return ("break" if isinstance(found[0][1], ast.Break) else "continue", found[0][1])
-    return found[0] if found else None
-
-
 def _args(names):
     return ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in names], vararg=None, kwonlyargs=[],
                          kw_defaults=[], kwarg=None, defaults=[])
@@ -332,7 +181,7 @@ class _Rewriter(ast.NodeTransformer):
         self.filename, self.count = filename, 0
 
     def site(self, node):
-        return ast.Constant(f"{self.filename}:{node.lineno}")
+        return ast.Constant(site_of(self.filename, node.lineno))
 
     def helper(self, name):
         return ast.Attribute(ast.Name(_HELPER, ast.Load()), name, ast.Load())
@@ -349,43 +198,67 @@ class _Rewriter(ast.NodeTransformer):
         body = list(body) + [ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in returns], ast.Load()))]
         return _function_def(name, args, body)
 
-    # -- if / while -----------------------------------------------------------------
+    # -- if / while / for ---------------------------------------------------------------
+    def dispatch(self, helper, first, functions, names, node):
+        """`(names...) = _tfl_jit_.<helper>(first, *functions, (values...), ("names"...), "file:line")`."""
+        call = self.call(helper, first, *functions, ast.Tuple([self.value_of(n) for n in names], ast.Load()),
+                         ast.Tuple([ast.Constant(n) for n in names], ast.Load()), self.site(node))
+        target = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
+        return ast.Assign([target], call, lineno=node.lineno)
+
     def visit_If(self, node):
         self.generic_visit(node)
-        escape = _escapes(node.body + node.orelse)
-        if escape is not None:  # keep Python's `if`, but refuse a tensor condition with a clear message
-            node.test = self.call("python_condition", node.test, ast.Constant(escape[0]), self.site(node))
-            return node
         self.count += 1
         names = _assigned_names(node.body + node.orelse)
         true_name, false_name = f"{_HELPER}true_{self.count}", f"{_HELPER}false_{self.count}"
         true_fn = self.function(true_name, names, node.body, names)
         false_fn = self.function(false_name, names, node.orelse or [ast.Pass()], names)
-        dispatch = self.call("convert_ifelse", node.test, ast.Name(true_name, ast.Load()),
-                             ast.Name(false_name, ast.Load()),
-                             ast.Tuple([self.value_of(n) for n in names], ast.Load()),
-                             ast.Tuple([ast.Constant(n) for n in names], ast.Load()), self.site(node))
-        target = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
-        return [true_fn, false_fn, ast.Assign([target], dispatch, lineno=node.lineno)]
+        return [true_fn, false_fn, self.dispatch("convert_ifelse", node.test, [ast.Name(true_name, ast.Load()),
+                                                                                ast.Name(false_name, ast.Load())],
+                                                 names, node)]
 
     def visit_While(self, node):
         self.generic_visit(node)
-        escape = _escapes(node.body)
-        if escape is not None or node.orelse:
-            why = escape[0] if escape else "else"
-            node.test = self.call("python_condition", node.test, ast.Constant(why), self.site(node))
-            return node
         self.count += 1
         names = _assigned_names(node.body)
         test_name, body_name = f"{_HELPER}test_{self.count}", f"{_HELPER}body_{self.count}"
-        args = _args(names)
-        test_fn = _function_def(test_name, args, [ast.Return(node.test)])
+        test_fn = _function_def(test_name, _args(names), [ast.Return(node.test)])
         body_fn = self.function(body_name, names, node.body, names)
-        dispatch = self.call("convert_while", ast.Name(test_name, ast.Load()), ast.Name(body_name, ast.Load()),
-                             ast.Tuple([self.value_of(n) for n in names], ast.Load()),
-                             ast.Tuple([ast.Constant(n) for n in names], ast.Load()), self.site(node))
-        target = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
-        return [test_fn, body_fn, ast.Assign([target], dispatch, lineno=node.lineno)]
+        return [test_fn, body_fn, self.dispatch("convert_while", ast.Name(test_name, ast.Load()),
+                                                [ast.Name(body_name, ast.Load())], names, node)]
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        self.count += 1
+        item = f"{_HELPER}item_{self.count}"
+        bind = ast.Assign([node.target], ast.Name(item, ast.Load()), lineno=node.lineno)
+        names = _assigned_names([bind] + node.body)
+        test_name, body_name = f"{_HELPER}for_test_{self.count}", f"{_HELPER}for_body_{self.count}"
+        extra = getattr(node, "extra_test", None)  # the break / return flags (escapes.py)
+        extra = self.visit(extra) if extra is not None else None
+        body_fn = _function_def(body_name, _args([item] + names), [bind] + node.body + [
+            ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in names], ast.Load()))])
+        statements = [body_fn]
+        if extra is not None:
+            statements.insert(0, _function_def(test_name, _args(names), [ast.Return(extra)]))
+        test = ast.Name(test_name, ast.Load()) if extra is not None else ast.Constant(None)
+        return statements + [self.dispatch("convert_for", node.iter, [test, ast.Name(body_name, ast.Load())],
+                                           names, node)]
+
+    def visit_Expr(self, node):
+        """`xs.append(v)` becomes `xs = _tfl_jit_.list_append(xs, v)`: the list is then a variable the
+        statement assigns, which a tensor branch or loop checks (dispatch.py)."""
+        call = node.value
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "append"
+                and isinstance(call.func.value, ast.Name) and len(call.args) == 1 and not call.keywords):
+            target = call.func.value.id
+            self.generic_visit(node)
+            new = ast.Assign([ast.Name(target, ast.Store())],
+                             self.call("list_append", ast.Name(target, ast.Load()), node.value.args[0],
+                                       self.site(node)), lineno=node.lineno)
+            return new
+        self.generic_visit(node)
+        return node
 
     # -- expressions ----------------------------------------------------------------
     def visit_Compare(self, node):
@@ -425,25 +298,45 @@ class _Rewriter(ast.NodeTransformer):
             node.func = self.call("convert_call", node.func, self.site(node))
         return node
 
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.ctx, ast.Load):
+            return node
+        key = node.slice
+        return self.call("convert_subscript", node.value, key, self.site(node))
+
     def visit_Lambda(self, node):
         return node  # lambdas stay Python (tfl.cond branches are often lambdas)
 
 
-def python_condition(test, why, site):
-    """The truth of a condition whose block has return/break/continue: only a Python value is allowed."""
-    if isinstance(test, Node):
-        fix = {"return": "assign the result to a variable in every branch and return it after the `if`",
-               "break": "move the stop test into the `while` condition",
-               "continue": "guard the rest of the body with an `if` instead",
-               "yield": "build the values in tensors and return them",
-               "else": "drop the `else:` of the loop (run its code after the loop)"}[why]
-        raise ConversionError(f"{site}: `{why}` inside an `if`/`while` whose condition is a tensor cannot become a "
-                              f"graph; {fix}.")
-    return bool(test)
-
-
 for _op in _PY_COMPARE:
     globals()[f"OP_{_op.__name__}"] = _op
+
+
+def site_of(filename, line):
+    """"file:line" of the user's code for messages ("cell 5, line 3" in a notebook)."""
+    cell = _notebook_cell(filename)
+    return f"cell {cell}, line {line}" if cell is not None else f"{filename}:{line}"
+
+
+def _is_generator(definition):
+    """Whether a function yields (generators run as written: their values cannot become one graph)."""
+    class Finder(ast.NodeVisitor):
+        found = False
+
+        def visit_Yield(self, node):
+            self.found = True
+
+        visit_YieldFrom = visit_Await = visit_Yield
+
+        def visit_FunctionDef(self, node):
+            pass
+
+        visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
+    finder = Finder()
+    for statement in definition.body:
+        finder.visit(statement)
+    return finder.found
 
 
 def _factory(fn):
@@ -460,9 +353,12 @@ def _factory(fn):
         tree = None  # no source (REPL, builtin): the function runs as written
     if tree is not None and tree.body:
         definition = tree.body[0]
-        if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)) and definition.name == fn.__name__:
+        if (isinstance(definition, ast.FunctionDef) and definition.name == fn.__name__
+                and not _is_generator(definition)):
             definition.decorator_list = []
             ast.increment_lineno(tree, first - 1)
+            lowering = Lowering(lambda line: site_of(filename, line))
+            definition.body = lowering.function_body(definition.body, definition.end_lineno)
             rewriter = _Rewriter(filename)
             definition.body = [rewriter.visit(s) for s in definition.body]
             definition.body = [s for part in definition.body for s in (part if isinstance(part, list) else [part])]

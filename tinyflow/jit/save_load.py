@@ -21,7 +21,7 @@ from .input_spec import InputSpec
 from .ops_io import build_op, decode, encode, op_attributes
 
 FORMAT = "tinyflow.jit"
-VERSION = 1
+VERSION = 2  # 2: a cond or loop is one op with several outputs, read by Output nodes
 MAX_JSON_BYTES = 64 << 20   # a description bigger than this is not a model we wrote
 
 
@@ -54,16 +54,29 @@ def _nodes_of(outputs):
     found = ancestors(outputs)
     pending = [n for n in found if hasattr(n, "subgraphs")]
     while pending:
-        inner = ancestors([m for n in pending for sub in n.subgraphs
-                           for m in list(sub.inputs) + list(sub.nodes) + list(sub.outputs)]) - found
+        inner = ancestors([m for n in pending for sub in n.subgraphs for m in _saved_part(sub)]) - found
         found |= inner
         pending = [n for n in inner if hasattr(n, "subgraphs")]
     return sorted(found, key=lambda n: n.creation_index)
 
 
+def _saved_part(sub):
+    """A subgraph's nodes as saved: the stacks a loop records for its gradient are rebuilt by gradients()."""
+    if sub.restores:
+        raise TinyflowError(f"cannot save '{sub.label}', the body of a while_loop's gradient loop: save the forward "
+                            "function, and build gradients after tfl.jit.load")
+    return [n for n in list(sub.inputs) + list(sub.nodes) + list(sub.outputs) if not _records(n)]
+
+
+def _records(node):
+    """A node of a loop's recording machinery (WhileLoop.record makes them again when the file is loaded)."""
+    from ..control_flow.stacks import StackInput, StackPush
+    return isinstance(node, (StackInput, StackPush))
+
+
 def _subgraph_json(sub):
-    return {"nodes": [n.name for n in sub.nodes], "inputs": [n.name for n in sub.inputs],
-            "outputs": [n.name for n in sub.outputs]}
+    return {"nodes": [n.name for n in sub.nodes if not _records(n)],
+            "inputs": [n.name for n in sub.inputs], "outputs": [n.name for n in sub.outputs]}
 
 
 def _node_json(node, arrays):
@@ -86,12 +99,12 @@ def _node_json(node, arrays):
             raise TinyflowError(f"cannot save {node.op_type} '{node.name}': a saved program must not change state "
                                 "(save the model's forward function, not a training step)")
         if node.op_type == "Cond":
-            entry["control_flow"] = {"index": node.index, "true": _subgraph_json(node.true_branch),
+            entry["control_flow"] = {"true": _subgraph_json(node.true_branch),
                                      "false": _subgraph_json(node.false_branch)}
         elif node.op_type == "WhileLoop":
-            entry["control_flow"] = {"index": node.index, "n_vars": node.n_vars,
-                                     "maximum_iterations": node.maximum_iterations,
-                                     "test": _subgraph_json(node.test), "body": _subgraph_json(node.body)}
+            entry["control_flow"] = {"n_vars": node.n_vars, "maximum_iterations": node.maximum_iterations,
+                                     "test": _subgraph_json(node.test), "body": _subgraph_json(node.body),
+                                     "recorded": [r.node.name for r in node.recorded]}  # rebuilt by WhileLoop.record
         else:
             try:
                 entry["attrs"] = {k: encode(v) for k, v in op_attributes(node).items()}
@@ -290,13 +303,17 @@ def _build_control_flow(kind, data, inputs, built, name):
         _fail(f"node {name!r}: bad control-flow description")
     if kind == "Cond":
         node = Cond(inputs[0], _subgraph(data["true"], built, name + "/true"),
-                    _subgraph(data["false"], built, name + "/false"), int(data["index"]), name=name)
+                    _subgraph(data["false"], built, name + "/false"), name=name)
     elif kind == "WhileLoop":
         n_vars = int(data["n_vars"])
         limit = data.get("maximum_iterations")
         node = WhileLoop(inputs[:n_vars], _subgraph(data["test"], built, name + "/test"),
                          _subgraph(data["body"], built, name + "/body"),
-                         None if limit is None else int(limit), int(data["index"]), name=name)
+                         None if limit is None else int(limit), name=name)
+        for recorded in data.get("recorded", []):  # values the loop collects per iteration, in their order
+            if recorded not in built or built[recorded] not in node.body.nodes + list(node.body.inputs):
+                _fail(f"node {name!r} records {str(recorded)[:80]!r}, which is not a node of its body")
+            node.record(built[recorded])
     else:
         _fail(f"node {name!r}: op type {kind!r} has no control flow")
     if [i.name for i in node.inputs] != [i.name for i in inputs]:

@@ -21,7 +21,10 @@ import numpy as np
 from ..errors import TinyflowError
 from ..graph import ancestors, get_default_graph
 from ..nodes import Node, Placeholder
-from .convert import _Undefined, convert_function
+from .convert import convert_function
+from .errors import ConversionError
+from .tensor_lists import TensorList
+from .undefined import Undefined
 from .eager_call import call_recorded
 from .input_spec import InputSpec
 from ..eager import Tensor, is_grad_enabled
@@ -293,8 +296,11 @@ class StaticFunction:
             created = graph.nodes[start:]
         outputs, structure = _flatten(result)
         for out in outputs:
-            if isinstance(out, _Undefined):
+            if isinstance(out, Undefined):
                 out._fail()
+            if isinstance(out, TensorList):
+                raise ConversionError(f"{self.__name__} returns a list that a loop over a tensor appended to; return "
+                                      "one tensor of it, e.g. tfl.concat(ys, 0) or tfl.add_n(ys)")
             if isinstance(out, Node) and out.graph is not graph:
                 raise TinyflowError(f"{self.__name__} returned {out!r} from another graph")
         # state changes the function made (optimizer steps, assigns) run with every call, as in eager code

@@ -16,6 +16,17 @@ def _buffer(value):
     return None, 0, value
 
 
+def _buffers(value):
+    """(key, bytes, owner) of every buffer a value holds: a loop's tuple value and its stacks hold many."""
+    if isinstance(value, tuple):
+        parts = value
+    elif hasattr(value, "arrays"):  # a stack of per-iteration values (tinyflow/control_flow/stacks.py)
+        parts = value.arrays()
+    else:
+        return [_buffer(value)]
+    return [buffer for part in parts for buffer in _buffers(part)]
+
+
 class MemoryProfile:
     """Per step of a plan: bytes allocated, freed, alive during and after the step; and the peak."""
 
@@ -62,23 +73,24 @@ def memory_profile(session, fetches, feed_dict=None):
     owners = {}  # id of owning buffer -> [bytes, references from live slots]
 
     def hold(value):
-        key, size, owner = _buffer(value)
-        if key is None:
-            return 0
-        entry = owners.setdefault(key, [size, 0, owner])  # keep the owner alive: its key must stay unique
-        entry[1] += 1
-        return size if entry[1] == 1 else 0
+        new = 0
+        for key, size, owner in _buffers(value):
+            if key is not None:
+                entry = owners.setdefault(key, [size, 0, owner])  # keep the owner alive: its key must stay unique
+                entry[1] += 1
+                new += size if entry[1] == 1 else 0
+        return new
 
     def drop(value):
-        key, _, _ = _buffer(value)
-        if key not in owners:
-            return 0
-        entry = owners[key]
-        entry[1] -= 1
-        if entry[1] == 0:
-            del owners[key]
-            return entry[0]
-        return 0
+        freed = 0
+        for key, _, _ in _buffers(value):
+            entry = owners.get(key)
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del owners[key]
+                    freed += entry[0]
+        return freed
 
     fed_bytes = sum(hold(v) for v in checked.values())
     live = fed_bytes

@@ -104,6 +104,7 @@ class ExecutionPlan:
                 continue
             self.steps.append(Step(node, backend.kernel(node), tuple(self.slot_of[i] for i in node.inputs),
                                    self.slot_of[node]))
+        self._tell_outputs_read()
         self._plan_releases()
         # ops numpy runs, decided once here: counted into the backend's run report at each run
         self.static_routes = Counter((route, step.node.op_type) for step in self.steps
@@ -126,6 +127,18 @@ class ExecutionPlan:
         self._recycle = backend.recycle
         self._may_recycle = backend.may_recycle
         self._nodes = {slot: node for node, slot in self.slot_of.items()}
+
+    def _tell_outputs_read(self):
+        """Kernels of ops with several outputs (control flow) learn which steps read them, so they compute only
+        what this plan needs: a cond the outputs read, a loop the stacks only a gradient plan pops."""
+        readers = {}
+        for step in self.steps:
+            for slot in step.input_slots:
+                readers.setdefault(slot, []).append(step.node)
+        for step in self.steps:
+            select = getattr(step.kernel, "select_outputs", None)
+            if select is not None:
+                select(readers.get(step.slot, []), fetched=step.slot in self.fetch_slots)
 
     def _plan_releases(self):
         """Give each step the slots it reads for the last time (fetched slots are kept)."""
@@ -165,8 +178,7 @@ class ExecutionPlan:
         output and the values dropped right after it (the memory profile uses it), in the interpreter.
         """
         if self._verified and observer is None and len(self.steps) <= COMPILE_LIMIT:
-            # np.shape: a sub-plan's feeds are kernel outputs, which may be Python numbers
-            signature = tuple([np.shape(feeds[node]) for node in self._fed_order])
+            signature = tuple([_shape_key(feeds[node]) for node in self._fed_order])
             compiled = self._compiled.get(signature)
             if compiled is None:
                 if len(self._compiled) < MAX_SPECIALISATIONS:
@@ -297,6 +309,15 @@ class ExecutionPlan:
                 self._recycle(values[slot])
                 values[slot] = None
         return [values[s] for s in self.fetch_slots]
+
+
+def _shape_key(value):
+    """A fed value's shape, to pick a compiled form: a sub-plan's feeds are kernel outputs, which may be Python
+    numbers, or a loop's tuple or stack (None: no shape)."""
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return tuple(shape)
+    return () if isinstance(value, (int, float, bool, np.generic)) else None
 
 
 def verify_value(node, value):

@@ -206,6 +206,10 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
         for out in getattr(node, "branch_outputs", ()):
             if out in drawn and node_id(out) != node_id(node):
                 dot.edge(node_id(out), node_id(node), style="dashed")
+        for pop, value in getattr(node, "restored_values", ()):  # a gradient loop: a pop stands for a forward value
+            if pop in drawn and value in drawn:
+                dot.edge(node_id(pop), node_id(value), style="dotted", color="#b33a3a", label="restores",
+                         constraint="false")
     dot.node("legend", _legend_label([k for k in STYLES if any(kind_of(n) == k for n in nodes)]),
              shape="plaintext")
     return dot

@@ -6,7 +6,18 @@ with `ctx.import_graph(graph_proto, inputs)` inside the function tfl.cond / tfl.
 import numpy as np
 
 from ..dtypes import onnx_type
+from ..errors import OnnxExportError
 from . import exports
+
+
+@exports("Output")
+def export_output(ex, node):
+    """One output of a cond or loop: the If / Loop emitted once for all its outputs."""
+    names = ex.name_of(node.inputs[0])
+    if node.index >= len(names):
+        raise OnnxExportError(f"'{node.name}' reads output {node.index} of {node.inputs[0].op_type} "
+                              f"'{node.inputs[0].name}' (its iteration count or a stack), which ONNX export lacks")
+    return names[node.index]
 
 
 @exports("Cond")
@@ -15,9 +26,12 @@ def export_cond(ex, node):
     pred = ex.name_of(node.inputs[0])
     for capture in node.inputs[1:]:
         ex.name_of(capture)
-    then_graph = ex.subgraph("then", [node.true_branch.outputs[node.index]])
-    else_graph = ex.subgraph("else", [node.false_branch.outputs[node.index]])
-    return ex.emit("If", [pred], "If", then_branch=then_graph, else_branch=else_graph)
+    then_graph = ex.subgraph("then", node.true_branch.outputs)
+    else_graph = ex.subgraph("else", node.false_branch.outputs)
+    results = [ex.fresh("If") for _ in node.true_branch.outputs]
+    ex.nodes.append(ex.helper.make_node("If", [pred], results, name=results[0], then_branch=then_graph,
+                                        else_branch=else_graph))
+    return results
 
 
 @exports("WhileLoop")
@@ -52,4 +66,4 @@ def export_while(ex, node):
                                                                     "max_trips")
     results = [ex.fresh("loop_result") for _ in loop_inputs]
     ex.nodes.append(ex.helper.make_node("Loop", [limit, first] + initial, results, name=results[0], body=graph))
-    return results[node.index]
+    return results

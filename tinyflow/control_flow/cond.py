@@ -1,0 +1,137 @@
+"""tfl.cond: run one of two subgraphs, chosen at run time by a boolean node.
+
+The Cond op's inputs are the predicate and the captures of both branches; its value is
+the taken branch's outputs (a tuple, read by Output nodes). Only the taken branch runs,
+and only the outputs the plan reads are computed.
+
+Gradient: d cond = cond(pred, d true branch, d false branch), each branch's gradient
+taken with respect to the captures and seeded with the gradients of the outputs.
+"""
+import numpy as np
+
+from ..autodiff.gradients import gradients
+from ..errors import ShapeError, TinyflowError
+from ..graph import get_default_graph
+from ..nodes import as_node
+from ..ops.math_ops import zeros_like
+from ..ops.registry import register_gradient
+from .outputs import ControlFlowOp, OutputSelection
+from .subgraph import Subgraph, is_float, sub_plan, truth
+
+
+def is_eager(value):
+    """An eager Tensor (it computes at once and belongs to no graph)."""
+    return getattr(value, "graph", False) is None
+
+
+def _typeless(node):
+    """A value with no type yet (tinyflow/jit/undefined.py): a branch on which a variable has no value."""
+    return getattr(node, "typeless", False)
+
+
+class Cond(ControlFlowOp):
+    """The outputs of `true_branch` if pred else those of `false_branch`; only the taken branch runs."""
+
+    def __init__(self, pred, true_branch, false_branch, name=None):
+        self.true_branch, self.false_branch = true_branch, false_branch
+        if len(true_branch.outputs) != len(false_branch.outputs):
+            raise TinyflowError(f"cond: the true branch returns {len(true_branch.outputs)} value(s) and the false "
+                                f"branch {len(false_branch.outputs)}; both must return the same number")
+        for i, (a, b) in enumerate(zip(true_branch.outputs, false_branch.outputs)):
+            if a.dtype != b.dtype and not _typeless(a) and not _typeless(b):
+                raise ShapeError(f"cond: output {i} of the branches has dtype {a.dtype} in the true branch and "
+                                 f"{b.dtype} in the false one; cast one of them with tfl.cast so both agree")
+        self.captures = tuple(sorted(set(true_branch.captures) | set(false_branch.captures),
+                                     key=lambda n: n.creation_index))
+        super().__init__(pred, *self.captures, name=name)
+
+    @property
+    def subgraphs(self):
+        return [self.true_branch, self.false_branch]
+
+    @property
+    def output_count(self):
+        return len(self.true_branch.outputs)
+
+    def output_spec(self, index):
+        a, b = self.true_branch.outputs[index], self.false_branch.outputs[index]
+        if _typeless(a) or _typeless(b):  # a value with no type yet: the other branch's
+            a = b = b if _typeless(a) else a
+        if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+            return None, a.dtype
+        return tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype  # disagreeing dims: unknown
+
+    @property
+    def branch_outputs(self):
+        """What the branches return (pictures draw dashed edges from them to the op)."""
+        return list(self.true_branch.outputs) + list(self.false_branch.outputs)
+
+    def infer_shape(self, pred_shape, *capture_shapes):
+        if pred_shape is not None and any(d is not None and d != 1 for d in pred_shape):
+            raise ShapeError(f"the condition must be a single value, got shape {pred_shape}; "
+                             "reduce it first, e.g. tfl.reduce_max(x > 0)")
+        return None
+
+    def bind_kernel(self, backend):
+        """The kernel: evaluate pred, run the taken branch's sub-plan for the outputs this plan reads."""
+        return _CondKernel(self, backend)
+
+
+class _CondKernel(OutputSelection):
+    def __init__(self, op, backend):
+        self.op, self.backend, self.plans = op, backend, {}
+
+    def __call__(self, pred, *captured):
+        op = self.op
+        branch = op.true_branch if truth(self.backend.to_host(pred), op) else op.false_branch
+        wanted = [i for i in range(op.output_count) if self.wants(i)]
+        plan = sub_plan(self.plans, (id(branch), tuple(wanted)), [branch.outputs[i] for i in wanted],
+                        op.captures, self.backend)
+        values = plan.run(dict(zip(op.captures, captured)))
+        result = [None] * op.output_count
+        for i, value in zip(wanted, values):
+            if isinstance(value, np.ndarray) and any(value is c for c in captured):
+                value = value.copy()  # never hand out an alias of an input (it may be a Variable's value)
+            result[i] = value
+        return tuple(result)
+
+
+def cond(pred, true_fn, false_fn, name=None):
+    """`true_fn()` if the scalar boolean node `pred` is true at run time, else `false_fn()` (graph control flow).
+
+    Both functions take no arguments and return a node or a list/tuple of nodes with
+    matching dtypes; only the taken branch runs. Returns the same structure of nodes.
+    """
+    if is_eager(pred):  # eager mode: Python decides, and autograd records the branch that ran
+        return true_fn() if bool(np.asarray(pred)) else false_fn()
+    graph = get_default_graph()
+    pred = as_node(pred)
+    with graph.name_scope(name or "cond"):
+        true_branch = Subgraph.trace(true_fn, scope="true")
+        false_branch = Subgraph.trace(false_fn, scope="false")
+        op = Cond(pred, true_branch, false_branch, name="Cond")
+        outputs = [op.output(i) for i in range(op.output_count)]
+    return outputs[0] if true_branch.single and false_branch.single else outputs
+
+
+def _gradient_in(branch, indices, seeds, wrt):
+    """d branch.outputs[indices] / d wrt, seeded with `seeds` (zeros where an output does not depend on it).
+
+    The derivative is a partial one: the walk stops at the captures, even when one is
+    computed from another (the outer backward pass adds the paths between captures itself).
+    """
+    grads = gradients([branch.outputs[i] for i in indices], wrt, grad_ys=seeds, stop_gradients=wrt)
+    return [zeros_like(c) if g is None else g for c, g in zip(wrt, grads)]
+
+
+@register_gradient(Cond)
+def _cond_grad(op, grads):
+    wrt = [c for c in op.captures if is_float(c)]
+    seeded = [i for i, g in enumerate(grads) if g is not None]
+    if not wrt or not seeded:
+        return [None] * len(op.inputs)
+    seeds = [grads[i] for i in seeded]
+    result = cond(op.inputs[0], lambda: _gradient_in(op.true_branch, seeded, seeds, wrt),
+                  lambda: _gradient_in(op.false_branch, seeded, seeds, wrt), name="cond_grad")
+    by_capture = dict(zip(wrt, result if isinstance(result, list) else [result]))
+    return [None] + [by_capture.get(c) for c in op.captures]

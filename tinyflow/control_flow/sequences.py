@@ -1,0 +1,148 @@
+"""What a tensor `for` loop iterates over: tfl.range, a tensor's rows, and enumerate / zip of those.
+
+    for i in tfl.range(n): ...        n a tensor: i = 0, 1, ... as an int64 scalar node
+    for row in x: ...                 x a tensor: row = x[k] for k = 0 .. len(x) - 1
+    for k, row in enumerate(x): ...   for a, b in zip(x, y): ...   (stops at the shorter)
+
+A sequence answers two questions about position k (an int64 scalar node): `valid(k)`,
+whether k is still inside it, and `item(k)`, its element there. to_static turns such a
+`for` into a while_loop over k (tinyflow/jit/dispatch.py).
+"""
+import builtins
+
+import numpy as np
+
+from ..errors import ShapeError, TinyflowError
+from ..nodes import Node, Operation, as_node
+from ..ops.math_ops import cast, greater, less, where
+from ..ops.indexing import gather
+from ..ops.registry import not_differentiable
+
+
+class Length(Operation):
+    """len(x): the size of x's first dimension, an int64 scalar (known at run time only for a None dimension)."""
+
+    def __init__(self, x, name=None):
+        super().__init__(x, name=name)
+
+    def infer_shape(self, x_shape):
+        if x_shape is not None and len(x_shape) == 0:
+            raise ShapeError("len() of a scalar tensor; iterate over a tensor of rank 1 or more")
+        return ()
+
+    def infer_dtype(self, x_dtype):
+        return np.dtype(np.int64)
+
+    def compute(self, x):
+        return np.int64(np.shape(x)[0])
+
+
+not_differentiable(Length)
+
+
+def length(x):
+    """len(x) for a graph node: a Python int when its first dimension is known, else a Length node."""
+    if x.shape is not None and len(x.shape) and x.shape[0] is not None:
+        return x.shape[0]
+    return Length(x)
+
+
+# ---------------------------------------------------------------- sequences
+class Rows:
+    """The rows of a tensor."""
+
+    def __init__(self, x):
+        if x.shape is not None and len(x.shape) == 0:
+            raise TinyflowError(f"cannot iterate over '{x.name}', a scalar tensor; iterate over tfl.range(n) or a "
+                                "tensor of rank 1 or more")
+        self.x = x
+
+    def valid(self, k):
+        return less(k, length(self.x))
+
+    def item(self, k):
+        return gather(self.x, k)
+
+
+def _as_dtype(value, dtype):
+    if isinstance(value, Node):
+        return value if value.dtype == dtype else cast(value, dtype)
+    return as_node(np.asarray(value, dtype))
+
+
+class TensorRange:
+    """range(start, stop, step) whose bounds are graph nodes: tfl.range's value when one of them is a tensor."""
+
+    def __init__(self, start, stop, step):
+        dtype = np.result_type(*[v.dtype if isinstance(v, Node) else np.asarray(v).dtype for v in (start, stop, step)])
+        self.start, self.stop, self.step = (_as_dtype(v, dtype) for v in (start, stop, step))
+        self.rising = step > 0 if not isinstance(step, Node) else None  # a tensor step: its sign at run time
+
+    def __iter__(self):
+        raise TinyflowError("a tfl.range over a tensor can only be iterated inside tfl.jit.to_static (it becomes a "
+                            "while_loop); in graph code write tfl.while_loop, or pass a Python int")
+
+    def value(self, k):
+        return self.start + cast(k, self.start.dtype) * self.step
+
+    def valid(self, k):
+        value = self.value(k)
+        if self.rising is None:
+            return where(greater(self.step, 0), less(value, self.stop), greater(value, self.stop))
+        return less(value, self.stop) if self.rising else greater(value, self.stop)
+
+    def item(self, k):
+        return self.value(k)
+
+
+class Enumerate:
+    """enumerate(sequence, start)."""
+
+    def __init__(self, sequence, start=0):
+        self.sequence, self.start = sequence, start
+
+    def valid(self, k):
+        return self.sequence.valid(k)
+
+    def item(self, k):
+        return (k + self.start if self.start else k), self.sequence.item(k)
+
+
+class Zip:
+    """zip(*sequences): stops at the shortest."""
+
+    def __init__(self, sequences):
+        self.sequences = sequences
+
+    def valid(self, k):
+        result = self.sequences[0].valid(k)
+        for sequence in self.sequences[1:]:
+            result = where(result, sequence.valid(k), False)
+        return result
+
+    def item(self, k):
+        return tuple(s.item(k) for s in self.sequences)
+
+
+def range(start, stop=None, step=1):  # noqa: A001 - tfl.range, as Python's
+    """Python's range for Python ints; for a tensor bound (e.g. `for i in tfl.range(n)` inside tfl.jit.to_static)
+    a sequence of int64 scalars that becomes a while_loop. Eager Tensors give their values."""
+    if stop is None:
+        start, stop = 0, start
+    values = [start, stop, step]
+    if any(getattr(v, "graph", False) is None for v in values):  # eager Tensors: their values are known
+        values = [int(np.asarray(v)) if getattr(v, "graph", False) is None else v for v in values]
+    if not any(isinstance(v, Node) for v in values):
+        return builtins.range(*values)
+    if not isinstance(values[2], Node) and values[2] == 0:
+        raise TinyflowError("tfl.range() step must not be zero")
+    return TensorRange(*values)
+
+
+def sequence_of(iterable):
+    """The tensor sequence a `for` loop iterates over, or None for a Python iterable."""
+    if isinstance(iterable, (TensorRange, Enumerate, Zip, Rows)):
+        return iterable
+    if isinstance(iterable, Node):
+        return Rows(iterable)
+    return None

@@ -1,0 +1,206 @@
+"""Stacks: how a loop keeps, per iteration, the values its gradient needs (TensorFlow 1's stacks).
+
+    forward loop body                          gradient loop body (runs the iterations backwards)
+    ─────────────────                          ──────────────────────────────────────────────────
+    h = tanh(x·W + h_prev)                     k = k - 1
+    StackPush(stack_h, h)   ── stack_h ──▶     h_k = StackPop(stack_h, k)   (stands for h of iteration k)
+                                               dh_prev = (1 - h_k²) · dh ...
+
+The forward loop's kernel makes a fresh, empty stack per run and feeds it to the
+body's stack input; each iteration's StackPush appends a reference to the value (no
+copy). The loop outputs the stack; the gradient loop reads it, and the outer plan
+drops it after its last reader, so a stack lives from the forward loop to the end of
+the backward pass (the memory profile shows its bytes).
+"""
+import numpy as np
+
+from ..errors import ExecutionError
+from ..nodes import Operation, Placeholder
+from ..ops.registry import not_differentiable, register_gradient
+
+
+class StackValue:
+    """The run-time value of a stack: the values pushed, first iteration first."""
+
+    __slots__ = ("name", "values", "__weakref__")
+
+    def __init__(self, name):
+        self.name, self.values = name, []
+
+    def __len__(self):
+        return len(self.values)
+
+    def arrays(self):
+        """The values held (the memory profile counts their buffers)."""
+        return self.values
+
+    def __repr__(self):
+        return f"<stack '{self.name}': {len(self.values)} value(s)>"
+
+
+class StackInput(Placeholder):
+    """A loop body's stack: fed by the loop's kernel with a fresh StackValue per run."""
+
+    def __init__(self, name=None):
+        super().__init__(None, "float32", name=name)
+        self.dtype = None  # a stack, not a tensor
+
+
+class StackPush(Operation):
+    """Append `value` to `stack`; the result is the stack (the loop outputs it)."""
+
+    def __init__(self, stack, value, name=None):
+        super().__init__(stack, value, name=name)
+
+    def infer_shape(self, stack_shape, value_shape):
+        return None
+
+    def infer_dtype(self, stack_dtype, value_dtype):
+        return None
+
+    def compute(self, stack, value):
+        stack.values.append(value)
+        return stack
+
+    def bind_kernel(self, backend):
+        """Any backend: keep the value as it is (a device array stays on the device)."""
+        return self.compute
+
+
+class StackPop(Operation):
+    """The value pushed at iteration `step` (the gradient loop counts `step` down, popping from the top).
+
+    The stack itself stays whole, so several gradient loops of one forward loop can read it.
+    `element_shape` / `element_dtype` are those of the forward node the value stands for.
+    """
+
+    def __init__(self, stack, step, element_shape=None, element_dtype="float32", name=None):
+        self.element_shape = element_shape
+        self.element_dtype = None if element_dtype is None else np.dtype(element_dtype)  # None: a stack or tuple
+        super().__init__(stack, step, name=name)
+
+    def infer_shape(self, stack_shape, step_shape):
+        return self.element_shape
+
+    def infer_dtype(self, stack_dtype, step_dtype):
+        return self.element_dtype
+
+    def compute(self, stack, step):
+        step = int(np.asarray(step))
+        if not 0 <= step < len(stack.values):
+            raise ExecutionError(f"StackPop '{self.name}': iteration {step} of stack '{stack.name}', which holds "
+                                 f"{len(stack.values)} value(s); the gradient loop ran more iterations than the "
+                                 "forward loop recorded")
+        return stack.values[step]
+
+    def bind_kernel(self, backend):
+        """Any backend: the value as it was pushed (the step, an integer, is read on the host)."""
+        return lambda stack, step: self.compute(stack, backend.to_host(step))
+
+
+class StackAddN(Operation):
+    """Stacks of equal length added value by value (two gradients reaching one recorded stack)."""
+
+    def __init__(self, *stacks, name=None):
+        super().__init__(*stacks, name=name)
+
+    def infer_shape(self, *shapes):
+        return None
+
+    def infer_dtype(self, *dtypes):
+        return None
+
+    @property
+    def stack_dtype(self):
+        return self.inputs[0].stack_dtype
+
+    @staticmethod
+    def add_stacks(stacks):
+        return StackAddN(*stacks)
+
+    def compute(self, *stacks):
+        total = StackValue(stacks[0].name)
+        total.values = [sum(values[1:], values[0]) for values in zip(*(s.values for s in stacks))]
+        return total
+
+    def bind_kernel(self, backend):
+        """Any backend: device arrays add with `+` too."""
+        return self.compute
+
+
+class StackToTensor(Operation):
+    """The values of a stack as one tensor, the first pushed first: shape (len(stack),) + element_shape.
+
+    What a loop collects per iteration (a list appended in a tensor loop, TF's TensorArray.stack(),
+    ONNX Loop's scan outputs). Gradient: the rows of g, as a stack.
+    """
+
+    def __init__(self, stack, element_shape=None, element_dtype="float32", name=None):
+        self.element_shape, self.element_dtype = element_shape, np.dtype(element_dtype)
+        super().__init__(stack, name=name)
+
+    def infer_shape(self, stack_shape):
+        return None if self.element_shape is None else (None,) + tuple(self.element_shape)
+
+    def infer_dtype(self, stack_dtype):
+        return self.element_dtype
+
+    def compute(self, stack):
+        values = stack.values
+        if not values:
+            shape = tuple(0 if d is None else d for d in (self.element_shape or ()))
+            return np.zeros((0,) + shape, self.element_dtype)
+        return np.stack([np.asarray(v) for v in values])
+
+    def bind_kernel(self, backend):
+        """Any backend: the values are gathered on the host (they may be device arrays)."""
+        return lambda stack: self.compute(_on_host(stack, backend))
+
+
+class TensorToStack(Operation):
+    """The rows of a tensor as a stack (the gradient of StackToTensor)."""
+
+    def __init__(self, x, name=None):
+        super().__init__(x, name=name)
+
+    def infer_shape(self, x_shape):
+        return None
+
+    def infer_dtype(self, x_dtype):
+        return None
+
+    @property
+    def stack_dtype(self):
+        return self.inputs[0].dtype
+
+    @staticmethod
+    def add_stacks(stacks):
+        return StackAddN(*stacks)
+
+    def compute(self, x):
+        stack = StackValue(self.name)
+        stack.values = list(np.asarray(x))
+        return stack
+
+    def bind_kernel(self, backend):
+        """Any backend: rows of the host array."""
+        return lambda x: self.compute(backend.to_host(x))
+
+
+def _on_host(stack, backend):
+    host = StackValue(stack.name)
+    host.values = [backend.to_host(v) for v in stack.values]
+    return host
+
+
+@register_gradient(StackToTensor)
+def _stack_to_tensor_grad(op, grad):
+    return [TensorToStack(grad)]
+
+
+@register_gradient(TensorToStack)
+def _tensor_to_stack_grad(op, grad):
+    return [StackToTensor(grad, op.inputs[0].shape[1:] if op.inputs[0].shape else None, op.inputs[0].dtype)]
+
+
+not_differentiable(StackPush, StackPop, StackAddN)
