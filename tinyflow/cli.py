@@ -1,4 +1,5 @@
-"""The `tinyflow` command: `tinyflow info`, `tinyflow demo boston`, `tinyflow launch -n 2 script.py`."""
+"""The `tinyflow` command: `tinyflow info`, `tinyflow demo boston`, `tinyflow launch -n 2 script.py`,
+`tinyflow onnx show model.onnx [-o graph.svg]`."""
 import argparse
 import platform
 import sys
@@ -28,6 +29,12 @@ def info():
     else:
         print(f"OpenCL: not available: {opencl_runtime.why_unavailable()}")
     try:
+        import onnx
+        print(f"ONNX: onnx {onnx.__version__} (import: opsets 1-{onnx.defs.onnx_opset_version()}, "
+              f"{len(tfl.onnx.rules.IMPORTS)} ops; export: opset {tfl.onnx.OPSET})")
+    except ImportError:
+        print("ONNX: not available: the onnx package is not installed (pip install onnx)")
+    try:
         print(f"MPI: {tfl.distributed.library_version()}  (tinyflow launch -n N script.py)")
     except tfl.TinyflowError as err:
         print(f"MPI: not available: {err}")
@@ -53,7 +60,14 @@ def main(argv=None):
     launch.add_argument("program", nargs=argparse.REMAINDER,
                         help="script.py [its arguments] (or -- -m package.module [its arguments])")
     _add_teaching_commands(sub)
+    onnx_tools = sub.add_parser("onnx", help="look inside an ONNX model").add_subparsers(dest="tool", required=True)
+    show = onnx_tools.add_parser("show", help="print a model's inputs, outputs, op counts and parameters; "
+                                              "-o draws its graph as tinyflow imports it")
+    show.add_argument("model", help="the .onnx file")
+    show.add_argument("-o", "--output", default=None, help="write the picture of the graph here (.svg, .png, .pdf)")
     args = parser.parse_args(argv)
+    if args.command == "onnx":
+        return _onnx_show(args.model, args.output)
     if args.command in ("assignments", "grade"):
         return _teaching(args)
     if args.command == "launch":
@@ -86,6 +100,25 @@ def _add_teaching_commands(sub):
     grade.add_argument("--source", default=None, help="the teacher's assignments folder holding the official tests")
     grade.add_argument("--json", default=None,
                        help="where to write the JSON report (default: grade-<assignment>.json; '-' prints it instead)")
+
+
+def _onnx_show(model, picture=None):
+    """`tinyflow onnx show model.onnx [-o graph.svg]`: import the model, print its summary, draw it."""
+    import tinyflow as tfl
+    try:
+        prog = tfl.onnx.load(model, graph=tfl.Graph())
+    except tfl.TinyflowError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"{model}: {prog.summary()}")
+    if picture:
+        try:
+            path = tfl.viz.render(list(prog.outputs.values()), picture)
+        except tfl.TinyflowError as err:
+            print(f"error: cannot draw the graph: {err}", file=sys.stderr)
+            return 1
+        print(f"graph drawn to {path}")
+    return 0
 
 
 def _teaching(args):

@@ -7,9 +7,11 @@ flag) are folded away, so dropout disappears and batch norm becomes one BatchNor
 moving statistics. Control flow maps to ONNX's own: tfl.cond -> If, tfl.while_loop -> Loop, with
 the branches and loop bodies as subgraphs that read outer values by name.
 """
+import types
+
 import numpy as np
 
-from ..nodes import Constant, Placeholder, Variable
+from ..nodes import Constant, Node, Placeholder, Variable
 from .dtypes import onnx_type
 from .errors import OnnxExportError
 from .rules import EXPORTS, OPSET
@@ -110,28 +112,58 @@ class _Exporter:
 
 def export(layer_or_fn, path, input_spec=None, opset=OPSET):
     """Trace `layer_or_fn` (evaluation mode) and write an ONNX model to `path`; returns the onnx.ModelProto."""
-    onnx = _onnx()
     if opset != OPSET:
         raise OnnxExportError(f"tinyflow exports opset {OPSET} only (asked for {opset})")
     from ..jit.save_load import _program_of
     program = _program_of(layer_or_fn, input_spec)
-    outputs = [o for o in program.outputs]
+    outputs = list(program.outputs)
     if any(not hasattr(o, "op_type") for o in outputs):
         raise OnnxExportError(f"{program.fn_name} returns Python values; ONNX models return tensors only")
+    names = [f"output{i}" if len(outputs) > 1 else "output" for i in range(len(outputs))]
+    model = _model(program, names)
+    _onnx().save(model, str(path))
+    return model
+
+
+def export_graph(inputs, outputs, path=None, name="tinyflow"):
+    """The part of a graph from the Placeholders `inputs` to the nodes `outputs` as an ONNX model (graph mode).
+
+    The model's inputs and outputs are named after the nodes; it is written to `path` when given.
+    Returns the onnx.ModelProto.
+    """
+    single = isinstance(outputs, Node)
+    outputs = [outputs] if single else list(outputs)
+    inputs = [inputs] if isinstance(inputs, Node) else list(inputs)
+    bad = [n for n in inputs if not isinstance(n, Placeholder)]
+    if bad:
+        raise OnnxExportError(f"the inputs of an exported graph are Placeholders; '{bad[0].name}' is a "
+                              f"{bad[0].op_type}")
+    names, taken = [], {p.name for p in inputs}
+    for out in outputs:
+        unique, n = out.name, 0
+        while unique in taken:
+            n += 1
+            unique = f"{out.name}_{n}"
+        taken.add(unique)
+        names.append(unique)
+    model = _model(types.SimpleNamespace(inputs=inputs, outputs=outputs, fn_name=name), names)
+    if path is not None:
+        _onnx().save(model, str(path))
+    return model
+
+
+def _model(program, output_names):
+    """The checked ModelProto computing program.outputs from program.inputs, outputs named `output_names`."""
+    onnx = _onnx()
     ex = _Exporter(onnx, program)
-    output_names = []
-    for i, out in enumerate(outputs):
-        name = ex.name_of(out)
-        final = f"output{i}" if len(outputs) > 1 else "output"
-        ex.nodes.append(ex.helper.make_node("Identity", [name], [final], name=f"{final}_identity"))
-        output_names.append((final, out))
+    for final, out in zip(output_names, program.outputs):
+        ex.nodes.append(ex.helper.make_node("Identity", [ex.name_of(out)], [final], name=f"{final}_identity"))
     graph = ex.helper.make_graph(
         ex.nodes, program.fn_name or "tinyflow",
         [ex.value_info(p.name, p, p.name.replace("/", "_")) for p in program.inputs],
-        [ex.value_info(name, node, name) for name, node in output_names], ex.initializers)
+        [ex.value_info(name, node, name) for name, node in zip(output_names, program.outputs)], ex.initializers)
     model = ex.helper.make_model(graph, opset_imports=[ex.helper.make_opsetid("", OPSET)],
                                  producer_name="tinyflow")
     model.ir_version = IR_VERSION
     onnx.checker.check_model(model)
-    onnx.save(model, str(path))
     return model

@@ -13,6 +13,8 @@ node "Conv" in the name scope "layer1/conv", so pictures draw the model's module
 Values known at import time (initializers that are not parameters, Constants, shapes of
 static shapes) are propagated: a node whose inputs are all known is computed on the spot.
 """
+import collections
+
 import numpy as np
 
 from ..errors import ArgumentError, FeedError, TinyflowError
@@ -197,6 +199,11 @@ class _Importer:
         self.check = GraphCheck(model, self.opset, IMPORTS)
         self.variables = []
         self.graph_inputs = set()
+
+    def op_counts(self):
+        """ONNX op type -> number of nodes in the model, subgraphs included, most frequent first."""
+        counts = collections.Counter(n.op_type for order in self.check.order.values() for n in order)
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
     # ---------------------------------------------------------------- the walk
     def build(self):
@@ -437,11 +444,12 @@ def _evaluate(node, cache):
 class OnnxProgram:
     """An imported ONNX model: its tinyflow graph, input Placeholders, output nodes and Variables."""
 
-    def __init__(self, graph, inputs, outputs, variables, opset, model):
+    def __init__(self, graph, inputs, outputs, variables, opset, model, op_counts):
         self.graph, self.inputs, self.outputs, self.variables = graph, inputs, outputs, variables
         self.opset = opset
         self.producer = f"{model.producer_name} {model.producer_version}".strip() or "unknown"
         self.model_name = model.graph.name
+        self.op_counts = op_counts  # ONNX op type -> number of nodes (subgraphs included), most frequent first
         self._sessions = {}
 
     def __repr__(self):
@@ -449,6 +457,24 @@ class OnnxProgram:
         outs = ", ".join(self.outputs)
         return (f"<OnnxProgram '{self.model_name}' (opset {self.opset}, from {self.producer}): ({ins}) -> "
                 f"({outs}), {len(self.variables)} Variables>")
+
+    def summary(self):
+        """A few lines about the model: inputs, outputs, ONNX op counts, parameters."""
+        def describe_node(node):
+            return f"{node.dtype} {'unknown shape' if node.shape is None else node.shape}"
+        trainable = [v for v in self.variables if v.trainable]
+        frozen = [v for v in self.variables if not v.trainable]
+        lines = [f"graph '{self.model_name}', ONNX opset {self.opset}, produced by {self.producer}", "inputs:"]
+        lines += [f"  {name}: {describe_node(node)}" for name, node in self.inputs.items()] or ["  (none)"]
+        lines += ["outputs:"] + [f"  {name}: {describe_node(node)}" for name, node in self.outputs.items()]
+        lines.append(f"ONNX ops ({sum(self.op_counts.values())} nodes): "
+                     + ", ".join(f"{op} {n}" for op, n in self.op_counts.items()))
+        count = sum(int(np.prod(v.shape)) for v in trainable)
+        lines.append(f"parameters: {count:,} in {len(trainable)} trainable Variables"
+                     + (f", {sum(int(np.prod(v.shape)) for v in frozen):,} more in {len(frozen)} non-trainable ones"
+                        if frozen else ""))
+        lines.append(f"tinyflow graph: {len(self.graph.nodes)} nodes")
+        return "\n".join(lines)
 
     def feed_dict(self, feeds):
         """{Placeholder: value} from {ONNX input name or Placeholder: value}; FeedError for unknown or missing names."""
@@ -498,7 +524,7 @@ def load(model, trainable=True, scope=None, constants=None, graph=None):
     except BaseException:
         graph.discard_nodes_from(start)  # a failed import leaves the graph as it was
         raise
-    return OnnxProgram(graph, inputs, outputs, importer.variables, importer.opset, proto)
+    return OnnxProgram(graph, inputs, outputs, importer.variables, importer.opset, proto, importer.op_counts())
 
 
 def run(model, inputs, backend=None):

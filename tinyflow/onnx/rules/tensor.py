@@ -4,6 +4,8 @@ import math
 import numpy as np
 
 from ... import ops
+from ...nodes import Constant
+from ...ops.shape_ops import ReshapeTo
 from . import exports, imports
 
 
@@ -12,7 +14,9 @@ def import_reshape(ctx, node):
     """x with a new shape; a 0 copies the input's dimension (unless allowzero), one -1 is inferred."""
     x = ctx.input(0)
     allow_zero = ctx.attr("allowzero", 0)
-    shape = ctx.static(1, "shape") if ctx.has_input(1) else np.asarray(ctx.attr("shape"))
+    shape = ctx.value(1) if ctx.has_input(1) else np.asarray(ctx.attr("shape"))
+    if shape is None:  # computed at run time (from the batch size, say)
+        return ReshapeTo(x, ctx.input(1), allowzero=bool(allow_zero), name=ctx.name)
     x_shape = x.shape
     target = []
     for i, d in enumerate(int(d) for d in shape):
@@ -23,8 +27,7 @@ def import_reshape(ctx, node):
         target.append(d)
     if None in target:  # a copied dimension known only at run time: let -1 stand for it if it is the only one
         if target.count(None) > 1 or -1 in target:
-            raise ctx.unsupported(f"a reshape to {shape.tolist()} of an input of shape {x_shape}: more than one "
-                                  "dimension is known only at run time")
+            return ReshapeTo(x, Constant(np.asarray(shape, np.int64)), allowzero=bool(allow_zero), name=ctx.name)
         target[target.index(None)] = -1
     return ops.reshape(x, tuple(target), name=ctx.name)
 
