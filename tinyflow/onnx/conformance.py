@@ -124,7 +124,7 @@ def short_reason(message):
     """The reason of an outcome for the table: one line, the node's name left out (it is the case's)."""
     line = " ".join(message.split())
     line = _NODE_PREFIX.sub("", line).replace(" (not supported by tinyflow's import)", "")
-    line = re.sub(r"Supported ops: .*", "", line).strip()
+    line = re.sub(r" tinyflow\.onnx\.rules\.IMPORTS lists .*", "", line).strip()
     return line if len(line) <= 160 else line[:157] + "..."
 
 

@@ -224,7 +224,9 @@ class GraphCheck:
         if node.op_type not in self.rules:
             raise OnnxImportError(
                 f"{describe(node)} in {where}: tinyflow has no import rule for the ONNX op '{node.op_type}' "
-                f"(opset {self.opset}). Supported ops: {', '.join(sorted(self.rules))}.", unsupported=True)
+                f"(opset {self.opset}). tinyflow.onnx.rules.IMPORTS lists the {len(self.rules)} ops it imports "
+                "(docs/onnx.md: how each fares); an import rule is one function (see tinyflow/onnx/rules)",
+                unsupported=True)
         if self.subgraphs(node):
             return  # the checker cannot see the outer names a subgraph reads; its nodes are checked one by one
         try:
