@@ -8,16 +8,19 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.9",
-    packages=find_packages(include=["tinyflow", "tinyflow.*"]) + ["tinyflow.opencl_kernels"],
-    # the OpenCL kernel sources stay in ckernels/opencl (the design's layout) and ship inside the package
-    package_dir={"tinyflow.opencl_kernels": "ckernels/opencl"},
-    package_data={"tinyflow.data": ["*.csv", "*.csv.gz", "*.md"], "tinyflow.opencl_kernels": ["*.cl"]},
+    packages=find_packages(include=["tinyflow", "tinyflow.*"]) + ["tinyflow.opencl_kernels", "tinyflow.cinclude"],
+    # the OpenCL kernel sources stay in ckernels/opencl (the design's layout) and ship inside the package, and
+    # so does the C math header that the fused kernels generated at run time paste in
+    package_dir={"tinyflow.opencl_kernels": "ckernels/opencl", "tinyflow.cinclude": "ckernels/include"},
+    package_data={"tinyflow.data": ["*.csv", "*.csv.gz", "*.md"], "tinyflow.opencl_kernels": ["*.cl"],
+                  "tinyflow.cinclude": ["*.h"]},
     install_requires=[
         "numpy>=1.24",
         "cffi>=1.15",
         "graphviz>=0.20",
         "matplotlib>=3.6",
         "tqdm>=4.60",
+        "threadpoolctl>=3.1",  # `tinyflow info` names the OpenMP and BLAS runtimes sharing the cores
     ],
     extras_require={
         "dev": ["pytest>=7", "hypothesis>=6.50", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6.0",

@@ -51,6 +51,14 @@ enum tf_reduce_op {
     TF_REDUCE_MAX = 2
 };
 
+/* the optimizers of tf_update_multi (one step over many tensors) */
+enum tf_update_kind {
+    TF_UPDATE_SGD = 0,
+    TF_UPDATE_ADAM = 1,
+    TF_UPDATE_RMSPROP = 2,
+    TF_UPDATE_ADAGRAD = 3
+};
+
 /* tuning constants shared by the C kernels and Python */
 enum tf_limits {
     TF_PARALLEL_MIN = 262144
@@ -58,10 +66,16 @@ enum tf_limits {
 
 /* runtime.c: what the library was built with, and a STREAM triad for benchmarks */
 const char *tf_build_flags(void);
-int tf_openmp_enabled(void);
+void tf_triad_f32(float *a, const float *b, const float *c, float s, long n);
+
+/* threads.c: tinyflow's own thread pool, which runs every parallel loop of the kernels (and of the
+ * generated fused kernels, which get tf_parallel_for's address); threads default to the CPUs this
+ * process may use */
+typedef void (*tf_chunk_fn)(void *args, long start, long stop);
+void tf_parallel_for(long n, long cost, tf_chunk_fn chunk, void *args);
 int tf_max_threads(void);
 void tf_set_num_threads(int n);
-void tf_triad_f32(float *a, const float *b, const float *c, float s, long n);
+int tf_pool_workers(void);
 
 /* elementwise.c: binary ops with broadcasting patterns, unary math */
 void tf_binary_f32(int op, int pattern, const float *a, const float *b, float *out, long rows, long cols);
@@ -154,6 +168,13 @@ void tf_rmsprop_f64(double *p, const double *g, double *sq, double *gavg, double
                     double alpha, double eps, double wd, double momentum);
 void tf_adagrad_f32(float *p, const float *g, float *sum, long n, double clr, double eps, double wd);
 void tf_adagrad_f64(double *p, const double *g, double *sum, long n, double clr, double eps, double wd);
+
+void tf_update_multi_f32(int kind, long count, float *const *p, const float *const *g, float *const *s1,
+                         float *const *s2, float *const *s3, const long *n, int64_t *const *steps, const double *h,
+                         int flag);
+void tf_update_multi_f64(int kind, long count, double *const *p, const double *const *g, double *const *s1,
+                         double *const *s2, double *const *s3, const long *n, int64_t *const *steps,
+                         const double *h, int flag);
 
 /* gemm.c: a hand-written cache-blocked matrix product */
 int tf_gemm_f32(long m, long n, long k, const float *a, const float *b, float *c);

@@ -14,9 +14,13 @@ def info():
     print(f"tinyflow {tfl.__version__}  (Python {platform.python_version()}, numpy {np.__version__})")
     print(f"backends available: {', '.join(tfl.backends.available())}  (default: {tfl.backends.available()[0]})")
     if native.is_built():
-        print(f"C kernel library: built, OpenMP {'on' if native.lib.tf_openmp_enabled() else 'off'}, "
-              f"{native.configure_threads()} thread(s)")
+        threads = native.thread_report()
+        print(f"C kernel library: built, {threads['tinyflow']['threads']} thread(s) on "
+              f"{threads['tinyflow']['runtime']} (TINYFLOW_NUM_THREADS, else OMP_NUM_THREADS)")
         print(f"  build flags: {native.build_flags()}")
+        for other in threads["others"]:
+            print(f"  also in this process: {other.get('user_api')} {other.get('internal_api') or ''} "
+                  f"{other.get('version') or ''}, {other.get('num_threads', '?')} thread(s): {other['filepath']}")
     else:
         print(f"C kernel library: not built: {native.why_not_built()}")
     from tinyflow.backends import opencl_runtime

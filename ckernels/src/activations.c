@@ -17,7 +17,8 @@
 #define T float
 #define NAME(x) x##_f32
 #define EXP tf_expf
-#define LOG1P log1pf
+#define LOG1P tf_log1pf
+#define SIGMOID tf_sigmoidf
 #define TANH tf_tanhf
 #include "activations_generic.h"
 #undef T
@@ -25,11 +26,13 @@
 #undef EXP
 #undef LOG1P
 #undef TANH
+#undef SIGMOID
 
 #define T double
 #define NAME(x) x##_f64
 #define EXP tf_exp
 #define LOG1P log1p
+#define SIGMOID tf_sigmoid
 #define TANH tanh
 #include "activations_generic.h"
 #undef T
@@ -37,3 +40,4 @@
 #undef EXP
 #undef LOG1P
 #undef TANH
+#undef SIGMOID

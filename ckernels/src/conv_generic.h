@@ -3,11 +3,21 @@
  * (or, for pooling, ignored) padding ph, pw, dilation dh, dw (taps dh, dw apart), output ho x wo. Taps
  * outside the input read as padding, so trailing padding and ceil_mode need no arguments of their own. */
 
-void NAME(tf_im2col)(const T *x, T *cols, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
-                     long ph, long pw, long dh, long dw, long ho, long wo) {
-    long width = c * kh * kw, row_block;
-#pragma omp parallel for if (n * ho * wo * width >= TF_PARALLEL_MIN) schedule(static)
-    for (row_block = 0; row_block < n * ho; row_block++) {
+/* The geometry and arrays of one call; chunks split output rows (im2col) or (image, channel) planes. */
+typedef struct {
+    const T *x, *src;
+    T *dst;
+    long n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo;
+    int mode; /* pooling: see NAME(pool) */
+} NAME(window_args);
+
+static void NAME(im2col_chunk)(void *p, long start, long stop) {
+    NAME(window_args) *k = p;
+    const T *x = k->x;
+    T *cols = k->dst;
+    long c = k->c, h = k->h, w = k->w, kh = k->kh, kw = k->kw, sh = k->sh, sw = k->sw, ph = k->ph, pw = k->pw;
+    long dh = k->dh, dw = k->dw, ho = k->ho, wo = k->wo, width = c * kh * kw;
+    for (long row_block = start; row_block < stop; row_block++) {
         long b = row_block / ho, i = row_block % ho;
         for (long j = 0; j < wo; j++) {
             T *dst = cols + ((b * ho + i) * wo + j) * width;
@@ -25,12 +35,20 @@ void NAME(tf_im2col)(const T *x, T *cols, long n, long c, long h, long w, long k
     }
 }
 
-void NAME(tf_col2im)(const T *cols, T *x, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
+void NAME(tf_im2col)(const T *x, T *cols, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
                      long ph, long pw, long dh, long dw, long ho, long wo) {
-    long width = c * kh * kw, plane_index;
-    /* one (image, channel) plane per iteration: planes are disjoint, so no two threads add to one value */
-#pragma omp parallel for if (n * ho * wo * width >= TF_PARALLEL_MIN) schedule(static)
-    for (plane_index = 0; plane_index < n * c; plane_index++) {
+    NAME(window_args) k = {x, NULL, cols, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, 0};
+    tf_parallel_for(n * ho, n * ho * wo * c * kh * kw, NAME(im2col_chunk), &k);
+}
+
+/* one (image, channel) plane per step: planes are disjoint, so no two threads add to one value */
+static void NAME(col2im_chunk)(void *p, long start, long stop) {
+    NAME(window_args) *k = p;
+    const T *cols = k->src;
+    T *x = k->dst;
+    long c = k->c, h = k->h, w = k->w, kh = k->kh, kw = k->kw, sh = k->sh, sw = k->sw, ph = k->ph, pw = k->pw;
+    long dh = k->dh, dw = k->dw, ho = k->ho, wo = k->wo, width = c * kh * kw;
+    for (long plane_index = start; plane_index < stop; plane_index++) {
         long b = plane_index / c, ch = plane_index % c;
         T *plane = x + plane_index * h * w;
         memset(plane, 0, sizeof(T) * h * w);
@@ -47,6 +65,12 @@ void NAME(tf_col2im)(const T *cols, T *x, long n, long c, long h, long w, long k
                 }
             }
     }
+}
+
+void NAME(tf_col2im)(const T *cols, T *x, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
+                     long ph, long pw, long dh, long dw, long ho, long wo) {
+    NAME(window_args) k = {NULL, cols, x, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, 0};
+    tf_parallel_for(n * c, n * ho * wo * c * kh * kw, NAME(col2im_chunk), &k);
 }
 
 /* Flat index (in the plane) of the first maximum of window (i, j), or -1 when the window holds no input
@@ -69,14 +93,80 @@ static long NAME(window_argmax)(const T *plane, long h, long w, long kh, long kw
     return best;
 }
 
+/* Pooling with 2x2 windows of stride 2 and no padding (the usual case), one output row at a time: the same first
+ * maximum as window_argmax (a NaN beats a number, the first NaN wins), found with selects in the window's
+ * order (a b / c d) from rows r0 and r1, so the loops over j vectorize. `at` is the winner's place, 0 to 3. */
+#define NAME_FIRST_MAX(a, b, c, d, best, at)                        \
+    T best = a, at = 0;                                             \
+    if (b > best || (b != b && best == best)) best = b, at = 1;     \
+    if (c > best || (c != c && best == best)) best = c, at = 2;     \
+    if (d > best || (d != d && best == best)) best = d, at = 3;
+
+TF_CLONES static void NAME(pool_2x2_max)(const T *restrict r0, const T *restrict r1, T *restrict out, long wo) {
+    for (long j = 0; j < wo; j++) {
+        T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+        NAME_FIRST_MAX(a, b, c, d, best, at)
+        (void)at;
+        out[j] = best;
+    }
+}
+
+/* x's rows o0, o1 get g at each window's first maximum and 0 elsewhere (windows do not overlap) */
+TF_CLONES static void NAME(pool_2x2_back)(const T *restrict r0, const T *restrict r1, const T *restrict g,
+                                          T *restrict o0, T *restrict o1, long wo) {
+    for (long j = 0; j < wo; j++) {
+        T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1], gj = g[j];
+        NAME_FIRST_MAX(a, b, c, d, best, at)
+        (void)best;
+        o0[2 * j] = at == 0 ? gj : 0, o0[2 * j + 1] = at == 1 ? gj : 0;
+        o1[2 * j] = at == 2 ? gj : 0, o1[2 * j + 1] = at == 3 ? gj : 0;
+    }
+}
+
+/* out = the values of s0, s1 (rows of an array of x's shape) at each window's first maximum */
+TF_CLONES static void NAME(pool_2x2_gather)(const T *restrict r0, const T *restrict r1, const T *restrict s0,
+                                            const T *restrict s1, T *restrict out, long wo) {
+    for (long j = 0; j < wo; j++) {
+        T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+        T p = s0[2 * j], q = s0[2 * j + 1], r = s1[2 * j], s = s1[2 * j + 1];
+        NAME_FIRST_MAX(a, b, c, d, best, at)
+        (void)best;
+        out[j] = at == 0 ? p : at == 1 ? q : at == 2 ? r : s;
+    }
+}
+#undef NAME_FIRST_MAX
+
+/* One plane: mode as below; planes are x's (h x w), src's and dst's as the mode says. */
+static void NAME(pool_2x2)(int mode, const T *plane, const T *src, T *dst, long h, long w, long ho, long wo) {
+    if (mode == 1) memset(dst, 0, sizeof(T) * h * w); /* positions no window covers (odd h or w) */
+    for (long i = 0; i < ho; i++) {
+        const T *r0 = plane + 2 * i * w, *r1 = r0 + w;
+        if (mode == 0) NAME(pool_2x2_max)(r0, r1, dst + i * wo, wo);
+        else if (mode == 1) NAME(pool_2x2_back)(r0, r1, src + i * wo, dst + 2 * i * w, dst + (2 * i + 1) * w, wo);
+        else NAME(pool_2x2_gather)(r0, r1, src + 2 * i * w, src + (2 * i + 1) * w, dst + i * wo, wo);
+    }
+}
+
 /* mode 0: out = max of each window (-inf for a window of padding only); 1: dx (x's shape) += g at each
  * window's first maximum; 2: out (pooled shape) = h (x's shape) picked at each window's first maximum (0 for
- * a window of padding only). */
-static void NAME(pool)(int mode, const T *x, const T *src, T *dst, long n, long c, long h, long w, long kh, long kw,
-                       long sh, long sw, long ph, long pw, long dh, long dw, long ho, long wo) {
-    long plane_index;
-#pragma omp parallel for if (n * c * ho * wo * kh * kw >= TF_PARALLEL_MIN) schedule(static)
-    for (plane_index = 0; plane_index < n * c; plane_index++) {
+ * a window of padding only). One plane per step. */
+static void NAME(pool_chunk)(void *p, long start, long stop) {
+    NAME(window_args) *k = p;
+    const T *x = k->x, *src = k->src;
+    T *dst = k->dst;
+    long h = k->h, w = k->w, kh = k->kh, kw = k->kw, sh = k->sh, sw = k->sw, ph = k->ph, pw = k->pw;
+    long dh = k->dh, dw = k->dw, ho = k->ho, wo = k->wo;
+    int mode = k->mode;
+    if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0 && dh == 1 && dw == 1 && 2 * ho <= h &&
+        2 * wo <= w) {
+        for (long plane_index = start; plane_index < stop; plane_index++) {
+            long in = plane_index * h * w, pooled = plane_index * ho * wo;
+            NAME(pool_2x2)(mode, x + in, mode == 1 ? src + pooled : src + in, dst + (mode == 1 ? in : pooled), h, w,
+                           ho, wo);
+        }
+        return;
+    }
+    for (long plane_index = start; plane_index < stop; plane_index++) {
         const T *plane = x + plane_index * h * w;
         if (mode == 1) memset(dst + plane_index * h * w, 0, sizeof(T) * h * w);
         for (long i = 0; i < ho; i++)
@@ -88,6 +178,12 @@ static void NAME(pool)(int mode, const T *x, const T *src, T *dst, long n, long 
                 else dst[pooled] = at < 0 ? (T)0 : src[plane_index * h * w + at];
             }
     }
+}
+
+static void NAME(pool)(int mode, const T *x, const T *src, T *dst, long n, long c, long h, long w, long kh, long kw,
+                       long sh, long sw, long ph, long pw, long dh, long dw, long ho, long wo) {
+    NAME(window_args) k = {x, src, dst, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, mode};
+    tf_parallel_for(n * c, n * c * ho * wo * kh * kw, NAME(pool_chunk), &k);
 }
 
 void NAME(tf_maxpool)(const T *x, T *out, long n, long c, long h, long w, long kh, long kw, long sh, long sw,

@@ -15,7 +15,7 @@
 #define NAME(x) x##_f32
 #define EXP tf_expf
 #define SQRT sqrtf
-#define LOG logf
+#define LOG tf_logf
 #include "elementwise_generic.h"
 #undef T
 #undef NAME

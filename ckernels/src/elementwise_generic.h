@@ -25,25 +25,37 @@ TF_CLONES static void NAME(binary_run)(int op, const T *a, int sa, const T *b, i
 }
 #undef BINARY_LOOPS
 
+typedef struct {
+    int op, pattern;
+    const T *a, *b;
+    T *out;
+    long cols;
+} NAME(binary_args);
+
+/* Flat patterns split the n = rows * cols values; row and column patterns split the rows. */
+static void NAME(binary_chunk)(void *p, long start, long stop) {
+    NAME(binary_args) *k = p;
+    const T *a = k->a, *b = k->b;
+    long cols = k->cols, n = stop - start;
+    switch (k->pattern) {
+    case TF_SAME_SHAPE: NAME(binary_run)(k->op, a + start, 1, b + start, 1, k->out + start, n); return;
+    case TF_B_SCALAR: NAME(binary_run)(k->op, a + start, 1, b, 0, k->out + start, n); return;
+    case TF_A_SCALAR: NAME(binary_run)(k->op, a, 0, b + start, 1, k->out + start, n); return;
+    }
+    for (long r = start; r < stop; r++) {
+        T *o = k->out + r * cols;
+        if (k->pattern == TF_B_ROW) NAME(binary_run)(k->op, a + r * cols, 1, b, 1, o, cols);
+        else if (k->pattern == TF_A_ROW) NAME(binary_run)(k->op, a, 1, b + r * cols, 1, o, cols);
+        else if (k->pattern == TF_B_COLUMN) NAME(binary_run)(k->op, a + r * cols, 1, b + r, 0, o, cols);
+        else NAME(binary_run)(k->op, a + r, 0, b + r * cols, 1, o, cols);
+    }
+}
+
 /* Binary op with a broadcasting pattern (see tinyflow_kernels.h); a and b are contiguous. */
 void NAME(tf_binary)(int op, int pattern, const T *a, const T *b, T *out, long rows, long cols) {
-    long n = rows * cols;
-    switch (pattern) {
-    case TF_SAME_SHAPE: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a + start, 1, b + start, 1, out + start, stop - start)); break;
-    case TF_B_SCALAR: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a + start, 1, b, 0, out + start, stop - start)); break;
-    case TF_A_SCALAR: TF_PARALLEL_CHUNKS(n, NAME(binary_run)(op, a, 0, b + start, 1, out + start, stop - start)); break;
-    default: {
-        long r;
-#pragma omp parallel for if (n >= TF_PARALLEL_MIN) schedule(static)
-        for (r = 0; r < rows; r++) {
-            T *o = out + r * cols;
-            if (pattern == TF_B_ROW) NAME(binary_run)(op, a + r * cols, 1, b, 1, o, cols);
-            else if (pattern == TF_A_ROW) NAME(binary_run)(op, a, 1, b + r * cols, 1, o, cols);
-            else if (pattern == TF_B_COLUMN) NAME(binary_run)(op, a + r * cols, 1, b + r, 0, o, cols);
-            else NAME(binary_run)(op, a + r, 0, b + r * cols, 1, o, cols);
-        }
-    }
-    }
+    NAME(binary_args) k = {op, pattern, a, b, out, cols};
+    int flat = pattern == TF_SAME_SHAPE || pattern == TF_B_SCALAR || pattern == TF_A_SCALAR;
+    tf_parallel_for(flat ? rows * cols : rows, rows * cols, NAME(binary_chunk), &k);
 }
 
 TF_CLONES static void NAME(unary_run)(int op, const T *x, T *out, long n) {
@@ -57,7 +69,19 @@ TF_CLONES static void NAME(unary_run)(int op, const T *x, T *out, long n) {
     }
 }
 
+typedef struct {
+    int op;
+    const T *x;
+    T *out;
+} NAME(unary_args);
+
+static void NAME(unary_chunk)(void *p, long start, long stop) {
+    NAME(unary_args) *k = p;
+    NAME(unary_run)(k->op, k->x + start, k->out + start, stop - start);
+}
+
 /* Unary op (enum tf_unary_op) over n contiguous elements. */
 void NAME(tf_unary)(int op, const T *x, T *out, long n) {
-    TF_PARALLEL_CHUNKS(n, NAME(unary_run)(op, x + start, out + start, stop - start));
+    NAME(unary_args) k = {op, x, out};
+    tf_parallel_for(n, n, NAME(unary_chunk), &k);
 }

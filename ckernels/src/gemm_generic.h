@@ -1,4 +1,4 @@
-/* A cache-blocked, OpenMP-parallel matrix product for the type T (the textbook GotoBLAS scheme).
+/* A cache-blocked, parallel matrix product for the type T (the textbook GotoBLAS scheme).
  *
  * C (m x n) = A (m x k) @ B (k x n), row-major. Loops, outermost first:
  *   jc: NC columns of B and C          (the packed B panel, KC x NC, stays in the L2/L3 cache)
@@ -47,6 +47,33 @@ TF_CLONES static void NAME(micro_kernel)(long kc, const T *restrict a, const T *
         for (long j = 0; j < nr; j++) c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0) + acc[i][j];
 }
 
+/* The MC-row blocks [start, stop) of C for one (jc, pc) step: each chunk packs its own blocks of A. */
+typedef struct {
+    const T *a, *b_packed;
+    T *c;
+    long m, n, k, jc, pc, nc, kc;
+    int failed;
+} NAME(gemm_args);
+
+static void NAME(gemm_chunk)(void *p, long start, long stop) {
+    NAME(gemm_args) *g = p;
+    T *a_packed = malloc(sizeof(T) * MC * KC);
+    if (!a_packed) {
+        __atomic_store_n(&g->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (long block = start; block < stop; block++) {
+        long ic = block * MC, mc = g->m - ic < MC ? g->m - ic : MC;
+        NAME(pack_a)(g->a + ic * g->k + g->pc, g->k, mc, g->kc, a_packed);
+        for (long jr = 0; jr < g->nc; jr += NR)
+            for (long ir = 0; ir < mc; ir += MR)
+                NAME(micro_kernel)(g->kc, a_packed + ir * g->kc, g->b_packed + jr * g->kc,
+                                   g->c + (ic + ir) * g->n + g->jc + jr, g->n, mc - ir < MR ? mc - ir : MR,
+                                   g->nc - jr < NR ? g->nc - jr : NR, g->pc > 0);
+    }
+    free(a_packed);
+}
+
 int NAME(tf_gemm)(long m, long n, long k, const T *a, const T *b, T *c) {
     if (k == 0) {
         memset(c, 0, sizeof(T) * m * n);
@@ -54,32 +81,18 @@ int NAME(tf_gemm)(long m, long n, long k, const T *a, const T *b, T *c) {
     }
     T *b_packed = malloc(sizeof(T) * KC * (NC + NR));
     if (!b_packed) return -1;
-    int failed = 0;
+    NAME(gemm_args) g = {a, b_packed, c, m, n, k, 0, 0, 0, 0, 0};
     for (long jc = 0; jc < n; jc += NC) {
         long nc = n - jc < NC ? n - jc : NC;
         for (long pc = 0; pc < k; pc += KC) {
-            long kc = k - pc < KC ? k - pc : KC, ic;
+            long kc = k - pc < KC ? k - pc : KC;
             NAME(pack_b)(b + pc * n + jc, n, kc, nc, b_packed);
-#pragma omp parallel for if (m * n * k >= TF_PARALLEL_MIN) schedule(dynamic)
-            for (ic = 0; ic < m; ic += MC) {
-                T *a_packed = malloc(sizeof(T) * MC * KC);
-                if (!a_packed) {
-#pragma omp atomic write
-                    failed = 1;
-                    continue;
-                }
-                long mc = m - ic < MC ? m - ic : MC;
-                NAME(pack_a)(a + ic * k + pc, k, mc, kc, a_packed);
-                for (long jr = 0; jr < nc; jr += NR)
-                    for (long ir = 0; ir < mc; ir += MR)
-                        NAME(micro_kernel)(kc, a_packed + ir * kc, b_packed + jr * kc, c + (ic + ir) * n + jc + jr,
-                                           n, mc - ir < MR ? mc - ir : MR, nc - jr < NR ? nc - jr : NR, pc > 0);
-                free(a_packed);
-            }
+            g.jc = jc, g.pc = pc, g.nc = nc, g.kc = kc;
+            tf_parallel_for((m + MC - 1) / MC, m * n * k, NAME(gemm_chunk), &g);
         }
     }
     free(b_packed);
-    return failed ? -1 : 0;
+    return g.failed ? -1 : 0;
 }
 #undef MR
 #undef NR

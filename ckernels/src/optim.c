@@ -8,6 +8,7 @@
  *     step is the new step count (>= 1); decoupled=1 is AdamW; vmax non-NULL for AMSGrad
  * tf_rmsprop(p, g, sq, gavg, buf, n, lr, alpha, eps, wd, momentum)   gavg for centered, buf for momentum
  * tf_adagrad(p, g, sum, n, clr, eps, wd)    clr = lr / (1 + (step - 1) lr_decay)
+ * tf_update_multi(kind, count, p[], g[], s1[], s2[], s3[], n[], steps[], h, flag)   one of them on many tensors
  * Each exists as _f32 and _f64.
  */
 #include "common.h"

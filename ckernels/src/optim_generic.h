@@ -58,27 +58,89 @@ TF_CLONES static void NAME(adagrad_run)(T *p, const T *g, T *sum, long n, T clr,
     }
 }
 
+/* Every update runs its loop above on the thread pool, through one argument struct (kind: enum tf_update_kind). */
+
+typedef struct {
+    int kind;
+    T *p;
+    const T *g;
+    T *s1, *s2, *s3;   /* the slots: momentum / m, v, vmax / square average, gradient average, buffer */
+    T h[8];            /* hyper-parameters, in the order of the kind's run function */
+    int flag1, flag2;  /* nesterov, first step / decoupled weight decay */
+} NAME(update_args);
+
+static T *NAME(at)(T *slot, long start) { return slot ? slot + start : NULL; }
+
+static void NAME(update_chunk)(void *p, long start, long stop) {
+    NAME(update_args) *k = p;
+    T *param = k->p + start, *h = k->h;
+    const T *g = k->g + start;
+    long n = stop - start;
+    switch (k->kind) {
+    case TF_UPDATE_SGD:
+        NAME(sgd_run)(param, g, NAME(at)(k->s1, start), n, h[0], h[1], h[2], h[3], k->flag1, k->flag2);
+        break;
+    case TF_UPDATE_ADAM:
+        NAME(adam_run)(param, g, k->s1 + start, k->s2 + start, NAME(at)(k->s3, start), n, h[0], h[1], h[2], h[3],
+                       h[4], k->flag1, h[5], h[6]);
+        break;
+    case TF_UPDATE_RMSPROP:
+        NAME(rmsprop_run)(param, g, k->s1 + start, NAME(at)(k->s2, start), NAME(at)(k->s3, start), n, h[0], h[1],
+                          h[2], h[3], h[4]);
+        break;
+    case TF_UPDATE_ADAGRAD: NAME(adagrad_run)(param, g, k->s1 + start, n, h[0], h[1], h[2]); break;
+    }
+}
+
 void NAME(tf_sgd)(T *p, const T *g, T *buf, long n, double lr, double momentum, double dampening, double wd,
                   int nesterov, int first_step) {
-    TF_PARALLEL_CHUNKS(n, NAME(sgd_run)(p + start, g + start, buf ? buf + start : NULL, stop - start, (T)lr,
-                                        (T)momentum, (T)dampening, (T)wd, nesterov, first_step));
+    NAME(update_args) k = {TF_UPDATE_SGD, p, g, buf, NULL, NULL, {(T)lr, (T)momentum, (T)dampening, (T)wd},
+                           nesterov, first_step};
+    tf_parallel_for(n, n, NAME(update_chunk), &k);
 }
 
 void NAME(tf_adam)(T *p, const T *g, T *m, T *v, T *vmax, long n, double lr, double beta1, double beta2,
                    double eps, double wd, int decoupled, long step) {
     double bc1 = 1 - pow(beta1, (double)step), bc2 = 1 - pow(beta2, (double)step);
-    TF_PARALLEL_CHUNKS(n, NAME(adam_run)(p + start, g + start, m + start, v + start, vmax ? vmax + start : NULL,
-                                         stop - start, (T)lr, (T)beta1, (T)beta2, (T)eps, (T)wd, decoupled,
-                                         (T)(lr / bc1), (T)sqrt(bc2)));
+    NAME(update_args) k = {TF_UPDATE_ADAM, p, g, m, v, vmax,
+                           {(T)lr, (T)beta1, (T)beta2, (T)eps, (T)wd, (T)(lr / bc1), (T)sqrt(bc2)}, decoupled, 0};
+    tf_parallel_for(n, n, NAME(update_chunk), &k);
 }
 
 void NAME(tf_rmsprop)(T *p, const T *g, T *sq, T *gavg, T *buf, long n, double lr, double alpha, double eps,
                       double wd, double momentum) {
-    TF_PARALLEL_CHUNKS(n, NAME(rmsprop_run)(p + start, g + start, sq + start, gavg ? gavg + start : NULL,
-                                            buf ? buf + start : NULL, stop - start, (T)lr, (T)alpha, (T)eps, (T)wd,
-                                            (T)momentum));
+    NAME(update_args) k = {TF_UPDATE_RMSPROP, p, g, sq, gavg, buf, {(T)lr, (T)alpha, (T)eps, (T)wd, (T)momentum}, 0, 0};
+    tf_parallel_for(n, n, NAME(update_chunk), &k);
 }
 
 void NAME(tf_adagrad)(T *p, const T *g, T *sum, long n, double clr, double eps, double wd) {
-    TF_PARALLEL_CHUNKS(n, NAME(adagrad_run)(p + start, g + start, sum + start, stop - start, (T)clr, (T)eps, (T)wd));
+    NAME(update_args) k = {TF_UPDATE_ADAGRAD, p, g, sum, NULL, NULL, {(T)clr, (T)eps, (T)wd}, 0, 0};
+    tf_parallel_for(n, n, NAME(update_chunk), &k);
+}
+
+/* One optimizer step over `count` tensors in one call (torch's "foreach" form): tensor i has n[i] elements
+ * at p[i] and g[i], slots s1[i], s2[i], s3[i] (NULL where the optimizer has none; see the kernels above for
+ * their order) and a step counter steps[i] (NULL for RMSProp), incremented here. kind: enum tf_update_kind;
+ * h: the hyper-parameters in the order of the kind's kernel above (Adam: lr, beta1, beta2, eps, wd;
+ * SGD: lr, momentum, dampening, wd; RMSProp: lr, alpha, eps, wd, momentum; AdaGrad: lr, lr_decay, eps, wd);
+ * flag: Adam's decoupled weight decay or SGD's Nesterov. Each tensor runs on the thread pool as above. */
+void NAME(tf_update_multi)(int kind, long count, T *const *p, const T *const *g, T *const *s1, T *const *s2,
+                           T *const *s3, const long *n, int64_t *const *steps, const double *h, int flag) {
+    for (long i = 0; i < count; i++) {
+        long step = steps && steps[i] ? ++*steps[i] : 0;
+        switch (kind) {
+        case TF_UPDATE_SGD:
+            NAME(tf_sgd)(p[i], g[i], s1[i], n[i], h[0], h[1], h[2], h[3], flag, h[1] != 0 && step == 1);
+            break;
+        case TF_UPDATE_ADAM:
+            NAME(tf_adam)(p[i], g[i], s1[i], s2[i], s3[i], n[i], h[0], h[1], h[2], h[3], h[4], flag, step);
+            break;
+        case TF_UPDATE_RMSPROP:
+            NAME(tf_rmsprop)(p[i], g[i], s1[i], s2[i], s3[i], n[i], h[0], h[1], h[2], h[3], h[4]);
+            break;
+        case TF_UPDATE_ADAGRAD:
+            NAME(tf_adagrad)(p[i], g[i], s1[i], n[i], h[0] / (1 + (step - 1) * h[1]), h[2], h[3]);
+            break;
+        }
+    }
 }

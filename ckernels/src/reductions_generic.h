@@ -33,27 +33,48 @@ TF_CLONES static void NAME(reduce_columns)(int op, const T *x, T *out, long n, l
         for (long j = start; j < stop; j++) out[j] /= (T)n;
 }
 
-/* op: 0 sum, 1 mean, 2 max over the middle axis; out holds outer*inner values; n >= 1. */
+typedef struct {
+    int op;
+    const T *x;
+    T *out;
+    long n, inner;
+} NAME(reduce_args);
+
+/* Rows [start, stop) of an (outer, n) array with inner == 1: one value per row. */
+static void NAME(reduce_rows_chunk)(void *p, long start, long stop) {
+    NAME(reduce_args) *k = p;
+    for (long o = start; o < stop; o++) {
+        double r = NAME(reduce_run)(k->op, k->x + o * k->n, k->n);
+        k->out[o] = (T)(k->op == TF_REDUCE_MEAN ? r / (double)k->n : r);
+    }
+}
+
+/* Blocks [start, stop) of (n, inner) values, each reduced over its n rows. */
+static void NAME(reduce_blocks_chunk)(void *p, long start, long stop) {
+    NAME(reduce_args) *k = p;
+    for (long o = start; o < stop; o++)
+        NAME(reduce_columns)(k->op, k->x + o * k->n * k->inner, k->out + o * k->inner, k->n, k->inner, 0, k->inner);
+}
+
+/* Columns [start, stop) of one (n, inner) block (k->x and k->out point at the block). */
+static void NAME(reduce_columns_chunk)(void *p, long start, long stop) {
+    NAME(reduce_args) *k = p;
+    NAME(reduce_columns)(k->op, k->x, k->out, k->n, k->inner, start, stop);
+}
+
+/* op: 0 sum, 1 mean, 2 max over the middle axis; out holds outer*inner values; n >= 1.
+ * Threads split what there is most of: rows, blocks, or the columns of each block. */
 void NAME(tf_reduce)(int op, const T *x, T *out, long outer, long n, long inner) {
-    long total = outer * n * inner, o;
+    long total = outer * n * inner;
+    NAME(reduce_args) k = {op, x, out, n, inner};
     if (inner == 1) {
-#pragma omp parallel for if (total >= TF_PARALLEL_MIN) schedule(static)
-        for (o = 0; o < outer; o++) {
-            double r = NAME(reduce_run)(op, x + o * n, n);
-            out[o] = (T)(op == TF_REDUCE_MEAN ? r / (double)n : r);
-        }
+        tf_parallel_for(outer, total, NAME(reduce_rows_chunk), &k);
     } else if (outer >= inner) {
-#pragma omp parallel for if (total >= TF_PARALLEL_MIN) schedule(static)
-        for (o = 0; o < outer; o++) NAME(reduce_columns)(op, x + o * n * inner, out + o * inner, n, inner, 0, inner);
+        tf_parallel_for(outer, total, NAME(reduce_blocks_chunk), &k);
     } else {
-        for (o = 0; o < outer; o++) {
-            const T *block = x + o * n * inner;
-            T *dest = out + o * inner;
-            if (total >= TF_PARALLEL_MIN) {
-                TF_PARALLEL_CHUNKS(inner, NAME(reduce_columns)(op, block, dest, n, inner, start, stop));
-            } else {
-                NAME(reduce_columns)(op, block, dest, n, inner, 0, inner);
-            }
+        for (long o = 0; o < outer; o++) {
+            NAME(reduce_args) block = {op, x + o * n * inner, out + o * inner, n, inner};
+            tf_parallel_for(inner, total, NAME(reduce_columns_chunk), &block);
         }
     }
 }

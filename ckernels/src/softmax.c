@@ -18,7 +18,7 @@
 #define T float
 #define NAME(x) x##_f32
 #define EXP tf_expf
-#define LOG logf
+#define LOG tf_logf
 #include "softmax_generic.h"
 #undef T
 #undef NAME

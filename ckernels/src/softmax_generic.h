@@ -24,79 +24,115 @@ static T NAME(row_shifted_logsumexp)(const T *x, T *scratch, long cols, T *max) 
     return LOG(NAME(row_exp)(x, scratch, cols, *max));
 }
 
-void NAME(tf_softmax)(const T *x, T *y, long rows, long cols) {
-    long r;
-#pragma omp parallel for if (rows * cols >= TF_PARALLEL_MIN) schedule(static)
-    for (r = 0; r < rows; r++) {
-        const T *xr = x + r * cols;
-        T *yr = y + r * cols;
-        T inv = (T)1 / NAME(row_exp)(xr, yr, cols, NAME(row_max)(xr, cols));
-        for (long j = 0; j < cols; j++) yr[j] *= inv;
+/* One row of each kernel; rows are independent, so threads split the rows. */
+static void NAME(softmax_row)(const T *x, T *y, long cols) {
+    T inv = (T)1 / NAME(row_exp)(x, y, cols, NAME(row_max)(x, cols));
+    for (long j = 0; j < cols; j++) y[j] *= inv;
+}
+
+static void NAME(log_softmax_row)(const T *x, T *y, long cols) {
+    T m;
+    T lse = NAME(row_shifted_logsumexp)(x, y, cols, &m);
+    for (long j = 0; j < cols; j++) y[j] = (x[j] - m) - lse;
+}
+
+static void NAME(softmax_back_row)(const T *y, const T *g, T *out, long cols) {
+    T dot = 0;
+    for (long j = 0; j < cols; j++) dot += g[j] * y[j];
+    for (long j = 0; j < cols; j++) out[j] = y[j] * (g[j] - dot);
+}
+
+static void NAME(log_softmax_back_row)(const T *y, const T *g, T *out, long cols) {
+    T total = 0;
+    for (long j = 0; j < cols; j++) total += g[j];
+    for (long j = 0; j < cols; j++) out[j] = g[j] - EXP(y[j]) * total;
+}
+
+/* The cross-entropy of one row (NaN for a label outside [0, cols)); scratch receives exponentials. */
+static double NAME(xent_row)(const T *z, int64_t label, T *scratch, long cols) {
+    if (label < 0 || label >= cols) return (double)NAN;
+    T m;
+    T lse = NAME(row_shifted_logsumexp)(z, scratch, cols, &m);
+    return (double)(lse - (z[label] - m));
+}
+
+static void NAME(xent_back_row)(const T *z, int64_t label, T *out, long cols, T scale) {
+    T inv = scale / NAME(row_exp)(z, out, cols, NAME(row_max)(z, cols));
+    for (long j = 0; j < cols; j++) out[j] *= inv;
+    out[label] -= scale;
+}
+
+enum { NAME(SOFTMAX), NAME(LOG_SOFTMAX), NAME(SOFTMAX_BACK), NAME(LOG_SOFTMAX_BACK), NAME(XENT), NAME(XENT_BACK) };
+
+typedef struct {
+    int kind;
+    const T *x, *g;        /* x: the input (logits, or y for _back kernels); g: the incoming gradient */
+    const int64_t *labels;
+    T *out;
+    double *row_loss;
+    long cols;
+    T scale;
+} NAME(rows_args);
+
+static void NAME(rows_chunk)(void *p, long start, long stop) {
+    NAME(rows_args) *k = p;
+    long cols = k->cols;
+    for (long r = start; r < stop; r++) {
+        const T *x = k->x + r * cols, *g = k->g ? k->g + r * cols : NULL;
+        T *out = k->out + r * cols;
+        switch (k->kind) {
+        case NAME(SOFTMAX): NAME(softmax_row)(x, out, cols); break;
+        case NAME(LOG_SOFTMAX): NAME(log_softmax_row)(x, out, cols); break;
+        case NAME(SOFTMAX_BACK): NAME(softmax_back_row)(x, g, out, cols); break;
+        case NAME(LOG_SOFTMAX_BACK): NAME(log_softmax_back_row)(x, g, out, cols); break;
+        case NAME(XENT): k->row_loss[r] = NAME(xent_row)(x, k->labels[r], out, cols); break;
+        case NAME(XENT_BACK): NAME(xent_back_row)(x, k->labels[r], out, cols, k->scale); break;
+        }
     }
+}
+
+static void NAME(rows)(int kind, const T *x, const T *g, const int64_t *labels, T *out, double *row_loss,
+                       long rows, long cols, T scale) {
+    NAME(rows_args) k = {kind, x, g, labels, out, row_loss, cols, scale};
+    tf_parallel_for(rows, rows * cols, NAME(rows_chunk), &k);
+}
+
+void NAME(tf_softmax)(const T *x, T *y, long rows, long cols) {
+    NAME(rows)(NAME(SOFTMAX), x, NULL, NULL, y, NULL, rows, cols, 0);
 }
 
 void NAME(tf_log_softmax)(const T *x, T *y, long rows, long cols) {
-    long r;
-#pragma omp parallel for if (rows * cols >= TF_PARALLEL_MIN) schedule(static)
-    for (r = 0; r < rows; r++) {
-        const T *xr = x + r * cols;
-        T *yr = y + r * cols;
-        T m;
-        T lse = NAME(row_shifted_logsumexp)(xr, yr, cols, &m);
-        for (long j = 0; j < cols; j++) yr[j] = (xr[j] - m) - lse;
-    }
+    NAME(rows)(NAME(LOG_SOFTMAX), x, NULL, NULL, y, NULL, rows, cols, 0);
 }
 
 void NAME(tf_softmax_back)(const T *y, const T *g, T *out, long rows, long cols) {
-    long r;
-#pragma omp parallel for if (rows * cols >= TF_PARALLEL_MIN) schedule(static)
-    for (r = 0; r < rows; r++) {
-        const T *yr = y + r * cols, *gr = g + r * cols;
-        T dot = 0;
-        for (long j = 0; j < cols; j++) dot += gr[j] * yr[j];
-        for (long j = 0; j < cols; j++) out[r * cols + j] = yr[j] * (gr[j] - dot);
-    }
+    NAME(rows)(NAME(SOFTMAX_BACK), y, g, NULL, out, NULL, rows, cols, 0);
 }
 
 void NAME(tf_log_softmax_back)(const T *y, const T *g, T *out, long rows, long cols) {
-    long r;
-#pragma omp parallel for if (rows * cols >= TF_PARALLEL_MIN) schedule(static)
-    for (r = 0; r < rows; r++) {
-        const T *yr = y + r * cols, *gr = g + r * cols;
-        T total = 0;
-        for (long j = 0; j < cols; j++) total += gr[j];
-        for (long j = 0; j < cols; j++) out[r * cols + j] = gr[j] - EXP(yr[j]) * total;
-    }
+    NAME(rows)(NAME(LOG_SOFTMAX_BACK), y, g, NULL, out, NULL, rows, cols, 0);
 }
 
+/* The mean cross-entropy into *loss; returns the first row whose label is out of range, or -1 (or -2 when
+ * out of memory). Row losses are summed in row order, so the result does not depend on the thread count. */
 long NAME(tf_softmax_xent)(const T *logits, const int64_t *labels, long rows, long cols, T *scratch, double *loss) {
+    double *row_loss = malloc(sizeof(double) * (rows > 0 ? rows : 1));
+    if (!row_loss) return -2;
+    NAME(rows)(NAME(XENT), logits, NULL, labels, scratch, row_loss, rows, cols, 0);
     double total = 0;
-    long bad = -1, r;
-#pragma omp parallel for if (rows * cols >= TF_PARALLEL_MIN) schedule(static) reduction(+ : total)
-    for (r = 0; r < rows; r++) {
+    long bad = -1;
+    for (long r = 0; r < rows; r++) {
         if (labels[r] < 0 || labels[r] >= cols) {
-#pragma omp critical
-            bad = (bad < 0 || r < bad) ? r : bad;
-            continue;
+            bad = r;
+            break;
         }
-        const T *zr = logits + r * cols;
-        T m;
-        T lse = NAME(row_shifted_logsumexp)(zr, scratch + r * cols, cols, &m);
-        total += (double)(lse - (zr[labels[r]] - m));
+        total += row_loss[r];
     }
+    free(row_loss);
     *loss = rows ? total / (double)rows : 0.0;
     return bad;
 }
 
 void NAME(tf_softmax_xent_back)(const T *logits, const int64_t *labels, long rows, long cols, double grad, T *out) {
-    T scale = (T)(grad / (double)rows);
-    long r;
-#pragma omp parallel for if (rows * cols >= TF_PARALLEL_MIN) schedule(static)
-    for (r = 0; r < rows; r++) {
-        const T *zr = logits + r * cols;
-        T *o = out + r * cols;
-        T inv = scale / NAME(row_exp)(zr, o, cols, NAME(row_max)(zr, cols));
-        for (long j = 0; j < cols; j++) o[j] *= inv;
-        o[labels[r]] -= scale;
-    }
+    NAME(rows)(NAME(XENT_BACK), logits, NULL, labels, out, NULL, rows, cols, (T)(grad / (double)rows));
 }

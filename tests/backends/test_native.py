@@ -27,7 +27,7 @@ def test_thread_count_follows_the_environment(monkeypatch):
     monkeypatch.setenv("TINYFLOW_NUM_THREADS", "1")
     assert native.configure_threads() == 1
     monkeypatch.setenv("TINYFLOW_NUM_THREADS", "2")
-    assert native.configure_threads() == (2 if native.lib.tf_openmp_enabled() else 1)
+    assert native.configure_threads() == 2
 
 
 def test_info_command_prints_backends_and_build(capsys):
@@ -79,9 +79,7 @@ def test_absurd_thread_counts_are_clamped_or_ignored(monkeypatch, value, expecte
     native.configure_threads()
     monkeypatch.setenv("TINYFLOW_NUM_THREADS", value)
     threads = native.configure_threads()  # never OverflowError
-    if not native.lib.tf_openmp_enabled():
-        assert threads == 1
-    elif expected is None:
+    if expected is None:
         assert threads == 1  # ignored: the previous setting stays
     else:
         assert threads == expected

@@ -104,15 +104,17 @@ def test_layouts_read_broadcast_inputs_in_place():
     assert plan_layout([(2, 3, 4), (2, 1, 4)], (2, 3, 4))[0] == ("full", "expand")
 
 
-def test_generated_c_is_one_openmp_simd_loop():
+def test_generated_c_is_one_simd_loop_on_the_librarys_thread_pool():
     x = tfl.Placeholder((10,), name="x")
     b = tfl.Placeholder((3, 10), name="b")
     graph = tfl.passes.optimize([tfl.sigmoid(1.5 * x + 0.5) * 2.0], {x})
     fused = graph.fetches[0]
     source = c_source(fused, ("full",))
-    assert "#pragma omp parallel for simd" in source and "expf" in source and "1.5f" in source
+    loop = source[source.index("static void tf_chunk"):]
+    assert "#pragma omp simd" in loop and "tf_sigmoidf(" in loop and "1.5f" in loop and "expf(" not in loop
+    assert "((tf_parallel_fn)parallel)(n, n, tf_chunk, &k)" in source and "omp parallel" not in source
     rows = c_source(tfl.passes.optimize([tfl.exp(b + x) * 2.0], {x, b}).fetches[0], ("full", "row"))
-    assert "#pragma omp simd" in rows and "x1[c]" in rows
+    assert "#pragma omp simd" in rows and "x1[c]" in rows and "tf_expf(" in rows
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -187,6 +189,23 @@ def test_disk_cache_is_shared_across_processes_and_survives_corruption(tmp_path)
     third = child()
     assert third["compiled"] == 1 and third["close"]
     assert child()["loaded_from_disk"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_kernels_compiled_for_this_cpu_compute_arithmetic_bit_for_bit_as_the_ops_one_by_one(dtype, monkeypatch):
+    """-march=native brings FMA, but a*b + c must round twice, as the unfused ops (and numpy) round it."""
+    monkeypatch.setenv("TINYFLOW_FUSION_JIT_AFTER", "0")
+    x = tfl.Placeholder((None, 257), dtype, name="x")
+    a = tfl.Placeholder((257,), dtype, name="a")
+    y = tfl.relu(x * a + 0.1) * 3.0 - x * x + a * 0.7
+    feed = {x: RNG.standard_normal((33, 257)).astype(dtype), a: RNG.standard_normal(257).astype(dtype)}
+    failed = compiler.STATS["failed"]
+    out, ref, plan = run_both(y, feed)
+    assert op_types(plan) == ["FusedElementwise"] and compiler.STATS["failed"] == failed
+    np.testing.assert_array_equal(out, ref)
+    if tfl.backends.get_backend().name == "c":
+        assert "-march=native" in compiler.compile_flags() or not compiler._accepts_native()
+        assert "-ffp-contract=off" in compiler.compile_flags()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

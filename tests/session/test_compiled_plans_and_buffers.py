@@ -125,3 +125,20 @@ def test_plans_specialise_to_the_feed_shapes(backend):
         if backend == "c":  # decided once per feed shape, not at each call
             assert plan.specialise([(2, 64)])[1][("small", "Relu")] == 1
             assert plan.specialise([(512, 64)])[1][("small", "Relu")] == 0
+
+
+def test_ops_that_return_their_input_at_the_fed_shapes_are_skipped_and_variables_read_inline(backend):
+    x = tfl.Placeholder((None, 3), name="x")
+    w = tfl.Variable(np.ones(3, np.float32), name="w")
+    (gx,) = tfl.gradients(tfl.reduce_sum(tfl.reshape(x, (-1, 3)) * w), [x])  # SumToShapeOf(g, x): same shapes
+    feed = {x: np.arange(6, dtype=np.float32).reshape(2, 3)}
+    with tfl.Session(optimize=False) as sess:
+        for _ in range(3):
+            np.testing.assert_array_equal(sess.run(gx, feed), np.ones((2, 3)))
+        source = sess.plan([gx], {x}).source
+        w.value = np.full(3, 2.0, np.float32)  # a new array: the inline read sees it
+        np.testing.assert_array_equal(sess.run(gx, feed), np.full((2, 3), 2.0))
+    skipped = [line for line in source.splitlines() if "SumToShapeOf" in line or "Reshape" in line]
+    assert len(skipped) == 4 and all(line.split("#")[0].split("= ")[-1].strip().startswith("v") for line in skipped)
+    if backend != "opencl":  # OpenCL keeps Variables on its device: its reads stay calls
+        assert "._value if " in source

@@ -102,10 +102,18 @@ class RunReport:
 
 
 def source_kernel(node):
-    """Kernels of nodes without inputs: a Variable reads its current value when the step runs."""
+    """Kernels of nodes without inputs: a Variable reads its current value when the step runs.
+
+    The kernel names its node (`.leaf`), so compiled plans can read the value inline instead.
+    """
     if isinstance(node, (Variable, Constant)):
-        return lambda: node.value
-    return lambda: node.default  # a Placeholder with a default (others are checked before running)
+        def read():
+            return node.value
+    else:
+        def read():
+            return node.default  # a Placeholder with a default (others are checked before running)
+    read.leaf = node
+    return read
 
 
 class Backend:

@@ -27,7 +27,7 @@ _CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
 
 # Below this many elements in every input, numpy's own loop beats a call into C (cffi and the
 # checks cost a few microseconds; measured by benchmarks/kernels.py); in-place optimizer updates
-# are the exception, as they save a copy at any size.
+# (which save a copy) and the cross-entropy (a dozen numpy calls) are the exceptions, at any size.
 SMALL = 4096
 
 
@@ -103,8 +103,11 @@ def softmax_xent(backend, op, logits, labels):
     labels, labels_ptr = _int64(labels)
     loss = native.ffi.new("double *")
     scratch = backend.pool.empty(logits.shape, logits.dtype)
-    _fn("tf_softmax_xent", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1], _buf(scratch), loss)
+    status = _fn("tf_softmax_xent", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
+                                            _buf(scratch), loss)
     backend.pool.recycle(scratch)
+    if status == -2:
+        raise MemoryError(f"no memory for {logits.shape[0]} row losses of the softmax cross-entropy")
     return np.asarray(loss[0], dtype=logits.dtype)
 
 
@@ -226,75 +229,99 @@ def max_pool(name):
 
 
 # ---------------------------------------------------------------- fused optimizer updates, in place
-def _state(backend, op):
-    """The update's parameter and slots by name ("param", then slot names): C pointers to private, contiguous,
-    writeable arrays the kernel updates in place (NULL for absent slots), and the step count's 0-d array.
+# update op type -> (tf_update_kind, its slots in the kernel's s1, s2, s3 order, its hyper-parameters in the
+# kernel's h order after lr, the hyper-parameter passed as the kernel's flag); see ckernels/src/optim.c
+UPDATES = {
+    "ApplySGD": ("TF_UPDATE_SGD", ("momentum_buffer",), ("momentum", "dampening", "weight_decay"), "nesterov"),
+    "ApplyAdam": ("TF_UPDATE_ADAM", ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"),
+                  ("beta1", "beta2", "eps", "weight_decay"), "decoupled"),
+    "ApplyRMSProp": ("TF_UPDATE_RMSPROP", ("square_avg", "grad_avg", "momentum_buffer"),
+                     ("alpha", "eps", "weight_decay", "momentum"), None),
+    "ApplyAdaGrad": ("TF_UPDATE_ADAGRAD", ("state_sum",), ("lr_decay", "eps", "weight_decay"), None),
+}
 
-    Cached per op while its Variables keep their arrays: making the pointers costs a small update more
-    than the update itself. A Variable given a new array (assign, restore, numpy fallback) refreshes it.
-    The kernel then changes the arrays in place, so a device copy (an OpenCL session's) is marked old.
+
+class UpdateState:
+    """C pointer arrays to the parameters and slots of some update ops (one optimizer's, of one dtype).
+
+    Kept while their Variables keep their arrays: making the pointers costs more than a small update.
+    A Variable given a new array (assign, restore, numpy fallback) makes a fresh state.
     """
-    cached = backend.update_state.get(op)
-    variables = op.variables if cached is None else cached[0]
-    fresh = cached is not None
-    for i, var in enumerate(variables):
-        value = var.value  # downloads first when an OpenCL session's copy of the Variable is the newer one
-        if fresh and value is not cached[1][i]:
-            fresh = False
-        mirror = var.device_mirror
-        if mirror is not None:  # the kernel changes the host array in place: that copy is old afterwards
-            mirror.device_stale = True
-    if fresh:
-        return cached[2]
-    arrays = [var.writable_value() for var in variables]
-    state = _NullDict((name, array if name == "step" else _buf(array))
-                      for name, array in zip(("param",) + op.slot_names, arrays))
-    backend.update_state[op] = (variables, arrays, state)
+
+    def __init__(self, ops):
+        ffi, first = native.ffi, ops[0]
+        kind, slots, hyper_names, flag = UPDATES[first.op_type]
+        ctype = "double" if first.inputs[0].dtype == np.float64 else "float"
+        self.variables = [var for op in ops for var in op.variables]
+        self.arrays = [var.writable_value() for var in self.variables]
+        self.count, self.kind = len(ops), getattr(native.lib, kind)
+        self.function = getattr(native.lib, f"tf_update_multi_{_SUFFIX[self.arrays[0].dtype]}")
+        arrays = iter(self.arrays)
+        by_op = [dict(zip(("param",) + op.slot_names, arrays)) for op in ops]
+        self.keep = [ffi.from_buffer("int64_t[]" if a.dtype.kind == "i" else f"{ctype}[]", a)
+                     for a in self.arrays]  # the pointers below point into these (step counts are int64)
+        pointer = dict(zip(map(id, self.arrays), self.keep))
+
+        def pointers(name, ctype_name):
+            return ffi.new(f"{ctype_name} *[]", [pointer[id(d[name])] if name in d else ffi.NULL for d in by_op])
+        self.params = pointers("param", ctype)
+        self.slots = [pointers(name, ctype) for name in (slots + (None, None))[:3]]
+        self.steps = pointers("step", "int64_t")
+        self.sizes = ffi.new("long[]", [d["param"].size for d in by_op])
+        h = first.hyper
+        values = {"beta1": h.get("betas", (0, 0))[0], "beta2": h.get("betas", (0, 0))[1], **h}
+        self.hyper = ffi.new("double[]", [0.0] + [float(values[name]) for name in hyper_names])
+        self.flag = int(bool(h[flag])) if flag else 0
+        self.grads = ffi.new(f"{ctype} *[]", len(ops))
+        self.ctype = f"{ctype}[]"
+
+    def fresh(self):
+        """Whether the Variables still hold the arrays the pointers point into (and mark device copies old)."""
+        fresh = True
+        for var, array in zip(self.variables, self.arrays):
+            if var.value is not array:  # downloads first when an OpenCL session's copy is the newer one
+                fresh = False
+            mirror = var.device_mirror
+            if mirror is not None:  # the kernel changes the host array in place: that copy is old afterwards
+                mirror.device_stale = True
+        return fresh
+
+    def run(self, grads, lr):
+        """One step of every update, in one C call; each grad is a contiguous array of its parameter's dtype."""
+        buffers = [native.ffi.from_buffer(self.ctype, g) for g in grads]  # alive until the call returns
+        for i, buffer in enumerate(buffers):
+            self.grads[i] = buffer
+        self.hyper[0] = float(lr)
+        self.function(self.kind, self.count, self.params, self.grads, *self.slots, self.sizes, self.steps,
+                      self.hyper, self.flag)
+
+
+def update_state(backend, key, ops):
+    """The UpdateState of `ops` (cached under `key`: an update op, or a multi-tensor update node)."""
+    state = backend.update_state.get(key)
+    if state is None or not state.fresh():
+        state = backend.update_state[key] = UpdateState(ops)
+        state.fresh()
     return state
 
 
-class _NullDict(dict):
-    """Slots an update does not have (no momentum, no AMSGrad) read as NULL pointers."""
-
-    def __missing__(self, name):
-        return native.ffi.NULL
+def update(backend, op, param, grad, lr, *slots):
+    """One optimizer update (SGD, Adam, RMSProp, AdaGrad) of one Variable in one pass, in place."""
+    update_state(backend, op, [op]).run([grad], lr)
 
 
-def _next_step(state):
-    """Increment the update's step count (in place: its Variable keeps its array) and return it."""
-    step = state["step"]
-    step[()] += 1
-    return int(step)
-
-
-def sgd(backend, op, param, grad, lr, *slots):
-    """SGD with momentum/Nesterov/weight decay in one pass."""
-    h, s = op.hyper, _state(backend, op)
-    first_step = int(_next_step(s) == 1) if h["momentum"] else 0
-    _fn("tf_sgd", grad)(s["param"], _buf(grad), s["momentum_buffer"], grad.size,
-                        float(lr), h["momentum"], h["dampening"], h["weight_decay"], int(h["nesterov"]), first_step)
-
-
-def adam(backend, op, param, grad, lr, *slots):
-    """Adam / AdamW (optionally AMSGrad) in one pass."""
-    h, s = op.hyper, _state(backend, op)
-    _fn("tf_adam", grad)(s["param"], _buf(grad), s["exp_avg"], s["exp_avg_sq"], s["max_exp_avg_sq"], grad.size,
-                         float(lr), h["betas"][0], h["betas"][1], h["eps"], h["weight_decay"], int(h["decoupled"]),
-                         _next_step(s))
-
-
-def rmsprop(backend, op, param, grad, lr, *slots):
-    """RMSProp (optionally centered, with momentum) in one pass."""
-    h, s = op.hyper, _state(backend, op)
-    _fn("tf_rmsprop", grad)(s["param"], _buf(grad), s["square_avg"], s["grad_avg"], s["momentum_buffer"], grad.size,
-                            float(lr), h["alpha"], h["eps"], h["weight_decay"], h["momentum"])
-
-
-def adagrad(backend, op, param, grad, lr, *slots):
-    """AdaGrad with learning-rate decay in one pass."""
-    h, s = op.hyper, _state(backend, op)
-    clr = float(lr) / (1 + (_next_step(s) - 1) * h["lr_decay"])
-    _fn("tf_adagrad", grad)(s["param"], _buf(grad), s["state_sum"], grad.size, clr, h["eps"], h["weight_decay"])
+def multi_update(backend, node, values):
+    """A MultiTensorUpdate's members in one C call; False when a gradient does not fit (they then run one by one)."""
+    grads, members = [], node.members
+    for member, span in zip(members, node.spans):
+        grad, param = values[span.start + 1], member.inputs[0]
+        if (type(grad) is not np.ndarray or grad.dtype != param.dtype or grad.dtype not in _SUFFIX
+                or grad.shape != param.value.shape or grad.size == 0):
+            return False
+        grads.append(grad if grad.flags.c_contiguous else np.ascontiguousarray(grad))
+    update_state(backend, node, members).run(grads, values[node.spans[0].start + 2])
+    backend.report.kernel_ops[node.op_type] += 1
+    return True
 
 
 # ---------------------------------------------------------------- the table
@@ -315,8 +342,9 @@ KERNELS = {
     "LogSoftmax": Kernel(rows("tf_log_softmax"), accepts=along_last_axis),
     "SoftmaxGrad": Kernel(rows("tf_softmax_back"), same_shape=True, accepts=along_last_axis),
     "LogSoftmaxGrad": Kernel(rows("tf_log_softmax_back"), same_shape=True, accepts=along_last_axis),
-    "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
-    "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
+    # numpy needs a dozen small calls for a cross-entropy: one pass in C wins at any size
+    "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit, small=False),
+    "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit, small=False),
     "LayerNorm": Kernel(layer_norm("tf_layer_norm")),
     "LayerNormGrad": Kernel(layer_norm("tf_layer_norm_back"), same_shape=True),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
@@ -326,8 +354,7 @@ KERNELS = {
     "MaxPool": Kernel(max_pool("tf_maxpool"), accepts=fits_pool),
     "MaxPoolGrad": Kernel(max_pool("tf_maxpool_back"), accepts=fits_pool),
     "MaxPoolGather": Kernel(max_pool("tf_maxpool_gather"), accepts=fits_pool),
-    "ApplySGD": Kernel(sgd, **_UPDATE), "ApplyAdam": Kernel(adam, **_UPDATE),
-    "ApplyRMSProp": Kernel(rmsprop, **_UPDATE), "ApplyAdaGrad": Kernel(adagrad, **_UPDATE),
+    **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
 }
 
 
@@ -369,6 +396,10 @@ class CBackend(Backend):
     def buffer_stats(self):
         """(buffers reused, buffers allocated) by the buffer pool so far."""
         return self.pool.reused, self.pool.allocated
+
+    def multi_update(self, node, values):
+        """Run a MultiTensorUpdate's members in one C call; False to have them run one by one."""
+        return multi_update(self, node, values)
 
     def close(self):
         """Empty the buffer pool and forget the update ops' pointers."""

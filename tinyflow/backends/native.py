@@ -1,13 +1,6 @@
 """Access to the compiled C kernel library (built by setup.py from ckernels/), if it was built."""
 import os
 
-# OpenMP threads that spin after a parallel region steal the cores numpy's BLAS threads need
-# next: libgomp's default spin halved a matmul on 2 cores, and even a 10 µs spin cost a
-# GEMM-bound training step 17%. So they sleep at once; waking them costs ~60 µs, which is why
-# kernels go parallel only above TF_PARALLEL_MIN elements (ckernels/tinyflow_kernels.h). Must be
-# set before libgomp loads; a user's own setting wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 # TINYFLOW_NUM_THREADS / OMP_NUM_THREADS above this are clamped to it (OpenMP takes a C int,
 # and no machine tinyflow runs on has more cores).
 MAX_THREADS = 1024
@@ -63,6 +56,37 @@ def configure_threads():
     if wanted.isdigit():
         lib.tf_set_num_threads(max(1, min(int(wanted), MAX_THREADS)))
     return lib.tf_max_threads()
+
+
+def thread_report():
+    """Who runs threads in this process: tinyflow's pool, and the OpenMP and BLAS runtimes others loaded.
+
+    tinyflow's kernels run on their own pool (ckernels/src/threads.c), never on an OpenMP runtime, so
+    what torch or scikit-learn loaded and any OMP_* setting leave them alone; the others are listed
+    because they share the cores.
+    """
+    report = {"tinyflow": {"runtime": "tinyflow thread pool (pthreads, ckernels/src/threads.c)",
+                           "threads": configure_threads(), "workers started": lib.tf_pool_workers() if lib else 0},
+              "others": []}
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # an install without it: name the libraries from the process's memory map
+        report["others"] = [{"user_api": "?", "filepath": path} for path in _mapped_runtimes()]
+        return report
+    report["others"] = [{key: entry.get(key) for key in ("user_api", "internal_api", "filepath", "version",
+                                                         "num_threads")} for entry in threadpool_info()]
+    return report
+
+
+def _mapped_runtimes():
+    """Paths of OpenMP and BLAS libraries mapped into this process (Linux; [] elsewhere)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/" in line}
+    except OSError:
+        return []
+    keys = ("libgomp", "libomp", "libiomp", "openblas", "libmkl", "libblis")
+    return sorted(p for p in paths if any(k in os.path.basename(p) for k in keys))
 
 
 def build_flags():

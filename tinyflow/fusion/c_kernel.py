@@ -63,7 +63,7 @@ class CFusedKernel:
                 a = np.broadcast_to(a, out_shape)
             pointers.append(ptr(ctype, a if a.flags.c_contiguous else np.ascontiguousarray(a)))
         out = self.empty(out_shape, dtype)
-        module.lib.tf_fused(*pointers, ptr(ctype, out), outer, inner)
+        module.lib.tf_fused(*pointers, ptr(ctype, out), outer, inner, module.parallel)
         return out
 
     def _prepare(self, arrays):
@@ -82,7 +82,17 @@ class CFusedKernel:
         module = compiler.load(c_source(self.node, generated), c_declaration(self.node, generated))
         if module is None:
             return None
+        if not hasattr(module, "parallel"):  # the C library's thread pool, shared by every generated kernel
+            module.parallel = module.ffi.cast("void *", native_pool_address())
         return module, out_shape, outer, inner, kinds
+
+
+def native_pool_address():
+    """The address of the C library's tf_parallel_for (0 without the library: kernels then run on one thread)."""
+    from ..backends import native
+    if native.lib is None:
+        return 0
+    return int(native.ffi.cast("uintptr_t", native.ffi.addressof(native.lib, "tf_parallel_for")))
 
 
 def _allocator(backend):

@@ -1,39 +1,75 @@
-"""C source of a fused kernel: one loop over the output, OpenMP threads and SIMD lanes.
+"""C source of a fused kernel: one loop over the output, split across tinyflow's thread pool, SIMD lanes.
 
 For `c * sigmoid(a*x + b)` with a scalar feed `a` and float32 data the source reads
-    void tf_fused(const float *x0, const float *x1, float *out, long outer, long inner) {
-        const float s1 = x1[0];
-        long n = outer * inner, i;
-    #pragma omp parallel for simd schedule(static) if (n >= 262144)
-        for (i = 0; i < n; i++) {
-            const float a0 = x0[i];
-            const float a1 = s1;
-            const float t0 = (a1 * a0);
-            const float t1 = (t0 + (-0.5f));
+    <ckernels/include/tf_math.h: vectorisable exp, log, tanh, sigmoid, erf>
+    typedef float T;
+    struct tf_args { const T *x0; const T *x1; T *out; long outer, inner; };
+    static void tf_chunk(void *args, long start, long stop) {
+        const struct tf_args *k = args;
+        const T *restrict x0 = k->x0; ... T *restrict out = k->out;
+        const T s1 = x1[0];
+        long i;
+    #pragma omp simd
+        for (i = start; i < stop; i++) {
+            const T a0 = x0[i];
+            const T a1 = s1;
+            const T t0 = (a1 * a0);
+            const T t1 = (t0 + (-0.5f));
+            const T t2 = tf_sigmoidf(t1);
             ...
             out[i] = t3;
         }
     }
-Inputs broadcast as rows or columns use a two-level loop (rows in threads, a SIMD inner loop).
+    void tf_fused(const T *x0, const T *x1, T *out, long outer, long inner, void *parallel) {
+        struct tf_args k = {x0, x1, out, outer, inner};
+        ... ((tf_parallel_fn)parallel)(n, n, tf_chunk, &k)   (or tf_chunk(&k, 0, n) without a pool)
+    }
+`parallel` is the C library's tf_parallel_for (ckernels/src/threads.c), whose address the caller
+passes: generated kernels run on the same pool as the library's own, never on an OpenMP runtime.
+Math calls go to tf_math.h (pasted in), whose functions GCC vectorizes; libm's would stay scalar
+calls. Inputs broadcast as rows or columns use a two-level loop (rows split across threads, a
+SIMD inner loop).
 
 Long chains of arithmetic (the gradient chain of many adds, say) are latency-bound in that
 loop: each element waits for its previous member, ~4 cycles each, and one SIMD vector is in
 flight at a time. For them the flat loop works on blocks of LANES elements held in GCC vector
 types, so several SIMD registers advance together, and finishes the last elements one by one:
         typedef T V __attribute__((vector_size(sizeof(T) * LANES)));
-        for (b = 0; b < n / LANES; b++) { V a0; memcpy(&a0, x0 + b * LANES, sizeof a0); ... }
-        for (i = n - n % LANES; i < n; i++) { the loop above }
+        for (b = start; b < stop; b++) { V a0; memcpy(&a0, x0 + b * LANES, sizeof a0); ... }
+        (after the parallel blocks) for (i = n - n % LANES; i < n; i++) { the loop above }
 (1,000 dependent adds on 16 floats: 12.7 µs -> 3.2 µs in a standalone C test.)
 """
+import functools
+import pathlib
+
 from .expressions import EXPRESSIONS, literal
 
-PARALLEL_MIN = 1 << 18  # elements: below this, waking OpenMP threads costs more than it saves (as ckernels/)
 _CTYPE = {"float32": "float", "float64": "double"}
 LANES_BYTES = 64          # a block of the vector form: four SSE registers (or two AVX ones)
 LANES_MIN_MEMBERS = 8     # shorter chains give the CPU enough independent work as they are
 # ops whose expressions are arithmetic only, which GCC vector types support (no calls, no ?:)
 VECTOR_OPS = frozenset({"Add", "Subtract", "Multiply", "Divide", "Negative", "Square", "Identity",
                         "SigmoidGrad", "TanhGrad"})
+# functions of tf_math.h: tf_expf / tf_exp, ...; any other name is libm's (expm1f, sinf: scalar calls)
+TF_MATH = frozenset({"exp", "log", "log1p", "tanh", "sigmoid", "erf"})
+
+
+@functools.lru_cache(maxsize=None)
+def math_header():
+    """The text of tf_math.h (shipped as tinyflow/cinclude, or ckernels/include in a source tree)."""
+    import tinyflow
+    package = pathlib.Path(tinyflow.__file__).resolve().parent
+    for folder in (package / "cinclude", package.parent / "ckernels" / "include"):
+        if (folder / "tf_math.h").is_file():
+            return (folder / "tf_math.h").read_text()
+    raise FileNotFoundError("tf_math.h is missing from this tinyflow install (tinyflow/cinclude)")
+
+
+def c_function(name, single):
+    """The C function computing math function `name` for the element type: tf_math.h's, else libm's."""
+    if name in TF_MATH:
+        return f"tf_{name}f" if single else f"tf_{name}"
+    return name + "f" if single else name
 
 
 def body(node, loads, single, fn, indent, vector=None):
@@ -64,35 +100,55 @@ def load(kind, k, full, scalar):
 
 
 def c_source(node, kinds):
-    """The kernel `tf_fused(x0.., out, outer, inner)` for `node` with inputs read as `kinds`."""
+    """The kernel `tf_fused(x0.., out, outer, inner, parallel)` for `node` with inputs read as `kinds`."""
     ctype = _CTYPE[node.dtype.name]
     single = ctype == "float"
 
     def fn(name):
-        return name + "f" if single else name
-    params = ", ".join(f"const T *restrict x{k}" for k in range(len(kinds)))
-    lines = ["#include <math.h>", "#include <string.h>", f"typedef {ctype} T;",
-             f"void tf_fused({params}{', ' if params else ''}T *restrict out, long outer, long inner) {{"]
+        return c_function(name, single)
+    inputs = range(len(kinds))
+    fields = " ".join(f"const T *x{k};" for k in inputs)
+    lines = [math_header(), "#include <string.h>", f"typedef {ctype} T;",
+             "typedef void (*tf_chunk_fn)(void *, long, long);",
+             "typedef void (*tf_parallel_fn)(long, long, tf_chunk_fn, void *);",
+             f"struct tf_args {{ {fields} T *out; long outer, inner; }};",
+             "static void tf_chunk(void *args, long start, long stop) {",
+             "    const struct tf_args *k = args;"]
+    lines += [f"    const T *restrict x{k} = k->x{k};" for k in inputs]
+    lines += ["    T *restrict out = k->out;", "    long inner = k->inner;", "    (void)inner;"]
     lines += [f"    const T s{k} = x{k}[0];" for k, kind in enumerate(kinds) if kind == "scalar"]
+    tail = []
+    if _vectorisable(node, kinds):
+        lanes = LANES_BYTES // (4 if single else 8)
+        lines[3:3] = [f"enum {{ LANES = {lanes} }};", "typedef T V __attribute__((vector_size(sizeof(T) * LANES)));"]
     if all(kind in ("full", "scalar") for kind in kinds):
         loads = {k: (f"s{k}" if kind == "scalar" else f"x{k}[i]") for k, kind in enumerate(kinds)}
         statements, result = body(node, loads, single, fn, " " * 8)
-        lines.append("    long n = outer * inner, i;")
-        if _vectorisable(node, kinds):
-            lines += _lanes_loop(node, kinds, single, fn)
-            lines.append("    for (i = n - n % LANES; i < n; i++) {  /* the last elements, one by one */")
+        loop = [*statements, f"        out[i] = {result};", "    }"]
+        if _vectorisable(node, kinds):  # parts are blocks of LANES; the last elements run after them
+            lines += _lanes_loop(node, kinds, single, fn) + ["}"]
+            count = "n / LANES"
+            tail = [f"    const T s{k} = x{k}[0];" for k, kind in enumerate(kinds) if kind == "scalar"]
+            tail += ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last elements, one by one */",
+                     *loop]
         else:
-            lines += [f"#pragma omp parallel for simd schedule(static) if (n >= {PARALLEL_MIN})",
-                      "    for (i = 0; i < n; i++) {"]
-        lines += [*statements, f"        out[i] = {result};", "    }"]
+            lines += ["    long i;", "#pragma omp simd", "    for (i = start; i < stop; i++) {", *loop, "}"]
+            count = "n"
     else:
         loads = {k: load(kind, k, f"x{k}[r * inner + c]", f"s{k}") for k, kind in enumerate(kinds)}
         statements, result = body(node, loads, single, fn, " " * 12)
-        lines += ["    long r;",
-                  f"#pragma omp parallel for schedule(static) if (outer * inner >= {PARALLEL_MIN})",
-                  "    for (r = 0; r < outer; r++) {", "        long c;", "#pragma omp simd",
+        lines += ["    long r;", "    for (r = start; r < stop; r++) {", "        long c;", "#pragma omp simd",
                   "        for (c = 0; c < inner; c++) {", *statements,
-                  f"            out[r * inner + c] = {result};", "        }", "    }"]
+                  f"            out[r * inner + c] = {result};", "        }", "    }", "}"]
+        count = "outer"
+    params = "".join(f"const T *restrict x{k}, " for k in inputs)
+    lines += [f"void tf_fused({params}T *restrict out, long outer, long inner, void *parallel) {{",
+              f"    struct tf_args k = {{{''.join(f'x{k}, ' for k in inputs)}out, outer, inner}};",
+              "    long n = outer * inner;",
+              f"    if (parallel) ((tf_parallel_fn)parallel)({count}, n, tf_chunk, &k);",
+              f"    else tf_chunk(&k, 0, {count});"]
+    if tail:
+        lines += ["    {"] + ["    " + line for line in tail] + ["    }"]
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -105,11 +161,7 @@ def _vectorisable(node, kinds):
 
 def _lanes_loop(node, kinds, single, fn):
     """The block loop of the vector form; members computed from full inputs are vectors, the rest scalars."""
-    lanes = LANES_BYTES // (4 if single else 8)
-    lines = [f"    enum {{ LANES = {lanes} }};", "    typedef T V __attribute__((vector_size(sizeof(T) * LANES)));",
-             "    long b, blocks = n / LANES;",
-             f"#pragma omp parallel for schedule(static) if (n >= {PARALLEL_MIN})",
-             "    for (b = 0; b < blocks; b++) {"]
+    lines = ["    long b;", "    for (b = start; b < stop; b++) {"]
     vector = {("x", k) for k, kind in enumerate(kinds) if kind == "full"}
     lines += [f"        V a{k}; memcpy(&a{k}, x{k} + b * LANES, sizeof a{k});" for _, k in sorted(vector)]
     statements, _ = body(node, {k: f"s{k}" for k, kind in enumerate(kinds) if kind != "full"}, single, fn,
@@ -128,4 +180,4 @@ def c_declaration(node, kinds):
     """The cdef line of the kernel (no `restrict`: cffi's parser does not need it)."""
     ctype = _CTYPE[node.dtype.name]
     params = "".join(f"const {ctype} *x{k}, " for k in range(len(kinds)))
-    return f"void tf_fused({params}{ctype} *out, long outer, long inner);"
+    return f"void tf_fused({params}{ctype} *out, long outer, long inner, void *parallel);"

@@ -8,6 +8,7 @@ replaces an identical file) and a reader never sees half a file. A file that doe
 not load (truncated, corrupted) is rebuilt. Without a working compiler, `load`
 returns None once per kernel and callers use numpy; a warning says why, once.
 """
+import functools
 import hashlib
 import importlib.util
 import os
@@ -18,7 +19,7 @@ import threading
 import time
 import warnings
 
-DEFAULT_FLAGS = ["-O3", "-std=gnu99", "-fno-strict-aliasing", "-fno-trapping-math", "-fno-math-errno", "-fopenmp"]
+DEFAULT_FLAGS = ["-O3", "-std=gnu99", "-fno-strict-aliasing", "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd"]
 
 # what happened in this process: the tests and the benchmark's compile-cost report read it
 STATS = {"compiled": 0, "loaded_from_disk": 0, "compile_seconds": 0.0, "load_seconds": 0.0, "failed": 0}
@@ -39,15 +40,33 @@ def cache_dir():
 
 
 def compile_flags():
-    """The flags of the C kernel library (ckernels/build_ckernels.py), minus sanitizers; ours if not built."""
-    try:
-        from ..backends import native  # where the backends rewrite puts it
-    except ImportError:
-        from .. import native
+    """The flags of the C kernel library (ckernels/build_ckernels.py), minus sanitizers, plus -march=native.
+
+    A kernel compiled at run time runs on the machine that compiles it, so it may use all of this CPU's
+    instructions (AVX-512, FMA...); the CPU is part of the cache key, so a cache shared between machines
+    never hands one machine another's kernel.
+    """
+    from ..backends import native
     flags = [f for f in native.build_flags().split() if not f.startswith("-fsanitize")] or list(DEFAULT_FLAGS)
     if "-O1" in flags:  # a sanitizer build asks for -O1; kernels here are for speed
         flags.remove("-O1")
-    return flags
+    if not any(f.startswith(("-march=", "-mcpu=")) for f in flags) and _accepts_native():
+        flags.append("-march=native")
+    # no a*b+c contracted into one FMA rounding: a fused kernel computes what its ops compute one by one
+    return flags + ["-ffp-contract=off"]
+
+
+@functools.lru_cache(maxsize=None)
+def _accepts_native():
+    """Whether the C compiler takes -march=native (GCC and Clang on x86-64 and ARM do)."""
+    import subprocess
+    compiler = sysconfig.get_config_var("CC") or "cc"
+    try:
+        result = subprocess.run(compiler.split() + ["-march=native", "-x", "c", "-c", "-o", os.devnull, "-"],
+                                input="int tinyflow_probe;\n", capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return result.returncode == 0
 
 
 def kernel_key(source, flags):

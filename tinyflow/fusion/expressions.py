@@ -4,10 +4,10 @@ Each entry maps an op type to `expr(args, op, fn, lit)`: `args` are the C names
 of the op's input values, `op` the (copied) node for attributes such as alpha,
 `fn(name)` spells a math function for the element type (expf or exp), `lit(x)`
 a literal of the element type. Choices that keep numpy's results:
-maximum/minimum and relu propagate NaN as np.maximum does; sigmoid uses
-1/(1+e^-x), exact at both ends in floating point; softplus is logaddexp(0, x); mod
-adds b to a nonzero fmod whose sign differs from b's, as np.mod; clip is
-min(max(x, low), high) with NaN kept, as np.clip.
+maximum/minimum and relu propagate NaN as np.maximum does; sigmoid is the
+two-sided 1/(1+e^-x) of `stable_sigmoid` (tf_math.h in C, a helper in OpenCL);
+softplus is logaddexp(0, x); mod adds b to a nonzero fmod whose sign differs from
+b's, as np.mod; clip is min(max(x, low), high) with NaN kept, as np.clip.
 """
 import math
 
@@ -50,7 +50,7 @@ EXPRESSIONS = {
     "Log": lambda a, op, fn, lit: f"{fn('log')}({a[0]})",
     "Abs": lambda a, op, fn, lit: f"{fn('fabs')}({a[0]})",
     "Identity": lambda a, op, fn, lit: a[0],
-    "Sigmoid": lambda a, op, fn, lit: f"({lit(1)} / ({lit(1)} + {fn('exp')}(-{a[0]})))",
+    "Sigmoid": lambda a, op, fn, lit: f"{fn('sigmoid')}({a[0]})",
     "SigmoidGrad": lambda a, op, fn, lit: f"({a[1]} * {a[0]} * ({lit(1)} - {a[0]}))",
     "Tanh": lambda a, op, fn, lit: f"{fn('tanh')}({a[0]})",
     "TanhGrad": lambda a, op, fn, lit: f"({a[1]} * ({lit(1)} - {a[0]} * {a[0]}))",

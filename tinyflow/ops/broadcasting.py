@@ -6,6 +6,7 @@ gradient wider than its input; `BroadcastLike` is its adjoint.
 import numpy as np
 
 from ..nodes import Operation
+from ..shapes import is_fully_known
 from .registry import register_gradient
 
 
@@ -32,6 +33,9 @@ class LikeOperation(Operation):
 
     def infer_dtype(self, x, like):
         return x
+
+    def passes_through(self, x_shape, like_shape):
+        return x_shape == like_shape and is_fully_known(x_shape)
 
 
 class SumToShapeOf(LikeOperation):

@@ -2,7 +2,8 @@
 
 A step runs each parameter's fused update op, the same op class and the same
 backend kernel (C: one in-place pass) as a graph-mode train op, on the
-gradient `backward()` left in `.grad`. The update op and the slot Variables
+gradient `backward()` left in `.grad`; the updates of one dtype run as one
+MultiTensorUpdate (one C call for all parameters, as in graph mode). The update op and the slot Variables
 (Adam's moments, ...) are built once per parameter, so the optimizer state is
 made of Variables as in graph mode (and `tfl.save_variables` saves it).
 Parameters are Variables (what `layer.parameters()` returns) or leaf Tensors.
@@ -11,6 +12,7 @@ import numpy as np
 
 from ..errors import TinyflowError
 from ..nodes import Node, Placeholder, Variable
+from .multi_tensor import multi_tensor_update
 
 
 def is_parameter_list(value):
@@ -36,27 +38,18 @@ class Slot:
             self.lr_input = Placeholder((), var.dtype, name=f"lr_{var.name}", graph=var.graph)
             self.op = optimizer.update_op(var, self.grad_input, self.lr_input, optimizer._slots(var), optimizer,
                                           name=f"update_{var.name}")
-        self._kernels = {}
 
-    def kernel(self, backend):
-        """The backend's kernel for this update op (built once per backend)."""
-        kernel = self._kernels.get(backend)
-        if kernel is None:
-            kernel = self._kernels[backend] = backend.kernel(self.op)
-        return kernel
-
-    def apply(self, backend, lr):
-        """Update the parameter with its `.grad` (no-op when it has none)."""
-        grad = self.param.grad
-        if grad is None:
-            return
+    def values(self, lr):
+        """The update op's input values for this step (the Variable first synced with its Tensor)."""
         var, param = self.variable, self.param
         if param is not var and param.numpy() is not var.host_array:
             var.value = param.numpy()  # the Tensor got a new value since the last step (e.g. in no_grad)
-        backend.begin_run()
-        kernel = self.kernel(backend)
-        kernel(var.value, np.asarray(grad, var.dtype), np.asarray(lr, var.dtype),
-               *[slot.value for slot in self.op.variables[1:]])
+        return [var.value, np.asarray(param.grad, var.dtype), np.asarray(lr, var.dtype),
+                *[slot.value for slot in self.op.variables[1:]]]
+
+    def updated(self):
+        """After the kernel changed the parameter in place: device copies are old, saved graphs outdated."""
+        var, param = self.variable, self.param
         mirror = var.device_mirror
         if mirror is not None and not mirror.host_stale:  # a host kernel changed the array in place: the device
             mirror.device_stale = True                    # copy an OpenCL session keeps is the old value now
@@ -86,6 +79,7 @@ def attach(optimizer, params):
         raise TinyflowError("an eager optimizer needs a number as lr (a graph node has no value outside a Session)")
     optimizer.params = params
     optimizer._eager_slots = [Slot(optimizer, p, i) for i, p in enumerate(params)]
+    optimizer._eager_kernels = {}  # (backend, slots with a gradient) -> the kernel updating them
 
 
 def step(optimizer):
@@ -97,8 +91,22 @@ def step(optimizer):
                             f"parameters first, e.g. tfl.optim.{type(optimizer).__name__}(layer.parameters(), "
                             "lr=0.01); in graph mode use train_op = opt.minimize(loss) and sess.run(train_op)")
     backend = get_backend()
+    by_dtype = {}
     for slot in slots:
-        slot.apply(backend, optimizer.lr)
+        if slot.param.grad is not None:
+            by_dtype.setdefault(slot.variable.dtype, []).append(slot)
+    backend.begin_run()
+    for ready in by_dtype.values():  # each dtype's updates in one kernel call (one C call on the C backend)
+        key = (backend, tuple(ready))
+        kernel = optimizer._eager_kernels.get(key)
+        if kernel is None:
+            ops = [slot.op for slot in ready]
+            kernel = backend.kernel(ops[0] if len(ops) == 1 else multi_tensor_update(ops))
+            optimizer._eager_kernels = {k: v for k, v in optimizer._eager_kernels.items() if k[0] is backend}
+            optimizer._eager_kernels[key] = kernel
+        kernel(*[value for slot in ready for value in slot.values(optimizer.lr)])
+        for slot in ready:
+            slot.updated()
 
 
 def zero_grad(optimizer):

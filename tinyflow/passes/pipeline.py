@@ -1,7 +1,7 @@
 """The optimiser: passes run in order over a private copy of the fetched subgraph, with a report.
 
     fetches ──▶ prune & copy ──▶ constant folding ──▶ CSE ──▶ simplification ──▶ dead-node pruning
-            ──▶ elementwise fusion ──▶ OptGraph (what the ExecutionPlan schedules)
+            ──▶ elementwise fusion ──▶ multi-tensor updates ──▶ OptGraph (what the ExecutionPlan schedules)
 
 Every pass is a function OptGraph -> (new OptGraph, counts); none changes its
 argument or the user's graph. Options: True (every pass), False/None (off), or a
@@ -13,6 +13,7 @@ from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .fusion import fuse_elementwise
 from .ir import OptGraph
+from .multi_tensor import merge_updates
 from .prune import prune_dead_nodes
 from .simplify import simplify
 
@@ -22,6 +23,7 @@ PASSES = (
     ("simplify", simplify),
     ("prune", prune_dead_nodes),
     ("fusion", fuse_elementwise),
+    ("multi_tensor", merge_updates),
 )
 PASS_NAMES = tuple(name for name, _ in PASSES)
 

@@ -11,7 +11,7 @@ import traceback
 import numpy as np
 
 from ..errors import ExecutionError, FeedError, describe
-from ..shapes import matches, normalize_shape
+from ..shapes import is_fully_known, matches, normalize_shape
 from ..nodes import Constant, Placeholder, Variable
 
 
@@ -21,6 +21,8 @@ COMPILE_LIMIT = 20_000
 # Compiled forms per plan, one per combination of feed shapes (a last, smaller batch is a second one); feed
 # shapes beyond these share one general form.
 MAX_SPECIALISATIONS = 8
+# marks a step whose op returns its first input itself at the shapes of a specialised plan (see `specialise`)
+PASS_THROUGH = object()
 
 
 class Step:
@@ -199,7 +201,8 @@ class ExecutionPlan:
 
     def specialise(self, signature):
         """(a kernel per step, the static routes) for feeds of these shapes: ops whose shapes turn out small
-        once the feeds' None dimensions are known go straight to numpy, skipping the check at each call.
+        once the feeds' None dimensions are known go straight to numpy, skipping the check at each call, and
+        ops that return their first input at these shapes (`Operation.passes_through`) are PASS_THROUGH.
 
         Shapes are inferred again (`infer_shape`, normalised as when the graph was built) with the feeds'
         shapes; an op whose inference fails keeps its static shapes. Only speed depends on this: numpy
@@ -216,6 +219,9 @@ class ExecutionPlan:
                 shape = node.shape
             shapes[node] = shape
             kernel = step.kernel
+            if node.inputs and all(is_fully_known(s) for s in input_shapes) and node.passes_through(*input_shapes):
+                kernels.append(PASS_THROUGH)
+                continue
             if self._backend.static_route(node) is None:
                 route = self._backend.static_route(node, [shape] + input_shapes)
                 if route is not None:
@@ -237,7 +243,9 @@ class ExecutionPlan:
                 s = 2; v3 = k2(v2)        # Relu
                 del v2
                 return [v3]
-        so running a node costs little more than calling its kernel.
+        so running a node costs little more than calling its kernel. A Variable is read inline
+        (`v1 = k0._value if k0._mirror is None else k0.value`: a call costs more than the read), a Constant
+        is its bound array, and a PASS_THROUGH step is `v2 = v1`.
         """
         lines, bound = [], {}
         for position, (node, slot) in enumerate(zip(self._fed_order, self._fed_order_slots)):
@@ -248,10 +256,21 @@ class ExecutionPlan:
                 ready = [f"v{s}" for s in self.fetch_slots if s in assigned]
                 if ready:
                     lines.append(f"{', '.join(ready)}, = protect({', '.join(ready)})")
-            bound[f"k{position}"] = step.kernel if kernels is None else kernels[position]
-            args = ", ".join(f"v{s}" for s in step.input_slots)
+            kernel = step.kernel if kernels is None else kernels[position]
+            leaf = getattr(kernel, "leaf", None)
             comment = repr(step.node.name)[1:-1]  # escapes newlines and NUL, which would break the source
-            lines.append(f"s = {position}; v{step.slot} = k{position}({args})  # {comment}")
+            if kernel is PASS_THROUGH:
+                value = f"v{step.input_slots[0]}"
+            elif isinstance(leaf, Variable):
+                bound[f"k{position}"] = leaf
+                value = f"k{position}._value if k{position}._mirror is None else k{position}.value"
+            elif isinstance(leaf, Constant):
+                bound[f"k{position}"] = leaf.value
+                value = f"k{position}"
+            else:
+                bound[f"k{position}"] = kernel
+                value = f"k{position}({', '.join(f'v{s}' for s in step.input_slots)})"
+            lines.append(f"s = {position}; v{step.slot} = {value}  # {comment}")
             assigned.add(step.slot)
             if step.release:
                 poolable = [s for s in step.release if self._maybe_poolable(s)]

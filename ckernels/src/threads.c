@@ -1,0 +1,223 @@
+/* tinyflow's own thread pool: the kernels' parallel loops run here, not on an OpenMP runtime.
+ *
+ * Why not OpenMP: an OpenMP runtime is one per process, chosen by whoever loads it first.
+ * PyTorch's wheel ships its own libgomp.so.1 (same soname as the system's), so after
+ * `import torch` every -fopenmp library runs on torch's copy, with torch's settings:
+ * its threads spin after each parallel region and took the cores from numpy's BLAS
+ * (a 784-1024-1024-10 training step 2.5x slower), and OMP_WAIT_POLICY or GOMP_SPINCOUNT
+ * set by anyone change tinyflow's speed. A pool of our own behaves the same whatever
+ * was imported before it.
+ *
+ * How it works: tf_parallel_for(n, cost, fn, ctx) cuts [0, n) into one contiguous chunk per
+ * thread and calls fn(ctx, start, stop) on each; the caller runs the first chunk itself and
+ * waits for the others. Workers are started on first use. A waiting thread (a worker between
+ * jobs, the caller until the last chunk is done) spins for TF_SPIN_MICROSECONDS, then sleeps on
+ * a condition variable: a training step calls kernels a few microseconds apart, and waking a
+ * sleeping thread costs 10-60 µs, but a longer spin takes a core from the BLAS call that often
+ * comes next. The spin never calls sched_yield: OpenBLAS's idle threads spin with it, and two
+ * yielding loops made a 50 µs kernel after a matmul take 2 ms (the scheduler ping-pongs them).
+ * Small jobs (cost below TF_PARALLEL_MIN) and calls made while the pool is busy (another
+ * Python thread's kernel, a kernel called from inside a chunk) run on the calling thread.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "tinyflow_kernels.h"
+
+enum { TF_SPIN_MICROSECONDS = 20, TF_MAX_POOL_THREADS = 1024 };
+
+/* A counter threads can wait on until it changes; bump() changes it and wakes the sleepers. */
+typedef struct {
+    long value;
+    int sleepers;
+    pthread_cond_t changed;
+} counter;
+
+static struct {
+    pthread_mutex_t busy;  /* held by the thread whose job the pool runs */
+    pthread_mutex_t lock;  /* guards the condition variables' waits */
+    counter job;           /* bumped for each job; workers wait for a new value */
+    counter done;          /* bumped by the worker that finishes a job's last chunk */
+    long pending;          /* workers still working on the current job */
+    int threads;           /* threads a job may use, the caller included */
+    int started;           /* workers running */
+    tf_chunk_fn fn;
+    void *args;
+    long n, parts;
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, {0, 0, PTHREAD_COND_INITIALIZER},
+          {0, 0, PTHREAD_COND_INITIALIZER}, 0, 0, 0, NULL, NULL, 0, 0};
+
+static __thread int inside_pool; /* set on workers, and on a caller while it runs a job */
+
+static void chunk_bounds(long n, long parts, long part, long *start, long *stop) {
+    /* contiguous chunks, cut at multiples of 16 elements so two threads rarely share a cache line */
+    long blocks = (n + 15) / 16;
+    if (n < 16 * parts) {
+        *start = n * part / parts, *stop = n * (part + 1) / parts;
+    } else {
+        *start = 16 * (blocks * part / parts);
+        *stop = part + 1 == parts ? n : 16 * (blocks * (part + 1) / parts);
+    }
+}
+
+static double now_microseconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Wait while c->value == seen (spin, then sleep); returns the new value. The sequentially consistent
+ * "count myself a sleeper, then look again" here and "change the value, then count sleepers" in bump()
+ * mean that either bump() sees this thread asleep and wakes it, or this thread sees the change. */
+static long wait_for_change(counter *c, long seen) {
+    double deadline = now_microseconds() + TF_SPIN_MICROSECONDS;
+    for (int i = 1;; i++) {
+        long value = __atomic_load_n(&c->value, __ATOMIC_ACQUIRE);
+        if (value != seen) return value;
+        if ((i & 63) == 0 && now_microseconds() > deadline) break;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&pool.lock);
+    __atomic_add_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+    long value;
+    while ((value = __atomic_load_n(&c->value, __ATOMIC_SEQ_CST)) == seen) pthread_cond_wait(&c->changed, &pool.lock);
+    __atomic_sub_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&pool.lock);
+    return value;
+}
+
+static void bump(counter *c) {
+    __atomic_add_fetch(&c->value, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST) > 0) {
+        pthread_mutex_lock(&pool.lock);
+        pthread_cond_broadcast(&c->changed);
+        pthread_mutex_unlock(&pool.lock);
+    }
+}
+
+static void run_part(long part) {
+    long start, stop;
+    chunk_bounds(pool.n, pool.parts, part, &start, &stop);
+    if (start < stop) pool.fn(pool.args, start, stop);
+}
+
+struct worker_start {
+    long id, job; /* the worker's part number, and the last job it must not run */
+};
+
+static void *worker_main(void *arg) {
+    struct worker_start *start = arg;
+    long id = start->id, seen = start->job;
+    free(start);
+    inside_pool = 1;
+    for (;;) {
+        seen = wait_for_change(&pool.job, seen);
+        if (id < pool.parts) run_part(id);
+        if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_ACQ_REL) == 0) bump(&pool.done);
+    }
+    return NULL;
+}
+
+/* Start workers until `threads - 1` run (called with pool.busy held); returns how many run. */
+static int start_workers(int threads) {
+    while (pool.started < threads - 1) {
+        struct worker_start *start = malloc(sizeof *start);
+        if (!start) break;
+        start->id = pool.started + 1;
+        start->job = pool.job.value;
+        pthread_t thread;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int failed = pthread_create(&thread, &attr, worker_main, start);
+        pthread_attr_destroy(&attr);
+        if (failed) { /* no more threads allowed: use the ones we have */
+            free(start);
+            break;
+        }
+        pool.started++;
+    }
+    return pool.started;
+}
+
+/* In a child made by fork() only the forking thread exists: forget the parent's workers. */
+static void forget_workers_after_fork(void) {
+    pthread_mutex_init(&pool.busy, NULL);
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_cond_init(&pool.job.changed, NULL);
+    pthread_cond_init(&pool.done.changed, NULL);
+    pool.job.sleepers = pool.done.sleepers = 0;
+    pool.started = 0;
+    pool.pending = 0;
+    inside_pool = 0;
+}
+
+static int default_threads(void) {
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? (int)online : 1;
+}
+
+static void configure(void) {
+    pthread_atfork(NULL, NULL, forget_workers_after_fork);
+    pool.threads = default_threads();
+}
+
+static void ensure_configured(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, configure);
+}
+
+void tf_parallel_for(long n, long cost, tf_chunk_fn fn, void *args) {
+    if (n <= 0) return;
+    ensure_configured();
+    if (cost < TF_PARALLEL_MIN || pool.threads <= 1 || n < 2 || inside_pool || pthread_mutex_trylock(&pool.busy)) {
+        fn(args, 0, n); /* small, single-threaded, nested, or another thread's job is running */
+        return;
+    }
+    int workers = start_workers(pool.threads); /* every started worker takes part, if only to say it is done */
+    long parts = workers + 1 < pool.threads ? workers + 1 : pool.threads;
+    pool.fn = fn;
+    pool.args = args;
+    pool.n = n;
+    pool.parts = parts < n ? parts : n;
+    long done = pool.done.value;
+    if (workers > 0) {
+        pool.pending = workers;
+        bump(&pool.job); /* publishes the job to the workers */
+    }
+    inside_pool = 1;
+    run_part(0);
+    inside_pool = 0;
+    if (workers > 0) wait_for_change(&pool.done, done);
+    pthread_mutex_unlock(&pool.busy);
+}
+
+int tf_max_threads(void) {
+    ensure_configured();
+    return pool.threads;
+}
+
+void tf_set_num_threads(int n) {
+    ensure_configured();
+    if (n < 1) return;
+    pthread_mutex_lock(&pool.busy); /* never while a job runs; workers beyond the count just idle */
+    pool.threads = n > TF_MAX_POOL_THREADS ? TF_MAX_POOL_THREADS : n;
+    pthread_mutex_unlock(&pool.busy);
+}
+
+int tf_pool_workers(void) { return pool.started; }

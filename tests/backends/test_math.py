@@ -1,0 +1,122 @@
+"""Accuracy of tinyflow's vectorisable float math (ckernels/include/tf_math.h) against float64.
+
+The same header serves the C library's kernels and the fused kernels generated at run time,
+so each function is measured both ways: compiled as the fusion compiler compiles kernels
+(its flags, -march=native included) and through the library kernels that use it. Every
+float32 result must be within 2 ulp of the float64 value, and NaN, ±inf, ±0, overflow,
+underflow and denormals must come out as numpy gives them.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from tinyflow.backends import native
+from tinyflow.fusion import codegen_c, compiler
+
+BACKEND_INDEPENDENT = True
+MAX_ULP = 2.0
+_erf = np.frompyfunc(math.erf, 1, 1)
+REFERENCES = {  # float64 values numpy (or math) gives
+    "exp": np.exp,
+    "log": np.log,
+    "log1p": np.log1p,
+    "tanh": np.tanh,
+    "sigmoid": lambda x: np.where(x < 0, np.exp(x) / (1 + np.exp(x)), 1 / (1 + np.exp(-x))),
+    "erf": lambda x: _erf(x).astype(np.float64),
+}
+EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.17549435e-38, -1.17549435e-38, 1e-30,
+                  1.0, -1.0, 0.5, 88.72283, 88.72284, 89.0, -87.33654, -87.34, -103.97, -103.98, -104.0,
+                  -150.0, 1e30, -1e30, 3.4028235e38, -3.4028235e38, 0.625, -0.625, 0.99999994, 3.9999998, 4.0],
+                 np.float32)
+
+
+def inputs(size=200_000):
+    """Random bit patterns (every binade, denormals included), the ranges that matter, and the edges."""
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 2 ** 32, size, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    ranges = [rng.uniform(-110, 110, size), rng.uniform(-5, 5, size), rng.uniform(-1, 1, size // 4) ** 7]
+    return np.concatenate([bits[np.isfinite(bits)], *(r.astype(np.float32) for r in ranges), EDGES])
+
+
+def ulp(values):
+    """The float32 ulp at each value (the largest float's own, not the overflow past it)."""
+    spacing = np.spacing(np.minimum(np.abs(values), np.float32(3.4e38))).astype(np.float64)
+    spacing[spacing == 0] = 2.0 ** -149
+    return spacing
+
+
+def ulp_errors(got, x, name):
+    """(error in ulps at each finite expected value, those inputs, indices where NaN/inf differ from numpy's)."""
+    with np.errstate(all="ignore"):
+        exact = REFERENCES[name](x.astype(np.float64))
+        rounded = exact.astype(np.float32)
+    finite = np.isfinite(rounded) & np.isfinite(exact)
+    errors = np.abs(got[finite].astype(np.float64) - exact[finite]) / ulp(rounded[finite])
+    special = ~finite & ~((got == rounded) | (np.isnan(got) & np.isnan(rounded)))
+    return errors, x[finite], np.flatnonzero(special)
+
+
+def check(got, x, name):
+    errors, where, wrong = ulp_errors(got, x, name)
+    worst = int(np.argmax(errors))
+    assert errors[worst] <= MAX_ULP, f"tf_{name}f is {errors[worst]:.2f} ulp off at x = {where[worst]!r}"
+    assert wrong.size == 0, f"tf_{name}f({x[wrong][:5]}) = {got[wrong][:5]}, numpy gives otherwise"
+
+
+@pytest.fixture(scope="module")
+def generated():
+    """The header compiled as the fusion compiler compiles generated kernels (same flags, same cache)."""
+    names = sorted(REFERENCES)
+    source = codegen_c.math_header() + "".join(
+        f"void run_{n}(const float *x, float *y, long n) {{ for (long i = 0; i < n; i++) y[i] = tf_{n}f(x[i]); }}\n"
+        for n in names)
+    module = compiler.load(source, "".join(f"void run_{n}(const float *x, float *y, long n);" for n in names))
+    if module is None:
+        pytest.skip("no C compiler: generated kernels run with numpy (install gcc)")
+    return module
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_generated_kernels_math_is_within_2_ulp_and_keeps_numpys_special_values(generated, name):
+    x = inputs()
+    y = np.empty_like(x)
+    getattr(generated.lib, f"run_{name}")(generated.ffi.from_buffer("float[]", x),
+                                          generated.ffi.from_buffer("float[]", y), x.size)
+    check(y, x, name)
+
+
+def test_generated_kernels_use_this_cpus_instructions():
+    assert "-march=native" in compiler.compile_flags() or not compiler._accepts_native()
+
+
+LIBRARY_KERNELS = {  # the C library's float32 kernels built on tf_math.h
+    "exp": lambda x, y: native.lib.tf_unary_f32(native.lib.TF_EXP, x, y, len(y)),
+    "log": lambda x, y: native.lib.tf_unary_f32(native.lib.TF_LOG, x, y, len(y)),
+    "tanh": lambda x, y: native.lib.tf_tanh_f32(x, y, len(y)),
+    "sigmoid": lambda x, y: native.lib.tf_sigmoid_f32(x, y, len(y)),
+}
+
+
+@pytest.mark.skipif(not native.is_built(), reason="the C kernel library is not built (pip install -e .)")
+@pytest.mark.parametrize("name", sorted(LIBRARY_KERNELS))
+def test_library_kernels_math_is_within_2_ulp(name):
+    x = inputs()
+    y = np.empty_like(x)
+    ptr = native.ffi.from_buffer
+    LIBRARY_KERNELS[name](ptr("float[]", x), ptr("float[]", y))
+    check(y, x, name)
+
+
+@pytest.mark.skipif(not native.is_built(), reason="the C kernel library is not built (pip install -e .)")
+def test_library_softplus_is_log1p_of_exp_within_2_ulp_of_float64():
+    x = inputs()
+    y = np.empty_like(x)
+    native.lib.tf_softplus_f32(native.ffi.from_buffer("float[]", x), native.ffi.from_buffer("float[]", y), x.size)
+    with np.errstate(all="ignore"):
+        exact = np.logaddexp(0, x.astype(np.float64))
+        rounded = exact.astype(np.float32)
+    finite = np.isfinite(rounded)
+    # two functions and an add: each within an ulp, so the sum within three
+    assert (np.abs(y[finite] - exact[finite]) / ulp(rounded[finite])).max() <= 3.0
+    assert np.array_equal(y[~finite], rounded[~finite], equal_nan=True)

@@ -1,0 +1,156 @@
+"""tinyflow's own thread pool (ckernels/src/threads.c): right answers however it is called and whatever else is loaded."""
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from tinyflow.backends import native
+
+BACKEND_INDEPENDENT = True
+pytestmark = pytest.mark.skipif(not native.is_built(), reason="the C kernel library is not built (pip install -e .)")
+PARALLEL_MIN = native.lib.TF_PARALLEL_MIN if native.is_built() else 0
+
+
+def sigmoid(x):
+    """The C library's sigmoid kernel on a float32 array."""
+    y = np.empty_like(x)
+    native.lib.tf_sigmoid_f32(native.ffi.from_buffer("float[]", x), native.ffi.from_buffer("float[]", y), x.size)
+    return y
+
+
+@pytest.fixture
+def threads(monkeypatch):
+    """Set the pool's thread count for one test (restored after it)."""
+    def use(count):
+        monkeypatch.setenv("TINYFLOW_NUM_THREADS", str(count))
+        native.configure_threads()
+    yield use
+    monkeypatch.undo()
+    native.configure_threads()
+
+
+@pytest.mark.parametrize("size", [PARALLEL_MIN - 1, PARALLEL_MIN, PARALLEL_MIN + 1, PARALLEL_MIN + 17, 3 * PARALLEL_MIN + 5])
+def test_parallel_chunks_cover_every_element_once(threads, size):
+    x = np.random.default_rng(size).standard_normal(size).astype(np.float32)
+    threads(1)
+    serial = sigmoid(x)
+    for count in (2, 3, 7):
+        threads(count)
+        assert np.array_equal(sigmoid(x), serial)
+
+
+def test_the_cross_entropy_does_not_depend_on_the_thread_count(threads):
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((PARALLEL_MIN // 10 + 3, 10)).astype(np.float32)
+    labels = rng.integers(0, 10, len(logits)).astype(np.int64)
+
+    def loss():
+        out = native.ffi.new("double *")
+        scratch = np.empty_like(logits)
+        ptr = native.ffi.from_buffer
+        bad = native.lib.tf_softmax_xent_f32(ptr("float[]", logits), ptr("int64_t[]", labels), logits.shape[0],
+                                             logits.shape[1], ptr("float[]", scratch), out)
+        assert bad == -1
+        return out[0]
+    threads(1)
+    one = loss()
+    threads(2)
+    assert loss() == one  # row losses are summed in row order, not in the order threads finish
+
+
+def test_kernels_called_from_many_python_threads_at_once_are_all_right(threads):
+    threads(2)
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(PARALLEL_MIN + 1000 * k).astype(np.float32) for k in range(8)]
+    expected = [1 / (1 + np.exp(-a.astype(np.float64))) for a in arrays]
+    failures = []
+
+    def work(k):
+        for _ in range(5):
+            if not np.allclose(sigmoid(arrays[k]), expected[k], rtol=1e-6, atol=0):
+                failures.append(k)
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(60)
+    assert not any(t.is_alive() for t in workers), "a kernel call never returned (pool deadlock)"
+    assert not failures
+
+
+def _child_sigmoid(queue):
+    x = np.linspace(-5, 5, PARALLEL_MIN * 2, dtype=np.float32)
+    queue.put(float(np.abs(sigmoid(x) - 1 / (1 + np.exp(-x.astype(np.float64)))).max()))
+
+
+def test_a_forked_child_starts_its_own_workers(threads):
+    threads(2)
+    sigmoid(np.zeros(PARALLEL_MIN * 2, np.float32))  # the parent's workers are running
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child_sigmoid, args=(queue,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0, "the forked child hung or died running a parallel kernel"
+    assert queue.get(timeout=5) < 1e-6
+
+
+TORCH_FIRST = """
+import os, sys
+import torch
+torch.set_num_threads(2)
+torch.ones(1000, 1000) @ torch.ones(1000, 1000)   # torch's OpenMP threads exist and have worked
+import numpy as np
+import tinyflow as tfl
+from tinyflow.backends import native
+x = np.random.default_rng(0).standard_normal((512, 1024)).astype(np.float32)
+w = tfl.Placeholder((None, 1024), name="x")
+y = tfl.reduce_sum(tfl.sigmoid(w) * 2.0 + tfl.relu(w))
+with tfl.Session(backend="c") as sess:
+    for _ in range(4):  # the third run compiles the fused kernel
+        value = sess.run(y, {w: x})
+expected = (2 / (1 + np.exp(-x.astype(np.float64))) + np.maximum(x, 0)).sum()
+assert abs(value - expected) <= 1e-4 * abs(expected), (value, expected)
+report = native.thread_report()
+assert report["tinyflow"]["runtime"].startswith("tinyflow thread pool"), report
+assert report["tinyflow"]["threads"] == 2 and report["tinyflow"]["workers started"] >= 1, report
+others = [o["filepath"] for o in report["others"]]
+assert any("torch" in path and "gomp" in path for path in others), others  # torch's runtime, reported as another's
+maps = open("/proc/self/maps").read()
+ours = [line.split()[-1] for line in maps.splitlines() if "_ckernels" in line or "tf_fused_" in line]
+assert ours, "tinyflow's libraries are not mapped"
+print("ok", value)
+"""
+
+
+def test_with_torch_imported_first_the_c_backend_is_right_and_reports_its_own_pool(tmp_path):
+    pytest.importorskip("torch", reason="needs torch (pip install torch==2.13.0)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), TINYFLOW_NUM_THREADS="2",
+               OMP_WAIT_POLICY="ACTIVE", TINYFLOW_CACHE_DIR=str(tmp_path))  # any OMP_* setting is fine
+    result = subprocess.run([sys.executable, "-c", TORCH_FIRST], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("ok")
+
+
+def test_info_names_the_pool_and_its_threads(capsys):
+    from tinyflow.cli import main
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "tinyflow thread pool" in out and "thread(s)" in out
+
+
+def test_no_kernel_asks_an_openmp_runtime_for_threads():
+    """`#pragma omp parallel` is ignored by this build (-fopenmp-simd): a kernel using it would run on one thread."""
+    import pathlib
+    sources = pathlib.Path(__file__).resolve().parents[2] / "ckernels"
+    offenders = [f"{path.relative_to(sources)}:{number}" for path in sorted(sources.rglob("*.[ch]"))
+                 if path.name != "threads.c"
+                 for number, line in enumerate(path.read_text().splitlines(), 1)
+                 if "omp parallel" in line or "omp_get_" in line or "omp critical" in line]
+    assert not offenders, (f"these lines ask OpenMP for threads, which tinyflow's kernels do not use: {offenders}; "
+                           "run the loop with tf_parallel_for (ckernels/src/threads.c), as the other kernels do")
