@@ -11,6 +11,7 @@ import numpy as np
 from ... import ops
 from ...ops import runtime_shapes
 from ..dtypes import numpy_dtype, onnx_type, onnx_type_name
+from ..errors import OnnxExportError
 from . import exports, imports, same_op
 
 
@@ -37,6 +38,14 @@ def import_identity(ctx, node):
 
 
 exports("Identity", "StopGradient")(same_op("Identity"))
+
+
+@exports("UndefinedValue")
+def export_undefined(ex, node):
+    """A converted program's value that no path reads (a variable before its first assignment): its zeros."""
+    if node.dtype is None:
+        raise OnnxExportError(f"'{node.name}' stands for a variable that never gets a value; assign it on every path")
+    return ex.constant(node.compute(), "undefined")
 
 
 # ---------------------------------------------------------------- Cast

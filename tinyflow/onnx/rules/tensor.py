@@ -84,3 +84,8 @@ exports("Reshape")(_reshape)
 exports("ReshapeLike")(_reshape_like)
 exports("Transpose")(_transpose)
 exports("Concat")(_concat)
+
+
+@imports("Gather")
+def import_gather(ctx, node):
+    return ops.gather(ctx.input(0), ctx.input(1), axis=ctx.attr("axis", 0), name=ctx.name)
