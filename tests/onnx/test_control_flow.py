@@ -136,11 +136,12 @@ def test_converted_loops_with_lists_break_and_return_export_as_loop_scan_outputs
     f = tfl.jit.to_static(collect_until, input_spec=[spec])
     rng = np.random.default_rng(7)
     cases = [rng.standard_normal((n, 3)).astype(np.float32) * s for n, s in ((1, 1.0), (5, 0.2), (8, 1.0), (3, 9.0))]
+    name = model.graph.input[0].name
     for x in cases:  # one row, all rows, a break part way, the early return
-        (want,) = onnxruntime_run(model, {"x": x})
+        (want,) = onnxruntime_run(model, {name: x})
         np.testing.assert_allclose(want, np.asarray(f(x)), rtol=1e-5, atol=1e-6)
         with tfl.Graph().as_default():
-            np.testing.assert_allclose(tfl.onnx.run(model, {"x": x})["output"], want, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(tfl.onnx.run(model, {name: x})["output"], want, rtol=1e-5, atol=1e-6)
 
 
 def test_a_loop_iteration_count_exports_as_a_carried_value(tmp_path):

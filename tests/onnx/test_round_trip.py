@@ -6,6 +6,8 @@ import pytest
 
 import tinyflow as tfl
 from op_cases import all_cases, case, normal, positive
+from tinyflow.control_flow.sequences import Length
+from tinyflow.jit.undefined import UndefinedValue
 
 pytest.importorskip("onnx", reason="the onnx package is needed (pip install onnx)")
 from tinyflow.onnx.rules import EXPORTS  # noqa: E402
@@ -23,6 +25,15 @@ EXTRA_CASES = {
     "Shape": [case(lambda a: tfl.shape(a), normal(2, 3)), case(lambda a: tfl.shape(a, 1), normal(2, 3, 4))],
     "Size": [case(lambda a: tfl.size(a), normal(2, 3))],
     "Fill": [case(lambda a: tfl.fill(tfl.shape(a), 2.5), normal(2, 3))],
+    "ArgMax": [case(lambda a: tfl.argmax(a, 1), normal(3, 4)), case(lambda a: tfl.argmax(a), normal(3, 4))],
+    "ArgMin": [case(lambda a: tfl.argmin(a, 0, keepdims=True), normal(3, 4))],
+    "LogicalAnd": [case(lambda a, b: tfl.logical_and(a > 0, b > 0), normal(3, 4), normal(4))],
+    "LogicalOr": [case(lambda a, b: tfl.logical_or(a > 0, b > 0), normal(3, 4), normal(3, 4))],
+    "LogicalXor": [case(lambda a, b: tfl.logical_xor(a > 0, b > 0), normal(3, 4), normal(3, 1))],
+    "LogicalNot": [case(lambda a: tfl.logical_not(a > 0), normal(5))],
+    "TopKIndices": [case(lambda a: tfl.topk(a, 2)[1], normal(3, 5))],
+    "Length": [case(lambda a: Length(a), normal(4, 2))],
+    "UndefinedValue": [case(lambda a: UndefinedValue((2, 3), "float64") + a, normal(2, 3))],
 }
 # ONNX describes inference: it has no stop-gradient, so the import differentiates through what was one
 VALUES_ONLY = {"StopGradient"}

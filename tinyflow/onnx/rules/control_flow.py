@@ -188,3 +188,10 @@ def export_while(ex, node):
     ex.nodes.append(ex.helper.make_node("Loop", [limit, first] + initial, onnx_outputs, name=onnx_outputs[0],
                                         body=graph))
     return finals + [count_name] + [scan_names.get(node.stack_index(j)) for j in range(len(node.recorded))]
+
+
+@exports("Length")
+def export_length(ex, node):
+    """len(x) of a converted tensor loop: the first entry of x's shape, as a scalar."""
+    first = ex.emit("Shape", [ex.name_of(node.inputs[0])], "Shape", start=0, end=1)
+    return ex.emit("Reshape", [first, ex.constant(np.zeros(0, np.int64), "scalar")], "Length")

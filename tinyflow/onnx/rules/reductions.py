@@ -1,4 +1,5 @@
-"""Reductions: ReduceSum, ReduceMean, ReduceMax.
+"""Reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL2, ReduceLogSumExp,
+ReduceSumSquare; ArgMax and ArgMin.
 
 Since opset 13 (ReduceSum) and 18 (the others) the axes are an input, which must be known when the
 graph is built; before, they are an attribute. ONNX keeps the input's element type.
@@ -36,9 +37,29 @@ def _reduce(fn):
     return rule
 
 
+def _sum_square(x, axes, keepdims, name):
+    return ops.reduce_sum(ops.square(x), axes, keepdims=keepdims, name=name)
+
+
 imports("ReduceSum")(_reduce(ops.reduce_sum))
 imports("ReduceMean")(_reduce(ops.reduce_mean))
 imports("ReduceMax")(_reduce(ops.reduce_max))
+imports("ReduceMin")(_reduce(ops.reduce_min))
+imports("ReduceProd")(_reduce(ops.reduce_prod))
+imports("ReduceL2")(_reduce(ops.norm))
+imports("ReduceLogSumExp")(_reduce(ops.reduce_logsumexp))
+imports("ReduceSumSquare")(_reduce(_sum_square))
+
+
+def _arg(fn):
+    def rule(ctx, node):
+        return fn(ctx.input(0), axis=ctx.attr("axis", 0), keepdims=bool(ctx.attr("keepdims", 1)),
+                  select_last_index=bool(ctx.attr("select_last_index", 0)), name=ctx.name)
+    return rule
+
+
+imports("ArgMax")(_arg(ops.reductions.ArgMax))
+imports("ArgMin")(_arg(ops.reductions.ArgMin))
 
 
 # ---------------------------------------------------------------- export
@@ -59,6 +80,25 @@ def _export_reduce(onnx_type, axes_as_input):
     return export
 
 
+def _export_arg(onnx_type):
+    def export(ex, node):
+        """ArgMax / ArgMin; over the flattened input (axis None) as a reshape to 1-D first."""
+        x, keepdims = ex.name_of(node.inputs[0]), int(node.keepdims)
+        attrs = {"select_last_index": int(node.select_last_index)} if node.select_last_index else {}
+        if node.axis is not None:
+            return ex.emit(onnx_type, [x], onnx_type, axis=int(node.axis), keepdims=keepdims, **attrs)
+        flat = ex.emit("Reshape", [x, ex.constant(np.array([-1], np.int64), "shape")], "Reshape")
+        index = ex.emit(onnx_type, [flat], onnx_type, axis=0, keepdims=0, **attrs)
+        shape = np.ones(len(node.shape), np.int64) if keepdims else np.zeros(0, np.int64)
+        return ex.emit("Reshape", [index, ex.constant(shape, "shape")], "Reshape")
+    return export
+
+
+exports("ArgMax")(_export_arg("ArgMax"))
+exports("ArgMin")(_export_arg("ArgMin"))
+exports("ReduceMin")(_export_reduce("ReduceMin", False))
+exports("ReduceProd")(_export_reduce("ReduceProd", False))
+exports("ReduceLogSumExp")(_export_reduce("ReduceLogSumExp", False))
 exports("ReduceSum")(_export_reduce("ReduceSum", True))
 exports("ReduceMean")(_export_reduce("ReduceMean", False))
 exports("ReduceMax")(_export_reduce("ReduceMax", False))
