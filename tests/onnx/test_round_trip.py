@@ -46,19 +46,20 @@ def test_every_exportable_op_has_a_round_trip_case():
     assert set(EXPORTS) <= covered, sorted(set(EXPORTS) - covered)
 
 
-def round_trip(placeholders, out):
-    """The imported program of the exported graph; a rule not written yet (export or import) is an xfail."""
-    try:
-        model = tfl.onnx.export_graph(placeholders, [out])
-    except tfl.onnx.OnnxExportError as err:
-        pytest.xfail(f"not exportable yet: {err}")
+# cases whose op has an export rule that refuses these arguments, with the reason the rule gives
+NOT_EXPORTABLE = {"Pad-3": "mode 'wrap' needs opset 19", "AvgPool-3": "opset 17's AveragePool has no dilations",
+                  "StackToTensor-0": "the stack comes from TensorToStack (a gradient), and ONNX has no stacks"}
+
+
+def round_trip(name, placeholders, out):
+    """The imported program of the exported graph."""
+    if name in NOT_EXPORTABLE:
+        with pytest.raises(tfl.onnx.OnnxExportError):
+            tfl.onnx.export_graph(placeholders, [out])
+        pytest.xfail(f"not exportable: {NOT_EXPORTABLE[name]}")
+    model = tfl.onnx.export_graph(placeholders, [out])
     with tfl.Graph().as_default():
-        try:
-            return tfl.onnx.load(model)
-        except tfl.onnx.OnnxImportError as err:
-            if not err.unsupported:
-                raise
-            pytest.xfail(f"not importable yet: {err}")
+        return tfl.onnx.load(model)
 
 
 @pytest.mark.parametrize("name, op_case", CASES, ids=[n for n, _ in CASES])
@@ -66,7 +67,7 @@ def test_export_then_import_gives_the_same_values_and_gradients(name, op_case, b
     graph = tfl.get_default_graph()
     placeholders = [tfl.Placeholder(v.shape, v.dtype, name=f"in{i}") for i, v in enumerate(op_case.inputs)]
     out = op_case.build(*placeholders)
-    prog = round_trip(placeholders, out)
+    prog = round_trip(name, placeholders, out)
     imported_graph = prog.graph
     feeds = dict(zip(placeholders, op_case.inputs))
     with tfl.Session(graph) as sess:
