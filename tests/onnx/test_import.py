@@ -180,3 +180,25 @@ def test_export_then_import_gives_the_same_values(tmp_path, backend):
         np.testing.assert_allclose(prog({name: x})["output"], np.asarray(expected), rtol=1e-5, atol=1e-6)
         statistics = [v for v in prog.variables if "running" in v.name]
         assert len(statistics) == 2 and not any(v.trainable for v in statistics)
+
+
+def test_a_slice_with_bounds_known_at_run_time_runs_and_differentiates(backend):
+    """y = x[:, 1:len-1] for an x whose length is known only at run time: the bounds come from its shape."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "one"], ["length"], axis=0, name="length"),
+             helper.make_node("Sub", ["length", "one"], ["end"], name="end"),
+             helper.make_node("Slice", ["x", "one", "end", "one"], ["y"], name="inner")]
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [2, "n"])], [("y", TensorProto.FLOAT, [2, None])],
+                       [("one", np.array([1], np.int64))])
+    prog = tfl.onnx.load(model)
+    assert prog.graph.get_node("inner").op_type == "RuntimeSlice"
+    x = prog.inputs["x"]
+    (grad,) = tfl.gradients(tfl.reduce_sum(prog.outputs["y"] * 3.0), [x])
+    with tfl.Session(backend=backend) as sess:
+        for n in (2, 5):
+            data = np.arange(2 * n, dtype=np.float32).reshape(2, n)
+            got, dx = sess.run([prog.outputs["y"], grad], {x: data})
+            np.testing.assert_array_equal(got, data[:, 1:n - 1])
+            expected = np.zeros_like(data)
+            expected[:, 1:n - 1] = 3.0
+            np.testing.assert_array_equal(dx, expected)

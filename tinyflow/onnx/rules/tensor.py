@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import ops
 from ...nodes import Constant
+from ...ops.runtime_slice import RuntimeSlice
 from ...ops.shape_ops import ReshapeTo, known_entries
 from ..errors import OnnxExportError
 from . import exports, imports, same_op
@@ -79,6 +80,15 @@ def _shape(ctx, i, what):
     return shape
 
 
+def _entries(ctx, i):
+    """Input i's entries if they are all known when the graph is built (a constant or static shape arithmetic)."""
+    value = ctx.value(i)
+    if value is not None:
+        return [int(v) for v in np.asarray(value).reshape(-1)]
+    entries = known_entries(ctx.input(i))
+    return entries if entries is not None and None not in entries else None
+
+
 def _ints(ctx, i, what, attribute=None, default=None):
     """A list of ints from input i (when given) or else from an attribute (older opsets), else `default`.
 
@@ -124,8 +134,20 @@ def import_unsqueeze(ctx, node):
 
 @imports("Slice")
 def import_slice(ctx, node):
-    """x[start:end:step] on the given axes; ONNX clamps out-of-range bounds as Python slices do."""
+    """x[start:end:step] on the given axes; ONNX clamps out-of-range bounds as Python slices do.
+
+    Bounds computed at run time (a Loop's iteration number, a size of an unknown dimension) make a RuntimeSlice;
+    the axes and steps must be known when the graph is built.
+    """
     x = ctx.input(0)
+    if ctx.opset >= 10 and any(ctx.has_input(i) and _entries(ctx, i) is None for i in (1, 2)):
+        starts, ends = (ops.cast(ctx.input(i), np.int64) for i in (1, 2))
+        count = starts.shape[0] if starts.shape is not None and len(starts.shape) == 1 else None
+        axes = _ints(ctx, 3, "axes", default=None if count is None else list(range(count)))
+        if axes is None:
+            raise ctx.unsupported("run-time bounds of unknown length without axes")
+        steps = _ints(ctx, 4, "steps", default=[1] * len(axes))
+        return RuntimeSlice(x, starts, ends, axes, steps, name=ctx.name)
     rank = len(_shape(ctx, 0, "slicing"))
     starts = _ints(ctx, 1, "starts", "starts")
     ends = _ints(ctx, 2, "ends", "ends")
@@ -374,6 +396,13 @@ def _reshape_to(ex, node):
     return ex.emit("Reshape", [ex.name_of(i) for i in node.inputs], "Reshape", allowzero=int(node.allowzero))
 
 
+def _runtime_slice(ex, node):
+    x, starts, ends = (ex.name_of(i) for i in node.inputs)
+    return ex.emit("Slice", [x, starts, ends, _ints_constant(ex, node.axes, "axes"),
+                             _ints_constant(ex, node.steps, "steps")], "Slice")
+
+
+exports("RuntimeSlice")(_runtime_slice)
 exports("ReshapeTo")(_reshape_to)
 exports("ExpandTo")(same_op("Expand"))
 exports("Gather")(_gather)
