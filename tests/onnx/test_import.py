@@ -202,3 +202,24 @@ def test_a_slice_with_bounds_known_at_run_time_runs_and_differentiates(backend):
             expected = np.zeros_like(data)
             expected[:, 1:n - 1] = 3.0
             np.testing.assert_array_equal(dx, expected)
+
+
+def test_narrow_types_are_their_values_held_in_wider_dtypes():
+    """bfloat16 / float8 / int4 tensors in and out: tinyflow computes with their values, rounded as ONNX rounds."""
+    from onnx.reference import ReferenceEvaluator
+    nodes = [helper.make_node("Cast", ["x"], ["wide"], to=TensorProto.FLOAT, name="widen"),
+             helper.make_node("Mul", ["wide", "wide"], ["square"], name="square"),
+             helper.make_node("Cast", ["square"], ["small"], to=TensorProto.FLOAT8E4M3FN, name="to_float8"),
+             helper.make_node("Cast", ["square"], ["nibble"], to=TensorProto.INT4, name="to_int4")]
+    model = make_model(nodes, [("x", TensorProto.BFLOAT16, [5])], [("small", TensorProto.FLOAT8E4M3FN, [5]),
+                                                                  ("nibble", TensorProto.INT4, [5])], opset=21)
+    prog = tfl.onnx.load(model)
+    assert prog.inputs["x"].dtype == np.float32 and prog.graph.get_node("to_float8").op_type == "RoundToType"
+    import ml_dtypes
+    x = np.float32([0.3, -1.7, 2.9, 30.0, 1e-3]).astype(ml_dtypes.bfloat16)
+    got = prog({"x": x})
+    want = ReferenceEvaluator(model).run(None, {"x": x})
+    for name, expected in zip(["small", "nibble"], want):
+        assert got[name].dtype == expected.dtype
+        np.testing.assert_array_equal(got[name].astype(np.float32), expected.astype(np.float32))
+    assert float(got["small"].astype(np.float32)[3]) == 448.0  # 900 saturates to float8e4m3fn's largest value

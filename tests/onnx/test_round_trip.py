@@ -8,6 +8,7 @@ import tinyflow as tfl
 from op_cases import all_cases, case, normal, positive
 from tinyflow.control_flow.sequences import Length
 from tinyflow.jit.undefined import UndefinedValue
+from tinyflow.onnx.storage_types import RoundToType
 
 pytest.importorskip("onnx", reason="the onnx package is needed (pip install onnx)")
 from tinyflow.onnx.rules import EXPORTS  # noqa: E402
@@ -33,6 +34,7 @@ EXTRA_CASES = {
     "LogicalNot": [case(lambda a: tfl.logical_not(a > 0), normal(5))],
     "TopKIndices": [case(lambda a: tfl.topk(a, 2)[1], normal(3, 5))],
     "Length": [case(lambda a: Length(a), normal(4, 2))],
+    "RoundToType": [case(lambda a: RoundToType(a, 16) * 2.0, normal(3, 4).astype(np.float32))],
     "UndefinedValue": [case(lambda a: UndefinedValue((2, 3), "float64") + a, normal(2, 3))],
 }
 # ONNX describes inference: it has no stop-gradient, so the import differentiates through what was one

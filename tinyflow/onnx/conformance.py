@@ -107,6 +107,8 @@ def compare(expected, got, rtol, atol):
             return f"output {i} has shape {have.shape} instead of {want.shape}"
         if want.dtype != have.dtype:
             return f"output {i} has dtype {have.dtype} instead of {want.dtype}"
+        if want.dtype.kind == "V":  # a narrow type (bfloat16, float8, int4, ...: ml_dtypes): compare the values
+            want, have = want.astype(np.float32), have.astype(np.float32)
         if want.dtype.kind in "fc":
             close = np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
         else:

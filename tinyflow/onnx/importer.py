@@ -25,6 +25,7 @@ from .dtypes import numpy_dtype, onnx_type_name
 from .errors import OnnxImportError
 from .model_file import GraphCheck, default_opset, describe, onnx_module, read_model, tensor_to_array
 from .rules import IMPORTS
+from .storage_types import held_dtype, narrow_dtype, to_held
 
 _REQUIRED = object()
 
@@ -227,7 +228,7 @@ class _Importer:
 
     def _bind_initializers(self, graph, scope):
         for tensor in graph.initializer:
-            array = tensor_to_array(tensor, self.folder, f"the initializer '{tensor.name}'")
+            array = to_held(tensor_to_array(tensor, self.folder, f"the initializer '{tensor.name}'"))
             parameter = array.dtype.kind == "f"  # only floating-point tensors are parameters one can train
             scope.values[tensor.name] = _Value(tensor.name, array=array, parameter=parameter)
 
@@ -243,7 +244,7 @@ class _Importer:
                 continue
             shape, dtype = self.declared_type(value_info, f"the graph input '{name}'")
             if name in self.constants:
-                array = np.asarray(self.constants[name], dtype=dtype)
+                array = np.asarray(to_held(self.constants[name]), dtype=dtype)
                 if shape is not None and not shapes_compatible(shape, array.shape):
                     raise OnnxImportError(f"constants['{name}'] has shape {array.shape}, but the model declares "
                                           f"the input '{name}' with shape {shape}")
@@ -264,6 +265,8 @@ class _Importer:
                                   "tensor inputs only", unsupported=kind is not None)
         tensor_type = value_info.type.tensor_type
         dtype = numpy_dtype(tensor_type.elem_type)
+        if dtype is None:  # a narrow storage type: its values, held in a wider dtype (storage_types.py)
+            dtype = held_dtype(tensor_type.elem_type)
         if dtype is None:
             raise OnnxImportError(f"{what} has element type {onnx_type_name(tensor_type.elem_type)}, which "
                                   "tinyflow does not compute with", unsupported=True)
@@ -373,7 +376,7 @@ class _Importer:
         if kind == A.STRING:
             return attr.s.decode("utf-8", "replace")
         if kind == A.TENSOR:
-            return tensor_to_array(attr.t, self.folder, f"the attribute '{attr.name}' of {describe(ctx.node)}")
+            return to_held(tensor_to_array(attr.t, self.folder, f"the attribute '{attr.name}' of {describe(ctx.node)}"))
         if kind == A.GRAPH:
             return attr.g
         if kind == A.FLOATS:
@@ -451,6 +454,9 @@ class OnnxProgram:
         self.model_name = model.graph.name
         self.op_counts = op_counts  # ONNX op type -> number of nodes (subgraphs included), most frequent first
         self._sessions = {}
+        declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.output if v.type.HasField("tensor_type")}
+        self.narrow_outputs = {name: narrow_dtype(code) for name, code in declared.items()
+                               if held_dtype(code) is not None}  # returned as onnx's numpy_helper gives them
 
     def __repr__(self):
         ins = ", ".join(f"{k}: {p.shape}" for k, p in self.inputs.items())
@@ -486,7 +492,7 @@ class OnnxProgram:
             if node is None:
                 raise FeedError(f"{key!r} is not an input of the model; its inputs are "
                                 f"{', '.join(f'{k!r} (shape {p.shape}, {p.dtype})' for k, p in self.inputs.items())}")
-            feed_dict[node] = value
+            feed_dict[node] = to_held(value)
         missing = [k for k, p in self.inputs.items() if p not in feed_dict]
         if missing:
             raise FeedError(f"no value for the model input(s) {', '.join(repr(k) for k in missing)}; pass "
@@ -504,7 +510,8 @@ class OnnxProgram:
     def __call__(self, feeds=None, backend=None, optimize=None):
         """Run the model: {ONNX input name: array} in, {ONNX output name: numpy array} out."""
         values = self.session(backend, optimize).run(list(self.outputs.values()), self.feed_dict(feeds))
-        return dict(zip(self.outputs, values))
+        return {name: value.astype(self.narrow_outputs[name]) if name in self.narrow_outputs else value
+                for name, value in zip(self.outputs, values)}
 
 
 def load(model, trainable=True, scope=None, constants=None, graph=None):

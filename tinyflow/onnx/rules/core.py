@@ -12,6 +12,7 @@ from ... import ops
 from ...ops import runtime_shapes
 from ..dtypes import numpy_dtype, onnx_type, onnx_type_name
 from ..errors import OnnxExportError
+from ..storage_types import RoundToType, held_dtype
 from . import exports, imports, same_op
 
 
@@ -52,12 +53,14 @@ def export_undefined(ex, node):
 @imports("Cast")
 def import_cast(ctx, node):
     to = ctx.attr("to")
-    ctx.attr("saturate", 1)  # only changes casts to float8 types, which tinyflow does not have
-    ctx.attr("round_mode", "up")  # likewise (float8e8m0)
+    saturate, round_mode = ctx.attr("saturate", 1), ctx.attr("round_mode", "up")  # for float8 types only
     dtype = numpy_dtype(to)
-    if dtype is None:
+    if dtype is not None:
+        return ops.cast(ctx.input(0), dtype, name=ctx.name)
+    held = held_dtype(to)
+    if held is None:
         raise ctx.unsupported(f"a cast to {onnx_type_name(to)}")
-    return ops.cast(ctx.input(0), dtype, name=ctx.name)
+    return RoundToType(ops.cast(ctx.input(0), held), to, bool(saturate), round_mode, name=ctx.name)
 
 
 @imports("CastLike")
@@ -65,6 +68,16 @@ def import_cast_like(ctx, node):
     ctx.attr("saturate", 1)
     ctx.attr("round_mode", "up")
     return ops.cast(ctx.input(0), ctx.input_dtype(1), name=ctx.name)
+
+
+@exports("RoundToType")
+def export_round_to_type(ex, node):
+    """A cast to the narrow type and back; opset 17 casts to bfloat16, the float8 / 4-bit / 2-bit types came later."""
+    if node.elem_type != 16:
+        raise OnnxExportError(f"RoundToType '{node.name}' rounds to {onnx_type_name(node.elem_type)}, which opset 17's "
+                              "Cast lacks (only bfloat16 of the narrow types)")
+    narrow = ex.emit("Cast", [ex.name_of(node.inputs[0])], "Cast", to=node.elem_type)
+    return ex.emit("Cast", [narrow], "Cast", to=onnx_type(node.dtype))
 
 
 @exports("Cast")
