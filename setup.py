@@ -13,7 +13,9 @@ setup(
     # so does the C math header that the fused kernels generated at run time paste in
     package_dir={"tinyflow.opencl_kernels": "ckernels/opencl", "tinyflow.cinclude": "ckernels/include"},
     package_data={"tinyflow.data": ["*.csv", "*.csv.gz", "*.md"], "tinyflow.opencl_kernels": ["*.cl"],
-                  "tinyflow.cinclude": ["*.h"]},
+                  "tinyflow.cinclude": ["*.h"],
+                  # the explorer and board pages inline these (dagre: MIT, see its LICENSE file)
+                  "tinyflow.viz.explorer": ["static/*"], "tinyflow.board": ["static/*"]},
     install_requires=[
         "numpy>=1.24",
         "cffi>=1.15",
@@ -24,7 +26,9 @@ setup(
     ],
     extras_require={
         "dev": ["pytest>=7", "hypothesis>=6.50", "nbclient>=0.7", "nbformat>=5.7", "ipykernel>=6.0",
-                "jupyterlab>=4", "nbconvert>=7", "onnx>=1.14", "onnxruntime>=1.16"],
+                "jupyterlab>=4", "nbconvert>=7", "onnx>=1.14", "onnxruntime>=1.16",
+                # drives the system's headless Chromium in the explorer and board tests (no browser download)
+                "selenium>=4.10"],
         # pyopencl and pocl's CPU driver as a wheel (no root needed); on Linux x86-64
         "opencl": ["pyopencl>=2022.1", "pocl-binary-distribution>=1.2; platform_system == 'Linux'"],
         # data parallelism: mpi4py and Open MPI as a wheel (mpirun included; `pip install mpich` works too)

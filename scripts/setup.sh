@@ -7,6 +7,9 @@ PYTHON=${PYTHON:-python3}
 
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)   # graph pictures
+# headless Chromium and its WebDriver: the explorer's and the board's browser tests (they skip without)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing system packages: ${missing[*]}"

@@ -53,6 +53,15 @@ for backend in backends:
         assert history["loss"][-1] < history["loss"][0] / 10, (backend, history["loss"])
         assert model.session.backend.name.split(":")[0] == backend
     print(f"  {backend}: loss {history['loss'][0]:.4f} -> {history['loss'][-1]:.5f}")
+# the explorer's and board's pages are built from package data: the wheel must ship it
+with tfl.Graph().as_default():
+    model = tfl.Model(tfl.nn.Linear(3, 1), "mse", tfl.optim.SGD(0.1))
+    model.fit(X, y, epochs=2, verbose=0, log_dir="runs/smoke")
+page = open("runs/smoke/graph.html", encoding="utf-8").read()
+assert "tinyflow-data" in page and "dagre.graphlib" in page and "Chris Pettitt" in page
+from tinyflow.board.server import board_page
+assert b"/api/runs" in board_page()
+print("  explorer page and board page: built from the wheel's package data")
 reference = losses["numpy"]
 for backend, loss in losses.items():
     assert abs(loss - reference) <= 1e-3 * max(1.0, reference), (backend, loss, reference)

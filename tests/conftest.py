@@ -37,3 +37,26 @@ def fresh_graph():
     tfl.reset_default_graph()
     tfl.set_seed(0)
     yield tfl.get_default_graph()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless Chromium for every browser test (tests/browser.py); skips naming what to install."""
+    import shutil
+
+    import browser
+    needs = browser.missing()
+    if needs:
+        pytest.skip(f"the browser tests need {needs}")
+    driver = browser.launch()
+    yield driver
+    driver.quit()
+    shutil.rmtree(driver.profile_dir, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say where the browser tests left their screenshots and pages."""
+    import browser
+    folder = browser.used_artifacts_dir()
+    if folder:
+        terminalreporter.write_line(f"browser test artefacts (screenshots, pages): {folder}")

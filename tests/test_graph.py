@@ -87,3 +87,24 @@ def test_graph_lists_variables(fresh_graph):
     s = tfl.Variable(np.zeros(2), trainable=False, name="s")
     assert fresh_graph.variables() == [w, s]
     assert fresh_graph.variables(trainable_only=True) == [w]
+
+
+def test_scratch_removes_the_nodes_built_inside_and_keeps_the_graph_as_it_was():
+    x = tfl.Variable(np.array(2.0), name="x")
+    y = tfl.square(x, name="y")
+    graph = tfl.get_default_graph()
+    before = (list(graph.nodes), list(x.consumers), list(y.consumers))
+    graph.finalize()
+    with graph.scratch():
+        grads = tfl.gradients(y * x, [x])  # builds nodes reading x and y
+        with tfl.Session() as sess:
+            assert sess.run(grads) == [12.0]
+        built = [n.name for n in graph.nodes[len(before[0]):]]
+    assert (list(graph.nodes), list(x.consumers), list(y.consumers)) == before and graph.finalized
+    assert len(built) > 5
+    for name in built:
+        with pytest.raises(tfl.GraphError, match="no node named"):
+            graph.get_node(name)
+    graph._finalized = False
+    again = tfl.square(x, name="y")  # names used only inside the block are free again; "y" is still taken
+    assert again.name == "y_1" and again.creation_index == len(before[0])

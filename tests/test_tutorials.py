@@ -41,13 +41,26 @@ def with_probes(nb):
 
 
 def execute(path, env=None):
-    """Run a notebook in a fresh kernel (on the default backend) and return it with its outputs."""
+    """Run a notebook in a fresh kernel (on the default backend) and return it with its outputs.
+
+    The HTML pages it writes (explorer pages) are kept as test artefacts, in tutorials/<notebook>/ of the
+    artefact folder (tests/browser.py).
+    """
     nb = with_probes(nbformat.read(path, as_version=4))
     env = {k: v for k, v in (env or os.environ).items() if k != "TINYFLOW_BACKEND"}
     with tempfile.TemporaryDirectory(prefix="tutorial-") as folder:  # files a notebook writes land here
         client = nbclient.NotebookClient(nb, timeout=180, kernel_name="python3",
                                          resources={"metadata": {"path": folder}})
         client.execute(env=env)
+        pages = sorted(pathlib.Path(folder).rglob("*.html"))
+        if pages:
+            import shutil
+
+            import browser
+            keep = pathlib.Path(browser.artifacts_dir()) / "tutorials" / path.stem
+            keep.mkdir(parents=True, exist_ok=True)
+            for page in pages:
+                shutil.copy(page, keep / page.name)
     return nb
 
 
@@ -194,3 +207,17 @@ def test_the_dev_extra_installs_every_jupyter_command_the_readme_names():
     assert commands and commands <= set(package), commands
     assert {package[c] for c in commands} <= dev, (commands, dev)
     assert "ipykernel" in dev and "nbclient" in dev
+
+
+@pytest.mark.slow
+def test_the_explorer_tutorial_writes_its_pages_as_artefacts():
+    """Tutorial 13's explorer pages are kept: each holds its data, and the model's page its values."""
+    import json
+
+    import browser
+    executed(TUTORIALS / "13_explorer_and_board.ipynb")
+    folder = pathlib.Path(browser.artifacts_dir()) / "tutorials" / "13_explorer_and_board"
+    pages = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.html")}
+    assert {"mlp_explorer.html", "diamond_explorer.html", "plan_explorer.html", "graph.html"} <= set(pages)
+    data = json.loads(re.search(r'id="tinyflow-data">(.*?)</script>', pages["mlp_explorer.html"], re.S).group(1))
+    assert data["backprop_order"][0] == "loss" and all(n["value"] is not None for n in data["nodes"])

@@ -34,6 +34,7 @@ from . import jit, onnx
 from .control_flow import cond, range, while_loop  # noqa: A004 - tfl.range, as Python's for Python ints
 from . import eager
 from .eager import Tensor, enable_grad, no_grad, tensor
+from . import board  # training curves, live: Model.fit(log_dir=...) and `tinyflow board`
 from . import passes  # the graph optimiser Session runs (tinyflow/passes, kernels in tinyflow/fusion)
 
 __version__ = "0.1.0"
@@ -76,4 +77,6 @@ __all__ = [
     "Tensor", "tensor", "no_grad", "enable_grad", "eager",
     # graph optimiser
     "passes",
+    # training runs in the browser
+    "board",
 ]

@@ -1,4 +1,4 @@
-"""The `tinyflow` command: `tinyflow info`, `tinyflow demo boston`, `tinyflow launch -n 2 script.py`,
+"""The `tinyflow` command: `tinyflow info`, `tinyflow demo boston`, `tinyflow launch -n 2 script.py`, `tinyflow board runs/`,
 `tinyflow onnx show model.onnx [-o graph.svg]`."""
 import argparse
 import platform
@@ -63,6 +63,11 @@ def main(argv=None):
     launch.add_argument("-n", "--np", type=int, required=True, help="number of processes")
     launch.add_argument("program", nargs=argparse.REMAINDER,
                         help="script.py [its arguments] (or -- -m package.module [its arguments])")
+    board = sub.add_parser("board", help="serve the curves Model.fit(log_dir=...) writes, live, in the browser")
+    board.add_argument("logdir", help="the folder holding the runs (each fit's log_dir is a folder inside it)")
+    board.add_argument("--port", type=int, default=None,
+                       help="default: 6006, or the next free port after it; 0: any free port")
+    board.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     _add_teaching_commands(sub)
     onnx_tools = sub.add_parser("onnx", help="look inside an ONNX model").add_subparsers(dest="tool", required=True)
     show = onnx_tools.add_parser("show", help="print a model's inputs, outputs, op counts and parameters; "
@@ -72,6 +77,13 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == "onnx":
         return _onnx_show(args.model, args.output)
+    if args.command == "board":
+        from tinyflow.board.server import BoardError, main as serve_board
+        try:
+            return serve_board(args.logdir, host=args.host, port=args.port)
+        except BoardError as err:
+            print(f"tinyflow board: error: {err}", file=sys.stderr)
+            return 2
     if args.command in ("assignments", "grade"):
         return _teaching(args)
     if args.command == "launch":

@@ -90,6 +90,29 @@ class Graph:
             hint = f" Did you mean one of {close}?" if close else ""
             raise GraphError(f"no node named '{name}' in {self!r}.{hint}") from None
 
+    @contextlib.contextmanager
+    def scratch(self):
+        """Nodes built inside the block are removed again at its end (tools that build temporary nodes,
+        such as the explorer's gradients): the graph's nodes, names and consumers are as before."""
+        start, finalized = len(self.nodes), self._finalized
+        saved = (set(self._used_names), dict(self._name_counts), self._scope, list(self._roles),
+                 self.training_flag, list(self.update_ops))
+        self._finalized = False  # the net change is nil, so even a finalized graph allows it
+        try:
+            yield self
+        finally:
+            added = self.nodes[start:]
+            del self.nodes[start:]
+            gone = set(added)
+            readers = {inp for node in added for inp in node.inputs if inp not in gone}
+            for node in added:
+                self._by_name.pop(node.name, None)
+            for inp in readers:
+                inp.consumers[:] = [c for c in inp.consumers if c not in gone]
+            self._used_names, self._name_counts, self._scope, self._roles, self.training_flag, updates = saved
+            self.update_ops[:] = updates
+            self._finalized = finalized
+
     def finalize(self):
         """Forbid adding nodes from now on (catches ops accidentally built inside a training loop)."""
         self._finalized = True

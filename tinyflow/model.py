@@ -126,7 +126,7 @@ class Model:
 
     # ------------------------------------------------------------ training
     def fit(self, X, y, epochs=1, batch_size=32, validation_data=None, shuffle=True, verbose=1,
-            early_stopping=None, distributed=False, checkpoint_dir=None):
+            early_stopping=None, distributed=False, checkpoint_dir=None, log_dir=None):
         """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics.
 
         distributed=True: data parallelism over MPI (launch with `tinyflow launch -n N script.py`):
@@ -136,6 +136,8 @@ class Model:
         checkpoint_dir: save the full training state after every epoch there, and resume from it
         when it already holds one (`epochs` is the total, so a resumed run ends where the
         uninterrupted run would, with the same parameters).
+        log_dir: append each epoch's loss, metrics, learning rate and duration to log_dir/scalars.jsonl
+        (crash-safe; `tinyflow board` shows it live) and write the model's explorer page, graph.html.
         """
         from .distributed.data_parallel import DataParallel
         X, y = np.asarray(X), np.asarray(y)
@@ -157,9 +159,16 @@ class Model:
         verbose = verbose if parallel.is_chief else 0
         steps_per_epoch = -(-len(parallel.shard(np.arange(len(X)))) // batch_size)
         progress = Progress(epochs, steps_per_epoch, verbose, first_epoch=first_epoch)
+        log = None
+        if log_dir is not None and parallel.is_chief:
+            from .board.fit_log import FitLog
+            log = FitLog(log_dir, self, X, y, resumed=first_epoch > 1)
+            log.start(first_epoch)
         for epoch in range(first_epoch, epochs + 1):
             total, seen = 0.0, 0
             progress.start_epoch(epoch)
+            if log is not None:
+                log.start_epoch()
             order = np.random.default_rng(seed + epoch).permutation(len(X)) if shuffle else np.arange(len(X))
             rows = parallel.shard(order)
             for xb, yb in batches(X[rows], y[rows], batch_size=batch_size, shuffle=False):
@@ -173,6 +182,8 @@ class Model:
             logs.update(parallel.mean_logs(self._epoch_metrics(X, y, validation_data, parallel)))
             history.record(epoch, logs)
             progress.end_epoch(epoch, logs)
+            if log is not None:
+                log.epoch(epoch, logs)
             if checkpoint is not None and parallel.is_chief:
                 checkpoint.save(epoch, seed, history)
             if early_stopping is not None and parallel.agree(early_stopping.should_stop(epoch, logs, self.variables)):
@@ -180,6 +191,8 @@ class Model:
         progress.close()
         if early_stopping is not None:
             early_stopping.finish(self.variables)
+        if log is not None:
+            log.finish()
         return history
 
     def _epoch_metrics(self, X, y, validation_data, parallel):

@@ -147,8 +147,11 @@ def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
     `stop_gradients` are treated as constants (as in TF): gradients reach them but go no
     further, so the gradients with respect to xs among them are partial derivatives.
     `trace(step)`, if given, is called after each node is taken from the queue with a
-    dict: the node, its summed gradient, every node's pending count and the
-    contributions received so far (tfl.viz.backprop_steps draws these).
+    dict: the node, its summed gradient (`grad`) and the contributions it summed
+    (`received`); `delivered`, the (input, contribution or None) it handed on, one per
+    input slot on the path, and `released`, the inputs that became ready; and, live (copy
+    what you keep), every node's `pending` count, the `contributions` waiting nodes
+    received so far, the `queue` and the set `between` (tfl.viz.backprop_steps draws these).
     """
     ys, xs = _as_list(ys), _as_list(xs)
     grad_ys = [None] * len(ys) if grad_ys is None else _as_list(grad_ys)
@@ -189,17 +192,19 @@ def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
                                    for i, g in enumerate(input_grads)]
             else:
                 input_grads = [None] * len(node.inputs)
+            delivered, released = [], []
             for i in inputs_on_path:
                 inp = node.inputs[i]
                 if input_grads[i] is not None:
                     contributions[inp].append(input_grads[i] if _output_dtypes(inp) is None
                                               else (node.output_index, input_grads[i]))
+                delivered.append((inp, input_grads[i]))
                 pending[inp] -= 1
                 if pending[inp] == 0:
                     ready.append(inp)
-            if trace is not None:
-                trace(dict(node=node, grad=grad, received=received, pending=dict(pending),
-                           contributions={n: list(c) for n, c in contributions.items() if c},
-                           between=between, queue=list(ready)))
+                    released.append(inp)
+            if trace is not None:  # live structures: a copy per step would make tracing quadratic
+                trace(dict(node=node, grad=grad, received=received, delivered=delivered, released=released,
+                           pending=pending, contributions=contributions, between=between, queue=ready))
 
     return [grads.get(x) for x in xs]

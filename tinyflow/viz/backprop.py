@@ -162,7 +162,7 @@ def backprop_steps(loss, wrt, *, feed_dict=None, session=None, path=None):
     wrt = list(wrt) if isinstance(wrt, (list, tuple)) else [wrt]
     _check_arguments(loss, wrt, feed_dict)
     records = []
-    gradients(loss, wrt, trace=records.append)
+    gradients(loss, wrt, trace=lambda step: records.append(_snapshot(step)))
     values = _values(records, feed_dict, session)
     forward = sorted(records[0]["between"], key=lambda n: n.creation_index) if records else []
     try:
@@ -175,6 +175,12 @@ def backprop_steps(loss, wrt, *, feed_dict=None, session=None, path=None):
         suffix = os.path.splitext(os.fspath(path))[1].lower()
         {".gif": steps.save_gif, ".html": steps.save_html}.get(suffix, steps.save_frames)(path)
     return steps
+
+
+def _snapshot(step):
+    """A trace record with copies of the walk's live pending counts, contributions and queue (one frame each)."""
+    return dict(step, pending=dict(step["pending"]), queue=list(step["queue"]),
+                contributions={n: list(c) for n, c in step["contributions"].items() if c})
 
 
 def _check_arguments(loss, wrt, feed_dict):

@@ -1,0 +1,191 @@
+"""The scalar log of a training run: append-only JSON Lines that a killed run leaves readable.
+
+A run's folder (the `log_dir` of `Model.fit`) holds `scalars.jsonl`, UTF-8, one JSON object per line:
+
+    {"tinyflow_scalars": 1, "time": 1718000000.0, "first_epoch": 1}         a header at the start of each fit
+    {"epoch": 1, "time": 1718000001.2, "scalars": {"loss": 0.52, "lr": 0.001, "epoch_time": 0.21}}
+    {"epoch": 2, "time": 1718000001.4, "scalars": {"loss": "NaN", "lr": 0.001, "epoch_time": 0.2}}
+
+`time` is seconds since the epoch (Unix time); numbers JSON cannot hold are the strings "NaN",
+"Infinity" and "-Infinity". Each line goes to the operating system in one write() call on a file
+opened for appending before training goes on, and nothing is ever rewritten, so a process killed at
+any moment leaves every finished epoch readable; at worst a last line is cut short. The file is
+also flushed to the disk (fsync) at most once a second and when the fit ends, so even a machine that
+loses power loses at most the last second (fsync after every epoch would slow small, fast epochs).
+
+Reading is parsing only (json.loads, then type checks: nothing in a log is ever executed or
+evaluated) and tolerant: a last line without its newline is not read yet (it is being written, or
+was cut by a crash); a line that is not a JSON object with a positive integer "epoch", or longer than
+MAX_LINE bytes, is skipped and counted; scalar values that are not numbers are skipped; a later line
+for the same epoch replaces an earlier one (a resumed run repeats the epoch it was killed in).
+"""
+import json
+import math
+import os
+import time
+
+FILE_NAME = "scalars.jsonl"
+MAX_LINE = 64 * 1024  # bytes: longer lines are skipped unread
+MAX_TAG = 200         # characters of a scalar's name
+SYNC_SECONDS = 1.0    # the longest a written line waits to be flushed to the disk
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _json_value(x):
+    x = float(x)
+    if math.isfinite(x):
+        return x
+    return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+
+
+class ScalarWriter:
+    """Appends epochs to `log_dir/scalars.jsonl`; creates the folder; continues an existing log."""
+
+    def __init__(self, log_dir):
+        self.log_dir = os.fspath(log_dir)
+        os.makedirs(self.log_dir, exist_ok=True)
+        self.path = os.path.join(self.log_dir, FILE_NAME)
+        self.last_epoch = ScalarLog(self.path).poll().last_epoch
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._synced = time.monotonic()
+        size = os.fstat(self._fd).st_size
+        if size and _last_byte(self.path, size) != b"\n":
+            self._append(b"\n")  # a line cut by a crash stays alone on its line (and is skipped)
+
+    def header(self, first_epoch):
+        """Mark the start of a fit."""
+        self._append_record({"tinyflow_scalars": 1, "time": time.time(), "first_epoch": int(first_epoch)})
+
+    def write(self, epoch, scalars):
+        """Append one epoch's scalars (name -> number) and flush them to disk."""
+        values = {str(k)[:MAX_TAG]: _json_value(v) for k, v in scalars.items() if v is not None}
+        self._append_record({"epoch": int(epoch), "time": time.time(), "scalars": values})
+
+    def _append_record(self, record):
+        self._append((json.dumps(record, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8"))
+
+    def _append(self, data):
+        view = memoryview(data)
+        while view:  # one call writes it all for a regular file; the loop only guards against a short write
+            written = os.write(self._fd, view)
+            view = view[written:]
+        if time.monotonic() - self._synced >= SYNC_SECONDS:
+            os.fsync(self._fd)
+            self._synced = time.monotonic()
+
+    def close(self):
+        """Flush to disk and close the file."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+def _last_byte(path, size):
+    with open(path, "rb") as f:
+        f.seek(size - 1)
+        return f.read(1)
+
+
+class ScalarLog:
+    """What a scalar log says so far; `poll()` reads the lines appended since the last call."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self.scalars = {}       # name -> {epoch: value}
+        self.skipped = 0        # lines that were not valid records
+        self.last_epoch = 0
+        self.updated = None     # time of the last record read
+        self._offset = 0
+        self._identity = None
+
+    def poll(self):
+        """Read complete lines appended since the last poll (from the start if the file was replaced)."""
+        try:
+            with open(self.path, "rb") as f:
+                stat = os.fstat(f.fileno())
+                identity = (stat.st_dev, stat.st_ino)
+                if identity != self._identity or stat.st_size < self._offset:
+                    self.__init__(self.path)  # a new file under the same name: read it from the start
+                    self._identity = identity
+                f.seek(self._offset)
+                data = f.read(stat.st_size - self._offset)
+        except FileNotFoundError:
+            return self
+        end = data.rfind(b"\n") + 1  # whatever follows the last newline is still being written
+        for line in data[:end].split(b"\n")[:-1]:
+            self._read_line(line)
+        self._offset += end
+        return self
+
+    def _read_line(self, line):
+        if not line.strip():
+            return
+        if len(line) > MAX_LINE:
+            self.skipped += 1
+            return
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or numbers too long to convert
+            self.skipped += 1
+            return
+        if not isinstance(record, dict):
+            self.skipped += 1
+            return
+        if "tinyflow_scalars" in record:
+            return  # a fit's header
+        epoch, scalars = record.get("epoch"), record.get("scalars")
+        if type(epoch) is not int or not 0 < epoch < 10 ** 9 or not isinstance(scalars, dict):
+            self.skipped += 1
+            return
+        for name, value in scalars.items():
+            number = _number(value)
+            if number is not None and len(name) <= MAX_TAG:
+                self.scalars.setdefault(name, {})[epoch] = number
+        self.last_epoch = max(self.last_epoch, epoch)
+        stamp = record.get("time")
+        if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and math.isfinite(stamp):
+            self.updated = float(stamp)
+
+    def curves(self):
+        """{name: [[epoch, value], ...]} by epoch, non-finite values as "NaN" / "Infinity" / "-Infinity"."""
+        return {name: [[epoch, _json_value(value)] for epoch, value in sorted(points.items())]
+                for name, points in sorted(self.scalars.items())}
+
+
+def _number(value):
+    """A scalar value as a float, or None for anything that is not a number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond float's range
+            return math.inf if value > 0 else -math.inf
+    if isinstance(value, str):
+        return NON_FINITE.get(value)
+    return None
+
+
+def find_runs(logdir, max_depth=4):
+    """{run name: its folder} for every folder under `logdir` (itself included, as ".") holding a scalar log."""
+    logdir = os.fspath(logdir)
+    runs = {}
+    for folder, subfolders, files in os.walk(logdir):  # never follows symbolic links to folders
+        depth = os.path.relpath(folder, logdir).count(os.sep) + (folder != logdir)
+        if depth >= max_depth:
+            subfolders[:] = []
+        subfolders.sort()
+        if FILE_NAME in files:
+            name = os.path.relpath(folder, logdir).replace(os.sep, "/")
+            runs[name] = folder
+    return runs

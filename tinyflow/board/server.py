@@ -1,0 +1,233 @@
+"""`tinyflow board LOGDIR`: a small local web server showing the runs' curves live, and each run's graph.
+
+Standard library only (http.server). Routes:
+    GET /              the board page (its script and styles inline)
+    GET /api/runs      {"runs": [{"name", "scalars": {"loss": [[epoch, value], ...], ...}, "graph", "skipped",
+                        "updated"}], "logdir"}
+    GET /graph?run=N   the explorer page Model.fit wrote for run N (graph.html in its folder)
+It listens on 127.0.0.1 unless told otherwise, only reads, serves nothing but those pages (a run
+name is looked up among the runs found, never joined into a path), and forbids its pages any
+network access beyond itself (Content-Security-Policy).
+"""
+import errno
+import functools
+import html
+import json
+import os
+import pathlib
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from ..errors import TinyflowError
+from .runlog import ScalarLog, find_runs
+
+DEFAULT_PORT = 6006
+PORTS_TRIED = 20  # without --port: 6006, or the next free one of these
+STATIC = pathlib.Path(__file__).with_name("static")
+GRAPH_PAGE = "graph.html"
+BOARD_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+             "frame-src 'self'; img-src data:; base-uri 'none'; form-action 'none'")
+GRAPH_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+             "base-uri 'none'; form-action 'none'; sandbox allow-scripts")
+
+
+class BoardError(TinyflowError):
+    """The board cannot start (a port in use, a log folder that is a file, ...)."""
+
+
+class RunCatalog:
+    """The runs under a log folder, each log read incrementally as it grows (thread-safe)."""
+
+    def __init__(self, logdir):
+        self.logdir = os.fspath(logdir)
+        self._logs, self._lock = {}, threading.Lock()
+
+    def runs(self):
+        """{name: folder} of the runs found now."""
+        return find_runs(self.logdir) if os.path.isdir(self.logdir) else {}
+
+    def snapshot(self):
+        """The JSON of /api/runs."""
+        found = self.runs()
+        result = []
+        with self._lock:
+            for name, folder in found.items():
+                log = self._logs.get(folder)
+                if log is None:
+                    log = self._logs[folder] = ScalarLog(os.path.join(folder, "scalars.jsonl"))
+                log.poll()
+                result.append({"name": name, "scalars": log.curves(), "skipped": log.skipped,
+                               "updated": log.updated, "graph": os.path.isfile(os.path.join(folder, GRAPH_PAGE))})
+        return {"runs": result, "logdir": self.logdir}
+
+    def graph_page(self, name):
+        """The bytes of run `name`'s explorer page, or None."""
+        folder = self.runs().get(name)
+        if folder is None:
+            return None
+        try:
+            with open(os.path.join(folder, GRAPH_PAGE), "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+
+
+@functools.lru_cache(maxsize=None)
+def board_page():
+    """The board's HTML, script and styles inline."""
+    css = (STATIC / "board.css").read_text(encoding="utf-8")
+    js = (STATIC / "board.js").read_text(encoding="utf-8")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>tinyflow board</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>{css}</style></head><body>
+<header><b>tinyflow board</b> <span id="logdir"></span> <span id="status">loading...</span>
+<label><input type="checkbox" id="logscale"> log scale</label>
+<label><input type="checkbox" id="live" checked> live</label></header>
+<section id="runs"></section>
+<section id="charts"></section>
+<section id="graph-view" hidden><h2 id="graph-title"></h2>
+<iframe id="graph-frame" sandbox="allow-scripts" title="the run's graph"></iframe></section>
+<script>{js}</script></body></html>""".encode("utf-8")
+
+
+class BoardHandler(BaseHTTPRequestHandler):
+    """Answers the three routes; everything else is 404 (or 405 for methods other than GET)."""
+
+    server_version = "tinyflow-board"
+    catalog = None  # set per server (see Board)
+
+    def do_GET(self):  # noqa: N802 - the name http.server calls
+        url = urlsplit(self.path)
+        if url.path == "/":
+            self._send(200, board_page(), "text/html; charset=utf-8", BOARD_CSP)
+        elif url.path == "/api/runs":
+            body = json.dumps(self.catalog.snapshot(), allow_nan=False, ensure_ascii=False).encode("utf-8")
+            self._send(200, body, "application/json; charset=utf-8")
+        elif url.path == "/graph":
+            name = parse_qs(url.query).get("run", [""])[0]
+            page = self.catalog.graph_page(name)
+            if page is None:
+                self._send(404, f"no graph page for run {html.escape(name)!r}".encode("utf-8"),
+                           "text/plain; charset=utf-8")
+            else:
+                self._send(200, page, "text/html; charset=utf-8", GRAPH_CSP)
+        else:
+            self._send(404, b"not found", "text/plain; charset=utf-8")
+
+    def do_POST(self):  # noqa: N802
+        self._send(405, b"the board only reads", "text/plain; charset=utf-8")
+
+    do_PUT = do_DELETE = do_PATCH = do_POST
+
+    def _send(self, status, body, content_type, csp=None):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        if csp:
+            self.send_header("Content-Security-Policy", csp)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format, *args):  # noqa: A002 - http.server's signature
+        pass  # the board polls every second: a line per request would drown the terminal
+
+
+class Board:
+    """The board's server for `logdir`: `.url`, `.serve_forever()`, or `.start()` in a thread and `.close()`.
+
+    port None: 6006, or the next free port after it; 0: any free port; a number: exactly that port
+    (BoardError if it is in use).
+    """
+
+    def __init__(self, logdir, host="127.0.0.1", port=None):
+        if os.path.exists(logdir) and not os.path.isdir(logdir):
+            raise BoardError(f"the log folder {os.fspath(logdir)!r} is a file; pass the folder holding the runs "
+                             "(the parent of each fit's log_dir)")
+        handler = type("Handler", (BoardHandler,), {"catalog": RunCatalog(logdir)})
+        self.server = _bind(host, port, handler)
+        self.host, self.port = host, self.server.server_address[1]
+        self._thread = None
+
+    @property
+    def url(self):
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    def serve_forever(self):
+        """Serve until interrupted (Ctrl+C)."""
+        try:
+            self.server.serve_forever(poll_interval=0.2)
+        finally:
+            self.server.server_close()
+
+    def start(self):
+        """Serve in a background thread; returns self."""
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self):
+        """Stop serving and free the port."""
+        if self._thread is not None:
+            self.server.shutdown()
+            self._thread.join()
+            self._thread = None
+        self.server.server_close()
+
+
+def _bind(host, port, handler):
+    """A server on (host, port); port None tries DEFAULT_PORT and the PORTS_TRIED after it."""
+    # SO_REUSEADDR (http.server's default) lets a restarted board take its port back at once; it never lets
+    # two servers listen on one port, and SO_REUSEPORT, which would, stays off
+    attributes = {"allow_reuse_port": False, "daemon_threads": True}
+    if ":" in host:
+        attributes["address_family"] = socket.AF_INET6
+    server_class = type("BoardServer", (ThreadingHTTPServer,), attributes)
+    candidates = [port] if port is not None else list(range(DEFAULT_PORT, DEFAULT_PORT + PORTS_TRIED))
+    for candidate in candidates:
+        try:
+            server = server_class((host, candidate), handler, bind_and_activate=False)
+        except OSError as err:
+            raise BoardError(f"cannot listen on {host}: {err.strerror}; pass an address of this machine as --host "
+                             "(e.g. 127.0.0.1)") from None
+        try:
+            server.server_bind()
+            server.server_activate()
+            return server
+        except (OSError, OverflowError) as err:
+            server.server_close()
+            if isinstance(err, OverflowError):
+                raise BoardError(f"--port {candidate} is not a port number: use 0-65535") from None
+            if err.errno == errno.EADDRINUSE and port is None:
+                continue
+            if err.errno == errno.EADDRINUSE:
+                raise BoardError(f"port {port} on {host} is already in use (another tinyflow board, or TensorBoard?). "
+                                 "Pass another --port, leave --port out to take the next free port after "
+                                 f"{DEFAULT_PORT}, or pass --port 0 to let the system choose one.") from None
+            raise BoardError(f"cannot listen on {host}:{candidate}: {err.strerror}. Check --host (an address of "
+                             "this machine, e.g. 127.0.0.1) and --port (1024-65535 without root).") from None
+    raise BoardError(f"ports {candidates[0]}-{candidates[-1]} on {host} are all in use; pass --port N (or --port 0 "
+                     "for any free port)")
+
+
+def main(logdir, host="127.0.0.1", port=None, out=sys.stdout):
+    """What `tinyflow board` runs: print the address, serve until Ctrl+C."""
+    board = Board(logdir, host, port)
+    print(f"tinyflow board: serving the runs in {os.fspath(logdir)} at {board.url}  (Ctrl+C to stop)", file=out)
+    if not os.path.isdir(logdir):
+        print(f"  {os.fspath(logdir)} does not exist yet: runs appear as soon as Model.fit(log_dir="
+              f"'{os.path.join(os.fspath(logdir), 'NAME')}') writes them", file=out)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"  note: listening on {host}: other machines on the network can read these logs", file=out)
+    out.flush()
+    try:
+        board.serve_forever()
+    except KeyboardInterrupt:
+        print("tinyflow board: stopped", file=out)
+    return 0
