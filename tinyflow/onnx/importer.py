@@ -261,8 +261,10 @@ class _Importer:
         """(static shape, numpy dtype) of a ValueInfoProto of a tensor."""
         kind = value_info.type.WhichOneof("value")
         if kind != "tensor_type":
-            raise OnnxImportError(f"{what} is a {kind or 'value of no type'}, not a tensor; tinyflow imports "
-                                  "tensor inputs only", unsupported=kind is not None)
+            kinds = {"sequence_type": "a sequence", "optional_type": "an optional value", "map_type": "a map",
+                     "sparse_tensor_type": "a sparse tensor", None: "a value of no type"}
+            raise OnnxImportError(f"{what} is {kinds.get(kind, kind)}, not a tensor; tinyflow imports tensors only",
+                                  unsupported=kind is not None)
         tensor_type = value_info.type.tensor_type
         dtype = numpy_dtype(tensor_type.elem_type)
         if dtype is None:  # a narrow storage type: its values, held in a wider dtype (storage_types.py)

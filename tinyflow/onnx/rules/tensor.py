@@ -69,6 +69,8 @@ def import_flatten(ctx, node):
         return ops.unsqueeze(ops.flatten(x), 0, name=ctx.name)
     if axis == rank:
         return ops.unsqueeze(ops.flatten(x), 1, name=ctx.name)
+    if axis == 1:  # (N, rest): one flatten
+        return ops.flatten(x, 1, -1, name=ctx.name)
     return ops.flatten(ops.flatten(x, axis, -1), 0, axis - 1, name=ctx.name)
 
 
