@@ -263,3 +263,42 @@ for _tinyflow_type, _onnx_type in {
         "Erf": "Erf", "Softsign": "Softsign", "PRelu": "PRelu", "LogicalAnd": "And", "LogicalOr": "Or",
         "LogicalXor": "Xor", "LogicalNot": "Not"}.items():
     exports(_tinyflow_type)(same_op(_onnx_type))
+
+
+# ---------------------------------------------------------------- activations outside the list, from tinyflow's ops
+def _as(x, value):
+    return np.asarray(value, x.dtype)
+
+
+@imports("Celu")
+def import_celu(ctx, node):
+    """max(0, x) + min(0, α(e^(x/α) - 1))."""
+    x, alpha = ctx.input(0), ctx.attr("alpha", 1.0)
+    negative = _as(x, alpha) * (ops.exp(x / _as(x, alpha)) - _as(x, 1.0))
+    return ops.add(ops.relu(x), ops.minimum(negative, _as(x, 0.0)), name=ctx.name)
+
+
+@imports("Mish")
+def import_mish(ctx, node):
+    x = ctx.input(0)
+    return ops.multiply(x, ops.tanh(ops.softplus(x)), name=ctx.name)
+
+
+@imports("Swish")
+def import_swish(ctx, node):
+    x = ctx.input(0)
+    return ops.multiply(x, ops.sigmoid(x * _as(x, ctx.attr("alpha", 1.0))), name=ctx.name)
+
+
+@imports("ThresholdedRelu")
+def import_thresholded_relu(ctx, node):
+    x = ctx.input(0)
+    return ops.where(x > _as(x, ctx.attr("alpha", 1.0)), x, _as(x, 0.0), name=ctx.name)
+
+
+@imports("Shrink")
+def import_shrink(ctx, node):
+    """x + bias below -λ, x - bias above λ, 0 between."""
+    x, bias, lambd = ctx.input(0), ctx.attr("bias", 0.0), ctx.attr("lambd", 0.5)
+    above = ops.where(x > _as(x, lambd), x - _as(x, bias), _as(x, 0))
+    return ops.where(x < _as(x, -lambd), x + _as(x, bias), above, name=ctx.name)

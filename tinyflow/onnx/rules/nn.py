@@ -337,6 +337,23 @@ def import_layer_norm(ctx, node):
     return y, mean, inv_std
 
 
+@imports("GroupNormalization")
+def import_group_norm(ctx, node):
+    """Each sample's channels in num_groups groups, normalized, then a per-channel scale and bias (per group
+    before opset 21)."""
+    x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+    groups = ctx.attr("num_groups")
+    ctx.attr("stash_type", 1)  # float32 statistics; tinyflow computes them in the input's own type
+    eps = ctx.attr("epsilon", 1e-5)
+    if ctx.opset < 21:  # one scale and bias per group: repeated for the group's channels
+        channels = None if x.shape is None or len(x.shape) < 2 else x.shape[1]
+        if channels is None:
+            raise ctx.unsupported("per-group scales on an input of unknown channel count")
+        index = np.repeat(np.arange(groups), channels // groups)
+        scale, bias = ops.gather(scale, index), ops.gather(bias, index)
+    return ops.group_norm(x, groups, scale, bias, eps=eps, name=ctx.name)
+
+
 @imports("InstanceNormalization")
 def import_instance_norm(ctx, node):
     return ops.instance_norm(ctx.input(0), ctx.input(1), ctx.input(2), eps=ctx.attr("epsilon", 1e-5), name=ctx.name)

@@ -49,6 +49,10 @@ imports("ReduceProd")(_reduce(ops.reduce_prod))
 imports("ReduceL2")(_reduce(ops.norm))
 imports("ReduceLogSumExp")(_reduce(ops.reduce_logsumexp))
 imports("ReduceSumSquare")(_reduce(_sum_square))
+imports("ReduceL1")(_reduce(lambda x, axes, keepdims, name: ops.reduce_sum(ops.abs(x), axes, keepdims=keepdims,
+                                                                            name=name)))
+imports("ReduceLogSum")(_reduce(lambda x, axes, keepdims, name: ops.log(ops.reduce_sum(x, axes, keepdims=keepdims),
+                                                                        name=name)))
 
 
 def _arg(fn):

@@ -424,3 +424,40 @@ exports("ReshapeLike")(_reshape_like)
 exports("Transpose")(_transpose)
 exports("Concat")(_concat)
 
+
+
+# ---------------------------------------------------------------- outside the list: Range, DepthToSpace, SpaceToDepth
+@imports("Range")
+def import_range(ctx, node):
+    """start, start + delta, ... below limit: computed at import time (its length sets a static shape)."""
+    start, limit, delta = (ctx.static(i, name) for i, name in enumerate(("start", "limit", "delta")))
+    return np.arange(start.reshape(()), limit.reshape(()), delta.reshape(()), dtype=start.dtype)
+
+
+def _spatial_block(ctx, what):
+    x = ctx.input(0)
+    shape = _shape(ctx, 0, what)
+    block = ctx.attr("blocksize")
+    if len(shape) != 4 or None in shape[1:]:
+        raise ctx.unsupported(f"{what} an input of shape {shape} (needs (N, C, H, W) with C, H, W known)")
+    return x, shape[1:], block
+
+
+@imports("DepthToSpace")
+def import_depth_to_space(ctx, node):
+    """Channels moved into b×b blocks of space: DCR (depth, column, row) or CRD order."""
+    x, (c, h, w), b = _spatial_block(ctx, "moving depth to space of")
+    if ctx.attr("mode", "DCR") == "DCR":
+        blocks, order = ops.reshape(x, (-1, b, b, c // (b * b), h, w)), (0, 3, 4, 1, 5, 2)
+    else:
+        blocks, order = ops.reshape(x, (-1, c // (b * b), b, b, h, w)), (0, 1, 4, 2, 5, 3)
+    return ops.reshape(ops.transpose(blocks, order), (-1, c // (b * b), h * b, w * b), name=ctx.name)
+
+
+@imports("SpaceToDepth")
+def import_space_to_depth(ctx, node):
+    """b×b blocks of space moved into channels: the inverse of DepthToSpace in the same (DCR or CRD) order."""
+    x, (c, h, w), b = _spatial_block(ctx, "moving space to depth of")
+    blocks = ops.reshape(x, (-1, c, h // b, b, w // b, b))
+    order = (0, 3, 5, 1, 2, 4) if ctx.attr("mode", "DCR") == "DCR" else (0, 1, 3, 5, 2, 4)
+    return ops.reshape(ops.transpose(blocks, order), (-1, c * b * b, h // b, w // b), name=ctx.name)
