@@ -199,3 +199,45 @@ def test_twenty_adam_steps_equal_torch(exported, name, backend):
             expected, compared = expected.T, compared.T
         np.testing.assert_allclose(variable.value[compared], expected[compared], rtol=1e-4, atol=1e-5,
                                    err_msg=variable.name)
+
+
+class Decoder(nn.Module):
+    """Two inputs: token ids (Embedding, a mean) added to an image, then a transposed conv, GroupNorm, SiLU, a
+    grouped conv, bilinear Upsample and a channel max."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.up = nn.Embedding(10, 4), nn.ConvTranspose2d(4, 6, 2, stride=2)
+        self.norm, self.conv = nn.GroupNorm(2, 6), nn.Conv2d(6, 3, 3, padding=1, groups=3)
+        self.resize = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+
+    def forward(self, tokens, image):
+        h = self.up(image + self.embed(tokens).mean(1)[:, :, None, None])
+        return torch.sigmoid(self.resize(self.conv(nn.functional.silu(self.norm(h))))).amax(dim=1)
+
+
+def test_a_two_input_decoder_equals_torch_in_outputs_and_gradients(tmp_path, backend):
+    torch.manual_seed(0)
+    model = Decoder()
+    as_if_trained(model)
+    model.eval()
+    tokens, image = torch.tensor([[1, 2, 3], [4, 5, 9]]), torch.randn(2, 4, 3, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (tokens, image), str(tmp_path / "decoder.onnx"), input_names=["tokens", "image"],
+                          output_names=["y"], dynamo=False, opset_version=17,
+                          dynamic_axes={"tokens": {0: "batch"}, "image": {0: "batch"}, "y": {0: "batch"}})
+    prog = tfl.onnx.load(tmp_path / "decoder.onnx")
+    assert {"Gather", "ConvTranspose", "InstanceNormalization", "Resize", "ReduceMax"} <= set(prog.op_counts)
+    feeds = {"tokens": tokens.numpy(), "image": image.numpy()}
+    np.testing.assert_allclose(prog(feeds)["y"], model(tokens, image).detach().numpy(), rtol=1e-5, atol=1e-6)
+    named = dict(model.named_parameters())
+    trainable = [v for v in prog.variables if v.name in named]  # GroupNorm's affine is exported folded, renamed
+    grads = tfl.gradients(tfl.reduce_sum(tfl.square(prog.outputs["y"])), trainable)
+    with tfl.Session() as sess:
+        got = sess.run(grads, prog.feed_dict(feeds))
+    torch.sum(model(tokens, image) ** 2).backward()
+    assert {v.name for v in trainable} == {"embed.weight", "up.weight", "up.bias", "conv.weight", "conv.bias"}
+    for variable, grad in zip(trainable, got):
+        np.testing.assert_allclose(grad, named[variable.name].grad.numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=variable.name)
