@@ -41,10 +41,11 @@ class NeedsConstantInput(OnnxImportError):
 class _Value:
     """One ONNX value: its tinyflow node once made, its array when known at import time."""
 
-    __slots__ = ("name", "node", "array", "parameter", "missing")
+    __slots__ = ("name", "node", "array", "parameter", "missing", "narrow")
 
-    def __init__(self, name, node=None, array=None, parameter=False, missing=None):
+    def __init__(self, name, node=None, array=None, parameter=False, missing=None, narrow=None):
         self.name, self.node, self.array, self.parameter, self.missing = name, node, array, parameter, missing
+        self.narrow = narrow  # the ONNX code of a narrow type whose values this holds (storage_types.py), or None
         if array is not None:
             array.flags.writeable = False  # shared by every rule that reads it
 
@@ -131,6 +132,13 @@ class ImportContext:
         if value is None:
             return None
         return value.array.dtype if value.array is not None else value.node.dtype
+
+    def narrow_type(self, i):
+        """The ONNX code of the narrow type (bfloat16, float8, ...) input i holds the values of, else None."""
+        value = self._value(i)
+        if value is None:
+            return None
+        return value.narrow if value.narrow is not None else getattr(value.node, "narrow_type", None)
 
     def input_shape(self, i):
         """The static shape of input i (None dims unknown; None when the rank is unknown or the input omitted)."""
@@ -230,7 +238,8 @@ class _Importer:
         for tensor in graph.initializer:
             array = to_held(tensor_to_array(tensor, self.folder, f"the initializer '{tensor.name}'"))
             parameter = array.dtype.kind == "f"  # only floating-point tensors are parameters one can train
-            scope.values[tensor.name] = _Value(tensor.name, array=array, parameter=parameter)
+            narrow = tensor.data_type if held_dtype(tensor.data_type) is not None else None
+            scope.values[tensor.name] = _Value(tensor.name, array=array, parameter=parameter, narrow=narrow)
 
     def _bind_inputs(self, graph, scope):
         unknown = set(self.constants) - {v.name for v in graph.input}
@@ -252,7 +261,9 @@ class _Importer:
                 continue
             with self.graph.name_scope(self.base):
                 placeholder = Placeholder(shape, dtype, name=_clean(name))
-            scope.values[name] = _Value(name, node=placeholder)
+            elem_type = value_info.type.tensor_type.elem_type
+            scope.values[name] = _Value(name, node=placeholder,
+                                        narrow=elem_type if held_dtype(elem_type) is not None else None)
             inputs[name] = placeholder
             self.graph_inputs.add(name)
         return inputs

@@ -75,6 +75,11 @@ class RoundToType(Operation):
         self.round_mode = round_mode
         super().__init__(x, name=name)
 
+    @property
+    def narrow_type(self):
+        """The ONNX code of the type whose values this node holds (what a CastLike to it casts to)."""
+        return self.elem_type
+
     def compute(self, x):
         return round_to(x, self.elem_type, self.saturate, self.round_mode).astype(x.dtype)
 

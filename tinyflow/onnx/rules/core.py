@@ -52,7 +52,17 @@ def export_undefined(ex, node):
 # ---------------------------------------------------------------- Cast
 @imports("Cast")
 def import_cast(ctx, node):
-    to = ctx.attr("to")
+    return _cast(ctx, ctx.attr("to"))
+
+
+@imports("CastLike")
+def import_cast_like(ctx, node):
+    """A cast to the element type of input 1 (a narrow one if input 1 holds a narrow type's values)."""
+    narrow = ctx.narrow_type(1)
+    return _cast(ctx, narrow if narrow is not None else onnx_type(ctx.input_dtype(1)))
+
+
+def _cast(ctx, to):
     saturate, round_mode = ctx.attr("saturate", 1), ctx.attr("round_mode", "up")  # for float8 types only
     dtype = numpy_dtype(to)
     if dtype is not None:
@@ -61,13 +71,6 @@ def import_cast(ctx, node):
     if held is None:
         raise ctx.unsupported(f"a cast to {onnx_type_name(to)}")
     return RoundToType(ops.cast(ctx.input(0), held), to, bool(saturate), round_mode, name=ctx.name)
-
-
-@imports("CastLike")
-def import_cast_like(ctx, node):
-    ctx.attr("saturate", 1)
-    ctx.attr("round_mode", "up")
-    return ops.cast(ctx.input(0), ctx.input_dtype(1), name=ctx.name)
 
 
 @exports("RoundToType")
