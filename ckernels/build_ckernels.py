@@ -20,10 +20,12 @@ def _flag(name):
 
 def compile_flags():
     """The compiler and linker flags this build uses, from the environment switches."""
-    # gnu99 lets GCC fuse a*b+c into FMA; no trapping math lets it vectorize loops with selects;
-    # -fopenmp-simd honours `#pragma omp simd` without linking an OpenMP runtime (threads.c has the threads)
+    # no trapping math lets GCC vectorize loops with selects; -fopenmp-simd honours `#pragma omp simd` without
+    # linking an OpenMP runtime (threads.c has the threads); no FMA contraction, so every per-CPU build (and
+    # every fused kernel generated at run time) rounds a*b+c as numpy does: the same bits everywhere (the
+    # GEMM's micro-kernel asks for FMA itself)
     compile_args = ["-O3", "-std=gnu99", "-fno-strict-aliasing", "-fno-trapping-math", "-fno-math-errno",
-                    "-fopenmp-simd", "-pthread"]
+                    "-fopenmp-simd", "-ffp-contract=off", "-pthread"]
     link_args = ["-pthread"]
     if _flag("TINYFLOW_NATIVE"):
         compile_args.append("-march=native")
@@ -45,11 +47,14 @@ def make_builder(module_name="tinyflow._ckernels", absolute_paths=False):
     with open(HEADER) as f:
         builder.cdef(f.read())
     sources = sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
+    # the headers too: a change to one (a kernel family's generic code, tf_math.h) must rebuild the library
+    headers = sorted(glob.glob(os.path.join(HERE, "src", "*.h")) + glob.glob(os.path.join(HERE, "include", "*.h"))) + [HEADER]
     flags_literal = " ".join(compile_args).replace('"', "")
     builder.set_source(
         module_name,
         '#include <stdint.h>\n#include "tinyflow_kernels.h"',
         sources=sources if absolute_paths else [os.path.relpath(s) for s in sources],
+        depends=headers if absolute_paths else [os.path.relpath(h) for h in headers],
         include_dirs=[HERE, os.path.join(HERE, "include")],
         define_macros=[("TINYFLOW_BUILD_FLAGS", f'"{flags_literal}"')],
         extra_compile_args=compile_args,

@@ -14,6 +14,7 @@ import numpy as np
 
 
 def chebyshev_nodes(lo, hi, count=4000):
+    """Points on [lo, hi] crowded at the ends, where a least-squares fit would otherwise err most."""
     k = np.arange(count)
     return (lo + hi) / 2 + (hi - lo) / 2 * np.cos((2 * k + 1) * np.pi / (2 * count))
 
@@ -26,11 +27,13 @@ def fit(target, x, degree, weight):
 
 
 def show(name, coef, note):
+    """Print the coefficients as the C array tf_math.h holds, rounded to float32."""
     print(f"/* {note} */")
     print(f"static const float TF_{name}[{len(coef)}] = {{" + ", ".join(f"{float(np.float32(c)):.9e}f" for c in coef) + "};")
 
 
 def main():
+    """Fit every polynomial of tf_math.h and print them."""
     erf = np.vectorize(math.erf)
     erfc = np.vectorize(math.erfc)
     # e^r = 1 + r + r^2 p(r) on |r| <= ln2/2: fit p, weighting by r^2 / e^r (the relative error of e^r)

@@ -10,8 +10,9 @@
  * scripts/fit_math_polynomials.py.
  *
  * Both the C kernel library (ckernels/src) and the fused kernels that tinyflow generates
- * at run time (tinyflow/fusion/codegen_c.py pastes this file into each one) use it, so
- * the two always compute the same values. Double precision calls libm.
+ * at run time (tinyflow/fusion/codegen_c.py pastes this file into each one) use it, both
+ * compiled with -ffp-contract=off, so the two compute the same bits. Double precision
+ * calls libm.
  */
 #ifndef TF_MATH_H
 #define TF_MATH_H
@@ -32,13 +33,11 @@ static inline int32_t tf_float_to_bits(float f) {
     return i;
 }
 
-/* a b + c in one rounding where the CPU has FMA. Written out, because generated kernels are compiled with
- * -ffp-contract=off (the user's a*b+c must round twice, as numpy rounds it). */
-#ifdef __FMA__
+/* a b + c in one rounding, written out: everything here is compiled with -ffp-contract=off (the user's a*b+c
+ * must round twice, as numpy rounds it), and fmaf is exact everywhere (an instruction where the CPU has FMA,
+ * libm elsewhere), so the C library's kernels, each of its per-CPU builds and generated kernels all give the
+ * same bits. */
 #define TF_FMA(a, b, c) fmaf(a, b, c)
-#else
-#define TF_FMA(a, b, c) ((a) * (b) + (c))
-#endif
 
 /* c[0] x^(n-1) + ... + c[n-1], by Horner's rule (unrolled by the compiler: n is a constant) */
 static inline float tf_poly(const float *c, int n, float x) {
@@ -71,7 +70,7 @@ static inline float tf_exp_split(float x, float *lo, int below_zero) {
     float s = r + r * r * tf_poly(TF_EXP_P, 5, r);
     float p = 1.0f + s, p_lo = (1.0f - p) + s; /* exact: |s| < 1 (Fast2Sum) */
     int32_t ni = (int32_t)n, tiny = ni < -125, huge = !below_zero && ni > 126;
-    float scale = tf_bits_to_float((ni + (tiny ? 24 : huge ? -1 : 0) + 127) << 23);
+    float scale = tf_bits_to_float((int32_t)((uint32_t)(ni + (tiny ? 24 : huge ? -1 : 0) + 127) << 23));
     float unscale = tiny ? 0x1p-24f : huge ? 2.0f : 1.0f;
     *lo = (p_lo * scale) * unscale;
     return (p * scale) * unscale;
@@ -81,6 +80,7 @@ static inline float tf_exp_split(float x, float *lo, int below_zero) {
 static inline float tf_expf(float x) {
     float xc = x < -104.0f ? -104.0f : x; /* keeps n in range; the result is fixed below */
     xc = xc > 89.0f ? 89.0f : xc;
+    xc = x != x ? 0.0f : xc; /* NaN would make (int32_t)n undefined */
     float lo, result = tf_exp_split(xc, &lo, 0);
     result = x > 89.0f ? INFINITY : result;
     result = x < -104.0f ? 0.0f : result;
@@ -113,13 +113,13 @@ static inline float tf_logf(float x) { return tf_log_plus(x, 0.0f); }
 /* log(1 + x): log u for u = 1 + x, plus (x - (u - 1)) / u, the first-order term of what rounding u lost. */
 static inline float tf_log1pf(float x) {
     float u = 1.0f + x;
-    return tf_log_plus(u, (x - (u - 1.0f)) / u);
+    return x == 0.0f ? x : tf_log_plus(u, (x - (u - 1.0f)) / u); /* log1p(-0) = -0 */
 }
 
 /* tanh x: x + x^3 t(x^2) near 0 (where the formula below would cancel), else 1 - 2 / (e^2|x| + 1) with x's sign. */
 static inline float tf_tanhf(float x) {
     float a = fabsf(x), x2 = x * x;
-    float small = x + x * x2 * tf_poly(TF_TANH_T, 6, x2);
+    float small = copysignf(x + x * x2 * tf_poly(TF_TANH_T, 6, x2), x); /* tanh(-0) = -0 */
     float large = copysignf(1.0f - 2.0f / (tf_expf(2.0f * a) + 1.0f), x);
     return a < 0.625f ? small : large;
 }
@@ -129,7 +129,7 @@ static inline float tf_tanhf(float x) {
  * from a float e^x it would be 2.4 ulp off. */
 static inline float tf_sigmoidf(float x) {
     float a = fabsf(x);
-    float e_lo, e = tf_exp_split(a > 104.0f ? -104.0f : -a, &e_lo, 1);
+    float e_lo, e = tf_exp_split(a != a || a > 104.0f ? -104.0f : -a, &e_lo, 1); /* NaN: fixed below */
     float d = 1.0f + e, d_lo = ((1.0f - d) + e) + e_lo;
     float num = x < 0.0f ? e : 1.0f, num_lo = x < 0.0f ? e_lo : 0.0f;
     float inv = 1.0f / d, q = num * inv;
@@ -153,7 +153,10 @@ static inline double tf_exp(double x) { return exp(x); }
 static inline double tf_log(double x) { return log(x); }
 static inline double tf_log1p(double x) { return log1p(x); }
 static inline double tf_tanh(double x) { return tanh(x); }
-static inline double tf_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static inline double tf_sigmoid(double x) {
+    double e = exp(-fabs(x));
+    return x < 0 ? e / (1 + e) : 1 / (1 + e);
+}
 static inline double tf_erf(double x) { return erf(x); }
 
 #endif

@@ -102,7 +102,7 @@ static long NAME(window_argmax)(const T *plane, long h, long w, long kh, long kw
     if (c > best || (c != c && best == best)) best = c, at = 2;     \
     if (d > best || (d != d && best == best)) best = d, at = 3;
 
-TF_CLONES static void NAME(pool_2x2_max)(const T *restrict r0, const T *restrict r1, T *restrict out, long wo) {
+static inline void NAME(pool_2x2_max)(const T *restrict r0, const T *restrict r1, T *restrict out, long wo) {
     for (long j = 0; j < wo; j++) {
         T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
         NAME_FIRST_MAX(a, b, c, d, best, at)
@@ -112,7 +112,7 @@ TF_CLONES static void NAME(pool_2x2_max)(const T *restrict r0, const T *restrict
 }
 
 /* x's rows o0, o1 get g at each window's first maximum and 0 elsewhere (windows do not overlap) */
-TF_CLONES static void NAME(pool_2x2_back)(const T *restrict r0, const T *restrict r1, const T *restrict g,
+static inline void NAME(pool_2x2_back)(const T *restrict r0, const T *restrict r1, const T *restrict g,
                                           T *restrict o0, T *restrict o1, long wo) {
     for (long j = 0; j < wo; j++) {
         T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1], gj = g[j];
@@ -124,7 +124,7 @@ TF_CLONES static void NAME(pool_2x2_back)(const T *restrict r0, const T *restric
 }
 
 /* out = the values of s0, s1 (rows of an array of x's shape) at each window's first maximum */
-TF_CLONES static void NAME(pool_2x2_gather)(const T *restrict r0, const T *restrict r1, const T *restrict s0,
+static inline void NAME(pool_2x2_gather)(const T *restrict r0, const T *restrict r1, const T *restrict s0,
                                             const T *restrict s1, T *restrict out, long wo) {
     for (long j = 0; j < wo; j++) {
         T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
@@ -136,14 +136,21 @@ TF_CLONES static void NAME(pool_2x2_gather)(const T *restrict r0, const T *restr
 }
 #undef NAME_FIRST_MAX
 
-/* One plane: mode as below; planes are x's (h x w), src's and dst's as the mode says. */
-static void NAME(pool_2x2)(int mode, const T *plane, const T *src, T *dst, long h, long w, long ho, long wo) {
-    if (mode == 1) memset(dst, 0, sizeof(T) * h * w); /* positions no window covers (odd h or w) */
-    for (long i = 0; i < ho; i++) {
-        const T *r0 = plane + 2 * i * w, *r1 = r0 + w;
-        if (mode == 0) NAME(pool_2x2_max)(r0, r1, dst + i * wo, wo);
-        else if (mode == 1) NAME(pool_2x2_back)(r0, r1, src + i * wo, dst + 2 * i * w, dst + (2 * i + 1) * w, wo);
-        else NAME(pool_2x2_gather)(r0, r1, src + 2 * i * w, src + (2 * i + 1) * w, dst + i * wo, wo);
+/* Planes first .. last-1 (mode as below; planes are x's (h x w), src's and dst's as the mode says), in one
+ * function per CPU (the row loops above inline into each clone: a call per row cost more than the row). */
+TF_CLONES static void NAME(pool_2x2)(int mode, const T *x, const T *src, T *dst, long first, long last, long h, long w,
+                                     long ho, long wo) {
+    for (long p = first; p < last; p++) {
+        const T *plane = x + p * h * w;
+        const T *from = mode == 1 ? src + p * ho * wo : src + p * h * w;
+        T *to = dst + (mode == 1 ? p * h * w : p * ho * wo);
+        if (mode == 1) memset(to, 0, sizeof(T) * h * w); /* positions no window covers (odd h or w) */
+        for (long i = 0; i < ho; i++) {
+            const T *r0 = plane + 2 * i * w, *r1 = r0 + w;
+            if (mode == 0) NAME(pool_2x2_max)(r0, r1, to + i * wo, wo);
+            else if (mode == 1) NAME(pool_2x2_back)(r0, r1, from + i * wo, to + 2 * i * w, to + (2 * i + 1) * w, wo);
+            else NAME(pool_2x2_gather)(r0, r1, from + 2 * i * w, from + (2 * i + 1) * w, to + i * wo, wo);
+        }
     }
 }
 
@@ -159,11 +166,7 @@ static void NAME(pool_chunk)(void *p, long start, long stop) {
     int mode = k->mode;
     if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0 && dh == 1 && dw == 1 && 2 * ho <= h &&
         2 * wo <= w) {
-        for (long plane_index = start; plane_index < stop; plane_index++) {
-            long in = plane_index * h * w, pooled = plane_index * ho * wo;
-            NAME(pool_2x2)(mode, x + in, mode == 1 ? src + pooled : src + in, dst + (mode == 1 ? in : pooled), h, w,
-                           ho, wo);
-        }
+        NAME(pool_2x2)(mode, x, src, dst, start, stop, h, w, ho, wo);
         return;
     }
     for (long plane_index = start; plane_index < stop; plane_index++) {

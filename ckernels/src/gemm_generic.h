@@ -30,8 +30,8 @@ static void NAME(pack_b)(const T *b, long ldb, long kc, long nc, T *packed) {
 }
 
 /* c[0:mr, 0:nr] (+)= a_panel (MR x kc) @ b_panel (kc x NR), accumulated in registers:
- * MR rows of NR values each, one FMA per value per step of p. */
-TF_CLONES static void NAME(micro_kernel)(long kc, const T *restrict a, const T *restrict b, T *c, long ldc, long mr,
+ * MR rows of NR values each, one FMA per value per step of p (contracted here, where the CPU has FMA). */
+TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(micro_kernel)(long kc, const T *restrict a, const T *restrict b, T *c, long ldc, long mr,
                                          long nr, int accumulate) {
     T acc[MR][NR] = {{0}};
     for (long p = 0; p < kc; p++) {

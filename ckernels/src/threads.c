@@ -8,14 +8,21 @@
  * set by anyone change tinyflow's speed. A pool of our own behaves the same whatever
  * was imported before it.
  *
- * How it works: tf_parallel_for(n, cost, fn, ctx) cuts [0, n) into one contiguous chunk per
- * thread and calls fn(ctx, start, stop) on each; the caller runs the first chunk itself and
- * waits for the others. Workers are started on first use. A waiting thread (a worker between
- * jobs, the caller until the last chunk is done) spins for TF_SPIN_MICROSECONDS, then sleeps on
- * a condition variable: a training step calls kernels a few microseconds apart, and waking a
- * sleeping thread costs 10-60 µs, but a longer spin takes a core from the BLAS call that often
- * comes next. The spin never calls sched_yield: OpenBLAS's idle threads spin with it, and two
- * yielding loops made a 50 µs kernel after a matmul take 2 ms (the scheduler ping-pongs them).
+ * How it works: tf_parallel_for(n, cost, fn, ctx) cuts [0, n) into a few contiguous chunks per
+ * thread (CHUNKS_PER_THREAD) and calls fn(ctx, start, stop) on each. The caller and the workers
+ * claim chunks one at a time from a shared counter until none are left, and the caller returns
+ * when every chunk is done. Claiming, rather than one fixed chunk per thread, is what keeps a
+ * kernel fast when a core is busy: another runtime's threads (torch's libgomp spins for
+ * milliseconds after each parallel region, OpenBLAS's idle threads yield in a loop) can keep a
+ * worker from running for a whole time slice, and the caller then does that work itself
+ * instead of waiting (a 10M-element Adam step after a torch call: 9.2 ms with fixed halves,
+ * 5.5 ms claimed, 5.2 ms on one thread). Chunks are fixed by index, whoever runs them, so results
+ * never depend on the schedule. Workers are started on first use. A waiting thread (a worker
+ * between jobs, the caller until the last chunk is done) spins for TF_SPIN_MICROSECONDS, then
+ * sleeps on a condition variable: a training step calls kernels a few microseconds apart, and
+ * waking a sleeping thread costs 10-60 µs, but a longer spin takes a core from the BLAS call
+ * that often comes next. The spin never calls sched_yield: OpenBLAS's idle threads spin with it,
+ * and two yielding loops made a 50 µs kernel after a matmul take 2 ms (the scheduler ping-pongs them).
  * Small jobs (cost below TF_PARALLEL_MIN) and calls made while the pool is busy (another
  * Python thread's kernel, a kernel called from inside a chunk) run on the calling thread.
  */
@@ -29,7 +36,8 @@
 #include "common.h"
 #include "tinyflow_kernels.h"
 
-enum { TF_SPIN_MICROSECONDS = 20, TF_MAX_POOL_THREADS = 1024 };
+/* A job number carries the number of parts in its low bits, so a worker learns at once whether it takes part. */
+enum { TF_SPIN_MICROSECONDS = 20, PARTS_BITS = 11, CHUNKS_PER_THREAD = 4 };
 
 /* A counter threads can wait on until it changes; bump() changes it and wakes the sleepers. */
 typedef struct {
@@ -41,16 +49,18 @@ typedef struct {
 static struct {
     pthread_mutex_t busy;  /* held by the thread whose job the pool runs */
     pthread_mutex_t lock;  /* guards the condition variables' waits */
-    counter job;           /* bumped for each job; workers wait for a new value */
+    counter job;           /* (job number << PARTS_BITS) + parts; workers wait for a new value */
     counter done;          /* bumped by the worker that finishes a job's last chunk */
-    long pending;          /* workers still working on the current job */
+    unsigned long claim;   /* the current job's chunks: see claim_word */
+    long finished;         /* chunks of the current job done */
     int threads;           /* threads a job may use, the caller included */
     int started;           /* workers running */
+    int cannot_start;      /* pthread_create failed once: do not try again at every call */
     tf_chunk_fn fn;
     void *args;
-    long n, parts;
+    long n;
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, {0, 0, PTHREAD_COND_INITIALIZER},
-          {0, 0, PTHREAD_COND_INITIALIZER}, 0, 0, 0, NULL, NULL, 0, 0};
+          {0, 0, PTHREAD_COND_INITIALIZER}, 0, 0, 0, 0, 0, NULL, NULL, 0};
 
 static __thread int inside_pool; /* set on workers, and on a caller while it runs a job */
 
@@ -97,8 +107,9 @@ static long wait_for_change(counter *c, long seen) {
     return value;
 }
 
-static void bump(counter *c) {
-    __atomic_add_fetch(&c->value, 1, __ATOMIC_SEQ_CST);
+/* Change c->value by `step` and wake the threads waiting for a change. */
+static void bump(counter *c, long step) {
+    __atomic_add_fetch(&c->value, step, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST) > 0) {
         pthread_mutex_lock(&pool.lock);
         pthread_cond_broadcast(&c->changed);
@@ -106,10 +117,29 @@ static void bump(counter *c) {
     }
 }
 
-static void run_part(long part) {
-    long start, stop;
-    chunk_bounds(pool.n, pool.parts, part, &start, &stop);
-    if (start < stop) pool.fn(pool.args, start, stop);
+/* The claim word: (job number mod 2^31) << 32 | number of chunks << 16 | the next chunk to run. One word, so
+ * one compare-and-swap checks the job, the count and the chunk together. */
+static unsigned long claim_word(long job, long chunks, long next) {
+    return ((unsigned long)job & 0x7fffffffUL) << 32 | (unsigned long)chunks << 16 | (unsigned long)next;
+}
+
+/* Run chunks of job `job` until none is left unclaimed; returns whether this thread finished the job's last one.
+ * A thread that wakes after its job ended finds another job number in pool.claim and claims nothing. */
+static int run_chunks(long job) {
+    int finished_last = 0;
+    for (;;) {
+        unsigned long claim = __atomic_load_n(&pool.claim, __ATOMIC_ACQUIRE);
+        long chunks, chunk;
+        do {
+            chunks = (long)(claim >> 16 & 0xffff), chunk = (long)(claim & 0xffff);
+            if (claim >> 32 != ((unsigned long)job & 0x7fffffffUL) || chunk >= chunks) return finished_last;
+        } while (!__atomic_compare_exchange_n(&pool.claim, &claim, claim + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+        /* a claimed chunk keeps its job from ending, so pool.fn, args and n stay this job's meanwhile */
+        long start, stop;
+        chunk_bounds(pool.n, chunks, chunk, &start, &stop);
+        if (start < stop) pool.fn(pool.args, start, stop);
+        finished_last = __atomic_add_fetch(&pool.finished, 1, __ATOMIC_ACQ_REL) == chunks;
+    }
 }
 
 struct worker_start {
@@ -123,19 +153,20 @@ static void *worker_main(void *arg) {
     inside_pool = 1;
     for (;;) {
         seen = wait_for_change(&pool.job, seen);
-        if (id < pool.parts) run_part(id);
-        if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_ACQ_REL) == 0) bump(&pool.done);
+        if (id < (seen & ((1 << PARTS_BITS) - 1))) { /* workers beyond the parts (after a smaller thread count) rest */
+            if (run_chunks(seen >> PARTS_BITS)) bump(&pool.done, 1);
+        }
     }
     return NULL;
 }
 
 /* Start workers until `threads - 1` run (called with pool.busy held); returns how many run. */
 static int start_workers(int threads) {
-    while (pool.started < threads - 1) {
+    while (pool.started < threads - 1 && !pool.cannot_start) {
         struct worker_start *start = malloc(sizeof *start);
         if (!start) break;
         start->id = pool.started + 1;
-        start->job = pool.job.value;
+        start->job = __atomic_load_n(&pool.job.value, __ATOMIC_RELAXED);
         pthread_t thread;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
@@ -144,11 +175,23 @@ static int start_workers(int threads) {
         pthread_attr_destroy(&attr);
         if (failed) { /* no more threads allowed: use the ones we have */
             free(start);
+            pool.cannot_start = 1;
             break;
         }
         pool.started++;
     }
     return pool.started;
+}
+
+/* fork() while another thread runs a job would copy its locks held: wait for the job, hold them across. */
+static void lock_before_fork(void) {
+    pthread_mutex_lock(&pool.busy);
+    pthread_mutex_lock(&pool.lock);
+}
+
+static void unlock_after_fork(void) {
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&pool.busy);
 }
 
 /* In a child made by fork() only the forking thread exists: forget the parent's workers. */
@@ -159,7 +202,6 @@ static void forget_workers_after_fork(void) {
     pthread_cond_init(&pool.done.changed, NULL);
     pool.job.sleepers = pool.done.sleepers = 0;
     pool.started = 0;
-    pool.pending = 0;
     inside_pool = 0;
 }
 
@@ -173,7 +215,7 @@ static int default_threads(void) {
 }
 
 static void configure(void) {
-    pthread_atfork(NULL, NULL, forget_workers_after_fork);
+    pthread_atfork(lock_before_fork, unlock_after_fork, forget_workers_after_fork);
     pool.threads = default_threads();
 }
 
@@ -189,35 +231,43 @@ void tf_parallel_for(long n, long cost, tf_chunk_fn fn, void *args) {
         fn(args, 0, n); /* small, single-threaded, nested, or another thread's job is running */
         return;
     }
-    int workers = start_workers(pool.threads); /* every started worker takes part, if only to say it is done */
+    int workers = start_workers(pool.threads);
     long parts = workers + 1 < pool.threads ? workers + 1 : pool.threads;
+    parts = parts < n ? parts : n;
+    long chunks = parts * CHUNKS_PER_THREAD < n ? parts * CHUNKS_PER_THREAD : n;
+    long job = (__atomic_load_n(&pool.job.value, __ATOMIC_RELAXED) >> PARTS_BITS) + 1;
+    long done = __atomic_load_n(&pool.done.value, __ATOMIC_RELAXED);
     pool.fn = fn;
     pool.args = args;
     pool.n = n;
-    pool.parts = parts < n ? parts : n;
-    long done = pool.done.value;
-    if (workers > 0) {
-        pool.pending = workers;
-        bump(&pool.job); /* publishes the job to the workers */
-    }
+    pool.finished = 0;
+    __atomic_store_n(&pool.claim, claim_word(job, chunks, 0), __ATOMIC_RELEASE); /* opens this job's chunks */
+    if (parts > 1) /* publishes the job: workers 1 .. parts-1 take part */
+        bump(&pool.job, ((job << PARTS_BITS) + parts) - __atomic_load_n(&pool.job.value, __ATOMIC_RELAXED));
     inside_pool = 1;
-    run_part(0);
+    int finished_last = run_chunks(job);
     inside_pool = 0;
-    if (workers > 0) wait_for_change(&pool.done, done);
+    /* the last chunks may still run on workers: wait for them (whoever finishes the last one bumps pool.done;
+     * a late bump from an earlier job only wakes this loop once more) */
+    while (!finished_last && __atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < chunks)
+        done = wait_for_change(&pool.done, done);
     pthread_mutex_unlock(&pool.busy);
 }
 
+/* The number of threads a parallel kernel uses (the caller included). */
 int tf_max_threads(void) {
     ensure_configured();
     return pool.threads;
 }
 
+/* Use n threads from the next parallel kernel on (1 .. TF_MAX_THREADS; n < 1 is ignored). */
 void tf_set_num_threads(int n) {
     ensure_configured();
     if (n < 1) return;
-    pthread_mutex_lock(&pool.busy); /* never while a job runs; workers beyond the count just idle */
-    pool.threads = n > TF_MAX_POOL_THREADS ? TF_MAX_POOL_THREADS : n;
+    pthread_mutex_lock(&pool.busy); /* never while a job runs; workers beyond the count just rest */
+    pool.threads = n > TF_MAX_THREADS ? TF_MAX_THREADS : n;
     pthread_mutex_unlock(&pool.busy);
 }
 
-int tf_pool_workers(void) { return pool.started; }
+/* How many worker threads have been started (for `tinyflow info` and the tests). */
+int tf_pool_workers(void) { return __atomic_load_n(&pool.started, __ATOMIC_RELAXED); }

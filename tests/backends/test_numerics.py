@@ -74,6 +74,27 @@ def test_max_pool_gradient_goes_to_the_nan_like_numpy(table_backend):
     assert got[0, 0, 1, 1] > 0  # the NaN position got the gradient of every window it wins
 
 
+@pytest.mark.parametrize("shape", [(2, 3, 6, 8), (2, 2, 5, 7)])  # odd sizes: a last row and column no window covers
+def test_2x2_pooling_picks_each_windows_first_maximum_like_numpy(table_backend, shape):
+    """The usual 2x2, stride-2 pooling has its own C loops: ties, NaN and -inf as the general ones (and numpy)."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, shape).astype(np.float32)  # many ties inside windows
+    x.flat[rng.choice(x.size, 6, replace=False)] = np.nan
+    x.flat[rng.choice(x.size, 6, replace=False)] = -np.inf
+    pooled = (shape[0], shape[1], shape[2] // 2, shape[3] // 2)
+    g, r = rng.standard_normal(pooled).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
+
+    def gather(p, q, s):  # d(sum(dL/dp * s))/dq picks s at each window's maximum: MaxPoolGather
+        (gp,) = tfl.gradients(tfl.max_pool2d(p, 2), [p], grad_ys=q)
+        return tfl.gradients(tfl.reduce_sum(gp * s), [q])[0]
+    for build, inputs, kernel in [(lambda p: tfl.max_pool2d(p, 2), (x,), "MaxPool"),
+                                  (lambda p, q: tfl.gradients(tfl.max_pool2d(p, 2), [p], grad_ys=q)[0], (x, g),
+                                   "MaxPoolGrad"),
+                                  (gather, (x, g, r), "MaxPoolGather")]:
+        got, expected = run(table_backend, build, *inputs, kernel=kernel)
+        np.testing.assert_array_equal(got, expected)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_log_softmax_keeps_precision_for_large_logits(table_backend, dtype):
     x = np.array([[1e8, 1e8], [1e8, 1e8 - 1e3], [-1e8, -1e8]], dtype)

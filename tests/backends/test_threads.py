@@ -33,14 +33,27 @@ def threads(monkeypatch):
     native.configure_threads()
 
 
-@pytest.mark.parametrize("size", [PARALLEL_MIN - 1, PARALLEL_MIN, PARALLEL_MIN + 1, PARALLEL_MIN + 17, 3 * PARALLEL_MIN + 5])
-def test_parallel_chunks_cover_every_element_once(threads, size):
-    x = np.random.default_rng(size).standard_normal(size).astype(np.float32)
-    threads(1)
-    serial = sigmoid(x)
-    for count in (2, 3, 7):
-        threads(count)
-        assert np.array_equal(sigmoid(x), serial)
+@pytest.mark.parametrize("size", [PARALLEL_MIN, PARALLEL_MIN + 1, PARALLEL_MIN + 17, 3 * PARALLEL_MIN + 5])
+@pytest.mark.parametrize("count", [2, 3, 7])
+def test_parallel_chunks_cover_every_element_exactly_once(threads, size, count):
+    """a = a + 1 a in place (the triad): an element done twice would become 4 a, one skipped would stay a."""
+    threads(count)
+    a = (np.arange(size) % 1000 + 1).astype(np.float32)
+    expected = 2 * a
+    native.lib.tf_triad_f32(native.ffi.from_buffer("float[]", a), native.ffi.from_buffer("float[]", a),
+                            native.ffi.from_buffer("float[]", a), 1.0, size)
+    np.testing.assert_array_equal(a, expected)
+
+
+@pytest.mark.parametrize("rows", [2, 3, 5, 7, 17, 40])
+def test_fewer_rows_than_threads_or_odd_counts_are_split_right(threads, rows):
+    """Row kernels split rows: with few long rows each thread may get one row or none."""
+    x = np.random.default_rng(rows).standard_normal((rows, PARALLEL_MIN // rows + 11)).astype(np.float32)
+    threads(7)
+    out = np.full_like(x, np.nan)
+    native.lib.tf_softmax_f32(native.ffi.from_buffer("float[]", x), native.ffi.from_buffer("float[]", out), *x.shape)
+    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-12)
 
 
 def test_the_cross_entropy_does_not_depend_on_the_thread_count(threads):

@@ -81,6 +81,29 @@ def test_pool_recycles_only_unreferenced_large_float_arrays():
     assert pool.allocated == 1 and pool.reused == 1  # the second request could not reuse `held`
 
 
+def test_fetched_arrays_the_caller_dropped_become_output_buffers_again():
+    x = tfl.Placeholder((200_000,), name="x")
+    y = tfl.sigmoid(x * 1.5 - 0.5) * 2.0
+    data = np.random.default_rng(3).standard_normal(200_000).astype(np.float32)
+    expected = 2.0 * (1 / (1 + np.exp(-(1.5 * data - 0.5))))
+    with tfl.Session() as sess:
+        for _ in range(4):  # warm-up: the fused kernel is compiled after a few runs
+            sess.run(y, {x: data})
+        _, allocated = sess.backend.buffer_stats()
+        for _ in range(5):  # results dropped at once: their buffers go round
+            np.testing.assert_allclose(sess.run(y, {x: data}), expected, rtol=1e-5)
+        assert sess.backend.buffer_stats()[1] == allocated
+        kept = [sess.run(y, {x: data}) for _ in range(4)]  # results held: never written again
+        for _ in range(3):
+            sess.run(y, {x: -data})
+        view = sess.run(y, {x: data})[:10]  # a view keeps its base from being reused
+        sess.run(y, {x: -data})
+    assert len({k.ctypes.data for k in kept}) == 4
+    for k in kept:
+        np.testing.assert_allclose(k, expected, rtol=1e-5)
+    np.testing.assert_allclose(view, expected[:10], rtol=1e-5)
+
+
 def test_training_reuses_buffers_across_runs():
     x, w, h, loss = small_net()
     train = tfl.optim.SGD(0.01).minimize(loss)

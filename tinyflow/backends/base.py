@@ -257,6 +257,9 @@ class Backend:
         """Called by Session.run before a run: resets the run report."""
         self.report.clear()
 
+    def hand_out(self, values):
+        """Called by Session.run with the fetched values it returns (backends with a buffer pool lend them)."""
+
     def to_host(self, value):
         """A fetched value as a numpy array (backends holding device arrays download here)."""
         return value

@@ -6,6 +6,11 @@ the C backend keeps the buffer here, by shape and dtype, and its kernels allocat
 Each backend instance (so each Session) has its own pool, bounded in bytes: when it is
 full, the buffers of the shape used longest ago go first (batch shapes that vary would
 otherwise pile up), and Session.close empties it.
+
+Fetched values are the caller's, but a caller who drops them (a benchmark loop, a training
+loop keeping only the latest loss map) would otherwise pay the page faults at every run:
+the pool remembers the large arrays it handed out (`lend`) for two runs, and at the start of
+a run takes back (`reclaim`) those nobody else references any more.
 """
 import math
 import os
@@ -34,6 +39,7 @@ class BufferPool:
         self._lock = threading.Lock()
         self.bytes = 0
         self.reused = self.allocated = 0
+        self._lent = []  # (runs since handed out, array) of fetched arrays; see `lend`
 
     def empty(self, shape, dtype):
         """An uninitialised C-contiguous array: a recycled one if available."""
@@ -85,8 +91,27 @@ class BufferPool:
                 if not arrays:
                     del self._free[oldest]
 
+    def lend(self, values):
+        """Remember the large arrays among fetched `values`: when the caller drops them, `reclaim` takes them back."""
+        for value in values:
+            if type(value) is np.ndarray and value.base is None and value.nbytes >= MIN_BYTES:
+                self._lent.append((0, value))
+
+    def reclaim(self):
+        """Recycle the lent arrays only the pool still references (called as each run starts); an array the caller
+        still holds is watched for one more run (a loop's `out = sess.run(...)` drops the previous one a run
+        late), then forgotten."""
+        lent, self._lent = self._lent, []
+        while lent:
+            runs, value = lent.pop()
+            if sys.getrefcount(value) == 2:  # `value` here and getrefcount's argument: nobody else
+                self.recycle(value)
+            elif runs == 0:
+                self._lent.append((1, value))
+
     def clear(self):
         """Drop every kept buffer."""
         with self._lock:
             self._free.clear()
+            self._lent.clear()
             self.bytes = 0

@@ -250,7 +250,8 @@ class UpdateState:
 
     def __init__(self, ops):
         ffi, first = native.ffi, ops[0]
-        kind, slots, hyper_names, flag = UPDATES[first.op_type]
+        kind, slots, self.hyper_names, self.flag_name = UPDATES[first.op_type]
+        self.op = first  # its hyper-parameters are read at each step: a user may change them between steps
         ctype = "double" if first.inputs[0].dtype == np.float64 else "float"
         self.variables = [var for op in ops for var in op.variables]
         self.arrays = [var.writable_value() for var in self.variables]
@@ -268,10 +269,7 @@ class UpdateState:
         self.slots = [pointers(name, ctype) for name in (slots + (None, None))[:3]]
         self.steps = pointers("step", "int64_t")
         self.sizes = ffi.new("long[]", [d["param"].size for d in by_op])
-        h = first.hyper
-        values = {"beta1": h.get("betas", (0, 0))[0], "beta2": h.get("betas", (0, 0))[1], **h}
-        self.hyper = ffi.new("double[]", [0.0] + [float(values[name]) for name in hyper_names])
-        self.flag = int(bool(h[flag])) if flag else 0
+        self.hyper = ffi.new("double[]", 1 + len(self.hyper_names))
         self.grads = ffi.new(f"{ctype} *[]", len(ops))
         self.ctype = f"{ctype}[]"
 
@@ -291,9 +289,13 @@ class UpdateState:
         buffers = [native.ffi.from_buffer(self.ctype, g) for g in grads]  # alive until the call returns
         for i, buffer in enumerate(buffers):
             self.grads[i] = buffer
+        h = self.op.hyper
         self.hyper[0] = float(lr)
+        for i, name in enumerate(self.hyper_names, 1):
+            self.hyper[i] = float(h["betas"][name == "beta2"] if name in ("beta1", "beta2") else h[name])
+        flag = int(bool(h[self.flag_name])) if self.flag_name else 0
         self.function(self.kind, self.count, self.params, self.grads, *self.slots, self.sizes, self.steps,
-                      self.hyper, self.flag)
+                      self.hyper, flag)
 
 
 def update_state(backend, key, ops):
@@ -314,8 +316,8 @@ def multi_update(backend, node, values):
     """A MultiTensorUpdate's members in one C call; False when a gradient does not fit (they then run one by one)."""
     grads, members = [], node.members
     for member, span in zip(members, node.spans):
-        grad, param = values[span.start + 1], member.inputs[0]
-        if (type(grad) is not np.ndarray or grad.dtype != param.dtype or grad.dtype not in _SUFFIX
+        grad, param = np.asarray(values[span.start + 1]), member.inputs[0]  # a 0-d parameter's may be a scalar
+        if (grad.dtype != param.dtype or grad.dtype not in _SUFFIX
                 or grad.shape != param.value.shape or grad.size == 0):
             return False
         grads.append(grad if grad.flags.c_contiguous else np.ascontiguousarray(grad))
@@ -388,6 +390,15 @@ class CBackend(Backend):
 
     def __repr__(self):
         return f"<tinyflow backend 'c' threads={self.threads} gemm={'tinyflow' if self.use_gemm else 'blas'}>"
+
+    def begin_run(self):
+        """Reset the run report and take back the fetched arrays of earlier runs that the caller dropped."""
+        super().begin_run()
+        self.pool.reclaim()
+
+    def hand_out(self, values):
+        """Lend the fetched arrays to the caller: dropped, they become output buffers again (no page faults)."""
+        self.pool.lend(values)
 
     def may_recycle(self, shape):
         """Whether dropped values of this static shape may be big enough for the buffer pool."""

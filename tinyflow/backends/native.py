@@ -1,9 +1,10 @@
 """Access to the compiled C kernel library (built by setup.py from ckernels/), if it was built."""
 import os
 
-# TINYFLOW_NUM_THREADS / OMP_NUM_THREADS above this are clamped to it (OpenMP takes a C int,
-# and no machine tinyflow runs on has more cores).
-MAX_THREADS = 1024
+from .kernel_codes import ENUMS
+
+# TINYFLOW_NUM_THREADS / OMP_NUM_THREADS above this are clamped to it (declared once, in tinyflow_kernels.h)
+MAX_THREADS = ENUMS["tf_limits"]["TF_MAX_THREADS"]
 
 
 def _load():
@@ -62,31 +63,15 @@ def thread_report():
     """Who runs threads in this process: tinyflow's pool, and the OpenMP and BLAS runtimes others loaded.
 
     tinyflow's kernels run on their own pool (ckernels/src/threads.c), never on an OpenMP runtime, so
-    what torch or scikit-learn loaded and any OMP_* setting leave them alone; the others are listed
-    because they share the cores.
+    what torch or scikit-learn loaded leaves them alone, and of the OMP_* settings only OMP_NUM_THREADS
+    counts (as a thread count, when TINYFLOW_NUM_THREADS is unset); the others are listed because they
+    share the cores.
     """
-    report = {"tinyflow": {"runtime": "tinyflow thread pool (pthreads, ckernels/src/threads.c)",
-                           "threads": configure_threads(), "workers started": lib.tf_pool_workers() if lib else 0},
-              "others": []}
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:  # an install without it: name the libraries from the process's memory map
-        report["others"] = [{"user_api": "?", "filepath": path} for path in _mapped_runtimes()]
-        return report
-    report["others"] = [{key: entry.get(key) for key in ("user_api", "internal_api", "filepath", "version",
-                                                         "num_threads")} for entry in threadpool_info()]
-    return report
-
-
-def _mapped_runtimes():
-    """Paths of OpenMP and BLAS libraries mapped into this process (Linux; [] elsewhere)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "/" in line}
-    except OSError:
-        return []
-    keys = ("libgomp", "libomp", "libiomp", "openblas", "libmkl", "libblis")
-    return sorted(p for p in paths if any(k in os.path.basename(p) for k in keys))
+    from threadpoolctl import threadpool_info
+    return {"tinyflow": {"runtime": "tinyflow thread pool (pthreads, ckernels/src/threads.c)",
+                         "threads": configure_threads(), "workers started": lib.tf_pool_workers() if lib else 0},
+            "others": [{key: entry.get(key) for key in ("user_api", "internal_api", "filepath", "version", "num_threads")}
+                       for entry in threadpool_info()]}
 
 
 def build_flags():

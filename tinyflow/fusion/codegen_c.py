@@ -116,21 +116,21 @@ def c_source(node, kinds):
              "    const struct tf_args *k = args;"]
     lines += [f"    const T *restrict x{k} = k->x{k};" for k in inputs]
     lines += ["    T *restrict out = k->out;", "    long inner = k->inner;", "    (void)inner;"]
-    lines += [f"    const T s{k} = x{k}[0];" for k, kind in enumerate(kinds) if kind == "scalar"]
-    tail = []
-    if _vectorisable(node, kinds):
+    tail, scalars = [], [f"    const T s{k} = x{k}[0];" for k, kind in enumerate(kinds) if kind == "scalar"]
+    lines += scalars
+    vectorised = _vectorisable(node, kinds)
+    if vectorised:
         lanes = LANES_BYTES // (4 if single else 8)
         lines[3:3] = [f"enum {{ LANES = {lanes} }};", "typedef T V __attribute__((vector_size(sizeof(T) * LANES)));"]
     if all(kind in ("full", "scalar") for kind in kinds):
         loads = {k: (f"s{k}" if kind == "scalar" else f"x{k}[i]") for k, kind in enumerate(kinds)}
         statements, result = body(node, loads, single, fn, " " * 8)
         loop = [*statements, f"        out[i] = {result};", "    }"]
-        if _vectorisable(node, kinds):  # parts are blocks of LANES; the last elements run after them
+        if vectorised:  # parts are blocks of LANES; the last elements run after them, in tf_fused
             lines += _lanes_loop(node, kinds, single, fn) + ["}"]
             count = "n / LANES"
-            tail = [f"    const T s{k} = x{k}[0];" for k, kind in enumerate(kinds) if kind == "scalar"]
-            tail += ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last elements, one by one */",
-                     *loop]
+            tail = scalars + ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last ones, one by one */",
+                              *loop]
         else:
             lines += ["    long i;", "#pragma omp simd", "    for (i = start; i < stop; i++) {", *loop, "}"]
             count = "n"

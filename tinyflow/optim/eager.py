@@ -102,7 +102,8 @@ def step(optimizer):
         if kernel is None:
             ops = [slot.op for slot in ready]
             kernel = backend.kernel(ops[0] if len(ops) == 1 else multi_tensor_update(ops))
-            optimizer._eager_kernels = {k: v for k, v in optimizer._eager_kernels.items() if k[0] is backend}
+            if len(optimizer._eager_kernels) >= 8:  # the set of parameters with gradients keeps changing
+                optimizer._eager_kernels.clear()
             optimizer._eager_kernels[key] = kernel
         kernel(*[value for slot in ready for value in slot.values(optimizer.lr)])
         for slot in ready:

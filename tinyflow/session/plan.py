@@ -205,8 +205,9 @@ class ExecutionPlan:
         ops that return their first input at these shapes (`Operation.passes_through`) are PASS_THROUGH.
 
         Shapes are inferred again (`infer_shape`, normalised as when the graph was built) with the feeds'
-        shapes; an op whose inference fails keeps its static shapes. Only speed depends on this: numpy
-        computes every op correctly.
+        shapes; an op whose inference fails keeps its static shapes. The routes only change speed (numpy
+        computes every op correctly); a PASS_THROUGH needs every input shape inferred in full, from
+        `infer_shape`s the plan's first run has checked against the computed values (`verify_value`).
         """
         shapes = dict(zip(self._fed_order, signature))
         kernels, routes = [], Counter(self.static_routes)

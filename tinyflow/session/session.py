@@ -91,6 +91,7 @@ class Session:
         self.backend.begin_run()
         values = plan.run(checked)
         values = _caller_owned([self.backend.to_host(v) for v in values], plan)
+        self.backend.hand_out(values)
         return rebuild(fetches, iter(values))
 
     def plan(self, fetch_nodes, fed_nodes):
