@@ -223,3 +223,20 @@ def test_narrow_types_are_their_values_held_in_wider_dtypes():
         assert got[name].dtype == expected.dtype
         np.testing.assert_array_equal(got[name].astype(np.float32), expected.astype(np.float32))
     assert float(got["small"].astype(np.float32)[3]) == 448.0  # 900 saturates to float8e4m3fn's largest value
+
+
+def test_a_range_of_run_time_length_indexes_an_embedding(backend):
+    """Position ids 0..n-1 for n known at run time (torch.arange(x.shape[1])), gathered from a table."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "one"], ["length"], axis=0, name="length"),
+             helper.make_node("Range", ["zero", "length", "one"], ["positions"], name="positions"),
+             helper.make_node("Gather", ["table", "positions"], ["embedded"], axis=0, name="embed"),
+             helper.make_node("Add", ["x", "embedded"], ["y"], name="add")]
+    table = np.arange(12, dtype=np.float32).reshape(6, 2)
+    model = make_model(nodes, [("x", TensorProto.FLOAT, ["batch", "n", 2])], [("y", TensorProto.FLOAT, None)],
+                       [("zero", np.array(0, np.int64)), ("one", np.array(1, np.int64)), ("table", table)])
+    prog = tfl.onnx.load(model)
+    assert prog.graph.get_node("positions").op_type == "Arange"
+    for n in (1, 4):
+        x = np.ones((3, n, 2), np.float32)
+        np.testing.assert_array_equal(prog({"x": x}, backend=backend)["y"], x + table[:n])

@@ -33,6 +33,8 @@ EXTRA_CASES = {
     "LogicalXor": [case(lambda a, b: tfl.logical_xor(a > 0, b > 0), normal(3, 4), normal(3, 1))],
     "LogicalNot": [case(lambda a: tfl.logical_not(a > 0), normal(5))],
     "TopKIndices": [case(lambda a: tfl.topk(a, 2)[1], normal(3, 5))],
+    "Arange": [case(lambda a, b: tfl.ops.runtime_shapes.arange(a, b, np.float64(0.5)), np.float64(-1.0),
+                    np.float64(2.2))],
     "Length": [case(lambda a: Length(a), normal(4, 2))],
     "RoundToType": [case(lambda a: RoundToType(a, 16) * 2.0, normal(3, 4).astype(np.float32))],
     "UndefinedValue": [case(lambda a: UndefinedValue((2, 3), "float64") + a, normal(2, 3))],

@@ -1,6 +1,6 @@
-"""Ops whose values are shapes, or arrays of a run-time shape: shape, size, fill.
+"""Ops whose values are shapes, or arrays of a run-time shape: shape, size, fill, arange.
 
-They are what ONNX models compute shapes with (Shape, Size, ConstantOfShape). When the input's
+They are what ONNX models compute shapes with (Shape, Size, ConstantOfShape, Range). When the input's
 shape is fully known while the graph is built, the ONNX importer folds them into constants; these
 ops compute what is only known at run time. None of them is differentiable (integer results, or
 a value that does not depend on any input's value).
@@ -92,4 +92,31 @@ def fill(dims, value=0.0, dtype=None, name=None):
     return Fill(dims, value, dtype, name=name)
 
 
-not_differentiable(Shape, Size, Fill)
+class Arange(Operation):
+    """start, start + delta, ... up to (not including) limit, three scalars read at run time (np.arange)."""
+
+    def __init__(self, start, limit, delta, name=None):
+        check = Arguments(self, name, start, limit, delta)
+        for argument, node in (("start", start), ("limit", limit), ("delta", delta)):
+            if rank_of(node) not in (None, 0):
+                check.fail(argument, node, f"has shape {node.shape}", "pass a scalar")
+        super().__init__(start, limit, delta, name=name)
+
+    def compute(self, start, limit, delta):
+        if delta == 0:
+            raise ValueError(f"Arange '{self.name}': the step is 0")
+        return np.arange(start, limit, delta, dtype=np.asarray(start).dtype)
+
+    def infer_shape(self, start_shape, limit_shape, delta_shape):
+        return (None,)
+
+    def infer_dtype(self, start, limit, delta):
+        return start
+
+
+def arange(start, limit, delta=1, name=None):
+    """np.arange(start, limit, delta) of scalars known at run time (nodes), in start's dtype."""
+    return Arange(start, limit, delta, name=name)
+
+
+not_differentiable(Shape, Size, Fill, Arange)

@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import ops
 from ...nodes import Constant
+from ...ops import runtime_shapes
 from ...ops.runtime_slice import RuntimeSlice
 from ...ops.shape_ops import ReshapeTo, known_entries
 from ..errors import OnnxExportError
@@ -405,6 +406,7 @@ def _runtime_slice(ex, node):
 
 
 exports("RuntimeSlice")(_runtime_slice)
+exports("Arange")(same_op("Range"))
 exports("ReshapeTo")(_reshape_to)
 exports("ExpandTo")(same_op("Expand"))
 exports("Gather")(_gather)
@@ -429,9 +431,9 @@ exports("Concat")(_concat)
 # ---------------------------------------------------------------- outside the list: Range, DepthToSpace, SpaceToDepth
 @imports("Range")
 def import_range(ctx, node):
-    """start, start + delta, ... below limit: computed at import time (its length sets a static shape)."""
-    start, limit, delta = (ctx.static(i, name) for i, name in enumerate(("start", "limit", "delta")))
-    return np.arange(start.reshape(()), limit.reshape(()), delta.reshape(()), dtype=start.dtype)
+    """start, start + delta, ... below limit (np.arange); an Arange op when a bound is known only at run time."""
+    start, limit, delta = ctx.inputs()
+    return runtime_shapes.arange(start, limit, delta, name=ctx.name)  # folded when all three are known
 
 
 def _spatial_block(ctx, what):
