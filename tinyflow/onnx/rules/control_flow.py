@@ -41,7 +41,7 @@ def import_if(ctx, node):
         return tuple(ctx.import_graph(then_graph if bool(known.reshape(())) else else_graph))
     pred = _scalar(ctx.input(0))
     outputs = cond(pred, lambda: ctx.import_graph(then_graph), lambda: ctx.import_graph(else_graph),
-                       name=ctx.name or "If")
+                   name=ctx.name or "If")
     return tuple(outputs) if isinstance(outputs, (list, tuple)) else outputs
 
 
