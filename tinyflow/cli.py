@@ -1,5 +1,5 @@
-"""The `tinyflow` command: `tinyflow info`, `tinyflow demo boston`, `tinyflow launch -n 2 script.py`, `tinyflow board runs/`,
-`tinyflow onnx show model.onnx [-o graph.svg]`."""
+"""The `tinyflow` command: `info`, `demo boston`, `launch -n 2 script.py`, `board runs/`, `cache info|clear`,
+`onnx show model.onnx [-o graph.svg]`, ..."""
 import argparse
 import platform
 import sys
@@ -44,6 +44,45 @@ def info():
         print(f"MPI: not available: {err}")
 
 
+def _human(size):
+    """1536 -> '1.5 KiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+
+
+def _files(n):
+    return f"{n} file{'s' * (n != 1)}"
+
+
+def cache(action):
+    """`tinyflow cache info`: where the fused-kernel cache is and what it holds; `clear`: empty it."""
+    from tinyflow.fusion import disk_cache
+    if action == "clear":
+        files, size, failures = disk_cache.clear()
+        print(f"removed {_files(files)} ({_human(size)}) from {disk_cache.folder()}")
+        for failure in failures:
+            print(f"could not remove {failure}", file=sys.stderr)
+        return 1 if failures else 0
+    report = disk_cache.info()
+    print(f"kernel cache: {report['folder']}" + ("" if report["exists"] else "  (empty: nothing compiled yet)"))
+    others = report["kernels"] - report["this_machine"]
+    print(f"  {report['kernels']} kernel{'s' * (report['kernels'] != 1)}, {_human(report['kernel_bytes'])}"
+          + (f" ({report['this_machine']} for this machine, {others} for another CPU or compiler)" if others else ""))
+    if report["quarantined"]:
+        print(f"  quarantined: {_files(report['quarantined'])}, {_human(report['quarantined_bytes'])} "
+              "(damaged files moved aside)")
+    if report["other"]:
+        print(f"  other: {_files(report['other'])}, {_human(report['other_bytes'])} "
+              "(unfinished builds, libraries without an entry)")
+    total = report["kernel_bytes"] + report["quarantined_bytes"] + report["other_bytes"]
+    print(f"  total: {_human(total)} in {_files(2 * report['kernels'] + report['quarantined'] + report['other'])}")
+    print(f"  this machine: {report['cpu']}; compiler {report['compiler']}")
+    print("  `tinyflow cache clear` empties it; TINYFLOW_CACHE_DIR moves it")
+    return 0
+
+
 def main(argv=None):
     """Entry point of the `tinyflow` console script."""
     parser = argparse.ArgumentParser(prog="tinyflow", description="tinyflow command line")
@@ -63,6 +102,8 @@ def main(argv=None):
     launch.add_argument("-n", "--np", type=int, required=True, help="number of processes")
     launch.add_argument("program", nargs=argparse.REMAINDER,
                         help="script.py [its arguments] (or -- -m package.module [its arguments])")
+    cache_parser = sub.add_parser("cache", help="the compiled fused-kernel cache: info (size, location) or clear")
+    cache_parser.add_argument("action", nargs="?", default="info", choices=["info", "clear"])
     board = sub.add_parser("board", help="serve the curves Model.fit(log_dir=...) writes, live, in the browser")
     board.add_argument("logdir", help="the folder holding the runs (each fit's log_dir is a folder inside it)")
     board.add_argument("--port", type=int, default=None,
@@ -89,6 +130,8 @@ def main(argv=None):
     if args.command == "launch":
         from tinyflow.distributed.launch import launch as run_launch
         return run_launch(args.np, args.program)
+    if args.command == "cache":
+        return cache(args.action)
     if args.command == "info":
         info()
     elif args.command == "demo":

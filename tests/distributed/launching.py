@@ -30,7 +30,7 @@ def environment(**extra):
     return env
 
 
-def launch(tmp_path, source, n, *args, timeout=90, check=True, env=None, via_cli=False):
+def launch(tmp_path, source, n, *args, timeout=90, check=True, env=None, via_cli=False, mpirun_flags=()):
     """Write `source` to a script in tmp_path and run it in n processes; returns the CompletedProcess."""
     _mpi_or_skip()
     script = tmp_path / f"worker_{abs(hash(source)) % 10**8}.py"
@@ -40,6 +40,7 @@ def launch(tmp_path, source, n, *args, timeout=90, check=True, env=None, via_cli
     else:  # the same command line, without paying for one more Python start-up
         from tinyflow.distributed.launch import command
         cmd = command(n, [str(script), *map(str, args)])
+        cmd[1:1] = list(mpirun_flags)
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
                             env=environment(**(env or {})))
     if check and result.returncode != 0:

@@ -42,7 +42,13 @@ if w > 1:
         d.broadcast(np.zeros(r + 2))
         raise SystemExit("broadcast of different shapes should fail")
     except d.DistributedError as err:
-        assert "different array" in str(err), err
+        assert "rank 0: broadcast(root=0) of shape (2,) float64" in str(err), err
+else:  # alone, the root passing None is refused at once (with others, test_faults checks every rank raises)
+    try:
+        d.broadcast(None)
+        raise SystemExit("broadcast of None from the root should fail")
+    except d.DistributedError as err:
+        assert "this process is the root (rank 0), so it must pass the array" in str(err), err
 d.barrier()
 print(json.dumps({"rank": r, "stats": d.communication_stats()}))
 """

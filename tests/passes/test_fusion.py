@@ -1,10 +1,4 @@
 """Fused kernels: the generated C and OpenCL code computes what the ops do one by one."""
-import json
-import os
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 
@@ -15,7 +9,6 @@ from tinyflow.fusion.codegen_c import c_source
 from helpers import assert_close, op_types, run_both
 
 RNG = np.random.default_rng(0)
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.parametrize("other_shape", [(), (4,), (3, 1), (1, 4), (2, 3, 4), (2, 1, 4), (3, 4), (1, 3, 1), (3,)])
@@ -155,40 +148,6 @@ def test_numpy_fallback_without_a_compiler(monkeypatch, tmp_path):
         out, ref, plan = run_both(y, {x: np.arange(5, dtype=np.float32)})
     assert_close(out, ref)
     assert compiler.STATS["failed"] == failed + 1 and op_types(plan) == ["FusedElementwise"]
-
-
-SCRIPT = textwrap.dedent("""
-    import json, numpy as np, tinyflow as tfl
-    from tinyflow.fusion import STATS, cache_dir
-    x = tfl.Placeholder((5000,), name="x")  # above the C backend's small-array threshold: the kernel runs
-    y = tfl.sigmoid(x * 0.75 - 0.25) * 4.0
-    out = tfl.Session(backend="c", optimize=True).run(y, {x: np.linspace(-3, 3, 5000, dtype=np.float32)})
-    ref = tfl.Session(backend="c", optimize=False).run(y, {x: np.linspace(-3, 3, 5000, dtype=np.float32)})
-    print(json.dumps(dict(STATS, close=bool(np.allclose(out, ref, rtol=1e-5)), folder=cache_dir())))
-""")
-
-
-@pytest.mark.slow
-def test_disk_cache_is_shared_across_processes_and_survives_corruption(tmp_path):
-    if tfl.backends.get_backend().name != "c":
-        pytest.skip("the disk cache holds C kernels (the c backend)")
-    env = dict(os.environ, PYTHONPATH=ROOT, TINYFLOW_CACHE_DIR=str(tmp_path), TINYFLOW_FUSION_JIT_AFTER="0")
-
-    def child():
-        done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout.strip().splitlines()[-1])
-    first = child()
-    assert first["compiled"] == 1 and first["close"]
-    second = child()
-    assert second["compiled"] == 0 and second["loaded_from_disk"] == 1 and second["close"]
-    libraries = [p for p in os.listdir(first["folder"]) if p.startswith("tf_fused_")]
-    assert len(libraries) == 1
-    with open(os.path.join(first["folder"], libraries[0]), "wb") as f:
-        f.write(b"not a shared library")
-    third = child()
-    assert third["compiled"] == 1 and third["close"]
-    assert child()["loaded_from_disk"] == 1
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

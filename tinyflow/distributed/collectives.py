@@ -1,13 +1,18 @@
 """Collectives on numpy arrays: barrier, all_reduce, broadcast, all_gather (MPI's buffer interface).
 
 Buffer-based calls send the array's memory as it is (no pickling), and reduce in place
-when the array allows it, as Horovod and torch.distributed do.
+when the array allows it, as Horovod and torch.distributed do. Each call first checks that
+every rank makes the same call with the same shapes and dtypes (contracts.py), and runs
+under the watchdog (watchdog.py).
 """
+import math
 from collections import Counter
 
 import numpy as np
 
-from .runtime import DistributedError, _state, communicator, guarded
+from .contracts import agree
+from .runtime import DistributedError, _state, communicator
+from .watchdog import guarded
 
 REDUCE_OPS = ("sum", "mean", "max", "min")
 
@@ -39,7 +44,8 @@ def barrier():
     """Wait until every process reaches this call."""
     comm = communicator()
     with guarded("barrier"):
-        comm.Barrier()
+        if comm.Get_size() > 1:
+            agree(comm, "barrier")  # every rank's record is needed before any rank goes on: a barrier
     _calls["barrier"] += 1
 
 
@@ -51,30 +57,28 @@ def all_reduce(array, op="sum"):
     """
     if op not in REDUCE_OPS:
         raise DistributedError(f"all_reduce op must be one of {REDUCE_OPS}, got {op!r}")
-    comm = communicator()
     buffer = _as_buffer(array, "all_reduce")
+    return reduce_checked(buffer, op, "all_reduce", f"op={op!r}", (buffer.shape, buffer.dtype.str),
+                          lambda: f"shape {buffer.shape} {buffer.dtype}")
+
+
+def reduce_checked(buffer, op, name, options, data, describe):
+    """all_reduce of a contiguous `buffer` (in place), checked as the call `name` (see contracts.agree)."""
+    comm = communicator()
     MPI = _state.MPI
     mpi_op = MPI.MAX if op == "max" else MPI.MIN if op == "min" else MPI.SUM
-    with guarded("all_reduce", buffer):
+    size = comm.Get_size()
+    with guarded(name, buffer):
+        if size > 1:
+            agree(comm, name, options, data, describe=describe)
         comm.Allreduce(MPI.IN_PLACE, buffer, op=mpi_op)
     _count("all_reduce", buffer)
     if op == "mean":
-        size = comm.Get_size()
         if buffer.dtype.kind == "f":
             buffer /= buffer.dtype.type(size)
         else:
             buffer = buffer / size
     return buffer
-
-
-def _same_everywhere(comm, local, what, describe):
-    """All ranks' `local` values; DistributedError on every rank when they differ."""
-    values = comm.allgather(local)
-    if any(v != values[0] for v in values):
-        listing = ", ".join(f"rank {r}: {describe(v)}" for r, v in enumerate(values))
-        raise DistributedError(f"{what} needs the same on every process, got {listing}. "
-                               "Every process must build the same model and pass arrays of one shape.")
-    return values[0]
 
 
 def broadcast(array, root=0):
@@ -87,24 +91,19 @@ def broadcast(array, root=0):
     if not 0 <= root < size:
         raise DistributedError(f"broadcast root {root} is not a rank of this {size}-process group")
     is_root = comm.Get_rank() == root
-    if is_root or array is not None:
-        buffer = _as_buffer(array, "broadcast")
-        local = (buffer.shape, buffer.dtype.str)
-    else:
-        buffer, local = None, None
-    with guarded("broadcast"):
-        metas = comm.allgather(local)
-    shape, dtype = metas[root] if metas[root] is not None else (None, None)
-    if shape is None:
-        raise DistributedError(f"broadcast: the root rank {root} passed None; it must pass the array to send")
-    wrong = {r: m for r, m in enumerate(metas) if m is not None and m != metas[root]}
-    if wrong:
-        listing = ", ".join(f"rank {r}: shape {m[0]} {np.dtype(m[1])}" for r, m in wrong.items())
-        raise DistributedError(f"broadcast from rank {root} of shape {shape} {np.dtype(dtype)}: {listing} passed "
-                               "a different array. Pass an array of the root's shape and dtype, or None.")
-    if buffer is None:
-        buffer = np.empty(shape, np.dtype(dtype))
+    if is_root and array is None and size == 1:  # with others, the contract check raises on every rank
+        raise DistributedError(f"broadcast: this process is the root (rank {root}), so it must pass the array to "
+                               "send; the other processes may pass None")
+    buffer = _as_buffer(array, "broadcast") if array is not None else None
     with guarded("broadcast", buffer):
+        if size > 1:
+            data = None if buffer is None else (buffer.shape, buffer.dtype.str)
+            records = agree(comm, "broadcast", f"root={root}", data, root=root,
+                            describe=lambda: "None" if buffer is None else f"shape {buffer.shape} {buffer.dtype}")
+            if (records[:, 2] == 0).any():  # some rank passed None: it learns the root's shape and dtype
+                shape, dtype = comm.bcast(None if buffer is None else (buffer.shape, buffer.dtype.str), root=root)
+                if buffer is None:
+                    buffer = np.empty(shape, np.dtype(dtype))
         comm.Bcast(buffer, root=root)
     _count("broadcast", buffer)
     return buffer
@@ -119,18 +118,18 @@ def all_gather(array):
     buffer = _as_buffer(array, "all_gather")
     if buffer.ndim == 0:
         buffer = buffer.reshape(1)
-    with guarded("all_gather"):
-        metas = comm.allgather((buffer.shape, buffer.dtype.str))
-    tails = {(shape[1:], dtype) for shape, dtype in metas}
-    if len(tails) > 1:
-        listing = ", ".join(f"rank {r}: {shape} {np.dtype(dtype)}" for r, (shape, dtype) in enumerate(metas))
-        raise DistributedError(f"all_gather needs arrays with the same dtype and trailing dimensions on every "
-                               f"process (only the first dimension may differ), got {listing}")
-    counts = [int(np.prod(shape)) for shape, _ in metas]
-    out = np.empty((sum(shape[0] for shape, _ in metas),) + buffer.shape[1:], buffer.dtype)
-    displacements = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
     with guarded("all_gather", buffer):
-        comm.Allgatherv(buffer, [out, (counts, displacements)])
+        if comm.Get_size() == 1:
+            out = buffer.copy()
+        else:
+            records = agree(comm, "all_gather", "", (buffer.shape[1:], buffer.dtype.str), first_dim=buffer.shape[0],
+                            describe=lambda: f"shape {buffer.shape} {buffer.dtype}")
+            firsts = records[:, 3].tolist()
+            row = math.prod(buffer.shape[1:])
+            out = np.empty((sum(firsts),) + buffer.shape[1:], buffer.dtype)
+            counts = [first * row for first in firsts]
+            displacements = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
+            comm.Allgatherv(buffer, [out, (counts, displacements)])
     _count("all_gather", out)
     return out
 
@@ -139,6 +138,8 @@ def broadcast_object(value, root=0):
     """Rank `root`'s picklable Python value on every process (small things: seeds, flags, dicts)."""
     comm = communicator()
     with guarded("broadcast_object"):
+        if comm.Get_size() > 1:
+            agree(comm, "broadcast_object", f"root={root}")
         result = comm.bcast(value, root=root)
     _calls["broadcast_object"] += 1
     return result

@@ -4,12 +4,12 @@ Every process runs the same script. A launcher (`tinyflow launch`, `mpirun`, `mp
 starts them and tells each its rank through environment variables; `init()` then
 starts MPI. MPI does not survive a dead peer, so tinyflow fails fast instead of hanging:
 an uncaught exception on any rank prints that rank's traceback and aborts the whole job,
-and a collective that waits longer than the timeout aborts it too.
+and a collective that waits longer than the timeout aborts it too (watchdog.py), naming
+the ranks that never arrived and where they are. Collectives check that every rank makes
+the same call with the same shapes before any data moves (contracts.py).
 """
 import os
 import sys
-import threading
-import time
 import traceback
 
 from ..errors import TinyflowError
@@ -147,51 +147,5 @@ def _install_fault_handling():
         abort(f"uncaught exception, aborting all {world_size()} processes:\n{text.rstrip()}")
 
     sys.excepthook = abort_on_uncaught
-    _state.watchdog = Watchdog()
-
-
-class Watchdog:
-    """A daemon thread that aborts the job when one collective runs longer than the timeout.
-
-    MPI collectives block until every rank joins; a rank that died without MPI noticing
-    (or that skipped the call) would leave the others waiting forever.
-    """
-
-    def __init__(self):
-        self.deadline = None
-        self.what, self.array = "", None
-        thread = threading.Thread(target=self._watch, name="tinyflow-collective-watchdog", daemon=True)
-        thread.start()
-
-    def arm(self, what, array=None):
-        """A collective (on `array`, named in the message only if it times out) starts now."""
-        self.what, self.array, self.deadline = what, array, time.monotonic() + _state.timeout
-
-    def disarm(self):
-        """The collective finished."""
-        self.deadline = None
-
-    def _watch(self):
-        while True:
-            time.sleep(min(1.0, _state.timeout / 4))
-            deadline = self.deadline
-            if deadline is not None and time.monotonic() > deadline:
-                what = self.what if self.array is None else f"{self.what} of {self.array.shape} {self.array.dtype}"
-                abort(f"{what} waited more than {_state.timeout:g} s for the other ranks: one of them "
-                      "has probably failed or stopped calling the same collectives; aborting the job. "
-                      "(Set TINYFLOW_COLLECTIVE_TIMEOUT or init(timeout=...) if the step is just slow.)")
-
-
-class guarded:
-    """`with guarded("all_reduce", array):` runs a collective under the watchdog (no-op for one process)."""
-
-    def __init__(self, what, array=None):
-        self.what, self.array = what, array  # formatted only on a timeout: str(dtype) costs microseconds
-
-    def __enter__(self):
-        if _state.watchdog is not None:
-            _state.watchdog.arm(self.what, self.array)
-
-    def __exit__(self, *exc_info):
-        if _state.watchdog is not None:
-            _state.watchdog.disarm()
+    from .watchdog import Watchdog  # it imports this module
+    _state.watchdog = Watchdog(_state.comm, _state.MPI)

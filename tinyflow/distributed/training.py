@@ -7,7 +7,6 @@ One all_reduce of all gradients packed into a flat buffer costs one latency per 
 instead of one per variable (Horovod's "tensor fusion").
 """
 import math
-import zlib
 
 import numpy as np
 
@@ -15,7 +14,8 @@ from ..ops.registry import not_differentiable
 from ..eager import Tensor, no_grad
 from ..graph import get_default_graph
 from ..nodes import Operation
-from .collectives import _same_everywhere, all_reduce, broadcast
+from .collectives import broadcast, reduce_checked
+from .contracts import agree
 from .runtime import DistributedError, communicator, world_size
 
 
@@ -26,6 +26,9 @@ class AllReduceGradients(Operation):
         self.shapes = [v.shape for v in variables]
         self.sizes = [math.prod(s) for s in self.shapes]
         self.pack_dtype = np.result_type(*[v.dtype for v in variables])
+        # what every process must agree on: each variable's shape and dtype (the same total size is not enough)
+        self.signature = tuple((tuple(map(int, v.shape)), np.dtype(v.dtype).str) for v in variables)
+        self.summary = _summary(variables)
         super().__init__(*grads, name=name)
 
     def infer_shape(self, *grad_shapes):
@@ -40,7 +43,7 @@ class AllReduceGradients(Operation):
         for grad, shape, size in zip(grads, self.shapes, self.sizes):
             flat[offset:offset + size] = np.broadcast_to(grad, shape).ravel()
             offset += size
-        return all_reduce(flat, "mean")
+        return reduce_checked(flat, "mean", "DistributedOptimizer", "gradients", self.signature, lambda: self.summary)
 
 
 class UnpackGradient(Operation):
@@ -87,7 +90,8 @@ def average_gradients(parameters):
             flat[offset:offset + size] = np.asarray(grad).ravel()
             flags[i] = 1
         offset += size
-    all_reduce(flat, "mean")
+    signature = tuple((tuple(map(int, p.shape)), np.dtype(p.dtype).str) for p in parameters)
+    reduce_checked(flat, "mean", "DistributedOptimizer", "gradients", signature, lambda: _summary(parameters))
     offset = 0
     for i, (param, size) in enumerate(zip(parameters, sizes)):
         flag, part = flags[i], flat[offset:offset + size]
@@ -176,9 +180,9 @@ def broadcast_variables(graph=None, root=0):
     else:
         variables = sorted((graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
         names = [v.name for v in variables]
-    signature = "\n".join(f"{name} {tuple(v.shape)} {v.dtype}" for name, v in zip(names, variables))
-    _same_everywhere(comm, zlib.crc32(signature.encode()), "broadcast_variables",
-                     lambda crc: f"variables with checksum {crc:08x}")
+    if comm.Get_size() > 1:
+        signature = tuple((name, tuple(map(int, v.shape)), np.dtype(v.dtype).str) for name, v in zip(names, variables))
+        agree(comm, "broadcast_variables", f"root={root}", signature, describe=lambda: _summary(variables, names))
     by_dtype = {}
     for var in variables:
         by_dtype.setdefault(np.dtype(var.dtype).str, []).append(var)
@@ -190,6 +194,14 @@ def broadcast_variables(graph=None, root=0):
             size = math.prod(var.shape)
             _assign(var, flat[offset:offset + size].reshape(var.shape))
             offset += size
+
+
+def _summary(variables, names=None):
+    """'3 variables: w (5, 8) float64, b (8,) float64, ...' for messages about models that differ."""
+    names = names or [getattr(v, "name", f"tensor {i}") for i, v in enumerate(variables)]
+    parts = [f"{name} {tuple(v.shape)} {np.dtype(v.dtype)}" for name, v in zip(names, variables)]
+    shown = ", ".join(parts[:8]) + (f", ... ({len(parts) - 8} more)" if len(parts) > 8 else "")
+    return f"{len(parts)} variable{'s' * (len(parts) != 1)}: {shown}"
 
 
 def _value_of(param):

@@ -1,15 +1,14 @@
-"""Compile generated C with cffi at run time, cached on disk by a hash of the source and the flags.
+"""Compile generated C with cffi at run time, cached on disk (disk_cache.py: key, verification, quarantine).
 
-The cache folder is $TINYFLOW_CACHE_DIR, else $XDG_CACHE_HOME/tinyflow, else
-~/.cache/tinyflow. Each kernel is one shared library named by its hash. It is
-built in a private temporary folder and moved into place with an atomic rename,
-so two processes compiling the same kernel both succeed (the second rename
-replaces an identical file) and a reader never sees half a file. A file that does
-not load (truncated, corrupted) is rebuilt. Without a working compiler, `load`
-returns None once per kernel and callers use numpy; a warning says why, once.
+`load` finds a kernel in memory, else in the disk cache (verified before it is loaded:
+a damaged file is moved aside with one warning and compiled again), else compiles it in a
+private temporary folder inside the cache and renames it into place, so two processes
+compiling the same kernel both succeed. A cache that cannot be written (read-only,
+permissions, disk full, `ulimit -f`) means the kernel is compiled for this process only,
+with one warning; without a working compiler `load` returns None and callers use numpy,
+with one warning. Loading never crashes the process.
 """
 import functools
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -19,10 +18,14 @@ import threading
 import time
 import warnings
 
+from . import disk_cache
+
 DEFAULT_FLAGS = ["-O3", "-std=gnu99", "-fno-strict-aliasing", "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd"]
 
 # what happened in this process: the tests and the benchmark's compile-cost report read it
-STATS = {"compiled": 0, "loaded_from_disk": 0, "compile_seconds": 0.0, "load_seconds": 0.0, "failed": 0}
+# (load_seconds includes verifying the file; uncached: compiled for this process only; quarantined: files set aside)
+STATS = {"compiled": 0, "loaded_from_disk": 0, "compile_seconds": 0.0, "load_seconds": 0.0, "failed": 0,
+         "uncached": 0, "quarantined": 0}
 _loaded = {}
 _lock = threading.Lock()
 _warned = []
@@ -32,11 +35,11 @@ class FusionWarning(UserWarning):
     """Fused kernels run with numpy because they could not be compiled."""
 
 
-def cache_dir():
-    """The folder holding compiled kernels (created on demand)."""
-    root = os.environ.get("TINYFLOW_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tinyflow")
-    return os.path.join(root, "kernels")
+class KernelCacheWarning(UserWarning):
+    """The kernel cache had a damaged file (set aside, kernel rebuilt) or cannot be written (kernels uncached)."""
+
+
+cache_dir = disk_cache.folder
 
 
 def compile_flags():
@@ -53,7 +56,7 @@ def compile_flags():
     if not any(f.startswith(("-march=", "-mcpu=")) for f in flags) and _accepts_native():
         flags.append("-march=native")
     # no a*b+c contracted into one FMA rounding: a fused kernel computes what its ops compute one by one
-    return flags + ["-ffp-contract=off"]
+    return flags + ([] if "-ffp-contract=off" in flags else ["-ffp-contract=off"])
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,20 +72,13 @@ def _accepts_native():
     return result.returncode == 0
 
 
-def kernel_key(source, flags):
-    """The hash naming a kernel: its source, the flags, the cffi version and Python's ABI."""
-    import cffi
-    text = "\0".join([source, " ".join(flags), cffi.__version__, sysconfig.get_config_var("EXT_SUFFIX") or ""])
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
-
-
 def load(source, cdef):
     """The cffi module (with .ffi and .lib) of this C source: from memory, from disk, or compiled now.
 
     None when it cannot be compiled (no compiler): the caller then computes with numpy.
     """
     flags = compile_flags()
-    key = kernel_key(source, flags)
+    key = disk_cache.kernel_key(source, flags)
     module = _loaded.get(key)
     if module is not None:
         return module
@@ -94,54 +90,96 @@ def load(source, cdef):
 
 def _load_or_build(key, source, cdef, flags):
     name = f"tf_fused_{key}"
-    folder = cache_dir()
-    path = os.path.join(folder, name + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
-    if os.path.exists(path):
+    start = time.perf_counter()
+    path = _verified(name)
+    if path is not None:
         try:
-            return _import(name, path, "loaded_from_disk", "load_seconds")
-        except Exception:  # noqa: BLE001 - a corrupted or foreign file: rebuild it
-            pass
+            return _import(name, path, "loaded_from_disk", start)
+        except Exception as exc:  # noqa: BLE001 - sound bytes that do not load here (a library it needs is gone)
+            reason = f"it does not load ({type(exc).__name__}: {exc})"
+            _warn_damaged(disk_cache.set_aside([path, disk_cache.entry_path(name)], reason))
     try:
-        os.makedirs(folder, exist_ok=True)
-        _build(name, source, cdef, flags, folder, path)
-        return _import(name, path, None, None)
-    except Exception as exc:  # noqa: BLE001 - no compiler, no write access: numpy computes instead
+        return _build_cached(name, source, cdef, flags)
+    except Exception as exc:  # noqa: BLE001 - no compiler, or a cache we cannot write: try without the cache
+        cache_error = f"{type(exc).__name__}: {exc}"
+    try:
+        module = _build_uncached(name, source, cdef, flags)
+    except Exception as exc:  # noqa: BLE001 - no compiler, or no space anywhere: numpy computes instead
         STATS["failed"] += 1
-        if not _warned:
-            _warned.append(exc)
-            warnings.warn(f"tinyflow could not compile a fused kernel ({type(exc).__name__}: {exc}); fused ops "
-                          "run with numpy instead (correct, but slower). Install a C compiler (gcc) to speed "
-                          "them up, or turn fusion off with tfl.Session(optimize={'fusion': False}).",
-                          FusionWarning, stacklevel=4)
+        _warn_once("numpy", f"tinyflow could not compile a fused kernel ({type(exc).__name__}: {exc}); fused ops "
+                   "run with numpy instead (correct, but slower). Check that a C compiler (gcc) is installed and "
+                   "the disk is not full, or turn fusion off with tfl.Session(optimize={'fusion': False}).",
+                   FusionWarning)
+        return None
+    STATS["uncached"] += 1
+    _warn_once("uncached", f"tinyflow cannot write its kernel cache {cache_dir()} ({cache_error}); fused kernels "
+               "are compiled for this process only (each new process compiles them again). Free some space, make "
+               "the folder writable, or set TINYFLOW_CACHE_DIR to a writable folder.", KernelCacheWarning)
+    return module
+
+
+def _verified(name):
+    """The cached library's path once its size and hash match its entry; None (after a warning) if damaged."""
+    try:
+        return disk_cache.lookup(name)
+    except disk_cache.DamagedEntry as damaged:
+        _warn_damaged(damaged)
         return None
 
 
-def _build(name, source, cdef, flags, folder, path):
-    """Compile in a private temporary folder, then rename into place (atomic on one file system)."""
+def _warn_damaged(damaged):
+    STATS["quarantined"] += 1
+    warnings.warn(str(damaged), KernelCacheWarning, stacklevel=5)
+
+
+def _warn_once(kind, message, category):
+    if kind not in _warned:
+        _warned.append(kind)
+        warnings.warn(message, category, stacklevel=5)
+
+
+def _build_cached(name, source, cdef, flags):
+    """Compile in a private temporary folder inside the cache, then store it (atomic renames) and load it."""
+    folder = cache_dir()
+    os.makedirs(folder, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix=f".{name}-", dir=folder)
+    try:
+        path = disk_cache.store(name, _compile(name, source, cdef, flags, scratch), disk_cache.built_by(flags))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return _import(name, path, None, None)
+
+
+def _build_uncached(name, source, cdef, flags):
+    """Compile in a private folder of the system's temporary space and load it from there (then delete it)."""
+    scratch = tempfile.mkdtemp(prefix=f"tinyflow-{name}-")
+    try:
+        return _import(name, _compile(name, source, cdef, flags, scratch), None, None)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # a loaded library stays mapped after its file is gone
+
+
+def _compile(name, source, cdef, flags, scratch):
+    """The path of the shared library cffi builds for `source` inside `scratch`."""
     from cffi import FFI
     start = time.perf_counter()
     builder = FFI()
     builder.cdef(cdef)
     builder.set_source(name, source, extra_compile_args=flags,
                        extra_link_args=["-fopenmp"] if "-fopenmp" in flags else [])
-    scratch = tempfile.mkdtemp(prefix=f".{name}-", dir=folder)
-    try:
-        built = builder.compile(tmpdir=scratch, verbose=False)
-        os.replace(built, path)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    built = builder.compile(tmpdir=scratch, verbose=False)
     STATS["compiled"] += 1
     STATS["compile_seconds"] += time.perf_counter() - start
+    return built
 
 
-def _import(name, path, counter, seconds):
-    start = time.perf_counter()
+def _import(name, path, counter, start):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if counter:
         STATS[counter] += 1
-        STATS[seconds] += time.perf_counter() - start
+        STATS["load_seconds"] += time.perf_counter() - start
     return module
 
 

@@ -1,0 +1,282 @@
+"""The disk cache of compiled fused kernels: its key, verified entries, quarantine, and `tinyflow cache`.
+
+The folder is $TINYFLOW_CACHE_DIR/kernels, else $XDG_CACHE_HOME/tinyflow/kernels, else
+~/.cache/tinyflow/kernels. It holds, per kernel:
+
+    tf_fused_<key>-<sha256 prefix><EXT_SUFFIX>   the compiled library, named by its bytes (never rewritten)
+    tf_fused_<key>.json                          its entry: that file's name, size and sha256, and what built it
+    quarantine/                                  files that failed verification, moved aside
+
+<key> hashes everything the library depends on: the C source, the compiler (resolved path and
+version) and its flags, the CPU (model and feature flags), cffi's version and Python's ABI. So a
+folder shared by machines (an NFS home) never gives one CPU a kernel built for another.
+
+A writer renames the library into place, then the entry (written under a temporary name and
+renamed). A reader trusts an entry only if it parses, names a library of its own key, and that
+file has the entry's size and sha256 -- checked before the library is loaded, because loading
+(dlopen) a truncated library kills the process with SIGBUS: no check afterwards could help.
+A file that fails is moved to quarantine/ and the kernel compiled again.
+"""
+import functools
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sysconfig
+import time
+
+SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+QUARANTINE = "quarantine"
+ENTRY_FORMAT = 2  # part of the key: a cache written by another layout is never read
+# the fields of /proc/cpuinfo naming a CPU and what it can execute (not its clock, core number or microcode)
+CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags",  # x86
+              "CPU implementer", "CPU architecture", "CPU variant", "CPU part", "Features",  # ARM
+              "cpu", "isa", "uarch")  # POWER, RISC-V
+# environment variables the compiler driver (distutils, under cffi) reads besides $CC
+COMPILER_VARIABLES = ("CFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED")
+
+
+class DamagedEntry(Exception):
+    """A cached file failed verification; the message names it and says where it went."""
+
+
+def folder():
+    """Where compiled kernels live (created by the first compile that can write there)."""
+    root = os.environ.get("TINYFLOW_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tinyflow")
+    return os.path.join(root, "kernels")
+
+
+# ---------------------------------------------------------------- the key
+def compiler_identity():
+    """The C compiler cffi runs ($CC, else Python's), as its resolved path and first --version line."""
+    return _compiler_identity(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_identity(command):
+    words = shlex.split(command) or ["cc"]
+    path = shutil.which(words[0])
+    if path is None:
+        return f"{command} (not found)"
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+        lines = (done.stdout or done.stderr).strip().splitlines()
+        version = lines[0] if lines else f"--version gave status {done.returncode}"
+    except (OSError, subprocess.SubprocessError) as exc:
+        version = f"no version ({type(exc).__name__})"
+    return f"{' '.join([os.path.realpath(path)] + words[1:])}: {version}"
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_identity():
+    """(the CPU's model name, a digest of its model and feature flags): kernels are built for one CPU."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if not line.strip():
+                    break  # the first processor's block is enough
+                name, _, value = line.partition(":")
+                if name.strip() in CPU_FIELDS:
+                    fields[name.strip()] = " ".join(value.split())
+    except OSError:  # not Linux: what Python knows
+        pass
+    model = fields.get("model name") or fields.get("cpu") or platform.processor() or platform.machine()
+    described = [platform.machine(), platform.processor(), model] + [f"{k}={v}" for k, v in sorted(fields.items())]
+    text = "\n".join(described)
+    return model, hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def kernel_key(source, flags):
+    """The hash naming a kernel: its source, flags, compiler, CPU, cffi version and Python ABI."""
+    import cffi
+    parts = [f"format {ENTRY_FORMAT}", source, " ".join(flags), compiler_identity(), cpu_identity()[1],
+             cffi.__version__, SUFFIX] + [f"{v}={os.environ.get(v, '')}" for v in COMPILER_VARIABLES]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
+
+def built_by(flags):
+    """What a new entry records about how its library was built (shown by `tinyflow cache info`)."""
+    import cffi
+    model, cpu = cpu_identity()
+    return {"compiler": compiler_identity(), "flags": list(flags), "cpu": model, "cpu_id": cpu,
+            "python_abi": SUFFIX, "cffi": cffi.__version__}
+
+
+# ---------------------------------------------------------------- reading and writing entries
+def entry_path(name):
+    """Where kernel `name`'s entry (its library's name, size and sha256) is."""
+    return os.path.join(folder(), name + ".json")
+
+
+def _library_pattern(name):
+    return re.compile(re.escape(name) + r"-([0-9a-f]{16})" + re.escape(SUFFIX))
+
+
+def lookup(name):
+    """The path of kernel `name`'s verified library; None when not cached. DamagedEntry if it failed."""
+    entry = entry_path(name)
+    try:
+        with open(entry, "rb") as f:
+            raw = f.read(1 << 16)
+    except OSError:  # absent, or unreadable: compiled again (and stored if the folder allows)
+        return None
+    try:
+        record = json.loads(raw)
+        file, size, digest = record["file"], record["size"], record["sha256"]
+        named = _library_pattern(name).fullmatch(file)
+        if not (named and isinstance(size, int) and size >= 0 and re.fullmatch(r"[0-9a-f]{64}", digest)
+                and digest.startswith(named.group(1))):
+            raise ValueError("fields out of range")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise set_aside([entry], f"its entry is not a valid record of this kernel ({exc})") from None
+    path = os.path.join(folder(), file)
+    try:
+        with open(path, "rb") as f:
+            actual = os.fstat(f.fileno()).st_size
+            data = f.read(size) if actual == size else b""
+    except FileNotFoundError:  # cleared meanwhile (tinyflow cache clear): compiled again
+        return None
+    except OSError as exc:
+        raise set_aside([path, entry], f"it cannot be read ({exc})") from None
+    if actual != size or len(data) != size:
+        raise set_aside([path, entry], f"its entry says {size} bytes, the file has {actual}")
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise set_aside([path, entry], "its sha256 differs from its entry's (the bytes are damaged)")
+    return path
+
+
+def store(name, built, description):
+    """Move the library just built at `built` (inside folder()) into place and record its entry; its path."""
+    with open(built, "rb") as f:
+        data = f.read()
+        os.fsync(f.fileno())  # the bytes reach the disk before an entry vouches for them
+    digest = hashlib.sha256(data).hexdigest()
+    path = os.path.join(folder(), f"{name}-{digest[:16]}{SUFFIX}")
+    os.replace(built, path)
+    entry = dict(file=os.path.basename(path), size=len(data), sha256=digest,
+                 created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), **description)
+    _write_atomically(entry_path(name), json.dumps(entry, indent=1).encode())
+    return path
+
+
+def _write_atomically(path, data):
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        _remove(temporary)
+        raise
+
+
+def set_aside(paths, reason):
+    """Move damaged cache files to quarantine/ (as far as the folder allows); the DamagedEntry to report."""
+    target = os.path.join(folder(), QUARANTINE)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    moved = False
+    for path in paths:
+        try:
+            os.makedirs(target, exist_ok=True)
+            os.replace(path, os.path.join(target, f"{os.path.basename(path)}.{stamp}-{os.getpid()}"))
+            moved = True
+        except FileNotFoundError:  # another process moved it first
+            moved = True
+        except OSError:  # a read-only cache: leave it, compile for this process
+            pass
+    outcome = (f"moved it to {target} and compiled the kernel again" if moved else
+               "it cannot be moved aside (read-only folder?), so the kernel is compiled for this process only")
+    return DamagedEntry(f"tinyflow's kernel cache file {paths[0]} failed verification: {reason}; {outcome}. "
+                        "`tinyflow cache clear` empties the cache.")
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------- `tinyflow cache info|clear`
+def _ours(entry_name):
+    """A file or folder this cache made (so `clear` never touches a user's own files in the folder)."""
+    return entry_name.startswith(("tf_fused_", ".tf_fused_")) or entry_name == QUARANTINE
+
+
+def _size(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files
+                   if os.path.exists(os.path.join(d, f)))
+    return os.lstat(path).st_size
+
+
+def _count(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        return sum(len(files) for _, _, files in os.walk(path))
+    return 1
+
+
+def info():
+    """What the cache holds: counts and bytes of kernels (for this machine or others), quarantined and other files."""
+    where = folder()
+    report = {"folder": where, "exists": os.path.isdir(where), "kernels": 0, "kernel_bytes": 0, "this_machine": 0,
+              "quarantined": 0, "quarantined_bytes": 0, "other": 0, "other_bytes": 0,
+              "cpu": cpu_identity()[0], "compiler": compiler_identity()}
+    if not report["exists"]:
+        return report
+    names = [n for n in os.listdir(where) if _ours(n)]
+    libraries = set()
+    here = (cpu_identity()[1], compiler_identity())
+    for name in names:
+        if name.startswith("tf_fused_") and name.endswith(".json"):
+            try:
+                with open(os.path.join(where, name), "rb") as f:
+                    entry = json.loads(f.read(1 << 16))
+                library = entry["file"]
+                size = os.path.getsize(os.path.join(where, library))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # counted below with the other files
+            libraries.update([name, library])
+            report["kernels"] += 1
+            report["kernel_bytes"] += size + os.path.getsize(os.path.join(where, name))
+            report["this_machine"] += (entry.get("cpu_id"), entry.get("compiler")) == here
+    for name in names:
+        path = os.path.join(where, name)
+        if name == QUARANTINE:
+            report["quarantined"] += _count(path)
+            report["quarantined_bytes"] += _size(path)
+        elif name not in libraries:
+            report["other"] += _count(path)
+            report["other_bytes"] += _size(path)
+    return report
+
+
+def clear():
+    """Delete every file the cache made (kernels, entries, quarantine, unfinished builds): (files, bytes, failures)."""
+    where = folder()
+    files = size = 0
+    failures = []
+    if not os.path.isdir(where):
+        return files, size, failures
+    for name in os.listdir(where):
+        if not _ours(name):
+            continue
+        path = os.path.join(where, name)
+        try:
+            count, nbytes = _count(path), _size(path)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+            files, size = files + count, size + nbytes
+        except OSError as exc:
+            failures.append(f"{path}: {exc.strerror or exc}")
+    return files, size, failures
