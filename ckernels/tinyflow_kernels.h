@@ -30,7 +30,8 @@ enum tf_unary_op {
     TF_SQRT = 2,
     TF_EXP = 3,
     TF_LOG = 4,
-    TF_ABS = 5
+    TF_ABS = 5,
+    TF_ERF = 6
 };
 
 /* how b (or a) broadcasts against the other operand viewed as rows x cols */
@@ -83,6 +84,11 @@ void tf_binary_f32(int op, int pattern, const float *a, const float *b, float *o
 void tf_binary_f64(int op, int pattern, const double *a, const double *b, double *out, long rows, long cols);
 void tf_unary_f32(int op, const float *x, float *out, long n);
 void tf_unary_f64(int op, const double *x, double *out, long n);
+
+/* indexing.c: the gradient of gather: rows of g added into zeros at their indices */
+void tf_scatter_add_f32(const int64_t *index, long n, const float *g, float *out, long outer, long dim, long inner);
+void tf_scatter_add_f64(const int64_t *index, long n, const double *g, double *out, long outer, long dim,
+                        long inner);
 
 /* activations.c: activations and their backward kernels */
 void tf_sigmoid_f32(const float *x, float *y, long n);

@@ -39,6 +39,7 @@ __kernel void unary(int op, __global const T *x, __global T *out) {
         case TF_SQRT: out[i] = sqrt(v); break;
         case TF_EXP: out[i] = exp(v); break;
         case TF_LOG: out[i] = log(v); break;
+        case TF_ERF: out[i] = erf(v); break;
         default: out[i] = fabs(v); break;
     }
 }

@@ -16,21 +16,25 @@
 #define EXP tf_expf
 #define SQRT sqrtf
 #define LOG tf_logf
+#define ERF tf_erff
 #include "elementwise_generic.h"
 #undef T
 #undef NAME
 #undef EXP
 #undef SQRT
 #undef LOG
+#undef ERF
 
 #define T double
 #define NAME(x) x##_f64
 #define EXP tf_exp
 #define SQRT sqrt
 #define LOG log
+#define ERF tf_erf
 #include "elementwise_generic.h"
 #undef T
 #undef NAME
 #undef EXP
 #undef SQRT
 #undef LOG
+#undef ERF

@@ -66,6 +66,7 @@ TF_CLONES static void NAME(unary_run)(int op, const T *x, T *out, long n) {
     case TF_EXP: for (long i = 0; i < n; i++) out[i] = EXP(x[i]); break;
     case TF_LOG: for (long i = 0; i < n; i++) out[i] = LOG(x[i]); break;
     case TF_ABS: for (long i = 0; i < n; i++) out[i] = x[i] < 0 ? -x[i] : x[i]; break;
+    case TF_ERF: for (long i = 0; i < n; i++) out[i] = ERF(x[i]); break;
     }
 }
 

@@ -25,7 +25,8 @@ BACKEND_INDEPENDENT = True  # the backends are chosen here, per test
 CLASSES = {"c": CBackend, "opencl": OpenCLBackend}
 TABLE_BACKENDS = [name for name, cls in CLASSES.items() if cls.is_available()]
 TOLERANCE = {np.dtype(np.float32): dict(rtol=2e-4, atol=2e-5), np.dtype(np.float64): dict(rtol=1e-9, atol=1e-11)}
-ELEMENTWISE = {"Negative", "Square", "Sqrt", "Exp", "Log", "Abs", "Sigmoid", "Tanh", "Relu", "LeakyRelu", "Softplus"}
+ELEMENTWISE = {"Negative", "Square", "Sqrt", "Exp", "Log", "Abs", "Erf", "Sigmoid", "Tanh", "Relu", "LeakyRelu",
+               "Softplus"}
 
 if not TABLE_BACKENDS:
     pytest.skip("neither the C library nor OpenCL is available here", allow_module_level=True)

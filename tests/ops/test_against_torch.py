@@ -116,3 +116,20 @@ def test_value_and_gradient_equal_torch(tfl_fn, torch_fn, inputs):
     np.testing.assert_allclose(value, expected.detach().numpy(), rtol=1e-6, atol=1e-9)
     for got, t in zip(grad_values, [t for t in tensors if t.requires_grad]):
         np.testing.assert_allclose(got, t.grad.numpy(), rtol=1e-6, atol=1e-9)
+
+
+# the differentiable forward ops added for ONNX import (their backward ops are checked through them)
+ONNX_ROUND_OPS = {"Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Erf", "Mod", "Clip", "ReduceMin", "ReduceProd",
+                  "ReduceLogSumExp"}
+ONNX_ROUND_MODULES = ("more_activations", "indexing", "pad", "linalg", "shape_ops")
+
+
+def test_every_differentiable_op_added_for_onnx_has_a_torch_row():
+    from tinyflow.nodes import OP_TYPES
+    from tinyflow.ops.registry import NOT_DIFFERENTIABLE, registered_op_types
+    differentiable = {t for t, fn in registered_op_types().items() if fn is not NOT_DIFFERENTIABLE}
+    added = {t for t, cls in OP_TYPES.items() if cls.__module__.rsplit(".", 1)[-1] in ONNX_ROUND_MODULES}
+    forward = {t for t in (added | ONNX_ROUND_OPS) & differentiable
+               if not t.endswith("Grad") and t != "ProdOfOthers"}
+    rows = {p.id.split("-")[0] for p in ROWS}
+    assert forward - rows == set(), f"add a row comparing these with torch: {sorted(forward - rows)}"

@@ -121,6 +121,28 @@ def softmax_xent_back(backend, op, logits, labels, grad):
     return out
 
 
+# ---------------------------------------------------------------- indexing
+def scatter_add(backend, op, grad, x, indices):
+    """GatherGrad: zeros of x's shape with the rows of grad added at their indices along op.axis."""
+    dim = x.shape[op.axis]
+    index = np.array(indices, dtype=np.int64).reshape(-1)  # a copy: negative indices are made positive in it
+    if index.size and (index.min() < -dim or index.max() >= dim):
+        bad = index[(index < -dim) | (index >= dim)][0]
+        raise IndexError(f"index {bad} is out of bounds for axis {op.axis} of size {dim}")
+    index[index < 0] += dim
+    outer, inner = math.prod(x.shape[:op.axis]), math.prod(x.shape[op.axis + 1:])
+    out = backend.pool.empty(x.shape, grad.dtype)
+    _fn("tf_scatter_add", grad)(native.ffi.from_buffer("int64_t[]", index), index.size, _buf(grad), _buf(out),
+                                outer, dim, inner)
+    return out
+
+
+def integer_indices(op, grad, x, indices):
+    """GatherGrad's kernel takes integer indices and a gradient of the gathered shape."""
+    return np.asarray(indices).dtype.kind in "iu" and grad.size == (
+        math.prod(x.shape[:op.axis]) * np.size(indices) * math.prod(x.shape[op.axis + 1:]))
+
+
 # ---------------------------------------------------------------- layer normalization
 def layer_norm(name):
     """LayerNorm (x) or its gradient (x, g) over x viewed as (rows, cols), cols the normalized axes."""
@@ -347,6 +369,7 @@ KERNELS = {
     # numpy needs a dozen small calls for a cross-entropy: one pass in C wins at any size
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit, small=False),
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit, small=False),
+    "GatherGrad": Kernel(scatter_add, floats=(0,), accepts=integer_indices),
     "LayerNorm": Kernel(layer_norm("tf_layer_norm")),
     "LayerNormGrad": Kernel(layer_norm("tf_layer_norm_back"), same_shape=True),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing

@@ -45,7 +45,8 @@ BINARY = {"Add": ENUMS["tf_binary_op"]["TF_ADD"], "Subtract": ENUMS["tf_binary_o
           "Maximum": ENUMS["tf_binary_op"]["TF_MAXIMUM"], "Minimum": ENUMS["tf_binary_op"]["TF_MINIMUM"]}
 UNARY = {"Negative": ENUMS["tf_unary_op"]["TF_NEGATIVE"], "Square": ENUMS["tf_unary_op"]["TF_SQUARE"],
          "Sqrt": ENUMS["tf_unary_op"]["TF_SQRT"], "Exp": ENUMS["tf_unary_op"]["TF_EXP"],
-         "Log": ENUMS["tf_unary_op"]["TF_LOG"], "Abs": ENUMS["tf_unary_op"]["TF_ABS"]}
+         "Log": ENUMS["tf_unary_op"]["TF_LOG"], "Abs": ENUMS["tf_unary_op"]["TF_ABS"],
+         "Erf": ENUMS["tf_unary_op"]["TF_ERF"]}
 REDUCE = {"ReduceSum": ENUMS["tf_reduce_op"]["TF_REDUCE_SUM"], "ReduceMean": ENUMS["tf_reduce_op"]["TF_REDUCE_MEAN"],
           "ReduceMax": ENUMS["tf_reduce_op"]["TF_REDUCE_MAX"]}
 PATTERN = ENUMS["tf_broadcast_pattern"]
