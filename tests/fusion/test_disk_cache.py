@@ -200,6 +200,28 @@ def test_a_same_sized_library_with_other_bytes_is_set_aside(monkeypatch, tmp_pat
     assert not library.exists()
 
 
+def test_the_entry_is_written_after_its_library(monkeypatch, tmp_path):
+    monkeypatch.setenv("TINYFLOW_CACHE_DIR", str(tmp_path))
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    built = folder / ".tf_fused_0123-build.so"
+    built.write_bytes(b"library bytes")
+    seen = []
+    write = disk_cache._write_atomically
+
+    def spy(path, data):  # what a reader could find at the moment the entry appears
+        library = folder / json.loads(data)["file"]
+        seen.append(library.read_bytes() if library.exists() else None)
+        write(path, data)
+    monkeypatch.setattr(disk_cache, "_write_atomically", spy)
+    path = disk_cache.store("tf_fused_0123", str(built), {})
+    assert seen == [b"library bytes"] and not built.exists()
+    assert disk_cache.lookup("tf_fused_0123") == path
+    # a writer stopped between its two renames leaves a library without an entry: never loaded, compiled again
+    (folder / "tf_fused_0123.json").unlink()
+    assert disk_cache.lookup("tf_fused_0123") is None
+
+
 # ---------------------------------------------------------------- caches that cannot be written
 def _drop_root_file_powers():
     """preexec_fn: without CAP_DAC_OVERRIDE a root child obeys permission bits like any user."""
