@@ -119,16 +119,6 @@ class Arguments:
                       f"e.g. {tuple(reversed(range(rank)))}")
         return tuple(int(a) % rank for a in items)
 
-    def pair(self, argument, value, minimum):
-        """An int or a pair of ints (height, width), each at least `minimum`: an (int, int) tuple."""
-        pair = (value, value) if is_int(value) else _sequence(value)
-        if not (pair is not None and len(pair) == 2 and all(is_int(v) for v in pair)):
-            self.fail(argument, value, "is not an int or a pair of ints",
-                      f"pass an int{_at_least(minimum)} or a (height, width) pair of them")
-        if min(pair) < minimum:
-            self.fail(argument, value, f"is below {minimum}", f"pass ints{_at_least(minimum)}")
-        return int(pair[0]), int(pair[1])
-
     def ints(self, argument, value, count, minimum):
         """An int or a sequence of `count` ints (one per spatial axis), each at least `minimum`: a tuple."""
         items = (value,) * count if is_int(value) else _sequence(value)

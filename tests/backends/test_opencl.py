@@ -7,6 +7,7 @@ from hypothesis.extra import numpy as hnp
 
 import tinyflow as tfl
 from op_cases import all_cases
+from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
 from tinyflow.backends import OpenCLBackend, opencl_runtime
 from tinyflow.testing import gradcheck
 
@@ -55,6 +56,24 @@ def test_reductions_over_any_axes(shape, data):
         expected, _ = run_on("numpy", lambda v: fn(v, axes), [x])
         got, _ = run_on("opencl", lambda v: fn(v, axes), [x])
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape, axis", [((1, 1), -1), ((5, 1), -1), ((1, 7), -1), ((3, 4, 5), 1), ((2, 3, 4), 0),
+                                         ((4, 1, 3), 2), ((6, 1000), -1)])
+@pytest.mark.parametrize("non_contiguous", [False, True])
+def test_layer_norm_kernels_on_awkward_shapes(shape, axis, non_contiguous):
+    rng = np.random.default_rng(2)
+    x, g = (rng.uniform(-3, 3, shape).astype(np.float32) for _ in range(2))
+    x[(0,) * x.ndim] = 1e4  # one large value: the two-pass variance keeps the others' precision
+    if non_contiguous:
+        x, g = (np.repeat(v, 2, axis=-1)[..., ::2] for v in (x, g))
+    builds = {"LayerNorm": lambda v, _: LayerNorm(v, axis=axis, eps=1e-3),
+              "LayerNormGrad": lambda v, w: LayerNormGrad(v, w, axis=axis, eps=1e-3)}
+    for op_type, build in builds.items():
+        expected, _ = run_on("numpy", build, [x, g])
+        got, backend = run_on("opencl", build, [x, g])
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+        assert backend.report.kernel_ops[op_type] == 1 and backend.report.host_ops == {}, str(backend.report)
 
 
 def test_variables_stay_on_the_device_between_runs():

@@ -324,6 +324,18 @@ def rows(name):
     return run
 
 
+def layer_norm(name):
+    """LayerNorm (x) or its gradient (x, g), one work-item per row of x viewed as (rows, normalized axes)."""
+    def run(backend, op, x, *grad):
+        out = backend.empty(x.shape, x.dtype)
+        cols = int(np.prod(x.shape[op.axis % len(x.shape):], dtype=np.int64))
+        backend.launch(name, x.dtype, x.size // cols, x.data, *[g.data for g in grad], out.data, np.int64(cols),
+                       _scalar(x.dtype, op.eps))
+        return out
+    run.__name__ = name
+    return run
+
+
 def _labels(backend, labels, cols):
     host = np.ascontiguousarray(backend.to_host(labels), dtype=np.int64)
     check_labels(host, cols)
@@ -527,6 +539,8 @@ OpenCLBackend.kernels = {
     "LeakyRelu": Kernel(elementwise("leaky_relu", "alpha")),
     "LeakyReluGrad": Kernel(elementwise("leaky_relu_back", "alpha"), **_SAME),
     "Softplus": Kernel(elementwise("softplus")),
+    "LayerNorm": Kernel(layer_norm("layer_norm")),
+    "LayerNormGrad": Kernel(layer_norm("layer_norm_back"), same_shape=True),
     "Softmax": Kernel(rows("softmax"), accepts=along_last_axis),
     "LogSoftmax": Kernel(rows("log_softmax"), accepts=along_last_axis),
     "SoftmaxGrad": Kernel(rows("softmax_back"), same_shape=True, accepts=along_last_axis),

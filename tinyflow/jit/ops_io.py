@@ -28,8 +28,9 @@ RENAMED = {"Conv2D": "Conv", "Conv2DBackInput": "ConvBackInput", "Conv2DBackFilt
            "MaxPool2D": "MaxPool", "MaxPool2DGrad": "MaxPoolGrad", "MaxPool2DGather": "MaxPoolGather",
            "AvgPool2D": "AvgPool", "AvgPool2DGrad": "AvgPoolGrad"}
 
-# (op type, parameter): optional inputs given as keyword parameters
-OPTIONAL_INPUTS = {("DropoutMask", "training")}
+# (op type, parameter): optional inputs given as keyword parameters (an attribute instead when the op keeps a
+# value that is not a node under that name, as Resize keeps static sizes)
+OPTIONAL_INPUTS = {("DropoutMask", "training"), ("Resize", "sizes"), ("ResizeGrad", "sizes")}
 
 
 def _signature(cls):
@@ -46,7 +47,10 @@ def _is_nodes(value):
 
 
 def _is_input_param(cls, p, op=None):
-    if p.kind == p.VAR_POSITIONAL or p.name in _INPUT_LISTS or (cls.op_type, p.name) in OPTIONAL_INPUTS:
+    if (cls.op_type, p.name) in OPTIONAL_INPUTS:
+        value = getattr(op, _attribute_name(cls.op_type, p.name), None) if op is not None else None
+        return value is None or _is_nodes(value)
+    if p.kind == p.VAR_POSITIONAL or p.name in _INPUT_LISTS:
         return True
     if p.default is not inspect.Parameter.empty or p.kind == p.KEYWORD_ONLY:
         return False

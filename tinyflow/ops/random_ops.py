@@ -29,7 +29,8 @@ class DropoutMask(Operation):
 
     def __init__(self, x, rate, training=None, seed=None, name=None):
         check = Arguments(self, name, x)
-        self.rate = None if isinstance(rate, Node) else check.number("rate", rate, 0.0, 1.0, high_open=True)
+        tensor = isinstance(rate, Node) or getattr(rate, "graph", False) is None  # a graph node or an eager Tensor
+        self.rate = None if tensor else check.number("rate", rate, 0.0, 1.0, high_open=True)
         if seed is not None:
             self.seed = check.integer("seed", seed, minimum=0)
             if self.seed >= 2 ** 32:

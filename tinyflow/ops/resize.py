@@ -19,8 +19,10 @@ import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
-from ..nodes import Operation
+from ..nodes import Node, Operation
+from ..shapes import shapes_compatible
 from .registry import register_gradient
+from .shape_ops import known_entries
 
 MODES = ("nearest", "linear", "cubic")
 COORDINATES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize",
@@ -149,6 +151,14 @@ class ResizeOperation(Operation):
         if rank is None:
             check.fail("sizes" if scales is None else "scales", sizes if scales is None else scales,
                        "needs an input of known rank", "give the input a shape")
+        self.size_entries = None  # a sizes vector node: its entries as far as they are known when built
+        if isinstance(sizes, Node) or getattr(sizes, "graph", False) is None:  # a graph node or an eager Tensor
+            if not shapes_compatible(sizes.shape, (rank,)) or np.dtype(sizes.dtype).kind not in "iu":
+                check.fail("sizes", sizes, f"is not an int vector of {rank} sizes (shape {sizes.shape}, {sizes.dtype})",
+                           f"pass {rank} sizes, one per axis")
+            self.size_entries = (known_entries(sizes) if isinstance(sizes, Node) and sizes.shape == (rank,) else
+                                 [None] * rank)
+            sizes = None
         self.sizes = None if sizes is None else self._per_axis(check, "sizes", sizes, rank, self._size)
         self.scales = None if scales is None else self._per_axis(check, "scales", scales, rank, self._scale)
         self.mode = self._choice(check, "mode", mode, MODES)
@@ -162,7 +172,7 @@ class ResizeOperation(Operation):
             check.fail("antialias", antialias, "does not go with mode 'nearest'", "use mode 'linear' or 'cubic'")
         self.keep_aspect_ratio_policy = self._choice(check, "keep_aspect_ratio_policy", keep_aspect_ratio_policy,
                                                      ASPECT_POLICIES)
-        if self.keep_aspect_ratio_policy != "stretch" and self.sizes is None:
+        if self.keep_aspect_ratio_policy != "stretch" and self.sizes is None and self.size_entries is None:
             check.fail("keep_aspect_ratio_policy", keep_aspect_ratio_policy, "needs sizes", "pass sizes, not scales")
         self.extrapolation_value = check.number("extrapolation_value", extrapolation_value)
         self.roi = None
@@ -199,24 +209,35 @@ class ResizeOperation(Operation):
             check.fail(argument, value, f"has no entry for each of the {rank} axes", f"pass {rank} entries")
         return tuple(each(check, v) for v in items)
 
-    def resized(self, shape):
-        """[(axis, in size, out size, scale)] of the axes that change, for an input of this (known) shape."""
+    @property
+    def dynamic(self):
+        """True when the sizes are a vector node read at run time (the op's last input)."""
+        return self.size_entries is not None
+
+    def resized(self, shape, sizes=None):
+        """[(axis, in size, out size, scale)] of the axes that change, for an input of this (known) shape; `sizes`:
+        the run-time sizes vector of a dynamic resize."""
         if self.scales is not None:
             plan = [(a, n, int(np.floor(n * s)), s) for a, (n, s) in enumerate(zip(shape, self.scales))]
         else:
-            targets = [n if t is None else t for n, t in zip(shape, self.sizes)]
+            wanted = self.sizes if sizes is None else [int(t) for t in sizes]
+            targets = [n if t is None else t for n, t in zip(shape, wanted)]
             scales = [t / n if n else 1.0 for n, t in zip(shape, targets)]
             if self.keep_aspect_ratio_policy != "stretch":
-                chosen = [s for s, t in zip(scales, self.sizes) if t is not None]
+                chosen = [s for s, t in zip(scales, wanted) if t is not None]
                 scale = min(chosen) if self.keep_aspect_ratio_policy == "not_larger" else max(chosen)
-                scales = [1.0 if t is None else scale for t in self.sizes]
-                targets = [n if t is None else int(scale * n + 0.5) for n, t in zip(shape, self.sizes)]
+                scales = [1.0 if t is None else scale for t in wanted]
+                targets = [n if t is None else int(scale * n + 0.5) for n, t in zip(shape, wanted)]
             plan = list(zip(range(len(shape)), shape, targets, scales))
         return [(a, n, o, s) for a, n, o, s in plan
                 if not (o == n and math.isclose(s, 1.0) and (self.roi is None or self.roi[a] == (0.0, 1.0)))]
 
     def out_shape(self, shape):
         """The output shape for an input shape (None dims stay unknown where they matter)."""
+        if self.dynamic:
+            if self.keep_aspect_ratio_policy != "stretch":
+                return (None,) * len(shape)
+            return tuple(self.size_entries)
         if self.scales is not None:
             return tuple(None if n is None else int(np.floor(n * s)) for n, s in zip(shape, self.scales))
         if self.keep_aspect_ratio_policy == "stretch" or None not in shape:
@@ -233,9 +254,13 @@ class ResizeOperation(Operation):
                                     self.nearest_mode, self.cubic_coeff_a, self.exclude_outside, self.antialias,
                                     None if self.roi is None else self.roi[axis])
 
+    def sizes_argument(self):
+        """The sizes to build another op of this resize with: the tuple, or the sizes vector node."""
+        return self.inputs[-1] if self.dynamic else self.sizes
+
     def attributes(self):
         """The resize's arguments, to build its gradient ops."""
-        return dict(sizes=self.sizes, scales=self.scales, mode=self.mode,
+        return dict(sizes=self.sizes_argument(), scales=self.scales, mode=self.mode,
                     coordinate_transformation_mode=self.coordinate_transformation_mode,
                     nearest_mode=self.nearest_mode, cubic_coeff_a=self.cubic_coeff_a,
                     exclude_outside=self.exclude_outside, antialias=self.antialias, roi=self.roi,
@@ -244,7 +269,8 @@ class ResizeOperation(Operation):
 
 
 class Resize(ResizeOperation):
-    """x resized to `sizes` (None keeps an axis) or by `scales` (out = ⌊in·scale⌋), one interpolation matrix M per
+    """x resized to `sizes` (None keeps an axis; or an int vector node read at run time) or by `scales`
+    (out = ⌊in·scale⌋), one interpolation matrix M per
     resized axis (see the module docstring): y = M_k ⋯ M_1 x.  Gradient: M_1ᵀ ⋯ M_kᵀ g (ResizeGrad).
     """
 
@@ -254,11 +280,11 @@ class Resize(ResizeOperation):
         self._set_resize(Arguments(self, name, x), rank_of(x), sizes, scales, mode, coordinate_transformation_mode,
                          nearest_mode, cubic_coeff_a, exclude_outside, antialias, roi, extrapolation_value,
                          keep_aspect_ratio_policy)
-        super().__init__(x, name=name)
+        super().__init__(x, *([sizes] if self.dynamic else []), name=name)
 
-    def compute(self, x):
+    def compute(self, x, *sizes):
         y = x.astype(np.float64)
-        for axis, size, out, scale in self.resized(x.shape):
+        for axis, size, out, scale in self.resized(x.shape, *sizes):
             matrix, outside = self.matrix(axis, size, out, scale)
             y = _along(matrix, y, axis)
             if outside is not None:
@@ -267,10 +293,13 @@ class Resize(ResizeOperation):
             y = np.clip(np.rint(y), np.iinfo(x.dtype).min, np.iinfo(x.dtype).max)
         return y.astype(x.dtype)
 
-    def infer_shape(self, x_shape):
+    def infer_shape(self, x_shape, *sizes_shape):
         if x_shape is None:
             raise ShapeError("needs an input of known rank")
         return self.out_shape(x_shape)
+
+    def infer_dtype(self, x, *sizes):
+        return x
 
 
 class ResizeGrad(ResizeOperation):
@@ -282,30 +311,30 @@ class ResizeGrad(ResizeOperation):
         self._set_resize(Arguments(self, name, grad, x), rank_of(x), sizes, scales, mode,
                          coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, antialias, roi,
                          extrapolation_value, keep_aspect_ratio_policy)
-        super().__init__(grad, x, name=name)
+        super().__init__(grad, x, *([sizes] if self.dynamic else []), name=name)
 
-    def compute(self, grad, x):
+    def compute(self, grad, x, *sizes):
         g = grad.astype(np.float64)
-        for axis, size, out, scale in reversed(self.resized(x.shape)):
+        for axis, size, out, scale in reversed(self.resized(x.shape, *sizes)):
             g = _along(self.matrix(axis, size, out, scale)[0].T, g, axis)  # extrapolated rows are zero in M
         return g.astype(grad.dtype)
 
-    def infer_shape(self, grad_shape, x_shape):
+    def infer_shape(self, grad_shape, x_shape, *sizes_shape):
         return x_shape
 
-    def infer_dtype(self, grad, x):
+    def infer_dtype(self, grad, x, *sizes):
         return grad
 
 
 @register_gradient(Resize)
 def _resize_grad(op, grad):
-    return [ResizeGrad(grad, op.inputs[0], **op.attributes())]
+    return [ResizeGrad(grad, op.inputs[0], **op.attributes())] + [None] * op.dynamic
 
 
 @register_gradient(ResizeGrad)
 def _resize_grad_grad(op, grad):
     # ResizeGrad is linear in g: its adjoint is Resize without the constant the crop mode writes outside its region
-    return [Resize(grad, **dict(op.attributes(), extrapolation_value=0.0)), None]
+    return [Resize(grad, **dict(op.attributes(), extrapolation_value=0.0)), None] + [None] * op.dynamic
 
 
 # ------------------------------------------------------------ the public function

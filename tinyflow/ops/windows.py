@@ -12,7 +12,7 @@ inference, the numpy kernels and the C and OpenCL geometry (backends/kernel_code
 """
 import numpy as np
 
-from ..arguments import Arguments, rank_of
+from ..arguments import rank_of
 from ..errors import ShapeError
 from ..nodes import Operation
 
@@ -135,8 +135,3 @@ class WindowOperation(Operation):
                              f"{x_shape} with padding {self.padding}; use a smaller kernel or more padding")
         return out
 
-
-def window_arguments(op, name, inputs, kernel_argument, kernel):
-    """An Arguments check for `op` and the number of spatial axes its window has."""
-    check = Arguments(op, name, *inputs)
-    return check, spatial_rank(check, kernel_argument, kernel, *inputs)
