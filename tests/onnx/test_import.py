@@ -240,3 +240,21 @@ def test_a_range_of_run_time_length_indexes_an_embedding(backend):
     for n in (1, 4):
         x = np.ones((3, n, 2), np.float32)
         np.testing.assert_array_equal(prog({"x": x}, backend=backend)["y"], x + table[:n])
+
+
+def test_a_resize_to_sizes_computed_at_run_time_runs_and_differentiates(backend):
+    """Nearest upsampling to twice the (unknown) input size: the sizes vector is read when the graph runs."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Mul", ["s", "scale"], ["sizes"], name="double"),
+             helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest", name="resize")]
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 1, "h", "w"])], [("y", TensorProto.FLOAT, None)],
+                       [("scale", np.array([1, 1, 2, 2], np.int64))])
+    prog = tfl.onnx.load(model)
+    x = prog.inputs["x"]
+    (grad,) = tfl.gradients(tfl.reduce_sum(prog.outputs["y"]), [x])
+    with tfl.Session(backend=backend) as sess:
+        for h, w in ((2, 3), (1, 4)):
+            data = np.arange(h * w, dtype=np.float32).reshape(1, 1, h, w)
+            y, dx = sess.run([prog.outputs["y"], grad], {x: data})
+            np.testing.assert_array_equal(y, data.repeat(2, axis=2).repeat(2, axis=3))
+            np.testing.assert_array_equal(dx, np.full_like(data, 4.0))

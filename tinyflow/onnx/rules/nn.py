@@ -288,8 +288,12 @@ def import_resize(ctx, node):
         return full
     scales = sizes = None
     if sizes_input is not None and ctx.has_input(sizes_input) and np.size(ctx.input_shape(sizes_input) or (1,)):
-        known = ctx.static(sizes_input, "sizes")
-        sizes = per_axis([int(v) for v in known.reshape(-1)], None)
+        known = ctx.value(sizes_input)
+        if known is None and len(axes) == rank:  # sizes computed at run time: the op reads the vector then
+            sizes = ops.cast(ctx.input(sizes_input), np.int64)
+        else:
+            known = ctx.static(sizes_input, "sizes") if known is None else known
+            sizes = per_axis([int(v) for v in known.reshape(-1)], None)
     elif scales_input is not None and ctx.has_input(scales_input):
         scales = per_axis([float(v) for v in ctx.static(scales_input, "scales").reshape(-1)], 1.0)
     elif ctx.has_attr("scales"):  # Upsample before opset 9
