@@ -118,6 +118,24 @@ def test_value_and_gradient_equal_torch(tfl_fn, torch_fn, inputs):
         np.testing.assert_allclose(got, t.grad.numpy(), rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("mode", ["eager", "to_static"])
+@pytest.mark.parametrize("tfl_fn, torch_fn, inputs", ROWS)
+def test_eager_and_to_static_value_and_gradient_equal_torch(mode, tfl_fn, torch_fn, inputs):
+    """The same public functions on eager Tensors, and traced by to_static, backpropagated by Tensor.backward()."""
+    tensors = [tfl.tensor(v, requires_grad=v.dtype.kind == "f", dtype=v.dtype) for v in inputs]
+    out = (tfl_fn if mode == "eager" else tfl.jit.to_static(tfl_fn))(*tensors)
+    assert isinstance(out, tfl.Tensor)
+    projection = np.random.default_rng(0).standard_normal(out.shape)
+    (out * projection).sum().backward()
+
+    expected_in = [torch.tensor(v, requires_grad=v.dtype.kind == "f") for v in inputs]
+    expected = torch_fn(*expected_in)
+    (expected * torch.tensor(projection)).sum().backward()
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-6, atol=1e-9)
+    for got, t in zip([x for x in tensors if x.requires_grad], [t for t in expected_in if t.requires_grad]):
+        np.testing.assert_allclose(got.grad, t.grad.numpy(), rtol=1e-6, atol=1e-9)
+
+
 # the differentiable forward ops added for ONNX import (their backward ops are checked through them)
 ONNX_ROUND_OPS = {"Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Erf", "Mod", "Clip", "ReduceMin", "ReduceProd",
                   "ReduceLogSumExp"}

@@ -126,11 +126,22 @@ def test_graph_value_and_gradient_equal_torch(tfl_fn, torch_fn, inputs):
     check(value, grad_values, *torch_values(torch_fn, inputs, projection))
 
 
+@pytest.mark.parametrize("mode", ["eager", "to_static"])
 @pytest.mark.parametrize("tfl_fn, torch_fn, inputs", ROWS[::3])
-def test_eager_value_and_gradient_equal_torch(tfl_fn, torch_fn, inputs):
+def test_eager_and_to_static_value_and_gradient_equal_torch(mode, tfl_fn, torch_fn, inputs):
     tensors = [tfl.tensor(v, requires_grad=True) for v in inputs]
-    out = tfl_fn(*tensors)
+    out = (tfl_fn if mode == "eager" else tfl.jit.to_static(tfl_fn))(*tensors)
     projection = np.random.default_rng(0).standard_normal(out.shape)
     (out * projection).sum().backward()
     grads = [t.grad if t.grad is not None else np.zeros_like(v) for t, v in zip(tensors, inputs)]
     check(out.numpy(), grads, *torch_values(torch_fn, inputs, projection))
+
+
+NN_MODULES = ("tinyflow.ops.conv", "tinyflow.ops.pooling", "tinyflow.ops.normalization", "tinyflow.ops.resize",
+              "tinyflow.nn.batchnorm")
+
+
+def test_every_public_nn_function_has_a_torch_row():
+    public = {n for n in tfl.__all__ if getattr(getattr(tfl, n), "__module__", None) in NN_MODULES}
+    rows = {p.id.split("-")[0] for p in ROWS}
+    assert public and public - rows == set(), f"add a row comparing these with torch: {sorted(public - rows)}"
