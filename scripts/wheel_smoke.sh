@@ -20,6 +20,14 @@ tar --exclude=./build --exclude=./dist --exclude='*.egg-info' --exclude=.git --e
 wheel=$(ls "$work"/dist/tinyflow-*.whl)
 kernels=$("$PYTHON" -c "import sys, zipfile; print(sum(n.endswith('.cl') for n in zipfile.ZipFile(sys.argv[1]).namelist()))" "$wheel")
 echo "wheel: $(basename "$wheel"): $kernels OpenCL kernel files"
+# the explorer inlines the vendored dagre: the wheel ships it with its licence
+"$PYTHON" - "$wheel" <<'PY'
+import sys, zipfile
+names = set(zipfile.ZipFile(sys.argv[1]).namelist())
+needed = {f"tinyflow/viz/explorer/static/{n}" for n in ("dagre.min.js", "dagre.LICENSE", "explorer.js", "explorer.css")}
+needed |= {"tinyflow/board/static/board.js", "tinyflow/board/static/board.css"}
+assert needed <= names, f"the wheel lacks {sorted(needed - names)}"
+PY
 
 "$PYTHON" -m venv --system-site-packages "$work/venv"
 env -u PYTHONPATH "$work/venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation \

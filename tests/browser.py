@@ -77,7 +77,10 @@ def used_artifacts_dir():
 def screenshot(driver, name):
     """Save a PNG of the window as an artefact; returns its path."""
     path = os.path.join(artifacts_dir(), f"{name}.png")
-    driver.save_screenshot(path)
+    if not driver.save_screenshot(path):
+        raise AssertionError(f"the browser saved no screenshot to {path}")
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
     return path
 
 

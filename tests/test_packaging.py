@@ -27,3 +27,17 @@ def test_setup_ships_every_kernel_file():
     setup = (ROOT / "setup.py").read_text()
     assert '"tinyflow.opencl_kernels": "ckernels/opencl"' in setup and '"tinyflow.opencl_kernels": ["*.cl"]' in setup
     assert "recursive-include ckernels *.c *.h *.cl *.py" in (ROOT / "MANIFEST.in").read_text()
+
+
+def test_the_explorer_ships_its_layout_library_with_its_licence():
+    """dagre (vendored, MIT) and the pages' own script and styles are package data, in the wheel and the sdist."""
+    static = ROOT / "tinyflow" / "viz" / "explorer" / "static"
+    assert {"dagre.min.js", "dagre.LICENSE", "explorer.js", "explorer.css"} <= {p.name for p in static.iterdir()}
+    licence = (static / "dagre.LICENSE").read_text()
+    assert "MIT" in licence or "Permission is hereby granted, free of charge" in licence
+    assert "Chris Pettitt" in licence
+    setup = (ROOT / "setup.py").read_text()
+    assert '"tinyflow.viz.explorer": ["static/*"]' in setup and '"tinyflow.board": ["static/*"]' in setup
+    manifest = (ROOT / "MANIFEST.in").read_text()
+    assert "recursive-include tinyflow/viz/explorer/static *" in manifest
+    assert "recursive-include tinyflow/board/static *" in manifest

@@ -215,9 +215,12 @@ def test_the_explorer_tutorial_writes_its_pages_as_artefacts():
     import json
 
     import browser
-    executed(TUTORIALS / "13_explorer_and_board.ipynb")
+    nb = executed(TUTORIALS / "13_explorer_and_board.ipynb")
+    inline = [str(o["data"]["text/html"]) for o in outputs(nb) if "text/html" in o.get("data", {})]
+    assert any(h.startswith("<iframe srcdoc=") and "tinyflow-data" in h for h in inline)  # shown in the notebook
     folder = pathlib.Path(browser.artifacts_dir()) / "tutorials" / "13_explorer_and_board"
     pages = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.html")}
     assert {"mlp_explorer.html", "diamond_explorer.html", "plan_explorer.html", "graph.html"} <= set(pages)
     data = json.loads(re.search(r'id="tinyflow-data">(.*?)</script>', pages["mlp_explorer.html"], re.S).group(1))
     assert data["backprop_order"][0] == "loss" and all(n["value"] is not None for n in data["nodes"])
+    assert all(re.fullmatch(r"cell \d+, line \d+", n["site"]) for n in data["nodes"])  # a notebook's creation sites

@@ -178,3 +178,33 @@ def test_ten_thousand_nodes_open_in_under_three_seconds(chromium, tmp_path):
     css(chromium, '.node[data-name="block42/Tanh_4"]').click()
     assert css(chromium, '#panel [data-field="op"]').text == "Tanh"
     browser.screenshot(chromium, "explorer_10000_nodes")
+
+
+def test_the_page_lays_the_graph_out_without_graphviz_and_the_buttons_step(chromium, tmp_path, monkeypatch):
+    """No `dot` on the PATH (a user without root): the page still lays out every node, with the vendored dagre."""
+    import shutil
+    monkeypatch.setenv("PATH", str(tmp_path))  # the browser and its driver are already running
+    assert shutil.which("dot") is None
+    a = tfl.Variable(np.array([1.0, 2.0]), name="a")
+    loss = tfl.reduce_sum(tfl.tanh(a * 3.0) + a, name="loss")
+    page = tfl.viz.explore(loss, path=tmp_path / "no_dot.html")
+    open_page(chromium, page.path)
+    boxes = chromium.execute_script(
+        "return Array.from(document.querySelectorAll('.node')).map(function (e) {"
+        "  var r = e.getBoundingClientRect(); return [e.getAttribute('data-name'), r.x, r.y, r.width, r.height]; })")
+    assert {b[0] for b in boxes} == {n["name"] for n in page.data["nodes"]}
+    assert all(w > 0 and h > 0 for _, _, _, w, h in boxes)
+    assert len({(round(x), round(y)) for _, x, y, _, _ in boxes}) == len(boxes)  # no two nodes on one spot
+    y = {name: top for name, _, top, _, _ in boxes}
+    assert y["a"] != y["loss"]  # ranked: inputs and the loss on different rows
+    css(chromium, "#step-next").click()
+    css(chromium, "#step-next").click()
+    assert status(chromium) == ("forward", page.data["forward_order"][1])
+    css(chromium, "#step-prev").click()
+    assert status(chromium) == ("forward", page.data["forward_order"][0])
+    current = chromium.find_elements("css selector", ".node.current")  # the step's node is highlighted
+    assert [e.get_attribute("data-name") for e in current] == [page.data["forward_order"][0]]
+    css(chromium, "#step-last").click()
+    assert status(chromium) == ("backprop", page.data["backprop_order"][-1])
+    browser.screenshot(chromium, "explorer_without_dot")
+    assert not browser.severe_console_errors(chromium)

@@ -169,3 +169,13 @@ def test_jupyter_shows_the_page_inline_in_a_frame(tmp_path):
     page = tfl.viz.explore(loss, path=tmp_path / "g.html")
     shown = page._repr_html_()
     assert shown.startswith("<iframe srcdoc=") and "tinyflow-data" in shown and "<script" not in shown
+
+
+def test_the_readme_shows_screenshots_of_the_explorer_and_the_board():
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for picture in ("docs/explorer.png", "docs/board.png"):
+        assert re.search(rf"!\[[^\]]+\]\({re.escape(picture)}\)", readme), picture
+        data = (root / picture).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, picture
