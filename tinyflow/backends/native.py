@@ -1,11 +1,6 @@
 """Access to the compiled C kernel library (built by setup.py from ckernels/), if it was built."""
 import os
 
-from .kernel_codes import ENUMS
-
-# TINYFLOW_NUM_THREADS / OMP_NUM_THREADS above this are clamped to it (declared once, in tinyflow_kernels.h)
-MAX_THREADS = ENUMS["tf_limits"]["TF_MAX_THREADS"]
-
 
 def _load():
     """The compiled module: TINYFLOW_CKERNELS_PATH (a special build, e.g. with sanitizers) or the installed one."""
@@ -34,6 +29,18 @@ try:
 except ImportError as err:  # an install without a compiler, a source tree never built, a bad path
     ffi = lib = None
     IMPORT_ERROR = err
+
+
+def _max_threads():
+    if lib is not None:  # the library's copy of the enum (an installed wheel has no header to parse)
+        return lib.TF_MAX_THREADS
+    # kernel_codes is imported here, not at the top: without the header it reads the codes from this module
+    from .kernel_codes import ENUMS
+    return ENUMS["tf_limits"]["TF_MAX_THREADS"]
+
+
+# TINYFLOW_NUM_THREADS / OMP_NUM_THREADS above this are clamped to it (declared once, in tinyflow_kernels.h)
+MAX_THREADS = _max_threads()
 
 
 def is_built():
