@@ -22,6 +22,7 @@ from tinyflow.ops.pad import PadGrad
 from tinyflow.ops.pooling import AvgPoolGrad, MaxPoolGather, MaxPoolGrad
 from tinyflow.ops.reductions import ExpandReduced, ProdOfOthers
 from tinyflow.ops.resize import Resize, ResizeGrad
+from tinyflow.ops.runtime_slice import RuntimeSlice, RuntimeSliceGrad
 from tinyflow.ops.shape_ops import ReshapeTo, TileGrad
 from tinyflow.ops.softmax import LogSoftmaxGrad, SoftmaxGrad
 from tinyflow.ops.unary_ops import Cast
@@ -132,6 +133,11 @@ CASES = {
     "Reshape": [case(lambda a: tfl.reshape(a, (4, -1)), normal(2, 6)), case(lambda a: tfl.reshape(a, (6,)), normal(2, 3))],
     "ReshapeTo": [case(tfl.reshape, normal(2, 6), np.array([3, -1])),
                   case(lambda x, s: ReshapeTo(x, s, allowzero=False), normal(2, 6), np.array([0, -1, 2]))],
+    "RuntimeSlice": [case(lambda x, s, e: RuntimeSlice(x, s, e, (0, -1), (1, -2)), normal(4, 5), np.array([1, -1]),
+                          np.array([3, -9])),
+                     case(lambda x, s, e: RuntimeSlice(x, s, e, (1,)), normal(2, 6), np.array([2]), np.array([99]))],
+    "RuntimeSliceGrad": [case(lambda g, x, s, e: RuntimeSliceGrad(g, x, s, e, (1,), (2,)), normal(3, 2), normal(3, 4),
+                              np.array([0]), np.array([4]))],
     "ExpandTo": [case(tfl.expand, normal(3, 1), np.array([2, 3, 4])), case(tfl.expand, normal(2, 3), np.array([1, 3]))],
     "ReshapeLike": [case(ReshapeLike, normal(2, 6), normal(3, 4))],
     "Transpose": [case(tfl.transpose, normal(2, 3)), case(lambda a: tfl.transpose(a, (1, 2, 0)), normal(2, 3, 4))],

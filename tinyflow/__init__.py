@@ -18,6 +18,7 @@ from .ops import (abs, add, add_n, argmax, avg_pool2d, assign, assign_add, assig
                   square, stop_gradient, subtract, tanh, transpose, where, zeros_like)
 from .ops import (ceil, clip, cos, elu, erf, floor, fmod, gelu, hard_sigmoid, hard_swish, logical_and, logical_not,
                   logical_or, logical_xor, mod, prelu, reciprocal, selu, sin, softsign)
+from .ops import fill, shape, size
 from .ops import (argmin, broadcast_to, einsum, expand, flatten, gather, norm, pad, reduce_logsumexp, reduce_min,
                   reduce_prod, split, squeeze, stack, take_along_axis, tile, topk, tril, triu, unsqueeze)
 from .ops import (avg_pool1d, avg_pool3d, conv1d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
@@ -58,6 +59,7 @@ __all__ = [
     "conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d", "global_avg_pool", "global_max_pool",
     "layer_norm", "batch_norm", "instance_norm", "group_norm", "interpolate",
+    "shape", "size", "fill",
     # autodiff, running, state
     "gradients", "register_gradient", "not_differentiable", "Session",
     "save_variables", "load_variables", "set_seed",

@@ -1,4 +1,5 @@
-"""The `tinyflow` command: `info`, `demo boston`, `launch -n 2 script.py`, `board runs/`, `cache info|clear`, ..."""
+"""The `tinyflow` command: `info`, `demo boston`, `launch -n 2 script.py`, `board runs/`, `cache info|clear`,
+`onnx show model.onnx [-o graph.svg]`, ..."""
 import argparse
 import platform
 import sys
@@ -31,6 +32,12 @@ def info():
             print(f"  {index}: {platform_name} / {device_name} ({device.max_compute_units} compute units, {fp64})")
     else:
         print(f"OpenCL: not available: {opencl_runtime.why_unavailable()}")
+    try:
+        import onnx
+        print(f"ONNX: onnx {onnx.__version__} (import: opsets 1-{onnx.defs.onnx_opset_version()}, "
+              f"{len(tfl.onnx.rules.IMPORTS)} ops; export: opset {tfl.onnx.OPSET})")
+    except ImportError:
+        print("ONNX: not available: the onnx package is not installed (pip install onnx)")
     try:
         print(f"MPI: {tfl.distributed.library_version()}  (tinyflow launch -n N script.py)")
     except tfl.TinyflowError as err:
@@ -103,7 +110,14 @@ def main(argv=None):
                        help="default: 6006, or the next free port after it; 0: any free port")
     board.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     _add_teaching_commands(sub)
+    onnx_tools = sub.add_parser("onnx", help="look inside an ONNX model").add_subparsers(dest="tool", required=True)
+    show = onnx_tools.add_parser("show", help="print a model's inputs, outputs, op counts and parameters; "
+                                              "-o draws its graph as tinyflow imports it")
+    show.add_argument("model", help="the .onnx file")
+    show.add_argument("-o", "--output", default=None, help="write the picture of the graph here (.svg, .png, .pdf)")
     args = parser.parse_args(argv)
+    if args.command == "onnx":
+        return _onnx_show(args.model, args.output)
     if args.command == "board":
         from tinyflow.board.server import BoardError, main as serve_board
         try:
@@ -145,6 +159,25 @@ def _add_teaching_commands(sub):
     grade.add_argument("--source", default=None, help="the teacher's assignments folder holding the official tests")
     grade.add_argument("--json", default=None,
                        help="where to write the JSON report (default: grade-<assignment>.json; '-' prints it instead)")
+
+
+def _onnx_show(model, picture=None):
+    """`tinyflow onnx show model.onnx [-o graph.svg]`: import the model, print its summary, draw it."""
+    import tinyflow as tfl
+    try:
+        prog = tfl.onnx.load(model, graph=tfl.Graph())
+    except tfl.TinyflowError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"{model}: {prog.summary()}")
+    if picture:
+        try:
+            path = tfl.viz.render(list(prog.outputs.values()), picture)
+        except tfl.TinyflowError as err:
+            print(f"error: cannot draw the graph: {err}", file=sys.stderr)
+            return 1
+        print(f"graph drawn to {path}")
+    return 0
 
 
 def _teaching(args):

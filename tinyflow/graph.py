@@ -72,6 +72,11 @@ class Graph:
             self._roles.pop()
 
     @property
+    def current_scope(self):
+        """The name scope of nodes created right now: "" at the top, else e.g. "layer1/dense/"."""
+        return self._scope
+
+    @property
     def current_role(self):
         """The role given to nodes created right now."""
         return self._roles[-1]
@@ -122,6 +127,16 @@ class Graph:
         from .nodes.variable import Variable
         return [n for n in self.nodes
                 if isinstance(n, Variable) and (n.trainable or not trainable_only)]
+
+    def discard_nodes_from(self, index):
+        """Forget the nodes created at position `index` and later (what a failed import built), and their names."""
+        discarded = set(self.nodes[index:])
+        for node in discarded:
+            self._by_name.pop(node.name, None)
+            self._used_names.discard(node.name)
+        for node in self.nodes[:index]:
+            node.consumers[:] = [c for c in node.consumers if c not in discarded]
+        del self.nodes[index:]
 
     def _add(self, node, name):
         """Register a new node and return its unique, scoped name."""

@@ -16,6 +16,7 @@ from ..nodes import OP_TYPES, Node
 
 # (op type or "*", parameter) -> the attribute holding it, for names a Node already uses or ops rename
 ALIASES = {("Reshape", "shape"): "target", ("BroadcastTo", "shape"): "target", ("Cast", "dtype"): "target_dtype",
+           ("Fill", "dtype"): "fill_dtype",
            ("*", "kernel_size"): "kernel"}
 _NODE_PROPERTIES = {"shape", "dtype", "name", "inputs", "graph", "consumers", "op_type"}
 # constructor parameters that hold input nodes (a list or *args), not attributes

@@ -17,6 +17,8 @@ from .random_ops import dropout
 from .reductions import (argmax, argmin, norm, reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod,
                          reduce_sum)
 from .resize import interpolate
+from .runtime_shapes import fill, shape, size
+from .runtime_slice import runtime_slice
 from .shape_ops import broadcast_to, expand, flatten, split, squeeze, stack, tile, unsqueeze
 from .softmax import log_softmax, softmax
 from .state_ops import assign, assign_add, assign_sub, group

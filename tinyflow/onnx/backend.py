@@ -1,0 +1,95 @@
+"""tinyflow as an ONNX backend (onnx.backend.base.Backend), the interface ONNX's conformance cases run on.
+
+    from tinyflow.onnx.backend import TinyflowBackend
+    rep = TinyflowBackend.prepare(model, backend="c")     # tinyflow's backend: "numpy", "c", "opencl"
+    outputs = rep.run([x, y])                              # a tuple in the model's output order
+
+Shapes, axes and pads are static in tinyflow graphs, while ONNX passes them as tensors; in a
+model they are constants or initializers, but a conformance case feeds them as graph inputs.
+The backend then imports the model with those inputs fixed to the values given
+(tfl.onnx.load(..., constants=...)), once per distinct value, and runs the rest as usual.
+"""
+import numpy as np
+
+from ..graph import Graph
+from .importer import NeedsConstantInput, load
+
+
+def _backend_module():
+    from onnx.backend.base import Backend, BackendRep
+    return Backend, BackendRep
+
+
+_Backend, _BackendRep = _backend_module()
+
+
+class TinyflowRep(_BackendRep):
+    """A prepared model: imported on the first run (again for other values of inputs it must fix)."""
+
+    def __init__(self, model, backend=None):
+        self.model, self.backend = model, backend
+        initializers = {t.name for t in model.graph.initializer}
+        self.input_names = [v.name for v in model.graph.input if v.name not in initializers]
+        self.output_names = [v.name for v in model.graph.output]
+        self._fixed = []         # names of graph inputs the import needs as constants
+        self._programs = {}      # their values -> program
+
+    def program(self, feeds):
+        """The imported program for these feeds (the inputs it must fix taken from them)."""
+        while True:
+            constants = {name: np.asarray(feeds[name]) for name in self._fixed}
+            key = tuple((name, v.dtype.str, v.shape, v.tobytes()) for name, v in constants.items())
+            if key in self._programs:
+                return self._programs[key]
+            try:
+                program = load(self.model, constants=constants, graph=Graph())
+            except NeedsConstantInput as err:
+                if err.input_name in self._fixed or err.input_name not in feeds:
+                    raise
+                self._fixed.append(err.input_name)
+                continue
+            self._programs[key] = program
+            return program
+
+    def run(self, inputs, **kwargs):
+        """Outputs (a tuple, in the model's order) for inputs given as a list (model order) or a dict."""
+        feeds = dict(inputs) if isinstance(inputs, dict) else dict(zip(self.input_names, inputs))
+        program = self.program(feeds)
+        values = program({k: v for k, v in feeds.items() if k in program.inputs}, backend=self.backend)
+        return tuple(values[name] for name in self.output_names)
+
+
+class TinyflowBackend(_Backend):
+    """The ONNX backend interface over tinyflow; `backend=` picks tinyflow's own backend (numpy, c, opencl)."""
+
+    @classmethod
+    def prepare(cls, model, device="CPU", backend=None, **kwargs):
+        if not cls.supports_device(device):
+            raise ValueError(f"tinyflow's ONNX backend runs on the CPU device, not {device!r}")
+        return TinyflowRep(model, backend=backend)
+
+    @classmethod
+    def run_node(cls, node, inputs, device="CPU", outputs_info=None, backend=None, **kwargs):
+        """Run one NodeProto on a list of numpy inputs (a one-node model is made around it)."""
+        from onnx import helper
+        present = [name for name in node.input if name]
+        values = [np.asarray(v) for v in inputs]
+        graph = helper.make_graph(
+            [node], "run_node",
+            [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+             for n, v in zip(present, values)],
+            [helper.make_empty_tensor_value_info(n) for n in node.output if n])
+        opset = kwargs.get("opset_version")
+        extra = {"opset_imports": [helper.make_opsetid("", opset)]} if opset else {}
+        model = helper.make_model(graph, **extra)
+        return cls.prepare(model, device, backend=backend).run(values)
+
+    @classmethod
+    def supports_device(cls, device):
+        return device.upper() == "CPU"
+
+
+prepare = TinyflowBackend.prepare
+run_model = TinyflowBackend.run_model
+run_node = TinyflowBackend.run_node
+supports_device = TinyflowBackend.supports_device

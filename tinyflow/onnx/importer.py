@@ -1,0 +1,552 @@
+"""tfl.onnx.load: an ONNX model as a tinyflow graph made of tinyflow's own ops, so it runs, draws and trains.
+
+    prog = tfl.onnx.load("model.onnx")          # or an onnx.ModelProto, or the file's bytes
+    prog.inputs, prog.outputs                    # ONNX name -> Placeholder / node, in the model's order
+    prog({"x": x})                               # ONNX output name -> numpy array
+
+The walk: read and check the whole model first (model_file.py: file, opsets, names, cycles, an
+import rule for every op), then build in the model's topological order: graph inputs become
+Placeholders (symbolic dims None), float initializers Variables (trainable unless told otherwise),
+other initializers and Constant nodes constants, and each node the tinyflow ops its rule
+(rules/) builds. A node's tinyflow name is the ONNX node's name: "/layer1/conv/Conv" becomes the
+node "Conv" in the name scope "layer1/conv", so pictures draw the model's modules as clusters.
+Values known at import time (initializers that are not parameters, Constants, shapes of
+static shapes) are propagated: a node whose inputs are all known is computed on the spot.
+"""
+import collections
+
+import numpy as np
+
+from ..errors import ArgumentError, FeedError, TinyflowError
+from ..graph import Graph, get_default_graph
+from ..nodes import Constant, Node, Placeholder, Variable
+from ..shapes import shapes_compatible
+from .dtypes import numpy_dtype, onnx_type_name
+from .errors import OnnxImportError
+from .model_file import GraphCheck, default_opset, describe, onnx_module, read_model, tensor_to_array
+from .rules import IMPORTS
+from .storage_types import held_dtype, narrow_dtype, to_held
+
+_REQUIRED = object()
+
+
+class NeedsConstantInput(OnnxImportError):
+    """A rule needs the value of a graph input while importing (e.g. the `shape` of Reshape fed as an input)."""
+
+    def __init__(self, message, input_name):
+        super().__init__(message, unsupported=True)
+        self.input_name = input_name
+
+
+class _Value:
+    """One ONNX value: its tinyflow node once made, its array when known at import time."""
+
+    __slots__ = ("name", "node", "array", "parameter", "missing", "narrow")
+
+    def __init__(self, name, node=None, array=None, parameter=False, missing=None, narrow=None):
+        self.name, self.node, self.array, self.parameter, self.missing = name, node, array, parameter, missing
+        self.narrow = narrow  # the ONNX code of a narrow type whose values this holds (storage_types.py), or None
+        if array is not None:
+            array.flags.writeable = False  # shared by every rule that reads it
+
+
+class _Scope:
+    """The values of one ONNX graph; a subgraph's scope reads its parent's (If branches, Loop bodies)."""
+
+    def __init__(self, parent=None):
+        self.parent, self.values = parent, {}
+
+    def lookup(self, name):
+        scope = self
+        while scope is not None:
+            value = scope.values.get(name)
+            if value is not None:
+                return value
+            scope = scope.parent
+        raise KeyError(name)  # GraphCheck made sure every name read is defined
+
+
+class ImportContext:
+    """What an import rule sees of its node: inputs as nodes or known values, attributes, opset, errors.
+
+    The rule API is documented in tinyflow/onnx/rules/__init__.py.
+    """
+
+    def __init__(self, importer, node, scope, name, folding=False):
+        self.node, self.op_type, self.name = node, node.op_type, name
+        self.opset = importer.opset
+        self.num_inputs, self.num_outputs = len(node.input), len(node.output)
+        self._importer, self._scope, self.folding = importer, scope, folding
+        self._attributes = {a.name: a for a in node.attribute}
+        self._read = set()
+        self._folded_inputs = {}
+
+    # ---------------------------------------------------------------- inputs
+    def _value(self, i):
+        name = self.node.input[i] if i < len(self.node.input) else ""
+        return self._scope.lookup(name) if name else None
+
+    def input(self, i, trainable=None):
+        """The tinyflow node of input i, or None when the optional input is omitted.
+
+        An initializer becomes a Variable the first time a rule asks for its node; `trainable=False`
+        makes it a non-trainable one (running statistics), None leaves the choice to tfl.onnx.load.
+        """
+        value = self._value(i)
+        if value is None:
+            return None
+        if self.folding:  # computing on the spot: the known values as constants of a scratch graph
+            if i not in self._folded_inputs:
+                self._folded_inputs[i] = Constant(value.array)
+            return self._folded_inputs[i]
+        return self._importer.node_of(value, self, trainable)
+
+    def inputs(self):
+        """The tinyflow nodes of all inputs (None for omitted optional ones)."""
+        return [self.input(i) for i in range(self.num_inputs)]
+
+    def value(self, i):
+        """Input i's value if it is known at import time (a read-only numpy array), else None."""
+        value = self._value(i)
+        return None if value is None else value.array
+
+    def static(self, i, what):
+        """Input i's value, which must be known at import time; `what` names it in the error otherwise."""
+        value = self._value(i)
+        if value is None:
+            raise self.fail(f"its {what} (input {i}) is missing")
+        if value.array is not None:
+            return value.array
+        if isinstance(value.node, Placeholder) and value.name in self._importer.graph_inputs:
+            raise NeedsConstantInput(
+                f"{self._where()}: its {what} (input {i}) is the graph input '{value.name}', but tinyflow needs it "
+                f"when the graph is built; fix it with tfl.onnx.load(..., constants={{'{value.name}': value}})",
+                value.name)
+        raise self.unsupported(f"its {what} (input {i}, '{value.name}') is computed at run time, but tinyflow needs "
+                               "it when the graph is built (a constant, an initializer, or computed from static "
+                               "shapes)")
+
+    def input_dtype(self, i):
+        """The numpy dtype of input i (None when omitted)."""
+        value = self._value(i)
+        if value is None:
+            return None
+        return value.array.dtype if value.array is not None else value.node.dtype
+
+    def narrow_type(self, i):
+        """The ONNX code of the narrow type (bfloat16, float8, ...) input i holds the values of, else None."""
+        value = self._value(i)
+        if value is None:
+            return None
+        return value.narrow if value.narrow is not None else getattr(value.node, "narrow_type", None)
+
+    def input_shape(self, i):
+        """The static shape of input i (None dims unknown; None when the rank is unknown or the input omitted)."""
+        value = self._value(i)
+        if value is None:
+            return None
+        return value.array.shape if value.array is not None else value.node.shape
+
+    def has_input(self, i):
+        """True when input i is given (not omitted)."""
+        return i < len(self.node.input) and bool(self.node.input[i])
+
+    def output_used(self, k):
+        """True when output k is named (an optional output nobody reads has an empty name)."""
+        return k < len(self.node.output) and bool(self.node.output[k])
+
+    # ---------------------------------------------------------------- attributes
+    def attr(self, name, default=_REQUIRED):
+        """The attribute `name` as a Python value, or `default` when the node does not carry it."""
+        self._read.add(name)
+        attr = self._attributes.get(name)
+        if attr is None:
+            if default is _REQUIRED:
+                raise self.fail(f"it lacks the required attribute '{name}'")
+            return default
+        return self._importer.attribute_value(attr, self)
+
+    def has_attr(self, name):
+        """True when the node carries the attribute."""
+        return name in self._attributes
+
+    def unread_attributes(self):
+        """Attributes the node carries that its rule never read."""
+        return sorted(set(self._attributes) - self._read)
+
+    # ---------------------------------------------------------------- errors and subgraphs
+    def _where(self):
+        return f"{describe(self.node)} (opset {self.opset})"
+
+    def fail(self, message):
+        """An OnnxImportError for an invalid node, naming op type, node and opset (raise it)."""
+        return OnnxImportError(f"{self._where()}: {message}")
+
+    def unsupported(self, message):
+        """An OnnxImportError for valid ONNX tinyflow does not import, naming op type, node and opset (raise it)."""
+        return OnnxImportError(f"{self._where()}: {message} (not supported by tinyflow's import)", unsupported=True)
+
+    def import_graph(self, graph, inputs=()):
+        """Import an ONNX subgraph into the current tinyflow graph; returns the nodes of its outputs.
+
+        Its formal inputs are bound to `inputs` (tinyflow nodes or arrays, in order); every other name
+        it reads comes from the enclosing graphs. Call it inside the function that tfl.cond /
+        tfl.while_loop trace, so the nodes it builds belong to that branch or body.
+        """
+        return self._importer.import_subgraph(graph, list(inputs), self)
+
+
+class _Importer:
+    """Builds one model into a tinyflow graph."""
+
+    def __init__(self, model, folder, graph, scope, trainable, constants):
+        self.model, self.folder, self.graph = model, folder, graph
+        self.trainable = trainable
+        self.constants = dict(constants or {})
+        self.base = f"{scope.strip('/')}/" if scope else ""
+        self.opset = default_opset(model)
+        self.check = GraphCheck(model, self.opset, IMPORTS)
+        self.variables = []
+        self.graph_inputs = set()
+
+    def op_counts(self):
+        """ONNX op type -> number of nodes in the model, subgraphs included, most frequent first."""
+        counts = collections.Counter(n.op_type for order in self.check.order.values() for n in order)
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+    # ---------------------------------------------------------------- the walk
+    def build(self):
+        """(inputs, outputs): ONNX name -> node dicts, in the model's order."""
+        g = self.model.graph
+        self.check.check(g)
+        scope = _Scope()
+        with self.graph.as_default():
+            self._bind_initializers(g, scope)
+            inputs = self._bind_inputs(g, scope)
+            self._walk(g, scope)
+            outputs = {}
+            for out in g.output:
+                outputs[out.name] = self.node_of(scope.lookup(out.name), None)
+        return inputs, outputs
+
+    def _walk(self, graph, scope):
+        declared = {v.name: v for v in list(graph.value_info) + list(graph.output)}
+        for node in self.check.order[id(graph)]:
+            self._import_node(node, scope, declared)
+
+    def _bind_initializers(self, graph, scope):
+        for tensor in graph.initializer:
+            array = to_held(tensor_to_array(tensor, self.folder, f"the initializer '{tensor.name}'"))
+            parameter = array.dtype.kind == "f"  # only floating-point tensors are parameters one can train
+            narrow = tensor.data_type if held_dtype(tensor.data_type) is not None else None
+            scope.values[tensor.name] = _Value(tensor.name, array=array, parameter=parameter, narrow=narrow)
+
+    def _bind_inputs(self, graph, scope):
+        unknown = set(self.constants) - {v.name for v in graph.input}
+        if unknown:
+            raise OnnxImportError(f"constants= names {sorted(unknown)}, which are not inputs of the model; its "
+                                  f"inputs are {[v.name for v in graph.input]}")
+        inputs = {}
+        for value_info in graph.input:
+            name = value_info.name
+            if name in scope.values:  # an initializer listed as an input too (older exporters): a default value
+                continue
+            shape, dtype = self.declared_type(value_info, f"the graph input '{name}'")
+            if name in self.constants:
+                array = np.asarray(to_held(self.constants[name]), dtype=dtype)
+                if shape is not None and not shapes_compatible(shape, array.shape):
+                    raise OnnxImportError(f"constants['{name}'] has shape {array.shape}, but the model declares "
+                                          f"the input '{name}' with shape {shape}")
+                scope.values[name] = _Value(name, array=np.array(array))
+                continue
+            with self.graph.name_scope(self.base):
+                placeholder = Placeholder(shape, dtype, name=_clean(name))
+            elem_type = value_info.type.tensor_type.elem_type
+            scope.values[name] = _Value(name, node=placeholder,
+                                        narrow=elem_type if held_dtype(elem_type) is not None else None)
+            inputs[name] = placeholder
+            self.graph_inputs.add(name)
+        return inputs
+
+    def declared_type(self, value_info, what):
+        """(static shape, numpy dtype) of a ValueInfoProto of a tensor."""
+        kind = value_info.type.WhichOneof("value")
+        if kind != "tensor_type":
+            kinds = {"sequence_type": "a sequence", "optional_type": "an optional value", "map_type": "a map",
+                     "sparse_tensor_type": "a sparse tensor", None: "a value of no type"}
+            raise OnnxImportError(f"{what} is {kinds.get(kind, kind)}, not a tensor; tinyflow imports tensors only",
+                                  unsupported=kind is not None)
+        tensor_type = value_info.type.tensor_type
+        dtype = numpy_dtype(tensor_type.elem_type)
+        if dtype is None:  # a narrow storage type: its values, held in a wider dtype (storage_types.py)
+            dtype = held_dtype(tensor_type.elem_type)
+        if dtype is None:
+            raise OnnxImportError(f"{what} has element type {onnx_type_name(tensor_type.elem_type)}, which "
+                                  "tinyflow does not compute with", unsupported=True)
+        if not tensor_type.HasField("shape"):
+            return None, dtype
+        return tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim), dtype
+
+    def _import_node(self, node, scope, declared):
+        rule = IMPORTS[node.op_type]
+        scope_name, name = self._names(node)
+        subgraphs = self.check.subgraphs(node)
+        known = [scope.lookup(i) for i in node.input if i]
+        folding = bool(known) and not subgraphs and all(v.array is not None and not v.parameter for v in known)
+        ctx = ImportContext(self, node, scope, name, folding=folding)
+        for sub in subgraphs:  # parameters a branch or body reads are made outside it, where they belong
+            for free in self.check.free_names[id(sub)]:
+                value = scope.lookup(free)
+                if value.parameter:
+                    self.node_of(value, ctx)
+        try:
+            if folding:
+                results = self._fold(rule, ctx)
+            else:
+                with self.graph.name_scope(scope_name):
+                    results = _as_outputs(rule(ctx, node), ctx)
+        except OnnxImportError:
+            raise
+        except ArgumentError as err:  # a valid ONNX attribute value that tinyflow's op does not take
+            raise ctx.unsupported(f"tinyflow's op refuses it: {err}") from err
+        except TinyflowError as err:
+            raise ctx.fail(f"tinyflow cannot build it: {err}") from err
+        except Exception as err:  # noqa: BLE001 - a rule that breaks still names the node it was importing
+            raise ctx.fail(f"its import rule failed ({type(err).__name__}: {err})") from err
+        unread = ctx.unread_attributes()
+        if unread:
+            raise ctx.unsupported(f"the attribute(s) {unread} are not handled by the import rule of "
+                                  f"{node.op_type}")
+        for out, result in zip(node.output, results):
+            if not out:
+                continue
+            if result is None:
+                scope.values[out] = _Value(out, missing=describe(node))
+            elif isinstance(result, Node):
+                array = result.value if isinstance(result, Constant) else None
+                scope.values[out] = _Value(out, node=result, array=array)
+            else:
+                scope.values[out] = _Value(out, array=np.array(result))
+            if out in declared:
+                self._check_declared(scope.values[out], declared[out], ctx)
+
+    def _fold(self, rule, ctx):
+        """Run the rule on constants in a scratch graph and compute its outputs now."""
+        with Graph().as_default():
+            results = _as_outputs(rule(ctx, ctx.node), ctx)
+            return [r if r is None or not isinstance(r, Node) else _evaluate(r, {}) for r in results]
+
+    def _check_declared(self, value, value_info, ctx):
+        """A value whose shape or dtype contradicts what the model declares for it is an error, found now."""
+        try:
+            shape, dtype = self.declared_type(value_info, f"the value '{value.name}'")
+        except OnnxImportError:
+            return  # types tinyflow does not compute with cannot have been produced here
+        got_shape = value.array.shape if value.array is not None else value.node.shape
+        got_dtype = value.array.dtype if value.array is not None else value.node.dtype
+        if not shapes_compatible(shape, got_shape):
+            raise ctx.fail(f"the model declares its output '{value.name}' with shape {shape}, but its inputs give "
+                           f"shape {got_shape}; the model's shapes contradict its inputs")
+        if got_dtype is not None and dtype != got_dtype:
+            raise ctx.fail(f"the model declares its output '{value.name}' as {dtype}, but tinyflow computes "
+                           f"{got_dtype}")
+
+    def _names(self, node):
+        """(absolute name scope, node name) for the tinyflow nodes of an ONNX node."""
+        full = _clean(node.name)
+        if "/" in full:
+            prefix, name = full.rsplit("/", 1)
+            return f"{self.base}{prefix}/", name or None
+        return self.base, full or None
+
+    # ---------------------------------------------------------------- values
+    def node_of(self, value, ctx, trainable=None):
+        """The tinyflow node of a value, made on first use from its known array (Variable or Constant)."""
+        if value.node is not None:
+            return value.node
+        if value.missing is not None:
+            where = f"{ctx._where()} reads" if ctx is not None else "the graph outputs"
+            raise OnnxImportError(f"{where} '{value.name}', an optional output of {value.missing} that tinyflow's "
+                                  "import does not compute", unsupported=True)
+        with self.graph.name_scope(self.base):
+            if value.parameter:
+                trainable = self.trainable if trainable is None else trainable and self.trainable
+                value.node = Variable(value.array, trainable=trainable, name=_clean(value.name))
+                self.variables.append(value.node)
+            else:
+                value.node = Constant(value.array, name=_clean(value.name))
+        return value.node
+
+    def attribute_value(self, attr, ctx):
+        """An AttributeProto as a Python value."""
+        onnx = onnx_module()
+        A = onnx.AttributeProto
+        kind = attr.type
+        if kind == A.FLOAT:
+            return float(attr.f)
+        if kind == A.INT:
+            return int(attr.i)
+        if kind == A.STRING:
+            return attr.s.decode("utf-8", "replace")
+        if kind == A.TENSOR:
+            return to_held(tensor_to_array(attr.t, self.folder, f"the attribute '{attr.name}' of {describe(ctx.node)}"))
+        if kind == A.GRAPH:
+            return attr.g
+        if kind == A.FLOATS:
+            return [float(v) for v in attr.floats]
+        if kind == A.INTS:
+            return [int(v) for v in attr.ints]
+        if kind == A.STRINGS:
+            return [s.decode("utf-8", "replace") for s in attr.strings]
+        if kind == A.GRAPHS:
+            return list(attr.graphs)
+        if kind == A.TENSORS:
+            return [tensor_to_array(t, self.folder, f"the attribute '{attr.name}' of {describe(ctx.node)}")
+                    for t in attr.tensors]
+        raise ctx.unsupported(f"its attribute '{attr.name}' is of type {A.AttributeType.Name(kind)}")
+
+    def import_subgraph(self, graph, inputs, ctx):
+        """Build an ONNX subgraph here, its formal inputs bound to `inputs`; returns its output nodes."""
+        formal = list(graph.input)
+        if len(formal) != len(inputs):
+            raise ctx.fail(f"its subgraph '{graph.name}' takes {len(formal)} inputs, but {len(inputs)} are given")
+        scope = _Scope(ctx._scope)
+        for value_info, given in zip(formal, inputs):
+            if isinstance(given, Node):
+                scope.values[value_info.name] = _Value(value_info.name, node=given)
+            else:
+                scope.values[value_info.name] = _Value(value_info.name, array=np.array(given))
+        self._bind_initializers(graph, scope)
+        base, self.base = self.base, self.graph.current_scope  # the subgraph's nodes go in the current scope
+        try:
+            self._walk(graph, scope)
+            return [self.node_of(scope.lookup(out.name), ctx) for out in graph.output]
+        finally:
+            self.base = base
+
+
+def _clean(name):
+    """An ONNX name as a tinyflow node name: torch's leading '/' dropped."""
+    return name.lstrip("/")
+
+
+def _as_outputs(result, ctx):
+    """A rule's result as a list with one entry per ONNX output."""
+    results = list(result) if isinstance(result, (tuple, list)) else [result]
+    if len(results) != ctx.num_outputs:
+        if len(results) > ctx.num_outputs and all(r is None for r in results[ctx.num_outputs:]):
+            return results[:ctx.num_outputs]
+        raise ctx.fail(f"its import rule returned {len(results)} result(s) for {ctx.num_outputs} output(s)")
+    return results
+
+
+def _evaluate(node, cache):
+    """The value of a node built on constants, computed with the numpy reference kernels."""
+    if node in cache:
+        return cache[node]
+    if isinstance(node, (Constant, Variable)):
+        value = node.value
+    elif isinstance(node, Placeholder):
+        raise OnnxImportError(f"cannot compute '{node.name}' at import time: it depends on a graph input")
+    else:
+        value = np.asarray(node.compute(*[_evaluate(i, cache) for i in node.inputs]))
+        if node.dtype is not None and value.dtype != node.dtype:
+            value = value.astype(node.dtype)
+    cache[node] = value
+    return value
+
+
+# ---------------------------------------------------------------- the program
+class OnnxProgram:
+    """An imported ONNX model: its tinyflow graph, input Placeholders, output nodes and Variables."""
+
+    def __init__(self, graph, inputs, outputs, variables, opset, model, op_counts):
+        self.graph, self.inputs, self.outputs, self.variables = graph, inputs, outputs, variables
+        self.opset = opset
+        self.producer = f"{model.producer_name} {model.producer_version}".strip() or "unknown"
+        self.model_name = model.graph.name
+        self.op_counts = op_counts  # ONNX op type -> number of nodes (subgraphs included), most frequent first
+        self._sessions = {}
+        declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.output if v.type.HasField("tensor_type")}
+        self.narrow_outputs = {name: narrow_dtype(code) for name, code in declared.items()
+                               if held_dtype(code) is not None}  # returned as onnx's numpy_helper gives them
+
+    def __repr__(self):
+        ins = ", ".join(f"{k}: {p.shape}" for k, p in self.inputs.items())
+        outs = ", ".join(self.outputs)
+        return (f"<OnnxProgram '{self.model_name}' (opset {self.opset}, from {self.producer}): ({ins}) -> "
+                f"({outs}), {len(self.variables)} Variables>")
+
+    def summary(self):
+        """A few lines about the model: inputs, outputs, ONNX op counts, parameters."""
+        def describe_node(node):
+            return f"{node.dtype} {'unknown shape' if node.shape is None else node.shape}"
+        trainable = [v for v in self.variables if v.trainable]
+        frozen = [v for v in self.variables if not v.trainable]
+        lines = [f"graph '{self.model_name}', ONNX opset {self.opset}, produced by {self.producer}", "inputs:"]
+        lines += [f"  {name}: {describe_node(node)}" for name, node in self.inputs.items()] or ["  (none)"]
+        lines += ["outputs:"] + [f"  {name}: {describe_node(node)}" for name, node in self.outputs.items()]
+        lines.append(f"ONNX ops ({sum(self.op_counts.values())} nodes): "
+                     + ", ".join(f"{op} {n}" for op, n in self.op_counts.items()))
+        count = sum(int(np.prod(v.shape)) for v in trainable)
+        lines.append(f"parameters: {count:,} in {len(trainable)} trainable Variables"
+                     + (f", {sum(int(np.prod(v.shape)) for v in frozen):,} more in {len(frozen)} non-trainable ones"
+                        if frozen else ""))
+        lines.append(f"tinyflow graph: {len(self.graph.nodes)} nodes")
+        return "\n".join(lines)
+
+    def feed_dict(self, feeds):
+        """{Placeholder: value} from {ONNX input name or Placeholder: value}; FeedError for unknown or missing names."""
+        feeds = dict(feeds or {})
+        by_node = {p: p for p in self.inputs.values()}
+        feed_dict = {}
+        for key, value in feeds.items():
+            node = self.inputs.get(key) if isinstance(key, str) else by_node.get(key)
+            if node is None:
+                raise FeedError(f"{key!r} is not an input of the model; its inputs are "
+                                f"{', '.join(f'{k!r} (shape {p.shape}, {p.dtype})' for k, p in self.inputs.items())}")
+            feed_dict[node] = to_held(value)
+        missing = [k for k, p in self.inputs.items() if p not in feed_dict]
+        if missing:
+            raise FeedError(f"no value for the model input(s) {', '.join(repr(k) for k in missing)}; pass "
+                            f"prog({{{', '.join(f'{k!r}: array' for k in missing)}}})")
+        return feed_dict
+
+    def session(self, backend=None, optimize=None):
+        """The Session this program runs in for a backend (made once, kept)."""
+        from ..session import Session
+        key = (backend, repr(optimize))
+        if key not in self._sessions:
+            self._sessions[key] = Session(self.graph, backend=backend, optimize=optimize)
+        return self._sessions[key]
+
+    def __call__(self, feeds=None, backend=None, optimize=None):
+        """Run the model: {ONNX input name: array} in, {ONNX output name: numpy array} out."""
+        values = self.session(backend, optimize).run(list(self.outputs.values()), self.feed_dict(feeds))
+        return {name: value.astype(self.narrow_outputs[name]) if name in self.narrow_outputs else value
+                for name, value in zip(self.outputs, values)}
+
+
+def load(model, trainable=True, scope=None, constants=None, graph=None):
+    """Import an ONNX model (path, bytes or onnx.ModelProto) into a tinyflow graph; returns an OnnxProgram.
+
+    `trainable`: whether the Variables made from float initializers are trainable. `scope`: a name
+    scope for every node (to import two models into one graph). `constants`: {graph input name: value}
+    fixed when the graph is built (inputs that must be known then, e.g. a shape). `graph`: the graph
+    to build in (default: the default graph).
+    """
+    proto, folder = read_model(model)
+    graph = graph if graph is not None else get_default_graph()
+    importer = _Importer(proto, folder, graph, scope, trainable, constants)
+    start = len(graph.nodes)
+    try:
+        inputs, outputs = importer.build()
+    except BaseException:
+        graph.discard_nodes_from(start)  # a failed import leaves the graph as it was
+        raise
+    return OnnxProgram(graph, inputs, outputs, importer.variables, importer.opset, proto, importer.op_counts())
+
+
+def run(model, inputs, backend=None):
+    """Import a model into a fresh graph and run it once: {input name: array} -> {output name: array}."""
+    return load(model, graph=Graph())(inputs, backend=backend)

@@ -1,0 +1,266 @@
+"""Reading an ONNX model safely, and checking it before anything is built.
+
+Every problem is an OnnxImportError saying what is wrong and where: a file that is not
+ONNX (truncated, corrupted), an opset or domain tinyflow does not know, a node reading a
+value nothing produces, a cycle, an op without an import rule. Tensors stored outside the
+model file ("external data") are read only from regular files inside the model's own
+folder: absolute paths, `..` and symbolic links leading elsewhere are refused.
+"""
+import heapq
+import os
+
+import numpy as np
+
+from .dtypes import numpy_dtype, onnx_type_name
+from .errors import OnnxImportError
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit: a bigger file cannot be one ModelProto
+
+
+def onnx_module():
+    """The onnx package, or an OnnxImportError saying how to install it."""
+    try:
+        import onnx
+    except ImportError:
+        raise OnnxImportError("tfl.onnx.load needs the `onnx` package: pip install onnx "
+                              "(or pip install -e '.[dev]')") from None
+    return onnx
+
+
+# ---------------------------------------------------------------- reading
+def read_model(source):
+    """(ModelProto, folder of the file or None) from a path, the file's bytes or a ModelProto."""
+    onnx = onnx_module()
+    if isinstance(source, onnx.ModelProto):
+        return source, None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _parse(onnx, bytes(source), "the bytes given"), None
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not os.path.exists(path):
+            raise OnnxImportError(f"no such ONNX model file: '{path}'")
+        if not os.path.isfile(path):
+            raise OnnxImportError(f"'{path}' is not a file; pass the path of a .onnx file")
+        if os.path.getsize(path) > MAX_MODEL_BYTES:
+            raise OnnxImportError(f"'{path}' is bigger than 2 GB, the most one ONNX file can hold; big models "
+                                  "keep their weights in external data files next to the model")
+        with open(path, "rb") as f:
+            data = f.read()
+        model = _parse(onnx, data, f"'{path}'")
+        return model, os.path.dirname(os.path.realpath(path))
+    raise OnnxImportError(f"tfl.onnx.load takes a file path, the file's bytes or an onnx.ModelProto, "
+                          f"got {type(source).__name__}")
+
+
+def _parse(onnx, data, what):
+    from google.protobuf.message import DecodeError
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as err:
+        raise OnnxImportError(f"{what} is not an ONNX model: the file is truncated or corrupted "
+                              f"(protobuf says: {err})") from None
+    if not model.HasField("graph"):
+        raise OnnxImportError(f"{what} is not an ONNX model: it holds no graph (an empty, truncated or "
+                              "unrelated file?)")
+    return model
+
+
+# ---------------------------------------------------------------- tensors
+def tensor_to_array(tensor, folder, what):
+    """A TensorProto's value as a numpy array; external data is read from `folder` only."""
+    onnx = onnx_module()
+    dtype = numpy_dtype(tensor.data_type)
+    if dtype is None:
+        raise OnnxImportError(f"{what} has element type {onnx_type_name(tensor.data_type)}, which tinyflow does "
+                              "not compute with (float16/32/64, signed and unsigned ints and bool are supported)",
+                              unsupported=True)
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        return _external_array(tensor, folder, what, dtype)
+    try:
+        return np.array(onnx.numpy_helper.to_array(tensor))
+    except Exception as err:  # noqa: BLE001 - numpy's and protobuf's messages name no tensor
+        raise OnnxImportError(f"{what} is malformed: it does not hold the {int(np.prod(tensor.dims))} values "
+                              f"of shape {tuple(tensor.dims)} ({type(err).__name__}: {err})") from None
+
+
+def _external_array(tensor, folder, what, dtype):
+    info = {entry.key: entry.value for entry in tensor.external_data}
+    location = info.get("location", "")
+    if folder is None:
+        raise OnnxImportError(f"{what} is stored in the external file '{location}'; load the model from its "
+                              "path (tfl.onnx.load('model.onnx')) so tinyflow knows the folder to read it from")
+    path = safe_external_path(folder, location, what)
+    try:
+        offset, length = int(info.get("offset", 0)), info.get("length")
+        length = None if length is None else int(length)
+    except ValueError:
+        raise OnnxImportError(f"{what}: the external data offset/length {info} are not integers") from None
+    count = int(np.prod(tensor.dims, dtype=np.int64))
+    expected = count * dtype.itemsize if dtype != np.bool_ else count
+    size = os.path.getsize(path)
+    length = expected if length is None else length
+    if offset < 0 or length != expected or offset + length > size:
+        raise OnnxImportError(f"{what}: the external file '{location}' ({size} bytes) does not hold {expected} bytes "
+                              f"at offset {offset} (shape {tuple(tensor.dims)}, {dtype}); the data file does not "
+                              "belong to this model or is truncated")
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read(length)
+    return np.frombuffer(data, dtype=dtype).reshape(tuple(tensor.dims)).copy()
+
+
+def safe_external_path(folder, location, what):
+    """The real path of an external data file, which must be a regular file inside `folder`."""
+    if not location:
+        raise OnnxImportError(f"{what} says its data is in an external file but names none")
+    if os.path.isabs(location) or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
+        raise OnnxImportError(f"{what}: the external data path '{location}' is absolute; an ONNX model may only "
+                              "read data files inside its own folder")
+    parts = location.replace("\\", "/").split("/")
+    if ".." in parts:
+        raise OnnxImportError(f"{what}: the external data path '{location}' leaves the model's folder ('..'); "
+                              "an ONNX model may only read data files inside its own folder")
+    path = os.path.realpath(os.path.join(folder, location))
+    root = os.path.realpath(folder)
+    if os.path.commonpath([root, path]) != root:
+        raise OnnxImportError(f"{what}: the external data path '{location}' resolves to '{path}', outside the "
+                              f"model's folder '{root}' (a symbolic link?); an ONNX model may only read data "
+                              "files inside its own folder")
+    if not os.path.isfile(path):
+        raise OnnxImportError(f"{what}: the external data file '{location}' is missing from '{root}'")
+    return path
+
+
+# ---------------------------------------------------------------- checking
+def default_opset(model):
+    """The version of the default ONNX domain the model imports (OnnxImportError if none or unknown)."""
+    onnx = onnx_module()
+    newest = onnx.defs.onnx_opset_version()
+    versions = [op.version for op in model.opset_import if op.domain in DEFAULT_DOMAINS]
+    if not versions:
+        raise OnnxImportError("the model imports no opset of the default ONNX domain (opset_import is empty); "
+                              "it was not written by an ONNX exporter, or the file is damaged")
+    version = int(versions[0])
+    if not 1 <= version <= newest:
+        raise OnnxImportError(f"the model uses ONNX opset {version}, which this onnx package ({onnx.__version__}) "
+                              f"does not know (opsets 1 to {newest}); upgrade onnx (pip install -U onnx) or export "
+                              "the model with an older opset", unsupported=version > newest)
+    return version
+
+
+class GraphCheck:
+    """Checks one ONNX graph and its subgraphs; `order[id(graph)]` is then each graph's nodes, topologically."""
+
+    def __init__(self, model, opset, rules):
+        onnx = onnx_module()
+        self.opset, self.rules = opset, rules
+        self.checker = onnx.checker
+        self.context = onnx.checker.C.CheckerContext()
+        self.context.ir_version = max(int(model.ir_version), 3)
+        self.context.opset_imports = {op.domain: int(op.version) for op in model.opset_import}
+        self.order, self.free_names = {}, {}  # by id(graph): the graphs are kept alive below, so ids stay theirs
+        self.graphs = []
+        self.graph_types = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+    def subgraphs(self, node):
+        """The graphs a node carries in attributes (If branches, Loop bodies)."""
+        out = []
+        for attr in node.attribute:
+            if attr.type == self.graph_types[0]:
+                out.append(attr.g)
+            elif attr.type == self.graph_types[1]:
+                out.extend(attr.graphs)
+        return out
+
+    def check(self, graph, outer=frozenset(), where="the model's graph"):
+        """Check names, cycles, domains and rules; record the topological order and the names read from outside."""
+        defined = {}
+        for value in list(graph.input) + list(graph.initializer):
+            defined.setdefault(value.name, "input")
+        if len(graph.sparse_initializer):
+            raise OnnxImportError(f"{where} has sparse initializers, which tinyflow does not import",
+                                  unsupported=True)
+        producers = {}  # value name -> index of the node producing it
+        nodes = list(graph.node)
+        for index, node in enumerate(nodes):
+            self._check_node(node, where)
+            for out in node.output:
+                if not out:
+                    continue
+                if out in producers or defined.get(out) == "input":
+                    raise OnnxImportError(f"{where}: the value '{out}' is produced twice (by {describe(node)} and "
+                                          "earlier); every ONNX value has one producer")
+                producers[out] = index
+        known = set(defined) | set(producers)
+        needs, free = [], set()
+        for node in nodes:
+            reads = {i for i in node.input if i}
+            for sub in self.subgraphs(node):
+                reads |= self.check(sub, outer | known, where=f"a subgraph of {describe(node)}")
+            for name in reads:
+                if name not in known and name not in outer:
+                    raise OnnxImportError(f"{describe(node)} reads '{name}', which is not a graph input, an "
+                                          f"initializer or the output of any node in {where}; the model is "
+                                          "incomplete (truncated?) or was edited by hand")
+            free |= {n for n in reads if n not in known}
+            needs.append({producers[n] for n in reads if n in producers})
+        self.order[id(graph)] = self._sorted(nodes, needs, where)
+        for out in graph.output:
+            if out.name not in known and out.name not in outer:
+                raise OnnxImportError(f"{where} declares the output '{out.name}', but nothing produces it")
+            if out.name not in known:
+                free.add(out.name)
+        self.free_names[id(graph)] = free
+        self.graphs.append(graph)
+        return free
+
+    def _check_node(self, node, where):
+        if node.domain not in DEFAULT_DOMAINS:
+            raise OnnxImportError(f"{describe(node)} belongs to the operator domain '{node.domain}', which tinyflow "
+                                  "does not import (only the default ONNX domain); export the model with standard "
+                                  "ONNX ops", unsupported=True)
+        if node.op_type not in self.rules:
+            raise OnnxImportError(
+                f"{describe(node)} in {where}: tinyflow has no import rule for the ONNX op '{node.op_type}' "
+                f"(opset {self.opset}). tinyflow.onnx.rules.IMPORTS lists the {len(self.rules)} ops it imports "
+                "(docs/onnx.md: how each fares); an import rule is one function (see tinyflow/onnx/rules)",
+                unsupported=True)
+        if self.subgraphs(node):
+            return  # the checker cannot see the outer names a subgraph reads; its nodes are checked one by one
+        try:
+            self.checker.check_node(node, self.context)
+        except self.checker.ValidationError as err:
+            raise OnnxImportError(f"{describe(node)} is not valid ONNX (opset {self.opset}): "
+                                  f"{str(err).strip().splitlines()[0]}") from None
+
+    def _sorted(self, nodes, needs, where):
+        """Kahn's algorithm over the nodes (`needs[i]`: indices of the nodes node i reads); cycles are errors."""
+        waiting = [len(n) for n in needs]
+        users = [[] for _ in nodes]
+        for i, producers in enumerate(needs):
+            for p in producers:
+                users[p].append(i)
+        ready = [i for i, w in enumerate(waiting) if w == 0]  # a heap of indices: a sorted graph keeps its order
+        order = []
+        while ready:
+            i = heapq.heappop(ready)
+            order.append(nodes[i])
+            for j in users[i]:
+                waiting[j] -= 1
+                if waiting[j] == 0:
+                    heapq.heappush(ready, j)
+        if len(order) < len(nodes):
+            stuck = [describe(nodes[i]) for i, w in enumerate(waiting) if w > 0][:4]
+            raise OnnxImportError(f"{where} has a cycle: {', '.join(stuck)} wait on each other's outputs; an ONNX "
+                                  "graph must be acyclic (loops are written with the Loop op)")
+        return order
+
+
+def describe(node):
+    """"Add node 'name'" (or "Add node producing 'out'" when the node has no name) for messages."""
+    if node.name:
+        return f"{node.op_type} node '{node.name}'"
+    outputs = [o for o in node.output if o]
+    return f"{node.op_type} node producing '{outputs[0]}'" if outputs else f"unnamed {node.op_type} node"

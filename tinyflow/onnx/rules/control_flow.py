@@ -1,0 +1,197 @@
+"""Control flow: tfl.cond <-> If, tfl.while_loop <-> Loop, with branches and bodies as subgraphs.
+
+Subgraphs read outer values by name, in both directions. An import rule builds a branch or body
+with `ctx.import_graph(graph_proto, inputs)` inside the function tfl.cond / tfl.while_loop trace.
+
+ONNX's Loop carries an iteration number and a condition besides its loop variables, and its body
+may emit *scan outputs*, one value per iteration stacked along a new first axis. tinyflow's
+while_loop records such values on a stack (what a list appended to in a converted tensor loop
+becomes): Loop's scan outputs and those lists are the same thing, both ways.
+"""
+import numpy as np
+
+from ... import ops
+from ...control_flow.cond import cond
+from ...control_flow.stacks import StackToTensor
+from ...control_flow.while_loop import WhileLoop, trace_loop
+from ...graph import get_default_graph
+from ...nodes import Constant
+from ..dtypes import onnx_type
+from ..errors import OnnxExportError
+from . import exports, imports
+
+
+# ---------------------------------------------------------------- import
+def _scalar(node):
+    """A one-element condition or count as a scalar node (ONNX allows shape [1])."""
+    return node if node.shape == () else ops.reshape(node, ())
+
+
+@imports("If")
+def import_if(ctx, node):
+    """tfl.cond over the two branches; a condition known at import time imports only the branch it picks."""
+    then_graph, else_graph = ctx.attr("then_branch"), ctx.attr("else_branch")
+    if len(then_graph.output) != len(else_graph.output):
+        raise ctx.fail(f"its then branch returns {len(then_graph.output)} value(s) and its else branch "
+                       f"{len(else_graph.output)}")
+    known = ctx.value(0)
+    if known is not None:
+        if known.size != 1:
+            raise ctx.fail(f"its condition holds {known.size} values; it must hold one")
+        return tuple(ctx.import_graph(then_graph if bool(known.reshape(())) else else_graph))
+    pred = _scalar(ctx.input(0))
+    outputs = cond(pred, lambda: ctx.import_graph(then_graph), lambda: ctx.import_graph(else_graph),
+                   name=ctx.name or "If")
+    return tuple(outputs) if isinstance(outputs, (list, tuple)) else outputs
+
+
+@imports("Loop")
+def import_loop(ctx, node):
+    """A while_loop over (iteration, condition, loop variables...); scan outputs are values it records.
+
+        i, c = 0, cond                       # cond omitted: true
+        while (M omitted or i < M) and c:
+            c, v..., scans... = body(i, c, v...)
+            i += 1
+    """
+    body_graph = ctx.attr("body")
+    n_vars = ctx.num_inputs - 2
+    n_scans = len(body_graph.output) - 1 - n_vars
+    if len(body_graph.input) != n_vars + 2 or n_scans < 0:
+        raise ctx.fail(f"its body takes {len(body_graph.input)} inputs and returns {len(body_graph.output)} "
+                       f"values for {n_vars} loop variable(s); it must take 2 + {n_vars} and return at least "
+                       f"1 + {n_vars}")
+    trip = _scalar(ctx.input(0)) if ctx.has_input(0) else None
+    keep = _scalar(ctx.input(1)) if ctx.has_input(1) else Constant(np.array(True))
+    initial = [ctx.input(2 + k) for k in range(n_vars)]
+    scans = []  # the body's scan values, found when the body is traced
+
+    def test(i, going, *_):
+        return going if trip is None else ops.logical_and(ops.less(i, ops.cast(trip, np.int64)), going)
+
+    def body(i, going, *values):
+        outputs = ctx.import_graph(body_graph, [i, going, *values])
+        scans.extend(outputs[1 + n_vars:])
+        return [i + np.int64(1), _scalar(outputs[0])] + list(outputs[1:1 + n_vars])
+
+    start = [Constant(np.array(0, np.int64)), keep] + initial
+    with get_default_graph().name_scope(ctx.name or "Loop") as scope:
+        test_graph, body_graph_traced = trace_loop(test, body, start, scope, also=lambda: scans)
+        loop = WhileLoop(start, test_graph, body_graph_traced, name="While")
+        finals = [loop.output(2 + k) for k in range(n_vars)]
+        stacked = []
+        for k, value in enumerate(scans):
+            stack = loop.output(loop.stack_index(loop.record(value)), name=f"scan{k}")
+            stacked.append(StackToTensor(stack, value.shape, value.dtype, name=f"scan_output{k}"))
+    return tuple(finals + stacked)
+
+
+# ---------------------------------------------------------------- export
+@exports("Output")
+def export_output(ex, node):
+    """One output of a cond or loop: the If / Loop emitted once for all its outputs."""
+    names = ex.name_of(node.inputs[0])
+    if node.index >= len(names) or names[node.index] is None:
+        raise OnnxExportError(f"'{node.name}' reads output {node.index} of {node.inputs[0].op_type} "
+                              f"'{node.inputs[0].name}', a stack its gradient reads; ONNX has no stacks (export the "
+                              "forward program: what a loop collects for a list exports as a Loop scan output)")
+    return names[node.index]
+
+
+@exports("StackToTensor")
+def export_stack_to_tensor(ex, node):
+    """The values a loop collected, stacked: the Loop's scan output itself."""
+    return ex.name_of(node.inputs[0])
+
+
+@exports("Cond")
+def export_cond(ex, node):
+    """tfl.cond -> If: each branch a subgraph reading outer values by name; only one runs."""
+    pred = ex.name_of(node.inputs[0])
+    for capture in node.inputs[1:]:
+        ex.name_of(capture)
+    then_graph = ex.subgraph("then", node.true_branch.outputs)
+    else_graph = ex.subgraph("else", node.false_branch.outputs)
+    results = [ex.fresh("If") for _ in node.true_branch.outputs]
+    ex.nodes.append(ex.helper.make_node("If", [pred], results, name=results[0], then_branch=then_graph,
+                                        else_branch=else_graph))
+    return results
+
+
+def _read_outputs(node):
+    """The output indices of a control-flow op that nodes read, and the stacks read as tensors (scan outputs)."""
+    read, scanned = set(), set()
+    for consumer in node.consumers:
+        index = getattr(consumer, "output_index", None)
+        if index is None:
+            continue
+        read.add(index)
+        if any(c.op_type == "StackToTensor" for c in consumer.consumers):
+            scanned.add(index)
+    return read, scanned
+
+
+@exports("WhileLoop")
+def export_while(ex, node):
+    """tfl.while_loop -> Loop: the body computes the new loop variables, then the test on them.
+
+    The iteration count, when read, is one more loop-carried value; the values the loop records
+    for a list (read through StackToTensor) are the Loop's scan outputs.
+    """
+    from onnx import TensorProto
+    initial = [ex.name_of(v) for v in node.inputs[:node.n_vars]]
+    for capture in node.inputs[node.n_vars:]:
+        ex.name_of(capture)
+    read, scanned = _read_outputs(node)
+    count = node.iterations_index in read
+    scans = [j for j in range(len(node.recorded)) if node.stack_index(j) in scanned]
+    loop_inputs = node.body.inputs
+    start_test = ex.child(dict(zip(loop_inputs, initial)))
+    first = start_test.name_of(node.test.outputs[0])
+    ex.nodes += start_test.nodes
+    ex.initializers += start_test.initializers
+    step, keep = ex.fresh("iteration"), ex.fresh("condition")
+    carried = [ex.fresh("loop_var") for _ in loop_inputs]
+    body = ex.child(dict(zip(loop_inputs, carried)))
+    new_values = [body.name_of(o) for o in node.body.outputs]
+    scan_values = [body.name_of(node.recorded[j].node) for j in scans]
+    test = body.child(dict(zip(loop_inputs, new_values)))
+    again = test.name_of(node.test.outputs[0])
+    nodes, initializers = body.nodes + test.nodes, body.initializers + test.initializers
+    values = [again] + new_values
+    types = [np.dtype(bool)] + [v.dtype for v in loop_inputs]
+    body_inputs = [ex.helper.make_tensor_value_info(step, TensorProto.INT64, []),
+                   ex.helper.make_tensor_value_info(keep, TensorProto.BOOL, [])] + \
+        [ex.helper.make_tensor_value_info(c, onnx_type(v.dtype), None) for c, v in zip(carried, loop_inputs)]
+    if count:  # the number of iterations run: step + 1 after each one
+        counted = ex.fresh("count")
+        body_inputs.append(ex.helper.make_tensor_value_info(counted, TensorProto.INT64, []))
+        one = ex.constant(np.array(1, np.int64), "one")
+        values.append(ex.fresh("count_next"))
+        nodes.append(ex.helper.make_node("Add", [step, one], [values[-1]], name=values[-1]))
+        types.append(np.dtype(np.int64))
+        initial = initial + [ex.constant(np.array(0, np.int64), "count_start")]
+    values += scan_values
+    types += [node.recorded[j].node.dtype for j in scans]
+    outputs = []
+    for name, dtype in zip(values, types):
+        final = ex.fresh("body_out")
+        nodes.append(ex.helper.make_node("Identity", [name], [final], name=final))
+        outputs.append(ex.helper.make_tensor_value_info(final, onnx_type(dtype), None))
+    graph = ex.helper.make_graph(nodes, ex.fresh("loop_body"), body_inputs, outputs, initializers)
+    limit = "" if node.maximum_iterations is None else ex.constant(np.array(node.maximum_iterations, np.int64),
+                                                                    "max_trips")
+    finals = [ex.fresh("loop_result") for _ in loop_inputs]
+    count_name = ex.fresh("iterations") if count else None
+    scan_names = {node.stack_index(j): ex.fresh("scan") for j in scans}
+    onnx_outputs = finals + ([count_name] if count else []) + [scan_names[node.stack_index(j)] for j in scans]
+    ex.nodes.append(ex.helper.make_node("Loop", [limit, first] + initial, onnx_outputs, name=onnx_outputs[0],
+                                        body=graph))
+    return finals + [count_name] + [scan_names.get(node.stack_index(j)) for j in range(len(node.recorded))]
+
+
+@exports("Length")
+def export_length(ex, node):
+    """len(x) of a converted tensor loop: the first entry of x's shape, as a scalar."""
+    first = ex.emit("Shape", [ex.name_of(node.inputs[0])], "Shape", start=0, end=1)
+    return ex.emit("Reshape", [first, ex.constant(np.zeros(0, np.int64), "scalar")], "Length")

@@ -1,0 +1,151 @@
+"""Constants, identity, casts and shapes: Constant, Identity, Cast, CastLike, Shape, Size, ConstantOfShape.
+
+Shape, Size and ConstantOfShape give values known at import time whenever the shapes they read are
+static, so the shape arithmetic ONNX exporters write (Shape -> Gather -> Concat -> Reshape) folds
+away; only dimensions unknown until run time leave a tinyflow shape/size/fill op in the graph.
+"""
+import math
+
+import numpy as np
+
+from ... import ops
+from ...ops import runtime_shapes
+from ..dtypes import numpy_dtype, onnx_type, onnx_type_name
+from ..errors import OnnxExportError
+from ..storage_types import RoundToType, held_dtype
+from . import exports, imports, same_op
+
+
+# ---------------------------------------------------------------- Constant, Identity
+_CONSTANT_FORMS = {"value": None, "value_float": np.float32, "value_floats": np.float32,
+                   "value_int": np.int64, "value_ints": np.int64}
+
+
+@imports("Constant")
+def import_constant(ctx, node):
+    """A value known at import time (it becomes a tinyflow Constant where a node needs it)."""
+    for form in ("sparse_value", "value_string", "value_strings"):
+        if ctx.has_attr(form):
+            raise ctx.unsupported(f"a Constant given as '{form}'")
+    for form, dtype in _CONSTANT_FORMS.items():
+        if ctx.has_attr(form):
+            return np.asarray(ctx.attr(form), dtype=dtype)
+    raise ctx.fail("it carries no value attribute")
+
+
+@imports("Identity")
+def import_identity(ctx, node):
+    return ops.identity(ctx.input(0), name=ctx.name)
+
+
+exports("Identity", "StopGradient")(same_op("Identity"))
+
+
+@exports("UndefinedValue")
+def export_undefined(ex, node):
+    """A converted program's value that no path reads (a variable before its first assignment): its zeros."""
+    if node.dtype is None:
+        raise OnnxExportError(f"'{node.name}' stands for a variable that never gets a value; assign it on every path")
+    return ex.constant(node.compute(), "undefined")
+
+
+# ---------------------------------------------------------------- Cast
+@imports("Cast")
+def import_cast(ctx, node):
+    return _cast(ctx, ctx.attr("to"))
+
+
+@imports("CastLike")
+def import_cast_like(ctx, node):
+    """A cast to the element type of input 1 (a narrow one if input 1 holds a narrow type's values)."""
+    narrow = ctx.narrow_type(1)
+    return _cast(ctx, narrow if narrow is not None else onnx_type(ctx.input_dtype(1)))
+
+
+def _cast(ctx, to):
+    saturate, round_mode = ctx.attr("saturate", 1), ctx.attr("round_mode", "up")  # for float8 types only
+    dtype = numpy_dtype(to)
+    if dtype is not None:
+        return ops.cast(ctx.input(0), dtype, name=ctx.name)
+    held = held_dtype(to)
+    if held is None:
+        raise ctx.unsupported(f"a cast to {onnx_type_name(to)}")
+    return RoundToType(ops.cast(ctx.input(0), held), to, bool(saturate), round_mode, name=ctx.name)
+
+
+@exports("RoundToType")
+def export_round_to_type(ex, node):
+    """A cast to the narrow type and back; opset 17 casts to bfloat16, the float8 / 4-bit / 2-bit types came later."""
+    if node.elem_type != 16:
+        raise OnnxExportError(f"RoundToType '{node.name}' rounds to {onnx_type_name(node.elem_type)}, which opset 17's "
+                              "Cast lacks (only bfloat16 of the narrow types)")
+    narrow = ex.emit("Cast", [ex.name_of(node.inputs[0])], "Cast", to=node.elem_type)
+    return ex.emit("Cast", [narrow], "Cast", to=onnx_type(node.dtype))
+
+
+@exports("Cast")
+def export_cast(ex, node):
+    return ex.emit("Cast", [ex.name_of(node.inputs[0])], "Cast", to=onnx_type(node.target_dtype))
+
+
+# ---------------------------------------------------------------- Shape, Size, ConstantOfShape
+@imports("Shape")
+def import_shape(ctx, node):
+    start, end = ctx.attr("start", 0), ctx.attr("end", None)
+    shape = ctx.input_shape(0)
+    if shape is not None:
+        dims = shape[start:end]
+        if all(d is not None for d in dims):
+            return np.array(dims, dtype=np.int64)
+    return runtime_shapes.shape(ctx.input(0), start, end, name=ctx.name)
+
+
+@exports("Shape")
+def export_shape(ex, node):
+    attrs = {"start": node.start} if node.start else {}
+    if node.end is not None:
+        attrs["end"] = node.end
+    return ex.emit("Shape", [ex.name_of(node.inputs[0])], "Shape", **attrs)
+
+
+@imports("Size")
+def import_size(ctx, node):
+    shape = ctx.input_shape(0)
+    if shape is not None and all(d is not None for d in shape):
+        return np.array(math.prod(shape), dtype=np.int64)
+    return runtime_shapes.size(ctx.input(0), name=ctx.name)
+
+
+exports("Size")(same_op("Size"))
+
+
+@imports("ConstantOfShape")
+def import_constant_of_shape(ctx, node):
+    value = np.asarray(ctx.attr("value", np.zeros(1, np.float32)))
+    if value.size != 1:
+        raise ctx.fail(f"its value attribute holds {value.size} numbers; it must hold one")
+    dims = ctx.value(0)
+    if dims is not None:
+        if np.any(dims < 0):
+            raise ctx.fail(f"its shape {dims.tolist()} has a negative dimension")
+        return np.full(tuple(int(d) for d in dims), value.reshape(()), dtype=value.dtype)
+    return runtime_shapes.fill(ctx.input(0), value.reshape(()), value.dtype, name=ctx.name)
+
+
+@exports("Fill")
+def export_fill(ex, node):
+    from onnx import numpy_helper
+    value = numpy_helper.from_array(np.asarray(node.value, node.fill_dtype).reshape(1), name="value")
+    return ex.emit("ConstantOfShape", [ex.name_of(node.inputs[0])], "Fill", value=value)
+
+
+def _like(fill):
+    def export(ex, node):
+        shape = ex.emit("Shape", [ex.name_of(node.inputs[0])], "Shape")
+        value = ex.helper.make_tensor("value", onnx_type(node.dtype), [1], [fill])
+        return ex.emit("ConstantOfShape", [shape], "Fill", value=value)
+    return export
+
+
+exports("ZerosLike")(_like(0))
+exports("OnesLike")(_like(1))

@@ -1,0 +1,466 @@
+"""Neural-network ops: MatMul, Gemm, Softmax, LogSoftmax, Conv, ConvTranspose, MaxPool, AveragePool, global
+pooling, Dropout, BatchNormalization, LayerNormalization, InstanceNormalization.
+
+Convolution and pooling are N-d with groups, dilations, explicit or automatic pads and ceil_mode, as
+tinyflow's window ops are; the rules only translate ONNX's attribute spelling.
+"""
+import numpy as np
+
+from ... import ops
+from ...nodes import Node, Variable
+from ...ops import runtime_shapes
+from ...ops.array_ops import ReshapeLike
+from ...ops.conv import Conv, ConvTranspose
+from ...ops.normalization import LayerNorm
+from ...ops.pooling import AvgPool, MaxPool, MaxPoolIndices
+from ...ops.random_ops import DropoutMask
+from ...ops.resize import Resize
+from ...ops.windows import resolve_padding
+from ..errors import OnnxExportError
+from . import OPSET, exports, imports, same_op
+
+
+# ---------------------------------------------------------------- MatMul
+@imports("MatMul")
+def import_matmul(ctx, node):
+    """numpy's matmul: a 1-D operand is a row (left) or a column (right) that the result drops again."""
+    a, b = ctx.input(0), ctx.input(1)
+    if a.shape is None or b.shape is None:
+        raise ctx.unsupported("MatMul of inputs of unknown rank")
+    vector_a, vector_b = len(a.shape) == 1, len(b.shape) == 1
+    if vector_a:
+        a = ops.reshape(a, (1, -1))
+    if vector_b:
+        b = ops.reshape(b, (-1, 1))
+    if not (vector_a or vector_b):
+        return ops.matmul(a, b, name=ctx.name)
+    product = ops.matmul(a, b)
+    key = (Ellipsis,) + ((0,) if vector_a else ()) + ((slice(None),) if vector_a and not vector_b else ()) \
+        + ((0,) if vector_b else ())
+    return ops.get_item(product, key, name=ctx.name)
+
+
+exports("MatMul")(same_op("MatMul"))
+
+
+# ---------------------------------------------------------------- Softmax, LogSoftmax
+def _softmax(fn):
+    def rule(ctx, node):
+        x = ctx.input(0)
+        if ctx.opset >= 13:
+            return fn(x, axis=ctx.attr("axis", -1), name=ctx.name)
+        # before opset 13 the input is seen as 2-D: dims before axis x dims from it
+        axis = ctx.attr("axis", 1)
+        if x.shape is None:
+            raise ctx.unsupported("an opset < 13 softmax of an input of unknown rank")
+        axis = axis + len(x.shape) if axis < 0 else axis
+        if axis == len(x.shape) - 1:
+            return fn(x, axis=-1, name=ctx.name)
+        flat = ops.reshape(x, (-1, int(np.prod(x.shape[axis:]))) if None not in x.shape[axis:] else
+                           (int(np.prod(x.shape[:axis])), -1))
+        return ReshapeLike(fn(flat, axis=-1), x, name=ctx.name)
+    return rule
+
+
+imports("Softmax")(_softmax(ops.softmax))
+imports("LogSoftmax")(_softmax(ops.log_softmax))
+
+
+def _export_softmax(onnx_type):
+    return lambda ex, node: ex.emit(onnx_type, [ex.name_of(node.inputs[0])], onnx_type, axis=int(node.axis))
+
+
+exports("Softmax")(_export_softmax("Softmax"))
+exports("LogSoftmax")(_export_softmax("LogSoftmax"))
+
+
+# ---------------------------------------------------------------- Gemm
+@imports("Gemm")
+def import_gemm(ctx, node):
+    """alpha · A' B' + beta · C, A' = Aᵀ if transA, B' = Bᵀ if transB (torch's Linear exports as this)."""
+    a, b, c = ctx.input(0), ctx.input(1), ctx.input(2)
+    alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
+    ctx.attr("broadcast", 1)  # opsets < 7: C broadcasts when told; numpy broadcasting covers what it allowed
+    if ctx.attr("transA", 0):
+        a = ops.transpose(a)
+    if ctx.attr("transB", 0):
+        b = ops.transpose(b)
+    dtype = a.dtype
+    y = ops.matmul(a, b, name=ctx.name if alpha == 1.0 and c is None else None)
+    if alpha != 1.0:
+        y = ops.multiply(y, np.asarray(alpha, dtype), name=ctx.name if c is None else None)
+    if c is None:
+        return y
+    if beta != 1.0:
+        c = ops.multiply(c, np.asarray(beta, dtype))
+    return ops.add(y, c, name=ctx.name)
+
+
+# ---------------------------------------------------------------- Conv, ConvTranspose and pooling (N-d)
+def window_attributes(ctx, kernel_shape, ceil_mode=False):
+    """(stride, padding, dilation) for tinyflow's window ops from strides / pads / auto_pad / dilations.
+
+    padding is ((before, after), ...) or a mode ('same_upper', 'same_lower', 'valid') that tinyflow
+    resolves from the input's sizes as ONNX does; with ceil_mode the mode is resolved here.
+    """
+    rank = len(kernel_shape)
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    strides = tuple(ctx.attr("strides", [1] * rank))
+    pads = ctx.attr("pads", [0] * 2 * rank)
+    dilations = tuple(ctx.attr("dilations", [1] * rank))
+    if len(strides) != rank or len(dilations) != rank or len(pads) != 2 * rank:
+        raise ctx.fail(f"strides {list(strides)}, dilations {list(dilations)} and pads {pads} do not fit a "
+                       f"{rank}-D kernel {list(kernel_shape)}")
+    if auto_pad in ("NOTSET", ""):
+        padding = tuple(zip(pads[:rank], pads[rank:]))
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER", "VALID"):
+        padding = auto_pad.lower()
+        if ceil_mode and padding != "valid":
+            shape = ctx.input_shape(0)
+            if shape is None or None in shape[2:]:
+                raise ctx.unsupported(f"auto_pad={auto_pad} with ceil_mode on an input of unknown spatial size")
+            padding = resolve_padding(padding, shape[2:], kernel_shape, strides, dilations)
+    else:
+        raise ctx.fail(f"auto_pad={auto_pad!r} is not NOTSET, SAME_UPPER, SAME_LOWER or VALID")
+    return strides, padding, dilations
+
+
+def _kernel_of(ctx, w):
+    if w.shape is None or None in w.shape[2:]:
+        raise ctx.unsupported(f"a filter of unknown shape {w.shape}")
+    kernel = ctx.attr("kernel_shape", list(w.shape[2:]))
+    if list(kernel) != list(w.shape[2:]):
+        raise ctx.fail(f"kernel_shape {kernel} differs from the filter's shape {w.shape}")
+    return kernel
+
+
+@imports("Conv")
+def import_conv(ctx, node):
+    """N-d convolution with groups, dilations, explicit or automatic pads; the bias added per channel."""
+    x, w, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+    kernel = _kernel_of(ctx, w)
+    stride, padding, dilation = window_attributes(ctx, kernel)
+    y = Conv(x, w, stride, padding, dilation, ctx.attr("group", 1), name=None if bias is not None else ctx.name)
+    if bias is None:
+        return y
+    return ops.add(y, ops.reshape(bias, (1, -1) + (1,) * len(kernel)), name=ctx.name)
+
+
+@imports("ConvTranspose")
+def import_conv_transpose(ctx, node):
+    """N-d transposed convolution; output_shape (or auto_pad SAME_*) gives the pads, as ONNX computes them."""
+    x, w, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+    kernel = _kernel_of(ctx, w)
+    rank = len(kernel)
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    stride = tuple(ctx.attr("strides", [1] * rank))
+    dilation = tuple(ctx.attr("dilations", [1] * rank))
+    extra = list(ctx.attr("output_padding", [0] * rank))
+    pads = list(ctx.attr("pads", [0] * 2 * rank))
+    output_shape = ctx.attr("output_shape", None)
+    if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        shape = ctx.input_shape(0)
+        if shape is None or None in shape[2:]:
+            raise ctx.unsupported("output_shape or auto_pad SAME_* on an input of unknown spatial size")
+        spatial = shape[2:]
+        wanted = list(output_shape)[-rank:] if output_shape is not None else [n * s for n, s in zip(spatial, stride)]
+        pads = [0] * 2 * rank
+        for i, (n, k, s, d, want) in enumerate(zip(spatial, kernel, stride, dilation, wanted)):
+            total = s * (n - 1) + extra[i] + (k - 1) * d + 1 - want
+            if total < 0:  # the output is larger than the strided windows reach: padded at the end
+                extra[i] -= total
+                total = 0
+            small, large = total // 2, total - total // 2
+            pads[i], pads[rank + i] = (small, large) if auto_pad == "SAME_UPPER" else (large, small)
+    elif auto_pad not in ("NOTSET", "", "VALID"):
+        raise ctx.fail(f"auto_pad={auto_pad!r} is not NOTSET, SAME_UPPER, SAME_LOWER or VALID")
+    elif auto_pad == "VALID":
+        pads = [0] * 2 * rank
+    padding = tuple(zip(pads[:rank], pads[rank:]))
+    y = ConvTranspose(x, w, stride, padding, tuple(extra), dilation, ctx.attr("group", 1),
+                      name=None if bias is not None else ctx.name)
+    if bias is None:
+        return y
+    return ops.add(y, ops.reshape(bias, (1, -1) + (1,) * rank), name=ctx.name)
+
+
+@imports("MaxPool")
+def import_max_pool(ctx, node):
+    """N-d max pooling; the Indices output is each maximum's flat index in the whole tensor (storage_order)."""
+    kernel = ctx.attr("kernel_shape")
+    ceil_mode = bool(ctx.attr("ceil_mode", 0))
+    stride, padding, dilation = window_attributes(ctx, kernel, ceil_mode)
+    x = ctx.input(0)
+    window = dict(kernel_size=tuple(kernel), stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode)
+    storage_order = ctx.attr("storage_order", 0)
+    y = MaxPool(x, **window, name=ctx.name)
+    if not ctx.output_used(1):
+        return y
+    return y, MaxPoolIndices(x, **window, whole_tensor=True, storage_order=storage_order)
+
+
+@imports("AveragePool")
+def import_average_pool(ctx, node):
+    """N-d average pooling; padding counted only with count_include_pad, as ONNX says."""
+    kernel = ctx.attr("kernel_shape")
+    ceil_mode = bool(ctx.attr("ceil_mode", 0))
+    stride, padding, dilation = window_attributes(ctx, kernel, ceil_mode)
+    return AvgPool(ctx.input(0), tuple(kernel), stride, padding, dilation, ceil_mode,
+                   bool(ctx.attr("count_include_pad", 0)), name=ctx.name)
+
+
+imports("GlobalAveragePool")(lambda ctx, node: ops.global_avg_pool(ctx.input(0), name=ctx.name))
+imports("GlobalMaxPool")(lambda ctx, node: ops.global_max_pool(ctx.input(0), name=ctx.name))
+
+
+# ---------------------------------------------------------------- Dropout
+@imports("Dropout")
+def import_dropout(ctx, node):
+    """Identity unless training_mode is true; then a random keep-mask (numpy's RandomState(seed) draws, as ONNX's
+    reference). The optional mask output is where the input was kept."""
+    x = ctx.input(0)
+    ctx.attr("is_test", 0)  # opsets < 7: inference is what tinyflow imports unless training_mode says otherwise
+    if ctx.opset < 12:
+        rate, training = ctx.attr("ratio", 0.5), None
+    else:
+        rate = ctx.value(1) if ctx.has_input(1) else np.array(0.5)
+        if rate is None:
+            rate = ctx.input(1)
+        training = ctx.value(2) if ctx.has_input(2) else np.array(False)
+        if training is None:
+            training = ctx.input(2)
+    seed = ctx.attr("seed", None)
+    if isinstance(training, np.ndarray) and not bool(training.reshape(())) or (
+            not isinstance(rate, Node) and float(np.asarray(rate)) == 0.0) or training is None:
+        y = ops.identity(x, name=ctx.name)
+        if not ctx.output_used(1):
+            return y
+        return y, _all_true(x)
+    if isinstance(rate, np.ndarray):
+        rate = float(rate.reshape(()))
+    mask = DropoutMask(x, rate, None if isinstance(training, np.ndarray) else training, seed=seed)
+    y = ops.multiply(x, mask, name=ctx.name)
+    return (y, ops.logical_not(ops.equal(mask, np.zeros((), x.dtype)))) if ctx.output_used(1) else y
+
+
+def _all_true(x):
+    if x.shape is not None and None not in x.shape:
+        return np.ones(x.shape, bool)
+    return runtime_shapes.fill(runtime_shapes.shape(x), np.array(True), np.dtype(bool))
+
+
+# ---------------------------------------------------------------- Resize
+_RESIZE_ATTRIBUTES = {"coordinate_transformation_mode": "half_pixel", "cubic_coeff_a": -0.75, "exclude_outside": 0,
+                      "antialias": 0, "extrapolation_value": 0.0, "keep_aspect_ratio_policy": "stretch",
+                      "nearest_mode": "round_prefer_floor"}
+
+
+@imports("Resize", "Upsample")
+def import_resize(ctx, node):
+    """Nearest, linear or cubic resizing by scales or to sizes (on all axes or on `axes`), ONNX's conventions.
+
+    Opset 10's Resize and Upsample take (X, scales) and the asymmetric coordinates of that time.
+    """
+    x = ctx.input(0)
+    if x.shape is None:
+        raise ctx.unsupported("resizing an input of unknown rank")
+    rank = len(x.shape)
+    mode = ctx.attr("mode", "nearest")
+    mode = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    old = ctx.op_type == "Upsample" or ctx.opset < 11
+    options = {k: ctx.attr(k, v) for k, v in _RESIZE_ATTRIBUTES.items()}
+    if old:
+        options["coordinate_transformation_mode"] = "asymmetric"
+        options["nearest_mode"] = "floor"
+        scales_input, sizes_input, roi = (1 if ctx.has_input(1) else None), None, None
+    else:
+        scales_input, sizes_input = 2, 3
+        roi = ctx.value(1) if ctx.has_input(1) else None
+        if ctx.has_input(1) and roi is None and options["coordinate_transformation_mode"] == "tf_crop_and_resize":
+            roi = ctx.static(1, "roi")
+    axes = ctx.attr("axes", None)
+    axes = list(range(rank)) if axes is None else [a % rank for a in axes]
+
+    def per_axis(values, fill):
+        full = [fill] * rank
+        for a, v in zip(axes, values):
+            full[a] = v
+        return full
+    scales = sizes = None
+    if sizes_input is not None and ctx.has_input(sizes_input) and np.size(ctx.input_shape(sizes_input) or (1,)):
+        known = ctx.value(sizes_input)
+        if known is None and len(axes) == rank:  # sizes computed at run time: the op reads the vector then
+            sizes = ops.cast(ctx.input(sizes_input), np.int64)
+        else:
+            known = ctx.static(sizes_input, "sizes") if known is None else known
+            sizes = per_axis([int(v) for v in known.reshape(-1)], None)
+    elif scales_input is not None and ctx.has_input(scales_input):
+        scales = per_axis([float(v) for v in ctx.static(scales_input, "scales").reshape(-1)], 1.0)
+    elif ctx.has_attr("scales"):  # Upsample before opset 9
+        scales = per_axis(ctx.attr("scales"), 1.0)
+    else:
+        raise ctx.fail("it has neither scales nor sizes")
+    if roi is not None and np.size(roi):
+        roi = np.asarray(roi, np.float64).reshape(-1)
+        count = len(roi) // 2
+        starts, ends = roi[:count], roi[count:]
+        if count == len(axes) and count != rank:
+            starts, ends = per_axis(starts, 0.0), per_axis(ends, 1.0)
+        roi = tuple(zip(starts, ends))
+    else:
+        roi = None
+    return Resize(x, sizes=sizes, scales=scales, mode=mode, roi=roi, name=ctx.name,
+                  exclude_outside=bool(options.pop("exclude_outside")), antialias=bool(options.pop("antialias")),
+                  **options)
+
+
+# ---------------------------------------------------------------- LayerNormalization, InstanceNormalization
+@imports("LayerNormalization")
+def import_layer_norm(ctx, node):
+    """(x - mean) / sqrt(var + ε) over the axes from `axis` on, · Scale + B; optional Mean and InvStdDev outputs."""
+    x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+    if x.shape is None:
+        raise ctx.unsupported("layer normalization of an input of unknown rank")
+    rank = len(x.shape)
+    axis = ctx.attr("axis", -1)
+    if not -rank <= axis < rank:
+        raise ctx.fail(f"axis {axis} is out of range for an input of rank {rank}")
+    axis %= rank
+    eps = ctx.attr("epsilon", 1e-5)
+    ctx.attr("stash_type", 1)  # float32 statistics; tinyflow computes them in the input's own type
+    normalized = LayerNorm(x, axis=axis, eps=eps)
+    y = ops.multiply(normalized, scale, name=ctx.name if bias is None else None)
+    if bias is not None:
+        y = ops.add(y, bias, name=ctx.name)
+    if not (ctx.output_used(1) or ctx.output_used(2)):
+        return y
+    axes = tuple(range(axis, rank))
+    mean = ops.reduce_mean(x, axes, keepdims=True)
+    variance = ops.reduce_mean(ops.square(x - mean), axes, keepdims=True)
+    inv_std = ops.reciprocal(ops.sqrt(variance + np.asarray(eps, x.dtype)))
+    return y, mean, inv_std
+
+
+@imports("GroupNormalization")
+def import_group_norm(ctx, node):
+    """Each sample's channels in num_groups groups, normalized, then a per-channel scale and bias (per group
+    before opset 21)."""
+    x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+    groups = ctx.attr("num_groups")
+    ctx.attr("stash_type", 1)  # float32 statistics; tinyflow computes them in the input's own type
+    eps = ctx.attr("epsilon", 1e-5)
+    if ctx.opset < 21:  # one scale and bias per group: repeated for the group's channels
+        channels = None if x.shape is None or len(x.shape) < 2 else x.shape[1]
+        if channels is None:
+            raise ctx.unsupported("per-group scales on an input of unknown channel count")
+        index = np.repeat(np.arange(groups), channels // groups)
+        scale, bias = ops.gather(scale, index), ops.gather(bias, index)
+    return ops.group_norm(x, groups, scale, bias, eps=eps, name=ctx.name)
+
+
+@imports("InstanceNormalization")
+def import_instance_norm(ctx, node):
+    return ops.instance_norm(ctx.input(0), ctx.input(1), ctx.input(2), eps=ctx.attr("epsilon", 1e-5), name=ctx.name)
+
+
+def _onnx_pads(node):
+    """The op's padding as ONNX attributes: auto_pad for the modes, else pads [begin..., end...]."""
+    if isinstance(node.padding, str):
+        return {"auto_pad": node.padding.upper()}
+    return {"pads": [p[0] for p in node.padding] + [p[1] for p in node.padding]}
+
+
+def _export_conv(ex, node):
+    w = node.inputs[1]
+    return ex.emit("Conv", [ex.name_of(node.inputs[0]), ex.name_of(w)], "Conv", kernel_shape=list(w.shape[2:]),
+                   strides=list(node.stride), dilations=list(node.dilation), group=node.groups, **_onnx_pads(node))
+
+
+def _export_pool(onnx_type):
+    def export(ex, node):
+        extra = {"count_include_pad": int(node.count_include_pad)} if onnx_type == "AveragePool" else {}
+        if any(d != 1 for d in node.dilation):
+            if onnx_type == "AveragePool":  # AveragePool has dilations from opset 19 on
+                raise OnnxExportError(f"AvgPool '{node.name}' is dilated {node.dilation}; opset {OPSET}'s "
+                                      "AveragePool has no dilations")
+            extra["dilations"] = list(node.dilation)
+        return ex.emit(onnx_type, [ex.name_of(node.inputs[0])], onnx_type, kernel_shape=list(node.kernel),
+                       strides=list(node.stride), ceil_mode=int(node.ceil_mode), **_onnx_pads(node), **extra)
+    return export
+
+
+exports("Conv")(_export_conv)
+exports("MaxPool")(_export_pool("MaxPool"))
+exports("AvgPool")(_export_pool("AveragePool"))
+
+
+# ---------------------------------------------------------------- BatchNormalization (inference)
+@imports("BatchNormalization")
+def import_batch_norm(ctx, node):
+    """scale·(x - mean)/sqrt(var + ε) + B per channel (axis 1), on the moving statistics (on the batch's with
+    training_mode, which also gives the updated running statistics).
+
+    Built as tfl.nn.BatchNorm2d builds it for evaluation, so it exports back to one BatchNormalization.
+    The statistics become non-trainable Variables (torch keeps them as buffers, not parameters).
+    """
+    training = bool(ctx.attr("training_mode", 0))
+    if any(ctx.output_used(k) for k in (3, 4)) or (ctx.opset < 14 and any(ctx.output_used(k) for k in (1, 2))):
+        raise ctx.unsupported("the saved-statistics outputs of opsets before 14")
+    if not ctx.attr("spatial", 1):
+        raise ctx.unsupported("spatial=0")
+    momentum = ctx.attr("momentum", 0.9)
+    ctx.attr("is_test", 0)  # opset < 7: inference unless training_mode says otherwise
+    ctx.attr("consumed_inputs", None)  # opset 1 bookkeeping
+    epsilon = ctx.attr("epsilon", 1e-5)
+    x = ctx.input(0)
+    if x.shape is None or len(x.shape) < 2:
+        raise ctx.unsupported(f"an input of shape {x.shape} (needs a known rank of 2 or more)")
+    per_channel = (1, -1) + (1,) * (len(x.shape) - 2)
+    scale, bias = (ops.reshape(ctx.input(i), per_channel) for i in (1, 2))
+    running_mean, running_var = (ctx.input(i, trainable=False) for i in (3, 4))
+    eps = np.asarray(epsilon, dtype=x.dtype)
+    if not training:
+        mean, var = (ops.reshape(v, per_channel) for v in (running_mean, running_var))
+        normalized = (x - mean) / ops.sqrt(var + eps)
+        return ops.add(normalized * scale, bias, name=ctx.name)
+    # training mode: the batch's statistics normalize, and the running ones move toward them
+    axes = (0,) + tuple(range(2, len(x.shape)))
+    mean = ops.reduce_mean(x, axes, keepdims=True)
+    var = ops.reduce_mean(ops.square(x - mean), axes, keepdims=True)
+    y = ops.add((x - mean) / ops.sqrt(var + eps) * scale, bias, name=ctx.name)
+    keep = np.asarray(momentum, x.dtype)
+    new_mean = running_mean * keep + ops.reshape(mean, (-1,)) * (1 - keep)
+    new_var = running_var * keep + ops.reshape(var, (-1,)) * (1 - keep)
+    return y, new_mean, new_var
+
+
+def batch_norm_parts(ex, node):
+    """(x, γ, β, mean, var, ε) if `node` is γ·(x - mean)/sqrt(var + ε) + β on 1-D Variables, else None.
+
+    That is what tfl.nn.BatchNorm1d/2d build for evaluation (the training flag folded to False),
+    and what the BatchNormalization import rule builds.
+    """
+    def variable(n):
+        n = n.inputs[0] if n.op_type == "Reshape" and n.target[:2] == (1, -1) else None
+        return n if isinstance(n, Variable) and n.shape is not None and len(n.shape) == 1 else None
+    scaled, shift = node.inputs
+    if scaled.op_type != "Multiply" or variable(shift) is None or variable(scaled.inputs[1]) is None:
+        return None
+    normalized = scaled.inputs[0]
+    if normalized.op_type == "Where":
+        flag = ex.static_value(normalized.inputs[0])
+        if flag is None or np.ndim(flag) != 0 or bool(flag):
+            return None
+        normalized = normalized.inputs[2]
+    if normalized.op_type != "Divide":
+        return None
+    centered, root = normalized.inputs
+    if centered.op_type != "Subtract" or root.op_type != "Sqrt" or root.inputs[0].op_type != "Add":
+        return None
+    var_plus_eps = root.inputs[0]
+    eps = ex.static_value(var_plus_eps.inputs[1])
+    mean, var = variable(centered.inputs[1]), variable(var_plus_eps.inputs[0])
+    x = centered.inputs[0]
+    if mean is None or var is None or eps is None or np.size(eps) != 1 or x.shape is None or len(x.shape) < 2:
+        return None
+    return x, variable(scaled.inputs[1]), variable(shift), mean, var, float(np.asarray(eps).reshape(()))

@@ -1,0 +1,93 @@
+"""ONNX's narrow storage types (bfloat16, float8, float4, int4, int2): their values held in a wider tinyflow dtype.
+
+tinyflow computes in bool, integer and IEEE float dtypes. A model that casts to a narrow type (to
+save memory, or to mimic quantised hardware) is imported as computing with the narrow type's
+*values*: a tensor of bfloat16 is a float32 tensor whose values bfloat16 can hold, an int4 tensor
+an int8 one whose values are in [-8, 7]. Casting to a narrow type rounds to its values
+(RoundToType, as ONNX rounds: to nearest even, saturating if asked), and the model's inputs and
+outputs of narrow types are converted at the boundary (ml_dtypes arrays in and out, as onnx's
+numpy_helper gives them).
+"""
+import numpy as np
+
+from ..arguments import Arguments
+from ..nodes import Operation
+from ..ops.registry import not_differentiable
+
+# ONNX element type code -> (ml_dtypes type name, the numpy dtype holding its values)
+STORAGE_TYPES = {16: ("bfloat16", np.float32), 17: ("float8_e4m3fn", np.float32), 18: ("float8_e4m3fnuz", np.float32),
+                 19: ("float8_e5m2", np.float32), 20: ("float8_e5m2fnuz", np.float32), 21: ("uint4", np.uint8),
+                 22: ("int4", np.int8), 23: ("float4_e2m1fn", np.float32), 24: ("float8_e8m0fnu", np.float32),
+                 25: ("uint2", np.uint8), 26: ("int2", np.int8)}
+_SATURATING = {17, 18, 19, 20}  # the float8 types, whose casts saturate unless told not to
+
+
+def held_dtype(elem_type):
+    """The numpy dtype holding the values of a narrow ONNX type, or None when the type is not one."""
+    entry = STORAGE_TYPES.get(int(elem_type))
+    return None if entry is None else np.dtype(entry[1])
+
+
+def narrow_dtype(elem_type):
+    """The ml_dtypes dtype of a narrow ONNX type (what onnx's numpy_helper uses for it)."""
+    import ml_dtypes
+    return np.dtype(getattr(ml_dtypes, STORAGE_TYPES[int(elem_type)][0]))
+
+
+def to_held(array):
+    """A numpy array of a narrow type (an ml_dtypes dtype) as its holding dtype; other arrays as they are."""
+    array = np.asarray(array)
+    for code, (name, held) in STORAGE_TYPES.items():
+        if array.dtype.name == name:
+            return array.astype(held)
+    return array
+
+
+def round_to(x, elem_type, saturate=True, round_mode="up"):
+    """x's values rounded to those of the narrow type (ONNX's Cast), as an array of the narrow type."""
+    elem_type = int(elem_type)
+    dtype = narrow_dtype(elem_type)
+    if elem_type == 24:  # float8e8m0: a power of two, with its own rounding modes
+        from onnx.numpy_helper import to_float8e8m0
+        return to_float8e8m0(np.asarray(x, np.float32), saturate, round_mode).astype(dtype)
+    if elem_type in _SATURATING and saturate:
+        from onnx.numpy_helper import saturate_cast
+        return saturate_cast(np.asarray(x), dtype)
+    return np.asarray(x).astype(dtype)
+
+
+class RoundToType(Operation):
+    """x rounded to the values of a narrow ONNX type (bfloat16, float8, float4, int4, int2), kept in x's dtype.
+
+    What a Cast to that type computes (round to nearest even; float8 casts saturate to the largest
+    finite value unless `saturate` is false). Piecewise constant, so not differentiable.
+    """
+
+    def __init__(self, x, elem_type, saturate=True, round_mode="up", name=None):
+        check = Arguments(self, name, x)
+        self.elem_type = check.integer("elem_type", elem_type)
+        if self.elem_type not in STORAGE_TYPES:
+            check.fail("elem_type", elem_type, "is not a narrow ONNX type",
+                       f"pass one of the codes {sorted(STORAGE_TYPES)} (onnx.TensorProto.BFLOAT16, ...)")
+        self.saturate = check.flag("saturate", saturate)
+        if round_mode not in ("up", "down", "nearest"):
+            check.fail("round_mode", round_mode, "is not a rounding mode", "pass 'up', 'down' or 'nearest'")
+        self.round_mode = round_mode
+        super().__init__(x, name=name)
+
+    @property
+    def narrow_type(self):
+        """The ONNX code of the type whose values this node holds (what a CastLike to it casts to)."""
+        return self.elem_type
+
+    def compute(self, x):
+        return round_to(x, self.elem_type, self.saturate, self.round_mode).astype(x.dtype)
+
+    def infer_shape(self, x_shape):
+        return x_shape
+
+    def infer_dtype(self, x):
+        return x
+
+
+not_differentiable(RoundToType)
