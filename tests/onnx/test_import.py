@@ -7,16 +7,9 @@ from tinyflow.jit import InputSpec
 
 onnx = pytest.importorskip("onnx", reason="the onnx package is needed (pip install onnx)")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_model_builders import if_model, make_model  # noqa: E402
 
 from tinyflow.onnx.rules import IMPORTS  # noqa: E402
-
-
-def make_model(nodes, inputs, outputs, initializers=(), opset=17, name="test"):
-    """A model from helper nodes; inputs / outputs: (name, elem type, shape)."""
-    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(*i) for i in inputs],
-                              [helper.make_tensor_value_info(*o) for o in outputs],
-                              [numpy_helper.from_array(np.asarray(v), n) for n, v in initializers])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
 def mlp_model():
@@ -150,13 +143,7 @@ def test_a_subgraph_rule_reads_outer_values_by_name(monkeypatch):
         return tfl.cond(ctx.input(0), lambda: ctx.import_graph(then_graph)[0],
                         lambda: ctx.import_graph(else_graph)[0], name=ctx.name)
     monkeypatch.setitem(IMPORTS, "If", import_if)
-    branch = lambda op: helper.make_graph(  # noqa: E731
-        [helper.make_node(op, ["x", "w"], ["out"])], op, [], [helper.make_tensor_value_info("out", 1, None)])
-    nodes = [helper.make_node("Greater", ["x0", "zero"], ["positive"], name="test"),
-             helper.make_node("If", ["positive"], ["y"], name="choose", then_branch=branch("Mul"),
-                              else_branch=branch("Sub"))]
-    model = make_model(nodes, [("x0", TensorProto.FLOAT, []), ("x", TensorProto.FLOAT, [3])],
-                       [("y", TensorProto.FLOAT, [3])], [("zero", np.float32(0)), ("w", np.float32([1, 2, 3]))])
+    model = if_model()
     prog = tfl.onnx.load(model)
     x = np.float32([4, 5, 6])
     np.testing.assert_allclose(prog({"x0": np.float32(1), "x": x})["y"], x * [1, 2, 3])

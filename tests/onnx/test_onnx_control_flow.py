@@ -9,14 +9,8 @@ from tinyflow.jit import InputSpec
 
 onnx = pytest.importorskip("onnx", reason="the onnx package is needed (pip install onnx)")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is needed (pip install onnxruntime)")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-
-
-def make_model(nodes, inputs, outputs, initializers=()):
-    graph = helper.make_graph(nodes, "control_flow", [helper.make_tensor_value_info(*i) for i in inputs],
-                              [helper.make_tensor_value_info(*o) for o in outputs],
-                              [numpy_helper.from_array(np.asarray(v), n) for n, v in initializers])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+from onnx import TensorProto, helper  # noqa: E402
+from onnx_model_builders import if_model, make_model  # noqa: E402
 
 
 def onnxruntime_run(model, feeds):
@@ -25,13 +19,7 @@ def onnxruntime_run(model, feeds):
 
 
 def test_if_reads_outer_values_and_differentiates(backend):
-    branch = lambda op: helper.make_graph(  # noqa: E731
-        [helper.make_node(op, ["x", "w"], ["out"])], op, [], [helper.make_tensor_value_info("out", 1, None)])
-    nodes = [helper.make_node("Greater", ["x0", "zero"], ["positive"], name="test"),
-             helper.make_node("If", ["positive"], ["y"], name="choose", then_branch=branch("Mul"),
-                              else_branch=branch("Sub"))]
-    model = make_model(nodes, [("x0", TensorProto.FLOAT, []), ("x", TensorProto.FLOAT, [3])],
-                       [("y", TensorProto.FLOAT, [3])], [("zero", np.float32(0)), ("w", np.float32([1, 2, 3]))])
+    model = if_model()
     prog = tfl.onnx.load(model)
     assert "Cond" in {n.op_type for n in prog.graph.nodes}
     x = np.float32([4, 5, 6])
