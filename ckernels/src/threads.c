@@ -37,7 +37,7 @@
 #include "tinyflow_kernels.h"
 
 /* A job number carries the number of parts in its low bits, so a worker learns at once whether it takes part. */
-enum { TF_SPIN_MICROSECONDS = 20, PARTS_BITS = 11, CHUNKS_PER_THREAD = 4 };
+enum { TF_SPIN_MICROSECONDS = 20, PARTS_BITS = 11, CHUNKS_PER_THREAD = 32, CHUNK_MIN_COST = 32768 };
 
 /* A counter threads can wait on until it changes; bump() changes it and wakes the sleepers. */
 typedef struct {
@@ -234,7 +234,11 @@ void tf_parallel_for(long n, long cost, tf_chunk_fn fn, void *args) {
     int workers = start_workers(pool.threads);
     long parts = workers + 1 < pool.threads ? workers + 1 : pool.threads;
     parts = parts < n ? parts : n;
-    long chunks = parts * CHUNKS_PER_THREAD < n ? parts * CHUNKS_PER_THREAD : n;
+    /* many small chunks, so a caller whose worker is late (descheduled, waking on an idle core) does the
+     * rest itself without waiting long for a chunk the worker holds; but none under CHUNK_MIN_COST */
+    long chunks = cost / CHUNK_MIN_COST > parts ? cost / CHUNK_MIN_COST : parts;
+    chunks = chunks < parts * CHUNKS_PER_THREAD ? chunks : parts * CHUNKS_PER_THREAD;
+    chunks = chunks < n ? chunks : n;
     long job = (__atomic_load_n(&pool.job.value, __ATOMIC_RELAXED) >> PARTS_BITS) + 1;
     long done = __atomic_load_n(&pool.done.value, __ATOMIC_RELAXED);
     pool.fn = fn;
