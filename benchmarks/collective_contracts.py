@@ -3,7 +3,7 @@
     python benchmarks/collective_contracts.py [--processes 2] [--repeats 15]
 
 Launches itself under `tinyflow launch`. For each message size, three candidates are timed in
-turn (rotating order, several calls back to back per sample): mpi4py's Allreduce, tinyflow's
+turn (a random order each round, several calls back to back per sample): mpi4py's Allreduce, tinyflow's
 all_reduce as shipped (the contract check, an allgather of 32 bytes per rank, then the payload),
 and tinyflow's all_reduce with the check switched off in this process only. The last row is a
 data-parallel training step (an MLP on 64 rows, DistributedOptimizer) with and without the check.

@@ -28,14 +28,16 @@ def configure_threads(threads):
 def interleaved(candidates, repeats=21, warmup=2):
     """{name: array of seconds} for callables timed in turn, `repeats` rounds after `warmup` rounds.
 
-    The order rotates every round, so no candidate always runs right after the same other one
-    (a library whose threads stay busy after it returns would otherwise slow its successor).
+    Each round runs the candidates in a new random order (fixed seed), so every candidate follows each
+    other one equally often: a library whose threads stay busy after it returns (PyTorch's OpenMP
+    threads spin for milliseconds) slows whichever candidate runs next. Rotating one order would not
+    do: it moves the positions but keeps who follows whom, and one successor would take every hit.
     """
     times = {name: [] for name in candidates}
     names = list(candidates)
+    rng = np.random.default_rng(2025)
     for round_ in range(warmup + repeats):
-        shift = round_ % len(names)
-        for name in names[shift:] + names[:shift]:
+        for name in rng.permutation(names):
             fn = candidates[name]
             start = time.perf_counter()
             fn()
