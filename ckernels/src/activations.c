@@ -19,6 +19,8 @@
 #define EXP tf_expf
 #define LOG1P tf_log1pf
 #define SIGMOID tf_sigmoidf
+#define SIGMOID_COMMON tf_sigmoidf_common
+#define SIGMOID_IS_COMMON tf_sigmoid_is_common
 #define TANH tf_tanhf
 #include "activations_generic.h"
 #undef T
@@ -27,12 +29,16 @@
 #undef LOG1P
 #undef TANH
 #undef SIGMOID
+#undef SIGMOID_COMMON
+#undef SIGMOID_IS_COMMON
 
 #define T double
 #define NAME(x) x##_f64
 #define EXP tf_exp
 #define LOG1P log1p
 #define SIGMOID tf_sigmoid
+#define SIGMOID_COMMON tf_sigmoid
+#define SIGMOID_IS_COMMON(x) 1
 #define TANH tanh
 #include "activations_generic.h"
 #undef T
@@ -41,3 +47,5 @@
 #undef LOG1P
 #undef TANH
 #undef SIGMOID
+#undef SIGMOID_COMMON
+#undef SIGMOID_IS_COMMON

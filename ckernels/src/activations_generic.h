@@ -1,7 +1,18 @@
 /* Activation kernels and their backward kernels (`_back`), for the type T. */
 
+/* Blocks of TF_MATH_BLOCK: when every x of a block is in the common range (tf_math.h), the cheaper common
+ * form, else the full one. The check reads x before anything is written: y may be x. */
 TF_CLONES static void NAME(sigmoid_run)(const T *x, T *y, long n) {
-    for (long i = 0; i < n; i++) y[i] = SIGMOID(x[i]);
+    long b = 0;
+    for (; b + TF_MATH_BLOCK <= n; b += TF_MATH_BLOCK) {
+        int special = 0;
+        for (long i = b; i < b + TF_MATH_BLOCK; i++) special |= !SIGMOID_IS_COMMON(x[i]);
+        if (special)
+            for (long i = b; i < b + TF_MATH_BLOCK; i++) y[i] = SIGMOID(x[i]);
+        else
+            for (long i = b; i < b + TF_MATH_BLOCK; i++) y[i] = SIGMOID_COMMON(x[i]);
+    }
+    for (; b < n; b++) y[b] = SIGMOID(x[b]);
 }
 
 TF_CLONES static void NAME(sigmoid_back_run)(const T *y, const T *g, T *out, long n) {

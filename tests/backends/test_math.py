@@ -68,10 +68,10 @@ def check(got, x, name):
 @pytest.fixture(scope="module")
 def generated():
     """The header compiled as the fusion compiler compiles generated kernels (same flags, same cache)."""
-    names = sorted(REFERENCES)
+    names = sorted(REFERENCES) + ["sigmoid_common"]
     source = codegen_c.math_header() + "".join(
         f"void run_{n}(const float *x, float *y, long n) {{ for (long i = 0; i < n; i++) y[i] = tf_{n}f(x[i]); }}\n"
-        for n in names)
+        for n in names).replace("tf_sigmoid_commonf", "tf_sigmoidf_common")
     module = compiler.load(source, "".join(f"void run_{n}(const float *x, float *y, long n);" for n in names))
     if module is None:
         pytest.skip("no C compiler: generated kernels run with numpy (install gcc)")
@@ -103,6 +103,34 @@ def test_library_kernels_math_is_within_2_ulp(name):
     ptr = native.ffi.from_buffer
     LIBRARY_KERNELS[name](ptr("float[]", x), ptr("float[]", y))
     check(y, x, name)
+
+
+def test_the_common_sigmoid_gives_the_full_ones_bits_over_its_whole_range(generated):
+    """tf_sigmoidf_common drops the NaN, infinity and denormal cases: where it is used (|x| <= 86) nothing changes."""
+    rng = np.random.default_rng(3)
+    limit = np.float32(86.0)
+    edges = np.array([limit, -limit, np.nextafter(limit, 0), 0.0, -0.0, 1e-45, -1e-45, 1e-38, 1.0, -1.0],
+                     np.float32)
+    x = np.concatenate([rng.uniform(-86, 86, 1_000_000).astype(np.float32), rng.uniform(-1, 1, 100_000) ** 9,
+                        edges]).astype(np.float32)
+    common, full = np.empty_like(x), np.empty_like(x)
+    for name, y in (("sigmoid_common", common), ("sigmoid", full)):
+        getattr(generated.lib, f"run_{name}")(generated.ffi.from_buffer("float[]", x),
+                                              generated.ffi.from_buffer("float[]", y), x.size)
+    np.testing.assert_array_equal(common.view(np.int32), full.view(np.int32))
+
+
+@pytest.mark.skipif(not native.is_built(), reason="the C kernel library is not built (pip install -e .)")
+@pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf, 87.0, -100.0])
+def test_library_sigmoid_in_place_runs_a_block_with_one_uncommon_value_in_full(generated, special):
+    """tf_sigmoid checks a block of x before it writes y, so y may be x; the full form takes the odd block."""
+    x = np.random.default_rng(4).uniform(-20, 20, 1000).astype(np.float32)
+    x[300] = special  # in the second block of 256
+    expected = np.empty_like(x)
+    generated.lib.run_sigmoid(generated.ffi.from_buffer("float[]", x), generated.ffi.from_buffer("float[]", expected),
+                              x.size)
+    native.lib.tf_sigmoid_f32(native.ffi.from_buffer("float[]", x), native.ffi.from_buffer("float[]", x), x.size)
+    np.testing.assert_array_equal(x.view(np.int32), expected.view(np.int32))
 
 
 @pytest.mark.skipif(not native.is_built(), reason="the C kernel library is not built (pip install -e .)")

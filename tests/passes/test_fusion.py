@@ -150,6 +150,30 @@ def test_numpy_fallback_without_a_compiler(monkeypatch, tmp_path):
     assert compiler.STATS["failed"] == failed + 1 and op_types(plan) == ["FusedElementwise"]
 
 
+@pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf, 100.0, -60.0])  # -60: a denormal sigmoid
+@pytest.mark.parametrize("size", [1, 255, 256, 257, 1000])
+def test_sigmoid_runs_its_common_form_in_blocks_and_the_full_form_where_a_block_needs_it(size, special, monkeypatch):
+    """The cheap form for |x| <= 86 and the full one give the same bits; a block with one value beyond runs in full."""
+    monkeypatch.setenv("TINYFLOW_FUSION_JIT_AFTER", "0")
+    x = tfl.Placeholder((size,), name="x")
+    y = tfl.sigmoid(x * 1.5 - 0.5) * 2.0
+    values = RNG.uniform(-40, 40, size).astype(np.float32)
+    values[size // 2] = special
+    out, ref, plan = run_both(y, {x: values})
+    assert op_types(plan) == ["FusedElementwise"]
+    source = c_source(plan.steps[-1].node, ("full",))
+    assert "tf_sigmoidf_common(" in source and "tf_sigmoid_is_common(" in source and "tf_sigmoidf(" in source
+    with np.errstate(all="ignore"):
+        z = (values * np.float32(1.5) - np.float32(0.5)).astype(np.float64)  # rounded as the kernel rounds it
+    with np.errstate(all="ignore"):
+        exact = 2 * np.where(z < 0, np.exp(z) / (1 + np.exp(z)), 1 / (1 + np.exp(-z)))
+    np.testing.assert_allclose(out, exact.astype(np.float32), rtol=1e-6, atol=3e-45)  # denormals to the ulp
+    if tfl.backends.get_backend().name == "c":
+        np.testing.assert_array_equal(out, ref)  # the library's sigmoid, one op at a time
+    else:
+        assert_close(out, ref)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_kernels_compiled_for_this_cpu_compute_arithmetic_bit_for_bit_as_the_ops_one_by_one(dtype, monkeypatch):
     """-march=native brings FMA, but a*b + c must round twice, as the unfused ops (and numpy) round it."""

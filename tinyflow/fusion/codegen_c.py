@@ -38,6 +38,12 @@ types, so several SIMD registers advance together, and finishes the last element
         for (b = start; b < stop; b++) { V a0; memcpy(&a0, x0 + b * LANES, sizeof a0); ... }
         (after the parallel blocks) for (i = n - n % LANES; i < n; i++) { the loop above }
 (1,000 dependent adds on 16 floats: 12.7 µs -> 3.2 µs in a standalone C test.)
+
+A float sigmoid has a cheaper form for |x| <= 86 (tf_math.h: no NaN, infinity or denormal to
+handle, the same bits). A flat loop that calls it runs in blocks of TF_MATH_BLOCK elements:
+the cheap form while checking each argument, and the block again with the full form if one
+argument was out of range (W4's 10M-element c * sigmoid(a*x + b): 0.80 -> 0.62 ns per element
+on one thread).
 """
 import functools
 import pathlib
@@ -131,6 +137,9 @@ def c_source(node, kinds):
             count = "n / LANES"
             tail = scalars + ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last ones, one by one */",
                               *loop]
+        elif single and _common_checks(node):
+            lines += _blocks_loop(node, loads, fn, loop) + ["}"]
+            count = "n"
         else:
             lines += ["    long i;", "#pragma omp simd", "    for (i = start; i < stop; i++) {", *loop, "}"]
             count = "n"
@@ -151,6 +160,38 @@ def c_source(node, kinds):
         lines += ["    {"] + ["    " + line for line in tail] + ["    }"]
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+# math functions of tf_math.h with a cheaper form for a common range: name -> (that form, the check of the argument)
+COMMON_FORMS = {"sigmoid": ("tf_sigmoidf_common", "tf_sigmoid_is_common")}
+_OP_FUNCTIONS = {"Sigmoid": "sigmoid"}
+
+
+def _common_checks(node):
+    """The C conditions under which every common form of node's float math calls gives the full form's bits."""
+    checks = []
+    for op_type, args in node.program:
+        if op_type in _OP_FUNCTIONS:
+            kind, i = args[0]
+            argument = f"a{i}" if kind == "x" else f"t{i}" if kind == "t" else literal(i.reshape(-1)[0], True)
+            checks.append(f"{COMMON_FORMS[_OP_FUNCTIONS[op_type]][1]}({argument})")
+    return checks
+
+
+def _blocks_loop(node, loads, fn, full_loop):
+    """The flat loop in blocks of TF_MATH_BLOCK: the common forms of the math calls while checking their arguments,
+    then the block again with the full forms if one argument was out of the common range (out is never an input)."""
+    def common(name):
+        return COMMON_FORMS[name][0] if name in COMMON_FORMS else fn(name)
+    statements, result = body(node, loads, True, common, " " * 12)
+    checks = " || ".join(f"!{check}" for check in _common_checks(node))
+    return ["    long b, i;", "    for (b = start; b < stop; b += TF_MATH_BLOCK) {",
+            "        long end = b + TF_MATH_BLOCK < stop ? b + TF_MATH_BLOCK : stop;",
+            "        int special = 0;", "#pragma omp simd reduction(|:special)",
+            "        for (i = b; i < end; i++) {", *statements, f"            special |= {checks};",
+            f"            out[i] = {result};", "        }",
+            "        if (!special) continue;", "#pragma omp simd", "        for (i = b; i < end; i++) {",
+            *["    " + line for line in full_loop], "    }"]
 
 
 def _vectorisable(node, kinds):
