@@ -74,11 +74,14 @@ def test_max_pool_gradient_goes_to_the_nan_like_numpy(table_backend):
     assert got[0, 0, 1, 1] > 0  # the NaN position got the gradient of every window it wins
 
 
-@pytest.mark.parametrize("shape", [(2, 3, 6, 8), (2, 2, 5, 7)])  # odd sizes: a last row and column no window covers
+# odd sizes: a last row and column no window covers; 1 to 17 windows a row (up to 15 have loops of their own)
+@pytest.mark.parametrize("shape", [(2, 3, 6, 8), (2, 2, 5, 7), (2, 2, 4, 2), (1, 2, 6, 14), (1, 2, 4, 30),
+                                   (1, 2, 2, 32), (1, 1, 4, 34), (3, 2, 8, 8)])
 def test_2x2_pooling_picks_each_windows_first_maximum_like_numpy(table_backend, shape):
     """The usual 2x2, stride-2 pooling has its own C loops: ties, NaN and -inf as the general ones (and numpy)."""
     rng = np.random.default_rng(3)
     x = rng.integers(0, 3, shape).astype(np.float32)  # many ties inside windows
+    x[x == 0] = rng.choice(np.array([0.0, -0.0], np.float32), int((x == 0).sum()))  # +0 and -0 tie: the first wins the gradient
     x.flat[rng.choice(x.size, 6, replace=False)] = np.nan
     x.flat[rng.choice(x.size, 6, replace=False)] = -np.inf
     pooled = (shape[0], shape[1], shape[2] // 2, shape[3] // 2)
