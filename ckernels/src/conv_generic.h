@@ -19,8 +19,22 @@ static void NAME(im2col_chunk)(void *p, long start, long stop) {
     long dh = k->dh, dw = k->dw, ho = k->ho, wo = k->wo, width = c * kh * kw;
     for (long row_block = start; row_block < stop; row_block++) {
         long b = row_block / ho, i = row_block % ho;
+        long top = i * sh - ph;
+        int rows_inside = top >= 0 && top + (kh - 1) * dh < h;
         for (long j = 0; j < wo; j++) {
             T *dst = cols + ((b * ho + i) * wo + j) * width;
+            long left = j * sw - pw;
+            if (rows_inside && left >= 0 && left + (kw - 1) * dw < w) { /* the window inside x: copy, no checks */
+                for (long ch = 0; ch < c; ch++) {
+                    const T *corner = x + (b * c + ch) * h * w + top * w + left;
+                    for (long di = 0; di < kh; di++, dst += kw) {
+                        const T *src = corner + di * dh * w;
+                        if (kw == 3 && dw == 1) dst[0] = src[0], dst[1] = src[1], dst[2] = src[2];
+                        else for (long dj = 0; dj < kw; dj++) dst[dj] = src[dj * dw];
+                    }
+                }
+                continue;
+            }
             for (long ch = 0; ch < c; ch++) {
                 const T *plane = x + (b * c + ch) * h * w;
                 for (long di = 0; di < kh; di++) {
