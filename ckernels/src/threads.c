@@ -8,17 +8,18 @@
  * set by anyone change tinyflow's speed. A pool of our own behaves the same whatever
  * was imported before it.
  *
- * How it works: tf_parallel_for(n, cost, fn, ctx) cuts [0, n) into a few contiguous chunks per
- * thread (CHUNKS_PER_THREAD) and calls fn(ctx, start, stop) on each. The caller and the workers
- * claim chunks one at a time from a shared counter until none are left, and the caller returns
- * when every chunk is done. Claiming, rather than one fixed chunk per thread, is what keeps a
- * kernel fast when a core is busy: another runtime's threads (torch's libgomp spins for
- * milliseconds after each parallel region, OpenBLAS's idle threads yield in a loop) can keep a
- * worker from running for a whole time slice, and the caller then does that work itself
- * instead of waiting (a 10M-element Adam step after a torch call: 9.2 ms with fixed halves,
- * 5.5 ms claimed, 5.2 ms on one thread). Chunks are fixed by index, whoever runs them, so results
- * never depend on the schedule. Workers are started on first use. A waiting thread (a worker
- * between jobs, the caller until the last chunk is done) spins for TF_SPIN_MICROSECONDS, then
+ * How it works: tf_parallel_for(n, cost, fn, ctx) cuts [0, n) into contiguous chunks, up to
+ * CHUNKS_PER_THREAD per thread and none below CHUNK_MIN_COST, and calls fn(ctx, start, stop) on each.
+ * The caller and the workers claim chunks one at a time from a shared counter until none are left,
+ * and the caller returns when every chunk is done. Claiming, rather than one fixed chunk per thread,
+ * is what keeps a kernel fast when a core is busy: another runtime's threads (torch's libgomp spins
+ * for milliseconds after each parallel region, OpenBLAS's idle threads yield in a loop) can keep a
+ * worker from running for a whole time slice, and a worker woken on an idle virtual CPU may start a
+ * millisecond late; the caller then does that work itself instead of waiting (a 10M-element Adam step
+ * after a torch call: 9.2 ms with fixed halves, 5.5 ms with 8 claimed chunks, 5.2 ms on one thread).
+ * Small chunks bound the wait for the one a late worker holds. Chunks are fixed by index, whoever runs
+ * them, so results never depend on the schedule. Workers are started on first use. A waiting thread
+ * (a worker between jobs, the caller until the last chunk is done) spins for TF_SPIN_MICROSECONDS, then
  * sleeps on a condition variable: a training step calls kernels a few microseconds apart, and
  * waking a sleeping thread costs 10-60 µs, but a longer spin takes a core from the BLAS call
  * that often comes next. The spin never calls sched_yield: OpenBLAS's idle threads spin with it,
