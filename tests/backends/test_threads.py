@@ -112,6 +112,36 @@ def test_a_forked_child_starts_its_own_workers(threads):
     assert queue.get(timeout=5) < 1e-6
 
 
+def pool_workers_allowed_cpus():
+    """{thread id: the CPUs it may run on} for this process's pool workers (threads named tinyflow-pool)."""
+    allowed = {}
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/comm") as comm:
+            if comm.read().strip() == "tinyflow-pool":
+                allowed[int(tid)] = os.sched_getaffinity(int(tid))
+    return allowed
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread affinity is read from Linux's /proc")
+def test_workers_are_kept_off_the_cpu_of_the_thread_that_calls_the_kernel(threads):
+    """A worker woken on the caller's CPU waits for it (an idle virtual CPU looks preempted to the scheduler):
+    each parallel kernel keeps the workers off the caller's CPU, and only that one."""
+    mine = os.sched_getaffinity(0)
+    if len(mine) < 2:
+        pytest.skip(f"this process may run on one CPU only ({sorted(mine)}): nothing to keep the workers off")
+    threads(2)
+    for cpu in sorted(mine)[:2]:
+        os.sched_setaffinity(0, {cpu})  # the caller (this thread) on one CPU
+        try:
+            sigmoid(np.zeros(PARALLEL_MIN * 2, np.float32))
+        finally:
+            os.sched_setaffinity(0, mine)
+        workers = pool_workers_allowed_cpus()
+        assert workers, "no thread named tinyflow-pool after a parallel kernel"
+        for tid, allowed in workers.items():
+            assert allowed == mine - {cpu}, f"worker {tid} may run on {sorted(allowed)}, caller on CPU {cpu}"
+
+
 TORCH_FIRST = """
 import os, sys
 import torch
