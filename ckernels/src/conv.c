@@ -15,13 +15,17 @@
 #include "tinyflow_kernels.h"
 
 #define T float
+#define LANE_INT int32_t /* a signed integer of T's size: what comparing two T vectors gives */
 #define NAME(x) x##_f32
 #include "conv_generic.h"
 #undef T
+#undef LANE_INT
 #undef NAME
 
 #define T double
+#define LANE_INT int64_t
 #define NAME(x) x##_f64
 #include "conv_generic.h"
 #undef T
+#undef LANE_INT
 #undef NAME

@@ -77,15 +77,16 @@ def test_max_pool_gradient_goes_to_the_nan_like_numpy(table_backend):
 # odd sizes: a last row and column no window covers; 1 to 17 windows a row (up to 15 have loops of their own)
 @pytest.mark.parametrize("shape", [(2, 3, 6, 8), (2, 2, 5, 7), (2, 2, 4, 2), (1, 2, 6, 14), (1, 2, 4, 30),
                                    (1, 2, 2, 32), (1, 1, 4, 34), (3, 2, 8, 8)])
-def test_2x2_pooling_picks_each_windows_first_maximum_like_numpy(table_backend, shape):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_2x2_pooling_picks_each_windows_first_maximum_like_numpy(table_backend, shape, dtype):
     """The usual 2x2, stride-2 pooling has its own C loops: ties, NaN and -inf as the general ones (and numpy)."""
     rng = np.random.default_rng(3)
-    x = rng.integers(0, 3, shape).astype(np.float32)  # many ties inside windows
-    x[x == 0] = rng.choice(np.array([0.0, -0.0], np.float32), int((x == 0).sum()))  # +0 and -0 tie: the first wins the gradient
+    x = rng.integers(0, 3, shape).astype(dtype)  # many ties inside windows
+    x[x == 0] = rng.choice(np.array([0.0, -0.0], dtype), int((x == 0).sum()))  # +0 and -0 tie: the first wins the gradient
     x.flat[rng.choice(x.size, 6, replace=False)] = np.nan
     x.flat[rng.choice(x.size, 6, replace=False)] = -np.inf
     pooled = (shape[0], shape[1], shape[2] // 2, shape[3] // 2)
-    g, r = rng.standard_normal(pooled).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
+    g, r = rng.standard_normal(pooled).astype(dtype), rng.standard_normal(shape).astype(dtype)
 
     def gather(p, q, s):  # d(sum(dL/dp * s))/dq picks s at each window's maximum: MaxPoolGather
         (gp,) = tfl.gradients(tfl.max_pool2d(p, 2), [p], grad_ys=q)
