@@ -70,7 +70,6 @@ static cpu_set_t process_cpus; /* the CPUs the process may use, read when the po
 static int process_cpus_known;
 #endif
 
-
 static __thread int inside_pool; /* set on workers, and on a caller while it runs a job */
 
 static void chunk_bounds(long n, long parts, long part, long *start, long *stop) {
