@@ -78,6 +78,11 @@ def c_function(name, single):
     return name + "f" if single else name
 
 
+def operand(kind, i, single):
+    """How a member's argument reads in C: input k is a<k>, member j's value t<j>, a constant its literal."""
+    return f"a{i}" if kind == "x" else f"t{i}" if kind == "t" else literal(i.reshape(-1)[0], single)
+
+
 def body(node, loads, single, fn, indent, vector=None):
     """The statements computing each member into t0, t1, ...; returns (lines, name of the result).
 
@@ -88,8 +93,7 @@ def body(node, loads, single, fn, indent, vector=None):
         return literal(x, single)
     lines = [f"{indent}const T a{k} = {load};" for k, load in loads.items()]
     for j, (member, (op_type, args)) in enumerate(zip(node.members, node.program)):
-        names = [f"a{i}" if kind == "x" else f"t{i}" if kind == "t" else lit(i.reshape(-1)[0])
-                 for kind, i in args]
+        names = [operand(kind, i, single) for kind, i in args]
         ctype = "T"
         if vector is not None and any((kind, i) in vector for kind, i in args if kind != "c"):
             vector.add(("t", j))
@@ -172,9 +176,7 @@ def _common_checks(node):
     checks = []
     for op_type, args in node.program:
         if op_type in _OP_FUNCTIONS:
-            kind, i = args[0]
-            argument = f"a{i}" if kind == "x" else f"t{i}" if kind == "t" else literal(i.reshape(-1)[0], True)
-            checks.append(f"{COMMON_FORMS[_OP_FUNCTIONS[op_type]][1]}({argument})")
+            checks.append(f"{COMMON_FORMS[_OP_FUNCTIONS[op_type]][1]}({operand(*args[0], True)})")
     return checks
 
 
