@@ -120,6 +120,17 @@ def test_the_common_sigmoid_gives_the_full_ones_bits_over_its_whole_range(genera
     np.testing.assert_array_equal(common.view(np.int32), full.view(np.int32))
 
 
+def test_the_common_sigmoid_is_within_1_5_ulp_at_every_257th_float_of_its_range(generated):
+    """Its error bound (tf_math.h): every float in [-86, 86] was checked once; here one in 257, both signs."""
+    positive = np.arange(0, np.float32(86.0).view(np.int32) + 1, 257, dtype=np.int32).view(np.float32)
+    x = np.concatenate([positive, -positive])
+    y = np.empty_like(x)
+    generated.lib.run_sigmoid_common(generated.ffi.from_buffer("float[]", x), generated.ffi.from_buffer("float[]", y),
+                                     x.size)
+    errors, where, wrong = ulp_errors(y, x, "sigmoid")
+    assert wrong.size == 0 and errors.max() <= 1.51, f"{errors.max():.3f} ulp off at x = {where[np.argmax(errors)]!r}"
+
+
 @pytest.mark.skipif(not native.is_built(), reason="the C kernel library is not built (pip install -e .)")
 @pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf, 87.0, -100.0])
 def test_library_sigmoid_in_place_runs_a_block_with_one_uncommon_value_in_full(generated, special):
