@@ -3,7 +3,8 @@
 TF_CLONES static void NAME(sgd_run)(T *restrict p, const T *restrict g, T *restrict buf, long n, T lr, T momentum,
                                     T dampening, T wd, int nesterov, int first_step) {
     for (long i = 0; i < n; i++) {
-        T param = p[i], grad = g[i] + wd * param;
+        T param = p[i], grad = g[i];
+        if (wd != 0) grad += wd * param; /* loop-invariant tests: the compiler makes one loop per case */
         if (buf) {
             T b = first_step ? grad : momentum * buf[i] + (1 - dampening) * grad;
             buf[i] = b;
@@ -18,10 +19,11 @@ TF_CLONES static void NAME(sgd_run)(T *restrict p, const T *restrict g, T *restr
 TF_CLONES static void NAME(adam_run)(T *restrict p, const T *restrict g, T *restrict m, T *restrict v,
                                      T *restrict vmax, long n, T lr, T beta1, T beta2, T eps, T wd, int decoupled,
                                      T step_size, T inv_sqrt_bc2) {
+    T decay = decoupled ? 1 - lr * wd : 1, coupled_wd = decoupled ? 0 : wd;
     for (long i = 0; i < n; i++) {
         T grad = g[i], param = p[i];
-        if (decoupled) param *= 1 - lr * wd;
-        else grad += wd * param;
+        if (decay != 1) param *= decay; /* loop-invariant tests: the compiler makes one loop per case */
+        if (coupled_wd != 0) grad += coupled_wd * param;
         T mi = beta1 * m[i] + (1 - beta1) * grad, vi = beta2 * v[i] + (1 - beta2) * grad * grad;
         m[i] = mi;
         v[i] = vi;
@@ -36,7 +38,8 @@ TF_CLONES static void NAME(adam_run)(T *restrict p, const T *restrict g, T *rest
 TF_CLONES static void NAME(rmsprop_run)(T *restrict p, const T *restrict g, T *restrict sq, T *restrict gavg,
                                         T *restrict buf, long n, T lr, T alpha, T eps, T wd, T momentum) {
     for (long i = 0; i < n; i++) {
-        T param = p[i], grad = g[i] + wd * param;
+        T param = p[i], grad = g[i];
+        if (wd != 0) grad += wd * param;
         T s = alpha * sq[i] + (1 - alpha) * grad * grad, avg;
         sq[i] = s;
         if (gavg) {
@@ -59,7 +62,9 @@ TF_CLONES static void NAME(rmsprop_run)(T *restrict p, const T *restrict g, T *r
 TF_CLONES static void NAME(adagrad_run)(T *restrict p, const T *restrict g, T *restrict sum, long n, T clr, T eps,
                                         T wd) {
     for (long i = 0; i < n; i++) {
-        T param = p[i], grad = g[i] + wd * param, s = sum[i] + grad * grad;
+        T param = p[i], grad = g[i];
+        if (wd != 0) grad += wd * param;
+        T s = sum[i] + grad * grad;
         sum[i] = s;
         p[i] = param - clr * grad / (SQRT(s) + eps);
     }
