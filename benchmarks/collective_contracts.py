@@ -59,7 +59,7 @@ def worker(repeats):
         candidates = {"mpi4py Allreduce": lambda: [comm.Allreduce(MPI.IN_PLACE, x, op=MPI.SUM) for _ in range(calls)],
                       "tinyflow all_reduce": shipped, "tinyflow, check off": without_check(shipped)}
         comm.Barrier()
-        times = interleaved(candidates, repeats=repeats, warmup=2)
+        times = interleaved(candidates, repeats=repeats, warmup=2, settle=0)
         results[f"all_reduce {size} B"] = {k: (d.all_reduce(t, "max") / calls).tolist() for k, t in times.items()}
     tfl.set_seed(0)
     net = tfl.nn.Sequential(tfl.nn.Linear(32, 64, act="relu"), tfl.nn.Linear(64, 10))
@@ -77,7 +77,7 @@ def worker(repeats):
             sess.run(train, feed)
     comm.Barrier()
     times = interleaved({"tinyflow step": steps, "tinyflow step, check off": without_check(steps)},
-                        repeats=repeats, warmup=2)
+                        repeats=repeats, warmup=2, settle=0)
     results["MLP training step"] = {k: (d.all_reduce(t, "max") / 20).tolist() for k, t in times.items()}
     if d.rank() == 0:
         print("RESULTS " + json.dumps(results), flush=True)

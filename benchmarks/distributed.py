@@ -55,7 +55,7 @@ def allreduce_worker(repeats, torch_file):
             t = torch.from_numpy(x)
             candidates_for["torch.distributed gloo"] = lambda: [dist.all_reduce(t) for _ in range(back_to_back)]
         comm.Barrier()
-        times = interleaved(candidates_for, repeats=repeats, warmup=2)
+        times = interleaved(candidates_for, repeats=repeats, warmup=2, settle=0)
         # a collective is as slow as its slowest process: take the max over ranks of each sample
         results[size] = {name: (d.all_reduce(t, "max") / back_to_back).tolist() for name, t in times.items()}
     if d.rank() == 0:

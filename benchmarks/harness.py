@@ -25,13 +25,20 @@ def configure_threads(threads):
         os.environ[name] = str(threads)
 
 
-def interleaved(candidates, repeats=21, warmup=2):
+SETTLE_SECONDS = 0.010  # longer than libgomp's threads spin after a parallel region (measured 5-10 ms)
+
+
+def interleaved(candidates, repeats=21, warmup=2, settle=SETTLE_SECONDS):
     """{name: array of seconds} for callables timed in turn, `repeats` rounds after `warmup` rounds.
 
-    Each round runs the candidates in a new random order (fixed seed), so every candidate follows each
-    other one equally often: a library whose threads stay busy after it returns (PyTorch's OpenMP
-    threads spin for milliseconds) slows whichever candidate runs next. Rotating one order would not
-    do: it moves the positions but keeps who follows whom, and one successor would take every hit.
+    Each round runs the candidates in a new random order (fixed seed), so slow drifts of the machine
+    (load, clock) reach every candidate alike. Before its timed call a candidate runs untimed for
+    `settle` seconds (at least once): what the previous candidate left running then hits those calls,
+    and the timed one sees the candidate in its own steady state, as in a training loop. Without it,
+    a candidate following an OpenMP one shares a core with that runtime's spinning threads (libgomp's
+    spin for 5-10 ms after each region; W4's tinyflow c after the fused loop: 6.0 ms, after itself
+    3.7 ms), while an OpenMP candidate following another reuses the spinning team and pays nothing.
+    settle=0 for collectives: every process must make the same number of calls.
     """
     times = {name: [] for name in candidates}
     names = list(candidates)
@@ -39,6 +46,11 @@ def interleaved(candidates, repeats=21, warmup=2):
     for round_ in range(warmup + repeats):
         for name in rng.permutation(names):
             fn = candidates[name]
+            if settle:
+                settled = time.perf_counter() + settle
+                fn()
+                while time.perf_counter() < settled:
+                    fn()
             start = time.perf_counter()
             fn()
             elapsed = time.perf_counter() - start

@@ -5,7 +5,8 @@
 
 Every table runs in two fresh processes: one imports torch before tinyflow, the other after
 (which OpenMP runtime serves the process depends on it). Within a process the candidates are
-timed in turn in every repeat (interleaved, in a random order each round); tables give medians, the
+timed in turn in every repeat (interleaved, in a random order each round, each timed call after 10 ms of
+untimed calls of the same candidate); tables give medians, the
 interquartile range and ratios of medians in that process. For tinyflow the worse of the two
 orders counts. README.md explains the references and how to read the tables.
 """
