@@ -34,10 +34,11 @@ else
     echo "setup: NOTE: no local torch==2.13.0 wheel; tests that compare with PyTorch will be skipped." >&2
 fi
 
-# The pocl wheel gives OpenCL a CPU device without root; if no device shows up anyway, Debian's pocl can.
-if ! "$PYTHON" -c "from tinyflow.backends import opencl_runtime as r; raise SystemExit(not r.devices())" 2>/dev/null; then
+# The pocl wheel gives OpenCL a CPU device without root; if no device shows up, or none compiles a kernel (the
+# wheel's LLVM 14 fails on CPUs newer than it, e.g. AMD Zen 5: "unknown target CPU 'generic'"), Debian's pocl can.
+if ! "$PYTHON" -c "from tinyflow.backends import opencl_runtime as r; raise SystemExit(bool(r.why_unavailable()))" 2>/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "setup: no OpenCL device found; installing Debian's pocl-opencl-icd"
+        echo "setup: no OpenCL device that compiles kernels; installing Debian's pocl-opencl-icd"
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pocl-opencl-icd ocl-icd-libopencl1 >/dev/null
     else

@@ -29,7 +29,11 @@ def info():
         print("OpenCL devices (choose with backend='opencl:N' or TINYFLOW_OPENCL_DEVICE=N):")
         for index, platform_name, device_name, device in found:
             fp64 = "float64" if "cl_khr_fp64" in device.extensions else "float32 only"
-            print(f"  {index}: {platform_name} / {device_name} ({device.max_compute_units} compute units, {fp64})")
+            broken = opencl_runtime.build_error(device)
+            state = f"cannot compile kernels: {broken}" if broken else f"{device.max_compute_units} compute units, {fp64}"
+            print(f"  {index}: {platform_name} / {device_name} ({state})")
+        if opencl_runtime.why_unavailable():
+            print(f"  OpenCL backend not available: {opencl_runtime.why_unavailable()}")
     else:
         print(f"OpenCL: not available: {opencl_runtime.why_unavailable()}")
     try:

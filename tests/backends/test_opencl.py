@@ -110,7 +110,8 @@ def test_ops_without_a_kernel_run_on_the_host_and_are_reported():
 
 def test_device_selection_and_errors(monkeypatch):
     assert "opencl" in tfl.backends.available()
-    assert tfl.backends.get_backend("opencl:0").runtime.index == 0
+    default = tfl.backends.get_backend("opencl").runtime.index
+    assert tfl.backends.get_backend(f"opencl:{default}").runtime.index == default
     with pytest.raises(tfl.BackendError, match=r"no OpenCL device '7'.*0: "):
         tfl.backends.get_backend("opencl:7")
     monkeypatch.setenv("TINYFLOW_OPENCL_DEVICE", "9")
@@ -121,6 +122,30 @@ def test_device_selection_and_errors(monkeypatch):
     monkeypatch.setattr(opencl_runtime, "devices", lambda: [])
     assert "opencl" not in tfl.backends.available()
     with pytest.raises(tfl.BackendError, match=r"pip install -e \".\[opencl\]\""):
+        tfl.backends.get_backend("opencl")
+
+
+def test_a_device_whose_compiler_fails_is_skipped_by_default_and_an_error_when_named(monkeypatch):
+    real = opencl_runtime.choose_device("opencl")
+    assert opencl_runtime.build_error(real[3]) == ""  # the probe kernel compiles on a working device
+    broken = object()  # stands for the pocl wheel's device on a CPU its LLVM does not know
+    reason = "error: unknown target CPU 'generic'"
+    monkeypatch.setattr(opencl_runtime, "devices", lambda: [(0, "Old pocl", "cpu", broken), (1, *real[1:])])
+    monkeypatch.setattr(opencl_runtime, "build_error", lambda device: reason if device is broken else "")
+    monkeypatch.delenv("TINYFLOW_OPENCL_DEVICE", raising=False)
+    assert opencl_runtime.choose_device("opencl")[0] == 1
+    assert opencl_runtime.why_unavailable() == ""
+    with pytest.raises(tfl.BackendError, match=r"0: Old pocl / cpu: error: unknown target CPU 'generic'.*cannot compile"):
+        opencl_runtime.choose_device("opencl:0")
+    monkeypatch.setenv("TINYFLOW_OPENCL_DEVICE", "0")
+    with pytest.raises(tfl.BackendError, match="cannot compile kernels"):
+        opencl_runtime.choose_device("opencl")
+    monkeypatch.setattr(opencl_runtime, "devices", lambda: [(0, "Old pocl", "cpu", broken)])
+    assert "no OpenCL device here can compile a kernel (0: Old pocl / cpu: error: unknown target CPU 'generic')" in \
+        opencl_runtime.why_unavailable()
+    assert "apt-get install pocl-opencl-icd" in opencl_runtime.why_unavailable()
+    assert "opencl" not in tfl.backends.available()
+    with pytest.raises(tfl.BackendError, match="can compile a kernel"):
         tfl.backends.get_backend("opencl")
 
 

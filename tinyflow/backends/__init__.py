@@ -22,10 +22,14 @@ def register_backend(cls):
     return cls
 
 
+def _ranked():
+    """Every known backend's name, the preferred one first (the numpy reference last)."""
+    return sorted(_BACKENDS, key=lambda n: {"c": 0, "opencl": 1, "numpy": 2}.get(n, 1))
+
+
 def available():
     """Names of the backends that can run on this machine, the preferred one first."""
-    names = [name for name, cls in _BACKENDS.items() if cls.is_available()]
-    return sorted(names, key=lambda n: {"c": 0, "opencl": 1, "numpy": 2}.get(n, 1))
+    return [name for name in _ranked() if _BACKENDS[name].is_available()]
 
 
 def get_backend(name=None):
@@ -42,8 +46,9 @@ def get_backend(name=None):
 
 
 def _default():
-    """The best available backend that does not need an explicit choice (never OpenCL)."""
-    return next(n for n in available() if n != "opencl")
+    """The best available backend that does not need an explicit choice (never OpenCL, nor asked about: a device
+    check compiles a probe kernel)."""
+    return next(n for n in _ranked() if n != "opencl" and _BACKENDS[n].is_available())
 
 
 __all__ = ["available", "get_backend", "register_backend", "Backend", "NumpyBackend", "CBackend", "OpenCLBackend"]
