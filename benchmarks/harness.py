@@ -25,7 +25,45 @@ def configure_threads(threads):
         os.environ[name] = str(threads)
 
 
-SETTLE_SECONDS = 0.010  # longer than libgomp's threads spin after a parallel region (measured 5-10 ms)
+SETTLE_SECONDS = 0.010  # the least settle: longer than a wake-up, a few calls of the larger units
+
+
+def other_threads_cpu_seconds():
+    """CPU time so far of every thread of this process but the calling one (Linux: /proc; else None)."""
+    import threading
+    me, total = threading.get_native_id(), 0
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            if int(tid) != me:
+                with open(f"/proc/self/task/{tid}/schedstat") as f:  # first field: ns on a CPU
+                    total += int(f.read().split()[0])
+    except OSError:
+        return None
+    return total * 1e-9
+
+
+def spin_after(region, quiet=0.1, rounds=5):
+    """CPU seconds other threads burn after one call of `region` (median of `rounds`): an OpenMP runtime's
+    threads spin-waiting for the next parallel region. 0 where /proc cannot tell."""
+    region()
+    time.sleep(quiet)
+    spins = []
+    for _ in range(rounds):
+        before = other_threads_cpu_seconds()
+        if before is None:
+            return 0.0
+        region()
+        time.sleep(quiet)
+        spins.append(other_threads_cpu_seconds() - before)
+    return float(np.median(spins))
+
+
+def settle_for(spin):
+    """How long each timed call is preceded by untimed calls of the same candidate, given `spin` (spin_after).
+
+    A spinning thread that shares a CPU with the next candidate's threads takes twice its CPU time in wall
+    time to run out; with a margin, 2.5 times."""
+    return max(SETTLE_SECONDS, 2.5 * spin)
 
 
 def interleaved(candidates, repeats=21, warmup=2, settle=SETTLE_SECONDS):
@@ -36,8 +74,9 @@ def interleaved(candidates, repeats=21, warmup=2, settle=SETTLE_SECONDS):
     `settle` seconds (at least once): what the previous candidate left running then hits those calls,
     and the timed one sees the candidate in its own steady state, as in a training loop. Without it,
     a candidate following an OpenMP one shares a core with that runtime's spinning threads (libgomp's
-    spin for 5-10 ms after each region; W4's tinyflow c after the fused loop: 6.0 ms, after itself
-    3.7 ms), while an OpenMP candidate following another reuses the spinning team and pays nothing.
+    spin for about 7 ms of CPU after each region, so 10-14 ms of wall time beside a busy thread; W6's
+    tinyflow c right after the fused loop: 5.6, 5.6, 3.9, then 3.8 ms), while an OpenMP candidate following
+    another reuses the spinning team and pays nothing; settle_for(spin_after(...)) outlasts the spin.
     settle=0 for collectives: every process must make the same number of calls.
     """
     times = {name: [] for name in candidates}

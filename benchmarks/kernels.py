@@ -184,9 +184,9 @@ def measure(ctx):
         raise RuntimeError(native.why_not_built())
     group = lambda name: name.split(": ")[0]  # noqa: E731
     candidates = memory_bound(ctx)
-    triad = triad_candidates(ctx, ctx.n)
+    triad = triad_candidates(ctx.reference, ctx.n)
     triad_name = next(iter(triad))
-    stats = {name: summary(t) for name, t in interleaved({**triad, **candidates}, ctx.repeats, ctx.warmup).items()}
+    stats = {name: summary(t) for name, t in interleaved({**triad, **candidates}, ctx.repeats, ctx.warmup, ctx.settle).items()}
     sections = [{
         "key": "K1", "title": f"memory-bound C kernels over {ctx.n / 1e6:g}M float32",
         "note": ("ratio to the hand-written C loop of the same kernel; GB/s for the bytes each must move (sigmoid and "
@@ -196,7 +196,7 @@ def measure(ctx):
                         lambda name: (TRIAD_BYTES if name.startswith("STREAM") else BYTES[group(name)]) * ctx.n,
                         (triad_name, ctx.n))}]
     candidates = compute_bound(ctx)
-    stats = {name: summary(t) for name, t in interleaved(candidates, ctx.repeats, ctx.warmup).items()}
+    stats = {name: summary(t) for name, t in interleaved(candidates, ctx.repeats, ctx.warmup, ctx.settle).items()}
     sections.append({"key": "K2", "title": "compute kernels", "note": "ratio to numpy doing the same",
                      "focus": [n for n in candidates if n.endswith(TINYFLOW)], "bandwidth": False,
                      "rows": rows_of(stats, lambda name: f"{group(name)}: {NUMPY}")})
@@ -204,7 +204,7 @@ def measure(ctx):
     if found is not None:
         candidates, device = found
         stats = {name: summary(t) for name, t in
-                 interleaved(candidates, max(ctx.repeats // 2, 3), ctx.warmup).items()}
+                 interleaved(candidates, max(ctx.repeats // 2, 3), ctx.warmup, ctx.settle).items()}
         sections.append({"key": "K3", "title": f"OpenCL kernels on {device} (data on the device)",
                          "note": "ratio to numpy doing the same", "focus": [], "bandwidth": False,
                          "rows": rows_of(stats, lambda name: f"{group(name)}: {NUMPY}")})

@@ -19,7 +19,7 @@ from typing import Callable, NamedTuple, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (blas_threads, configure_threads, interleaved, load_average, openmp_runtimes,  # noqa: E402
-                     summary)
+                     settle_for, spin_after, summary)
 
 CHILD_RESULT = "TINYFLOW_BENCH_RESULT "
 ORDERS = ("torch first", "tinyflow first")
@@ -43,6 +43,7 @@ class Context(NamedTuple):
     warmup: int
     n: int  # elements of the memory-bound tables
     torch_alone: bool  # time only the PyTorch rows
+    settle: float  # seconds of untimed calls before each timed one (harness.interleaved, settle_for)
 
 
 class Workload(NamedTuple):
@@ -108,14 +109,14 @@ def tables():
 KEYS = ("W1a", "W1b", "W2a", "W2b", "W3", "W4", "W5", "W6", "E1", "E2", "J1", "J2", "K")
 
 
-def triad_candidates(ctx, n):
+def triad_candidates(reference, n):
     """The STREAM triad over n floats with the run's threads, and on one thread (memory-bound tables' yardstick)."""
     import numpy as np
     a, b, c = np.empty(n, np.float32), np.full(n, 1.0, np.float32), np.full(n, 2.0, np.float32)
-    threads = ctx.reference.omp_threads()
+    threads = reference.omp_threads()
     return {f"STREAM triad (OpenMP, {threads} thread{'s' if threads > 1 else ''})":
-            ctx.reference.bind("reference_triad", a, b, c, 3.0, n),
-            "STREAM triad (one thread, no OpenMP)": ctx.reference.bind("reference_triad_serial", a, b, c, 3.0, n)}
+            reference.bind("reference_triad", a, b, c, 3.0, n),
+            "STREAM triad (one thread, no OpenMP)": reference.bind("reference_triad_serial", a, b, c, 3.0, n)}
 
 
 def rows_of(stats, reference_of, bytes_of=None, triad=None):
@@ -141,19 +142,19 @@ def measure_workload(key, table, ctx):
         candidates = {name: fn for name, fn in candidates.items() if name.startswith("pytorch")}
     triad = None
     if table.bytes_per_element:
-        for name, fn in triad_candidates(ctx, ctx.n).items():
+        for name, fn in triad_candidates(ctx.reference, ctx.n).items():
             candidates[name] = fn
             triad = triad or (name, ctx.n)
     inner = table.inner
     if inner > 1:
         candidates = {name: (lambda fn: lambda: [fn() for _ in range(inner)])(fn) for name, fn in candidates.items()}
     separate = {name: candidates.pop(name) for name in SEPARATE if name in candidates and table.reference in candidates}
-    times = interleaved(candidates, repeats=ctx.repeats, warmup=ctx.warmup)
+    times = interleaved(candidates, repeats=ctx.repeats, warmup=ctx.warmup, settle=ctx.settle)
     stats = {name: tuple(v / inner for v in summary(t)) for name, t in times.items()}
     reference = table.reference if table.reference in stats else None
     for name, fn in separate.items():  # scaled to the reference as measured alongside it
         pair = interleaved({table.reference: candidates[table.reference], name: fn},
-                           repeats=max(ctx.repeats // 3, 3), warmup=1)
+                           repeats=max(ctx.repeats // 3, 3), warmup=1, settle=ctx.settle)
         scale = stats[table.reference][0] / (summary(pair[table.reference])[0] / inner)
         stats[name + " (separately)"] = tuple(v / inner * scale for v in summary(pair[name]))
 
@@ -199,8 +200,10 @@ def run_child(keys, order, threads, repeats, warmup, n):
     import workloads
     from reference import ReferenceLoops
     reference = ReferenceLoops()  # after the ordered imports: it links libgomp.so.1
-    ctx = Context(tfl, torch, reference, threads, repeats, warmup, n, order == TORCH_ALONE)
+    spin = spin_after(next(iter(triad_candidates(reference, 1_000_000).values())))  # an OpenMP region
+    ctx = Context(tfl, torch, reference, threads, repeats, warmup, n, order == TORCH_ALONE, settle_for(spin))
     process = describe_process(tfl, torch, reference, threads)
+    process["spin"], process["settle"] = spin, ctx.settle
     sections = []
     available = tables()
     for key in keys:

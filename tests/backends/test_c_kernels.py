@@ -300,6 +300,30 @@ def test_pooling_kernels(c_backend, g, dtype, non_contiguous, ceil_mode):
     check(c_backend, build(pooling.MaxPoolGather, x, h, **window), x, h)
 
 
+def test_window_geometry_is_remembered_per_op_and_shapes_without_becoming_an_attribute(c_backend):
+    import gc
+    import weakref
+    from tinyflow.backends import kernel_codes
+    from tinyflow.passes.ir import attribute_key
+    with tfl.Graph().as_default():
+        x_in, w_in = tfl.Placeholder((None, 2, 7, 7)), tfl.Placeholder((3, 2, 3, 3))
+        op = conv.Conv(x_in, w_in, stride=2, padding=1)
+        pool = pooling.MaxPool(x_in, kernel_size=2, stride=2)
+    attributes, key = dict(vars(op)), attribute_key(op)
+    w = values(np.float32, (3, 2, 3, 3), seed=1)
+    for batch in (5, 3, 5):  # the last batch of an epoch is smaller; each shape gets its own geometry
+        x = values(np.float32, (batch, 2, 7, 7), seed=batch)
+        check(c_backend, op, x, w, tolerance=dict(rtol=1e-4, atol=1e-4))
+        check(c_backend, pool, x)
+    assert {k[1] for k in kernel_codes._GEOMETRIES[op]} == {(5, 2, 7, 7), (3, 2, 7, 7)}
+    assert vars(op) == attributes and attribute_key(op) == key  # CSE, jit.save and eager see no new attribute
+    gc.collect()  # ops of earlier tests that are garbage already leave the memo now, not below
+    remembered, gone = len(kernel_codes._GEOMETRIES), weakref.ref(op)
+    del op, pool, x_in, w_in, attributes  # and with them the graph that holds them
+    gc.collect()
+    assert gone() is None and len(kernel_codes._GEOMETRIES) == remembered - 2  # forgotten with their ops
+
+
 def test_a_window_of_padding_only_reads_no_memory_outside_the_input(c_backend):
     """A dilated window may skip over a small input entirely: max -inf, no gradient, gather 0, like numpy."""
     x = np.array([[[5.0]]], np.float32)

@@ -14,3 +14,34 @@ def test_the_gradient_of_a_scalar_broadcast_over_a_batch_is_a_writable_array():
             assert isinstance(value, np.ndarray), type(value)  # as on every backend, not a numpy scalar
             assert value.shape == () and value.dtype == np.float32 and value == 12.0
             value[...] = 0.0  # the caller's own array
+
+
+def _summed_in_one_reduce(value, shape):
+    """The plain definition: one np.add.reduce over every axis broadcasting added or stretched."""
+    lead = value.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and value.shape[lead + i] != 1)
+    return np.add.reduce(value, axis=axes, keepdims=True).reshape(shape)
+
+
+def test_summing_merged_axes_outer_first_agrees_with_one_reduce_for_every_broadcast_of_small_shapes():
+    import itertools
+    from tinyflow.ops.broadcasting import sum_to_shape
+    rng = np.random.default_rng(0)
+    checked = 0
+    for ndim in range(5):
+        for value_shape in itertools.product([0, 1, 2, 3], repeat=ndim):
+            value = rng.standard_normal(value_shape).astype(np.float32)
+            for kept in range(ndim + 1):
+                tail = value_shape[ndim - kept:]
+                for ones in itertools.product([False, True], repeat=kept):
+                    shape = tuple(1 if one else d for one, d in zip(ones, tail))
+                    got, expected = sum_to_shape(value, shape), _summed_in_one_reduce(value, shape)
+                    assert type(got) is np.ndarray and got.shape == shape and got.dtype == expected.dtype
+                    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+                    checked += 1
+    assert checked > 9000
+    ints = rng.integers(0, 5, (3, 4), dtype=np.int8)  # numpy's integer sums widen; so do these
+    assert sum_to_shape(ints, (4,)).dtype == _summed_in_one_reduce(ints, (4,)).dtype
+    strided = rng.standard_normal((6, 8, 5, 5)).astype(np.float32)[::2, :, ::2]  # not contiguous: reshape copies
+    np.testing.assert_allclose(sum_to_shape(strided, (1, 8, 1, 1)), _summed_in_one_reduce(strided, (1, 8, 1, 1)),
+                               rtol=1e-5)

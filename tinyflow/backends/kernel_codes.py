@@ -10,6 +10,7 @@ import functools
 import math
 import pathlib
 import re
+import weakref
 
 from ..errors import TinyflowError
 from ..ops.windows import window_output_size
@@ -139,6 +140,26 @@ def inner_dims_match(op, a, b):
     return len(b.shape) == 2 and a.shape[1] == b.shape[0]
 
 
+MEMO_LIMIT = 64  # shapes remembered per op: a training loop sees a few (the last batch is smaller)
+_GEOMETRIES = weakref.WeakKeyDictionary()  # op -> {(function, *shapes): geometry}; kept off the op's attributes
+
+
+def memoised_on_shapes(geometry):
+    """`geometry(op, *shapes)`, remembered per op: an op's window attributes never change after it is made,
+    so its geometry depends on the shapes alone, and the dispatch asks twice per call (accepts, then run)."""
+    @functools.wraps(geometry)
+    def remembered(op, *shapes):
+        memo = _GEOMETRIES.get(op)
+        if memo is None or len(memo) > MEMO_LIMIT:
+            memo = _GEOMETRIES[op] = {}
+        key = (geometry, *shapes)
+        if key not in memo:
+            memo[key] = geometry(op, *shapes)
+        return memo[key]
+    return remembered
+
+
+@memoised_on_shapes
 def conv_geometry(op, x_shape, w_shape, grad_shape=None):
     """The geometry of a 1-D or 2-D convolution op of an x of x_shape by w (O, C/G, *kernel), with an output
     gradient of grad_shape when given (it must have the output's shape), or None."""
@@ -162,15 +183,20 @@ def transposed_input_shape(op, x, w):
 def pool_geometry(op, x, *other):
     """The 1-D or 2-D pooling window's geometry for x (N, C, *spatial), with `other` of the shape the op needs,
     or None."""
-    if len(x.shape) not in (3, 4):
+    return _pool_geometry(op, tuple(x.shape), *[tuple(o.shape) for o in other])
+
+
+@memoised_on_shapes
+def _pool_geometry(op, x_shape, *other_shapes):
+    if len(x_shape) not in (3, 4):
         return None
-    out = spatial_out(op, x.shape, op.kernel)
+    out = spatial_out(op, x_shape, op.kernel)
     if out is None:
         return None
-    needed = x.shape[:2] + out if op.op_type == "MaxPoolGrad" else x.shape
-    if other and other[0].shape != needed:
+    needed = x_shape[:2] + out if op.op_type == "MaxPoolGrad" else x_shape
+    if other_shapes and other_shapes[0] != needed:
         return None
-    return window_geometry(x.shape, op.kernel, op.stride, op.pads(x.shape[2:], op.kernel), op.dilation, out)
+    return window_geometry(x_shape, op.kernel, op.stride, op.pads(x_shape[2:], op.kernel), op.dilation, out)
 
 
 def fits_pool(op, x, *other):

@@ -15,9 +15,24 @@ def sum_to_shape(value, shape):
     if value.shape == shape:
         return value
     lead = value.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
-                                      if d == 1 and value.shape[lead + i] != 1)
-    return np.add.reduce(value, axis=axes, keepdims=True).reshape(shape)  # keepdims: an array even for shape ()
+    summed = [True] * lead + [d == 1 and value.shape[lead + i] != 1 for i, d in enumerate(shape)]
+    # neighbouring axes that are all summed or all kept merge into one, and the outer ones are summed first:
+    # numpy adds whole rows at a time there, where summing a short inner axis row by row is slow (a conv bias
+    # gradient, (64, 8, 8, 8) to (1, 8, 1, 1): 14.5 us in one reduce over (0, 2, 3), 4.6 us this way)
+    sizes, kinds = [], []
+    for size, kind in zip(value.shape, summed):
+        if kinds and kinds[-1] == kind:
+            sizes[-1] *= size
+        else:
+            sizes.append(size)
+            kinds.append(kind)
+    result, axis = value.reshape(sizes), 0
+    for kind in kinds:
+        if kind:
+            result = np.add.reduce(result, axis=axis)
+        else:
+            axis += 1
+    return np.asarray(result).reshape(shape)  # asarray: an array even for shape ()
 
 
 class LikeOperation(Operation):

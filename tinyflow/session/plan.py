@@ -159,8 +159,14 @@ class ExecutionPlan:
     def _protect(self, value):
         """`value`, or a copy if it shares memory with a Variable about to be updated in place."""
         if isinstance(value, np.ndarray):
-            # host arrays, compared without syncing device copies
-            if any(np.may_share_memory(value, var.host_array) for var in self.updated_variables):
+            # host arrays, compared without syncing device copies; an array that owns its memory (what kernels
+            # return) shares it only with itself and its views (numpy makes every view's base the owner), which
+            # identity tells in a tenth of the time
+            if value.base is None:
+                arrays = [var.host_array for var in self.updated_variables]
+                if any(value is array or array.base is value for array in arrays):
+                    return value.copy()
+            elif any(np.may_share_memory(value, var.host_array) for var in self.updated_variables):
                 return value.copy()
         elif value is not None and any(var.device_mirror is not None and value is var.device_mirror.array
                                        for var in self.updated_variables):
