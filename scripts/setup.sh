@@ -5,6 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
+apt_updated=0
+# apt-get install as root, with one `apt-get update` before the first install of the run
+apt_install() {
+    if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)   # graph pictures
 # headless Chromium and its WebDriver: the explorer's and the board's browser tests (they skip without)
@@ -13,8 +20,7 @@ command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing system packages: ${missing[*]}"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        apt_install "${missing[@]}"
     else
         echo "setup: NOTE: system packages missing: ${missing[*]}." >&2
         echo "setup: install them with 'sudo apt-get install ${missing[*]}' (features needing them say so)." >&2
@@ -39,8 +45,7 @@ fi
 if ! "$PYTHON" -c "from tinyflow.backends import opencl_runtime as r; raise SystemExit(bool(r.why_unavailable()))" 2>/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: no OpenCL device that compiles kernels; installing Debian's pocl-opencl-icd"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pocl-opencl-icd ocl-icd-libopencl1 >/dev/null
+        apt_install pocl-opencl-icd ocl-icd-libopencl1
     else
         echo "setup: NOTE: no OpenCL device; the OpenCL backend stays unavailable (sudo apt-get install pocl-opencl-icd)." >&2
     fi
