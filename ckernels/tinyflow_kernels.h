@@ -78,6 +78,7 @@ void tf_parallel_for(long n, long cost, tf_chunk_fn chunk, void *args);
 int tf_max_threads(void);
 void tf_set_num_threads(int n);
 int tf_pool_workers(void);
+long tf_parallel_trace(long n, long cost, long *log);
 
 /* elementwise.c: binary ops with broadcasting patterns, unary math */
 void tf_binary_f32(int op, int pattern, const float *a, const float *b, float *out, long rows, long cols);

@@ -45,6 +45,41 @@ def test_parallel_chunks_cover_every_element_exactly_once(threads, size, count):
     np.testing.assert_array_equal(a, expected)
 
 
+def chunk_orders(n, cost):
+    """{part: the indices of the chunks it ran, in the order it ran them} for one parallel job, and the chunk count."""
+    log = np.zeros(2 * n, np.int64)
+    chunks = native.lib.tf_parallel_trace(n, cost, native.ffi.from_buffer("long[]", log))
+    parts, starts = log[:2 * chunks:2], log[1:2 * chunks:2]
+    index = {start: i for i, start in enumerate(sorted(starts))}
+    orders = {}
+    for part, start in zip(parts, starts):
+        orders.setdefault(int(part), []).append(index[start])
+    return orders, chunks
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_each_thread_runs_its_own_range_of_chunks_in_order_then_the_others(threads, count):
+    """Part k owns chunks [k C/P, (k+1) C/P): it runs those it gets in order, then what is left of the next
+    ranges in turn, each in order. A thread streaming one stretch keeps the prefetchers going (chunks handed
+    out in turn made a 10M Adam step 2.8 ms instead of 2.0-2.5 where memory allowed it)."""
+    threads(count)
+    n, cost = 4096, 32 * count * 32768  # enough work for the most chunks a job is cut into: 32 per thread
+    helped = 0
+    for _ in range(20):  # however late each worker was woken (each chunk takes 20 us)
+        orders, chunks = chunk_orders(n, cost)
+        helped += len(orders) > 1
+        assert sorted(sum(orders.values(), [])) == list(range(chunks))  # every chunk once
+        assert chunks == 32 * count
+        for part, order in orders.items():
+            ranges = [chunk * count // chunks for chunk in order]  # the part whose range each chunk is in
+            visits = [(r - part) % count for r in ranges]  # 0: its own range, then the next ones in turn
+            assert visits == sorted(visits), (part, order)
+            for r in set(ranges):
+                mine = [c for c, rr in zip(order, ranges) if rr == r]
+                assert mine == sorted(mine), (part, order)
+    assert helped, "no worker ever ran a chunk: nothing was checked"
+
+
 @pytest.mark.parametrize("rows", [2, 3, 5, 7, 17, 40])
 def test_fewer_rows_than_threads_or_odd_counts_are_split_right(threads, rows):
     """Row kernels split rows: with few long rows each thread may get one row or none."""
