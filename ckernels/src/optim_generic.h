@@ -1,11 +1,20 @@
 /* Fused optimizer updates for the type T: one pass over parameter, gradient and slots. */
 
-TF_CLONES static void NAME(sgd_run)(T *restrict p, const T *restrict g, T *restrict buf, long n, T lr, T momentum,
-                                    T dampening, T wd, int nesterov, int first_step) {
+/* Each update's loop is an always-inlined helper whose optional slots are flags, called once per combination
+ * with constants: every case compiles to a loop of its own without tests. Left to unswitch `if (vmax)` itself,
+ * GCC stops doing so when the loop grows (a longer square root made it give up) and loads vmax with a masked
+ * load, NULL included, which the CPU completes through a microcode assist on every vector: Adam ran 25 times
+ * slower. */
+#ifndef TF_LOOP /* this header is included once per type */
+#define TF_LOOP static inline __attribute__((always_inline)) void
+#endif
+
+TF_LOOP NAME(sgd_loop)(T *restrict p, const T *restrict g, T *restrict buf, long n, T lr, T momentum, T dampening,
+                       T wd, int nesterov, int first_step, int has_buf) {
     for (long i = 0; i < n; i++) {
         T param = p[i], grad = g[i];
-        if (wd != 0) grad += wd * param; /* loop-invariant tests: the compiler makes one loop per case */
-        if (buf) {
+        if (wd != 0) grad += wd * param; /* loop-invariant tests on values: the compiler makes one loop per case */
+        if (has_buf) {
             T b = first_step ? grad : momentum * buf[i] + (1 - dampening) * grad;
             buf[i] = b;
             grad = nesterov ? grad + momentum * b : b;
@@ -14,20 +23,25 @@ TF_CLONES static void NAME(sgd_run)(T *restrict p, const T *restrict g, T *restr
     }
 }
 
+TF_CLONES static void NAME(sgd_run)(T *restrict p, const T *restrict g, T *restrict buf, long n, T lr, T momentum,
+                                    T dampening, T wd, int nesterov, int first_step) {
+    if (buf) NAME(sgd_loop)(p, g, buf, n, lr, momentum, dampening, wd, nesterov, first_step, 1);
+    else NAME(sgd_loop)(p, g, NULL, n, lr, momentum, dampening, wd, nesterov, first_step, 0);
+}
+
 /* restrict and locals: without them the compiler re-reads m[i] and v[i] after storing them, and the
  * single-thread loop takes 9 ms on 10M elements instead of the 7 ms memory allows (the arrays never overlap). */
-TF_CLONES static void NAME(adam_run)(T *restrict p, const T *restrict g, T *restrict m, T *restrict v,
-                                     T *restrict vmax, long n, T lr, T beta1, T beta2, T eps, T wd, int decoupled,
-                                     T step_size, T inv_sqrt_bc2) {
+TF_LOOP NAME(adam_loop)(T *restrict p, const T *restrict g, T *restrict m, T *restrict v, T *restrict vmax, long n,
+                        T lr, T beta1, T beta2, T eps, T wd, int decoupled, T step_size, T inv_sqrt_bc2, int amsgrad) {
     T decay = decoupled ? 1 - lr * wd : 1, coupled_wd = decoupled ? 0 : wd;
     for (long i = 0; i < n; i++) {
         T grad = g[i], param = p[i];
-        if (decay != 1) param *= decay; /* loop-invariant tests: the compiler makes one loop per case */
+        if (decay != 1) param *= decay; /* loop-invariant tests on values: the compiler makes one loop per case */
         if (coupled_wd != 0) grad += coupled_wd * param;
         T mi = beta1 * m[i] + (1 - beta1) * grad, vi = beta2 * v[i] + (1 - beta2) * grad * grad;
         m[i] = mi;
         v[i] = vi;
-        if (vmax) {
+        if (amsgrad) {
             vi = vmax[i] > vi ? vmax[i] : vi;
             vmax[i] = vi;
         }
@@ -35,21 +49,28 @@ TF_CLONES static void NAME(adam_run)(T *restrict p, const T *restrict g, T *rest
     }
 }
 
-TF_CLONES static void NAME(rmsprop_run)(T *restrict p, const T *restrict g, T *restrict sq, T *restrict gavg,
-                                        T *restrict buf, long n, T lr, T alpha, T eps, T wd, T momentum) {
+TF_CLONES static void NAME(adam_run)(T *restrict p, const T *restrict g, T *restrict m, T *restrict v,
+                                     T *restrict vmax, long n, T lr, T beta1, T beta2, T eps, T wd, int decoupled,
+                                     T step_size, T inv_sqrt_bc2) {
+    if (vmax) NAME(adam_loop)(p, g, m, v, vmax, n, lr, beta1, beta2, eps, wd, decoupled, step_size, inv_sqrt_bc2, 1);
+    else NAME(adam_loop)(p, g, m, v, NULL, n, lr, beta1, beta2, eps, wd, decoupled, step_size, inv_sqrt_bc2, 0);
+}
+
+TF_LOOP NAME(rmsprop_loop)(T *restrict p, const T *restrict g, T *restrict sq, T *restrict gavg, T *restrict buf,
+                           long n, T lr, T alpha, T eps, T wd, T momentum, int centered, int has_buf) {
     for (long i = 0; i < n; i++) {
         T param = p[i], grad = g[i];
         if (wd != 0) grad += wd * param;
         T s = alpha * sq[i] + (1 - alpha) * grad * grad, avg;
         sq[i] = s;
-        if (gavg) {
+        if (centered) {
             T ga = alpha * gavg[i] + (1 - alpha) * grad;
             gavg[i] = ga;
             avg = SQRT(s - ga * ga) + eps;
         } else {
             avg = SQRT(s) + eps;
         }
-        if (buf) {
+        if (has_buf) {
             T b = momentum * buf[i] + grad / avg;
             buf[i] = b;
             p[i] = param - lr * b;
@@ -57,6 +78,14 @@ TF_CLONES static void NAME(rmsprop_run)(T *restrict p, const T *restrict g, T *r
             p[i] = param - lr * grad / avg;
         }
     }
+}
+
+TF_CLONES static void NAME(rmsprop_run)(T *restrict p, const T *restrict g, T *restrict sq, T *restrict gavg,
+                                        T *restrict buf, long n, T lr, T alpha, T eps, T wd, T momentum) {
+    if (gavg && buf) NAME(rmsprop_loop)(p, g, sq, gavg, buf, n, lr, alpha, eps, wd, momentum, 1, 1);
+    else if (gavg) NAME(rmsprop_loop)(p, g, sq, gavg, NULL, n, lr, alpha, eps, wd, momentum, 1, 0);
+    else if (buf) NAME(rmsprop_loop)(p, g, sq, NULL, buf, n, lr, alpha, eps, wd, momentum, 0, 1);
+    else NAME(rmsprop_loop)(p, g, sq, NULL, NULL, n, lr, alpha, eps, wd, momentum, 0, 0);
 }
 
 TF_CLONES static void NAME(adagrad_run)(T *restrict p, const T *restrict g, T *restrict sum, long n, T clr, T eps,

@@ -417,6 +417,35 @@ def test_fused_optimizer_kernels_match_the_numpy_formula(optimizer, hyper, dtype
     np.testing.assert_allclose(results["c"], results["numpy"], **TOLERANCE[np.dtype(dtype)])
 
 
+SPECIAL_GRADIENTS = np.array([0.0, -0.0, 1e-30, 1e-20, -3e-22, 1e-19, 1e20, -2e19, 3e38, np.inf, -np.inf, np.nan,
+                              1.0, -0.5, 1e-3], np.float32)  # square zero, denormal, overflowing, and none of these
+
+
+@pytest.mark.parametrize("optimizer, hyper", [o for o in OPTIMIZERS if o[0] is not tfl.optim.SGD],
+                         ids=[f"{o.__name__}-{i}" for i, (o, _) in enumerate(OPTIMIZERS) if o is not tfl.optim.SGD])
+def test_optimizer_kernels_keep_numpys_zeros_denormals_infinities_and_nans(optimizer, hyper):
+    """Whatever the gradient's square is (0, denormal, overflowing to inf, NaN), each step of the C kernels gives
+    what numpy's formula gives, in every case of their loops (momentum, AMSGrad, centered)."""
+    start = np.linspace(-1, 1, SPECIAL_GRADIENTS.size).astype(np.float32)
+    results = {}
+    for backend in ("numpy", "c"):
+        with tfl.Graph().as_default():
+            w = tfl.Variable(start, name="w")
+            grad = tfl.Placeholder(start.shape, name="grad")
+            train = optimizer(**hyper).apply_gradients([(grad, w)])
+            with tfl.Session(backend=backend) as sess:
+                steps = []
+                for scale in (1.0, 1e-3, 1.0):  # the moments then hold a mix of the special values
+                    with np.errstate(all="ignore"):
+                        sess.run(train, {grad: SPECIAL_GRADIENTS * np.float32(scale)})
+                    steps.append(w.value.copy())
+            results[backend] = steps
+    for c_step, numpy_step in zip(results["c"], results["numpy"]):
+        np.testing.assert_array_equal(np.isnan(c_step), np.isnan(numpy_step))
+        np.testing.assert_array_equal(np.isinf(c_step), np.isinf(numpy_step))
+        np.testing.assert_allclose(c_step, numpy_step, **TOLERANCE[np.dtype(np.float32)])  # as the formula test
+
+
 def test_optimizer_kernels_use_the_c_path_for_float_parameters(c_backend):
     with tfl.Graph().as_default():
         w = tfl.Variable(np.ones(4, np.float32), name="w")
