@@ -29,40 +29,46 @@ SETTLE_SECONDS = 0.010  # the least settle: longer than a wake-up, a few calls o
 
 
 def other_threads_cpu_seconds():
-    """CPU time so far of every thread of this process but the calling one (Linux: /proc; else None)."""
+    """{thread id: CPU seconds so far} of every thread of this process but the calling one (Linux's /proc; {}
+    elsewhere). A thread that ends while it is read is left out."""
     import threading
-    me, total = threading.get_native_id(), 0
+    me, times = threading.get_native_id(), {}
     try:
-        for tid in os.listdir("/proc/self/task"):
-            if int(tid) != me:
-                with open(f"/proc/self/task/{tid}/schedstat") as f:  # first field: ns on a CPU
-                    total += int(f.read().split()[0])
+        tids = os.listdir("/proc/self/task")
     except OSError:
-        return None
-    return total * 1e-9
+        return times
+    for tid in tids:
+        if int(tid) == me:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:  # first field: ns on a CPU
+                times[tid] = int(f.read().split()[0]) * 1e-9
+        except OSError:
+            continue
+    return times
 
 
 def spin_after(region, quiet=0.1, rounds=5):
-    """CPU seconds other threads burn after one call of `region` (median of `rounds`): an OpenMP runtime's
-    threads spin-waiting for the next parallel region. 0 where /proc cannot tell."""
+    """CPU seconds the busiest other thread burns after one call of `region` (median of `rounds`): an OpenMP
+    runtime's threads spin-waiting for the next parallel region, each for about as long. 0 where /proc cannot
+    tell."""
     region()
     time.sleep(quiet)
     spins = []
     for _ in range(rounds):
         before = other_threads_cpu_seconds()
-        if before is None:
-            return 0.0
         region()
         time.sleep(quiet)
-        spins.append(other_threads_cpu_seconds() - before)
+        after = other_threads_cpu_seconds()
+        spins.append(max([after[tid] - before[tid] for tid in after if tid in before], default=0.0))
     return float(np.median(spins))
 
 
 def settle_for(spin):
     """How long each timed call is preceded by untimed calls of the same candidate, given `spin` (spin_after).
 
-    A spinning thread that shares a CPU with the next candidate's threads takes twice its CPU time in wall
-    time to run out; with a margin, 2.5 times."""
+    A spinning thread that shares a CPU with one of the next candidate's threads takes twice its CPU time in
+    wall time to run out; with a margin, 2.5 times."""
     return max(SETTLE_SECONDS, 2.5 * spin)
 
 

@@ -30,7 +30,7 @@ def info():
         for index, platform_name, device_name, device in found:
             fp64 = "float64" if "cl_khr_fp64" in device.extensions else "float32 only"
             broken = opencl_runtime.build_error(device)
-            state = f"cannot compile kernels: {broken}" if broken else f"{device.max_compute_units} compute units, {fp64}"
+            state = f"unusable, {broken}" if broken else f"{device.max_compute_units} compute units, {fp64}"
             print(f"  {index}: {platform_name} / {device_name} ({state})")
         if opencl_runtime.why_unavailable():
             print(f"  OpenCL backend not available: {opencl_runtime.why_unavailable()}")

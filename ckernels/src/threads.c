@@ -10,9 +10,9 @@
  *
  * How it works: tf_parallel_for(n, cost, fn, ctx) cuts [0, n) into contiguous chunks, up to
  * CHUNKS_PER_THREAD per thread and none below CHUNK_MIN_COST, and calls fn(ctx, start, stop) on each.
- * Each thread taking part owns a contiguous range of them; it claims its own chunks one at a time, in
- * order, then those left in the others' ranges, until none are left, and the caller returns when every
- * chunk is done. Claiming, rather than one fixed chunk per thread,
+ * Each thread taking part owns a contiguous range of them; it claims its own chunks one at a time from
+ * the front, then what is left of the others' ranges from their backs, until none are left, and the caller
+ * returns when every chunk is done. Claiming, rather than one fixed chunk per thread,
  * is what keeps a kernel fast when a core is busy: another runtime's threads (torch's libgomp spins
  * for milliseconds after each parallel region, OpenBLAS's idle threads yield in a loop) can keep a
  * worker from running for a whole time slice, and a worker woken on an idle virtual CPU may start a
@@ -65,9 +65,12 @@ static struct {
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, {0, 0, PTHREAD_COND_INITIALIZER},
           {0, 0, PTHREAD_COND_INITIALIZER}, 0, 0, 0, 0, 0, NULL, NULL, 0, -1};
 
-/* Each part's range of the current job's chunks, as a cursor word (see cursor_word); part k claims from its own
- * range first, then from the others'. */
-static unsigned long cursors[TF_MAX_THREADS];
+/* Each part's range of the current job's chunks, as a cursor word (see cursor_word), one per cache line so that
+ * claims on different ranges do not move one line between cores; part k claims from its own range first, then
+ * from the others'. */
+static struct {
+    uint64_t word __attribute__((aligned(64)));
+} cursors[TF_MAX_THREADS];
 
 static pthread_t worker_threads[TF_MAX_THREADS]; /* the started workers, for steer_workers */
 #ifdef CPU_COUNT
@@ -131,25 +134,34 @@ static void bump(counter *c, long step) {
     }
 }
 
-/* A cursor word: (job number mod 2^31) << 32 | the range's end << 16 | the next chunk to run. One word, so one
- * compare-and-swap checks the job, the range and the chunk together. */
-static unsigned long cursor_word(long job, long end, long next) {
-    return ((unsigned long)job & 0x7fffffffUL) << 32 | (unsigned long)end << 16 | (unsigned long)next;
+/* A cursor word: (job number mod 2^31) << 32 | the end of the range still unclaimed << 16 | its first chunk. One
+ * word, so one compare-and-swap checks the job and the range together; the owner takes chunks from the front,
+ * others from the back. */
+_Static_assert(TF_MAX_THREADS * CHUNKS_PER_THREAD <= 0xffff, "chunk numbers must fit the cursor's 16-bit fields");
+_Static_assert(TF_MAX_THREADS < (1 << PARTS_BITS), "part counts must fit the job word's low bits");
+
+static uint64_t cursor_word(long job, long end, long next) {
+    return ((uint64_t)job & 0x7fffffffu) << 32 | (uint64_t)end << 16 | (uint64_t)next;
 }
 
-/* Claim the next chunk of part q's range in job `job`; -1 when the range is done or the job is another one. */
-static long claim(long job, long q) {
-    unsigned long cursor = __atomic_load_n(&cursors[q], __ATOMIC_ACQUIRE);
+/* Claim a chunk of part q's range in job `job`, its first one (`front`) or its last; -1 when the range is done or
+ * the job is another one. */
+static long claim(long job, long q, int front) {
+    uint64_t cursor = __atomic_load_n(&cursors[q].word, __ATOMIC_ACQUIRE), claimed;
+    long chunk;
     do {
         long end = (long)(cursor >> 16 & 0xffff), next = (long)(cursor & 0xffff);
-        if (cursor >> 32 != ((unsigned long)job & 0x7fffffffUL) || next >= end) return -1;
-    } while (!__atomic_compare_exchange_n(&cursors[q], &cursor, cursor + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    return (long)(cursor & 0xffff);
+        if (cursor >> 32 != ((uint64_t)job & 0x7fffffffu) || next >= end) return -1;
+        chunk = front ? next : end - 1;
+        claimed = front ? cursor + 1 : cursor - (1u << 16);
+    } while (!__atomic_compare_exchange_n(&cursors[q].word, &cursor, claimed, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    return chunk;
 }
 
 /* Run chunks of job `job` (of `parts` parts) until none is left unclaimed, as part `home`: the chunks of its own
- * range in order, then the others' ranges, each from its front. Returns whether this thread finished the job's
- * last chunk. A thread that wakes after its job ended finds another job number in the cursors and claims nothing.
+ * range from its front, then what is left of the others' ranges, each from its back (so their owners keep
+ * streaming from the front). Returns whether this thread finished the job's last chunk. A thread that wakes after
+ * its job ended finds another job number in the cursors and claims nothing.
  * Why ranges: a thread that streams one contiguous stretch keeps the hardware prefetchers running; chunks handed
  * out in turn make both threads jump every chunk, and a 10M-element Adam step went from 2.0 to 2.8 ms where the
  * VM's two CPUs each had a memory path of their own (the loop with static halves: 2.5 ms). A late part's range
@@ -158,12 +170,13 @@ static int run_chunks(long job, long home, long parts) {
     int finished_last = 0;
     for (long turn = 0; turn < parts; turn++) {
         long q = (home + turn) % parts, chunk;
-        while ((chunk = claim(job, q)) >= 0) {
-            /* a claimed chunk keeps its job from ending, so pool.fn, args, n and chunks stay this job's meanwhile */
-            long start, stop;
-            chunk_bounds(pool.n, pool.chunks, chunk, &start, &stop);
+        while ((chunk = claim(job, q, turn == 0)) >= 0) {
+            /* a claimed chunk keeps its job from ending, so pool.fn, args, n and chunks stay this job's until it is
+             * counted finished; after that the caller may already be setting up the next job */
+            long chunks = pool.chunks, start, stop;
+            chunk_bounds(pool.n, chunks, chunk, &start, &stop);
             if (start < stop) pool.fn(pool.args, start, stop);
-            finished_last = __atomic_add_fetch(&pool.finished, 1, __ATOMIC_ACQ_REL) == pool.chunks;
+            finished_last = __atomic_add_fetch(&pool.finished, 1, __ATOMIC_ACQ_REL) == chunks;
         }
     }
     return finished_last;
@@ -302,7 +315,8 @@ void tf_parallel_for(long n, long cost, tf_chunk_fn fn, void *args) {
     pool.chunks = chunks;
     pool.finished = 0;
     for (long q = 0; q < parts; q++) /* opens this job's chunks: part q's range is [q chunks/parts, (q+1) chunks/parts) */
-        __atomic_store_n(&cursors[q], cursor_word(job, chunks * (q + 1) / parts, chunks * q / parts), __ATOMIC_RELEASE);
+        __atomic_store_n(&cursors[q].word, cursor_word(job, chunks * (q + 1) / parts, chunks * q / parts),
+                         __ATOMIC_RELEASE);
     if (parts > 1) /* publishes the job: workers 1 .. parts-1 take part */
         bump(&pool.job, ((job << PARTS_BITS) + parts) - __atomic_load_n(&pool.job.value, __ATOMIC_RELAXED));
     inside_pool = 1;

@@ -125,28 +125,47 @@ def test_device_selection_and_errors(monkeypatch):
         tfl.backends.get_backend("opencl")
 
 
-def test_a_device_whose_compiler_fails_is_skipped_by_default_and_an_error_when_named(monkeypatch):
+def test_a_device_whose_compiler_fails_is_skipped_by_default_and_an_error_when_named(monkeypatch, capsys):
     real = opencl_runtime.choose_device("opencl")
     assert opencl_runtime.build_error(real[3]) == ""  # the probe kernel compiles on a working device
-    broken = object()  # stands for the pocl wheel's device on a CPU its LLVM does not know
-    reason = "error: unknown target CPU 'generic'"
+    import types
+    broken = types.SimpleNamespace(extensions="", max_compute_units=2)  # the pocl wheel's device on a CPU its LLVM
+    # does not know
+    reason = "cannot compile a kernel: error: unknown target CPU 'generic'"
     monkeypatch.setattr(opencl_runtime, "devices", lambda: [(0, "Old pocl", "cpu", broken), (1, *real[1:])])
     monkeypatch.setattr(opencl_runtime, "build_error", lambda device: reason if device is broken else "")
     monkeypatch.delenv("TINYFLOW_OPENCL_DEVICE", raising=False)
     assert opencl_runtime.choose_device("opencl")[0] == 1
     assert opencl_runtime.why_unavailable() == ""
-    with pytest.raises(tfl.BackendError, match=r"0: Old pocl / cpu: error: unknown target CPU 'generic'.*cannot compile"):
+    with pytest.raises(tfl.BackendError, match=r"0: Old pocl / cpu: cannot compile a kernel: error: unknown target"):
         opencl_runtime.choose_device("opencl:0")
     monkeypatch.setenv("TINYFLOW_OPENCL_DEVICE", "0")
-    with pytest.raises(tfl.BackendError, match="cannot compile kernels"):
+    with pytest.raises(tfl.BackendError, match="Choose another device"):
         opencl_runtime.choose_device("opencl")
     monkeypatch.setattr(opencl_runtime, "devices", lambda: [(0, "Old pocl", "cpu", broken)])
-    assert "no OpenCL device here can compile a kernel (0: Old pocl / cpu: error: unknown target CPU 'generic')" in \
-        opencl_runtime.why_unavailable()
+    assert "no OpenCL device here can run a kernel (0: Old pocl / cpu: cannot compile a kernel: error: unknown " \
+        "target CPU 'generic')" in opencl_runtime.why_unavailable()
     assert "apt-get install pocl-opencl-icd" in opencl_runtime.why_unavailable()
     assert "opencl" not in tfl.backends.available()
-    with pytest.raises(tfl.BackendError, match="can compile a kernel"):
+    with pytest.raises(tfl.BackendError, match="can run a kernel"):
         tfl.backends.get_backend("opencl")
+    from tinyflow.cli import info
+    info()
+    listing = capsys.readouterr().out
+    assert "0: Old pocl / cpu (unusable, cannot compile a kernel: error: unknown target CPU 'generic')" in listing
+    assert "OpenCL backend not available: no OpenCL device here can run a kernel" in listing
+
+
+def test_a_device_whose_context_cannot_be_made_is_reported_as_such(monkeypatch):
+    """build_error tells a device that cannot make a context from a compiler that fails."""
+    class NoContext:
+        int_ptr = -12345
+
+    def refuse(devices):
+        raise opencl_runtime.cl.RuntimeError("clCreateContext failed: DEVICE_NOT_AVAILABLE")
+    monkeypatch.setattr(opencl_runtime.cl, "Context", refuse)
+    monkeypatch.setattr(opencl_runtime, "_build_errors", {})
+    assert opencl_runtime.build_error(NoContext()).startswith("cannot create a context: clCreateContext failed")
 
 
 def test_float64_on_a_device_without_it_is_a_clear_error(monkeypatch):

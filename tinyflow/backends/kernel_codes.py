@@ -149,6 +149,8 @@ def memoised_on_shapes(geometry):
     so its geometry depends on the shapes alone, and the dispatch asks twice per call (accepts, then run)."""
     @functools.wraps(geometry)
     def remembered(op, *shapes):
+        if op.graph is None:  # an eager op, made anew for each call: nothing to remember it by
+            return geometry(op, *shapes)
         memo = _GEOMETRIES.get(op)
         if memo is None or len(memo) > MEMO_LIMIT:
             memo = _GEOMETRIES[op] = {}
@@ -159,10 +161,14 @@ def memoised_on_shapes(geometry):
     return remembered
 
 
-@memoised_on_shapes
 def conv_geometry(op, x_shape, w_shape, grad_shape=None):
     """The geometry of a 1-D or 2-D convolution op of an x of x_shape by w (O, C/G, *kernel), with an output
     gradient of grad_shape when given (it must have the output's shape), or None."""
+    return _conv_geometry(op, tuple(x_shape), tuple(w_shape), None if grad_shape is None else tuple(grad_shape))
+
+
+@memoised_on_shapes
+def _conv_geometry(op, x_shape, w_shape, grad_shape):
     if len(x_shape) not in (3, 4) or len(w_shape) != len(x_shape) or x_shape[1] != w_shape[1] * op.groups \
             or w_shape[0] % op.groups:
         return None

@@ -25,9 +25,9 @@ except ImportError as err:  # the optional extra is not installed
 
 INSTALL_HINT = ('install an OpenCL runtime: `pip install -e ".[opencl]"` brings pyopencl and the pocl CPU driver '
                 "(no root needed), or run `apt-get install pocl-opencl-icd` as root for Debian's pocl")
-COMPILER_HINT = ("An OpenCL compiler older than the CPU fails this way (the pocl wheel's LLVM 14 does not know "
-                 "AMD Zen 5, and asks for target CPU 'generic'); Debian's pocl compiles for a target it knows: "
-                 "run `apt-get install pocl-opencl-icd` as root (scripts/setup.sh does)")
+COMPILER_HINT = ("An OpenCL compiler older than the CPU cannot compile for it (the pocl wheel's LLVM 14 does not "
+                 "know AMD Zen 5 and asks for target CPU 'generic'); Debian's pocl compiles for a target it knows: run "
+                 "`apt-get install pocl-opencl-icd` as root (scripts/setup.sh does)")
 
 
 def _kernel_folder():
@@ -59,26 +59,37 @@ def devices():
 
 # a kernel that calls the built-in library: compiling it proves the device's compiler works on this CPU
 PROBE_SOURCE = "__kernel void probe(__global float *a) { a[get_global_id(0)] = exp(a[get_global_id(0)]); }"
-_build_errors = {}  # device pointer -> '' or why the probe did not compile
+_build_errors = {}  # device pointer -> '' or why the device cannot run a kernel
+
+
+def _first_error(err):
+    """The line of an OpenCL error that says what went wrong (a build log's first 'error:' line)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return next((line for line in lines if "error:" in line), lines[0] if lines else repr(err))
 
 
 def build_error(device):
-    """'' when `device` compiles a kernel, else the compiler's reason (checked once per device and process)."""
+    """'' when `device` runs kernels, else why not: its context or its compiler failed (checked once per device
+    and process, with a one-line probe kernel)."""
     key = device.int_ptr
     if key not in _build_errors:
         try:
+            context = cl.Context([device])
+        except cl.Error as err:  # a busy or misconfigured device
+            _build_errors[key] = f"cannot create a context: {_first_error(err)}"
+            return _build_errors[key]
+        try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", cl.CompilerWarning)
-                cl.Program(cl.Context([device]), PROBE_SOURCE).build()
+                cl.Program(context, PROBE_SOURCE).build()
             _build_errors[key] = ""
         except cl.Error as err:  # e.g. pocl's LLVM does not know this CPU: "unknown target CPU 'generic'"
-            lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-            _build_errors[key] = next((line for line in lines if "error:" in line), lines[0] if lines else repr(err))
+            _build_errors[key] = f"cannot compile a kernel: {_first_error(err)}"
     return _build_errors[key]
 
 
 def _describe_broken(found):
-    """'N: platform / device: reason' for each device of `found` that cannot compile."""
+    """'N: platform / device: reason' for each device of `found` that cannot run kernels."""
     return "; ".join(f"{i}: {p} / {d}: {build_error(dev)}" for i, p, d, dev in found if build_error(dev))
 
 
@@ -90,14 +101,15 @@ def why_unavailable():
     if not found:
         return f"pyopencl found no OpenCL device; {INSTALL_HINT}"
     if all(build_error(dev) for *_, dev in found):
-        return (f"no OpenCL device here can compile a kernel ({_describe_broken(found)}). {COMPILER_HINT}")
+        return f"no OpenCL device here can run a kernel ({_describe_broken(found)}). {COMPILER_HINT}"
     if not _kernel_folder().is_dir():
         return f"the OpenCL kernel sources are missing ({_kernel_folder()}); use tinyflow from a source checkout"
     return ""
 
 
 def choose_device(spec):
-    """The device for 'opencl:N' or $TINYFLOW_OPENCL_DEVICE (an index into `devices()`), else the first that compiles."""
+    """The device for 'opencl:N' or $TINYFLOW_OPENCL_DEVICE (an index into `devices()`), else the first that runs
+    kernels."""
     found = devices()
     if not found:
         raise BackendError(f"the OpenCL backend is not available: {why_unavailable()}")
@@ -112,8 +124,8 @@ def choose_device(spec):
         raise BackendError(f"no OpenCL device {index!r}; devices here: {listing}. Use 'opencl:N'.")
     chosen = found[int(index)]
     if build_error(chosen[3]):
-        raise BackendError(f"OpenCL device {_describe_broken([chosen])}: it cannot compile kernels. "
-                           f"Choose another device (devices here: {listing}), or: {COMPILER_HINT}")
+        raise BackendError(f"OpenCL device {_describe_broken([chosen])}. Choose another device (devices here: "
+                           f"{listing}), or: {COMPILER_HINT}")
     return chosen
 
 
