@@ -160,11 +160,12 @@ class ExecutionPlan:
         """`value`, or a copy if it shares memory with a Variable about to be updated in place."""
         if isinstance(value, np.ndarray):
             # host arrays, compared without syncing device copies; an array that owns its memory (what kernels
-            # return) shares it only with itself and its views (numpy makes every view's base the owner), which
-            # identity tells in a tenth of the time
+            # return) can share it only with itself or with views, and a Variable's array is its own private
+            # copy (base None) but where someone shared a view with it: identity first, which is a tenth of the time
             if value.base is None:
                 arrays = [var.host_array for var in self.updated_variables]
-                if any(value is array or array.base is value for array in arrays):
+                if any(value is array or array.base is not None and np.may_share_memory(value, array)
+                       for array in arrays):
                     return value.copy()
             elif any(np.may_share_memory(value, var.host_array) for var in self.updated_variables):
                 return value.copy()
