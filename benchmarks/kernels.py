@@ -186,7 +186,8 @@ def measure(ctx):
     candidates = memory_bound(ctx)
     triad = triad_candidates(ctx.reference, ctx.n)
     triad_name = next(iter(triad))
-    stats = {name: summary(t) for name, t in interleaved({**triad, **candidates}, ctx.repeats, ctx.warmup, ctx.settle).items()}
+    stats = {name: summary(t) for name, t in
+             interleaved({**triad, **candidates}, ctx.repeats, ctx.warmup, ctx.settle).items()}
     sections = [{
         "key": "K1", "title": f"memory-bound C kernels over {ctx.n / 1e6:g}M float32",
         "note": ("ratio to the hand-written C loop of the same kernel; GB/s for the bytes each must move (sigmoid and "

@@ -314,7 +314,8 @@ void tf_parallel_for(long n, long cost, tf_chunk_fn fn, void *args) {
     pool.n = n;
     pool.chunks = chunks;
     pool.finished = 0;
-    for (long q = 0; q < parts; q++) /* opens this job's chunks: part q's range is [q chunks/parts, (q+1) chunks/parts) */
+    /* opens this job's chunks: part q's range is [q chunks/parts, (q+1) chunks/parts) */
+    for (long q = 0; q < parts; q++)
         __atomic_store_n(&cursors[q].word, cursor_word(job, chunks * (q + 1) / parts, chunks * q / parts),
                          __ATOMIC_RELEASE);
     if (parts > 1) /* publishes the job: workers 1 .. parts-1 take part */
