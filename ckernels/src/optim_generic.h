@@ -23,7 +23,7 @@ TF_LOOP NAME(sgd_loop)(T *restrict p, const T *restrict g, T *restrict buf, long
     }
 }
 
-TF_CLONES static void NAME(sgd_run)(T *restrict p, const T *restrict g, T *restrict buf, long n, T lr, T momentum,
+TF_CLONES_256 static void NAME(sgd_run)(T *restrict p, const T *restrict g, T *restrict buf, long n, T lr, T momentum,
                                     T dampening, T wd, int nesterov, int first_step) {
     if (buf) NAME(sgd_loop)(p, g, buf, n, lr, momentum, dampening, wd, nesterov, first_step, 1);
     else NAME(sgd_loop)(p, g, NULL, n, lr, momentum, dampening, wd, nesterov, first_step, 0);
@@ -49,7 +49,7 @@ TF_LOOP NAME(adam_loop)(T *restrict p, const T *restrict g, T *restrict m, T *re
     }
 }
 
-TF_CLONES static void NAME(adam_run)(T *restrict p, const T *restrict g, T *restrict m, T *restrict v,
+TF_CLONES_256 static void NAME(adam_run)(T *restrict p, const T *restrict g, T *restrict m, T *restrict v,
                                      T *restrict vmax, long n, T lr, T beta1, T beta2, T eps, T wd, int decoupled,
                                      T step_size, T inv_sqrt_bc2) {
     if (vmax) NAME(adam_loop)(p, g, m, v, vmax, n, lr, beta1, beta2, eps, wd, decoupled, step_size, inv_sqrt_bc2, 1);
@@ -80,7 +80,7 @@ TF_LOOP NAME(rmsprop_loop)(T *restrict p, const T *restrict g, T *restrict sq, T
     }
 }
 
-TF_CLONES static void NAME(rmsprop_run)(T *restrict p, const T *restrict g, T *restrict sq, T *restrict gavg,
+TF_CLONES_256 static void NAME(rmsprop_run)(T *restrict p, const T *restrict g, T *restrict sq, T *restrict gavg,
                                         T *restrict buf, long n, T lr, T alpha, T eps, T wd, T momentum) {
     if (gavg && buf) NAME(rmsprop_loop)(p, g, sq, gavg, buf, n, lr, alpha, eps, wd, momentum, 1, 1);
     else if (gavg) NAME(rmsprop_loop)(p, g, sq, gavg, NULL, n, lr, alpha, eps, wd, momentum, 1, 0);
@@ -88,7 +88,7 @@ TF_CLONES static void NAME(rmsprop_run)(T *restrict p, const T *restrict g, T *r
     else NAME(rmsprop_loop)(p, g, sq, NULL, NULL, n, lr, alpha, eps, wd, momentum, 0, 0);
 }
 
-TF_CLONES static void NAME(adagrad_run)(T *restrict p, const T *restrict g, T *restrict sum, long n, T clr, T eps,
+TF_CLONES_256 static void NAME(adagrad_run)(T *restrict p, const T *restrict g, T *restrict sum, long n, T clr, T eps,
                                         T wd) {
     for (long i = 0; i < n; i++) {
         T param = p[i], grad = g[i];
