@@ -1,15 +1,16 @@
 /* Convolution helpers and max pooling for NCHW tensors (all arrays contiguous); 1-D data is one row of 2-D.
  *
  * tf_im2col(x, cols, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
- *     cols: (n*ho*wo) x (c*kh*kw); row (b, i, j) holds the window of output pixel (i, j) of image b,
- *     zeros where it covers padding. A convolution is then one matrix product with the filters.
+ *     cols: (c*kh*kw) x (n*ho*wo), tap-major; row (ch, di, dj) holds that tap of every output pixel, image
+ *     after image (column (b, i, j)), zeros where it covers padding. A convolution is then one matrix
+ *     product, the filters (o, c*kh*kw) times cols, whose rows are the output channels' planes.
  * tf_col2im(cols, x, ...)  the adjoint: x (n, c, h, w) = sum of every window entry back at its pixel
  * tf_maxpool(x, out, ...)                 out (n, c, ho, wo) = max of each window (padding ignored)
  * tf_maxpool_back(x, g, dx, ...)          dx (x's shape) gets g at each window's first maximum
  * tf_maxpool_gather(x, h, out, ...)       out (pooled shape) = h at each window's first maximum
  * Geometry: n images, c channels, h x w input, kh x kw window taps, stride (sh, sw), leading padding
  * (ph, pw), dilation (dh, dw), output ho x wo. Each exists as _f32 and _f64. Grouped convolutions use one
- * im2col of every channel and a matrix product per group (in Python).
+ * im2col of every channel (a group's rows are one block) and a matrix product per group (in Python).
  */
 #include "common.h"
 #include "tinyflow_kernels.h"

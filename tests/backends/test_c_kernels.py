@@ -283,6 +283,26 @@ def test_convolution_kernels(c_backend, g, dtype, non_contiguous):
         check(c_backend, build(conv.ConvTranspose, grad, w, **window), grad, w, tolerance=tolerance)
 
 
+# im2col copies a "same" window (stride 1, output as wide as the input) as the whole plane shifted, then pads
+# the columns a tap took from the neighbouring row: taller outputs than inputs, pads wider than the image,
+# one-pixel images and dilated taps, against the row-by-row path (stride 2) and numpy
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation", [
+    ((2, 3, 5, 6), (4, 3, 3, 3), 1, 1, 1),                   # the usual 3x3 "same"
+    ((2, 3, 5, 6), (4, 3, 2, 3), 1, ((2, 1), (1, 1)), 1),    # as wide as the input, two rows taller
+    ((1, 2, 1, 1), (3, 2, 3, 3), 1, 1, 1),                   # one pixel: every tap but the centre is padding
+    ((2, 1, 4, 3), (2, 1, 3, 5), 1, ((3, 3), (2, 2)), 1),    # pads beyond the image: whole rows of padding
+    ((2, 2, 6, 7), (3, 2, 3, 3), 1, 2, 2),                   # dilated "same"
+    ((2, 2, 6, 7), (3, 2, 3, 3), 2, 1, 1),                   # stride 2: row by row
+])
+def test_convolution_of_shifted_planes(c_backend, x_shape, w_shape, stride, padding, dilation):
+    x, w = values(np.float64, x_shape), values(np.float64, w_shape, seed=1)
+    op = build(conv.Conv, x, w, stride=stride, padding=padding, dilation=dilation)
+    grad = values(np.float64, op.shape, seed=2)
+    check(c_backend, op, x, w)
+    check(c_backend, build(conv.ConvBackFilter, x, grad, w, stride=stride, padding=padding, dilation=dilation), x, grad, w)
+    check(c_backend, build(conv.ConvBackInput, grad, w, x, stride=stride, padding=padding, dilation=dilation), grad, w, x)
+
+
 @SETTINGS
 @given(g=geometry, dtype=st.sampled_from(DTYPES), non_contiguous=st.booleans(), ceil_mode=st.booleans())
 def test_pooling_kernels(c_backend, g, dtype, non_contiguous, ceil_mode):

@@ -17,7 +17,6 @@ from ..shapes import reduced_shape
 from . import native
 from .base import Backend, Kernel
 from .buffer_pool import BufferPool
-from ..ops.conv import channels_first, channels_last_rows, filter_gradient, filter_rows, rows_through_filters
 from .kernel_codes import (BINARY, REDUCE, UNARY, along_last_axis, broadcast_layout, conv_geometry, fits_conv,
                            fits_pool, has_layout, inner_dims_match, labels_fit, pool_geometry, reduced_axes,
                            transposed_input_shape)
@@ -181,24 +180,11 @@ def matmul(backend, op, a, b):
 
 # ---------------------------------------------------------------- convolution and pooling (1-D and 2-D)
 def _im2col(backend, x, geometry):
+    """The windows of x as tap-major columns (C·K, N·P): row (channel, tap) holds that tap of every output pixel."""
     n, c, kh, kw, ho, wo = geometry[0], geometry[1], geometry[4], geometry[5], geometry[12], geometry[13]
-    cols = backend.pool.empty((n * ho * wo, c * kh * kw), x.dtype)
+    cols = backend.pool.empty((c * kh * kw, n * ho * wo), x.dtype)
     _fn("tf_im2col", x)(_buf(x), _buf(cols), *geometry)
     return cols
-
-
-def _times_filters(backend, cols, w, groups):
-    """im2col rows (M, C·K) times the filters: one BLAS product (into a recycled buffer) without groups."""
-    if groups == 1:
-        return matmul_2d(backend, cols, w.reshape(w.shape[0], -1).T)
-    return filter_rows(cols, w, groups)
-
-
-def _through_filters(backend, rows, w, groups):
-    """Output-gradient rows (M, O) back through the filters to im2col rows (M, C·K), contiguous."""
-    if groups == 1:
-        return matmul_2d(backend, rows, w.reshape(w.shape[0], -1))
-    return np.ascontiguousarray(rows_through_filters(rows, w, groups))
 
 
 def _col2im(backend, cols, shape, geometry):
@@ -207,35 +193,87 @@ def _col2im(backend, cols, shape, geometry):
     return out
 
 
+def _per_group(matrix, groups):
+    """(G·R, M) rows as (G, R, M): a group's rows are one block of the filters, of im2col's rows, of the planes."""
+    return matrix.reshape(groups, -1, matrix.shape[-1])
+
+
+def _planes(backend, y):
+    """(N, O, *spatial) as contiguous (O, N·P) rows: each channel's planes, image after image."""
+    n, o = y.shape[:2]
+    rows = backend.pool.empty((o, y.size // o), y.dtype)
+    np.copyto(rows.reshape(o, n, -1), y.reshape(n, o, -1).transpose(1, 0, 2))
+    return rows
+
+
+def _channels_first(backend, rows, n, spatial):
+    """(O, N·P) rows as a contiguous (N, O, *spatial) array; the adjoint of _planes."""
+    o = rows.shape[0]
+    out = backend.pool.empty((n, o) + tuple(spatial), rows.dtype)
+    np.copyto(out.reshape(n, o, -1), rows.reshape(o, n, -1).transpose(1, 0, 2))
+    return out
+
+
+def _filters_times(backend, w, cols, groups):
+    """The filters (O, C/G, *kernel) times tap-major columns (C·K, M), group by group: (O, M)."""
+    filters = w.reshape(w.shape[0], -1)
+    if groups == 1:
+        return matmul_2d(backend, filters, cols)
+    return np.matmul(_per_group(filters, groups), _per_group(cols, groups)).reshape(w.shape[0], -1)
+
+
+def _filters_transposed_times(backend, w, rows, groups):
+    """The adjoint of _filters_times: output-gradient planes (O, M) back to tap-major columns (C·K, M)."""
+    filters = w.reshape(w.shape[0], -1)
+    if groups == 1:
+        return matmul_2d(backend, filters.T, rows)
+    product = np.matmul(_per_group(filters, groups).transpose(0, 2, 1), _per_group(rows, groups))
+    return product.reshape(-1, rows.shape[1])
+
+
 def conv(backend, op, x, w):
-    """Convolution as im2col then one matrix product per group."""
+    """Convolution as tap-major im2col then one matrix product per group, whose rows are the output planes."""
     geometry = conv_geometry(op, x.shape, w.shape)
-    out_spatial = (geometry[12], geometry[13])[-(x.ndim - 2):]
-    return channels_first(_times_filters(backend, _im2col(backend, x, geometry), w, op.groups), x.shape[0],
-                          out_spatial)
+    cols = _im2col(backend, x, geometry)
+    rows = _filters_times(backend, w, cols, op.groups)
+    backend.pool.recycle(cols)
+    out = _channels_first(backend, rows, x.shape[0], (geometry[12], geometry[13])[-(x.ndim - 2):])
+    backend.pool.recycle(rows)
+    return out
+
+
+def _back_through_filters(backend, g, w, shape, geometry, groups):
+    """g's planes back through the filters, then col2im onto an array of `shape`."""
+    rows = _planes(backend, g)
+    cols = _filters_transposed_times(backend, w, rows, groups)
+    backend.pool.recycle(rows)
+    out = _col2im(backend, cols, shape, geometry)
+    backend.pool.recycle(cols)
+    return out
 
 
 def conv_back_input(backend, op, g, w, x):
     """The input gradient: a matrix product per group then col2im."""
-    geometry = conv_geometry(op, x.shape, w.shape, g.shape)
-    return _col2im(backend, _through_filters(backend, channels_last_rows(g), w, op.groups), x.shape, geometry)
+    return _back_through_filters(backend, g, w, x.shape, conv_geometry(op, x.shape, w.shape, g.shape), op.groups)
 
 
 def conv_transpose(backend, op, x, w):
     """A transposed convolution: the input gradient of the convolution whose output gradient x is."""
     shape = transposed_input_shape(op, x, w)
-    geometry = conv_geometry(op, shape, w.shape, x.shape)
-    return _col2im(backend, _through_filters(backend, channels_last_rows(x), w, op.groups), shape, geometry)
+    return _back_through_filters(backend, x, w, shape, conv_geometry(op, shape, w.shape, x.shape), op.groups)
 
 
 def conv_back_filter(backend, op, x, g, w):
-    """The filter gradient: the gradient's rows times im2col of the input, per group."""
-    geometry = conv_geometry(op, x.shape, w.shape, g.shape)
-    cols = _im2col(backend, x, geometry)
+    """The filter gradient: the gradient's planes times im2col of the input, transposed, per group."""
+    cols = _im2col(backend, x, conv_geometry(op, x.shape, w.shape, g.shape))
+    rows = _planes(backend, g)
     if op.groups == 1:
-        rows = np.ascontiguousarray(np.moveaxis(g, 1, 0).reshape(w.shape[0], -1))  # (C_out, N·P)
-        return matmul_2d(backend, rows, cols).reshape(w.shape)
-    return filter_gradient(channels_last_rows(g), cols, w.shape, op.groups)
+        out = matmul_2d(backend, rows, cols.T).reshape(w.shape)
+    else:
+        out = np.matmul(_per_group(rows, op.groups), _per_group(cols, op.groups).transpose(0, 2, 1)).reshape(w.shape)
+    backend.pool.recycle(rows)
+    backend.pool.recycle(cols)
+    return out
 
 
 def max_pool(name):
