@@ -63,7 +63,8 @@ enum tf_update_kind {
 /* tuning constants shared by the C kernels and Python */
 enum tf_limits {
     TF_PARALLEL_MIN = 262144,
-    TF_MAX_THREADS = 1024
+    TF_MAX_THREADS = 1024,
+    TF_STREAMING_BYTES = 8388608 /* optimizer updates over arrays this large run their memory-streaming build */
 };
 
 /* runtime.c: what the library was built with, and a STREAM triad for benchmarks */

@@ -8,10 +8,8 @@
  * below that, handing work to another core costs more than it saves. The loops over a chunk
  * are plain C that GCC vectorizes; on x86-64 with GCC they are compiled for AVX-512, AVX2+FMA
  * and baseline SSE2, and the best version for the running CPU is picked at load time.
- * TF_CLONES_256 leaves out AVX-512, for loops that stream arrays from memory and divide or take square
- * roots (the optimizer updates): wider vectors cannot fetch memory faster, and on AMD Zen 5 the 512-bit
- * loops were slower, Adam over 10M elements 5.1 ms against 4.5 ms on one thread (-ffast-math's 512-bit
- * loop 4.9 ms), RMSProp 4.6 against 3.3 ms.
+ * TF_CLONES_256 leaves out AVX-512, for loops over arrays that stream from memory: see the optimizer
+ * updates (optim_generic.h), which pick one build or the other by the arrays' size.
  */
 #ifndef TINYFLOW_COMMON_H
 #define TINYFLOW_COMMON_H

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tinyflow as tfl
+from tinyflow.backends import native
 from tinyflow.backends.c_backend import CBackend, gemm
 from tinyflow.backends.kernel_codes import broadcast_layout
 from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
@@ -420,9 +421,11 @@ OPTIMIZERS = [
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("size", [1, 37, 100_003])
+@pytest.mark.parametrize("size", [1, 37, 100_003, "streaming"])
 @pytest.mark.parametrize("optimizer, hyper", OPTIMIZERS, ids=[f"{o.__name__}-{i}" for i, (o, _) in enumerate(OPTIMIZERS)])
 def test_fused_optimizer_kernels_match_the_numpy_formula(optimizer, hyper, dtype, size):
+    if size == "streaming":  # just past the size from which the updates run their build for arrays in memory
+        size = native.lib.TF_STREAMING_BYTES // np.dtype(dtype).itemsize + 3
     start = values(dtype, (size,))
     target = values(dtype, (size,), seed=5)
     results = {}
