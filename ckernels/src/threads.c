@@ -19,11 +19,13 @@
  * millisecond late; the caller then does that work itself instead of waiting (a 10M-element Adam step
  * after a torch call: 9.2 ms with fixed halves, 5.5 ms with 8 claimed chunks, 5.2 ms on one thread).
  * Small chunks bound the wait for the one a late worker holds. Chunks are fixed by index, whoever runs
- * them, so results never depend on the schedule. Workers are started on first use. A waiting thread
- * (a worker between jobs, the caller until the last chunk is done) spins for TF_SPIN_MICROSECONDS, then
- * sleeps on a condition variable: a training step calls kernels a few microseconds apart, and
- * waking a sleeping thread costs 10-60 µs, but a longer spin takes a core from the BLAS call
- * that often comes next. The spin never calls sched_yield: OpenBLAS's idle threads spin with it,
+ * them, so results never depend on the schedule. Workers are started on first use. A worker between jobs
+ * spins for TF_SPIN_MICROSECONDS, then sleeps on a condition variable: a training step calls kernels a
+ * few microseconds apart, and waking a sleeping thread costs 10-60 µs, but a longer spin takes a core
+ * from the BLAS call that often comes next. A caller waiting for the last chunks of its own job spins
+ * for up to TF_CALLER_SPIN_MICROSECONDS: they run on the other cores and end within a chunk's time, the
+ * caller has nothing else to do, and being woken cost it more in a VM (a 10M-element Adam step,
+ * 2.1 ms: 1.08-1.10x the OpenMP loop with the 20 µs spin, 1.04-1.05x with this one). The spin never calls sched_yield: OpenBLAS's idle threads spin with it,
  * and two yielding loops made a 50 µs kernel after a matmul take 2 ms (the scheduler ping-pongs them).
  * Small jobs (cost below TF_PARALLEL_MIN) and calls made while the pool is busy (another
  * Python thread's kernel, a kernel called from inside a chunk) run on the calling thread.
@@ -39,7 +41,8 @@
 #include "tinyflow_kernels.h"
 
 /* A job number carries the number of parts in its low bits, so a worker learns at once whether it takes part. */
-enum { TF_SPIN_MICROSECONDS = 20, PARTS_BITS = 11, CHUNKS_PER_THREAD = 32, CHUNK_MIN_COST = 32768 };
+enum { TF_SPIN_MICROSECONDS = 20, TF_CALLER_SPIN_MICROSECONDS = 1000, PARTS_BITS = 11, CHUNKS_PER_THREAD = 32,
+       CHUNK_MIN_COST = 32768 };
 
 /* A counter threads can wait on until it changes; bump() changes it and wakes the sleepers. */
 typedef struct {
@@ -107,8 +110,8 @@ static inline void cpu_relax(void) {
 /* Wait while c->value == seen (spin, then sleep); returns the new value. The sequentially consistent
  * "count myself a sleeper, then look again" here and "change the value, then count sleepers" in bump()
  * mean that either bump() sees this thread asleep and wakes it, or this thread sees the change. */
-static long wait_for_change(counter *c, long seen) {
-    double deadline = now_microseconds() + TF_SPIN_MICROSECONDS;
+static long wait_for_change(counter *c, long seen, double spin_microseconds) {
+    double deadline = now_microseconds() + spin_microseconds;
     for (int i = 1;; i++) {
         long value = __atomic_load_n(&c->value, __ATOMIC_ACQUIRE);
         if (value != seen) return value;
@@ -196,7 +199,7 @@ static void *worker_main(void *arg) {
     inside_pool = 1;
     home_part = id;
     for (;;) {
-        seen = wait_for_change(&pool.job, seen);
+        seen = wait_for_change(&pool.job, seen, TF_SPIN_MICROSECONDS);
         long parts = seen & ((1 << PARTS_BITS) - 1);
         if (id < parts) { /* workers beyond the parts (after a smaller thread count) rest */
             if (run_chunks(seen >> PARTS_BITS, id, parts)) bump(&pool.done, 1);
@@ -326,7 +329,7 @@ void tf_parallel_for(long n, long cost, tf_chunk_fn fn, void *args) {
     /* the last chunks may still run on workers: wait for them (whoever finishes the last one bumps pool.done;
      * a late bump from an earlier job only wakes this loop once more) */
     while (!finished_last && __atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < chunks)
-        done = wait_for_change(&pool.done, done);
+        done = wait_for_change(&pool.done, done, TF_CALLER_SPIN_MICROSECONDS);
     pthread_mutex_unlock(&pool.busy);
 }
 
