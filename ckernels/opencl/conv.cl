@@ -1,4 +1,5 @@
-/* im2col / col2im and max pooling on NCHW data (mirrors ckernels/src/conv.c; 1-D data is one row of 2-D).
+/* im2col / col2im and max pooling on NCHW data (the geometry of ckernels/src/conv.c, but window-major columns
+ * (n*ho*wo) x (c*kh*kw), where conv.c's are tap-major; 1-D data is one row of 2-D).
  * g (long16): s0 n, s1 c, s2 h, s3 w, s4 kh, s5 kw, s6 sh, s7 sw, s8 ph, s9 pw (leading pads),
  *             sa dh, sb dw (dilations), sc ho, sd wo */
 #define N g.s0

@@ -136,42 +136,69 @@ TF_LOOP NAME(update_range)(const NAME(update_args) *k, long start, long stop) {
  * floats on one thread, 512-bit: 0.90x the -ffast-math loop, 256-bit: 1.31x). Where they stream from memory,
  * wider vectors cannot fetch faster, and on AMD Zen 5 the 512-bit loops ran slower (10M floats: 1.09-1.13x
  * against 0.90-0.94x on one thread; 1.19x against 1.06x on two). TF_STREAMING_BYTES (tinyflow_kernels.h),
- * 8 MiB per array, is where Adam's four arrays outgrow a 32 MiB last-level cache. */
+ * 8 MiB per array, is about where Adam's four arrays outgrow a 32 MiB last-level cache: a rule of thumb. A step
+ * over many tensors (tf_update_multi) counts all of them: together they leave the caches every step. */
 TF_CLONES static void NAME(update_chunk)(void *p, long start, long stop) { NAME(update_range)(p, start, stop); }
 
 TF_CLONES_256 static void NAME(update_chunk_streaming)(void *p, long start, long stop) {
     NAME(update_range)(p, start, stop);
 }
 
-static void NAME(run_update)(NAME(update_args) *k, long n) {
-    int streaming = n * (long)sizeof(T) >= TF_STREAMING_BYTES;
+/* Whether updates touching `bytes` per array in one step run the streaming build. */
+static int NAME(streams)(long bytes) { return bytes >= TF_STREAMING_BYTES; }
+
+static void NAME(run_update)(NAME(update_args) *k, long n, int streaming) {
     tf_parallel_for(n, n, streaming ? NAME(update_chunk_streaming) : NAME(update_chunk), k);
+}
+
+/* Each update's arguments for the chunks, from the hyper-parameters of its entry point below. */
+static NAME(update_args) NAME(sgd_args)(T *p, const T *g, T *buf, double lr, double momentum, double dampening,
+                                        double wd, int nesterov, int first_step) {
+    NAME(update_args) k = {TF_UPDATE_SGD, p, g, buf, NULL, NULL, {(T)lr, (T)momentum, (T)dampening, (T)wd},
+                           nesterov, first_step};
+    return k;
+}
+
+static NAME(update_args) NAME(adam_args)(T *p, const T *g, T *m, T *v, T *vmax, double lr, double beta1,
+                                         double beta2, double eps, double wd, int decoupled, long step) {
+    double bc1 = 1 - pow(beta1, (double)step), bc2 = 1 - pow(beta2, (double)step);
+    NAME(update_args) k = {TF_UPDATE_ADAM, p, g, m, v, vmax,
+                           {(T)lr, (T)beta1, (T)beta2, (T)eps, (T)wd, (T)(lr / bc1), (T)(1 / sqrt(bc2))}, decoupled, 0};
+    return k;
+}
+
+static NAME(update_args) NAME(rmsprop_args)(T *p, const T *g, T *sq, T *gavg, T *buf, double lr, double alpha,
+                                            double eps, double wd, double momentum) {
+    NAME(update_args) k = {TF_UPDATE_RMSPROP, p, g, sq, gavg, buf, {(T)lr, (T)alpha, (T)eps, (T)wd, (T)momentum}, 0, 0};
+    return k;
+}
+
+static NAME(update_args) NAME(adagrad_args)(T *p, const T *g, T *sum, double clr, double eps, double wd) {
+    NAME(update_args) k = {TF_UPDATE_ADAGRAD, p, g, sum, NULL, NULL, {(T)clr, (T)eps, (T)wd}, 0, 0};
+    return k;
 }
 
 void NAME(tf_sgd)(T *p, const T *g, T *buf, long n, double lr, double momentum, double dampening, double wd,
                   int nesterov, int first_step) {
-    NAME(update_args) k = {TF_UPDATE_SGD, p, g, buf, NULL, NULL, {(T)lr, (T)momentum, (T)dampening, (T)wd},
-                           nesterov, first_step};
-    NAME(run_update)(&k, n);
+    NAME(update_args) k = NAME(sgd_args)(p, g, buf, lr, momentum, dampening, wd, nesterov, first_step);
+    NAME(run_update)(&k, n, NAME(streams)(n * (long)sizeof(T)));
 }
 
 void NAME(tf_adam)(T *p, const T *g, T *m, T *v, T *vmax, long n, double lr, double beta1, double beta2,
                    double eps, double wd, int decoupled, long step) {
-    double bc1 = 1 - pow(beta1, (double)step), bc2 = 1 - pow(beta2, (double)step);
-    NAME(update_args) k = {TF_UPDATE_ADAM, p, g, m, v, vmax,
-                           {(T)lr, (T)beta1, (T)beta2, (T)eps, (T)wd, (T)(lr / bc1), (T)(1 / sqrt(bc2))}, decoupled, 0};
-    NAME(run_update)(&k, n);
+    NAME(update_args) k = NAME(adam_args)(p, g, m, v, vmax, lr, beta1, beta2, eps, wd, decoupled, step);
+    NAME(run_update)(&k, n, NAME(streams)(n * (long)sizeof(T)));
 }
 
 void NAME(tf_rmsprop)(T *p, const T *g, T *sq, T *gavg, T *buf, long n, double lr, double alpha, double eps,
                       double wd, double momentum) {
-    NAME(update_args) k = {TF_UPDATE_RMSPROP, p, g, sq, gavg, buf, {(T)lr, (T)alpha, (T)eps, (T)wd, (T)momentum}, 0, 0};
-    NAME(run_update)(&k, n);
+    NAME(update_args) k = NAME(rmsprop_args)(p, g, sq, gavg, buf, lr, alpha, eps, wd, momentum);
+    NAME(run_update)(&k, n, NAME(streams)(n * (long)sizeof(T)));
 }
 
 void NAME(tf_adagrad)(T *p, const T *g, T *sum, long n, double clr, double eps, double wd) {
-    NAME(update_args) k = {TF_UPDATE_ADAGRAD, p, g, sum, NULL, NULL, {(T)clr, (T)eps, (T)wd}, 0, 0};
-    NAME(run_update)(&k, n);
+    NAME(update_args) k = NAME(adagrad_args)(p, g, sum, clr, eps, wd);
+    NAME(run_update)(&k, n, NAME(streams)(n * (long)sizeof(T)));
 }
 
 /* One optimizer step over `count` tensors in one call (torch's "foreach" form): tensor i has n[i] elements
@@ -182,21 +209,26 @@ void NAME(tf_adagrad)(T *p, const T *g, T *sum, long n, double clr, double eps, 
  * flag: Adam's decoupled weight decay or SGD's Nesterov. Each tensor runs on the thread pool as above. */
 void NAME(tf_update_multi)(int kind, long count, T *const *p, const T *const *g, T *const *s1, T *const *s2,
                            T *const *s3, const long *n, int64_t *const *steps, const double *h, int flag) {
+    long bytes = 0; /* the step's arrays stream from memory when all of them together outgrow the caches */
+    for (long i = 0; i < count; i++) bytes += n[i] * (long)sizeof(T);
     for (long i = 0; i < count; i++) {
         long step = steps && steps[i] ? ++*steps[i] : 0;
+        NAME(update_args) k;
         switch (kind) {
         case TF_UPDATE_SGD:
-            NAME(tf_sgd)(p[i], g[i], s1[i], n[i], h[0], h[1], h[2], h[3], flag, h[1] != 0 && step == 1);
+            k = NAME(sgd_args)(p[i], g[i], s1[i], h[0], h[1], h[2], h[3], flag, h[1] != 0 && step == 1);
             break;
         case TF_UPDATE_ADAM:
-            NAME(tf_adam)(p[i], g[i], s1[i], s2[i], s3[i], n[i], h[0], h[1], h[2], h[3], h[4], flag, step);
+            k = NAME(adam_args)(p[i], g[i], s1[i], s2[i], s3[i], h[0], h[1], h[2], h[3], h[4], flag, step);
             break;
         case TF_UPDATE_RMSPROP:
-            NAME(tf_rmsprop)(p[i], g[i], s1[i], s2[i], s3[i], n[i], h[0], h[1], h[2], h[3], h[4]);
+            k = NAME(rmsprop_args)(p[i], g[i], s1[i], s2[i], s3[i], h[0], h[1], h[2], h[3], h[4]);
             break;
         case TF_UPDATE_ADAGRAD:
-            NAME(tf_adagrad)(p[i], g[i], s1[i], n[i], h[0] / (1 + (step - 1) * h[1]), h[2], h[3]);
+            k = NAME(adagrad_args)(p[i], g[i], s1[i], h[0] / (1 + (step - 1) * h[1]), h[2], h[3]);
             break;
+        default: return;
         }
+        NAME(run_update)(&k, n[i], NAME(streams)(bytes));
     }
 }

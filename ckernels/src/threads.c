@@ -23,10 +23,12 @@
  * spins for TF_SPIN_MICROSECONDS, then sleeps on a condition variable: a training step calls kernels a
  * few microseconds apart, and waking a sleeping thread costs 10-60 µs, but a longer spin takes a core
  * from the BLAS call that often comes next. A caller waiting for the last chunks of its own job spins
- * for up to TF_CALLER_SPIN_MICROSECONDS: they run on the other cores and end within a chunk's time, the
- * caller has nothing else to do, and being woken cost it more in a VM (a 10M-element Adam step,
- * 2.1 ms: 1.08-1.10x the OpenMP loop with the 20 µs spin, 1.04-1.05x with this one). The spin never calls sched_yield: OpenBLAS's idle threads spin with it,
- * and two yielding loops made a 50 µs kernel after a matmul take 2 ms (the scheduler ping-pongs them).
+ * for up to TF_CALLER_SPIN_MICROSECONDS, then sleeps as a worker does: they run on the other cores and end
+ * within a chunk's time, the caller has nothing else to do, and being woken cost it more in a VM (a
+ * 10M-element Adam step, 2.1 ms: 1.08-1.10x the OpenMP loop with the 20 µs spin, 1.04-1.05x with this
+ * one). With more threads than CPUs it spins no longer than a worker: the last chunk may need its CPU.
+ * No spin calls sched_yield: OpenBLAS's idle threads spin with it, and two yielding loops made a 50 µs
+ * kernel after a matmul take 2 ms (the scheduler ping-pongs them).
  * Small jobs (cost below TF_PARALLEL_MIN) and calls made while the pool is busy (another
  * Python thread's kernel, a kernel called from inside a chunk) run on the calling thread.
  */
@@ -65,6 +67,7 @@ static struct {
     void *args;
     long n;
     int steered_from;      /* the CPU the workers were last kept off (-1: none yet), see steer_workers */
+    int cpus;              /* the CPUs the process may use, when the pool was configured */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, {0, 0, PTHREAD_COND_INITIALIZER},
           {0, 0, PTHREAD_COND_INITIALIZER}, 0, 0, 0, 0, 0, NULL, NULL, 0, -1};
 
@@ -286,7 +289,7 @@ static int default_threads(void) {
 
 static void configure(void) {
     pthread_atfork(lock_before_fork, unlock_after_fork, forget_workers_after_fork);
-    pool.threads = default_threads();
+    pool.threads = pool.cpus = default_threads();
 }
 
 static void ensure_configured(void) {
@@ -328,8 +331,10 @@ void tf_parallel_for(long n, long cost, tf_chunk_fn fn, void *args) {
     inside_pool = 0;
     /* the last chunks may still run on workers: wait for them (whoever finishes the last one bumps pool.done;
      * a late bump from an earlier job only wakes this loop once more) */
+    /* more threads than CPUs: the worker with the last chunk may be waiting for this CPU, so do not spin long */
+    double spin = pool.threads <= pool.cpus ? TF_CALLER_SPIN_MICROSECONDS : TF_SPIN_MICROSECONDS;
     while (!finished_last && __atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < chunks)
-        done = wait_for_change(&pool.done, done, TF_CALLER_SPIN_MICROSECONDS);
+        done = wait_for_change(&pool.done, done, spin);
     pthread_mutex_unlock(&pool.busy);
 }
 

@@ -294,14 +294,17 @@ def test_convolution_kernels(c_backend, g, dtype, non_contiguous):
     ((2, 1, 4, 3), (2, 1, 3, 5), 1, ((3, 3), (2, 2)), 1),    # pads beyond the image: whole rows of padding
     ((2, 2, 6, 7), (3, 2, 3, 3), 1, 2, 2),                   # dilated "same"
     ((2, 2, 6, 7), (3, 2, 3, 3), 2, 1, 1),                   # stride 2: row by row
+    ((3, 8, 40, 40), (4, 8, 3, 3), 1, 1, 1),                 # on the thread pool: chunks start inside a tap's blocks
+    ((3, 8, 40, 40), (4, 8, 3, 3), 2, 1, 1),
 ])
 def test_convolution_of_shifted_planes(c_backend, x_shape, w_shape, stride, padding, dilation):
     x, w = values(np.float64, x_shape), values(np.float64, w_shape, seed=1)
-    op = build(conv.Conv, x, w, stride=stride, padding=padding, dilation=dilation)
+    window = dict(stride=stride, padding=padding, dilation=dilation)
+    op = build(conv.Conv, x, w, **window)
     grad = values(np.float64, op.shape, seed=2)
     check(c_backend, op, x, w)
-    check(c_backend, build(conv.ConvBackFilter, x, grad, w, stride=stride, padding=padding, dilation=dilation), x, grad, w)
-    check(c_backend, build(conv.ConvBackInput, grad, w, x, stride=stride, padding=padding, dilation=dilation), grad, w, x)
+    check(c_backend, build(conv.ConvBackFilter, x, grad, w, **window), x, grad, w)
+    check(c_backend, build(conv.ConvBackInput, grad, w, x, **window), grad, w, x)
 
 
 @SETTINGS
@@ -439,6 +442,23 @@ def test_fused_optimizer_kernels_match_the_numpy_formula(optimizer, hyper, dtype
             results[backend] = w.value
     assert results["c"].dtype == dtype
     np.testing.assert_allclose(results["c"], results["numpy"], **TOLERANCE[np.dtype(dtype)])
+
+
+@pytest.mark.parametrize("optimizer, hyper", OPTIMIZERS, ids=[f"{o.__name__}-{i}" for i, (o, _) in enumerate(OPTIMIZERS)])
+def test_the_streaming_and_the_cached_builds_of_the_updates_give_the_same_bits(optimizer, hyper):
+    """Arrays past TF_STREAMING_BYTES run another build of the update loops (256-bit on AVX-512 machines): the
+    values it gives must be the other build's, bit for bit; the inputs of the small run are the large one's start."""
+    small, large = 1003, native.lib.TF_STREAMING_BYTES // 4 + 3
+    results = []
+    for size in (small, large):
+        with tfl.Graph().as_default():
+            w = tfl.Variable(values(np.float32, (size,)), name="w")
+            train = optimizer(**hyper).minimize(tfl.reduce_sum(tfl.square(w - values(np.float32, (size,), seed=5))))
+            with tfl.Session(backend="c") as sess:
+                for _ in range(3):
+                    sess.run(train)
+            results.append(w.value)
+    np.testing.assert_array_equal(results[1][:small], results[0])
 
 
 SPECIAL_GRADIENTS = np.array([0.0, -0.0, 1e-30, 1e-20, -3e-22, 1e-19, 1e20, -2e19, 3e38, np.inf, -np.inf, np.nan,

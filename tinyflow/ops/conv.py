@@ -16,7 +16,7 @@ from .registry import register_gradient
 from .windows import WindowOperation, columns, scatter_windows, sliding_windows, span, spatial_rank
 
 
-# ------------------------------------------------------------ the numpy kernels, shared with the C backend
+# ------------------------------------------------------------ the numpy backend's kernels
 def filter_rows(cols, w, groups):
     """im2col rows (M, C·K) times the filters w (O, C/G, *kernel), group by group: (M, O)."""
     o, m = w.shape[0], cols.shape[0]
