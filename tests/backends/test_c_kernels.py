@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tinyflow as tfl
-from tinyflow.backends import native
+from tinyflow.backends import c_backend as c_backend_module, native
 from tinyflow.backends.c_backend import CBackend, gemm
 from tinyflow.backends.kernel_codes import broadcast_layout
 from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
@@ -409,6 +409,24 @@ def test_gemm_backend_switch(monkeypatch):
     op = build(MatMul, a, b)
     op.compute = lambda *v: pytest.fail("BLAS used although TINYFLOW_GEMM=tinyflow")
     np.testing.assert_array_equal(backend.call(backend.kernels["MatMul"], op, (a, b)), np.full((3, 2), 4.0))
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_convolutions_on_the_hand_written_gemm(monkeypatch, groups):
+    """With TINYFLOW_GEMM=tinyflow the convolutions' products (filters times tap-major columns, and their
+    transposes) run on tf_gemm and match numpy."""
+    monkeypatch.setenv("TINYFLOW_GEMM", "tinyflow")
+    backend = CBackend()
+    backend.small_size = 0
+    products = []
+    monkeypatch.setattr(c_backend_module, "gemm", lambda a, b, out=None: products.append(a.shape) or gemm(a, b, out))
+    x, w = values(np.float64, (2, 4, 6, 5)), values(np.float64, (6, 4 // groups, 3, 3), seed=1)
+    window = dict(stride=1, padding=1, groups=groups)
+    grad = values(np.float64, (2, 6, 6, 5), seed=2)
+    check(backend, build(conv.Conv, x, w, **window), x, w)
+    check(backend, build(conv.ConvBackInput, grad, w, x, **window), grad, w, x)
+    check(backend, build(conv.ConvBackFilter, x, grad, w, **window), x, grad, w)
+    assert len(products) == (3 if groups == 1 else 0)  # groups multiply one block of rows each, in numpy
 
 
 # ---------------------------------------------------------------- fused optimizer updates
