@@ -391,7 +391,8 @@ def test_layer_norm_of_nothing_stays_in_numpy(c_backend, shape):
 
 # ---------------------------------------------------------------- matmul
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (3, 5, 7), (4, 64, 256), (65, 17, 257), (130, 2050, 300), (7, 3, 0)])
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (3, 5, 7), (4, 64, 256), (65, 17, 257), (130, 2050, 300), (7, 3, 0),
+                                     (8, 4099, 72)])  # few rows, many columns: the filters times a convolution's columns
 def test_hand_written_gemm_matches_blas(m, n, k, dtype):
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
