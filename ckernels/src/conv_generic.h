@@ -24,8 +24,8 @@ static inline void NAME(inside_columns)(long w, long wo, long sw, long offset, l
  * then the values a tap beyond the left or right edge took from the row before or after are set to padding
  * (columns outside [first, last)). Rows of 8 one by one cost their loop set-up each (64x1x8x8, 3x3: 22 us against
  * 6 us). */
-static inline void NAME(shifted_plane)(const T *plane, T *restrict dst, long plane_size, long size, long shift, long wo,
-                                long first, long last) {
+static inline void NAME(shifted_plane)(const T *plane, T *restrict dst, long plane_size, long size, long shift,
+                                       long wo, long first, long last) {
     long lo = shift < 0 ? -shift : 0, hi = plane_size - shift; /* dst[lo .. hi) reads inside the plane */
     lo = lo < size ? lo : size;
     hi = hi < lo ? lo : hi > size ? size : hi;

@@ -144,11 +144,9 @@ TF_CLONES_256 static void NAME(update_chunk_streaming)(void *p, long start, long
     NAME(update_range)(p, start, stop);
 }
 
-/* Whether updates touching `bytes` per array in one step run the streaming build. */
-static int NAME(streams)(long bytes) { return bytes >= TF_STREAMING_BYTES; }
-
-static void NAME(run_update)(NAME(update_args) *k, long n, int streaming) {
-    tf_parallel_for(n, n, streaming ? NAME(update_chunk_streaming) : NAME(update_chunk), k);
+/* One update over n elements, in the streaming build when its step touches `bytes` per array or more. */
+static void NAME(run_update)(NAME(update_args) *k, long n, long bytes) {
+    tf_parallel_for(n, n, bytes >= TF_STREAMING_BYTES ? NAME(update_chunk_streaming) : NAME(update_chunk), k);
 }
 
 /* Each update's arguments for the chunks, from the hyper-parameters of its entry point below. */
@@ -181,24 +179,24 @@ static NAME(update_args) NAME(adagrad_args)(T *p, const T *g, T *sum, double clr
 void NAME(tf_sgd)(T *p, const T *g, T *buf, long n, double lr, double momentum, double dampening, double wd,
                   int nesterov, int first_step) {
     NAME(update_args) k = NAME(sgd_args)(p, g, buf, lr, momentum, dampening, wd, nesterov, first_step);
-    NAME(run_update)(&k, n, NAME(streams)(n * (long)sizeof(T)));
+    NAME(run_update)(&k, n, n * (long)sizeof(T));
 }
 
 void NAME(tf_adam)(T *p, const T *g, T *m, T *v, T *vmax, long n, double lr, double beta1, double beta2,
                    double eps, double wd, int decoupled, long step) {
     NAME(update_args) k = NAME(adam_args)(p, g, m, v, vmax, lr, beta1, beta2, eps, wd, decoupled, step);
-    NAME(run_update)(&k, n, NAME(streams)(n * (long)sizeof(T)));
+    NAME(run_update)(&k, n, n * (long)sizeof(T));
 }
 
 void NAME(tf_rmsprop)(T *p, const T *g, T *sq, T *gavg, T *buf, long n, double lr, double alpha, double eps,
                       double wd, double momentum) {
     NAME(update_args) k = NAME(rmsprop_args)(p, g, sq, gavg, buf, lr, alpha, eps, wd, momentum);
-    NAME(run_update)(&k, n, NAME(streams)(n * (long)sizeof(T)));
+    NAME(run_update)(&k, n, n * (long)sizeof(T));
 }
 
 void NAME(tf_adagrad)(T *p, const T *g, T *sum, long n, double clr, double eps, double wd) {
     NAME(update_args) k = NAME(adagrad_args)(p, g, sum, clr, eps, wd);
-    NAME(run_update)(&k, n, NAME(streams)(n * (long)sizeof(T)));
+    NAME(run_update)(&k, n, n * (long)sizeof(T));
 }
 
 /* One optimizer step over `count` tensors in one call (torch's "foreach" form): tensor i has n[i] elements
@@ -229,6 +227,6 @@ void NAME(tf_update_multi)(int kind, long count, T *const *p, const T *const *g,
             break;
         default: return;
         }
-        NAME(run_update)(&k, n[i], NAME(streams)(bytes));
+        NAME(run_update)(&k, n[i], bytes);
     }
 }

@@ -331,7 +331,6 @@ void tf_parallel_for(long n, long cost, tf_chunk_fn fn, void *args) {
     inside_pool = 0;
     /* the last chunks may still run on workers: wait for them (whoever finishes the last one bumps pool.done;
      * a late bump from an earlier job only wakes this loop once more) */
-    /* more threads than CPUs: the worker with the last chunk may be waiting for this CPU, so do not spin long */
     double spin = pool.threads <= pool.cpus ? TF_CALLER_SPIN_MICROSECONDS : TF_SPIN_MICROSECONDS;
     while (!finished_last && __atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < chunks)
         done = wait_for_change(&pool.done, done, spin);
