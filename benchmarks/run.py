@@ -30,10 +30,14 @@ GOALS = [
     ("W1a", "tinyflow c", "ratio", 0.25), ("W1b", "tinyflow c", "ratio", 0.11),
     ("W2a", "tinyflow c", "ratio", 1.3), ("W2b", "tinyflow c", "ratio", 1.1),
     ("W3", "tinyflow c", "ratio", 1.05), ("W4", "tinyflow c", "ratio", 1.3), ("W4", "tinyflow c", "triad", 0.65),
-    ("W5", "tinyflow c", "ratio", 0.5), ("W6", "tinyflow c", "ratio", 0.99),
+    ("W5", "tinyflow c", "ratio", 0.5),
 ]
+# W6's goal is "no worse than at the round's start", which only timing both versions in one harness can check
+W6_BASELINE = "e593f85"
+W6_NOTE = (f"W6's goal, no worse than at the round's start ({W6_BASELINE}): python benchmarks/against.py {W6_BASELINE} "
+           "times both versions in turn in this harness (README.md, End-of-round results)")
 INFORMATIVE = [("W4", "fused C loop", "triad"), ("W4", "fused C loop (second copy)", "ratio"),
-               ("W6", "fused C loop (second copy)", "ratio"),
+               ("W6", "tinyflow c", "ratio"), ("W6", "fused C loop (second copy)", "ratio"),
                ("W5", "tinyflow c", "alone"), ("E1", "tinyflow c", "ratio"), ("E2", "tinyflow c", "ratio"),
                ("J1", "tfl.jit.to_static", "ratio"), ("J2", "tfl.jit.to_static", "ratio")]
 REFERENCES = {"W1a": "numpy by hand", "W1b": "numpy by hand", "W2a": "numpy by hand", "W2b": "numpy by hand",
@@ -107,7 +111,7 @@ def _cells(row, bandwidth):
     return cells
 
 
-def _worse(values, measure):
+def worse(values, measure):
     """(value, order) of the worse of {order: value}: the larger ratio, the smaller share of triad."""
     present = {o: v for o, v in values.items() if v is not None}
     if not present:
@@ -117,7 +121,7 @@ def _worse(values, measure):
     return present[order], order
 
 
-def _fmt(value, measure):
+def fmt_measure(value, measure):
     if value is None:
         return "n/a"
     return f"{value:.0%}" if measure == "triad" else f"{value:.2f}x"
@@ -153,12 +157,12 @@ def print_section(per_order):
         lines = []
         for measure in ("ratio", "triad") if bandwidth else ("ratio", "alone"):
             values = {o: by_name[o].get(focus, {}).get(measure) for o in orders}
-            value, order = _worse(values, measure)
+            value, order = worse(values, measure)
             if value is None:
                 continue
-            each = ", ".join(f"{_fmt(v, measure)} ({o})" for o, v in values.items())
+            each = ", ".join(f"{fmt_measure(v, measure)} ({o})" for o, v in values.items())
             what = {"ratio": "ratio", "triad": "share of triad", "alone": "to pytorch eager timed alone"}[measure]
-            lines.append(f"{what} {each}, worse {_fmt(value, measure)} ({order})")
+            lines.append(f"{what} {each}, worse {fmt_measure(value, measure)} ({order})")
         if lines:
             print(f"{focus}: " + "; ".join(lines))
 
@@ -170,7 +174,7 @@ def print_summary(results, orders, threads):
         values = {o: results.get(key, {}).get(o, {}).get(row, {}).get(measure) for o in orders}
         if all(v is None for v in values.values()):
             continue
-        value, order = _worse(values, measure)
+        value, order = worse(values, measure)
         if bound is None:
             goal, verdict = "informative", ""
         elif measure == "ratio":
@@ -179,11 +183,13 @@ def print_summary(results, orders, threads):
             goal, verdict = f">= {bound:.0%}", "met" if value >= bound else "MISSED"
         what = {"ratio": f"{row} / {REFERENCES[key]}", "triad": f"{row}, share of triad",
                 "alone": f"{row} / {REFERENCES[key]} timed alone"}[measure]
-        rows.append([key, what] + [_fmt(values[o], measure) for o in orders] +
-                    [f"{_fmt(value, measure)} ({order})", goal, verdict])
+        rows.append([key, what] + [fmt_measure(values[o], measure) for o in orders] +
+                    [f"{fmt_measure(value, measure)} ({order})", goal, verdict])
     if rows:
         print_table(f"Goals of issue 25 ({threads} threads, ratios within one process; the worse import order counts)",
                     ["table", "measure"] + list(orders) + ["worse", "goal", "verdict"], rows)
+    if "W6" in results:
+        print(W6_NOTE)
 
 
 def parent(args):
@@ -207,7 +213,7 @@ def parent(args):
     print_summary(results, orders, args.threads)
     if versions:
         print("\nversions: " + ", ".join(f"{name} {version}" for name, version in versions.items()))
-    print(f"run took {fmt_time(time.perf_counter() - began)}; 1-min load average at the end {_load()}")
+    print(f"run took {fmt_time(time.perf_counter() - began)}; 1-min load average at the end {load_text()}")
     return 1 if failed else 0
 
 
@@ -218,12 +224,7 @@ def prepare(args):
         os.environ["TINYFLOW_BENCH_SKIP_OPENCL"] = "1"
     reference.ensure_built()  # once per run; the processes load this build
     has_torch = importlib.util.find_spec("torch") is not None
-    if not has_torch:
-        orders = (NO_TORCH,)
-    elif args.orders == "both":
-        orders = ORDERS
-    else:
-        orders = (args.orders.replace("-", " "),)
+    orders = import_orders(args.orders)
     print(f"--threads {args.threads}: {', '.join(THREAD_VARIABLES)} = {args.threads}, and "
           f"torch.set_num_threads({args.threads})")
     print(f"reference loops: {reference.command()}, built once for this run")
@@ -231,8 +232,15 @@ def prepare(args):
         print("PyTorch: not installed (pip install torch==2.13.0): no PyTorch rows, one import order")
     print(f"import orders: {', '.join(orders)} (a fresh process each); {args.repeats} interleaved repeats "
           f"per table, medians" + ("; --quick: one process per order for all tables, no OpenCL" if args.quick else ""))
-    print(f"machine: {_cpu()}, {os.cpu_count()} cores; 1-min load average at the start {_load()}")
+    print(f"machine: {_cpu()}, {os.cpu_count()} cores; 1-min load average at the start {load_text()}")
     return orders
+
+
+def import_orders(wanted):
+    """The import orders to time ("both", "torch-first" or "tinyflow-first"); one without torch if it is missing."""
+    if importlib.util.find_spec("torch") is None:
+        return (NO_TORCH,)
+    return ORDERS if wanted == "both" else (wanted.replace("-", " "),)
 
 
 def report(group, outcome, results):
@@ -264,7 +272,7 @@ def report(group, outcome, results):
     return failed
 
 
-def _load():
+def load_text():
     load = load_average()
     return f"{load:.2f}" if load is not None else "unavailable"
 

@@ -180,7 +180,8 @@ def describe_process(tfl, torch, reference, threads):
     query = getattr(native.lib, "tf_max_threads", None) if native.is_built() else None
     tinyflow_threads = query() if query is not None else None
     return {
-        "versions": {"tinyflow": tfl.__version__, "numpy": np.__version__,
+        "versions": {"tinyflow": f"{tfl.__version__} ({os.path.dirname(os.path.dirname(tfl.__file__))})",
+                     "numpy": np.__version__,
                      "torch": torch.__version__ if torch is not None else None,
                      "python": platform.python_version()},
         "openmp": openmp_runtimes(),

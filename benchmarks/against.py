@@ -1,0 +1,116 @@
+"""tinyflow at another commit against this checkout: the same tables, harness and reference loops, in turn.
+    python benchmarks/against.py REV [--only W6] [--rounds 3] [--threads 2] [--repeats 15]
+
+Why: a ratio to a reference moves with the harness (its reference loop, settle, import order) and with the
+machine's state (this VM's memory bandwidth doubles and halves from minute to minute). "No worse than before"
+is a claim about tinyflow alone; timing both versions with one harness, round after round, is how to check it.
+REV's tinyflow is exported (git archive) and its C kernels built in a temporary folder; each round times the
+tables with one version and then the other (alternating which goes first), each table in fresh processes of
+both import orders as run.py does, and prints each goal's measure (the worse import order) per round.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import reference  # noqa: E402
+import run  # noqa: E402
+from harness import configure_threads, print_table  # noqa: E402
+from tables import KEYS  # noqa: E402
+
+REPO = os.path.dirname(HERE)
+
+
+def build(rev, folder):
+    """Export `rev` of this repository into `folder` and build its C kernels in place; its commit id."""
+    found = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "--verify", f"{rev}^{{commit}}"],
+                           capture_output=True, text=True)
+    if found.returncode:
+        sys.exit(f"{rev} is not a commit of {REPO}: {found.stderr.strip()}")
+    commit = found.stdout.strip()
+    archive = subprocess.run(["git", "-C", REPO, "archive", commit], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+    built = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=folder,
+                           capture_output=True, text=True)
+    if built.returncode:
+        sys.exit(f"building {rev} ({commit}) failed:\n{built.stderr[-3000:]}")
+    return commit
+
+
+def measure(keys, folder, args):
+    """{(table, row, measure): (value, worse import order)} of the summary rows of `keys`, for `folder`'s tinyflow."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([folder] + ([before] if before else []))
+    try:
+        values = {}
+        for key in keys:
+            outcome = {order: run.spawn([key], order, args) for order in run.import_orders(args.orders)}
+            for order, result in outcome.items():
+                if "error" in result:
+                    sys.exit(f"{key} ({order}) failed with {folder}:\n{result['error']}")
+                where = result["process"]["versions"]["tinyflow"]
+                if f"({folder})" not in where:  # the child imported another tinyflow than the one to time
+                    sys.exit(f"{key} ({order}) timed tinyflow {where}, not the one in {folder}")
+            rows = {order: {r["name"]: r for s in result["sections"] if s["key"] == key for r in s["rows"]}
+                    for order, result in outcome.items()}
+            for table, row, what, *_ in run.GOALS + run.INFORMATIVE:
+                if table == key:
+                    values[(key, row, what)] = run.worse({o: rows[o].get(row, {}).get(what) for o in rows}, what)
+        return values
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rev", help="the commit (or branch, tag) to time against this checkout")
+    parser.add_argument("--only", default="W6", help=f"comma-separated tables out of {','.join(KEYS)} (default W6)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of both versions in turn (default 3)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args(argv)
+    args.warmup, args.orders = 2, "both"
+    keys = [k.strip() for k in args.only.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in KEYS]
+    if unknown:
+        parser.error(f"unknown table(s) {', '.join(unknown)}: choose from {', '.join(KEYS)}")
+    configure_threads(args.threads)
+    os.environ["TINYFLOW_BENCH_SKIP_OPENCL"] = "1"
+    reference.ensure_built()
+    folder = tempfile.mkdtemp(prefix="tinyflow-against-")
+    try:
+        commit = build(args.rev, folder)
+        sides = {f"{args.rev} ({commit})": folder, "this checkout": REPO}
+        print(f"reference loops: {reference.command()}; tables {', '.join(keys)}; {args.rounds} rounds; "
+              f"machine load {run.load_text()} at the start")
+        rounds = []
+        for index in range(args.rounds):
+            names = list(sides) if index % 2 == 0 else list(sides)[::-1]
+            rounds.append({name: measure(keys, sides[name], args) for name in names})
+            print(f"round {index + 1} done (load {run.load_text()})", flush=True)
+        rows = []
+        for line in rounds[0][next(iter(sides))]:
+            table, row, what = line
+            for name in sides:
+                values = [r[name][line][0] for r in rounds]
+                known = [v for v in values if v is not None]
+                rows.append([table, f"{row}, {what}", name] + [run.fmt_measure(v, what) for v in values] +
+                            [run.fmt_measure(float(np.median(known)) if known else None, what)])
+        print_table("the summary rows of run.py, worse import order, each round (both versions timed in turn)",
+                    ["table", "row, measure", "tinyflow"] + [f"round {i + 1}" for i in range(args.rounds)] +
+                    ["median"], rows)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
