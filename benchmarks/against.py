@@ -6,7 +6,8 @@ machine's state (this VM's memory bandwidth doubles and halves from minute to mi
 is a claim about tinyflow alone; timing both versions with one harness, round after round, is how to check it.
 REV's tinyflow is exported (git archive) and its C kernels built in a temporary folder; each round times the
 tables with one version and then the other (alternating which goes first), each table in fresh processes of
-both import orders as run.py does, and prints each goal's measure (the worse import order) per round.
+both import orders as run.py does. It prints run.py's summary rows of those tables (the worse import order) per
+round and their medians, and for a goal of run.py "no worse than REV" (W6's) whether the medians meet it.
 """
 import argparse
 import os
@@ -27,20 +28,23 @@ from tables import KEYS  # noqa: E402
 REPO = os.path.dirname(HERE)
 
 
-def build(rev, folder):
-    """Export `rev` of this repository into `folder` and build its C kernels in place; its commit id."""
+def commit_of(rev):
+    """The short id of the commit `rev` names in this repository."""
     found = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "--verify", f"{rev}^{{commit}}"],
                            capture_output=True, text=True)
     if found.returncode:
         sys.exit(f"{rev} is not a commit of {REPO}: {found.stderr.strip()}")
-    commit = found.stdout.strip()
+    return found.stdout.strip()
+
+
+def build(commit, folder):
+    """Export `commit` of this repository into `folder` and build its C kernels in place."""
     archive = subprocess.run(["git", "-C", REPO, "archive", commit], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
     built = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=folder,
                            capture_output=True, text=True)
     if built.returncode:
-        sys.exit(f"building {rev} ({commit}) failed:\n{built.stderr[-3000:]}")
-    return commit
+        sys.exit(f"building {commit} failed:\n{built.stderr[-3000:]}")
 
 
 def measure(keys, folder, args):
@@ -88,8 +92,10 @@ def main(argv=None):
     reference.ensure_built()
     folder = tempfile.mkdtemp(prefix="tinyflow-against-")
     try:
-        commit = build(args.rev, folder)
-        sides = {f"{args.rev} ({commit})": folder, "this checkout": REPO}
+        commit = commit_of(args.rev)
+        build(commit, folder)
+        theirs, mine = f"{args.rev} ({commit})", "this checkout"
+        sides = {theirs: folder, mine: REPO}
         print(f"reference loops: {reference.command()}; tables {', '.join(keys)}; {args.rounds} rounds; "
               f"machine load {run.load_text()} at the start")
         rounds = []
@@ -97,17 +103,27 @@ def main(argv=None):
             names = list(sides) if index % 2 == 0 else list(sides)[::-1]
             rounds.append({name: measure(keys, sides[name], args) for name in names})
             print(f"round {index + 1} done (load {run.load_text()})", flush=True)
-        rows = []
-        for line in rounds[0][next(iter(sides))]:
+        rows, medians = [], {}
+        for line in rounds[0][mine]:
             table, row, what = line
             for name in sides:
                 values = [r[name][line][0] for r in rounds]
                 known = [v for v in values if v is not None]
+                medians[name, line] = float(np.median(known)) if known else None
                 rows.append([table, f"{row}, {what}", name] + [run.fmt_measure(v, what) for v in values] +
-                            [run.fmt_measure(float(np.median(known)) if known else None, what)])
+                            [run.fmt_measure(medians[name, line], what)])
         print_table("the summary rows of run.py, worse import order, each round (both versions timed in turn)",
                     ["table", "row, measure", "tinyflow"] + [f"round {i + 1}" for i in range(args.rounds)] +
                     ["median"], rows)
+        for table, row, what, bound in run.GOALS:  # the goals "no worse than this commit"
+            line = (table, row, what)
+            if isinstance(bound, str) and line in rounds[0][mine] and commit_of(bound) == commit:
+                now, then = medians[mine, line], medians[theirs, line]
+                if now is None or then is None:
+                    continue
+                better = now <= then if what == "ratio" else now >= then
+                print(f"{table} goal, {row} no worse than {bound}: {run.fmt_measure(now, what)} against "
+                      f"{run.fmt_measure(then, what)} (medians of the rounds): {'met' if better else 'MISSED'}")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
