@@ -120,6 +120,7 @@ def worse(values, measure):
 
 
 def fmt_measure(value, measure):
+    """A ratio or share of triad as the tables print it."""
     if value is None:
         return "n/a"
     return f"{value:.0%}" if measure == "triad" else f"{value:.2f}x"
@@ -221,12 +222,11 @@ def prepare(args):
     if args.skip_opencl:
         os.environ["TINYFLOW_BENCH_SKIP_OPENCL"] = "1"
     reference.ensure_built()  # once per run; the processes load this build
-    has_torch = importlib.util.find_spec("torch") is not None
     orders = import_orders(args.orders)
     print(f"--threads {args.threads}: {', '.join(THREAD_VARIABLES)} = {args.threads}, and "
           f"torch.set_num_threads({args.threads})")
     print(f"reference loops: {reference.command()}, built once for this run")
-    if not has_torch:
+    if orders == (NO_TORCH,):
         print("PyTorch: not installed (pip install torch==2.13.0): no PyTorch rows, one import order")
     print(f"import orders: {', '.join(orders)} (a fresh process each); {args.repeats} interleaved repeats "
           f"per table, medians" + ("; --quick: one process per order for all tables, no OpenCL" if args.quick else ""))
@@ -271,6 +271,7 @@ def report(group, outcome, results):
 
 
 def load_text():
+    """The 1-minute load average, for the run's header and footer."""
     load = load_average()
     return f"{load:.2f}" if load is not None else "unavailable"
 
