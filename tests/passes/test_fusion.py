@@ -162,7 +162,7 @@ def test_sigmoid_runs_its_common_form_in_blocks_and_the_full_form_where_a_block_
     out, ref, plan = run_both(y, {x: values})
     assert op_types(plan) == ["FusedElementwise"]
     source = c_source(plan.steps[-1].node, ("full",))
-    assert "tf_sigmoidf_common(" in source and "tf_sigmoid_is_common(" in source and "tf_sigmoidf(" in source
+    assert "tf_sigmoidf_common(" in source and "tf_magnitude_bits(" in source and "tf_sigmoidf(" in source
     with np.errstate(all="ignore"):
         z = (values * np.float32(1.5) - np.float32(0.5)).astype(np.float64)  # rounded as the kernel rounds it
     with np.errstate(all="ignore"):
@@ -170,6 +170,26 @@ def test_sigmoid_runs_its_common_form_in_blocks_and_the_full_form_where_a_block_
     np.testing.assert_allclose(out, exact.astype(np.float32), rtol=1e-6, atol=3e-45)  # denormals to the ulp
     if tfl.backends.get_backend().name == "c":
         np.testing.assert_array_equal(out, ref)  # the library's sigmoid, one op at a time
+    else:
+        assert_close(out, ref)
+
+
+@pytest.mark.parametrize("special", [np.nan, np.inf, 100.0, -90.0])
+def test_a_block_runs_in_full_when_any_of_several_sigmoids_has_an_argument_beyond_the_common_range(special, monkeypatch):
+    """Two sigmoids in one kernel: the first one's arguments all common, one of the second's not; the block with it
+    runs in full, the others in the common form, and every value is the ops' own."""
+    monkeypatch.setenv("TINYFLOW_FUSION_JIT_AFTER", "0")
+    x = tfl.Placeholder((1000,), name="x")
+    w = tfl.Placeholder((1000,), name="w")
+    y = tfl.sigmoid(x * 0.5) + tfl.sigmoid(w * 2.0 - 1.0)
+    first, second = RNG.uniform(-40, 40, 1000).astype(np.float32), RNG.uniform(-40, 40, 1000).astype(np.float32)
+    second[700] = special
+    out, ref, plan = run_both(y, {x: first, w: second})
+    assert op_types(plan) == ["FusedElementwise"]
+    kernel = c_source(plan.steps[-1].node, ("full", "full")).split("static void tf_chunk", 1)[1]
+    assert kernel.count("tf_magnitude_bits(") == 2  # after tf_math.h: one range update per sigmoid
+    if tfl.backends.get_backend().name == "c":
+        np.testing.assert_array_equal(out, ref)
     else:
         assert_close(out, ref)
 

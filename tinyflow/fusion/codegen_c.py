@@ -166,33 +166,41 @@ def c_source(node, kinds):
     return "\n".join(lines) + "\n"
 
 
-# math functions of tf_math.h with a cheaper form for a common range: name -> (that form, the check of the argument)
-COMMON_FORMS = {"sigmoid": ("tf_sigmoidf_common", "tf_sigmoid_is_common")}
+# math functions of tf_math.h with a cheaper form for a common range: name -> (that form, the largest
+# tf_magnitude_bits of an argument it takes)
+COMMON_FORMS = {"sigmoid": ("tf_sigmoidf_common", "TF_SIGMOID_COMMON_BITS")}
 _OP_FUNCTIONS = {"Sigmoid": "sigmoid"}
 
 
 def _common_checks(node):
-    """The C conditions under which every common form of node's float math calls gives the full form's bits."""
-    checks = []
+    """{bound: [C arguments]}: node's arguments to common forms of float math calls, by the largest
+    tf_magnitude_bits under which the common form gives the full form's bits."""
+    checks = {}
     for op_type, args in node.program:
         if op_type in _OP_FUNCTIONS:
-            checks.append(f"{COMMON_FORMS[_OP_FUNCTIONS[op_type]][1]}({operand(*args[0], True)})")
+            checks.setdefault(COMMON_FORMS[_OP_FUNCTIONS[op_type]][1], []).append(operand(*args[0], True))
     return checks
 
 
 def _blocks_loop(node, loads, fn, full_loop):
-    """The flat loop in blocks of TF_MATH_BLOCK: the common forms of the math calls while checking their arguments,
-    then the block again with the full forms if one argument was out of the common range (out is never an input)."""
+    """The flat loop in blocks of TF_MATH_BLOCK: the common forms of the math calls while taking the largest
+    magnitude of their arguments (one per bound), then the block again with the full forms if one was out of the
+    common range (out is never an input)."""
     def common(name):
         return COMMON_FORMS[name][0] if name in COMMON_FORMS else fn(name)
     statements, result = body(node, loads, True, common, " " * 12)
-    checks = " || ".join(f"!{check}" for check in _common_checks(node))
+    bounds = _common_checks(node)
+    widest = [f"widest{j}" for j in range(len(bounds))]
+    updates = [f"            {{ const int32_t m = tf_magnitude_bits({argument}); {w} = m > {w} ? m : {w}; }}"
+               for w, arguments in zip(widest, bounds.values()) for argument in arguments]
+    common_block = " && ".join(f"{w} <= {bound}" for w, bound in zip(widest, bounds))
     return ["    long b, i;", "    for (b = start; b < stop; b += TF_MATH_BLOCK) {",
             "        long end = b + TF_MATH_BLOCK < stop ? b + TF_MATH_BLOCK : stop;",
-            "        int special = 0;", "#pragma omp simd reduction(|:special)",
-            "        for (i = b; i < end; i++) {", *statements, f"            special |= {checks};",
+            f"        int32_t {', '.join(f'{w} = 0' for w in widest)};",
+            f"#pragma omp simd reduction(max:{', '.join(widest)})",
+            "        for (i = b; i < end; i++) {", *statements, *updates,
             f"            out[i] = {result};", "        }",
-            "        if (!special) continue;", "#pragma omp simd", "        for (i = b; i < end; i++) {",
+            f"        if ({common_block}) continue;", "#pragma omp simd", "        for (i = b; i < end; i++) {",
             *["    " + line for line in full_loop], "    }"]
 
 
