@@ -79,6 +79,8 @@ def print_rounds(rounds, sides):
     rows, medians = [], {}
     for line in rounds[0][next(iter(sides))]:
         table, row, what = line
+        if all(r[name][line][0] is None for r in rounds for name in sides):
+            continue  # a row of a process against.py does not run (W5's PyTorch timed alone)
         for name in sides:
             values = [r[name][line][0] for r in rounds]
             known = [v for v in values if v is not None]
