@@ -174,7 +174,7 @@ def test_sigmoid_runs_its_common_form_in_blocks_and_the_full_form_where_a_block_
         assert_close(out, ref)
 
 
-@pytest.mark.parametrize("special", [np.nan, np.inf, 100.0, -90.0])
+@pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf, -90.0])  # the common form gets all but NaN wrong
 def test_a_block_runs_in_full_when_any_of_several_sigmoids_has_an_argument_beyond_the_common_range(special, monkeypatch):
     """Two sigmoids in one kernel: the first one's arguments all common, one of the second's not; the block with it
     runs in full, the others in the common form, and every value is the ops' own."""
