@@ -156,10 +156,10 @@ static inline int tf_sigmoid_is_common(float x) { return tf_magnitude_bits(x) <=
 static inline float tf_sigmoidf_common(float x) {
     float k_shifted, s = tf_expm1_reduced(tf_exp_reduce(-x, &k_shifted));
     /* e = (1 + s) 2^k with k added to the exponent bits (k_shifted's low bits, shifted there, are k): the product's
-     * bits, since e is a normal float for |x| <= 86, in one integer addition instead of a multiplication */
-    float e = tf_bits_to_float((int32_t)((uint32_t)tf_float_to_bits(1.0f + s) +
-                                         ((uint32_t)tf_float_to_bits(k_shifted) << 23))); /* unsigned: a block's
-                                         loop also runs it on arguments beyond 86, whose results it discards */
+     * bits, since e is a normal float for |x| <= 86, in one integer addition instead of a multiplication. Unsigned,
+     * because a block's loop also runs this on arguments beyond 86 (and then discards the results). */
+    uint32_t e_unsigned = (uint32_t)tf_float_to_bits(1.0f + s) + ((uint32_t)tf_float_to_bits(k_shifted) << 23);
+    float e = tf_bits_to_float((int32_t)e_unsigned);
     float d = 1.0f + e;
     int32_t e_bits = tf_float_to_bits(e), one_bits = 0x3f800000;
     float big = tf_bits_to_float(e_bits > one_bits ? e_bits : one_bits);
