@@ -30,8 +30,8 @@ def _op(tfl, cls, *arrays, **attrs):
 def memory_bound(ctx):
     """K1: {name: callable} for each kernel as C loop, tinyflow C kernel (into buffers and allocating), numpy."""
     from tinyflow.backends import native
-    from tinyflow.backends.c_backend import CBackend
-    from tinyflow.ops import activations
+    from tinyflow.backends.c_backend import CBackend, flat_kernel
+    from tinyflow.ops import elementwise_ops as activations
     from workloads import agree, check_adam
     tfl, ref, n = ctx.tfl, ctx.reference, ctx.n
     rng = np.random.default_rng(0)
@@ -42,8 +42,8 @@ def memory_bound(ctx):
     lib = native.lib
     candidates = {}
     for name, fwd_cls, bwd_cls, fwd_c, bwd_c in (
-            ("sigmoid", activations.Sigmoid, activations.SigmoidGrad, lib.tf_sigmoid_f32, lib.tf_sigmoid_back_f32),
-            ("relu", activations.Relu, activations.ReluGrad, lib.tf_relu_f32, lib.tf_relu_back_f32)):
+            ("sigmoid", activations.Sigmoid, activations.SigmoidGrad, flat_kernel("Sigmoid"), flat_kernel("SigmoidGrad")),
+            ("relu", activations.Relu, activations.ReluGrad, flat_kernel("Relu"), flat_kernel("ReluGrad"))):
         fwd = _op(tfl, fwd_cls, x)
         y = fwd.compute(x)
         bwd = _op(tfl, bwd_cls, y, g)
@@ -133,7 +133,7 @@ def compute_bound(ctx):
 def opencl(ctx):
     """K3: ({name: callable} for OpenCL kernels with their inputs on the device, the device), or None without OpenCL."""
     from tinyflow.backends import OpenCLBackend
-    from tinyflow.ops import activations
+    from tinyflow.ops import elementwise_ops as activations
     from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
     from tinyflow.ops.matmul import MatMul
     if os.environ.get("TINYFLOW_BENCH_SKIP_OPENCL") == "1" or not OpenCLBackend.is_available():

@@ -7,8 +7,12 @@ Build switches (environment variables, read at build time):
 """
 import glob
 import os
+import sys
 
 from cffi import FFI
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import elementwise_codegen  # noqa: E402 - next to this file, not an installed module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HEADER = os.path.join(HERE, "tinyflow_kernels.h")
@@ -46,7 +50,9 @@ def make_builder(module_name="tinyflow._ckernels", absolute_paths=False):
     builder = FFI()
     with open(HEADER) as f:
         builder.cdef(f.read())
-    sources = sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
+    # the elementwise kernels are generated from tinyflow's table (elementwise_codegen.py), next to src/'s
+    generated = elementwise_codegen.write(os.path.join(HERE, "generated"))
+    sources = sorted(glob.glob(os.path.join(HERE, "src", "*.c"))) + [generated]
     # the headers too: a change to one (a kernel family's generic code, tf_math.h) must rebuild the library
     headers = sorted(glob.glob(os.path.join(HERE, "src", "*.h")) + glob.glob(os.path.join(HERE, "include", "*.h"))) + [HEADER]
     flags_literal = " ".join(compile_args).replace('"', "")
@@ -55,7 +61,7 @@ def make_builder(module_name="tinyflow._ckernels", absolute_paths=False):
         '#include <stdint.h>\n#include "tinyflow_kernels.h"',
         sources=sources if absolute_paths else [os.path.relpath(s) for s in sources],
         depends=headers if absolute_paths else [os.path.relpath(h) for h in headers],
-        include_dirs=[HERE, os.path.join(HERE, "include")],
+        include_dirs=[HERE, os.path.join(HERE, "include"), os.path.join(HERE, "src")],
         define_macros=[("TINYFLOW_BUILD_FLAGS", f'"{flags_literal}"')],
         extra_compile_args=compile_args,
         extra_link_args=link_args,

@@ -13,28 +13,15 @@
  * when the library is not built). Values are explicit, one `NAME = value` per line.
  */
 
-/* elementwise binary ops (tf_binary op argument; OpenCL `binary`) */
-enum tf_binary_op {
-    TF_ADD = 0,
-    TF_SUBTRACT = 1,
-    TF_MULTIPLY = 2,
-    TF_DIVIDE = 3,
-    TF_MAXIMUM = 4,
-    TF_MINIMUM = 5
+/* how an input of an elementwise kernel is read against its rows x cols output (ckernels/elementwise_codegen.py) */
+enum tf_layout_kind {
+    TF_FULL = 0,
+    TF_ROW = 1,
+    TF_COLUMN = 2,
+    TF_SCALAR = 3
 };
 
-/* elementwise unary ops (tf_unary op argument; OpenCL `unary`) */
-enum tf_unary_op {
-    TF_NEGATIVE = 0,
-    TF_SQUARE = 1,
-    TF_SQRT = 2,
-    TF_EXP = 3,
-    TF_LOG = 4,
-    TF_ABS = 5,
-    TF_ERF = 6
-};
-
-/* how b (or a) broadcasts against the other operand viewed as rows x cols */
+/* how b (or a) broadcasts against the other operand viewed as rows x cols (OpenCL's broadcast_scale) */
 enum tf_broadcast_pattern {
     TF_SAME_SHAPE = 0,
     TF_B_SCALAR = 1,
@@ -81,36 +68,19 @@ void tf_set_num_threads(int n);
 int tf_pool_workers(void);
 long tf_parallel_trace(long n, long cost, long *log);
 
-/* elementwise.c: binary ops with broadcasting patterns, unary math */
-void tf_binary_f32(int op, int pattern, const float *a, const float *b, float *out, long rows, long cols);
-void tf_binary_f64(int op, int pattern, const double *a, const double *b, double *out, long rows, long cols);
-void tf_unary_f32(int op, const float *x, float *out, long n);
-void tf_unary_f64(int op, const double *x, double *out, long n);
+/* the elementwise ops of tinyflow/ops/elementwise.py, generated at build time (ckernels/elementwise_codegen.py):
+ * out = op number `op` of tf_elementwise_ops() ("Add:fingerprint,...") over rows x cols values, input i read as
+ * the tf_layout_kind in bits 2i, 2i+1 of `kinds`, attrs the op's attributes in its row's order; -1 for no such op */
+const char *tf_elementwise_ops(void);
+int tf_elementwise_f32(int op, const float *x0, const float *x1, const float *x2, const float *x3, float *out,
+                       long rows, long cols, int kinds, const double *attrs);
+int tf_elementwise_f64(int op, const double *x0, const double *x1, const double *x2, const double *x3, double *out,
+                       long rows, long cols, int kinds, const double *attrs);
 
 /* indexing.c: the gradient of gather: rows of g added into zeros at their indices */
 void tf_scatter_add_f32(const int64_t *index, long n, const float *g, float *out, long outer, long dim, long inner);
 void tf_scatter_add_f64(const int64_t *index, long n, const double *g, double *out, long outer, long dim,
                         long inner);
-
-/* activations.c: activations and their backward kernels */
-void tf_sigmoid_f32(const float *x, float *y, long n);
-void tf_sigmoid_f64(const double *x, double *y, long n);
-void tf_sigmoid_back_f32(const float *y, const float *g, float *out, long n);
-void tf_sigmoid_back_f64(const double *y, const double *g, double *out, long n);
-void tf_tanh_f32(const float *x, float *y, long n);
-void tf_tanh_f64(const double *x, double *y, long n);
-void tf_tanh_back_f32(const float *y, const float *g, float *out, long n);
-void tf_tanh_back_f64(const double *y, const double *g, double *out, long n);
-void tf_relu_f32(const float *x, float *y, long n);
-void tf_relu_f64(const double *x, double *y, long n);
-void tf_relu_back_f32(const float *y, const float *g, float *out, long n);
-void tf_relu_back_f64(const double *y, const double *g, double *out, long n);
-void tf_leaky_relu_f32(const float *x, float *y, long n, double alpha);
-void tf_leaky_relu_f64(const double *x, double *y, long n, double alpha);
-void tf_leaky_relu_back_f32(const float *x, const float *g, float *out, long n, double alpha);
-void tf_leaky_relu_back_f64(const double *x, const double *g, double *out, long n, double alpha);
-void tf_softplus_f32(const float *x, float *y, long n);
-void tf_softplus_f64(const double *x, double *y, long n);
 
 /* reductions.c: sum, mean, max over the middle axis of (outer, n, inner) */
 void tf_reduce_f32(int op, const float *x, float *out, long outer, long n, long inner);

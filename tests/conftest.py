@@ -16,17 +16,16 @@ if "TINYFLOW_CACHE_DIR" not in os.environ:
 
 
 def pytest_generate_tests(metafunc):
-    """Parametrise `backend` over every available backend (once for modules marked BACKEND_INDEPENDENT)."""
+    """Parametrise `backend` over every available backend, for the tests that ask for it."""
     if "backend" in metafunc.fixturenames:
-        names = tfl.backends.available()
-        if getattr(metafunc.module, "BACKEND_INDEPENDENT", False):
-            names = names[:1]
-        metafunc.parametrize("backend", names, indirect=True)
+        metafunc.parametrize("backend", tfl.backends.available(), indirect=True)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def backend(request, monkeypatch):
-    """Every test runs once per available backend, so each op is checked on every backend."""
+    """Opt-in: a test that exercises a backend (kernels, plans, eager compute) takes `backend`, or its module
+    says `pytestmark = pytest.mark.usefixtures("backend")`, and runs once per available backend. Every
+    other test runs once, on the default backend."""
     monkeypatch.setenv("TINYFLOW_BACKEND", request.param)
     return request.param
 

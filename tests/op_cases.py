@@ -10,7 +10,7 @@ import numpy as np
 
 import tinyflow as tfl
 from tinyflow.ops.losses import SoftmaxCrossEntropyGrad
-from tinyflow.ops.activations import LeakyReluGrad, ReluGrad, SigmoidGrad, TanhGrad
+from tinyflow.ops.elementwise_ops import GRADIENT_OPS
 from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, ReshapeLike, _normalize_key
 from tinyflow.ops.broadcasting import BroadcastLike, SumToShapeOf
 from tinyflow.control_flow import cond, while_loop
@@ -25,7 +25,7 @@ from tinyflow.ops.resize import Resize, ResizeGrad
 from tinyflow.ops.runtime_slice import RuntimeSlice, RuntimeSliceGrad
 from tinyflow.ops.shape_ops import ReshapeTo, TileGrad
 from tinyflow.ops.softmax import LogSoftmaxGrad, SoftmaxGrad
-from tinyflow.ops.unary_ops import Cast
+from tinyflow.ops.elementwise_ops import Cast
 
 Case = namedtuple("Case", "build inputs options")
 _rng = np.random.default_rng(20261121)
@@ -82,31 +82,32 @@ CASES = {
     "Exp": [case(tfl.exp, normal(3, 4))],
     "Log": [case(tfl.log, positive(3, 4))],
     "Abs": [case(tfl.abs, off_zero(3, 4))],
+    "Sign": [case(tfl.sign, off_zero(3, 4))],
     "Reciprocal": [case(tfl.reciprocal, off_zero(3, 4))],
     "Floor": [case(tfl.floor, normal(3, 4) * 3)],
     "Ceil": [case(tfl.ceil, normal(3, 4) * 3)],
     "Sin": [case(tfl.sin, normal(3, 4) * 2)],
     "Cos": [case(tfl.cos, normal(3, 4) * 2)],
     "Erf": [case(tfl.erf, normal(3, 4))],
-    "Mod": [case(tfl.mod, normal(3, 4) * 3, off_zero(4)), case(tfl.fmod, normal(3, 4) * 3, off_zero(3, 1))],
+    "Mod": [case(tfl.mod, normal(3, 4) * 3, off_zero(4))],
+    "Fmod": [case(tfl.fmod, normal(3, 4) * 3, off_zero(3, 1))],
     "Clip": [case(lambda x: tfl.clip(x, -0.5, 0.5), normal(3, 4)), case(lambda x: tfl.clip(x, min=0.0), off_zero(5)),
              case(tfl.clip, normal(3, 4), normal(4) - 0.5, normal(3, 1) + 0.5)],
     "Cast": [case(lambda a: Cast(Cast(a, "float32"), "float64"), normal(3, 4), eps=1e-2, rtol=1e-3, atol=1e-4)],
     "Where": [case(lambda c, a, b: tfl.where(c, a, b), normal(3, 4) > 0, normal(3, 4), normal(4))],
-    # activations and their backward ops
+    # activations (their gradient ops get cases of their own at the end)
     "Sigmoid": [case(tfl.sigmoid, normal(3, 4) * 3)],
-    "SigmoidGrad": [case(SigmoidGrad, probabilities(3, 4), normal(3, 4))],
     "Tanh": [case(tfl.tanh, normal(3, 4))],
-    "TanhGrad": [case(TanhGrad, np.tanh(normal(3, 4)), normal(3, 4))],
     "Relu": [case(tfl.relu, off_zero(3, 4))],
-    "ReluGrad": [case(ReluGrad, off_zero(3, 4), normal(3, 4))],
     "LeakyRelu": [case(lambda a: tfl.leaky_relu(a, 0.2), off_zero(3, 4))],
-    "LeakyReluGrad": [case(lambda x, g: LeakyReluGrad(x, g, 0.2), off_zero(3, 4), normal(3, 4))],
     "Softplus": [case(tfl.softplus, normal(3, 4) * 3)],
     "Elu": [case(tfl.elu, off_zero(3, 4)), case(lambda x: tfl.selu(x), off_zero(2, 3))],
-    "Gelu": [case(tfl.gelu, normal(3, 4) * 2), case(lambda x: tfl.gelu(x, approximate="tanh"), normal(3, 4) * 2)],
+    "Gelu": [case(tfl.gelu, normal(3, 4) * 2)],
+    "GeluTanh": [case(lambda x: tfl.gelu(x, approximate="tanh"), normal(3, 4) * 2)],
     "Softsign": [case(tfl.softsign, normal(3, 4) * 2)],
     "PRelu": [case(tfl.prelu, off_zero(3, 4), normal(4)), case(tfl.prelu, off_zero(2, 3, 2, 2), normal(3, 1, 1))],
+    "Silu": [case(tfl.silu, normal(3, 4) * 3)],
+    "Hardtanh": [case(tfl.hardtanh, off_zero(3, 4) * 2), case(lambda x: tfl.hardtanh(x, -0.5, 2.0), off_zero(5))],
     # matrices, reductions, softmax
     "MatMul": [case(tfl.matmul, normal(3, 4), normal(4, 2)), case(tfl.matmul, normal(2, 3, 4), normal(4, 5)),
                case(tfl.matmul, normal(1, 1), normal(1, 3)), case(tfl.matmul, normal(2, 1, 2, 3), normal(4, 3, 2)),
@@ -285,6 +286,47 @@ CASES = {
 # Op types that exist in graphs only: a stack of per-iteration values lives inside a graph loop (eager code
 # keeps a Python list), so the eager registry tests leave their cases out.
 GRAPH_ONLY = {"StackToTensor", "TensorToStack"}
+
+
+# ops without a gradient (comparisons, logic): their values are checked (kernel parity, ONNX round trips)
+VALUE_CASES = {
+    "Greater": [case(tfl.greater, normal(3, 4), normal(4))], "Less": [case(tfl.less, normal(3, 4), normal(3, 1))],
+    "GreaterEqual": [case(tfl.greater_equal, normal(3), normal(3))],
+    "LessEqual": [case(tfl.less_equal, normal(3), normal(3))],
+    "Equal": [case(tfl.equal, np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0]))],
+    "NotEqual": [case(tfl.not_equal, np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0]))],
+    "LogicalAnd": [case(lambda a, b: tfl.logical_and(a > 0, b > 0), normal(3, 4), normal(4))],
+    "LogicalOr": [case(lambda a, b: tfl.logical_or(a > 0, b > 0), normal(3, 4), normal(3, 4))],
+    "LogicalXor": [case(lambda a, b: tfl.logical_xor(a > 0, b > 0), normal(3, 4), normal(3, 1))],
+    "LogicalNot": [case(lambda a: tfl.logical_not(a > 0), normal(5))],
+}
+
+
+def _gradient_op_case(grad_op, parent, index, names):
+    """A case of the gradient op of `parent`'s input `index`: built on the node of parent's first case, its output
+    `y` and a gradient `g` (an extra input), so its gradient check differentiates through the parent too."""
+    first = CASES[parent.op_type][0]
+    with tfl.Graph().as_default():
+        shape = first.build(*[tfl.Placeholder(v.shape, v.dtype) for v in first.inputs]).shape
+
+    def build(*args):
+        *xs, g = args
+        out = op = first.build(*xs)
+        if getattr(out, "graph", 0) is None:  # eager: the op that made the Tensor (recorded on copies needing grad)
+            copies = [x.detach().requires_grad_() if x.dtype.kind == "f" else x for x in xs]
+            with tfl.enable_grad():
+                op = first.build(*copies).grad_fn
+            op_inputs = [xs[copies.index(i)] if any(i is c for c in copies) else i for i in op.inputs]
+        else:
+            op_inputs = op.inputs
+        values = dict(zip(parent.input_names, op_inputs), y=out, g=g)
+        return grad_op(*[values[n] for n in names], **{a: getattr(op, a) for a in grad_op.attributes})
+    return case(build, *first.inputs, normal(*shape), **first.options)
+
+
+# every gradient op made from the elementwise table (SigmoidGrad, DivideGrad1...) is checked on its parent's case
+for (_parent, _index), (_grad_op, _names) in GRADIENT_OPS.items():
+    CASES.setdefault(_grad_op.op_type, [_gradient_op_case(_grad_op, _parent, _index, _names)])
 
 
 def all_cases():

@@ -11,7 +11,6 @@ from tinyflow.teaching import SOURCE, grade, make_student
 from tinyflow.teaching.grader import GradingError, assignments
 from tinyflow.teaching.student import AssignmentSourceError, strip_solutions
 
-BACKEND_INDEPENDENT = True  # the assignments' own tests pick the backend from the environment
 
 SOLVED = '''def area(w, h):
     """Area of a rectangle."""

@@ -3,7 +3,6 @@ import builtins
 
 import browser
 
-BACKEND_INDEPENDENT = True
 
 
 def test_a_machine_without_chromium_is_told_what_to_install(monkeypatch):

@@ -9,7 +9,6 @@ import numpy as np
 import tinyflow as tfl
 from tinyflow.progress import Progress
 
-BACKEND_INDEPENDENT = True
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -10,7 +10,7 @@ def standardized_boston():
     return (X - X.mean(0)) / X.std(0), y[:, None]
 
 
-def test_linear_regression_by_gradient_descent_reaches_least_squares():
+def test_linear_regression_by_gradient_descent_reaches_least_squares(backend):
     X, y = standardized_boston()
     x = tfl.Placeholder((None, 13), "float64", name="x")
     t = tfl.Placeholder((None, 1), "float64", name="t")
@@ -25,7 +25,7 @@ def test_linear_regression_by_gradient_descent_reaches_least_squares():
     np.testing.assert_allclose(np.vstack([w.value, b.value[:, None]]), solution, atol=1e-4)
 
 
-def test_the_readme_user_story_trains_with_adam_in_float32():
+def test_the_readme_user_story_trains_with_adam_in_float32(backend):
     X, y = tfl.data.load_boston()
     X_std = ((X - X.mean(0)) / X.std(0)).astype(np.float32)
     x = tfl.Placeholder(shape=(None, 13), name="x")

@@ -16,7 +16,6 @@ nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (pi
 
 import tinyflow as tfl  # noqa: E402
 
-BACKEND_INDEPENDENT = True  # a notebook picks its backends itself: run each once
 TUTORIALS = pathlib.Path(__file__).resolve().parent.parent / "tutorials"
 NOTEBOOKS = sorted(TUTORIALS.glob("*.ipynb"))
 NO_DOT_MARK = "`dot` program is not installed"

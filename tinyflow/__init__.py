@@ -11,20 +11,14 @@ from .errors import (BackendError, CheckpointError, ExecutionError, FeedError, G
                      ShapeError, TinyflowError, ArgumentError)
 from .graph import Graph, get_default_graph, name_scope, reset_default_graph
 from .nodes import Constant, Node, Operation, Placeholder, Variable
-from .ops import (abs, add, add_n, argmax, avg_pool2d, assign, assign_add, assign_sub, cast, concat, conv2d, divide,
-                  dropout, equal, exp, greater, greater_equal, group, identity, leaky_relu, less, less_equal,
-                  log, log_softmax, matmul, max_pool2d, maximum, minimum, multiply, negative, ones_like, power,
-                  reduce_max, reduce_mean, reduce_sum, relu, reshape, sigmoid, sign, softmax, softplus, sqrt,
-                  square, stop_gradient, subtract, tanh, transpose, where, zeros_like)
-from .ops import (ceil, clip, cos, elu, erf, floor, fmod, gelu, hard_sigmoid, hard_swish, logical_and, logical_not,
-                  logical_or, logical_xor, mod, prelu, reciprocal, selu, sin, softsign)
-from .ops import fill, shape, size
-from .ops import (argmin, broadcast_to, einsum, expand, flatten, gather, norm, pad, reduce_logsumexp, reduce_min,
-                  reduce_prod, split, squeeze, stack, take_along_axis, tile, topk, tril, triu, unsqueeze)
-from .ops import (avg_pool1d, avg_pool3d, conv1d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
-                  global_avg_pool, global_max_pool, group_norm, instance_norm, interpolate, layer_norm, max_pool1d,
-                  max_pool3d)
+from .ops import (add_n, argmax, avg_pool2d, assign, assign_add, assign_sub, concat, conv2d, dropout, group, identity, log_softmax, matmul, max_pool2d, reduce_max, reduce_mean, reduce_sum, reshape, softmax, stop_gradient, transpose)
+from .ops import (fill, shape, size)
+from .ops import (argmin, broadcast_to, einsum, expand, flatten, gather, norm, pad, reduce_logsumexp, reduce_min, reduce_prod, split, squeeze, stack, take_along_axis, tile, topk, tril, triu, unsqueeze)
+from .ops import (avg_pool1d, avg_pool3d, conv1d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, global_avg_pool, global_max_pool, group_norm, instance_norm, interpolate, layer_norm, max_pool1d, max_pool3d)
 from .nn.batchnorm import batch_norm
+from .ops.elementwise_ops import PUBLIC as _ELEMENTWISE
+
+globals().update(_ELEMENTWISE)  # add, exp, relu, ..., silu: the functions of the elementwise table
 from . import shapes
 from .metrics import get_metric
 from .model import EarlyStopping, History, Model
@@ -43,16 +37,9 @@ __all__ = [
     # graph and nodes
     "Graph", "get_default_graph", "reset_default_graph", "name_scope",
     "Node", "Placeholder", "Variable", "Constant", "Operation",
-    # ops
-    "add", "subtract", "multiply", "divide", "negative", "power", "square", "sqrt", "exp", "log", "abs",
-    "sign", "maximum", "minimum", "matmul", "sigmoid", "tanh", "relu", "leaky_relu", "softplus",
-    "softmax", "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "argmax",
-    "reshape", "transpose", "concat", "identity", "stop_gradient", "add_n", "cast", "where",
-    "zeros_like", "ones_like", "equal", "greater", "greater_equal", "less", "less_equal",
-    "conv2d", "max_pool2d", "avg_pool2d", "dropout", "assign", "assign_add", "assign_sub", "group",
-    "reciprocal", "floor", "ceil", "sin", "cos", "erf", "mod", "fmod", "clip",
-    "logical_and", "logical_or", "logical_xor", "logical_not",
-    "elu", "selu", "gelu", "softsign", "prelu", "hard_sigmoid", "hard_swish",
+    # ops (the elementwise ones come from their table, see the end)
+    "matmul", "softmax", "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "argmax",
+    "reshape", "transpose", "concat", "identity", "stop_gradient", "add_n", "conv2d", "max_pool2d", "avg_pool2d", "dropout", "assign", "assign_add", "assign_sub", "group",
     "reduce_min", "reduce_prod", "reduce_logsumexp", "norm", "argmin",
     "gather", "take_along_axis", "topk", "pad", "split", "stack", "squeeze", "unsqueeze", "flatten",
     "expand", "broadcast_to", "tile", "einsum", "tril", "triu",
@@ -80,3 +67,4 @@ __all__ = [
     # training runs in the browser
     "board",
 ]
+__all__ += list(_ELEMENTWISE)

@@ -18,7 +18,7 @@ def compiled(student_module, tmp_path_factory):
 def ops(alpha=0.1):
     x = tfl.Placeholder((None,), "float32")
     g = tfl.Placeholder((None,), "float32")
-    return tfl.leaky_relu(x, alpha=alpha), tfl.ops.activations.LeakyReluGrad(x, g, alpha)
+    return tfl.leaky_relu(x, alpha=alpha), tfl.ops.elementwise_ops.LeakyReluGrad(x, g, alpha)
 
 
 @pytest.mark.parametrize("size", [0, 1, 7, 1000, 100_003])

@@ -1,10 +1,13 @@
 """Property tests: for any broadcastable pair of shapes, gradients come back in each input's shape, summed."""
+import pytest
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tinyflow as tfl
+
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
 
 
 @settings(max_examples=60, deadline=None)

@@ -8,6 +8,8 @@ from tinyflow.ops.registry import NOT_DIFFERENTIABLE, registered_op_types
 from tinyflow.nodes import OP_TYPES
 from tinyflow.testing import gradcheck
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 TINYFLOW_OPS = {t: cls for t, cls in OP_TYPES.items() if cls.__module__.startswith("tinyflow.")}
 
 

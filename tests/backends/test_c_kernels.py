@@ -17,7 +17,8 @@ from tinyflow.backends import c_backend as c_backend_module, native
 from tinyflow.backends.c_backend import CBackend, gemm
 from tinyflow.backends.kernel_codes import broadcast_layout
 from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
-from tinyflow.ops import activations, conv, math_ops, normalization, pooling, reductions
+from tinyflow.ops import conv, normalization, pooling, reductions
+from tinyflow.ops import elementwise_ops as activations, elementwise_ops as math_ops
 from tinyflow.ops.windows import window_output_size
 from tinyflow.ops.matmul import MatMul
 
@@ -28,7 +29,6 @@ pytestmark = pytest.mark.skipif(not CBackend.is_available(), reason="the C kerne
 DTYPES = [np.float32, np.float64]
 TOLERANCE = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6), np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13)}
 SETTINGS = settings(max_examples=40, deadline=None)
-BACKEND_INDEPENDENT = True  # these tests call the kernels directly: run them once, not once per backend
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from kernel_runs import run_kernels
 from tinyflow.backends import CBackend, OpenCLBackend
 from tinyflow.ops.indexing import GatherGrad
 
-BACKEND_INDEPENDENT = True  # the backends are chosen here
 HAVE = {"c": CBackend.is_available(), "opencl": OpenCLBackend.is_available()}
 
 

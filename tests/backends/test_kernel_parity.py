@@ -20,13 +20,15 @@ from kernel_runs import run_kernels
 from op_cases import CASES, all_cases
 from tinyflow.backends import CBackend, OpenCLBackend
 from tinyflow.backends.c_backend import SMALL
+from tinyflow.nodes import OP_TYPES
+from tinyflow.ops.elementwise_ops import ElementwiseOp
 
-BACKEND_INDEPENDENT = True  # the backends are chosen here, per test
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 CLASSES = {"c": CBackend, "opencl": OpenCLBackend}
 TABLE_BACKENDS = [name for name, cls in CLASSES.items() if cls.is_available()]
 TOLERANCE = {np.dtype(np.float32): dict(rtol=2e-4, atol=2e-5), np.dtype(np.float64): dict(rtol=1e-9, atol=1e-11)}
-ELEMENTWISE = {"Negative", "Square", "Sqrt", "Exp", "Log", "Abs", "Erf", "Sigmoid", "Tanh", "Relu", "LeakyRelu",
-               "Softplus"}
+ELEMENTWISE = {t for t, cls in OP_TYPES.items() if issubclass(cls, ElementwiseOp)}  # the table's ops
 
 if not TABLE_BACKENDS:
     pytest.skip("neither the C library nor OpenCL is available here", allow_module_level=True)

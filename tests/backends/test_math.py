@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from tinyflow.backends import native
+from tinyflow.backends.c_backend import flat_kernel
 from tinyflow.fusion import codegen_c, compiler
 
-BACKEND_INDEPENDENT = True
 MAX_ULP = 2.0
 _erf = np.frompyfunc(math.erf, 1, 1)
 REFERENCES = {  # float64 values numpy (or math) gives
@@ -87,12 +87,8 @@ def test_generated_kernels_math_is_within_2_ulp_and_keeps_numpys_special_values(
     check(y, x, name)
 
 
-LIBRARY_KERNELS = {  # the C library's float32 kernels built on tf_math.h
-    "exp": lambda x, y: native.lib.tf_unary_f32(native.lib.TF_EXP, x, y, len(y)),
-    "log": lambda x, y: native.lib.tf_unary_f32(native.lib.TF_LOG, x, y, len(y)),
-    "tanh": lambda x, y: native.lib.tf_tanh_f32(x, y, len(y)),
-    "sigmoid": lambda x, y: native.lib.tf_sigmoid_f32(x, y, len(y)),
-}
+LIBRARY_KERNELS = {name: flat_kernel(name.capitalize()) for name in ("exp", "log", "tanh", "sigmoid")}
+# the C library's float32 kernels built on tf_math.h (generated from the elementwise table)
 
 
 @pytest.mark.skipif(not native.is_built(), reason="the C kernel library is not built (pip install -e .)")
@@ -101,7 +97,7 @@ def test_library_kernels_math_is_within_2_ulp(name):
     x = inputs()
     y = np.empty_like(x)
     ptr = native.ffi.from_buffer
-    LIBRARY_KERNELS[name](ptr("float[]", x), ptr("float[]", y))
+    LIBRARY_KERNELS[name](ptr("float[]", x), ptr("float[]", y), x.size)
     check(y, x, name)
 
 
@@ -140,7 +136,7 @@ def test_library_sigmoid_in_place_runs_a_block_with_one_uncommon_value_in_full(g
     expected = np.empty_like(x)
     generated.lib.run_sigmoid(generated.ffi.from_buffer("float[]", x), generated.ffi.from_buffer("float[]", expected),
                               x.size)
-    native.lib.tf_sigmoid_f32(native.ffi.from_buffer("float[]", x), native.ffi.from_buffer("float[]", x), x.size)
+    flat_kernel("Sigmoid")(native.ffi.from_buffer("float[]", x), native.ffi.from_buffer("float[]", x), x.size)
     np.testing.assert_array_equal(x.view(np.int32), expected.view(np.int32))
 
 
@@ -148,7 +144,7 @@ def test_library_sigmoid_in_place_runs_a_block_with_one_uncommon_value_in_full(g
 def test_library_softplus_is_log1p_of_exp_within_2_ulp_of_float64():
     x = inputs()
     y = np.empty_like(x)
-    native.lib.tf_softplus_f32(native.ffi.from_buffer("float[]", x), native.ffi.from_buffer("float[]", y), x.size)
+    flat_kernel("Softplus")(native.ffi.from_buffer("float[]", x), native.ffi.from_buffer("float[]", y), x.size)
     with np.errstate(all="ignore"):
         exact = np.logaddexp(0, x.astype(np.float64))
         rounded = exact.astype(np.float32)
@@ -164,7 +160,7 @@ def test_library_and_generated_kernels_give_the_same_bits(generated, name):
     """Both compile tf_math.h without FMA contraction: a fused kernel never changes what the library computed."""
     x = inputs()
     library, fused = np.empty_like(x), np.empty_like(x)
-    LIBRARY_KERNELS[name](native.ffi.from_buffer("float[]", x), native.ffi.from_buffer("float[]", library))
+    LIBRARY_KERNELS[name](native.ffi.from_buffer("float[]", x), native.ffi.from_buffer("float[]", library), x.size)
     getattr(generated.lib, f"run_{name}")(generated.ffi.from_buffer("float[]", x),
                                           generated.ffi.from_buffer("float[]", fused), x.size)
     np.testing.assert_array_equal(library.view(np.int32), fused.view(np.int32))

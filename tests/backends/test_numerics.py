@@ -10,7 +10,8 @@ import tinyflow as tfl
 from kernel_runs import run_kernels
 from tinyflow.backends import CBackend, OpenCLBackend
 
-BACKEND_INDEPENDENT = True
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 TABLE_BACKENDS = [name for name, cls in (("c", CBackend), ("opencl", OpenCLBackend)) if cls.is_available()]
 if not TABLE_BACKENDS:
     pytest.skip("neither the C library nor OpenCL is available here", allow_module_level=True)

@@ -13,7 +13,6 @@ from tinyflow.testing import gradcheck
 
 pytestmark = pytest.mark.skipif(not OpenCLBackend.is_available(),
                                 reason=f"OpenCL unavailable: {opencl_runtime.why_unavailable() or 'n/a'}")
-BACKEND_INDEPENDENT = True  # these tests choose their backends themselves
 TOLERANCE = {np.dtype(np.float32): dict(rtol=2e-5, atol=1e-5), np.dtype(np.float64): dict(rtol=1e-10, atol=1e-12)}
 
 

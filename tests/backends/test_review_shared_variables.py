@@ -5,10 +5,11 @@ import pytest
 import tinyflow as tfl
 from tinyflow.backends import CBackend, OpenCLBackend, opencl_runtime
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 pytestmark = pytest.mark.skipif(not (OpenCLBackend.is_available() and CBackend.is_available()),
                                 reason=f"needs the C and OpenCL backends (OpenCL: "
                                        f"{opencl_runtime.why_unavailable() or 'available'})")
-BACKEND_INDEPENDENT = True  # the test chooses its backends itself
 
 
 def train_in_turns(backends):

@@ -1,9 +1,11 @@
+import pytest
 """The run report: dynamic counts and plans' static routes add up, and a long loop keeps it small."""
 from collections import Counter
 
 from tinyflow.backends.base import RunReport
 
-BACKEND_INDEPENDENT = True
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 
 
 def test_static_routes_and_calls_add_up_and_a_loop_of_plans_keeps_the_report_small():

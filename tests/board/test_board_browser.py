@@ -14,7 +14,6 @@ import browser
 from tinyflow.board import Board
 from tinyflow.board.runlog import FILE_NAME, ScalarLog, ScalarWriter
 
-BACKEND_INDEPENDENT = True
 
 pytestmark = pytest.mark.usefixtures("chromium")
 

@@ -12,7 +12,6 @@ import pytest
 from tinyflow.board import Board, BoardError
 from tinyflow.board.runlog import FILE_NAME, ScalarWriter
 
-BACKEND_INDEPENDENT = True
 
 
 def get(url):

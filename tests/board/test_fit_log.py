@@ -8,7 +8,6 @@ import pytest
 import tinyflow as tfl
 from tinyflow.board.runlog import FILE_NAME, ScalarLog
 
-BACKEND_INDEPENDENT = True
 
 
 def regression(seed=0):

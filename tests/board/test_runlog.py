@@ -11,7 +11,6 @@ import pytest
 
 from tinyflow.board.runlog import FILE_NAME, MAX_LINE, ScalarLog, ScalarWriter, find_runs
 
-BACKEND_INDEPENDENT = True
 
 
 def test_written_epochs_read_back_with_non_finite_values(tmp_path):

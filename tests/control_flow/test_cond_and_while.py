@@ -6,6 +6,8 @@ import tinyflow as tfl
 import tinyflow.testing  # noqa: F401
 from tinyflow.errors import ExecutionError, ShapeError, TinyflowError
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 
 class Counted(tfl.Operation):
     """Identity that counts how often it runs (to see which branch ran)."""

@@ -9,6 +9,8 @@ import tinyflow as tfl
 from tinyflow.control_flow import StackPush, StackValue
 from tinyflow.testing import gradcheck
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 torch = pytest.importorskip("torch", reason="the loop gradients are compared with PyTorch's")
 
 

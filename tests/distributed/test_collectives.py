@@ -7,7 +7,6 @@ import pytest
 import tinyflow as tfl
 from launching import launch
 
-BACKEND_INDEPENDENT = True
 
 WORKER = """
 import json, sys

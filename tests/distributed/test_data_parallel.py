@@ -6,7 +6,6 @@ import tinyflow as tfl
 from launching import launch
 from problems import mlp_graph, optimizer, regression_data
 
-BACKEND_INDEPENDENT = True
 STEPS = 5
 
 WORKER = """

@@ -12,7 +12,6 @@ import pytest
 
 from launching import launch
 
-BACKEND_INDEPENDENT = True
 
 # every case on both ranks; each rank records the error it got (or None), then checks it can go on
 MISMATCHES = """

@@ -12,7 +12,6 @@ import tinyflow as tfl
 from launching import environment, launch
 from problems import boston_model, boston_rows, parameters
 
-BACKEND_INDEPENDENT = True
 EPOCHS, BATCH = 3, 8
 
 WORKER = """

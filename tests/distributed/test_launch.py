@@ -5,7 +5,6 @@ import pytest
 from tinyflow.cli import main
 from tinyflow.distributed.data_parallel import DataParallel
 
-BACKEND_INDEPENDENT = True
 
 
 def test_launch_adds_the_open_mpi_flags_only_where_needed(monkeypatch):

@@ -4,6 +4,8 @@ import pytest
 
 import tinyflow as tfl
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 torch = pytest.importorskip("torch", reason="PyTorch (torch==2.13.0) is the oracle of these tests")
 
 RNG = np.random.default_rng(7)

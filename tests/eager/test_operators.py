@@ -5,6 +5,8 @@ import pytest
 import tinyflow as tfl
 from tinyflow.ops import operators
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 
 def test_comparison_operators_build_boolean_nodes():
     x = tfl.Placeholder((3,), "float32", name="x")

@@ -6,6 +6,8 @@ import pytest
 import tinyflow as tfl
 from op_cases import GRAPH_ONLY, all_cases
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 
 def _eager_gradients(case, projection_seed=0):
     inputs = [tfl.tensor(v, requires_grad=v.dtype.kind == "f", dtype=v.dtype) for v in case.inputs]

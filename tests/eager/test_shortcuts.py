@@ -10,7 +10,7 @@ import pytest
 import tinyflow as tfl
 from tinyflow.eager import runtime
 from tinyflow.ops import operators
-from tinyflow.ops.math_ops import BinaryOperation
+from tinyflow.ops.elementwise_ops import ElementwiseOp
 
 RNG = np.random.default_rng(7)
 
@@ -149,8 +149,10 @@ def test_remembered_shapes_still_check_new_ones():
         a + _leaf((2,))
 
 
-class _HalfGradTimes(BinaryOperation):
+class _HalfGradTimes(ElementwiseOp):
     """a * b whose registered gradient is wrong on purpose: the right shape for a, a wrong one for b."""
+
+    input_names = ("a", "b")
 
     def compute(self, a, b):
         return a * b

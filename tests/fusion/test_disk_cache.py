@@ -19,7 +19,6 @@ import pytest
 import tinyflow as tfl
 from tinyflow.fusion import compiler, disk_cache
 
-BACKEND_INDEPENDENT = True
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # two fused kernels (5,000 elements: above the C backend's small-array threshold, so they run);

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 import tinyflow as tfl
 
-BACKEND_INDEPENDENT = True
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 import tinyflow as tfl
 from tinyflow.shapes import matches
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 FUZZ = settings(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                        HealthCheck.data_too_large])

@@ -20,7 +20,6 @@ from kernel_runs import run_kernels
 from op_cases import CASES
 from tinyflow.backends import CBackend, OpenCLBackend
 
-BACKEND_INDEPENDENT = True
 CLASSES = {"c": CBackend, "opencl": OpenCLBackend}
 TABLE_BACKENDS = [name for name, cls in CLASSES.items() if cls.is_available()]
 if not TABLE_BACKENDS:

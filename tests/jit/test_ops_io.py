@@ -6,7 +6,6 @@ import tinyflow as tfl
 from op_cases import all_cases
 from tinyflow.jit.ops_io import build_op, decode, encode, op_attributes
 
-BACKEND_INDEPENDENT = True  # pure graph building; one backend runs the values
 
 
 @pytest.mark.parametrize("case", [c for _, c in all_cases()], ids=[i for i, _ in all_cases()])

@@ -6,7 +6,6 @@ import pytest
 import tinyflow as tfl
 from op_cases import GRAPH_ONLY, all_cases
 
-BACKEND_INDEPENDENT = True  # tracing is backend-free; the default backend runs both sides
 
 CASES = [(i, c) for i, c in all_cases() if i.rsplit("-", 1)[0] not in GRAPH_ONLY]  # stacks exist in graphs only
 

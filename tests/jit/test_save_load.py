@@ -42,7 +42,7 @@ MODEL_MODULE = textwrap.dedent('''
 
 
 def run_python(code, cwd):
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": WORKTREE, "TINYFLOW_BACKEND": os.environ["TINYFLOW_BACKEND"]}
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": WORKTREE, "TINYFLOW_BACKEND": os.environ.get("TINYFLOW_BACKEND", "")}
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 

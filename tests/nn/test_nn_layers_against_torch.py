@@ -6,6 +6,8 @@ import pytest
 import tinyflow as tfl
 from tinyflow.jit import InputSpec
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 torch = pytest.importorskip("torch", reason="these checks compare with PyTorch; pip install torch")
 nn = torch.nn
 RNG = np.random.default_rng(5)

@@ -4,7 +4,6 @@ import pytest
 
 import tinyflow as tfl
 
-BACKEND_INDEPENDENT = True
 
 
 @pytest.mark.parametrize("value", ["x", b"x", None, {"a": 1}, np.array(["a"]), np.array([1 + 2j]),

@@ -6,7 +6,6 @@ import pytest
 
 import tinyflow as tfl
 
-BACKEND_INDEPENDENT = True
 
 
 def test_a_node_built_in_a_file_names_the_file_and_line():

@@ -10,7 +10,6 @@ import tinyflow as tfl
 onnx = pytest.importorskip("onnx", reason="the onnx package is needed (pip install onnx)")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-BACKEND_INDEPENDENT = True  # nothing here runs a kernel
 OnnxImportError = tfl.onnx.OnnxImportError
 
 

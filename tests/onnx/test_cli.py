@@ -8,7 +8,6 @@ from tinyflow.cli import main
 onnx = pytest.importorskip("onnx", reason="the onnx package is needed (pip install onnx)")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-BACKEND_INDEPENDENT = True
 
 
 def write_model(path):

@@ -14,7 +14,6 @@ import tinyflow as tfl
 pytest.importorskip("onnx", reason="the onnx package is needed (pip install onnx)")
 from tinyflow.onnx import conformance  # noqa: E402
 
-BACKEND_INDEPENDENT = True  # the cases choose their backend themselves, below
 DOCS = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "onnx.md")
 CASES = conformance.required_cases()
 HAVE_C = "c" in tfl.backends.available()

@@ -9,6 +9,8 @@ import pytest
 
 import tinyflow as tfl
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 torch = pytest.importorskip("torch", reason="these checks compare with PyTorch; pip install torch")
 F = torch.nn.functional
 _rng = np.random.default_rng(11)

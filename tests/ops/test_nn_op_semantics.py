@@ -8,6 +8,8 @@ from tinyflow.ops.pooling import MaxPoolIndices
 from tinyflow.ops.random_ops import DropoutMask
 from tinyflow.ops.resize import Resize
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 
 def run(fetch, feed=None):
     with tfl.Session() as sess:

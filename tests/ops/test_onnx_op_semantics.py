@@ -6,6 +6,8 @@ import pytest
 import tinyflow as tfl
 from tinyflow.jit import InputSpec
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 
 def run(node, feed=None):
     with tfl.Session() as sess:

@@ -4,6 +4,8 @@ import pytest
 
 import tinyflow as tfl
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 
 def run(node, feed=None):
     with tfl.Session() as sess:

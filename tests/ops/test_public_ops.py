@@ -5,7 +5,6 @@ import re
 
 import tinyflow as tfl
 
-BACKEND_INDEPENDENT = True  # reads the package and the README only
 
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 OP_MODULES = ("tinyflow.ops.", "tinyflow.nn.batchnorm", "tinyflow.control_flow.")

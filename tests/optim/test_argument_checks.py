@@ -7,7 +7,6 @@ import pytest
 import tinyflow as tfl
 from tinyflow.optim.checks import HyperParameterError
 
-BACKEND_INDEPENDENT = True
 NAN, INF = math.nan, math.inf
 
 BAD = [

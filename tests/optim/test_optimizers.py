@@ -10,6 +10,8 @@ import pytest
 
 import tinyflow as tfl
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 C = [0.5, 2.0, -1.0]        # loss = Σ c (w - t)² / 2, so grad = c (w - t)
 T = [1.0, -2.0, 0.5]
 W0 = [0.3, 0.7, -1.2]

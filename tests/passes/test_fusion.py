@@ -7,6 +7,12 @@ from tinyflow.fusion import compiler
 from tinyflow.fusion.codegen_c import c_source
 
 from helpers import assert_close, op_types, run_both
+from op_cases import CASES
+from tinyflow.nodes import OP_TYPES
+from tinyflow.ops.elementwise_ops import ElementwiseOp
+from tinyflow.ops.expressions import takes_conditions
+
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
 
 RNG = np.random.default_rng(0)
 
@@ -36,11 +42,28 @@ def test_every_fusible_op_matches(backend):
     x = tfl.Placeholder((300,), name="x")
     p = tfl.abs(x) + 0.5
     y = tfl.sqrt(p) + tfl.log(p) + tfl.exp(-p) + tfl.square(x) / p + tfl.power(p, 1.5) - tfl.negative(x)
-    y = tfl.ops.activations.TanhGrad(tfl.tanh(y), x) + tfl.ops.activations.SigmoidGrad(tfl.sigmoid(x), y)
-    y = tfl.ops.activations.ReluGrad(x, y) + tfl.ops.activations.LeakyReluGrad(x, y * 0.5)
+    y = tfl.ops.elementwise_ops.TanhGrad(tfl.tanh(y), x) + tfl.ops.elementwise_ops.SigmoidGrad(tfl.sigmoid(x), y)
+    y = tfl.ops.elementwise_ops.ReluGrad(x, y) + tfl.ops.elementwise_ops.LeakyReluGrad(x, y * 0.5)
     out, ref, plan = run_both(y, {x: RNG.standard_normal(300).astype(np.float32)})
     assert op_types(plan).count("FusedElementwise") >= 1 and len(plan.steps) < 10
     assert_close(out, ref, rtol=2e-5, atol=1e-5)
+
+
+# every float op of the elementwise table (and every gradient op made from it): what fusion can take
+TABLE = sorted(t for t, cls in OP_TYPES.items() if issubclass(cls, ElementwiseOp) and t in CASES
+               and cls.dtype_rule(np.float32) == np.float32 and not takes_conditions(cls.expression))
+
+
+@pytest.mark.parametrize("op_type", TABLE)
+def test_every_op_of_the_elementwise_table_fuses_and_computes_what_it_computes_alone(op_type):
+    """Registry-driven: an op added to ops/elementwise.py fuses with no edit to the code generators."""
+    case = CASES[op_type][0]
+    placeholders = [tfl.Placeholder(v.shape, v.dtype) for v in case.inputs]
+    y = case.build(*placeholders) * 1.5 + 0.25
+    out, ref, plan = run_both(y, dict(zip(placeholders, case.inputs)))
+    members = [m.op_type for s in plan.steps if s.node.op_type == "FusedElementwise" for m in s.node.members]
+    assert op_type in members, f"{op_type} did not fuse: {op_types(plan)}"
+    assert_close(out, ref, rtol=1e-10, atol=1e-12)
 
 
 def test_training_graph_forward_backward_and_update_chain_match():
@@ -90,11 +113,11 @@ def test_error_in_a_fused_kernel_names_the_member_and_its_creation_site():
 
 def test_layouts_read_broadcast_inputs_in_place():
     from tinyflow.fusion.layout import plan_layout
-    assert plan_layout([(5, 8, 4, 4), (1, 8, 1, 1)], (5, 8, 4, 4)) == (("full", "col%8"), 40, 16)
-    assert plan_layout([(6, 4), (4,), ()], (6, 4)) == (("full", "row", "scalar"), 6, 4)
-    assert plan_layout([(6, 4), (6, 1)], (6, 4)) == (("full", "col"), 6, 4)
-    assert plan_layout([(6, 4), (6, 1), (4,)], (6, 4)) == (("full", "col", "row"), 6, 4)
-    assert plan_layout([(2, 3, 4), (2, 1, 4)], (2, 3, 4))[0] == ("full", "expand")
+    assert plan_layout(((5, 8, 4, 4), (1, 8, 1, 1),), (5, 8, 4, 4)) == (("full", "col%8"), 40, 16)
+    assert plan_layout(((6, 4), (4,), (),), (6, 4)) == (("full", "row", "scalar"), 6, 4)
+    assert plan_layout(((6, 4), (6, 1),), (6, 4)) == (("full", "col"), 6, 4)
+    assert plan_layout(((6, 4), (6, 1), (4,),), (6, 4)) == (("full", "col", "row"), 6, 4)
+    assert plan_layout(((2, 3, 4), (2, 1, 4),), (2, 3, 4))[0] == ("full", "expand")
 
 
 def test_generated_c_is_one_simd_loop_on_the_librarys_thread_pool():

@@ -4,6 +4,8 @@ import pytest
 
 import tinyflow as tfl
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 OPTIMIZERS = {
     "sgd": lambda: tfl.optim.SGD(0.05),
     "sgd-nesterov": lambda: tfl.optim.SGD(0.05, momentum=0.9, nesterov=True, weight_decay=0.01),

@@ -8,6 +8,8 @@ import tinyflow as tfl
 
 from helpers import assert_close
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 UNARY = [tfl.sigmoid, tfl.tanh, tfl.relu, tfl.negative, tfl.abs, tfl.softplus,
          lambda a: tfl.leaky_relu(a, 0.1), lambda a: tfl.exp(tfl.tanh(a)), lambda a: tfl.square(tfl.tanh(a)),
          lambda a: a * 1.0, lambda a: a + 0.0, lambda a: -(-a), tfl.identity,

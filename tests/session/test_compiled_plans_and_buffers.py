@@ -6,6 +6,8 @@ import tinyflow as tfl
 from tinyflow.backends.buffer_pool import BufferPool
 from tinyflow.session.plan import COMPILE_LIMIT, MAX_SPECIALISATIONS
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 
 def small_net():
     x = tfl.Placeholder((None, 64), name="x")

@@ -8,6 +8,8 @@ import pytest
 import tinyflow as tfl
 from tinyflow.session import GraphGrowthWarning
 
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
 
 @pytest.fixture
 def small_graph():

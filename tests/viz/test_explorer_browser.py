@@ -10,7 +10,6 @@ import pytest
 import browser
 import tinyflow as tfl
 
-BACKEND_INDEPENDENT = True  # the browser shows what explore() computed; the backends are tested elsewhere
 
 pytestmark = pytest.mark.usefixtures("chromium")
 

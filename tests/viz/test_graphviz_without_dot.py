@@ -5,7 +5,6 @@ import pytest
 import tinyflow as tfl
 from tinyflow.viz import VizError
 
-BACKEND_INDEPENDENT = True
 
 
 @pytest.fixture

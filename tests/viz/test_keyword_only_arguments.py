@@ -6,7 +6,6 @@ import pytest
 
 import tinyflow as tfl
 
-BACKEND_INDEPENDENT = True
 
 needs_dot = pytest.mark.skipif(not tfl.viz.dot_available(), reason="graphviz's dot is not installed "
                                "(apt-get install graphviz)")

@@ -1,21 +1,14 @@
 """Reverse-mode autodiff on the graph: `gradients(ys, xs)` builds gradient nodes.
 
-The walk is a breadth-first search from the ys in dependency order (Kahn's
-algorithm): a node is processed only after *every* consumer on a path to the
-ys has delivered its gradient contribution. A plain BFS would process `x` in
-`loss = x*a*b + x` as soon as the `+` delivered, before the product did.
-
-    1. mark the nodes between xs and ys
-    2. count, for each, its consumers among the marked nodes (pending)
-    3. pop a ready node, sum its contributions (add_n), call its gradient function
-    4. check what the function returned, sum broadcast gradients to each input's shape
-    5. hand each input its contribution; an input whose pending count hits 0 is ready
+Graph mode's side of the backward walk (backprop.py): mark the nodes between xs and ys,
+count each one's consumers among them, and walk. Each gradient is a new node built by the
+registered gradient function; what it returns is checked (one gradient per input, of the
+input's shape or one broadcasting made from it) and summed down to the input's shape here,
+in one place, and several contributions to one node are summed by one AddN.
 
 An op with several outputs (control flow: its value is a tuple that Output nodes read)
 collects its contributions per output; its gradient function gets one gradient per output.
 """
-from collections import deque
-
 import numpy as np
 
 from ..errors import GradientError, describe
@@ -23,9 +16,10 @@ from ..graph import ancestors
 from ..nodes import Node, as_node
 from ..ops.array_ops import AddN
 from ..ops.broadcasting import SumToShapeOf
-from ..ops.unary_ops import OnesLike
+from ..ops.elementwise_ops import OnesLike
 from ..shapes import can_reduce_to, is_fully_known, shapes_compatible
 from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
+from .backprop import backprop
 
 
 def _is_float(dtype):
@@ -142,18 +136,53 @@ def _call_gradient_function(op, grad, on_path):
     return result
 
 
+class GraphWalk:
+    """What the backward walk (backprop.py) needs from graph mode: gradients are new nodes of the graph."""
+
+    def __init__(self, between, stop):
+        self.between, self.stop, self.grads = between, stop, {}
+
+    def parents(self, node, grad):
+        parents = [i if i in self.between else None for i in node.inputs] if node not in self.stop else ()
+        if not any(p is not None for p in parents):
+            return None
+        if isinstance(grad, tuple):  # the one contribution to an op with several outputs: per output
+            grad = self.add(node, [grad])
+        self.grads[node] = grad
+        if grad is None:
+            return parents, [None] * len(parents)
+        on_path = [i for i, p in enumerate(parents) if p is not None]
+        with node.graph.name_scope(f"{node.name}_grad"):
+            grads = _call_gradient_function(node, grad, on_path)
+            grads = [None if g is None or p is None else _fit_to_input(g, node, i)
+                     for i, (p, g) in enumerate(zip(parents, grads))]
+        # an input with several outputs (control flow) collects its contributions per output
+        return parents, [(node.output_index, g) if g is not None and _output_dtypes(p) is not None else g
+                         for p, g in zip(parents, grads)]
+
+    def add(self, node, contributions):
+        if _output_dtypes(node) is None:
+            return _sum(contributions)
+        per_output = _sum_per_output(node, contributions)
+        return per_output if any(g is not None for g in per_output) else None
+
+    def deliver(self, node, grad):
+        self.grads[node] = grad
+
+    def count(self, node):
+        raise AssertionError(f"{node!r} is not on the path")  # graph mode counts every node up front
+
+    def recount(self, waiting):
+        return {node: 1 for node in waiting}  # exact from the start: nothing more becomes ready
+
+
 def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
     """Gradient nodes of sum(ys) with respect to each of xs (None where x does not affect ys).
 
     `grad_ys` seeds the backward pass (default: ones, so a non-scalar y is summed).
     `stop_gradients` are treated as constants (as in TF): gradients reach them but go no
     further, so the gradients with respect to xs among them are partial derivatives.
-    `trace(step)`, if given, is called after each node is taken from the queue with a
-    dict: the node, its summed gradient (`grad`) and the contributions it summed
-    (`received`); `delivered`, the (input, contribution or None) it handed on, one per
-    input slot on the path, and `released`, the inputs that became ready; and, live (copy
-    what you keep), every node's `pending` count, the `contributions` waiting nodes
-    received so far, the `queue` and the set `between` (tfl.viz.backprop_steps draws these).
+    `trace(step)`, if given, sees each step of the walk (see backprop.py), plus the set `between`.
     """
     ys, xs = _as_list(ys), _as_list(xs)
     grad_ys = [None] * len(ys) if grad_ys is None else _as_list(grad_ys)
@@ -166,10 +195,9 @@ def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
     stop = frozenset(_as_list(stop_gradients))
     between = nodes_between(ys, xs, stop)
     pending = {node: sum(1 for c in node.consumers if c in between and c not in stop) for node in between}
-    contributions = {node: [] for node in between}
-    grads = {}
-
+    walk = GraphWalk(between, stop)
     with graph.name_scope("gradients"), graph.role("gradient"):
+        seeds = {}
         for y, seed in zip(ys, grad_ys):
             if y not in between:
                 continue
@@ -177,36 +205,6 @@ def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
             if not shapes_compatible(seed.shape, y.shape):
                 raise GradientError(f"grad_ys entry of shape {seed.shape} does not match {describe(y)} "
                                     f"of shape {y.shape}")
-            contributions[y].append(seed)
-
-        ready = deque(sorted((n for n in between if pending[n] == 0), key=lambda n: -n.creation_index))
-        while ready:
-            node = ready.popleft()
-            received = contributions.pop(node)
-            several = _output_dtypes(node) is not None
-            grad = _sum_per_output(node, received) if several else _sum(received)
-            grads[node] = grad
-            inputs_on_path = [] if node in stop else [i for i, inp in enumerate(node.inputs) if inp in between]
-            if inputs_on_path and (any(g is not None for g in grad) if several else grad is not None):
-                with graph.name_scope(f"{node.name}_grad"):
-                    input_grads = _call_gradient_function(node, grad, inputs_on_path)
-                    input_grads = [None if g is None or i not in inputs_on_path else _fit_to_input(g, node, i)
-                                   for i, g in enumerate(input_grads)]
-            else:
-                input_grads = [None] * len(node.inputs)
-            delivered, released = [], []
-            for i in inputs_on_path:
-                inp = node.inputs[i]
-                if input_grads[i] is not None:
-                    contributions[inp].append(input_grads[i] if _output_dtypes(inp) is None
-                                              else (node.output_index, input_grads[i]))
-                delivered.append((inp, input_grads[i]))
-                pending[inp] -= 1
-                if pending[inp] == 0:
-                    ready.append(inp)
-                    released.append(inp)
-            if trace is not None:  # live structures: a copy per step would make tracing quadratic
-                trace(dict(node=node, grad=grad, received=received, delivered=delivered, released=released,
-                           pending=pending, contributions=contributions, between=between, queue=ready))
-
-    return [grads.get(x) for x in xs]
+            seeds[y] = _sum([seeds[y], seed]) if y in seeds else seed
+        backprop(seeds, pending, walk, trace if trace is None else lambda step: trace(dict(step, between=between)))
+    return [walk.grads.get(x) for x in xs]

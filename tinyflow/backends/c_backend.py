@@ -17,9 +17,12 @@ from ..shapes import reduced_shape
 from . import native
 from .base import Backend, Kernel
 from .buffer_pool import BufferPool
-from .kernel_codes import (BINARY, REDUCE, UNARY, along_last_axis, broadcast_layout, conv_geometry, fits_conv,
-                           fits_pool, has_layout, inner_dims_match, labels_fit, pool_geometry, reduced_axes,
-                           transposed_input_shape)
+from ..fusion.layout import plan_layout
+from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
+from ..ops.expressions import fingerprint, text
+from .base import DECLINE
+from .kernel_codes import (LAYOUT_KINDS, REDUCE, along_last_axis, conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit,
+                           pool_geometry, reduced_axes, transposed_input_shape)
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
@@ -45,29 +48,52 @@ def _int64(labels):
     return labels, native.ffi.from_buffer("int64_t[]", labels)
 
 
-# ---------------------------------------------------------------- elementwise
-def binary(backend, op, a, b):
-    """a (op) b for the broadcasting patterns of kernel_codes.broadcast_layout."""
-    pattern, rows, cols, out_shape = broadcast_layout(a.shape, b.shape)
-    out = backend.pool.empty(out_shape, a.dtype)
-    _fn("tf_binary", a)(BINARY[op.op_type], pattern, _buf(a), _buf(b), _buf(out), rows, cols)
+# ---------------------------------------------------------------- elementwise: the table's generated kernels
+def _generated_kernels():
+    """op type -> its number among the library's generated elementwise kernels (ckernels/elementwise_codegen.py),
+    for the ops of this tinyflow whose expression the library was built from (their fingerprints agree)."""
+    if native.lib is None:
+        return {}
+    classes = {**ELEMENTWISE_OPS, **GRADIENT_OPS}
+    numbers = {}
+    for number, entry in enumerate(native.ffi.string(native.lib.tf_elementwise_ops()).decode().split(",")):
+        op_type, _, built = entry.partition(":")
+        cls = classes.get(op_type)
+        if cls is not None and built == fingerprint(op_type, cls.input_names, text(cls.expression), cls.attributes):
+            numbers[op_type] = number
+    return numbers
+
+
+def elementwise(backend, op, *arrays):
+    """An op of the elementwise table by its generated kernel; inputs broadcast as full arrays, rows, columns
+    or scalars (else numpy computes it)."""
+    shapes = tuple(a.shape for a in arrays)
+    out_shape = np.broadcast_shapes(*shapes)
+    kinds, rows, cols = plan_layout(shapes, out_shape)
+    if not all(k in LAYOUT_KINDS for k in kinds) or len(arrays) > 4:
+        return DECLINE
+    out = backend.pool.empty(out_shape, arrays[0].dtype)
+    pointers = [_buf(a) for a in arrays] + [native.ffi.NULL] * (4 - len(arrays))
+    attributes = native.ffi.new("double[]", [getattr(op, a) for a in op.attributes]) if op.attributes \
+        else native.ffi.NULL
+    _fn("tf_elementwise", out)(GENERATED[op.op_type], *pointers, _buf(out), rows, cols,
+                               sum(LAYOUT_KINDS[k] << 2 * i for i, k in enumerate(kinds)), attributes)
     return out
 
 
-def unary(backend, op, x):
-    """Elementwise math of one input."""
-    out = backend.pool.empty(x.shape, x.dtype)
-    _fn("tf_unary", x)(UNARY[op.op_type], _buf(x), _buf(out), x.size)
-    return out
+GENERATED = _generated_kernels()
 
 
-def elementwise(name, *attributes):
-    """A kernel `name(*inputs, out, n, *op_attributes)` over inputs of one shape (activations, `_back`s)."""
-    def run(backend, op, *arrays):
-        out = backend.pool.empty(arrays[-1].shape, arrays[-1].dtype)
-        _fn(name, out)(*[_buf(a) for a in arrays], _buf(out), out.size, *[getattr(op, a) for a in attributes])
-        return out
-    run.__name__ = name
+def flat_kernel(op_type, dtype=np.float32):
+    """`run(*input pointers, out pointer, n)`: the generated kernel of op_type on n contiguous values (for
+    tests and benchmarks that time the kernel itself; attributes take their defaults)."""
+    function, number = _fn("tf_elementwise", np.empty(0, dtype)), GENERATED[op_type]
+    defaults = ELEMENTWISE_OPS.get(op_type, GRADIENT_OPS.get(op_type)).attributes
+    attributes = native.ffi.new("double[]", list(defaults.values())) if defaults else native.ffi.NULL
+
+    def run(*pointers):
+        *inputs, out, n = pointers
+        return function(number, *inputs, *[native.ffi.NULL] * (4 - len(inputs)), out, 1, n, 0, attributes)
     return run
 
 
@@ -387,19 +413,12 @@ def multi_update(backend, node, values):
 
 
 # ---------------------------------------------------------------- the table
-_SAME = dict(same_shape=True)
+
 _UPDATE = dict(floats=(0, 1), same_shape=True, small=False)  # parameter and gradient; in place at any size
 
 KERNELS = {
-    **{op_type: Kernel(binary, accepts=has_layout) for op_type in BINARY},
-    **{op_type: Kernel(unary) for op_type in UNARY},
+    **{op_type: Kernel(elementwise) for op_type in GENERATED},
     **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
-    "Sigmoid": Kernel(elementwise("tf_sigmoid")), "SigmoidGrad": Kernel(elementwise("tf_sigmoid_back"), **_SAME),
-    "Tanh": Kernel(elementwise("tf_tanh")), "TanhGrad": Kernel(elementwise("tf_tanh_back"), **_SAME),
-    "Relu": Kernel(elementwise("tf_relu")), "ReluGrad": Kernel(elementwise("tf_relu_back"), **_SAME),
-    "LeakyRelu": Kernel(elementwise("tf_leaky_relu", "alpha")),
-    "LeakyReluGrad": Kernel(elementwise("tf_leaky_relu_back", "alpha"), **_SAME),
-    "Softplus": Kernel(elementwise("tf_softplus")),
     "Softmax": Kernel(rows("tf_softmax"), accepts=along_last_axis),
     "LogSoftmax": Kernel(rows("tf_log_softmax"), accepts=along_last_axis),
     "SoftmaxGrad": Kernel(rows("tf_softmax_back"), same_shape=True, accepts=along_last_axis),

@@ -37,17 +37,12 @@ def _load():
     return {name: dict(native.ffi.typeof(f"enum {name}").relements) for name in ENUM_NAMES}
 
 
-ENUM_NAMES = ("tf_binary_op", "tf_unary_op", "tf_broadcast_pattern", "tf_reduce_op", "tf_limits")
+ENUM_NAMES = ("tf_layout_kind", "tf_broadcast_pattern", "tf_reduce_op", "tf_limits")
 ENUMS = _load()
 
-# op type -> code, for the op types the kernels implement
-BINARY = {"Add": ENUMS["tf_binary_op"]["TF_ADD"], "Subtract": ENUMS["tf_binary_op"]["TF_SUBTRACT"],
-          "Multiply": ENUMS["tf_binary_op"]["TF_MULTIPLY"], "Divide": ENUMS["tf_binary_op"]["TF_DIVIDE"],
-          "Maximum": ENUMS["tf_binary_op"]["TF_MAXIMUM"], "Minimum": ENUMS["tf_binary_op"]["TF_MINIMUM"]}
-UNARY = {"Negative": ENUMS["tf_unary_op"]["TF_NEGATIVE"], "Square": ENUMS["tf_unary_op"]["TF_SQUARE"],
-         "Sqrt": ENUMS["tf_unary_op"]["TF_SQRT"], "Exp": ENUMS["tf_unary_op"]["TF_EXP"],
-         "Log": ENUMS["tf_unary_op"]["TF_LOG"], "Abs": ENUMS["tf_unary_op"]["TF_ABS"],
-         "Erf": ENUMS["tf_unary_op"]["TF_ERF"]}
+# how the elementwise kernels read an input (fusion/layout.py's kinds; the rest are expanded first)
+LAYOUT_KINDS = {"full": ENUMS["tf_layout_kind"]["TF_FULL"], "row": ENUMS["tf_layout_kind"]["TF_ROW"],
+                "col": ENUMS["tf_layout_kind"]["TF_COLUMN"], "scalar": ENUMS["tf_layout_kind"]["TF_SCALAR"]}
 REDUCE = {"ReduceSum": ENUMS["tf_reduce_op"]["TF_REDUCE_SUM"], "ReduceMean": ENUMS["tf_reduce_op"]["TF_REDUCE_MEAN"],
           "ReduceMax": ENUMS["tf_reduce_op"]["TF_REDUCE_MAX"]}
 PATTERN = ENUMS["tf_broadcast_pattern"]

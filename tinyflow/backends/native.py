@@ -18,8 +18,8 @@ def _load():
             raise ImportError(f"TINYFLOW_CKERNELS_PATH={path!r} is not a tinyflow kernel library: "
                               f"{type(err).__name__}: {err}") from None
         return module
-    from .. import _ckernels
-    return _ckernels
+    import importlib  # the extension module beside the package's Python files (tinyflow/_ckernels*.so)
+    return importlib.import_module(f"{__package__.rpartition('.')[0]}._ckernels")
 
 
 try:

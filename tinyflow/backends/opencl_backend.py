@@ -19,9 +19,11 @@ from ..ops.losses import check_labels
 from ..shapes import reduced_shape
 from . import opencl_runtime as rt
 from .base import DECLINE, FLOATS, Backend, Kernel, source_kernel
-from .kernel_codes import (BINARY, PATTERN, REDUCE, UNARY, along_last_axis, broadcast_layout, conv_geometry, fits_conv,
-                           fits_pool, has_layout, inner_dims_match, labels_fit, pool_geometry, reduced_axes,
-                           transposed_input_shape)
+from ..fusion.layout import plan_layout
+from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
+from ..ops.expressions import OPENCL_HELPERS, spell, takes_conditions
+from .kernel_codes import (LAYOUT_KINDS, PATTERN, REDUCE, along_last_axis, broadcast_layout, conv_geometry, fits_conv,
+                           fits_pool, inner_dims_match, labels_fit, pool_geometry, reduced_axes, transposed_input_shape)
 
 log = logging.getLogger("tinyflow.opencl")
 
@@ -160,41 +162,51 @@ def _scalar(dtype, value):
     return np.dtype(dtype).type(value)
 
 
-# ---------------------------------------------------------------- elementwise
-def pairwise(backend, code, a, b):
-    """a (op code) b on the device for a broadcasting pattern the kernel knows, else None."""
-    layout = broadcast_layout(tuple(a.shape), tuple(b.shape))
-    if layout is None:
-        return None
-    pattern, rows, cols, out_shape = layout
-    a, b = backend.device(a), backend.device(b)
-    out = backend.empty(out_shape, a.dtype)
-    backend.launch("binary", a.dtype, rows * cols, np.int32(code), np.int32(pattern), a.data, b.data, out.data,
-                   np.int64(cols))
+# ---------------------------------------------------------------- elementwise: the table's ops, generated
+def elementwise_source(single):
+    """One OpenCL kernel per op of the elementwise table (ops/elementwise.py), one work-item per value:
+        __kernel void ew_Relu(__global const T *x0, __global T *out, const long cols, const int kinds) {
+            const long i = get_global_id(0), r = i / cols, c = i - r * cols;
+            const T a0 = x0[tf_at(kinds, 0, i, r, c)];
+            const T t0 = ((a0 != a0 || a0 > 0.0f) ? a0 : 0.0f);
+            out[i] = t0;
+        }
+    """
+    lines = [OPENCL_HELPERS, "long tf_at(int kinds, int k, long i, long r, long c) {",
+             "    int kind = (kinds >> (2 * k)) & 3;",
+             f"    return kind == {LAYOUT_KINDS['full']} ? i : kind == {LAYOUT_KINDS['row']} ? c : "
+             f"kind == {LAYOUT_KINDS['col']} ? r : 0;", "}"]
+    for cls in [*ELEMENTWISE_OPS.values(), *GRADIENT_OPS.values()]:
+        if cls.dtype_rule(np.float32) != np.float32 or takes_conditions(cls.expression):
+            continue  # comparisons, where: booleans stay with numpy
+        names = {x: f"a{k}" for k, x in enumerate(cls.input_names)}
+        names.update({a: a for a in cls.attributes})
+        statements, result = spell(cls.expression, names.__getitem__, single, opencl=True)
+        params = [*(f"__global const T *x{k}" for k in range(len(cls.input_names))), "__global T *out",
+                  "const long cols", "const int kinds", *(f"const T {a}" for a in cls.attributes)]
+        lines += [f"__kernel void ew_{cls.op_type}({', '.join(params)}) {{",
+                  "    const long i = get_global_id(0), r = i / cols, c = i - r * cols;",
+                  *[f"    const T a{k} = x{k}[tf_at(kinds, {k}, i, r, c)];" for k in range(len(cls.input_names))],
+                  *[f"    {line}" for line in statements], f"    out[i] = {result};", "}"]
+    return "\n".join(lines) + "\n"
+
+
+rt.GENERATED_SOURCES.append(elementwise_source)
+
+
+def elementwise(backend, op, *arrays):
+    """An op of the elementwise table on the device; inputs broadcast as full arrays, rows, columns or scalars."""
+    shapes = tuple(tuple(a.shape) for a in arrays)
+    out_shape = np.broadcast_shapes(*shapes)
+    kinds, _, cols = plan_layout(shapes, out_shape)
+    if not all(k in LAYOUT_KINDS for k in kinds) or 0 in out_shape:
+        return DECLINE
+    dtype = arrays[0].dtype
+    out = backend.empty(out_shape, dtype)
+    backend.launch(f"ew_{op.op_type}", dtype, out.size, *[backend.device(a).data for a in arrays], out.data,
+                   np.int64(cols), np.int32(sum(LAYOUT_KINDS[k] << 2 * i for i, k in enumerate(kinds))),
+                   *[_scalar(dtype, getattr(op, a)) for a in op.attributes])
     return out
-
-
-def binary(backend, op, a, b):
-    """a (op) b with broadcasting."""
-    return pairwise(backend, BINARY[op.op_type], a, b)
-
-
-def unary(backend, op, x):
-    """Elementwise math of one input."""
-    out = backend.empty(x.shape, x.dtype)
-    backend.launch("unary", x.dtype, x.size, np.int32(UNARY[op.op_type]), x.data, out.data)
-    return out
-
-
-def elementwise(name, attribute=None):
-    """A one-work-item-per-element kernel `name(*inputs, out[, op.attribute])` over inputs of one shape."""
-    def run(backend, op, *inputs):
-        out = backend.empty(inputs[0].shape, inputs[0].dtype)
-        trailing = () if attribute is None else (_scalar(out.dtype, getattr(op, attribute)),)
-        backend.launch(name, out.dtype, out.size, *[i.data for i in inputs], out.data, *trailing)
-        return out
-    run.__name__ = name
-    return run
 
 
 def fill(number):
@@ -207,11 +219,11 @@ def fill(number):
 
 
 def add_n(backend, op, *xs):
-    """A running sum with the binary kernel; numpy if some pair broadcasts in a way it does not know."""
+    """A running sum with Add's kernel; numpy if some pair broadcasts in a way it does not know."""
     total = xs[0]
     for x in xs[1:]:
-        total = pairwise(backend, BINARY["Add"], total, x)
-        if total is None:
+        total = elementwise(backend, ELEMENTWISE_OPS["Add"], total, x)
+        if total is DECLINE:
             return DECLINE
     return total
 
@@ -525,20 +537,13 @@ def adagrad(backend, op, param, grad, lr, *slots):
 
 
 # ---------------------------------------------------------------- the table
-_SAME = dict(same_shape=True)
 _FIRST = dict(floats=(0,))  # only the first input is data; the others give shapes or labels
 _UPDATE = dict(floats=(0, 1), same_shape=True)  # parameter (its device copy) and gradient
 
 OpenCLBackend.kernels = {
-    **{op_type: Kernel(binary, accepts=has_layout) for op_type in BINARY},
-    **{op_type: Kernel(unary) for op_type in UNARY},
+    **{cls.op_type: Kernel(elementwise) for cls in [*ELEMENTWISE_OPS.values(), *GRADIENT_OPS.values()]
+       if cls.dtype_rule(np.float32) == np.float32 and not takes_conditions(cls.expression)},
     **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
-    "Sigmoid": Kernel(elementwise("sigmoid")), "SigmoidGrad": Kernel(elementwise("sigmoid_back"), **_SAME),
-    "Tanh": Kernel(elementwise("tanh_")), "TanhGrad": Kernel(elementwise("tanh_back"), **_SAME),
-    "Relu": Kernel(elementwise("relu")), "ReluGrad": Kernel(elementwise("relu_back"), **_SAME),
-    "LeakyRelu": Kernel(elementwise("leaky_relu", "alpha")),
-    "LeakyReluGrad": Kernel(elementwise("leaky_relu_back", "alpha"), **_SAME),
-    "Softplus": Kernel(elementwise("softplus")),
     "LayerNorm": Kernel(layer_norm("layer_norm")),
     "LayerNormGrad": Kernel(layer_norm("layer_norm_back"), same_shape=True),
     "Softmax": Kernel(rows("softmax"), accepts=along_last_axis),

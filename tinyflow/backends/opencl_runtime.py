@@ -32,8 +32,7 @@ COMPILER_HINT = ("An OpenCL compiler older than the CPU cannot compile for it (t
 
 def _kernel_folder():
     """Where the .cl sources are: tinyflow/opencl_kernels when installed (setup.py ships them), else ckernels/opencl."""
-    import tinyflow  # the package root, wherever this module sits inside it
-    package = pathlib.Path(tinyflow.__file__).resolve().parent
+    package = pathlib.Path(__file__).resolve().parents[1]
     installed = package / "opencl_kernels"
     return installed if installed.is_dir() else package.parent / "ckernels" / "opencl"
 
@@ -129,6 +128,10 @@ def choose_device(spec):
     return chosen
 
 
+# functions `source(single)` giving OpenCL source generated at run time (the backend adds the elementwise table's)
+GENERATED_SOURCES = []
+
+
 class DeviceRuntime:
     """A context, a queue and the compiled kernel programs (per element type) of one device."""
 
@@ -162,6 +165,7 @@ class DeviceRuntime:
             folder = _kernel_folder()
             source = "\n".join((folder / name).read_text() for name in
                                ["common.h.cl"] + sorted(p.name for p in folder.glob("*.cl") if p.name != "common.h.cl"))
+            source += "".join(generate(dtype == np.float32) for generate in GENERATED_SOURCES)
             options = ["-DT=double", "-DUSE_FP64"] if dtype == np.float64 else ["-DT=float"]
             options += opencl_defines()  # the op codes of ckernels/tinyflow_kernels.h
             with warnings.catch_warnings():  # compiler chatter is not for users; errors still raise

@@ -13,7 +13,7 @@ from ..autodiff.gradients import gradients
 from ..errors import ShapeError, TinyflowError
 from ..graph import get_default_graph
 from ..nodes import as_node
-from ..ops.math_ops import zeros_like
+from ..ops.elementwise_ops import zeros_like
 from ..ops.registry import register_gradient
 from .outputs import ControlFlowOp, OutputSelection
 from .subgraph import Subgraph, is_float, sub_plan, truth

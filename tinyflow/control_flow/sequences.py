@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ShapeError, TinyflowError
 from ..nodes import Node, Operation, as_node
-from ..ops.math_ops import cast, greater, less, where
+from ..ops.elementwise_ops import cast, greater, less, where
 from ..ops.indexing import gather
 from ..ops.registry import not_differentiable
 

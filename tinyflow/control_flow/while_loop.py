@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ShapeError, TinyflowError
 from ..graph import get_default_graph
-from ..nodes import Placeholder, as_node
+from ..nodes import Operation, Placeholder, as_node
 from ..shapes import shapes_compatible
 from .cond import is_eager
 from .outputs import ControlFlowOp, OutputSelection
@@ -133,8 +133,7 @@ class _LoopKernel(OutputSelection):
 
 def _eager_while_loop(cond_fn, body_fn, loop_vars, maximum_iterations, single):
     """while_loop on eager Tensors: a Python loop (constants among the loop variables become Tensors)."""
-    from ..eager import tensor
-    values = [v if is_eager(v) else tensor(v.value) for v in loop_vars]
+    values = [v if is_eager(v) else Operation.eager.Tensor(v.value) for v in loop_vars]
     steps = 0
     while (maximum_iterations is None or steps < maximum_iterations) and bool(np.asarray(cond_fn(*values))):
         out = body_fn(*values)

@@ -1,18 +1,17 @@
-"""Eager backward: a topological walk over the recorded grad_fns, calling the registered gradient functions.
+"""Eager backward: the backward walk of graph mode (autodiff/backprop.py) over the recorded ops.
 
 The ops recorded in the forward pass are the graph: each op keeps `_next`, the
 grad_fn of each input (or the leaf Tensor itself, or None when the input needs
-no gradient). `backward` processes an op once every edge leading into it from
-the roots' graph delivered its contribution (Kahn's algorithm, as the graph-mode
-`tfl.gradients`). How many that is, each op counted while it was recorded
-(`_uses`: the recorded ops that took its output); when some of those never lead
-to the roots, the walk runs out early and counts the rest of the graph exactly.
-Each op's gradient comes from the same registered gradient function as in graph
-mode, called with Tensors, so the ops it builds compute at once (and are
+no gradient). Each op's gradient comes from the same registered gradient function
+as in graph mode, called with Tensors, so the ops it builds compute at once (and are
 recorded when `create_graph=True`). Leaves accumulate into `.grad`.
 """
+from operator import attrgetter
+from types import FunctionType
+
 import numpy as np
 
+from ..autodiff.backprop import backprop
 from ..ops.registry import _GRADIENTS, NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, TinyflowError
 from ..nodes import OP_TYPES
@@ -149,135 +148,90 @@ def _fit(grad, fn, index):
     return OP_TYPES["SumToShapeOf"](grad, inp)  # graph mode's one unbroadcasting op
 
 
-def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=None, trace=None):
-    """Backpropagate from `roots` (seeded with `grads`, default ones for scalars) into the leaves.
+class EagerWalk:
+    """What the backward walk (autodiff/backprop.py) needs from eager mode: the recorded ops are the graph.
 
-    With `sink` (a dict leaf -> None), gradients of those tensors are collected there
-    instead of accumulated into `.grad` (what `grad()` returns). `trace(fn, grad, counts)`,
-    if given, sees each op as it is processed (tfl.viz.eager_backprop_steps draws it).
+    A recorded op's parents are its edges `_next` (the grad_fns of its inputs, leaf Tensors, None); a leaf
+    Tensor has none and receives each contribution as it comes (`count` 1). An op waits for as many
+    contributions as recorded ops took its output (`_uses`, counted while recording): right when all of them
+    lead to the roots, as in a training step; when the walk runs dry, the rest is counted exactly (`recount`).
     """
-    grads = [None] * len(roots) if grads is None else list(grads)
-    pending, start = {}, []
-    for root, grad in zip(roots, grads):
-        if not root.requires_grad:
-            raise TinyflowError("backward() on a tensor that does not require grad: no input of its "
-                                "computation had requires_grad=True (or it ran under tfl.no_grad())")
-        seed = _seed(root, grad)
-        fn = root.grad_fn
-        if fn is None:
-            _deliver(root, seed, sink, create_graph)
-        elif fn in pending:
-            pending[fn] = pending[fn] + seed
-        else:
-            pending[fn] = seed
-            start.append(fn)
-    # how many contributions each op still waits for. The first guess is how many recorded ops took its
-    # output (`_uses`, counted as they were recorded): right when all of them lead to the roots, as in
-    # a training step. An op that also fed something else waits forever: when the walk runs out, the
-    # part of the graph still waiting is counted exactly (Kahn's algorithm, as graph mode's
-    # tfl.gradients) and the walk goes on. A trace sees the exact counts from the start.
-    counts = {fn: fn._uses for fn in start} if trace is None else _dependencies(start)
-    # ops whose gradient is complete, with that gradient; pending holds the partial sums of the others
-    ready = [(fn, pending.pop(fn)) for fn in start if counts[fn] == 0]
-    previous, GradMode.enabled = GradMode.enabled, create_graph
-    # gradient functions also compute gradients nobody asked for (x ** 2 computes one for the 2, with
-    # log(x)): like PyTorch, backward does not warn about their nan or inf
-    errstate = np.errstate(divide="ignore", invalid="ignore", over="ignore")
-    errstate.__enter__()
-    try:
-        _walk(ready, counts, pending, sink, retain_graph, create_graph, trace)
-        if any(counts.values()):  # ops that also fed ops the roots do not reach: count the rest exactly
-            waiting = [fn for fn, left in counts.items() if left]
-            counts = _dependencies(waiting)
-            for fn in waiting:
-                if counts[fn] == 0:
-                    if fn in pending:
-                        ready.append((fn, pending.pop(fn)))
-                    else:
-                        _skip(fn, counts, ready, pending)
-            _walk(ready, counts, pending, sink, retain_graph, create_graph, trace)
-    finally:
-        GradMode.enabled = previous
-        errstate.__exit__(None, None, None)
 
+    def __init__(self, sink, retain_graph, create_graph):
+        self.sink, self.retain_graph, self.create_graph = sink, retain_graph, create_graph
 
-def _walk(ready, counts, pending, sink, retain_graph, create_graph, trace):
-    """Process ready ops until there is none: call each one's gradient function, hand the gradients to
-    the ops and leaves its edges lead to, and add the ops that got their last contribution to `ready`.
-
-    The op that became ready last is processed next without going through `ready` (a chain of ops
-    whose outputs have one consumer each never touches it).
-    """
-    gradients = _GRADIENTS  # the registry's own table: one dict lookup per op (gradient_function raises if none)
-    fn = None
-    while fn is not None or ready:
-        if fn is None:
-            fn, grad = ready.pop()
+    def parents(self, fn, grad):
+        """(edges, gradients) of a recorded op: its registered gradient function's, fit to each input's shape."""
         edges = fn._next
-        if edges is None:
-            raise _freed_error(fn)
-        gradient = gradients.get(fn.__class__)
-        if fn._epoch == Clock.now and not Taint.active and gradient is not None \
-                and gradient is not NOT_DIFFERENTIABLE:
+        if not edges:
+            if edges is None:
+                raise _freed_error(fn)
+            return None  # a leaf Tensor (whose _next is ())
+        if grad is None:
+            return edges, (None,) * len(edges)
+        gradient = _GRADIENTS.get(fn.__class__)
+        if fn._epoch == Clock.now and not Taint.active and gradient.__class__ is FunctionType:
             input_grads = gradient(fn, grad)  # the plain call: nothing changed in place since fn ran
             if input_grads.__class__ is not list or len(input_grads) != len(edges):
                 input_grads = _one_per_input(input_grads, fn)
         else:
             input_grads = _gradients_of(fn, grad)
-        inputs = fn.inputs
         same = fn._same_shapes  # the output's gradient fits every input
-        after = after_grad = None  # the op to process next
-        for index, edge in enumerate(edges):
-            if edge is None:
-                continue
-            g = input_grads[index]
-            if g is not None and (g.__class__ is not Tensor or g._taint is not None or (
-                    g is not grad or not same) and g._data.shape != inputs[index]._data.shape):
-                g = _fit(g, fn, index)
-            if edge.__class__ is Tensor:
-                if g is not None:
-                    _deliver(edge, g, sink, create_graph)
-                continue
-            known = counts.get(edge)
-            left = (edge._uses if known is None else known) - 1  # an op reached first: its first guess
-            if left or known is not None:  # (an op released at its first contribution stays out)
-                counts[edge] = left
-            if left:  # more consumers of edge's output still owe their contribution
-                if g is not None:
-                    old = pending.get(edge)
-                    pending[edge] = g if old is None else old + g
-                continue
-            if pending:  # the last contribution: edge is ready, with the partial sum of the others
-                old = pending.pop(edge, None)
-                if old is not None:
-                    g = old if g is None else old + g
-            if g is None:  # every contribution was None: nothing flows on
-                _skip(edge, counts, ready, pending)
-            else:
-                if after is not None:
-                    ready.append((after, after_grad))
-                after, after_grad = edge, g
-        if not retain_graph:  # free what fn saved: its gradient is done
-            fn._next = None
-            fn.inputs = ()
-            fn._out = None
-        if trace is not None:
-            trace(fn, grad, dict(counts))
-        fn, grad = after, after_grad
+        for index, g in enumerate(input_grads):
+            if g is not None and (g is not grad or not same) and edges[index] is not None and (
+                    g.__class__ is not Tensor or g._taint is not None
+                    or g._data.shape != fn.inputs[index]._data.shape):
+                input_grads[index] = _fit(g, fn, index)
+        if not self.retain_graph:  # free what fn saved: its gradient is done
+            fn._next, fn.inputs, fn._out = None, (), None
+        return edges, input_grads
+
+    @staticmethod
+    def add(node, contributions):
+        if not contributions:
+            return None
+        total = contributions[0]
+        for g in contributions[1:]:
+            total = total + g
+        return total
+
+    def deliver(self, leaf, grad):
+        if grad is not None:
+            _deliver(leaf, grad, self.sink, self.create_graph)
+
+    count = staticmethod(attrgetter("_uses"))  # a leaf Tensor's is 1: it takes each contribution as it comes
+
+    @staticmethod
+    def recount(waiting):
+        return _dependencies([n for n in waiting if n.__class__ is not Tensor])
 
 
-def _skip(fn, counts, ready, pending):
-    """An op that received no gradient at all: its inputs get none from it either."""
-    stack = [fn]
-    while stack:
-        fn = stack.pop()
-        for edge in fn._next or ():
-            if edge is None or edge.__class__ is Tensor:
-                continue
-            left = counts.get(edge)
-            left = counts[edge] = (edge._uses if left is None else left) - 1
-            if left == 0:
-                (ready.append((edge, pending.pop(edge))) if edge in pending else stack.append(edge))
+def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=None, trace=None):
+    """Backpropagate from `roots` (seeded with `grads`, default ones for scalars) into the leaves.
+
+    With `sink` (a dict leaf -> None), gradients of those tensors are collected there
+    instead of accumulated into `.grad` (what `grad()` returns). `trace(step)`, if given, sees
+    each step of the walk (autodiff/backprop.py; tfl.viz.eager_backprop_steps draws it).
+    """
+    grads = [None] * len(roots) if grads is None else list(grads)
+    seeds = {}
+    for root, grad in zip(roots, grads):
+        if not root.requires_grad:
+            raise TinyflowError("backward() on a tensor that does not require grad: no input of its "
+                                "computation had requires_grad=True (or it ran under tfl.no_grad())")
+        seed = _seed(root, grad)
+        node = root.grad_fn if root.grad_fn is not None else root
+        seeds[node] = seeds[node] + seed if node in seeds else seed
+    # a trace sees the exact counts from the start; otherwise they are guessed as ops are reached
+    pending = {} if trace is None else _dependencies([n for n in seeds if n.__class__ is not Tensor])
+    previous, GradMode.enabled = GradMode.enabled, create_graph
+    # gradient functions also compute gradients nobody asked for (x ** 2 computes one for the 2, with
+    # log(x)): like PyTorch, backward does not warn about their nan or inf
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        try:
+            backprop(seeds, pending, EagerWalk(sink, retain_graph, create_graph), trace)
+        finally:
+            GradMode.enabled = previous
 
 
 def _deliver(leaf, grad, sink, create_graph):

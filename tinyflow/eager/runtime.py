@@ -34,8 +34,7 @@ from ..nodes import Node, Operation, Variable
 from ..nodes.node import USER_SITES, user_site
 from ..nodes.operation import describe_operands
 from ..ops import operators
-from ..ops.math_ops import BinaryOperation
-from ..ops.unary_ops import UnaryOperation
+from ..ops.elementwise_ops import ElementwiseOp
 from .grad_mode import GradMode
 from .tensor import Tensor, make
 
@@ -129,15 +128,13 @@ def _plain_dtypes(cls):
     """For a plain op class, a dict remembering per input dtype (output dtype, whether results record a
     grad_fn); False for other classes.
 
-    Plain: elementwise with the stock __init__ and infer_shape of UnaryOperation / BinaryOperation, so
-    the op carries no attribute and its shape is the inputs' broadcast shape; only the dtype rule is
+    Plain: an elementwise op of the table with one or two inputs and no attribute, so
+    the op carries none and its shape is the inputs' broadcast shape; only the dtype rule is
     left, asked once per input dtype.
     """
     dtypes = _PLAIN.get(cls)
     if dtypes is None:
-        plain = cls.elementwise and not cls.__dict__.get("abstract", False) and (
-            (cls.__init__ is BinaryOperation.__init__ and cls.infer_shape is BinaryOperation.infer_shape)
-            or (cls.__init__ is UnaryOperation.__init__ and cls.infer_shape is UnaryOperation.infer_shape))
+        plain = issubclass(cls, ElementwiseOp) and not cls.attributes and len(cls.input_names) in (1, 2)
         dtypes = _PLAIN[cls] = {} if plain else False
     return dtypes
 
@@ -149,7 +146,10 @@ def _plain_dtype(cls, dtypes, tensors):
     """(output dtype, records) of plain class cls on these tensors (of one dtype), remembered in dtypes."""
     op = cls.__new__(cls)
     dtype = _infer(op, tensors)[1]
-    entry = dtypes[tensors[0]._data.dtype] = (dtype, dtype.kind == "f" and _differentiable(op))
+    ones = [np.ones(1, t._data.dtype) for t in tensors]
+    with np.errstate(all="ignore"):  # the bare expression does when numpy's own result dtype is the op's
+        kernel = cls.kernel if cls.kernel is not None and cls.kernel(op, *ones).dtype == dtype else cls.compute
+    entry = dtypes[tensors[0]._data.dtype] = (dtype, dtype.kind == "f" and _differentiable(op), kernel)
     return entry
 
 
@@ -164,7 +164,7 @@ def _op_shortcuts(cls, fallback):
     dtypes = _plain_dtypes(cls)
     if dtypes is False:
         return None, None
-    compute, new, ndarray = cls.compute, object.__new__, np.ndarray
+    new, ndarray = object.__new__, np.ndarray
     known = [None]  # the shape of the last op made
     last = [None, None, None]  # the last caller's (code, offset, creation site): a loop calls from one line
 
@@ -200,7 +200,7 @@ def _op_shortcuts(cls, fallback):
         op.shape = shape
         op.dtype = entry[0]
         if size < Dispatch.active_host_below:  # the backend would hand it to numpy: do so at once
-            out = compute(op, da, db)
+            out = entry[2](op, da, db)
             if out.__class__ is not ndarray:
                 out = np.asarray(out)
         else:
@@ -253,7 +253,7 @@ def _op_shortcuts(cls, fallback):
         op.shape = data.shape
         op.dtype = entry[0]
         if data.size < Dispatch.active_host_below:
-            out = compute(op, data)
+            out = entry[2](op, data)
             if out.__class__ is not ndarray:
                 out = np.asarray(out)
         else:
@@ -288,7 +288,7 @@ def _op_shortcuts(cls, fallback):
             Taint.spread(op.inputs, result)
         return result
 
-    if cls.__init__ is BinaryOperation.__init__:
+    if len(cls.input_names) == 2:
         return None, binary
     return unary, None
 

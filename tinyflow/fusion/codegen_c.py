@@ -45,37 +45,25 @@ the cheap form while checking each argument, and the block again with the full f
 argument was out of range (W4's 10M-element c * sigmoid(a*x + b) on one thread: 0.80 -> 0.62 ns
 per element, and 0.46 since the sigmoid itself takes a third fewer operations).
 """
+import ast
 import functools
 import pathlib
 
-from .expressions import EXPRESSIONS, literal
+from ..ops.expressions import C_HELPERS, is_arithmetic, literal, spell
 
 _CTYPE = {"float32": "float", "float64": "double"}
 LANES_BYTES = 64          # a block of the vector form: four SSE registers (or two AVX ones)
 LANES_MIN_MEMBERS = 8     # shorter chains give the CPU enough independent work as they are
-# ops whose expressions are arithmetic only, which GCC vector types support (no calls, no ?:)
-VECTOR_OPS = frozenset({"Add", "Subtract", "Multiply", "Divide", "Negative", "Square", "Identity",
-                        "SigmoidGrad", "TanhGrad"})
-# functions of tf_math.h: tf_expf / tf_exp, ...; any other name is libm's (expm1f, sinf: scalar calls)
-TF_MATH = frozenset({"exp", "log", "log1p", "tanh", "sigmoid", "erf"})
 
 
 @functools.lru_cache(maxsize=None)
 def math_header():
     """The text of tf_math.h (shipped as tinyflow/cinclude, or ckernels/include in a source tree)."""
-    import tinyflow
-    package = pathlib.Path(tinyflow.__file__).resolve().parent
+    package = pathlib.Path(__file__).resolve().parents[1]
     for folder in (package / "cinclude", package.parent / "ckernels" / "include"):
         if (folder / "tf_math.h").is_file():
             return (folder / "tf_math.h").read_text()
     raise FileNotFoundError("tf_math.h is missing from this tinyflow install (tinyflow/cinclude)")
-
-
-def c_function(name, single):
-    """The C function computing math function `name` for the element type: tf_math.h's, else libm's."""
-    if name in TF_MATH:
-        return f"tf_{name}f" if single else f"tf_{name}"
-    return name + "f" if single else name
 
 
 def operand(kind, i, single):
@@ -83,22 +71,25 @@ def operand(kind, i, single):
     return f"a{i}" if kind == "x" else f"t{i}" if kind == "t" else literal(i.reshape(-1)[0], single)
 
 
-def body(node, loads, single, fn, indent, vector=None):
+def body(node, loads, single, indent, vector=None, opencl=False, overrides=None, calls=None):
     """The statements computing each member into t0, t1, ...; returns (lines, name of the result).
 
-    With `vector` (the set of ("x", k) inputs the caller loaded as vectors), members reading a vector
-    are of the vector type V and are added to it, the others stay scalars of type T.
+    Each member is its op's expression (ops/elementwise.py) spelled by ops/expressions.py, its inputs the
+    fused node's inputs (a<k>), earlier members (t<j>) or constants, its attributes literals. With `vector`
+    (the set of ("x", k) inputs the caller loaded as vectors), members reading a vector are of the vector
+    type V and are added to it, the others stay scalars of type T.
     """
-    def lit(x):
-        return literal(x, single)
     lines = [f"{indent}const T a{k} = {load};" for k, load in loads.items()]
-    for j, (member, (op_type, args)) in enumerate(zip(node.members, node.program)):
-        names = [operand(kind, i, single) for kind, i in args]
+    for j, (member, (_, args)) in enumerate(zip(node.members, node.program)):
+        names = dict(zip(member.input_names, [operand(kind, i, single) for kind, i in args]))
+        names.update({a: literal(getattr(member, a), single) for a in member.attributes})
         ctype = "T"
         if vector is not None and any((kind, i) in vector for kind, i in args if kind != "c"):
             vector.add(("t", j))
             ctype = "V"
-        lines.append(f"{indent}const {ctype} t{j} = {EXPRESSIONS[op_type](names, member, fn, lit)};")
+        statements, result = spell(member.expression, names.__getitem__, single, opencl, f"t{j}_", ctype,
+                                   overrides, calls)
+        lines += [indent + line for line in statements] + [f"{indent}const {ctype} t{j} = {result};"]
     return lines, f"t{len(node.program) - 1}"
 
 
@@ -114,11 +105,9 @@ def c_source(node, kinds):
     ctype = _CTYPE[node.dtype.name]
     single = ctype == "float"
 
-    def fn(name):
-        return c_function(name, single)
     inputs = range(len(kinds))
     fields = " ".join(f"const T *x{k};" for k in inputs)
-    lines = [math_header(), "#include <string.h>", f"typedef {ctype} T;",
+    lines = [math_header(), C_HELPERS, "#include <string.h>", f"typedef {ctype} T;",
              "typedef void (*tf_chunk_fn)(void *, long, long);",
              "typedef void (*tf_parallel_fn)(long, long, tf_chunk_fn, void *);",
              f"struct tf_args {{ {fields} T *out; long outer, inner; }};",
@@ -131,25 +120,25 @@ def c_source(node, kinds):
     vectorised = _vectorisable(node, kinds)
     if vectorised:
         lanes = LANES_BYTES // (4 if single else 8)
-        lines[3:3] = [f"enum {{ LANES = {lanes} }};", "typedef T V __attribute__((vector_size(sizeof(T) * LANES)));"]
+        lines[4:4] = [f"enum {{ LANES = {lanes} }};", "typedef T V __attribute__((vector_size(sizeof(T) * LANES)));"]
     if all(kind in ("full", "scalar") for kind in kinds):
         loads = {k: (f"s{k}" if kind == "scalar" else f"x{k}[i]") for k, kind in enumerate(kinds)}
-        statements, result = body(node, loads, single, fn, " " * 8)
+        statements, result = body(node, loads, single, " " * 8)
         loop = [*statements, f"        out[i] = {result};", "    }"]
         if vectorised:  # parts are blocks of LANES; the last elements run after them, in tf_fused
-            lines += _lanes_loop(node, kinds, single, fn) + ["}"]
+            lines += _lanes_loop(node, kinds, single) + ["}"]
             count = "n / LANES"
             tail = scalars + ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last ones, one by one */",
                               *loop]
-        elif single and _common_checks(node):
-            lines += _blocks_loop(node, loads, fn, loop) + ["}"]
+        elif single and _has_sigmoid(node):
+            lines += _blocks_loop(node, loads, loop) + ["}"]
             count = "n"
         else:
             lines += ["    long i;", "#pragma omp simd", "    for (i = start; i < stop; i++) {", *loop, "}"]
             count = "n"
     else:
         loads = {k: load(kind, k, f"x{k}[r * inner + c]", f"s{k}") for k, kind in enumerate(kinds)}
-        statements, result = body(node, loads, single, fn, " " * 12)
+        statements, result = body(node, loads, single, " " * 12)
         lines += ["    long r;", "    for (r = start; r < stop; r++) {", "        long c;", "#pragma omp simd",
                   "        for (c = 0; c < inner; c++) {", *statements,
                   f"            out[r * inner + c] = {result};", "        }", "    }", "}"]
@@ -166,57 +155,41 @@ def c_source(node, kinds):
     return "\n".join(lines) + "\n"
 
 
-# math functions of tf_math.h with a cheaper form for a common range: name -> (that form, the largest
-# tf_magnitude_bits of an argument it takes)
-COMMON_FORMS = {"sigmoid": ("tf_sigmoidf_common", "TF_SIGMOID_COMMON_BITS")}
-_OP_FUNCTIONS = {"Sigmoid": "sigmoid"}
+def _has_sigmoid(node):
+    """Whether a member calls sigmoid, which has a cheaper common form (tf_math.h) for |x| <= 86."""
+    return any(isinstance(n, ast.Call) and n.func.id == "sigmoid" for m in node.members for n in ast.walk(m.expression))
 
 
-def _common_checks(node):
-    """{bound: [C arguments]}: node's arguments to common forms of float math calls, by the largest
-    tf_magnitude_bits under which the common form gives the full form's bits."""
-    checks = {}
-    for op_type, args in node.program:
-        if op_type in _OP_FUNCTIONS:
-            checks.setdefault(COMMON_FORMS[_OP_FUNCTIONS[op_type]][1], []).append(operand(*args[0], True))
-    return checks
-
-
-def _blocks_loop(node, loads, fn, full_loop):
-    """The flat loop in blocks of TF_MATH_BLOCK: the common forms of the math calls while taking the largest
-    magnitude of their arguments (one per bound), then the block again with the full forms if one was out of the
-    common range (out is never an input)."""
-    def common(name):
-        return COMMON_FORMS[name][0] if name in COMMON_FORMS else fn(name)
-    statements, result = body(node, loads, True, common, " " * 12)
-    bounds = _common_checks(node)
-    widest = [f"widest{j}" for j in range(len(bounds))]
-    updates = [f"            {{ const int32_t m = tf_magnitude_bits({argument}); {w} = m > {w} ? m : {w}; }}"
-               for w, arguments in zip(widest, bounds.values()) for argument in arguments]
-    common_block = " && ".join(f"{w} <= {bound}" for w, bound in zip(widest, bounds))
+def _blocks_loop(node, loads, full_loop):
+    """The flat loop in blocks of TF_MATH_BLOCK: sigmoid's common form while taking the largest magnitude of its
+    arguments, then the block again with the full form if one was out of the common range (out is never an input)."""
+    calls = {}
+    statements, result = body(node, loads, True, " " * 12, overrides={"sigmoid": "tf_sigmoidf_common({0})"},
+                              calls=calls)
+    updates = [f"            {{ const int32_t m = tf_magnitude_bits({args[0]}); widest = m > widest ? m : widest; }}"
+               for args in calls["sigmoid"]]
     return ["    long b, i;", "    for (b = start; b < stop; b += TF_MATH_BLOCK) {",
             "        long end = b + TF_MATH_BLOCK < stop ? b + TF_MATH_BLOCK : stop;",
-            f"        int32_t {', '.join(f'{w} = 0' for w in widest)};",
-            f"#pragma omp simd reduction(max:{', '.join(widest)})",
+            "        int32_t widest = 0;", "#pragma omp simd reduction(max:widest)",
             "        for (i = b; i < end; i++) {", *statements, *updates,
             f"            out[i] = {result};", "        }",
-            f"        if ({common_block}) continue;", "#pragma omp simd", "        for (i = b; i < end; i++) {",
-            *["    " + line for line in full_loop], "    }"]
+            "        if (widest <= TF_SIGMOID_COMMON_BITS) continue;", "#pragma omp simd",
+            "        for (i = b; i < end; i++) {", *["    " + line for line in full_loop], "    }"]
 
 
 def _vectorisable(node, kinds):
     """Whether the flat loop of `node` takes the vector form: a long chain of arithmetic on full arrays."""
     return (len(node.members) >= LANES_MIN_MEMBERS and "full" in kinds
-            and all(op_type in VECTOR_OPS for op_type, _ in node.program))
+            and all(is_arithmetic(m.expression) for m in node.members))
 
 
-def _lanes_loop(node, kinds, single, fn):
+def _lanes_loop(node, kinds, single):
     """The block loop of the vector form; members computed from full inputs are vectors, the rest scalars."""
     lines = ["    long b;", "    for (b = start; b < stop; b++) {"]
     vector = {("x", k) for k, kind in enumerate(kinds) if kind == "full"}
     lines += [f"        V a{k}; memcpy(&a{k}, x{k} + b * LANES, sizeof a{k});" for _, k in sorted(vector)]
-    statements, _ = body(node, {k: f"s{k}" for k, kind in enumerate(kinds) if kind != "full"}, single, fn,
-                         " " * 8, vector)
+    statements, _ = body(node, {k: f"s{k}" for k, kind in enumerate(kinds) if kind != "full"}, single, " " * 8,
+                         vector)
     lines += statements
     last = len(node.program) - 1
     result = f"t{last}"

@@ -7,6 +7,7 @@ conv bias (1, C, 1, 1) against (N, C, H, W): index r % n). The output is viewed 
 (outer, inner); inputs whose broadcast fits none of these are expanded to full
 arrays before the call.
 """
+import functools
 import math
 
 
@@ -28,8 +29,9 @@ def classify(shape, out_shape):
     return kind, math.prod(out_shape[hi:])
 
 
+@functools.lru_cache(maxsize=1024)
 def plan_layout(shapes, out_shape):
-    """(kinds, outer, inner): how to read each input; "full" also for inputs to expand first."""
+    """(kinds, outer, inner): how to read each input; "full" also for inputs to expand first (shapes: tuples)."""
     total = math.prod(out_shape)
     found = [classify(s, out_shape) for s in shapes]
     inner = next((p for k, p in found if k == "row"), None)

@@ -15,6 +15,7 @@ the backend's own kernels (tiers.py), then the kernel is built. For `a*x + b` wi
 import numpy as np
 
 from .c_kernel import jit_after
+from ..ops.expressions import OPENCL_HELPERS
 from .codegen_c import body, load
 from .layout import plan_layout
 from .tiers import member_runner
@@ -26,11 +27,11 @@ def opencl_source(node, kinds):
     """The OpenCL C of the kernel for `node` with inputs read as `kinds` (full/scalar/row/col)."""
     single = node.dtype == np.float32
     loads = {k: load(kind, k, f"x{k}[i]", f"x{k}[0]") for k, kind in enumerate(kinds)}
-    statements, result = body(node, loads, single, lambda name: "tf_sigmoid" if name == "sigmoid" else name, " " * 4)
+    statements, result = body(node, loads, single, " " * 4, opencl=True)
     params = "".join(f"__global const T *x{k}, " for k in range(len(kinds)))
     lines = [] if single else ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"]
     lines += [f"typedef {'float' if single else 'double'} T;",
-              "inline T tf_sigmoid(T x) { T e = exp(-fabs(x)); return x < 0 ? e / (1 + e) : 1 / (1 + e); }",
+              OPENCL_HELPERS,
               f"__kernel void tf_fused({params}__global T *out, const long inner) {{",
               "    const long i = get_global_id(0);"]
     if any(kind == "row" or kind.startswith("col") for kind in kinds):

@@ -89,7 +89,7 @@ def convert_attribute_call(obj, attr, site):
 def convert_compare(left, op, right):
     """A comparison: tinyflow ops if either side is a graph node, else Python's."""
     if isinstance(left, Node) or isinstance(right, Node):
-        from ..ops import math_ops
+        from ..ops import elementwise_ops as math_ops
         fn = {ast.Gt: math_ops.greater, ast.GtE: math_ops.greater_equal, ast.Lt: math_ops.less,
               ast.LtE: math_ops.less_equal, ast.Eq: math_ops.equal}.get(op)
         if fn is not None:
@@ -103,7 +103,7 @@ def convert_and(left, right_fn):
     """`a and b`: Python's short-circuit for Python values; elementwise logical and for graph nodes."""
     if not isinstance(left, Node):
         return left and right_fn()
-    from ..ops.math_ops import where
+    from ..ops.elementwise_ops import where
     right = right_fn()
     return where(as_bool(left, ""), _bool_node(right, left), False)
 
@@ -112,7 +112,7 @@ def convert_or(left, right_fn):
     """`a or b`: Python's for Python values; elementwise logical or for graph nodes."""
     if not isinstance(left, Node):
         return left or right_fn()
-    from ..ops.math_ops import where
+    from ..ops.elementwise_ops import where
     right = right_fn()
     return where(as_bool(left, ""), True, _bool_node(right, left))
 
@@ -121,7 +121,7 @@ def convert_not(value):
     """`not a`: Python's for Python values; logical not for graph nodes."""
     if not isinstance(value, Node):
         return not value
-    from ..ops.math_ops import equal
+    from ..ops.elementwise_ops import equal
     return equal(as_bool(value, ""), False)
 
 

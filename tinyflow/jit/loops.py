@@ -52,7 +52,7 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
             keep = extra_test(*loop)
             if not isinstance(keep, Node):
                 return valid if keep else as_node(False)
-            from ..ops.math_ops import where
+            from ..ops.elementwise_ops import where
             return where(valid, as_bool(keep, site), False)
 
         def body(k, *loop):
@@ -190,7 +190,7 @@ def _loop_value(name, value, placeholder, site):
     if isinstance(value, Node):
         if _float(value) and _float(placeholder) and value.dtype != placeholder.dtype:
             # `total + x * i` with a counter i that was a Python int: eager Python keeps x's float type
-            from ..ops.math_ops import cast
+            from ..ops.elementwise_ops import cast
             return cast(value, placeholder.dtype)
         return value
     if isinstance(value, NUMBERS):

@@ -34,7 +34,14 @@ OPTIONAL_INPUTS = {("DropoutMask", "training"), ("Resize", "sizes"), ("ResizeGra
 
 
 def _signature(cls):
-    return [p for p in list(inspect.signature(cls.__init__).parameters.values())[1:] if p.name != "name"]
+    """The constructor's parameters but self and name; `**attributes` (the elementwise ops') are cls.attributes."""
+    params = []
+    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+        if p.kind == p.VAR_KEYWORD:
+            params += [inspect.Parameter(a, p.KEYWORD_ONLY, default=d) for a, d in getattr(cls, "attributes", {}).items()]
+        elif p.name != "name":
+            params.append(p)
+    return params
 
 
 def _attribute_name(op_type, param):

@@ -19,7 +19,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..errors import TinyflowError
-from ..graph import ancestors, get_default_graph
+from ..graph import PICTURES, ancestors, get_default_graph
 from ..nodes import Node, Placeholder
 from .convert import convert_function
 from .errors import ConversionError
@@ -68,8 +68,8 @@ class ConcreteProgram:
         return list(self._fetches)
 
     def _repr_svg_(self):
-        from ..viz import svg
-        return svg(self.fetches)
+        draw = PICTURES.get("svg")
+        return None if draw is None else draw(self.fetches)
 
     def run(self, session, arrays):
         """Run the compiled plan on input arrays; the outputs in the traced structure (array results as Tensors)."""

@@ -108,9 +108,8 @@ def _add_n(fn):
 
 def list_aware(fn):
     """tfl.concat / tfl.stack / tfl.add_n also taking a TensorList; None for any other function."""
-    import tinyflow
-    table = {getattr(tinyflow, "concat", None): _concat, getattr(tinyflow, "add_n", None): _add_n,
-             getattr(tinyflow, "stack", None): _stack}
+    from ..ops import add_n, concat, stack
+    table = {concat: _concat, add_n: _add_n, stack: _stack}
     try:
         make = table.get(fn)
     except TypeError:  # an unhashable callable

@@ -1,5 +1,5 @@
 """The activation registry: `Linear(..., act="relu")` looks names up here."""
-from ..ops.activations import leaky_relu, relu, sigmoid, softplus, tanh
+from ..ops.elementwise_ops import leaky_relu, relu, sigmoid, softplus, tanh
 from ..ops.softmax import log_softmax, softmax
 
 _ACTIVATIONS = {}

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..nodes import Variable
 from ..ops.array_ops import identity, reshape
-from ..ops.math_ops import add, greater, maximum, multiply, ones_like, sqrt, square, where
+from ..ops.elementwise_ops import add, greater, maximum, multiply, ones_like, sqrt, square, where
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
 from .layer import Layer, is_eager, training_flag

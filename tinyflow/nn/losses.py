@@ -2,7 +2,7 @@
 from ..errors import ShapeError
 from ..nodes import as_node
 from ..ops.losses import SigmoidCrossEntropy, SoftmaxCrossEntropy
-from ..ops.math_ops import square
+from ..ops.elementwise_ops import square
 from ..ops.reductions import reduce_mean
 from ..shapes import shapes_compatible
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from ..errors import GraphError
-from ..graph import get_default_graph
+from ..graph import PICTURES, get_default_graph
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -123,6 +123,11 @@ class Node:
     def creation_site(self):
         """"file:line" of the user code that created this node ("cell 5, line 3" in a notebook)."""
         return site_text(self._site)
+
+    def _repr_svg_(self):
+        """Jupyter shows a node as the picture of the subgraph it needs (None, the text repr, without graphviz)."""
+        draw = PICTURES.get("svg")
+        return None if draw is None else draw(self)
 
     def __repr__(self):
         dtype = getattr(self, "dtype", None)

@@ -10,7 +10,7 @@ from ..nodes import Node, Operation
 from ..shapes import is_fully_known
 from .broadcasting import LikeOperation
 from .registry import not_differentiable, register_gradient
-from .unary_ops import zeros_like
+from .elementwise_ops import zeros_like
 
 
 def _node_list(op_class, name, xs):

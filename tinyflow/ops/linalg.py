@@ -13,7 +13,7 @@ from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
 from ..nodes import Operation, as_node
 from .registry import register_gradient
-from .unary_ops import OnesLike
+from .elementwise_ops import OnesLike
 
 LETTERS = string.ascii_letters
 

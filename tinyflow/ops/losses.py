@@ -9,7 +9,7 @@ from .registry import register_gradient
 from ..errors import ShapeError
 from ..nodes import Operation, as_node
 from ..shapes import dims_compatible, shapes_compatible
-from .activations import Sigmoid
+from .elementwise_ops import Sigmoid
 from .reductions import ExpandReduced, reduce_sum
 from .softmax import Softmax, SoftmaxGrad, stable_log_softmax
 

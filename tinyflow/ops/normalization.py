@@ -14,10 +14,10 @@ from ..errors import ShapeError
 from ..nodes import Operation
 from ..shapes import dims_compatible
 from .array_ops import ReshapeLike, reshape
-from .math_ops import multiply
+from .elementwise_ops import multiply
 from .reductions import reduce_mean
 from .registry import register_gradient
-from .unary_ops import sqrt, square
+from .elementwise_ops import sqrt, square
 
 
 def normalize_rows(x, axis, eps):

@@ -16,9 +16,9 @@ import numpy as np
 
 from ..errors import TinyflowError
 from ..nodes import Node
-from .math_ops import Add, Divide, Multiply, Power, Subtract
+from .elementwise_ops import Add, Divide, Multiply, Power, Subtract
 from .matmul import MatMul
-from .unary_ops import Negative
+from .elementwise_ops import Negative
 from . import (abs as _abs, add, argmax, divide, exp, get_item, greater, greater_equal, less, less_equal, log,
                log_softmax, matmul, multiply, negative, power, reduce_max, reduce_mean, reduce_sum, relu, reshape,
                sigmoid, softmax, sqrt, square, subtract, tanh, transpose)
@@ -124,9 +124,9 @@ _TFL_NAMES = {"absolute": "abs", "true_divide": "divide", "fmax": "maximum", "fm
 
 def tfl_name_for(ufunc):
     """The tinyflow function doing what a numpy ufunc does, e.g. "tfl.exp", or None."""
-    import tinyflow
+    from .. import ops
     name = _TFL_NAMES.get(ufunc.__name__, ufunc.__name__)
-    return f"tfl.{name}" if name in getattr(tinyflow, "__all__", ()) else None
+    return f"tfl.{name}" if callable(getattr(ops, name, None)) and not name.startswith("_") else None
 
 
 def ufunc_hint(ufunc, operand):

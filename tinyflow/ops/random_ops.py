@@ -4,7 +4,7 @@ import numpy as np
 from ..arguments import Arguments
 from ..nodes import Node, Operation
 from ..random import next_seed
-from .math_ops import multiply
+from .elementwise_ops import multiply
 from .registry import not_differentiable
 
 

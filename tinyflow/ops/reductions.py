@@ -15,7 +15,7 @@ from ..arguments import Arguments, rank_of
 from ..nodes import Operation
 from ..shapes import reduced_shape
 from .registry import not_differentiable, register_gradient
-from .unary_ops import Exp, Sqrt, Square
+from .elementwise_ops import Exp, Sqrt, Square
 
 
 # dtypes np.add.reduce sums in their own precision, as np.sum and np.mean do (they promote the others first)

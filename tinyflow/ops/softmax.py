@@ -5,7 +5,7 @@ from ..arguments import Arguments, rank_of
 from ..nodes import Operation
 from .reductions import reduce_sum
 from .registry import register_gradient
-from .unary_ops import exp
+from .elementwise_ops import exp
 
 
 def stable_log_softmax(x, axis):

@@ -8,3 +8,4 @@ from .sgd import SGD
 RMSprop, Adagrad = RMSProp, AdaGrad  # torch's spellings, for code ported from PyTorch
 
 __all__ = ["Optimizer", "ApplyUpdate", "SGD", "Adam", "AdamW", "RMSProp", "AdaGrad", "RMSprop", "Adagrad"]
+from . import merge_updates  # noqa: E402,F401 - the optimiser's multi_tensor pass

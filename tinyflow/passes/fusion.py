@@ -10,7 +10,7 @@ Works the same on forward chains and on the gradient chains backprop builds.
 """
 import numpy as np
 
-from ..fusion.expressions import EXPRESSIONS
+from ..ops.elementwise_ops import ElementwiseOp
 from ..fusion.fused_op import FusedElementwise
 from ..nodes import Constant
 from .ir import is_leaf, make_node
@@ -46,7 +46,7 @@ def fuse_elementwise(graph):
 
 
 def _fusible(node, graph):
-    return (not is_leaf(node) and node not in graph.fed and node.op_type in EXPRESSIONS
+    return (not is_leaf(node) and node not in graph.fed and isinstance(node, ElementwiseOp)
             and node.dtype in FLOATS and node.shape is not None
             and all(i.dtype == node.dtype for i in node.inputs))
 

@@ -1,7 +1,7 @@
 """The optimiser: passes run in order over a private copy of the fetched subgraph, with a report.
 
     fetches ──▶ prune & copy ──▶ constant folding ──▶ CSE ──▶ simplification ──▶ dead-node pruning
-            ──▶ elementwise fusion ──▶ multi-tensor updates ──▶ OptGraph (what the ExecutionPlan schedules)
+            ──▶ elementwise fusion ──▶ multi-tensor updates (tinyflow.optim's) ──▶ OptGraph (what the plan runs)
 
 Every pass is a function OptGraph -> (new OptGraph, counts); none changes its
 argument or the user's graph. Options: True (every pass), False/None (off), or a
@@ -13,19 +13,25 @@ from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .fusion import fuse_elementwise
 from .ir import OptGraph
-from .multi_tensor import merge_updates
 from .prune import prune_dead_nodes
 from .simplify import simplify
 
-PASSES = (
+# (name, pass) in the order they run; higher layers add theirs with register_pass (tinyflow.optim: multi_tensor)
+PASSES = [
     ("constant_folding", fold_constants),
     ("cse", eliminate_common_subexpressions),
     ("simplify", simplify),
     ("prune", prune_dead_nodes),
     ("fusion", fuse_elementwise),
-    ("multi_tensor", merge_updates),
-)
-PASS_NAMES = tuple(name for name, _ in PASSES)
+]
+PASS_NAMES = [name for name, _ in PASSES]
+
+
+def register_pass(name, run_pass):
+    """Run `run_pass(OptGraph) -> (OptGraph, counts)` after the passes so far, switched by `name` in `optimize`."""
+    if name not in PASS_NAMES:
+        PASSES.append((name, run_pass))
+        PASS_NAMES.append(name)
 
 
 def resolve_options(optimize):

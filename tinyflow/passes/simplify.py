@@ -13,7 +13,7 @@ A fetched node is never replaced by another node (a fetch stays its own array).
 import numpy as np
 
 from ..nodes import Constant
-from ..ops.math_ops import ZerosLike
+from ..ops.elementwise_ops import ZerosLike
 from ..shapes import is_fully_known
 from .ir import clone, is_leaf, make_node
 

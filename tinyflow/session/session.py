@@ -14,8 +14,10 @@ import numpy as np
 from ..backends import get_backend
 from ..errors import TinyflowError
 from ..graph import get_default_graph
+from ..passes import optimize, resolve_options
 from .feeds import check_feed, resolve_key
 from .fetches import flatten, rebuild
+from .plan import ExecutionPlan
 
 
 class GraphGrowthWarning(UserWarning):
@@ -41,7 +43,6 @@ class Session:
     """Runs fetches of one graph on one backend, caching an execution plan per (fetches, fed nodes)."""
 
     def __init__(self, graph=None, backend=None, optimize=None):
-        from ..passes import resolve_options
         self.graph = graph if graph is not None else get_default_graph()
         self.backend = get_backend(backend)
         # graph optimiser passes (tinyflow/passes): None = on unless TINYFLOW_OPTIMIZE=0; a dict switches passes
@@ -103,7 +104,6 @@ class Session:
         key = (tuple(fetch_nodes), frozenset(fed_nodes))
         plan = self._plans.get(key)
         if plan is None:
-            from ..passes.planning import build_plan
             plan = self._plans[key] = build_plan(fetch_nodes, frozenset(fed_nodes), self.backend, self.optimize)
         return plan
 
@@ -149,3 +149,18 @@ def _caller_owned(values, plan):
             seen.add(id(value))
         owned.append(value)
     return owned
+
+
+def build_plan(fetches, fed, backend, options):
+    """The ExecutionPlan for `fetches`: of the optimised copy (tinyflow/passes) when `options` say so.
+
+    The plan's `optimized` is the OptGraph it runs (None when not optimised) and `report` what each pass did.
+    """
+    if not options:
+        plan = ExecutionPlan(fetches, fed, backend)
+        plan.optimized = plan.report = None
+        return plan
+    graph = optimize(fetches, fed, options)
+    plan = ExecutionPlan(graph.fetches, fed, backend)
+    plan.optimized, plan.report = graph, graph.report
+    return plan

@@ -4,8 +4,8 @@ from .eager_graph import backward_graph, eager_backprop_steps
 from .explorer import ExplorerError, ExplorerPage, explore
 from .memory_plot import plot_memory
 from .graphviz_render import STYLES, VizError, dot_available, render, summarize, svg, to_graphviz
-from ..nodes import Node
+from ..graph import PICTURES
 
-Node._repr_svg_ = lambda self: svg(self)  # Jupyter shows a node as the picture of the subgraph it needs
+PICTURES["svg"] = svg  # Jupyter shows graphs, nodes and traced programs as their pictures
 
 __all__ = ["explore", "ExplorerPage", "ExplorerError", "backward_graph", "eager_backprop_steps", "plot_memory", "backprop_steps", "BackpropSteps", "to_graphviz", "render", "svg", "summarize", "dot_available", "VizError", "STYLES"]

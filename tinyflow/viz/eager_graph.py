@@ -77,13 +77,14 @@ def eager_backprop_steps(tensor, grad=None):
     import graphviz
 
     from ..eager.autograd import backward
+    from .explorer.eager_data import op_steps
     ops, leaves, edges = _recorded(tensor)
     if not ops:
         raise TinyflowError("this tensor recorded no ops: there is no backward pass to show "
                             "(did its inputs require grad?)")
     records = []
     backward([tensor], None if grad is None else [grad], retain_graph=True, sink={},
-             trace=lambda fn, g, counts: records.append((fn, np.array(g.numpy()), counts)))
+             trace=lambda step: records.extend(op_steps(step)))
     frames = []
     for step, (current, _, counts) in enumerate(records):
         done = {fn: g for fn, g, _ in records[:step + 1]}

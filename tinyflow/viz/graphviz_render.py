@@ -138,7 +138,7 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
     """
     import graphviz
     if getattr(target, "optimized", None) is not None:  # an optimised ExecutionPlan, from sess.plan(...)
-        from ..passes.picture import optimized_graphviz
+        from .plan_picture import optimized_graphviz
         return optimized_graphviz(target.optimized, show_shapes)
     if graph is None:
         first = target[0] if isinstance(target, (list, tuple)) and target else target

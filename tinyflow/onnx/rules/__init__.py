@@ -43,32 +43,5 @@ An export rule `fn(ex, node)` gets the exporter (tinyflow/onnx/export.py: `ex.na
 `ex.emit(onnx_type, inputs, hint, **attrs)`, `ex.constant(array, hint)`, `ex.static_value(node)`) and a
 tinyflow node, and returns the ONNX value name holding the node's result.
 """
-OPSET = 17  # the opset tfl.onnx.export writes
-IMPORTS = {}  # ONNX op type -> fn(ctx, node)
-EXPORTS = {}  # tinyflow op type -> fn(exporter, node)
-
-
-def imports(*onnx_op_types):
-    """Decorator: register `fn(ctx, node)` as the import rule of these ONNX op types (default domain)."""
-    def register(fn):
-        for op_type in onnx_op_types:
-            IMPORTS[op_type] = fn
-        return fn
-    return register
-
-
-def exports(*tinyflow_op_types):
-    """Decorator: register `fn(exporter, node)` as the export rule of these tinyflow op types."""
-    def register(fn):
-        for op_type in tinyflow_op_types:
-            EXPORTS[op_type] = fn
-        return fn
-    return register
-
-
-def same_op(onnx_type):
-    """An export rule for tinyflow ops that are one ONNX op on the same inputs."""
-    return lambda ex, node: ex.emit(onnx_type, [ex.name_of(i) for i in node.inputs], onnx_type)
-
-
+from .registry import EXPORTS, IMPORTS, OPSET, exports, imports, same_op  # noqa: F401 - the tables
 from . import control_flow, core, elementwise, nn, reductions, tensor  # noqa: E402,F401 - they register rules

@@ -18,7 +18,7 @@ from ...graph import get_default_graph
 from ...nodes import Constant
 from ..dtypes import onnx_type
 from ..errors import OnnxExportError
-from . import exports, imports
+from .registry import exports, imports
 
 
 # ---------------------------------------------------------------- import

@@ -13,7 +13,7 @@ from ...ops import runtime_shapes
 from ..dtypes import numpy_dtype, onnx_type, onnx_type_name
 from ..errors import OnnxExportError
 from ..storage_types import RoundToType, held_dtype
-from . import exports, imports, same_op
+from .registry import exports, imports, same_op
 
 
 # ---------------------------------------------------------------- Constant, Identity

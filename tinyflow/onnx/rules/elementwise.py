@@ -1,12 +1,16 @@
-"""Elementwise ops: arithmetic, math functions, activations, comparisons, logic, Where, Max/Min/Sum/Mean.
+"""Elementwise ops both ways: the table's ops (ops/elementwise.py) by their `onnx` entry or their expression,
+then the rules where ONNX and tinyflow differ, and ONNX activations that are compositions of tinyflow ops.
 
 ONNX broadcasts like numpy since opset 7, as tinyflow does. ONNX keeps the first input's element
-type where numpy would promote (Pow of float32 by int64, integer Div), so those rules cast back.
+type where tinyflow would promote (Pow of float32 by int64, integer Div), so those rules cast back.
 """
+import ast
+
 import numpy as np
 
 from ... import ops
-from . import exports, imports, same_op
+from ...ops.elementwise_ops import GRADIENTS as GRADIENT_OPS_BY_TYPE, OPS as ELEMENTWISE_OPS
+from .registry import OPSET, exports, imports, same_op
 from .nn import batch_norm_parts
 
 
@@ -16,29 +20,98 @@ def _legacy_broadcast(ctx):
         raise ctx.unsupported("opset < 7 broadcasting with the 'broadcast'/'axis' attributes")
 
 
-def _binary(fn):
+# ---------------------------------------------------------------- the table's ops, both ways (ops/elementwise.py)
+def onnx_form(cls):
+    """(ONNX op type, fixed attributes) of a table op's `onnx` entry ("Mod(fmod=1)"), or None."""
+    if not cls.onnx:
+        return None
+    call = ast.parse(cls.onnx if "(" in cls.onnx else cls.onnx + "()", mode="eval").body
+    return call.func.id, {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+
+
+def _table_import(rows):
+    """The import rule of one ONNX op type for the table ops naming it; the fixed attributes choose among
+    them (Mod's fmod, Gelu's approximate), the first row's values being ONNX's defaults."""
     def rule(ctx, node):
-        _legacy_broadcast(ctx)
-        return fn(ctx.input(0), ctx.input(1), name=ctx.name)
+        if len(rows[0][0].input_names) == 2:
+            _legacy_broadcast(ctx)
+        fixed = {k: ctx.attr(k, v) for k, v in rows[0][1].items()}
+        for cls, values in rows:
+            if values == fixed:
+                return cls(*ctx.inputs(), **{a: ctx.attr(a, d) for a, d in cls.attributes.items()}, name=ctx.name)
+        raise ctx.unsupported(", ".join(f"{k}={v!r}" for k, v in fixed.items()))
     return rule
 
 
-def _unary(fn):
-    def rule(ctx, node):
-        return fn(ctx.input(0), name=ctx.name)
+def _table_export(cls):
+    """One ONNX op where the export's opset has the table's, else the expression as ONNX ops (Silu, Square)."""
+    form = onnx_form(cls)
+
+    def rule(ex, node):
+        inputs = [ex.name_of(i) for i in node.inputs]
+        if form and _in_opset(form[0]):
+            return ex.emit(form[0], inputs, form[0], **form[1],
+                           **{a: float(getattr(node, a)) for a in node.attributes})
+        values = dict(zip(node.input_names, inputs))
+        values.update({a: ex.constant(np.asarray(getattr(node, a), node.inputs[0].dtype), a) for a in node.attributes})
+        return _spell_onnx(ex, node.expression, values, node.inputs[0].dtype)
     return rule
 
 
-imports("Add")(_binary(ops.add))
-imports("Sub")(_binary(ops.subtract))
-imports("Mul")(_binary(ops.multiply))
-imports("Equal")(_binary(ops.equal))
-imports("Greater")(_binary(ops.greater))
-imports("GreaterOrEqual")(_binary(ops.greater_equal))
-imports("Less")(_binary(ops.less))
-imports("LessOrEqual")(_binary(ops.less_equal))
+def _in_opset(onnx_type):
+    from onnx import defs
+    try:
+        return defs.get_schema(onnx_type, OPSET).since_version <= OPSET
+    except defs.SchemaError:
+        return False
 
 
+# expression words -> ONNX ops; log1p, expm1 and pymod are spelled below
+_WORDS = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "sign": "Sign", "tanh": "Tanh", "sigmoid": "Sigmoid",
+          "erf": "Erf", "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil", "max": "Max", "min": "Min",
+          "where": "Where", "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor", "logical_not": "Not"}
+_OPERATORS = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div", ast.Pow: "Pow", ast.Gt: "Greater",
+              ast.GtE: "GreaterOrEqual", ast.Lt: "Less", ast.LtE: "LessOrEqual", ast.Eq: "Equal"}
+
+
+def _spell_onnx(ex, tree, values, dtype):
+    """The ONNX nodes computing an expression tree: one node per operation, constants as initializers."""
+    def visit(t):
+        if isinstance(t, ast.Name):
+            return values[t.id]
+        if isinstance(t, ast.Constant):
+            return ex.constant(np.asarray(t.value, dtype), "c")
+        if isinstance(t, ast.UnaryOp):
+            return ex.emit("Neg", [visit(t.operand)], "Neg")
+        if isinstance(t, ast.BinOp):
+            return ex.emit(_OPERATORS[type(t.op)], [visit(t.left), visit(t.right)], "op")
+        if isinstance(t, ast.Compare):
+            a, b = visit(t.left), visit(t.comparators[0])
+            if isinstance(t.ops[0], ast.NotEq):
+                return ex.emit("Not", [ex.emit("Equal", [a, b], "Equal")], "NotEqual")
+            return ex.emit(_OPERATORS[type(t.ops[0])], [a, b], "compare")
+        word, args = t.func.id, [visit(a) for a in t.args]
+        one = ex.constant(np.asarray(1, dtype), "one")
+        if word == "log1p":
+            return ex.emit("Log", [ex.emit("Add", [args[0], one], "Add")], "Log1p")
+        if word == "expm1":
+            return ex.emit("Sub", [ex.emit("Exp", args, "Exp"), one], "Expm1")
+        if word in ("fmod", "pymod"):
+            return _mod(ex, *args, word == "fmod", dtype)
+        return ex.emit(_WORDS[word], args, word)
+    return visit(tree)
+
+
+_BY_ONNX_TYPE = {}
+for _cls in [*ELEMENTWISE_OPS.values(), *GRADIENT_OPS_BY_TYPE.values()]:
+    exports(_cls.op_type)(_table_export(_cls))
+    if onnx_form(_cls):
+        _BY_ONNX_TYPE.setdefault(onnx_form(_cls)[0], []).append((_cls, onnx_form(_cls)[1]))
+for _onnx_type, _rows in _BY_ONNX_TYPE.items():
+    imports(_onnx_type)(_table_import(_rows))
+
+
+# ---------------------------------------------------------------- where ONNX and numpy differ, or one op is several
 @imports("Div")
 def import_div(ctx, node):
     """a / b; integer inputs divide truncating toward zero, as in C (ONNX's rule)."""
@@ -59,42 +132,6 @@ def import_pow(ctx, node):
     return ops.power(a, b, name=ctx.name)
 
 
-imports("Neg")(_unary(ops.negative))
-imports("Abs")(_unary(ops.abs))
-imports("Sqrt")(_unary(ops.sqrt))
-imports("Exp")(_unary(ops.exp))
-imports("Log")(_unary(ops.log))
-imports("Sign")(_unary(ops.sign))
-imports("Relu")(_unary(ops.relu))
-imports("Sigmoid")(_unary(ops.sigmoid))
-imports("Tanh")(_unary(ops.tanh))
-imports("Softplus")(_unary(ops.softplus))
-imports("Reciprocal")(_unary(ops.reciprocal))
-imports("Floor")(_unary(ops.floor))
-imports("Ceil")(_unary(ops.ceil))
-imports("Sin")(_unary(ops.sin))
-imports("Cos")(_unary(ops.cos))
-imports("Erf")(_unary(ops.erf))
-imports("Softsign")(_unary(ops.softsign))
-imports("Not")(_unary(ops.logical_not))
-imports("And")(_binary(ops.logical_and))
-imports("Or")(_binary(ops.logical_or))
-imports("Xor")(_binary(ops.logical_xor))
-imports("PRelu")(_binary(ops.prelu))
-
-
-@imports("Mod")
-def import_mod(ctx, node):
-    """The remainder with the divisor's sign (fmod=0, Python's %) or the dividend's (fmod=1, C's fmod)."""
-    fmod = ctx.attr("fmod", 0)
-    return (ops.fmod if fmod else ops.mod)(ctx.input(0), ctx.input(1), name=ctx.name)
-
-
-@imports("Elu")
-def import_elu(ctx, node):
-    return ops.elu(ctx.input(0), alpha=ctx.attr("alpha", 1.0), name=ctx.name)
-
-
 @imports("Selu")
 def import_selu(ctx, node):
     return ops.selu(ctx.input(0), alpha=ctx.attr("alpha", 1.67326319217681884765625),
@@ -111,14 +148,6 @@ def import_hard_swish(ctx, node):
     return ops.hard_swish(ctx.input(0), name=ctx.name)
 
 
-@imports("Gelu")
-def import_gelu(ctx, node):
-    approximate = ctx.attr("approximate", "none")
-    if approximate not in ("none", "tanh"):
-        raise ctx.fail(f"approximate={approximate!r} is not 'none' or 'tanh'")
-    return ops.gelu(ctx.input(0), approximate=approximate, name=ctx.name)
-
-
 @imports("Clip")
 def import_clip(ctx, node):
     """x limited to [min, max]; the bounds are attributes before opset 11, optional inputs since."""
@@ -127,16 +156,6 @@ def import_clip(ctx, node):
     else:
         low, high = ctx.input(1), ctx.input(2)
     return ops.clip(ctx.input(0), low, high, name=ctx.name)
-
-
-@imports("LeakyRelu")
-def import_leaky_relu(ctx, node):
-    return ops.leaky_relu(ctx.input(0), alpha=ctx.attr("alpha", 0.01), name=ctx.name)
-
-
-@imports("Where")
-def import_where(ctx, node):
-    return ops.where(ctx.input(0), ctx.input(1), ctx.input(2), name=ctx.name)
 
 
 def _variadic(fn):
@@ -171,12 +190,7 @@ def import_mean(ctx, node):
     return ops.divide(ops.add_n(xs), float(len(xs)), name=ctx.name)
 
 
-# ---------------------------------------------------------------- export
-def _square(ex, node):
-    x = ex.name_of(node.inputs[0])
-    return ex.emit("Mul", [x, x], "Square")
-
-
+# ---------------------------------------------------------------- exports beyond the table's
 def _multiply(ex, node):
     for i, inp in enumerate(node.inputs):  # x * dropout-mask in evaluation mode is x
         training = inp.training_input if inp.op_type == "DropoutMask" else None
@@ -207,62 +221,24 @@ def _where(ex, node):
     return ex.emit("Where", [c, a, b], "Where")
 
 
-def _leaky_relu(ex, node):
-    return ex.emit("LeakyRelu", [ex.name_of(node.inputs[0])], "LeakyRelu", alpha=float(node.alpha))
-
-
-def _mod(ex, node):
+def _mod(ex, a, b, fmod, dtype):
     """Mod; np.mod of floats (the divisor's sign) as fmod corrected where the signs differ (opset 17's Mod
     takes fmod=0 for integers only)."""
-    a, b = (ex.name_of(i) for i in node.inputs)
-    if node.fmod or node.dtype.kind != "f":
-        return ex.emit("Mod", [a, b], "Mod", fmod=int(node.fmod))
+    if fmod or dtype.kind != "f":
+        return ex.emit("Mod", [a, b], "Mod", fmod=int(fmod))
     rest = ex.emit("Mod", [a, b], "Mod", fmod=1)
-    zero = ex.constant(np.zeros((), node.dtype), "zero")
+    zero = ex.constant(np.zeros((), dtype), "zero")
     signs_differ = ex.emit("Xor", [ex.emit("Less", [rest, zero], "Less"), ex.emit("Less", [b, zero], "Less")], "Xor")
     fix = ex.emit("And", [ex.emit("Not", [ex.emit("Equal", [rest, zero], "Equal")], "Not"), signs_differ], "And")
     return ex.emit("Where", [fix, ex.emit("Add", [rest, b], "Add"), rest], "Mod")
 
 
-def _gelu(ex, node):
-    """Gelu is opset 20: opset 17 gets its formula, 0.5 x (1 + erf(x / √2)) or the tanh form."""
-    x = ex.name_of(node.inputs[0])
-
-    def c(value):
-        return ex.constant(np.asarray(value, node.dtype), "c")
-    if node.approximate == "tanh":
-        cube = ex.emit("Mul", [ex.emit("Mul", [x, x], "Mul"), x], "Mul")
-        inner = ex.emit("Mul", [ex.emit("Add", [x, ex.emit("Mul", [cube, c(0.044715)], "Mul")], "Add"),
-                                c(np.sqrt(2 / np.pi))], "Mul")
-        curve = ex.emit("Tanh", [inner], "Tanh")
-    else:
-        curve = ex.emit("Erf", [ex.emit("Mul", [x, c(1 / np.sqrt(2))], "Mul")], "Erf")
-    half = ex.emit("Mul", [x, c(0.5)], "Mul")
-    return ex.emit("Mul", [half, ex.emit("Add", [curve, c(1.0)], "Add")], "Gelu")
-
-
-def _elu(ex, node):
-    return ex.emit("Elu", [ex.name_of(node.inputs[0])], "Elu", alpha=float(node.alpha))
-
-
-exports("Mod")(_mod)
-exports("Gelu")(_gelu)
-exports("Elu")(_elu)
+exports("Mod")(lambda ex, node: _mod(ex, *[ex.name_of(i) for i in node.inputs], False, node.dtype))
 exports("Clip")(same_op("Clip"))
 exports("Add")(_add)
 exports("Multiply")(_multiply)
-exports("Square")(_square)
 exports("Where")(_where)
-exports("LeakyRelu")(_leaky_relu)
-for _tinyflow_type, _onnx_type in {
-        "Subtract": "Sub", "Divide": "Div", "Power": "Pow", "Maximum": "Max", "Minimum": "Min",
-        "Negative": "Neg", "Sqrt": "Sqrt", "Exp": "Exp", "Log": "Log", "Abs": "Abs", "Sign": "Sign",
-        "Sigmoid": "Sigmoid", "Tanh": "Tanh", "Relu": "Relu", "Softplus": "Softplus", "AddN": "Sum",
-        "Greater": "Greater", "GreaterEqual": "GreaterOrEqual", "Less": "Less", "LessEqual": "LessOrEqual",
-        "Equal": "Equal", "Reciprocal": "Reciprocal", "Floor": "Floor", "Ceil": "Ceil", "Sin": "Sin", "Cos": "Cos",
-        "Erf": "Erf", "Softsign": "Softsign", "PRelu": "PRelu", "LogicalAnd": "And", "LogicalOr": "Or",
-        "LogicalXor": "Xor", "LogicalNot": "Not"}.items():
-    exports(_tinyflow_type)(same_op(_onnx_type))
+exports("AddN")(same_op("Sum"))
 
 
 # ---------------------------------------------------------------- activations outside the list, from tinyflow's ops

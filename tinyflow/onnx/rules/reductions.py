@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import ops
 from ..errors import OnnxExportError
-from . import exports, imports
+from .registry import exports, imports
 
 
 def reduction_axes(ctx):

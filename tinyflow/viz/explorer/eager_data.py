@@ -6,6 +6,7 @@ tensors' `.grad` stay untouched and the step-through shows the order that engine
 """
 import numpy as np
 
+from ...eager.tensor import Tensor
 from ...errors import TinyflowError
 from ..eager_graph import _recorded
 from .summary import summary
@@ -90,9 +91,16 @@ def _trace_backward(tensor, leaves):
     walk = []
     seed = None if tensor.size == 1 else np.ones(tensor.shape, tensor.dtype)
     backward([tensor], None if seed is None else [seed], retain_graph=True, sink=sink,
-             trace=lambda fn, grad, counts: walk.append((fn, np.array(grad.numpy()), counts)))
+             trace=lambda step: walk.extend(op_steps(step)))
     return walk, {leaf: np.asarray(g.numpy() if hasattr(g, "numpy") else g) for leaf, g in sink.items()
                   if g is not None}
+
+
+def op_steps(step):
+    """[(op, its output's gradient, the pending counts)] for a step of the walk through an op ([] for a leaf)."""
+    if step["node"].__class__ is Tensor or step["grad"] is None:
+        return []
+    return [(step["node"], np.array(step["grad"].numpy()), dict(step["pending"]))]
 
 
 def _walk_data(walk, names, edges):

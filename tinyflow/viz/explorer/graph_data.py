@@ -131,6 +131,7 @@ def _trace_walk(loss, wrt):
     def keep(step):
         if not steps:  # before the walk: every node's count, the first step's decrements added back
             pending = dict(step["pending"])
+            pending.setdefault(step["node"], 0)  # the walk forgets a node's count once it is processed
             for inp, _ in step["delivered"]:
                 pending[inp] += 1
             keep.pending = pending

@@ -1,12 +1,11 @@
 """The picture of an optimised plan: fused nodes drawn as clusters naming the ops they replaced."""
 from ..fusion import FusedElementwise
+from .graphviz_render import STYLES, kind_of
 
 
 def optimized_graphviz(graph, show_shapes=True):
     """A graphviz.Digraph of an OptGraph (what `sess.plan(...)` runs); each fused kernel is a cluster."""
     import graphviz
-
-    from ..viz.graphviz_render import STYLES, kind_of
     dot = graphviz.Digraph("tinyflow_optimised", graph_attr=dict(rankdir="TB", fontname="Helvetica", fontsize="11"),
                            node_attr=dict(fontname="Helvetica", fontsize="10"),
                            edge_attr=dict(fontname="Helvetica", fontsize="8", color="#666666"))

@@ -1,4 +1,4 @@
-"""Multi-tensor updates: the update ops one train op groups become one node, one kernel call.
+"""The optimiser pass "multi_tensor": the update ops one train op groups become one node, one kernel call.
 
 Rule: the ApplyUpdate inputs of one op (a train op's Group) that share the update type, the
 hyper-parameters, the learning-rate node and the dtype, that nobody else reads and nobody
@@ -6,9 +6,10 @@ fetches, become one MultiTensorUpdate (tinyflow/optim/multi_tensor.py) in the pl
 last of them. Updates run after every op that does not depend on them (the plan schedules
 stateful ops last), so running them together changes nothing but the number of calls.
 """
-from ..optim.multi_tensor import multi_tensor_update
-from ..optim.optimizer import ApplyUpdate
-from .ir import attribute_key
+from ..passes import register_pass
+from ..passes.ir import attribute_key
+from .multi_tensor import multi_tensor_update
+from .optimizer import ApplyUpdate
 
 
 def merge_updates(graph):
@@ -44,3 +45,6 @@ def merge_updates(graph):
         order.append(node)
     graph.nodes = order
     return graph, {"merged_updates": len(last), "update_ops": nodes_merged}
+
+
+register_pass("multi_tensor", merge_updates)

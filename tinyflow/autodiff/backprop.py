@@ -1,0 +1,90 @@
+"""The backward walk: one pending-count traversal for every mode (graph, eager, to_static, loop and cond gradients).
+
+A node is processed only after *every* consumer on a path to the roots has delivered its gradient
+contribution (Kahn's algorithm); a plain breadth-first search would process `x` in
+`loss = x*a*b + x` as soon as the `+` delivered, before the product did.
+
+    1. the roots start with their seeds; `pending[n]` counts the consumers n still waits for
+    2. pop a ready node and sum the contributions it received
+    3. ask its gradient function for one gradient per parent, each summed to the parent's shape
+    4. hand each parent its contribution; a parent whose count reaches 0 is ready
+
+What differs between modes is behind the methods of a `walk` object:
+
+    parents(node, g)     -> (parents, gradients), one of each per input: the node the input's gradient goes
+                            to (None: off the path) and that gradient, the node's registered gradient
+                            function's fit to the input's shape (None: none; all None when g is None);
+                            None for a node with no parents (a leaf)
+    add(node, contribs)  -> the sum of several contributions (graph mode: one AddN node), None for none
+    deliver(node, g)     -> the complete gradient of a leaf (graph mode keeps it for xs; eager mode
+                            accumulates it into `.grad`)
+    count(node)          -> how many consumers a node not in `pending` waits for (eager mode counts them as
+                            ops are recorded); recount(waiting) -> exact counts when the walk runs dry while
+                            nodes still wait (eager: a consumer that never leads to the roots)
+
+`trace(step)` (tfl.viz.backprop_steps and the explorer draw it) sees each processed node as a dict: `node`,
+its summed `grad`, the contributions it `received`, what it `delivered` ((parent, gradient) per input on
+the path) and the parents it `released`; and, live (copy what you keep), `pending`, the `contributions`
+waiting nodes received so far and the `queue` of ready nodes.
+"""
+from collections import deque
+
+
+def backprop(seeds, pending, walk, trace=None):
+    """Walk back from `seeds` ({root: gradient}); `pending` ({node: consumers it still waits for}, counted down)
+    holds every node of graph mode's walk, and starts empty in eager mode (walk.count guesses)."""
+    parents_of, add, deliver, count = walk.parents, walk.add, walk.deliver, walk.count
+    contributions = {root: [grad] for root, grad in seeds.items()}
+    for root in seeds:  # a root may also feed another root (y and y * 2): it waits for that one
+        if root not in pending:
+            pending[root] = count(root)
+    # breadth-first: first ready, first out. Nodes nobody waits on start ready, gradient or not: those off the
+    # roots' paths still count their parents down
+    ready = deque(node for node, left in pending.items() if left == 0)
+    following = None  # (node, its one contribution): released while nothing was queued, so it is next anyway
+    while True:
+        if following is not None:  # a chain never goes through the queue and the dict of contributions
+            (node, grad), following = following, None
+            received = (grad,)
+        elif ready:
+            node = ready.popleft()
+            received = contributions.pop(node, ())
+            grad = received[0] if len(received) == 1 else add(node, received)
+        elif contributions:  # every node left waits for a consumer that will never deliver: count exactly
+            pending = walk.recount(list(contributions))
+            ready = deque(node for node in contributions if pending.get(node, 0) == 0)
+            if not ready:
+                break
+            continue
+        else:
+            break
+        step = parents_of(node, grad)
+        if step is None:  # a leaf (or a node gradients stop at): its gradient is complete
+            pending.pop(node, None)  # eager leaves take each contribution as it comes (a count of 1, again)
+            deliver(node, grad)
+            parents = grads = ()
+        else:
+            parents, grads = step
+        for parent, g in zip(parents, grads):
+            if parent is None:
+                continue
+            known = pending.get(parent)
+            left = (count(parent) if known is None else known) - 1
+            if left or known is not None:  # (an eager op released by its first contribution is never stored)
+                pending[parent] = left
+            if not left and following is None and not ready and parent not in contributions:
+                following = (parent, g)
+                continue
+            waiting = contributions.get(parent)
+            if waiting is None:
+                contributions[parent] = [] if g is None else [g]
+            elif g is not None:
+                waiting.append(g)
+            if not left:
+                ready.append(parent)
+        if trace is not None:  # live structures: a copy per step would make tracing quadratic
+            delivered = [(p, g) for p, g in zip(parents, grads) if p is not None]
+            trace(dict(node=node, grad=grad, received=list(received), delivered=delivered,
+                       released=list(dict.fromkeys(p for p, _ in delivered if pending.get(p) == 0)),
+                       pending=pending, contributions=contributions,
+                       queue=([following[0]] if following else []) + list(ready)))

@@ -1,0 +1,344 @@
+"""The op classes and `tfl.` functions made from the rows of ops/elementwise.py, and their gradients.
+
+Each row becomes one `ElementwiseOp` class: its numpy kernel is the row's expression compiled with
+numpy's functions (so `Relu.compute` is `np.maximum(x, 0)`), its shape is the inputs' broadcast
+shape, its dtype comes from the row's rule (tinyflow/dtypes.py), and its registered gradient
+builds, for each input, the gradient expression of the row (or the derivative of the expression)
+from the op's inputs, its output `y` and the arriving gradient `g`:
+  * an expression of one operation ("g * b", "-g") becomes that op;
+  * a longer one ("g * y * (1 - y)") becomes one node of a gradient op made from it (SigmoidGrad,
+    inputs y and g), an elementwise op like any other: it has a C kernel, fuses, and its own gradient
+    is the derivative of its expression, so every order of derivative exists.
+"""
+import ast
+import math
+import os
+
+import numpy as np
+
+from ..arguments import Arguments
+from ..dtypes import promote, promote_to_float
+from ..errors import ArgumentError, ShapeError
+from ..nodes import Operation, as_node
+from ..shapes import broadcast_shapes
+from . import expressions
+from .elementwise import ELEMENTWISE
+from .registry import not_differentiable, register_gradient
+
+
+def stable_sigmoid(x):
+    """1 / (1 + e^-x) without overflow for large |x|."""
+    if x.dtype.kind in "biu":  # -|x| would wrap around for unsigned ints
+        x = x.astype(promote_to_float(x.dtype))
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+_erf_each = np.frompyfunc(math.erf, 1, 1)  # numpy has no erf; math.erf is exact to the last bit
+
+
+def erf_values(x):
+    """erf of every element of x, in x's float type."""
+    return np.asarray(_erf_each(x), dtype=promote_to_float(np.asarray(x).dtype))
+
+
+# how numpy spells the words of the expression language (ops/expressions.py)
+NUMPY = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "sqrt": np.sqrt, "abs": np.abs,
+         "sign": np.sign, "tanh": np.tanh, "sigmoid": stable_sigmoid, "erf": erf_values, "sin": np.sin,
+         "cos": np.cos, "floor": np.floor, "ceil": np.ceil, "max": np.maximum, "min": np.minimum,
+         "where": np.where, "fmod": np.fmod, "pymod": np.mod, "logical_and": np.logical_and,
+         "logical_or": np.logical_or, "logical_xor": np.logical_xor, "logical_not": np.logical_not}
+# words whose value numpy may warn about in a branch `where` then discards (0 ** -1, log(0))
+_WARNS = {"log", "log1p", "exp", "expm1", "sqrt"}
+def _define(source, label, namespace):
+    """Run generated source (a function definition) into namespace. Its file name lies inside the package, so
+    creation sites and error messages skip it and name the user's line, as for hand-written ops."""
+    exec(compile(source, os.path.join(os.path.dirname(__file__), f"<{label}>"), "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+DTYPE_RULES = {"same": promote, "float": promote_to_float, "bool": lambda *d: np.dtype(bool)}
+
+
+class ElementwiseOp(Operation):
+    """An op computed value by value from inputs of one broadcast shape, made from one expression."""
+
+    abstract = True
+    elementwise = True
+    input_names = ()      # the expression's inputs, in order
+    attributes = {}       # numeric attributes and their defaults (alpha, ...)
+    expression = None     # the tree of the expression (ops/expressions.py)
+    onnx = None           # the ONNX operator of the same meaning, if there is one ("LeakyRelu", "Mod(fmod=1)")
+    dtype_rule = promote
+    kernel = None         # attribute-free ops: compute's expression alone, without the cast to the op's dtype
+
+    def __init__(self, *inputs, name=None, **attributes):
+        """Op(*inputs, *attributes, name=None): the inputs, then the attributes by position or by name."""
+        inputs, extra = inputs[:len(self.input_names)], inputs[len(self.input_names):]
+        check = Arguments(self, name, *inputs)
+        if len(inputs) != len(self.input_names) or len(extra) > len(self.attributes):
+            raise ArgumentError(f"{self.op_type} takes {len(self.input_names)} input(s) "
+                                f"({', '.join(self.input_names)}) and the attributes {list(self.attributes)}, "
+                                f"got {len(inputs) + len(extra)} arguments")
+        attributes.update(zip(self.attributes, extra))
+        for attribute, default in self.attributes.items():
+            setattr(self, attribute, check.number(attribute, attributes.pop(attribute, default)))
+        if attributes:
+            raise ArgumentError(f"{self.op_type} has no attribute {sorted(attributes)}; it has "
+                                f"{sorted(self.attributes) or 'none'}")
+        super().__init__(*inputs, name=name)
+
+    def infer_shape(self, *shapes):
+        return broadcast_shapes(*shapes)
+
+    def infer_dtype(self, *dtypes):
+        """The table's rule (tinyflow/dtypes.py), once numpy's kernel is known to take these dtypes."""
+        key = (type(self), dtypes)
+        if key not in _ACCEPTED:
+            self.dtype = None  # the kernel's own result dtype, not cast
+            try:
+                with np.errstate(all="ignore"):
+                    self.compute(*[np.ones(1, d) for d in dtypes])
+            except TypeError as err:
+                raise ShapeError(f"{self.op_type} does not take inputs of dtype {', '.join(map(str, dtypes))} "
+                                 f"({err}); convert them first, e.g. tfl.cast(x, 'float32')") from None
+            _ACCEPTED[key] = type(self).dtype_rule(*dtypes)
+        return _ACCEPTED[key]
+
+
+_ACCEPTED = {}  # (op class, input dtypes) -> output dtype, once numpy's kernel computed on such inputs
+
+
+def _numpy_kernel(cls):
+    """The class's `compute`: the expression as numpy code, its result in the op's dtype."""
+    source = expressions.text(cls.expression)
+    words = {w: NUMPY[w] for w in expressions.names(ast.parse(source, mode="eval")) if w in NUMPY}
+    guarded = any(isinstance(n, ast.Call) and n.func.id in _WARNS for n in ast.walk(cls.expression)) and \
+        any(isinstance(n, ast.Call) and n.func.id == "where" for n in ast.walk(cls.expression))
+    attributes = "".join(f"    {a} = self.{a}\n" for a in cls.attributes)
+    if cls.dtype_rule is promote_to_float:  # integers become the float type first (-abs of a uint8 wraps around)
+        attributes += "".join(f"    if {x}.dtype.kind not in 'fc': {x} = {x}.astype(self.dtype or float32)\n"
+                              for x in cls.input_names)
+    body = f"out = {source}"
+    if guarded:  # both branches of `where` are computed: a warning from the discarded one means nothing
+        body = f"with errstate(all='ignore'):\n        {body}"
+    code = (f"def compute(self, {', '.join(cls.input_names)}):\n{attributes}    {body}\n"
+            "    return out if out.dtype is self.dtype else asarray(out, self.dtype)\n")
+    if not cls.attributes and not guarded:  # the bare expression, for callers that know the dtype comes out right
+        code += f"def kernel(self, {', '.join(cls.input_names)}):\n    return {source}\n"
+    namespace = dict(NUMPY, errstate=np.errstate, asarray=np.asarray, float32=np.float32)
+    namespace = _define(code, f"{cls.op_type}.compute: {source}", namespace)
+    namespace["compute"].__doc__ = f"y = {source}, with numpy."
+    cls.kernel = namespace.get("kernel")
+    return namespace["compute"]
+
+
+def make_op(op_type, input_names, expression, attributes=(), dtype="same", gradients=None, doc=""):
+    """The ElementwiseOp class of one expression, with its gradient registered as the table's row says."""
+    tree = expressions.parse(expression)
+    cls = type(op_type, (ElementwiseOp,), {
+        "input_names": tuple(input_names), "attributes": dict(attributes), "expression": tree,
+        "dtype_rule": staticmethod(DTYPE_RULES[dtype]), "__module__": __name__, "__qualname__": op_type,
+        "__doc__": f"{doc or op_type}\n\n    y = {expressions.text(tree)}"})
+    cls.compute = _numpy_kernel(cls)
+    if gradients is False:
+        not_differentiable(cls)
+        return cls
+    cls.gradients = expressions.gradients(tree, input_names, gradients)
+    cls.__doc__ += "\n    " + "; ".join(f"gradient for {x}: {expressions.text(t)}" for x, t in
+                                         zip(input_names, cls.gradients) if t is not None)
+
+    def first_call(op, grad):  # the gradient ops of a gradient op are made when first needed, not all at once
+        function = register_gradient(cls)(_gradient_function(cls))
+        return function(op, grad)
+    register_gradient(cls)(first_call)
+    return cls
+
+
+def _gradient_function(cls):
+    """`gradient(op, g)` of cls as Python source: one expression per input, e.g. for Sigmoid
+        def gradient(op, g):
+            x, = op.inputs
+            y = op
+            return [SigmoidGrad(y, g)]
+    """
+    items, namespace = [], {"zeros_like": zeros_like}
+    for index, tree in enumerate(cls.gradients):
+        if tree is None:
+            items.append("None")
+        elif isinstance(tree, ast.Constant):  # a constant derivative: 0 for floor, ceil, sign
+            items.append("zeros_like(g)")
+        elif expressions.is_one_operation(tree):
+            items.append(expressions.text(tree))
+        else:
+            grad_op, names = _gradient_op(cls, index, tree)
+            namespace[grad_op.op_type] = grad_op
+            arguments = [*names, *(f"{a}={a}" for a in grad_op.attributes)]
+            items.append(f"{grad_op.op_type}({', '.join(arguments)})")
+    returned = f"[{', '.join(items)}]"
+    used = set(expressions.names(ast.parse(returned, mode="eval")))
+    inputs = [n if n in used else "_" for n in cls.input_names]
+    source = ("def gradient(op, g):\n" + (f"    {''.join(n + ', ' for n in inputs)}= op.inputs\n" if used - {"g"} else "")
+              + ("    y = op\n" if "y" in used else "")
+              + "".join(f"    {a} = op.{a}\n" for a in cls.attributes if a in used) + f"    return {returned}\n")
+    return _define(source, f"gradient of {cls.op_type}", namespace)["gradient"]
+
+
+GRADIENT_OPS = {}  # (op class, input index) -> (gradient op class, the names its inputs are given)
+
+
+def _gradient_op(cls, index, tree):
+    """The op computing input `index`'s gradient expression of cls in one kernel (SigmoidGrad, DivideGrad1)."""
+    if (cls, index) not in GRADIENT_OPS:
+        name, inputs, expression, attributes, reads = expressions.gradient_op(
+            cls.op_type, cls.input_names, cls.attributes, index, tree)
+        grad_op = make_op(name, inputs, expression, attributes,
+                          doc=f"The gradient of {cls.op_type} for its input {cls.input_names[index]}.")
+        GRADIENT_OPS[cls, index] = grad_op, reads
+    return GRADIENT_OPS[cls, index]
+
+
+def gradient_ops():
+    """The first-order gradient ops of every row (the C build generates their kernels too)."""
+    for cls in OPS.values():
+        for index, tree in enumerate(getattr(cls, "gradients", ())):
+            if tree is not None and not expressions.is_one_operation(tree):
+                _gradient_op(cls, index, tree)
+    return {grad_op.op_type: grad_op for grad_op, _ in GRADIENT_OPS.values()}
+
+
+def _public_function(fn_name, cls, doc):
+    """`tfl.<fn_name>(inputs..., attributes=defaults, name=None)` building cls."""
+    params = [*cls.input_names, *(f"{a}={v!r}" for a, v in cls.attributes.items()), "name=None"]
+    passed = [*cls.input_names, *(f"{a}={a}" for a in cls.attributes), "name=name"]
+    namespace = {"cls": cls}
+    source = f"def {fn_name}({', '.join(params)}):\n    return cls({', '.join(passed)})\n"
+    function = _define(source, f"tfl.{fn_name}", namespace)[fn_name]
+    function.__doc__, function.__module__ = doc, __name__
+    return function
+
+
+# ---------------------------------------------------------------- elementwise ops that are not one expression
+class Cast(Operation):
+    """x converted to `dtype`.  Gradient: g cast back (none for integer results)."""
+
+    elementwise = True
+
+    def __init__(self, x, dtype, name=None):
+        self.target_dtype = Arguments(self, name, x).dtype("dtype", dtype)
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        return x.astype(self.target_dtype, copy=False)
+
+    def infer_shape(self, x_shape):
+        return x_shape
+
+    def infer_dtype(self, x):
+        return self.target_dtype
+
+
+def cast(x, dtype, name=None):
+    """x converted to dtype (returns x itself when it already has it)."""
+    x = as_node(x)
+    if x.dtype == Arguments(Cast, name, x).dtype("dtype", dtype):
+        return x
+    return Cast(x, dtype, name=name)
+
+
+@register_gradient(Cast)
+def _cast_grad(op, grad):
+    source = op.inputs[0].dtype
+    if not (np.issubdtype(source, np.floating) and np.issubdtype(op.dtype, np.floating)):
+        return [None]
+    return [cast(grad, source)]
+
+
+class ZerosLike(Operation):
+    """An array of zeros with x's run-time shape and dtype."""
+
+    elementwise = True
+
+    def compute(self, x):
+        return np.zeros_like(x)
+
+    def infer_shape(self, x_shape):
+        return x_shape
+
+
+class OnesLike(ZerosLike):
+    """An array of ones with x's run-time shape and dtype (seeds backprop)."""
+
+    def compute(self, x):
+        return np.ones_like(x)
+
+
+def zeros_like(x, name=None):
+    """Zeros with x's run-time shape."""
+    return ZerosLike(x, name=name)
+
+
+def ones_like(x, name=None):
+    """Ones with x's run-time shape."""
+    return OnesLike(x, name=name)
+
+
+not_differentiable(ZerosLike, OnesLike)
+
+
+def clip(x, min=None, max=None, name=None):  # noqa: A002 - numpy's and torch's argument names
+    """x limited to [min, max] elementwise; a bound left None does not limit (torch.clamp, np.clip)."""
+    x = as_node(x)
+    bounds = []
+    for bound, extreme in ((min, 0), (max, -1)):
+        if bound is None:
+            kind = x.dtype.kind
+            bound = (np.array([-np.inf, np.inf], x.dtype)[extreme] if kind == "f" else
+                     np.array([np.iinfo(x.dtype).min, np.iinfo(x.dtype).max], x.dtype)[extreme] if kind in "iu"
+                     else np.array([False, True])[extreme])
+        bounds.append(as_node(bound, like=x))
+    return OPS["Clip"](x, *bounds, name=name)
+
+
+def gelu(x, approximate="none", name=None):
+    """The Gaussian error linear unit x Φ(x); approximate="tanh" uses the tanh formula (as PyTorch and ONNX)."""
+    if approximate not in ("none", "tanh"):
+        Arguments(OPS["Gelu"], name, x).fail("approximate", approximate, "is not 'none' or 'tanh'",
+                                             "pass approximate='none' (exact, with erf) or 'tanh'")
+    return (OPS["GeluTanh"] if approximate == "tanh" else OPS["Gelu"])(x, name=name)
+
+
+SELU_ALPHA = 1.6732632423543772848170429916717  # Klambauer et al. 2017, as PyTorch and ONNX
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(x, alpha=SELU_ALPHA, scale=SELU_SCALE, name=None):
+    """The self-normalising elu: scale · elu(x, alpha), with the constants of Klambauer et al. by default."""
+    return PUBLIC["multiply"](PUBLIC["elu"](x, alpha), scale, name=name)
+
+
+def hard_sigmoid(x, alpha=1 / 6, beta=0.5, name=None):
+    """max(0, min(1, alpha x + beta)); the defaults are PyTorch's (ONNX's alpha is 0.2)."""
+    return clip(x * alpha + beta, 0.0, 1.0, name=name)
+
+
+def hard_swish(x, name=None):
+    """x · hard_sigmoid(x) = x · relu6(x + 3) / 6 (MobileNetV3's activation, as PyTorch)."""
+    return PUBLIC["multiply"](x, hard_sigmoid(x), name=name)
+
+
+OPS, PUBLIC = {}, {}  # op type -> class; function name -> tfl. function
+for _row in ELEMENTWISE:
+    _name, _inputs, _attributes = expressions.signature(_row["signature"])
+    OPS[_row["op_type"]] = _cls = make_op(_row["op_type"], _inputs, _row["expression"], _attributes, _row["dtype"],
+                                         _row["gradients"], _row["doc"])
+    _cls.onnx = _row["onnx"]
+    if _name:
+        PUBLIC[_name] = _public_function(_name, _cls, _row["doc"])
+GRADIENTS = gradient_ops()  # SigmoidGrad, ReluGrad, DivideGrad1, ...: op type -> class
+PUBLIC.update(cast=cast, zeros_like=zeros_like, ones_like=ones_like, clip=clip, gelu=gelu, selu=selu,
+              hard_sigmoid=hard_sigmoid, hard_swish=hard_swish)
+globals().update(OPS)
+globals().update(GRADIENTS)
+globals().update(PUBLIC)
+__all__ = [*OPS, *GRADIENTS, *PUBLIC, "Cast", "ZerosLike", "OnesLike", "ElementwiseOp", "OPS", "PUBLIC"]
