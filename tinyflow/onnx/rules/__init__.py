@@ -1,7 +1,7 @@
 """ONNX op rules, both directions: how an ONNX node becomes tinyflow ops, and how a tinyflow op becomes ONNX.
 
-One file per op family (core, elementwise, reductions, tensor, nn, control_flow); the import rule and the
-export rule of an op sit side by side, so they stay inverse. Adding an op is adding functions:
+One file per op family (core, elementwise, reductions, tensor, nn, recurrent, control_flow); the import rule and
+the export rule of an op sit side by side, so they stay inverse. Adding an op is adding functions:
 
     from . import exports, imports
 
@@ -71,4 +71,4 @@ def same_op(onnx_type):
     return lambda ex, node: ex.emit(onnx_type, [ex.name_of(i) for i in node.inputs], onnx_type)
 
 
-from . import control_flow, core, elementwise, nn, reductions, tensor  # noqa: E402,F401 - they register rules
+from . import control_flow, core, elementwise, nn, recurrent, reductions, tensor  # noqa: E402,F401 - register rules
