@@ -28,7 +28,8 @@ def import_recurrent(ctx, node):
     cell = _cell(ctx, kind, len(directions))
     for attribute in ("clip", "activation_alpha", "activation_beta") + (("input_forget",) if kind == "LSTM" else ()):
         if ctx.attr(attribute, None) not in (None, 0, []):
-            raise ctx.unsupported(f"the attribute {attribute}={ctx.attr(attribute)} (tinyflow's cells have none)")
+            raise ctx.unsupported(f"the attribute {attribute}={ctx.attr(attribute)} (tinyflow's cells compute "
+                                  f"torch.nn.{kind}'s formulas, without it)")
     if kind == "LSTM" and ctx.has_input(7):
         raise ctx.unsupported("peephole weights P (input 7)")
     layout = ctx.attr("layout", 0)
@@ -39,6 +40,9 @@ def import_recurrent(ctx, node):
     hidden = r.shape[-1]
     if ctx.attr("hidden_size", hidden) != hidden:
         raise ctx.fail(f"hidden_size={ctx.attr('hidden_size')} differs from R's shape {r.shape}")
+    if x.shape[0] is None:
+        raise ctx.unsupported(f"X of shape {ctx.input_shape(0)} has no fixed sequence length, and tinyflow unrolls "
+                              "the time steps; export the model with a fixed sequence length (no dynamic time axis)")
     _check_sequence_lens(ctx, x.shape[0])
     gates = len(_TORCH_ORDER[kind])
     rows = np.concatenate([np.arange(g * hidden, (g + 1) * hidden) for g in _TORCH_ORDER[kind]])
@@ -64,8 +68,9 @@ def _cell(ctx, kind, directions):
     if kind == "RNN" and activations in (["relu"] * directions, ["tanh"] * directions):
         return functools.partial(rnn_cell, nonlinearity=activations[0])
     if activations != default:
+        computes = "Tanh or Relu" if kind == "RNN" else ", ".join(a.title() for a in _ACTIVATIONS[kind])
         raise ctx.unsupported(f"the attribute activations={ctx.attr('activations')} (tinyflow's {kind} cell "
-                              f"computes {default[:len(default) // directions]} per direction)")
+                              f"computes {computes} in each direction)")
     if kind == "GRU":
         return functools.partial(gru_cell, linear_before_reset=bool(ctx.attr("linear_before_reset", 0)))
     return lstm_cell
@@ -78,6 +83,6 @@ def _check_sequence_lens(ctx, steps):
     lengths = ctx.value(4)
     if lengths is None:
         raise ctx.unsupported("sequence_lens computed at run time (give every sequence the full length and drop it)")
-    if steps is None or np.any(lengths != steps):
+    if np.any(lengths != steps):
         raise ctx.unsupported(f"sequence_lens {lengths.tolist()} on sequences of length {steps}: tinyflow runs every "
-                              "sequence over all time steps (pad the batch or import one length at a time)")
+                              "sequence over all time steps (export the model for full-length sequences only)")
