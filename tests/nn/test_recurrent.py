@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
+from tinyflow.jit import InputSpec
 from tinyflow.nn.recurrent import gru_cell, lstm_cell, rnn_cell, unroll
 from tinyflow.testing import gradcheck
 
@@ -143,3 +144,11 @@ def test_parameters_carry_torchs_names_and_shapes():
     ours, theirs = tfl.nn.LSTM(4, 5, num_layers=2, bidirectional=True), torch.nn.LSTM(4, 5, 2, bidirectional=True)
     assert [(v.name.rsplit("/", 1)[-1], v.shape) for v in ours.parameters()] == \
         [(n, tuple(p.shape)) for n, p in theirs.named_parameters()]
+
+
+def test_to_static_lstm_equals_the_eager_layer():
+    layer = tfl.nn.LSTM(4, 5, num_layers=2)
+    static = tfl.jit.to_static(layer, input_spec=[InputSpec([3, None, 4], "float32", "x")])
+    x = RNG.standard_normal((3, 2, 4)).astype(np.float32)
+    for got, want in zip(results(*static(x)), results(*layer(tfl.tensor(x)))):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
