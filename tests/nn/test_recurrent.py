@@ -136,8 +136,19 @@ def test_a_single_unbatched_sequence_is_a_shape_error_that_says_to_add_a_batch_a
 
 
 def test_an_unknown_rnn_nonlinearity_is_refused_with_the_choices():
-    with pytest.raises(ValueError, match="'tanh' or 'relu'"):
+    with pytest.raises(tfl.ArgumentError, match="'tanh' or 'relu'"):
         tfl.nn.RNN(4, 5, nonlinearity="gelu")
+
+
+def test_an_lstm_given_only_h0_is_refused_asking_for_both_states():
+    h0 = tfl.tensor(np.zeros((1, 2, 5), np.float32))
+    with pytest.raises(tfl.ArgumentError, match=r"\(h_0, c_0\), got 1"):
+        tfl.nn.LSTM(4, 5)(tfl.tensor(np.zeros((3, 2, 4), np.float32)), h0)
+
+
+def test_an_input_of_the_wrong_feature_size_is_a_shape_error_naming_the_expected_shape():
+    with pytest.raises(tfl.ShapeError, match=r"\(N, T, 4\), got shape \(2, 3, 6\)"):
+        tfl.nn.RNN(4, 5, batch_first=True)(tfl.tensor(np.zeros((2, 3, 6), np.float32)))
 
 
 def test_parameters_carry_torchs_names_and_shapes():

@@ -7,7 +7,7 @@ GRU r, z, n): weight_ih (gates·H, I), weight_hh (gates·H, H), biases (gates·H
 """
 import functools
 
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from ..ops.activations import relu, sigmoid, tanh
 from ..ops.array_ops import concat, get_item, reshape, transpose
 from ..ops.matmul import matmul
@@ -69,7 +69,7 @@ def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False):
 class _Recurrent(Layer):
     """A stack of recurrent layers with torch.nn.LSTM/GRU/RNN's arguments, weights and results."""
 
-    gates, cell = None, None
+    gates = states = cell = None  # set by each kind
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, bidirectional=False,
                  name=None, dtype="float32"):
@@ -91,13 +91,17 @@ class _Recurrent(Layer):
                 self.weights.append(found)
 
     def forward(self, x, hx=None):
-        if x.shape is None or len(x.shape) != 3:
+        kind = type(self).__name__
+        if x.shape is None or len(x.shape) != 3 or x.shape[-1] not in (None, self.input_size):
             axes = "N, T" if self.batch_first else "T, N"
-            raise ShapeError(f"{type(self).__name__} expects an input of rank 3 ({axes}, {self.input_size}), got "
-                             f"shape {x.shape}; add a batch axis to a single sequence")
+            raise ShapeError(f"{kind} expects an input of shape ({axes}, {self.input_size}), got shape {x.shape}; "
+                             "add a batch axis to a single sequence")
+        initial = (hx if isinstance(hx, (tuple, list)) else (hx,)) if hx is not None else (None,) * self.states
+        if len(initial) != self.states:
+            raise ArgumentError(f"{kind} takes its initial state as {'(h_0, c_0)' if self.states == 2 else 'h_0'}, "
+                                f"got {len(initial)} tensor(s)")
         if self.batch_first:
             x = transpose(x, (1, 0, 2))
-        initial = (hx if isinstance(hx, (tuple, list)) else (hx,)) if hx is not None else (None,) * self.states
         directions, finals = 2 if self.bidirectional else 1, []
         for layer in range(self.num_layers):
             outputs = []
@@ -133,6 +137,6 @@ class RNN(_Recurrent):
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
                  bidirectional=False, name=None, dtype="float32"):
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+            raise ArgumentError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         self.cell = functools.partial(rnn_cell, nonlinearity=nonlinearity)
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, bidirectional, name, dtype)
