@@ -7,6 +7,7 @@ from .init import register_initializer, registered_initializers
 from .layer import Dropout, Flatten, Layer, Sequential, training_flag, update_ops
 from .linear import Linear
 from .normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm
+from .recurrent import GRU, LSTM, RNN
 from .losses import mse_loss, sigmoid_cross_entropy, softmax_cross_entropy
 
 __all__ = ["mse_loss", "softmax_cross_entropy", "sigmoid_cross_entropy",
@@ -15,5 +16,5 @@ __all__ = ["mse_loss", "softmax_cross_entropy", "sigmoid_cross_entropy",
            "Layer", "Linear", "Conv1D", "Conv2D", "Conv3D", "ConvTranspose1D", "ConvTranspose2D", "ConvTranspose3D",
            "MaxPool1D", "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D", "AvgPool3D", "Flatten", "Dropout",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "batch_norm", "LayerNorm", "GroupNorm", "InstanceNorm1d",
-           "InstanceNorm2d", "InstanceNorm3d",
+           "InstanceNorm2d", "InstanceNorm3d", "LSTM", "GRU", "RNN",
            "Sequential", "training_flag", "update_ops"]

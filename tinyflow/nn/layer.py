@@ -50,16 +50,16 @@ class Layer:
     def __repr__(self):
         return f"<{type(self).__name__} '{self.scope}'>"
 
-    def __call__(self, x):
+    def __call__(self, x, *state):
         if is_eager(x):  # compute at once; ops on this layer's Variables are eager too
             Operation.eager_variables += 1
             try:
-                return self.forward(x)
+                return self.forward(x, *state)
             finally:
                 Operation.eager_variables -= 1
         x = as_node(x)
         with self.graph.name_scope(self.scope + "/"):
-            return self.forward(x)
+            return self.forward(x, *state)
 
     def sublayers(self):
         """The layers inside this one (Sequential's list)."""
@@ -81,8 +81,8 @@ class Layer:
         for var in self.parameters():
             var.grad = None
 
-    def forward(self, x):
-        """Build this layer's ops on node x and return the output node."""
+    def forward(self, x, *state):
+        """Build this layer's ops on node x (and a recurrent layer's initial state) and return the output."""
         raise NotImplementedError
 
     def add_variable(self, name, shape, init, fan_in=1, fan_out=1, trainable=True):

@@ -1,7 +1,7 @@
 """ONNX op rules, both directions: how an ONNX node becomes tinyflow ops, and how a tinyflow op becomes ONNX.
 
-One file per op family (core, elementwise, reductions, tensor, nn, control_flow); the import rule and the
-export rule of an op sit side by side, so they stay inverse. Adding an op is adding functions:
+One file per op family (core, elementwise, reductions, tensor, nn, recurrent, control_flow); the import rule and
+the export rule of an op sit side by side, so they stay inverse. Adding an op is adding functions:
 
     from . import exports, imports
 
@@ -44,4 +44,4 @@ An export rule `fn(ex, node)` gets the exporter (tinyflow/onnx/export.py: `ex.na
 tinyflow node, and returns the ONNX value name holding the node's result.
 """
 from .registry import EXPORTS, IMPORTS, OPSET, exports, imports, same_op  # noqa: F401 - the tables
-from . import control_flow, core, elementwise, nn, reductions, tensor  # noqa: E402,F401 - they register rules
+from . import control_flow, core, elementwise, nn, recurrent, reductions, tensor  # noqa: E402,F401 - they register rules

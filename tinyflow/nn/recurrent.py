@@ -1,0 +1,142 @@
+"""Recurrent layers LSTM, GRU and RNN as torch.nn's, unrolled over the (known) sequence length from tinyflow's ops.
+
+The cell math lives in one function per kind (`lstm_cell`, `gru_cell`, `rnn_cell`) and one driver, `unroll`,
+runs a cell over time; the layers and the ONNX import (tinyflow/onnx/rules/recurrent.py) both use them, so a
+fused cell kernel can replace the math in one place. Weights keep torch's layout and gate order (LSTM i, f, g, o;
+GRU r, z, n): weight_ih (gates·H, I), weight_hh (gates·H, H), biases (gates·H,), so torch weights load one to one.
+"""
+import functools
+
+from ..errors import ArgumentError, ShapeError
+from ..ops.activations import relu, sigmoid, tanh
+from ..ops.array_ops import concat, get_item, reshape, transpose
+from ..ops.matmul import matmul
+from ..ops.shape_ops import split, stack
+from ..ops.unary_ops import zeros_like
+from .layer import Layer
+
+
+def _linear(x, w_t, b):
+    return matmul(x, w_t) if b is None else matmul(x, w_t) + b
+
+
+def lstm_cell(x_gates, state, w_hh_t, b_hh):
+    """One LSTM step: x_gates = x W_ihᵀ + b_ih, state (h, c) -> (h', c'), gates i, f, g, o as torch."""
+    h, c = state
+    i, f, g, o = split(x_gates + _linear(h, w_hh_t, b_hh), 4, axis=-1)
+    c = sigmoid(f) * c + sigmoid(i) * tanh(g)
+    return sigmoid(o) * tanh(c), c
+
+
+def gru_cell(x_gates, state, w_hh_t, b_hh, linear_before_reset=True):
+    """One GRU step, gates r, z, n as torch; linear_before_reset=False: ONNX's n = tanh(x_n + (r h) W_hnᵀ + b_hn)."""
+    h, = state
+    x_r, x_z, x_n = split(x_gates, 3, axis=-1)
+    size = x_n.shape[-1]
+    w_rz, w_n = split(w_hh_t, [2 * size, size], axis=-1)
+    b_rz, b_n = (None, None) if b_hh is None else split(b_hh, [2 * size, size], axis=-1)
+    h_r, h_z = split(_linear(h, w_rz, b_rz), 2, axis=-1)
+    r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z)
+    n = tanh(x_n + (r * _linear(h, w_n, b_n) if linear_before_reset else _linear(r * h, w_n, b_n)))
+    return (n + z * (h - n),)  # (1 - z) n + z h
+
+
+def rnn_cell(x_gates, state, w_hh_t, b_hh, nonlinearity="tanh"):
+    """One Elman RNN step: h' = act(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh), act tanh or relu."""
+    return ((tanh if nonlinearity == "tanh" else relu)(x_gates + _linear(state[0], w_hh_t, b_hh)),)
+
+
+def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False):
+    """One direction of one layer over time-major x (T, N, I): (outputs (T, N, H), final state tuple).
+
+    `state` holds the initial (N, H) nodes of the cell, None for zeros. The input projection of all steps
+    is one matrix product; only the hidden one is done per step.
+    """
+    steps, size, hidden = x.shape[0], x.shape[-1], w_hh.shape[-1]
+    if steps is None:
+        raise ShapeError(f"a recurrent layer needs a known sequence length, got an input of shape {x.shape}; "
+                         "give the time axis a fixed size (it is unrolled step by step)")
+    x_gates = reshape(_linear(reshape(x, (-1, size)), transpose(w_ih), b_ih), (steps, -1, w_ih.shape[0]))
+    zeros = zeros_like(get_item(x_gates, (0, slice(None), slice(0, hidden)))) if None in state else None
+    state = tuple(zeros if s is None else s for s in state)
+    w_hh_t, outputs = transpose(w_hh), [None] * steps
+    for t in reversed(range(steps)) if reverse else range(steps):
+        state = cell(get_item(x_gates, t), state, w_hh_t, b_hh)
+        outputs[t] = state[0]
+    return stack(outputs, 0), state
+
+
+class _Recurrent(Layer):
+    """A stack of recurrent layers with torch.nn.LSTM/GRU/RNN's arguments, weights and results."""
+
+    gates = states = cell = None  # set by each kind
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, bidirectional=False,
+                 name=None, dtype="float32"):
+        super().__init__(name, dtype)
+        self.input_size, self.hidden_size, self.num_layers = int(input_size), int(hidden_size), int(num_layers)
+        self.bias, self.batch_first, self.bidirectional = bias, batch_first, bidirectional
+        self.weights = []  # per layer and direction: (weight_ih, weight_hh, bias_ih, bias_hh)
+        directions = 2 if bidirectional else 1
+        for layer in range(self.num_layers):
+            for suffix in ["", "_reverse"][:directions]:
+                size = self.input_size if layer == 0 else self.hidden_size * directions
+                shapes = {"weight_ih": (size,), "weight_hh": (self.hidden_size,), "bias_ih": (), "bias_hh": ()}
+                names = [f"{kind}_l{layer}{suffix}" for kind in shapes]
+                # torch draws every weight and bias from U(-1/√H, 1/√H): "uniform" with fan_in H
+                found = [self.add_variable(n, (self.gates * self.hidden_size,) + s, "uniform", self.hidden_size)
+                         if bias or n.startswith("weight") else None for n, s in zip(names, shapes.values())]
+                for n, var in zip(names, found):
+                    setattr(self, n, var)
+                self.weights.append(found)
+
+    def forward(self, x, hx=None):
+        kind = type(self).__name__
+        if x.shape is None or len(x.shape) != 3 or x.shape[-1] not in (None, self.input_size):
+            axes = "N, T" if self.batch_first else "T, N"
+            raise ShapeError(f"{kind} expects an input of shape ({axes}, {self.input_size}), got shape {x.shape}; "
+                             "add a batch axis to a single sequence")
+        initial = (hx if isinstance(hx, (tuple, list)) else (hx,)) if hx is not None else (None,) * self.states
+        if len(initial) != self.states:
+            raise ArgumentError(f"{kind} takes its initial state as {'(h_0, c_0)' if self.states == 2 else 'h_0'}, "
+                                f"got {len(initial)} tensor(s)")
+        if self.batch_first:
+            x = transpose(x, (1, 0, 2))
+        directions, finals = 2 if self.bidirectional else 1, []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                k = layer * directions + direction
+                state = tuple(None if s is None else get_item(s, k) for s in initial)
+                output, state = unroll(self.cell, x, *self.weights[k], state, reverse=direction == 1)
+                outputs.append(output)
+                finals.append(state)
+            x = outputs[0] if directions == 1 else concat(outputs, -1)
+        output = transpose(x, (1, 0, 2)) if self.batch_first else x
+        final = tuple(stack(list(s), 0) for s in zip(*finals))
+        return (output, final) if self.states == 2 else (output, final[0])
+
+
+class LSTM(_Recurrent):
+    """Long short-term memory, as torch.nn.LSTM: (output, (h_n, c_n)) = lstm(x, (h_0, c_0))."""
+
+    gates, states, cell = 4, 2, staticmethod(lstm_cell)
+
+
+class GRU(_Recurrent):
+    """Gated recurrent unit, as torch.nn.GRU: (output, h_n) = gru(x, h_0)."""
+
+    gates, states, cell = 3, 1, staticmethod(gru_cell)
+
+
+class RNN(_Recurrent):
+    """Elman RNN with tanh or relu, as torch.nn.RNN: (output, h_n) = rnn(x, h_0)."""
+
+    gates, states = 1, 1
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
+                 bidirectional=False, name=None, dtype="float32"):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ArgumentError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        self.cell = functools.partial(rnn_cell, nonlinearity=nonlinearity)
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, bidirectional, name, dtype)

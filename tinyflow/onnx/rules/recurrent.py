@@ -1,0 +1,88 @@
+"""Recurrent ops: LSTM, GRU, RNN, imported onto tinyflow's cells (tinyflow/nn/recurrent.py), so they train.
+
+ONNX packs one layer's directions in W (D, gates·H, I), R (D, gates·H, H) and B (D, 2·gates·H) with gates
+i, o, f, c (LSTM) and z, r, h (GRU); the rule gathers each direction's rows into torch's order (i, f, g, o and
+r, z, n), which the cells use. The gathers are ops on the Variables, so gradients reach the initializers.
+"""
+import functools
+
+import numpy as np
+
+from ... import ops
+from ...nn.recurrent import gru_cell, lstm_cell, rnn_cell, unroll
+from .registry import imports
+
+_TORCH_ORDER = {"LSTM": [0, 2, 3, 1], "GRU": [1, 0, 2], "RNN": [0]}  # ONNX gate blocks in torch's gate order
+_ACTIVATIONS = {"LSTM": ["sigmoid", "tanh", "tanh"], "GRU": ["sigmoid", "tanh"], "RNN": ["tanh"]}
+
+
+@imports("LSTM", "GRU", "RNN")
+def import_recurrent(ctx, node):
+    """One recurrent layer, forward, reverse or bidirectional; outputs Y, Y_h (and Y_c for LSTM)."""
+    kind = node.op_type
+    x, w, r, b = ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3)
+    directions = ["forward", "reverse"] if ctx.attr("direction", "forward") == "bidirectional" else \
+        [ctx.attr("direction", "forward")]
+    if directions[0] not in ("forward", "reverse"):
+        raise ctx.fail(f"direction={directions[0]!r} is not forward, reverse or bidirectional")
+    cell = _cell(ctx, kind, len(directions))
+    for attribute in ("clip", "activation_alpha", "activation_beta") + (("input_forget",) if kind == "LSTM" else ()):
+        if ctx.attr(attribute, None) not in (None, 0, []):
+            raise ctx.unsupported(f"the attribute {attribute}={ctx.attr(attribute)} (tinyflow's cells compute "
+                                  f"torch.nn.{kind}'s formulas, without it)")
+    if kind == "LSTM" and ctx.has_input(7):
+        raise ctx.unsupported("peephole weights P (input 7)")
+    layout = ctx.attr("layout", 0)
+    if x.shape is None or len(x.shape) != 3 or r.shape is None or None in r.shape:
+        raise ctx.fail(f"X (shape {x.shape}) must be of rank 3 and R (shape {r.shape}) of known shape")
+    if layout:
+        x = ops.transpose(x, (1, 0, 2))  # (N, T, I) -> the time-major (T, N, I) the cells run over
+    hidden = r.shape[-1]
+    if ctx.attr("hidden_size", hidden) != hidden:
+        raise ctx.fail(f"hidden_size={ctx.attr('hidden_size')} differs from R's shape {r.shape}")
+    if x.shape[0] is None:
+        raise ctx.unsupported(f"X of shape {ctx.input_shape(0)} has no fixed sequence length, and tinyflow unrolls "
+                              "the time steps; export the model with a fixed sequence length (no dynamic time axis)")
+    _check_sequence_lens(ctx, x.shape[0])
+    gates = len(_TORCH_ORDER[kind])
+    rows = np.concatenate([np.arange(g * hidden, (g + 1) * hidden) for g in _TORCH_ORDER[kind]])
+    initial = [ctx.input(i) for i in ((5, 6) if kind == "LSTM" else (5,))]
+    outputs, finals = [], []
+    for d, direction in enumerate(directions):
+        biases = [None, None] if b is None else [ops.get_item(b, (d, rows + k * gates * hidden)) for k in (0, 1)]
+        weights = [ops.get_item(w, (d, rows)), ops.get_item(r, (d, rows))] + biases
+        state = tuple(None if s is None else ops.get_item(s, (slice(None), d) if layout else d) for s in initial)
+        output, state = unroll(cell, x, *weights, state, reverse=direction == "reverse")
+        outputs.append(output)
+        finals.append(state)
+    y = ops.stack(outputs, 1)  # (T, D, N, H)
+    results = [ops.transpose(y, (2, 0, 1, 3)) if layout else y]  # layout 1: (N, T, D, H)
+    results += [ops.stack(list(s), 1 if layout else 0) for s in zip(*finals)]  # (D, N, H) or (N, D, H)
+    return tuple(result if ctx.output_used(k) else None for k, result in enumerate(results))
+
+
+def _cell(ctx, kind, directions):
+    """The tinyflow cell for the node's activations (only the defaults, and Relu for RNN, are supported)."""
+    default = _ACTIVATIONS[kind] * directions
+    activations = [a.lower() for a in ctx.attr("activations", default)]
+    if kind == "RNN" and activations in (["relu"] * directions, ["tanh"] * directions):
+        return functools.partial(rnn_cell, nonlinearity=activations[0])
+    if activations != default:
+        computes = "Tanh or Relu" if kind == "RNN" else ", ".join(a.title() for a in _ACTIVATIONS[kind])
+        raise ctx.unsupported(f"the attribute activations={ctx.attr('activations')} (tinyflow's {kind} cell "
+                              f"computes {computes} in each direction)")
+    if kind == "GRU":
+        return functools.partial(gru_cell, linear_before_reset=bool(ctx.attr("linear_before_reset", 0)))
+    return lstm_cell
+
+
+def _check_sequence_lens(ctx, steps):
+    """sequence_lens is supported when every sequence has the full length (then it changes nothing)."""
+    if not ctx.has_input(4):
+        return
+    lengths = ctx.value(4)
+    if lengths is None:
+        raise ctx.unsupported("sequence_lens computed at run time (give every sequence the full length and drop it)")
+    if np.any(lengths != steps):
+        raise ctx.unsupported(f"sequence_lens {lengths.tolist()} on sequences of length {steps}: tinyflow runs every "
+                              "sequence over all time steps (export the model for full-length sequences only)")
