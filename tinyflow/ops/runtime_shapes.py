@@ -5,12 +5,15 @@ shape is fully known while the graph is built, the ONNX importer folds them into
 ops compute what is only known at run time. None of them is differentiable (integer results, or
 a value that does not depend on any input's value).
 """
+import math
+
 import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
-from ..nodes import Operation
+from ..nodes import Constant, Node, Operation
 from .registry import not_differentiable
+from .shape_ops import known_entries
 
 
 class Shape(Operation):
@@ -71,6 +74,7 @@ class Fill(Operation):
         self.fill_dtype = check.dtype("dtype", dtype) if dtype is not None else self.value.dtype
         if rank_of(dims) not in (None, 1):
             check.fail("dims", dims, f"has shape {dims.shape}", "pass a 1-D int64 vector of dimensions")
+        self.known = known_entries(dims)  # ints and None (known at run time only), or None
         super().__init__(dims, name=name)
 
     def compute(self, dims):
@@ -79,6 +83,8 @@ class Fill(Operation):
         return np.full(tuple(int(d) for d in dims), self.value.reshape(()), dtype=self.fill_dtype)
 
     def infer_shape(self, dims_shape):
+        if self.known is not None and all(d is None or d >= 0 for d in self.known):
+            return tuple(self.known)
         if dims_shape is None or dims_shape[0] is None:
             return None
         return (None,) * dims_shape[0]
@@ -100,6 +106,8 @@ class Arange(Operation):
         for argument, node in (("start", start), ("limit", limit), ("delta", delta)):
             if rank_of(node) not in (None, 0):
                 check.fail(argument, node, f"has shape {node.shape}", "pass a scalar")
+        self.bounds = [np.asarray(x.value if isinstance(x, Constant) else x).item() if isinstance(x, Constant) or
+                       not isinstance(x, Node) else None for x in (start, limit, delta)]  # None: known at run time
         super().__init__(start, limit, delta, name=name)
 
     def compute(self, start, limit, delta):
@@ -108,7 +116,14 @@ class Arange(Operation):
         return np.arange(start, limit, delta, dtype=np.asarray(start).dtype)
 
     def infer_shape(self, start_shape, limit_shape, delta_shape):
-        return (None,)
+        start, limit, delta = self.bounds
+        if None in self.bounds:
+            return (None,)
+        if all(isinstance(v, int) for v in (start, limit, delta)) and delta:
+            return (len(range(start, limit, delta)),)
+        if delta == 0 or not all(math.isfinite(v) for v in (start, limit, delta)):
+            return (None,)
+        return (max(0, math.ceil((limit - start) / delta)),)
 
     def infer_dtype(self, start, limit, delta):
         return start
