@@ -348,7 +348,8 @@ class _Importer:
         made = [n for n in scratch.nodes if not isinstance(n, Constant)]
         if any(n.shape is None or None in n.shape for n in made):
             return None  # a size known only once computed: it may be anything
-        cost = sum(tensor_bytes(n.shape, n.dtype, f"{ctx._where()}: the value '{n.name}' it computes") for n in made)
+        cost = sum(tensor_bytes(n.shape, n.dtype, f"{ctx._where()}: the value '{n.name}' it computes")
+                   + 8 * sum(n.shape) for n in made)  # numpy's temporaries may be as long as a dim (triu's arange)
         if cost > self.fold_left:
             return None
         self.fold_left -= cost

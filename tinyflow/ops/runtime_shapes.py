@@ -13,7 +13,7 @@ from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
 from ..nodes import Constant, Node, Operation
 from .registry import not_differentiable
-from .shape_ops import known_entries
+from .shape_ops import MAX_RANK, known_entries
 
 
 class Shape(Operation):
@@ -87,6 +87,8 @@ class Fill(Operation):
             return tuple(self.known)
         if dims_shape is None or dims_shape[0] is None:
             return None
+        if dims_shape[0] > MAX_RANK:
+            raise ShapeError(f"dims holds {dims_shape[0]} sizes; no array has more than {MAX_RANK} dimensions")
         return (None,) * dims_shape[0]
 
     def infer_dtype(self, dims):
