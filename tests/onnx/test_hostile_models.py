@@ -158,3 +158,10 @@ def test_external_data_with_crafted_dims_or_location_is_refused(tmp_path):
     # 2**32 * 2**32 elements: int64 arithmetic wraps to 0 bytes, which an empty file would hold
     load_fails(_external(tmp_path, dims=[2 ** 32, 2 ** 32]), r"has the shape \(4294967296, 4294967296\).*more than")
     load_fails(_external(tmp_path, location="weights.bin\0.txt"), "holds a NUL character")
+
+
+def test_an_ir_version_beyond_the_checkers_range_is_not_a_raw_error():
+    for version in (2 ** 62, -5):
+        model = small_model()
+        model.ir_version = version
+        tfl.onnx.load(model, graph=tfl.Graph())

@@ -256,6 +256,8 @@ class _Importer:
             if name in scope.values:  # an initializer listed as an input too (older exporters): a default value
                 continue
             shape, dtype = self.declared_type(value_info, f"the graph input '{name}'")
+            if shape is not None:
+                tensor_bytes(shape, dtype, f"the graph input '{name}'")
             if name in self.constants:
                 array = np.asarray(to_held(self.constants[name]), dtype=dtype)
                 if shape is not None and not shapes_compatible(shape, array.shape):
@@ -289,9 +291,7 @@ class _Importer:
                                   "tinyflow does not compute with", unsupported=True)
         if not tensor_type.HasField("shape"):
             return None, dtype
-        shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
-        tensor_bytes(shape, dtype, what)
-        return shape, dtype
+        return tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim), dtype
 
     def _import_node(self, node, scope, declared):
         rule = IMPORTS[node.op_type]

@@ -79,8 +79,8 @@ def check_text(message, what, path="model"):
             if field.type == field.TYPE_MESSAGE:
                 check_text(item, what, where)
             elif field.type == field.TYPE_STRING and isinstance(item, bytes):  # protobuf's answer for bad UTF-8
-                raise OnnxImportError(f"the model in {what} is damaged: its text field {where} holds {item[:60]!r}, which is not "
-                                      "UTF-8 (a flipped byte?); export the model again")
+                raise OnnxImportError(f"the model in {what} is damaged: its text field {where} holds {item[:60]!r}, "
+                                      "which is not UTF-8 (a flipped byte?); export the model again")
     return message
 
 
@@ -190,7 +190,7 @@ class GraphCheck:
         self.opset, self.rules = opset, rules
         self.checker = onnx.checker
         self.context = onnx.checker.C.CheckerContext()
-        self.context.ir_version = max(int(model.ir_version), 3)
+        self.context.ir_version = min(max(int(model.ir_version), 3), onnx.IR_VERSION)  # the checker's range
         self.context.opset_imports = {op.domain: int(op.version) for op in model.opset_import}
         self.order, self.free_names = {}, {}  # by id(graph): the graphs are kept alive below, so ids stay theirs
         self.graphs = []

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
-from ..nodes import Constant, Node, Operation
+from ..nodes import Constant, Operation
 from .registry import not_differentiable
 from .shape_ops import MAX_RANK, known_entries
 
@@ -83,12 +83,12 @@ class Fill(Operation):
         return np.full(tuple(int(d) for d in dims), self.value.reshape(()), dtype=self.fill_dtype)
 
     def infer_shape(self, dims_shape):
-        if self.known is not None and all(d is None or d >= 0 for d in self.known):
-            return tuple(self.known)
         if dims_shape is None or dims_shape[0] is None:
             return None
         if dims_shape[0] > MAX_RANK:
             raise ShapeError(f"dims holds {dims_shape[0]} sizes; no array has more than {MAX_RANK} dimensions")
+        if self.known is not None and all(d is None or d >= 0 for d in self.known):
+            return tuple(self.known)
         return (None,) * dims_shape[0]
 
     def infer_dtype(self, dims):
@@ -108,8 +108,7 @@ class Arange(Operation):
         for argument, node in (("start", start), ("limit", limit), ("delta", delta)):
             if rank_of(node) not in (None, 0):
                 check.fail(argument, node, f"has shape {node.shape}", "pass a scalar")
-        self.bounds = [np.asarray(x.value if isinstance(x, Constant) else x).item() if isinstance(x, Constant) or
-                       not isinstance(x, Node) else None for x in (start, limit, delta)]  # None: known at run time
+        self.bounds = [_static(x) for x in (start, limit, delta)]
         super().__init__(start, limit, delta, name=name)
 
     def compute(self, start, limit, delta):
@@ -129,6 +128,13 @@ class Arange(Operation):
 
     def infer_dtype(self, start, limit, delta):
         return start
+
+
+def _static(x):
+    """x's value if it is known while the graph is built (a Constant or a number), else None."""
+    if isinstance(x, Constant):
+        return np.asarray(x.value).item()
+    return np.asarray(x).item() if isinstance(x, (int, float, np.number, np.ndarray)) else None
 
 
 def arange(start, limit, delta=1, name=None):
