@@ -171,3 +171,31 @@ def test_variables_named_like_savez_arguments_round_trip(tmp_path):
     assert allow.value == 3
     with np.load(path) as data:  # still a plain .npz for numpy
         assert sorted(data.files) == ["allow_pickle", "file"]
+
+
+@pytest.mark.parametrize("state, message", [
+    ("[" * 100000 + "]" * 100000, "cannot read the fit checkpoint"),
+    ('["a", "list"]', "cannot read the fit checkpoint"),
+    ('{"epoch": "2", "seed": 1, "variables": "v.npz", "random_states": {}, "history": {}, "history_epochs": []}',
+     r"entries \['epoch'\] are missing or malformed"),
+    ('{"epoch": 1, "seed": 1, "variables": "../../v.npz", "random_states": {}, "history": {}, "history_epochs": []}',
+     r"entries \['variables'\] are missing or malformed"),
+    ("keep-variables", "malformed random state for 'dropout/"),
+], ids=["deeply-nested", "not-an-object", "wrong-type", "path", "random-state"])
+def test_a_damaged_fit_state_is_a_checkpoint_error_saying_how_to_start_over(tmp_path, state, message):
+    import json
+
+    def model():
+        tfl.reset_default_graph()
+        net = tfl.nn.Sequential(tfl.nn.Linear(2, 4), tfl.nn.Dropout(0.5, name="dropout"), tfl.nn.Linear(4, 1))
+        return tfl.Model(net, "mse", tfl.optim.SGD(0.1))
+    X, y = np.ones((8, 2), np.float32), np.ones((8, 1), np.float32)
+    model().fit(X, y, epochs=1, verbose=0, checkpoint_dir=tmp_path)
+    path = tmp_path / "fit_state.json"
+    if state == "keep-variables":
+        saved = json.loads(path.read_text())
+        saved["random_states"] = {name: {"bit_generator": "nothing"} for name in saved["random_states"]}
+        state = json.dumps(saved)
+    path.write_text(state)
+    with pytest.raises(tfl.CheckpointError, match=message):
+        model().fit(X, y, epochs=2, verbose=0, checkpoint_dir=tmp_path)

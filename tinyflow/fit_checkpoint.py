@@ -16,6 +16,8 @@ from .checkpoint import load_variables, save_variables
 from .errors import CheckpointError
 
 STATE_FILE = "fit_state.json"
+STATE_TYPES = {"epoch": int, "seed": int, "variables": str, "random_states": dict, "history": dict,
+               "history_epochs": list}
 
 
 def _random_generators(graph):
@@ -62,11 +64,13 @@ class FitCheckpoint:
             return None
         try:
             state = json.loads(path.read_text(encoding="utf-8"))
-            variables = self.folder / state["variables"]
-        except (OSError, ValueError, KeyError) as err:
+            bad = [k for k, kind in STATE_TYPES.items() if not isinstance(state.get(k), kind)]
+            if bad or os.path.basename(state["variables"]) != state["variables"]:
+                raise ValueError(f"its entries {bad or ['variables']} are missing or malformed")
+        except (OSError, ValueError, AttributeError, RecursionError) as err:  # AttributeError: not a JSON object
             raise CheckpointError(f"cannot read the fit checkpoint '{path}': {err}. Delete the folder "
                                   f"{self.folder} to start training from scratch.") from None
-        load_variables(variables, self.graph)
+        load_variables(self.folder / state["variables"], self.graph)
         return state
 
     def restore_random_states(self, state):
@@ -76,4 +80,8 @@ class FitCheckpoint:
             if name not in generators:
                 raise CheckpointError(f"the fit checkpoint in {self.folder} has a random op '{name}' this model "
                                       "lacks: build the same model before resuming")
-            generators[name].bit_generator.state = saved
+            try:
+                generators[name].bit_generator.state = saved
+            except (TypeError, ValueError, KeyError) as err:
+                raise CheckpointError(f"the fit checkpoint in {self.folder} holds a malformed random state for "
+                                      f"'{name}' ({err}); delete the folder to start training from scratch") from None

@@ -66,3 +66,28 @@ def test_a_learning_rate_the_graph_computes_is_left_out():
     graph = tfl.get_default_graph()
     size = len(graph.nodes)
     assert learning_rate(tfl.optim.SGD(tfl.Placeholder((), name="lr"))) is None and len(graph.nodes) == size + 1
+
+
+@pytest.mark.parametrize("blocker", ["a file in place of the folder", "a folder under a file",
+                                     "graph.html is a folder", "scalars.jsonl is a folder"])
+def test_a_log_folder_that_cannot_be_written_warns_once_and_training_goes_on(tmp_path, blocker, monkeypatch):
+    import gc
+    import sys
+    import warnings
+    (tmp_path / "file").write_text("in the way")
+    log_dir = {"a file in place of the folder": tmp_path / "file", "a folder under a file": tmp_path / "file" / "run",
+               "graph.html is a folder": tmp_path / "page", "scalars.jsonl is a folder": tmp_path / "log"}[blocker]
+    if blocker.endswith("is a folder"):
+        (log_dir / blocker.split()[0]).mkdir(parents=True)
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)  # errors in __del__ land here
+    model, X, y = regression()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = model.fit(X, y, epochs=3, batch_size=16, verbose=0, log_dir=log_dir)
+        gc.collect()
+    assert len(history["loss"]) == 3 and history["loss"][-1] < history["loss"][0]
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1 and "could not be written" in messages[0] and "training goes on" in messages[0]
+    assert caught[0].filename == __file__  # the warning points at the fit call
+    assert unraisable == []

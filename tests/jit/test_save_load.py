@@ -157,6 +157,59 @@ def test_bad_files_raise_checkpoint_error(tmp_path):
         tfl.jit.load(tmp_path / "missing")
 
 
+def _damaged_npz(npz_path, how):
+    with open(npz_path, "rb") as f:
+        data = bytearray(f.read())
+    if how == "truncated":
+        data = data[:len(data) // 2]
+    elif how == "flipped":
+        data[len(data) // 3] ^= 0xFF  # inside the first array: its CRC no longer matches
+    else:  # a member whose .npy header declares 10**12 float64 values (8 TB) over 64 bytes
+        import io
+        import zipfile
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (10 ** 12,)})
+        with zipfile.ZipFile(npz_path) as archive:
+            names = archive.namelist()
+        with zipfile.ZipFile(npz_path, "w") as archive:
+            for name in names:
+                archive.writestr(name, header.getvalue() + bytes(64))
+        return
+    with open(npz_path, "wb") as f:
+        f.write(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped", "huge-header"])
+def test_a_damaged_parameter_file_is_a_checkpoint_error_naming_it(tmp_path, how):
+    _, _, npz_path = mlp_file(tmp_path)
+    _damaged_npz(npz_path, how)
+    with pytest.raises(tfl.CheckpointError, match=rf"the parameter file .*mlp\.npz cannot be read: it is damaged"):
+        tfl.jit.load(tmp_path / "mlp")
+
+
+def test_deeply_nested_json_is_a_checkpoint_error_naming_the_file(tmp_path):
+    _, json_path, _ = mlp_file(tmp_path)
+    with open(json_path, "w") as f:
+        f.write("[" * 100000 + "]" * 100000)
+    with pytest.raises(tfl.CheckpointError, match=r"mlp\.json is not valid JSON, or nested too deeply"):
+        tfl.jit.load(tmp_path / "mlp")
+    _, json_path, _ = mlp_file(tmp_path)
+    tamper(json_path, lambda d: _node(d, "Sigmoid").update(attrs={"deep": None}))
+    text = open(json_path).read().replace('"deep": null', '"deep": ' + "[" * 900 + "]" * 900)
+    with open(json_path, "w") as f:
+        f.write(text)
+    with pytest.raises(tfl.CheckpointError, match=r"node .*Sigmoid.*RecursionError.* \(in .*mlp\.json\)"):
+        tfl.jit.load(tmp_path / "mlp")
+
+
+@pytest.mark.parametrize("write", [tfl.jit.save, tfl.onnx.export], ids=["jit.save", "onnx.export"])
+def test_saving_without_input_spec_says_to_pass_it(tmp_path, write):
+    pytest.importorskip("onnx", reason="tfl.onnx.export needs the onnx package")
+    with pytest.raises(tfl.TinyflowError, match=r"traces the program on inputs of known shapes and dtypes: pass "
+                                                r"input_spec=\[tfl\.jit\.InputSpec"):
+        write(tfl.nn.Linear(3, 2), tmp_path / "model")
+
+
 def test_oversized_descriptions_are_refused_before_parsing(tmp_path, monkeypatch):
     from tinyflow.jit import save_load
     _, json_path, _ = mlp_file(tmp_path)

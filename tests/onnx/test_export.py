@@ -91,6 +91,16 @@ def gated(x):
     return y + tfl.cast(steps, "float32")
 
 
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+                                "reduce_logsumexp", "squeeze"])
+def test_reducing_or_squeezing_no_axes_exports_as_the_identity_onnxruntime_computes(tmp_path, op):
+    """axis=() reduces (squeezes) nothing in tinyflow; ONNX reads empty axes as every axis."""
+    fn = (lambda x: tfl.squeeze(x, ())) if op == "squeeze" else (lambda x: getattr(tfl, op)(x, axis=()))
+    rng = np.random.default_rng(4)
+    check_against_onnxruntime(fn, InputSpec([None, 1, 3]), tmp_path / f"{op}.onnx",
+                              lambda n: rng.standard_normal((n, 1, 3)).astype(np.float32))
+
+
 def test_control_flow_becomes_if_and_loop(tmp_path):
     rng = np.random.default_rng(5)
     spec = InputSpec([None, 3], "float32", "x")

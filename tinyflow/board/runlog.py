@@ -15,17 +15,21 @@ loses power loses at most the last second (fsync after every epoch would slow sm
 
 Reading is parsing only (json.loads, then type checks: nothing in a log is ever executed or
 evaluated) and tolerant: a last line without its newline is not read yet (it is being written, or
-was cut by a crash); a line that is not a JSON object with a positive integer "epoch", or longer than
-MAX_LINE bytes, is skipped and counted; scalar values that are not numbers are skipped; a later line
-for the same epoch replaces an earlier one (a resumed run repeats the epoch it was killed in).
+was cut by a crash; only its first MAX_LINE bytes are kept meanwhile); a line that is not a JSON
+object with a positive integer "epoch", that names a scalar with text that is not Unicode (a lone
+surrogate), or longer than MAX_LINE bytes, is skipped and counted; scalar values that are not
+numbers are skipped; a later line for the same epoch replaces an earlier one (a resumed run repeats
+the epoch it was killed in). Only a regular file is read, never through a symbolic link.
 """
 import json
 import math
 import os
+import stat
 import time
 
 FILE_NAME = "scalars.jsonl"
 MAX_LINE = 64 * 1024  # bytes: longer lines are skipped unread
+READ_CHUNK = 1 << 20  # bytes read at a time
 MAX_TAG = 200         # characters of a scalar's name
 SYNC_SECONDS = 1.0    # the longest a written line waits to be flushed to the disk
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -38,8 +42,36 @@ def _json_value(x):
     return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
 
 
+def is_text(name):
+    """True when `name` is Unicode text that UTF-8 can encode (no lone surrogate, as a non-UTF-8 file name gives)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(name):
+    return name if is_text(name) else name.encode("utf-8", "replace").decode("utf-8")
+
+
+def open_regular(path):
+    """`path` opened for reading when it is a regular file reached without a symbolic link, else None."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)  # a FIFO would block
+    try:
+        f = os.fdopen(os.open(path, flags), "rb")
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        f.close()
+        return None
+    return f
+
+
 class ScalarWriter:
     """Appends epochs to `log_dir/scalars.jsonl`; creates the folder; continues an existing log."""
+
+    _fd = None  # until the file is open (a failed __init__ leaves nothing to close)
 
     def __init__(self, log_dir):
         self.log_dir = os.fspath(log_dir)
@@ -58,7 +90,7 @@ class ScalarWriter:
 
     def write(self, epoch, scalars):
         """Append one epoch's scalars (name -> number) and flush them to disk."""
-        values = {str(k)[:MAX_TAG]: _json_value(v) for k, v in scalars.items() if v is not None}
+        values = {_text(str(k)[:MAX_TAG]): _json_value(v) for k, v in scalars.items() if v is not None}
         self._append_record({"epoch": int(epoch), "time": time.time(), "scalars": values})
 
     def _append_record(self, record):
@@ -87,7 +119,8 @@ class ScalarWriter:
         self.close()
 
     def __del__(self):
-        self.close()
+        if self._fd is not None:  # a writer dropped after a failure: closed without the fsync that may fail again
+            os.close(self._fd)
 
 
 def _last_byte(path, size):
@@ -105,26 +138,31 @@ class ScalarLog:
         self.skipped = 0        # lines that were not valid records
         self.last_epoch = 0
         self.updated = None     # time of the last record read
-        self._offset = 0
+        self._offset = 0        # bytes read so far
+        self._line = b""        # the start of the line being written (at most MAX_LINE + 1 bytes of it)
         self._identity = None
 
     def poll(self):
         """Read complete lines appended since the last poll (from the start if the file was replaced)."""
-        try:
-            with open(self.path, "rb") as f:
-                stat = os.fstat(f.fileno())
-                identity = (stat.st_dev, stat.st_ino)
-                if identity != self._identity or stat.st_size < self._offset:
-                    self.__init__(self.path)  # a new file under the same name: read it from the start
-                    self._identity = identity
-                f.seek(self._offset)
-                data = f.read(stat.st_size - self._offset)
-        except FileNotFoundError:
+        f = open_regular(self.path)
+        if f is None:
             return self
-        end = data.rfind(b"\n") + 1  # whatever follows the last newline is still being written
-        for line in data[:end].split(b"\n")[:-1]:
-            self._read_line(line)
-        self._offset += end
+        with f:
+            info = os.fstat(f.fileno())
+            if (info.st_dev, info.st_ino) != self._identity or info.st_size < self._offset:
+                self.__init__(self.path)  # a new file under the same name: read it from the start
+                self._identity = (info.st_dev, info.st_ino)
+            f.seek(self._offset)
+            while self._offset < info.st_size:
+                chunk = f.read(min(READ_CHUNK, info.st_size - self._offset))
+                if not chunk:
+                    break
+                self._offset += len(chunk)
+                *lines, rest = chunk.split(b"\n")
+                for piece in lines:
+                    self._read_line(self._line + piece[:MAX_LINE + 1])
+                    self._line = b""
+                self._line = (self._line + rest)[:MAX_LINE + 1]  # kept until its newline comes
         return self
 
     def _read_line(self, line):
@@ -145,6 +183,9 @@ class ScalarLog:
             return  # a fit's header
         epoch, scalars = record.get("epoch"), record.get("scalars")
         if type(epoch) is not int or not 0 < epoch < 10 ** 9 or not isinstance(scalars, dict):
+            self.skipped += 1
+            return
+        if not all(is_text(name) for name in scalars):
             self.skipped += 1
             return
         for name, value in scalars.items():

@@ -6,12 +6,16 @@ Standard library only (http.server). Routes:
                         "updated"}], "logdir"}
     GET /graph?run=N   the explorer page Model.fit wrote for run N (graph.html in its folder)
 It listens on 127.0.0.1 unless told otherwise, only reads, serves nothing but those pages (a run
-name is looked up among the runs found, never joined into a path), and forbids its pages any
-network access beyond itself (Content-Security-Policy).
+name is looked up among the runs found, never joined into a path; only regular files, never
+through a symbolic link), forbids its pages any network access beyond itself
+(Content-Security-Policy), and answers only requests addressed to it: a Host header naming another
+site is refused (403), so a web page cannot read the runs by DNS rebinding (as Jupyter and
+TensorBoard refuse them). Runs whose folder name is not UTF-8 are left out and counted.
 """
 import errno
 import functools
 import html
+import ipaddress
 import json
 import os
 import pathlib
@@ -22,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import TinyflowError
-from .runlog import ScalarLog, find_runs
+from .runlog import ScalarLog, find_runs, is_text, open_regular
 
 DEFAULT_PORT = 6006
 PORTS_TRIED = 20  # without --port: 6006, or the next free one of these
@@ -55,24 +59,28 @@ class RunCatalog:
         result = []
         with self._lock:
             for name, folder in found.items():
+                if not is_text(name):
+                    continue  # a folder name that is not UTF-8 cannot be shown (counted in skipped_runs)
                 log = self._logs.get(folder)
                 if log is None:
                     log = self._logs[folder] = ScalarLog(os.path.join(folder, "scalars.jsonl"))
                 log.poll()
+                page = open_regular(os.path.join(folder, GRAPH_PAGE))
+                if page is not None:
+                    page.close()
                 result.append({"name": name, "scalars": log.curves(), "skipped": log.skipped,
-                               "updated": log.updated, "graph": os.path.isfile(os.path.join(folder, GRAPH_PAGE))})
-        return {"runs": result, "logdir": self.logdir}
+                               "updated": log.updated, "graph": page is not None})
+        logdir = os.fsencode(self.logdir).decode("utf-8", "replace")
+        return {"runs": result, "skipped_runs": len(found) - len(result), "logdir": logdir}
 
     def graph_page(self, name):
         """The bytes of run `name`'s explorer page, or None."""
         folder = self.runs().get(name)
-        if folder is None:
+        page = None if folder is None else open_regular(os.path.join(folder, GRAPH_PAGE))
+        if page is None:
             return None
-        try:
-            with open(os.path.join(folder, GRAPH_PAGE), "rb") as f:
-                return f.read()
-        except OSError:
-            return None
+        with page:
+            return page.read()
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,10 +107,15 @@ class BoardHandler(BaseHTTPRequestHandler):
 
     server_version = "tinyflow-board"
     catalog = None  # set per server (see Board)
+    hosts = frozenset()  # the names the board answers to (see Board)
 
     def do_GET(self):  # noqa: N802 - the name http.server calls
         url = urlsplit(self.path)
-        if url.path == "/":
+        if not self._addressed_to_us():
+            self._send(403, f"this board answers requests to {', '.join(sorted(self.hosts))} on port "
+                       f"{self.server.server_address[1]} only, not to Host {self.headers.get('Host')!r}; open it at "
+                       "one of those addresses".encode("utf-8", "replace"), "text/plain; charset=utf-8")
+        elif url.path == "/":
             self._send(200, board_page(), "text/html; charset=utf-8", BOARD_CSP)
         elif url.path == "/api/runs":
             body = json.dumps(self.catalog.snapshot(), allow_nan=False, ensure_ascii=False).encode("utf-8")
@@ -117,6 +130,21 @@ class BoardHandler(BaseHTTPRequestHandler):
                 self._send(200, page, "text/html; charset=utf-8", GRAPH_CSP)
         else:
             self._send(404, b"not found", "text/plain; charset=utf-8")
+
+    def _addressed_to_us(self):
+        """Whether the Host header names this board: a name it answers to, or an IP address, and its port."""
+        try:
+            url = urlsplit("//" + (self.headers.get("Host") or ""))
+            host, port = url.hostname, url.port
+        except ValueError:  # a port that is not a number
+            return False
+        if not host or port not in (None, self.server.server_address[1]):
+            return False
+        try:
+            ipaddress.ip_address(host)  # a page served from an IP address has that address as its origin:
+            return True                 # only a name can be pointed at this machine afterwards (DNS rebinding)
+        except ValueError:
+            return host in self.hosts
 
     def do_POST(self):  # noqa: N802
         self._send(405, b"the board only reads", "text/plain; charset=utf-8")
@@ -149,7 +177,7 @@ class Board:
         if os.path.exists(logdir) and not os.path.isdir(logdir):
             raise BoardError(f"the log folder {os.fspath(logdir)!r} is a file; pass the folder holding the runs "
                              "(the parent of each fit's log_dir)")
-        handler = type("Handler", (BoardHandler,), {"catalog": RunCatalog(logdir)})
+        handler = type("Handler", (BoardHandler,), {"catalog": RunCatalog(logdir), "hosts": _names_of(host)})
         self.server = _bind(host, port, handler)
         self.host, self.port = host, self.server.server_address[1]
         self._thread = None
@@ -179,6 +207,15 @@ class Board:
             self._thread.join()
             self._thread = None
         self.server.server_close()
+
+
+def _names_of(host):
+    """The host names a board listening on `host` answers to: localhost, the host, and this machine's names when
+    it listens on every address."""
+    names = {"localhost", host.strip("[]").lower()}
+    if host in ("", "0.0.0.0", "::"):
+        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+    return frozenset(names)
 
 
 def _bind(host, port, handler):

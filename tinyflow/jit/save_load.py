@@ -10,6 +10,8 @@ paths, oversized files) is a CheckpointError.
 """
 import json
 import os
+import zipfile
+import zlib
 
 import numpy as np
 
@@ -31,15 +33,14 @@ def _paths(path):
     return root + ".json", root + ".npz"
 
 
-def _program_of(layer_or_fn, input_spec):
+def _program_of(layer_or_fn, input_spec, caller="tfl.jit.save", error=TinyflowError):
     from .static_function import StaticFunction
-    if isinstance(layer_or_fn, StaticFunction):
-        function = layer_or_fn
-        if input_spec is None and function.input_spec is None and not function.concrete_programs:
-            raise TinyflowError("jit.save needs input_spec=[InputSpec(...)] or a to_static function called once")
-    else:
-        function = StaticFunction(layer_or_fn, input_spec)
+    function = layer_or_fn if isinstance(layer_or_fn, StaticFunction) else StaticFunction(layer_or_fn, input_spec)
     specs = input_spec if input_spec is not None else function.input_spec
+    if specs is None and not function.concrete_programs:
+        raise error(f"{caller} traces the program on inputs of known shapes and dtypes: pass input_spec="
+                    "[tfl.jit.InputSpec([None, 13], 'float32')] (one InputSpec per input, None for the batch "
+                    "dimension), or call the tfl.jit.to_static function once before")
     if specs is not None:
         training, function.training = function.training, False
         try:
@@ -183,8 +184,8 @@ def _read_description(json_path):
     try:
         with open(json_path, encoding="utf-8") as f:
             description = json.load(f)
-    except (ValueError, UnicodeDecodeError) as err:
-        _fail(f"{json_path} is not valid JSON ({err})")
+    except (ValueError, RecursionError) as err:  # ValueError covers UnicodeDecodeError
+        _fail(f"{json_path} is not valid JSON, or nested too deeply for a model description ({err})")
     if not isinstance(description, dict) or description.get("format") != FORMAT:
         _fail(f"{json_path} is not a tinyflow.jit model description")
     if description.get("version") != VERSION:
@@ -199,8 +200,9 @@ def _read_arrays(npz_path):
     try:
         with np.load(npz_path, allow_pickle=False) as archive:
             return {key: archive[key] for key in archive.files}
-    except (OSError, ValueError, EOFError) as err:
-        _fail(f"the parameter file {npz_path} cannot be read ({err})")
+    except (OSError, ValueError, EOFError, MemoryError, zipfile.BadZipFile, zlib.error) as err:
+        _fail(f"the parameter file {npz_path} cannot be read: it is damaged or not a .npz file "
+              f"({type(err).__name__}: {err})")
 
 
 def load(path):
@@ -211,6 +213,13 @@ def load(path):
     if os.path.basename(name) != name or name in ("", ".", "..") or not name.endswith(".npz"):
         _fail(f"the parameter file name {name!r} must be a plain .npz file name next to {json_path}")
     arrays = _read_arrays(os.path.join(os.path.dirname(os.path.abspath(json_path)), name))
+    try:
+        return _build_program(description, arrays)
+    except CheckpointError as err:
+        raise CheckpointError(f"{err} (in {json_path})") from None
+
+
+def _build_program(description, arrays):
     graph = Graph()
     built = {}
     with graph.as_default(), graph.name_scope(""):
@@ -219,7 +228,7 @@ def load(path):
                 node = _build_node(entry, built, arrays)
             except CheckpointError:
                 raise
-            except (TinyflowError, TypeError, ValueError, KeyError, IndexError, AttributeError) as err:
+            except (TinyflowError, TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError) as err:
                 _fail(f"node {str(entry.get('name'))[:80]!r} ({str(entry.get('type'))[:40]}): "
                       f"{type(err).__name__}: {err}")
             if node.name != entry["name"]:

@@ -115,7 +115,7 @@ def export(layer_or_fn, path, input_spec=None, opset=OPSET):
     if opset != OPSET:
         raise OnnxExportError(f"tinyflow exports opset {OPSET} only (asked for {opset})")
     from ..jit.save_load import _program_of
-    program = _program_of(layer_or_fn, input_spec)
+    program = _program_of(layer_or_fn, input_spec, "tfl.onnx.export", OnnxExportError)
     outputs = list(program.outputs)
     if any(not hasattr(o, "op_type") for o in outputs):
         raise OnnxExportError(f"{program.fn_name} returns Python values; ONNX models return tensors only")

@@ -11,7 +11,9 @@ other initializers and Constant nodes constants, and each node the tinyflow ops 
 (rules/) builds. A node's tinyflow name is the ONNX node's name: "/layer1/conv/Conv" becomes the
 node "Conv" in the name scope "layer1/conv", so pictures draw the model's modules as clusters.
 Values known at import time (initializers that are not parameters, Constants, shapes of
-static shapes) are propagated: a node whose inputs are all known is computed on the spot.
+static shapes) are propagated: a node whose inputs are all known is computed on the spot, as long as
+what it computes fits in what is left of FOLD_BYTES (bigger values are computed at run time). A
+value bigger than MAX_TENSOR_BYTES (a declared input, an initializer, a node's output) is an error.
 """
 import collections
 
@@ -23,11 +25,12 @@ from ..nodes import Constant, Node, Placeholder, Variable
 from ..shapes import shapes_compatible
 from .dtypes import numpy_dtype, onnx_type_name
 from .errors import OnnxImportError
-from .model_file import GraphCheck, default_opset, describe, onnx_module, read_model, tensor_to_array
+from .model_file import GraphCheck, default_opset, describe, onnx_module, read_model, tensor_bytes, tensor_to_array
 from .rules import IMPORTS
 from .storage_types import held_dtype, narrow_dtype, to_held
 
 _REQUIRED = object()
+FOLD_BYTES = 256 << 20  # what computing on the spot may allocate in one import, all nodes together
 
 
 class NeedsConstantInput(OnnxImportError):
@@ -208,6 +211,7 @@ class _Importer:
         self.check = GraphCheck(model, self.opset, IMPORTS)
         self.variables = []
         self.graph_inputs = set()
+        self.fold_left = FOLD_BYTES
 
     def op_counts(self):
         """ONNX op type -> number of nodes in the model, subgraphs included, most frequent first."""
@@ -252,6 +256,8 @@ class _Importer:
             if name in scope.values:  # an initializer listed as an input too (older exporters): a default value
                 continue
             shape, dtype = self.declared_type(value_info, f"the graph input '{name}'")
+            if shape is not None:
+                tensor_bytes(shape, dtype, f"the graph input '{name}'")
             if name in self.constants:
                 array = np.asarray(to_held(self.constants[name]), dtype=dtype)
                 if shape is not None and not shapes_compatible(shape, array.shape):
@@ -300,11 +306,15 @@ class _Importer:
                 if value.parameter:
                     self.node_of(value, ctx)
         try:
-            if folding:
-                results = self._fold(rule, ctx)
-            else:
+            results = self._fold(rule, ctx) if folding else None
+            if results is None:
+                if folding:  # too big to compute now: its value is computed at run time
+                    ctx = ImportContext(self, node, scope, name)
                 with self.graph.name_scope(scope_name):
                     results = _as_outputs(rule(ctx, node), ctx)
+            for out, result in zip(node.output, results):
+                if isinstance(result, Node) and result.shape is not None:
+                    tensor_bytes(result.shape, result.dtype, f"{ctx._where()}: its output '{out}'")
         except OnnxImportError:
             raise
         except ArgumentError as err:  # a valid ONNX attribute value that tinyflow's op does not take
@@ -331,10 +341,19 @@ class _Importer:
                 self._check_declared(scope.values[out], declared[out], ctx)
 
     def _fold(self, rule, ctx):
-        """Run the rule on constants in a scratch graph and compute its outputs now."""
-        with Graph().as_default():
+        """Run the rule on constants in a scratch graph and compute its outputs now (None: too big to)."""
+        scratch = Graph()
+        with scratch.as_default():
             results = _as_outputs(rule(ctx, ctx.node), ctx)
-            return [r if r is None or not isinstance(r, Node) else _evaluate(r, {}) for r in results]
+        made = [n for n in scratch.nodes if not isinstance(n, Constant)]
+        if any(n.shape is None or None in n.shape for n in made):
+            return None  # a size known only once computed: it may be anything
+        cost = sum(tensor_bytes(n.shape, n.dtype, f"{ctx._where()}: the value '{n.name}' it computes")
+                   + 8 * sum(n.shape) for n in made)  # numpy's temporaries may be as long as a dim (triu's arange)
+        if cost > self.fold_left:
+            return None
+        self.fold_left -= cost
+        return [r if r is None or not isinstance(r, Node) else _evaluate(r, {}) for r in results]
 
     def _check_declared(self, value, value_info, ctx):
         """A value whose shape or dtype contradicts what the model declares for it is an error, found now."""

@@ -6,7 +6,9 @@ value nothing produces, a cycle, an op without an import rule. Tensors stored ou
 model file ("external data") are read only from regular files inside the model's own
 folder: absolute paths, `..` and symbolic links leading elsewhere are refused.
 """
+import collections
 import heapq
+import math
 import os
 
 import numpy as np
@@ -16,6 +18,7 @@ from .errors import OnnxImportError
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit: a bigger file cannot be one ModelProto
+MAX_TENSOR_BYTES = 1 << 40  # 1 TiB, more than any machine tinyflow runs on: a bigger size is damage or an attack
 
 
 def onnx_module():
@@ -33,7 +36,7 @@ def read_model(source):
     """(ModelProto, folder of the file or None) from a path, the file's bytes or a ModelProto."""
     onnx = onnx_module()
     if isinstance(source, onnx.ModelProto):
-        return source, None
+        return check_text(source, "the ModelProto given"), None
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _parse(onnx, bytes(source), "the bytes given"), None
     if isinstance(source, (str, os.PathLike)):
@@ -64,7 +67,21 @@ def _parse(onnx, data, what):
     if not model.HasField("graph"):
         raise OnnxImportError(f"{what} is not an ONNX model: it holds no graph (an empty, truncated or "
                               "unrelated file?)")
-    return model
+    return check_text(model, what)
+
+
+def check_text(message, what, path="model"):
+    """`message` itself; OnnxImportError when one of its text fields (a name, a key) is not UTF-8."""
+    for field, value in message.ListFields():
+        items = value if field.is_repeated else [value]
+        for i, item in enumerate(items):
+            where = f"{path}.{field.name}" + (f"[{i}]" if field.is_repeated else "")
+            if field.type == field.TYPE_MESSAGE:
+                check_text(item, what, where)
+            elif field.type == field.TYPE_STRING and isinstance(item, bytes):  # protobuf's answer for bad UTF-8
+                raise OnnxImportError(f"the model in {what} is damaged: its text field {where} holds {item[:60]!r}, "
+                                      "which is not UTF-8 (a flipped byte?); export the model again")
+    return message
 
 
 # ---------------------------------------------------------------- tensors
@@ -76,16 +93,30 @@ def tensor_to_array(tensor, folder, what):
         raise OnnxImportError(f"{what} has element type {onnx_type_name(tensor.data_type)}, which tinyflow does "
                               "not compute with (float16/32/64, signed and unsigned ints and bool are supported)",
                               unsupported=True)
+    size = tensor_bytes(tensor.dims, dtype, what)
     if tensor.data_location == onnx.TensorProto.EXTERNAL:
-        return _external_array(tensor, folder, what, dtype)
+        return _external_array(tensor, folder, what, dtype, size)
     try:
         return np.array(onnx.numpy_helper.to_array(tensor))
     except Exception as err:  # noqa: BLE001 - numpy's and protobuf's messages name no tensor
-        raise OnnxImportError(f"{what} is malformed: it does not hold the {int(np.prod(tensor.dims))} values "
+        raise OnnxImportError(f"{what} is malformed: it does not hold the {size // dtype.itemsize} values "
                               f"of shape {tuple(tensor.dims)} ({type(err).__name__}: {err})") from None
 
 
-def _external_array(tensor, folder, what, dtype):
+def tensor_bytes(shape, dtype, what):
+    """The bytes of a tensor of `shape` (None dims count as 1): OnnxImportError for a negative or absurd size."""
+    if any(d is not None and d < 0 for d in shape):
+        raise OnnxImportError(f"{what} has the shape {tuple(shape)}, with a negative dimension; sizes are 0 or more "
+                              "(the file is damaged)")
+    size = math.prod(int(d) for d in shape if d is not None) * np.dtype(dtype).itemsize
+    if size > MAX_TENSOR_BYTES:
+        raise OnnxImportError(f"{what} has the shape {tuple(shape)}: {size:,} bytes, more than the "
+                              f"{MAX_TENSOR_BYTES:,} tinyflow accepts for one tensor; the model is damaged or "
+                              "hostile")
+    return size
+
+
+def _external_array(tensor, folder, what, dtype, expected):
     info = {entry.key: entry.value for entry in tensor.external_data}
     location = info.get("location", "")
     if folder is None:
@@ -97,8 +128,6 @@ def _external_array(tensor, folder, what, dtype):
         length = None if length is None else int(length)
     except ValueError:
         raise OnnxImportError(f"{what}: the external data offset/length {info} are not integers") from None
-    count = int(np.prod(tensor.dims, dtype=np.int64))
-    expected = count * dtype.itemsize if dtype != np.bool_ else count
     size = os.path.getsize(path)
     length = expected if length is None else length
     if offset < 0 or length != expected or offset + length > size:
@@ -115,6 +144,9 @@ def safe_external_path(folder, location, what):
     """The real path of an external data file, which must be a regular file inside `folder`."""
     if not location:
         raise OnnxImportError(f"{what} says its data is in an external file but names none")
+    if "\0" in location:
+        raise OnnxImportError(f"{what}: the external data path {location!r} holds a NUL character, which no file "
+                              "name can (the file is damaged)")
     if os.path.isabs(location) or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
         raise OnnxImportError(f"{what}: the external data path '{location}' is absolute; an ONNX model may only "
                               "read data files inside its own folder")
@@ -158,7 +190,7 @@ class GraphCheck:
         self.opset, self.rules = opset, rules
         self.checker = onnx.checker
         self.context = onnx.checker.C.CheckerContext()
-        self.context.ir_version = max(int(model.ir_version), 3)
+        self.context.ir_version = min(max(int(model.ir_version), 3), onnx.IR_VERSION)  # the checker's range
         self.context.opset_imports = {op.domain: int(op.version) for op in model.opset_import}
         self.order, self.free_names = {}, {}  # by id(graph): the graphs are kept alive below, so ids stay theirs
         self.graphs = []
@@ -176,9 +208,13 @@ class GraphCheck:
 
     def check(self, graph, outer=frozenset(), where="the model's graph"):
         """Check names, cycles, domains and rules; record the topological order and the names read from outside."""
-        defined = {}
-        for value in list(graph.input) + list(graph.initializer):
-            defined.setdefault(value.name, "input")
+        for kind, values in (("input", graph.input), ("initializer", graph.initializer)):
+            counts = collections.Counter(v.name for v in values)
+            bad = next((name for name, count in counts.items() if count > 1 or not name), None)
+            if bad is not None:
+                raise OnnxImportError(f"{where} has " + (f"two {kind}s named '{bad}'" if bad else f"an {kind} without "
+                                      "a name") + "; every ONNX value has one name of its own")
+        defined = dict.fromkeys([v.name for v in graph.input] + [v.name for v in graph.initializer], "input")
         if len(graph.sparse_initializer):
             raise OnnxImportError(f"{where} has sparse initializers, which tinyflow does not import",
                                   unsupported=True)

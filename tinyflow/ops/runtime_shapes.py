@@ -5,12 +5,15 @@ shape is fully known while the graph is built, the ONNX importer folds them into
 ops compute what is only known at run time. None of them is differentiable (integer results, or
 a value that does not depend on any input's value).
 """
+import math
+
 import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
-from ..nodes import Operation
+from ..nodes import Constant, Operation
 from .registry import not_differentiable
+from .shape_ops import MAX_RANK, known_entries
 
 
 class Shape(Operation):
@@ -71,6 +74,7 @@ class Fill(Operation):
         self.fill_dtype = check.dtype("dtype", dtype) if dtype is not None else self.value.dtype
         if rank_of(dims) not in (None, 1):
             check.fail("dims", dims, f"has shape {dims.shape}", "pass a 1-D int64 vector of dimensions")
+        self.known = known_entries(dims)  # ints and None (known at run time only), or None
         super().__init__(dims, name=name)
 
     def compute(self, dims):
@@ -81,6 +85,10 @@ class Fill(Operation):
     def infer_shape(self, dims_shape):
         if dims_shape is None or dims_shape[0] is None:
             return None
+        if dims_shape[0] > MAX_RANK:
+            raise ShapeError(f"dims holds {dims_shape[0]} sizes; no array has more than {MAX_RANK} dimensions")
+        if self.known is not None and all(d is None or d >= 0 for d in self.known):
+            return tuple(self.known)
         return (None,) * dims_shape[0]
 
     def infer_dtype(self, dims):
@@ -100,6 +108,7 @@ class Arange(Operation):
         for argument, node in (("start", start), ("limit", limit), ("delta", delta)):
             if rank_of(node) not in (None, 0):
                 check.fail(argument, node, f"has shape {node.shape}", "pass a scalar")
+        self.bounds = [_static(x) for x in (start, limit, delta)]
         super().__init__(start, limit, delta, name=name)
 
     def compute(self, start, limit, delta):
@@ -108,10 +117,24 @@ class Arange(Operation):
         return np.arange(start, limit, delta, dtype=np.asarray(start).dtype)
 
     def infer_shape(self, start_shape, limit_shape, delta_shape):
-        return (None,)
+        start, limit, delta = self.bounds
+        if None in self.bounds:
+            return (None,)
+        if all(isinstance(v, int) for v in (start, limit, delta)) and delta:
+            return (len(range(start, limit, delta)),)
+        if delta == 0 or not all(math.isfinite(v) for v in (start, limit, delta)):
+            return (None,)
+        return (max(0, math.ceil((limit - start) / delta)),)
 
     def infer_dtype(self, start, limit, delta):
         return start
+
+
+def _static(x):
+    """x's value if it is known while the graph is built (a Constant or a number), else None."""
+    if isinstance(x, Constant):
+        return np.asarray(x.value).item()
+    return np.asarray(x).item() if isinstance(x, (int, float, np.number, np.ndarray)) else None
 
 
 def arange(start, limit, delta=1, name=None):

@@ -156,6 +156,9 @@ def _broadcast_to_grad(op, grad):
     return [SumToShapeOf(grad, op.inputs[0])]
 
 
+MAX_RANK = 64  # numpy's most dimensions
+
+
 def known_entries(node):
     """The entries of an int vector (or scalar) node as far as they are known when the graph is built: a list
     of ints and None (unknown), or None when not even the length is known.
@@ -166,6 +169,8 @@ def known_entries(node):
     from ..nodes import Constant
     if not isinstance(node, Node) or node.shape is None or len(node.shape) > 1 or None in node.shape:
         return None
+    if node.shape and node.shape[0] > MAX_RANK and not isinstance(node, Constant):
+        return None  # longer than any shape: a vector of sizes no array can have (its length is not a rank)
     op = node.op_type
     if isinstance(node, Constant):
         return [int(v) for v in np.asarray(node.value).reshape(-1)]

@@ -125,11 +125,9 @@ def import_constant_of_shape(ctx, node):
     if value.size != 1:
         raise ctx.fail(f"its value attribute holds {value.size} numbers; it must hold one")
     dims = ctx.value(0)
-    if dims is not None:
-        if np.any(dims < 0):
-            raise ctx.fail(f"its shape {dims.tolist()} has a negative dimension")
-        return np.full(tuple(int(d) for d in dims), value.reshape(()), dtype=value.dtype)
-    return runtime_shapes.fill(ctx.input(0), value.reshape(()), value.dtype, name=ctx.name)
+    if dims is not None and np.any(dims < 0):
+        raise ctx.fail(f"its shape {dims.tolist()} has a negative dimension")
+    return runtime_shapes.fill(ctx.input(0), value.reshape(()), value.dtype, name=ctx.name)  # folded when small
 
 
 @exports("Fill")

@@ -244,8 +244,6 @@ def import_dropout(ctx, node):
 
 
 def _all_true(x):
-    if x.shape is not None and None not in x.shape:
-        return np.ones(x.shape, bool)
     return runtime_shapes.fill(runtime_shapes.shape(x), np.array(True), np.dtype(bool))
 
 

@@ -7,6 +7,7 @@ graph is built; before, they are an attribute. ONNX keeps the input's element ty
 import numpy as np
 
 from ... import ops
+from .. import dtypes
 from ..errors import OnnxExportError
 from .registry import exports, imports
 
@@ -77,6 +78,8 @@ def _export_reduce(onnx_type, axes_as_input):
         if node.axis is None:
             return ex.emit(onnx_type, [x], onnx_type, keepdims=keepdims)
         axes = [int(a) for a in node.axes]
+        if not axes:  # nothing reduced; ONNX reads empty axes as all of them. A Cast gives tinyflow's dtype
+            return ex.emit("Cast", [x], "Cast", to=dtypes.onnx_type(node.dtype))
         if axes_as_input:  # opset 13+ for ReduceSum
             return ex.emit(onnx_type, [x, ex.constant(np.array(axes, np.int64), "axes")], onnx_type,
                            keepdims=keepdims)

@@ -174,6 +174,8 @@ def import_split(ctx, node):
     axis = ctx.attr("axis", 0)
     sizes = _ints(ctx, 1, "split", "split")
     count = ctx.attr("num_outputs", ctx.num_outputs)
+    if count != ctx.num_outputs:
+        raise ctx.fail(f"its num_outputs is {count}, but it has {ctx.num_outputs} outputs")
     if sizes is None:
         size = shape[axis]
         if size is None:
@@ -290,6 +292,8 @@ def _pad(ex, node):
 
 
 def _squeeze(ex, node):
+    if not node.axis:  # nothing squeezed; ONNX reads empty axes as every axis of size 1
+        return ex.emit("Identity", [ex.name_of(node.inputs[0])], "Squeeze")
     return ex.emit("Squeeze", [ex.name_of(node.inputs[0]), _ints_constant(ex, node.axis, "axes")], "Squeeze")
 
 
