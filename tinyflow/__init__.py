@@ -3,8 +3,9 @@
 Build a graph of nodes, run it in a Session, let an optimizer backpropagate.
 The public API is the explicit list below.
 """
+import importlib
+
 from . import backends, data, nn, optim, plot, viz
-from . import distributed
 from .autodiff import gradients, not_differentiable, register_gradient
 from .checkpoint import load_variables, save_variables
 from .errors import (BackendError, CheckpointError, ExecutionError, FeedError, GradientError, GraphError,
@@ -30,14 +31,28 @@ from .metrics import get_metric
 from .model import EarlyStopping, History, Model
 from .random import set_seed
 from .session import Session
-from . import jit, onnx
 from .control_flow import cond, range, while_loop  # noqa: A004 - tfl.range, as Python's for Python ints
 from . import eager
 from .eager import Tensor, enable_grad, no_grad, tensor
-from . import board  # training curves, live: Model.fit(log_dir=...) and `tinyflow board`
-from . import passes  # the graph optimiser Session runs (tinyflow/passes, kernels in tinyflow/fusion)
 
 __version__ = "0.1.0"
+
+# subpackages most programs never use (ONNX, to_static, the board, MPI, the graph optimiser's API), imported when
+# first named, e.g. by tfl.onnx.load(...): importing them with the package made `import tinyflow` a third slower
+_ON_FIRST_USE = {"board", "distributed", "jit", "onnx", "passes"}
+
+
+def __getattr__(name):
+    """The subpackages of _ON_FIRST_USE, imported when first asked for."""
+    if name in _ON_FIRST_USE:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    """The package's names, the subpackages not imported yet included (for tab completion)."""
+    return sorted(set(globals()) | _ON_FIRST_USE)
+
 
 __all__ = [
     # graph and nodes
