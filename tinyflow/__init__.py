@@ -6,6 +6,7 @@ The public API is the explicit list below.
 import importlib
 
 from . import backends, data, nn, optim, plot, viz
+from . import distributed
 from .autodiff import gradients, not_differentiable, register_gradient
 from .checkpoint import load_variables, save_variables
 from .errors import (BackendError, CheckpointError, ExecutionError, FeedError, GradientError, GraphError,
@@ -31,15 +32,17 @@ from .metrics import get_metric
 from .model import EarlyStopping, History, Model
 from .random import set_seed
 from .session import Session
+from . import jit, onnx
 from .control_flow import cond, range, while_loop  # noqa: A004 - tfl.range, as Python's for Python ints
 from . import eager
 from .eager import Tensor, enable_grad, no_grad, tensor
+from . import passes  # the graph optimiser Session runs (tinyflow/passes, kernels in tinyflow/fusion)
 
 __version__ = "0.1.0"
 
-# subpackages most programs never use (ONNX, to_static, the board, MPI, the graph optimiser's API), imported when
-# first named, e.g. by tfl.onnx.load(...): importing them with the package made `import tinyflow` a third slower
-_ON_FIRST_USE = {"board", "distributed", "jit", "onnx", "passes"}
+# subpackages imported when first named: the board (tfl.board, `tinyflow board`) brings http.server, ssl and
+# email, a sixth of what `import tinyflow` took, and Model.fit(log_dir=...) imports what it needs of it itself
+_ON_FIRST_USE = {"board"}
 
 
 def __getattr__(name):
