@@ -18,8 +18,10 @@ for arg in "$@"; do
     esac
 done
 
-# system packages, each with the command that shows it is there
-declare -A command_of=([graphviz]=dot [chromium]=chromium [chromium-driver]=chromedriver)
+# the command that shows a system package is there
+command_of() {
+    case $1 in graphviz) echo dot ;; chromium-driver) echo chromedriver ;; *) echo "$1" ;; esac
+}
 if [ "$job" = demo ]; then
     apt_packages=(graphviz)   # `dot` draws the demo's graph picture
     pip_target="." pip_note="builds the C kernels"
@@ -48,16 +50,16 @@ apt_install() {
 
 missing=()
 for package in "${apt_packages[@]}"; do
-    command -v "${command_of[$package]}" >/dev/null 2>&1 || missing+=("$package")
+    command -v "$(command_of "$package")" >/dev/null 2>&1 || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing system packages: ${missing[*]}"
         apt_install "${missing[@]}"
     else
-        echo "setup: NOTE: system packages missing: ${missing[*]} (not root, or no apt-get: not installed)." >&2
-        echo "setup: install them with 'sudo apt-get install ${missing[*]}'; until then what needs them says so" \
-             "(the demo skips its graph picture, the browser tests skip)." >&2
+        echo "setup: NOTE: missing system packages, not installed (that needs root and apt-get): ${missing[*]}." >&2
+        echo "setup: install them with 'sudo apt-get install ${missing[*]}' (or brew, conda); until then what" \
+             "needs them says so (the demo skips its graph picture, the browser tests skip)." >&2
     fi
 fi
 

@@ -182,8 +182,8 @@ class DeviceRuntime:
                                ["common.h.cl"] + sorted(p.name for p in folder.glob("*.cl") if p.name != "common.h.cl"))
             options = ["-DT=double", "-DUSE_FP64"] if dtype == np.float64 else ["-DT=float"]
             options += opencl_defines()  # the op codes of ckernels/tinyflow_kernels.h
+            cl = _pyopencl()
             with warnings.catch_warnings():  # compiler chatter is not for users; errors still raise
-                cl = _pyopencl()
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 self._programs[dtype] = cl.Program(self.context, source).build(options=options)
         return self._programs[dtype]
