@@ -1,9 +1,45 @@
 #!/usr/bin/env bash
-# Install everything tinyflow needs on this machine: system packages (when root) and the
-# Python package with its dev extras, which builds the C kernels in ckernels/ through cffi.
+# Install what tinyflow needs on this machine, for one of two jobs:
+#   setup.sh demo   the package (it builds the C kernels in ckernels/ through cffi) and what the demo uses:
+#                   numpy, cffi, graphviz, matplotlib, tqdm, threadpoolctl; graphviz's `dot` (apt, as root)
+#   setup.sh test   (the default) all of that, plus what the tests use: the dev, opencl and mpi extras (pytest,
+#                   onnx, selenium, jupyter, pyopencl and pocl, mpi4py and Open MPI), torch, Chromium and its driver
+# `--print` lists what the job installs (apt packages and pip requirements) and installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+
+job=test print=0
+for arg in "$@"; do
+    case $arg in
+        demo|test) job=$arg ;;
+        --print) print=1 ;;
+        *) echo "usage: scripts/setup.sh [demo|test] [--print]" >&2; exit 2 ;;
+    esac
+done
+
+# the command that shows a system package is there
+command_of() {
+    case $1 in graphviz) echo dot ;; chromium-driver) echo chromedriver ;; *) echo "$1" ;; esac
+}
+if [ "$job" = demo ]; then
+    apt_packages=(graphviz)   # `dot` draws the demo's graph picture
+    pip_target="." pip_note="builds the C kernels"
+else
+    # headless Chromium and its WebDriver: the explorer's and the board's browser tests (they skip without)
+    apt_packages=(graphviz chromium chromium-driver)
+    pip_target=".[dev,opencl,mpi]" pip_note="builds the C kernels; pyopencl with pocl's CPU driver; mpi4py and Open MPI"
+fi
+
+if [ "$print" = 1 ]; then
+    echo "apt: ${apt_packages[*]}"
+    echo "pip: -e $pip_target"
+    if [ "$job" = test ]; then
+        echo "pip: torch==2.13.0 (when its wheel is on this machine)"
+        echo "apt: pocl-opencl-icd ocl-icd-libopencl1 (when no OpenCL device compiles kernels)"
+    fi
+    exit 0
+fi
 
 apt_updated=0
 # apt-get install as root, with one `apt-get update` before the first install of the run
@@ -13,22 +49,23 @@ apt_install() {
 }
 
 missing=()
-command -v dot >/dev/null 2>&1 || missing+=(graphviz)   # graph pictures
-# headless Chromium and its WebDriver: the explorer's and the board's browser tests (they skip without)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+for package in "${apt_packages[@]}"; do
+    command -v "$(command_of "$package")" >/dev/null 2>&1 || missing+=("$package")
+done
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing system packages: ${missing[*]}"
         apt_install "${missing[@]}"
     else
-        echo "setup: NOTE: system packages missing: ${missing[*]}." >&2
-        echo "setup: install them with 'sudo apt-get install ${missing[*]}' (features needing them say so)." >&2
+        echo "setup: NOTE: missing system packages, not installed (that needs root and apt-get): ${missing[*]}." >&2
+        echo "setup: install them with 'sudo apt-get install ${missing[*]}' (or brew, conda); until then what" \
+             "needs them says so (the demo skips its graph picture, the browser tests skip)." >&2
     fi
 fi
 
-echo "setup: pip install -e .[dev,opencl,mpi] (builds the C kernels; pyopencl with pocl's CPU driver; mpi4py and Open MPI)"
-"$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e ".[dev,opencl,mpi]"
+echo "setup: pip install -e $pip_target ($pip_note)"
+"$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e "$pip_target"
+if [ "$job" = demo ]; then exit 0; fi
 
 # PyTorch 2.13.0 (CPU) is the oracle of the eager/optimizer tests and the benchmarks' reference. It is
 # installed only when its wheel is on this machine (pip's find-links), never as a multi-GB download;

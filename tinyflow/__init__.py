@@ -3,6 +3,8 @@
 Build a graph of nodes, run it in a Session, let an optimizer backpropagate.
 The public API is the explicit list below.
 """
+import importlib
+
 from . import backends, data, nn, optim, plot, viz
 from . import distributed
 from .autodiff import gradients, not_differentiable, register_gradient
@@ -28,10 +30,26 @@ from . import jit, onnx
 from .control_flow import cond, range, while_loop  # noqa: A004 - tfl.range, as Python's for Python ints
 from . import eager
 from .eager import Tensor, enable_grad, no_grad, tensor
-from . import board  # training curves, live: Model.fit(log_dir=...) and `tinyflow board`
 from . import passes  # the graph optimiser Session runs (tinyflow/passes, kernels in tinyflow/fusion)
 
 __version__ = "0.1.0"
+
+# subpackages imported when first named: the board (tfl.board, `tinyflow board`) brings http.server, ssl and
+# email, a sixth of what `import tinyflow` took, and Model.fit(log_dir=...) imports what it needs of it itself
+_ON_FIRST_USE = {"board"}
+
+
+def __getattr__(name):
+    """The subpackages of _ON_FIRST_USE, imported when first asked for."""
+    if name in _ON_FIRST_USE:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    """The package's names, the subpackages not imported yet included (for tab completion)."""
+    return sorted(set(globals()) | _ON_FIRST_USE)
+
 
 __all__ = [
     # graph and nodes

@@ -1,23 +1,38 @@
 """Plots for training results. Each returns a matplotlib Figure (shown inline in notebooks)
 and writes it to `path` when one is given."""
+import functools
 import io
 
 import numpy as np
-from matplotlib.figure import Figure as _MatplotlibFigure
 
 
-class Figure(_MatplotlibFigure):
-    """A matplotlib Figure that shows itself in notebooks without pyplot (and its global state)."""
+@functools.cache
+def _figure_class():
+    """tinyflow.plot.Figure, made on first use: importing matplotlib takes most of a second."""
+    import matplotlib.figure
 
-    def _repr_png_(self):
-        buffer = io.BytesIO()
-        self.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-        return buffer.getvalue()
+    class Figure(matplotlib.figure.Figure):
+        """A matplotlib Figure that shows itself in notebooks without pyplot (and its global state)."""
+
+        def _repr_png_(self):
+            buffer = io.BytesIO()
+            self.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+            return buffer.getvalue()
+
+    Figure.__qualname__ = "Figure"  # pickle finds it as tinyflow.plot.Figure, through __getattr__ below
+    return Figure
+
+
+def __getattr__(name):
+    """`Figure`, the class of the figures these plots return (matplotlib imported when first asked for)."""
+    if name == "Figure":
+        return _figure_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def figure(**options):
     """A new Figure (matplotlib's options, e.g. figsize) for plots of your own."""
-    return Figure(**options)
+    return _figure_class()(**options)
 
 
 def _finish(fig, path):
@@ -30,7 +45,7 @@ def _finish(fig, path):
 def training_curves(history, path=None, *, title="Training curves"):
     """Loss (and each metric) per epoch from a History, training and validation side by side."""
     keys = [k for k in history.history if not k.startswith("val_")]
-    fig = Figure(figsize=(5 * len(keys), 3.6))
+    fig = figure(figsize=(5 * len(keys), 3.6))
     for i, key in enumerate(keys, start=1):
         ax = fig.add_subplot(1, len(keys), i)
         ax.plot(history.epochs, history[key], label=f"training {key}")
@@ -49,7 +64,7 @@ def training_curves(history, path=None, *, title="Training curves"):
 def predicted_vs_actual(y_true, y_pred, path=None, *, title="Predicted vs actual", unit=""):
     """Scatter of predictions against targets for regression, with the y = x line."""
     y_true, y_pred = np.ravel(y_true), np.ravel(y_pred)
-    fig = Figure(figsize=(4.8, 4.6))
+    fig = figure(figsize=(4.8, 4.6))
     ax = fig.add_subplot(1, 1, 1)
     ax.scatter(y_true, y_pred, s=12, alpha=0.7)
     low, high = min(y_true.min(), y_pred.min()), max(y_true.max(), y_pred.max())
@@ -71,7 +86,7 @@ def confusion_matrix(y_true, y_pred, path=None, *, labels=None, title="Confusion
     n = int(max(y_true.max(), y_pred.max())) + 1 if labels is None else len(labels)
     counts = np.zeros((n, n), dtype=np.int64)
     np.add.at(counts, (y_true, y_pred), 1)
-    fig = Figure(figsize=(0.5 * n + 2.5, 0.5 * n + 2))
+    fig = figure(figsize=(0.5 * n + 2.5, 0.5 * n + 2))
     ax = fig.add_subplot(1, 1, 1)
     image = ax.imshow(counts, cmap="Blues")
     fig.colorbar(image, ax=ax)

@@ -1,4 +1,9 @@
 """`tinyflow onnx show model.onnx [-o graph.svg]` and the ONNX line of `tinyflow info`."""
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -35,6 +40,20 @@ def test_show_prints_the_summary_and_draws_the_graph(tmp_path, capsys):
     assert main(["onnx", "show", str(tmp_path / "tiny.onnx"), "-o", str(tmp_path / "tiny.svg")]) == 0
     picture = (tmp_path / "tiny.svg").read_text()
     assert "conv.weight" in picture and "cluster_conv" in picture  # ONNX names and the module as a cluster
+
+
+def test_show_imports_neither_matplotlib_nor_torch_nor_pyopencl(tmp_path):
+    """The command once spent most of its time importing libraries it does not use."""
+    write_model(tmp_path / "tiny.onnx")
+    picture = ["-o", str(tmp_path / "tiny.svg")] if tfl.viz.dot_available() else []
+    script = ("import sys\nfrom tinyflow.cli import main\nassert main(sys.argv[1:]) == 0\n"
+              "print(sorted(m for m in ('matplotlib', 'torch', 'pyopencl', 'tqdm') if m in sys.modules))")
+    root = str(pathlib.Path(__file__).resolve().parents[2])
+    done = subprocess.run([sys.executable, "-c", script, "onnx", "show", str(tmp_path / "tiny.onnx"), *picture],
+                          capture_output=True, text=True, cwd=root, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", "")))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
 
 
 def test_show_reports_a_bad_file_without_a_traceback(tmp_path, capsys):

@@ -55,6 +55,28 @@ def test_render_by_suffix(tmp_path, suffix, magic):
     assert tfl.get_default_graph()._repr_svg_().startswith("<?xml") and loss._repr_svg_()
 
 
+def png_size(path):
+    """(width, height) from a PNG file's header."""
+    header = open(path, "rb").read(24)
+    return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+
+
+@pytest.mark.skipif(not tfl.viz.dot_available(), reason="graphviz's dot is not installed (apt-get install graphviz)")
+def test_a_big_graphs_png_is_scaled_down_to_a_screens_size_and_a_small_one_is_not(tmp_path):
+    x = tfl.Placeholder((None, 8), name="x")
+    h = x
+    for i in range(120):  # a deep network's picture: a full-size PNG would be about 30,000 pixels tall
+        with tfl.name_scope(f"layer{i}"):
+            h = tfl.relu(h * 1.5)
+    big = png_size(tfl.viz.render(h, tmp_path / "big.png"))
+    assert max(big) == 3840, big  # a 4K screen's width
+    y = tfl.relu(x)
+    small = png_size(tfl.viz.render(y, tmp_path / "small.png"))
+    natural = tmp_path / "natural.png"
+    natural.write_bytes(tfl.viz.to_graphviz(y).pipe(format="png"))
+    assert small == png_size(natural) and max(small) < 1000
+
+
 def test_missing_dot_is_a_clear_error(tmp_path, monkeypatch):
     _, _, loss, _ = small_training_graph()
     monkeypatch.setattr("shutil.which", lambda name: None)

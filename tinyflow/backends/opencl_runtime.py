@@ -5,6 +5,7 @@ device order), so `opencl:N` names one device even when two platforms share a
 name. A context and its compiled programs are cached per device: the `.cl`
 files in ckernels/opencl are built once per context and element type.
 """
+import functools
 import os
 import pathlib
 import threading
@@ -15,13 +16,27 @@ import numpy as np
 from ..errors import BackendError
 from .kernel_codes import opencl_defines
 
-try:
-    import pyopencl as cl
-    import pyopencl.array as cl_array
-    IMPORT_ERROR = None
-except ImportError as err:  # the optional extra is not installed
-    cl = cl_array = None
-    IMPORT_ERROR = err
+
+@functools.cache
+def _pyopencl():
+    """pyopencl with its device arrays, or the ImportError saying why not; imported on first use, since importing
+    it takes a tenth of a second that a program without OpenCL should not pay."""
+    try:
+        import pyopencl
+        import pyopencl.array  # noqa: F401 - device arrays, as pyopencl.array
+    except ImportError as err:  # the optional extra is not installed
+        return err
+    return pyopencl
+
+
+def __getattr__(name):
+    """`cl` and `cl_array`: pyopencl and pyopencl.array (None without pyopencl), imported when first asked for."""
+    if name not in ("cl", "cl_array"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    cl = _pyopencl()
+    if isinstance(cl, ImportError):
+        return None
+    return cl if name == "cl" else cl.array
 
 INSTALL_HINT = ('install an OpenCL runtime: `pip install -e ".[opencl]"` brings pyopencl and the pocl CPU driver '
                 "(no root needed), or run `apt-get install pocl-opencl-icd` as root for Debian's pocl")
@@ -39,7 +54,8 @@ def _kernel_folder():
 
 def devices():
     """[(index, platform name, device name, cl.Device)] for every OpenCL device on this machine."""
-    if cl is None:
+    cl = _pyopencl()
+    if isinstance(cl, ImportError):
         return []
     try:
         platforms = cl.get_platforms()
@@ -72,6 +88,7 @@ def build_error(device):
     and process, with a one-line probe kernel)."""
     key = device.int_ptr
     if key not in _build_errors:
+        cl = _pyopencl()
         try:
             context = cl.Context([device])
         except cl.Error as err:  # a busy or misconfigured device
@@ -94,8 +111,8 @@ def _describe_broken(found):
 
 def why_unavailable():
     """A sentence saying why OpenCL cannot be used here, with what to install."""
-    if cl is None:
-        return f"pyopencl is not installed ({IMPORT_ERROR}); {INSTALL_HINT}"
+    if isinstance(_pyopencl(), ImportError):
+        return f"pyopencl is not installed ({_pyopencl()}); {INSTALL_HINT}"
     found = devices()
     if not found:
         return f"pyopencl found no OpenCL device; {INSTALL_HINT}"
@@ -146,6 +163,7 @@ class DeviceRuntime:
 
     def __init__(self, index, device):
         self.index, self.device = index, device
+        cl = _pyopencl()
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context)
         self.has_fp64 = "cl_khr_fp64" in device.extensions
@@ -168,6 +186,7 @@ class DeviceRuntime:
             source += "".join(generate(dtype == np.float32) for generate in GENERATED_SOURCES)
             options = ["-DT=double", "-DUSE_FP64"] if dtype == np.float64 else ["-DT=float"]
             options += opencl_defines()  # the op codes of ckernels/tinyflow_kernels.h
+            cl = _pyopencl()
             with warnings.catch_warnings():  # compiler chatter is not for users; errors still raise
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 self._programs[dtype] = cl.Program(self.context, source).build(options=options)
@@ -177,17 +196,17 @@ class DeviceRuntime:
         """One kernel of the program for `dtype` (retrieved once: each retrieval makes a new kernel object)."""
         key = (name, np.dtype(dtype))
         if key not in self._kernels:
-            self._kernels[key] = cl.Kernel(self.program(dtype), name)
+            self._kernels[key] = _pyopencl().Kernel(self.program(dtype), name)
         return self._kernels[key]
 
     def empty(self, shape, dtype):
         """An uninitialised device array."""
-        return cl_array.empty(self.queue, shape, np.dtype(dtype))
+        return _pyopencl().array.empty(self.queue, shape, np.dtype(dtype))
 
     def upload(self, array):
         """A device copy of a host array (0-d arrays stay 0-d)."""
         array = np.asarray(array)
-        return cl_array.to_device(self.queue, array if array.flags.c_contiguous else array.copy(order="C"))
+        return _pyopencl().array.to_device(self.queue, array if array.flags.c_contiguous else array.copy(order="C"))
 
     def describe(self):
         """'platform / device' for messages and `tinyflow info`."""

@@ -271,8 +271,14 @@ def digraph(*args, **kwargs):
     return _picture_class()(*args, **kwargs)
 
 
+# a PNG's longer side at most, in pixels (a 4K screen's width; 40 inches at graphviz's 96 dpi): a big model's full-size PNG
+# (a ResNet-18: 2064 x 8708) takes seconds to rasterise and no screen shows it; .svg and .pdf keep every detail
+PNG_MAX_SIDE = 3840
+
+
 def render(target, path, **options):
-    """Draw `target` (a node, a list of nodes, or a Graph) to `path`: .png, .svg or .pdf by suffix."""
+    """Draw `target` (a node, a list of nodes, or a Graph) to `path`: .png, .svg or .pdf by suffix (a big graph's
+    PNG is scaled down to PNG_MAX_SIDE pixels)."""
     root, suffix = os.path.splitext(os.fspath(path))
     fmt = suffix.lstrip(".").lower()
     if fmt not in ("png", "svg", "pdf"):
@@ -282,6 +288,8 @@ def render(target, path, **options):
         dot = to_graphviz(None, graph=target, **options)
     else:
         dot = to_graphviz(target, **options)
+    if fmt == "png":
+        dot.graph_attr["size"] = f"{PNG_MAX_SIDE / 96:g},{PNG_MAX_SIDE / 96:g}"  # inches; scales down only
     picture = dot.pipe(format=fmt)  # render first: a failure must not leave an empty file behind
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "wb") as f:

@@ -1,12 +1,12 @@
 """The memory plan of a run as a picture: bytes alive after each step, with the peak."""
-from ..plot import Figure
+from ..plot import figure
 
 
 def plot_memory(profile, path=None, *, title="Memory during one run"):
     """A step plot of bytes alive per step of the plan (from Session.memory_profile)."""
     steps = [r["position"] for r in profile.rows]
     alive = [r["live_bytes"] / 1e6 for r in profile.rows]
-    fig = Figure(figsize=(max(6, 0.18 * len(steps)), 3.8))
+    fig = figure(figsize=(max(6, 0.18 * len(steps)), 3.8))
     ax = fig.add_subplot(1, 1, 1)
     ax.step(steps, alive, where="post", label="alive after the step")
     ax.plot(steps, [r["during_bytes"] / 1e6 for r in profile.rows], "k.", markersize=4, label="alive during the step")
