@@ -8,11 +8,10 @@ GRU r, z, n): weight_ih (gates·H, I), weight_hh (gates·H, H), biases (gates·H
 import functools
 
 from ..errors import ArgumentError, ShapeError
-from ..ops.activations import relu, sigmoid, tanh
+from ..ops.elementwise_ops import relu, sigmoid, tanh, zeros_like
 from ..ops.array_ops import concat, get_item, reshape, transpose
 from ..ops.matmul import matmul
 from ..ops.shape_ops import split, stack
-from ..ops.unary_ops import zeros_like
 from .layer import Layer
 
 

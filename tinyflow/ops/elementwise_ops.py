@@ -113,7 +113,8 @@ def _numpy_kernel(cls):
     """The class's `compute`: the expression as numpy code, its result in the op's dtype."""
     source = expressions.text(cls.expression)
     words = {w: NUMPY[w] for w in expressions.names(ast.parse(source, mode="eval")) if w in NUMPY}
-    guarded = any(isinstance(n, ast.Call) and n.func.id in _WARNS for n in ast.walk(cls.expression)) and \
+    guarded = any(isinstance(n, ast.Call) and n.func.id in _WARNS or isinstance(n, ast.BinOp) and isinstance(
+        n.op, (ast.Pow, ast.Div)) for n in ast.walk(cls.expression)) and \
         any(isinstance(n, ast.Call) and n.func.id == "where" for n in ast.walk(cls.expression))
     attributes = "".join(f"    {a} = self.{a}\n" for a in cls.attributes)
     if cls.dtype_rule is promote_to_float:  # integers become the float type first (-abs of a uint8 wraps around)
