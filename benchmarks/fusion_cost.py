@@ -8,7 +8,7 @@ import tempfile
 
 SCRIPT = """
 import json, time, numpy as np, tinyflow as tfl
-from tinyflow.fusion import STATS
+from tinyflow.backends.compiler import STATS
 x = tfl.Placeholder((1000,), name="x")
 y = 2.0 * tfl.sigmoid(1.5 * x - 0.5) + tfl.tanh(x) * 0.25
 sess = tfl.Session(backend="c")

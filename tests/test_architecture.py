@@ -13,7 +13,7 @@ LAYERS = [
     {"graph", "nodes"},
     {"ops"},
     {"autodiff"},
-    {"backends", "fusion", "_ckernels"},
+    {"backends", "_ckernels"},
     {"passes"},
     {"session"},
     {"control_flow"},

@@ -30,7 +30,7 @@ from . import jit, onnx
 from .control_flow import cond, range, while_loop  # noqa: A004 - tfl.range, as Python's for Python ints
 from . import eager
 from .eager import Tensor, enable_grad, no_grad, tensor
-from . import passes  # the graph optimiser Session runs (tinyflow/passes, kernels in tinyflow/fusion)
+from . import passes  # the graph optimiser Session runs (tinyflow/passes; fused kernels in tinyflow/backends)
 
 __version__ = "0.1.0"
 

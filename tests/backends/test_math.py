@@ -13,7 +13,7 @@ import pytest
 
 from tinyflow.backends import native
 from tinyflow.backends.c_backend import flat_kernel
-from tinyflow.fusion import codegen_c, compiler
+from tinyflow.backends import c_codegen as codegen_c, compiler
 
 MAX_ULP = 2.0
 _erf = np.frompyfunc(math.erf, 1, 1)

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from tinyflow.fusion import compiler
-from tinyflow.fusion.codegen_c import c_source
+from tinyflow.backends import compiler
+from tinyflow.backends.c_codegen import c_source
 
 from helpers import assert_close, op_types, run_both
 from op_cases import CASES
@@ -112,7 +112,7 @@ def test_error_in_a_fused_kernel_names_the_member_and_its_creation_site():
 
 
 def test_layouts_read_broadcast_inputs_in_place():
-    from tinyflow.fusion.layout import plan_layout
+    from tinyflow.backends.fused import plan_layout
     assert plan_layout(((5, 8, 4, 4), (1, 8, 1, 1),), (5, 8, 4, 4)) == (("full", "col%8"), 40, 16)
     assert plan_layout(((6, 4), (4,), (),), (6, 4)) == (("full", "row", "scalar"), 6, 4)
     assert plan_layout(((6, 4), (6, 1),), (6, 4)) == (("full", "col"), 6, 4)

@@ -67,6 +67,7 @@ class Backend:
     name = "base"
     kernels = {}            # op type -> Kernel
     small_size = 0          # inputs all smaller than this go to numpy (for entries with small=True)
+    host_below = 0          # eager ops on fewer elements compute with numpy at once, before any table lookup
 
     def __init__(self):
         self.report = RunReport()
@@ -111,6 +112,17 @@ class Backend:
             return self.host_kernel(op)
         entry = self.kernels[op.op_type]
         return lambda *values: self.call(entry, op, values)
+
+    def fused_kernel(self, node):
+        """The callable computing a fused elementwise node (passes/fusion.py): here numpy runs its members in turn;
+        the C and OpenCL backends generate one kernel for it."""
+        return node.compute
+
+    def compute(self, op, values):
+        """op's value now, from host input values (eager mode): the table's kernel when it accepts them, else numpy."""
+        entry = self.kernels.get(op.op_type)
+        out = op.compute(*values) if entry is None else self.to_host(self.call(entry, op, values))
+        return out if out.__class__ is np.ndarray else np.asarray(out)
 
     def static_route(self, op, shapes=None):
         """'host' when the table has no kernel for `op`, 'small' when its shapes are known to be small: numpy

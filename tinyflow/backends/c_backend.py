@@ -17,7 +17,8 @@ from ..shapes import reduced_shape
 from . import native
 from .base import Backend, Kernel
 from .buffer_pool import BufferPool
-from ..fusion.layout import plan_layout
+from .c_fused import CFusedKernel
+from .fused import plan_layout
 from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
 from ..ops.expressions import fingerprint, text
 from .base import DECLINE
@@ -445,7 +446,7 @@ class CBackend(Backend):
 
     name = "c"
     kernels = KERNELS
-    small_size = SMALL
+    small_size = host_below = SMALL
 
     @classmethod
     def is_available(cls):
@@ -487,6 +488,10 @@ class CBackend(Backend):
     def buffer_stats(self):
         """(buffers reused, buffers allocated) by the buffer pool so far."""
         return self.pool.reused, self.pool.allocated
+
+    def fused_kernel(self, node):
+        """The node's members as one generated C kernel (compiled once it has run a few times)."""
+        return CFusedKernel(node, self)
 
     def multi_update(self, node, values):
         """Run a MultiTensorUpdate's members in one C call; False to have them run one by one."""

@@ -40,7 +40,7 @@ def _load():
 ENUM_NAMES = ("tf_layout_kind", "tf_broadcast_pattern", "tf_reduce_op", "tf_limits")
 ENUMS = _load()
 
-# how the elementwise kernels read an input (fusion/layout.py's kinds; the rest are expanded first)
+# how the elementwise kernels read an input (fused.py's kinds; the rest are expanded first)
 LAYOUT_KINDS = {"full": ENUMS["tf_layout_kind"]["TF_FULL"], "row": ENUMS["tf_layout_kind"]["TF_ROW"],
                 "col": ENUMS["tf_layout_kind"]["TF_COLUMN"], "scalar": ENUMS["tf_layout_kind"]["TF_SCALAR"]}
 REDUCE = {"ReduceSum": ENUMS["tf_reduce_op"]["TF_REDUCE_SUM"], "ReduceMean": ENUMS["tf_reduce_op"]["TF_REDUCE_MEAN"],

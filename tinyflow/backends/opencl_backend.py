@@ -19,7 +19,8 @@ from ..ops.losses import check_labels
 from ..shapes import reduced_shape
 from . import opencl_runtime as rt
 from .base import DECLINE, FLOATS, Backend, Kernel, source_kernel
-from ..fusion.layout import plan_layout
+from .fused import plan_layout
+from .opencl_fused import OpenCLFusedKernel
 from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
 from ..ops.expressions import OPENCL_HELPERS, spell, takes_conditions
 from .kernel_codes import (LAYOUT_KINDS, PATTERN, REDUCE, along_last_axis, broadcast_layout, conv_geometry, fits_conv,
@@ -77,6 +78,15 @@ class OpenCLBackend(Backend):
             log.debug("%s", self.report)
         super().begin_run()
         self._uploads.clear()
+
+    def fused_kernel(self, node):
+        """The node's members as one generated OpenCL kernel (built once it has run a few times)."""
+        return OpenCLFusedKernel(node, self)
+
+    def compute(self, op, values):
+        """One eager op: its inputs uploaded for it alone, its value downloaded."""
+        self.begin_run()
+        return super().compute(op, values)
 
     def float_dtypes(self):
         """float32, and float64 when the device has cl_khr_fp64."""

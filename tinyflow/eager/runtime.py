@@ -21,7 +21,6 @@ garbage collector would have to free them), and the creation site is a shared
 "file:line" only when an error message needs it. Ops with no attributes remember
 their shape and dtype rule per input shapes and dtypes (`adopt`).
 """
-import sys
 from sys import _getframe
 
 import numpy as np
@@ -51,61 +50,32 @@ def tick():
     return Clock.now
 
 
-# ---------------------------------------------------------------- backends
-class Dispatch:
-    """The active backend and how an op's value is computed on it (chosen once, cached)."""
+# ---------------------------------------------------------------- the backend eager ops run on
+class Active:
+    """The backend eager ops compute on (chosen on first use), and below how many elements its kernel table would
+    hand an op to numpy anyway (`Backend.host_below`): plain ops that small compute at once, with no table lookup."""
 
-    def __init__(self, name=None):
-        self.backend = _backends.get_backend(name)
-        self.small = _small_size(self.backend)
-        kind = self.backend.name
-        # numpy and C compute on host arrays from the kernel table (run() does it inline); others go
-        # through the backend's public kernel() (OpenCL: device arrays for the op, host values between ops)
-        self.kernels = {} if kind == "numpy" else self.backend.kernels if kind == "c" else None
-        # plain ops on fewer elements compute with the op's numpy kernel at once (numpy: always)
-        self.host_below = float("inf") if kind == "numpy" else self.small if kind == "c" else 0
-        self.run = self._generic
-
-    current = None  # the active Dispatch (None until first use)
-    active_host_below = -1  # its host_below, read by every plain op (-1 until first use: the op activates one)
-
-    def _generic(self, op, values):
-        """Any backend, through its public kernel(): values may live on a device (OpenCL) for one op."""
-        self.backend.begin_run()
-        return self.backend.to_host(self.backend.kernel(op)(*values))
+    backend = None
+    host_below = -1  # -1 until first use: the first plain op chooses the backend
 
 
-def _small_size(backend):
-    """Below this many elements the backend routes ops to numpy (0: never)."""
-    size = getattr(backend, "small_size", None)
-    if size is None:
-        size = getattr(sys.modules[type(backend).__module__], "SMALL", 0)
-    return size
-
-
-_CHOSEN = {}  # backend name -> its Dispatch, so switching back and forth costs nothing
+_CHOSEN = {}  # backend name -> the backend, so switching back and forth costs nothing
 
 
 def set_backend(name=None):
     """Choose the backend eager ops run on: "c", "numpy", "opencl" (None: $TINYFLOW_BACKEND or the best)."""
-    dispatch = _CHOSEN.get(name) if name is not None else None
-    if dispatch is None:
-        dispatch = Dispatch(name)
+    backend = _CHOSEN.get(name) if name is not None else None
+    if backend is None:
+        backend = _backends.get_backend(name)
         if name is not None:
-            _CHOSEN[name] = dispatch
-    Dispatch.current = dispatch
-    Dispatch.active_host_below = dispatch.host_below
-    return dispatch.backend
+            _CHOSEN[name] = backend
+    Active.backend, Active.host_below = backend, backend.host_below
+    return backend
 
 
 def get_backend():
     """The backend eager ops run on (chosen on first use from $TINYFLOW_BACKEND unless set_backend was called)."""
-    return (Dispatch.current or _activate()).backend
-
-
-def _activate():
-    set_backend(None)
-    return Dispatch.current
+    return Active.backend or set_backend(None)
 
 
 # ---------------------------------------------------------------- the hook
@@ -199,12 +169,12 @@ def _op_shortcuts(cls, fallback):
             known[0] = shape
         op.shape = shape
         op.dtype = entry[0]
-        if size < Dispatch.active_host_below:  # the backend would hand it to numpy: do so at once
+        if size < Active.host_below:  # the backend would hand it to numpy: do so at once
             out = entry[2](op, da, db)
             if out.__class__ is not ndarray:
                 out = np.asarray(out)
         else:
-            out = _compute(Dispatch.current or _activate(), op, [da, db])
+            out = (Active.backend or set_backend(None)).compute(op, [da, db])
         result = new(Tensor)
         result._data = out
         result._grad = None
@@ -252,12 +222,12 @@ def _op_shortcuts(cls, fallback):
         op.inputs = (x,)
         op.shape = data.shape
         op.dtype = entry[0]
-        if data.size < Dispatch.active_host_below:
+        if data.size < Active.host_below:
             out = entry[2](op, data)
             if out.__class__ is not ndarray:
                 out = np.asarray(out)
         else:
-            out = _compute(Dispatch.current or _activate(), op, [data])
+            out = (Active.backend or set_backend(None)).compute(op, [data])
         result = new(Tensor)
         result._data = out
         result._grad = None
@@ -410,7 +380,7 @@ class EagerRuntime:
 
 def _result(op, inputs, values):
     """The Tensor of op's value on the active backend; op becomes its grad_fn if an input requires grad."""
-    out = _compute(Dispatch.current or _activate(), op, values)
+    out = (Active.backend or set_backend(None)).compute(op, values)
     result = make(out)
     if GradMode.enabled and out.dtype.kind == "f":
         for t in inputs:
@@ -422,25 +392,6 @@ def _result(op, inputs, values):
     if Taint.active:
         Taint.spread(inputs, result)
     return result
-
-
-def _compute(dispatch, op, values):
-    """op's value (a numpy array) from its input values on the dispatch's backend."""
-    kernels = dispatch.kernels
-    if kernels is None:
-        out = dispatch.run(op, values)
-    else:  # a host-array table backend (C): small arrays go straight to numpy, as its dispatch would
-        entry = kernels.get(op.op_type)
-        out = None
-        if entry is not None:
-            small = dispatch.small
-            for v in values:
-                if v.size >= small:  # the backend's one dispatch: dtype checks, contiguity, fallback
-                    out = dispatch.backend.call(entry, op, values)
-                    break
-        if out is None:
-            out = op.compute(*values)
-    return out if out.__class__ is np.ndarray else np.asarray(out)
 
 
 def _record(op, inputs, out, result):

@@ -7,16 +7,59 @@ of two or more ops becomes one FusedElementwise node with the group's outside
 inputs; intermediates then never exist as arrays. Inputs may broadcast
 (scalars, rows, columns); scalar constants are written into the kernel.
 Works the same on forward chains and on the gradient chains backprop builds.
+
+The fused node's `compute` is the readable numpy form (each member's own kernel, in order); the C and OpenCL
+backends generate one kernel for it (backends/c_fused.py, backends/opencl_fused.py).
 """
 import numpy as np
 
 from ..ops.elementwise_ops import ElementwiseOp
-from ..fusion.fused_op import FusedElementwise
-from ..nodes import Constant
+from ..errors import ExecutionError, describe
+from ..nodes import Constant, Operation
 from .ir import is_leaf, make_node
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 MAX_GROUP = 2048  # ops per kernel: a longer chain becomes several kernels (the C compiler slows down past this)
+
+
+class FusedElementwise(Operation):
+    """members[-1](...members[0](inputs)...) in one kernel; `program` says which value feeds which member.
+
+    program[j] = (op_type, args) for members[j]; each arg is ("x", k) the fused
+    node's input k, ("t", i) the value of members[i], or ("c", array) a constant.
+    """
+
+    abstract = True  # built by the optimiser only: kept out of the op registry the op tests walk
+
+    def compute(self, *inputs):
+        """Run the members' numpy kernels in order (the reference, and the fallback without a compiler)."""
+        values = []
+        for member, (_, args) in zip(self.members, self.program):
+            operands = [inputs[i] if kind == "x" else values[i] if kind == "t" else i for kind, i in args]
+            try:
+                values.append(member.compute(*operands))
+            except Exception as exc:  # noqa: BLE001 - name the member the user wrote
+                raise self.member_error(member, operands, exc) from exc
+        return np.asarray(values[-1])
+
+    def bind_kernel(self, backend):
+        """The callable running this node on `backend`: each backend says how it runs fused nodes."""
+        return backend.fused_kernel(self)
+
+    def member_error(self, member, operands, exc):
+        """An ExecutionError naming the failing member (its creation site) and the fused kernel."""
+        shapes = ", ".join(str(getattr(v, "shape", ())) for v in operands)
+        return ExecutionError(
+            f"{describe(getattr(member, 'original', member))} failed inside the fused kernel '{self.name}' "
+            f"(which computes {self.member_summary()}): {type(exc).__name__}: {exc}. Its inputs had shapes "
+            f"{shapes}. Run with tfl.Session(optimize=False) to run the ops one by one.")
+
+    def member_summary(self):
+        """'Add a (x.py:3) -> Sigmoid s (x.py:4)': the member ops with their creation sites."""
+        return " -> ".join(f"{m.op_type} '{m.name}' ({m.creation_site})" for m in self.members)
+
+    def __repr__(self):
+        return f"<FusedElementwise '{self.name}' of {len(self.members)} ops: {[m.op_type for m in self.members]}>"
 
 
 def fuse_elementwise(graph):

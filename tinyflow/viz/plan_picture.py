@@ -1,5 +1,5 @@
 """The picture of an optimised plan: fused nodes drawn as clusters naming the ops they replaced."""
-from ..fusion import FusedElementwise
+from ..passes.fusion import FusedElementwise
 from .graphviz_render import STYLES, kind_of
 
 

@@ -1,7 +1,7 @@
 """Running a fused node with its generated C kernel (tiered: numpy for the first runs, then C).
 
 A plan node that runs once or twice (a test, a one-off evaluation) is not worth a
-compile: its members run with the backend's own kernels (tiers.py). From run JIT_AFTER + 1 on, the kernel for the run's shapes is generated,
+compile: its members run with the backend's own kernels (fused.py's member_runner). From run JIT_AFTER + 1 on, the kernel for the run's shapes is generated,
 compiled (or found in the disk cache) and called. TINYFLOW_FUSION_JIT_AFTER
 changes the number of numpy runs (0: compile at the first run).
 """
@@ -11,9 +11,8 @@ import os
 import numpy as np
 
 from . import compiler
-from .codegen_c import c_declaration, c_source
-from .layout import plan_layout
-from .tiers import member_runner
+from .c_codegen import c_declaration, c_source
+from .fused import member_runner, plan_layout
 
 _CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
 _SMALL = "small"  # marks input shapes whose output is below the backend's small-array threshold
@@ -89,7 +88,7 @@ class CFusedKernel:
 
 def native_pool_address():
     """The address of the C library's tf_parallel_for (0 without the library: kernels then run on one thread)."""
-    from ..backends import native
+    from . import native
     if native.lib is None:
         return 0
     return int(native.ffi.cast("uintptr_t", native.ffi.addressof(native.lib, "tf_parallel_for")))
@@ -99,6 +98,6 @@ def _allocator(backend):
     """`empty(shape, dtype)` from the backend's buffer pool (its own, or the shared one of older backends)."""
     pool = getattr(backend, "pool", None)
     if pool is None:
-        from ..backends.buffer_pool import POOL
+        from .buffer_pool import POOL
         pool = POOL
     return pool.empty

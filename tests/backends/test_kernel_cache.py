@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from tinyflow.fusion import compiler, disk_cache
+from tinyflow.backends import compiler, kernel_cache as disk_cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -26,7 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = textwrap.dedent("""
     import json, sys, warnings
     import numpy as np, tinyflow as tfl
-    from tinyflow.fusion import STATS, cache_dir, disk_cache
+    from tinyflow.backends import kernel_cache as disk_cache
+    from tinyflow.backends.compiler import STATS, cache_dir
     if "other-cpu" in sys.argv:  # pretend to be another machine sharing this cache
         disk_cache.cpu_identity = lambda: ("Other CPU 9000", "0123456789abcdef")
     x = tfl.Placeholder((5000,), name="x")

@@ -2,7 +2,7 @@
 
 Programs are built once per device and source (pyopencl also keeps built binaries
 in its own on-disk program cache). Tiered like the C kernel: the first runs use
-the backend's own kernels (tiers.py), then the kernel is built. For `a*x + b` with a scalar `b`:
+the backend's own kernels (fused.py's member_runner), then the kernel is built. For `a*x + b` with a scalar `b`:
     __kernel void tf_fused(__global const T *x0, __global const T *x1, __global T *out, const long inner) {
         const long i = get_global_id(0);
         const T a0 = x0[i];
@@ -14,11 +14,10 @@ the backend's own kernels (tiers.py), then the kernel is built. For `a*x + b` wi
 """
 import numpy as np
 
-from .c_kernel import jit_after
 from ..ops.expressions import OPENCL_HELPERS
-from .codegen_c import body, load
-from .layout import plan_layout
-from .tiers import member_runner
+from .c_codegen import body, load
+from .c_fused import jit_after
+from .fused import member_runner, plan_layout
 
 _programs = {}
 

@@ -1,4 +1,4 @@
-"""Compile generated C with cffi at run time, cached on disk (disk_cache.py: key, verification, quarantine).
+"""Compile generated C with cffi at run time, cached on disk (kernel_cache.py: key, verification, quarantine).
 
 `load` finds a kernel in memory, else in the disk cache (verified before it is loaded:
 a damaged file is moved aside with one warning and compiled again), else compiles it in a
@@ -18,7 +18,7 @@ import threading
 import time
 import warnings
 
-from . import disk_cache
+from . import kernel_cache as disk_cache
 
 DEFAULT_FLAGS = ["-O3", "-std=gnu99", "-fno-strict-aliasing", "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd"]
 
@@ -49,7 +49,7 @@ def compile_flags():
     instructions (AVX-512, FMA...); the CPU is part of the cache key, so a cache shared between machines
     never hands one machine another's kernel.
     """
-    from ..backends import native
+    from . import native
     flags = [f for f in native.build_flags().split() if not f.startswith("-fsanitize")] or list(DEFAULT_FLAGS)
     if "-O1" in flags:  # a sanitizer build asks for -O1; kernels here are for speed
         flags.remove("-O1")
