@@ -13,7 +13,7 @@ from ..nodes.node import default_dtype_for
 from ..shapes import shapes_compatible
 from .errors import ConversionError
 from .undefined import Undefined, UndefinedValue, is_typeless
-from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth, rebuild,
+from .values import (IFEXP_VALUE, NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth, rebuild,
                      same_value, shown)
 
 
@@ -46,6 +46,11 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site):
         for out, (a, b) in zip(outputs, merge.pairs):
             out.return_site = getattr(a, "return_site", None) or getattr(b, "return_site", None)
     return tuple(v.resolve(outputs) if isinstance(v, _Pending) else v for v in merged)
+
+
+def convert_ifexp(test, true_fn, false_fn, site):
+    """`a if test else b`: Python's for a Python condition; a tfl.cond of the two values for a tensor."""
+    return convert_ifelse(test, lambda _: (true_fn(),), lambda _: (false_fn(),), (None,), (IFEXP_VALUE,), site)[0]
 
 
 class _Pending:

@@ -21,13 +21,14 @@ import functools
 import inspect
 import os
 import textwrap
+import traceback
 import types
 
 import numpy as np
 
 from ..nodes import Node, as_node
 from ..nodes.node import _notebook_cell
-from .branches import convert_ifelse  # noqa: F401 - helpers the converted code calls (as _tfl_jit_.<name>)
+from .branches import convert_ifelse, convert_ifexp  # noqa: F401 - helpers the converted code calls (as _tfl_jit_.<name>)
 from .loops import convert_for, convert_subscript, convert_while, converted_builtin  # noqa: F401
 from .values import as_bool, list_append, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
@@ -38,6 +39,7 @@ from .undefined import Undefined
 _CACHE = {}          # code object -> factory of the converted function (or None: leave it unconverted)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _HELPER = "_tfl_jit_"
+_NO_SOURCE = "no source"
 
 
 def ld(name, getter):
@@ -99,35 +101,63 @@ def convert_compare(left, op, right):
     return _PY_COMPARE[op](left, right)
 
 
-def convert_and(left, right_fn):
+def convert_chain(site, left, *steps):
+    """`a < b < c`: each operand evaluated once, in order; Python's short-circuit while the parts are Python values."""
+    result = None
+    for op, right_fn in steps:
+        right = right_fn()
+        part = convert_compare(left, op, right)
+        result = part if result is None else convert_and(result, lambda: part, site)
+        if not isinstance(result, Node) and not result:
+            return result
+        left = right
+    return result
+
+
+def convert_and(left, right_fn, site):
     """`a and b`: Python's short-circuit for Python values; elementwise logical and for graph nodes."""
     if not isinstance(left, Node):
         return left and right_fn()
-    from ..ops.math_ops import where
     right = right_fn()
-    return where(as_bool(left, ""), _bool_node(right, left), False)
+    if not isinstance(right, Node) and not right:
+        return right  # false whatever the tensor holds: later operands are skipped, as in Python
+    from ..ops.math_ops import where
+    return where(as_bool(left, site), _bool_node(right, site), False)
 
 
-def convert_or(left, right_fn):
+def convert_or(left, right_fn, site):
     """`a or b`: Python's for Python values; elementwise logical or for graph nodes."""
     if not isinstance(left, Node):
         return left or right_fn()
-    from ..ops.math_ops import where
     right = right_fn()
-    return where(as_bool(left, ""), True, _bool_node(right, left))
+    if not isinstance(right, Node) and right:
+        return right  # true whatever the tensor holds: `x > 1 or a is None or a > 1` never reaches `a > 1`
+    from ..ops.math_ops import where
+    return where(as_bool(left, site), True, _bool_node(right, site))
 
 
-def convert_not(value):
+def convert_not(value, site):
     """`not a`: Python's for Python values; logical not for graph nodes."""
     if not isinstance(value, Node):
         return not value
     from ..ops.math_ops import equal
-    return equal(as_bool(value, ""), False)
+    return equal(as_bool(value, site), False)
 
 
-def _bool_node(value, like):
+def convert_assert(test, message_fn, site):
+    """`assert test, message`: Python's for a Python value; a tensor's value is not known while tracing."""
+    if isinstance(test, Node):
+        raise ConversionError(f"{site}: `assert` on a tensor inside to_static: while tracing, tensors have no values "
+                              "yet, and a graph cannot stop on one. Assert on the result after the call, or return "
+                              "the condition")
+    if not test:
+        message = message_fn()
+        raise AssertionError(*([] if message is None else [message]))
+
+
+def _bool_node(value, site):
     if isinstance(value, Node):
-        return as_bool(value, "")
+        return as_bool(value, site)
     return as_node(np.asarray(bool(value)))
 
 
@@ -179,10 +209,16 @@ def _function_def(name, args, body):
 
 class _Rewriter(ast.NodeTransformer):
     def __init__(self, filename):
-        self.filename, self.count = filename, 0
+        self.filename, self.count, self.line = filename, 0, 0
+
+    def visit(self, node):
+        if isinstance(node, ast.stmt):
+            self.line = getattr(node, "lineno", self.line)
+        return super().visit(node)
 
     def site(self, node):
-        return ast.Constant(site_of(self.filename, node.lineno))
+        """"file:line" of a node (an expression the lowering made has its statement's line)."""
+        return ast.Constant(site_of(self.filename, getattr(node, "lineno", self.line)))
 
     def helper(self, name):
         return ast.Attribute(ast.Name(_HELPER, ast.Load()), name, ast.Load())
@@ -266,28 +302,37 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if any(type(op) not in _PY_COMPARE for op in node.ops):
             return node  # `is`, `in`: Python's meaning
-        parts, left = [], node.left
-        for op, right in zip(node.ops, node.comparators):
-            parts.append(self.call("convert_compare", left, self.helper(f"OP_{type(op).__name__}"), right))
-            left = right
-        result = parts[0]
-        for part in parts[1:]:
-            result = self.call("convert_and", result, ast.Lambda(_no_args(), part))
-        return result
+        if len(node.ops) == 1:
+            return self.call("convert_compare", node.left, self.helper(f"OP_{type(node.ops[0]).__name__}"),
+                             node.comparators[0])
+        steps = [ast.Tuple([self.helper(f"OP_{type(op).__name__}"), ast.Lambda(_no_args(), right)], ast.Load())
+                 for op, right in zip(node.ops, node.comparators)]
+        return self.call("convert_chain", self.site(node), node.left, *steps)
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)
         name = "convert_and" if isinstance(node.op, ast.And) else "convert_or"
         result = node.values[0]
         for value in node.values[1:]:
-            result = self.call(name, result, ast.Lambda(_no_args(), value))
+            result = self.call(name, result, ast.Lambda(_no_args(), value), self.site(node))
         return result
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, ast.Not):
-            return self.call("convert_not", node.operand)
+            return self.call("convert_not", node.operand, self.site(node))
         return node
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        return self.call("convert_ifexp", node.test, ast.Lambda(_no_args(), node.body),
+                         ast.Lambda(_no_args(), node.orelse), self.site(node))
+
+    def visit_Assert(self, node):
+        self.generic_visit(node)
+        message = node.msg if node.msg is not None else ast.Constant(None)
+        return ast.Expr(self.call("convert_assert", node.test, ast.Lambda(_no_args(), message), self.site(node)),
+                        lineno=node.lineno)
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -305,9 +350,6 @@ class _Rewriter(ast.NodeTransformer):
             return node
         key = node.slice
         return self.call("convert_subscript", node.value, key, self.site(node))
-
-    def visit_Lambda(self, node):
-        return node  # lambdas stay Python (tfl.cond branches are often lambdas)
 
 
 for _op in _PY_COMPARE:
@@ -341,25 +383,27 @@ def _is_generator(definition):
 
 
 def _factory(fn):
-    """Compile the converted source of `fn` once: a factory taking the helpers and the closure values."""
+    """Compile the converted source of `fn` once: a factory taking the helpers and the closure values
+    (_NO_SOURCE when Python cannot find the source, None for a function that runs as written)."""
     code = fn.__code__
     if code in _CACHE:
         return _CACHE[code]
-    factory = None
+    factory = _NO_SOURCE
     try:
         filename = inspect.getsourcefile(fn) or code.co_filename
         lines, first = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):
-        tree = None  # no source (REPL, builtin): the function runs as written
+        tree = None  # no source (python -c, the REPL, exec): the function runs as written
     if tree is not None and tree.body:
-        definition = tree.body[0]
+        definition, factory = tree.body[0], None
         if (isinstance(definition, ast.FunctionDef) and definition.name == fn.__name__
                 and not _is_generator(definition)):
-            definition.decorator_list = []
             ast.increment_lineno(tree, first - 1)
             lowering = Lowering(lambda line: site_of(filename, line))
-            definition.body = lowering.function_body(definition.body, definition.end_lineno)
+            for function in [n for n in ast.walk(definition) if isinstance(n, ast.FunctionDef)]:
+                function.body = lowering.function_body(function.body, function.end_lineno)
+            _evaluated_once(definition)
             rewriter = _Rewriter(filename)
             definition.body = [rewriter.visit(s) for s in definition.body]
             definition.body = [s for part in definition.body for s in (part if isinstance(part, list) else [part])]
@@ -374,11 +418,43 @@ def _factory(fn):
     return factory
 
 
+def _evaluated_once(definition):
+    """Drop what Python already evaluated when it defined the function (decorators, defaults, annotations): in the
+    factory they would run again, where an enclosing function's names do not exist."""
+    definition.decorator_list, definition.returns = [], None
+    arguments = definition.args
+    arguments.defaults = [ast.Constant(None) for _ in arguments.defaults]
+    arguments.kw_defaults = [None if d is None else ast.Constant(None) for d in arguments.kw_defaults]
+    for arg in arguments.posonlyargs + arguments.args + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg]:
+        if arg is not None:
+            arg.annotation = None
+
+
+def _without_source(fn):
+    """A function whose source Python cannot find runs as written; a tensor `if` in it then says why it fails."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as error:
+            *_, user, last = traceback.extract_tb(error.__traceback__)
+            if last.name not in ("__bool__", "__iter__") or not last.filename.startswith(_PACKAGE_DIR):
+                raise
+            raise ConversionError(
+                f"{site_of(user.filename, user.lineno)}: {fn.__qualname__} has no source code that "
+                "to_static can read (it was defined with `python -c`, in the interactive interpreter or by exec), "
+                "so its Python `if`/`while`/`for` on tensors could not be converted. Define it in a file or a "
+                "notebook cell, or write tfl.cond / tfl.while_loop") from error
+    return run
+
+
 def convert_function(fn):
     """The converted version of a Python function (cached per code object); `fn` itself if it has no source."""
-    if not isinstance(fn, types.FunctionType) or fn.__name__ == "<lambda>":
-        return fn
+    if not isinstance(fn, types.FunctionType) or fn.__name__ == "<lambda>" or _HELPER in fn.__code__.co_freevars:
+        return fn  # a lambda or a function defined inside converted code is converted already
     factory = _factory(fn)
+    if factory is _NO_SOURCE:
+        return _without_source(fn)
     if factory is None:
         return fn
     from . import convert as helpers

@@ -177,7 +177,7 @@ class StaticFunction:
         session = self._session(program.graph)
         recorded = call_recorded(program, session, arrays, sources)  # eager autograd sees the call as one op
         if recorded is not None:
-            return recorded
+            return _rebuild(program.structure, iter([recorded]))  # `return [y]` stays a one-element list
         for value in sources:
             if isinstance(value, Tensor) and value.requires_grad and is_grad_enabled():
                 raise TinyflowError(
@@ -251,7 +251,7 @@ class StaticFunction:
                     raise TinyflowError(f"argument '{name}' of {self.__name__} is a {type(value).__name__}: "
                                         "to_static takes arrays and hashable Python values (numbers, strings, "
                                         "tuples); pass a tuple instead of a list, or an array") from None
-                entries.append(("value", name, value))
+                entries.append(("value", name, value, _identity(value)))
                 continue
             entries.append(("tensor", name, spec.shape, spec.dtype, spec.name))
             arrays.append(array)
@@ -314,6 +314,13 @@ class StaticFunction:
                                self.__name__)
 
 
+def _identity(value):
+    """What tells equal Python values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign."""
+    if isinstance(value, tuple):
+        return tuple(_identity(v) for v in value)
+    return type(value), repr(value) if isinstance(value, float) else None
+
+
 def _why_not_recorded(program):
     """Why a program call is not an op of eager autograd (see eager_call.py)."""
     if program.side_effects:
@@ -334,7 +341,7 @@ def _why(old, new):
         if a[0] != b[0]:
             reasons.append(f"{name}: {'a tensor' if a[0] == 'tensor' else repr(a[2])} → "
                            f"{'a tensor' if b[0] == 'tensor' else repr(b[2])}")
-        elif a[0] == "value" and a[2] != b[2]:
+        elif a[0] == "value" and a[2:] != b[2:]:
             reasons.append(f"{name}: {a[2]!r} → {b[2]!r}")
         elif a[0] == "tensor":
             if len(a[2]) != len(b[2]):
