@@ -94,22 +94,10 @@ def graph_loop(test_fn, body_fn, values, names, site):
         try:
             return _graph_loop(test_fn, body_fn, values, names, site)
         except _Restructure as again:
-            _forget_nodes(graph, start)
+            graph.discard_nodes_from(start)
             leaves, _ = flatten(again.structure)
             values[again.index] = rebuild(again.structure, iter([Undefined(names[again.index], site)] * len(leaves)))
     raise AssertionError("unreachable: each retrace gives one more variable its structure")
-
-
-def _forget_nodes(graph, start):
-    """Drop the nodes built since graph.nodes[start] (an abandoned trace): names and consumer lists as before."""
-    gone = graph.nodes[start:]
-    del graph.nodes[start:]
-    gone_set = set(gone)
-    for node in gone:
-        graph._by_name.pop(node.name, None)
-        for inp in node.inputs:
-            if inp not in gone_set:
-                inp.consumers[:] = [c for c in inp.consumers if c not in gone_set]
 
 
 def _graph_loop(test_fn, body_fn, values, names, site):

@@ -277,7 +277,8 @@ class StaticFunction:
         if session is not None:  # tracing grows the graph on purpose: not the leak the Session warns about
             session._graph_size = len(program.graph.nodes)
         if len(self._programs) > self.max_programs:
-            old_key, _ = self._programs.popitem(last=False)
+            old_key, old = self._programs.popitem(last=False)
+            _release(old, self._sessions.get(old.graph))
             log.warning("tinyflow.jit: %s has more than %d input signatures; dropped the least recently used "
                         "program. Use InputSpec with None for dimensions that change (e.g. the batch size).",
                         self.__name__, self.max_programs)
@@ -310,8 +311,37 @@ class StaticFunction:
                         and n not in excluded and not any(getattr(c, "stateful", False) for c in n.consumers)]
         if key[2]:
             side_effects += new_updates
-        return ConcreteProgram(key, graph, placeholders, specs, outputs, structure, side_effects, key[2],
-                               self.__name__)
+        program = ConcreteProgram(key, graph, placeholders, specs, outputs, structure, side_effects, key[2],
+                                  self.__name__)
+        program.built = placeholders + created
+        return program
+
+
+def _release(program, session):
+    """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so
+    that retracing again and again keeps memory flat."""
+    built, functions = list(program.built), [program.__dict__.get("_function")]
+    while functions:  # the backward graphs eager autograd built for it (eager_call.py)
+        function = functions.pop()
+        if function is not None:
+            built += function.built
+            functions += function._derivatives or ()
+    graph, gone = program.graph, set(built)
+    for node in sorted(gone, key=lambda n: n.creation_index, reverse=True):
+        if node is graph.training_flag or any(c not in gone for c in node.consumers):
+            gone.discard(node)  # still read by a node that stays
+    graph.nodes[:] = [n for n in graph.nodes if n not in gone]
+    for index, node in enumerate(graph.nodes):
+        node.creation_index = index  # creation order stays a topological order for the nodes built next
+        node.consumers[:] = [c for c in node.consumers if c not in gone]
+    for node in gone:
+        graph._by_name.pop(node.name, None)
+    parts = [n.split("/") for n in graph._by_name]
+    graph._used_names = {"/".join(p[:k]) for p in parts for k in range(1, len(p) + 1)}
+    graph._name_counts = {k: v for k, v in graph._name_counts.items() if k in graph._used_names}
+    graph.update_ops[:] = [n for n in graph.update_ops if n not in gone]
+    if session is not None:
+        session._plans = {key: plan for key, plan in session._plans.items() if gone.isdisjoint(key[0])}
 
 
 def _identity(value):
