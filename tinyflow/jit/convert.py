@@ -26,8 +26,9 @@ import types
 
 import numpy as np
 
-from ..nodes import Node, as_node
-from ..nodes.node import _notebook_cell
+from ..eager import Tensor, tensor
+from ..nodes import Constant, Node, as_node
+from ..nodes.node import _notebook_cell, default_dtype_for
 from .branches import convert_ifelse, convert_ifexp  # noqa: F401 - helpers the converted code calls (as _tfl_jit_.<name>)
 from .loops import convert_for, convert_subscript, convert_while, converted_builtin  # noqa: F401
 from .values import as_bool, list_append, return_value, returned, symbolic  # noqa: F401
@@ -55,6 +56,8 @@ def convert_call(fn, site):
     are converted too."""
     if fn is builtins.bool or fn is builtins.int or fn is builtins.float:
         return functools.partial(_checked_builtin, fn, site)
+    if fn is Tensor or fn is tensor:
+        return _graph_tensor
     tensor_aware = converted_builtin(fn) or list_aware(fn)
     if tensor_aware is not None:
         return tensor_aware
@@ -67,6 +70,16 @@ def convert_call(fn, site):
             not fn.__func__.__code__.co_filename.startswith(_PACKAGE_DIR):
         return types.MethodType(convert_function(fn.__func__), fn.__self__)
     return fn
+
+
+def _graph_tensor(data, requires_grad=False, dtype=None):
+    """tfl.tensor(...) in converted code: a constant of the graph (as Paddle's to_tensor and TF's tf.constant are),
+    so that loops and branches can carry it like any tensor."""
+    if isinstance(data, Node):
+        from ..ops import cast, identity
+        return identity(data) if dtype is None else cast(data, dtype)
+    data = data.numpy() if isinstance(data, Tensor) else data
+    return Constant(np.array(data, dtype=dtype if dtype is not None else default_dtype_for(data)))
 
 
 def _call_layer(layer, *args, **kwargs):
