@@ -161,6 +161,11 @@ def as_node(value, like=None):
     if getattr(value, "graph", False) is None:  # an eager Tensor
         if like is None or like.graph is None:
             return value
+        if value.requires_grad:  # as a constant it would lose its gradient without a word
+            raise GraphError(f"a Tensor of shape {tuple(value.shape)} that requires grad meets graph node "
+                             f"'{like.name}' ({like.op_type}): in the graph it would be a constant, and its gradient "
+                             "would be lost. Inside tfl.jit.to_static pass it as an argument (eager autograd then "
+                             "reaches it) or make it a tfl.Variable; else use t.detach()")
         value = np.asarray(value)  # next to a graph node, a Tensor is a constant of its current value
     elif like is not None and like.graph is None:
         return like.constant(value, like=like)  # next to an eager Tensor, a constant is a Tensor too
