@@ -81,6 +81,8 @@ class _Merge:
         self.branches, self.site, self.pairs = (true_branch, false_branch), site, []
 
     def variable(self, name, a, b):
+        if a is b and isinstance(a, list):
+            return a  # one list object on both sides (only appended to, which Lists checks): it stays that object
         if name == RETURN_VALUE and (is_typeless(a) or is_typeless(b)):  # no value yet on that side (in a loop)
             a, b = (Undefined(name) if is_typeless(v) else v for v in (a, b))
         if isinstance(a, Undefined) and isinstance(b, Undefined):

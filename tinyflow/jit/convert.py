@@ -31,7 +31,7 @@ from ..nodes import Constant, Node, as_node
 from ..nodes.node import _notebook_cell, default_dtype_for
 from .branches import convert_ifelse, convert_ifexp  # noqa: F401 - helpers the converted code calls (as _tfl_jit_.<name>)
 from .loops import convert_for, convert_subscript, convert_while, converted_builtin  # noqa: F401
-from .values import as_bool, list_append, return_value, returned, symbolic  # noqa: F401
+from .values import as_bool, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
 from .escapes import Lowering
 from .tensor_lists import list_aware
@@ -206,6 +206,34 @@ def _assigned_names(statements):
     return names
 
 
+def _grown_lists(statements, local_names):
+    """The local lists a block appends to (`xs.append(v)`, extend, insert): a tensor branch or loop carries them
+    (a global or an attribute is left alone: the statement changes the object, whoever holds it)."""
+    names = []
+    for statement in statements:
+        for node in _walk_here(statement):
+            if isinstance(node, ast.Attribute) and node.attr in ("append", "extend", "insert") and \
+                    isinstance(node.value, ast.Name) and node.value.id in local_names and node.value.id not in names:
+                names.append(node.value.id)
+    return names
+
+
+def _walk_here(node):
+    """ast.walk, not into nested functions and lambdas (their names are their own)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from _walk_here(child)
+
+
+def _local_names(definition):
+    """A function's local variables: its parameters and what its body assigns, less `global`/`nonlocal` names."""
+    args = definition.args
+    params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a]
+    declared = {n for node in _walk_here(definition) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+    return set(params + _assigned_names(definition.body)) - declared
+
+
 def _args(names):
     return ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in names], vararg=None, kwonlyargs=[],
                          kw_defaults=[], kwarg=None, defaults=[])
@@ -222,7 +250,7 @@ def _function_def(name, args, body):
 
 class _Rewriter(ast.NodeTransformer):
     def __init__(self, filename):
-        self.filename, self.count, self.line = filename, 0, 0
+        self.filename, self.count, self.line, self.locals = filename, 0, 0, set()
 
     def visit(self, node):
         if isinstance(node, ast.stmt):
@@ -248,6 +276,17 @@ class _Rewriter(ast.NodeTransformer):
         body = list(body) + [ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in returns], ast.Load()))]
         return _function_def(name, args, body)
 
+    def visit_FunctionDef(self, node):
+        outer, self.locals = self.locals, _local_names(node)
+        self.generic_visit(node)
+        self.locals = outer
+        return node
+
+    def carried(self, statements):
+        """The names a branch or loop body assigns, then the local lists it appends to."""
+        names = _assigned_names(statements)
+        return names + [n for n in _grown_lists(statements, self.locals) if n not in names]
+
     # -- if / while / for ---------------------------------------------------------------
     def dispatch(self, helper, first, functions, names, node):
         """`(names...) = _tfl_jit_.<helper>(first, *functions, (values...), ("names"...), "file:line")`."""
@@ -259,7 +298,7 @@ class _Rewriter(ast.NodeTransformer):
     def visit_If(self, node):
         self.generic_visit(node)
         self.count += 1
-        names = _assigned_names(node.body + node.orelse)
+        names = self.carried(node.body + node.orelse)
         true_name, false_name = f"{_HELPER}true_{self.count}", f"{_HELPER}false_{self.count}"
         true_fn = self.function(true_name, names, node.body, names)
         false_fn = self.function(false_name, names, node.orelse or [ast.Pass()], names)
@@ -270,7 +309,7 @@ class _Rewriter(ast.NodeTransformer):
     def visit_While(self, node):
         self.generic_visit(node)
         self.count += 1
-        names = _assigned_names(node.body)
+        names = self.carried(node.body)
         test_name, body_name = f"{_HELPER}test_{self.count}", f"{_HELPER}body_{self.count}"
         test_fn = _function_def(test_name, _args(names), [ast.Return(node.test)])
         body_fn = self.function(body_name, names, node.body, names)
@@ -282,7 +321,7 @@ class _Rewriter(ast.NodeTransformer):
         self.count += 1
         item = f"{_HELPER}item_{self.count}"
         bind = ast.Assign([node.target], ast.Name(item, ast.Load()), lineno=node.lineno)
-        names = _assigned_names([bind] + node.body)
+        names = self.carried([bind] + node.body)
         test_name, body_name = f"{_HELPER}for_test_{self.count}", f"{_HELPER}for_body_{self.count}"
         extra = getattr(node, "extra_test", None)  # the break / return flags (escapes.py)
         extra = self.visit(extra) if extra is not None else None
@@ -294,21 +333,6 @@ class _Rewriter(ast.NodeTransformer):
         test = ast.Name(test_name, ast.Load()) if extra is not None else ast.Constant(None)
         return statements + [self.dispatch("convert_for", node.iter, [test, ast.Name(body_name, ast.Load())],
                                            names, node)]
-
-    def visit_Expr(self, node):
-        """`xs.append(v)` becomes `xs = _tfl_jit_.list_append(xs, v)`: the list is then a variable the
-        statement assigns, which a tensor branch or loop checks (values.py, loops.py)."""
-        call = node.value
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "append"
-                and isinstance(call.func.value, ast.Name) and len(call.args) == 1 and not call.keywords):
-            target = call.func.value.id
-            self.generic_visit(node)
-            new = ast.Assign([ast.Name(target, ast.Store())],
-                             self.call("list_append", ast.Name(target, ast.Load()), node.value.args[0],
-                                       self.site(node)), lineno=node.lineno)
-            return new
-        self.generic_visit(node)
-        return node
 
     # -- expressions ----------------------------------------------------------------
     def visit_Compare(self, node):
@@ -417,9 +441,7 @@ def _factory(fn):
             for function in [n for n in ast.walk(definition) if isinstance(n, ast.FunctionDef)]:
                 function.body = lowering.function_body(function.body, function.end_lineno)
             _evaluated_once(definition)
-            rewriter = _Rewriter(filename)
-            definition.body = [rewriter.visit(s) for s in definition.body]
-            definition.body = [s for part in definition.body for s in (part if isinstance(part, list) else [part])]
+            _Rewriter(filename).visit(definition)
             params = [_HELPER] + list(code.co_freevars)
             wrapper = _function_def(f"{_HELPER}factory", _args(params),
                                     [definition, ast.Return(ast.Name(definition.name, ast.Load()))])

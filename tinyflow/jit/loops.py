@@ -19,10 +19,10 @@ from ..graph import get_default_graph
 from ..nodes import Node, as_node
 from .branches import convert_ifelse
 from .errors import ConversionError
-from .tensor_lists import TensorList, stacked_list
+from .tensor_lists import as_tensor, collected, item, length as list_length, stack_collected
 from .undefined import Undefined, UndefinedValue, is_typeless
 from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, python_truth, rebuild, \
-    same_value, shown
+    refill, same_value, shown
 
 
 def convert_while(test_fn, body_fn, values, names, site):
@@ -89,18 +89,23 @@ def graph_loop(test_fn, body_fn, values, names, site):
     """
     values = list(values)
     graph = get_default_graph()
+    lists = Lists(names, values)
     for _ in range(len(values) + 1):
         start = len(graph.nodes)
         try:
-            return _graph_loop(test_fn, body_fn, values, names, site)
+            return _graph_loop(test_fn, body_fn, values, names, site, lists)
         except _Restructure as again:
             graph.discard_nodes_from(start)
+            lists.restore()
             leaves, _ = flatten(again.structure)
             values[again.index] = rebuild(again.structure, iter([Undefined(names[again.index], site)] * len(leaves)))
+        except BaseException:
+            lists.restore()
+            raise
     raise AssertionError("unreachable: each retrace gives one more variable its structure")
 
 
-def _graph_loop(test_fn, body_fn, values, names, site):
+def _graph_loop(test_fn, body_fn, values, names, site, lists):
     flat = [flatten(v) for v in values]
     starts, kinds = [], []  # per leaf: "carried" (a loop variable) or "python" (must stay as it is)
     for name, (leaves, _) in zip(names, flat):
@@ -117,15 +122,16 @@ def _graph_loop(test_fn, body_fn, values, names, site):
                 kinds.append("python")
                 continue
             kinds.append("carried")
-    lists = Lists(names, values)
 
     def with_loop_values(loop):
+        """The variables holding `loop`'s values; a list is filled in place, so that it stays the object every
+        name, attribute or argument holding it sees."""
         carried = iter(loop)
         out, position = [], 0
-        for leaves, structure in flat:
+        for value, (leaves, structure) in zip(values, flat):
             new = [next(carried) if kinds[position + i] == "carried" else leaf for i, leaf in enumerate(leaves)]
             position += len(leaves)
-            out.append(rebuild(structure, iter(new)))
+            out.append(refill(value, structure, iter(new)))
         return out
 
     def test(*loop):
@@ -135,13 +141,14 @@ def _graph_loop(test_fn, body_fn, values, names, site):
 
     def body(*loop):
         result = body_fn(*with_loop_values(loop))
-        lists.check(site, "a loop over a tensor")
         carried, position = [], 0
         for index, (name, (leaves, structure), new, old) in enumerate(zip(names, flat, result, values)):
-            if isinstance(old, list) and isinstance(new, list) and len(new) > len(old):
-                if len(new) != len(old) + 1 or not isinstance(new[-1], Node):
+            if isinstance(new, list) and structure is not None and structure[0] is list and \
+                    len(new) > len(structure[1]):
+                if len(new) != len(structure[1]) + 1 or not isinstance(new[-1], Node):
                     raise grows(name, site, "a loop over a tensor")
-                appended[index], new = new[-1], new[:-1]  # collected on a stack by the loop (tensor_lists.py)
+                # collected on a stack by the loop (tensor_lists.py)
+                appended[index], new = (new.pop(), new) if new is old else (new[-1], new[:-1])
             new_leaves, new_structure = flatten(new)
             if new_structure is not None and structure is None and (isinstance(old, Undefined) or is_typeless(old)):
                 raise _Restructure(index, new_structure)  # first assigned in the loop, to a tuple/list
@@ -155,6 +162,7 @@ def _graph_loop(test_fn, body_fn, values, names, site):
                 else:
                     carried.append(_loop_value(name, value, loop[len(carried)], site))
             position += len(leaves)
+        lists.check(site, "a loop over a tensor")
         return carried
 
     if not starts:
@@ -170,7 +178,7 @@ def _graph_loop(test_fn, body_fn, values, names, site):
         if owner(node) is not loop.body:
             raise ConversionError(f"{site}: list '{names[index]}' gets a value appended in the loop that the loop "
                                   f"does not compute ('{node.name}'); append values computed inside the loop")
-        results[index] = stacked_list(loop, results[index], node)
+        stack_collected(loop, results[index], node)
     return tuple(results)
 
 
@@ -204,6 +212,8 @@ def _float(node):
 
 def convert_subscript(value, key, site):
     """`value[key]`; a tensor index (a loop's counter) picks that element along the first axis (gather)."""
+    if collected(value):
+        return item(value, key)
     if isinstance(key, Node) and isinstance(value, Node):
         if key.shape is not None and len(key.shape) != 0:
             raise ConversionError(f"{site}: indexing a tensor with a tensor of shape {key.shape}; inside to_static a "
@@ -229,8 +239,8 @@ def converted_builtin(fn):
 
 
 def _tensor_sequence(iterable):
-    """The tensor sequence of a tensor, a TensorList (its stacked values) or a tensor range; None otherwise."""
-    return sequence_of(iterable.as_tensor() if isinstance(iterable, TensorList) else iterable)
+    """The tensor sequence of a tensor, a collected list (its stacked values) or a tensor range; None otherwise."""
+    return sequence_of(as_tensor(iterable) if collected(iterable) else iterable)
 
 
 def _enumerate(iterable, start=0):
@@ -254,8 +264,8 @@ def _range(*args):
 
 
 def _len(value):
-    if isinstance(value, TensorList):
-        return value.length()
+    if collected(value):
+        return list_length(value)
     return length(value) if isinstance(value, Node) else builtins.len(value)
 
 

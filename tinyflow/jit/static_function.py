@@ -23,7 +23,7 @@ from ..graph import ancestors, get_default_graph
 from ..nodes import Node, Placeholder
 from .convert import convert_function
 from .errors import ConversionError
-from .tensor_lists import TensorList
+from .tensor_lists import Stacked
 from .undefined import Undefined
 from .eager_call import call_recorded
 from .input_spec import InputSpec
@@ -299,7 +299,7 @@ class StaticFunction:
         for out in outputs:
             if isinstance(out, Undefined):
                 out._fail()
-            if isinstance(out, TensorList):
+            if isinstance(out, Stacked):
                 raise ConversionError(f"{self.__name__} returns a list that a loop over a tensor appended to; return "
                                       "one tensor of it, e.g. tfl.concat(ys, 0) or tfl.add_n(ys)")
             if isinstance(out, Node) and out.graph is not graph:
