@@ -12,6 +12,7 @@ from ..nodes import Node, as_node
 from ..nodes.node import default_dtype_for
 from ..shapes import shapes_compatible
 from .errors import ConversionError
+from .inplace import current, joined, newest, record, region
 from .undefined import Undefined, UndefinedValue, is_typeless
 from .values import (IFEXP_VALUE, NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth, rebuild,
                      same_value, shown)
@@ -22,11 +23,13 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site):
     if not isinstance(test, Node):
         return true_fn(*values) if python_truth(test, site) else false_fn(*values)
     pred = as_bool(test, site)
-    results, lists = {}, Lists(names, values)
+    results, changed, lists = {}, {}, Lists(names, values)
 
     def branch(fn, label):
         def build():
-            results[label] = fn(*values)
+            with region("an `if` on a tensor") as record:
+                results[label] = current(tuple(fn(*values)))
+                changed[label] = dict(record.changed_outside())  # tensors from outside changed in place
             lists.check(site, "an `if` on a tensor")
             nodes = [leaf for value in results[label] for leaf in flatten(value)[0] if isinstance(leaf, Node)]
             return nodes or [as_node(False)]  # provisional: the outputs are set once both branches are known
@@ -37,14 +40,22 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site):
         false_branch = Subgraph.trace(branch(false_fn, "false"), scope="false")
         merge = _Merge(true_branch, false_branch, site)
         merged = [merge.variable(name, a, b) for name, a, b in zip(names, results["true"], results["false"])]
-        if not merge.pairs:  # nothing tensor-valued differs: no cond
-            return tuple(v.resolve(()) if isinstance(v, _Pending) else v for v in merged)
-        true_branch.set_outputs([a for a, _ in merge.pairs])
-        false_branch.set_outputs([b for _, b in merge.pairs])
-        op = Cond(pred, true_branch, false_branch, name="Cond")
-        outputs = [op.output(i) for i in range(len(merge.pairs))]
-        for out, (a, b) in zip(outputs, merge.pairs):
-            out.return_site = getattr(a, "return_site", None) or getattr(b, "return_site", None)
+        objects = []  # tensors from outside a branch changed in place: their newest values join too
+        for obj in {**changed["true"], **changed["false"]}:
+            sides = [changed[side][obj] if obj in changed[side] else newest(obj) for side in ("true", "false")]
+            spoiled = [v for v in sides if not isinstance(v, Node)]
+            objects.append((obj, spoiled[0] if spoiled else merge.variable(CHANGED, *sides)))
+        outputs = []
+        if merge.pairs:  # else nothing tensor-valued differs: no cond
+            true_branch.set_outputs([a for a, _ in merge.pairs])
+            false_branch.set_outputs([b for _, b in merge.pairs])
+            op = Cond(pred, true_branch, false_branch, name="Cond")
+            outputs = [op.output(i) for i in range(len(merge.pairs))]
+            for out, (a, b) in zip(outputs, merge.pairs):
+                out.return_site = getattr(a, "return_site", None) or getattr(b, "return_site", None)
+                joined(out, a, b)
+    for obj, value in objects:
+        record(obj, value.resolve(outputs) if isinstance(value, _Pending) else value)
     return tuple(v.resolve(outputs) if isinstance(v, _Pending) else v for v in merged)
 
 
@@ -67,6 +78,7 @@ class _Slot(int):
     """The index of a cond output among a pending variable's leaves."""
 
 
+CHANGED = "<a tensor changed in place>"
 _NO_VALUE = object()  # a return value's leaf on the branch where no `return` ran yet
 
 

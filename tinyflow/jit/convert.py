@@ -17,6 +17,7 @@ the user's file and line. Calls to other user functions are converted on the fly
 """
 import ast
 import builtins
+import copy
 import functools
 import inspect
 import os
@@ -34,6 +35,7 @@ from .loops import convert_for, convert_subscript, convert_while, converted_buil
 from .values import as_bool, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
 from .escapes import Lowering
+from .inplace import assigns_into, inplace  # noqa: F401
 from .tensor_lists import list_aware
 from .undefined import Undefined
 
@@ -234,6 +236,16 @@ def _local_names(definition):
     return set(params + _assigned_names(definition.body)) - declared
 
 
+def _simple(target):
+    """An attribute or item target whose object and key can be evaluated again without side effects."""
+    if not isinstance(target, (ast.Attribute, ast.Subscript)):
+        return False
+    base, key = target.value, getattr(target, "slice", None)
+    while isinstance(base, ast.Attribute):
+        base = base.value
+    return isinstance(base, ast.Name) and (key is None or isinstance(key, (ast.Name, ast.Constant)))
+
+
 def _args(names):
     return ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in names], vararg=None, kwonlyargs=[],
                          kw_defaults=[], kwarg=None, defaults=[])
@@ -333,6 +345,30 @@ class _Rewriter(ast.NodeTransformer):
         test = ast.Name(test_name, ast.Load()) if extra is not None else ast.Constant(None)
         return statements + [self.dispatch("convert_for", node.iter, [test, ast.Name(body_name, ast.Load())],
                                            names, node)]
+
+    # -- assignments ------------------------------------------------------------------
+    def visit_AugAssign(self, node):
+        """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace.py)."""
+        target = node.target
+        if not (isinstance(target, ast.Name) or _simple(target)):
+            self.generic_visit(node)
+            return node
+        load = copy.deepcopy(target)
+        load.ctx = ast.Load()
+        call = self.call("inplace", load, ast.Constant(type(node.op).__name__), node.value, self.site(node),
+                         ast.Constant(ast.unparse(target)))
+        return self.visit(ast.Assign([target], call, lineno=node.lineno))
+
+    def visit_Assign(self, node):
+        """An attribute or item assigned is checked first (refused inside a tensor branch or loop)."""
+        self.generic_visit(node)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        checks = [ast.Expr(self.call("assigns_into", copy.deepcopy(t.value), self.site(node), ast.Constant(ast.unparse(t)),
+                                     ast.Constant(isinstance(t, ast.Subscript))), lineno=node.lineno)
+                  for target in targets for t in _walk_here(target) if _simple(t) and isinstance(t.ctx, ast.Store)]
+        return checks + [node]
+
+    visit_AnnAssign = visit_Assign
 
     # -- expressions ----------------------------------------------------------------
     def visit_Compare(self, node):

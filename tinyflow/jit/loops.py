@@ -19,6 +19,7 @@ from ..graph import get_default_graph
 from ..nodes import Node, as_node
 from .branches import convert_ifelse
 from .errors import ConversionError
+from .inplace import after_loop, current, loop_identities, region
 from .tensor_lists import as_tensor, collected, item, length as list_length, stack_collected
 from .undefined import Undefined, UndefinedValue, is_typeless
 from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, python_truth, rebuild, \
@@ -87,7 +88,7 @@ def graph_loop(test_fn, body_fn, values, names, site):
     A variable first assigned inside the loop takes the type the body gives it; if the body makes it a
     tuple or list, the loop is traced again with that structure (the first trace's nodes are dropped).
     """
-    values = list(values)
+    values = list(current(tuple(values)))
     graph = get_default_graph()
     lists = Lists(names, values)
     for _ in range(len(values) + 1):
@@ -139,8 +140,11 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
 
     appended = {}  # variable index -> the body node a list variable gets appended at each iteration
 
+    kept = []  # per carried value: whether the body changed it in place, kept its object, and that object
+
     def body(*loop):
-        result = body_fn(*with_loop_values(loop))
+        with region("a loop over a tensor") as changes:
+            result = current(tuple(body_fn(*with_loop_values(loop))))
         carried, position = [], 0
         for index, (name, (leaves, structure), new, old) in enumerate(zip(names, flat, result, values)):
             if isinstance(new, list) and structure is not None and structure[0] is list and \
@@ -163,6 +167,7 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
                     carried.append(_loop_value(name, value, loop[len(carried)], site))
             position += len(leaves)
         lists.check(site, "a loop over a tensor")
+        kept[:] = loop_identities(changes, loop, starts, carried, site)
         return carried
 
     if not starts:
@@ -170,6 +175,7 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
                               "nothing; assign the values you need inside the loop")
     final = while_loop(test, body, starts, name="while")
     final = [final] if isinstance(final, Node) else final
+    after_loop(kept, final, final[0].inputs[0].captures, site)
     # a variable no iteration assigned (its assignment is behind a Python `return` / `break`) still has no value
     results = with_loop_values([Undefined("?", site) if is_typeless(v) or is_typeless(start) else v
                                 for v, start in zip(final, starts)])

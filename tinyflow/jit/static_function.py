@@ -22,6 +22,7 @@ from ..errors import TinyflowError
 from ..graph import ancestors, get_default_graph
 from ..nodes import Node, Placeholder
 from .convert import convert_function
+from .inplace import current, newest, tracing
 from .errors import ConversionError
 from .tensor_lists import Stacked
 from .undefined import Undefined
@@ -172,7 +173,8 @@ class StaticFunction:
     def __call__(self, *args, **kwargs):
         if any(isinstance(a, Node) and a.graph is not None for a in list(args) + list(kwargs.values())):
             # called while building a graph (e.g. from another layer): build the ops in place
-            return self._converted()(*args, **kwargs)
+            with tracing():
+                return current(self._converted()(*args, **kwargs))
         program, arrays, sources = self._program_for(args, kwargs)
         session = self._session(program.graph)
         recorded = call_recorded(program, session, arrays, sources)  # eager autograd sees the call as one op
@@ -293,9 +295,10 @@ class StaticFunction:
             call = [next(feeds) if e[0] == "tensor" else e[2] for e in entries]
             call_args, call_kwargs = call[:len(args)], dict(zip(sorted(kwargs), call[len(args):]))
             start, updates = len(graph.nodes), len(graph.update_ops)
-            result = self._converted()(*call_args, **call_kwargs)
+            with tracing(external=placeholders):
+                outputs, structure = _flatten(self._converted()(*call_args, **call_kwargs))
+                outputs = [newest(o) if isinstance(o, Node) else o for o in outputs]
             created = graph.nodes[start:]
-        outputs, structure = _flatten(result)
         for out in outputs:
             if isinstance(out, Undefined):
                 out._fail()

@@ -150,6 +150,12 @@ def default_dtype_for(value):
     return np.dtype(np.float32) if arr.dtype == np.float64 else arr.dtype
 
 
+class Newest:
+    """While tfl.jit.to_static traces, `of(node)` is the newest value of a tensor changed in place (`a += 1` makes
+    `a + 1` the value of the object `a` held, for every name holding it: tinyflow/jit/inplace.py); else None."""
+    of = None
+
+
 def as_node(value, like=None):
     """Return `value` if it is a Node, else wrap it in a Constant.
 
@@ -157,7 +163,7 @@ def as_node(value, like=None):
     `x * 2.0` stays float32 when x is float32.
     """
     if isinstance(value, Node):
-        return value
+        return value if Newest.of is None else Newest.of(value)
     if getattr(value, "graph", False) is None:  # an eager Tensor
         if like is None or like.graph is None:
             return value
