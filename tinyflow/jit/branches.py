@@ -13,23 +13,33 @@ from ..nodes.node import default_dtype_for
 from ..shapes import shapes_compatible
 from .errors import ConversionError
 from .inplace import current, joined, newest, record, region
+from .tensor_lists import Guarded
 from .undefined import Undefined, UndefinedValue, is_typeless
 from .values import (IFEXP_VALUE, NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth, rebuild,
                      same_value, shown)
 
 
-def convert_ifelse(test, true_fn, false_fn, values, names, site):
+def convert_guard(test, true_fn, false_fn, values, names, site):
+    """The `if not <break flag>:` guarding the rest of a loop body after a `break` (escapes.py): as convert_ifelse,
+    but a list may get one value appended in it, which a tensor loop collects unless it was skipped."""
+    return convert_ifelse(test, true_fn, false_fn, values, names, site, guard=True)
+
+
+def convert_ifelse(test, true_fn, false_fn, values, names, site, guard=False):
     """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables."""
     if not isinstance(test, Node):
         return true_fn(*values) if python_truth(test, site) else false_fn(*values)
     pred = as_bool(test, site)
-    results, changed, lists = {}, {}, Lists(names, values)
+    results, changed, lists, appended = {}, {}, Lists(names, values), []
 
     def branch(fn, label):
         def build():
             with region("an `if` on a tensor") as record:
                 results[label] = current(tuple(fn(*values)))
                 changed[label] = dict(record.changed_outside())  # tensors from outside changed in place
+            for _, array, items in lists.lists if guard and label == "true" else ():
+                if len(array) == len(items) + 1 and isinstance(array[-1], (Node, Guarded)):
+                    appended.append((array, array.pop()))
             lists.check(site, "an `if` on a tensor")
             nodes = [leaf for value in results[label] for leaf in flatten(value)[0] if isinstance(leaf, Node)]
             return nodes or [as_node(False)]  # provisional: the outputs are set once both branches are known
@@ -45,6 +55,9 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site):
             sides = [changed[side][obj] if obj in changed[side] else newest(obj) for side in ("true", "false")]
             spoiled = [v for v in sides if not isinstance(v, Node)]
             objects.append((obj, spoiled[0] if spoiled else merge.variable(CHANGED, *sides)))
+        for array, item in appended:  # the value and whether it was appended
+            value, valid = (item.value, item.valid) if isinstance(item, Guarded) else (item, True)
+            objects.append((array, (merge.variable(CHANGED, value, _NO_VALUE), merge.variable(CHANGED, valid, False))))
         outputs = []
         if merge.pairs:  # else nothing tensor-valued differs: no cond
             true_branch.set_outputs([a for a, _ in merge.pairs])
@@ -55,7 +68,10 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site):
                 out.return_site = getattr(a, "return_site", None) or getattr(b, "return_site", None)
                 joined(out, a, b)
     for obj, value in objects:
-        record(obj, value.resolve(outputs) if isinstance(value, _Pending) else value)
+        if isinstance(obj, list):
+            obj.append(Guarded(*(v.resolve(outputs) for v in value)))
+        else:
+            record(obj, value.resolve(outputs) if isinstance(value, _Pending) else value)
     return tuple(v.resolve(outputs) if isinstance(v, _Pending) else v for v in merged)
 
 

@@ -131,7 +131,10 @@ class Lowering:
             if may_set:
                 rest = self.block(statements[index + 1:], flags)
                 if rest:
-                    out.append(ast.If(_not_any(may_set), rest, [], lineno=statement.lineno))
+                    guard = ast.If(_not_any(may_set), rest, [], lineno=statement.lineno)
+                    # skipped only in the iteration that ends the loop: a list may collect what it appends
+                    guard.stops_loop = all(f == RETURNED or f.startswith("_tfl_break_") for f in may_set)
+                    out.append(guard)
                 return out
         return out
 

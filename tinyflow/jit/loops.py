@@ -20,7 +20,7 @@ from ..nodes import Node, as_node
 from .branches import convert_ifelse
 from .errors import ConversionError
 from .inplace import after_loop, current, loop_identities, region
-from .tensor_lists import as_tensor, collected, item, length as list_length, stack_collected
+from .tensor_lists import Guarded, as_tensor, collected, item, length as list_length, stack_collected
 from .undefined import Undefined, UndefinedValue, is_typeless
 from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, python_truth, rebuild, \
     refill, same_value, shown
@@ -149,7 +149,7 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
         for index, (name, (leaves, structure), new, old) in enumerate(zip(names, flat, result, values)):
             if isinstance(new, list) and structure is not None and structure[0] is list and \
                     len(new) > len(structure[1]):
-                if len(new) != len(structure[1]) + 1 or not isinstance(new[-1], Node):
+                if len(new) != len(structure[1]) + 1 or not isinstance(new[-1], (Node, Guarded)):
                     raise grows(name, site, "a loop over a tensor")
                 # collected on a stack by the loop (tensor_lists.py)
                 appended[index], new = (new.pop(), new) if new is old else (new[-1], new[:-1])
@@ -181,7 +181,7 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
                                 for v, start in zip(final, starts)])
     for index, node in appended.items():
         loop = final[0].inputs[0]
-        if owner(node) is not loop.body:
+        if owner(node.value if isinstance(node, Guarded) else node) is not loop.body:
             raise ConversionError(f"{site}: list '{names[index]}' gets a value appended in the loop that the loop "
                                   f"does not compute ('{node.name}'); append values computed inside the loop")
         stack_collected(loop, results[index], node)

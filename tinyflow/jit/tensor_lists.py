@@ -38,15 +38,40 @@ class Stacked:
     __float__ = __bool__ = __iter__ = __add__ = __radd__ = __mul__ = __rmul__ = __array__
 
 
+class Guarded:
+    """A value appended after a `break` on a tensor (escapes.py): `valid` tells whether the append ran; the tensor
+    loop that collects it drops the last iteration's row when it did not (a break ends the loop)."""
+
+    def __init__(self, value, valid):
+        self.value, self.valid = value, valid
+
+    def __array__(self, *args, **kwargs):
+        raise ConversionError("a list got a value appended after a `break` on a tensor, in a loop that is not a loop "
+                              "over a tensor; loop over a tensor (tfl.range(n)), or append before the break")
+
+    __float__ = __bool__ = __iter__ = __add__ = __radd__ = __mul__ = __rmul__ = __array__
+
+
 def collected(values):
     """Whether a list holds values a tensor loop appended."""
     return isinstance(values, list) and any(isinstance(v, Stacked) for v in values)
 
 
 def stack_collected(loop_op, values, appended):
-    """Append to `values` (in place) the Stacked rows of `appended`, the node of the loop body a loop collects."""
-    stack = loop_op.output(loop_op.stack_index(loop_op.record(appended)), name="collected")
-    values.append(Stacked(StackToTensor(stack, appended.shape, appended.dtype, name="stacked")))
+    """Append to `values` (in place) the Stacked rows of `appended`, the node (or Guarded node) of the loop body
+    a loop collects."""
+    def rows(node):
+        stack = loop_op.output(loop_op.stack_index(loop_op.record(node)), name="collected")
+        return StackToTensor(stack, node.shape, node.dtype, name="stacked")
+    if not isinstance(appended, Guarded):
+        values.append(Stacked(rows(appended)))
+        return
+    from ..control_flow import cond
+    from ..ops.math_ops import cast, equal
+    from ..ops.reductions import reduce_sum
+    every, valid = rows(appended.value), cast(rows(appended.valid), "int64")
+    complete = equal(reduce_sum(valid), Length(valid))  # no break skipped the last iteration's append
+    values.append(Stacked(cond(complete, lambda: every, lambda: every[:-1])))
 
 
 def as_tensor(values):
