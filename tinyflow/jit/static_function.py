@@ -84,13 +84,13 @@ class ConcreteProgram:
 
 
 def _flatten(result):
-    """Output leaves and a structure to rebuild them (nodes, Python values, lists, tuples, dicts)."""
+    """Leaves and a (hashable) structure to rebuild them (nodes or arrays, Python values, lists, tuples, dicts)."""
     if isinstance(result, (list, tuple)):
         parts = [_flatten(r) for r in result]
-        return [leaf for leaves, _ in parts for leaf in leaves], (type(result), [s for _, s in parts])
+        return [leaf for leaves, _ in parts for leaf in leaves], (type(result), tuple(s for _, s in parts))
     if isinstance(result, dict):
-        parts = {k: _flatten(v) for k, v in result.items()}
-        return [leaf for leaves, _ in parts.values() for leaf in leaves], (dict, {k: s for k, (_, s) in parts.items()})
+        parts = [(k, _flatten(v)) for k, v in result.items()]
+        return [leaf for _, (leaves, _) in parts for leaf in leaves], (dict, tuple((k, s) for k, (_, s) in parts))
     return [result], None
 
 
@@ -99,7 +99,7 @@ def _rebuild(structure, leaves):
         return next(leaves)
     kind, inner = structure
     if kind is dict:
-        return {k: _rebuild(s, leaves) for k, s in inner.items()}
+        return {k: _rebuild(s, leaves) for k, s in inner}
     return kind(_rebuild(s, leaves) for s in inner)
 
 
@@ -235,30 +235,39 @@ class StaticFunction:
         entries, arrays, sources = [], [], []
         for i, (name, value) in enumerate(zip(names, values)):
             spec = self.input_spec[i] if self.input_spec and i < len(self.input_spec) else None
-            if isinstance(value, InputSpec):
-                spec, array = value, None
-            elif _is_tensor(value):
-                array = _as_feed(value)
-                if spec is not None:
-                    spec.check(array, f"argument '{name}' of {self.__name__}")
-                else:
-                    entries.append(("tensor", name, array.shape, array.dtype, None))
-                    arrays.append(array)
-                    sources.append(value)
-                    continue
-            else:
+            leaves, structure = _flatten(value)
+            if structure is not None and not any(_is_tensor(v) or isinstance(v, InputSpec) for v in leaves):
                 try:
-                    hash(value)
-                except TypeError:
-                    raise TinyflowError(f"argument '{name}' of {self.__name__} is a {type(value).__name__}: "
-                                        "to_static takes arrays and hashable Python values (numbers, strings, "
-                                        "tuples); pass a tuple instead of a list, or an array") from None
-                entries.append(("value", name, value, _identity(value)))
-                continue
-            entries.append(("tensor", name, spec.shape, spec.dtype, spec.name))
-            arrays.append(array)
-            sources.append(value)
+                    entries.append(("value", name, value, _identity(value)))
+                    continue
+                except TypeError:  # a list: its items are passed on as they are
+                    pass
+            if structure is not None:  # tensors inside a tuple, list or dict: each is an input of its own
+                entries.append(("nested", name, structure, len(leaves)))
+            for j, leaf in enumerate(leaves):
+                self._argument(name if structure is None else f"{name}_{j}", leaf, spec if structure is None else None,
+                               entries, arrays, sources)
         return entries, arrays, sources
+
+    def _argument(self, name, value, spec, entries, arrays, sources):
+        """One argument's cache key entry (and its array, for a tensor)."""
+        if not (isinstance(value, InputSpec) or _is_tensor(value)):
+            try:
+                entries.append(("value", name, value, _identity(value)))
+            except TypeError:
+                raise TinyflowError(f"argument '{name}' of {self.__name__} is a {type(value).__name__}: to_static "
+                                    "takes arrays, Tensors, hashable Python values (numbers, strings) and lists, "
+                                    "tuples or dicts of those") from None
+            return
+        array = None if isinstance(value, InputSpec) else _as_feed(value)
+        if isinstance(value, InputSpec):
+            spec = value
+        elif spec is not None:
+            spec.check(array, f"argument '{name}' of {self.__name__}")
+        entries.append(("tensor", name, array.shape, array.dtype, None) if spec is None else
+                       ("tensor", name, spec.shape, spec.dtype, spec.name))
+        arrays.append(array)
+        sources.append(value)
 
     def _program_for(self, args, kwargs):
         entries, arrays, sources = self._signature(args, kwargs)
@@ -291,8 +300,12 @@ class StaticFunction:
         scope = f"{getattr(self._layer, 'scope', self.__name__)}/to_static" if self._layer else f"{self.__name__}"
         with graph.as_default(), graph.name_scope(scope):
             placeholders = [Placeholder(s.shape, s.dtype, name=s.name) for s in specs]
-            feeds = iter(placeholders)
-            call = [next(feeds) if e[0] == "tensor" else e[2] for e in entries]
+            feeds, pending, call = iter(placeholders), iter(entries), []
+            for entry in pending:
+                count = entry[3] if entry[0] == "nested" else 1
+                values = [next(feeds) if e[0] == "tensor" else e[2] for e in
+                          ([next(pending) for _ in range(count)] if entry[0] == "nested" else [entry])]
+                call.append(_rebuild(entry[2], iter(values)) if entry[0] == "nested" else values[0])
             call_args, call_kwargs = call[:len(args)], dict(zip(sorted(kwargs), call[len(args):]))
             start, updates = len(graph.nodes), len(graph.update_ops)
             with tracing(external=placeholders):
@@ -348,9 +361,11 @@ def _release(program, session):
 
 
 def _identity(value):
-    """What tells equal Python values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign."""
+    """What tells equal Python values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign (a
+    TypeError for an unhashable value)."""
     if isinstance(value, tuple):
         return tuple(_identity(v) for v in value)
+    hash(value)
     return type(value), repr(value) if isinstance(value, float) else None
 
 
