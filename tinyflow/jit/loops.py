@@ -12,9 +12,10 @@ import builtins
 
 import numpy as np
 
-from ..control_flow import while_loop
+from ..control_flow import WhileLoop
 from ..control_flow.sequences import Enumerate, Zip, length, range as tensor_range, sequence_of
 from ..control_flow.subgraph import owner
+from ..control_flow.while_loop import trace_loop
 from ..graph import get_default_graph
 from ..nodes import Node, as_node
 from .branches import convert_ifelse
@@ -173,18 +174,21 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
     if not starts:
         raise ConversionError(f"{site}: this loop on a tensor changes no variable, so as a graph it would do "
                               "nothing; assign the values you need inside the loop")
-    final = while_loop(test, body, starts, name="while")
-    final = [final] if isinstance(final, Node) else final
-    after_loop(kept, final, final[0].inputs[0].captures, site)
+    with get_default_graph().name_scope("while") as scope:  # tfl.while_loop, told what else the body computes
+        test_graph, body_graph = trace_loop(test, body, starts, scope, also=lambda: [
+            n for item in appended.values() for n in (
+                (item.value, item.valid) if isinstance(item, Guarded) else (item,)) if isinstance(n, Node)])
+        loop_op = WhileLoop(starts, test_graph, body_graph, name="While")
+        final = [loop_op.output(i) for i in range(loop_op.n_vars)]
+    after_loop(kept, final, loop_op.captures, site)
     # a variable no iteration assigned (its assignment is behind a Python `return` / `break`) still has no value
     results = with_loop_values([Undefined("?", site) if is_typeless(v) or is_typeless(start) else v
                                 for v, start in zip(final, starts)])
     for index, node in appended.items():
-        loop = final[0].inputs[0]
-        if owner(node.value if isinstance(node, Guarded) else node) is not loop.body:
+        if owner(node.value if isinstance(node, Guarded) else node) is not loop_op.body:
             raise ConversionError(f"{site}: list '{names[index]}' gets a value appended in the loop that the loop "
                                   f"does not compute ('{node.name}'); append values computed inside the loop")
-        stack_collected(loop, results[index], node)
+        stack_collected(loop_op, results[index], node)
     return tuple(results)
 
 
@@ -265,14 +269,10 @@ def _zip(*iterables):
     return Zip(sequences)
 
 
-def _range(*args):
-    return tensor_range(*args) if any(isinstance(a, Node) for a in args) else builtins.range(*args)
-
-
 def _len(value):
     if collected(value):
         return list_length(value)
     return length(value) if isinstance(value, Node) else builtins.len(value)
 
 
-_BUILTINS = {builtins.enumerate: _enumerate, builtins.zip: _zip, builtins.range: _range, builtins.len: _len}
+_BUILTINS = {builtins.enumerate: _enumerate, builtins.zip: _zip, builtins.range: tensor_range, builtins.len: _len}
