@@ -19,28 +19,37 @@ from .values import (IFEXP_VALUE, NUMBERS, RETURN_VALUE, Lists, as_bool, describ
                      same_value, shown)
 
 
+_AFTER = "the code after a `{}` that depends on a tensor (it runs, or not, when the program runs)"
+
+
 def convert_guard(test, true_fn, false_fn, values, names, site):
-    """The `if not <break flag>:` guarding the rest of a loop body after a `break` (escapes.py): as convert_ifelse,
+    """The `if not <flag>:` guarding the rest of a block after a `break` or `return` (escapes.py): as convert_ifelse,
     but a list may get one value appended in it, which a tensor loop collects unless it was skipped."""
-    return convert_ifelse(test, true_fn, false_fn, values, names, site, guard=True)
+    return convert_ifelse(test, true_fn, false_fn, values, names, site, _AFTER.format("break` or `return"))
 
 
-def convert_ifelse(test, true_fn, false_fn, values, names, site, guard=False):
+def convert_continue_guard(test, true_fn, false_fn, values, names, site):
+    """The `if not <flag>:` guarding the rest of a loop body after a `continue` (escapes.py)."""
+    return convert_ifelse(test, true_fn, false_fn, values, names, site, _AFTER.format("continue"))
+
+
+def convert_ifelse(test, true_fn, false_fn, values, names, site, where="an `if` on a tensor"):
     """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables."""
     if not isinstance(test, Node):
         return true_fn(*values) if python_truth(test, site) else false_fn(*values)
     pred = as_bool(test, site)
     results, changed, lists, appended = {}, {}, Lists(names, values), []
+    guard = where == _AFTER.format("break` or `return")
 
     def branch(fn, label):
         def build():
-            with region("an `if` on a tensor") as record:
+            with region(where) as record:
                 results[label] = current(tuple(fn(*values)))
                 changed[label] = dict(record.changed_outside())  # tensors from outside changed in place
             for _, array, items in lists.lists if guard and label == "true" else ():
                 if len(array) == len(items) + 1 and isinstance(array[-1], (Node, Guarded)):
                     appended.append((array, array.pop()))
-            lists.check(site, "an `if` on a tensor")
+            lists.check(site, where)
             nodes = [leaf for value in results[label] for leaf in flatten(value)[0] if isinstance(leaf, Node)]
             return nodes or [as_node(False)]  # provisional: the outputs are set once both branches are known
         return build

@@ -30,7 +30,7 @@ import numpy as np
 from ..eager import Tensor, tensor
 from ..nodes import Constant, Node, as_node
 from ..nodes.node import _notebook_cell, default_dtype_for
-from .branches import convert_guard, convert_ifelse, convert_ifexp  # noqa: F401 - helpers the converted code calls (as _tfl_jit_.<name>)
+from .branches import convert_continue_guard, convert_guard, convert_ifelse, convert_ifexp  # noqa: F401 - helpers the converted code calls (as _tfl_jit_.<name>)
 from .loops import convert_for, convert_subscript, convert_while, converted_builtin  # noqa: F401
 from .values import as_bool, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
@@ -314,7 +314,8 @@ class _Rewriter(ast.NodeTransformer):
         true_name, false_name = f"{_HELPER}true_{self.count}", f"{_HELPER}false_{self.count}"
         true_fn = self.function(true_name, names, node.body, names)
         false_fn = self.function(false_name, names, node.orelse or [ast.Pass()], names)
-        helper = "convert_guard" if getattr(node, "stops_loop", False) else "convert_ifelse"
+        guard = getattr(node, "escape", None)  # the rest of a block after a return / break / continue (escapes.py)
+        helper = {"stops": "convert_guard", "continues": "convert_continue_guard"}.get(guard, "convert_ifelse")
         return [true_fn, false_fn, self.dispatch(helper, node.test, [ast.Name(true_name, ast.Load()),
                                                                      ast.Name(false_name, ast.Load())], names, node)]
 

@@ -132,8 +132,10 @@ class Lowering:
                 rest = self.block(statements[index + 1:], flags)
                 if rest:
                     guard = ast.If(_not_any(may_set), rest, [], lineno=statement.lineno)
-                    # skipped only in the iteration that ends the loop: a list may collect what it appends
-                    guard.stops_loop = all(f == RETURNED or f.startswith("_tfl_break_") for f in may_set)
+                    # read by convert.py: after a break or return the guard is skipped only in the iteration that
+                    # ends a loop, so a list may collect what it appends there
+                    guard.escape = "stops" if all(f == RETURNED or f.startswith("_tfl_break_") for f in may_set) \
+                        else "continues"
                     out.append(guard)
                 return out
         return out

@@ -187,8 +187,8 @@ def assigns_into(obj, site, text, item=False):
         raise ConversionError(f"{site}: `{text} = ...` assigns into a tensor; inside to_static build a new one "
                               "(tfl.where(mask, value, x), tfl.concat) instead")
     for record_ in _records[1:]:
-        raise ConversionError(f"{site}: `{text} = ...` inside {record_.where}, whose body runs once while tracing "
-                              "(and any number of times, maybe none, when the program runs), so Python cannot change "
+        raise ConversionError(f"{site}: `{text} = ...` inside {record_.where}, which is traced once, as a graph (and "
+                              "runs any number of times, maybe none, when the program runs), so Python cannot change "
                               "an object there. Assign a variable inside, and the attribute or item after it")
 
 

@@ -125,7 +125,7 @@ class Lists:
 
 def grows(name, site, where):
     return ConversionError(
-        f"{site}: list '{name}' grows inside {where}, whose body runs once, as a graph; a Python list cannot "
+        f"{site}: list '{name}' grows inside {where}, which is traced once, as a graph; a Python list cannot "
         "collect a value per iteration there. Loop with a Python `range` (the loop is unrolled), or keep only the "
         "last value in a variable")
 
