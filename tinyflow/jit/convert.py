@@ -35,7 +35,7 @@ from .loops import convert_for, convert_subscript, convert_while, converted_buil
 from .values import as_bool, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
 from .escapes import Lowering
-from .inplace import assigns_into, inplace  # noqa: F401
+from .inplace import OPS, assigns_into, inplace  # noqa: F401
 from .tensor_lists import list_aware
 from .undefined import Undefined
 
@@ -351,7 +351,7 @@ class _Rewriter(ast.NodeTransformer):
     def visit_AugAssign(self, node):
         """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace.py)."""
         target = node.target
-        if not (isinstance(target, ast.Name) or _simple(target)):
+        if type(node.op).__name__ not in OPS or not (isinstance(target, ast.Name) or _simple(target)):
             self.generic_visit(node)
             return node
         load = copy.deepcopy(target)
