@@ -20,6 +20,7 @@ import builtins
 import copy
 import functools
 import inspect
+import operator
 import os
 import textwrap
 import traceback
@@ -176,35 +177,19 @@ def _bool_node(value, site):
     return as_node(np.asarray(bool(value)))
 
 
-_PY_COMPARE = {ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b,
-               ast.LtE: lambda a, b: a <= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b}
+_PY_COMPARE = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Eq: operator.eq,
+               ast.NotEq: operator.ne}
 
 
 # ---------------------------------------------------------------- the AST rewrite
 def _assigned_names(statements):
-    """Local names a block assigns (not inside nested functions, lambdas or comprehensions)."""
+    """Local names a block assigns (not inside nested functions, classes, lambdas or comprehensions)."""
     names = []
-
-    class Finder(ast.NodeVisitor):
-        def visit_Name(self, node):
-            if isinstance(node.ctx, ast.Store) and node.id not in names and not node.id.startswith(_HELPER):
-                names.append(node.id)
-
-        def visit_FunctionDef(self, node):
-            if not node.name.startswith(_HELPER) and node.name not in names:
-                names.append(node.name)
-
-        visit_AsyncFunctionDef = visit_FunctionDef
-
-        def visit_Lambda(self, node):
-            pass
-
-        def visit_ListComp(self, node):
-            pass
-
-        visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
-    for statement in statements:
-        Finder().visit(statement)
+    for node in (n for statement in statements for n in _walk_here(statement, root=False)):
+        name = node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) else \
+            node.name if isinstance(node, _SCOPES[:3] + (ast.ExceptHandler,)) else None
+        if name and not name.startswith(_HELPER) and name not in names:
+            names.append(name)
     return names
 
 
@@ -212,20 +197,23 @@ def _grown_lists(statements, local_names):
     """The local lists a block appends to (`xs.append(v)`, extend, insert): a tensor branch or loop carries them
     (a global or an attribute is left alone: the statement changes the object, whoever holds it)."""
     names = []
-    for statement in statements:
-        for node in _walk_here(statement):
-            if isinstance(node, ast.Attribute) and node.attr in ("append", "extend", "insert") and \
-                    isinstance(node.value, ast.Name) and node.value.id in local_names and node.value.id not in names:
-                names.append(node.value.id)
+    for node in (n for statement in statements for n in _walk_here(statement, root=False)):
+        if isinstance(node, ast.Attribute) and node.attr in ("append", "extend", "insert") and \
+                isinstance(node.value, ast.Name) and node.value.id in local_names and node.value.id not in names:
+            names.append(node.value.id)
     return names
 
 
-def _walk_here(node):
-    """ast.walk, not into nested functions and lambdas (their names are their own)."""
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+           ast.GeneratorExp)
+
+
+def _walk_here(node, root=True):
+    """ast.walk, not into the nested scopes below `node` (functions, classes, lambdas, comprehensions)."""
     yield node
-    for child in ast.iter_child_nodes(node):
-        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            yield from _walk_here(child)
+    if root or not isinstance(node, _SCOPES):
+        for child in ast.iter_child_nodes(node):
+            yield from _walk_here(child, root=False)
 
 
 def _local_names(definition):
@@ -364,8 +352,9 @@ class _Rewriter(ast.NodeTransformer):
         """An attribute or item assigned is checked first (refused inside a tensor branch or loop)."""
         self.generic_visit(node)
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        checks = [ast.Expr(self.call("assigns_into", copy.deepcopy(t.value), self.site(node), ast.Constant(ast.unparse(t)),
-                                     ast.Constant(isinstance(t, ast.Subscript))), lineno=node.lineno)
+        checks = [ast.Expr(self.call("assigns_into", copy.deepcopy(t.value), self.site(node),
+                                     ast.Constant(ast.unparse(t)), ast.Constant(isinstance(t, ast.Subscript))),
+                           lineno=node.lineno)
                   for target in targets for t in _walk_here(target) if _simple(t) and isinstance(t.ctx, ast.Store)]
         return checks + [node]
 
@@ -376,9 +365,6 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if any(type(op) not in _PY_COMPARE for op in node.ops):
             return node  # `is`, `in`: Python's meaning
-        if len(node.ops) == 1:
-            return self.call("convert_compare", node.left, self.helper(f"OP_{type(node.ops[0]).__name__}"),
-                             node.comparators[0])
         steps = [ast.Tuple([self.helper(f"OP_{type(op).__name__}"), ast.Lambda(_no_args(), right)], ast.Load())
                  for op, right in zip(node.ops, node.comparators)]
         return self.call("convert_chain", self.site(node), node.left, *steps)
