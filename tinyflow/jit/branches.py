@@ -15,8 +15,8 @@ from .errors import ConversionError
 from .inplace import current, joined, newest, record, region
 from .tensor_lists import Guarded
 from .undefined import Undefined, UndefinedValue, is_typeless
-from .values import (IFEXP_VALUE, NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth, rebuild,
-                     same_value, shown)
+from .values import (IFEXP_VALUE, NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth,
+                     rebuild, same_value, shown)
 
 
 _AFTER = "the code after a `{}` that depends on a tensor (it runs, or not, when the program runs)"

@@ -31,7 +31,8 @@ import numpy as np
 from ..eager import Tensor, tensor
 from ..nodes import Constant, Node, as_node
 from ..nodes.node import _notebook_cell, default_dtype_for
-from .branches import convert_continue_guard, convert_guard, convert_ifelse, convert_ifexp  # noqa: F401 - helpers the converted code calls (as _tfl_jit_.<name>)
+# helpers the converted code calls (as _tfl_jit_.<name>)
+from .branches import convert_continue_guard, convert_guard, convert_ifelse, convert_ifexp  # noqa: F401
 from .loops import convert_for, convert_subscript, convert_while, converted_builtin  # noqa: F401
 from .values import as_bool, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
@@ -177,8 +178,8 @@ def _bool_node(value, site):
     return as_node(np.asarray(bool(value)))
 
 
-_PY_COMPARE = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Eq: operator.eq,
-               ast.NotEq: operator.ne}
+_PY_COMPARE = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le,
+               ast.Eq: operator.eq, ast.NotEq: operator.ne}
 
 
 # ---------------------------------------------------------------- the AST rewrite
@@ -220,7 +221,8 @@ def _local_names(definition):
     """A function's local variables: its parameters and what its body assigns, less `global`/`nonlocal` names."""
     args = definition.args
     params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a]
-    declared = {n for node in _walk_here(definition) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+    declared = {n for node in _walk_here(definition) if isinstance(node, (ast.Global, ast.Nonlocal))
+                for n in node.names}
     return set(params + _assigned_names(definition.body)) - declared
 
 

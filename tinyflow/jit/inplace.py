@@ -188,7 +188,7 @@ def after_loop(kept, finals, captures, site):
         elif preserved and not changed:
             final.inplace_object = obj
         elif changed:
-            _spoil(obj, site, "a loop variable", "inside a loop over a tensor that also rebinds it (its value after the "
-                                                 "loop depends on the iterations that ran)")
+            _spoil(obj, site, "a loop variable", "inside a loop over a tensor that also rebinds it (its value after "
+                                                 "the loop depends on the iterations that ran)")
         else:
             final.inplace_object = _either(obj, final)  # after no iteration it is still obj

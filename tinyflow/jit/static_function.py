@@ -352,12 +352,16 @@ def _release(program, session):
         node.consumers[:] = [c for c in node.consumers if c not in gone]
     for node in gone:
         graph._by_name.pop(node.name, None)
-    parts = [n.split("/") for n in graph._by_name]
-    graph._used_names = {"/".join(p[:k]) for p in parts for k in range(1, len(p) + 1)}
+    graph._used_names -= _scopes(n.name for n in gone) - _scopes(graph._by_name)  # names and scopes it alone used
     graph._name_counts = {k: v for k, v in graph._name_counts.items() if k in graph._used_names}
     graph.update_ops[:] = [n for n in graph.update_ops if n not in gone]
     if session is not None:
         session._plans = {key: plan for key, plan in session._plans.items() if gone.isdisjoint(key[0])}
+
+
+def _scopes(names):
+    """The names and every scope above them ("a/b/c": "a", "a/b", "a/b/c")."""
+    return {n.rsplit("/", k)[0] for n in names for k in range(n.count("/") + 1)}
 
 
 def _identity(value):
