@@ -363,6 +363,22 @@ def test_nested_defs_defaults_lambdas_ternaries_and_walrus_tests_convert(sign):
         agree(fn, X * sign)
 
 
+def test_a_lambda_given_to_to_static_is_converted():
+    f = tfl.jit.to_static(lambda x, k=3.0: x * k if tfl.reduce_sum(x) > 0 else -x)
+    np.testing.assert_allclose(f(X), X * 3.0)
+    np.testing.assert_allclose(f(-X), X)
+
+
+def collects_into(x, out):
+    out.append(x * 2.0)
+    return x
+
+
+def test_a_list_argument_the_function_appends_to_is_a_conversion_error():
+    with pytest.raises(ConversionError, match="collects_into changes its argument 'out'.*return the values instead"):
+        tfl.jit.to_static(collects_into)(X, [])
+
+
 def asserts(x):
     assert tfl.reduce_sum(x) > 0, "positive"
     return x

@@ -458,8 +458,10 @@ def _factory(fn):
     except (OSError, TypeError, SyntaxError):
         tree = None  # no source (python -c, the REPL, exec): the function runs as written
     if tree is not None and tree.body:
-        definition, factory = tree.body[0], None
-        if (isinstance(definition, ast.FunctionDef) and definition.name == fn.__name__
+        definition, factory = _lambda_as_def(tree, code) if fn.__name__ == "<lambda>" else tree.body[0], None
+        if definition is None:
+            factory = _NO_SOURCE  # several lambdas of these arguments on its line: which one is not known
+        elif (isinstance(definition, ast.FunctionDef) and definition.name in (fn.__name__, f"{_HELPER}lambda")
                 and not _is_generator(definition)):
             ast.increment_lineno(tree, first - 1)
             lowering = Lowering(lambda line: site_of(filename, line))
@@ -476,6 +478,19 @@ def _factory(fn):
             factory = types.FunctionType(namespace[f"{_HELPER}factory"].__code__, fn.__globals__)
     _CACHE[code] = factory
     return factory
+
+
+def _lambda_as_def(tree, code):
+    """`lambda x: body` (the one lambda of these arguments in its source lines) as `def _tfl_jit_lambda(x): return
+    body`; None if there is not exactly one."""
+    names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+             and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == names]
+    if len(found) != 1:
+        return None
+    definition = _function_def(f"{_HELPER}lambda", found[0].args, [ast.Return(found[0].body, lineno=found[0].lineno)])
+    tree.body = [ast.copy_location(definition, found[0])]
+    return definition
 
 
 def _evaluated_once(definition):
@@ -502,16 +517,17 @@ def _without_source(fn):
                 raise
             raise ConversionError(
                 f"{site_of(user.filename, user.lineno)}: {fn.__qualname__} has no source code that "
-                "to_static can read (it was defined with `python -c`, in the interactive interpreter or by exec), "
-                "so its Python `if`/`while`/`for` on tensors could not be converted. Define it in a file or a "
-                "notebook cell, or write tfl.cond / tfl.while_loop") from error
+                "to_static can read (it was defined with `python -c`, in the interactive interpreter or by exec, or "
+                "it is a lambda sharing its lines with another of the same arguments), so its Python `if`/`while`/"
+                "`for` on tensors could not be converted. Define it in a file or a notebook cell, or write tfl.cond "
+                "/ tfl.while_loop") from error
     return run
 
 
 def convert_function(fn):
     """The converted version of a Python function (cached per code object); `fn` itself if it has no source."""
-    if not isinstance(fn, types.FunctionType) or fn.__name__ == "<lambda>" or _HELPER in fn.__code__.co_freevars:
-        return fn  # a lambda or a function defined inside converted code is converted already
+    if not isinstance(fn, types.FunctionType) or _HELPER in fn.__code__.co_freevars:
+        return fn  # a function defined inside converted code is converted already
     factory = _factory(fn)
     if factory is _NO_SOURCE:
         return _without_source(fn)

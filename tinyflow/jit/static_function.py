@@ -300,18 +300,24 @@ class StaticFunction:
         scope = f"{getattr(self._layer, 'scope', self.__name__)}/to_static" if self._layer else f"{self.__name__}"
         with graph.as_default(), graph.name_scope(scope):
             placeholders = [Placeholder(s.shape, s.dtype, name=s.name) for s in specs]
-            feeds, pending, call = iter(placeholders), iter(entries), []
+            feeds, pending, call, nested = iter(placeholders), iter(entries), [], []
             for entry in pending:
                 count = entry[3] if entry[0] == "nested" else 1
                 values = [next(feeds) if e[0] == "tensor" else e[2] for e in
                           ([next(pending) for _ in range(count)] if entry[0] == "nested" else [entry])]
                 call.append(_rebuild(entry[2], iter(values)) if entry[0] == "nested" else values[0])
+                nested += [(entry, call[-1])] if entry[0] == "nested" else []
             call_args, call_kwargs = call[:len(args)], dict(zip(sorted(kwargs), call[len(args):]))
             start, updates = len(graph.nodes), len(graph.update_ops)
             with tracing(external=placeholders):
                 outputs, structure = _flatten(self._converted()(*call_args, **call_kwargs))
                 outputs = [newest(o) if isinstance(o, Node) else o for o in outputs]
             created = graph.nodes[start:]
+        for entry, value in nested:
+            if _flatten(value)[1] != entry[2]:
+                raise ConversionError(f"{self.__name__} changes its argument '{entry[1]}' (appends to it, or removes "
+                                      "from it): to_static passes a copy holding each call's tensors, so the caller's "
+                                      f"{type(value).__name__} would not change; return the values instead")
         for out in outputs:
             if isinstance(out, Undefined):
                 out._fail()
