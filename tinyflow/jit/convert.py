@@ -458,11 +458,12 @@ def _factory(fn):
     except (OSError, TypeError, SyntaxError):
         tree = None  # no source (python -c, the REPL, exec): the function runs as written
     if tree is not None and tree.body:
-        definition, factory = _lambda_as_def(tree, code) if fn.__name__ == "<lambda>" else tree.body[0], None
-        if definition is None:
-            factory = _NO_SOURCE  # several lambdas of these arguments on its line: which one is not known
-        elif (isinstance(definition, ast.FunctionDef) and definition.name in (fn.__name__, f"{_HELPER}lambda")
-                and not _is_generator(definition)):
+        definition = _lambda_as_def(tree, code) if fn.__name__ == "<lambda>" else tree.body[0]
+        if not isinstance(definition, ast.FunctionDef) or definition.name not in (fn.__name__, f"{_HELPER}lambda"):
+            pass  # not its source: its file changed, or several lambdas of its arguments share its lines
+        elif _is_generator(definition):
+            factory = None  # a generator runs as written: its values cannot become one graph
+        else:
             ast.increment_lineno(tree, first - 1)
             lowering = Lowering(lambda line: site_of(filename, line))
             for function in [n for n in ast.walk(definition) if isinstance(n, ast.FunctionDef)]:
@@ -517,8 +518,9 @@ def _without_source(fn):
                 raise
             raise ConversionError(
                 f"{site_of(user.filename, user.lineno)}: {fn.__qualname__} has no source code that "
-                "to_static can read (it was defined with `python -c`, in the interactive interpreter or by exec, or "
-                "it is a lambda sharing its lines with another of the same arguments), so its Python `if`/`while`/"
+                "to_static can read (it was defined with `python -c`, in the interactive interpreter or by exec, its "
+                "file changed since, or it is a lambda sharing its lines with another of the same arguments), so its "
+                "Python `if`/`while`/"
                 "`for` on tensors could not be converted. Define it in a file or a notebook cell, or write tfl.cond "
                 "/ tfl.while_loop") from error
     return run
