@@ -15,8 +15,8 @@ from .errors import ConversionError
 from .inplace import current, joined, newest, record, region
 from .tensor_lists import Guarded
 from .undefined import Undefined, UndefinedValue, is_typeless
-from .values import (IFEXP_VALUE, NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth,
-                     rebuild, same_value, shown)
+from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth, rebuild,
+                     same_value, shown)
 
 
 _AFTER = "the code after a `{}` that depends on a tensor (it runs, or not, when the program runs)"
@@ -25,7 +25,7 @@ _AFTER = "the code after a `{}` that depends on a tensor (it runs, or not, when 
 def convert_guard(test, true_fn, false_fn, values, names, site):
     """The `if not <flag>:` guarding the rest of a block after a `break` or `return` (escapes.py): as convert_ifelse,
     but a list may get one value appended in it, which a tensor loop collects unless it was skipped."""
-    return convert_ifelse(test, true_fn, false_fn, values, names, site, _AFTER.format("break` or `return"))
+    return convert_ifelse(test, true_fn, false_fn, values, names, site, _AFTER.format("break` or `return"), True)
 
 
 def convert_continue_guard(test, true_fn, false_fn, values, names, site):
@@ -33,20 +33,19 @@ def convert_continue_guard(test, true_fn, false_fn, values, names, site):
     return convert_ifelse(test, true_fn, false_fn, values, names, site, _AFTER.format("continue"))
 
 
-def convert_ifelse(test, true_fn, false_fn, values, names, site, where="an `if` on a tensor"):
+def convert_ifelse(test, true_fn, false_fn, values, names, site, where="an `if` on a tensor", collects=False):
     """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables."""
     if not isinstance(test, Node):
         return true_fn(*values) if python_truth(test, site) else false_fn(*values)
     pred = as_bool(test, site)
     results, changed, lists, appended = {}, {}, Lists(names, values), []
-    guard = where == _AFTER.format("break` or `return")
 
     def branch(fn, label):
         def build():
             with region(where) as record:
                 results[label] = current(tuple(fn(*values)))
                 changed[label] = dict(record.changed_outside())  # tensors from outside changed in place
-            for _, array, items in lists.lists if guard and label == "true" else ():
+            for _, array, items in lists.lists if collects and label == "true" else ():
                 if len(array) == len(items) + 1 and isinstance(array[-1], (Node, Guarded)):
                     appended.append((array, array.pop()))
             lists.check(site, where)
@@ -86,7 +85,8 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site, where="an `if` 
 
 def convert_ifexp(test, true_fn, false_fn, site):
     """`a if test else b`: Python's for a Python condition; a tfl.cond of the two values for a tensor."""
-    return convert_ifelse(test, lambda _: (true_fn(),), lambda _: (false_fn(),), (None,), (IFEXP_VALUE,), site)[0]
+    value = "<the value of `a if c else b`>"
+    return convert_ifelse(test, lambda _: (true_fn(),), lambda _: (false_fn(),), (None,), (value,), site)[0]
 
 
 class _Pending:

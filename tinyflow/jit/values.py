@@ -14,7 +14,6 @@ from .errors import ConversionError
 from .undefined import Undefined, is_typeless
 
 RETURN_VALUE = "_tfl_retval"  # the converted function's return value (escapes.py)
-IFEXP_VALUE = "<the value of `a if c else b`>"
 NUMBERS = (bool, int, float, np.number, np.bool_)
 
 
