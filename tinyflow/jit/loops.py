@@ -140,7 +140,6 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
         return as_bool(test_fn(*with_loop_values(loop)), site)
 
     appended = {}  # variable index -> the body node a list variable gets appended at each iteration
-
     kept = []  # per carried value: whether the body changed it in place, kept its object, and that object
 
     def body(*loop):
@@ -184,11 +183,12 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
     # a variable no iteration assigned (its assignment is behind a Python `return` / `break`) still has no value
     results = with_loop_values([Undefined("?", site) if is_typeless(v) or is_typeless(start) else v
                                 for v, start in zip(final, starts)])
-    for index, node in appended.items():
-        if owner(node.value if isinstance(node, Guarded) else node) is not loop_op.body:
+    for index, item in appended.items():
+        node = item.value if isinstance(item, Guarded) else item
+        if owner(node) is not loop_op.body:
             raise ConversionError(f"{site}: list '{names[index]}' gets a value appended in the loop that the loop "
                                   f"does not compute ('{node.name}'); append values computed inside the loop")
-        stack_collected(loop_op, results[index], node)
+        stack_collected(loop_op, results[index], item)
     return tuple(results)
 
 
