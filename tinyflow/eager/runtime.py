@@ -181,7 +181,7 @@ def _op_shortcuts(cls, fallback):
         result._owner = None
         result._taint = None
         result._version = 0
-        if (a.requires_grad or b.requires_grad) and entry[1] and GradMode.enabled:  # _record, written out
+        if (a.requires_grad or b.requires_grad) and entry[1] and GradMode.enabled:  # _tensor_of, written out
             result.requires_grad = True
             result.grad_fn = op
             edge_a = a.grad_fn if a.requires_grad else None  # the edges, counted on the ops they lead to
@@ -210,53 +210,18 @@ def _op_shortcuts(cls, fallback):
             Taint.spread(op.inputs, result)
         return result
 
-    def unary(x, fallback=fallback):  # binary's steps for one input, whose shape the output has
+    def unary(x, fallback=fallback):  # binary's first steps for one input, whose shape the output has
         if x.__class__ is not Tensor:
             return None if fallback is None else fallback(x)
         data = x._data
-        entry = dtypes.get(data.dtype)
-        if entry is None:
-            entry = _plain_dtype(cls, dtypes, (x,))
+        entry = dtypes.get(data.dtype) or _plain_dtype(cls, dtypes, (x,))
         op = new(cls)
-        op.graph = None
-        op.inputs = (x,)
-        op.shape = data.shape
-        op.dtype = entry[0]
+        op.graph, op.inputs, op.shape, op.dtype = None, (x,), data.shape, entry[0]
         if data.size < Active.host_below:
-            out = entry[2](op, data)
-            if out.__class__ is not ndarray:
-                out = np.asarray(out)
+            out = np.asarray(entry[2](op, data))
         else:
             out = (Active.backend or set_backend(None)).compute(op, [data])
-        result = new(Tensor)
-        result._data = out
-        result._grad = None
-        result._owner = None
-        result._taint = None
-        result._version = 0
-        if x.requires_grad and entry[1] and GradMode.enabled:
-            result.requires_grad = True
-            result.grad_fn = op
-            edge = x.grad_fn
-            if edge is None:
-                edge = x
-            else:
-                edge._uses += 1
-            op._next = (edge,)
-            op._uses = 0
-            op._epoch = Clock.now
-            op._out = out
-            op._same_shapes = True
-            frame = _getframe(1)
-            if frame.f_code is not last[0] or frame.f_lasti != last[1]:
-                _find_site(frame, last)
-            op._site = last[2]
-        else:
-            result.requires_grad = False
-            result.grad_fn = None
-        if Taint.active:
-            Taint.spread(op.inputs, result)
-        return result
+        return _tensor_of(op, (x,), out, entry[1], same_shapes=True)
 
     if len(cls.input_names) == 2:
         return None, binary
@@ -381,42 +346,31 @@ class EagerRuntime:
 def _result(op, inputs, values):
     """The Tensor of op's value on the active backend; op becomes its grad_fn if an input requires grad."""
     out = (Active.backend or set_backend(None)).compute(op, values)
+    return _tensor_of(op, inputs, out, out.dtype.kind == "f" and _differentiable(op))
+
+
+def _tensor_of(op, inputs, out, records, same_shapes=False):
+    """A Tensor of op's value `out`; op becomes its grad_fn when it `records` gradients and an input requires grad.
+
+    The op keeps the edges to its inputs' grad_fns (or leaves), its output value and the user's line.
+    `_same_shapes` True says that every input has the output's shape (no broadcasting), so that the gradient of
+    the output, passed on unchanged, fits every input without a shape check. `_uses` counts the recorded ops
+    that take this op's output: backward's first guess of how many contributions the op waits for (see
+    autograd.py). The op keeps its output's value, not the Tensor: a reference back to the Tensor would be a
+    cycle (result -> op -> result) that only the garbage collector frees.
+    """
     result = make(out)
-    if GradMode.enabled and out.dtype.kind == "f":
-        for t in inputs:
-            if t.requires_grad:
-                if _differentiable(op):
-                    _record(op, inputs, out, result)
-                    return result
-                break
+    if records and GradMode.enabled and any(t.requires_grad for t in inputs):
+        result.requires_grad, result.grad_fn = True, op
+        op._next = tuple([(t if t.grad_fn is None else t.grad_fn) if t.requires_grad else None for t in inputs])
+        for edge in op._next:
+            if edge is not None and edge.__class__ is not Tensor:
+                edge._uses += 1
+        op._uses, op._epoch, op._out, op._same_shapes = 0, Clock.now, out, same_shapes
+        op._site = user_site(2)  # (it walks out of tinyflow's frames to the user's)
     if Taint.active:
         Taint.spread(inputs, result)
     return result
-
-
-def _record(op, inputs, out, result):
-    """Make op the grad_fn of its result: the edges to its inputs' grad_fns, its output value, the user's line.
-
-    `_same_shapes` True says that every input has the output's shape (no broadcasting), so that
-    the gradient of the output, passed on unchanged, fits every input without a shape check.
-    `_uses` counts the recorded ops that take this op's output: backward's first guess of how
-    many gradient contributions the op waits for (see autograd.py).
-
-    The op keeps its output's value, not the Tensor: a reference back to the Tensor would be a cycle
-    (result -> op -> result) that only the garbage collector frees.
-    """
-    result.requires_grad, result.grad_fn = True, op
-    op._next = tuple([(t if t.grad_fn is None else t.grad_fn) if t.requires_grad else None for t in inputs])
-    for edge in op._next:
-        if edge is not None and edge.__class__ is not Tensor:
-            edge._uses += 1
-    op._uses = 0
-    op._epoch = Clock.now
-    op._out = out
-    op._same_shapes = False  # not known without comparing shapes: backward compares them
-    op._site = user_site(3)  # _record <- _result <- run <- the metaclass <- ..., the user
-    if Taint.active:
-        Taint.spread(inputs, result)
 
 
 def _infer(op, tensors):
