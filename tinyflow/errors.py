@@ -49,4 +49,5 @@ def describe(node):
     """One phrase naming a node for error messages: its name, op type and creation site."""
     site = getattr(node, "creation_site", None)
     where = f" (created at {site})" if site else ""
-    return f"{node.op_type} node '{node.name}'{where}"
+    name = getattr(node, "name", None)  # an eager op has none
+    return f"{node.op_type} node '{name}'{where}" if name else f"{node.op_type}{where}"

@@ -108,17 +108,27 @@ def _fit_to_input(grad, op, index):
     if _output_dtypes(inp) is not None or _stack_dtype(inp) is not None:
         return grad  # an Output node's gradient (filed under its output of `inp`), or a stack's
     grad = as_node(grad, like=inp)
-    if is_fully_known(grad.shape) and grad.shape == inp.shape:
-        return grad
     if getattr(op, "elementwise", False) and grad.shape == op.shape and _same_shape_at_run_time(op, index):
         return grad  # provably nothing to sum: skip the no-op node (fewer steps per run)
-    if not can_reduce_to(grad.shape, inp.shape):
+    return fit_to_shape(grad, op, index, grad.shape, inp.shape, is_fully_known(grad.shape))
+
+
+def fit_to_shape(grad, op, index, grad_shape, input_shape, known=True):
+    """The gradient for input `index` of op, summed down to the input's shape where broadcasting widened it
+    (graph and eager mode alike); GradientError for a shape broadcasting cannot have made from the input's."""
+    if known and grad_shape == input_shape:
+        return grad
+    if not can_reduce_to(grad_shape, input_shape):
         raise GradientError(
-            f"the gradient function of {describe(op)} returned a gradient of shape {grad.shape} for input "
-            f"{index} ('{inp.name}', shape {inp.shape}); it must have the input's shape, or a shape that "
-            "broadcasting made from it. Fix the gradient function registered for "
-            f"'{op.op_type}'.")
-    return SumToShapeOf(grad, inp)
+            f"the gradient function of {describe(op)} returned a gradient of shape {grad_shape} for input "
+            f"{index} ({_named(op.inputs[index])}shape {input_shape}); it must have the input's shape, or a shape "
+            f"that broadcasting made from it. Fix the gradient function registered for '{op.op_type}'.")
+    return SumToShapeOf(grad, op.inputs[index])
+
+
+def _named(node):
+    name = getattr(node, "name", None)  # an eager Tensor has none
+    return f"'{name}', " if name else ""
 
 
 def _call_gradient_function(op, grad, on_path):

@@ -12,10 +12,9 @@ from types import FunctionType
 import numpy as np
 
 from ..autodiff.backprop import backprop
+from ..autodiff.gradients import fit_to_shape
 from ..ops.registry import _GRADIENTS, NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, TinyflowError
-from ..nodes import OP_TYPES
-from ..shapes import can_reduce_to
 from .grad_mode import GradMode
 from .runtime import Clock, Taint, change_phrase, describe, stale_stand_in
 from .tensor import Tensor, make
@@ -138,14 +137,7 @@ def _fit(grad, fn, index):
         grad = Tensor.constant(grad, like=inp)
     if grad._taint is not None:
         raise TinyflowError(grad._taint)
-    if grad._data.shape == inp._data.shape:
-        return grad
-    if not can_reduce_to(grad.shape, inp.shape):
-        raise GradientError(
-            f"the gradient function of {describe(fn)} returned a gradient of shape {grad.shape} for input "
-            f"{index} (shape {inp.shape}); it must have the input's shape, or a shape that broadcasting made "
-            f"from it. Fix the gradient function registered for '{fn.op_type}'.")
-    return OP_TYPES["SumToShapeOf"](grad, inp)  # graph mode's one unbroadcasting op
+    return fit_to_shape(grad, fn, index, grad._data.shape, inp._data.shape)
 
 
 class EagerWalk:
