@@ -50,6 +50,8 @@ NUMPY = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "sq
          "logical_or": np.logical_or, "logical_xor": np.logical_xor, "logical_not": np.logical_not}
 # words whose value numpy may warn about in a branch `where` then discards (0 ** -1, log(0))
 _WARNS = {"log", "log1p", "exp", "expm1", "sqrt"}
+
+
 def _define(source, label, namespace):
     """Run generated source (a function definition) into namespace. Its file name lies inside the package, so
     creation sites and error messages skip it and name the user's line, as for hand-written ops."""
