@@ -1,10 +1,9 @@
 """Data-parallel training: DistributedOptimizer (gradients averaged in one packed all_reduce per step)
 and broadcast_variables (every process starts from rank 0's parameters and optimizer state).
 
-Each process computes gradients on its own shard of the batch; averaging them gives the
-gradient of the whole batch, so all processes apply the same update and stay identical.
-One all_reduce of all gradients packed into a flat buffer costs one latency per step
-instead of one per variable (Horovod's "tensor fusion").
+Each process computes gradients on its own shard of the batch; their average is the gradient of the whole
+batch, so all processes apply the same update and stay identical. One all_reduce of all gradients packed into
+a flat buffer costs one latency per step instead of one per variable (Horovod's "tensor fusion").
 """
 import math
 
@@ -38,11 +37,7 @@ class AllReduceGradients(Operation):
         return self.pack_dtype
 
     def compute(self, *grads):
-        flat = np.empty(sum(self.sizes), self.pack_dtype)
-        offset = 0
-        for grad, shape, size in zip(grads, self.shapes, self.sizes):
-            flat[offset:offset + size] = np.broadcast_to(grad, shape).ravel()
-            offset += size
+        flat = pack([np.broadcast_to(grad, shape) for grad, shape in zip(grads, self.shapes)], self.pack_dtype)
         return reduce_checked(flat, "mean", "DistributedOptimizer", "gradients", self.signature, lambda: self.summary)
 
 
@@ -67,43 +62,60 @@ class UnpackGradient(Operation):
 not_differentiable(AllReduceGradients, UnpackGradient)
 
 
+def pack(arrays, dtype):
+    """One flat `dtype` buffer of the arrays raveled in turn."""
+    flat = np.empty(sum(np.size(a) for a in arrays), dtype)
+    offset = 0
+    for array in arrays:
+        flat[offset:offset + np.size(array)] = np.ravel(array)
+        offset += np.size(array)
+    return flat
+
+
+def unpack(flat, shapes):
+    """The parts of a packed buffer, reshaped to `shapes`."""
+    offsets = np.cumsum([0] + [math.prod(shape) for shape in shapes]).tolist()
+    return [flat[start:end].reshape(shape) for start, end, shape in zip(offsets, offsets[1:], shapes)]
+
+
+def exchange_packed(variables, exchange):
+    """Per dtype, one `exchange(flat buffer)` of the variables' (or eager Tensors') values, written back."""
+    groups = {}
+    for var in variables:
+        groups.setdefault(np.dtype(var.dtype).str, []).append(var)
+    for dtype, group in sorted(groups.items()):
+        flat = exchange(pack([_value_of(v) for v in group], dtype))
+        for var, value in zip(group, unpack(flat, [tuple(v.shape) for v in group])):
+            _assign(var, value)
+
+
 def average_gradients(parameters):
     """Average the `.grad` arrays of `parameters` (Variables or eager Tensors) over processes, in one all_reduce.
 
-    The eager-mode building block of DistributedOptimizer.step(). Every parameter has a slot
-    in the packed buffer (zeros when its grad is None) plus one flag, so the buffer has the
-    same size on every process; a parameter with a gradient on some processes and not on
-    others raises DistributedError on every process. Each `.grad` gets a new array: the one
-    backward() left may be shared with other tensors (or be the caller's own `grad=` array).
+    The eager-mode building block of DistributedOptimizer.step(). Every parameter has a slot in the packed
+    buffer (zeros when its grad is None) plus one flag, so the buffer has the same size on every process; a
+    parameter with a gradient on some processes only raises DistributedError on every process. Each `.grad`
+    gets a new array: the one backward() left may be shared with other tensors.
     """
     parameters = list(parameters)
     if not parameters:
         return
     dtype = np.result_type(*[p.dtype for p in parameters])
-    sizes = [math.prod(p.shape) for p in parameters]
-    flat = np.zeros(sum(sizes) + len(parameters), dtype)
-    flags = flat[sum(sizes):]
-    offset = 0
-    for i, (param, size) in enumerate(zip(parameters, sizes)):
-        grad = param.grad
-        if grad is not None:
-            flat[offset:offset + size] = np.asarray(grad).ravel()
-            flags[i] = 1
-        offset += size
+    flags = [p.grad is not None for p in parameters]
+    shapes = [tuple(p.shape) for p in parameters]
+    grads = [np.zeros(shape, dtype) if p.grad is None else np.asarray(p.grad) for p, shape in zip(parameters, shapes)]
+    flat = pack(grads + [flags], dtype)
     signature = tuple((tuple(map(int, p.shape)), np.dtype(p.dtype).str) for p in parameters)
     reduce_checked(flat, "mean", "DistributedOptimizer", "gradients", signature, lambda: _summary(parameters))
-    offset = 0
-    for i, (param, size) in enumerate(zip(parameters, sizes)):
-        flag, part = flags[i], flat[offset:offset + size]
-        offset += size
-        if flag == 0:
-            continue
-        if flag != 1:
+    *parts, flags = unpack(flat, shapes + [(len(parameters),)])
+    for i, (param, part, flag) in enumerate(zip(parameters, parts, flags)):
+        if flag != 0 and flag != 1:
             raise DistributedError(
                 f"parameter {i} (shape {tuple(param.shape)}) has a gradient on {flag * world_size():.0f} of "
                 f"{world_size()} processes: every process must compute gradients for the same parameters "
                 "(run the same model and loss on every process, and zero_grad() on all of them)")
-        param.grad = part.reshape(param.shape).astype(param.dtype, copy=False)
+        if flag == 1:
+            param.grad = part.astype(param.dtype, copy=False)
 
 
 class DistributedOptimizer:
@@ -168,10 +180,9 @@ def _eager_parameters(optimizer):
 def broadcast_variables(graph=None, root=0):
     """Set every Variable of the graph (weights, optimizer slots, moving statistics) to rank `root`'s values.
 
-    `graph` may also be a list of parameters: Variables (`layer.parameters()`) or eager leaf
-    Tensors, sent in the list's order (every process passes the same list). Values are packed
-    by dtype, so this is one broadcast per dtype. Every process must have built the same
-    model; a mismatch raises DistributedError on every process.
+    `graph` may also be a list of parameters: Variables (`layer.parameters()`) or eager leaf Tensors, sent in
+    the list's order. Values are packed by dtype: one broadcast per dtype. Every process must have built the
+    same model; a mismatch raises DistributedError on every process.
     """
     comm = communicator()
     if isinstance(graph, (list, tuple)):
@@ -183,17 +194,7 @@ def broadcast_variables(graph=None, root=0):
     if comm.Get_size() > 1:
         signature = tuple((name, tuple(map(int, v.shape)), np.dtype(v.dtype).str) for name, v in zip(names, variables))
         agree(comm, "broadcast_variables", f"root={root}", signature, describe=lambda: _summary(variables, names))
-    by_dtype = {}
-    for var in variables:
-        by_dtype.setdefault(np.dtype(var.dtype).str, []).append(var)
-    for dtype, group in sorted(by_dtype.items()):
-        flat = np.concatenate([_value_of(v).ravel() for v in group])
-        flat = broadcast(flat.astype(np.dtype(dtype), copy=False), root=root)
-        offset = 0
-        for var in group:
-            size = math.prod(var.shape)
-            _assign(var, flat[offset:offset + size].reshape(var.shape))
-            offset += size
+    exchange_packed(variables, lambda flat: broadcast(flat, root=root))
 
 
 def _summary(variables, names=None):
