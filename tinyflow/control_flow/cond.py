@@ -48,7 +48,7 @@ class Cond(ControlFlowOp):
     kernel_class = _CondKernel
 
     def __init__(self, pred, true_branch, false_branch, name=None):
-        self.true_branch, self.false_branch = true_branch, false_branch
+        self.true_branch, self.false_branch, self.subgraphs = true_branch, false_branch, [true_branch, false_branch]
         if len(true_branch.outputs) != len(false_branch.outputs):
             raise TinyflowError(f"cond: the true branch returns {len(true_branch.outputs)} value(s) and the false "
                                 f"branch {len(false_branch.outputs)}; both must return the same number")
@@ -58,10 +58,6 @@ class Cond(ControlFlowOp):
                                  f"{b.dtype} in the false one; cast one of them with tfl.cast so both agree")
         self.captures = merged_captures(true_branch, false_branch)
         super().__init__(pred, *self.captures, name=name)
-
-    @property
-    def subgraphs(self):
-        return [self.true_branch, self.false_branch]
 
     @property
     def output_count(self):

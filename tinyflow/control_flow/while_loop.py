@@ -61,16 +61,14 @@ class WhileLoop(ControlFlowOp):
     kernel_class = _LoopKernel
 
     def __init__(self, loop_vars, test, body, maximum_iterations=None, name=None):
-        self.test, self.body = test, body
+        self.test, self.body, self.subgraphs = test, body, [test, body]
         self.maximum_iterations = maximum_iterations
-        self.n_vars = len(loop_vars)
+        self.n_vars = self.iterations_index = len(loop_vars)  # the output after the loop variables counts iterations
         self.captures = merged_captures(test, body)
         self.recorded = []  # Recorded entries, one per stack (added when the gradient is built)
+        # a gradient loop's (StackPop, forward node) pairs: the pop's value stands for the node's (pictures)
+        self.restored_values = body.restores
         super().__init__(*loop_vars, *self.captures, name=name)
-
-    @property
-    def subgraphs(self):
-        return [self.test, self.body]
 
     @property
     def branch_outputs(self):
@@ -78,18 +76,8 @@ class WhileLoop(ControlFlowOp):
         return [self.test.outputs[0]] + list(self.body.outputs)
 
     @property
-    def restored_values(self):
-        """(StackPop, forward node) pairs of a gradient loop: the pop's value stands for the node's (pictures)."""
-        return self.body.restores
-
-    @property
     def output_count(self):
         return self.n_vars + 1 + len(self.recorded)
-
-    @property
-    def iterations_index(self):
-        """The index of the output counting the iterations that ran."""
-        return self.n_vars
 
     def stack_index(self, j):
         """The index of the output holding stack `j`."""

@@ -1,14 +1,11 @@
 """Update ops: ApplyUpdate, the base of every optimizer's fused update, and MultiTensorUpdate, the update ops of
-one train op as one node (PyTorch's "foreach" optimizers), built by the optimiser pass "multi_tensor".
+one train op as one node (PyTorch's "foreach"), which the C backend runs in one call (on a small model a call per
+parameter cost a fifth of a training step).
 
-MultiTensorUpdate's inputs are each member's inputs in turn (variable, gradient, learning rate, slots). Its numpy compute runs
-the members' updates one after the other; the C backend runs all of them in one call (tf_update_multi), since on
-a small model the fixed cost of a call per parameter was a fifth of a training step.
-
-The pass's rule: the ApplyUpdate inputs of one op (a train op's Group) that share the update type, the
-hyper-parameters, the learning-rate node and the dtype, that nobody else reads and nobody fetches, become one
-MultiTensorUpdate in the place of the last of them. Updates run after every op that does not depend on them
-(the plan schedules stateful ops last), so running them together changes nothing but the number of calls.
+The optimiser pass "multi_tensor" merges the ApplyUpdate inputs of one op (a train op's Group) that share update
+type, hyper-parameters, learning-rate node and dtype, and that nobody else reads or fetches, into one
+MultiTensorUpdate in the place of the last of them; stateful ops run last anyway, so only the number of calls
+changes.
 """
 from ..errors import ShapeError
 from ..nodes import Operation
