@@ -13,6 +13,8 @@ from ..ops.registry import not_differentiable
 from ..eager import Tensor, no_grad
 from ..graph import get_default_graph
 from ..nodes import Operation
+from ..ops.array_ops import get_item, reshape
+from ..ops.elementwise_ops import cast
 from .collectives import broadcast, reduce_checked
 from .contracts import agree
 from .runtime import DistributedError, communicator, world_size
@@ -41,25 +43,7 @@ class AllReduceGradients(Operation):
         return reduce_checked(flat, "mean", "DistributedOptimizer", "gradients", self.signature, lambda: self.summary)
 
 
-class UnpackGradient(Operation):
-    """One variable's gradient: a reshaped slice of the averaged flat buffer."""
-
-    def __init__(self, flat, offset, shape, dtype, name=None):
-        self.offset, self.size, self.target_shape, self.target_dtype = offset, math.prod(shape), shape, dtype
-        super().__init__(flat, name=name)
-
-    def infer_shape(self, flat_shape):
-        return self.target_shape
-
-    def infer_dtype(self, flat_dtype):
-        return self.target_dtype
-
-    def compute(self, flat):
-        part = flat[self.offset:self.offset + self.size].reshape(self.target_shape)
-        return part if part.dtype == self.target_dtype else part.astype(self.target_dtype)
-
-
-not_differentiable(AllReduceGradients, UnpackGradient)
+not_differentiable(AllReduceGradients)
 
 
 def pack(arrays, dtype):
@@ -149,8 +133,9 @@ class DistributedOptimizer:
         with graph.role("optimizer"), graph.name_scope("DistributedOptimizer"):
             flat = AllReduceGradients([g for g, _ in present], [v for _, v in present], name="all_reduce_gradients")
             averaged, offset = {}, 0
-            for size, (_, var) in zip(flat.sizes, present):
-                averaged[var] = UnpackGradient(flat, offset, var.shape, var.dtype, name=f"grad_{var.name}")
+            for size, (_, var) in zip(flat.sizes, present):  # each gradient: a reshaped slice of the buffer
+                part = get_item(flat, slice(offset, offset + size))
+                averaged[var] = cast(reshape(part, var.shape, name=f"grad_{var.name}"), var.dtype)
                 offset += size
         return [(averaged.get(v) if g is not None else None, v) for g, v in pairs]
 
