@@ -1,4 +1,4 @@
-"""Layer, the base of every layer, and the simple ones: Sequential, Flatten, Dropout.
+"""Layer, the base of every layer, and the simple ones: Linear, Sequential, Flatten, Dropout.
 
 A layer creates its Variables when constructed (as in PyTorch), under its own name scope, and builds ops
 each time it is called on a node (calling it twice shares its weights). On an eager Tensor the same
@@ -10,7 +10,9 @@ import numpy as np
 from ..graph import get_default_graph
 from ..nodes import Node, Operation, Placeholder, Variable, as_node
 from ..ops.array_ops import reshape
+from ..ops.matmul import matmul
 from ..ops.random_ops import dropout
+from .activations import get_activation
 from .init import initial_value
 
 
@@ -119,6 +121,24 @@ def ranked(base, name, doc, ranks=(3, 4, 5)):
     return [type(name.format(max(rank - 2, 1)), (base,), {"rank": rank, "__module__": base.__module__,
                                                           "__doc__": f"{doc} of {_LAYOUTS[rank]} inputs."})
             for rank in ranks]
+
+
+class Linear(Layer):
+    """y = act(x @ W + b) with W of shape (in_features, out_features)."""
+
+    def __init__(self, in_features, out_features, bias=True, act=None, weight_init="uniform", bias_init="zeros",
+                 name=None, dtype="float32"):
+        self.act = get_activation(act)  # checked first: an unknown name fails before any Variable exists
+        super().__init__(name, dtype)
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.weight = self.add_variable("weight", (in_features, out_features), weight_init, in_features, out_features)
+        self.bias = self.add_variable("bias", (out_features,), bias_init, in_features, out_features) if bias else None
+
+    def forward(self, x):
+        y = matmul(x, self.weight)
+        if self.bias is not None:
+            y = y + self.bias
+        return self.act(y) if self.act else y
 
 
 class Sequential(Layer):
