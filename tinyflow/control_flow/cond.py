@@ -86,8 +86,7 @@ class Cond(ControlFlowOp):
 def cond(pred, true_fn, false_fn, name=None):
     """`true_fn()` if the scalar boolean node `pred` is true at run time, else `false_fn()` (graph control flow).
 
-    Both functions take no arguments and return a node or a list/tuple of nodes with
-    matching dtypes; only the taken branch runs. Returns the same structure of nodes.
+    Both take no arguments and return a node or a list/tuple of nodes of matching dtypes (the structure returned).
     """
     if is_eager(pred):  # eager mode: Python decides, and autograd records the branch that ran
         return true_fn() if bool(np.asarray(pred)) else false_fn()

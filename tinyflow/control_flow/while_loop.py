@@ -172,11 +172,9 @@ def trace_loop(cond_fn, body_fn, loop_vars, scope, also=None):
 def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
     """Repeat `loop_vars = body_fn(*loop_vars)` while `cond_fn(*loop_vars)` is true (graph control flow).
 
-    `cond_fn` returns a scalar boolean node; `body_fn` returns as many nodes as there
-    are loop variables, each with its variable's dtype and a compatible shape. With
-    `maximum_iterations=N` the loop stops after N steps (as TensorFlow's does). Loops
-    are differentiable, bounded or not. Returns the final loop variables (a single
-    node if `loop_vars` was one node).
+    `cond_fn` returns a scalar boolean node; `body_fn` one node per loop variable, of its dtype and a compatible
+    shape. With `maximum_iterations=N` the loop stops after N steps (as TensorFlow's). Returns the final loop
+    variables (one node if `loop_vars` was one node); loops are differentiable.
     """
     single = not isinstance(loop_vars, (list, tuple))
     loop_vars = [as_node(v) for v in ([loop_vars] if single else loop_vars)]

@@ -105,10 +105,8 @@ def average_gradients(parameters):
 class DistributedOptimizer:
     """Wraps an optimizer so each step applies the gradient averaged over all processes.
 
-    Graph mode: `minimize`/`compute_gradients` insert one AllReduceGradients op that packs every
-    gradient into one flat buffer; the wrapped optimizer then applies the averaged gradients.
-    Eager mode: `step()` averages every parameter's `.grad` the same way before the wrapped step.
-    Everything else (lr, zero_grad, slots, ...) is the wrapped optimizer's.
+    Graph mode: `minimize`/`compute_gradients` insert one AllReduceGradients op averaging every gradient packed
+    in one buffer; eager mode: `step()` averages every `.grad` the same way. The rest is the wrapped optimizer's.
     """
 
     def __init__(self, optimizer):
@@ -139,27 +137,19 @@ class DistributedOptimizer:
                 offset += size
         return [(averaged.get(v) if g is not None else None, v) for g, v in pairs]
 
-    def apply_gradients(self, grads_and_vars, name=None):
-        """The wrapped optimizer's train op (gradients from compute_gradients are already averaged)."""
-        return self.optimizer.apply_gradients(grads_and_vars, name=name)
-
     def minimize(self, loss, var_list=None, name=None):
-        """compute_gradients (averaged over processes) then apply_gradients."""
-        return self.apply_gradients(self.compute_gradients(loss, var_list), name=name)
+        """compute_gradients (averaged over processes) then the wrapped optimizer's apply_gradients."""
+        return self.optimizer.apply_gradients(self.compute_gradients(loss, var_list), name=name)
 
     def step(self, *args, **kwargs):
         """Eager mode: average every parameter's .grad across processes (one all_reduce), then step."""
-        average_gradients(_eager_parameters(self.optimizer))
+        params = getattr(self.optimizer, "params", None)  # set by Optimizer(params, lr=...)
+        if params is None:
+            raise DistributedError(f"{self.optimizer!r} has no parameters: DistributedOptimizer.step() needs an eager "
+                                   "optimizer built as Optimizer(layer.parameters(), lr=...); graph optimizers use "
+                                   "minimize()")
+        average_gradients(params)
         return self.optimizer.step(*args, **kwargs)
-
-
-def _eager_parameters(optimizer):
-    """The parameters an eager tinyflow optimizer updates (`optimizer.params`, set by Optimizer(params, lr=...))."""
-    params = getattr(optimizer, "params", None)
-    if params is None:
-        raise DistributedError(f"{optimizer!r} has no parameters: DistributedOptimizer.step() needs an eager optimizer "
-                               "built as Optimizer(layer.parameters(), lr=...); graph optimizers use minimize()")
-    return list(params)
 
 
 def broadcast_variables(graph=None, root=0):
