@@ -18,7 +18,7 @@ from .ops import (fill, shape, size)
 from .ops import (argmin, broadcast_to, einsum, expand, flatten, gather, norm, pad, reduce_logsumexp, reduce_min, reduce_prod, split, squeeze, stack, take_along_axis, tile, topk, tril, triu, unsqueeze)
 from .ops import (avg_pool1d, avg_pool3d, conv1d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, global_avg_pool, global_max_pool, group_norm, instance_norm, interpolate, layer_norm, max_pool1d, max_pool3d)
 from .nn.batchnorm import batch_norm
-from .ops.elementwise_ops import PUBLIC as _ELEMENTWISE
+from .ops.elementwise_ops import PUBLIC as _ELEMENTWISE, elementwise_op
 
 globals().update(_ELEMENTWISE)  # add, exp, relu, ..., silu: the functions of the elementwise table
 from . import shapes
@@ -66,7 +66,7 @@ __all__ = [
     "layer_norm", "batch_norm", "instance_norm", "group_norm", "interpolate",
     "shape", "size", "fill",
     # autodiff, running, state
-    "gradients", "register_gradient", "not_differentiable", "Session",
+    "gradients", "register_gradient", "not_differentiable", "elementwise_op", "Session",
     "save_variables", "load_variables", "set_seed",
     # training with layers
     "Model", "History", "EarlyStopping", "get_metric",

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tinyflow as tfl
+from kernel_runs import run_kernels
 from op_cases import all_cases
 from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
 from tinyflow.backends import OpenCLBackend, opencl_runtime
@@ -203,3 +204,10 @@ def test_convnet_training_steps_match_numpy():
             model = tfl.Model(net, "softmax_cross_entropy", tfl.optim.Adam(1e-2), backend=backend)
             losses[backend] = model.fit(X, y[:128], epochs=5, batch_size=32, shuffle=False, verbose=0)["loss"]
     np.testing.assert_allclose(losses["opencl"], losses["numpy"], rtol=1e-4)
+
+
+def test_tanh_on_the_device_reaches_one_at_large_arguments_and_infinity():
+    """Issue 35: the device's own tanh gave 0.99999994 for large arguments and ±inf; the kernels' tf_tanh gives ±1."""
+    x = np.array([-np.inf, -50.0, -9.5, 0.0, 9.5, 20.5, 50.0, np.inf], np.float32)
+    got = run_kernels("opencl", tfl.tanh, [x], kernel="Tanh")
+    np.testing.assert_array_equal(got, np.tanh(x))

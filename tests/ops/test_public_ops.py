@@ -8,7 +8,7 @@ import tinyflow as tfl
 
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 OP_MODULES = ("tinyflow.ops.", "tinyflow.nn.batchnorm", "tinyflow.control_flow.")
-NOT_OPS = {"register_gradient", "not_differentiable"}  # tinyflow/ops/registry.py: the gradient table's API
+NOT_OPS = {"register_gradient", "not_differentiable", "elementwise_op"}  # the APIs for making ops
 
 
 def op_table():

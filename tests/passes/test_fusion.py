@@ -250,3 +250,15 @@ def test_the_onnx_elementwise_ops_fuse_with_numpy_values(dtype, backend):
         out, ref, plan = run_both(y, {x: values.astype(dtype), s: slopes.astype(dtype)}, backend=backend, runs=3)
     assert op_types(plan).count("FusedElementwise") == 1 and len(plan.steps) == 1, op_types(plan)
     assert_close(out, ref, rtol=2e-5 if dtype == "float32" else 1e-12, atol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_a_negative_zero_constant_in_a_fused_expression_compiles(backend):
+    """Issue 35: `x - (-0.0)` was spelled `(--0.0f)`, which no C compiler takes: the fused kernel was lost."""
+    from tinyflow.ops.expressions import literal
+    assert literal(-0.0, True) == "(-0.0f)" and literal(-2.5, False) == "(-2.5)"
+    x = tfl.Placeholder((300,), name="x")
+    y = tfl.exp(x - tfl.Constant(np.float32(-0.0))) * tfl.Constant(np.float32(-0.0)) + x
+    failed = compiler.STATS["failed"]
+    out, ref, plan = run_both(y, {x: RNG.standard_normal(300).astype(np.float32)}, runs=3)
+    assert "FusedElementwise" in op_types(plan) and compiler.STATS["failed"] == failed
+    assert_close(out, ref)

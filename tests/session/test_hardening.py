@@ -169,3 +169,13 @@ def test_a_kernel_registered_at_run_time_is_used_and_counted():
     assert CBackend.kernels["Exp"].run is not doubled_exp
     assert backend.kernel(op)(np.zeros(3, np.int64)).tolist() == [1, 1, 1]  # ints: the numpy fallback
     assert backend.report.host_ops["Exp"] == 1
+
+
+def test_a_shape_whose_buffers_were_all_taken_out_does_not_break_eviction():
+    """Found by an imported LSTM's training step: the oldest shape's stack was empty when the pool had to evict."""
+    pool = BufferPool(max_bytes=1 << 20)
+    pool.recycle(np.empty((100, 1000), np.float32), references=2)
+    pool.empty((100, 1000), np.float32)  # taken back out: its shape keeps an empty stack, the oldest one
+    for rows in (200, 250):
+        pool.recycle(np.empty((rows, 1000), np.float32), references=2)
+    assert pool.bytes <= 1 << 20

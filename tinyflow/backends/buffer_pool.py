@@ -87,7 +87,8 @@ class BufferPool:
             self.bytes += value.nbytes
             while self.bytes > self.max_bytes:  # evict the least recently used shape's buffers
                 oldest, arrays = next(iter(self._free.items()))
-                self.bytes -= arrays.pop().nbytes
+                if arrays:  # (a shape whose buffers were all taken out keeps its empty stack)
+                    self.bytes -= arrays.pop().nbytes
                 if not arrays:
                     del self._free[oldest]
 

@@ -10,6 +10,7 @@ fills `backend.report` (which ops ran where, what crossed) once for every entry.
 Devices, contexts and programs are in opencl_runtime.py.
 """
 import logging
+import weakref
 
 import numpy as np
 
@@ -66,7 +67,7 @@ class OpenCLBackend(Backend):
         self.runtime = rt.DeviceRuntime.for_device(index, device)
         self.lock = self.runtime.lock  # one queue and one set of kernel objects per device, whoever runs them
         self._uploads = {}
-        self._constants = {}
+        self._constants = weakref.WeakKeyDictionary()  # a dropped plan's constants go with it (to_static retraces)
 
     def __repr__(self):
         return f"<tinyflow backend 'opencl' device {self.runtime.index}: {self.runtime.describe()}>"

@@ -126,12 +126,20 @@ def range(start, stop=None, step=1):  # noqa: A001 - tfl.range, as Python's
         start, stop = 0, start
     values = [start, stop, step]
     if any(getattr(v, "graph", False) is None for v in values):  # eager Tensors: their values are known
-        values = [int(np.asarray(v)) if getattr(v, "graph", False) is None else v for v in values]
+        values = [_python_int(v) if getattr(v, "graph", False) is None else v for v in values]
     if not any(isinstance(v, Node) for v in values):
         return builtins.range(*values)
     if not isinstance(values[2], Node) and values[2] == 0:
         raise TinyflowError("tfl.range() step must not be zero")
     return TensorRange(*values)
+
+
+def _python_int(tensor):
+    """The int an eager Tensor of one integer (shape () or [1], as torch allows) holds."""
+    value = np.asarray(tensor)
+    if value.size != 1 or value.dtype.kind not in "iub":
+        raise TinyflowError(f"range() takes integers; got a tensor of shape {value.shape} and dtype {value.dtype}")
+    return int(value.reshape(()))
 
 
 def sequence_of(iterable):

@@ -12,22 +12,43 @@ from ..nodes import Node, as_node
 from ..nodes.node import default_dtype_for
 from ..shapes import shapes_compatible
 from .errors import ConversionError
+from .inplace import current, joined, newest, record, region
+from .tensor_lists import Guarded
 from .undefined import Undefined, UndefinedValue, is_typeless
 from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth, rebuild,
                      same_value, shown)
 
 
-def convert_ifelse(test, true_fn, false_fn, values, names, site):
+_AFTER = "the code after a `{}` that depends on a tensor (it runs, or not, when the program runs)"
+
+
+def convert_guard(test, true_fn, false_fn, values, names, site):
+    """The `if not <flag>:` guarding the rest of a block after a `break` or `return` (escapes.py): as convert_ifelse,
+    but a list may get one value appended in it, which a tensor loop collects unless it was skipped."""
+    return convert_ifelse(test, true_fn, false_fn, values, names, site, _AFTER.format("break` or `return"), True)
+
+
+def convert_continue_guard(test, true_fn, false_fn, values, names, site):
+    """The `if not <flag>:` guarding the rest of a loop body after a `continue` (escapes.py)."""
+    return convert_ifelse(test, true_fn, false_fn, values, names, site, _AFTER.format("continue"))
+
+
+def convert_ifelse(test, true_fn, false_fn, values, names, site, where="an `if` on a tensor", collects=False):
     """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables."""
     if not isinstance(test, Node):
         return true_fn(*values) if python_truth(test, site) else false_fn(*values)
     pred = as_bool(test, site)
-    results, lists = {}, Lists(names, values)
+    results, changed, lists, appended = {}, {}, Lists(names, values), []
 
     def branch(fn, label):
         def build():
-            results[label] = fn(*values)
-            lists.check(site, "an `if` on a tensor")
+            with region(where) as record:
+                results[label] = current(tuple(fn(*values)))
+                changed[label] = dict(record.changed_outside())  # tensors from outside changed in place
+            for _, array, items in lists.lists if collects and label == "true" else ():
+                if len(array) == len(items) + 1 and isinstance(array[-1], (Node, Guarded)):
+                    appended.append((array, array.pop()))
+            lists.check(site, where)
             nodes = [leaf for value in results[label] for leaf in flatten(value)[0] if isinstance(leaf, Node)]
             return nodes or [as_node(False)]  # provisional: the outputs are set once both branches are known
         return build
@@ -37,15 +58,35 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site):
         false_branch = Subgraph.trace(branch(false_fn, "false"), scope="false")
         merge = _Merge(true_branch, false_branch, site)
         merged = [merge.variable(name, a, b) for name, a, b in zip(names, results["true"], results["false"])]
-        if not merge.pairs:  # nothing tensor-valued differs: no cond
-            return tuple(v.resolve(()) if isinstance(v, _Pending) else v for v in merged)
-        true_branch.set_outputs([a for a, _ in merge.pairs])
-        false_branch.set_outputs([b for _, b in merge.pairs])
-        op = Cond(pred, true_branch, false_branch, name="Cond")
-        outputs = [op.output(i) for i in range(len(merge.pairs))]
-        for out, (a, b) in zip(outputs, merge.pairs):
-            out.return_site = getattr(a, "return_site", None) or getattr(b, "return_site", None)
+        objects = []  # tensors from outside a branch changed in place: their newest values join too
+        for obj in {**changed["true"], **changed["false"]}:
+            sides = [changed[side][obj] if obj in changed[side] else newest(obj) for side in ("true", "false")]
+            spoiled = [v for v in sides if not isinstance(v, Node)]
+            objects.append((obj, spoiled[0] if spoiled else merge.variable(CHANGED, *sides)))
+        for array, item in appended:  # the value and whether it was appended
+            value, valid = (item.value, item.valid) if isinstance(item, Guarded) else (item, True)
+            objects.append((array, (merge.variable(CHANGED, value, _NO_VALUE), merge.variable(CHANGED, valid, False))))
+        outputs = []
+        if merge.pairs:  # else nothing tensor-valued differs: no cond
+            true_branch.set_outputs([a for a, _ in merge.pairs])
+            false_branch.set_outputs([b for _, b in merge.pairs])
+            op = Cond(pred, true_branch, false_branch, name="Cond")
+            outputs = [op.output(i) for i in range(len(merge.pairs))]
+            for out, (a, b) in zip(outputs, merge.pairs):
+                out.return_site = getattr(a, "return_site", None) or getattr(b, "return_site", None)
+                joined(out, a, b)
+    for obj, value in objects:
+        if isinstance(obj, list):
+            obj.append(Guarded(*(v.resolve(outputs) for v in value)))
+        else:
+            record(obj, value.resolve(outputs) if isinstance(value, _Pending) else value)
     return tuple(v.resolve(outputs) if isinstance(v, _Pending) else v for v in merged)
+
+
+def convert_ifexp(test, true_fn, false_fn, site):
+    """`a if test else b`: Python's for a Python condition; a tfl.cond of the two values for a tensor."""
+    value = "<the value of `a if c else b`>"
+    return convert_ifelse(test, lambda _: (true_fn(),), lambda _: (false_fn(),), (None,), (value,), site)[0]
 
 
 class _Pending:
@@ -62,6 +103,7 @@ class _Slot(int):
     """The index of a cond output among a pending variable's leaves."""
 
 
+CHANGED = "<a tensor changed in place>"
 _NO_VALUE = object()  # a return value's leaf on the branch where no `return` ran yet
 
 
@@ -76,6 +118,8 @@ class _Merge:
         self.branches, self.site, self.pairs = (true_branch, false_branch), site, []
 
     def variable(self, name, a, b):
+        if a is b and isinstance(a, list):
+            return a  # one list object on both sides (only appended to, which Lists checks): it stays that object
         if name == RETURN_VALUE and (is_typeless(a) or is_typeless(b)):  # no value yet on that side (in a loop)
             a, b = (Undefined(name) if is_typeless(v) else v for v in (a, b))
         if isinstance(a, Undefined) and isinstance(b, Undefined):

@@ -17,27 +17,34 @@ the user's file and line. Calls to other user functions are converted on the fly
 """
 import ast
 import builtins
+import copy
 import functools
 import inspect
+import operator
 import os
 import textwrap
+import traceback
 import types
 
 import numpy as np
 
-from ..nodes import Node, as_node
-from ..nodes.node import _notebook_cell
-from .branches import convert_ifelse  # noqa: F401 - helpers the converted code calls (as _tfl_jit_.<name>)
+from ..eager import Tensor, tensor
+from ..nodes import Constant, Node, as_node
+from ..nodes.node import _notebook_cell, default_dtype_for
+# helpers the converted code calls (as _tfl_jit_.<name>)
+from .branches import convert_continue_guard, convert_guard, convert_ifelse, convert_ifexp  # noqa: F401
 from .loops import convert_for, convert_subscript, convert_while, converted_builtin  # noqa: F401
-from .values import as_bool, list_append, return_value, returned, symbolic  # noqa: F401
+from .values import as_bool, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
 from .escapes import Lowering
+from .inplace import OPS, assigns_into, inplace  # noqa: F401
 from .tensor_lists import list_aware
 from .undefined import Undefined
 
 _CACHE = {}          # code object -> factory of the converted function (or None: leave it unconverted)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _HELPER = "_tfl_jit_"
+_NO_SOURCE = "no source"
 
 
 def ld(name, getter):
@@ -53,6 +60,8 @@ def convert_call(fn, site):
     are converted too."""
     if fn is builtins.bool or fn is builtins.int or fn is builtins.float:
         return functools.partial(_checked_builtin, fn, site)
+    if fn is Tensor or fn is tensor:
+        return _graph_tensor
     tensor_aware = converted_builtin(fn) or list_aware(fn)
     if tensor_aware is not None:
         return tensor_aware
@@ -65,6 +74,16 @@ def convert_call(fn, site):
             not fn.__func__.__code__.co_filename.startswith(_PACKAGE_DIR):
         return types.MethodType(convert_function(fn.__func__), fn.__self__)
     return fn
+
+
+def _graph_tensor(data, requires_grad=False, dtype=None):
+    """tfl.tensor(...) in converted code: a constant of the graph (as Paddle's to_tensor and TF's tf.constant are),
+    so that loops and branches can carry it like any tensor."""
+    if isinstance(data, Node):
+        from ..ops import cast, identity
+        return identity(data) if dtype is None else cast(data, dtype)
+    data = data.numpy() if isinstance(data, Tensor) else data
+    return Constant(np.array(data, dtype=dtype if dtype is not None else default_dtype_for(data)))
 
 
 def _call_layer(layer, *args, **kwargs):
@@ -89,78 +108,130 @@ def convert_attribute_call(obj, attr, site):
 def convert_compare(left, op, right):
     """A comparison: tinyflow ops if either side is a graph node, else Python's."""
     if isinstance(left, Node) or isinstance(right, Node):
-        from ..ops import elementwise_ops as math_ops
-        fn = {ast.Gt: math_ops.greater, ast.GtE: math_ops.greater_equal, ast.Lt: math_ops.less,
-              ast.LtE: math_ops.less_equal, ast.Eq: math_ops.equal}.get(op)
+        from ..ops import elementwise_ops as ew
+        fn = {ast.Gt: ew.greater, ast.GtE: ew.greater_equal, ast.Lt: ew.less, ast.LtE: ew.less_equal, ast.Eq: ew.equal,
+              ast.NotEq: ew.not_equal}.get(op)
         if fn is not None:
             return fn(left, right)
-        if op is ast.NotEq:
-            return math_ops.equal(math_ops.equal(left, right), False)
     return _PY_COMPARE[op](left, right)
 
 
-def convert_and(left, right_fn):
+def convert_chain(site, left, *steps):
+    """`a < b < c`: each operand evaluated once, in order; Python's short-circuit while the parts are Python values."""
+    result = None
+    for op, right_fn in steps:
+        right = right_fn()
+        part = convert_compare(left, op, right)
+        result = part if result is None else convert_and(result, lambda: part, site)
+        if not isinstance(result, Node) and not result:
+            return result
+        left = right
+    return result
+
+
+def convert_and(left, right_fn, site):
     """`a and b`: Python's short-circuit for Python values; elementwise logical and for graph nodes."""
     if not isinstance(left, Node):
         return left and right_fn()
-    from ..ops.elementwise_ops import where
     right = right_fn()
-    return where(as_bool(left, ""), _bool_node(right, left), False)
+    if not isinstance(right, Node) and not right:
+        return right  # false whatever the tensor holds: later operands are skipped, as in Python
+    from ..ops.elementwise_ops import where
+    return where(as_bool(left, site), _bool_node(right, site), False)
 
 
-def convert_or(left, right_fn):
+def convert_or(left, right_fn, site):
     """`a or b`: Python's for Python values; elementwise logical or for graph nodes."""
     if not isinstance(left, Node):
         return left or right_fn()
-    from ..ops.elementwise_ops import where
     right = right_fn()
-    return where(as_bool(left, ""), True, _bool_node(right, left))
+    if not isinstance(right, Node) and right:
+        return right  # true whatever the tensor holds: `x > 1 or a is None or a > 1` never reaches `a > 1`
+    from ..ops.elementwise_ops import where
+    return where(as_bool(left, site), True, _bool_node(right, site))
 
 
-def convert_not(value):
+def convert_not(value, site):
     """`not a`: Python's for Python values; logical not for graph nodes."""
     if not isinstance(value, Node):
         return not value
     from ..ops.elementwise_ops import equal
-    return equal(as_bool(value, ""), False)
+    return equal(as_bool(value, site), False)
 
 
-def _bool_node(value, like):
+def convert_assert(test, message_fn, site):
+    """`assert test, message`: Python's for a Python value; a tensor's value is not known while tracing."""
+    if isinstance(test, Node):
+        raise ConversionError(f"{site}: `assert` on a tensor inside to_static: while tracing, tensors have no values "
+                              "yet, and a graph cannot stop on one. Assert on the result after the call, or return "
+                              "the condition")
+    if not test:
+        message = message_fn()
+        raise AssertionError(*([] if message is None else [message]))
+
+
+def _bool_node(value, site):
     if isinstance(value, Node):
-        return as_bool(value, "")
+        return as_bool(value, site)
     return as_node(np.asarray(bool(value)))
 
 
-_PY_COMPARE = {ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b,
-               ast.LtE: lambda a, b: a <= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b}
+_PY_COMPARE = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le,
+               ast.Eq: operator.eq, ast.NotEq: operator.ne}
 
 
 # ---------------------------------------------------------------- the AST rewrite
 def _assigned_names(statements):
-    """Local names a block assigns (not inside nested functions, lambdas or comprehensions)."""
+    """Local names a block assigns (not inside nested functions, classes, lambdas or comprehensions)."""
     names = []
-
-    class Finder(ast.NodeVisitor):
-        def visit_Name(self, node):
-            if isinstance(node.ctx, ast.Store) and node.id not in names and not node.id.startswith(_HELPER):
-                names.append(node.id)
-
-        def visit_FunctionDef(self, node):
-            if not node.name.startswith(_HELPER) and node.name not in names:
-                names.append(node.name)
-
-        visit_AsyncFunctionDef = visit_FunctionDef
-
-        def visit_Lambda(self, node):
-            pass
-
-        def visit_ListComp(self, node):
-            pass
-
-        visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
-    for statement in statements:
-        Finder().visit(statement)
+    for node in (n for statement in statements for n in _walk_here(statement, root=False)):
+        name = node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) else \
+            node.name if isinstance(node, _SCOPES[:3] + (ast.ExceptHandler,)) else None
+        if name and not name.startswith(_HELPER) and name not in names:
+            names.append(name)
     return names
+
+
+def _grown_lists(statements, local_names):
+    """The local lists a block appends to (`xs.append(v)`, extend, insert): a tensor branch or loop carries them
+    (a global or an attribute is left alone: the statement changes the object, whoever holds it)."""
+    names = []
+    for node in (n for statement in statements for n in _walk_here(statement, root=False)):
+        if isinstance(node, ast.Attribute) and node.attr in ("append", "extend", "insert") and \
+                isinstance(node.value, ast.Name) and node.value.id in local_names and node.value.id not in names:
+            names.append(node.value.id)
+    return names
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+           ast.GeneratorExp)
+
+
+def _walk_here(node, root=True):
+    """ast.walk, not into the nested scopes below `node` (functions, classes, lambdas, comprehensions)."""
+    yield node
+    if root or not isinstance(node, _SCOPES):
+        for child in ast.iter_child_nodes(node):
+            yield from _walk_here(child, root=False)
+
+
+def _local_names(definition):
+    """A function's local variables: its parameters and what its body assigns, less `global`/`nonlocal` names."""
+    args = definition.args
+    params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a]
+    declared = {n for node in _walk_here(definition) if isinstance(node, (ast.Global, ast.Nonlocal))
+                for n in node.names}
+    return set(params + _assigned_names(definition.body)) - declared
+
+
+def _simple(target):
+    """An attribute or item target whose object and key can be evaluated again without side effects."""
+    if not isinstance(target, (ast.Attribute, ast.Subscript)):
+        return False
+    base, key = target.value, getattr(target, "slice", None)
+    while isinstance(base, ast.Attribute):
+        base = base.value
+    return isinstance(base, ast.Name) and (key is None or isinstance(key, (ast.Name, ast.Constant)))
 
 
 def _args(names):
@@ -179,10 +250,16 @@ def _function_def(name, args, body):
 
 class _Rewriter(ast.NodeTransformer):
     def __init__(self, filename):
-        self.filename, self.count = filename, 0
+        self.filename, self.count, self.line, self.locals = filename, 0, 0, set()
+
+    def visit(self, node):
+        if isinstance(node, ast.stmt):
+            self.line = getattr(node, "lineno", self.line)
+        return super().visit(node)
 
     def site(self, node):
-        return ast.Constant(site_of(self.filename, node.lineno))
+        """"file:line" of a node (an expression the lowering made has its statement's line)."""
+        return ast.Constant(site_of(self.filename, getattr(node, "lineno", self.line)))
 
     def helper(self, name):
         return ast.Attribute(ast.Name(_HELPER, ast.Load()), name, ast.Load())
@@ -199,6 +276,17 @@ class _Rewriter(ast.NodeTransformer):
         body = list(body) + [ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in returns], ast.Load()))]
         return _function_def(name, args, body)
 
+    def visit_FunctionDef(self, node):
+        outer, self.locals = self.locals, _local_names(node)
+        self.generic_visit(node)
+        self.locals = outer
+        return node
+
+    def carried(self, statements):
+        """The names a branch or loop body assigns, then the local lists it appends to."""
+        names = _assigned_names(statements)
+        return names + [n for n in _grown_lists(statements, self.locals) if n not in names]
+
     # -- if / while / for ---------------------------------------------------------------
     def dispatch(self, helper, first, functions, names, node):
         """`(names...) = _tfl_jit_.<helper>(first, *functions, (values...), ("names"...), "file:line")`."""
@@ -210,18 +298,19 @@ class _Rewriter(ast.NodeTransformer):
     def visit_If(self, node):
         self.generic_visit(node)
         self.count += 1
-        names = _assigned_names(node.body + node.orelse)
+        names = self.carried(node.body + node.orelse)
         true_name, false_name = f"{_HELPER}true_{self.count}", f"{_HELPER}false_{self.count}"
         true_fn = self.function(true_name, names, node.body, names)
         false_fn = self.function(false_name, names, node.orelse or [ast.Pass()], names)
-        return [true_fn, false_fn, self.dispatch("convert_ifelse", node.test, [ast.Name(true_name, ast.Load()),
-                                                                                ast.Name(false_name, ast.Load())],
-                                                 names, node)]
+        guard = getattr(node, "escape", None)  # the rest of a block after a return / break / continue (escapes.py)
+        helper = {"stops": "convert_guard", "continues": "convert_continue_guard"}.get(guard, "convert_ifelse")
+        return [true_fn, false_fn, self.dispatch(helper, node.test, [ast.Name(true_name, ast.Load()),
+                                                                     ast.Name(false_name, ast.Load())], names, node)]
 
     def visit_While(self, node):
         self.generic_visit(node)
         self.count += 1
-        names = _assigned_names(node.body)
+        names = self.carried(node.body)
         test_name, body_name = f"{_HELPER}test_{self.count}", f"{_HELPER}body_{self.count}"
         test_fn = _function_def(test_name, _args(names), [ast.Return(node.test)])
         body_fn = self.function(body_name, names, node.body, names)
@@ -233,7 +322,7 @@ class _Rewriter(ast.NodeTransformer):
         self.count += 1
         item = f"{_HELPER}item_{self.count}"
         bind = ast.Assign([node.target], ast.Name(item, ast.Load()), lineno=node.lineno)
-        names = _assigned_names([bind] + node.body)
+        names = self.carried([bind] + node.body)
         test_name, body_name = f"{_HELPER}for_test_{self.count}", f"{_HELPER}for_body_{self.count}"
         extra = getattr(node, "extra_test", None)  # the break / return flags (escapes.py)
         extra = self.visit(extra) if extra is not None else None
@@ -246,48 +335,64 @@ class _Rewriter(ast.NodeTransformer):
         return statements + [self.dispatch("convert_for", node.iter, [test, ast.Name(body_name, ast.Load())],
                                            names, node)]
 
-    def visit_Expr(self, node):
-        """`xs.append(v)` becomes `xs = _tfl_jit_.list_append(xs, v)`: the list is then a variable the
-        statement assigns, which a tensor branch or loop checks (values.py, loops.py)."""
-        call = node.value
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "append"
-                and isinstance(call.func.value, ast.Name) and len(call.args) == 1 and not call.keywords):
-            target = call.func.value.id
+    # -- assignments ------------------------------------------------------------------
+    def visit_AugAssign(self, node):
+        """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace.py)."""
+        target = node.target
+        if type(node.op).__name__ not in OPS or not (isinstance(target, ast.Name) or _simple(target)):
             self.generic_visit(node)
-            new = ast.Assign([ast.Name(target, ast.Store())],
-                             self.call("list_append", ast.Name(target, ast.Load()), node.value.args[0],
-                                       self.site(node)), lineno=node.lineno)
-            return new
+            return node
+        load = copy.deepcopy(target)
+        load.ctx = ast.Load()
+        call = self.call("inplace", load, ast.Constant(type(node.op).__name__), node.value, self.site(node),
+                         ast.Constant(ast.unparse(target)))
+        return self.visit(ast.Assign([target], call, lineno=node.lineno))
+
+    def visit_Assign(self, node):
+        """An attribute or item assigned is checked first (refused inside a tensor branch or loop)."""
         self.generic_visit(node)
-        return node
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        checks = [ast.Expr(self.call("assigns_into", copy.deepcopy(t.value), self.site(node),
+                                     ast.Constant(ast.unparse(t)), ast.Constant(isinstance(t, ast.Subscript))),
+                           lineno=node.lineno)
+                  for target in targets for t in _walk_here(target) if _simple(t) and isinstance(t.ctx, ast.Store)]
+        return checks + [node]
+
+    visit_AnnAssign = visit_Assign
 
     # -- expressions ----------------------------------------------------------------
     def visit_Compare(self, node):
         self.generic_visit(node)
         if any(type(op) not in _PY_COMPARE for op in node.ops):
             return node  # `is`, `in`: Python's meaning
-        parts, left = [], node.left
-        for op, right in zip(node.ops, node.comparators):
-            parts.append(self.call("convert_compare", left, self.helper(f"OP_{type(op).__name__}"), right))
-            left = right
-        result = parts[0]
-        for part in parts[1:]:
-            result = self.call("convert_and", result, ast.Lambda(_no_args(), part))
-        return result
+        steps = [ast.Tuple([self.helper(f"OP_{type(op).__name__}"), ast.Lambda(_no_args(), right)], ast.Load())
+                 for op, right in zip(node.ops, node.comparators)]
+        return self.call("convert_chain", self.site(node), node.left, *steps)
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)
         name = "convert_and" if isinstance(node.op, ast.And) else "convert_or"
         result = node.values[0]
         for value in node.values[1:]:
-            result = self.call(name, result, ast.Lambda(_no_args(), value))
+            result = self.call(name, result, ast.Lambda(_no_args(), value), self.site(node))
         return result
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, ast.Not):
-            return self.call("convert_not", node.operand)
+            return self.call("convert_not", node.operand, self.site(node))
         return node
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        return self.call("convert_ifexp", node.test, ast.Lambda(_no_args(), node.body),
+                         ast.Lambda(_no_args(), node.orelse), self.site(node))
+
+    def visit_Assert(self, node):
+        self.generic_visit(node)
+        message = node.msg if node.msg is not None else ast.Constant(None)
+        return ast.Expr(self.call("convert_assert", node.test, ast.Lambda(_no_args(), message), self.site(node)),
+                        lineno=node.lineno)
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -305,9 +410,6 @@ class _Rewriter(ast.NodeTransformer):
             return node
         key = node.slice
         return self.call("convert_subscript", node.value, key, self.site(node))
-
-    def visit_Lambda(self, node):
-        return node  # lambdas stay Python (tfl.cond branches are often lambdas)
 
 
 for _op in _PY_COMPARE:
@@ -341,28 +443,31 @@ def _is_generator(definition):
 
 
 def _factory(fn):
-    """Compile the converted source of `fn` once: a factory taking the helpers and the closure values."""
+    """Compile the converted source of `fn` once: a factory taking the helpers and the closure values
+    (_NO_SOURCE when Python cannot find the source, None for a function that runs as written)."""
     code = fn.__code__
     if code in _CACHE:
         return _CACHE[code]
-    factory = None
+    factory = _NO_SOURCE
     try:
         filename = inspect.getsourcefile(fn) or code.co_filename
         lines, first = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):
-        tree = None  # no source (REPL, builtin): the function runs as written
+        tree = None  # no source (python -c, the REPL, exec): the function runs as written
     if tree is not None and tree.body:
-        definition = tree.body[0]
-        if (isinstance(definition, ast.FunctionDef) and definition.name == fn.__name__
-                and not _is_generator(definition)):
-            definition.decorator_list = []
+        definition = _lambda_as_def(tree, code) if fn.__name__ == "<lambda>" else tree.body[0]
+        if not isinstance(definition, ast.FunctionDef) or definition.name not in (fn.__name__, f"{_HELPER}lambda"):
+            pass  # not its source: its file changed, or several lambdas of its arguments share its lines
+        elif _is_generator(definition):
+            factory = None  # a generator runs as written: its values cannot become one graph
+        else:
             ast.increment_lineno(tree, first - 1)
             lowering = Lowering(lambda line: site_of(filename, line))
-            definition.body = lowering.function_body(definition.body, definition.end_lineno)
-            rewriter = _Rewriter(filename)
-            definition.body = [rewriter.visit(s) for s in definition.body]
-            definition.body = [s for part in definition.body for s in (part if isinstance(part, list) else [part])]
+            for function in [n for n in ast.walk(definition) if isinstance(n, ast.FunctionDef)]:
+                function.body = lowering.function_body(function.body, function.end_lineno)
+            _evaluated_once(definition)
+            _Rewriter(filename).visit(definition)
             params = [_HELPER] + list(code.co_freevars)
             wrapper = _function_def(f"{_HELPER}factory", _args(params),
                                     [definition, ast.Return(ast.Name(definition.name, ast.Load()))])
@@ -374,11 +479,58 @@ def _factory(fn):
     return factory
 
 
+def _lambda_as_def(tree, code):
+    """`lambda x: body` (the one lambda of these arguments in its source lines) as `def _tfl_jit_lambda(x): return
+    body`; None if there is not exactly one."""
+    names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+             and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == names]
+    if len(found) != 1:
+        return None
+    definition = _function_def(f"{_HELPER}lambda", found[0].args, [ast.Return(found[0].body, lineno=found[0].lineno)])
+    tree.body = [ast.copy_location(definition, found[0])]
+    return definition
+
+
+def _evaluated_once(definition):
+    """Drop what Python already evaluated when it defined the function (decorators, defaults, annotations): in the
+    factory they would run again, where an enclosing function's names do not exist."""
+    definition.decorator_list, definition.returns = [], None
+    arguments = definition.args
+    arguments.defaults = [ast.Constant(None) for _ in arguments.defaults]
+    arguments.kw_defaults = [None if d is None else ast.Constant(None) for d in arguments.kw_defaults]
+    for arg in arguments.posonlyargs + arguments.args + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg]:
+        if arg is not None:
+            arg.annotation = None
+
+
+def _without_source(fn):
+    """A function whose source Python cannot find runs as written; a tensor `if` in it then says why it fails."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as error:
+            *_, user, last = traceback.extract_tb(error.__traceback__)
+            if last.name not in ("__bool__", "__iter__") or not last.filename.startswith(_PACKAGE_DIR):
+                raise
+            raise ConversionError(
+                f"{site_of(user.filename, user.lineno)}: {fn.__qualname__} has no source code that "
+                "to_static can read (it was defined with `python -c`, in the interactive interpreter or by exec, its "
+                "file changed since, or it is a lambda sharing its lines with another of the same arguments), so its "
+                "Python `if`/`while`/"
+                "`for` on tensors could not be converted. Define it in a file or a notebook cell, or write tfl.cond "
+                "/ tfl.while_loop") from error
+    return run
+
+
 def convert_function(fn):
     """The converted version of a Python function (cached per code object); `fn` itself if it has no source."""
-    if not isinstance(fn, types.FunctionType) or fn.__name__ == "<lambda>":
-        return fn
+    if not isinstance(fn, types.FunctionType) or _HELPER in fn.__code__.co_freevars:
+        return fn  # a function defined inside converted code is converted already
     factory = _factory(fn)
+    if factory is _NO_SOURCE:
+        return _without_source(fn)
     if factory is None:
         return fn
     from . import convert as helpers

@@ -29,6 +29,7 @@ class GraphFunction:
         self.parameters = [n for n in ancestors([output]) if isinstance(n, Variable) and n.trainable
                            and n.dtype.kind == "f"]
         self._derivatives = None
+        self.built = []  # the nodes of its backward graph, once built
 
     def __call__(self, values):
         """The output's value (numpy) for these input values."""
@@ -46,10 +47,12 @@ class GraphFunction:
         none), a function of the inputs and, last, the gradient seeding the output."""
         if self._derivatives is None:
             graph = self.output.graph
+            start = len(graph.nodes)
             with graph.as_default(), graph.name_scope(f"{self.name}/backward"):
                 self._seed = Placeholder(self.output.shape, self.output.dtype, name="output_grad")
                 grads = gradients([self.output], self.inputs + self.parameters, grad_ys=[self._seed])
             self.session._graph_size = len(graph.nodes)  # grown on purpose, once per function
+            self.built = graph.nodes[start:]
             self._derivatives = [None if g is None else GraphFunction(self.session, self.inputs + [self._seed], g,
                                                                       self.training_feed, f"{self.name}/backward")
                                  for g in grads]

@@ -24,6 +24,7 @@ that contain an escape are rewritten; nested functions are left alone.
 """
 import ast
 
+from .errors import ConversionError
 from .values import RETURN_VALUE
 
 RETURNED = "_tfl_returned"
@@ -130,7 +131,12 @@ class Lowering:
             if may_set:
                 rest = self.block(statements[index + 1:], flags)
                 if rest:
-                    out.append(ast.If(_not_any(may_set), rest, [], lineno=statement.lineno))
+                    guard = ast.If(_not_any(may_set), rest, [], lineno=statement.lineno)
+                    # read by convert.py: after a break or return the guard is skipped only in the iteration that
+                    # ends a loop, so a list may collect what it appends there
+                    guard.escape = "stops" if all(f == RETURNED or f.startswith("_tfl_break_") for f in may_set) \
+                        else "continues"
+                    out.append(guard)
                 return out
         return out
 
@@ -145,6 +151,8 @@ class Lowering:
             return [_assign(flags["break"], ast.Constant(True))], {flags["break"]}
         if isinstance(node, ast.Continue) and "continue" in flags:
             return [_assign(flags["continue"], ast.Constant(True))], {flags["continue"]}
+        if isinstance(node, ast.While) and any(isinstance(n, ast.NamedExpr) for n in ast.walk(node.test)):
+            node = self.test_in_body(node)
         if isinstance(node, (ast.While, ast.For)):
             return self.loop(node, flags)
         if isinstance(node, ast.If):
@@ -169,6 +177,15 @@ class Lowering:
         found = escapes_in(statements)
         may_set = {flags[k] for k in found if k in flags}
         return self.block(statements, flags), may_set
+
+    def test_in_body(self, node):
+        """`while (v := f()) < n: body` becomes `while True: if not ((v := f()) < n): break; body`, so that `v` is
+        assigned where the loop's variables are (a test is a function of its own once converted)."""
+        if node.orelse:
+            raise ConversionError(f"{self.site_of(node.lineno)}: `:=` in the test of a `while` that has an `else:`; "
+                                  "assign the value before the loop and again at the end of its body")
+        stop = ast.If(ast.UnaryOp(ast.Not(), node.test), [ast.Break(lineno=node.lineno)], [], lineno=node.lineno)
+        return ast.While(ast.Constant(True), [stop] + node.body, [], lineno=node.lineno)
 
     def loop(self, node, flags):
         """A loop's own break/continue become its flags; a return inside it stops it too."""

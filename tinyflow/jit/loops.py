@@ -12,17 +12,19 @@ import builtins
 
 import numpy as np
 
-from ..control_flow import while_loop
+from ..control_flow import WhileLoop
 from ..control_flow.sequences import Enumerate, Zip, length, range as tensor_range, sequence_of
 from ..control_flow.subgraph import owner
+from ..control_flow.while_loop import trace_loop
 from ..graph import get_default_graph
 from ..nodes import Node, as_node
 from .branches import convert_ifelse
 from .errors import ConversionError
-from .tensor_lists import TensorList, stacked_list
+from .inplace import after_loop, current, loop_identities, region
+from .tensor_lists import Guarded, as_tensor, collected, item, length as list_length, stack_collected
 from .undefined import Undefined, UndefinedValue, is_typeless
 from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, python_truth, rebuild, \
-    same_value, shown
+    refill, same_value, shown
 
 
 def convert_while(test_fn, body_fn, values, names, site):
@@ -87,32 +89,25 @@ def graph_loop(test_fn, body_fn, values, names, site):
     A variable first assigned inside the loop takes the type the body gives it; if the body makes it a
     tuple or list, the loop is traced again with that structure (the first trace's nodes are dropped).
     """
-    values = list(values)
+    values = list(current(tuple(values)))
     graph = get_default_graph()
+    lists = Lists(names, values)
     for _ in range(len(values) + 1):
         start = len(graph.nodes)
         try:
-            return _graph_loop(test_fn, body_fn, values, names, site)
+            return _graph_loop(test_fn, body_fn, values, names, site, lists)
         except _Restructure as again:
-            _forget_nodes(graph, start)
+            graph.discard_nodes_from(start)
+            lists.restore()
             leaves, _ = flatten(again.structure)
             values[again.index] = rebuild(again.structure, iter([Undefined(names[again.index], site)] * len(leaves)))
+        except BaseException:
+            lists.restore()
+            raise
     raise AssertionError("unreachable: each retrace gives one more variable its structure")
 
 
-def _forget_nodes(graph, start):
-    """Drop the nodes built since graph.nodes[start] (an abandoned trace): names and consumer lists as before."""
-    gone = graph.nodes[start:]
-    del graph.nodes[start:]
-    gone_set = set(gone)
-    for node in gone:
-        graph._by_name.pop(node.name, None)
-        for inp in node.inputs:
-            if inp not in gone_set:
-                inp.consumers[:] = [c for c in inp.consumers if c not in gone_set]
-
-
-def _graph_loop(test_fn, body_fn, values, names, site):
+def _graph_loop(test_fn, body_fn, values, names, site, lists):
     flat = [flatten(v) for v in values]
     starts, kinds = [], []  # per leaf: "carried" (a loop variable) or "python" (must stay as it is)
     for name, (leaves, _) in zip(names, flat):
@@ -129,31 +124,35 @@ def _graph_loop(test_fn, body_fn, values, names, site):
                 kinds.append("python")
                 continue
             kinds.append("carried")
-    lists = Lists(names, values)
 
     def with_loop_values(loop):
+        """The variables holding `loop`'s values; a list is filled in place, so that it stays the object every
+        name, attribute or argument holding it sees."""
         carried = iter(loop)
         out, position = [], 0
-        for leaves, structure in flat:
+        for value, (leaves, structure) in zip(values, flat):
             new = [next(carried) if kinds[position + i] == "carried" else leaf for i, leaf in enumerate(leaves)]
             position += len(leaves)
-            out.append(rebuild(structure, iter(new)))
+            out.append(refill(value, structure, iter(new)))
         return out
 
     def test(*loop):
         return as_bool(test_fn(*with_loop_values(loop)), site)
 
     appended = {}  # variable index -> the body node a list variable gets appended at each iteration
+    kept = []  # per carried value: whether the body changed it in place, kept its object, and that object
 
     def body(*loop):
-        result = body_fn(*with_loop_values(loop))
-        lists.check(site, "a loop over a tensor")
+        with region("a loop over a tensor") as changes:
+            result = current(tuple(body_fn(*with_loop_values(loop))))
         carried, position = [], 0
         for index, (name, (leaves, structure), new, old) in enumerate(zip(names, flat, result, values)):
-            if isinstance(old, list) and isinstance(new, list) and len(new) > len(old):
-                if len(new) != len(old) + 1 or not isinstance(new[-1], Node):
+            if isinstance(new, list) and structure is not None and structure[0] is list and \
+                    len(new) > len(structure[1]):
+                if len(new) != len(structure[1]) + 1 or not isinstance(new[-1], (Node, Guarded)):
                     raise grows(name, site, "a loop over a tensor")
-                appended[index], new = new[-1], new[:-1]  # collected on a stack by the loop (tensor_lists.py)
+                # collected on a stack by the loop (tensor_lists.py)
+                appended[index], new = (new.pop(), new) if new is old else (new[-1], new[:-1])
             new_leaves, new_structure = flatten(new)
             if new_structure is not None and structure is None and (isinstance(old, Undefined) or is_typeless(old)):
                 raise _Restructure(index, new_structure)  # first assigned in the loop, to a tuple/list
@@ -167,22 +166,29 @@ def _graph_loop(test_fn, body_fn, values, names, site):
                 else:
                     carried.append(_loop_value(name, value, loop[len(carried)], site))
             position += len(leaves)
+        lists.check(site, "a loop over a tensor")
+        kept[:] = loop_identities(changes, loop, starts, carried, site)
         return carried
 
     if not starts:
         raise ConversionError(f"{site}: this loop on a tensor changes no variable, so as a graph it would do "
                               "nothing; assign the values you need inside the loop")
-    final = while_loop(test, body, starts, name="while")
-    final = [final] if isinstance(final, Node) else final
+    with get_default_graph().name_scope("while") as scope:  # tfl.while_loop, told what else the body computes
+        test_graph, body_graph = trace_loop(test, body, starts, scope, also=lambda: [
+            n for item in appended.values() for n in (
+                (item.value, item.valid) if isinstance(item, Guarded) else (item,)) if isinstance(n, Node)])
+        loop_op = WhileLoop(starts, test_graph, body_graph, name="While")
+        final = [loop_op.output(i) for i in range(loop_op.n_vars)]
+    after_loop(kept, final, loop_op.captures, site)
     # a variable no iteration assigned (its assignment is behind a Python `return` / `break`) still has no value
     results = with_loop_values([Undefined("?", site) if is_typeless(v) or is_typeless(start) else v
                                 for v, start in zip(final, starts)])
-    for index, node in appended.items():
-        loop = final[0].inputs[0]
-        if owner(node) is not loop.body:
+    for index, item in appended.items():
+        node = item.value if isinstance(item, Guarded) else item
+        if owner(node) is not loop_op.body:
             raise ConversionError(f"{site}: list '{names[index]}' gets a value appended in the loop that the loop "
                                   f"does not compute ('{node.name}'); append values computed inside the loop")
-        results[index] = stacked_list(loop, results[index], node)
+        stack_collected(loop_op, results[index], item)
     return tuple(results)
 
 
@@ -216,6 +222,8 @@ def _float(node):
 
 def convert_subscript(value, key, site):
     """`value[key]`; a tensor index (a loop's counter) picks that element along the first axis (gather)."""
+    if collected(value):
+        return item(value, key)
     if isinstance(key, Node) and isinstance(value, Node):
         if key.shape is not None and len(key.shape) != 0:
             raise ConversionError(f"{site}: indexing a tensor with a tensor of shape {key.shape}; inside to_static a "
@@ -241,8 +249,8 @@ def converted_builtin(fn):
 
 
 def _tensor_sequence(iterable):
-    """The tensor sequence of a tensor, a TensorList (its stacked values) or a tensor range; None otherwise."""
-    return sequence_of(iterable.as_tensor() if isinstance(iterable, TensorList) else iterable)
+    """The tensor sequence of a tensor, a collected list (its stacked values) or a tensor range; None otherwise."""
+    return sequence_of(as_tensor(iterable) if collected(iterable) else iterable)
 
 
 def _enumerate(iterable, start=0):
@@ -261,14 +269,10 @@ def _zip(*iterables):
     return Zip(sequences)
 
 
-def _range(*args):
-    return tensor_range(*args) if any(isinstance(a, Node) for a in args) else builtins.range(*args)
-
-
 def _len(value):
-    if isinstance(value, TensorList):
-        return value.length()
+    if collected(value):
+        return list_length(value)
     return length(value) if isinstance(value, Node) else builtins.len(value)
 
 
-_BUILTINS = {builtins.enumerate: _enumerate, builtins.zip: _zip, builtins.range: _range, builtins.len: _len}
+_BUILTINS = {builtins.enumerate: _enumerate, builtins.zip: _zip, builtins.range: tensor_range, builtins.len: _len}

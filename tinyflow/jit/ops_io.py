@@ -122,18 +122,6 @@ def build_op(op_type, inputs, attrs, name=None):
     return cls(*args, **kwargs, **attrs, name=name)
 
 
-def rebuild_op(op, inputs):
-    """A copy of `op` on other input nodes (cloning subgraphs)."""
-    if hasattr(op, "bind_kernel"):
-        from ..errors import GradientError
-        raise GradientError(f"cannot copy control-flow op {op.op_type} '{op.name}' (nested control flow inside a "
-                            "while_loop body is not differentiable yet); move the inner cond out of the loop")
-    from ..nodes import Constant, Placeholder, Variable
-    if isinstance(op, (Constant, Variable, Placeholder)):
-        return op
-    return build_op(op.op_type, inputs, op_attributes(op))
-
-
 # ------------------------------------------------------------ JSON encoding of attribute values
 def encode(value):
     """An attribute value as JSON data (tuples, slices, None, Ellipsis, dtypes and small arrays included)."""

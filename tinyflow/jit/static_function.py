@@ -22,8 +22,9 @@ from ..errors import TinyflowError
 from ..graph import PICTURES, ancestors, get_default_graph
 from ..nodes import Node, Placeholder
 from .convert import convert_function
+from .inplace import current, newest, tracing
 from .errors import ConversionError
-from .tensor_lists import TensorList
+from .tensor_lists import Stacked
 from .undefined import Undefined
 from .eager_call import call_recorded
 from .input_spec import InputSpec
@@ -83,13 +84,13 @@ class ConcreteProgram:
 
 
 def _flatten(result):
-    """Output leaves and a structure to rebuild them (nodes, Python values, lists, tuples, dicts)."""
+    """Leaves and a (hashable) structure to rebuild them (nodes or arrays, Python values, lists, tuples, dicts)."""
     if isinstance(result, (list, tuple)):
         parts = [_flatten(r) for r in result]
-        return [leaf for leaves, _ in parts for leaf in leaves], (type(result), [s for _, s in parts])
+        return [leaf for leaves, _ in parts for leaf in leaves], (type(result), tuple(s for _, s in parts))
     if isinstance(result, dict):
-        parts = {k: _flatten(v) for k, v in result.items()}
-        return [leaf for leaves, _ in parts.values() for leaf in leaves], (dict, {k: s for k, (_, s) in parts.items()})
+        parts = [(k, _flatten(v)) for k, v in result.items()]
+        return [leaf for _, (leaves, _) in parts for leaf in leaves], (dict, tuple((k, s) for k, (_, s) in parts))
     return [result], None
 
 
@@ -98,7 +99,7 @@ def _rebuild(structure, leaves):
         return next(leaves)
     kind, inner = structure
     if kind is dict:
-        return {k: _rebuild(s, leaves) for k, s in inner.items()}
+        return {k: _rebuild(s, leaves) for k, s in inner}
     return kind(_rebuild(s, leaves) for s in inner)
 
 
@@ -172,12 +173,13 @@ class StaticFunction:
     def __call__(self, *args, **kwargs):
         if any(isinstance(a, Node) and a.graph is not None for a in list(args) + list(kwargs.values())):
             # called while building a graph (e.g. from another layer): build the ops in place
-            return self._converted()(*args, **kwargs)
+            with tracing():
+                return current(self._converted()(*args, **kwargs))
         program, arrays, sources = self._program_for(args, kwargs)
         session = self._session(program.graph)
         recorded = call_recorded(program, session, arrays, sources)  # eager autograd sees the call as one op
         if recorded is not None:
-            return recorded
+            return _rebuild(program.structure, iter([recorded]))  # `return [y]` stays a one-element list
         for value in sources:
             if isinstance(value, Tensor) and value.requires_grad and is_grad_enabled():
                 raise TinyflowError(
@@ -233,30 +235,39 @@ class StaticFunction:
         entries, arrays, sources = [], [], []
         for i, (name, value) in enumerate(zip(names, values)):
             spec = self.input_spec[i] if self.input_spec and i < len(self.input_spec) else None
-            if isinstance(value, InputSpec):
-                spec, array = value, None
-            elif _is_tensor(value):
-                array = _as_feed(value)
-                if spec is not None:
-                    spec.check(array, f"argument '{name}' of {self.__name__}")
-                else:
-                    entries.append(("tensor", name, array.shape, array.dtype, None))
-                    arrays.append(array)
-                    sources.append(value)
-                    continue
-            else:
+            leaves, structure = _flatten(value)
+            if structure is not None and not any(_is_tensor(v) or isinstance(v, InputSpec) for v in leaves):
                 try:
-                    hash(value)
-                except TypeError:
-                    raise TinyflowError(f"argument '{name}' of {self.__name__} is a {type(value).__name__}: "
-                                        "to_static takes arrays and hashable Python values (numbers, strings, "
-                                        "tuples); pass a tuple instead of a list, or an array") from None
-                entries.append(("value", name, value))
-                continue
-            entries.append(("tensor", name, spec.shape, spec.dtype, spec.name))
-            arrays.append(array)
-            sources.append(value)
+                    entries.append(("value", name, value, _identity(value)))
+                    continue
+                except TypeError:  # a list: its items are passed on as they are
+                    pass
+            if structure is not None:  # tensors inside a tuple, list or dict: each is an input of its own
+                entries.append(("nested", name, structure, len(leaves)))
+            for j, leaf in enumerate(leaves):
+                self._argument(name if structure is None else f"{name}_{j}", leaf, spec if structure is None else None,
+                               entries, arrays, sources)
         return entries, arrays, sources
+
+    def _argument(self, name, value, spec, entries, arrays, sources):
+        """One argument's cache key entry (and its array, for a tensor)."""
+        if not (isinstance(value, InputSpec) or _is_tensor(value)):
+            try:
+                entries.append(("value", name, value, _identity(value)))
+            except TypeError:
+                raise TinyflowError(f"argument '{name}' of {self.__name__} is a {type(value).__name__}: to_static "
+                                    "takes arrays, Tensors, hashable Python values (numbers, strings) and lists, "
+                                    "tuples or dicts of those") from None
+            return
+        array = None if isinstance(value, InputSpec) else _as_feed(value)
+        if isinstance(value, InputSpec):
+            spec = value
+        elif spec is not None:
+            spec.check(array, f"argument '{name}' of {self.__name__}")
+        entries.append(("tensor", name, array.shape, array.dtype, None) if spec is None else
+                       ("tensor", name, spec.shape, spec.dtype, spec.name))
+        arrays.append(array)
+        sources.append(value)
 
     def _program_for(self, args, kwargs):
         entries, arrays, sources = self._signature(args, kwargs)
@@ -277,7 +288,8 @@ class StaticFunction:
         if session is not None:  # tracing grows the graph on purpose: not the leak the Session warns about
             session._graph_size = len(program.graph.nodes)
         if len(self._programs) > self.max_programs:
-            old_key, _ = self._programs.popitem(last=False)
+            old_key, old = self._programs.popitem(last=False)
+            _release(old, self._sessions.get(old.graph))
             log.warning("tinyflow.jit: %s has more than %d input signatures; dropped the least recently used "
                         "program. Use InputSpec with None for dimensions that change (e.g. the batch size).",
                         self.__name__, self.max_programs)
@@ -288,17 +300,28 @@ class StaticFunction:
         scope = f"{getattr(self._layer, 'scope', self.__name__)}/to_static" if self._layer else f"{self.__name__}"
         with graph.as_default(), graph.name_scope(scope):
             placeholders = [Placeholder(s.shape, s.dtype, name=s.name) for s in specs]
-            feeds = iter(placeholders)
-            call = [next(feeds) if e[0] == "tensor" else e[2] for e in entries]
+            feeds, pending, call, nested = iter(placeholders), iter(entries), [], []
+            for entry in pending:
+                count = entry[3] if entry[0] == "nested" else 1
+                values = [next(feeds) if e[0] == "tensor" else e[2] for e in
+                          ([next(pending) for _ in range(count)] if entry[0] == "nested" else [entry])]
+                call.append(_rebuild(entry[2], iter(values)) if entry[0] == "nested" else values[0])
+                nested += [(entry, call[-1])] if entry[0] == "nested" else []
             call_args, call_kwargs = call[:len(args)], dict(zip(sorted(kwargs), call[len(args):]))
             start, updates = len(graph.nodes), len(graph.update_ops)
-            result = self._converted()(*call_args, **call_kwargs)
+            with tracing(external=placeholders):
+                outputs, structure = _flatten(self._converted()(*call_args, **call_kwargs))
+                outputs = [newest(o) if isinstance(o, Node) else o for o in outputs]
             created = graph.nodes[start:]
-        outputs, structure = _flatten(result)
+        for entry, value in nested:
+            if _flatten(value)[1] != entry[2]:
+                raise ConversionError(f"{self.__name__} changes its argument '{entry[1]}' (appends to it, or removes "
+                                      "from it): to_static passes a copy holding each call's tensors, so the caller's "
+                                      f"{type(value).__name__} would not change; return the values instead")
         for out in outputs:
             if isinstance(out, Undefined):
                 out._fail()
-            if isinstance(out, TensorList):
+            if isinstance(out, Stacked):
                 raise ConversionError(f"{self.__name__} returns a list that a loop over a tensor appended to; return "
                                       "one tensor of it, e.g. tfl.concat(ys, 0) or tfl.add_n(ys)")
             if isinstance(out, Node) and out.graph is not graph:
@@ -310,8 +333,50 @@ class StaticFunction:
                         and n not in excluded and not any(getattr(c, "stateful", False) for c in n.consumers)]
         if key[2]:
             side_effects += new_updates
-        return ConcreteProgram(key, graph, placeholders, specs, outputs, structure, side_effects, key[2],
-                               self.__name__)
+        program = ConcreteProgram(key, graph, placeholders, specs, outputs, structure, side_effects, key[2],
+                                  self.__name__)
+        program.built = placeholders + created
+        return program
+
+
+def _release(program, session):
+    """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so
+    that retracing again and again keeps memory flat."""
+    built, functions = list(program.built), [program.__dict__.get("_function")]
+    while functions:  # the backward graphs eager autograd built for it (eager_call.py)
+        function = functions.pop()
+        if function is not None:
+            built += function.built
+            functions += function._derivatives or ()
+    graph, gone = program.graph, set(built)
+    for node in sorted(gone, key=lambda n: n.creation_index, reverse=True):
+        if node is graph.training_flag or any(c not in gone for c in node.consumers):
+            gone.discard(node)  # still read by a node that stays
+    graph.nodes[:] = [n for n in graph.nodes if n not in gone]
+    for index, node in enumerate(graph.nodes):
+        node.creation_index = index  # creation order stays a topological order for the nodes built next
+        node.consumers[:] = [c for c in node.consumers if c not in gone]
+    for node in gone:
+        graph._by_name.pop(node.name, None)
+    graph._used_names -= _scopes(n.name for n in gone) - _scopes(graph._by_name)  # names and scopes it alone used
+    graph._name_counts = {k: v for k, v in graph._name_counts.items() if k in graph._used_names}
+    graph.update_ops[:] = [n for n in graph.update_ops if n not in gone]
+    if session is not None:
+        session._plans = {key: plan for key, plan in session._plans.items() if gone.isdisjoint(key[0])}
+
+
+def _scopes(names):
+    """The names and every scope above them ("a/b/c": "a", "a/b", "a/b/c")."""
+    return {n.rsplit("/", k)[0] for n in names for k in range(n.count("/") + 1)}
+
+
+def _identity(value):
+    """What tells equal Python values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign (a
+    TypeError for an unhashable value)."""
+    if isinstance(value, tuple):
+        return tuple(_identity(v) for v in value)
+    hash(value)
+    return type(value), repr(value) if isinstance(value, float) else None
 
 
 def _why_not_recorded(program):
@@ -334,7 +399,7 @@ def _why(old, new):
         if a[0] != b[0]:
             reasons.append(f"{name}: {'a tensor' if a[0] == 'tensor' else repr(a[2])} → "
                            f"{'a tensor' if b[0] == 'tensor' else repr(b[2])}")
-        elif a[0] == "value" and a[2] != b[2]:
+        elif a[0] == "value" and a[2:] != b[2:]:
             reasons.append(f"{name}: {a[2]!r} → {b[2]!r}")
         elif a[0] == "tensor":
             if len(a[2]) != len(b[2]):

@@ -34,6 +34,17 @@ def rebuild(structure, leaves):
     return kind(rebuild(s, leaves) for s in parts)
 
 
+def refill(value, structure, leaves):
+    """Like rebuild, but into `value`'s own lists (in place): a list stays the object every name holding it sees."""
+    if structure is None or not isinstance(value, (list, tuple)) or len(value) != len(structure[1]):
+        return rebuild(structure, leaves)
+    items = [refill(v, s, leaves) for v, s in zip(value, structure[1])]
+    if isinstance(value, list):
+        value[:] = items
+        return value
+    return type(value)(items)
+
+
 def describe(value):
     if isinstance(value, Node):
         return f"a tensor of shape {value.shape} and dtype {value.dtype}"
@@ -76,14 +87,6 @@ def symbolic(site, what):
         "tensor and use its value after the call.")
 
 
-def list_append(target, value, site):
-    """`xs.append(v)` in converted code: Python's append (the list is returned, so the statement assigns it)."""
-    if isinstance(target, Undefined):
-        target._fail()
-    target.append(value)
-    return target
-
-
 # ---------------------------------------------------------------- return values
 def returned(value, site):
     """The value of a `return` statement, remembering where it was returned (for mismatch messages)."""
@@ -105,18 +108,23 @@ class Lists:
     (whose code runs once, as a graph: an append there would add one symbolic value, not one per iteration)."""
 
     def __init__(self, names, values):
-        self.lists = [(name, leaf, len(leaf)) for name, value in zip(names, values) for leaf in _lists_in(value)]
+        self.lists = [(name, leaf, list(leaf)) for name, value in zip(names, values) for leaf in _lists_in(value)]
 
     def check(self, site, where):
-        for name, array, size in self.lists:
-            if len(array) != size:
-                del array[size:]
+        for name, array, items in self.lists:
+            if len(array) != len(items):
+                self.restore()
                 raise grows(name, site, where)
+
+    def restore(self):
+        """Put back what the lists held (after a trace that failed or is done again)."""
+        for _, array, items in self.lists:
+            array[:] = items
 
 
 def grows(name, site, where):
     return ConversionError(
-        f"{site}: list '{name}' grows inside {where}, whose body runs once, as a graph; a Python list cannot "
+        f"{site}: list '{name}' grows inside {where}, which is traced once, as a graph; a Python list cannot "
         "collect a value per iteration there. Loop with a Python `range` (the loop is unrolled), or keep only the "
         "last value in a variable")
 

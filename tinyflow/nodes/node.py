@@ -155,6 +155,12 @@ def default_dtype_for(value):
     return np.dtype(np.float32) if arr.dtype == np.float64 else arr.dtype
 
 
+class Newest:
+    """While tfl.jit.to_static traces, `of(node)` is the newest value of a tensor changed in place (`a += 1` makes
+    `a + 1` the value of the object `a` held, for every name holding it: tinyflow/jit/inplace.py); else None."""
+    of = None
+
+
 def as_node(value, like=None):
     """Return `value` if it is a Node, else wrap it in a Constant.
 
@@ -162,10 +168,15 @@ def as_node(value, like=None):
     `x * 2.0` stays float32 when x is float32.
     """
     if isinstance(value, Node):
-        return value
+        return value if Newest.of is None else Newest.of(value)
     if getattr(value, "graph", False) is None:  # an eager Tensor
         if like is None or like.graph is None:
             return value
+        if value.requires_grad:  # as a constant it would lose its gradient without a word
+            raise GraphError(f"a Tensor of shape {tuple(value.shape)} that requires grad meets graph node "
+                             f"'{like.name}' ({like.op_type}): in the graph it would be a constant, and its gradient "
+                             "would be lost. Inside tfl.jit.to_static pass it as an argument (eager autograd then "
+                             "reaches it) or make it a tfl.Variable; else use t.detach()")
         value = np.asarray(value)  # next to a graph node, a Tensor is a constant of its current value
     elif like is not None and like.graph is None:
         return like.constant(value, like=like)  # next to an eager Tensor, a constant is a Tensor too

@@ -19,7 +19,7 @@ import numpy as np
 from ..arguments import Arguments
 from ..dtypes import promote, promote_to_float
 from ..errors import ArgumentError, ShapeError
-from ..nodes import Operation, as_node
+from ..nodes import OP_TYPES, Operation, as_node
 from ..shapes import broadcast_shapes
 from . import expressions
 from .elementwise import ELEMENTWISE
@@ -328,14 +328,29 @@ def hard_swish(x, name=None):
     return PUBLIC["multiply"](x, hard_sigmoid(x), name=name)
 
 
-OPS, PUBLIC = {}, {}  # op type -> class; function name -> tfl. function
+def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dtype="same", doc=""):
+    """A new elementwise op from one expression, as each row of ops/elementwise.py is; returns its function.
+
+    `swish = tfl.elementwise_op("Swish", "swish(x, beta=1.0)", "x * sigmoid(beta * x)")`: a numpy kernel, the
+    gradient (the derivative of the expression unless `gradients` give it), fused C and OpenCL kernels and the
+    ONNX export come with it (only the C library's prebuilt kernels are the table's alone). A signature
+    without a function name, "(x, low, high)", returns the op class.
+    """
+    name, inputs, attributes = expressions.signature(signature)
+    cls = make_op(op_type, inputs, expression, attributes, dtype, gradients, doc)
+    cls.onnx = onnx
+    if not name:
+        return cls
+    function = _public_function(name, cls, doc or f"{op_type}: {expression}.")
+    return function
+
+
+OPS, PUBLIC = {}, {}  # op type -> class of the table; function name -> tfl. function
 for _row in ELEMENTWISE:
-    _name, _inputs, _attributes = expressions.signature(_row["signature"])
-    OPS[_row["op_type"]] = _cls = make_op(_row["op_type"], _inputs, _row["expression"], _attributes, _row["dtype"],
-                                         _row["gradients"], _row["doc"])
-    _cls.onnx = _row["onnx"]
-    if _name:
-        PUBLIC[_name] = _public_function(_name, _cls, _row["doc"])
+    _made = elementwise_op(**_row)
+    OPS[_row["op_type"]] = OP_TYPES[_row["op_type"]]
+    if _made is not OPS[_row["op_type"]]:
+        PUBLIC[_made.__name__] = _made
 GRADIENTS = gradient_ops()  # SigmoidGrad, ReluGrad, DivideGrad1, ...: op type -> class
 PUBLIC.update(cast=cast, zeros_like=zeros_like, ones_like=ones_like, clip=clip, gelu=gelu, selu=selu,
               hard_sigmoid=hard_sigmoid, hard_swish=hard_swish)
