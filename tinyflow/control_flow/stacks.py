@@ -23,8 +23,8 @@ class StackValue:
 
     __slots__ = ("name", "values", "__weakref__")
 
-    def __init__(self, name):
-        self.name, self.values = name, []
+    def __init__(self, name, values=()):
+        self.name, self.values = name, list(values)
 
     def __len__(self):
         return len(self.values)
@@ -112,9 +112,7 @@ class StackAddN(_StackOp):
         return self.inputs[0].stack_dtype
 
     def compute(self, *stacks):
-        total = StackValue(stacks[0].name)
-        total.values = [sum(values[1:], values[0]) for values in zip(*(s.values for s in stacks))]
-        return total
+        return StackValue(stacks[0].name, [sum(values[1:], values[0]) for values in zip(*(s.values for s in stacks))])
 
 
 class StackToTensor(Operation):
@@ -143,11 +141,7 @@ class StackToTensor(Operation):
 
     def bind_kernel(self, backend):
         """Any backend: the values are gathered on the host (they may be device arrays)."""
-        def kernel(stack):
-            host = StackValue(stack.name)
-            host.values = [backend.to_host(v) for v in stack.values]
-            return self.compute(host)
-        return kernel
+        return lambda stack: self.compute(StackValue(stack.name, [backend.to_host(v) for v in stack.values]))
 
 
 class TensorToStack(_StackOp):
@@ -158,9 +152,7 @@ class TensorToStack(_StackOp):
         return self.inputs[0].dtype
 
     def compute(self, x):
-        stack = StackValue(self.name)
-        stack.values = list(np.asarray(x))
-        return stack
+        return StackValue(self.name, np.asarray(x))
 
     def bind_kernel(self, backend):
         """Any backend: rows of the host array."""

@@ -57,6 +57,7 @@ def check_hyper_parameters(optimizer, **hyper):
                 _check_number(name, f"betas[{i}]", beta, "beta")
         elif key in _RANGES:
             _check_number(name, key, value, key)
-    if hyper.get("nesterov") and not (hyper.get("momentum", 0) > 0 and hyper.get("dampening", 0) == 0):
+    momentum, dampening = hyper.get("momentum", 0), hyper.get("dampening", 0)
+    if hyper.get("nesterov") and not (momentum > 0 and dampening == 0):
         raise HyperParameterError(f"{name}: Nesterov momentum needs momentum > 0 and dampening=0 "
-                                  f"(got momentum={hyper.get('momentum', 0)!r}, dampening={hyper.get('dampening', 0)!r})")
+                                  f"(got momentum={momentum!r}, dampening={dampening!r})")

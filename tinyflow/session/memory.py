@@ -50,8 +50,7 @@ class MemoryProfile:
                      f"outputs from the buffer pool: {self.reused_buffers} reused, {self.new_buffers} newly allocated")
         return "\n".join(lines)
 
-    def __str__(self):
-        return self.table()
+    __str__ = table
 
 
 def _mb(n):
