@@ -1,11 +1,9 @@
 """tfl.cond: run one of two subgraphs, chosen at run time by a boolean node.
 
-The Cond op's inputs are the predicate and the captures of both branches; its value is
-the taken branch's outputs (a tuple, read by Output nodes). Only the taken branch runs,
-and only the outputs the plan reads are computed.
-
-Gradient: d cond = cond(pred, d true branch, d false branch), each branch's gradient
-taken with respect to the captures and seeded with the gradients of the outputs.
+The Cond op's inputs are the predicate and the captures of both branches; its value is the taken branch's
+outputs (a tuple, read by Output nodes). Only the taken branch runs, and only the outputs the plan reads.
+Gradient: d cond = cond(pred, d true branch, d false branch), each branch's gradient taken with respect to
+the captures and seeded with the gradients of the outputs.
 """
 import numpy as np
 
@@ -15,8 +13,8 @@ from ..graph import get_default_graph
 from ..nodes import as_node
 from ..ops.elementwise_ops import zeros_like
 from ..ops.registry import register_gradient
-from .outputs import ControlFlowOp, OutputSelection
-from .subgraph import Subgraph, is_float, sub_plan, truth
+from .outputs import ControlFlowOp, SubgraphKernel, unaliased
+from .subgraph import Subgraph, is_float, merged_captures, sub_plan, truth
 
 
 def is_eager(value):
@@ -29,11 +27,28 @@ def _typeless(node):
     return getattr(node, "typeless", False)
 
 
+class _CondKernel(SubgraphKernel):
+    """Evaluate pred, run the taken branch's sub-plan for the outputs this plan reads."""
+
+    def __call__(self, pred, *captured):
+        op = self.op
+        branch = op.true_branch if truth(self.backend.to_host(pred), op) else op.false_branch
+        wanted = [i for i in range(op.output_count) if self.wants(i)]
+        plan = sub_plan(self.plans, (id(branch), tuple(wanted)), [branch.outputs[i] for i in wanted],
+                        op.captures, self.backend)
+        result = [None] * op.output_count
+        for i, value in zip(wanted, unaliased(plan.run(dict(zip(op.captures, captured))), captured)):
+            result[i] = value
+        return tuple(result)
+
+
 class Cond(ControlFlowOp):
     """The outputs of `true_branch` if pred else those of `false_branch`; only the taken branch runs."""
 
+    kernel_class = _CondKernel
+
     def __init__(self, pred, true_branch, false_branch, name=None):
-        self.true_branch, self.false_branch = true_branch, false_branch
+        self.true_branch, self.false_branch, self.subgraphs = true_branch, false_branch, [true_branch, false_branch]
         if len(true_branch.outputs) != len(false_branch.outputs):
             raise TinyflowError(f"cond: the true branch returns {len(true_branch.outputs)} value(s) and the false "
                                 f"branch {len(false_branch.outputs)}; both must return the same number")
@@ -41,13 +56,8 @@ class Cond(ControlFlowOp):
             if a.dtype != b.dtype and not _typeless(a) and not _typeless(b):
                 raise ShapeError(f"cond: output {i} of the branches has dtype {a.dtype} in the true branch and "
                                  f"{b.dtype} in the false one; cast one of them with tfl.cast so both agree")
-        self.captures = tuple(sorted(set(true_branch.captures) | set(false_branch.captures),
-                                     key=lambda n: n.creation_index))
+        self.captures = merged_captures(true_branch, false_branch)
         super().__init__(pred, *self.captures, name=name)
-
-    @property
-    def subgraphs(self):
-        return [self.true_branch, self.false_branch]
 
     @property
     def output_count(self):
@@ -72,35 +82,11 @@ class Cond(ControlFlowOp):
                              "reduce it first, e.g. tfl.reduce_max(x > 0)")
         return None
 
-    def bind_kernel(self, backend):
-        """The kernel: evaluate pred, run the taken branch's sub-plan for the outputs this plan reads."""
-        return _CondKernel(self, backend)
-
-
-class _CondKernel(OutputSelection):
-    def __init__(self, op, backend):
-        self.op, self.backend, self.plans = op, backend, {}
-
-    def __call__(self, pred, *captured):
-        op = self.op
-        branch = op.true_branch if truth(self.backend.to_host(pred), op) else op.false_branch
-        wanted = [i for i in range(op.output_count) if self.wants(i)]
-        plan = sub_plan(self.plans, (id(branch), tuple(wanted)), [branch.outputs[i] for i in wanted],
-                        op.captures, self.backend)
-        values = plan.run(dict(zip(op.captures, captured)))
-        result = [None] * op.output_count
-        for i, value in zip(wanted, values):
-            if isinstance(value, np.ndarray) and any(value is c for c in captured):
-                value = value.copy()  # never hand out an alias of an input (it may be a Variable's value)
-            result[i] = value
-        return tuple(result)
-
 
 def cond(pred, true_fn, false_fn, name=None):
     """`true_fn()` if the scalar boolean node `pred` is true at run time, else `false_fn()` (graph control flow).
 
-    Both functions take no arguments and return a node or a list/tuple of nodes with
-    matching dtypes; only the taken branch runs. Returns the same structure of nodes.
+    Both take no arguments and return a node or a list/tuple of nodes of matching dtypes (the structure returned).
     """
     if is_eager(pred):  # eager mode: Python decides, and autograd records the branch that ran
         return true_fn() if bool(np.asarray(pred)) else false_fn()

@@ -2,26 +2,34 @@
 
     loop = WhileLoop(...)            one node: runs the loop once per run, value (h, i, iterations, ...)
     h = Output(loop, 0)              ordinary nodes with a shape and dtype each
-    i = Output(loop, 1)
 
-The gradient engine knows the pattern (autodiff/gradients.py): what arrives at
-`Output(op, k)` is handed to output k of `op`, and op's gradient function gets one
-gradient per output. Plans tell the op's kernel which outputs they read
-(`select_outputs`), so a cond computes only those and a loop records its stacks only
-for plans that run its gradient.
+The gradient engine (autodiff/gradients.py) hands what arrives at `Output(op, k)` to output k of `op`, whose
+gradient function gets one gradient per output. Plans tell the op's kernel which outputs they read
+(`select_outputs`), so a cond computes only those and a loop records its stacks only for gradient plans.
 """
+import numpy as np
+
 from ..backends import NumpyBackend
 from ..nodes import Operation
 from ..ops.registry import register_gradient
 
 
 class ControlFlowOp(Operation):
-    """Base of ops whose kernel runs subgraphs: the backend binds the kernel (see `bind_kernel`)."""
+    """Base of ops whose kernel (`kernel_class`, see SubgraphKernel) runs subgraphs.
+
+    Subclasses define `subgraphs` (the subgraphs it runs), `output_count` and `output_spec(index)`, the
+    (shape, dtype) of an output.
+    """
 
     abstract = True
+    kernel_class = None
     # the gradient engine sets `skip_input_indices` before calling the gradient function: the inputs no gradient
     # is asked for (a loop then keeps no running sum for data it merely reads)
     skips_inputs_off_path = True
+
+    def bind_kernel(self, backend):
+        """The kernel running this op's subgraphs on `backend`."""
+        return self.kernel_class(self, backend)
 
     def compute(self, *values):
         """The kernel on host values with the numpy backend (used by backends that cannot bind it)."""
@@ -42,14 +50,6 @@ class ControlFlowOp(Operation):
         """The dtype of the values in output `index` if it is a stack (see stacks.py), else None."""
         return None
 
-    @property
-    def output_count(self):
-        raise NotImplementedError
-
-    def output_spec(self, index):
-        """(shape, dtype) of output `index`."""
-        raise NotImplementedError
-
     def output(self, index, name=None):
         """A new Output node reading entry `index` of this op's value (built where it is asked for)."""
         scope = self.name.rsplit("/", 1)[0] + "/" if "/" in self.name else ""  # next to the op, in its scope
@@ -57,20 +57,18 @@ class ControlFlowOp(Operation):
             return Output(self, index, name=name or f"output{index}")
 
     @property
-    def subgraphs(self):
-        """The subgraphs this op runs."""
-        raise NotImplementedError
-
-    @property
     def subgraph_nodes(self):
         """Every node of the subgraphs (pictures draw them inside clusters)."""
         return [n for sub in self.subgraphs for n in list(sub.inputs) + list(sub.nodes)]
 
 
-class OutputSelection:
-    """A bound kernel that learns from its plan which outputs are read (`select_outputs`); all by default."""
+class SubgraphKernel:
+    """A control-flow op's bound kernel: its sub-plans (cached in `plans`), and the outputs its plan reads."""
 
     selected = None  # None: every output
+
+    def __init__(self, op, backend):
+        self.op, self.backend, self.plans = op, backend, {}
 
     def select_outputs(self, readers, fetched):
         """Called once by the plan with the nodes reading this op and whether the op itself is fetched."""
@@ -79,6 +77,11 @@ class OutputSelection:
 
     def wants(self, index):
         return self.selected is None or index in self.selected
+
+
+def unaliased(values, inputs):
+    """`values` with copies of those that are one of the `inputs` (which may be a Variable's value)."""
+    return [v.copy() if isinstance(v, np.ndarray) and any(v is x for x in inputs) else v for v in values]
 
 
 class Output(Operation):

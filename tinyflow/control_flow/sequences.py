@@ -4,9 +4,8 @@
     for row in x: ...                 x a tensor: row = x[k] for k = 0 .. len(x) - 1
     for k, row in enumerate(x): ...   for a, b in zip(x, y): ...   (stops at the shorter)
 
-A sequence answers two questions about position k (an int64 scalar node): `valid(k)`,
-whether k is still inside it, and `item(k)`, its element there. to_static turns such a
-`for` into a while_loop over k (tinyflow/jit/loops.py).
+A sequence answers, for position k (an int64 scalar node), `valid(k)` (is k inside it) and `item(k)` (its
+element there); to_static turns such a `for` into a while_loop over k (tinyflow/jit/loops.py).
 """
 import builtins
 
@@ -21,9 +20,6 @@ from ..ops.registry import not_differentiable
 
 class Length(Operation):
     """len(x): the size of x's first dimension, an int64 scalar (known at run time only for a None dimension)."""
-
-    def __init__(self, x, name=None):
-        super().__init__(x, name=name)
 
     def infer_shape(self, x_shape):
         if x_shape is not None and len(x_shape) == 0:
@@ -47,7 +43,6 @@ def length(x):
     return Length(x)
 
 
-# ---------------------------------------------------------------- sequences
 class Rows:
     """The rows of a tensor."""
 

@@ -6,11 +6,10 @@
     StackPush(stack_h, h)   ── stack_h ──▶     h_k = StackPop(stack_h, k)   (stands for h of iteration k)
                                                dh_prev = (1 - h_k²) · dh ...
 
-The forward loop's kernel makes a fresh, empty stack per run and feeds it to the
-body's stack input; each iteration's StackPush appends a reference to the value (no
-copy). The loop outputs the stack; the gradient loop reads it, and the outer plan
-drops it after its last reader, so a stack lives from the forward loop to the end of
-the backward pass (the memory profile shows its bytes).
+The forward loop's kernel makes a fresh, empty stack per run and feeds it to the body's stack input; each
+iteration's StackPush appends a reference to the value (no copy). The loop outputs the stack; the gradient loop
+reads it, and the outer plan drops it after its last reader, so a stack lives from the forward loop to the end
+of the backward pass (the memory profile shows its bytes).
 """
 import numpy as np
 
@@ -24,8 +23,8 @@ class StackValue:
 
     __slots__ = ("name", "values", "__weakref__")
 
-    def __init__(self, name):
-        self.name, self.values = name, []
+    def __init__(self, name, values=()):
+        self.name, self.values = name, list(values)
 
     def __len__(self):
         return len(self.values)
@@ -46,25 +45,32 @@ class StackInput(Placeholder):
         self.dtype = None  # a stack, not a tensor
 
 
-class StackPush(Operation):
+class _StackOp(Operation):
+    """An op whose value is a stack; its kernel on any backend is `compute` (device arrays stay as they are)."""
+
+    abstract = True
+
+    def infer_shape(self, *shapes):
+        return None
+
+    def infer_dtype(self, *dtypes):
+        return None
+
+    def bind_kernel(self, backend):
+        return self.compute
+
+    @staticmethod
+    def add_stacks(stacks):
+        """The sum of several stack-valued gradients (the gradient engine's AddN for stacks)."""
+        return StackAddN(*stacks)
+
+
+class StackPush(_StackOp):
     """Append `value` to `stack`; the result is the stack (the loop outputs it)."""
-
-    def __init__(self, stack, value, name=None):
-        super().__init__(stack, value, name=name)
-
-    def infer_shape(self, stack_shape, value_shape):
-        return None
-
-    def infer_dtype(self, stack_dtype, value_dtype):
-        return None
 
     def compute(self, stack, value):
         stack.values.append(value)
         return stack
-
-    def bind_kernel(self, backend):
-        """Any backend: keep the value as it is (a device array stays on the device)."""
-        return self.compute
 
 
 class StackPop(Operation):
@@ -98,34 +104,15 @@ class StackPop(Operation):
         return lambda stack, step: self.compute(stack, backend.to_host(step))
 
 
-class StackAddN(Operation):
+class StackAddN(_StackOp):
     """Stacks of equal length added value by value (two gradients reaching one recorded stack)."""
-
-    def __init__(self, *stacks, name=None):
-        super().__init__(*stacks, name=name)
-
-    def infer_shape(self, *shapes):
-        return None
-
-    def infer_dtype(self, *dtypes):
-        return None
 
     @property
     def stack_dtype(self):
         return self.inputs[0].stack_dtype
 
-    @staticmethod
-    def add_stacks(stacks):
-        return StackAddN(*stacks)
-
     def compute(self, *stacks):
-        total = StackValue(stacks[0].name)
-        total.values = [sum(values[1:], values[0]) for values in zip(*(s.values for s in stacks))]
-        return total
-
-    def bind_kernel(self, backend):
-        """Any backend: device arrays add with `+` too."""
-        return self.compute
+        return StackValue(stacks[0].name, [sum(values[1:], values[0]) for values in zip(*(s.values for s in stacks))])
 
 
 class StackToTensor(Operation):
@@ -154,43 +141,22 @@ class StackToTensor(Operation):
 
     def bind_kernel(self, backend):
         """Any backend: the values are gathered on the host (they may be device arrays)."""
-        return lambda stack: self.compute(_on_host(stack, backend))
+        return lambda stack: self.compute(StackValue(stack.name, [backend.to_host(v) for v in stack.values]))
 
 
-class TensorToStack(Operation):
+class TensorToStack(_StackOp):
     """The rows of a tensor as a stack (the gradient of StackToTensor)."""
-
-    def __init__(self, x, name=None):
-        super().__init__(x, name=name)
-
-    def infer_shape(self, x_shape):
-        return None
-
-    def infer_dtype(self, x_dtype):
-        return None
 
     @property
     def stack_dtype(self):
         return self.inputs[0].dtype
 
-    @staticmethod
-    def add_stacks(stacks):
-        return StackAddN(*stacks)
-
     def compute(self, x):
-        stack = StackValue(self.name)
-        stack.values = list(np.asarray(x))
-        return stack
+        return StackValue(self.name, np.asarray(x))
 
     def bind_kernel(self, backend):
         """Any backend: rows of the host array."""
         return lambda x: self.compute(backend.to_host(x))
-
-
-def _on_host(stack, backend):
-    host = StackValue(stack.name)
-    host.values = [backend.to_host(v) for v in stack.values]
-    return host
 
 
 @register_gradient(StackToTensor)

@@ -1,13 +1,10 @@
 """Subgraphs: the nodes a branch or loop-body function built, and the outer nodes they read.
 
-A branch or loop body is a *subgraph*: the nodes a Python function built, in the
-same graph, inside a name scope (so pictures draw it as a cluster). The outer plan
-never runs them: a control-flow op's kernel runs a cached sub-plan of the subgraph,
-feeding the values of the outer nodes it reads (its *captures*).
-
-While the gradient of a loop body is built, the forward body's nodes are *saved
-values*: read from the gradient loop's body they are captured (their value at each
-iteration comes back from a stack), never recomputed (see `saving`).
+A subgraph's nodes live in the same graph, inside a name scope (pictures draw a cluster). The outer plan never
+runs them: a control-flow op's kernel runs a cached sub-plan, fed the values of the outer nodes it reads (its
+*captures*). While the gradient of a loop body is built, the forward body's nodes are *saved values*: read from
+the gradient loop's body they are captured (their value at each iteration comes back from a stack), never
+recomputed (see `saving`).
 """
 import contextlib
 
@@ -32,10 +29,8 @@ class Subgraph:
 
     @classmethod
     def trace(cls, fn, inputs=(), scope="branch", also=None):
-        """Call `fn(*inputs)` inside a name scope and collect what it built.
-
-        `also()`, if given, names nodes the subgraph computes besides its outputs (values its loop records).
-        """
+        """Call `fn(*inputs)` inside a name scope and collect what it built; `also()`, if given, names nodes the
+        subgraph computes besides its outputs (values its loop records)."""
         graph = get_default_graph()
         start = len(graph.nodes)
         marker = object()
@@ -90,11 +85,8 @@ def saving(body):
 
 
 def owner(node):
-    """The subgraph a node's value comes from (None for the outer graph).
-
-    That is the subgraph it was built in, except for the forward values a gradient loop's
-    body restores from stacks: those come from that body, at each of its iterations.
-    """
+    """The subgraph a node's value comes from (None for the outer graph): the one it was built in, except for
+    the forward values a gradient loop's body restores from stacks (those come from that body)."""
     for body in _saving:
         if any(node is restored for _, restored in body.restores):
             return body
@@ -105,10 +97,9 @@ def owner(node):
 def _captures(sub, also=()):
     """Outer nodes the subgraph reads, in creation order.
 
-    A node built inside *another, finished* subgraph (a forward branch read by its
-    gradient branch) is not captured but recomputed here: capturing it would make
-    the outer plan run a branch that was not taken. The nodes of a loop body whose
-    gradient is being built are the exception: they are saved values, captured.
+    A node built inside *another, finished* subgraph (a forward branch read by its gradient branch) is recomputed
+    here, not captured: capturing it would make the outer plan run a branch that was not taken. The nodes of a
+    loop body whose gradient is being built are the exception: they are saved values, captured.
     """
     own = set(sub.nodes) | set(sub.inputs)
     captured, stack, seen = set(), list(sub.outputs) + list(also), set()
@@ -141,6 +132,11 @@ def truth(value, op):
         raise ValueError(f"the condition of {op.op_type} '{op.name}' has shape {value.shape}; it must be one "
                          "value (reduce it, e.g. tfl.reduce_max(x > 0) for 'any')")
     return bool(value.reshape(()))
+
+
+def merged_captures(*subgraphs):
+    """The captures of all `subgraphs`, each once, in creation order."""
+    return tuple(sorted(set().union(*[sub.captures for sub in subgraphs]), key=lambda n: n.creation_index))
 
 
 def sub_plan(plans, key, fetches, fed, backend):

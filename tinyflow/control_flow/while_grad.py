@@ -20,9 +20,8 @@ next gradient loop.
 """
 from ..autodiff.gradients import gradients
 from ..nodes import Placeholder
-from ..ops.elementwise_ops import greater, zeros_like
+from ..ops.elementwise_ops import cast, greater, zeros_like
 from ..ops.registry import register_gradient
-from ..ops.elementwise_ops import cast
 from ..shapes import is_fully_known
 from .stacks import StackPop
 from .subgraph import is_float, owner, saving

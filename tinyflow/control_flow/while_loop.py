@@ -1,15 +1,11 @@
 """tfl.while_loop: run a body subgraph while a test subgraph holds.
 
-The WhileLoop op's inputs are the initial loop variables, then the captures of the
-test and the body. Its value is a tuple, read by Output nodes:
-
-    (final loop variables..., the number of iterations, the recorded stacks...)
-
-The kernel runs the test's and the body's cached sub-plans until the test fails (or
-`maximum_iterations` steps ran: the loop then stops, as in TensorFlow). When a
-gradient of the loop is built, the body gets one StackPush per value the gradient
-needs (`record`), and plans that read those stacks make the kernel push, at every
-iteration, a reference to each such value (see stacks.py and while_grad.py).
+The WhileLoop op's inputs are the initial loop variables, then the captures of the test and the body. Its value
+is a tuple, read by Output nodes: (final loop variables..., the number of iterations, the recorded stacks...).
+The kernel runs the test's and the body's cached sub-plans until the test fails (or `maximum_iterations` steps
+ran, as in TensorFlow). When a gradient of the loop is built, the body gets one StackPush per value the gradient
+needs (`record`); plans that read those stacks make the kernel push, at every iteration, a reference to each
+such value (see stacks.py and while_grad.py).
 """
 from collections import namedtuple
 
@@ -20,27 +16,59 @@ from ..graph import get_default_graph
 from ..nodes import Operation, Placeholder, as_node
 from ..shapes import shapes_compatible
 from .cond import is_eager
-from .outputs import ControlFlowOp, OutputSelection
+from .outputs import ControlFlowOp, SubgraphKernel, unaliased
 from .stacks import StackInput, StackPush, StackValue
-from .subgraph import Subgraph, sub_plan, truth
+from .subgraph import Subgraph, merged_captures, sub_plan, truth
 
 Recorded = namedtuple("Recorded", "node stack push")  # a body node, the stack input it is pushed on, the push
+
+
+class _LoopKernel(SubgraphKernel):
+    """Run the test's and the body's sub-plans until the test fails or the bound is hit."""
+
+    def __call__(self, *values):
+        op, backend, plans = self.op, self.backend, self.plans
+        n, limit, inputs = op.n_vars, op.maximum_iterations, op.body.inputs
+        loop, captured = list(values[:n]), values[n:]
+        recording = [j for j in range(len(op.recorded)) if self.wants(op.stack_index(j))]
+        stacks = {j: StackValue(op.recorded[j].node.name) for j in recording}
+        base = dict(zip(op.captures, captured))
+        base.update((op.recorded[j].stack, stacks[j]) for j in recording)
+        fed = list(inputs) + list(base)
+        restores = op.body.restores  # a gradient loop: values of the forward iteration, popped first
+        restored = [node for _, node in restores]
+        test = sub_plan(plans, "test", [op.test.outputs[0]], fed, backend)
+        body = sub_plan(plans, ("body", tuple(recording)),
+                        list(op.body.outputs) + [op.recorded[j].push for j in recording], fed + restored, backend)
+        pops = sub_plan(plans, "pops", [pop for pop, _ in restores], fed, backend) if restores else None
+        steps = 0
+        while limit is None or steps < limit:
+            feeds = dict(base)
+            feeds.update(zip(inputs, loop))
+            if not truth(backend.to_host(test.run(feeds)[0]), op):
+                break
+            if pops is not None:
+                feeds.update(zip(restored, pops.run(feeds)))
+            loop = body.run(feeds)[:n]
+            steps += 1
+        recorded = tuple(stacks.get(j) for j in range(len(op.recorded)))
+        return tuple(unaliased(loop, values)) + (np.int64(steps),) + recorded
 
 
 class WhileLoop(ControlFlowOp):
     """`while test(*vars): vars = body(*vars)`, at most `maximum_iterations` times; see the module docstring."""
 
-    def __init__(self, loop_vars, test, body, maximum_iterations=None, name=None):
-        self.test, self.body = test, body
-        self.maximum_iterations = maximum_iterations
-        self.n_vars = len(loop_vars)
-        self.captures = tuple(sorted(set(test.captures) | set(body.captures), key=lambda n: n.creation_index))
-        self.recorded = []  # Recorded entries, one per stack (added when the gradient is built)
-        super().__init__(*loop_vars, *self.captures, name=name)
+    kernel_class = _LoopKernel
 
-    @property
-    def subgraphs(self):
-        return [self.test, self.body]
+    def __init__(self, loop_vars, test, body, maximum_iterations=None, name=None):
+        self.test, self.body, self.subgraphs = test, body, [test, body]
+        self.maximum_iterations = maximum_iterations
+        self.n_vars = self.iterations_index = len(loop_vars)  # the output after the loop variables counts iterations
+        self.captures = merged_captures(test, body)
+        self.recorded = []  # Recorded entries, one per stack (added when the gradient is built)
+        # a gradient loop's (StackPop, forward node) pairs: the pop's value stands for the node's (pictures)
+        self.restored_values = body.restores
+        super().__init__(*loop_vars, *self.captures, name=name)
 
     @property
     def branch_outputs(self):
@@ -48,18 +76,8 @@ class WhileLoop(ControlFlowOp):
         return [self.test.outputs[0]] + list(self.body.outputs)
 
     @property
-    def restored_values(self):
-        """(StackPop, forward node) pairs of a gradient loop: the pop's value stands for the node's (pictures)."""
-        return self.body.restores
-
-    @property
     def output_count(self):
         return self.n_vars + 1 + len(self.recorded)
-
-    @property
-    def iterations_index(self):
-        """The index of the output counting the iterations that ran."""
-        return self.n_vars
 
     def stack_index(self, j):
         """The index of the output holding stack `j`."""
@@ -91,44 +109,6 @@ class WhileLoop(ControlFlowOp):
         self.body.adopt(push)
         self.recorded.append(Recorded(node, stack, push))
         return len(self.recorded) - 1
-
-    def bind_kernel(self, backend):
-        """The kernel: run the test's and the body's sub-plans until the test fails or the bound is hit."""
-        return _LoopKernel(self, backend)
-
-
-class _LoopKernel(OutputSelection):
-    def __init__(self, op, backend):
-        self.op, self.backend, self.plans = op, backend, {}
-
-    def __call__(self, *values):
-        op, backend, plans = self.op, self.backend, self.plans
-        n, limit, inputs = op.n_vars, op.maximum_iterations, op.body.inputs
-        loop, captured = list(values[:n]), values[n:]
-        recording = [j for j in range(len(op.recorded)) if self.wants(op.stack_index(j))]
-        stacks = {j: StackValue(op.recorded[j].node.name) for j in recording}
-        base = dict(zip(op.captures, captured))
-        base.update((op.recorded[j].stack, stacks[j]) for j in recording)
-        fed = list(inputs) + list(base)
-        restores = op.body.restores  # a gradient loop: values of the forward iteration, popped first
-        restored = [node for _, node in restores]
-        test = sub_plan(plans, "test", [op.test.outputs[0]], fed, backend)
-        body = sub_plan(plans, ("body", tuple(recording)),
-                        list(op.body.outputs) + [op.recorded[j].push for j in recording], fed + restored, backend)
-        pops = sub_plan(plans, "pops", [pop for pop, _ in restores], fed, backend) if restores else None
-        steps = 0
-        while limit is None or steps < limit:
-            feeds = dict(base)
-            feeds.update(zip(inputs, loop))
-            if not truth(backend.to_host(test.run(feeds)[0]), op):
-                break
-            if pops is not None:
-                feeds.update(zip(restored, pops.run(feeds)))
-            loop = body.run(feeds)[:n]
-            steps += 1
-        # never hand out an alias of an input (it may be a Variable's value)
-        loop = [v.copy() if isinstance(v, np.ndarray) and any(v is x for x in values) else v for v in loop]
-        return tuple(loop) + (np.int64(steps),) + tuple(stacks.get(j) for j in range(len(op.recorded)))
 
 
 def _eager_while_loop(cond_fn, body_fn, loop_vars, maximum_iterations, single):
@@ -192,11 +172,9 @@ def trace_loop(cond_fn, body_fn, loop_vars, scope, also=None):
 def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
     """Repeat `loop_vars = body_fn(*loop_vars)` while `cond_fn(*loop_vars)` is true (graph control flow).
 
-    `cond_fn` returns a scalar boolean node; `body_fn` returns as many nodes as there
-    are loop variables, each with its variable's dtype and a compatible shape. With
-    `maximum_iterations=N` the loop stops after N steps (as TensorFlow's does). Loops
-    are differentiable, bounded or not. Returns the final loop variables (a single
-    node if `loop_vars` was one node).
+    `cond_fn` returns a scalar boolean node; `body_fn` one node per loop variable, of its dtype and a compatible
+    shape. With `maximum_iterations=N` the loop stops after N steps (as TensorFlow's). Returns the final loop
+    variables (one node if `loop_vars` was one node); loops are differentiable.
     """
     single = not isinstance(loop_vars, (list, tuple))
     loop_vars = [as_node(v) for v in ([loop_vars] if single else loop_vars)]

@@ -1,9 +1,8 @@
 """Collectives on numpy arrays: barrier, all_reduce, broadcast, all_gather (MPI's buffer interface).
 
-Buffer-based calls send the array's memory as it is (no pickling), and reduce in place
-when the array allows it, as Horovod and torch.distributed do. Each call first checks that
-every rank makes the same call with the same shapes and dtypes (contracts.py), and runs
-under the watchdog (watchdog.py).
+Buffer-based calls send the array's memory as it is (no pickling), in place where the array allows it, as
+Horovod and torch.distributed do. Each call first checks that every rank makes the same call with the same
+shapes and dtypes (contracts.py), and runs under the watchdog (watchdog.py).
 """
 import math
 from collections import Counter
@@ -52,8 +51,8 @@ def barrier():
 def all_reduce(array, op="sum"):
     """The element-wise sum/mean/max/min of `array` over all processes, as a numpy array on every process.
 
-    A writable C-contiguous numpy array is reduced in place and returned (integer arrays
-    averaged with "mean" come back as a new float64 array); anything else is copied first.
+    A writable C-contiguous numpy array is reduced in place and returned (integer arrays averaged with "mean"
+    come back as a new float64 array); anything else is copied first.
     """
     if op not in REDUCE_OPS:
         raise DistributedError(f"all_reduce op must be one of {REDUCE_OPS}, got {op!r}")
@@ -82,10 +81,8 @@ def reduce_checked(buffer, op, name, options, data, describe):
 
 
 def broadcast(array, root=0):
-    """Rank `root`'s array on every process; others may pass an array of the same shape or None.
-
-    The array is overwritten in place where possible and returned.
-    """
+    """Rank `root`'s array on every process (overwriting theirs in place where possible); others may pass an array
+    of the same shape or None."""
     comm = communicator()
     size = comm.Get_size()
     if not 0 <= root < size:
@@ -110,10 +107,8 @@ def broadcast(array, root=0):
 
 
 def all_gather(array):
-    """Every process's array concatenated along axis 0 in rank order (first dimensions may differ).
-
-    A scalar (0-d array) from each process gives a vector of `world_size()` values.
-    """
+    """Every process's array concatenated along axis 0 in rank order (first dimensions may differ; a scalar from
+    each process gives a vector of `world_size()` values)."""
     comm = communicator()
     buffer = _as_buffer(array, "all_gather")
     if buffer.ndim == 0:

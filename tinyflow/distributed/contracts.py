@@ -1,16 +1,12 @@
 """Collective contracts: before any data moves, every rank checks that all ranks are making the same call.
 
-Every tinyflow collective starts with the same small exchange, an MPI Allgather of one record per rank:
-
-    [sequence number, hash of the call (collective and options), hash of the data (shape, dtype), first dimension]
-
-All ranks receive all records, so they reach the same verdict. If the ranks are in different
-collectives, out of step, or pass arrays of different shapes or dtypes, every rank raises
-DistributedError naming each rank's call and where it was made (a second exchange, on that error
-path only, gathers the descriptions). Without the check, MPI returns garbage on one rank and
-MPI_ERR_TRUNCATE on another, or hangs. The record costs one 32-byte allgather per call (a few
-microseconds on one machine: benchmarks/collective_contracts.py measures it, check on and off).
-A rank that never arrives is the watchdog's business (watchdog.py).
+Every collective starts with an MPI Allgather of one record per rank: [sequence number, hash of the call
+(collective and options), hash of the data (shape, dtype), first dimension]. All ranks see all records and so
+reach the same verdict: if the ranks are in different collectives, out of step, or pass arrays of different
+shapes or dtypes, every rank raises DistributedError naming each rank's call and where it was made (a second
+exchange, on that path only, gathers the descriptions). Without the check MPI returns garbage on one rank and
+MPI_ERR_TRUNCATE on another, or hangs. The record costs a few microseconds per call
+(benchmarks/collective_contracts.py). A rank that never arrives is the watchdog's business.
 """
 import hashlib
 import os
@@ -43,9 +39,8 @@ def _hash(value):
 def agree(comm, name, options="", data=None, first_dim=0, root=None, describe=None):
     """Check that every rank is in this call; the (world × 4) records. DistributedError on every rank if not.
 
-    `data` is a hashable summary of what must match (shape and dtype; None for "no array", allowed
-    on non-root ranks of a broadcast). With `root`, ranks must match the root's data or pass none.
-    `describe()` phrases this rank's data for the error message (only called when ranks disagree).
+    `data` is a hashable summary of what must match (shape and dtype; None for "no array"); with `root`, ranks
+    must match the root's data or pass none. `describe()` phrases this rank's data, for the error message only.
     """
     _counter[0] += 1
     record = np.array((_counter[0], _hash((name, options)), 0 if data is None else _hash(data), first_dim), np.int64)

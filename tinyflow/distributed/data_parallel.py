@@ -1,19 +1,16 @@
 """What Model.fit(distributed=True) needs: this process's shard of the data and agreement between processes.
 
-Sharding: each epoch's order (a permutation shared by every process, or 0..n-1 without
-shuffling) is cut to a multiple of the world size and dealt out as order[rank::world].
-So every process gets the same number of rows, and the k-th batches of all processes
-together are exactly the k-th batch of a single process using batch_size × world_size.
-The n % world_size rows at the end of the order are left out of that epoch; with
-shuffling they are different rows every epoch, without shuffling the same last rows.
-
-Moving statistics (batch norm) are updated by each process from its own batches; they are
-averaged over processes after every epoch, so all processes evaluate, and checkpoint, alike.
+Sharding: each epoch's order (a permutation shared by every process, or 0..n-1) is cut to a multiple of the
+world size and dealt out as order[rank::world], so the k-th batches of all processes together are exactly the
+k-th batch of one process using batch_size × world_size. The n % world_size rows at the end of the order sit
+out that epoch (with shuffling, different rows every epoch). Moving statistics (batch norm), updated by each
+process from its own batches, are averaged after every epoch, so all processes evaluate and checkpoint alike.
 """
 import numpy as np
 
 from .collectives import all_reduce, broadcast_object
 from .runtime import DistributedError, init, rank, world_size
+from .training import exchange_packed
 
 
 class DataParallel:
@@ -54,13 +51,7 @@ class DataParallel:
         if not self.enabled:
             return
         stats = [v for v in graph.variables() if not v.trainable and v.role != "optimizer" and v.dtype.kind == "f"]
-        for dtype in sorted({v.dtype.str for v in stats}):
-            group = [v for v in stats if v.dtype.str == dtype]
-            flat = all_reduce(np.concatenate([v.value.ravel() for v in group]), "mean")
-            offset = 0
-            for var in group:
-                var.value = flat[offset:offset + var.value.size].reshape(var.shape)
-                offset += var.value.size
+        exchange_packed(stats, lambda flat: all_reduce(flat, "mean"))
 
     def mean_logs(self, logs):
         """Each value averaged over processes (equal shards: the mean of per-shard metrics)."""

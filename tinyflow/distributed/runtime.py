@@ -1,12 +1,9 @@
 """The process group: MPI start-up through mpi4py, rank and world size, and fail-fast fault handling.
 
-Every process runs the same script. A launcher (`tinyflow launch`, `mpirun`, `mpiexec`)
-starts them and tells each its rank through environment variables; `init()` then
-starts MPI. MPI does not survive a dead peer, so tinyflow fails fast instead of hanging:
-an uncaught exception on any rank prints that rank's traceback and aborts the whole job,
-and a collective that waits longer than the timeout aborts it too (watchdog.py), naming
-the ranks that never arrived and where they are. Collectives check that every rank makes
-the same call with the same shapes before any data moves (contracts.py).
+A launcher (`tinyflow launch`, `mpirun`, `mpiexec`) starts every process of the same script and tells each its
+rank through environment variables; `init()` starts MPI. MPI does not survive a dead peer, so tinyflow fails
+fast instead of hanging: an uncaught exception on any rank prints its traceback and aborts the whole job, and so
+does a collective waiting past the timeout (watchdog.py).
 """
 import os
 import sys
@@ -80,11 +77,10 @@ def library_version():
 
 
 def init(timeout=None):
-    """Start MPI (once; later calls do nothing) and install fail-fast fault handling; returns the rank.
+    """Start MPI (once) and install fail-fast fault handling; returns the rank.
 
-    `timeout` (seconds, default TINYFLOW_COLLECTIVE_TIMEOUT or 600) bounds how long a collective
-    waits for the other ranks before the whole job is aborted. Without a launcher this is a
-    group of one process, so the same script runs under plain `python` too.
+    `timeout` (seconds, default TINYFLOW_COLLECTIVE_TIMEOUT or 600) bounds how long a collective waits for the
+    other ranks before the job is aborted. Without a launcher this is a group of one process (plain `python`).
     """
     if timeout is None:
         timeout = float(os.environ.get("TINYFLOW_COLLECTIVE_TIMEOUT", DEFAULT_TIMEOUT))

@@ -1,10 +1,9 @@
 """Data-parallel training: DistributedOptimizer (gradients averaged in one packed all_reduce per step)
 and broadcast_variables (every process starts from rank 0's parameters and optimizer state).
 
-Each process computes gradients on its own shard of the batch; averaging them gives the
-gradient of the whole batch, so all processes apply the same update and stay identical.
-One all_reduce of all gradients packed into a flat buffer costs one latency per step
-instead of one per variable (Horovod's "tensor fusion").
+Each process computes gradients on its own shard of the batch; their average is the gradient of the whole
+batch, so all processes apply the same update and stay identical. One all_reduce of all gradients packed into
+a flat buffer costs one latency per step instead of one per variable (Horovod's "tensor fusion").
 """
 import math
 
@@ -14,6 +13,8 @@ from ..ops.registry import not_differentiable
 from ..eager import Tensor, no_grad
 from ..graph import get_default_graph
 from ..nodes import Operation
+from ..ops.array_ops import get_item, reshape
+from ..ops.elementwise_ops import cast
 from .collectives import broadcast, reduce_checked
 from .contracts import agree
 from .runtime import DistributedError, communicator, world_size
@@ -38,81 +39,74 @@ class AllReduceGradients(Operation):
         return self.pack_dtype
 
     def compute(self, *grads):
-        flat = np.empty(sum(self.sizes), self.pack_dtype)
-        offset = 0
-        for grad, shape, size in zip(grads, self.shapes, self.sizes):
-            flat[offset:offset + size] = np.broadcast_to(grad, shape).ravel()
-            offset += size
+        flat = pack([np.broadcast_to(grad, shape) for grad, shape in zip(grads, self.shapes)], self.pack_dtype)
         return reduce_checked(flat, "mean", "DistributedOptimizer", "gradients", self.signature, lambda: self.summary)
 
 
-class UnpackGradient(Operation):
-    """One variable's gradient: a reshaped slice of the averaged flat buffer."""
-
-    def __init__(self, flat, offset, shape, dtype, name=None):
-        self.offset, self.size, self.target_shape, self.target_dtype = offset, math.prod(shape), shape, dtype
-        super().__init__(flat, name=name)
-
-    def infer_shape(self, flat_shape):
-        return self.target_shape
-
-    def infer_dtype(self, flat_dtype):
-        return self.target_dtype
-
-    def compute(self, flat):
-        part = flat[self.offset:self.offset + self.size].reshape(self.target_shape)
-        return part if part.dtype == self.target_dtype else part.astype(self.target_dtype)
+not_differentiable(AllReduceGradients)
 
 
-not_differentiable(AllReduceGradients, UnpackGradient)
+def pack(arrays, dtype):
+    """One flat `dtype` buffer of the arrays raveled in turn."""
+    flat = np.empty(sum(np.size(a) for a in arrays), dtype)
+    offset = 0
+    for array in arrays:
+        flat[offset:offset + np.size(array)] = np.ravel(array)
+        offset += np.size(array)
+    return flat
+
+
+def unpack(flat, shapes):
+    """The parts of a packed buffer, reshaped to `shapes`."""
+    offsets = np.cumsum([0] + [math.prod(shape) for shape in shapes]).tolist()
+    return [flat[start:end].reshape(shape) for start, end, shape in zip(offsets, offsets[1:], shapes)]
+
+
+def exchange_packed(variables, exchange):
+    """Per dtype, one `exchange(flat buffer)` of the variables' (or eager Tensors') values, written back."""
+    groups = {}
+    for var in variables:
+        groups.setdefault(np.dtype(var.dtype).str, []).append(var)
+    for dtype, group in sorted(groups.items()):
+        flat = exchange(pack([_value_of(v) for v in group], dtype))
+        for var, value in zip(group, unpack(flat, [tuple(v.shape) for v in group])):
+            _assign(var, value)
 
 
 def average_gradients(parameters):
     """Average the `.grad` arrays of `parameters` (Variables or eager Tensors) over processes, in one all_reduce.
 
-    The eager-mode building block of DistributedOptimizer.step(). Every parameter has a slot
-    in the packed buffer (zeros when its grad is None) plus one flag, so the buffer has the
-    same size on every process; a parameter with a gradient on some processes and not on
-    others raises DistributedError on every process. Each `.grad` gets a new array: the one
-    backward() left may be shared with other tensors (or be the caller's own `grad=` array).
+    The eager-mode building block of DistributedOptimizer.step(). Every parameter has a slot in the packed
+    buffer (zeros when its grad is None) plus one flag, so the buffer has the same size on every process; a
+    parameter with a gradient on some processes only raises DistributedError on every process. Each `.grad`
+    gets a new array: the one backward() left may be shared with other tensors.
     """
     parameters = list(parameters)
     if not parameters:
         return
     dtype = np.result_type(*[p.dtype for p in parameters])
-    sizes = [math.prod(p.shape) for p in parameters]
-    flat = np.zeros(sum(sizes) + len(parameters), dtype)
-    flags = flat[sum(sizes):]
-    offset = 0
-    for i, (param, size) in enumerate(zip(parameters, sizes)):
-        grad = param.grad
-        if grad is not None:
-            flat[offset:offset + size] = np.asarray(grad).ravel()
-            flags[i] = 1
-        offset += size
+    flags = [p.grad is not None for p in parameters]
+    shapes = [tuple(p.shape) for p in parameters]
+    grads = [np.zeros(shape, dtype) if p.grad is None else np.asarray(p.grad) for p, shape in zip(parameters, shapes)]
+    flat = pack(grads + [flags], dtype)
     signature = tuple((tuple(map(int, p.shape)), np.dtype(p.dtype).str) for p in parameters)
     reduce_checked(flat, "mean", "DistributedOptimizer", "gradients", signature, lambda: _summary(parameters))
-    offset = 0
-    for i, (param, size) in enumerate(zip(parameters, sizes)):
-        flag, part = flags[i], flat[offset:offset + size]
-        offset += size
-        if flag == 0:
-            continue
-        if flag != 1:
+    *parts, flags = unpack(flat, shapes + [(len(parameters),)])
+    for i, (param, part, flag) in enumerate(zip(parameters, parts, flags)):
+        if flag != 0 and flag != 1:
             raise DistributedError(
                 f"parameter {i} (shape {tuple(param.shape)}) has a gradient on {flag * world_size():.0f} of "
                 f"{world_size()} processes: every process must compute gradients for the same parameters "
                 "(run the same model and loss on every process, and zero_grad() on all of them)")
-        param.grad = part.reshape(param.shape).astype(param.dtype, copy=False)
+        if flag == 1:
+            param.grad = part.astype(param.dtype, copy=False)
 
 
 class DistributedOptimizer:
     """Wraps an optimizer so each step applies the gradient averaged over all processes.
 
-    Graph mode: `minimize`/`compute_gradients` insert one AllReduceGradients op that packs every
-    gradient into one flat buffer; the wrapped optimizer then applies the averaged gradients.
-    Eager mode: `step()` averages every parameter's `.grad` the same way before the wrapped step.
-    Everything else (lr, zero_grad, slots, ...) is the wrapped optimizer's.
+    Graph mode: `minimize`/`compute_gradients` insert one AllReduceGradients op averaging every gradient packed
+    in one buffer; eager mode: `step()` averages every `.grad` the same way. The rest is the wrapped optimizer's.
     """
 
     def __init__(self, optimizer):
@@ -137,41 +131,33 @@ class DistributedOptimizer:
         with graph.role("optimizer"), graph.name_scope("DistributedOptimizer"):
             flat = AllReduceGradients([g for g, _ in present], [v for _, v in present], name="all_reduce_gradients")
             averaged, offset = {}, 0
-            for size, (_, var) in zip(flat.sizes, present):
-                averaged[var] = UnpackGradient(flat, offset, var.shape, var.dtype, name=f"grad_{var.name}")
+            for size, (_, var) in zip(flat.sizes, present):  # each gradient: a reshaped slice of the buffer
+                part = get_item(flat, slice(offset, offset + size))
+                averaged[var] = cast(reshape(part, var.shape, name=f"grad_{var.name}"), var.dtype)
                 offset += size
         return [(averaged.get(v) if g is not None else None, v) for g, v in pairs]
 
-    def apply_gradients(self, grads_and_vars, name=None):
-        """The wrapped optimizer's train op (gradients from compute_gradients are already averaged)."""
-        return self.optimizer.apply_gradients(grads_and_vars, name=name)
-
     def minimize(self, loss, var_list=None, name=None):
-        """compute_gradients (averaged over processes) then apply_gradients."""
-        return self.apply_gradients(self.compute_gradients(loss, var_list), name=name)
+        """compute_gradients (averaged over processes) then the wrapped optimizer's apply_gradients."""
+        return self.optimizer.apply_gradients(self.compute_gradients(loss, var_list), name=name)
 
     def step(self, *args, **kwargs):
         """Eager mode: average every parameter's .grad across processes (one all_reduce), then step."""
-        average_gradients(_eager_parameters(self.optimizer))
+        params = getattr(self.optimizer, "params", None)  # set by Optimizer(params, lr=...)
+        if params is None:
+            raise DistributedError(f"{self.optimizer!r} has no parameters: DistributedOptimizer.step() needs an eager "
+                                   "optimizer built as Optimizer(layer.parameters(), lr=...); graph optimizers use "
+                                   "minimize()")
+        average_gradients(params)
         return self.optimizer.step(*args, **kwargs)
-
-
-def _eager_parameters(optimizer):
-    """The parameters an eager tinyflow optimizer updates (`optimizer.params`, set by Optimizer(params, lr=...))."""
-    params = getattr(optimizer, "params", None)
-    if params is None:
-        raise DistributedError(f"{optimizer!r} has no parameters: DistributedOptimizer.step() needs an eager optimizer "
-                               "built as Optimizer(layer.parameters(), lr=...); graph optimizers use minimize()")
-    return list(params)
 
 
 def broadcast_variables(graph=None, root=0):
     """Set every Variable of the graph (weights, optimizer slots, moving statistics) to rank `root`'s values.
 
-    `graph` may also be a list of parameters: Variables (`layer.parameters()`) or eager leaf
-    Tensors, sent in the list's order (every process passes the same list). Values are packed
-    by dtype, so this is one broadcast per dtype. Every process must have built the same
-    model; a mismatch raises DistributedError on every process.
+    `graph` may also be a list of parameters: Variables (`layer.parameters()`) or eager leaf Tensors, sent in
+    the list's order. Values are packed by dtype: one broadcast per dtype. Every process must have built the
+    same model; a mismatch raises DistributedError on every process.
     """
     comm = communicator()
     if isinstance(graph, (list, tuple)):
@@ -183,17 +169,7 @@ def broadcast_variables(graph=None, root=0):
     if comm.Get_size() > 1:
         signature = tuple((name, tuple(map(int, v.shape)), np.dtype(v.dtype).str) for name, v in zip(names, variables))
         agree(comm, "broadcast_variables", f"root={root}", signature, describe=lambda: _summary(variables, names))
-    by_dtype = {}
-    for var in variables:
-        by_dtype.setdefault(np.dtype(var.dtype).str, []).append(var)
-    for dtype, group in sorted(by_dtype.items()):
-        flat = np.concatenate([_value_of(v).ravel() for v in group])
-        flat = broadcast(flat.astype(np.dtype(dtype), copy=False), root=root)
-        offset = 0
-        for var in group:
-            size = math.prod(var.shape)
-            _assign(var, flat[offset:offset + size].reshape(var.shape))
-            offset += size
+    exchange_packed(variables, lambda flat: broadcast(flat, root=root))
 
 
 def _summary(variables, names=None):

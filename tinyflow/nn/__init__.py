@@ -4,8 +4,7 @@ from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, batch_norm
 from .conv import (AvgPool1D, AvgPool2D, AvgPool3D, Conv1D, Conv2D, Conv3D, ConvTranspose1D, ConvTranspose2D,
                    ConvTranspose3D, MaxPool1D, MaxPool2D, MaxPool3D)
 from .init import register_initializer, registered_initializers
-from .layer import Dropout, Flatten, Layer, Sequential, training_flag, update_ops
-from .linear import Linear
+from .layer import Dropout, Flatten, Layer, Linear, Sequential, training_flag, update_ops
 from .normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm
 from .recurrent import GRU, LSTM, RNN
 from .losses import mse_loss, sigmoid_cross_entropy, softmax_cross_entropy

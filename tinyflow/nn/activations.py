@@ -2,7 +2,8 @@
 from ..ops.elementwise_ops import leaky_relu, relu, sigmoid, softplus, tanh
 from ..ops.softmax import log_softmax, softmax
 
-_ACTIVATIONS = {}
+_ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "tanh": tanh, "leaky_relu": leaky_relu, "softplus": softplus,
+                "softmax": softmax, "log_softmax": log_softmax}
 
 
 def register_activation(name):
@@ -28,7 +29,3 @@ def registered_activations():
     """The names layers accept as `act`."""
     return sorted(_ACTIVATIONS)
 
-
-for _name, _fn in {"relu": relu, "sigmoid": sigmoid, "tanh": tanh, "leaky_relu": leaky_relu,
-                   "softplus": softplus, "softmax": softmax, "log_softmax": log_softmax}.items():
-    register_activation(_name)(_fn)

@@ -1,9 +1,8 @@
 """Batch normalization: tfl.batch_norm, and the BatchNorm layers built on it.
 
-One graph serves training (batch statistics) and evaluation (moving statistics): `training`
-may be a boolean node, such as the graph's training flag. The moving statistics move towards
-the batch's by `momentum` (PyTorch's convention, unbiased variance): in graph mode through
-update ops (tfl.nn.update_ops(), run by Model.fit), on eager Tensors at once.
+One graph serves training (batch statistics) and evaluation (moving statistics): `training` may be a boolean
+node such as the graph's training flag. The moving statistics move towards the batch's by `momentum` (torch's
+convention, unbiased variance): in graph mode through update ops (tfl.nn.update_ops()), eagerly at once.
 """
 import numpy as np
 
@@ -12,7 +11,7 @@ from ..ops.array_ops import identity, reshape
 from ..ops.elementwise_ops import add, greater, maximum, multiply, ones_like, sqrt, square, where
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
-from .layer import Layer, is_eager, training_flag
+from .layer import Layer, is_eager, ranked, training_flag
 
 
 def batch_statistics(x):
@@ -91,40 +90,18 @@ class _BatchNorm(Layer):
     `layer.eval()`. The moving statistics are non-trainable Variables.
     """
 
-    rank = None
-
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, name=None, dtype="float32"):
         super().__init__(name, dtype)
         self.eps, self.momentum = eps, momentum
-        self.weight = self.add_variable("weight", (num_features,), "ones") if affine else None
-        self.bias = self.add_variable("bias", (num_features,), "zeros") if affine else None
+        self.weight, self.bias = self.add_affine((num_features,), affine)
         self.running_mean = self.add_variable("running_mean", (num_features,), "zeros", trainable=False)
         self.running_var = self.add_variable("running_var", (num_features,), "ones", trainable=False)
 
     def forward(self, x):
-        if x.shape is None or len(x.shape) != self.rank:
-            raise ValueError(f"{type(self).__name__} expects inputs of rank {self.rank}, got shape {x.shape}")
+        self.check_rank(x)
         training = self.training if is_eager(x) else training_flag(self.graph)
         return batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, training, self.momentum,
                           self.eps)
 
 
-class BatchNorm1d(_BatchNorm):
-    """Batch normalization of (N, C) inputs."""
-
-    rank = 2
-
-
-class BatchNorm2d(_BatchNorm):
-    """Batch normalization of (N, C, H, W) inputs, per channel."""
-
-    rank = 4
-
-
-class BatchNorm3d(_BatchNorm):
-    """Batch normalization of (N, C, D, H, W) inputs, per channel."""
-
-    rank = 5
-
-
-__all__ = ["batch_norm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+BatchNorm1d, BatchNorm2d, BatchNorm3d = ranked(_BatchNorm, "BatchNorm{}d", "Batch normalization", ranks=(2, 4, 5))

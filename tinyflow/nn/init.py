@@ -3,7 +3,33 @@ import numpy as np
 
 from ..random import generator
 
-_INITIALIZERS = {}
+
+def _uniform(bound):
+    """The initializer drawing from U(-a, a) with a = bound(fan_in, fan_out)."""
+    def draw(shape, fan_in, fan_out, rng):
+        limit = bound(fan_in, fan_out)
+        return rng.uniform(-limit, limit, shape)
+    return draw
+
+
+def _normal(std):
+    """The initializer drawing from N(0, std(fan_in, fan_out)²)."""
+    return lambda shape, fan_in, fan_out, rng: rng.normal(0.0, std(fan_in, fan_out), shape)
+
+
+# name -> fn(shape, fan_in, fan_out, rng) -> array
+_INITIALIZERS = {
+    "zeros": lambda shape, fan_in, fan_out, rng: np.zeros(shape),
+    "ones": lambda shape, fan_in, fan_out, rng: np.ones(shape),
+    "normal": _normal(lambda fan_in, fan_out: 0.01),  # the classic small random start
+    "uniform": _uniform(lambda fan_in, fan_out: 1.0 / np.sqrt(max(fan_in, 1))),  # torch's Linear and Conv default
+    # Glorot, for tanh/sigmoid nets
+    "xavier_uniform": _uniform(lambda fan_in, fan_out: np.sqrt(6.0 / max(fan_in + fan_out, 1))),
+    "xavier_normal": _normal(lambda fan_in, fan_out: np.sqrt(2.0 / max(fan_in + fan_out, 1))),
+    # He/Kaiming, for relu nets
+    "he_uniform": _uniform(lambda fan_in, fan_out: np.sqrt(6.0 / max(fan_in, 1))),
+    "he_normal": _normal(lambda fan_in, fan_out: np.sqrt(2.0 / max(fan_in, 1))),
+}
 
 
 def register_initializer(name):
@@ -12,57 +38,6 @@ def register_initializer(name):
         _INITIALIZERS[name] = fn
         return fn
     return decorate
-
-
-@register_initializer("zeros")
-def zeros(shape, fan_in, fan_out, rng):
-    """All zeros."""
-    return np.zeros(shape)
-
-
-@register_initializer("ones")
-def ones(shape, fan_in, fan_out, rng):
-    """All ones."""
-    return np.ones(shape)
-
-
-@register_initializer("normal")
-def normal(shape, fan_in, fan_out, rng):
-    """N(0, 0.01²), the classic small random start."""
-    return rng.normal(0.0, 0.01, shape)
-
-
-@register_initializer("uniform")
-def uniform(shape, fan_in, fan_out, rng):
-    """U(-1/√fan_in, 1/√fan_in), PyTorch's default for Linear and Conv layers."""
-    bound = 1.0 / np.sqrt(max(fan_in, 1))
-    return rng.uniform(-bound, bound, shape)
-
-
-@register_initializer("xavier_uniform")
-def xavier_uniform(shape, fan_in, fan_out, rng):
-    """Glorot: U(-a, a) with a = √(6 / (fan_in + fan_out)), for tanh/sigmoid nets."""
-    bound = np.sqrt(6.0 / max(fan_in + fan_out, 1))
-    return rng.uniform(-bound, bound, shape)
-
-
-@register_initializer("xavier_normal")
-def xavier_normal(shape, fan_in, fan_out, rng):
-    """Glorot: N(0, 2 / (fan_in + fan_out))."""
-    return rng.normal(0.0, np.sqrt(2.0 / max(fan_in + fan_out, 1)), shape)
-
-
-@register_initializer("he_uniform")
-def he_uniform(shape, fan_in, fan_out, rng):
-    """He/Kaiming: U(-a, a) with a = √(6 / fan_in), for relu nets."""
-    bound = np.sqrt(6.0 / max(fan_in, 1))
-    return rng.uniform(-bound, bound, shape)
-
-
-@register_initializer("he_normal")
-def he_normal(shape, fan_in, fan_out, rng):
-    """He/Kaiming: N(0, 2 / fan_in)."""
-    return rng.normal(0.0, np.sqrt(2.0 / max(fan_in, 1)), shape)
 
 
 def initial_value(init, shape, fan_in, fan_out, dtype):

@@ -1,18 +1,18 @@
-"""Layer, the base of every layer, and the simple ones: Sequential, Flatten, Dropout.
+"""Layer, the base of every layer, and the simple ones: Linear, Sequential, Flatten, Dropout.
 
-A layer creates its Variables when it is constructed (as in PyTorch), under its
-own name scope, and builds ops each time it is called on a node. Calling one
-layer twice shares its weights. Called on an eager Tensor, the same `forward`
-computes at once: the layer's Variables act as leaf tensors (gradients land in
-`variable.grad`), and `layer.train()` / `layer.eval()` choose the training
-behaviour of dropout and batch norm (graph mode reads the training flag instead).
+A layer creates its Variables when constructed (as in PyTorch), under its own name scope, and builds ops
+each time it is called on a node (calling it twice shares its weights). On an eager Tensor the same
+`forward` computes at once; `layer.train()` / `layer.eval()` then choose how dropout and batch norm behave
+(graph mode reads the training flag instead).
 """
 import numpy as np
 
 from ..graph import get_default_graph
 from ..nodes import Node, Operation, Placeholder, Variable, as_node
 from ..ops.array_ops import reshape
+from ..ops.matmul import matmul
 from ..ops.random_ops import dropout
+from .activations import get_activation
 from .init import initial_value
 
 
@@ -38,6 +38,8 @@ def update_ops(graph=None):
 
 class Layer:
     """A callable on nodes that owns Variables, created under the layer's name scope."""
+
+    rank = None  # the input rank of a layer class made by `ranked`
 
     def __init__(self, name=None, dtype="float32"):
         self.graph = get_default_graph()
@@ -92,6 +94,16 @@ class Layer:
         self._variables.append(var)
         return var
 
+    def add_affine(self, shape, affine=True, bias=True):
+        """A normalization's scale γ (ones) and shift β (zeros) of `shape`: None where not wanted."""
+        weight = self.add_variable("weight", shape, "ones") if affine else None
+        return weight, self.add_variable("bias", shape, "zeros") if affine and bias else None
+
+    def check_rank(self, x):
+        """ValueError unless x has the input rank this layer class takes (`rank`)."""
+        if x.shape is None or len(x.shape) != self.rank:
+            raise ValueError(f"{type(self).__name__} expects inputs of rank {self.rank}, got shape {x.shape}")
+
     def parameters(self):
         """The trainable Variables of this layer (and of its sub-layers)."""
         return [v for v in self.variables() if v.trainable]
@@ -99,6 +111,34 @@ class Layer:
     def variables(self):
         """Every Variable of this layer, trainable or not."""
         return list(self._variables)
+
+
+_LAYOUTS = {2: "(N, C)", 3: "(N, C, L)", 4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
+
+
+def ranked(base, name, doc, ranks=(3, 4, 5)):
+    """Subclasses of `base`, one per input rank (their `rank`), named `name` formatted with the spatial axes."""
+    return [type(name.format(max(rank - 2, 1)), (base,), {"rank": rank, "__module__": base.__module__,
+                                                          "__doc__": f"{doc} of {_LAYOUTS[rank]} inputs."})
+            for rank in ranks]
+
+
+class Linear(Layer):
+    """y = act(x @ W + b) with W of shape (in_features, out_features)."""
+
+    def __init__(self, in_features, out_features, bias=True, act=None, weight_init="uniform", bias_init="zeros",
+                 name=None, dtype="float32"):
+        self.act = get_activation(act)  # checked first: an unknown name fails before any Variable exists
+        super().__init__(name, dtype)
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.weight = self.add_variable("weight", (in_features, out_features), weight_init, in_features, out_features)
+        self.bias = self.add_variable("bias", (out_features,), bias_init, in_features, out_features) if bias else None
+
+    def forward(self, x):
+        y = matmul(x, self.weight)
+        if self.bias is not None:
+            y = y + self.bias
+        return self.act(y) if self.act else y
 
 
 class Sequential(Layer):

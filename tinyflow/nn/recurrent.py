@@ -1,9 +1,8 @@
-"""Recurrent layers LSTM, GRU and RNN as torch.nn's, unrolled over the (known) sequence length from tinyflow's ops.
+"""Recurrent layers LSTM, GRU and RNN as torch.nn's, unrolled over the (known) sequence length.
 
-The cell math lives in one function per kind (`lstm_cell`, `gru_cell`, `rnn_cell`) and one driver, `unroll`,
-runs a cell over time; the layers and the ONNX import (tinyflow/onnx/rules/recurrent.py) both use them, so a
-fused cell kernel can replace the math in one place. Weights keep torch's layout and gate order (LSTM i, f, g, o;
-GRU r, z, n): weight_ih (gates·H, I), weight_hh (gates·H, H), biases (gates·H,), so torch weights load one to one.
+One cell function per kind (`lstm_cell`, `gru_cell`, `rnn_cell`) and one driver, `unroll`, serve the layers and
+the ONNX import (onnx/rules/recurrent.py). Weights keep torch's layout and gate order (LSTM i, f, g, o; GRU r, z,
+n): weight_ih (gates·H, I), weight_hh (gates·H, H), biases (gates·H,), so torch weights load one to one.
 """
 import functools
 
@@ -46,11 +45,8 @@ def rnn_cell(x_gates, state, w_hh_t, b_hh, nonlinearity="tanh"):
 
 
 def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False):
-    """One direction of one layer over time-major x (T, N, I): (outputs (T, N, H), final state tuple).
-
-    `state` holds the initial (N, H) nodes of the cell, None for zeros. The input projection of all steps
-    is one matrix product; only the hidden one is done per step.
-    """
+    """One direction of one layer over time-major x (T, N, I) from `state` ((N, H) nodes, None for zeros):
+    (outputs (T, N, H), final state tuple). The input projection of all steps is one matrix product."""
     steps, size, hidden = x.shape[0], x.shape[-1], w_hh.shape[-1]
     if steps is None:
         raise ShapeError(f"a recurrent layer needs a known sequence length, got an input of shape {x.shape}; "

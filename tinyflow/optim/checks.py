@@ -1,12 +1,10 @@
-"""Validation of optimizer hyper-parameters, in one place: every optimizer's __init__ calls it first.
-
-A NaN, an infinity or a negative value would otherwise train silently into NaN
-weights many steps later, far from the line that caused it.
-"""
+"""Validation of optimizer hyper-parameters: a NaN, an infinity or a negative value would otherwise train silently
+into NaN weights many steps later, far from the line that caused it."""
 import math
 import numbers
 
 from ..errors import TinyflowError
+from ..nodes import Node
 
 
 class HyperParameterError(TinyflowError, ValueError):
@@ -39,15 +37,9 @@ def _check_number(optimizer, name, value, rule):
 
 
 def check_hyper_parameters(optimizer, **hyper):
-    """Raise HyperParameterError naming the optimizer and the argument unless every value is usable.
-
-    Known names: lr (a number, or a scalar graph node for schedules), eps, weight_decay,
-    momentum, dampening, lr_decay, initial_accumulator_value, alpha, betas (two values
-    in [0, 1)) and nesterov (needs momentum > 0 and no dampening).
-    """
-    from ..nodes import Node
-    name = optimizer if isinstance(optimizer, str) else type(optimizer).__name__
-    for key, value in sorted(hyper.items(), key=lambda item: item[0] == "nesterov"):  # nesterov last
+    """HyperParameterError naming the optimizer and the argument unless every known hyper-parameter is usable."""
+    name = type(optimizer).__name__
+    for key, value in hyper.items():
         if key == "lr" and isinstance(value, Node):
             if value.shape not in ((), None) or (value.dtype is not None and value.dtype.kind != "f"):
                 raise HyperParameterError(f"{name}: a learning-rate node must be a float scalar, got "
@@ -63,12 +55,9 @@ def check_hyper_parameters(optimizer, **hyper):
                                           "(0.9, 0.999)")
             for i, beta in enumerate(betas):
                 _check_number(name, f"betas[{i}]", beta, "beta")
-        elif key == "nesterov":
-            if value and not (hyper.get("momentum", 0) > 0 and hyper.get("dampening", 0) == 0):
-                raise HyperParameterError(f"{name}: Nesterov momentum needs momentum > 0 and dampening=0 "
-                                          f"(got momentum={hyper.get('momentum', 0)!r}, "
-                                          f"dampening={hyper.get('dampening', 0)!r})")
         elif key in _RANGES:
             _check_number(name, key, value, key)
-        else:
-            raise TypeError(f"check_hyper_parameters does not know the hyper-parameter {key!r}")
+    momentum, dampening = hyper.get("momentum", 0), hyper.get("dampening", 0)
+    if hyper.get("nesterov") and not (momentum > 0 and dampening == 0):
+        raise HyperParameterError(f"{name}: Nesterov momentum needs momentum > 0 and dampening=0 "
+                                  f"(got momentum={momentum!r}, dampening={dampening!r})")

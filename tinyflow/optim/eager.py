@@ -1,18 +1,15 @@
 """The eager form of every optimizer: `opt = tfl.optim.Adam(params, lr=...)`, `opt.zero_grad()`, `opt.step()`.
 
-A step runs each parameter's fused update op, the same op class and the same
-backend kernel (C: one in-place pass) as a graph-mode train op, on the
-gradient `backward()` left in `.grad`; the updates of one dtype run as one
-MultiTensorUpdate (one C call for all parameters, as in graph mode). The update op and the slot Variables
-(Adam's moments, ...) are built once per parameter, so the optimizer state is
-made of Variables as in graph mode (and `tfl.save_variables` saves it).
-Parameters are Variables (what `layer.parameters()` returns) or leaf Tensors.
+A step runs each parameter's update op (the graph-mode op class and backend kernel) on the gradient `backward()`
+left in `.grad`; the updates of one dtype run as one MultiTensorUpdate (one C call). Ops and slot Variables are
+built once per parameter, so the optimizer state is Variables as in graph mode (`tfl.save_variables` saves it).
+Parameters are Variables (`layer.parameters()`) or leaf Tensors.
 """
 import numpy as np
 
 from ..errors import TinyflowError
 from ..nodes import Node, Placeholder, Variable
-from .multi_tensor import multi_tensor_update
+from .updates import multi_tensor_update
 
 
 def is_parameter_list(value):
@@ -83,7 +80,7 @@ def attach(optimizer, params):
 
 
 def step(optimizer):
-    """One update of every parameter that has a gradient, on the eager backend."""
+    """Eager mode: update every parameter that has a `.grad`, on the eager backend, with the fused kernels."""
     from ..eager import get_backend
     slots = getattr(optimizer, "_eager_slots", None)
     if slots is None:
@@ -111,6 +108,6 @@ def step(optimizer):
 
 
 def zero_grad(optimizer):
-    """Forget the gradients of every parameter (`p.grad = None`), before the next backward()."""
+    """Eager mode: forget every parameter's gradient (`p.grad = None`), before the next backward()."""
     for p in getattr(optimizer, "params", ()):
         p.grad = None

@@ -1,66 +1,17 @@
-"""The Optimizer base class and the base of the fused update ops every optimizer applies."""
+"""The Optimizer base class: a loss to a train op (graph mode), or `step()` on parameters (eager mode)."""
 import numpy as np
 
 from ..autodiff.gradients import gradients
-from ..errors import GradientError, GraphError, ShapeError, describe
-from ..nodes import Node, Operation, Variable, as_node
+from ..errors import GradientError, GraphError, describe
+from ..nodes import Node, Variable, as_node
 from ..ops.state_ops import group
-from ..shapes import shapes_compatible
 from .checks import check_hyper_parameters
 from . import eager
-
-
-class ApplyUpdate(Operation):
-    """Updates one Variable and its slot Variables in a single op (in the spirit of TF's ApplyAdam).
-
-    Inputs: (variable, gradient, learning rate, *slots). Subclasses write
-    `update(param, grad, lr, **slots) -> (new_param, *new_slots in slot order)` as the
-    optimizer's formula; a fast backend may replace it with one fused pass.
-    """
-
-    abstract = True
-
-    stateful = True
-
-    def __init__(self, var, grad, lr, slots, optimizer, name=None):
-        self.hyper = optimizer.hyper
-        self.slot_names = optimizer.slot_names
-        super().__init__(var, grad, lr, *slots, name=name)
-
-    @property
-    def variables(self):
-        """The Variable being trained followed by its slots, in the order `update` takes them."""
-        return [self.inputs[0]] + list(self.inputs[3:])
-
-    def infer_shape(self, var_shape, grad_shape, lr_shape, *slot_shapes):
-        if not shapes_compatible(var_shape, grad_shape):
-            raise ShapeError(f"the gradient of shape {grad_shape} does not match the variable's shape {var_shape}")
-        if lr_shape not in ((), None):
-            raise ShapeError(f"the learning rate must be a scalar, got shape {lr_shape}")
-        return ()
-
-    def infer_dtype(self, *dtypes):
-        return None
-
-    def compute(self, param, grad, lr, *slots):
-        variables = self.variables
-        # current values, not the run's snapshots, so several updates of one Variable compose
-        slots = {name: var.value for name, var in zip(self.slot_names, variables[1:])}
-        new_values = self.update(variables[0].value, grad, lr.item(), **slots)
-        for var, value in zip(variables, new_values):
-            var.value = value
-        return None
-
-    def update(self, param, grad, lr, **slots):
-        """The update formula: new values of the parameter and of the slots, in `slot_names` order."""
-        raise NotImplementedError
+from .updates import ApplyUpdate
 
 
 class OptimizerType(type):
-    """Optimizers take the parameters first in eager mode: `Adam(layer.parameters(), lr=1e-3)`.
-
-    A number first (`SGD(0.1)`) is the learning rate, as in graph mode.
-    """
+    """Eager optimizers take the parameters first, `Adam(layer.parameters(), lr=1e-3)`; a number first is lr."""
 
     def __call__(cls, *args, **kwargs):
         if args and eager.is_parameter_list(args[0]):
@@ -73,14 +24,14 @@ class OptimizerType(type):
 class Optimizer(metaclass=OptimizerType):
     """Turns a loss into a train op: gradients by backprop, then one fused update per Variable.
 
-    Eager form: created with the parameters first, `zero_grad()` and `step()` (see optim/eager.py).
+    Eager form: created with the parameters first, then `zero_grad()` and `step()` (see optim/eager.py).
     """
 
     update_op = ApplyUpdate
     slot_names = ()  # names of the per-variable state Variables, in `update` order
 
     def __init__(self, lr, **hyper):
-        check_hyper_parameters(self, lr=lr)  # also for optimizers written by users
+        check_hyper_parameters(self, lr=lr, **hyper)  # also for optimizers written by users
         self.lr = lr
         self.hyper = hyper
 
@@ -88,13 +39,7 @@ class Optimizer(metaclass=OptimizerType):
         args = ", ".join(f"{k}={v}" for k, v in {"lr": self.lr, **self.hyper}.items())
         return f"{type(self).__name__}({args})"
 
-    def zero_grad(self):
-        """Eager mode: forget every parameter's gradient (`p.grad = None`)."""
-        eager.zero_grad(self)
-
-    def step(self):
-        """Eager mode: update every parameter from its `.grad` with the fused update kernel."""
-        eager.step(self)
+    zero_grad, step = eager.zero_grad, eager.step  # the eager form's methods
 
     def compute_gradients(self, loss, var_list=None):
         """[(gradient node or None, variable)] for `var_list` (default: all trainable Variables)."""
@@ -128,9 +73,7 @@ class Optimizer(metaclass=OptimizerType):
                                 "them. Check that the loss is built from these Variables.")
         graph = pairs[0][1].graph
         with graph.role("optimizer"), graph.name_scope(type(self).__name__):
-            lr = as_node(self.lr)
-            if not isinstance(self.lr, Node):
-                lr = as_node(np.asarray(self.lr, dtype=pairs[0][1].dtype))
+            lr = self.lr if isinstance(self.lr, Node) else as_node(np.asarray(self.lr, dtype=pairs[0][1].dtype))
             updates = [self.update_op(var, grad, lr, self._slots(var), self, name=f"update_{var.name}")
                        for grad, var in pairs]
             return group(*updates, name=name or "train")

@@ -25,12 +25,9 @@ def _fail(node, needed_by, problem, fix):
 
 
 def check_feed(node, value, needed_by):
-    """Return `value` as an array of the node's dtype, or raise FeedError saying what is wrong.
-
-    Conversions must keep every value: fractional or out-of-range numbers for an integer node,
-    and finite numbers too large for a float node (a float64 1e39 fed to a float32 Placeholder)
-    are refused instead of silently becoming something else.
-    """
+    """`value` as an array of the node's dtype, or FeedError saying what is wrong. Conversions must keep every
+    value: fractional or out-of-range numbers for an integer node, and finite numbers too large for a float node
+    (1e39 for float32), are refused instead of silently becoming something else."""
     if isinstance(value, Node):
         _fail(node, needed_by, f"got the graph node {value!r}", "Feed numpy arrays; run the node first.")
     if node.dtype is None:

@@ -50,8 +50,7 @@ class MemoryProfile:
                      f"outputs from the buffer pool: {self.reused_buffers} reused, {self.new_buffers} newly allocated")
         return "\n".join(lines)
 
-    def __str__(self):
-        return self.table()
+    __str__ = table
 
 
 def _mb(n):
@@ -59,17 +58,9 @@ def _mb(n):
 
 
 def memory_profile(session, fetches, feed_dict=None):
-    """Run `fetches` once in `session`, recording each intermediate's birth, death and the bytes alive.
-
-    Variables and Constants are not counted: their memory outlives the run.
-    Views count once, with the array that owns their memory.
-    """
-    from .fetches import flatten
-    from .feeds import check_feed, resolve_key
-    nodes = [session._resolve_fetch(leaf) for leaf in flatten(fetches)]
-    feeds = {resolve_key(session.graph, k): v for k, v in (feed_dict or {}).items()}
-    plan = session.plan(nodes, feeds)
-    checked = {n: check_feed(n, v, plan.needed_by.get(n)) for n, v in feeds.items()}
+    """Run `fetches` once in `session`, recording each intermediate's birth, death and the bytes alive (views
+    count with the array owning their memory; Variables and Constants not at all: their memory outlives the run)."""
+    plan, checked = session.prepare(fetches, feed_dict)
     owners = {}  # id of owning buffer -> [bytes, references from live slots]
 
     def hold(value):

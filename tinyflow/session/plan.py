@@ -1,8 +1,8 @@
-"""Execution plans: the pruned, scheduled list of steps that computes some fetches.
+"""Execution plans: the pruned, scheduled steps computing some fetches, built once per (fetches, fed nodes).
 
-A plan is built once per (fetches, fed nodes) and reused on every run: each
-step holds its node, its pre-resolved kernel, the slots of its inputs, and the
-slots whose last reader it is, so intermediates are dropped as early as possible.
+Each step holds its node, its bound kernel, the slots of its inputs and the slots whose last reader it is (dropped
+right after it). A plan runs as one compiled straight-line Python function per feed shapes (`compile`); the
+interpreter (`interpret`) runs first runs (checking every value), memory profiles and very long plans.
 """
 import heapq
 from collections import Counter
@@ -15,11 +15,10 @@ from ..shapes import is_fully_known, matches, normalize_shape
 from ..nodes import Constant, Placeholder, Variable
 
 
-# Plans longer than this are interpreted: compiling a function of a hundred thousand lines costs
-# more than it saves, and such graphs (long unrolled chains) are rare.
+# Longer plans are interpreted: compiling a function of a hundred thousand lines costs more than it saves
 COMPILE_LIMIT = 20_000
-# Compiled forms per plan, one per combination of feed shapes (a last, smaller batch is a second one); feed
-# shapes beyond these share one general form.
+# Compiled forms per plan, one per combination of feed shapes (a last, smaller batch is a second one); further
+# feed shapes share one general form
 MAX_SPECIALISATIONS = 8
 # marks a step whose op returns its first input itself at the shapes of a specialised plan (see `specialise`)
 PASS_THROUGH = object()
@@ -51,24 +50,22 @@ def prune(fetches, fed):
 
 
 def schedule(needed, fed):
-    """A topological order of `needed` (Kahn's algorithm) with stateful ops as late as possible.
+    """A topological order of `needed` (Kahn's algorithm, ties by creation order) with stateful ops as late as
+    possible: a read of a Variable that does not depend on an update sees the value from before it."""
+    ready_pure, ready_stateful = [], []
 
-    Ties are broken by creation order, so plans are deterministic. Deferring
-    stateful ops means every read of a Variable that does not depend on an
-    update sees the value from before it (an optimizer step reads old weights).
-    """
-    indegree, ready_pure, ready_stateful = {}, [], []
+    def ready(node):
+        heapq.heappush(ready_stateful if getattr(node, "stateful", False) else ready_pure,
+                       (node.creation_index, id(node), node))
     # readers within `needed` (an optimised plan's leaves are the user's nodes, whose `consumers` name user ops)
     consumers = {node: [] for node in needed}
+    indegree = {node: 0 if node in fed else sum(1 for inp in node.inputs if inp in needed) for node in needed}
     for node in needed:
         if node not in fed:
             for inp in node.inputs:
                 consumers[inp].append(node)
-    for node in needed:
-        indegree[node] = 0 if node in fed else sum(1 for inp in node.inputs if inp in needed)
         if indegree[node] == 0:
-            heapq.heappush(ready_stateful if getattr(node, "stateful", False) else ready_pure,
-                           (node.creation_index, id(node), node))
+            ready(node)
     order = []
     while ready_pure or ready_stateful:
         _, _, node = heapq.heappop(ready_pure if ready_pure else ready_stateful)
@@ -77,8 +74,7 @@ def schedule(needed, fed):
             if consumer not in fed:
                 indegree[consumer] -= 1
                 if indegree[consumer] == 0:
-                    heapq.heappush(ready_stateful if getattr(consumer, "stateful", False) else ready_pure,
-                                   (consumer.creation_index, id(consumer), consumer))
+                    ready(consumer)
     return order
 
 
@@ -96,16 +92,12 @@ class ExecutionPlan:
                 f"Placeholder '{node.name}' (shape {node.shape}, dtype {node.dtype}, created at "
                 f"{node.creation_site}) needs a value: fetch '{self.needed_by[node].name}' depends on it. "
                 f"Pass it in feed_dict, e.g. sess.run(..., feed_dict={{{node.name!r}: array}}).")
-        order = schedule(self.needed_by, fed)
-        self.slot_of = {node: i for i, node in enumerate(order)}
+        self.order = schedule(self.needed_by, fed)  # the node of each slot
+        self.slot_of = {node: i for i, node in enumerate(self.order)}
         self.fed_slots = {node: self.slot_of[node] for node in fed if node in self.slot_of}
         self.fetch_slots = [self.slot_of[f] for f in fetches]
-        self.steps = []
-        for node in order:
-            if node in fed:
-                continue
-            self.steps.append(Step(node, backend.kernel(node), tuple(self.slot_of[i] for i in node.inputs),
-                                   self.slot_of[node]))
+        self.steps = [Step(node, backend.kernel(node), tuple(self.slot_of[i] for i in node.inputs), self.slot_of[node])
+                      for node in self.order if node not in fed]
         self._tell_outputs_read()
         self._plan_releases()
         # ops numpy runs, decided once here: counted into the backend's run report at each run
@@ -121,14 +113,10 @@ class ExecutionPlan:
         self.constant_arrays = frozenset(id(node.value) for node in self.needed_by if isinstance(node, Constant))
         self._verified = False
         self._fed_order = sorted(self.fed_slots, key=lambda n: self.fed_slots[n])
-        self._fed_order_slots = [self.fed_slots[n] for n in self._fed_order]
         self._compiled = {}  # feed shapes -> (compiled run function, its static routes); see `run`
         self._general = None  # the compiled form for any further feed shapes; see `run`
-        self.source = None
-        self._backend, self._report = backend, backend.report
-        self._recycle = backend.recycle
-        self._may_recycle = backend.may_recycle
-        self._nodes = {slot: node for node, slot in self.slot_of.items()}
+        self.source = None  # the Python source of the last compiled form
+        self._backend, self._recycle = backend, backend.recycle
 
     def _tell_outputs_read(self):
         """Kernels of ops with several outputs (control flow) learn which steps read them, so they compute only
@@ -138,23 +126,18 @@ class ExecutionPlan:
             for slot in step.input_slots:
                 readers.setdefault(slot, []).append(step.node)
         for step in self.steps:
-            select = getattr(step.kernel, "select_outputs", None)
-            if select is not None:
-                select(readers.get(step.slot, []), fetched=step.slot in self.fetch_slots)
+            if hasattr(step.kernel, "select_outputs"):
+                step.kernel.select_outputs(readers.get(step.slot, []), fetched=step.slot in self.fetch_slots)
 
     def _plan_releases(self):
         """Give each step the slots it reads for the last time (fetched slots are kept)."""
-        last_reader = {}
-        for position, step in enumerate(self.steps):
-            for slot in step.input_slots:
-                last_reader[slot] = position
-        keep = set(self.fetch_slots)
-        releases = {}
+        last_reader = {slot: position for position, step in enumerate(self.steps) for slot in step.input_slots}
+        releases, fetched = {}, set(self.fetch_slots)
         for slot, position in last_reader.items():
-            if slot not in keep:
+            if slot not in fetched:
                 releases.setdefault(position, []).append(slot)
         for position, slots in releases.items():
-            self.steps[position].release = tuple(sorted(set(slots)))
+            self.steps[position].release = tuple(sorted(slots))
 
     def _protect(self, value):
         """`value`, or a copy if it shares memory with a Variable about to be updated in place."""
@@ -171,18 +154,9 @@ class ExecutionPlan:
             return value.copy()  # a device-resident Variable (OpenCL)
         return value
 
-    @property
-    def size(self):
-        """Number of value slots (nodes) the plan touches."""
-        return len(self.slot_of)
-
     def run(self, feeds, observer=None):
-        """Compute the fetches; `feeds` maps fed nodes to validated arrays.
-
-        Runs the compiled form of the plan for these feed shapes (see `compile` and `specialise`)
-        unless `observer` is given: `observer(step, value, released_values)` then sees each step's
-        output and the values dropped right after it (the memory profile uses it), in the interpreter.
-        """
+        """Compute the fetches from `feeds` (fed node -> validated array), with the compiled form for these feed
+        shapes; `observer(step, value, released_values)` (the memory profile's) runs the interpreter instead."""
         if self._verified and observer is None and len(self.steps) <= COMPILE_LIMIT:
             signature = tuple([_shape_key(feeds[node]) for node in self._fed_order])
             compiled = self._compiled.get(signature)
@@ -194,9 +168,9 @@ class ExecutionPlan:
                     if self._general is None:
                         self._general = (self.compile(), self.static_routes)
                     compiled = self._general
-            self._report.add_static(compiled[1])
+            self._backend.report.add_static(compiled[1])
             return compiled[0]([feeds[node] for node in self._fed_order])
-        self._report.add_static(self.static_routes)
+        self._backend.report.add_static(self.static_routes)
         if not self._verified:  # the first run checks every op's value against its static shape and dtype
             values = self.interpret(feeds, observer, verify=True)
             self._verified = True
@@ -204,15 +178,9 @@ class ExecutionPlan:
         return self.interpret(feeds, observer)
 
     def specialise(self, signature):
-        """(a kernel per step, the static routes) for feeds of these shapes: ops whose shapes turn out small
-        once the feeds' None dimensions are known go straight to numpy, skipping the check at each call, and
-        ops that return their first input at these shapes (`Operation.passes_through`) are PASS_THROUGH.
-
-        Shapes are inferred again (`infer_shape`, normalised as when the graph was built) with the feeds'
-        shapes; an op whose inference fails keeps its static shapes. The routes only change speed (numpy
-        computes every op correctly); a PASS_THROUGH needs every input shape inferred in full, from
-        `infer_shape`s the plan's first run has checked against the computed values (`verify_value`).
-        """
+        """(a kernel per step, the static routes) for feeds of these shapes, inferred again through the plan: ops
+        found small go straight to numpy, and ops returning their first input at these shapes (`passes_through`,
+        trusted since the first run checked every `infer_shape`, see `verify_value`) are PASS_THROUGH."""
         shapes = dict(zip(self._fed_order, signature))
         kernels, routes = [], Counter(self.static_routes)
         for step in self.steps:
@@ -236,26 +204,17 @@ class ExecutionPlan:
         return kernels, routes
 
     def compile(self, kernels=None):
-        """The plan as one straight-line Python function: a local per value, `del` after its last use.
-
-        `kernels` (one per step, default: the steps' own) are the callables it calls. For
-        `y = relu(x @ w)` fetching y with x fed, the generated source reads
-            def run(feeds, k0=k0, k1=k1, k2=k2, ...):
+        """The plan as one straight-line Python function calling `kernels` (default: the steps' own), e.g.
+            def run(feeds, k0=k0, k1=k1, ...):
                 v0 = feeds[0]
-                s = 0; v1 = k0()          # w
                 s = 1; v2 = k1(v0, v1)    # MatMul
                 del v0, v1
-                s = 2; v3 = k2(v2)        # Relu
-                del v2
-                return [v3]
-        so running a node costs little more than calling its kernel. A Variable is read inline
-        (`v1 = k0._value if k0._mirror is None else k0.value`: a call costs more than the read), a Constant
-        is its bound array, and a PASS_THROUGH step is `v2 = v1`.
+                return [v2]
+        so running a node costs little more than calling its kernel. A Variable is read inline (a call costs
+        more than the read), a Constant is its bound array, and a PASS_THROUGH step is `v2 = v1`.
         """
-        lines, bound = [], {}
-        for position, (node, slot) in enumerate(zip(self._fed_order, self._fed_order_slots)):
-            lines.append(f"v{slot} = feeds[{position}]")
-        assigned = set(self._fed_order_slots)
+        lines, bound = [f"v{self.fed_slots[node]} = feeds[{i}]" for i, node in enumerate(self._fed_order)], {}
+        assigned = set(self.fed_slots.values())
         for position, step in enumerate(self.steps):
             if position == self.first_stateful:
                 ready = [f"v{s}" for s in self.fetch_slots if s in assigned]
@@ -277,8 +236,8 @@ class ExecutionPlan:
                 value = f"k{position}({', '.join(f'v{s}' for s in step.input_slots)})"
             lines.append(f"s = {position}; v{step.slot} = {value}  # {comment}")
             assigned.add(step.slot)
-            if step.release:
-                poolable = [s for s in step.release if self._maybe_poolable(s)]
+            if step.release:  # values known to be too small for the backend's buffer pool are not offered to it
+                poolable = [s for s in step.release if self._backend.may_recycle(self.order[s].shape)]
                 if poolable:
                     lines.append("; ".join(f"recycle(v{s})" for s in poolable))
                 lines.append("del " + ", ".join(f"v{s}" for s in step.release))
@@ -288,19 +247,11 @@ class ExecutionPlan:
                   "recycle=recycle):\n"
                   "    s = -1\n    try:\n" + "".join(f"        {line}\n" for line in lines) +
                   "    except Exception as exc:\n        fail(s, locals(), exc)\n")
-        namespace = dict(bound, protect=self._protect_values, fail=self._fail, recycle=self._recycle)
+        namespace = dict(bound, protect=lambda *fetched: tuple(map(self._protect, fetched)), fail=self._fail,
+                         recycle=self._recycle)
         exec(compile(source, f"<tinyflow plan of {len(self.steps)} steps>", "exec"), namespace)  # noqa: S102
         self.source = source
         return namespace["run"]
-
-    def _maybe_poolable(self, slot):
-        """Whether a dropped value may be big enough for the backend's buffer pool (known-small ones are not)."""
-        shape = self._nodes[slot].shape
-        return self._may_recycle(shape)
-
-    def _protect_values(self, *fetched):
-        """Fetched values computed before the first in-place update, protected from it."""
-        return tuple(self._protect(v) for v in fetched)
 
     def _fail(self, position, frame_locals, exc):
         """Turn an exception raised in compiled step `position` into an ExecutionError."""
@@ -310,11 +261,9 @@ class ExecutionPlan:
         raise _execution_error(step.node, [frame_locals.get(f"v{s}") for s in step.input_slots], exc) from None
 
     def interpret(self, feeds, observer=None, verify=False):
-        """Run the steps one by one from a list of values (the readable reference of `compile`).
-
-        With `verify`, each op's value must fit its static shape and dtype (see `verify_value`).
-        """
-        values = [None] * self.size
+        """Run the steps one by one (the readable reference of `compile`); with `verify`, check each op's value
+        against its static shape and dtype (see `verify_value`)."""
+        values = [None] * len(self.order)
         for node, slot in self.fed_slots.items():
             values[slot] = feeds[node]
         for position, step in enumerate(self.steps):
@@ -345,11 +294,8 @@ def _shape_key(value):
 
 
 def verify_value(node, value):
-    """Raise ExecutionError if an op's computed value contradicts its static shape or dtype.
-
-    A wrong `infer_shape` would otherwise surface as a confusing error in some later op; plans
-    check each op once, on their first run, so later runs pay nothing.
-    """
+    """ExecutionError if an op's value contradicts its static shape or dtype (a wrong `infer_shape` would otherwise
+    surface as a confusing error in some later op); plans check each op on their first run only."""
     if node.dtype is None or value is None:
         return
     shape = getattr(value, "shape", None)

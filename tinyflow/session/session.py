@@ -1,9 +1,8 @@
 """Session: runs the part of a graph that some fetches need, with values fed for placeholders.
 
-Threads: `Session.run` may be called from several threads. Runs of one graph are
-serialised by a lock per graph (so optimizer updates of its Variables never
-interleave, whichever Sessions run them), and runs on one OpenCL device by a lock
-per device; runs of different graphs on the C or numpy backend proceed in parallel.
+Threads: runs of one graph are serialised by a lock per graph (so optimizer updates of its Variables never
+interleave, whichever Sessions run them), and runs on one OpenCL device by a lock per device; runs of different
+graphs on the C or numpy backend proceed in parallel.
 """
 import threading
 import warnings
@@ -16,7 +15,6 @@ from ..errors import TinyflowError
 from ..graph import get_default_graph
 from ..passes import optimize, resolve_options
 from .feeds import check_feed, resolve_key
-from .fetches import flatten, rebuild
 from .plan import ExecutionPlan
 
 
@@ -33,10 +31,28 @@ _GRAPH_LOCKS_GUARD = threading.Lock()
 def graph_lock(graph):
     """The lock every Session.run of `graph` holds (re-entrant: a run may start another run of the graph)."""
     with _GRAPH_LOCKS_GUARD:
-        lock = _GRAPH_LOCKS.get(graph)
-        if lock is None:
-            lock = _GRAPH_LOCKS[graph] = threading.RLock()
-        return lock
+        return _GRAPH_LOCKS.setdefault(graph, threading.RLock())
+
+
+def flatten(structure):
+    """The leaves (nodes or names) of a fetch structure (nested lists, tuples, dicts), in order."""
+    if isinstance(structure, dict):
+        return [leaf for key in structure for leaf in flatten(structure[key])]
+    if isinstance(structure, (list, tuple)):
+        return [leaf for item in structure for leaf in flatten(item)]
+    return [structure]
+
+
+def rebuild(structure, values):
+    """The fetch structure with its leaves replaced, in order, by `values` (an iterator)."""
+    if isinstance(structure, dict):
+        return type(structure)((key, rebuild(structure[key], values)) for key in structure)
+    if isinstance(structure, list):
+        return [rebuild(item, values) for item in structure]
+    if isinstance(structure, tuple):
+        items = [rebuild(item, values) for item in structure]
+        return type(structure)(*items) if hasattr(structure, "_fields") else tuple(items)
+    return next(values)
 
 
 class Session:
@@ -72,39 +88,38 @@ class Session:
     def run(self, fetches, feed_dict=None):
         """Compute `fetches` (a node, a name, or nested lists/tuples/dicts of them) and return their values.
 
-        The result has the structure of `fetches`, with numpy arrays for nodes (always the
-        caller's own: they share memory with no Variable, Constant or other fetch) and None for
-        ops without a value (train ops). Safe to call from several threads: runs of one graph
-        take turns (see the module docstring).
+        The result has the structure of `fetches`, with numpy arrays for nodes (always the caller's own: they
+        share memory with no Variable, Constant or other fetch) and None for ops without a value (train ops).
         """
         with graph_lock(self.graph), self.backend.lock:
-            return self._run(fetches, feed_dict)
+            if self._closed:
+                raise TinyflowError("this Session is closed; create a new one with tfl.Session()")
+            self._watch_graph_growth()
+            plan, checked = self.prepare(fetches, feed_dict)
+            self.backend.begin_run()
+            values = _caller_owned([self.backend.to_host(v) for v in plan.run(checked)], plan)
+            self.backend.hand_out(values)
+            return rebuild(fetches, iter(values))
 
-    def _run(self, fetches, feed_dict):
-        if self._closed:
-            raise TinyflowError("this Session is closed; create a new one with tfl.Session()")
-        self._watch_graph_growth()
-        leaves = flatten(fetches)
-        fetch_nodes = [self._resolve_fetch(leaf) for leaf in leaves]
+    def prepare(self, fetches, feed_dict):
+        """(the plan for `fetches`, the checked feeds) of a run."""
+        fetch_nodes = [self._resolve_fetch(leaf) for leaf in flatten(fetches)]
         feeds = {resolve_key(self.graph, key): value for key, value in (feed_dict or {}).items()}
         plan = self.plan(fetch_nodes, feeds)
-        checked = {node: check_feed(node, value, plan.needed_by.get(node)) for node, value in feeds.items()}
-        self.backend.begin_run()
-        values = plan.run(checked)
-        values = _caller_owned([self.backend.to_host(v) for v in values], plan)
-        self.backend.hand_out(values)
-        return rebuild(fetches, iter(values))
+        return plan, {node: check_feed(node, value, plan.needed_by.get(node)) for node, value in feeds.items()}
 
     def plan(self, fetch_nodes, fed_nodes):
         """The cached ExecutionPlan for these fetches and fed nodes (built on first use).
 
-        With the optimiser on, `plan.optimized` is the rewritten graph it runs and `plan.report`
-        what each pass did; `tfl.viz.to_graphviz(plan)` draws it.
+        With the optimiser on, `plan.optimized` is the rewritten graph (an OptGraph) it runs and `plan.report`
+        what each pass did (both None when not optimised); `tfl.viz.to_graphviz(plan)` draws it.
         """
         key = (tuple(fetch_nodes), frozenset(fed_nodes))
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = build_plan(fetch_nodes, frozenset(fed_nodes), self.backend, self.optimize)
+            graph = optimize(fetch_nodes, key[1], self.optimize) if self.optimize else None
+            plan = self._plans[key] = ExecutionPlan(graph.fetches if graph else fetch_nodes, key[1], self.backend)
+            plan.optimized, plan.report = graph, graph.report if graph else None
         return plan
 
     def memory_profile(self, fetches, feed_dict=None):
@@ -150,17 +165,3 @@ def _caller_owned(values, plan):
         owned.append(value)
     return owned
 
-
-def build_plan(fetches, fed, backend, options):
-    """The ExecutionPlan for `fetches`: of the optimised copy (tinyflow/passes) when `options` say so.
-
-    The plan's `optimized` is the OptGraph it runs (None when not optimised) and `report` what each pass did.
-    """
-    if not options:
-        plan = ExecutionPlan(fetches, fed, backend)
-        plan.optimized = plan.report = None
-        return plan
-    graph = optimize(fetches, fed, options)
-    plan = ExecutionPlan(graph.fetches, fed, backend)
-    plan.optimized, plan.report = graph, graph.report
-    return plan
