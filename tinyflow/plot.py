@@ -1,4 +1,4 @@
-"""Plots for training results. Each returns a matplotlib Figure (shown inline in notebooks)
+"""Plots for training results and memory plans: each returns a matplotlib Figure (shown inline in notebooks)
 and writes it to `path` when one is given."""
 import functools
 import io
@@ -100,4 +100,25 @@ def confusion_matrix(y_true, y_pred, path=None, *, labels=None, title="Confusion
     ax.set_xlabel("predicted")
     ax.set_ylabel("true")
     ax.set_title(f"{title} (accuracy {np.trace(counts) / max(counts.sum(), 1):.3f})")
+    return _finish(fig, path)
+
+
+def plot_memory(profile, path=None, *, title="Memory during one run"):
+    """A step plot of the MB alive per step of an execution plan (from Session.memory_profile), with the peak."""
+    steps = [r["position"] for r in profile.rows]
+    fig = figure(figsize=(max(6, 0.18 * len(steps)), 3.8))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.step(steps, [r["live_bytes"] / 1e6 for r in profile.rows], where="post", label="alive after the step")
+    ax.plot(steps, [r["during_bytes"] / 1e6 for r in profile.rows], "k.", markersize=4, label="alive during the step")
+    ax.bar(steps, [r["new_bytes"] / 1e6 for r in profile.rows], alpha=0.3, label="allocated by the step")
+    if profile.peak_step is not None:
+        ax.axvline(profile.peak_step, color="red", linestyle="--", alpha=0.6,
+                   label=f"peak {profile.peak_bytes / 1e6:.2f} MB")
+    if len(steps) <= 40:
+        ax.set_xticks(steps, [r["node"].rsplit("/", 1)[-1] for r in profile.rows], rotation=70, fontsize=7)
+    ax.set_xlabel("step of the execution plan")
+    ax.set_ylabel("MB")
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
     return _finish(fig, path)

@@ -1,60 +1,54 @@
 """The explorer's data for an eager Tensor: the ops it recorded (its grad_fns) and the leaves they read.
 
-Values are what the ops computed (each keeps its output until a backward pass frees it); gradients
-come from the eager engine's own backward pass, run with a trace and a private sink, so the
-tensors' `.grad` stay untouched and the step-through shows the order that engine takes.
+Values are what the ops computed (each keeps its output until a backward pass frees it); gradients come from
+the eager engine's own backward pass, run with a trace and a private sink (the tensors' `.grad` stay untouched).
 """
 import numpy as np
 
 from ...eager.tensor import Tensor
 from ...errors import TinyflowError
 from ..eager_graph import _recorded
-from .summary import summary
+from .graph_data import record
 
 
 def eager_data(tensor):
     """The page's data for an eager Tensor's recorded graph (`_recorded` in eager_graph.py)."""
     ops, leaves, edges = _recorded(tensor)
-    if not ops:
-        leaves = [tensor]  # a tensor that recorded nothing: a leaf on its own
-    leaf_ids = {id(leaf) for leaf in leaves}  # by identity: `in` on a list of Tensors would compare values
-    order = _forward_order(tensor, leaf_ids, leaves)
+    leaves = leaves if ops else [tensor]  # a tensor that recorded nothing: a leaf on its own
+    order = _forward_order(tensor, leaves)
     names = _names(order)
     inputs = {fn: [None] * len(fn._next or ()) for fn in ops}
     for source, fn, index in edges:
         inputs[fn][index] = source
     index_of = {item: i for i, item in enumerate(order)}
-    notes, walk, leaf_grads = [], [], {}
+    notes, walk, grads = [], [], {}
     if ops:
+        sink = {leaf: None for leaf in leaves}
         try:
-            walk, leaf_grads = _trace_backward(tensor, leaves)
+            walk = trace_backward(tensor, None if tensor.size == 1 else np.ones(tensor.shape, tensor.dtype), sink)
+            grads = {leaf: g.numpy() if hasattr(g, "numpy") else g for leaf, g in sink.items() if g is not None}
         except TinyflowError as err:
             notes.append(f"no backprop walk: {err}")
-    grads = {fn: g for fn, g, _ in walk}
-    grads.update(leaf_grads)
+        grads.update((fn, g) for fn, g, _ in walk)
     records = []
     for item in order:
-        is_leaf = id(item) in leaf_ids
-        value = item.numpy() if is_leaf else getattr(item, "_out", None)
-        grad = grads.get(item)
-        records.append({
-            "name": names[item], "op": "Tensor" if is_leaf else item.op_type,
-            "shape": [int(d) for d in item.shape] if item.shape is not None else None,
-            "dtype": str(item.dtype) if item.dtype is not None else None,
-            "site": "" if is_leaf else item.creation_site,
-            "value": None if value is None else summary(value), "grad": None if grad is None else summary(grad),
-            "kind": "variable" if is_leaf else "op", "scope": "",
-            "inputs": [] if is_leaf else [index_of[s] for s in inputs[item] if s is not None]})
-    data = {"source": "eager", "nodes": records, "groups": {},
-            "forward_order": [names[item] for item in order],
+        if isinstance(item, Tensor):  # a leaf
+            records.append(record(names[item], "Tensor", item.shape, item.dtype, "", "variable", "", [],
+                                  item.numpy(), grads.get(item)))
+        else:
+            records.append(record(names[item], item.op_type, item.shape, item.dtype, item.creation_site, "op", "",
+                                  [index_of[s] for s in inputs[item] if s is not None], getattr(item, "_out", None),
+                                  grads.get(item)))
+    data = {"source": "eager", "nodes": records, "groups": {}, "forward_order": [names[item] for item in order],
             "backprop_order": [names[fn] for fn, _, _ in walk], "notes": notes}
     if walk:
         data["backprop"] = _walk_data(walk, names, edges)
     return data
 
 
-def _forward_order(tensor, leaf_ids, leaves):
+def _forward_order(tensor, leaves):
     """Leaves first, then the ops in an order where each comes after what it read (a depth-first postorder)."""
+    leaf_ids = {id(leaf) for leaf in leaves}  # by identity: `in` on a list of Tensors would compare values
     order, done = [], set()
     stack = [(tensor.grad_fn, False)] if tensor.grad_fn is not None else []
     while stack:
@@ -84,16 +78,14 @@ def _names(order):
     return names
 
 
-def _trace_backward(tensor, leaves):
-    """The eager engine's walk from `tensor` (seeded with ones): [(op, its output's gradient, counts)]."""
+def trace_backward(tensor, grad=None, sink=None):
+    """The eager engine's walk from `tensor` (seeded with `grad`): [(op, its output's gradient, pending counts)].
+    Leaves' gradients go to `sink` ({leaf: None}), never to `.grad`."""
     from ...eager.autograd import backward
-    sink = {leaf: None for leaf in leaves}
     walk = []
-    seed = None if tensor.size == 1 else np.ones(tensor.shape, tensor.dtype)
-    backward([tensor], None if seed is None else [seed], retain_graph=True, sink=sink,
+    backward([tensor], None if grad is None else [grad], retain_graph=True, sink={} if sink is None else sink,
              trace=lambda step: walk.extend(op_steps(step)))
-    return walk, {leaf: np.asarray(g.numpy() if hasattr(g, "numpy") else g) for leaf, g in sink.items()
-                  if g is not None}
+    return walk
 
 
 def op_steps(step):
