@@ -19,19 +19,19 @@ EXAMPLES_SHOWN = 32  # rows of the first batch the page's values are computed on
 
 
 class FitLog:
-    """One fit's log: `start()`, then `start_epoch()` and `epoch()` per epoch, then `finish()`.
+    """One fit's log, written from the start; then `start_epoch(epoch)` and `end_epoch(epoch, logs)` per epoch, and
+    `close()`. A part that cannot be written (a file in the way, a full disk) never stops training: its first
+    failure warns once, and that part (the scalars or the page) is left out from then on."""
 
-    A part that cannot be written (a file in the way, a full disk) never stops training: its first failure
-    warns once, and that part (the scalars or the page) is left out from then on.
-    """
-
-    def __init__(self, log_dir, model, X, y, resumed):
+    def __init__(self, log_dir, model, X, y, first_epoch):
         self.log_dir, self.model, self.warned, self._started = os.fspath(log_dir), model, False, None
         self.feed = {model.x: X[:EXAMPLES_SHOWN], model.target: y[:EXAMPLES_SHOWN]}
         self.writer = self._attempt("the scalar log", lambda: ScalarWriter(self.log_dir))
-        self.page = True
         # a second fit on the same log continues its curves; a resumed fit numbers epochs itself
-        self.offset = 0 if resumed or self.writer is None else self.writer.last_epoch
+        self.offset = 0 if first_epoch > 1 or self.writer is None else self.writer.last_epoch
+        if self.writer is not None:
+            self.writer = self._attempt("the scalar log", lambda: self.writer.header(first_epoch + self.offset))
+        self.page = self._attempt("the model's graph page", self._draw)  # the untrained model's values
 
     def _attempt(self, what, step):
         """step()'s result, or None when it fails: the first failure warns (at the fit call), later ones not."""
@@ -50,24 +50,18 @@ class FitLog:
         return explore(self.model.loss, self.feed, os.path.join(self.log_dir, GRAPH_PAGE), backend=self.model.backend,
                        title=f"model graph ({os.path.basename(os.path.normpath(self.log_dir))})")
 
-    def start(self, first_epoch):
-        """Write the header and the model's page (values of the untrained model)."""
-        if self.writer is not None:
-            self.writer = self._attempt("the scalar log", lambda: self.writer.header(first_epoch + self.offset))
-        self.page = self._attempt("the model's graph page", self._draw)
-
-    def start_epoch(self):
+    def start_epoch(self, epoch):
         """Note when the epoch starts."""
         self._started = time.perf_counter()
 
-    def epoch(self, epoch, logs):
+    def end_epoch(self, epoch, logs):
         """Append this epoch's logs, learning rate and duration."""
         scalars = dict(logs, lr=learning_rate(self.model.optimizer), epoch_time=time.perf_counter() - self._started)
         if self.writer is not None:
             self.writer = self._attempt("the scalar log", lambda: self.writer.write(epoch + self.offset, scalars))
 
-    def finish(self):
-        """Rewrite the page with the trained weights and close the log."""
+    def close(self):
+        """Rewrite the page with the weights training left and close the log."""
         if self.page is not None:
             self._attempt("the model's graph page", self._draw)
         if self.writer is not None:
