@@ -61,8 +61,7 @@ def load_variables(path, graph=None):
     path = os.fspath(path)
     try:
         with zipfile.ZipFile(path) as archive:
-            members = _check_members(archive, variables, path)
-            values = {name: _read_value(archive, info, variables[name], path) for name, info in members.items()}
+            values = _read_members(archive, variables, path)
     except CheckpointError:
         raise
     except Exception as err:  # anything a damaged or crafted file makes zipfile or numpy raise
@@ -73,9 +72,9 @@ def load_variables(path, graph=None):
         var.value = values[name]
 
 
-def _check_members(archive, variables, path):
-    """{variable name: ZipInfo} once names, headers, dtypes, shapes and sizes all match the graph."""
-    infos, problems = {}, []
+def _read_members(archive, variables, path):
+    """{variable name: value in its dtype} once names, headers, dtypes, shapes, sizes and values all fit the graph."""
+    infos, problems, values = {}, [], {}
     for info in archive.infolist():
         name = info.filename[:-4] if info.filename.endswith(".npy") else None
         if name is None:
@@ -90,43 +89,33 @@ def _check_members(archive, variables, path):
     if extra:
         problems.append(f"in the file but not in the graph: {extra}")
     for name in sorted(set(variables) & set(infos)):
-        problem = _header_problem(archive, infos[name], variables[name])
+        values[name], problem = _read_member(archive, infos[name], variables[name])
         if problem:
             problems.append(f"'{name}' {problem}")
     if problems:
         raise CheckpointError(f"checkpoint '{path}' does not match the graph's variables: " + "; ".join(problems)
-                              + ". Build the same model (same names, scopes and shapes) before loading; "
+                              + ". Build the same model (same names, scopes, shapes and dtypes) before loading; "
                               "nothing was changed.")
-    return {name: infos[name] for name in variables}
+    return values
 
 
-def _read_header(member):
-    """(shape, fortran_order, dtype, data offset) of a .npy stream; only numpy's bounded header parser."""
-    version = np.lib.format.read_magic(member)
-    if version not in _HEADER_READERS:
-        raise ValueError(f"unsupported .npy format version {version}")
-    return (*_HEADER_READERS[version](member), member.tell())
-
-
-def _header_problem(archive, info, var):
-    """What is wrong with one member's .npy header for `var` (read before any data), or None."""
+def _read_member(archive, info, var):
+    """(the member's array in the Variable's dtype, None), or (None, what is wrong with it): the .npy header is
+    checked (with numpy's bounded parser only) before any data is read, then the CRC and the values' range."""
     with archive.open(info) as member:
-        shape, _, dtype, offset = _read_header(member)
-    if dtype.hasobject or dtype.kind not in "biuf" or dtype.fields is not None or dtype.subdtype is not None:
-        return f"holds {dtype} values; a checkpoint holds only bool, integer and float arrays"
-    if shape != var.shape:
-        return f"has shape {shape} in the file but {var.shape} in the graph"
-    expected = offset + math.prod(shape) * dtype.itemsize
-    if info.file_size != expected:
-        return f"is {info.file_size} bytes long but its header announces {expected} (a truncated or padded member)"
-    return None
-
-
-def _read_value(archive, info, var, path):
-    """The member's array, converted to the Variable's dtype, after its CRC and range checks."""
-    with archive.open(info) as member:
-        shape, fortran_order, dtype, _ = _read_header(member)
+        version = np.lib.format.read_magic(member)
+        if version not in _HEADER_READERS:
+            raise ValueError(f"unsupported .npy format version {version}")
+        shape, fortran_order, dtype = _HEADER_READERS[version](member)
+        if dtype.hasobject or dtype.kind not in "biuf" or dtype.fields is not None or dtype.subdtype is not None:
+            return None, f"holds {dtype} values; a checkpoint holds only bool, integer and float arrays"
+        if shape != var.shape:
+            return None, f"has shape {shape} in the file but {var.shape} in the graph"
         count = math.prod(shape)
+        expected = member.tell() + count * dtype.itemsize
+        if info.file_size != expected:
+            return None, (f"is {info.file_size} bytes long but its header announces {expected} "
+                          "(a truncated or padded member)")
         data = member.read(count * dtype.itemsize)
         if len(data) != count * dtype.itemsize or member.read(1):  # reading to the end checks the CRC
             raise ValueError(f"member '{info.filename}' does not hold exactly the data its header announces")
@@ -140,9 +129,8 @@ def _read_value(archive, info, var, path):
             fits = value.astype(dtype) == stored
     if not fits.all():
         index = tuple(int(i) for i in np.argwhere(~fits)[0])
-        raise CheckpointError(f"checkpoint '{path}': '{var.name}' holds {stored[index]!r} at index {index}, which "
-                              f"does not fit the Variable's dtype {var.dtype}; nothing was changed.")
-    return value
+        return None, f"holds {stored[index]!r} at index {index}, which does not fit the Variable's dtype {var.dtype}"
+    return value, None
 
 
 def _plain(value):

@@ -8,23 +8,33 @@ from .graphviz_render import STYLES, digraph, summarize
 
 
 def _recorded(tensor):
-    """(ops, leaves, edges) reachable from the tensor's grad_fn; edges are (source, op, input index)."""
+    """(ops, leaves, edges) reachable from the tensor's grad_fn, ops in the order they ran (each after the ops it
+    read: a depth-first postorder), leaves as first reached; edges are (source, op, input index)."""
     from ..eager import Tensor
     if not isinstance(tensor, Tensor):
         raise TinyflowError(f"backward_graph draws an eager Tensor's recorded graph, got {tensor!r}; "
                             "for graph nodes use tfl.viz.to_graphviz")
-    ops, leaves, edges, stack = [], [], [], [tensor.grad_fn] if tensor.grad_fn is not None else []
-    seen = set(map(id, stack))
+    ops, leaves, edges, seen = [], [], [], set()
+    stack = [(tensor.grad_fn, False)] if tensor.grad_fn is not None else []
     while stack:
-        fn = stack.pop()
-        ops.append(fn)
-        for index, source in enumerate(fn._next or ()):
-            if source is None:
+        fn, expanded = stack.pop()
+        if expanded:
+            ops.append(fn)
+            continue
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        stack.append((fn, True))
+        for index, source in reversed(list(enumerate(fn._next or ()))):  # input 0 is expanded first
+            if source is not None:
+                edges.append((source, fn, index))
+            if source is None or id(source) in seen:  # by identity: == on Tensors compares values
                 continue
-            edges.append((source, fn, index))
-            if id(source) not in seen:
+            if isinstance(source, Tensor):  # a leaf
                 seen.add(id(source))
-                (leaves if isinstance(source, Tensor) else stack).append(source)
+                leaves.append(source)
+            else:
+                stack.append((source, False))
     return ops, leaves, edges
 
 

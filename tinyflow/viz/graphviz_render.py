@@ -1,4 +1,5 @@
-"""Graph pictures with graphviz: every kind of node drawn distinctly, name scopes as clusters."""
+"""Graph pictures with graphviz: every kind of node drawn distinctly, name scopes as clusters, the fused kernels
+of an optimised plan as clusters naming the ops they replaced."""
 import functools
 import html
 import os
@@ -9,6 +10,7 @@ import numpy as np
 from ..errors import TinyflowError
 from ..graph import ancestors, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
+from ..passes.fusion import FusedElementwise
 
 # kind -> graphviz node attributes; the legend shows them in this order
 STYLES = {
@@ -119,14 +121,6 @@ def _label(node, show_values, values):
     return "\\n".join(lines)
 
 
-def _legend_label(kinds):
-    """One HTML-like table naming each kind of node in its colours (one node: no edges to upset the layout)."""
-    rows = "".join(f'<TR><TD BGCOLOR="{STYLES[k]["fillcolor"]}" COLOR="{STYLES[k]["color"]}">'
-                   f"{LEGEND[k]}</TD></TR>" for k in kinds)
-    return (f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2"><TR><TD BORDER="0"><B>legend</B></TD></TR>'
-            f"{rows}</TABLE>>")
-
-
 def _gradient_of(variable):
     """The gradient node an optimizer update applies to `variable`, if there is one."""
     for consumer in variable.consumers:
@@ -152,7 +146,6 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
     """
     import graphviz
     if getattr(target, "optimized", None) is not None:  # an optimised ExecutionPlan, from sess.plan(...)
-        from .plan_picture import optimized_graphviz
         return optimized_graphviz(target.optimized, show_shapes)
     targets = None if target is None else as_list(target)
     if graph is None:
@@ -218,7 +211,49 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
             if pop in drawn and value in drawn:
                 dot.edge(node_id(pop), node_id(value), style="dotted", color="#b33a3a", label="restores",
                          constraint="false")
-    dot.node("legend", _legend_label([k for k in STYLES if any(kind_of(n) == k for n in nodes)]), shape="plaintext")
+    # the legend: one HTML-like table naming each kind of node drawn, in its colours (one node: no edges to upset
+    # the layout)
+    rows = "".join(f'<TR><TD BGCOLOR="{style["fillcolor"]}" COLOR="{style["color"]}">{LEGEND[kind]}</TD></TR>'
+                   for kind, style in STYLES.items() if any(kind_of(n) == kind for n in nodes))
+    dot.node("legend", f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2"><TR><TD BORDER="0"><B>legend</B></TD>'
+             f"</TR>{rows}</TABLE>>", shape="plaintext")
+    return dot
+
+
+def optimized_graphviz(graph, show_shapes=True):
+    """A graphviz.Digraph of an OptGraph (what `sess.plan(...)` runs); each fused kernel is a cluster."""
+    dot = digraph("tinyflow_optimised", rankdir="TB")
+    ids, output_of = {}, {}
+
+    def node_id(node):
+        return ids.setdefault(id(node), f"n{len(ids)}")
+
+    def label(node):
+        return f"{node.name}\n{node.op_type}" + (f"\n{node.shape}" if show_shapes and node.shape is not None else "")
+
+    def edge(source, head):
+        dot.edge(output_of.get(id(source), node_id(source)), head, label=str(source.shape) if show_shapes else "")
+
+    for node in graph.nodes:
+        if not isinstance(node, FusedElementwise):
+            dot.node(node_id(node), label(node), **STYLES[kind_of(node)])
+            continue
+        title = "fused: " + " → ".join(m.op_type for m in node.members)
+        style = dict(label=title, style="rounded,filled", color="#7b1fa2", fillcolor="#f3e5f5", fontcolor="#4a148c")
+        with dot.subgraph(name=f"cluster_{node_id(node)}", graph_attr=style) as cluster:
+            for member in node.members:
+                cluster.node(node_id(member), label(member), **STYLES[kind_of(member)])
+            for member, (_, args) in zip(node.members, node.program):
+                for kind, index in args:  # "t": an earlier member's result, "x": one of the fused node's inputs
+                    if kind == "t":
+                        cluster.edge(node_id(node.members[index]), node_id(member))
+                    elif kind == "x":
+                        edge(node.inputs[index], node_id(member))
+        output_of[id(node)] = node_id(node.members[-1])
+    for node in graph.nodes:
+        if not isinstance(node, FusedElementwise) and node not in graph.fed:
+            for inp in node.inputs:
+                edge(inp, node_id(node))
     return dot
 
 
@@ -281,10 +316,8 @@ def render(target, path, **options):
     if fmt not in ("png", "svg", "pdf"):
         raise VizError(f"cannot render to '{path}': use a .png, .svg or .pdf file name")
     require_dot()
-    if hasattr(target, "nodes") and not isinstance(target, Node):  # a Graph
-        dot = to_graphviz(None, graph=target, **options)
-    else:
-        dot = to_graphviz(target, **options)
+    is_graph = hasattr(target, "nodes") and not isinstance(target, Node)  # a Graph (or a program holding one)
+    dot = to_graphviz(None, graph=target, **options) if is_graph else to_graphviz(target, **options)
     if fmt == "png":
         dot.graph_attr["size"] = f"{PNG_MAX_SIDE / 96:g},{PNG_MAX_SIDE / 96:g}"  # inches; scales down only
     picture = dot.pipe(format=fmt)  # render first: a failure must not leave an empty file behind

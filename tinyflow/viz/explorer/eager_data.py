@@ -14,8 +14,7 @@ from .graph_data import record
 def eager_data(tensor):
     """The page's data for an eager Tensor's recorded graph (`_recorded` in eager_graph.py)."""
     ops, leaves, edges = _recorded(tensor)
-    leaves = leaves if ops else [tensor]  # a tensor that recorded nothing: a leaf on its own
-    order = _forward_order(tensor, leaves)
+    order = leaves + ops if ops else [tensor]  # leaves first, then each op after what it read; or a lone leaf
     names = _names(order)
     inputs = {fn: [None] * len(fn._next or ()) for fn in ops}
     for source, fn, index in edges:
@@ -23,7 +22,7 @@ def eager_data(tensor):
     index_of = {item: i for i, item in enumerate(order)}
     notes, walk, grads = [], [], {}
     if ops:
-        sink = {leaf: None for leaf in leaves}
+        sink = dict.fromkeys(leaves)
         try:
             walk = trace_backward(tensor, None if tensor.size == 1 else np.ones(tensor.shape, tensor.dtype), sink)
             grads = {leaf: g.numpy() if hasattr(g, "numpy") else g for leaf, g in sink.items() if g is not None}
@@ -44,26 +43,6 @@ def eager_data(tensor):
     if walk:
         data["backprop"] = _walk_data(walk, names, edges)
     return data
-
-
-def _forward_order(tensor, leaves):
-    """Leaves first, then the ops in an order where each comes after what it read (a depth-first postorder)."""
-    leaf_ids = {id(leaf) for leaf in leaves}  # by identity: `in` on a list of Tensors would compare values
-    order, done = [], set()
-    stack = [(tensor.grad_fn, False)] if tensor.grad_fn is not None else []
-    while stack:
-        fn, expanded = stack.pop()
-        if fn in done:
-            continue
-        if expanded:
-            done.add(fn)
-            order.append(fn)
-            continue
-        stack.append((fn, True))
-        for source in reversed(fn._next or ()):
-            if source is not None and id(source) not in leaf_ids and source not in done:
-                stack.append((source, False))
-    return list(leaves) + order if order else [tensor]
 
 
 def _names(order):
