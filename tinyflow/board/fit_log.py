@@ -1,10 +1,5 @@
-"""What `Model.fit(..., log_dir=...)` writes: the scalar log of each epoch and the explorer page of the model.
-
-The scalars are the epoch's logs (loss, metrics, validation values), the learning rate (`lr`) when it is a number
-or a Variable, and the seconds the epoch took (`epoch_time`). The page (`graph.html`, see tfl.viz.explore) shows
-the model's loss graph with the values and gradients of the first batch, written when training starts and again
-with the trained weights at the end.
-"""
+"""What `Model.fit(..., log_dir=...)` writes: each epoch's logs, learning rate (`lr`) and duration (`epoch_time`),
+and the explorer page of the model's loss on the first batch, at the start and again with the trained weights."""
 import os
 import time
 import warnings

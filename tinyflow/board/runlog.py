@@ -1,21 +1,5 @@
-"""The scalar log of a training run: append-only JSON Lines that a killed run leaves readable.
-
-A run's folder (the `log_dir` of `Model.fit`) holds `scalars.jsonl`, UTF-8, one JSON object per line:
-
-    {"tinyflow_scalars": 1, "time": 1718000000.0, "first_epoch": 1}         a header at the start of each fit
-    {"epoch": 1, "time": 1718000001.2, "scalars": {"loss": 0.52, "lr": 0.001, "epoch_time": 0.21}}
-    {"epoch": 2, "time": 1718000001.4, "scalars": {"loss": "NaN", "lr": 0.001, "epoch_time": 0.2}}
-
-`time` is Unix time; numbers JSON cannot hold are "NaN", "Infinity" and "-Infinity". Each line is one write()
-to a file opened for appending, and nothing is rewritten, so a process killed at any moment leaves every
-finished epoch readable (at worst a last line is cut short); an fsync at most once a second and at the end
-bounds what a power loss takes to the last second.
-
-Reading only parses (json.loads and type checks: nothing is executed) and is tolerant: a last line without
-its newline is not read yet (it is being written, or a crash cut it); a line that is not a JSON object with a
-positive integer "epoch", names a scalar with text that is not Unicode, or is longer than MAX_LINE bytes, is
-skipped and counted; values that are not numbers are skipped; a later line for an epoch replaces an earlier one
-(a resumed run repeats the epoch it was killed in). Only a regular file is read, never through a symbolic link.
+"""The scalar log of a training run, `scalars.jsonl`: append-only JSON Lines that a killed run leaves readable, and
+read without ever executing anything (the format and its guarantees: docs/explorer_and_board.md).
 """
 import json
 import math

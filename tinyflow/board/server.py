@@ -4,11 +4,8 @@
     GET /api/runs      {"runs": [{"name", "scalars": {"loss": [[epoch, value], ...], ...}, "graph", "skipped",
                         "updated"}], "skipped_runs", "logdir"}
     GET /graph?run=N   the explorer page Model.fit wrote for run N (graph.html in its folder)
-It listens on 127.0.0.1 unless told otherwise, only reads, serves nothing but those pages (a run name is looked
-up among the runs found, never joined into a path; only regular files, never through a symbolic link), forbids
-its pages any network access beyond itself (Content-Security-Policy), and answers only requests addressed to it:
-another site's Host header is refused (403), so a web page cannot read the runs by DNS rebinding (as Jupyter and
-TensorBoard refuse them). Runs whose folder name is not UTF-8 are left out and counted.
+It only reads and serves nothing else (a run name is looked up among the runs found, never joined into a path),
+forbids its pages any network access beyond itself, and refuses another site's Host header (DNS rebinding).
 """
 import errno
 import functools
@@ -49,13 +46,9 @@ class RunCatalog:
         self.logdir = os.fspath(logdir)
         self._logs, self._lock = {}, threading.Lock()
 
-    def runs(self):
-        """{name: folder} of the runs found now."""
-        return find_runs(self.logdir) if os.path.isdir(self.logdir) else {}
-
     def snapshot(self):
         """The JSON of /api/runs."""
-        found = self.runs()
+        found = find_runs(self.logdir)
         result = []
         with self._lock:
             for name, folder in found.items():
@@ -72,7 +65,7 @@ class RunCatalog:
 
     def graph_page(self, name):
         """The bytes of run `name`'s explorer page, or None."""
-        folder = self.runs().get(name)
+        folder = find_runs(self.logdir).get(name)
         page = None if folder is None else open_regular(os.path.join(folder, GRAPH_PAGE))
         if page is None:
             return None

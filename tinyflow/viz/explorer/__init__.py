@@ -1,21 +1,6 @@
-"""The interactive graph explorer: `tfl.viz.explore(target, feed_dict)` writes one self-contained HTML page.
-
-The page lays the graph out in the browser (dagre, shipped with tinyflow: no graphviz needed), name scopes as
-clusters that open and close; a clicked node shows its op, name, creation site, shape, dtype, value (statistics,
-a heat map for 2-D values) and gradient. Buttons and arrow keys step through the forward pass in the Session's
-order, then the backprop walk in tfl.gradients' order, with pending counts and the contributions summed so far.
-Its data, embedded as JSON in <script type="application/json" id="tinyflow-data">, is readable by any tool:
-    {"source": "graph" | "plan" | "eager", "title",
-     "nodes": [{"name", "op", "shape", "dtype", "site", "value": summary | null, "grad": summary | null,
-                "kind", "scope", "inputs": [indices of drawn inputs]}, ...],
-     "groups": {scope: {"label", "kind": "scope" | "fused"}},
-     "forward_order": [names], "backprop_order": [names in the engine's order],
-     "backprop": {"loss", "wrt", "pending": {name: count before the walk},
-                  "steps": [{"node", "received", "delivered": [[input, contribution, running sum]],
-                             "released", "queue", "queue_size"}]},   (only when there is a walk)
-     "notes": [strings]}
-a summary being {"shape", "dtype", "size", "mean", "std", "min", "max", "nan", "inf", "value" (one element),
-"heatmap": {"rows", "cols", "cells"} (2-D)}, with "NaN" / "Infinity" / "-Infinity" for what JSON cannot hold.
+"""The interactive graph explorer: `tfl.viz.explore(target, feed_dict)` writes one self-contained HTML page that
+lays the graph out in the browser and steps through the forward pass and the backprop walk (README, "In the
+browser"); the data it draws is JSON inside it, documented in docs/explorer_and_board.md.
 """
 import html
 import os
@@ -51,11 +36,9 @@ class ExplorerPage:
 def explore(target=None, feed_dict=None, path="graph.html", *, loss=None, wrt=None, backend=None, title=None):
     """Write the explorer page of `target` to `path` and return it (an ExplorerPage; Jupyter displays it).
 
-    `target`: a node or list of nodes (with everything they need), a Graph (None: the default graph), an
-    ExecutionPlan from `sess.plan(...)` (fused kernels as groups) or an eager Tensor (the ops it recorded).
-    With `feed_dict` (or a graph that needs none) nodes show their values. The backprop walk starts at `loss`
-    (default: the target when it is one float node) and differentiates against `wrt` (default: the trainable
-    Variables and float Placeholders it depends on). Drawing never runs an optimizer update or changes the graph.
+    `target`: nodes (with everything they need), a Graph (None: the default graph), an ExecutionPlan from
+    `sess.plan(...)` or an eager Tensor. The backprop walk starts at `loss` (default: a float target node) and
+    differentiates against `wrt` (default: the trainable Variables and float Placeholders it depends on).
     """
     if isinstance(feed_dict, (str, os.PathLike)):
         raise ExplorerError(f"explore(target, feed_dict, path): got the string {os.fspath(feed_dict)!r} as "

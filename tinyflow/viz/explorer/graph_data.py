@@ -21,7 +21,7 @@ QUEUE_SHOWN = 12  # names of the queue kept per backprop step (the rest is count
 
 
 def record(name, op, shape, dtype, site, kind, scope, inputs, value=None, grad=None):
-    """One node as the page reads it (the format: tinyflow/viz/explorer/__init__.py); value and grad summarised."""
+    """One node as the page reads it (docs/explorer_and_board.md), its value and gradient summarised."""
     return {"name": name, "op": op, "shape": None if shape is None else [None if d is None else int(d) for d in shape],
             "dtype": None if dtype is None else dtype_name(dtype), "site": site, "value": summary(value),
             "grad": summary(grad), "kind": kind, "scope": scope, "inputs": inputs}
