@@ -5,10 +5,11 @@ the eager engine's own backward pass, run with a trace and a private sink (the t
 """
 import numpy as np
 
+from ...eager.autograd import backward
 from ...eager.tensor import Tensor
 from ...errors import TinyflowError
 from ..eager_graph import _recorded
-from .graph_data import record
+from .graph_data import record, trace_walk, walk_data
 
 
 def eager_data(tensor):
@@ -20,15 +21,16 @@ def eager_data(tensor):
     for source, fn, index in edges:
         inputs[fn][index] = source
     index_of = {item: i for i, item in enumerate(order)}
-    notes, walk, grads = [], [], {}
+    notes, walk, pending, grads = [], [], {}, {}
     if ops:
         sink = dict.fromkeys(leaves)
+        seed = None if tensor.size == 1 else [np.ones(tensor.shape, tensor.dtype)]
         try:
-            walk = trace_backward(tensor, None if tensor.size == 1 else np.ones(tensor.shape, tensor.dtype), sink)
-            grads = {leaf: g.numpy() if hasattr(g, "numpy") else g for leaf, g in sink.items() if g is not None}
+            walk, pending, grads = trace_walk(
+                lambda trace: backward([tensor], seed, retain_graph=True, sink=sink, trace=trace), names, _leaf_step)
+            grads.update((leaf, g) for leaf, g in sink.items() if g is not None)
         except TinyflowError as err:
             notes.append(f"no backprop walk: {err}")
-        grads.update((fn, g) for fn, g, _ in walk)
     records = []
     for item in order:
         if isinstance(item, Tensor):  # a leaf
@@ -39,9 +41,9 @@ def eager_data(tensor):
                                   [index_of[s] for s in inputs[item] if s is not None], getattr(item, "_out", None),
                                   grads.get(item)))
     data = {"source": "eager", "nodes": records, "groups": {}, "forward_order": [names[item] for item in order],
-            "backprop_order": [names[fn] for fn, _, _ in walk], "notes": notes}
+            "backprop_order": [step["node"] for step in walk], "notes": notes}
     if walk:
-        data["backprop"] = _walk_data(walk, names, edges)
+        data["backprop"] = walk_data(walk, pending, names, _numpy, tensor.grad_fn)
     return data
 
 
@@ -57,40 +59,24 @@ def _names(order):
     return names
 
 
-def trace_backward(tensor, grad=None, sink=None):
-    """The eager engine's walk from `tensor` (seeded with `grad`): [(op, its output's gradient, pending counts)].
-    Leaves' gradients go to `sink` ({leaf: None}), never to `.grad`."""
-    from ...eager.autograd import backward
+def trace_backward(tensor, grad=None):
+    """The eager engine's walk from `tensor` (seeded with `grad`; `.grad`s untouched): [(op, its output's gradient,
+    the pending counts)]."""
     walk = []
-    backward([tensor], None if grad is None else [grad], retain_graph=True, sink={} if sink is None else sink,
+    backward([tensor], None if grad is None else [grad], retain_graph=True, sink={},
              trace=lambda step: walk.extend(op_steps(step)))
     return walk
 
 
+def _leaf_step(step):
+    """Whether a step of the eager walk delivers to a leaf (or passes nothing on): the pictures show ops."""
+    return step["node"].__class__ is Tensor or step["grad"] is None
+
+
 def op_steps(step):
     """[(op, its output's gradient, the pending counts)] for a step of the walk through an op ([] for a leaf)."""
-    if step["node"].__class__ is Tensor or step["grad"] is None:
-        return []
-    return [(step["node"], np.array(step["grad"].numpy()), dict(step["pending"]))]
+    return [] if _leaf_step(step) else [(step["node"], np.array(step["grad"].numpy()), dict(step["pending"]))]
 
 
-def _walk_data(walk, names, edges):
-    """Steps as the page replays them; the eager engine keeps its partial sums to itself, so contributions
-    are counted, not summed."""
-    feeds = {}
-    for source, fn, _ in edges:
-        feeds.setdefault(fn, []).append(source)
-    first_fn, _, after_first = walk[0]
-    pending = dict(after_first)
-    for source in feeds.get(first_fn, ()):
-        if source in pending:
-            pending[source] += 1
-    steps = []
-    for fn, _, counts in walk:
-        targets = feeds.get(fn, [])
-        steps.append({"node": names[fn], "received": None,
-                      "delivered": [[names[s], None, None] for s in targets if s in names],
-                      "released": [names[s] for s in dict.fromkeys(targets) if counts.get(s) == 0 and s in names],
-                      "queue": None, "queue_size": None})
-    return {"loss": names[first_fn], "wrt": [], "steps": steps,
-            "pending": {names[fn]: count for fn, count in pending.items() if fn in names}}
+def _numpy(value):
+    return value.numpy() if hasattr(value, "numpy") else value

@@ -76,10 +76,11 @@ def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None
     fetches = targets if targets is not None else [n for n in nodes if not n.consumers]
     order = schedule(prune(fetches, frozenset(feeds)), frozenset(feeds))  # the order Session.run computes them in
     notes, walk, pending, grads = [], [], {}, {}
+    names = {node: node.name for node in nodes}
     with graph.scratch():  # gradient nodes live only inside this block
         if loss is not None and wrt:
             try:
-                walk, pending, grads = _trace_walk(loss, wrt)
+                walk, pending, grads = trace_walk(lambda trace: gradients(loss, wrt, trace=trace), names)
             except TinyflowError as err:
                 notes.append(f"no backprop walk: {err}")
         computed = {c for step in walk for _, c in step["delivered"] if c is not None} | set(grads.values())
@@ -91,42 +92,47 @@ def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None
             "forward_order": [n.name for n in order if n in index_of],
             "backprop_order": [step["node"] for step in walk], "notes": notes}
     if walk:
-        data["backprop"] = _walk_data(walk, pending, loss, wrt, values)
+        data["backprop"] = walk_data(walk, pending, names, values.get, loss, wrt)
     return data
 
 
-def _trace_walk(loss, wrt):
-    """tfl.gradients(loss, wrt) with a trace: (the steps, what each handed on still as nodes; the counts before
-    the walk; {node: its gradient})."""
+def trace_walk(backward, names, skip=None):
+    """Run `backward(trace)` (tfl.gradients or the eager engine, traced) and keep what the page replays: (the steps,
+    their contributions still unsummarised; every node's count before the walk; {node: its gradient}). `names`
+    names the drawn nodes; `skip(step)` leaves a step out."""
     steps, pending, grads = [], {}, {}
 
     def keep(step):
+        if skip is not None and skip(step):
+            return
         if not steps:  # before the walk: every node's count, the first step's decrements added back
             pending.update(step["pending"])
             pending.setdefault(step["node"], 0)  # the walk forgets a node's count once it is processed
-            for inp, _ in step["delivered"]:
-                pending[inp] += 1
+            for parent, _ in step["delivered"]:
+                if parent in pending:  # (an eager leaf has no count: it takes each contribution as it comes)
+                    pending[parent] += 1
         if step["grad"] is not None and not isinstance(step["grad"], list):  # a list: an op with several outputs
             grads[step["node"]] = step["grad"]
-        steps.append(dict(node=step["node"].name, received=len(step["received"]), delivered=list(step["delivered"]),
-                          released=[n.name for n in step["released"]], queue_size=len(step["queue"]),
-                          queue=[n.name for n in islice(step["queue"], QUEUE_SHOWN)]))
+        steps.append(dict(node=names[step["node"]], received=len(step["received"]), delivered=list(step["delivered"]),
+                          released=[names[n] for n in step["released"] if n in names], queue_size=len(step["queue"]),
+                          queue=[names[n] for n in islice(step["queue"], QUEUE_SHOWN) if n in names]))
 
-    gradients(loss, wrt, trace=keep)
+    backward(keep)
     return steps, pending, grads
 
 
-def _walk_data(walk, pending, loss, wrt, values):
-    """The steps as the page replays them, with running sums of the contributions each node received."""
+def walk_data(steps, pending, names, value_of, loss, wrt=()):
+    """The walk as the page replays it: each contribution summarised, with the running sum its node received."""
     running = {}
-    for step in walk:
+    for step in steps:
         delivered = []
         for target, contribution in step["delivered"]:
-            part = values.get(contribution)
+            part = value_of(contribution)
             if part is not None:
                 running[target] = part if target not in running else np.add(running[target], part)
-            delivered.append([target.name, summary(part, with_heatmap=False),
-                              summary(running.get(target), with_heatmap=False)])
+            if target in names:
+                delivered.append([names[target], summary(part, with_heatmap=False),
+                                  summary(running.get(target), with_heatmap=False)])
         step["delivered"] = delivered
-    return {"loss": loss.name, "wrt": [n.name for n in wrt], "steps": walk,
-            "pending": {n.name: count for n, count in sorted(pending.items(), key=lambda p: p[0].creation_index)}}
+    return {"loss": names[loss], "wrt": [names[n] for n in wrt], "steps": steps,
+            "pending": {names[n]: count for n, count in pending.items() if n in names}}
