@@ -110,14 +110,16 @@ def run_values(nodes, feed_dict=None, session=None, backend=None, notes=None):
 
 
 def _label(node, show_values, values):
+    """The node's op type and name, with `show_values` its value's summary (and a trained Variable's gradient's)."""
     short = node.name.rsplit("/", 1)[-1]
     lines = [short] if short == node.op_type else [node.op_type, short]
-    if show_values:
-        value = values.get(node) if values else None
-        if value is None and isinstance(node, (Variable, Constant)):
-            value = node.value
-        if value is not None:
-            lines.append(summarize(value))
+    values = values or {}
+    value = values.get(node, node.value if isinstance(node, (Variable, Constant)) else None)
+    if show_values and value is not None:
+        lines.append(summarize(value))
+    gradient = _gradient_of(node) if show_values and isinstance(node, Variable) else None
+    if gradient in values:
+        lines.append(f"grad {summarize(values[gradient])}")
     return "\\n".join(lines)
 
 
@@ -165,14 +167,15 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
         return f"scope_{scope}" if scope else f"n{node.creation_index}"
 
     dot = digraph("tinyflow", rankdir="TB", newrank="true")
-    clusters = {}
+    clusters = {"": dot}
 
     def container(scope):
-        """The (nested) cluster subgraph of a name scope, created on first use."""
-        if scope and scope not in clusters:
+        """The cluster subgraph of a name scope, created on first use with those of its enclosing scopes."""
+        if scope not in clusters:
+            container(scope_of(scope))
             clusters[scope] = graphviz.Digraph(name=f"cluster_{scope}", graph_attr=dict(
                 label=scope.rsplit("/", 1)[-1], style="rounded", color="#aaaaaa", fontcolor="#555555"))
-        return clusters[scope] if scope else dot
+        return clusters[scope]
 
     for scope in collapse:
         members = [n for n in nodes if collapsed_scope(n) == scope]
@@ -181,20 +184,12 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
                                             shape="box3d", style="filled",
                                             fillcolor=STYLES[kind_of(members[0])]["fillcolor"])
     for node in nodes:
-        if collapsed_scope(node):
-            continue
-        label = _label(node, show_values, values)
-        gradient = _gradient_of(node) if show_values and isinstance(node, Variable) and values else None
-        if gradient is not None and gradient in values:
-            label += f"\ngrad {summarize(values[gradient])}"
-        container(scope_of(node.name)).node(f"n{node.creation_index}", label, **STYLES[kind_of(node)])
-    for scope in list(clusters):  # every enclosing scope gets a cluster too, even without nodes of its own
-        while "/" in scope:
-            scope = scope_of(scope)
-            container(scope)
+        if not collapsed_scope(node):
+            container(scope_of(node.name)).node(f"n{node.creation_index}", _label(node, show_values, values),
+                                                **STYLES[kind_of(node)])
     # attach clusters innermost first (graphviz copies a subgraph when attached), so each lands in its parent
-    for scope in sorted(clusters, key=lambda s: (-s.count("/"), s)):
-        container(scope_of(scope)).subgraph(clusters[scope])
+    for scope in sorted(clusters.keys() - {""}, key=lambda s: (-s.count("/"), s)):
+        clusters[scope_of(scope)].subgraph(clusters[scope])
     edges = {}
     for node in nodes:
         for inp in node.inputs:
