@@ -1,9 +1,5 @@
-"""Saving and restoring Variable values as .npz files (never pickle), atomically and all-or-nothing, and the
-checkpoint folder of `Model.fit(checkpoint_dir=...)`.
-
-A checkpoint is a zip with one .npy member per Variable, as `np.savez` writes it. Loading treats the file as
-untrusted: every member is checked (name, .npy header, dtype, shape, size, CRC, values that fit the Variable's
-dtype) before any Variable changes, and whatever is wrong is a CheckpointError naming the file.
+"""Variable values saved as .npz files (one .npy member per Variable, never pickle), atomically, and restored
+all-or-nothing from an untrusted file; and the checkpoint folder of `Model.fit(checkpoint_dir=...)`.
 """
 import json
 import math
@@ -24,8 +20,8 @@ STATE_TYPES = {"epoch": int, "seed": int, "variables": str, "random_states": dic
 
 
 def _write_atomically(path, write):
-    """write(f) into a temporary file beside `path`, flushed to the disk, then renamed into place: a crash
-    mid-save leaves any previous file intact. Returns the path."""
+    """write(f) into a temporary file beside `path`, flushed to the disk, then renamed into place (returns the path):
+    a crash mid-save leaves any previous file intact."""
     path = os.fspath(path)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tinyflow-", suffix=".tmp")
     try:
@@ -55,8 +51,7 @@ def save_variables(path, graph=None):
 
 
 def load_variables(path, graph=None):
-    """Set every Variable of the graph from a .npz written by save_variables; nothing changes unless the file
-    holds exactly the graph's Variables with their shapes and values their dtypes can hold (else CheckpointError)."""
+    """Set every Variable of the graph from a .npz written by save_variables, or change none (CheckpointError)."""
     variables = {var.name: var for var in (graph if graph is not None else get_default_graph()).variables()}
     path = os.fspath(path)
     try:
@@ -100,8 +95,7 @@ def _read_members(archive, variables, path):
 
 
 def _read_member(archive, info, var):
-    """(the member's array in the Variable's dtype, None), or (None, what is wrong with it): the .npy header is
-    checked (with numpy's bounded parser only) before any data is read, then the CRC and the values' range."""
+    """(the member's array in the Variable's dtype, None) or (None, what is wrong): header before data, then CRC."""
     with archive.open(info) as member:
         version = np.lib.format.read_magic(member)
         if version not in _HEADER_READERS:
@@ -141,10 +135,9 @@ def _plain(value):
 
 
 class FitCheckpoint:
-    """The checkpoint folder of one model's fit: `variables-<epoch>.npz` (every Variable: weights, optimizer
-    slots, moving statistics) and `fit_state.json` (the last finished epoch, the seed of every epoch's data order,
-    the dropout generators' states, the history so far), written after the variables and naming them, so a run
-    killed at any moment leaves a consistent checkpoint to resume from exactly."""
+    """The checkpoint folder of one model's fit: `variables-<epoch>.npz` and `fit_state.json` (the last finished
+    epoch, the data order's seed, the dropout generators' states, the history), written after the variables and
+    naming them, so a run killed at any moment leaves a consistent checkpoint to resume from exactly."""
 
     def __init__(self, folder, graph):
         self.folder, self.graph = Path(folder), graph

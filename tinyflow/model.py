@@ -71,11 +71,8 @@ class EarlyStopping:
 
 
 class Model:
-    """Train, evaluate and use a network: `Model(net, loss, optimizer).fit(X, y, epochs, batch_size)`.
-
-    `net` is a Layer (or any function node -> node); `loss` a name of LOSSES or `fn(pred, target) -> node`.
-    The graph is built on the first call, from the shapes of the data.
-    """
+    """Train, evaluate and use a network (a Layer or any function node -> node) with a loss (a name of LOSSES or
+    `fn(pred, target) -> node`): the graph is built on the first call, from the shapes of the data."""
 
     def __init__(self, net, loss, optimizer, metrics=(), backend=None):
         self.net, self.optimizer, self.backend = net, optimizer, backend
@@ -127,13 +124,9 @@ class Model:
             early_stopping=None, distributed=False, checkpoint_dir=None, log_dir=None):
         """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics.
 
-        distributed=True: data parallelism over MPI (`tinyflow launch -n N script.py`): each process trains on its
-        equal shard of every epoch (`batch_size` per process), gradients and logged values are averaged, rank 0
-        shows progress and writes checkpoints and logs (see tinyflow/distributed/data_parallel.py).
-        checkpoint_dir: save the full training state there after every epoch, and resume from it when it holds
-        one (`epochs` is the total: a resumed run ends where the uninterrupted run would, with the same parameters).
-        log_dir: append each epoch's loss, metrics, learning rate and duration to log_dir/scalars.jsonl
-        (crash-safe; `tinyflow board` shows it live) and write the model's explorer page, graph.html.
+        distributed=True: data parallelism over MPI, rank 0 showing progress and writing checkpoints and logs
+        (tinyflow/distributed/data_parallel.py). checkpoint_dir: save the training state after every epoch, and
+        resume from it (`epochs` is the total). log_dir: the scalar log and explorer page `tinyflow board` shows.
         """
         from .distributed.data_parallel import DataParallel
         X, y = np.asarray(X), np.asarray(y)

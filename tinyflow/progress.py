@@ -1,7 +1,5 @@
-"""Training progress that reads well in a terminal, a notebook (a tqdm bar redrawn a few times a second) and a log
-file: off a terminal (`| tee log`, CI, nohup) a bar would write a line per redraw, so plain lines are printed instead,
-for the first epoch, about every tenth of the run, and the last one.
-"""
+"""Training progress: a tqdm bar in a terminal or a notebook; off a terminal (`| tee log`, CI) a bar would write a
+line per redraw, so plain lines instead: the first epoch, about every tenth of the run, and the last."""
 import sys
 import time
 

@@ -14,9 +14,8 @@ EXAMPLES_SHOWN = 32  # rows of the first batch the page's values are computed on
 
 
 class FitLog:
-    """One fit's log, written from the start; then `start_epoch(epoch)` and `end_epoch(epoch, logs)` per epoch, and
-    `close()`. A part that cannot be written (a file in the way, a full disk) never stops training: its first
-    failure warns once, and that part (the scalars or the page) is left out from then on."""
+    """One fit's log, a watcher of `fit`; a part that cannot be written (a file in the way, a full disk) never stops
+    training: its first failure warns once, and that part (scalars or page) is left out from then on."""
 
     def __init__(self, log_dir, model, X, y, first_epoch):
         self.log_dir, self.model, self.warned, self._started = os.fspath(log_dir), model, False, None

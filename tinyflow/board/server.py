@@ -145,8 +145,7 @@ class BoardHandler(BaseHTTPRequestHandler):
 
 
 class Board:
-    """The board's server for `logdir`: `.url`, `.serve_forever()`, or `.start()` in a thread and `.close()`.
-    port None: 6006, or the next free port after it; 0: any free port; a number: exactly that port (or BoardError)."""
+    """The board's server for `logdir` (port None: 6006 or the next free one; 0: any): `.url`, `.serve_forever()`."""
 
     def __init__(self, logdir, host="127.0.0.1", port=None):
         if os.path.exists(logdir) and not os.path.isdir(logdir):
@@ -185,8 +184,7 @@ class Board:
 
 
 def _names_of(host):
-    """The host names a board listening on `host` answers to: localhost, the host, and this machine's names when
-    it listens on every address."""
+    """The host names a board on `host` answers to: localhost, the host, this machine's names on every address."""
     names = {"localhost", host.strip("[]").lower()}
     if host in ("", "0.0.0.0", "::"):
         names |= {socket.gethostname().lower(), socket.getfqdn().lower()}

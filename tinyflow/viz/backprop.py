@@ -1,8 +1,5 @@
-"""Backprop, step by step: one picture per node the backward walk takes, for graphs and (eager_graph.py) tensors.
-
-The node just taken is yellow, finished ones are green with their gradient, waiting ones show their pending
-count (consumers that still owe a contribution) and what they received so far: the picture to show while
-explaining why the order matters, as a node is taken only when its count is 0.
+"""Backprop, step by step: one picture per node the backward walk takes (graphs here, eager tensors in eager_graph.py):
+the node just taken yellow, finished ones green with their gradient, waiting ones with their pending count.
 """
 import base64
 import html
@@ -119,11 +116,8 @@ def _graph_frame(records, index, values):
 
 
 def backprop_steps(loss, wrt, *, feed_dict=None, session=None, path=None):
-    """Build tfl.gradients(loss, wrt) and return one picture per step of its walk (a BackpropSteps).
-
-    With `feed_dict` (or a graph without placeholders) the pictures show forward values and the numbers
-    received; with `path` they are also written there: a .gif, an .html page, or a folder of PNGs.
-    """
+    """Build tfl.gradients(loss, wrt) and return one picture per step of its walk (with values when the graph can
+    run with `feed_dict`), also written to `path` when given: a .gif, an .html page, or a folder of PNGs."""
     wrt = list(wrt) if isinstance(wrt, (list, tuple)) else [wrt]
     _check_arguments(loss, wrt, feed_dict)
     records = []

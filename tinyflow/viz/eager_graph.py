@@ -1,7 +1,5 @@
-"""Pictures of eager mode: the backward graph a Tensor recorded (like torchviz's make_dot), and its backward pass
-step by step. Boxes are the recorded ops (grad_fns) with where the user's code made them, orange boxes the leaves
-gradients accumulate into; arrows go from inputs to the op that used them, so backward runs against the arrows.
-"""
+"""Pictures of eager mode: the backward graph a Tensor recorded (like torchviz's make_dot), its ops where the user's
+code made them, arrows from inputs to the op that used them; and its backward pass step by step."""
 from ..errors import TinyflowError
 from .backprop import CURRENT, DONE, PARTIAL, WAITING, BackpropSteps, frame
 from .graphviz_render import STYLES, digraph, summarize

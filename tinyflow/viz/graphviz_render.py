@@ -141,11 +141,8 @@ def as_list(value):
 def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradients=True, graph=None, values=None,
                 feed_dict=None, session=None, collapse=()):
     """A graphviz.Digraph of the graph (or only what `target` needs), with a legend; same graph, same DOT text.
-
-    `show_values`: nodes show summaries of their values and trained Variables their gradient's, from `values`
-    (node -> array) or from one run with `feed_dict` / `session` (optimizer updates are never run).
-    `collapse` names scopes drawn as one box each, for big graphs.
-    """
+    `show_values` shows values (from `values`, or one run with `feed_dict` / `session`); `collapse` names scopes
+    drawn as one box each."""
     import graphviz
     if getattr(target, "optimized", None) is not None:  # an optimised ExecutionPlan, from sess.plan(...)
         return optimized_graphviz(target.optimized, show_shapes)

@@ -34,12 +34,8 @@ class ExplorerPage:
 
 
 def explore(target=None, feed_dict=None, path="graph.html", *, loss=None, wrt=None, backend=None, title=None):
-    """Write the explorer page of `target` to `path` and return it (an ExplorerPage; Jupyter displays it).
-
-    `target`: nodes (with everything they need), a Graph (None: the default graph), an ExecutionPlan from
-    `sess.plan(...)` or an eager Tensor. The backprop walk starts at `loss` (default: a float target node) and
-    differentiates against `wrt` (default: the trainable Variables and float Placeholders it depends on).
-    """
+    """Write the explorer page of `target` (nodes, a Graph, a plan from `sess.plan(...)` or an eager Tensor) to
+    `path` and return it; the walk goes from `loss` (default: a float target) to `wrt` (default: what it depends on)."""
     if isinstance(feed_dict, (str, os.PathLike)):
         raise ExplorerError(f"explore(target, feed_dict, path): got the string {os.fspath(feed_dict)!r} as "
                             "feed_dict; pass the file name as path=...")

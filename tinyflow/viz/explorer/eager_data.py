@@ -1,7 +1,5 @@
-"""The explorer's data for an eager Tensor: the ops it recorded (its grad_fns) and the leaves they read.
-
-Values are what the ops computed (each keeps its output until a backward pass frees it); gradients come from
-the eager engine's own backward pass, run with a trace and a private sink (the tensors' `.grad` stay untouched).
+"""The explorer's data for an eager Tensor: the ops it recorded with their outputs, the leaves they read, and the
+eager engine's own backward walk into a private sink (the tensors' `.grad` stay untouched).
 """
 import numpy as np
 
@@ -60,8 +58,7 @@ def _names(order):
 
 
 def trace_backward(tensor, grad=None):
-    """The eager engine's walk from `tensor` (seeded with `grad`; `.grad`s untouched): [(op, its output's gradient,
-    the pending counts)]."""
+    """The eager engine's walk from `tensor` (`.grad`s untouched): [(op, its output's gradient, pending counts)]."""
     walk = []
     backward([tensor], None if grad is None else [grad], retain_graph=True, sink={},
              trace=lambda step: walk.extend(op_steps(step)))

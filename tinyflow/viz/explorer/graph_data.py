@@ -1,8 +1,5 @@
-"""The explorer's data for graph nodes: every node with its values and gradient, the Session's order, the walk.
-
-Values come from one Session.run of the drawn nodes (never of what updates state: drawing never trains).
-Gradients come from tfl.gradients itself, built in a scratch block of the graph (`Graph.scratch`) so the
-user's graph is left as it was; its trace gives the step-through the engine's own order and counts.
+"""The explorer's data for graph nodes: values from one Session.run (never of what updates state), gradients and the
+walk from tfl.gradients itself, built in a scratch block (`Graph.scratch`) that leaves the user's graph as it was.
 """
 from itertools import islice
 
@@ -97,9 +94,8 @@ def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None
 
 
 def trace_walk(backward, names, skip=None):
-    """Run `backward(trace)` (tfl.gradients or the eager engine, traced) and keep what the page replays: (the steps,
-    their contributions still unsummarised; every node's count before the walk; {node: its gradient}). `names`
-    names the drawn nodes; `skip(step)` leaves a step out."""
+    """Run `backward(trace)` (tfl.gradients or the eager engine) and keep what the page replays of the steps not
+    skipped: (the steps, with contributions unsummarised; the counts before the walk; {node: its gradient})."""
     steps, pending, grads = [], {}, {}
 
     def keep(step):

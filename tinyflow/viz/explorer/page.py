@@ -1,8 +1,5 @@
-"""The explorer's HTML: static/explorer.html filled with its data as JSON and its code and styles inline.
-
-Nothing is fetched when the page opens: dagre (the layout library, MIT, vendored in static/) and tinyflow's own
-script and styles are copied into the page, and its Content-Security-Policy forbids any network access, so a
-page someone sends you cannot call home either.
+"""The explorer's HTML: static/explorer.html with its data, dagre (the layout library, MIT, vendored in static/), its
+script and styles inline, nothing fetched (its Content-Security-Policy forbids network access: it cannot call home).
 """
 import functools
 import html

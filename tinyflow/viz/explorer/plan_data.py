@@ -1,8 +1,5 @@
-"""The explorer's data for an execution plan (`sess.plan(...)`): what the Session really runs.
-
-An optimised plan's nodes are private copies of the user's (passes/ir.py); each fused kernel becomes a group
-naming its ops, with its members inside. Values are those of the user's nodes the copies stand for
-(`original`), from one run of the user's graph: a fused kernel computes the numbers its members would.
+"""The explorer's data for an execution plan (`sess.plan(...)`): each fused kernel a group naming its ops, and the
+values of the user's nodes its private copies stand for (`original`), from one run of the user's graph.
 """
 import os
 
