@@ -48,12 +48,12 @@ class ScalarWriter:
     def __init__(self, log_dir):
         os.makedirs(log_dir, exist_ok=True)
         self.path = os.path.join(log_dir, FILE_NAME)
-        self.last_epoch = ScalarLog(self.path).poll().last_epoch
+        log = ScalarLog(self.path).poll()
+        self.last_epoch = log.last_epoch
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._synced = time.monotonic()
-        size = os.fstat(self._fd).st_size
-        if size and _last_byte(self.path, size) != b"\n":
-            self._append(b"\n")  # a line cut by a crash stays alone on its line (and is skipped)
+        if log._line:  # a line cut by a crash stays alone on its line (and is skipped)
+            self._append(b"\n")
 
     def header(self, first_epoch):
         """Mark the start of a fit; returns the writer."""
@@ -93,12 +93,6 @@ class ScalarWriter:
     def __del__(self):
         if self._fd is not None:  # a writer dropped after a failure: closed without the fsync that may fail again
             os.close(self._fd)
-
-
-def _last_byte(path, size):
-    with open(path, "rb") as f:
-        f.seek(size - 1)
-        return f.read(1)
 
 
 class ScalarLog:

@@ -41,7 +41,8 @@ def eager_data(tensor):
     data = {"source": "eager", "nodes": records, "groups": {}, "forward_order": [names[item] for item in order],
             "backprop_order": [step["node"] for step in walk], "notes": notes}
     if walk:
-        data["backprop"] = walk_data(walk, pending, names, _numpy, tensor.grad_fn)
+        data["backprop"] = walk_data(walk, pending, names, lambda g: g.numpy() if hasattr(g, "numpy") else g,
+                                     tensor.grad_fn)
     return data
 
 
@@ -74,6 +75,3 @@ def op_steps(step):
     """[(op, its output's gradient, the pending counts)] for a step of the walk through an op ([] for a leaf)."""
     return [] if _leaf_step(step) else [(step["node"], np.array(step["grad"].numpy()), dict(step["pending"]))]
 
-
-def _numpy(value):
-    return value.numpy() if hasattr(value, "numpy") else value

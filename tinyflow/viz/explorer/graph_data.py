@@ -48,13 +48,6 @@ def scope_groups(scopes, groups=None):
     return groups
 
 
-def default_loss(targets):
-    """The node to backpropagate from when none is named: a single float-valued target."""
-    if targets and len(targets) == 1 and targets[0].dtype is not None and targets[0].dtype.kind == "f":
-        return targets[0]
-    return None
-
-
 def default_wrt(loss):
     """What the walk differentiates against: the float Variables and Placeholders the loss depends on."""
     return sorted((n for n in ancestors([loss]) if isinstance(n, (Variable, Placeholder))
@@ -64,7 +57,8 @@ def default_wrt(loss):
 
 def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None):
     """The page's data for a list of nodes, or a whole Graph (`targets` None)."""
-    loss = default_loss(targets) if loss is None else loss
+    if loss is None and targets and len(targets) == 1 and targets[0].dtype is not None and targets[0].dtype.kind == "f":
+        loss = targets[0]  # one float target: the walk starts there
     wrt = default_wrt(loss) if loss is not None and wrt is None else as_list(wrt)
     nodes = nodes_to_draw(graph, targets)
     if loss is not None:  # every node the walk visits is drawn
