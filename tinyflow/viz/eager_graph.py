@@ -1,14 +1,17 @@
 """Pictures of eager mode: the backward graph a Tensor recorded (like torchviz's make_dot), its ops where the user's
 code made them, arrows from inputs to the op that used them; and its backward pass step by step."""
+import numpy as np
+
+from ..eager.autograd import backward
+from ..eager.tensor import Tensor
 from ..errors import TinyflowError
 from .backprop import CURRENT, DONE, PARTIAL, WAITING, BackpropSteps, frame
 from .graphviz_render import STYLES, digraph, summarize
 
 
-def _recorded(tensor):
+def recorded(tensor):
     """(ops, leaves, edges) reachable from the tensor's grad_fn, ops in the order they ran (each after the ops it
     read: a depth-first postorder), leaves as first reached; edges are (source, op, input index)."""
-    from ..eager import Tensor
     if not isinstance(tensor, Tensor):
         raise TinyflowError(f"backward_graph draws an eager Tensor's recorded graph, got {tensor!r}; "
                             "for graph nodes use tfl.viz.to_graphviz")
@@ -43,7 +46,7 @@ def _leaf_label(leaf):
 
 def backward_graph(tensor, show_values=False):
     """A graphviz.Digraph of the ops `tensor` recorded on its way from the leaves (torchviz's make_dot)."""
-    ops, leaves, edges = _recorded(tensor)
+    ops, leaves, edges = recorded(tensor)
     dot = digraph("backward", rankdir="BT")
     for leaf in leaves:
         label = _leaf_label(leaf) + (f"\\n{summarize(leaf.numpy())}" if show_values else "")
@@ -65,8 +68,7 @@ def backward_graph(tensor, show_values=False):
 
 def eager_backprop_steps(tensor, grad=None):
     """One picture per op the eager backward pass processes (the tensor's `.grad`s are not touched)."""
-    from .explorer.eager_data import trace_backward
-    ops, leaves, edges = _recorded(tensor)
+    ops, leaves, edges = recorded(tensor)
     if not ops:
         raise TinyflowError("this tensor recorded no ops: there is no backward pass to show "
                             "(did its inputs require grad?)")
@@ -88,3 +90,21 @@ def eager_backprop_steps(tensor, grad=None):
                                PARTIAL if pending < consumers[fn] else WAITING))
         frames.append(frame(step, len(records), f"backward through {current.op_type}", nodes, links))
     return BackpropSteps(frames, [fn.op_type for fn, _, _ in records])
+
+
+def trace_backward(tensor, grad=None):
+    """The eager engine's walk from `tensor` (`.grad`s untouched): [(op, its output's gradient, pending counts)]."""
+    walk = []
+    backward([tensor], None if grad is None else [grad], retain_graph=True, sink={},
+             trace=lambda step: walk.extend(op_steps(step)))
+    return walk
+
+
+def leaf_step(step):
+    """Whether a step of the eager walk delivers to a leaf (or passes nothing on): the pictures show ops."""
+    return step["node"].__class__ is Tensor or step["grad"] is None
+
+
+def op_steps(step):
+    """[(op, its output's gradient, the pending counts)] for a step of the walk through an op ([] for a leaf)."""
+    return [] if leaf_step(step) else [(step["node"], np.array(step["grad"].numpy()), dict(step["pending"]))]

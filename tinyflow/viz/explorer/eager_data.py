@@ -6,13 +6,13 @@ import numpy as np
 from ...eager.autograd import backward
 from ...eager.tensor import Tensor
 from ...errors import TinyflowError
-from ..eager_graph import _recorded
+from ..eager_graph import leaf_step, recorded
 from .graph_data import record, trace_walk, walk_data
 
 
 def eager_data(tensor):
-    """The page's data for an eager Tensor's recorded graph (`_recorded` in eager_graph.py)."""
-    ops, leaves, edges = _recorded(tensor)
+    """The page's data for an eager Tensor's recorded graph (`recorded` in eager_graph.py)."""
+    ops, leaves, edges = recorded(tensor)
     order = leaves + ops if ops else [tensor]  # leaves first, then each op after what it read; or a lone leaf
     names = _names(order)
     inputs = {fn: [None] * len(fn._next or ()) for fn in ops}
@@ -25,7 +25,7 @@ def eager_data(tensor):
         seed = None if tensor.size == 1 else [np.ones(tensor.shape, tensor.dtype)]
         try:
             walk, pending, grads = trace_walk(
-                lambda trace: backward([tensor], seed, retain_graph=True, sink=sink, trace=trace), names, _leaf_step)
+                lambda trace: backward([tensor], seed, retain_graph=True, sink=sink, trace=trace), names, leaf_step)
             grads.update((leaf, g) for leaf, g in sink.items() if g is not None)
         except TinyflowError as err:
             notes.append(f"no backprop walk: {err}")
@@ -56,22 +56,3 @@ def _names(order):
         used[base] = count + 1
         names[item] = base if count == 0 else f"{base}_{count}"
     return names
-
-
-def trace_backward(tensor, grad=None):
-    """The eager engine's walk from `tensor` (`.grad`s untouched): [(op, its output's gradient, pending counts)]."""
-    walk = []
-    backward([tensor], None if grad is None else [grad], retain_graph=True, sink={},
-             trace=lambda step: walk.extend(op_steps(step)))
-    return walk
-
-
-def _leaf_step(step):
-    """Whether a step of the eager walk delivers to a leaf (or passes nothing on): the pictures show ops."""
-    return step["node"].__class__ is Tensor or step["grad"] is None
-
-
-def op_steps(step):
-    """[(op, its output's gradient, the pending counts)] for a step of the walk through an op ([] for a leaf)."""
-    return [] if _leaf_step(step) else [(step["node"], np.array(step["grad"].numpy()), dict(step["pending"]))]
-
