@@ -72,7 +72,9 @@ def eager_backprop_steps(tensor, grad=None):
     if not ops:
         raise TinyflowError("this tensor recorded no ops: there is no backward pass to show "
                             "(did its inputs require grad?)")
-    records = trace_backward(tensor, grad)
+    records = []  # a private sink keeps the tensors' .grad as they were; the graph is retained for their backward
+    backward([tensor], None if grad is None else [grad], retain_graph=True, sink={},
+             trace=lambda step: records.extend(op_steps(step)))
     consumers = {fn: sum(1 for source, _, _ in edges if source is fn) for fn in ops}
     links = [(f"n{id(source)}", f"n{id(fn)}") for source, fn, _ in edges]
     frames = []
@@ -90,14 +92,6 @@ def eager_backprop_steps(tensor, grad=None):
                                PARTIAL if pending < consumers[fn] else WAITING))
         frames.append(frame(step, len(records), f"backward through {current.op_type}", nodes, links))
     return BackpropSteps(frames, [fn.op_type for fn, _, _ in records])
-
-
-def trace_backward(tensor, grad=None):
-    """The eager engine's walk from `tensor` (`.grad`s untouched): [(op, its output's gradient, pending counts)]."""
-    walk = []
-    backward([tensor], None if grad is None else [grad], retain_graph=True, sink={},
-             trace=lambda step: walk.extend(op_steps(step)))
-    return walk
 
 
 def leaf_step(step):
