@@ -34,7 +34,7 @@ class FitLog:
         except (OSError, TinyflowError) as err:
             if not self.warned:
                 warnings.warn(f"fit(log_dir={self.log_dir!r}): {what} could not be written ({err}); training goes "
-                              "on without it", RuntimeWarning, stacklevel=4)
+                              "on without it", RuntimeWarning, stacklevel=4)  # _attempt, a FitLog method, fit
             self.warned = True
             return None
 
