@@ -1,9 +1,8 @@
 """Model: a network, a loss and an optimizer, trained with `fit` (the layered API of tinynn)."""
 import numpy as np
 
-from .checkpoint import load_variables, save_variables
+from .checkpoint import FitCheckpoint, load_variables, save_variables
 from .data.helpers import batches
-from .fit_checkpoint import FitCheckpoint
 from .metrics import get_metric
 from .nn.layer import Layer, training_flag
 from .nn.losses import mse_loss, sigmoid_cross_entropy, softmax_cross_entropy
@@ -72,12 +71,8 @@ class EarlyStopping:
 
 
 class Model:
-    """Train, evaluate and use a network: `Model(net, loss, optimizer).fit(X, y, epochs, batch_size)`.
-
-    `net` is a Layer (or any function node -> node); `loss` a name ("mse",
-    "softmax_cross_entropy", "sigmoid_cross_entropy") or `fn(pred, target) -> node`.
-    The graph is built on the first call, from the shapes of the data.
-    """
+    """Train, evaluate and use a network (a Layer or any function node -> node) with a loss (a name of LOSSES or
+    `fn(pred, target) -> node`): the graph is built on the first call, from the shapes of the data."""
 
     def __init__(self, net, loss, optimizer, metrics=(), backend=None):
         self.net, self.optimizer, self.backend = net, optimizer, backend
@@ -129,15 +124,9 @@ class Model:
             early_stopping=None, distributed=False, checkpoint_dir=None, log_dir=None):
         """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics.
 
-        distributed=True: data parallelism over MPI (launch with `tinyflow launch -n N script.py`):
-        each process trains on its equal shard of every epoch (`batch_size` per process),
-        gradients are averaged, rank 0 shows progress and writes checkpoints, and the logged
-        values are averaged over processes (see tinyflow/distributed/data_parallel.py).
-        checkpoint_dir: save the full training state after every epoch there, and resume from it
-        when it already holds one (`epochs` is the total, so a resumed run ends where the
-        uninterrupted run would, with the same parameters).
-        log_dir: append each epoch's loss, metrics, learning rate and duration to log_dir/scalars.jsonl
-        (crash-safe; `tinyflow board` shows it live) and write the model's explorer page, graph.html.
+        distributed=True: data parallelism over MPI, rank 0 showing progress and writing checkpoints and logs
+        (tinyflow/distributed/data_parallel.py). checkpoint_dir: save the training state after every epoch, and
+        resume from it (`epochs` is the total). log_dir: the scalar log and explorer page `tinyflow board` shows.
         """
         from .distributed.data_parallel import DataParallel
         X, y = np.asarray(X), np.asarray(y)
@@ -145,32 +134,28 @@ class Model:
         self._ensure_built(X, y, distributed)
         history, seed, first_epoch = History(), parallel.agree(next_seed()), 1
         checkpoint = FitCheckpoint(checkpoint_dir, self.graph) if checkpoint_dir is not None else None
-        if checkpoint is not None:
-            state = parallel.agree(checkpoint.load_state() if parallel.is_chief else None)
-            if state is not None:
-                checkpoint.restore_random_states(state)
-                seed, first_epoch = state["seed"], state["epoch"] + 1
-                history.history, history.epochs = state["history"], state["history_epochs"]
+        state = parallel.agree(checkpoint.load_state() if checkpoint is not None and parallel.is_chief else None)
+        if state is not None:
+            checkpoint.restore_random_states(state)
+            seed, first_epoch = state["seed"], state["epoch"] + 1
+            history.history, history.epochs = state["history"], state["history_epochs"]
         if distributed:
             from .distributed import broadcast_variables
             broadcast_variables(self.graph)  # every process starts from rank 0's (restored) weights
         if early_stopping is not None:
             early_stopping.start()
-        verbose = verbose if parallel.is_chief else 0
         steps_per_epoch = -(-len(parallel.shard(np.arange(len(X)))) // batch_size)
-        progress = Progress(epochs, steps_per_epoch, verbose, first_epoch=first_epoch)
-        log = None
+        progress = Progress(epochs, steps_per_epoch, verbose if parallel.is_chief else 0, first_epoch=first_epoch)
+        watchers = [progress]  # each sees start_epoch(epoch), end_epoch(epoch, logs) and close()
         if log_dir is not None and parallel.is_chief:
             from .board.fit_log import FitLog
-            log = FitLog(log_dir, self, X, y, resumed=first_epoch > 1)
-            log.start(first_epoch)
+            watchers.append(FitLog(log_dir, self, X, y, first_epoch))
         for epoch in range(first_epoch, epochs + 1):
+            for watcher in watchers:
+                watcher.start_epoch(epoch)
             total, seen = 0.0, 0
-            progress.start_epoch(epoch)
-            if log is not None:
-                log.start_epoch()
-            order = np.random.default_rng(seed + epoch).permutation(len(X)) if shuffle else np.arange(len(X))
-            rows = parallel.shard(order)
+            rows = parallel.shard(np.random.default_rng(seed + epoch).permutation(len(X)) if shuffle
+                                  else np.arange(len(X)))
             for xb, yb in batches(X[rows], y[rows], batch_size=batch_size, shuffle=False):
                 _, loss = self.session.run([self.train_op, self.loss],
                                            {self.x: xb, self.target: yb, self.training: True})
@@ -178,21 +163,18 @@ class Model:
                 progress.batch(total / seen)
             total, seen = parallel.total([total, seen])
             parallel.average_statistics(self.graph)
-            logs = {"loss": total / seen}
-            logs.update(parallel.mean_logs(self._epoch_metrics(X, y, validation_data, parallel)))
+            logs = {"loss": total / seen, **parallel.mean_logs(self._epoch_metrics(X, y, validation_data, parallel))}
             history.record(epoch, logs)
-            progress.end_epoch(epoch, logs)
-            if log is not None:
-                log.epoch(epoch, logs)
+            for watcher in watchers:
+                watcher.end_epoch(epoch, logs)
             if checkpoint is not None and parallel.is_chief:
                 checkpoint.save(epoch, seed, history)
             if early_stopping is not None and parallel.agree(early_stopping.should_stop(epoch, logs, self.variables)):
                 break
-        progress.close()
         if early_stopping is not None:
             early_stopping.finish(self.variables)
-        if log is not None:
-            log.finish()
+        for watcher in watchers:  # the log's page shows the weights fit leaves (the best epoch's, when stopped)
+            watcher.close()
         return history
 
     def _epoch_metrics(self, X, y, validation_data, parallel):
@@ -200,15 +182,13 @@ class Model:
         logs = {}
         if self.metrics:
             rows = parallel.shard(np.arange(len(X)))
-            logs.update(self._metric_values(self.predict(X[rows]), y[rows]))
+            pred = self.predict(X[rows])
+            logs.update({name: fn(pred, y[rows]) for name, fn in self.metrics.items()})
         if validation_data is not None:
             X_val, y_val = (np.asarray(a) for a in validation_data)
             rows = parallel.shard(np.arange(len(X_val)))
             logs.update({f"val_{k}": v for k, v in self.evaluate(X_val[rows], y_val[rows]).items()})
         return logs
-
-    def _metric_values(self, pred, y):
-        return {name: fn(pred, y) for name, fn in self.metrics.items()}
 
     # ------------------------------------------------------------ using
     def predict(self, X, batch_size=1024):
@@ -227,9 +207,8 @@ class Model:
         for i in range(0, len(X), batch_size):
             rows = slice(i, i + batch_size)
             total += float(self.session.run(self.loss, {self.x: X[rows], self.target: y[rows]})) * len(X[rows])
-        results = {"loss": total / max(len(X), 1)}
-        results.update(self._metric_values(self.predict(X, batch_size), y))
-        return results
+        pred = self.predict(X, batch_size) if self.metrics else None
+        return {"loss": total / max(len(X), 1), **{name: fn(pred, y) for name, fn in self.metrics.items()}}
 
     def save(self, path):
         """Write every variable (weights, moving statistics, optimizer state) to a .npz file."""
@@ -242,6 +221,6 @@ class Model:
         if self.session is None:
             if X is None or y is None:
                 raise RuntimeError("load into an unbuilt model needs example X and y to build its graph")
-            self._ensure_built(np.asarray(X), np.asarray(y))
+            self._ensure_built(X, y)
         load_variables(path, self.graph)
         return self

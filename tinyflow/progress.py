@@ -1,16 +1,7 @@
-"""Training progress that reads well in a terminal, a notebook, and a log file.
-
-In a terminal or a notebook it is a tqdm bar redrawn at most a few times a second.
-When stdout is not a terminal (`| tee log`, CI, nohup) a bar would write one
-line per redraw, so a plain line is printed instead: the first epoch, about
-every tenth of the run, and the last one.
-"""
+"""Training progress: a tqdm bar in a terminal or a notebook; off a terminal (`| tee log`, CI) a bar would write a
+line per redraw, so plain lines instead: the first epoch, about every tenth of the run, and the last."""
 import sys
 import time
-
-
-def _is_notebook_bar(bar_class):
-    return any(cls.__module__ == "tqdm.notebook" for cls in bar_class.__mro__)
 
 
 class Progress:
@@ -22,7 +13,8 @@ class Progress:
     def __init__(self, epochs, steps_per_epoch, verbose=1, stream=None, first_epoch=1):
         from tqdm.auto import tqdm
         self.epochs, self.verbose, self.stream = epochs, verbose, stream or sys.stdout
-        use_bar = verbose == 1 and (_is_notebook_bar(tqdm) or self.stream.isatty())
+        notebook = any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
+        use_bar = verbose == 1 and (notebook or self.stream.isatty())
         self.bar = tqdm(total=epochs * steps_per_epoch, initial=(first_epoch - 1) * steps_per_epoch, unit="batch",
                         dynamic_ncols=True, mininterval=0.5, file=self.stream) if use_bar else None
         self.every = max(1, epochs // self.LINES_PER_RUN)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from tinyflow.viz.explorer.eager_data import op_steps
+from tinyflow.viz.eager_graph import op_steps
 
 
 

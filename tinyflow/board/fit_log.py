@@ -1,102 +1,74 @@
-"""What `Model.fit(..., log_dir=...)` writes: the scalar log of each epoch and the explorer page of the model.
-
-The scalars are the epoch's logs (loss, metrics, validation values), the learning rate (`lr`)
-when it is a number or a Variable, and the seconds the epoch took (`epoch_time`). The page
-(`graph.html`, see tfl.viz.explore) shows the model's loss graph with the values and gradients
-of the first batch; it is written when training starts and again with the trained weights at the end.
-A log that cannot be written (a file in the way, a full disk) never stops training: the first failure
-warns once, and the part that failed (the scalars or the page) is left out from then on.
-"""
+"""What `Model.fit(..., log_dir=...)` writes: each epoch's logs, learning rate (`lr`) and duration (`epoch_time`),
+and the explorer page of the model's loss on the first batch, at the start and again with the trained weights."""
+import os
 import time
 import warnings
 
 import numpy as np
 
 from ..errors import TinyflowError
-from .runlog import ScalarWriter
+from ..nodes import Constant, Node, Variable
+from .runlog import GRAPH_PAGE, ScalarWriter
 
-GRAPH_PAGE = "graph.html"
 EXAMPLES_SHOWN = 32  # rows of the first batch the page's values are computed on
 
 
 class FitLog:
-    """One fit's log: `start()`, then `epoch()` per epoch, then `finish()`."""
+    """One fit's log, a watcher of `fit`; a part that cannot be written (a file in the way, a full disk) never stops
+    training: its first failure warns once, and that part (scalars or page) is left out from then on."""
 
-    def __init__(self, log_dir, model, X, y, resumed):
-        self.log_dir, self.model = log_dir, model
-        self.writer, self.page, self.warned = None, True, False
-        try:
-            self.writer = ScalarWriter(log_dir)
-        except OSError as err:
-            self._warn("the scalar log", err)
-        # a second fit on the same log continues its curves; a resumed fit numbers epochs itself
-        self.offset = 0 if resumed or self.writer is None else self.writer.last_epoch
+    def __init__(self, log_dir, model, X, y, first_epoch):
+        self.log_dir, self.model, self.warned, self._started = os.fspath(log_dir), model, False, None
         self.feed = {model.x: X[:EXAMPLES_SHOWN], model.target: y[:EXAMPLES_SHOWN]}
-        self._started = None
+        self.writer = self._attempt("the scalar log", lambda: ScalarWriter(self.log_dir))
+        # a second fit on the same log continues its curves; a resumed fit numbers epochs itself
+        self.offset = 0 if first_epoch > 1 or self.writer is None else self.writer.last_epoch
+        if self.writer is not None:
+            self.writer = self._attempt("the scalar log", lambda: self.writer.header(first_epoch + self.offset))
+        self.page = self._attempt("the model's graph page", self._draw)  # the untrained model's values
 
-    def _warn(self, what, err, stacklevel=4):
-        if not self.warned:  # one warning: a log that cannot be written fails the same way every epoch
-            warnings.warn(f"fit(log_dir={self.log_dir!r}): {what} could not be written ({err}); training goes on "
-                          "without it", RuntimeWarning, stacklevel=stacklevel)
-        self.warned = True
-
-    def _write(self, step):
-        """Run `step` (a call of the writer) unless the scalar log was dropped; a failure drops it, and warns."""
-        if self.writer is None:
-            return
+    def _attempt(self, what, step):
+        """step()'s result, or None when it fails: the first failure warns (at the fit call), later ones not."""
         try:
-            step()
-        except OSError as err:
-            self.writer = None
-            self._warn("the scalar log", err)
+            return step()
+        except (OSError, TinyflowError) as err:
+            if not self.warned:
+                warnings.warn(f"fit(log_dir={self.log_dir!r}): {what} could not be written ({err}); training goes "
+                              "on without it", RuntimeWarning, stacklevel=4)  # _attempt, a FitLog method, fit
+            self.warned = True
+            return None
 
-    def start(self, first_epoch):
-        """Write the header and the model's page (values of the untrained model)."""
-        self._write(lambda: self.writer.header(first_epoch + self.offset))
-        self.write_page()
+    def _draw(self):
+        """Write the explorer page of the model's loss (returns the page)."""
+        from ..viz.explorer import explore
+        return explore(self.model.loss, self.feed, os.path.join(self.log_dir, GRAPH_PAGE), backend=self.model.backend,
+                       title=f"model graph ({os.path.basename(os.path.normpath(self.log_dir))})")
 
-    def start_epoch(self):
+    def start_epoch(self, epoch):
+        """Note when the epoch starts."""
         self._started = time.perf_counter()
 
-    def epoch(self, epoch, logs):
+    def end_epoch(self, epoch, logs):
         """Append this epoch's logs, learning rate and duration."""
-        scalars = dict(logs)
-        lr = learning_rate(self.model.optimizer)
-        if lr is not None:
-            scalars["lr"] = lr
-        scalars["epoch_time"] = time.perf_counter() - self._started
-        self._write(lambda: self.writer.write(epoch + self.offset, scalars))
+        scalars = dict(logs, lr=learning_rate(self.model.optimizer), epoch_time=time.perf_counter() - self._started)
+        if self.writer is not None:
+            self.writer = self._attempt("the scalar log", lambda: self.writer.write(epoch + self.offset, scalars))
 
-    def finish(self):
-        """Rewrite the page with the trained weights and close the log."""
-        self.write_page()
-        self._write(lambda: self.writer.close())
-
-    def write_page(self):
-        """The explorer page of the model's loss (a failure to draw never stops training: it warns)."""
-        import os
-
-        from ..viz.explorer import explore
-        if not self.page:
-            return
-        try:
-            explore(self.model.loss, self.feed, os.path.join(self.log_dir, GRAPH_PAGE), backend=self.model.backend,
-                    title=f"model graph ({os.path.basename(os.path.normpath(self.log_dir))})")
-        except (OSError, TinyflowError) as err:
-            self.page = False
-            self._warn("the model's graph page", err, stacklevel=5)
+    def close(self):
+        """Rewrite the page with the weights training left and close the log."""
+        if self.page is not None:
+            self._attempt("the model's graph page", self._draw)
+        if self.writer is not None:
+            self._attempt("the scalar log", self.writer.close)
 
 
 def learning_rate(optimizer):
     """The optimizer's learning rate as a number, or None when it is computed by the graph."""
-    from ..nodes import Constant, Node, Variable
     lr = getattr(optimizer, "lr", None)
     if isinstance(lr, Node):
         lr = lr.value if isinstance(lr, (Variable, Constant)) else None  # other nodes compute it at run time
-    if lr is None:
-        return None
     try:
         array = np.asarray(lr, dtype=np.float64)
     except (TypeError, ValueError):
         return None
-    return float(array) if array.size == 1 else None
+    return float(array) if lr is not None and array.size == 1 else None

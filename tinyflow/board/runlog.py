@@ -1,25 +1,5 @@
-"""The scalar log of a training run: append-only JSON Lines that a killed run leaves readable.
-
-A run's folder (the `log_dir` of `Model.fit`) holds `scalars.jsonl`, UTF-8, one JSON object per line:
-
-    {"tinyflow_scalars": 1, "time": 1718000000.0, "first_epoch": 1}         a header at the start of each fit
-    {"epoch": 1, "time": 1718000001.2, "scalars": {"loss": 0.52, "lr": 0.001, "epoch_time": 0.21}}
-    {"epoch": 2, "time": 1718000001.4, "scalars": {"loss": "NaN", "lr": 0.001, "epoch_time": 0.2}}
-
-`time` is seconds since the epoch (Unix time); numbers JSON cannot hold are the strings "NaN",
-"Infinity" and "-Infinity". Each line goes to the operating system in one write() call on a file
-opened for appending before training goes on, and nothing is ever rewritten, so a process killed at
-any moment leaves every finished epoch readable; at worst a last line is cut short. The file is
-also flushed to the disk (fsync) at most once a second and when the fit ends, so even a machine that
-loses power loses at most the last second (fsync after every epoch would slow small, fast epochs).
-
-Reading is parsing only (json.loads, then type checks: nothing in a log is ever executed or
-evaluated) and tolerant: a last line without its newline is not read yet (it is being written, or
-was cut by a crash; only its first MAX_LINE bytes are kept meanwhile); a line that is not a JSON
-object with a positive integer "epoch", that names a scalar with text that is not Unicode (a lone
-surrogate), or longer than MAX_LINE bytes, is skipped and counted; scalar values that are not
-numbers are skipped; a later line for the same epoch replaces an earlier one (a resumed run repeats
-the epoch it was killed in). Only a regular file is read, never through a symbolic link.
+"""The scalar log of a training run, `scalars.jsonl`: append-only JSON Lines that a killed run leaves readable, and
+read without ever executing anything (the format and its guarantees: docs/explorer_and_board.md).
 """
 import json
 import math
@@ -27,19 +7,15 @@ import os
 import stat
 import time
 
+from ..viz.explorer.summary import json_number
+
 FILE_NAME = "scalars.jsonl"
+GRAPH_PAGE = "graph.html"  # the explorer page of the run's model, beside its scalars
 MAX_LINE = 64 * 1024  # bytes: longer lines are skipped unread
 READ_CHUNK = 1 << 20  # bytes read at a time
 MAX_TAG = 200         # characters of a scalar's name
 SYNC_SECONDS = 1.0    # the longest a written line waits to be flushed to the disk
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _json_value(x):
-    x = float(x)
-    if math.isfinite(x):
-        return x
-    return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
 
 
 def is_text(name):
@@ -49,10 +25,6 @@ def is_text(name):
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _text(name):
-    return name if is_text(name) else name.encode("utf-8", "replace").decode("utf-8")
 
 
 def open_regular(path):
@@ -74,33 +46,33 @@ class ScalarWriter:
     _fd = None  # until the file is open (a failed __init__ leaves nothing to close)
 
     def __init__(self, log_dir):
-        self.log_dir = os.fspath(log_dir)
-        os.makedirs(self.log_dir, exist_ok=True)
-        self.path = os.path.join(self.log_dir, FILE_NAME)
-        self.last_epoch = ScalarLog(self.path).poll().last_epoch
+        os.makedirs(log_dir, exist_ok=True)
+        self.path = os.path.join(log_dir, FILE_NAME)
+        log = ScalarLog(self.path).poll()
+        self.last_epoch = log.last_epoch
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._synced = time.monotonic()
-        size = os.fstat(self._fd).st_size
-        if size and _last_byte(self.path, size) != b"\n":
-            self._append(b"\n")  # a line cut by a crash stays alone on its line (and is skipped)
+        if log._line:  # a line cut by a crash stays alone on its line (and is skipped)
+            self._append(b"\n")
 
     def header(self, first_epoch):
-        """Mark the start of a fit."""
-        self._append_record({"tinyflow_scalars": 1, "time": time.time(), "first_epoch": int(first_epoch)})
+        """Mark the start of a fit; returns the writer."""
+        return self._append_record({"tinyflow_scalars": 1, "time": time.time(), "first_epoch": int(first_epoch)})
 
     def write(self, epoch, scalars):
-        """Append one epoch's scalars (name -> number) and flush them to disk."""
-        values = {_text(str(k)[:MAX_TAG]): _json_value(v) for k, v in scalars.items() if v is not None}
-        self._append_record({"epoch": int(epoch), "time": time.time(), "scalars": values})
+        """Append one epoch's scalars (name -> number; None left out); returns the writer."""
+        values = {str(k)[:MAX_TAG].encode("utf-8", "replace").decode("utf-8"): json_number(v)
+                  for k, v in scalars.items() if v is not None}
+        return self._append_record({"epoch": int(epoch), "time": time.time(), "scalars": values})
 
     def _append_record(self, record):
         self._append((json.dumps(record, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8"))
+        return self
 
     def _append(self, data):
         view = memoryview(data)
         while view:  # one call writes it all for a regular file; the loop only guards against a short write
-            written = os.write(self._fd, view)
-            view = view[written:]
+            view = view[os.write(self._fd, view):]
         if time.monotonic() - self._synced >= SYNC_SECONDS:
             os.fsync(self._fd)
             self._synced = time.monotonic()
@@ -121,12 +93,6 @@ class ScalarWriter:
     def __del__(self):
         if self._fd is not None:  # a writer dropped after a failure: closed without the fsync that may fail again
             os.close(self._fd)
-
-
-def _last_byte(path, size):
-    with open(path, "rb") as f:
-        f.seek(size - 1)
-        return f.read(1)
 
 
 class ScalarLog:
@@ -168,39 +134,41 @@ class ScalarLog:
     def _read_line(self, line):
         if not line.strip():
             return
-        if len(line) > MAX_LINE:
+        record = _parse(line)
+        if record is None:
             self.skipped += 1
-            return
-        try:
-            record = json.loads(line.decode("utf-8"))
-        except (ValueError, RecursionError):  # not JSON, not UTF-8, or numbers too long to convert
-            self.skipped += 1
-            return
-        if not isinstance(record, dict):
-            self.skipped += 1
-            return
-        if "tinyflow_scalars" in record:
-            return  # a fit's header
-        epoch, scalars = record.get("epoch"), record.get("scalars")
-        if type(epoch) is not int or not 0 < epoch < 10 ** 9 or not isinstance(scalars, dict):
-            self.skipped += 1
-            return
-        if not all(is_text(name) for name in scalars):
-            self.skipped += 1
-            return
-        for name, value in scalars.items():
-            number = _number(value)
-            if number is not None and len(name) <= MAX_TAG:
-                self.scalars.setdefault(name, {})[epoch] = number
-        self.last_epoch = max(self.last_epoch, epoch)
-        stamp = record.get("time")
-        if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and math.isfinite(stamp):
-            self.updated = float(stamp)
+        elif "tinyflow_scalars" not in record:  # not a fit's header
+            for name, value in record["scalars"].items():
+                number = _number(value)
+                if number is not None and len(name) <= MAX_TAG:
+                    self.scalars.setdefault(name, {})[record["epoch"]] = number
+            self.last_epoch = max(self.last_epoch, record["epoch"])
+            stamp = record.get("time")
+            if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and math.isfinite(stamp):
+                self.updated = float(stamp)
 
     def curves(self):
         """{name: [[epoch, value], ...]} by epoch, non-finite values as "NaN" / "Infinity" / "-Infinity"."""
-        return {name: [[epoch, _json_value(value)] for epoch, value in sorted(points.items())]
+        return {name: [[epoch, json_number(value)] for epoch, value in sorted(points.items())]
                 for name, points in sorted(self.scalars.items())}
+
+
+def _parse(line):
+    """The record a line holds (a header, or an epoch with its scalars), or None for a line to skip."""
+    if len(line) > MAX_LINE:
+        return None
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or numbers too long to convert
+        return None
+    if not isinstance(record, dict):
+        return None
+    if "tinyflow_scalars" in record:
+        return record  # a fit's header
+    epoch, scalars = record.get("epoch"), record.get("scalars")
+    if type(epoch) is not int or not 0 < epoch < 10 ** 9 or not isinstance(scalars, dict):
+        return None
+    return record if all(is_text(name) for name in scalars) else None
 
 
 def _number(value):
@@ -212,9 +180,7 @@ def _number(value):
             return float(value)
         except OverflowError:  # an integer beyond float's range
             return math.inf if value > 0 else -math.inf
-    if isinstance(value, str):
-        return NON_FINITE.get(value)
-    return None
+    return NON_FINITE.get(value) if isinstance(value, str) else None
 
 
 def find_runs(logdir, max_depth=4):
@@ -227,6 +193,5 @@ def find_runs(logdir, max_depth=4):
             subfolders[:] = []
         subfolders.sort()
         if FILE_NAME in files:
-            name = os.path.relpath(folder, logdir).replace(os.sep, "/")
-            runs[name] = folder
+            runs[os.path.relpath(folder, logdir).replace(os.sep, "/")] = folder
     return runs

@@ -1,16 +1,11 @@
-"""`tinyflow board LOGDIR`: a small local web server showing the runs' curves live, and each run's graph.
+"""`tinyflow board LOGDIR`: a small local web server (http.server) showing the runs' curves live, and their graphs.
 
-Standard library only (http.server). Routes:
     GET /              the board page (its script and styles inline)
     GET /api/runs      {"runs": [{"name", "scalars": {"loss": [[epoch, value], ...], ...}, "graph", "skipped",
-                        "updated"}], "logdir"}
+                        "updated"}], "skipped_runs", "logdir"}
     GET /graph?run=N   the explorer page Model.fit wrote for run N (graph.html in its folder)
-It listens on 127.0.0.1 unless told otherwise, only reads, serves nothing but those pages (a run
-name is looked up among the runs found, never joined into a path; only regular files, never
-through a symbolic link), forbids its pages any network access beyond itself
-(Content-Security-Policy), and answers only requests addressed to it: a Host header naming another
-site is refused (403), so a web page cannot read the runs by DNS rebinding (as Jupyter and
-TensorBoard refuse them). Runs whose folder name is not UTF-8 are left out and counted.
+It only reads and serves nothing else (a run name is looked up among the runs found, never joined into a path),
+forbids its pages any network access beyond itself, and refuses another site's Host header (DNS rebinding).
 """
 import errno
 import functools
@@ -20,18 +15,20 @@ import json
 import os
 import pathlib
 import socket
+import string
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import TinyflowError
-from .runlog import ScalarLog, find_runs, is_text, open_regular
+from ..viz.explorer.page import inline_text
+from .runlog import FILE_NAME, GRAPH_PAGE, ScalarLog, find_runs, is_text, open_regular
 
 DEFAULT_PORT = 6006
 PORTS_TRIED = 20  # without --port: 6006, or the next free one of these
 STATIC = pathlib.Path(__file__).with_name("static")
-GRAPH_PAGE = "graph.html"
+HTML = "text/html; charset=utf-8"
 BOARD_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
              "frame-src 'self'; img-src data:; base-uri 'none'; form-action 'none'")
 GRAPH_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
@@ -49,33 +46,26 @@ class RunCatalog:
         self.logdir = os.fspath(logdir)
         self._logs, self._lock = {}, threading.Lock()
 
-    def runs(self):
-        """{name: folder} of the runs found now."""
-        return find_runs(self.logdir) if os.path.isdir(self.logdir) else {}
-
     def snapshot(self):
         """The JSON of /api/runs."""
-        found = self.runs()
+        found = find_runs(self.logdir)
         result = []
         with self._lock:
             for name, folder in found.items():
                 if not is_text(name):
                     continue  # a folder name that is not UTF-8 cannot be shown (counted in skipped_runs)
-                log = self._logs.get(folder)
-                if log is None:
-                    log = self._logs[folder] = ScalarLog(os.path.join(folder, "scalars.jsonl"))
-                log.poll()
+                log = self._logs.setdefault(folder, ScalarLog(os.path.join(folder, FILE_NAME))).poll()
                 page = open_regular(os.path.join(folder, GRAPH_PAGE))
                 if page is not None:
                     page.close()
                 result.append({"name": name, "scalars": log.curves(), "skipped": log.skipped,
                                "updated": log.updated, "graph": page is not None})
-        logdir = os.fsencode(self.logdir).decode("utf-8", "replace")
-        return {"runs": result, "skipped_runs": len(found) - len(result), "logdir": logdir}
+        return {"runs": result, "skipped_runs": len(found) - len(result),
+                "logdir": os.fsencode(self.logdir).decode("utf-8", "replace")}
 
     def graph_page(self, name):
         """The bytes of run `name`'s explorer page, or None."""
-        folder = self.runs().get(name)
+        folder = find_runs(self.logdir).get(name)
         page = None if folder is None else open_regular(os.path.join(folder, GRAPH_PAGE))
         if page is None:
             return None
@@ -85,21 +75,9 @@ class RunCatalog:
 
 @functools.lru_cache(maxsize=None)
 def board_page():
-    """The board's HTML, script and styles inline."""
-    css = (STATIC / "board.css").read_text(encoding="utf-8")
-    js = (STATIC / "board.js").read_text(encoding="utf-8")
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>tinyflow board</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<style>{css}</style></head><body>
-<header><b>tinyflow board</b> <span id="logdir"></span> <span id="status">loading...</span>
-<label><input type="checkbox" id="logscale"> log scale</label>
-<label><input type="checkbox" id="live" checked> live</label></header>
-<section id="runs"></section>
-<section id="charts"></section>
-<section id="graph-view" hidden><h2 id="graph-title"></h2>
-<iframe id="graph-frame" sandbox="allow-scripts" title="the run's graph"></iframe></section>
-<script>{js}</script></body></html>""".encode("utf-8")
+    """The board's HTML (static/board.html), its script and styles inline."""
+    return string.Template((STATIC / "board.html").read_text(encoding="utf-8")).substitute(
+        css=inline_text(STATIC / "board.css"), script=inline_text(STATIC / "board.js")).encode("utf-8")
 
 
 class BoardHandler(BaseHTTPRequestHandler):
@@ -114,22 +92,21 @@ class BoardHandler(BaseHTTPRequestHandler):
         if not self._addressed_to_us():
             self._send(403, f"this board answers requests to {', '.join(sorted(self.hosts))} on port "
                        f"{self.server.server_address[1]} only, not to Host {self.headers.get('Host')!r}; open it at "
-                       "one of those addresses".encode("utf-8", "replace"), "text/plain; charset=utf-8")
+                       "one of those addresses")
         elif url.path == "/":
-            self._send(200, board_page(), "text/html; charset=utf-8", BOARD_CSP)
+            self._send(200, board_page(), HTML, BOARD_CSP)
         elif url.path == "/api/runs":
-            body = json.dumps(self.catalog.snapshot(), allow_nan=False, ensure_ascii=False).encode("utf-8")
-            self._send(200, body, "application/json; charset=utf-8")
+            self._send(200, json.dumps(self.catalog.snapshot(), allow_nan=False, ensure_ascii=False),
+                       "application/json; charset=utf-8")
         elif url.path == "/graph":
             name = parse_qs(url.query).get("run", [""])[0]
             page = self.catalog.graph_page(name)
             if page is None:
-                self._send(404, f"no graph page for run {html.escape(name)!r}".encode("utf-8"),
-                           "text/plain; charset=utf-8")
+                self._send(404, f"no graph page for run {html.escape(name)!r}")
             else:
-                self._send(200, page, "text/html; charset=utf-8", GRAPH_CSP)
+                self._send(200, page, HTML, GRAPH_CSP)
         else:
-            self._send(404, b"not found", "text/plain; charset=utf-8")
+            self._send(404, "not found")
 
     def _addressed_to_us(self):
         """Whether the Host header names this board: a name it answers to, or an IP address, and its port."""
@@ -147,11 +124,12 @@ class BoardHandler(BaseHTTPRequestHandler):
             return host in self.hosts
 
     def do_POST(self):  # noqa: N802
-        self._send(405, b"the board only reads", "text/plain; charset=utf-8")
+        self._send(405, "the board only reads")
 
     do_PUT = do_DELETE = do_PATCH = do_POST
 
-    def _send(self, status, body, content_type, csp=None):
+    def _send(self, status, body, content_type="text/plain; charset=utf-8", csp=None):
+        body = body.encode("utf-8", "replace") if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -167,11 +145,7 @@ class BoardHandler(BaseHTTPRequestHandler):
 
 
 class Board:
-    """The board's server for `logdir`: `.url`, `.serve_forever()`, or `.start()` in a thread and `.close()`.
-
-    port None: 6006, or the next free port after it; 0: any free port; a number: exactly that port
-    (BoardError if it is in use).
-    """
+    """The board's server for `logdir` (port None: 6006 or the next free one; 0: any): `.url`, `.serve_forever()`."""
 
     def __init__(self, logdir, host="127.0.0.1", port=None):
         if os.path.exists(logdir) and not os.path.isdir(logdir):
@@ -210,8 +184,7 @@ class Board:
 
 
 def _names_of(host):
-    """The host names a board listening on `host` answers to: localhost, the host, and this machine's names when
-    it listens on every address."""
+    """The host names a board on `host` answers to: localhost, the host, this machine's names on every address."""
     names = {"localhost", host.strip("[]").lower()}
     if host in ("", "0.0.0.0", "::"):
         names |= {socket.gethostname().lower(), socket.getfqdn().lower()}

@@ -1,4 +1,5 @@
-"""Graph pictures with graphviz: every kind of node drawn distinctly, name scopes as clusters."""
+"""Graph pictures with graphviz: every kind of node drawn distinctly, name scopes as clusters, the fused kernels
+of an optimised plan as clusters naming the ops they replaced."""
 import functools
 import html
 import os
@@ -9,6 +10,7 @@ import numpy as np
 from ..errors import TinyflowError
 from ..graph import ancestors, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
+from ..passes.fusion import FusedElementwise
 
 # kind -> graphviz node attributes; the legend shows them in this order
 STYLES = {
@@ -23,6 +25,13 @@ STYLES = {
 LEGEND = {"placeholder": "Placeholder (fed data)", "variable": "Variable (trained)",
           "state": "Variable (state: optimizer slots, moving stats)", "constant": "Constant",
           "op": "forward op", "gradient": "gradient op", "optimizer": "optimizer update"}
+# a PNG's longer side at most, in pixels (a 4K screen's width; 40 inches at graphviz's 96 dpi): a big model's
+# full-size PNG (a ResNet-18: 2064 x 8708) takes seconds to rasterise and no screen shows it; .svg and .pdf keep all
+PNG_MAX_SIDE = 3840
+INSTALL_DOT = ("Install it with `sudo apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS) "
+               "or `conda install graphviz`, then restart the kernel.")
+NO_DOT = ("graphviz's `dot` program is not installed, so this graph cannot be drawn: SVG and PNG pictures are "
+          "made from the DOT text by `dot` itself, there is no way around it. " + INSTALL_DOT)
 
 
 class VizError(TinyflowError):
@@ -37,9 +46,12 @@ def kind_of(node):
         return "variable" if node.trainable else "state"
     if isinstance(node, Constant):
         return "constant"
-    if node.role in ("gradient", "optimizer"):
-        return node.role
-    return "op"
+    return node.role if node.role in ("gradient", "optimizer") else "op"
+
+
+def scope_of(name):
+    """The name scope of a node name: "layer1/dense/MatMul" -> "layer1/dense" ("" at the top)."""
+    return name.rsplit("/", 1)[0] if "/" in name else ""
 
 
 def summarize(value):
@@ -53,11 +65,11 @@ def summarize(value):
             f"min {value.min():.3g} max {value.max():.3g}")
 
 
-def _nodes_to_draw(graph, target, show_gradients):
-    if target is None:
+def nodes_to_draw(graph, targets, show_gradients=True):
+    """The nodes a picture of `targets` (None: the whole graph) shows, in creation order."""
+    if targets is None:
         nodes = list(graph.nodes)
     else:
-        targets = target if isinstance(target, (list, tuple)) else [target]
         found = ancestors(targets)
         subgraphs = [n for n in found if hasattr(n, "subgraph_nodes")]
         while subgraphs:  # control flow: draw the branches / loop bodies it runs, inside their clusters
@@ -65,54 +77,50 @@ def _nodes_to_draw(graph, target, show_gradients):
             found |= inner
             subgraphs = [n for n in inner if hasattr(n, "subgraph_nodes")]
         nodes = sorted(found, key=lambda n: n.creation_index)
-    if not show_gradients:
-        nodes = [n for n in nodes if n.role == "forward"]
-    return nodes
+    return nodes if show_gradients else [n for n in nodes if n.role == "forward"]
+
+
+def depends_on_state(nodes):
+    """The nodes that are stateful or computed from a stateful op: never run to draw (that would train)."""
+    tainted = set()
+    for node in sorted(nodes, key=lambda n: n.creation_index):
+        if getattr(node, "stateful", False) or any(i in tainted for i in node.inputs):
+            tainted.add(node)
+    return tainted
+
+
+def run_values(nodes, feed_dict=None, session=None, backend=None, notes=None):
+    """{node: value} of the `nodes` that update no state, from one run; {} when it cannot run (why: in `notes`)."""
+    from ..session import Session
+    tainted = depends_on_state(ancestors(nodes))
+    wanted = sorted({n for n in nodes if n.dtype is not None and n not in tainted}, key=lambda n: n.creation_index)
+    if not wanted:
+        return {}
+    run = session or Session(wanted[0].graph, backend=backend, optimize=False)  # all fetched: nothing could fuse
+    try:
+        with np.errstate(all="ignore"):  # overflow and NaN are what pictures are there to show, not to warn about
+            return dict(zip(wanted, run.run(wanted, feed_dict or {})))
+    except TinyflowError as err:
+        if notes is not None:
+            notes.append(f"values not computed: {err}")
+        return {}
+    finally:
+        if session is None:
+            run.close()
 
 
 def _label(node, show_values, values):
+    """The node's op type and name, with `show_values` its value's summary (and a trained Variable's gradient's)."""
     short = node.name.rsplit("/", 1)[-1]
     lines = [short] if short == node.op_type else [node.op_type, short]
-    if show_values:
-        value = values.get(node) if values else None
-        if value is None and isinstance(node, (Variable, Constant)):
-            value = node.value
-        if value is not None:
-            lines.append(summarize(value))
+    values = values or {}
+    value = values.get(node, node.value if isinstance(node, (Variable, Constant)) else None)
+    if show_values and value is not None:
+        lines.append(summarize(value))
+    gradient = _gradient_of(node) if show_values and isinstance(node, Variable) else None
+    if gradient in values:
+        lines.append(f"grad {summarize(values[gradient])}")
     return "\\n".join(lines)
-
-
-def _legend_label(kinds):
-    """One HTML-like table naming each kind of node in its colours (one node: no edges to upset the layout)."""
-    rows = "".join(f'<TR><TD BGCOLOR="{STYLES[k]["fillcolor"]}" COLOR="{STYLES[k]["color"]}">'
-                   f"{LEGEND[k]}</TD></TR>" for k in kinds)
-    return f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2"><TR><TD BORDER="0"><B>legend</B></TD></TR>{rows}</TABLE>>'
-
-
-def run_values(nodes, feed_dict=None, session=None):
-    """Values of the pure (non-updating) nodes among `nodes`, from one run; {} if they cannot run."""
-    from ..errors import TinyflowError
-    from ..session import Session
-    pure = [n for n in nodes if n.dtype is not None and not _updates_state(n)]
-    if not pure:
-        return {}
-    try:
-        return dict(zip(pure, (session or Session(pure[0].graph)).run(pure, feed_dict or {})))
-    except TinyflowError:
-        return {}
-
-
-def _updates_state(node):
-    """True for stateful ops and anything computed from them (running those would train)."""
-    stack, seen = [node], set()
-    while stack:
-        n = stack.pop()
-        if getattr(n, "stateful", False):
-            return True
-        if n not in seen:
-            seen.add(n)
-            stack.extend(n.inputs)
-    return False
 
 
 def _gradient_of(variable):
@@ -123,77 +131,62 @@ def _gradient_of(variable):
     return None
 
 
+def as_list(value):
+    """`value` as a list of nodes: [] for None, a list or tuple as a list, anything else alone."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
 def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradients=True, graph=None, values=None,
                 feed_dict=None, session=None, collapse=()):
-    """A graphviz.Digraph of the graph (or only what `target` needs), with a legend.
-
-    Placeholders, Variables, state Variables, Constants, forward ops, gradient ops and
-    optimizer updates are drawn distinctly; name scopes become nested clusters;
-    edges carry static shapes. With `show_values`, nodes show summaries of their
-    values (scalars exactly, arrays as shape and statistics) and trained Variables
-    their gradient's: from `values` (node -> array), or computed from one run with
-    `feed_dict` / `session` (optimizer updates are never run); Variables always show
-    their own value. `collapse` names scopes drawn as one box each, for big graphs.
-    Same graph, same DOT text.
-    """
+    """A graphviz.Digraph of the graph (or only what `target` needs), with a legend; same graph, same DOT text.
+    `show_values` shows values (from `values`, or one run with `feed_dict` / `session`); `collapse` names scopes
+    drawn as one box each."""
     import graphviz
     if getattr(target, "optimized", None) is not None:  # an optimised ExecutionPlan, from sess.plan(...)
-        from .plan_picture import optimized_graphviz
         return optimized_graphviz(target.optimized, show_shapes)
+    targets = None if target is None else as_list(target)
     if graph is None:
-        first = target[0] if isinstance(target, (list, tuple)) and target else target
-        graph = first.graph if isinstance(first, Node) else get_default_graph()
-    nodes = _nodes_to_draw(graph, target, show_gradients)
+        graph = targets[0].graph if targets and isinstance(targets[0], Node) else get_default_graph()
+    nodes = nodes_to_draw(graph, targets, show_gradients)
     drawn = set(nodes)
     if show_values and values is None and (feed_dict is not None or session is not None):
-        gradient_nodes = [g for g in (_gradient_of(n) for n in nodes if isinstance(n, Variable)) if g is not None]
-        values = run_values(sorted(set(nodes) | set(gradient_nodes), key=lambda n: n.creation_index),
-                            feed_dict, session)
+        gradients = [g for g in (_gradient_of(n) for n in nodes if isinstance(n, Variable)) if g is not None]
+        values = run_values(drawn | set(gradients), feed_dict, session)
     collapse = (collapse,) if isinstance(collapse, str) else tuple(collapse)
 
     def collapsed_scope(node):
         return next((c for c in collapse if node.name.startswith(c + "/")), None)
-    dot = digraph("tinyflow", graph_attr=dict(rankdir="TB", newrank="true", fontname="Helvetica", fontsize="11"),
-                  node_attr=dict(fontname="Helvetica", fontsize="10"),
-                  edge_attr=dict(fontname="Helvetica", fontsize="8", color="#666666"))
-    clusters = {}
-
-    def container(scope):
-        """The (nested) cluster subgraph of a name scope, created on first use."""
-        if not scope:
-            return dot
-        if scope not in clusters:
-            clusters[scope] = graphviz.Digraph(name=f"cluster_{scope}", graph_attr=dict(
-                label=scope.rsplit("/", 1)[-1], style="rounded", color="#aaaaaa", fontcolor="#555555"))
-        return clusters[scope]
 
     def node_id(node):
         scope = collapsed_scope(node)
         return f"scope_{scope}" if scope else f"n{node.creation_index}"
 
+    dot = digraph("tinyflow", rankdir="TB", newrank="true")
+    clusters = {"": dot}
+
+    def container(scope):
+        """The cluster subgraph of a name scope, created on first use with those of its enclosing scopes."""
+        if scope not in clusters:
+            container(scope_of(scope))
+            clusters[scope] = graphviz.Digraph(name=f"cluster_{scope}", graph_attr=dict(
+                label=scope.rsplit("/", 1)[-1], style="rounded", color="#aaaaaa", fontcolor="#555555"))
+        return clusters[scope]
+
     for scope in collapse:
         members = [n for n in nodes if collapsed_scope(n) == scope]
         if members:
-            parent = scope.rsplit("/", 1)[0] if "/" in scope else ""
-            container(parent).node(f"scope_{scope}", f"{scope.rsplit('/', 1)[-1]}\n({len(members)} nodes)",
-                                   shape="box3d", style="filled", **{"fillcolor": STYLES[kind_of(members[0])]["fillcolor"]})
+            container(scope_of(scope)).node(f"scope_{scope}", f"{scope.rsplit('/', 1)[-1]}\n({len(members)} nodes)",
+                                            shape="box3d", style="filled",
+                                            fillcolor=STYLES[kind_of(members[0])]["fillcolor"])
     for node in nodes:
-        if collapsed_scope(node):
-            continue
-        scope = node.name.rsplit("/", 1)[0] if "/" in node.name else ""
-        label = _label(node, show_values, values)
-        gradient = _gradient_of(node) if show_values and isinstance(node, Variable) and values else None
-        if gradient is not None and gradient in values:
-            label += f"\ngrad {summarize(values[gradient])}"
-        container(scope).node(f"n{node.creation_index}", label, **STYLES[kind_of(node)])
-    for scope in list(clusters):  # every enclosing scope gets a cluster too, even without nodes of its own
-        while "/" in scope:
-            scope = scope.rsplit("/", 1)[0]
-            container(scope)
+        if not collapsed_scope(node):
+            container(scope_of(node.name)).node(f"n{node.creation_index}", _label(node, show_values, values),
+                                                **STYLES[kind_of(node)])
     # attach clusters innermost first (graphviz copies a subgraph when attached), so each lands in its parent
-    for scope in sorted(clusters, key=lambda s: (-s.count("/"), s)):
-        parent = scope.rsplit("/", 1)[0] if "/" in scope else ""
-        container(parent).subgraph(clusters[scope])
+    for scope in sorted(clusters.keys() - {""}, key=lambda s: (-s.count("/"), s)):
+        clusters[scope_of(scope)].subgraph(clusters[scope])
     edges = {}
     for node in nodes:
         for inp in node.inputs:
@@ -210,8 +203,49 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
             if pop in drawn and value in drawn:
                 dot.edge(node_id(pop), node_id(value), style="dotted", color="#b33a3a", label="restores",
                          constraint="false")
-    dot.node("legend", _legend_label([k for k in STYLES if any(kind_of(n) == k for n in nodes)]),
-             shape="plaintext")
+    # the legend: one HTML-like table naming each kind of node drawn, in its colours (one node: no edges to upset
+    # the layout)
+    rows = "".join(f'<TR><TD BGCOLOR="{style["fillcolor"]}" COLOR="{style["color"]}">{LEGEND[kind]}</TD></TR>'
+                   for kind, style in STYLES.items() if any(kind_of(n) == kind for n in nodes))
+    dot.node("legend", f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2"><TR><TD BORDER="0"><B>legend</B></TD>'
+             f"</TR>{rows}</TABLE>>", shape="plaintext")
+    return dot
+
+
+def optimized_graphviz(graph, show_shapes=True):
+    """A graphviz.Digraph of an OptGraph (what `sess.plan(...)` runs); each fused kernel is a cluster."""
+    dot = digraph("tinyflow_optimised", rankdir="TB")
+    ids, output_of = {}, {}
+
+    def node_id(node):
+        return ids.setdefault(id(node), f"n{len(ids)}")
+
+    def label(node):
+        return f"{node.name}\n{node.op_type}" + (f"\n{node.shape}" if show_shapes and node.shape is not None else "")
+
+    def edge(source, head):
+        dot.edge(output_of.get(id(source), node_id(source)), head, label=str(source.shape) if show_shapes else "")
+
+    for node in graph.nodes:
+        if not isinstance(node, FusedElementwise):
+            dot.node(node_id(node), label(node), **STYLES[kind_of(node)])
+            continue
+        title = "fused: " + " → ".join(m.op_type for m in node.members)
+        style = dict(label=title, style="rounded,filled", color="#7b1fa2", fillcolor="#f3e5f5", fontcolor="#4a148c")
+        with dot.subgraph(name=f"cluster_{node_id(node)}", graph_attr=style) as cluster:
+            for member in node.members:
+                cluster.node(node_id(member), label(member), **STYLES[kind_of(member)])
+            for member, (_, args) in zip(node.members, node.program):
+                for kind, index in args:  # "t": an earlier member's result, "x": one of the fused node's inputs
+                    if kind == "t":
+                        cluster.edge(node_id(node.members[index]), node_id(member))
+                    elif kind == "x":
+                        edge(node.inputs[index], node_id(member))
+        output_of[id(node)] = node_id(node.members[-1])
+    for node in graph.nodes:
+        if not isinstance(node, FusedElementwise) and node not in graph.fed:
+            for inp in node.inputs:
+                edge(inp, node_id(node))
     return dot
 
 
@@ -220,13 +254,8 @@ def dot_available():
     return shutil.which("dot") is not None
 
 
-INSTALL_DOT = ("Install it with `sudo apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS) "
-               "or `conda install graphviz`, then restart the kernel.")
-NO_DOT = ("graphviz's `dot` program is not installed, so this graph cannot be drawn: SVG and PNG pictures are "
-          "made from the DOT text by `dot` itself, there is no way around it. " + INSTALL_DOT)
-
-
-def _require_dot():
+def require_dot():
+    """VizError, saying how to install graphviz, when `dot` is missing."""
     if not dot_available():
         raise VizError("graphviz's `dot` program is not installed, so pictures cannot be rendered. " + INSTALL_DOT +
                        " to_graphviz() still returns the graph (its DOT text is `.source`) without it.")
@@ -244,8 +273,7 @@ def _picture_class():
     import graphviz
 
     class GraphPicture(graphviz.Digraph):
-        """A graphviz.Digraph that, without `dot`, shows its DOT source and raises VizError instead of
-        graphviz's ExecutableNotFound traceback."""
+        """A graphviz.Digraph that, without `dot`, shows its DOT source and raises VizError (not a traceback)."""
 
         def _repr_mimebundle_(self, include=None, exclude=None, **options):
             if dot_available():
@@ -256,38 +284,32 @@ def _picture_class():
             return {"text/plain": f"{NO_DOT}\n\n{self.source}", "text/html": no_dot_html(self)}
 
         def pipe(self, *args, **kwargs):
-            _require_dot()
+            require_dot()
             return super().pipe(*args, **kwargs)
 
         def render(self, *args, **kwargs):
-            _require_dot()
+            require_dot()
             return super().render(*args, **kwargs)
 
     return GraphPicture
 
 
-def digraph(*args, **kwargs):
-    """A graphviz.Digraph for tinyflow's pictures: without `dot` it shows its DOT source and a clear message."""
-    return _picture_class()(*args, **kwargs)
-
-
-# a PNG's longer side at most, in pixels (a 4K screen's width; 40 inches at graphviz's 96 dpi): a big model's full-size PNG
-# (a ResNet-18: 2064 x 8708) takes seconds to rasterise and no screen shows it; .svg and .pdf keep every detail
-PNG_MAX_SIDE = 3840
+def digraph(name, node_shape=None, **graph_attr):
+    """A graphviz.Digraph in tinyflow's fonts that, without `dot`, shows its DOT source and a clear message."""
+    node_attr = dict(fontname="Helvetica", fontsize="10", **({"shape": node_shape} if node_shape else {}))
+    return _picture_class()(name, graph_attr={"fontname": "Helvetica", "fontsize": "11", **graph_attr},
+                            node_attr=node_attr, edge_attr=dict(fontname="Helvetica", fontsize="8", color="#666666"))
 
 
 def render(target, path, **options):
-    """Draw `target` (a node, a list of nodes, or a Graph) to `path`: .png, .svg or .pdf by suffix (a big graph's
-    PNG is scaled down to PNG_MAX_SIDE pixels)."""
-    root, suffix = os.path.splitext(os.fspath(path))
-    fmt = suffix.lstrip(".").lower()
+    """Draw `target` (a node, a list of nodes, or a Graph) to `path`: .png (at most PNG_MAX_SIDE pixels), .svg or
+    .pdf by suffix."""
+    fmt = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     if fmt not in ("png", "svg", "pdf"):
         raise VizError(f"cannot render to '{path}': use a .png, .svg or .pdf file name")
-    _require_dot()
-    if hasattr(target, "nodes") and not isinstance(target, Node):  # a Graph
-        dot = to_graphviz(None, graph=target, **options)
-    else:
-        dot = to_graphviz(target, **options)
+    require_dot()
+    is_graph = hasattr(target, "nodes") and not isinstance(target, Node)  # a Graph (or a program holding one)
+    dot = to_graphviz(None, graph=target, **options) if is_graph else to_graphviz(target, **options)
     if fmt == "png":
         dot.graph_attr["size"] = f"{PNG_MAX_SIDE / 96:g},{PNG_MAX_SIDE / 96:g}"  # inches; scales down only
     picture = dot.pipe(format=fmt)  # render first: a failure must not leave an empty file behind
@@ -299,6 +321,4 @@ def render(target, path, **options):
 
 def svg(target=None, *, graph=None):
     """SVG text of a picture, or None without `dot` (for Jupyter's _repr_svg_)."""
-    if not dot_available():
-        return None
-    return to_graphviz(target, graph=graph).pipe(format="svg").decode("utf-8")
+    return to_graphviz(target, graph=graph).pipe(format="svg").decode("utf-8") if dot_available() else None

@@ -1,75 +1,49 @@
-"""The explorer's data for an eager Tensor: the ops it recorded (its grad_fns) and the leaves they read.
-
-Values are what the ops computed (each keeps its output until a backward pass frees it); gradients
-come from the eager engine's own backward pass, run with a trace and a private sink, so the
-tensors' `.grad` stay untouched and the step-through shows the order that engine takes.
+"""The explorer's data for an eager Tensor: the ops it recorded with their outputs, the leaves they read, and the
+eager engine's own backward walk into a private sink (the tensors' `.grad` stay untouched).
 """
 import numpy as np
 
+from ...eager.autograd import backward
 from ...eager.tensor import Tensor
 from ...errors import TinyflowError
-from ..eager_graph import _recorded
-from .summary import summary
+from ..eager_graph import leaf_step, recorded
+from .graph_data import record, trace_walk, walk_data
 
 
 def eager_data(tensor):
-    """The page's data for an eager Tensor's recorded graph (`_recorded` in eager_graph.py)."""
-    ops, leaves, edges = _recorded(tensor)
-    if not ops:
-        leaves = [tensor]  # a tensor that recorded nothing: a leaf on its own
-    leaf_ids = {id(leaf) for leaf in leaves}  # by identity: `in` on a list of Tensors would compare values
-    order = _forward_order(tensor, leaf_ids, leaves)
+    """The page's data for an eager Tensor's recorded graph (`recorded` in eager_graph.py)."""
+    ops, leaves, edges = recorded(tensor)
+    order = leaves + ops if ops else [tensor]  # leaves first, then each op after what it read; or a lone leaf
     names = _names(order)
     inputs = {fn: [None] * len(fn._next or ()) for fn in ops}
     for source, fn, index in edges:
         inputs[fn][index] = source
     index_of = {item: i for i, item in enumerate(order)}
-    notes, walk, leaf_grads = [], [], {}
+    notes, walk, pending, grads = [], [], {}, {}
     if ops:
+        sink = dict.fromkeys(leaves)
+        seed = None if tensor.size == 1 else [np.ones(tensor.shape, tensor.dtype)]
         try:
-            walk, leaf_grads = _trace_backward(tensor, leaves)
+            walk, pending, grads = trace_walk(
+                lambda trace: backward([tensor], seed, retain_graph=True, sink=sink, trace=trace), names, leaf_step)
+            grads.update((leaf, g) for leaf, g in sink.items() if g is not None)
         except TinyflowError as err:
             notes.append(f"no backprop walk: {err}")
-    grads = {fn: g for fn, g, _ in walk}
-    grads.update(leaf_grads)
     records = []
     for item in order:
-        is_leaf = id(item) in leaf_ids
-        value = item.numpy() if is_leaf else getattr(item, "_out", None)
-        grad = grads.get(item)
-        records.append({
-            "name": names[item], "op": "Tensor" if is_leaf else item.op_type,
-            "shape": [int(d) for d in item.shape] if item.shape is not None else None,
-            "dtype": str(item.dtype) if item.dtype is not None else None,
-            "site": "" if is_leaf else item.creation_site,
-            "value": None if value is None else summary(value), "grad": None if grad is None else summary(grad),
-            "kind": "variable" if is_leaf else "op", "scope": "",
-            "inputs": [] if is_leaf else [index_of[s] for s in inputs[item] if s is not None]})
-    data = {"source": "eager", "nodes": records, "groups": {},
-            "forward_order": [names[item] for item in order],
-            "backprop_order": [names[fn] for fn, _, _ in walk], "notes": notes}
+        if isinstance(item, Tensor):  # a leaf
+            records.append(record(names[item], "Tensor", item.shape, item.dtype, "", "variable", "", [],
+                                  item.numpy(), grads.get(item)))
+        else:
+            records.append(record(names[item], item.op_type, item.shape, item.dtype, item.creation_site, "op", "",
+                                  [index_of[s] for s in inputs[item] if s is not None], getattr(item, "_out", None),
+                                  grads.get(item)))
+    data = {"source": "eager", "nodes": records, "groups": {}, "forward_order": [names[item] for item in order],
+            "backprop_order": [step["node"] for step in walk], "notes": notes}
     if walk:
-        data["backprop"] = _walk_data(walk, names, edges)
+        data["backprop"] = walk_data(walk, pending, names, lambda g: g.numpy() if hasattr(g, "numpy") else g,
+                                     tensor.grad_fn)
     return data
-
-
-def _forward_order(tensor, leaf_ids, leaves):
-    """Leaves first, then the ops in an order where each comes after what it read (a depth-first postorder)."""
-    order, done = [], set()
-    stack = [(tensor.grad_fn, False)] if tensor.grad_fn is not None else []
-    while stack:
-        fn, expanded = stack.pop()
-        if fn in done:
-            continue
-        if expanded:
-            done.add(fn)
-            order.append(fn)
-            continue
-        stack.append((fn, True))
-        for source in reversed(fn._next or ()):
-            if source is not None and id(source) not in leaf_ids and source not in done:
-                stack.append((source, False))
-    return list(leaves) + order if order else [tensor]
 
 
 def _names(order):
@@ -82,44 +56,3 @@ def _names(order):
         used[base] = count + 1
         names[item] = base if count == 0 else f"{base}_{count}"
     return names
-
-
-def _trace_backward(tensor, leaves):
-    """The eager engine's walk from `tensor` (seeded with ones): [(op, its output's gradient, counts)]."""
-    from ...eager.autograd import backward
-    sink = {leaf: None for leaf in leaves}
-    walk = []
-    seed = None if tensor.size == 1 else np.ones(tensor.shape, tensor.dtype)
-    backward([tensor], None if seed is None else [seed], retain_graph=True, sink=sink,
-             trace=lambda step: walk.extend(op_steps(step)))
-    return walk, {leaf: np.asarray(g.numpy() if hasattr(g, "numpy") else g) for leaf, g in sink.items()
-                  if g is not None}
-
-
-def op_steps(step):
-    """[(op, its output's gradient, the pending counts)] for a step of the walk through an op ([] for a leaf)."""
-    if step["node"].__class__ is Tensor or step["grad"] is None:
-        return []
-    return [(step["node"], np.array(step["grad"].numpy()), dict(step["pending"]))]
-
-
-def _walk_data(walk, names, edges):
-    """Steps as the page replays them; the eager engine keeps its partial sums to itself, so contributions
-    are counted, not summed."""
-    feeds = {}
-    for source, fn, _ in edges:
-        feeds.setdefault(fn, []).append(source)
-    first_fn, _, after_first = walk[0]
-    pending = dict(after_first)
-    for source in feeds.get(first_fn, ()):
-        if source in pending:
-            pending[source] += 1
-    steps = []
-    for fn, _, counts in walk:
-        targets = feeds.get(fn, [])
-        steps.append({"node": names[fn], "received": None,
-                      "delivered": [[names[s], None, None] for s in targets if s in names],
-                      "released": [names[s] for s in dict.fromkeys(targets) if counts.get(s) == 0 and s in names],
-                      "queue": None, "queue_size": None})
-    return {"loss": names[first_fn], "wrt": [], "steps": steps,
-            "pending": {names[fn]: count for fn, count in pending.items() if fn in names}}

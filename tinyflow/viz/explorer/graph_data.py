@@ -1,9 +1,5 @@
-"""The explorer's data for graph nodes: every node with its values and gradient, the Session's order, the walk.
-
-Values come from one Session.run of the drawn nodes (ops that update Variables, and what is
-computed from them, are never run: drawing never trains). Gradients come from tfl.gradients itself,
-built in a scratch block of the graph (`Graph.scratch`) so the user's graph is left as it was; its
-trace gives the step-through the engine's own order, pending counts and contributions.
+"""The explorer's data for graph nodes: values from one Session.run (never of what updates state), gradients and the
+walk from tfl.gradients itself, built in a scratch block (`Graph.scratch`) that leaves the user's graph as it was.
 """
 from itertools import islice
 
@@ -12,72 +8,44 @@ import numpy as np
 from ...autodiff.gradients import gradients
 from ...errors import TinyflowError
 from ...graph import ancestors
-from ...nodes import Node, Placeholder, Variable
-from ...session import Session
+from ...nodes import Placeholder, Variable
 from ...session.feeds import resolve_key
 from ...session.plan import prune, schedule
-from ..graphviz_render import _nodes_to_draw, kind_of
+from ..graphviz_render import as_list, kind_of, nodes_to_draw, run_values, scope_of
 from .summary import dtype_name, summary
 
 QUEUE_SHOWN = 12  # names of the queue kept per backprop step (the rest is counted)
 
 
-def node_record(node, index_of, value=None, grad=None, scope=None, sites=None):
-    """One node as the page reads it (see the module docstring of tinyflow/viz/explorer/__init__.py).
-
-    `sites` caches creation sites' texts: the nodes a loop built share a few sites.
-    """
-    shape = None if node.shape is None else [None if d is None else int(d) for d in node.shape]
-    site = getattr(node, "_site", None)
-    if sites is None or site is None:
-        text = node.creation_site
-    elif site in sites:
-        text = sites[site]
-    else:
-        text = sites[site] = node.creation_site
-    return {"name": node.name, "op": node.op_type, "shape": shape,
-            "dtype": None if node.dtype is None else dtype_name(node.dtype), "site": text,
-            "value": value, "grad": grad, "kind": kind_of(node),
-            "scope": scope_of(node.name) if scope is None else scope,
-            "inputs": [index_of[i] for i in node.inputs if i in index_of]}
+def record(name, op, shape, dtype, site, kind, scope, inputs, value=None, grad=None):
+    """One node as the page reads it (docs/explorer_and_board.md), its value and gradient summarised."""
+    return {"name": name, "op": op, "shape": None if shape is None else [None if d is None else int(d) for d in shape],
+            "dtype": None if dtype is None else dtype_name(dtype), "site": site, "value": summary(value),
+            "grad": summary(grad), "kind": kind, "scope": scope, "inputs": inputs}
 
 
-def scope_of(name):
-    """The name scope of a node name: "layer1/dense/MatMul" -> "layer1/dense" ("" at the top)."""
-    return name.rsplit("/", 1)[0] if "/" in name else ""
+def node_record(node, index_of, sites, value=None, grad=None, scope=None):
+    """The record of a graph node; `sites` caches creation sites' texts (the nodes a loop built share a few)."""
+    key = getattr(node, "_site", None)
+    site = sites.get(key) if key is not None else None
+    if site is None:
+        site = node.creation_site
+        if key is not None:
+            sites[key] = site
+    return record(node.name, node.op_type, node.shape, node.dtype, site, kind_of(node),
+                  scope_of(node.name) if scope is None else scope,
+                  [index_of[i] for i in node.inputs if i in index_of], value, grad)
 
 
-def scope_groups(records):
-    """Every enclosing scope of the records, labelled with its last part."""
-    groups = {}
-    for record in records:
-        scope = record["scope"]
+def scope_groups(scopes, groups=None):
+    """`groups` ({} by default) with every enclosing scope of `scopes` added, labelled with its last part."""
+    groups = {} if groups is None else groups
+    for scope in scopes:
+        scope = scope_of(scope) if scope in groups else scope  # a fused kernel's group: add its scopes
         while scope and scope not in groups:
             groups[scope] = {"label": scope.rsplit("/", 1)[-1], "kind": "scope"}
             scope = scope_of(scope)
     return groups
-
-
-def depends_on_state(nodes):
-    """The nodes (in creation order) that are stateful or computed from a stateful op: never run to draw."""
-    tainted = set()
-    for node in sorted(nodes, key=lambda n: n.creation_index):
-        if getattr(node, "stateful", False) or any(i in tainted for i in node.inputs):
-            tainted.add(node)
-    return tainted
-
-
-def _targets(target):
-    if isinstance(target, Node):
-        return [target]
-    return list(target) if isinstance(target, (list, tuple)) else None  # None: a whole Graph
-
-
-def default_loss(targets):
-    """The node to backpropagate from when none is named: a single float-valued target."""
-    if targets and len(targets) == 1 and targets[0].dtype is not None and targets[0].dtype.kind == "f":
-        return targets[0]
-    return None
 
 
 def default_wrt(loss):
@@ -87,108 +55,74 @@ def default_wrt(loss):
                   key=lambda n: n.creation_index)
 
 
-def graph_data(target, graph, feed_dict=None, loss=None, wrt=None, backend=None):
-    """The page's data for a node, a list of nodes, or a whole Graph (`target` None)."""
-    targets = _targets(target)
-    loss = default_loss(targets) if loss is None else loss
-    if loss is not None and wrt is None:
-        wrt = default_wrt(loss)
-    wrt = [wrt] if isinstance(wrt, Node) else list(wrt or ())
-    nodes = _nodes_to_draw(graph, targets, show_gradients=True)
+def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None):
+    """The page's data for a list of nodes, or a whole Graph (`targets` None)."""
+    if loss is None and targets and len(targets) == 1 and targets[0].dtype is not None and targets[0].dtype.kind == "f":
+        loss = targets[0]  # one float target: the walk starts there
+    wrt = default_wrt(loss) if loss is not None and wrt is None else as_list(wrt)
+    nodes = nodes_to_draw(graph, targets)
     if loss is not None:  # every node the walk visits is drawn
         nodes = sorted(set(nodes) | ancestors([loss]), key=lambda n: n.creation_index)
     feeds = {resolve_key(graph, k): v for k, v in (feed_dict or {}).items()}
     fetches = targets if targets is not None else [n for n in nodes if not n.consumers]
     order = schedule(prune(fetches, frozenset(feeds)), frozenset(feeds))  # the order Session.run computes them in
-    notes = []
-    walk = None
-    values = {}
+    notes, walk, pending, grads = [], [], {}, {}
+    names = {node: node.name for node in nodes}
     with graph.scratch():  # gradient nodes live only inside this block
         if loss is not None and wrt:
             try:
-                walk = _trace_walk(loss, wrt)
+                walk, pending, grads = trace_walk(lambda trace: gradients(loss, wrt, trace=trace), names)
             except TinyflowError as err:
                 notes.append(f"no backprop walk: {err}")
-        values = _run(graph, order, walk, feeds, backend, notes)
+        computed = {c for step in walk for _, c in step["delivered"] if c is not None} | set(grads.values())
+        values = run_values([*order, *computed], feeds, backend=backend, notes=notes)
     index_of = {node: i for i, node in enumerate(nodes)}
-    grads = {} if walk is None else {step["node"]: step["grad"] for step in walk}
     sites = {}
-    records = [node_record(n, index_of, _summary(values, n), _summary(values, grads.get(n)), sites=sites)
-               for n in nodes]
-    data = {"source": "graph", "nodes": records, "groups": scope_groups(records),
+    records = [node_record(n, index_of, sites, values.get(n), values.get(grads.get(n))) for n in nodes]
+    data = {"source": "graph", "nodes": records, "groups": scope_groups(r["scope"] for r in records),
             "forward_order": [n.name for n in order if n in index_of],
-            "backprop_order": [] if walk is None else [step["node"].name for step in walk],
-            "notes": notes}
-    if walk is not None:
-        data["backprop"] = _walk_data(walk, loss, wrt, values)
+            "backprop_order": [step["node"] for step in walk], "notes": notes}
+    if walk:
+        data["backprop"] = walk_data(walk, pending, names, values.get, loss, wrt)
     return data
 
 
-def _trace_walk(loss, wrt):
-    """tfl.gradients(loss, wrt) with a trace: per step the node, its gradient and what it handed on."""
-    steps = []
+def trace_walk(backward, names, skip=None):
+    """Run `backward(trace)` (tfl.gradients or the eager engine) and keep what the page replays of the steps not
+    skipped: (the steps, with contributions unsummarised; the counts before the walk; {node: its gradient})."""
+    steps, pending, grads = [], {}, {}
 
     def keep(step):
+        if skip is not None and skip(step):
+            return
         if not steps:  # before the walk: every node's count, the first step's decrements added back
-            pending = dict(step["pending"])
+            pending.update(step["pending"])
             pending.setdefault(step["node"], 0)  # the walk forgets a node's count once it is processed
-            for inp, _ in step["delivered"]:
-                pending[inp] += 1
-            keep.pending = pending
-        grad = step["grad"]  # a list for an op with several outputs (control flow): no one gradient to show
-        steps.append(dict(node=step["node"], grad=None if isinstance(grad, list) else grad,
-                          received=len(step["received"]),
-                          delivered=list(step["delivered"]), released=list(step["released"]),
-                          queue=list(islice(step["queue"], QUEUE_SHOWN)), queue_size=len(step["queue"])))
+            for parent, _ in step["delivered"]:
+                if parent in pending:  # (an eager leaf has no count: it takes each contribution as it comes)
+                    pending[parent] += 1
+        if step["grad"] is not None and not isinstance(step["grad"], list):  # a list: an op with several outputs
+            grads[step["node"]] = step["grad"]
+        steps.append(dict(node=names[step["node"]], received=len(step["received"]), delivered=list(step["delivered"]),
+                          released=[names[n] for n in step["released"] if n in names], queue_size=len(step["queue"]),
+                          queue=[names[n] for n in islice(step["queue"], QUEUE_SHOWN) if n in names]))
 
-    gradients(loss, wrt, trace=keep)
-    if steps:
-        steps[0]["initial_pending"] = keep.pending
-    return steps
+    backward(keep)
+    return steps, pending, grads
 
 
-def _run(graph, order, walk, feeds, backend, notes):
-    """Values of the pure nodes in `order` and of the walk's gradient nodes, from one Session.run."""
-    tainted = depends_on_state(order)
-    wanted = [n for n in order if n.dtype is not None and n not in tainted]
-    if walk is not None:
-        extra = {step["grad"] for step in walk} | {c for step in walk for _, c in step["delivered"]}
-        wanted += sorted((n for n in extra if n is not None), key=lambda n: n.creation_index)
-    if not wanted:
-        return {}
-    session = Session(graph, backend=backend, optimize=False)  # every node is fetched: nothing could fuse
-    try:
-        with np.errstate(all="ignore"):  # overflow and NaN are what the page is there to show, not to warn about
-            return dict(zip(wanted, session.run(wanted, feeds)))
-    except TinyflowError as err:
-        notes.append(f"values not computed: {err}")
-        return {}
-    finally:
-        session.close()
-
-
-def _summary(values, node):
-    if node is None or node not in values or isinstance(values[node], (list, tuple)):
-        return None  # no value, or the several values of a control-flow op
-    return summary(values[node])
-
-
-def _walk_data(walk, loss, wrt, values):
-    """The steps as the page replays them, with running sums of the contributions each node received."""
+def walk_data(steps, pending, names, value_of, loss, wrt=()):
+    """The walk as the page replays it: each contribution summarised, with the running sum its node received."""
     running = {}
-    steps = []
-    for step in walk:
+    for step in steps:
         delivered = []
         for target, contribution in step["delivered"]:
-            part = values.get(contribution) if contribution is not None else None
+            part = value_of(contribution)
             if part is not None:
                 running[target] = part if target not in running else np.add(running[target], part)
-            delivered.append([target.name, None if part is None else summary(part, with_heatmap=False),
-                              summary(running[target], with_heatmap=False) if target in running else None])
-        steps.append({"node": step["node"].name, "received": step["received"], "delivered": delivered,
-                      "released": [n.name for n in step["released"]],
-                      "queue": [n.name for n in step["queue"]], "queue_size": step["queue_size"]})
-    pending = walk[0]["initial_pending"] if walk else {}
-    return {"loss": loss.name, "wrt": [n.name for n in wrt],
-            "pending": {n.name: count for n, count in sorted(pending.items(), key=lambda p: p[0].creation_index)},
-            "steps": steps}
+            if target in names:
+                delivered.append([names[target], summary(part, with_heatmap=False),
+                                  summary(running.get(target), with_heatmap=False)])
+        step["delivered"] = delivered
+    return {"loss": names[loss], "wrt": [names[n] for n in wrt], "steps": steps,
+            "pending": {names[n]: count for n, count in pending.items() if n in names}}

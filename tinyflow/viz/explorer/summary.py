@@ -1,8 +1,6 @@
-"""What the explorer page shows of an array: shape, statistics, and a small heat map for 2-D values.
-
-Everything is plain JSON: numbers that JSON cannot hold (NaN, ±infinity) become the strings
-"NaN", "Infinity" and "-Infinity" (`json_number`), so the page parses its data with JSON.parse.
-"""
+"""What the explorer page shows of an array: shape, statistics, and a small heat map for 2-D values, as plain JSON
+(NaN and ±infinity as the strings "NaN", "Infinity" and "-Infinity": the page parses its data with JSON.parse)."""
+import functools
 import math
 
 import numpy as np
@@ -19,19 +17,17 @@ def json_number(x):
     return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
 
 
-_DTYPE_NAMES = {}
-
-
+@functools.lru_cache(maxsize=None)
 def dtype_name(dtype):
     """str(dtype), cached (numpy builds the text anew at each call: slow for ten thousand nodes)."""
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype)
-    return name
+    return str(dtype)
 
 
 def summary(value, with_heatmap=True):
-    """{"shape", "dtype", "size", "mean", "std", "min", "max", "nan", "inf", "value" (scalars), "heatmap" (2-D)}."""
+    """{"shape", "dtype", "size", "mean", "std", "min", "max", "nan", "inf", "value" (scalars), "heatmap" (2-D)};
+    None for no value (None, or the several values of a control-flow op)."""
+    if value is None or isinstance(value, (list, tuple)):
+        return None
     array = np.asarray(value)
     result = {"shape": list(array.shape), "dtype": dtype_name(array.dtype), "size": int(array.size)}
     if array.size == 0 or array.dtype.kind not in "biuf":
@@ -75,8 +71,7 @@ def _small_statistics(numbers):
 def heatmap(matrix):
     """The matrix as at most HEATMAP_CELLS x HEATMAP_CELLS cells, each the mean of its block of entries."""
     rows, cols = matrix.shape
-    row_starts = _block_starts(rows)
-    col_starts = _block_starts(cols)
+    row_starts, col_starts = _block_starts(rows), _block_starts(cols)
     with np.errstate(invalid="ignore", over="ignore"):
         sums = np.add.reduceat(np.add.reduceat(matrix, row_starts, axis=0), col_starts, axis=1)
         counts = np.outer(np.diff(np.append(row_starts, rows)), np.diff(np.append(col_starts, cols)))
