@@ -20,7 +20,7 @@ LAYERS = [
     {"eager"},
     {"nn", "optim", "data", "metrics", "checkpoint"},
     {"jit"},
-    {"onnx", "viz", "board", "distributed", "model", "fit_checkpoint", "plot", "progress", "testing", "teaching",
+    {"onnx", "viz", "board", "distributed", "model", "plot", "progress", "testing", "teaching",
      "__init__"},
     {"cli", "demos", "__main__"},  # the applications on top: the command line and the demos use tinyflow as users do
 ]
