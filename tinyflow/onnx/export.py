@@ -12,7 +12,7 @@ import types
 import numpy as np
 
 from ..nodes import Constant, Node, Placeholder, Variable
-from .dtypes import onnx_type
+from .storage_types import onnx_type
 from .errors import OnnxExportError
 from .rules import EXPORTS, OPSET
 

@@ -23,7 +23,7 @@ from ..errors import ArgumentError, FeedError, TinyflowError
 from ..graph import Graph, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
 from ..shapes import shapes_compatible
-from .dtypes import numpy_dtype, onnx_type_name
+from .storage_types import numpy_dtype, onnx_type_name
 from .errors import OnnxImportError
 from .model_file import GraphCheck, default_opset, describe, onnx_module, read_model, tensor_bytes, tensor_to_array
 from .rules import IMPORTS

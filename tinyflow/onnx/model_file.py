@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from .dtypes import numpy_dtype, onnx_type_name
+from .storage_types import numpy_dtype, onnx_type_name
 from .errors import OnnxImportError
 
 DEFAULT_DOMAINS = ("", "ai.onnx")

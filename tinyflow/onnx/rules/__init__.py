@@ -1,11 +1,6 @@
-"""ONNX op rules, both directions: how an ONNX node becomes tinyflow ops, and how a tinyflow op becomes ONNX.
+"""ONNX op rules, both directions, one file per op family; an op's import and export rules sit side by side.
 
-One file per op family (core, elementwise, reductions, tensor, nn, recurrent, control_flow); the import rule and
-the export rule of an op sit side by side, so they stay inverse. Adding an op is adding functions:
-
-    from . import exports, imports
-
-    @imports("LeakyRelu")
+    @imports("LeakyRelu")                      # the ONNX op type
     def import_leaky_relu(ctx, node):
         return tfl.leaky_relu(ctx.input(0), alpha=ctx.attr("alpha", 0.01), name=ctx.name)
 
@@ -13,35 +8,50 @@ the export rule of an op sit side by side, so they stay inverse. Adding an op is
     def export_leaky_relu(ex, node):
         return ex.emit("LeakyRelu", [ex.name_of(node.inputs[0])], "LeakyRelu", alpha=float(node.alpha))
 
-An import rule `fn(ctx, node)` gets the ONNX NodeProto and an ImportContext (tinyflow/onnx/importer.py) and
-returns, for each ONNX output, a tinyflow node, a numpy array (a value known at import time: it stays a
-constant and folds further), or None for an optional output nobody reads; a tuple when the op has several
-outputs. The context gives:
-
-    ctx.input(i)        the tinyflow node of input i (None when an optional input is omitted);
-                        ctx.input(i, trainable=False) for statistics such as BatchNormalization's mean
-    ctx.value(i)        input i's value when it is known at import time (initializers, Constant outputs,
-                        folded constant subgraphs such as Shape -> Gather -> Concat on static shapes), else None
-    ctx.static(i, what) the same, or an OnnxImportError saying `what` must be known at import time
-    ctx.attr(name, default)   an attribute as a Python value (int, float, str, list, numpy array, GraphProto);
-                        without a default the attribute is required. Every attribute the node carries must be
-                        read by its rule: an unread one is reported as unsupported, never silently ignored.
-    ctx.opset           the version of the default ONNX domain the model imports
-    ctx.name            the name to give the rule's result (the ONNX node's name, or None)
-    ctx.num_inputs, ctx.num_outputs, ctx.output_used(k), ctx.input_dtype(i)
-    ctx.unsupported(msg)   an OnnxImportError for valid ONNX that tinyflow does not handle (raise it)
-    ctx.fail(msg)       an OnnxImportError for an invalid node (raise it); both name op type, node and opset
-    ctx.import_graph(graph, inputs)   imports an ONNX subgraph (If branch, Loop body) into the current
-                        tinyflow graph: its formal inputs are bound to `inputs` (tinyflow nodes), other names
-                        are read from the enclosing graphs; returns the nodes of its outputs
-
-A node whose present inputs are all known at import time is folded: its rule runs on constants aside and
-its outputs become known values (so rules never special-case constants). An ONNX op without a rule is an
-OnnxImportError naming op type, node and opset before anything is built.
-
-An export rule `fn(ex, node)` gets the exporter (tinyflow/onnx/export.py: `ex.name_of(node)`,
-`ex.emit(onnx_type, inputs, hint, **attrs)`, `ex.constant(array, hint)`, `ex.static_value(node)`) and a
-tinyflow node, and returns the ONNX value name holding the node's result.
+An import rule gets an ImportContext (tinyflow/onnx/importer.py: its methods are the rule API) and the ONNX
+NodeProto, and returns per ONNX output a tinyflow node, a numpy array (a value known at import time) or None (an
+optional output nobody reads); a tuple for several outputs. It must read every attribute the node carries (an
+unread one is reported as unsupported). A node whose inputs are all known is folded: its rule runs on constants
+aside and its outputs become known values, so rules never special-case constants. An export rule gets the
+exporter (tinyflow/onnx/export.py: name_of, emit, constant, static_value) and a tinyflow node, and returns the
+ONNX value name holding the node's result.
 """
-from .registry import EXPORTS, IMPORTS, OPSET, exports, imports, same_op  # noqa: F401 - the tables
-from . import control_flow, core, elementwise, nn, recurrent, reductions, tensor  # noqa: E402,F401 - they register rules
+OPSET = 17  # the opset tfl.onnx.export writes
+IMPORTS = {}  # ONNX op type -> fn(ctx, node)
+EXPORTS = {}  # tinyflow op type -> fn(exporter, node)
+
+
+def _registrar(table):
+    def register_as(*op_types):
+        def register(fn):
+            table.update(dict.fromkeys(op_types, fn))
+            return fn
+        return register
+    return register_as
+
+
+imports = _registrar(IMPORTS)  # @imports("Relu", ...): fn(ctx, node) imports these ONNX op types
+exports = _registrar(EXPORTS)  # @exports("Relu", ...): fn(exporter, node) exports these tinyflow op types
+
+
+def op_rule(fn, **attributes):
+    """An import rule calling fn(inputs..., **attributes, name=) with {keyword: (ONNX attribute, default)}."""
+    def rule(ctx, node):
+        kwargs = {}
+        for key, (attr, default) in attributes.items():
+            value = ctx.attr(attr, default)
+            kwargs[key] = bool(value) if isinstance(default, bool) else value  # ONNX's 0 / 1 flags
+        return fn(*ctx.inputs(), **kwargs, name=ctx.name)
+    return rule
+
+
+def same_op(onnx_type, **attributes):
+    """An export rule for a tinyflow op that is one ONNX op on the same inputs; {ONNX attribute: node field}."""
+    def rule(ex, node):
+        values = {key: getattr(node, field) for key, field in attributes.items()}
+        return ex.emit(onnx_type, [ex.name_of(i) for i in node.inputs], onnx_type,
+                       **{key: value for key, value in values.items() if value is not None})
+    return rule
+
+
+from . import control_flow, core, elementwise, nn, recurrent, reductions, tensor  # noqa: E402,F401 - they register

@@ -1,8 +1,8 @@
 """Ops that move data: Reshape, Transpose, Concat, Flatten, Squeeze, Unsqueeze, Slice, Split, Gather(Elements),
-Tile, Expand, Pad, TopK, Trilu, Einsum.
+Tile, Expand, Pad, TopK, Trilu, Einsum, Range, DepthToSpace, SpaceToDepth.
 
-Sizes, axes, pads and bounds are inputs in recent opsets; tinyflow needs them when the graph is
-built (ctx.static), as constants, initializers or values folded from static shapes.
+Sizes, axes, pads and bounds are inputs in recent opsets; tinyflow needs most of them when the graph
+is built, as constants, initializers or values folded from static shapes.
 """
 import numpy as np
 
@@ -12,7 +12,7 @@ from ...ops import runtime_shapes
 from ...ops.runtime_slice import RuntimeSlice
 from ...ops.shape_ops import ReshapeTo, known_entries
 from ..errors import OnnxExportError
-from .registry import exports, imports, same_op
+from . import exports, imports, op_rule, same_op
 
 
 @imports("Reshape")
@@ -45,10 +45,9 @@ def import_reshape(ctx, node):
     return ops.reshape(x, tuple(target), name=ctx.name)
 
 
-@imports("Transpose")
-def import_transpose(ctx, node):
-    perm = ctx.attr("perm", None)
-    return ops.transpose(ctx.input(0), None if perm is None else tuple(perm), name=ctx.name)
+imports("Transpose")(op_rule(ops.transpose, axes=("perm", None)))
+imports("Gather")(op_rule(ops.gather, axis=("axis", 0)))
+imports("GatherElements")(op_rule(ops.take_along_axis, axis=("axis", 0)))
 
 
 @imports("Concat")
@@ -84,41 +83,27 @@ def _shape(ctx, i, what):
 
 
 def _entries(ctx, i):
-    """Input i's entries if they are all known when the graph is built (a constant or static shape arithmetic)."""
+    """Input i's entries if they are all known when the graph is built: a constant, or shape arithmetic on sizes
+    that are static even when others are not (x.shape[1] of an input of shape (None, 7)); else None."""
     value = ctx.value(i)
-    if value is not None:
-        return [int(v) for v in np.asarray(value).reshape(-1)]
-    entries = known_entries(ctx.input(i))
-    return entries if entries is not None and None not in entries else None
+    if value is None:
+        value = known_entries(ctx.input(i))
+        if value is None or None in value:
+            return None
+    return [int(v) for v in np.asarray(value).reshape(-1)]
 
 
 def _ints(ctx, i, what, attribute=None, default=None):
-    """A list of ints from input i (when given) or else from an attribute (older opsets), else `default`.
-
-    The input must be known when the graph is built: a constant, or shape arithmetic on sizes that are
-    static even when others are not (x.shape[1] of an input of shape (None, 7)).
-    """
+    """A list of ints from input i (known when the graph is built), else from an attribute (older opsets), else
+    `default`."""
     if ctx.has_input(i):
-        value = ctx.value(i)
-        if value is None:
-            entries = known_entries(ctx.input(i))
-            value = entries if entries is not None and None not in entries else ctx.static(i, what)
-        return [int(v) for v in np.asarray(value).reshape(-1)]
+        entries = _entries(ctx, i)
+        return entries if entries is not None else ctx.static(i, what)  # (static raises: it is not known)
     if attribute is not None:
         value = ctx.attr(attribute, None)
         if value is not None:
             return [int(v) for v in value]
     return default
-
-
-@imports("Gather")
-def import_gather(ctx, node):
-    return ops.gather(ctx.input(0), ctx.input(1), axis=ctx.attr("axis", 0), name=ctx.name)
-
-
-@imports("GatherElements")
-def import_gather_elements(ctx, node):
-    return ops.take_along_axis(ctx.input(0), ctx.input(1), ctx.attr("axis", 0), name=ctx.name)
 
 
 @imports("Squeeze")
@@ -193,13 +178,8 @@ def import_tile(ctx, node):
 @imports("Expand")
 def import_expand(ctx, node):
     """x broadcast against a shape: known at import time (tfl.expand), or computed at run time (ExpandTo)."""
-    shape = ctx.value(1)
-    if shape is None:
-        entries = known_entries(ctx.input(1))
-        if entries is None or None in entries:
-            return ops.expand(ctx.input(0), ctx.input(1), name=ctx.name)
-        shape = entries
-    return ops.expand(ctx.input(0), tuple(int(d) for d in shape), name=ctx.name)
+    shape = _entries(ctx, 1)
+    return ops.expand(ctx.input(0), ctx.input(1) if shape is None else tuple(shape), name=ctx.name)
 
 
 @imports("Pad")
@@ -242,36 +222,25 @@ def import_einsum(ctx, node):
 
 
 # ---------------------------------------------------------------- export
-def _reshape(ex, node):
-    shape = ex.constant(np.array(node.target, np.int64), "shape")
-    return ex.emit("Reshape", [ex.name_of(node.inputs[0]), shape], "Reshape")
+def _ints_constant(ex, values, hint):
+    return ex.constant(np.array([int(v) for v in values], np.int64), hint)
 
 
+def _with_ints(onnx_type, field):
+    """An export rule: the ONNX op on x and an int64 vector holding node.<field> (Reshape's shape, Expand's)."""
+    def rule(ex, node):
+        return ex.emit(onnx_type, [ex.name_of(node.inputs[0]), _ints_constant(ex, getattr(node, field), field)],
+                       onnx_type)
+    return rule
+
+
+@exports("ReshapeLike")
 def _reshape_like(ex, node):
     shape = ex.emit("Shape", [ex.name_of(node.inputs[1])], "Shape")
     return ex.emit("Reshape", [ex.name_of(node.inputs[0]), shape], "Reshape")
 
 
-def _transpose(ex, node):
-    return ex.emit("Transpose", [ex.name_of(node.inputs[0])], "Transpose", perm=[int(a) for a in node.axes])
-
-
-def _concat(ex, node):
-    return ex.emit("Concat", [ex.name_of(i) for i in node.inputs], "Concat", axis=int(node.axis))
-
-
-def _ints_constant(ex, values, hint):
-    return ex.constant(np.array([int(v) for v in values], np.int64), hint)
-
-
-def _gather(ex, node):
-    return ex.emit("Gather", [ex.name_of(i) for i in node.inputs], "Gather", axis=int(node.axis))
-
-
-def _take_along_axis(ex, node):
-    return ex.emit("GatherElements", [ex.name_of(i) for i in node.inputs], "GatherElements", axis=int(node.axis))
-
-
+@exports("TopKIndices")
 def _topk_indices(ex, node):
     """TopK's second output: topk's values are a GatherElements of these indices."""
     values, indices = ex.fresh("TopK_values"), ex.fresh("TopK_indices")
@@ -281,6 +250,7 @@ def _topk_indices(ex, node):
     return indices
 
 
+@exports("Pad")
 def _pad(ex, node):
     if node.mode == "wrap":
         raise OnnxExportError(f"Pad '{node.name}' in mode 'wrap' needs opset 19; tinyflow exports opset 17")
@@ -291,16 +261,14 @@ def _pad(ex, node):
     return ex.emit("Pad", inputs, "Pad", mode=node.mode)
 
 
+@exports("Squeeze")
 def _squeeze(ex, node):
     if not node.axis:  # nothing squeezed; ONNX reads empty axes as every axis of size 1
         return ex.emit("Identity", [ex.name_of(node.inputs[0])], "Squeeze")
     return ex.emit("Squeeze", [ex.name_of(node.inputs[0]), _ints_constant(ex, node.axis, "axes")], "Squeeze")
 
 
-def _unsqueeze(ex, node):
-    return ex.emit("Unsqueeze", [ex.name_of(node.inputs[0]), _ints_constant(ex, node.axis, "axes")], "Unsqueeze")
-
-
+@exports("Flatten")
 def _flatten(ex, node):
     """Reshape to the merged shape: constant sizes, 0 (copy) for the axes before the merged ones and -1 for
     those, when the axes after them are known; else the shape computed from Shape at run time."""
@@ -319,10 +287,7 @@ def _flatten(ex, node):
     return ex.emit("Reshape", [ex.name_of(x), target], "Flatten")
 
 
-def _broadcast_to(ex, node):
-    return ex.emit("Expand", [ex.name_of(node.inputs[0]), _ints_constant(ex, node.target, "shape")], "Expand")
-
-
+@exports("Tile")
 def _tile(ex, node):
     """Tile; reps longer than the rank add leading axes first (np.tile), shorter ones repeat the last axes."""
     x, rank = ex.name_of(node.inputs[0]), len(node.inputs[0].shape)
@@ -332,15 +297,13 @@ def _tile(ex, node):
     return ex.emit("Tile", [x, _ints_constant(ex, reps, "repeats")], "Tile")
 
 
-def _einsum(ex, node):
-    return ex.emit("Einsum", [ex.name_of(i) for i in node.inputs], "Einsum", equation=node.spelled)
-
-
+@exports("Triangle")
 def _triangle(ex, node):
     k = ex.constant(np.array(node.k, np.int64), "k")
     return ex.emit("Trilu", [ex.name_of(node.inputs[0]), k], "Trilu", upper=int(node.upper))
 
 
+@exports("GetItem")
 def _get_item(ex, node):
     """x[key] for keys of ints, slices, None, ... and one integer array: Slice, Gather, Squeeze, Unsqueeze."""
     x = node.inputs[0]
@@ -399,37 +362,24 @@ def _get_item(ex, node):
     return name if name != ex.name_of(x) else ex.emit("Identity", [name], "GetItem")
 
 
-def _reshape_to(ex, node):
-    return ex.emit("Reshape", [ex.name_of(i) for i in node.inputs], "Reshape", allowzero=int(node.allowzero))
-
-
+@exports("RuntimeSlice")
 def _runtime_slice(ex, node):
     x, starts, ends = (ex.name_of(i) for i in node.inputs)
     return ex.emit("Slice", [x, starts, ends, _ints_constant(ex, node.axes, "axes"),
                              _ints_constant(ex, node.steps, "steps")], "Slice")
 
 
-exports("RuntimeSlice")(_runtime_slice)
+exports("Reshape")(_with_ints("Reshape", "target"))
+exports("BroadcastTo")(_with_ints("Expand", "target"))
+exports("Unsqueeze")(_with_ints("Unsqueeze", "axis"))
+exports("ReshapeTo")(same_op("Reshape", allowzero="allowzero"))
+exports("Transpose")(same_op("Transpose", perm="axes"))
+exports("Concat")(same_op("Concat", axis="axis"))
+exports("Gather")(same_op("Gather", axis="axis"))
+exports("TakeAlongAxis")(same_op("GatherElements", axis="axis"))
+exports("Einsum")(same_op("Einsum", equation="spelled"))
 exports("Arange")(same_op("Range"))
-exports("ReshapeTo")(_reshape_to)
 exports("ExpandTo")(same_op("Expand"))
-exports("Gather")(_gather)
-exports("TakeAlongAxis")(_take_along_axis)
-exports("TopKIndices")(_topk_indices)
-exports("Pad")(_pad)
-exports("Squeeze")(_squeeze)
-exports("Unsqueeze")(_unsqueeze)
-exports("Flatten")(_flatten)
-exports("BroadcastTo")(_broadcast_to)
-exports("Tile")(_tile)
-exports("Einsum")(_einsum)
-exports("Triangle")(_triangle)
-exports("GetItem")(_get_item)
-exports("Reshape")(_reshape)
-exports("ReshapeLike")(_reshape_like)
-exports("Transpose")(_transpose)
-exports("Concat")(_concat)
-
 
 
 # ---------------------------------------------------------------- outside the list: Range, DepthToSpace, SpaceToDepth
