@@ -18,8 +18,8 @@ from ..errors import ArgumentError, FeedError, TinyflowError
 from ..graph import Graph, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
 from ..shapes import shapes_compatible
-from .errors import OnnxImportError
-from .model_file import GraphCheck, default_opset, describe, onnx_module, read_model, tensor_bytes, tensor_to_array
+from .errors import OnnxImportError, onnx_module
+from .model_file import GraphCheck, default_opset, describe, read_model, tensor_bytes, tensor_to_array
 from .rules import IMPORTS
 from .storage_types import held_dtype, narrow_dtype, numpy_dtype, onnx_type_name, to_held
 
