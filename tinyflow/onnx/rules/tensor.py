@@ -17,30 +17,21 @@ from . import exports, imports, op_rule, same_op
 
 @imports("Reshape")
 def import_reshape(ctx, node):
-    """x with a new shape; a 0 copies the input's dimension (unless allowzero), one -1 is inferred.
-
-    A shape known at import time whose sizes are all known becomes tfl.reshape; otherwise (a shape
-    computed at run time, or 0 / -1 standing for sizes known only then) a ReshapeTo resolves it at run time.
-    """
+    """x with a new shape; a 0 copies the input's dimension (unless allowzero), one -1 is inferred. A ReshapeTo
+    resolves at run time a shape computed then, or 0 / -1 standing for sizes known only then."""
     x = ctx.input(0)
-    allow_zero = ctx.attr("allowzero", 0)
+    allow_zero = bool(ctx.attr("allowzero", 0))
     shape = ctx.value(1) if ctx.has_input(1) else np.asarray(ctx.attr("shape"))
     if shape is None:  # computed at run time (from the batch size, say)
-        return ReshapeTo(x, ctx.input(1), allowzero=bool(allow_zero), name=ctx.name)
-    x_shape = x.shape
-    target = []
-    for i, d in enumerate(int(d) for d in shape):
-        if d == 0 and not allow_zero:
-            if x_shape is None or i >= len(x_shape):
-                if x_shape is not None:
-                    raise ctx.fail(f"its shape {shape.tolist()} copies dimension {i} of an input of shape {x_shape}")
-                target = None
-                break
-            d = x_shape[i]
-        target.append(d)
-    if target is None or None in target:  # sizes known only at run time: -1 stands for one of them, else ReshapeTo
-        if target is None or target.count(None) > 1 or -1 in target:
-            return ReshapeTo(x, Constant(np.asarray(shape, np.int64)), allowzero=bool(allow_zero), name=ctx.name)
+        return ReshapeTo(x, ctx.input(1), allowzero=allow_zero, name=ctx.name)
+    target = [int(d) for d in shape]
+    for i in [i for i, d in enumerate(target) if d == 0 and not allow_zero]:
+        if x.shape is not None and i >= len(x.shape):
+            raise ctx.fail(f"its shape {shape.tolist()} copies dimension {i} of an input of shape {x.shape}")
+        target[i] = None if x.shape is None else x.shape[i]
+    if None in target:  # sizes known only at run time: -1 stands for one of them, else ReshapeTo
+        if x.shape is None or target.count(None) > 1 or -1 in target:
+            return ReshapeTo(x, Constant(np.asarray(shape, np.int64)), allowzero=allow_zero, name=ctx.name)
         target[target.index(None)] = -1
     return ops.reshape(x, tuple(target), name=ctx.name)
 
@@ -65,10 +56,8 @@ def import_flatten(ctx, node):
     if not -rank <= axis <= rank:
         raise ctx.fail(f"axis {axis} is out of range for an input of rank {rank}")
     axis = axis + rank if axis < 0 else axis
-    if axis == 0:
-        return ops.unsqueeze(ops.flatten(x), 0, name=ctx.name)
-    if axis == rank:
-        return ops.unsqueeze(ops.flatten(x), 1, name=ctx.name)
+    if axis in (0, rank):  # (1, all) or (all, 1)
+        return ops.unsqueeze(ops.flatten(x), 0 if axis == 0 else 1, name=ctx.name)
     if axis == 1:  # (N, rest): one flatten
         return ops.flatten(x, 1, -1, name=ctx.name)
     return ops.flatten(ops.flatten(x, axis, -1), 0, axis - 1, name=ctx.name)
@@ -106,27 +95,19 @@ def _ints(ctx, i, what, attribute=None, default=None):
     return default
 
 
-@imports("Squeeze")
+@imports("Squeeze", "Unsqueeze")
 def import_squeeze(ctx, node):
     axes = _ints(ctx, 1, "axes", "axes")
-    return ops.squeeze(ctx.input(0), None if axes is None else tuple(axes), name=ctx.name)
-
-
-@imports("Unsqueeze")
-def import_unsqueeze(ctx, node):
-    axes = _ints(ctx, 1, "axes", "axes")
-    if axes is None:
+    if axes is None and ctx.op_type == "Unsqueeze":
         raise ctx.fail("it has no axes")
-    return ops.unsqueeze(ctx.input(0), tuple(axes), name=ctx.name)
+    fn = ops.squeeze if ctx.op_type == "Squeeze" else ops.unsqueeze
+    return fn(ctx.input(0), None if axes is None else tuple(axes), name=ctx.name)
 
 
 @imports("Slice")
 def import_slice(ctx, node):
-    """x[start:end:step] on the given axes; ONNX clamps out-of-range bounds as Python slices do.
-
-    Bounds computed at run time (a Loop's iteration number, a size of an unknown dimension) make a RuntimeSlice;
-    the axes and steps must be known when the graph is built.
-    """
+    """x[start:end:step] on the given axes, clamped as Python slices; bounds computed at run time (a Loop's
+    iteration number, a size of an unknown dimension) make a RuntimeSlice."""
     x = ctx.input(0)
     if ctx.opset >= 10 and any(ctx.has_input(i) and _entries(ctx, i) is None for i in (1, 2)):
         starts, ends = (ops.cast(ctx.input(i), np.int64) for i in (1, 2))
@@ -221,7 +202,6 @@ def import_einsum(ctx, node):
     return ops.einsum(ctx.attr("equation"), *ctx.inputs(), name=ctx.name)
 
 
-# ---------------------------------------------------------------- export
 def _ints_constant(ex, values, hint):
     return ex.constant(np.array([int(v) for v in values], np.int64), hint)
 
@@ -306,50 +286,38 @@ def _triangle(ex, node):
 @exports("GetItem")
 def _get_item(ex, node):
     """x[key] for keys of ints, slices, None, ... and one integer array: Slice, Gather, Squeeze, Unsqueeze."""
-    x = node.inputs[0]
-    rank = len(x.shape)
-    key = list(node.key)
+    key, big = list(node.key), np.iinfo(np.int64).max
     if any(k is Ellipsis for k in key):  # (`in` would compare arrays elementwise)
         at = next(i for i, k in enumerate(key) if k is Ellipsis)
-        taken = sum(1 for k in key if k is not None and k is not Ellipsis)
-        key[at:at + 1] = [slice(None)] * (rank - taken)
-    key += [slice(None)] * (rank - sum(1 for k in key if k is not None))
+        key[at:at + 1] = [slice(None)] * (len(node.inputs[0].shape) + 1 - sum(k is not None for k in key))
     arrays = [k for k in key if isinstance(k, np.ndarray)]
     ints = any(not isinstance(k, (slice, np.ndarray)) and k is not None for k in key)
     if len(arrays) > 1 or any(a.dtype.kind == "b" for a in arrays) or (arrays and ints):
         raise OnnxExportError(f"GetItem '{node.name}' indexes with several arrays, a boolean mask or an array next "
                               "to ints; ONNX export takes ints, slices, None and ..., or one integer array with "
                               "slices")
-    name, axis, starts, ends, axes, steps, squeeze, new_axes = ex.name_of(x), 0, [], [], [], [], [], []
-    out_axis, gather = 0, None
+    slices, squeeze, new_axes, gather, axis, out_axis = [], [], [], None, 0, 0  # slices: (start, end, axis, step)
     for k in key:
         if k is None:
             new_axes.append(out_axis)
             out_axis += 1
             continue
         if isinstance(k, slice):
+            step = 1 if k.step is None else k.step
             if k != slice(None):
-                step = 1 if k.step is None else k.step
-                big = np.iinfo(np.int64).max
-                starts.append(k.start if k.start is not None else (0 if step > 0 else big))
-                ends.append(k.stop if k.stop is not None else (big if step > 0 else -big - 1))
-                axes.append(axis)
-                steps.append(step)
+                slices.append((k.start if k.start is not None else (0 if step > 0 else big),
+                               k.stop if k.stop is not None else (big if step > 0 else -big - 1), axis, step))
             out_axis += 1
         elif isinstance(k, np.ndarray):
-            gather = (axis, k)
-            out_axis += k.ndim
-        else:
-            starts.append(int(k))
-            ends.append(int(k) + 1 if int(k) != -1 else np.iinfo(np.int64).max)
-            axes.append(axis)
-            steps.append(1)
+            gather, out_axis = (axis, k), out_axis + k.ndim
+        else:  # an int: a slice of one, squeezed
+            slices.append((int(k), int(k) + 1 if int(k) != -1 else big, axis, 1))
             squeeze.append(axis)
         axis += 1
-    if axes:
-        name = ex.emit("Slice", [name] + [_ints_constant(ex, v, h) for v, h in
-                                          ((starts, "starts"), (ends, "ends"), (axes, "axes"), (steps, "steps"))],
-                       "Slice")
+    name = ex.name_of(node.inputs[0])
+    if slices:
+        bounds = [_ints_constant(ex, v, h) for v, h in zip(zip(*slices), ("starts", "ends", "axes", "steps"))]
+        name = ex.emit("Slice", [name] + bounds, "Slice")
     if gather is not None:
         gathered_axis, index = gather
         name = ex.emit("Gather", [name, ex.constant(index.astype(np.int64), "indices")], "Gather",
@@ -359,7 +327,7 @@ def _get_item(ex, node):
         name = ex.emit("Squeeze", [name, _ints_constant(ex, squeeze, "axes")], "Squeeze")
     if new_axes:
         name = ex.emit("Unsqueeze", [name, _ints_constant(ex, new_axes, "axes")], "Unsqueeze")
-    return name if name != ex.name_of(x) else ex.emit("Identity", [name], "GetItem")
+    return name if name != ex.name_of(node.inputs[0]) else ex.emit("Identity", [name], "GetItem")
 
 
 @exports("RuntimeSlice")
@@ -382,12 +350,7 @@ exports("Arange")(same_op("Range"))
 exports("ExpandTo")(same_op("Expand"))
 
 
-# ---------------------------------------------------------------- outside the list: Range, DepthToSpace, SpaceToDepth
-@imports("Range")
-def import_range(ctx, node):
-    """start, start + delta, ... below limit (np.arange); an Arange op when a bound is known only at run time."""
-    start, limit, delta = ctx.inputs()
-    return runtime_shapes.arange(start, limit, delta, name=ctx.name)  # folded when all three are known
+imports("Range")(op_rule(runtime_shapes.arange))  # an Arange op when a bound is known only at run time
 
 
 def _spatial_block(ctx, what):
