@@ -1,5 +1,5 @@
 """Neural-network ops: MatMul, Gemm, Softmax, LogSoftmax, Conv, ConvTranspose, MaxPool, AveragePool, global
-pooling, Dropout, BatchNormalization, LayerNormalization, InstanceNormalization.
+pooling, Dropout, Resize, BatchNormalization, LayerNormalization, GroupNormalization, InstanceNormalization.
 
 Convolution and pooling are N-d with groups, dilations, explicit or automatic pads and ceil_mode, as
 tinyflow's window ops are; the rules only translate ONNX's attribute spelling.
@@ -22,27 +22,12 @@ from . import OPSET, exports, imports, op_rule, same_op
 
 @imports("MatMul")
 def import_matmul(ctx, node):
-    """numpy's matmul: a 1-D operand is a row (left) or a column (right) that the result drops again."""
-    a, b = ctx.input(0), ctx.input(1)
-    if a.shape is None or b.shape is None:
+    """numpy's matmul (as tfl.matmul): a 1-D operand is a row (left) or a column (right) the result drops again."""
+    if ctx.input_shape(0) is None or ctx.input_shape(1) is None:
         raise ctx.unsupported("MatMul of inputs of unknown rank")
-    vector_a, vector_b = len(a.shape) == 1, len(b.shape) == 1
-    if vector_a:
-        a = ops.reshape(a, (1, -1))
-    if vector_b:
-        b = ops.reshape(b, (-1, 1))
-    if not (vector_a or vector_b):
-        return ops.matmul(a, b, name=ctx.name)
-    product = ops.matmul(a, b)
-    key = (Ellipsis,) + ((0,) if vector_a else ()) + ((slice(None),) if vector_a and not vector_b else ()) \
-        + ((0,) if vector_b else ())
-    return ops.get_item(product, key, name=ctx.name)
+    return ops.matmul(ctx.input(0), ctx.input(1), name=ctx.name)
 
 
-exports("MatMul")(same_op("MatMul"))
-
-
-# ---------------------------------------------------------------- Softmax, LogSoftmax
 def _softmax(fn):
     def rule(ctx, node):
         x = ctx.input(0)
@@ -63,13 +48,11 @@ def _softmax(fn):
 
 imports("Softmax")(_softmax(ops.softmax))
 imports("LogSoftmax")(_softmax(ops.log_softmax))
-
-
+exports("MatMul")(same_op("MatMul"))
 exports("Softmax")(same_op("Softmax", axis="axis"))
 exports("LogSoftmax")(same_op("LogSoftmax", axis="axis"))
 
 
-# ---------------------------------------------------------------- Gemm
 @imports("Gemm")
 def import_gemm(ctx, node):
     """alpha · A' B' + beta · C, A' = Aᵀ if transA, B' = Bᵀ if transB (torch's Linear exports as this)."""
@@ -91,7 +74,6 @@ def import_gemm(ctx, node):
     return ops.add(y, c, name=ctx.name)
 
 
-# ---------------------------------------------------------------- Conv, ConvTranspose and pooling (N-d)
 def window_attributes(ctx, kernel_shape, ceil_mode=False):
     """(stride, padding, dilation) from strides / pads / auto_pad / dilations; padding ((before, after), ...) or a
     mode ('same_upper', 'same_lower', 'valid') tinyflow resolves as ONNX does (here, with ceil_mode)."""
@@ -391,16 +373,15 @@ def import_batch_norm(ctx, node):
     per_channel = (1, -1) + (1,) * (len(x.shape) - 2)
     scale, bias = (ops.reshape(ctx.input(i), per_channel) for i in (1, 2))
     running_mean, running_var = (ctx.input(i, trainable=False) for i in (3, 4))
-    eps = np.asarray(epsilon, dtype=x.dtype)
-    if not training:
+    if training:  # the batch's statistics normalize, and the running ones move toward them
+        axes = (0,) + tuple(range(2, len(x.shape)))
+        mean = ops.reduce_mean(x, axes, keepdims=True)
+        var = ops.reduce_mean(ops.square(x - mean), axes, keepdims=True)
+    else:
         mean, var = (ops.reshape(v, per_channel) for v in (running_mean, running_var))
-        normalized = (x - mean) / ops.sqrt(var + eps)
-        return ops.add(normalized * scale, bias, name=ctx.name)
-    # training mode: the batch's statistics normalize, and the running ones move toward them
-    axes = (0,) + tuple(range(2, len(x.shape)))
-    mean = ops.reduce_mean(x, axes, keepdims=True)
-    var = ops.reduce_mean(ops.square(x - mean), axes, keepdims=True)
-    y = ops.add((x - mean) / ops.sqrt(var + eps) * scale, bias, name=ctx.name)
+    y = ops.add((x - mean) / ops.sqrt(var + np.asarray(epsilon, dtype=x.dtype)) * scale, bias, name=ctx.name)
+    if not training:
+        return y
     keep = np.asarray(momentum, x.dtype)
     new_mean = running_mean * keep + ops.reshape(mean, (-1,)) * (1 - keep)
     new_var = running_var * keep + ops.reshape(var, (-1,)) * (1 - keep)
