@@ -236,7 +236,8 @@ class _Importer:
             with self.graph.name_scope(self.base):
                 inputs[name] = Placeholder(shape, dtype, name=_clean(name))
             elem_type = value_info.type.tensor_type.elem_type
-            scope[name] = _Value(name, node=inputs[name], narrow=elem_type if held_dtype(elem_type) is not None else None)
+            narrow = elem_type if held_dtype(elem_type) is not None else None
+            scope[name] = _Value(name, node=inputs[name], narrow=narrow)
             self.graph_inputs.add(name)
         return inputs
 
@@ -318,7 +319,11 @@ class _Importer:
         if cost > self.fold_left:
             return None
         self.fold_left -= cost
-        return [r if r is None or not isinstance(r, Node) else _evaluate(r, {}) for r in results]
+        values = {}
+        for n in scratch.nodes:  # in the order they were made, which is topological: numpy's reference kernels
+            value = n.value if isinstance(n, Constant) else np.asarray(n.compute(*[values[i] for i in n.inputs]))
+            values[n] = value if n.dtype is None else value.astype(n.dtype, copy=False)
+        return [values[r] if isinstance(r, Node) else r for r in results]
 
     def _check_declared(self, value, value_info, ctx):
         """A value whose shape or dtype contradicts what the model declares for it is an error, found now."""
@@ -386,22 +391,6 @@ def _as_outputs(result, ctx):
             return results[:ctx.num_outputs]
         raise ctx.fail(f"its import rule returned {len(results)} result(s) for {ctx.num_outputs} output(s)")
     return results
-
-
-def _evaluate(node, cache):
-    """The value of a node built on constants, computed with the numpy reference kernels."""
-    if node in cache:
-        return cache[node]
-    if isinstance(node, (Constant, Variable)):
-        value = node.value
-    elif isinstance(node, Placeholder):
-        raise OnnxImportError(f"cannot compute '{node.name}' at import time: it depends on a graph input")
-    else:
-        value = np.asarray(node.compute(*[_evaluate(i, cache) for i in node.inputs]))
-        if node.dtype is not None and value.dtype != node.dtype:
-            value = value.astype(node.dtype)
-    cache[node] = value
-    return value
 
 
 class OnnxProgram:

@@ -68,19 +68,6 @@ def to_held(array):
     return array
 
 
-def round_to(x, elem_type, saturate=True, round_mode="up"):
-    """x's values rounded to those of the narrow type (ONNX's Cast), as an array of the narrow type."""
-    elem_type = int(elem_type)
-    dtype = narrow_dtype(elem_type)
-    if elem_type == 24:  # float8e8m0: a power of two, with its own rounding modes
-        from onnx.numpy_helper import to_float8e8m0
-        return to_float8e8m0(np.asarray(x, np.float32), saturate, round_mode).astype(dtype)
-    if elem_type in _SATURATING and saturate:
-        from onnx.numpy_helper import saturate_cast
-        return saturate_cast(np.asarray(x), dtype)
-    return np.asarray(x).astype(dtype)
-
-
 class RoundToType(Operation):
     """x rounded to the values of a narrow ONNX type, kept in x's dtype: what a Cast to that type computes.
 
@@ -98,15 +85,19 @@ class RoundToType(Operation):
         if round_mode not in ("up", "down", "nearest"):
             check.fail("round_mode", round_mode, "is not a rounding mode", "pass 'up', 'down' or 'nearest'")
         self.round_mode = round_mode
+        self.narrow_type = self.elem_type  # the type whose values this node holds (what a CastLike to it casts to)
         super().__init__(x, name=name)
 
-    @property
-    def narrow_type(self):
-        """The ONNX code of the type whose values this node holds (what a CastLike to it casts to)."""
-        return self.elem_type
-
     def compute(self, x):
-        return round_to(x, self.elem_type, self.saturate, self.round_mode).astype(x.dtype)
+        from onnx import numpy_helper
+        dtype = narrow_dtype(self.elem_type)
+        if self.elem_type == 24:  # float8e8m0: a power of two, with its own rounding modes
+            rounded = numpy_helper.to_float8e8m0(np.asarray(x, np.float32), self.saturate, self.round_mode)
+        elif self.elem_type in _SATURATING and self.saturate:
+            rounded = numpy_helper.saturate_cast(np.asarray(x), dtype)
+        else:
+            rounded = np.asarray(x).astype(dtype)
+        return rounded.astype(dtype).astype(x.dtype)  # the narrow type's values, in x's dtype
 
 
 not_differentiable(RoundToType)

@@ -8,13 +8,10 @@
     def export_leaky_relu(ex, node):
         return ex.emit("LeakyRelu", [ex.name_of(node.inputs[0])], "LeakyRelu", alpha=float(node.alpha))
 
-An import rule gets an ImportContext (tinyflow/onnx/importer.py: its methods are the rule API) and the ONNX
-NodeProto, and returns per ONNX output a tinyflow node, a numpy array (a value known at import time) or None (an
-optional output nobody reads); a tuple for several outputs. It must read every attribute the node carries (an
-unread one is reported as unsupported). A node whose inputs are all known is folded: its rule runs on constants
-aside and its outputs become known values, so rules never special-case constants. An export rule gets the
-exporter (tinyflow/onnx/export.py: name_of, emit, constant, static_value) and a tinyflow node, and returns the
-ONNX value name holding the node's result.
+An import rule gets an ImportContext (importer.py: its methods are the rule API) and the NodeProto, and returns
+per ONNX output a tinyflow node, a numpy array (known at import time) or None (an optional output nobody reads).
+A node whose inputs are all known is folded (its rule runs on constants aside), so rules never special-case
+constants. An export rule gets the exporter (export.py) and a tinyflow node, and returns the ONNX value's name.
 """
 OPSET = 17  # the opset tfl.onnx.export writes
 IMPORTS = {}  # ONNX op type -> fn(ctx, node)

@@ -233,14 +233,11 @@ def import_resize(ctx, node):
     old = ctx.op_type == "Upsample" or ctx.opset < 11
     options = {k: ctx.attr(k, v) for k, v in _RESIZE_ATTRIBUTES.items()}
     if old:
-        options["coordinate_transformation_mode"] = "asymmetric"
-        options["nearest_mode"] = "floor"
-        scales_input, sizes_input, roi = (1 if ctx.has_input(1) else None), None, None
-    else:
-        scales_input, sizes_input = 2, 3
-        roi = ctx.value(1) if ctx.has_input(1) else None
-        if ctx.has_input(1) and roi is None and options["coordinate_transformation_mode"] == "tf_crop_and_resize":
-            roi = ctx.static(1, "roi")
+        options.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    scales_input, sizes_input = (1, None) if old else (2, 3)
+    roi = ctx.value(1) if not old and ctx.has_input(1) else None
+    if roi is None and ctx.has_input(1) and options["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        roi = ctx.static(1, "roi")  # (old opsets have no roi, and their coordinate mode is asymmetric)
     axes = ctx.attr("axes", None)
     axes = list(range(rank)) if axes is None else [a % rank for a in axes]
 
@@ -257,19 +254,16 @@ def import_resize(ctx, node):
         else:
             known = ctx.static(sizes_input, "sizes") if known is None else known
             sizes = per_axis([int(v) for v in known.reshape(-1)], None)
-    elif scales_input is not None and ctx.has_input(scales_input):
+    elif ctx.has_input(scales_input):
         scales = per_axis([float(v) for v in ctx.static(scales_input, "scales").reshape(-1)], 1.0)
     elif ctx.has_attr("scales"):  # Upsample before opset 9
         scales = per_axis(ctx.attr("scales"), 1.0)
     else:
         raise ctx.fail("it has neither scales nor sizes")
-    if roi is not None and np.size(roi):
-        roi = np.asarray(roi, np.float64).reshape(-1)
-        count = len(roi) // 2
-        starts, ends = roi[:count], roi[count:]
-        if count == len(axes) and count != rank:
-            starts, ends = per_axis(starts, 0.0), per_axis(ends, 1.0)
-        roi = tuple(zip(starts, ends))
+    if roi is not None and np.size(roi):  # (starts..., ends...) on `axes`
+        roi = np.asarray(roi, np.float64).reshape(2, -1)
+        roi = tuple(zip(*roi) if roi.shape[1] != len(axes) or len(axes) == rank else
+                    zip(per_axis(roi[0], 0.0), per_axis(roi[1], 1.0)))
     else:
         roi = None
     return Resize(x, sizes=sizes, scales=scales, mode=mode, roi=roi, name=ctx.name,
