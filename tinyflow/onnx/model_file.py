@@ -104,20 +104,17 @@ def _external_array(tensor, folder, what, dtype, expected):
                               "path (tfl.onnx.load('model.onnx')) so tinyflow knows the folder to read it from")
     path = safe_external_path(folder, location, what)
     try:
-        offset, length = int(info.get("offset", 0)), info.get("length")
-        length = None if length is None else int(length)
+        offset, length = int(info.get("offset", 0)), int(info.get("length", expected))
     except ValueError:
         raise OnnxImportError(f"{what}: the external data offset/length {info} are not integers") from None
     size = os.path.getsize(path)
-    length = expected if length is None else length
     if offset < 0 or length != expected or offset + length > size:
         raise OnnxImportError(f"{what}: the external file '{location}' ({size} bytes) does not hold {expected} bytes "
                               f"at offset {offset} (shape {tuple(tensor.dims)}, {dtype}); the data file does not "
                               "belong to this model or is truncated")
     with open(path, "rb") as f:
         f.seek(offset)
-        data = f.read(length)
-    return np.frombuffer(data, dtype=dtype).reshape(tuple(tensor.dims)).copy()
+        return np.frombuffer(f.read(length), dtype=dtype).reshape(tuple(tensor.dims)).copy()
 
 
 def safe_external_path(folder, location, what):

@@ -8,7 +8,6 @@ import numpy as np
 
 from ... import ops
 from ...nodes import Node, Variable
-from ...ops import runtime_shapes
 from ...ops.array_ops import ReshapeLike
 from ...ops.conv import Conv, ConvTranspose
 from ...ops.normalization import LayerNorm
@@ -195,7 +194,7 @@ def import_dropout(ctx, node):
     if isinstance(training, np.ndarray) and not bool(training.reshape(())) or (
             not isinstance(rate, Node) and float(rate) == 0.0):
         y = ops.identity(x, name=ctx.name)
-        return (y, _all_true(x)) if ctx.output_used(1) else y
+        return (y, ops.cast(ops.ones_like(x), np.bool_)) if ctx.output_used(1) else y
     if isinstance(rate, np.ndarray):
         rate = float(rate.reshape(()))
     mask = DropoutMask(x, rate, None if isinstance(training, np.ndarray) else training, seed=seed)
@@ -209,10 +208,6 @@ def _value_or_node(ctx, i, default):
         return np.array(default)
     value = ctx.value(i)
     return ctx.input(i) if value is None else value
-
-
-def _all_true(x):
-    return runtime_shapes.fill(runtime_shapes.shape(x), np.array(True), np.dtype(bool))
 
 
 _RESIZE_ATTRIBUTES = {"coordinate_transformation_mode": "half_pixel", "cubic_coeff_a": -0.75, "exclude_outside": 0,

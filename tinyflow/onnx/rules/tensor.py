@@ -353,30 +353,20 @@ exports("ExpandTo")(same_op("Expand"))
 imports("Range")(op_rule(runtime_shapes.arange))  # an Arange op when a bound is known only at run time
 
 
-def _spatial_block(ctx, what):
-    x = ctx.input(0)
-    shape = _shape(ctx, 0, what)
-    block = ctx.attr("blocksize")
+@imports("DepthToSpace", "SpaceToDepth")
+def import_depth_to_space(ctx, node):
+    """Channels moved into b×b blocks of space, or those blocks back into channels, in DCR (depth, column, row) or
+    CRD order."""
+    to_space = ctx.op_type == "DepthToSpace"
+    what = "moving depth to space of" if to_space else "moving space to depth of"
+    x, shape, b = ctx.input(0), _shape(ctx, 0, what), ctx.attr("blocksize")
     if len(shape) != 4 or None in shape[1:]:
         raise ctx.unsupported(f"{what} an input of shape {shape} (needs (N, C, H, W) with C, H, W known)")
-    return x, shape[1:], block
-
-
-@imports("DepthToSpace")
-def import_depth_to_space(ctx, node):
-    """Channels moved into b×b blocks of space: DCR (depth, column, row) or CRD order."""
-    x, (c, h, w), b = _spatial_block(ctx, "moving depth to space of")
-    if ctx.attr("mode", "DCR") == "DCR":
-        blocks, order = ops.reshape(x, (-1, b, b, c // (b * b), h, w)), (0, 3, 4, 1, 5, 2)
+    (c, h, w), dcr = shape[1:], ctx.attr("mode", "DCR") == "DCR"
+    if to_space:
+        blocks = ops.reshape(x, (-1, b, b, c // (b * b), h, w) if dcr else (-1, c // (b * b), b, b, h, w))
+        order, shape = ((0, 3, 4, 1, 5, 2) if dcr else (0, 1, 4, 2, 5, 3)), (-1, c // (b * b), h * b, w * b)
     else:
-        blocks, order = ops.reshape(x, (-1, c // (b * b), b, b, h, w)), (0, 1, 4, 2, 5, 3)
-    return ops.reshape(ops.transpose(blocks, order), (-1, c // (b * b), h * b, w * b), name=ctx.name)
-
-
-@imports("SpaceToDepth")
-def import_space_to_depth(ctx, node):
-    """b×b blocks of space moved into channels: the inverse of DepthToSpace in the same (DCR or CRD) order."""
-    x, (c, h, w), b = _spatial_block(ctx, "moving space to depth of")
-    blocks = ops.reshape(x, (-1, c, h // b, b, w // b, b))
-    order = (0, 3, 5, 1, 2, 4) if ctx.attr("mode", "DCR") == "DCR" else (0, 1, 3, 5, 2, 4)
-    return ops.reshape(ops.transpose(blocks, order), (-1, c * b * b, h // b, w // b), name=ctx.name)
+        blocks = ops.reshape(x, (-1, c, h // b, b, w // b, b))
+        order, shape = ((0, 3, 5, 1, 2, 4) if dcr else (0, 1, 3, 5, 2, 4)), (-1, c * b * b, h // b, w // b)
+    return ops.reshape(ops.transpose(blocks, order), shape, name=ctx.name)
