@@ -98,7 +98,8 @@ def compare(expected, got, rtol, atol):
             return f"output {i} has dtype {have.dtype} instead of {want.dtype}"
         if want.dtype.kind == "V":  # a narrow type (bfloat16, float8, int4, ...: ml_dtypes): compare the values
             want, have = want.astype(np.float32), have.astype(np.float32)
-        close = np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True) if want.dtype.kind in "fc" else have == want
+        exact = want.dtype.kind not in "fc"
+        close = have == want if exact else np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
         if not np.all(close):
             bad = int(np.size(close) - np.count_nonzero(close))
             return f"output {i}: {bad} of {want.size} values differ beyond rtol={rtol:g}, atol={atol:g}"

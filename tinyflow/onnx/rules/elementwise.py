@@ -68,9 +68,10 @@ def _in_opset(onnx_type):
 
 
 # expression words -> ONNX ops; log1p, expm1 and pymod are spelled below
-_WORDS = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "sign": "Sign", "tanh": "Tanh", "sigmoid": "Sigmoid",
-          "erf": "Erf", "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil", "max": "Max", "min": "Min",
-          "where": "Where", "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor", "logical_not": "Not"}
+_WORDS = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "sign": "Sign", "tanh": "Tanh",
+          "sigmoid": "Sigmoid", "erf": "Erf", "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil",
+          "max": "Max", "min": "Min", "where": "Where", "logical_and": "And", "logical_or": "Or",
+          "logical_xor": "Xor", "logical_not": "Not"}
 _OPERATORS = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div", ast.Pow: "Pow", ast.Gt: "Greater",
               ast.GtE: "GreaterOrEqual", ast.Lt: "Less", ast.LtE: "LessOrEqual", ast.Eq: "Equal"}
 
