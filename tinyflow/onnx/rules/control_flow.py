@@ -16,9 +16,9 @@ from ...control_flow.stacks import StackToTensor
 from ...control_flow.while_loop import WhileLoop, trace_loop
 from ...graph import get_default_graph
 from ...nodes import Constant
-from ..storage_types import onnx_type
 from ..errors import OnnxExportError
-from . import exports, imports
+from ..storage_types import onnx_type
+from .registry import exports, imports
 
 
 # ---------------------------------------------------------------- import

@@ -11,7 +11,7 @@ import numpy as np
 
 from ... import ops
 from ...ops.elementwise_ops import GRADIENTS as GRADIENT_OPS_BY_TYPE, OPS as ELEMENTWISE_OPS
-from . import OPSET, exports, imports, op_rule, same_op
+from .registry import OPSET, exports, imports, op_rule, same_op
 from .nn import batch_norm_parts
 
 
