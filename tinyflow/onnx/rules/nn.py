@@ -58,19 +58,14 @@ def import_gemm(ctx, node):
     a, b, c = ctx.input(0), ctx.input(1), ctx.input(2)
     alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
     ctx.attr("broadcast", 1)  # opsets < 7: C broadcasts when told; numpy broadcasting covers what it allowed
-    if ctx.attr("transA", 0):
-        a = ops.transpose(a)
-    if ctx.attr("transB", 0):
-        b = ops.transpose(b)
-    dtype = a.dtype
+    a = ops.transpose(a) if ctx.attr("transA", 0) else a
+    b = ops.transpose(b) if ctx.attr("transB", 0) else b
     y = ops.matmul(a, b, name=ctx.name if alpha == 1.0 and c is None else None)
     if alpha != 1.0:
-        y = ops.multiply(y, np.asarray(alpha, dtype), name=ctx.name if c is None else None)
+        y = ops.multiply(y, np.asarray(alpha, a.dtype), name=ctx.name if c is None else None)
     if c is None:
         return y
-    if beta != 1.0:
-        c = ops.multiply(c, np.asarray(beta, dtype))
-    return ops.add(y, c, name=ctx.name)
+    return ops.add(y, c if beta == 1.0 else ops.multiply(c, np.asarray(beta, a.dtype)), name=ctx.name)
 
 
 def window_attributes(ctx, kernel_shape, ceil_mode=False):
