@@ -31,9 +31,13 @@ class _Exporter:
         self._counter[0] += 1
         return f"{hint}__{self._counter[0]}"
 
-    def child(self, names):
-        """An exporter for a subgraph body: it reads this one's values, with `names` ({node: ONNX name}) added."""
-        return _Exporter(self.program, parent=self, names=names)
+    def child(self, names, shared=False):
+        """An exporter reading this one's values, with `names` ({node: ONNX name}) added: for a subgraph body, or
+        (`shared`) for nodes added to this graph under other names."""
+        sub = _Exporter(self.program, parent=self, names=names)
+        if shared:
+            sub.nodes, sub.initializers = self.nodes, self.initializers
+        return sub
 
     def graph(self, label, values, dtypes, inputs=()):
         """This exporter's nodes as a subgraph returning the ONNX values `values` of `dtypes` (If / Loop bodies)."""

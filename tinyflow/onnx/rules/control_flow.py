@@ -133,19 +133,13 @@ def export_while(ex, node):
     scanned = {c.output_index for c in outputs_read if any(s.op_type == "StackToTensor" for s in c.consumers)}
     scans = [j for j in range(len(node.recorded)) if node.stack_index(j) in scanned]  # stacks read as tensors
     loop_inputs = node.body.inputs
-    start_test = ex.child(dict(zip(loop_inputs, initial)))
-    first = start_test.name_of(node.test.outputs[0])
-    ex.nodes += start_test.nodes
-    ex.initializers += start_test.initializers
+    first = ex.child(dict(zip(loop_inputs, initial)), shared=True).name_of(node.test.outputs[0])
     step, keep = ex.fresh("iteration"), ex.fresh("condition")
     carried = [ex.fresh("loop_var") for _ in loop_inputs]
     body = ex.child(dict(zip(loop_inputs, carried)))
     new_values = [body.name_of(o) for o in node.body.outputs]
     scan_values = [body.name_of(node.recorded[j].node) for j in scans]
-    test = body.child(dict(zip(loop_inputs, new_values)))
-    values = [test.name_of(node.test.outputs[0])] + new_values
-    body.nodes += test.nodes
-    body.initializers += test.initializers
+    values = [body.child(dict(zip(loop_inputs, new_values)), shared=True).name_of(node.test.outputs[0])] + new_values
     types = [np.dtype(bool)] + [v.dtype for v in loop_inputs]
     body_inputs = [ex.helper.make_tensor_value_info(step, TensorProto.INT64, []),
                    ex.helper.make_tensor_value_info(keep, TensorProto.BOOL, [])] + \
