@@ -14,4 +14,4 @@ A node whose inputs are all known is folded (its rule runs on constants aside), 
 constants. An export rule gets the exporter (export.py) and a tinyflow node, and returns the ONNX value's name.
 """
 from .registry import EXPORTS, IMPORTS, OPSET, exports, imports, op_rule, same_op  # noqa: F401 - the tables
-from . import control_flow, core, elementwise, nn, recurrent, reductions, tensor  # noqa: F401 - they register their rules
+from . import control_flow, core, elementwise, nn, recurrent, reductions, tensor  # noqa: F401 - they register
