@@ -13,4 +13,5 @@ from .errors import OnnxExportError, OnnxImportError
 from .export import OPSET, export, export_graph
 from .importer import ImportContext, OnnxProgram, load, run
 
-__all__ = ["load", "run", "OnnxProgram", "OnnxImportError", "export", "export_graph", "OnnxExportError", "OPSET", "ImportContext"]
+__all__ = ["load", "run", "OnnxProgram", "OnnxImportError", "export", "export_graph", "OnnxExportError", "OPSET",
+           "ImportContext"]

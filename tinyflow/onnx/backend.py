@@ -1,29 +1,20 @@
 """tinyflow as an ONNX backend (onnx.backend.base.Backend), the interface ONNX's conformance cases run on.
 
-    from tinyflow.onnx.backend import TinyflowBackend
     rep = TinyflowBackend.prepare(model, backend="c")     # tinyflow's backend: "numpy", "c", "opencl"
     outputs = rep.run([x, y])                              # a tuple in the model's output order
 
-Shapes, axes and pads are static in tinyflow graphs, while ONNX passes them as tensors; in a
-model they are constants or initializers, but a conformance case feeds them as graph inputs.
-The backend then imports the model with those inputs fixed to the values given
-(tfl.onnx.load(..., constants=...)), once per distinct value, and runs the rest as usual.
+tinyflow needs shapes, axes and pads when the graph is built, which a conformance case may feed as
+graph inputs: the model is then imported with those inputs fixed to the values given
+(tfl.onnx.load(..., constants=...)), once per distinct value.
 """
 import numpy as np
+from onnx.backend.base import Backend, BackendRep
 
 from ..graph import Graph
 from .importer import NeedsConstantInput, load
 
 
-def _backend_module():
-    from onnx.backend.base import Backend, BackendRep
-    return Backend, BackendRep
-
-
-_Backend, _BackendRep = _backend_module()
-
-
-class TinyflowRep(_BackendRep):
+class TinyflowRep(BackendRep):
     """A prepared model: imported on the first run (again for other values of inputs it must fix)."""
 
     def __init__(self, model, backend=None):
@@ -42,14 +33,11 @@ class TinyflowRep(_BackendRep):
             if key in self._programs:
                 return self._programs[key]
             try:
-                program = load(self.model, constants=constants, graph=Graph())
+                self._programs[key] = load(self.model, constants=constants, graph=Graph())
             except NeedsConstantInput as err:
                 if err.input_name in self._fixed or err.input_name not in feeds:
                     raise
                 self._fixed.append(err.input_name)
-                continue
-            self._programs[key] = program
-            return program
 
     def run(self, inputs, **kwargs):
         """Outputs (a tuple, in the model's order) for inputs given as a list (model order) or a dict."""
@@ -59,7 +47,7 @@ class TinyflowRep(_BackendRep):
         return tuple(values[name] for name in self.output_names)
 
 
-class TinyflowBackend(_Backend):
+class TinyflowBackend(Backend):
     """The ONNX backend interface over tinyflow; `backend=` picks tinyflow's own backend (numpy, c, opencl)."""
 
     @classmethod
@@ -72,16 +60,14 @@ class TinyflowBackend(_Backend):
     def run_node(cls, node, inputs, device="CPU", outputs_info=None, backend=None, **kwargs):
         """Run one NodeProto on a list of numpy inputs (a one-node model is made around it)."""
         from onnx import helper
-        present = [name for name in node.input if name]
         values = [np.asarray(v) for v in inputs]
         graph = helper.make_graph(
             [node], "run_node",
             [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
-             for n, v in zip(present, values)],
+             for n, v in zip([name for name in node.input if name], values)],
             [helper.make_empty_tensor_value_info(n) for n in node.output if n])
         opset = kwargs.get("opset_version")
-        extra = {"opset_imports": [helper.make_opsetid("", opset)]} if opset else {}
-        model = helper.make_model(graph, **extra)
+        model = helper.make_model(graph, **({"opset_imports": [helper.make_opsetid("", opset)]} if opset else {}))
         return cls.prepare(model, device, backend=backend).run(values)
 
     @classmethod

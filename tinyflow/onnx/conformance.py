@@ -1,12 +1,8 @@
 """ONNX's node conformance cases, run on tinyflow; their results make the op table in docs/onnx.md.
 
-`onnx.backend.test.case.node.collect_testcases()` builds every case offline: a one-node model (or
-the node's function expanded into several nodes, cases named `*_expanded`), its inputs and the
-expected outputs. Each case runs through TinyflowBackend and ends as one Outcome: "pass",
-"fail" (wrong values, shapes or dtypes, or an error) or "unsupported" (the import refuses a valid
-model: an op without a rule, an attribute value or a dtype tinyflow does not handle), with the
-reason. Outputs are compared as ONNX's own runner does: same shape and dtype, values within the
-case's rtol/atol (1e-3 / 1e-7 unless the case says otherwise).
+Each case (`onnx.backend.test.case.node.collect_testcases()`: a one-node model, or its function expanded,
+`*_expanded`) runs through TinyflowBackend and ends as one Outcome: "pass", "fail" (wrong values, shapes or
+dtypes, or an error) or "unsupported" (the import refuses a valid model), with the reason.
 
     python scripts/onnx_conformance.py      # rewrites docs/onnx.md from a fresh run
 """
@@ -31,6 +27,9 @@ REQUIRED_OPS = (
     "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "TopK", "Transpose",
     "Trilu", "Unsqueeze", "Where", "If", "Loop", "LSTM", "GRU", "RNN")
 BACKENDS = ("numpy", "c")
+_LABELS = {"fail": "failed", "unsupported": "not supported", "pass": "passed"}
+_NODE_PREFIX = re.compile(r"^\w+ node (?:'[^']*'|producing '[^']*')(?: in [^:]*)?(?: \(opset \d+\))?: ")
+_RESULTS = {}  # (case name, backend) -> Outcome: each case runs once per process and backend
 
 Outcome = collections.namedtuple("Outcome", "status reason")
 Case = collections.namedtuple("Case", "op name case")  # op: the operator the case tests (expanded ones too)
@@ -42,52 +41,36 @@ def all_cases():
     from onnx.backend.test.case.node import collect_testcases
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # the case builders overflow casts on purpose
-        cases = collect_testcases()
-    ops, out = {}, []
-    for case in cases:
-        if case.kind != "node" or case.model is None:
-            continue
-        base = re.sub(r"_expanded(_ver\d+)?$", "", case.name)
-        op = ops.setdefault(base, case.model.graph.node[0].op_type) if base == case.name else ops.get(base)
-        out.append(Case(op or case.model.graph.node[0].op_type, case.name, case))
-    return out
+        cases = [c for c in collect_testcases() if c.kind == "node" and c.model is not None]
+    ops = {c.name: c.model.graph.node[0].op_type for c in cases}  # an expanded case tests its base case's op
+    return [Case(ops.get(re.sub(r"_expanded(_ver\d+)?$", "", c.name), ops[c.name]), c.name, c) for c in cases]
 
 
 def required_cases():
     """The cases of the operators in REQUIRED_OPS."""
-    required = set(REQUIRED_OPS)
-    return [c for c in all_cases() if c.op in required]
-
-
-# ---------------------------------------------------------------- running
-_RESULTS = {}  # (case name, backend) -> Outcome: each case runs once per process and backend
+    return [c for c in all_cases() if c.op in REQUIRED_OPS]
 
 
 def outcome(case, backend):
     """The Outcome of one Case on one tinyflow backend (computed once, then remembered)."""
-    key = (case.name, backend)
-    if key not in _RESULTS:
-        _RESULTS[key] = run_case(case.case, backend)
-    return _RESULTS[key]
-
-
-def computed():
-    """The outcomes computed so far in this process: {(case name, backend): Outcome}."""
-    return dict(_RESULTS)
+    if (case.name, backend) not in _RESULTS:
+        _RESULTS[(case.name, backend)] = run_case(case.case, backend)
+    return _RESULTS[(case.name, backend)]
 
 
 def run_case(case, backend):
     """Run one onnx TestCase with TinyflowBackend on `backend`; returns an Outcome."""
     from onnx import TensorProto, numpy_helper
     from .backend import TinyflowBackend
+
+    def arrays(values):
+        return [numpy_helper.to_array(x) if isinstance(x, TensorProto) else x for x in values]
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")  # NaN and inf are answers here (log of negatives, ...)
             rep = TinyflowBackend.prepare(case.model, backend=backend)
             for inputs, expected in case.data_sets:
-                inputs = [numpy_helper.to_array(x) if isinstance(x, TensorProto) else x for x in inputs]
-                expected = [numpy_helper.to_array(x) if isinstance(x, TensorProto) else x for x in expected]
-                problem = compare(expected, rep.run(inputs), case.rtol, case.atol)
+                problem = compare(arrays(expected), rep.run(arrays(inputs)), case.rtol, case.atol)
                 if problem:
                     return Outcome("fail", problem)
     except OnnxImportError as err:
@@ -98,7 +81,8 @@ def run_case(case, backend):
 
 
 def compare(expected, got, rtol, atol):
-    """None when the outputs match as ONNX's runner requires, else what differs."""
+    """None when the outputs match as ONNX's runner requires (same shape and dtype, values close), else what
+    differs."""
     if len(got) != len(expected):
         return f"{len(got)} outputs instead of {len(expected)}"
     for i, (want, have) in enumerate(zip(expected, got)):
@@ -109,17 +93,12 @@ def compare(expected, got, rtol, atol):
             return f"output {i} has dtype {have.dtype} instead of {want.dtype}"
         if want.dtype.kind == "V":  # a narrow type (bfloat16, float8, int4, ...: ml_dtypes): compare the values
             want, have = want.astype(np.float32), have.astype(np.float32)
-        if want.dtype.kind in "fc":
-            close = np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
-        else:
-            close = have == want
+        exact = want.dtype.kind not in "fc"
+        close = have == want if exact else np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
         if not np.all(close):
             bad = int(np.size(close) - np.count_nonzero(close))
             return f"output {i}: {bad} of {want.size} values differ beyond rtol={rtol:g}, atol={atol:g}"
     return None
-
-
-_NODE_PREFIX = re.compile(r"^\w+ node (?:'[^']*'|producing '[^']*')(?: in [^:]*)?(?: \(opset \d+\))?: ")
 
 
 def short_reason(message):
@@ -130,26 +109,25 @@ def short_reason(message):
     return line if len(line) <= 160 else line[:157] + "..."
 
 
-# ---------------------------------------------------------------- the table
-def results(cases=None, backends=BACKENDS):
-    """{(case name, backend): Outcome} for every case and backend, running those not run yet."""
-    cases = all_cases() if cases is None else cases
-    return {(c.name, b): outcome(c, b) for c in cases for b in backends}
-
-
 def markdown(backends=BACKENDS):
     """docs/onnx.md: per operator, the cases passed / failed / not supported, and why."""
     import onnx
     cases = all_cases()
-    got = results(cases, backends)
+    got = {(c.name, b): outcome(c, b) for c in cases for b in backends}
     by_op = collections.defaultdict(list)
     for c in cases:
         by_op[c.op].append(c)
-    required = [c for op in REQUIRED_OPS for c in by_op.get(op, [])]
 
     def passed(selection, backend):
         return sum(got[(c.name, backend)].status == "pass" for c in selection)
 
+    def counts(selection):
+        values = [passed(selection, b) for b in backends]
+        return str(values[0]) if len(set(values)) == 1 else " / ".join(f"{v} ({b})" for v, b in zip(values, backends))
+
+    def label(o):
+        return f"{_LABELS[o.status]}: {o.reason}" if o.reason else _LABELS[o.status]
+    required = [c for op in REQUIRED_OPS for c in by_op.get(op, [])]
     lines = [
         "# ONNX import: operators and conformance",
         "",
@@ -163,8 +141,8 @@ def markdown(backends=BACKENDS):
         "(an op without an import rule, an attribute value or dtype tinyflow does not handle), and *failed* "
         "when tinyflow runs it but gets another answer or an error.",
         "",
-        f"**Listed operators: {_counts(passed, required, backends)} of {len(required)} cases pass.** "
-        f"All ONNX operators: {_counts(passed, cases, backends)} of {len(cases)} node cases pass.",
+        f"**Listed operators: {counts(required)} of {len(required)} cases pass.** "
+        f"All ONNX operators: {counts(cases)} of {len(cases)} node cases pass.",
         "",
         "| operator | cases | " + " | ".join(f"pass ({b})" for b in backends) + " | failed | not supported |",
         "|---|---|" + "---|" * len(backends) + "---|---|",
@@ -180,48 +158,32 @@ def markdown(backends=BACKENDS):
         notes = []
         for c in by_op.get(op, []):
             seen = {b: got[(c.name, b)] for b in backends}
-            if all(o.status == "pass" for o in seen.values()):
-                continue
-            distinct = sorted(set(seen.values()))
-            if len(distinct) == 1:
-                notes.append(f"- `{c.name}`: {_label(distinct[0])}")
-            else:
-                notes.append(f"- `{c.name}`: " + "; ".join(f"{b}: {_label(o)}" for b, o in seen.items()))
-        if notes:
-            lines += [f"### {op}", ""] + notes + [""]
+            if any(o.status != "pass" for o in seen.values()):
+                distinct = sorted(set(seen.values()))
+                notes.append(f"- `{c.name}`: " + (label(distinct[0]) if len(distinct) == 1 else
+                                                  "; ".join(f"{b}: {label(o)}" for b, o in seen.items())))
+        lines += [f"### {op}", ""] + notes + [""] if notes else []
     others = sorted({c.op for c in cases} - set(REQUIRED_OPS))
-    passing_others = [(op, sum(got[(c.name, backends[0])].status == "pass" for c in by_op[op]), len(by_op[op]))
-                      for op in others]
-    passing_others = [p for p in passing_others if p[1]]
+    passing = [f"{op} {passed(by_op[op], backends[0])}/{len(by_op[op])}" for op in others
+               if passed(by_op[op], backends[0])]
     lines += ["## Other ONNX operators", "",
               f"{len(others)} operators outside the list have node cases; the import has no rule for most of them. "
               "Cases that pass anyway (their expanded function forms use operators tinyflow imports, or a rule "
-              f"exists): {', '.join(f'{op} {n}/{total}' for op, n, total in passing_others) or 'none'}.", ""]
+              f"exists): {', '.join(passing) or 'none'}.", ""]
     return "\n".join(lines)
 
 
-def _counts(passed, selection, backends):
-    values = [passed(selection, b) for b in backends]
-    if len(set(values)) == 1:
-        return str(values[0])
-    return " / ".join(f"{v} ({b})" for v, b in zip(values, backends))
-
-
-def _label(outcome):
-    kind = {"fail": "failed", "unsupported": "not supported", "pass": "passed"}[outcome.status]
-    return f"{kind}: {outcome.reason}" if outcome.reason else kind
-
-
 def summary(outcomes=None):
-    """One line per backend: how many of the cases run in this process passed (for the test report)."""
-    outcomes = computed() if outcomes is None else outcomes
+    """One line per backend (none before a case ran): how many of the cases run in this process passed."""
+    outcomes = dict(_RESULTS) if outcomes is None else outcomes
+    if not outcomes:
+        return []
     names = {c.name for c in required_cases()}
     lines = []
     for backend in sorted({b for _, b in outcomes}):
-        mine = {n: o for (n, b), o in outcomes.items() if b == backend}
-        listed = [o for n, o in mine.items() if n in names]
-        lines.append(f"ONNX conformance on {backend}: {sum(o.status == 'pass' for o in mine.values())} of "
-                     f"{len(mine)} node cases run pass ({sum(o.status == 'pass' for o in listed)} of {len(listed)} "
-                     f"of the listed operators; {sum(o.status == 'fail' for o in listed)} failed, "
-                     f"{sum(o.status == 'unsupported' for o in listed)} not supported)")
+        mine = [(n, o.status) for (n, b), o in outcomes.items() if b == backend]
+        listed = [status for n, status in mine if n in names]
+        lines.append(f"ONNX conformance on {backend}: {sum(s == 'pass' for _, s in mine)} of {len(mine)} node cases "
+                     f"run pass ({listed.count('pass')} of {len(listed)} of the listed operators; "
+                     f"{listed.count('fail')} failed, {listed.count('unsupported')} not supported)")
     return lines

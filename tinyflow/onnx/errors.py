@@ -16,3 +16,13 @@ class OnnxImportError(TinyflowError):
     def __init__(self, message, unsupported=False):
         super().__init__(message)
         self.unsupported = unsupported
+
+
+def onnx_module(error=OnnxImportError):
+    """The onnx package, or `error` saying how to install it."""
+    try:
+        import onnx
+    except ImportError:
+        raise error(f"tfl.onnx.{'load' if error is OnnxImportError else 'export'} needs the `onnx` package: "
+                    "pip install onnx (or pip install -e '.[dev]')") from None
+    return onnx

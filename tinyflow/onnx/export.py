@@ -1,39 +1,27 @@
 """tfl.onnx.export: a traced program as an ONNX model (opset 17), with dynamic dimensions kept symbolic.
 
-Each tinyflow op type maps to ONNX nodes through its export rule (tinyflow/onnx/rules/, next to
-the import rule of the same op); an op type without one raises OnnxExportError naming it. The
-program is traced in evaluation mode, and nodes whose value is fixed there (the graph's training
-flag) are folded away, so dropout disappears and batch norm becomes one BatchNormalization on its
-moving statistics. Control flow maps to ONNX's own: tfl.cond -> If, tfl.while_loop -> Loop, with
-the branches and loop bodies as subgraphs that read outer values by name.
+Each tinyflow op type maps to ONNX nodes through its export rule (rules/); one without a rule is an
+OnnxExportError naming it. The program is traced in evaluation mode, and values fixed there (the
+training flag) fold away: dropout disappears, batch norm becomes one BatchNormalization. tfl.cond
+becomes If and tfl.while_loop Loop, their branches and bodies subgraphs reading outer values by name.
 """
 import types
 
 import numpy as np
 
 from ..nodes import Constant, Node, Placeholder, Variable
-from .dtypes import onnx_type
-from .errors import OnnxExportError
+from .errors import OnnxExportError, onnx_module
 from .rules import EXPORTS, OPSET
+from .storage_types import onnx_type
 
 IR_VERSION = 8  # the IR version of opset 17: readable by every onnxruntime that runs opset 17
 
 
-def _onnx():
-    try:
-        import onnx
-    except ImportError:
-        raise OnnxExportError("tfl.onnx.export needs the `onnx` package: pip install onnx "
-                              "(or pip install -e '.[dev]')") from None
-    return onnx
-
-
 class _Exporter:
-    """Walks the program from its outputs and emits ONNX nodes, initializers, inputs and outputs."""
+    """Walks the program from its outputs and emits ONNX nodes and initializers; children export subgraphs."""
 
-    def __init__(self, onnx, program, parent=None, names=None):
-        self.onnx, self.helper = onnx, onnx.helper
-        self.program = program
+    def __init__(self, program, parent=None, names=None):
+        self.helper, self.program = onnx_module(OnnxExportError).helper, program
         self.nodes, self.initializers = [], []
         self.names = {**(parent.names if parent is not None else {}), **(names or {})}
         self.inputs = set(program.inputs)
@@ -43,20 +31,27 @@ class _Exporter:
         self._counter[0] += 1
         return f"{hint}__{self._counter[0]}"
 
-    def child(self, names):
-        """An exporter for a subgraph body: it reads this one's values, with `names` ({node: ONNX name}) added."""
-        return _Exporter(self.onnx, self.program, parent=self, names=names)
+    def child(self, names, shared=False):
+        """An exporter reading this one's values, with `names` ({node: ONNX name}) added: for a subgraph body, or
+        (`shared`) for nodes added to this graph under other names."""
+        sub = _Exporter(self.program, parent=self, names=names)
+        if shared:
+            sub.nodes, sub.initializers = self.nodes, self.initializers
+        return sub
 
-    def subgraph(self, label, outputs, names=None, inputs=()):
-        """An ONNX graph computing `outputs` that reads this graph's values by name (If / Loop bodies)."""
-        sub = _Exporter(self.onnx, self.program, parent=self, names=names)
-        results = []
-        for out in outputs:
-            name = sub.name_of(out)
-            final = sub.fresh(f"{label}_out")  # a body output must be produced inside the body
-            sub.nodes.append(self.helper.make_node("Identity", [name], [final], name=final))
-            results.append(self.helper.make_tensor_value_info(final, onnx_type(out.dtype), None))
-        return self.helper.make_graph(sub.nodes, sub.fresh(label), list(inputs), results, sub.initializers)
+    def graph(self, label, values, dtypes, inputs=()):
+        """This exporter's nodes as a subgraph returning the ONNX values `values` of `dtypes` (If / Loop bodies)."""
+        outputs = []
+        for name, dtype in zip(values, dtypes):
+            final = self.fresh(f"{label}_out")  # a body output must be produced inside the body
+            self.nodes.append(self.helper.make_node("Identity", [name], [final], name=final))
+            outputs.append(self.helper.make_tensor_value_info(final, onnx_type(dtype), None))
+        return self.helper.make_graph(self.nodes, self.fresh(label), list(inputs), outputs, self.initializers)
+
+    def subgraph(self, label, outputs):
+        """An ONNX graph computing the nodes `outputs` that reads this graph's values by name."""
+        sub = self.child({})
+        return sub.graph(label, [sub.name_of(out) for out in outputs], [out.dtype for out in outputs])
 
     def emit(self, op_type, inputs, hint, **attrs):
         """Add one ONNX node; returns its output name."""
@@ -93,21 +88,23 @@ class _Exporter:
         elif isinstance(node, Placeholder):
             raise OnnxExportError(f"Placeholder '{node.name}' is not an input of the exported program and has no "
                                   "default value; pass it as an argument of the exported function")
+        elif node.op_type not in EXPORTS:
+            raise OnnxExportError(
+                f"no ONNX mapping for op type '{node.op_type}' (node '{node.name}', created at "
+                f"{node.creation_site}). Ops that can be exported: {', '.join(sorted(EXPORTS))}.")
         else:
-            mapping = EXPORTS.get(node.op_type)
-            if mapping is None:
-                raise OnnxExportError(
-                    f"no ONNX mapping for op type '{node.op_type}' (node '{node.name}', created at "
-                    f"{node.creation_site}). Ops that can be exported: {', '.join(sorted(EXPORTS))}.")
-            name = mapping(self, node)
+            name = EXPORTS[node.op_type](self, node)
         self.names[node] = name
         return name
 
     def value_info(self, name, node, prefix):
-        dims = [f"{prefix}_dim{i}" if d is None else d for i, d in enumerate(node.shape or ())]
-        if node.shape is not None and node.shape and node.shape[0] is None:
+        """The ValueInfoProto of a model input or output, its unknown dims named ('batch' first)."""
+        if node.shape is None:
+            return self.helper.make_tensor_value_info(name, onnx_type(node.dtype), None)
+        dims = [f"{prefix}_dim{i}" if d is None else d for i, d in enumerate(node.shape)]
+        if node.shape and node.shape[0] is None:
             dims[0] = "batch"
-        return self.helper.make_tensor_value_info(name, onnx_type(node.dtype), dims if node.shape is not None else None)
+        return self.helper.make_tensor_value_info(name, onnx_type(node.dtype), dims)
 
 
 def export(layer_or_fn, path, input_spec=None, opset=OPSET):
@@ -119,20 +116,13 @@ def export(layer_or_fn, path, input_spec=None, opset=OPSET):
     outputs = list(program.outputs)
     if any(not hasattr(o, "op_type") for o in outputs):
         raise OnnxExportError(f"{program.fn_name} returns Python values; ONNX models return tensors only")
-    names = [f"output{i}" if len(outputs) > 1 else "output" for i in range(len(outputs))]
-    model = _model(program, names)
-    _onnx().save(model, str(path))
-    return model
+    return _model(program, [f"output{i}" if len(outputs) > 1 else "output" for i in range(len(outputs))], path)
 
 
 def export_graph(inputs, outputs, path=None, name="tinyflow"):
-    """The part of a graph from the Placeholders `inputs` to the nodes `outputs` as an ONNX model (graph mode).
-
-    The model's inputs and outputs are named after the nodes; it is written to `path` when given.
-    Returns the onnx.ModelProto.
-    """
-    single = isinstance(outputs, Node)
-    outputs = [outputs] if single else list(outputs)
+    """The graph from the Placeholders `inputs` to the nodes `outputs` as an ONNX model (written to `path` if
+    given), its inputs and outputs named after the nodes; returns the onnx.ModelProto."""
+    outputs = [outputs] if isinstance(outputs, Node) else list(outputs)
     inputs = [inputs] if isinstance(inputs, Node) else list(inputs)
     bad = [n for n in inputs if not isinstance(n, Placeholder)]
     if bad:
@@ -146,24 +136,22 @@ def export_graph(inputs, outputs, path=None, name="tinyflow"):
             unique = f"{out.name}_{n}"
         taken.add(unique)
         names.append(unique)
-    model = _model(types.SimpleNamespace(inputs=inputs, outputs=outputs, fn_name=name), names)
-    if path is not None:
-        _onnx().save(model, str(path))
-    return model
+    return _model(types.SimpleNamespace(inputs=inputs, outputs=outputs, fn_name=name), names, path)
 
 
-def _model(program, output_names):
-    """The checked ModelProto computing program.outputs from program.inputs, outputs named `output_names`."""
-    onnx = _onnx()
-    ex = _Exporter(onnx, program)
+def _model(program, output_names, path):
+    """The checked ModelProto computing program.outputs from program.inputs, written to `path` if given."""
+    onnx = onnx_module(OnnxExportError)
+    ex = _Exporter(program)
     for final, out in zip(output_names, program.outputs):
         ex.nodes.append(ex.helper.make_node("Identity", [ex.name_of(out)], [final], name=f"{final}_identity"))
     graph = ex.helper.make_graph(
         ex.nodes, program.fn_name or "tinyflow",
         [ex.value_info(p.name, p, p.name.replace("/", "_")) for p in program.inputs],
         [ex.value_info(name, node, name) for name, node in zip(output_names, program.outputs)], ex.initializers)
-    model = ex.helper.make_model(graph, opset_imports=[ex.helper.make_opsetid("", OPSET)],
-                                 producer_name="tinyflow")
+    model = ex.helper.make_model(graph, opset_imports=[ex.helper.make_opsetid("", OPSET)], producer_name="tinyflow")
     model.ir_version = IR_VERSION
     onnx.checker.check_model(model)
+    if path is not None:
+        onnx.save(model, str(path))
     return model

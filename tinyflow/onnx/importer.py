@@ -4,16 +4,11 @@
     prog.inputs, prog.outputs                    # ONNX name -> Placeholder / node, in the model's order
     prog({"x": x})                               # ONNX output name -> numpy array
 
-The walk: read and check the whole model first (model_file.py: file, opsets, names, cycles, an
-import rule for every op), then build in the model's topological order: graph inputs become
-Placeholders (symbolic dims None), float initializers Variables (trainable unless told otherwise),
-other initializers and Constant nodes constants, and each node the tinyflow ops its rule
-(rules/) builds. A node's tinyflow name is the ONNX node's name: "/layer1/conv/Conv" becomes the
-node "Conv" in the name scope "layer1/conv", so pictures draw the model's modules as clusters.
-Values known at import time (initializers that are not parameters, Constants, shapes of
-static shapes) are propagated: a node whose inputs are all known is computed on the spot, as long as
-what it computes fits in what is left of FOLD_BYTES (bigger values are computed at run time). A
-value bigger than MAX_TENSOR_BYTES (a declared input, an initializer, a node's output) is an error.
+The model is read and checked whole first (model_file.py), then built in topological order: graph
+inputs become Placeholders, float initializers Variables, other known values Constants, and each node
+what its rule (rules/) builds, named after the ONNX node ("/layer1/conv/Conv" is "Conv" in the name
+scope "layer1/conv", so pictures draw the model's modules as clusters). A node whose inputs are all
+known at import time is computed on the spot while that fits in what is left of FOLD_BYTES.
 """
 import collections
 
@@ -23,14 +18,16 @@ from ..errors import ArgumentError, FeedError, TinyflowError
 from ..graph import Graph, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
 from ..shapes import shapes_compatible
-from .dtypes import numpy_dtype, onnx_type_name
-from .errors import OnnxImportError
-from .model_file import GraphCheck, default_opset, describe, onnx_module, read_model, tensor_bytes, tensor_to_array
+from .errors import OnnxImportError, onnx_module
+from .model_file import GraphCheck, default_opset, describe, read_model, tensor_bytes, tensor_to_array
 from .rules import IMPORTS
-from .storage_types import held_dtype, narrow_dtype, to_held
+from .storage_types import held_dtype, narrow_dtype, numpy_dtype, onnx_type_name, to_held
 
 _REQUIRED = object()
 FOLD_BYTES = 256 << 20  # what computing on the spot may allocate in one import, all nodes together
+# AttributeProto type -> its field; the plural types hold lists
+_ATTRIBUTE_FIELDS = {"FLOAT": "f", "INT": "i", "STRING": "s", "TENSOR": "t", "GRAPH": "g", "FLOATS": "floats",
+                     "INTS": "ints", "STRINGS": "strings", "TENSORS": "tensors", "GRAPHS": "graphs"}
 
 
 class NeedsConstantInput(OnnxImportError):
@@ -52,49 +49,27 @@ class _Value:
         if array is not None:
             array.flags.writeable = False  # shared by every rule that reads it
 
-
-class _Scope:
-    """The values of one ONNX graph; a subgraph's scope reads its parent's (If branches, Loop bodies)."""
-
-    def __init__(self, parent=None):
-        self.parent, self.values = parent, {}
-
-    def lookup(self, name):
-        scope = self
-        while scope is not None:
-            value = scope.values.get(name)
-            if value is not None:
-                return value
-            scope = scope.parent
-        raise KeyError(name)  # GraphCheck made sure every name read is defined
+    def known(self, field):
+        """Its "shape" or "dtype": the array's when known, else the node's."""
+        return getattr(self.array if self.array is not None else self.node, field)
 
 
 class ImportContext:
-    """What an import rule sees of its node: inputs as nodes or known values, attributes, opset, errors.
-
-    The rule API is documented in tinyflow/onnx/rules/__init__.py.
-    """
+    """What an import rule sees of its node (the rule API, see rules/__init__.py): inputs, attributes, errors."""
 
     def __init__(self, importer, node, scope, name, folding=False):
-        self.node, self.op_type, self.name = node, node.op_type, name
-        self.opset = importer.opset
+        self.node, self.op_type, self.name, self.opset = node, node.op_type, name, importer.opset
         self.num_inputs, self.num_outputs = len(node.input), len(node.output)
         self._importer, self._scope, self.folding = importer, scope, folding
         self._attributes = {a.name: a for a in node.attribute}
-        self._read = set()
-        self._folded_inputs = {}
+        self._read, self._folded_inputs = set(), {}
 
-    # ---------------------------------------------------------------- inputs
     def _value(self, i):
         name = self.node.input[i] if i < len(self.node.input) else ""
-        return self._scope.lookup(name) if name else None
+        return self._scope[name] if name else None  # GraphCheck made sure every name read is defined
 
     def input(self, i, trainable=None):
-        """The tinyflow node of input i, or None when the optional input is omitted.
-
-        An initializer becomes a Variable the first time a rule asks for its node; `trainable=False`
-        makes it a non-trainable one (running statistics), None leaves the choice to tfl.onnx.load.
-        """
+        """The tinyflow node of input i (None when omitted); trainable=False: an initializer's frozen Variable."""
         value = self._value(i)
         if value is None:
             return None
@@ -132,9 +107,12 @@ class ImportContext:
     def input_dtype(self, i):
         """The numpy dtype of input i (None when omitted)."""
         value = self._value(i)
-        if value is None:
-            return None
-        return value.array.dtype if value.array is not None else value.node.dtype
+        return None if value is None else value.known("dtype")
+
+    def input_shape(self, i):
+        """The static shape of input i (None dims unknown; None when the rank is unknown or the input omitted)."""
+        value = self._value(i)
+        return None if value is None else value.known("shape")
 
     def narrow_type(self, i):
         """The ONNX code of the narrow type (bfloat16, float8, ...) input i holds the values of, else None."""
@@ -143,41 +121,41 @@ class ImportContext:
             return None
         return value.narrow if value.narrow is not None else getattr(value.node, "narrow_type", None)
 
-    def input_shape(self, i):
-        """The static shape of input i (None dims unknown; None when the rank is unknown or the input omitted)."""
-        value = self._value(i)
-        if value is None:
-            return None
-        return value.array.shape if value.array is not None else value.node.shape
-
     def has_input(self, i):
         """True when input i is given (not omitted)."""
-        return i < len(self.node.input) and bool(self.node.input[i])
+        return self._value(i) is not None
 
     def output_used(self, k):
         """True when output k is named (an optional output nobody reads has an empty name)."""
         return k < len(self.node.output) and bool(self.node.output[k])
 
-    # ---------------------------------------------------------------- attributes
     def attr(self, name, default=_REQUIRED):
-        """The attribute `name` as a Python value, or `default` when the node does not carry it."""
+        """The attribute as a Python value (int, float, str, list, numpy array, GraphProto); without a default
+        it is required. Every attribute the node carries must be read: an unread one is unsupported."""
         self._read.add(name)
         attr = self._attributes.get(name)
         if attr is None:
             if default is _REQUIRED:
                 raise self.fail(f"it lacks the required attribute '{name}'")
             return default
-        return self._importer.attribute_value(attr, self)
+        kind = onnx_module().AttributeProto.AttributeType.Name(attr.type)
+        if kind not in _ATTRIBUTE_FIELDS:
+            raise self.unsupported(f"its attribute '{name}' is of type {kind}")
+        raw = getattr(attr, _ATTRIBUTE_FIELDS[kind])
+        values = [self._attribute_item(item, name) for item in (raw if kind.endswith("S") else [raw])]
+        return values if kind.endswith("S") else values[0]
+
+    def _attribute_item(self, item, name):
+        if isinstance(item, bytes):
+            return item.decode("utf-8", "replace")
+        if isinstance(item, onnx_module().TensorProto):
+            return tensor_to_array(item, self._importer.folder, f"the attribute '{name}' of {describe(self.node)}")
+        return item
 
     def has_attr(self, name):
         """True when the node carries the attribute."""
         return name in self._attributes
 
-    def unread_attributes(self):
-        """Attributes the node carries that its rule never read."""
-        return sorted(set(self._attributes) - self._read)
-
-    # ---------------------------------------------------------------- errors and subgraphs
     def _where(self):
         return f"{describe(self.node)} (opset {self.opset})"
 
@@ -190,12 +168,9 @@ class ImportContext:
         return OnnxImportError(f"{self._where()}: {message} (not supported by tinyflow's import)", unsupported=True)
 
     def import_graph(self, graph, inputs=()):
-        """Import an ONNX subgraph into the current tinyflow graph; returns the nodes of its outputs.
-
-        Its formal inputs are bound to `inputs` (tinyflow nodes or arrays, in order); every other name
-        it reads comes from the enclosing graphs. Call it inside the function that tfl.cond /
-        tfl.while_loop trace, so the nodes it builds belong to that branch or body.
-        """
+        """Import an ONNX subgraph (If branch, Loop body) here, its formal inputs bound to `inputs` (nodes or
+        arrays), other names read from the enclosing graphs; returns its output nodes. Call it inside the
+        function tfl.cond / tfl.while_loop trace, so its nodes belong to that branch or body."""
         return self._importer.import_subgraph(graph, list(inputs), self)
 
 
@@ -203,34 +178,28 @@ class _Importer:
     """Builds one model into a tinyflow graph."""
 
     def __init__(self, model, folder, graph, scope, trainable, constants):
-        self.model, self.folder, self.graph = model, folder, graph
-        self.trainable = trainable
+        self.model, self.folder, self.graph, self.trainable = model, folder, graph, trainable
         self.constants = dict(constants or {})
         self.base = f"{scope.strip('/')}/" if scope else ""
         self.opset = default_opset(model)
         self.check = GraphCheck(model, self.opset, IMPORTS)
-        self.variables = []
-        self.graph_inputs = set()
-        self.fold_left = FOLD_BYTES
+        self.variables, self.graph_inputs, self.fold_left = [], set(), FOLD_BYTES
 
     def op_counts(self):
         """ONNX op type -> number of nodes in the model, subgraphs included, most frequent first."""
         counts = collections.Counter(n.op_type for order in self.check.order.values() for n in order)
         return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
-    # ---------------------------------------------------------------- the walk
     def build(self):
         """(inputs, outputs): ONNX name -> node dicts, in the model's order."""
         g = self.model.graph
         self.check.check(g)
-        scope = _Scope()
+        scope = collections.ChainMap()  # ONNX name -> _Value; a subgraph's scope reads its parents'
         with self.graph.as_default():
             self._bind_initializers(g, scope)
             inputs = self._bind_inputs(g, scope)
             self._walk(g, scope)
-            outputs = {}
-            for out in g.output:
-                outputs[out.name] = self.node_of(scope.lookup(out.name), None)
+            outputs = {out.name: self.node_of(scope[out.name], None) for out in g.output}
         return inputs, outputs
 
     def _walk(self, graph, scope):
@@ -240,10 +209,9 @@ class _Importer:
 
     def _bind_initializers(self, graph, scope):
         for tensor in graph.initializer:
-            array = to_held(tensor_to_array(tensor, self.folder, f"the initializer '{tensor.name}'"))
-            parameter = array.dtype.kind == "f"  # only floating-point tensors are parameters one can train
-            narrow = tensor.data_type if held_dtype(tensor.data_type) is not None else None
-            scope.values[tensor.name] = _Value(tensor.name, array=array, parameter=parameter, narrow=narrow)
+            array = tensor_to_array(tensor, self.folder, f"the initializer '{tensor.name}'")
+            # only floating-point tensors are parameters one can train
+            scope[tensor.name] = _Value(tensor.name, array=array, parameter=array.dtype.kind == "f")
 
     def _bind_inputs(self, graph, scope):
         unknown = set(self.constants) - {v.name for v in graph.input}
@@ -253,7 +221,7 @@ class _Importer:
         inputs = {}
         for value_info in graph.input:
             name = value_info.name
-            if name in scope.values:  # an initializer listed as an input too (older exporters): a default value
+            if name in scope:  # an initializer listed as an input too (older exporters): a default value
                 continue
             shape, dtype = self.declared_type(value_info, f"the graph input '{name}'")
             if shape is not None:
@@ -263,14 +231,13 @@ class _Importer:
                 if shape is not None and not shapes_compatible(shape, array.shape):
                     raise OnnxImportError(f"constants['{name}'] has shape {array.shape}, but the model declares "
                                           f"the input '{name}' with shape {shape}")
-                scope.values[name] = _Value(name, array=np.array(array))
+                scope[name] = _Value(name, array=np.array(array))
                 continue
             with self.graph.name_scope(self.base):
-                placeholder = Placeholder(shape, dtype, name=_clean(name))
+                inputs[name] = Placeholder(shape, dtype, name=_clean(name))
             elem_type = value_info.type.tensor_type.elem_type
-            scope.values[name] = _Value(name, node=placeholder,
-                                        narrow=elem_type if held_dtype(elem_type) is not None else None)
-            inputs[name] = placeholder
+            narrow = elem_type if held_dtype(elem_type) is not None else None
+            scope[name] = _Value(name, node=inputs[name], narrow=narrow)
             self.graph_inputs.add(name)
         return inputs
 
@@ -283,8 +250,9 @@ class _Importer:
             raise OnnxImportError(f"{what} is {kinds.get(kind, kind)}, not a tensor; tinyflow imports tensors only",
                                   unsupported=kind is not None)
         tensor_type = value_info.type.tensor_type
+        # a narrow storage type's values are held in a wider dtype (storage_types.py)
         dtype = numpy_dtype(tensor_type.elem_type)
-        if dtype is None:  # a narrow storage type: its values, held in a wider dtype (storage_types.py)
+        if dtype is None:
             dtype = held_dtype(tensor_type.elem_type)
         if dtype is None:
             raise OnnxImportError(f"{what} has element type {onnx_type_name(tensor_type.elem_type)}, which "
@@ -297,14 +265,13 @@ class _Importer:
         rule = IMPORTS[node.op_type]
         scope_name, name = self._names(node)
         subgraphs = self.check.subgraphs(node)
-        known = [scope.lookup(i) for i in node.input if i]
+        known = [scope[i] for i in node.input if i]
         folding = bool(known) and not subgraphs and all(v.array is not None and not v.parameter for v in known)
         ctx = ImportContext(self, node, scope, name, folding=folding)
         for sub in subgraphs:  # parameters a branch or body reads are made outside it, where they belong
             for free in self.check.free_names[id(sub)]:
-                value = scope.lookup(free)
-                if value.parameter:
-                    self.node_of(value, ctx)
+                if scope[free].parameter:
+                    self.node_of(scope[free], ctx)
         try:
             results = self._fold(rule, ctx) if folding else None
             if results is None:
@@ -323,7 +290,7 @@ class _Importer:
             raise ctx.fail(f"tinyflow cannot build it: {err}") from err
         except Exception as err:  # noqa: BLE001 - a rule that breaks still names the node it was importing
             raise ctx.fail(f"its import rule failed ({type(err).__name__}: {err})") from err
-        unread = ctx.unread_attributes()
+        unread = sorted(set(ctx._attributes) - ctx._read)
         if unread:
             raise ctx.unsupported(f"the attribute(s) {unread} are not handled by the import rule of "
                                   f"{node.op_type}")
@@ -331,14 +298,13 @@ class _Importer:
             if not out:
                 continue
             if result is None:
-                scope.values[out] = _Value(out, missing=describe(node))
+                scope[out] = _Value(out, missing=describe(node))
             elif isinstance(result, Node):
-                array = result.value if isinstance(result, Constant) else None
-                scope.values[out] = _Value(out, node=result, array=array)
+                scope[out] = _Value(out, node=result, array=result.value if isinstance(result, Constant) else None)
             else:
-                scope.values[out] = _Value(out, array=np.array(result))
+                scope[out] = _Value(out, array=np.array(result))
             if out in declared:
-                self._check_declared(scope.values[out], declared[out], ctx)
+                self._check_declared(scope[out], declared[out], ctx)
 
     def _fold(self, rule, ctx):
         """Run the rule on constants in a scratch graph and compute its outputs now (None: too big to)."""
@@ -353,7 +319,11 @@ class _Importer:
         if cost > self.fold_left:
             return None
         self.fold_left -= cost
-        return [r if r is None or not isinstance(r, Node) else _evaluate(r, {}) for r in results]
+        values = {}
+        for n in scratch.nodes:  # in the order they were made, which is topological: numpy's reference kernels
+            value = n.value if isinstance(n, Constant) else np.asarray(n.compute(*[values[i] for i in n.inputs]))
+            values[n] = value if n.dtype is None else value.astype(n.dtype, copy=False)
+        return [values[r] if isinstance(r, Node) else r for r in results]
 
     def _check_declared(self, value, value_info, ctx):
         """A value whose shape or dtype contradicts what the model declares for it is an error, found now."""
@@ -361,8 +331,7 @@ class _Importer:
             shape, dtype = self.declared_type(value_info, f"the value '{value.name}'")
         except OnnxImportError:
             return  # types tinyflow does not compute with cannot have been produced here
-        got_shape = value.array.shape if value.array is not None else value.node.shape
-        got_dtype = value.array.dtype if value.array is not None else value.node.dtype
+        got_shape, got_dtype = value.known("shape"), value.known("dtype")
         if not shapes_compatible(shape, got_shape):
             raise ctx.fail(f"the model declares its output '{value.name}' with shape {shape}, but its inputs give "
                            f"shape {got_shape}; the model's shapes contradict its inputs")
@@ -372,13 +341,9 @@ class _Importer:
 
     def _names(self, node):
         """(absolute name scope, node name) for the tinyflow nodes of an ONNX node."""
-        full = _clean(node.name)
-        if "/" in full:
-            prefix, name = full.rsplit("/", 1)
-            return f"{self.base}{prefix}/", name or None
-        return self.base, full or None
+        prefix, _, name = _clean(node.name).rpartition("/")
+        return (f"{self.base}{prefix}/" if prefix else self.base), name or None
 
-    # ---------------------------------------------------------------- values
     def node_of(self, value, ctx, trainable=None):
         """The tinyflow node of a value, made on first use from its known array (Variable or Constant)."""
         if value.node is not None:
@@ -396,50 +361,19 @@ class _Importer:
                 value.node = Constant(value.array, name=_clean(value.name))
         return value.node
 
-    def attribute_value(self, attr, ctx):
-        """An AttributeProto as a Python value."""
-        onnx = onnx_module()
-        A = onnx.AttributeProto
-        kind = attr.type
-        if kind == A.FLOAT:
-            return float(attr.f)
-        if kind == A.INT:
-            return int(attr.i)
-        if kind == A.STRING:
-            return attr.s.decode("utf-8", "replace")
-        if kind == A.TENSOR:
-            return to_held(tensor_to_array(attr.t, self.folder, f"the attribute '{attr.name}' of {describe(ctx.node)}"))
-        if kind == A.GRAPH:
-            return attr.g
-        if kind == A.FLOATS:
-            return [float(v) for v in attr.floats]
-        if kind == A.INTS:
-            return [int(v) for v in attr.ints]
-        if kind == A.STRINGS:
-            return [s.decode("utf-8", "replace") for s in attr.strings]
-        if kind == A.GRAPHS:
-            return list(attr.graphs)
-        if kind == A.TENSORS:
-            return [tensor_to_array(t, self.folder, f"the attribute '{attr.name}' of {describe(ctx.node)}")
-                    for t in attr.tensors]
-        raise ctx.unsupported(f"its attribute '{attr.name}' is of type {A.AttributeType.Name(kind)}")
-
     def import_subgraph(self, graph, inputs, ctx):
         """Build an ONNX subgraph here, its formal inputs bound to `inputs`; returns its output nodes."""
-        formal = list(graph.input)
-        if len(formal) != len(inputs):
-            raise ctx.fail(f"its subgraph '{graph.name}' takes {len(formal)} inputs, but {len(inputs)} are given")
-        scope = _Scope(ctx._scope)
-        for value_info, given in zip(formal, inputs):
-            if isinstance(given, Node):
-                scope.values[value_info.name] = _Value(value_info.name, node=given)
-            else:
-                scope.values[value_info.name] = _Value(value_info.name, array=np.array(given))
+        if len(graph.input) != len(inputs):
+            raise ctx.fail(f"its subgraph '{graph.name}' takes {len(graph.input)} inputs, but {len(inputs)} are given")
+        scope = ctx._scope.new_child()
+        for value_info, given in zip(graph.input, inputs):
+            given = {"node": given} if isinstance(given, Node) else {"array": np.array(given)}
+            scope[value_info.name] = _Value(value_info.name, **given)
         self._bind_initializers(graph, scope)
         base, self.base = self.base, self.graph.current_scope  # the subgraph's nodes go in the current scope
         try:
             self._walk(graph, scope)
-            return [self.node_of(scope.lookup(out.name), ctx) for out in graph.output]
+            return [self.node_of(scope[out.name], ctx) for out in graph.output]
         finally:
             self.base = base
 
@@ -459,23 +393,6 @@ def _as_outputs(result, ctx):
     return results
 
 
-def _evaluate(node, cache):
-    """The value of a node built on constants, computed with the numpy reference kernels."""
-    if node in cache:
-        return cache[node]
-    if isinstance(node, (Constant, Variable)):
-        value = node.value
-    elif isinstance(node, Placeholder):
-        raise OnnxImportError(f"cannot compute '{node.name}' at import time: it depends on a graph input")
-    else:
-        value = np.asarray(node.compute(*[_evaluate(i, cache) for i in node.inputs]))
-        if node.dtype is not None and value.dtype != node.dtype:
-            value = value.astype(node.dtype)
-    cache[node] = value
-    return value
-
-
-# ---------------------------------------------------------------- the program
 class OnnxProgram:
     """An imported ONNX model: its tinyflow graph, input Placeholders, output nodes and Variables."""
 
@@ -492,14 +409,16 @@ class OnnxProgram:
 
     def __repr__(self):
         ins = ", ".join(f"{k}: {p.shape}" for k, p in self.inputs.items())
-        outs = ", ".join(self.outputs)
         return (f"<OnnxProgram '{self.model_name}' (opset {self.opset}, from {self.producer}): ({ins}) -> "
-                f"({outs}), {len(self.variables)} Variables>")
+                f"({', '.join(self.outputs)}), {len(self.variables)} Variables>")
 
     def summary(self):
         """A few lines about the model: inputs, outputs, ONNX op counts, parameters."""
         def describe_node(node):
             return f"{node.dtype} {'unknown shape' if node.shape is None else node.shape}"
+
+        def size(variables):
+            return sum(int(np.prod(v.shape)) for v in variables)
         trainable = [v for v in self.variables if v.trainable]
         frozen = [v for v in self.variables if not v.trainable]
         lines = [f"graph '{self.model_name}', ONNX opset {self.opset}, produced by {self.producer}", "inputs:"]
@@ -507,19 +426,16 @@ class OnnxProgram:
         lines += ["outputs:"] + [f"  {name}: {describe_node(node)}" for name, node in self.outputs.items()]
         lines.append(f"ONNX ops ({sum(self.op_counts.values())} nodes): "
                      + ", ".join(f"{op} {n}" for op, n in self.op_counts.items()))
-        count = sum(int(np.prod(v.shape)) for v in trainable)
-        lines.append(f"parameters: {count:,} in {len(trainable)} trainable Variables"
-                     + (f", {sum(int(np.prod(v.shape)) for v in frozen):,} more in {len(frozen)} non-trainable ones"
-                        if frozen else ""))
+        lines.append(f"parameters: {size(trainable):,} in {len(trainable)} trainable Variables"
+                     + (f", {size(frozen):,} more in {len(frozen)} non-trainable ones" if frozen else ""))
         lines.append(f"tinyflow graph: {len(self.graph.nodes)} nodes")
         return "\n".join(lines)
 
     def feed_dict(self, feeds):
         """{Placeholder: value} from {ONNX input name or Placeholder: value}; FeedError for unknown or missing names."""
-        feeds = dict(feeds or {})
         by_node = {p: p for p in self.inputs.values()}
         feed_dict = {}
-        for key, value in feeds.items():
+        for key, value in dict(feeds or {}).items():
             node = self.inputs.get(key) if isinstance(key, str) else by_node.get(key)
             if node is None:
                 raise FeedError(f"{key!r} is not an input of the model; its inputs are "

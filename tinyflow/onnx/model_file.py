@@ -1,11 +1,5 @@
-"""Reading an ONNX model safely, and checking it before anything is built.
-
-Every problem is an OnnxImportError saying what is wrong and where: a file that is not
-ONNX (truncated, corrupted), an opset or domain tinyflow does not know, a node reading a
-value nothing produces, a cycle, an op without an import rule. Tensors stored outside the
-model file ("external data") are read only from regular files inside the model's own
-folder: absolute paths, `..` and symbolic links leading elsewhere are refused.
-"""
+"""Reading an ONNX model safely, and checking it whole before anything is built; each problem is an OnnxImportError
+saying what is wrong and where. External data is read only from regular files inside the model's own folder."""
 import collections
 import heapq
 import math
@@ -13,25 +7,14 @@ import os
 
 import numpy as np
 
-from .dtypes import numpy_dtype, onnx_type_name
-from .errors import OnnxImportError
+from .errors import OnnxImportError, onnx_module
+from .storage_types import numpy_dtype, onnx_type_name
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit: a bigger file cannot be one ModelProto
 MAX_TENSOR_BYTES = 1 << 40  # 1 TiB, more than any machine tinyflow runs on: a bigger size is damage or an attack
 
 
-def onnx_module():
-    """The onnx package, or an OnnxImportError saying how to install it."""
-    try:
-        import onnx
-    except ImportError:
-        raise OnnxImportError("tfl.onnx.load needs the `onnx` package: pip install onnx "
-                              "(or pip install -e '.[dev]')") from None
-    return onnx
-
-
-# ---------------------------------------------------------------- reading
 def read_model(source):
     """(ModelProto, folder of the file or None) from a path, the file's bytes or a ModelProto."""
     onnx = onnx_module()
@@ -49,9 +32,7 @@ def read_model(source):
             raise OnnxImportError(f"'{path}' is bigger than 2 GB, the most one ONNX file can hold; big models "
                                   "keep their weights in external data files next to the model")
         with open(path, "rb") as f:
-            data = f.read()
-        model = _parse(onnx, data, f"'{path}'")
-        return model, os.path.dirname(os.path.realpath(path))
+            return _parse(onnx, f.read(), f"'{path}'"), os.path.dirname(os.path.realpath(path))
     raise OnnxImportError(f"tfl.onnx.load takes a file path, the file's bytes or an onnx.ModelProto, "
                           f"got {type(source).__name__}")
 
@@ -84,7 +65,6 @@ def check_text(message, what, path="model"):
     return message
 
 
-# ---------------------------------------------------------------- tensors
 def tensor_to_array(tensor, folder, what):
     """A TensorProto's value as a numpy array; external data is read from `folder` only."""
     onnx = onnx_module()
@@ -124,20 +104,17 @@ def _external_array(tensor, folder, what, dtype, expected):
                               "path (tfl.onnx.load('model.onnx')) so tinyflow knows the folder to read it from")
     path = safe_external_path(folder, location, what)
     try:
-        offset, length = int(info.get("offset", 0)), info.get("length")
-        length = None if length is None else int(length)
+        offset, length = int(info.get("offset", 0)), int(info.get("length", expected))
     except ValueError:
         raise OnnxImportError(f"{what}: the external data offset/length {info} are not integers") from None
     size = os.path.getsize(path)
-    length = expected if length is None else length
     if offset < 0 or length != expected or offset + length > size:
         raise OnnxImportError(f"{what}: the external file '{location}' ({size} bytes) does not hold {expected} bytes "
                               f"at offset {offset} (shape {tuple(tensor.dims)}, {dtype}); the data file does not "
                               "belong to this model or is truncated")
     with open(path, "rb") as f:
         f.seek(offset)
-        data = f.read(length)
-    return np.frombuffer(data, dtype=dtype).reshape(tuple(tensor.dims)).copy()
+        return np.frombuffer(f.read(length), dtype=dtype).reshape(tuple(tensor.dims)).copy()
 
 
 def safe_external_path(folder, location, what):
@@ -165,7 +142,6 @@ def safe_external_path(folder, location, what):
     return path
 
 
-# ---------------------------------------------------------------- checking
 def default_opset(model):
     """The version of the default ONNX domain the model imports (OnnxImportError if none or unknown)."""
     onnx = onnx_module()
@@ -194,17 +170,11 @@ class GraphCheck:
         self.context.opset_imports = {op.domain: int(op.version) for op in model.opset_import}
         self.order, self.free_names = {}, {}  # by id(graph): the graphs are kept alive below, so ids stay theirs
         self.graphs = []
-        self.graph_types = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+        self.graph_type = onnx.AttributeProto.GRAPH
 
     def subgraphs(self, node):
         """The graphs a node carries in attributes (If branches, Loop bodies)."""
-        out = []
-        for attr in node.attribute:
-            if attr.type == self.graph_types[0]:
-                out.append(attr.g)
-            elif attr.type == self.graph_types[1]:
-                out.extend(attr.graphs)
-        return out
+        return [g for attr in node.attribute for g in ([attr.g] if attr.type == self.graph_type else attr.graphs)]
 
     def check(self, graph, outer=frozenset(), where="the model's graph"):
         """Check names, cycles, domains and rules; record the topological order and the names read from outside."""
@@ -214,7 +184,7 @@ class GraphCheck:
             if bad is not None:
                 raise OnnxImportError(f"{where} has " + (f"two {kind}s named '{bad}'" if bad else f"an {kind} without "
                                       "a name") + "; every ONNX value has one name of its own")
-        defined = dict.fromkeys([v.name for v in graph.input] + [v.name for v in graph.initializer], "input")
+        defined = {v.name for v in graph.input} | {v.name for v in graph.initializer}
         if len(graph.sparse_initializer):
             raise OnnxImportError(f"{where} has sparse initializers, which tinyflow does not import",
                                   unsupported=True)
@@ -225,11 +195,11 @@ class GraphCheck:
             for out in node.output:
                 if not out:
                     continue
-                if out in producers or defined.get(out) == "input":
+                if out in producers or out in defined:
                     raise OnnxImportError(f"{where}: the value '{out}' is produced twice (by {describe(node)} and "
                                           "earlier); every ONNX value has one producer")
                 producers[out] = index
-        known = set(defined) | set(producers)
+        known = defined | set(producers)
         needs, free = [], set()
         for node in nodes:
             reads = {i for i in node.input if i}

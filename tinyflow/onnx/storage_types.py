@@ -1,25 +1,50 @@
-"""ONNX's narrow storage types (bfloat16, float8, float4, int4, int2): their values held in a wider tinyflow dtype.
+"""ONNX element types as numpy dtypes, and ONNX's narrow storage types (bfloat16, float8, float4, int4, int2).
 
-tinyflow computes in bool, integer and IEEE float dtypes. A model that casts to a narrow type (to
-save memory, or to mimic quantised hardware) is imported as computing with the narrow type's
-*values*: a tensor of bfloat16 is a float32 tensor whose values bfloat16 can hold, an int4 tensor
-an int8 one whose values are in [-8, 7]. Casting to a narrow type rounds to its values
-(RoundToType, as ONNX rounds: to nearest even, saturating if asked), and the model's inputs and
-outputs of narrow types are converted at the boundary (ml_dtypes arrays in and out, as onnx's
-numpy_helper gives them).
+tinyflow computes in bool, integer and IEEE float dtypes. A tensor of a narrow type is imported as
+holding its *values* in a wider dtype (bfloat16 in float32, int4 in int8); a Cast to a narrow type
+rounds to its values (RoundToType, as ONNX rounds), and a model's inputs and outputs of narrow types
+are converted at the boundary (ml_dtypes arrays in and out, as onnx's numpy_helper gives them).
 """
 import numpy as np
 
 from ..arguments import Arguments
 from ..nodes import Operation
 from ..ops.registry import not_differentiable
+from .errors import OnnxExportError
 
+# TensorProto.DataType code -> numpy dtype, for the types tinyflow computes with
+_NUMPY_OF = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
+             9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
+_ONNX_OF = {np.dtype(t): code for code, t in _NUMPY_OF.items()}
 # ONNX element type code -> (ml_dtypes type name, the numpy dtype holding its values)
 STORAGE_TYPES = {16: ("bfloat16", np.float32), 17: ("float8_e4m3fn", np.float32), 18: ("float8_e4m3fnuz", np.float32),
                  19: ("float8_e5m2", np.float32), 20: ("float8_e5m2fnuz", np.float32), 21: ("uint4", np.uint8),
                  22: ("int4", np.int8), 23: ("float4_e2m1fn", np.float32), 24: ("float8_e8m0fnu", np.float32),
                  25: ("uint2", np.uint8), 26: ("int2", np.int8)}
 _SATURATING = {17, 18, 19, 20}  # the float8 types, whose casts saturate unless told not to
+
+
+def numpy_dtype(elem_type):
+    """The numpy dtype of an ONNX element type code, or None when tinyflow has no such dtype."""
+    t = _NUMPY_OF.get(int(elem_type))
+    return None if t is None else np.dtype(t)
+
+
+def onnx_type_name(elem_type):
+    """The name of an ONNX element type code, e.g. 'FLOAT' or 'BFLOAT16' (for messages)."""
+    from onnx import TensorProto
+    try:
+        return TensorProto.DataType.Name(int(elem_type))
+    except ValueError:
+        return f"element type {elem_type}"
+
+
+def onnx_type(dtype):
+    """The ONNX element type code of a numpy dtype (OnnxExportError for dtypes ONNX lacks)."""
+    code = _ONNX_OF.get(np.dtype(dtype))
+    if code is None:
+        raise OnnxExportError(f"dtype {dtype} has no ONNX equivalent here; cast to float32, float64, int64 or bool")
+    return code
 
 
 def held_dtype(elem_type):
@@ -37,30 +62,17 @@ def narrow_dtype(elem_type):
 def to_held(array):
     """A numpy array of a narrow type (an ml_dtypes dtype) as its holding dtype; other arrays as they are."""
     array = np.asarray(array)
-    for code, (name, held) in STORAGE_TYPES.items():
+    for name, held in STORAGE_TYPES.values():
         if array.dtype.name == name:
             return array.astype(held)
     return array
 
 
-def round_to(x, elem_type, saturate=True, round_mode="up"):
-    """x's values rounded to those of the narrow type (ONNX's Cast), as an array of the narrow type."""
-    elem_type = int(elem_type)
-    dtype = narrow_dtype(elem_type)
-    if elem_type == 24:  # float8e8m0: a power of two, with its own rounding modes
-        from onnx.numpy_helper import to_float8e8m0
-        return to_float8e8m0(np.asarray(x, np.float32), saturate, round_mode).astype(dtype)
-    if elem_type in _SATURATING and saturate:
-        from onnx.numpy_helper import saturate_cast
-        return saturate_cast(np.asarray(x), dtype)
-    return np.asarray(x).astype(dtype)
-
-
 class RoundToType(Operation):
-    """x rounded to the values of a narrow ONNX type (bfloat16, float8, float4, int4, int2), kept in x's dtype.
+    """x rounded to the values of a narrow ONNX type, kept in x's dtype: what a Cast to that type computes.
 
-    What a Cast to that type computes (round to nearest even; float8 casts saturate to the largest
-    finite value unless `saturate` is false). Piecewise constant, so not differentiable.
+    Round to nearest even; float8 casts saturate to the largest finite value unless `saturate` is false.
+    Piecewise constant, so not differentiable. Shape and dtype are x's (Operation's defaults).
     """
 
     def __init__(self, x, elem_type, saturate=True, round_mode="up", name=None):
@@ -73,21 +85,19 @@ class RoundToType(Operation):
         if round_mode not in ("up", "down", "nearest"):
             check.fail("round_mode", round_mode, "is not a rounding mode", "pass 'up', 'down' or 'nearest'")
         self.round_mode = round_mode
+        self.narrow_type = self.elem_type  # the type whose values this node holds (what a CastLike to it casts to)
         super().__init__(x, name=name)
 
-    @property
-    def narrow_type(self):
-        """The ONNX code of the type whose values this node holds (what a CastLike to it casts to)."""
-        return self.elem_type
-
     def compute(self, x):
-        return round_to(x, self.elem_type, self.saturate, self.round_mode).astype(x.dtype)
-
-    def infer_shape(self, x_shape):
-        return x_shape
-
-    def infer_dtype(self, x):
-        return x
+        from onnx import numpy_helper
+        dtype = narrow_dtype(self.elem_type)
+        if self.elem_type == 24:  # float8e8m0: a power of two, with its own rounding modes
+            rounded = numpy_helper.to_float8e8m0(np.asarray(x, np.float32), self.saturate, self.round_mode)
+        elif self.elem_type in _SATURATING and self.saturate:
+            rounded = numpy_helper.saturate_cast(np.asarray(x), dtype)
+        else:
+            rounded = np.asarray(x).astype(dtype)
+        return rounded.astype(dtype).astype(x.dtype)  # the narrow type's values, in x's dtype
 
 
 not_differentiable(RoundToType)

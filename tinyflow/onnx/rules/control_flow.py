@@ -16,8 +16,8 @@ from ...control_flow.stacks import StackToTensor
 from ...control_flow.while_loop import WhileLoop, trace_loop
 from ...graph import get_default_graph
 from ...nodes import Constant
-from ..dtypes import onnx_type
 from ..errors import OnnxExportError
+from ..storage_types import onnx_type
 from .registry import exports, imports
 
 
@@ -118,19 +118,6 @@ def export_cond(ex, node):
     return results
 
 
-def _read_outputs(node):
-    """The output indices of a control-flow op that nodes read, and the stacks read as tensors (scan outputs)."""
-    read, scanned = set(), set()
-    for consumer in node.consumers:
-        index = getattr(consumer, "output_index", None)
-        if index is None:
-            continue
-        read.add(index)
-        if any(c.op_type == "StackToTensor" for c in consumer.consumers):
-            scanned.add(index)
-    return read, scanned
-
-
 @exports("WhileLoop")
 def export_while(ex, node):
     """tfl.while_loop -> Loop: the body computes the new loop variables, then the test on them.
@@ -142,43 +129,29 @@ def export_while(ex, node):
     initial = [ex.name_of(v) for v in node.inputs[:node.n_vars]]
     for capture in node.inputs[node.n_vars:]:
         ex.name_of(capture)
-    read, scanned = _read_outputs(node)
-    count = node.iterations_index in read
-    scans = [j for j in range(len(node.recorded)) if node.stack_index(j) in scanned]
+    outputs_read = [c for c in node.consumers if getattr(c, "output_index", None) is not None]
+    scanned = {c.output_index for c in outputs_read if any(s.op_type == "StackToTensor" for s in c.consumers)}
+    scans = [j for j in range(len(node.recorded)) if node.stack_index(j) in scanned]  # stacks read as tensors
     loop_inputs = node.body.inputs
-    start_test = ex.child(dict(zip(loop_inputs, initial)))
-    first = start_test.name_of(node.test.outputs[0])
-    ex.nodes += start_test.nodes
-    ex.initializers += start_test.initializers
+    first = ex.child(dict(zip(loop_inputs, initial)), shared=True).name_of(node.test.outputs[0])
     step, keep = ex.fresh("iteration"), ex.fresh("condition")
     carried = [ex.fresh("loop_var") for _ in loop_inputs]
     body = ex.child(dict(zip(loop_inputs, carried)))
     new_values = [body.name_of(o) for o in node.body.outputs]
     scan_values = [body.name_of(node.recorded[j].node) for j in scans]
-    test = body.child(dict(zip(loop_inputs, new_values)))
-    again = test.name_of(node.test.outputs[0])
-    nodes, initializers = body.nodes + test.nodes, body.initializers + test.initializers
-    values = [again] + new_values
+    values = [body.child(dict(zip(loop_inputs, new_values)), shared=True).name_of(node.test.outputs[0])] + new_values
     types = [np.dtype(bool)] + [v.dtype for v in loop_inputs]
     body_inputs = [ex.helper.make_tensor_value_info(step, TensorProto.INT64, []),
                    ex.helper.make_tensor_value_info(keep, TensorProto.BOOL, [])] + \
         [ex.helper.make_tensor_value_info(c, onnx_type(v.dtype), None) for c, v in zip(carried, loop_inputs)]
+    count = node.iterations_index in {c.output_index for c in outputs_read}
     if count:  # the number of iterations run: step + 1 after each one
-        counted = ex.fresh("count")
-        body_inputs.append(ex.helper.make_tensor_value_info(counted, TensorProto.INT64, []))
-        one = ex.constant(np.array(1, np.int64), "one")
-        values.append(ex.fresh("count_next"))
-        nodes.append(ex.helper.make_node("Add", [step, one], [values[-1]], name=values[-1]))
+        body_inputs.append(ex.helper.make_tensor_value_info(ex.fresh("count"), TensorProto.INT64, []))
+        values.append(body.emit("Add", [step, ex.constant(np.array(1, np.int64), "one")], "count_next"))
         types.append(np.dtype(np.int64))
         initial = initial + [ex.constant(np.array(0, np.int64), "count_start")]
-    values += scan_values
-    types += [node.recorded[j].node.dtype for j in scans]
-    outputs = []
-    for name, dtype in zip(values, types):
-        final = ex.fresh("body_out")
-        nodes.append(ex.helper.make_node("Identity", [name], [final], name=final))
-        outputs.append(ex.helper.make_tensor_value_info(final, onnx_type(dtype), None))
-    graph = ex.helper.make_graph(nodes, ex.fresh("loop_body"), body_inputs, outputs, initializers)
+    graph = body.graph("loop_body", values + scan_values, types + [node.recorded[j].node.dtype for j in scans],
+                       body_inputs)
     limit = "" if node.maximum_iterations is None else ex.constant(np.array(node.maximum_iterations, np.int64),
                                                                     "max_trips")
     finals = [ex.fresh("loop_result") for _ in loop_inputs]

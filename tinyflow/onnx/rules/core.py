@@ -1,8 +1,7 @@
 """Constants, identity, casts and shapes: Constant, Identity, Cast, CastLike, Shape, Size, ConstantOfShape.
 
 Shape, Size and ConstantOfShape give values known at import time whenever the shapes they read are
-static, so the shape arithmetic ONNX exporters write (Shape -> Gather -> Concat -> Reshape) folds
-away; only dimensions unknown until run time leave a tinyflow shape/size/fill op in the graph.
+static, so the shape arithmetic ONNX exporters write (Shape -> Gather -> Concat -> Reshape) folds away.
 """
 import math
 
@@ -10,13 +9,11 @@ import numpy as np
 
 from ... import ops
 from ...ops import runtime_shapes
-from ..dtypes import numpy_dtype, onnx_type, onnx_type_name
+from ...shapes import is_fully_known
 from ..errors import OnnxExportError
-from ..storage_types import RoundToType, held_dtype
-from .registry import exports, imports, same_op
+from ..storage_types import RoundToType, held_dtype, numpy_dtype, onnx_type, onnx_type_name
+from .registry import exports, imports, op_rule, same_op
 
-
-# ---------------------------------------------------------------- Constant, Identity
 _CONSTANT_FORMS = {"value": None, "value_float": np.float32, "value_floats": np.float32,
                    "value_int": np.int64, "value_ints": np.int64}
 
@@ -33,11 +30,7 @@ def import_constant(ctx, node):
     raise ctx.fail("it carries no value attribute")
 
 
-@imports("Identity")
-def import_identity(ctx, node):
-    return ops.identity(ctx.input(0), name=ctx.name)
-
-
+imports("Identity")(op_rule(ops.identity))
 exports("Identity", "StopGradient")(same_op("Identity"))
 
 
@@ -49,20 +42,12 @@ def export_undefined(ex, node):
     return ex.constant(node.compute(), "undefined")
 
 
-# ---------------------------------------------------------------- Cast
-@imports("Cast")
+@imports("Cast", "CastLike")
 def import_cast(ctx, node):
-    return _cast(ctx, ctx.attr("to"))
-
-
-@imports("CastLike")
-def import_cast_like(ctx, node):
-    """A cast to the element type of input 1 (a narrow one if input 1 holds a narrow type's values)."""
-    narrow = ctx.narrow_type(1)
-    return _cast(ctx, narrow if narrow is not None else onnx_type(ctx.input_dtype(1)))
-
-
-def _cast(ctx, to):
+    """A cast to `to`, or to input 1's element type (a narrow one if input 1 holds a narrow type's values)."""
+    to = ctx.attr("to") if ctx.op_type == "Cast" else ctx.narrow_type(1)
+    if to is None:  # CastLike of an input of a dtype tinyflow computes with
+        to = onnx_type(ctx.input_dtype(1))
     saturate, round_mode = ctx.attr("saturate", 1), ctx.attr("round_mode", "up")  # for float8 types only
     dtype = numpy_dtype(to)
     if dtype is not None:
@@ -88,30 +73,22 @@ def export_cast(ex, node):
     return ex.emit("Cast", [ex.name_of(node.inputs[0])], "Cast", to=onnx_type(node.target_dtype))
 
 
-# ---------------------------------------------------------------- Shape, Size, ConstantOfShape
 @imports("Shape")
 def import_shape(ctx, node):
     start, end = ctx.attr("start", 0), ctx.attr("end", None)
     shape = ctx.input_shape(0)
-    if shape is not None:
-        dims = shape[start:end]
-        if all(d is not None for d in dims):
-            return np.array(dims, dtype=np.int64)
+    if shape is not None and is_fully_known(shape[start:end]):
+        return np.array(shape[start:end], dtype=np.int64)
     return runtime_shapes.shape(ctx.input(0), start, end, name=ctx.name)
 
 
-@exports("Shape")
-def export_shape(ex, node):
-    attrs = {"start": node.start} if node.start else {}
-    if node.end is not None:
-        attrs["end"] = node.end
-    return ex.emit("Shape", [ex.name_of(node.inputs[0])], "Shape", **attrs)
+exports("Shape")(same_op("Shape", start="start", end="end"))
 
 
 @imports("Size")
 def import_size(ctx, node):
     shape = ctx.input_shape(0)
-    if shape is not None and all(d is not None for d in shape):
+    if is_fully_known(shape):
         return np.array(math.prod(shape), dtype=np.int64)
     return runtime_shapes.size(ctx.input(0), name=ctx.name)
 

@@ -5,12 +5,13 @@ ONNX broadcasts like numpy since opset 7, as tinyflow does. ONNX keeps the first
 type where tinyflow would promote (Pow of float32 by int64, integer Div), so those rules cast back.
 """
 import ast
+import functools
 
 import numpy as np
 
 from ... import ops
 from ...ops.elementwise_ops import GRADIENTS as GRADIENT_OPS_BY_TYPE, OPS as ELEMENTWISE_OPS
-from .registry import OPSET, exports, imports, same_op
+from .registry import OPSET, exports, imports, op_rule, same_op
 from .nn import batch_norm_parts
 
 
@@ -67,9 +68,10 @@ def _in_opset(onnx_type):
 
 
 # expression words -> ONNX ops; log1p, expm1 and pymod are spelled below
-_WORDS = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "sign": "Sign", "tanh": "Tanh", "sigmoid": "Sigmoid",
-          "erf": "Erf", "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil", "max": "Max", "min": "Min",
-          "where": "Where", "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor", "logical_not": "Not"}
+_WORDS = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "sign": "Sign", "tanh": "Tanh",
+          "sigmoid": "Sigmoid", "erf": "Erf", "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil",
+          "max": "Max", "min": "Min", "where": "Where", "logical_and": "And", "logical_or": "Or",
+          "logical_xor": "Xor", "logical_not": "Not"}
 _OPERATORS = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div", ast.Pow: "Pow", ast.Gt: "Greater",
               ast.GtE: "GreaterOrEqual", ast.Lt: "Less", ast.LtE: "LessOrEqual", ast.Eq: "Equal"}
 
@@ -112,40 +114,17 @@ for _onnx_type, _rows in _BY_ONNX_TYPE.items():
 
 
 # ---------------------------------------------------------------- where ONNX and numpy differ, or one op is several
-@imports("Div")
-def import_div(ctx, node):
-    """a / b; integer inputs divide truncating toward zero, as in C (ONNX's rule)."""
+@imports("Div", "Pow")
+def import_div_pow(ctx, node):
+    """a / b and a ** b in a's element type, as ONNX keeps it: integers divide truncating toward zero (as in C),
+    and the exponent may have another type."""
     _legacy_broadcast(ctx)
     a, b = ctx.input(0), ctx.input(1)
-    if a.dtype is not None and a.dtype.kind in "iu":
-        return ops.cast(ops.divide(a, b), a.dtype, name=ctx.name)  # float64 quotient, truncated by the cast
-    return ops.divide(a, b, name=ctx.name)
-
-
-@imports("Pow")
-def import_pow(ctx, node):
-    """a ** b with the element type of a (the exponent may have another type)."""
-    _legacy_broadcast(ctx)
-    a, b = ctx.input(0), ctx.input(1)
-    if a.dtype is not None and b.dtype is not None and a.dtype != b.dtype:
-        return ops.cast(ops.power(a, b), a.dtype, name=ctx.name)
-    return ops.power(a, b, name=ctx.name)
-
-
-@imports("Selu")
-def import_selu(ctx, node):
-    return ops.selu(ctx.input(0), alpha=ctx.attr("alpha", 1.67326319217681884765625),
-                    scale=ctx.attr("gamma", 1.05070102214813232421875), name=ctx.name)
-
-
-@imports("HardSigmoid")
-def import_hard_sigmoid(ctx, node):
-    return ops.hard_sigmoid(ctx.input(0), alpha=ctx.attr("alpha", 0.2), beta=ctx.attr("beta", 0.5), name=ctx.name)
-
-
-@imports("HardSwish")
-def import_hard_swish(ctx, node):
-    return ops.hard_swish(ctx.input(0), name=ctx.name)
+    if ctx.op_type == "Div":  # an integer quotient is computed as a float, truncated by the cast
+        fn, recast = ops.divide, a.dtype is not None and a.dtype.kind in "iu"
+    else:
+        fn, recast = ops.power, a.dtype is not None and b.dtype is not None and a.dtype != b.dtype
+    return ops.cast(fn(a, b), a.dtype, name=ctx.name) if recast else fn(a, b, name=ctx.name)
 
 
 @imports("Clip")
@@ -158,36 +137,22 @@ def import_clip(ctx, node):
     return ops.clip(ctx.input(0), low, high, name=ctx.name)
 
 
-def _variadic(fn):
-    """Max / Min of any number of inputs, pairwise."""
+def _variadic(combine):
+    """The rule of an op of any number of inputs (broadcast): combine(inputs, name), one input being itself."""
     def rule(ctx, node):
         xs = ctx.inputs()
-        if len(xs) == 1:
-            return ops.identity(xs[0], name=ctx.name)
-        result = xs[0]
-        for i, x in enumerate(xs[1:], start=2):
-            result = fn(result, x, name=ctx.name if i == len(xs) else None)
-        return result
+        return ops.identity(xs[0], name=ctx.name) if len(xs) == 1 else combine(xs, name=ctx.name)
     return rule
 
 
-imports("Max")(_variadic(ops.maximum))
-imports("Min")(_variadic(ops.minimum))
-
-
-@imports("Sum")
-def import_sum(ctx, node):
-    xs = ctx.inputs()
-    return ops.identity(xs[0], name=ctx.name) if len(xs) == 1 else ops.add_n(xs, name=ctx.name)
-
-
-@imports("Mean")
-def import_mean(ctx, node):
-    """The elementwise mean of any number of inputs (broadcast): their sum divided by their count."""
-    xs = ctx.inputs()
-    if len(xs) == 1:
-        return ops.identity(xs[0], name=ctx.name)
-    return ops.divide(ops.add_n(xs), float(len(xs)), name=ctx.name)
+imports("Max")(_variadic(lambda xs, name: ops.maximum(functools.reduce(ops.maximum, xs[:-1]), xs[-1], name=name)))
+imports("Min")(_variadic(lambda xs, name: ops.minimum(functools.reduce(ops.minimum, xs[:-1]), xs[-1], name=name)))
+imports("Sum")(_variadic(ops.add_n))
+imports("Mean")(_variadic(lambda xs, name: ops.divide(ops.add_n(xs), float(len(xs)), name=name)))
+imports("Selu")(op_rule(ops.selu, alpha=("alpha", 1.67326319217681884765625),
+                        scale=("gamma", 1.05070102214813232421875)))
+imports("HardSigmoid")(op_rule(ops.hard_sigmoid, alpha=("alpha", 0.2), beta=("beta", 0.5)))
+imports("HardSwish")(op_rule(ops.hard_swish))
 
 
 # ---------------------------------------------------------------- exports beyond the table's

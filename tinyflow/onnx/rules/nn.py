@@ -1,5 +1,5 @@
 """Neural-network ops: MatMul, Gemm, Softmax, LogSoftmax, Conv, ConvTranspose, MaxPool, AveragePool, global
-pooling, Dropout, BatchNormalization, LayerNormalization, InstanceNormalization.
+pooling, Dropout, Resize, BatchNormalization, LayerNormalization, GroupNormalization, InstanceNormalization.
 
 Convolution and pooling are N-d with groups, dilations, explicit or automatic pads and ceil_mode, as
 tinyflow's window ops are; the rules only translate ONNX's attribute spelling.
@@ -8,7 +8,6 @@ import numpy as np
 
 from ... import ops
 from ...nodes import Node, Variable
-from ...ops import runtime_shapes
 from ...ops.array_ops import ReshapeLike
 from ...ops.conv import Conv, ConvTranspose
 from ...ops.normalization import LayerNorm
@@ -17,33 +16,17 @@ from ...ops.random_ops import DropoutMask
 from ...ops.resize import Resize
 from ...ops.windows import resolve_padding
 from ..errors import OnnxExportError
-from .registry import OPSET, exports, imports, same_op
+from .registry import OPSET, exports, imports, op_rule, same_op
 
 
-# ---------------------------------------------------------------- MatMul
 @imports("MatMul")
 def import_matmul(ctx, node):
-    """numpy's matmul: a 1-D operand is a row (left) or a column (right) that the result drops again."""
-    a, b = ctx.input(0), ctx.input(1)
-    if a.shape is None or b.shape is None:
+    """numpy's matmul (as tfl.matmul): a 1-D operand is a row (left) or a column (right) the result drops again."""
+    if ctx.input_shape(0) is None or ctx.input_shape(1) is None:
         raise ctx.unsupported("MatMul of inputs of unknown rank")
-    vector_a, vector_b = len(a.shape) == 1, len(b.shape) == 1
-    if vector_a:
-        a = ops.reshape(a, (1, -1))
-    if vector_b:
-        b = ops.reshape(b, (-1, 1))
-    if not (vector_a or vector_b):
-        return ops.matmul(a, b, name=ctx.name)
-    product = ops.matmul(a, b)
-    key = (Ellipsis,) + ((0,) if vector_a else ()) + ((slice(None),) if vector_a and not vector_b else ()) \
-        + ((0,) if vector_b else ())
-    return ops.get_item(product, key, name=ctx.name)
+    return ops.matmul(ctx.input(0), ctx.input(1), name=ctx.name)
 
 
-exports("MatMul")(same_op("MatMul"))
-
-
-# ---------------------------------------------------------------- Softmax, LogSoftmax
 def _softmax(fn):
     def rule(ctx, node):
         x = ctx.input(0)
@@ -64,45 +47,30 @@ def _softmax(fn):
 
 imports("Softmax")(_softmax(ops.softmax))
 imports("LogSoftmax")(_softmax(ops.log_softmax))
+exports("MatMul")(same_op("MatMul"))
+exports("Softmax")(same_op("Softmax", axis="axis"))
+exports("LogSoftmax")(same_op("LogSoftmax", axis="axis"))
 
 
-def _export_softmax(onnx_type):
-    return lambda ex, node: ex.emit(onnx_type, [ex.name_of(node.inputs[0])], onnx_type, axis=int(node.axis))
-
-
-exports("Softmax")(_export_softmax("Softmax"))
-exports("LogSoftmax")(_export_softmax("LogSoftmax"))
-
-
-# ---------------------------------------------------------------- Gemm
 @imports("Gemm")
 def import_gemm(ctx, node):
     """alpha · A' B' + beta · C, A' = Aᵀ if transA, B' = Bᵀ if transB (torch's Linear exports as this)."""
     a, b, c = ctx.input(0), ctx.input(1), ctx.input(2)
     alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
     ctx.attr("broadcast", 1)  # opsets < 7: C broadcasts when told; numpy broadcasting covers what it allowed
-    if ctx.attr("transA", 0):
-        a = ops.transpose(a)
-    if ctx.attr("transB", 0):
-        b = ops.transpose(b)
-    dtype = a.dtype
+    a = ops.transpose(a) if ctx.attr("transA", 0) else a
+    b = ops.transpose(b) if ctx.attr("transB", 0) else b
     y = ops.matmul(a, b, name=ctx.name if alpha == 1.0 and c is None else None)
     if alpha != 1.0:
-        y = ops.multiply(y, np.asarray(alpha, dtype), name=ctx.name if c is None else None)
+        y = ops.multiply(y, np.asarray(alpha, a.dtype), name=ctx.name if c is None else None)
     if c is None:
         return y
-    if beta != 1.0:
-        c = ops.multiply(c, np.asarray(beta, dtype))
-    return ops.add(y, c, name=ctx.name)
+    return ops.add(y, c if beta == 1.0 else ops.multiply(c, np.asarray(beta, a.dtype)), name=ctx.name)
 
 
-# ---------------------------------------------------------------- Conv, ConvTranspose and pooling (N-d)
 def window_attributes(ctx, kernel_shape, ceil_mode=False):
-    """(stride, padding, dilation) for tinyflow's window ops from strides / pads / auto_pad / dilations.
-
-    padding is ((before, after), ...) or a mode ('same_upper', 'same_lower', 'valid') that tinyflow
-    resolves from the input's sizes as ONNX does; with ceil_mode the mode is resolved here.
-    """
+    """(stride, padding, dilation) from strides / pads / auto_pad / dilations; padding ((before, after), ...) or a
+    mode ('same_upper', 'same_lower', 'valid') tinyflow resolves as ONNX does (here, with ceil_mode)."""
     rank = len(kernel_shape)
     auto_pad = ctx.attr("auto_pad", "NOTSET")
     strides = tuple(ctx.attr("strides", [1] * rank))
@@ -125,73 +93,71 @@ def window_attributes(ctx, kernel_shape, ceil_mode=False):
     return strides, padding, dilations
 
 
-def _kernel_of(ctx, w):
-    if w.shape is None or None in w.shape[2:]:
-        raise ctx.unsupported(f"a filter of unknown shape {w.shape}")
-    kernel = ctx.attr("kernel_shape", list(w.shape[2:]))
-    if list(kernel) != list(w.shape[2:]):
-        raise ctx.fail(f"kernel_shape {kernel} differs from the filter's shape {w.shape}")
-    return kernel
+def _convolution(make):
+    """The import rule of Conv / ConvTranspose: make(ctx, x, w, kernel) with the bias added per channel."""
+    def rule(ctx, node):
+        x, w, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+        if w.shape is None or None in w.shape[2:]:
+            raise ctx.unsupported(f"a filter of unknown shape {w.shape}")
+        kernel = ctx.attr("kernel_shape", list(w.shape[2:]))
+        if list(kernel) != list(w.shape[2:]):
+            raise ctx.fail(f"kernel_shape {kernel} differs from the filter's shape {w.shape}")
+        y = make(ctx, x, w, kernel, None if bias is not None else ctx.name)
+        return y if bias is None else ops.add(y, ops.reshape(bias, (1, -1) + (1,) * len(kernel)), name=ctx.name)
+    return rule
 
 
 @imports("Conv")
-def import_conv(ctx, node):
-    """N-d convolution with groups, dilations, explicit or automatic pads; the bias added per channel."""
-    x, w, bias = ctx.input(0), ctx.input(1), ctx.input(2)
-    kernel = _kernel_of(ctx, w)
-    stride, padding, dilation = window_attributes(ctx, kernel)
-    y = Conv(x, w, stride, padding, dilation, ctx.attr("group", 1), name=None if bias is not None else ctx.name)
-    if bias is None:
-        return y
-    return ops.add(y, ops.reshape(bias, (1, -1) + (1,) * len(kernel)), name=ctx.name)
+@_convolution
+def import_conv(ctx, x, w, kernel, name):
+    """N-d convolution with groups, dilations, explicit or automatic pads."""
+    return Conv(x, w, *window_attributes(ctx, kernel), ctx.attr("group", 1), name=name)
 
 
 @imports("ConvTranspose")
-def import_conv_transpose(ctx, node):
+@_convolution
+def import_conv_transpose(ctx, x, w, kernel, name):
     """N-d transposed convolution; output_shape (or auto_pad SAME_*) gives the pads, as ONNX computes them."""
-    x, w, bias = ctx.input(0), ctx.input(1), ctx.input(2)
-    kernel = _kernel_of(ctx, w)
     rank = len(kernel)
-    auto_pad = ctx.attr("auto_pad", "NOTSET")
-    stride = tuple(ctx.attr("strides", [1] * rank))
-    dilation = tuple(ctx.attr("dilations", [1] * rank))
+    stride, padding, dilation = window_attributes(ctx, kernel)
     extra = list(ctx.attr("output_padding", [0] * rank))
-    pads = list(ctx.attr("pads", [0] * 2 * rank))
     output_shape = ctx.attr("output_shape", None)
-    if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+    if output_shape is not None or padding in ("same_upper", "same_lower"):
         shape = ctx.input_shape(0)
         if shape is None or None in shape[2:]:
             raise ctx.unsupported("output_shape or auto_pad SAME_* on an input of unknown spatial size")
         spatial = shape[2:]
         wanted = list(output_shape)[-rank:] if output_shape is not None else [n * s for n, s in zip(spatial, stride)]
-        pads = [0] * 2 * rank
+        pads = []
         for i, (n, k, s, d, want) in enumerate(zip(spatial, kernel, stride, dilation, wanted)):
             total = s * (n - 1) + extra[i] + (k - 1) * d + 1 - want
             if total < 0:  # the output is larger than the strided windows reach: padded at the end
                 extra[i] -= total
                 total = 0
             small, large = total // 2, total - total // 2
-            pads[i], pads[rank + i] = (small, large) if auto_pad == "SAME_UPPER" else (large, small)
-    elif auto_pad not in ("NOTSET", "", "VALID"):
-        raise ctx.fail(f"auto_pad={auto_pad!r} is not NOTSET, SAME_UPPER, SAME_LOWER or VALID")
-    elif auto_pad == "VALID":
-        pads = [0] * 2 * rank
-    padding = tuple(zip(pads[:rank], pads[rank:]))
-    y = ConvTranspose(x, w, stride, padding, tuple(extra), dilation, ctx.attr("group", 1),
-                      name=None if bias is not None else ctx.name)
-    if bias is None:
-        return y
-    return ops.add(y, ops.reshape(bias, (1, -1) + (1,) * rank), name=ctx.name)
+            pads.append((small, large) if padding == "same_upper" else (large, small))
+        padding = tuple(pads)
+    elif padding == "valid":
+        padding = ((0, 0),) * rank
+    return ConvTranspose(x, w, stride, padding, tuple(extra), dilation, ctx.attr("group", 1), name=name)
+
+
+def _pool(make):
+    """The import rule of MaxPool / AveragePool: make(ctx, x, window) with the window ops' keyword arguments."""
+    def rule(ctx, node):
+        kernel = ctx.attr("kernel_shape")
+        ceil_mode = bool(ctx.attr("ceil_mode", 0))
+        stride, padding, dilation = window_attributes(ctx, kernel, ceil_mode)
+        window = dict(kernel_size=tuple(kernel), stride=stride, padding=padding, dilation=dilation,
+                      ceil_mode=ceil_mode)
+        return make(ctx, ctx.input(0), window)
+    return rule
 
 
 @imports("MaxPool")
-def import_max_pool(ctx, node):
+@_pool
+def import_max_pool(ctx, x, window):
     """N-d max pooling; the Indices output is each maximum's flat index in the whole tensor (storage_order)."""
-    kernel = ctx.attr("kernel_shape")
-    ceil_mode = bool(ctx.attr("ceil_mode", 0))
-    stride, padding, dilation = window_attributes(ctx, kernel, ceil_mode)
-    x = ctx.input(0)
-    window = dict(kernel_size=tuple(kernel), stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode)
     storage_order = ctx.attr("storage_order", 0)
     y = MaxPool(x, **window, name=ctx.name)
     if not ctx.output_used(1):
@@ -200,42 +166,30 @@ def import_max_pool(ctx, node):
 
 
 @imports("AveragePool")
-def import_average_pool(ctx, node):
+@_pool
+def import_average_pool(ctx, x, window):
     """N-d average pooling; padding counted only with count_include_pad, as ONNX says."""
-    kernel = ctx.attr("kernel_shape")
-    ceil_mode = bool(ctx.attr("ceil_mode", 0))
-    stride, padding, dilation = window_attributes(ctx, kernel, ceil_mode)
-    return AvgPool(ctx.input(0), tuple(kernel), stride, padding, dilation, ceil_mode,
-                   bool(ctx.attr("count_include_pad", 0)), name=ctx.name)
+    return AvgPool(x, **window, count_include_pad=bool(ctx.attr("count_include_pad", 0)), name=ctx.name)
 
 
-imports("GlobalAveragePool")(lambda ctx, node: ops.global_avg_pool(ctx.input(0), name=ctx.name))
-imports("GlobalMaxPool")(lambda ctx, node: ops.global_max_pool(ctx.input(0), name=ctx.name))
+imports("GlobalAveragePool")(op_rule(ops.global_avg_pool))
+imports("GlobalMaxPool")(op_rule(ops.global_max_pool))
+imports("InstanceNormalization")(op_rule(ops.instance_norm, eps=("epsilon", 1e-5)))
 
 
-# ---------------------------------------------------------------- Dropout
 @imports("Dropout")
 def import_dropout(ctx, node):
     """Identity unless training_mode is true; then a random keep-mask (numpy's RandomState(seed) draws, as ONNX's
     reference). The optional mask output is where the input was kept."""
     x = ctx.input(0)
     ctx.attr("is_test", 0)  # opsets < 7: inference is what tinyflow imports unless training_mode says otherwise
-    if ctx.opset < 12:
-        rate, training = ctx.attr("ratio", 0.5), None
-    else:
-        rate = ctx.value(1) if ctx.has_input(1) else np.array(0.5)
-        if rate is None:
-            rate = ctx.input(1)
-        training = ctx.value(2) if ctx.has_input(2) else np.array(False)
-        if training is None:
-            training = ctx.input(2)
+    rate = _value_or_node(ctx, 1, ctx.attr("ratio", 0.5))  # an attribute before opset 12, an input since
+    training = _value_or_node(ctx, 2, False)
     seed = ctx.attr("seed", None)
     if isinstance(training, np.ndarray) and not bool(training.reshape(())) or (
-            not isinstance(rate, Node) and float(np.asarray(rate)) == 0.0) or training is None:
+            not isinstance(rate, Node) and float(rate) == 0.0):
         y = ops.identity(x, name=ctx.name)
-        if not ctx.output_used(1):
-            return y
-        return y, _all_true(x)
+        return (y, ops.cast(ops.ones_like(x), np.bool_)) if ctx.output_used(1) else y
     if isinstance(rate, np.ndarray):
         rate = float(rate.reshape(()))
     mask = DropoutMask(x, rate, None if isinstance(training, np.ndarray) else training, seed=seed)
@@ -243,11 +197,14 @@ def import_dropout(ctx, node):
     return (y, ops.logical_not(ops.equal(mask, np.zeros((), x.dtype)))) if ctx.output_used(1) else y
 
 
-def _all_true(x):
-    return runtime_shapes.fill(runtime_shapes.shape(x), np.array(True), np.dtype(bool))
+def _value_or_node(ctx, i, default):
+    """Input i's value when known at import time, its node when computed at run time, `default` when omitted."""
+    if not ctx.has_input(i):
+        return np.array(default)
+    value = ctx.value(i)
+    return ctx.input(i) if value is None else value
 
 
-# ---------------------------------------------------------------- Resize
 _RESIZE_ATTRIBUTES = {"coordinate_transformation_mode": "half_pixel", "cubic_coeff_a": -0.75, "exclude_outside": 0,
                       "antialias": 0, "extrapolation_value": 0.0, "keep_aspect_ratio_policy": "stretch",
                       "nearest_mode": "round_prefer_floor"}
@@ -255,10 +212,8 @@ _RESIZE_ATTRIBUTES = {"coordinate_transformation_mode": "half_pixel", "cubic_coe
 
 @imports("Resize", "Upsample")
 def import_resize(ctx, node):
-    """Nearest, linear or cubic resizing by scales or to sizes (on all axes or on `axes`), ONNX's conventions.
-
-    Opset 10's Resize and Upsample take (X, scales) and the asymmetric coordinates of that time.
-    """
+    """Nearest, linear or cubic resizing by scales or to sizes (on all axes or on `axes`), ONNX's conventions;
+    opset 10's Resize and Upsample take (X, scales) and the asymmetric coordinates of that time."""
     x = ctx.input(0)
     if x.shape is None:
         raise ctx.unsupported("resizing an input of unknown rank")
@@ -268,14 +223,11 @@ def import_resize(ctx, node):
     old = ctx.op_type == "Upsample" or ctx.opset < 11
     options = {k: ctx.attr(k, v) for k, v in _RESIZE_ATTRIBUTES.items()}
     if old:
-        options["coordinate_transformation_mode"] = "asymmetric"
-        options["nearest_mode"] = "floor"
-        scales_input, sizes_input, roi = (1 if ctx.has_input(1) else None), None, None
-    else:
-        scales_input, sizes_input = 2, 3
-        roi = ctx.value(1) if ctx.has_input(1) else None
-        if ctx.has_input(1) and roi is None and options["coordinate_transformation_mode"] == "tf_crop_and_resize":
-            roi = ctx.static(1, "roi")
+        options.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    scales_input, sizes_input = (1, None) if old else (2, 3)
+    roi = ctx.value(1) if not old and ctx.has_input(1) else None
+    if roi is None and ctx.has_input(1) and options["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        roi = ctx.static(1, "roi")  # (old opsets have no roi, and their coordinate mode is asymmetric)
     axes = ctx.attr("axes", None)
     axes = list(range(rank)) if axes is None else [a % rank for a in axes]
 
@@ -292,19 +244,16 @@ def import_resize(ctx, node):
         else:
             known = ctx.static(sizes_input, "sizes") if known is None else known
             sizes = per_axis([int(v) for v in known.reshape(-1)], None)
-    elif scales_input is not None and ctx.has_input(scales_input):
+    elif ctx.has_input(scales_input):
         scales = per_axis([float(v) for v in ctx.static(scales_input, "scales").reshape(-1)], 1.0)
     elif ctx.has_attr("scales"):  # Upsample before opset 9
         scales = per_axis(ctx.attr("scales"), 1.0)
     else:
         raise ctx.fail("it has neither scales nor sizes")
-    if roi is not None and np.size(roi):
-        roi = np.asarray(roi, np.float64).reshape(-1)
-        count = len(roi) // 2
-        starts, ends = roi[:count], roi[count:]
-        if count == len(axes) and count != rank:
-            starts, ends = per_axis(starts, 0.0), per_axis(ends, 1.0)
-        roi = tuple(zip(starts, ends))
+    if roi is not None and np.size(roi):  # (starts..., ends...) on `axes`
+        roi = np.asarray(roi, np.float64).reshape(2, -1)
+        roi = tuple(zip(*roi) if roi.shape[1] != len(axes) or len(axes) == rank else
+                    zip(per_axis(roi[0], 0.0), per_axis(roi[1], 1.0)))
     else:
         roi = None
     return Resize(x, sizes=sizes, scales=scales, mode=mode, roi=roi, name=ctx.name,
@@ -312,7 +261,6 @@ def import_resize(ctx, node):
                   **options)
 
 
-# ---------------------------------------------------------------- LayerNormalization, InstanceNormalization
 @imports("LayerNormalization")
 def import_layer_norm(ctx, node):
     """(x - mean) / sqrt(var + ε) over the axes from `axis` on, · Scale + B; optional Mean and InvStdDev outputs."""
@@ -356,11 +304,6 @@ def import_group_norm(ctx, node):
     return ops.group_norm(x, groups, scale, bias, eps=eps, name=ctx.name)
 
 
-@imports("InstanceNormalization")
-def import_instance_norm(ctx, node):
-    return ops.instance_norm(ctx.input(0), ctx.input(1), ctx.input(2), eps=ctx.attr("epsilon", 1e-5), name=ctx.name)
-
-
 def _onnx_pads(node):
     """The op's padding as ONNX attributes: auto_pad for the modes, else pads [begin..., end...]."""
     if isinstance(node.padding, str):
@@ -392,14 +335,12 @@ exports("MaxPool")(_export_pool("MaxPool"))
 exports("AvgPool")(_export_pool("AveragePool"))
 
 
-# ---------------------------------------------------------------- BatchNormalization (inference)
 @imports("BatchNormalization")
 def import_batch_norm(ctx, node):
-    """scale·(x - mean)/sqrt(var + ε) + B per channel (axis 1), on the moving statistics (on the batch's with
-    training_mode, which also gives the updated running statistics).
+    """scale·(x - mean)/sqrt(var + ε) + B per channel on the running statistics (non-trainable Variables, as
+    torch's buffers), or on the batch's with training_mode (also giving the updated running statistics).
 
     Built as tfl.nn.BatchNorm2d builds it for evaluation, so it exports back to one BatchNormalization.
-    The statistics become non-trainable Variables (torch keeps them as buffers, not parameters).
     """
     training = bool(ctx.attr("training_mode", 0))
     if any(ctx.output_used(k) for k in (3, 4)) or (ctx.opset < 14 and any(ctx.output_used(k) for k in (1, 2))):
@@ -416,16 +357,15 @@ def import_batch_norm(ctx, node):
     per_channel = (1, -1) + (1,) * (len(x.shape) - 2)
     scale, bias = (ops.reshape(ctx.input(i), per_channel) for i in (1, 2))
     running_mean, running_var = (ctx.input(i, trainable=False) for i in (3, 4))
-    eps = np.asarray(epsilon, dtype=x.dtype)
-    if not training:
+    if training:  # the batch's statistics normalize, and the running ones move toward them
+        axes = (0,) + tuple(range(2, len(x.shape)))
+        mean = ops.reduce_mean(x, axes, keepdims=True)
+        var = ops.reduce_mean(ops.square(x - mean), axes, keepdims=True)
+    else:
         mean, var = (ops.reshape(v, per_channel) for v in (running_mean, running_var))
-        normalized = (x - mean) / ops.sqrt(var + eps)
-        return ops.add(normalized * scale, bias, name=ctx.name)
-    # training mode: the batch's statistics normalize, and the running ones move toward them
-    axes = (0,) + tuple(range(2, len(x.shape)))
-    mean = ops.reduce_mean(x, axes, keepdims=True)
-    var = ops.reduce_mean(ops.square(x - mean), axes, keepdims=True)
-    y = ops.add((x - mean) / ops.sqrt(var + eps) * scale, bias, name=ctx.name)
+    y = ops.add((x - mean) / ops.sqrt(var + np.asarray(epsilon, dtype=x.dtype)) * scale, bias, name=ctx.name)
+    if not training:
+        return y
     keep = np.asarray(momentum, x.dtype)
     new_mean = running_mean * keep + ops.reshape(mean, (-1,)) * (1 - keep)
     new_var = running_var * keep + ops.reshape(var, (-1,)) * (1 - keep)

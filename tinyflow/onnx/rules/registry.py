@@ -1,28 +1,37 @@
-"""The tables of ONNX op rules (see the package's docstring): filled by the rule files, read by the importer
-and the exporter."""
+"""The tables of ONNX op rules, filled by the rule files, read by the importer and the exporter."""
 OPSET = 17  # the opset tfl.onnx.export writes
 IMPORTS = {}  # ONNX op type -> fn(ctx, node)
 EXPORTS = {}  # tinyflow op type -> fn(exporter, node)
 
 
-def imports(*onnx_op_types):
-    """Decorator: register `fn(ctx, node)` as the import rule of these ONNX op types (default domain)."""
-    def register(fn):
-        for op_type in onnx_op_types:
-            IMPORTS[op_type] = fn
-        return fn
-    return register
+def _registrar(table):
+    def register_as(*op_types):
+        def register(fn):
+            table.update(dict.fromkeys(op_types, fn))
+            return fn
+        return register
+    return register_as
 
 
-def exports(*tinyflow_op_types):
-    """Decorator: register `fn(exporter, node)` as the export rule of these tinyflow op types."""
-    def register(fn):
-        for op_type in tinyflow_op_types:
-            EXPORTS[op_type] = fn
-        return fn
-    return register
+imports = _registrar(IMPORTS)  # @imports("Relu", ...): fn(ctx, node) imports these ONNX op types
+exports = _registrar(EXPORTS)  # @exports("Relu", ...): fn(exporter, node) exports these tinyflow op types
 
 
-def same_op(onnx_type):
-    """An export rule for tinyflow ops that are one ONNX op on the same inputs."""
-    return lambda ex, node: ex.emit(onnx_type, [ex.name_of(i) for i in node.inputs], onnx_type)
+def op_rule(fn, **attributes):
+    """An import rule calling fn(inputs..., **attributes, name=) with {keyword: (ONNX attribute, default)}."""
+    def rule(ctx, node):
+        kwargs = {}
+        for key, (attr, default) in attributes.items():
+            value = ctx.attr(attr, default)
+            kwargs[key] = bool(value) if isinstance(default, bool) else value  # ONNX's 0 / 1 flags
+        return fn(*ctx.inputs(), **kwargs, name=ctx.name)
+    return rule
+
+
+def same_op(onnx_type, **attributes):
+    """An export rule for a tinyflow op that is one ONNX op on the same inputs; {ONNX attribute: node field}."""
+    def rule(ex, node):
+        values = {key: getattr(node, field) for key, field in attributes.items()}
+        return ex.emit(onnx_type, [ex.name_of(i) for i in node.inputs], onnx_type,
+                       **{key: value for key, value in values.items() if value is not None})
+    return rule

@@ -1,8 +1,8 @@
 """Ops that move data: Reshape, Transpose, Concat, Flatten, Squeeze, Unsqueeze, Slice, Split, Gather(Elements),
-Tile, Expand, Pad, TopK, Trilu, Einsum.
+Tile, Expand, Pad, TopK, Trilu, Einsum, Range, DepthToSpace, SpaceToDepth.
 
-Sizes, axes, pads and bounds are inputs in recent opsets; tinyflow needs them when the graph is
-built (ctx.static), as constants, initializers or values folded from static shapes.
+Sizes, axes, pads and bounds are inputs in recent opsets; tinyflow needs most of them when the graph
+is built, as constants, initializers or values folded from static shapes.
 """
 import numpy as np
 
@@ -12,43 +12,33 @@ from ...ops import runtime_shapes
 from ...ops.runtime_slice import RuntimeSlice
 from ...ops.shape_ops import ReshapeTo, known_entries
 from ..errors import OnnxExportError
-from .registry import exports, imports, same_op
+from .registry import exports, imports, op_rule, same_op
 
 
 @imports("Reshape")
 def import_reshape(ctx, node):
-    """x with a new shape; a 0 copies the input's dimension (unless allowzero), one -1 is inferred.
-
-    A shape known at import time whose sizes are all known becomes tfl.reshape; otherwise (a shape
-    computed at run time, or 0 / -1 standing for sizes known only then) a ReshapeTo resolves it at run time.
-    """
+    """x with a new shape; a 0 copies the input's dimension (unless allowzero), one -1 is inferred. A ReshapeTo
+    resolves at run time a shape computed then, or 0 / -1 standing for sizes known only then."""
     x = ctx.input(0)
-    allow_zero = ctx.attr("allowzero", 0)
+    allow_zero = bool(ctx.attr("allowzero", 0))
     shape = ctx.value(1) if ctx.has_input(1) else np.asarray(ctx.attr("shape"))
     if shape is None:  # computed at run time (from the batch size, say)
-        return ReshapeTo(x, ctx.input(1), allowzero=bool(allow_zero), name=ctx.name)
-    x_shape = x.shape
-    target = []
-    for i, d in enumerate(int(d) for d in shape):
-        if d == 0 and not allow_zero:
-            if x_shape is None or i >= len(x_shape):
-                if x_shape is not None:
-                    raise ctx.fail(f"its shape {shape.tolist()} copies dimension {i} of an input of shape {x_shape}")
-                target = None
-                break
-            d = x_shape[i]
-        target.append(d)
-    if target is None or None in target:  # sizes known only at run time: -1 stands for one of them, else ReshapeTo
-        if target is None or target.count(None) > 1 or -1 in target:
-            return ReshapeTo(x, Constant(np.asarray(shape, np.int64)), allowzero=bool(allow_zero), name=ctx.name)
+        return ReshapeTo(x, ctx.input(1), allowzero=allow_zero, name=ctx.name)
+    target = [int(d) for d in shape]
+    for i in [i for i, d in enumerate(target) if d == 0 and not allow_zero]:
+        if x.shape is not None and i >= len(x.shape):
+            raise ctx.fail(f"its shape {shape.tolist()} copies dimension {i} of an input of shape {x.shape}")
+        target[i] = None if x.shape is None else x.shape[i]
+    if None in target:  # sizes known only at run time: -1 stands for one of them, else ReshapeTo
+        if x.shape is None or target.count(None) > 1 or -1 in target:
+            return ReshapeTo(x, Constant(np.asarray(shape, np.int64)), allowzero=allow_zero, name=ctx.name)
         target[target.index(None)] = -1
     return ops.reshape(x, tuple(target), name=ctx.name)
 
 
-@imports("Transpose")
-def import_transpose(ctx, node):
-    perm = ctx.attr("perm", None)
-    return ops.transpose(ctx.input(0), None if perm is None else tuple(perm), name=ctx.name)
+imports("Transpose")(op_rule(ops.transpose, axes=("perm", None)))
+imports("Gather")(op_rule(ops.gather, axis=("axis", 0)))
+imports("GatherElements")(op_rule(ops.take_along_axis, axis=("axis", 0)))
 
 
 @imports("Concat")
@@ -66,10 +56,8 @@ def import_flatten(ctx, node):
     if not -rank <= axis <= rank:
         raise ctx.fail(f"axis {axis} is out of range for an input of rank {rank}")
     axis = axis + rank if axis < 0 else axis
-    if axis == 0:
-        return ops.unsqueeze(ops.flatten(x), 0, name=ctx.name)
-    if axis == rank:
-        return ops.unsqueeze(ops.flatten(x), 1, name=ctx.name)
+    if axis in (0, rank):  # (1, all) or (all, 1)
+        return ops.unsqueeze(ops.flatten(x), 0 if axis == 0 else 1, name=ctx.name)
     if axis == 1:  # (N, rest): one flatten
         return ops.flatten(x, 1, -1, name=ctx.name)
     return ops.flatten(ops.flatten(x, axis, -1), 0, axis - 1, name=ctx.name)
@@ -84,26 +72,22 @@ def _shape(ctx, i, what):
 
 
 def _entries(ctx, i):
-    """Input i's entries if they are all known when the graph is built (a constant or static shape arithmetic)."""
+    """Input i's entries if they are all known when the graph is built: a constant, or shape arithmetic on sizes
+    that are static even when others are not (x.shape[1] of an input of shape (None, 7)); else None."""
     value = ctx.value(i)
-    if value is not None:
-        return [int(v) for v in np.asarray(value).reshape(-1)]
-    entries = known_entries(ctx.input(i))
-    return entries if entries is not None and None not in entries else None
+    if value is None:
+        value = known_entries(ctx.input(i))
+        if value is None or None in value:
+            return None
+    return [int(v) for v in np.asarray(value).reshape(-1)]
 
 
 def _ints(ctx, i, what, attribute=None, default=None):
-    """A list of ints from input i (when given) or else from an attribute (older opsets), else `default`.
-
-    The input must be known when the graph is built: a constant, or shape arithmetic on sizes that are
-    static even when others are not (x.shape[1] of an input of shape (None, 7)).
-    """
+    """A list of ints from input i (known when the graph is built), else from an attribute (older opsets), else
+    `default`."""
     if ctx.has_input(i):
-        value = ctx.value(i)
-        if value is None:
-            entries = known_entries(ctx.input(i))
-            value = entries if entries is not None and None not in entries else ctx.static(i, what)
-        return [int(v) for v in np.asarray(value).reshape(-1)]
+        entries = _entries(ctx, i)
+        return entries if entries is not None else ctx.static(i, what)  # (static raises: it is not known)
     if attribute is not None:
         value = ctx.attr(attribute, None)
         if value is not None:
@@ -111,37 +95,19 @@ def _ints(ctx, i, what, attribute=None, default=None):
     return default
 
 
-@imports("Gather")
-def import_gather(ctx, node):
-    return ops.gather(ctx.input(0), ctx.input(1), axis=ctx.attr("axis", 0), name=ctx.name)
-
-
-@imports("GatherElements")
-def import_gather_elements(ctx, node):
-    return ops.take_along_axis(ctx.input(0), ctx.input(1), ctx.attr("axis", 0), name=ctx.name)
-
-
-@imports("Squeeze")
+@imports("Squeeze", "Unsqueeze")
 def import_squeeze(ctx, node):
     axes = _ints(ctx, 1, "axes", "axes")
-    return ops.squeeze(ctx.input(0), None if axes is None else tuple(axes), name=ctx.name)
-
-
-@imports("Unsqueeze")
-def import_unsqueeze(ctx, node):
-    axes = _ints(ctx, 1, "axes", "axes")
-    if axes is None:
+    if axes is None and ctx.op_type == "Unsqueeze":
         raise ctx.fail("it has no axes")
-    return ops.unsqueeze(ctx.input(0), tuple(axes), name=ctx.name)
+    fn = ops.squeeze if ctx.op_type == "Squeeze" else ops.unsqueeze
+    return fn(ctx.input(0), None if axes is None else tuple(axes), name=ctx.name)
 
 
 @imports("Slice")
 def import_slice(ctx, node):
-    """x[start:end:step] on the given axes; ONNX clamps out-of-range bounds as Python slices do.
-
-    Bounds computed at run time (a Loop's iteration number, a size of an unknown dimension) make a RuntimeSlice;
-    the axes and steps must be known when the graph is built.
-    """
+    """x[start:end:step] on the given axes, clamped as Python slices; bounds computed at run time (a Loop's
+    iteration number, a size of an unknown dimension) make a RuntimeSlice."""
     x = ctx.input(0)
     if ctx.opset >= 10 and any(ctx.has_input(i) and _entries(ctx, i) is None for i in (1, 2)):
         starts, ends = (ops.cast(ctx.input(i), np.int64) for i in (1, 2))
@@ -193,13 +159,8 @@ def import_tile(ctx, node):
 @imports("Expand")
 def import_expand(ctx, node):
     """x broadcast against a shape: known at import time (tfl.expand), or computed at run time (ExpandTo)."""
-    shape = ctx.value(1)
-    if shape is None:
-        entries = known_entries(ctx.input(1))
-        if entries is None or None in entries:
-            return ops.expand(ctx.input(0), ctx.input(1), name=ctx.name)
-        shape = entries
-    return ops.expand(ctx.input(0), tuple(int(d) for d in shape), name=ctx.name)
+    shape = _entries(ctx, 1)
+    return ops.expand(ctx.input(0), ctx.input(1) if shape is None else tuple(shape), name=ctx.name)
 
 
 @imports("Pad")
@@ -241,37 +202,25 @@ def import_einsum(ctx, node):
     return ops.einsum(ctx.attr("equation"), *ctx.inputs(), name=ctx.name)
 
 
-# ---------------------------------------------------------------- export
-def _reshape(ex, node):
-    shape = ex.constant(np.array(node.target, np.int64), "shape")
-    return ex.emit("Reshape", [ex.name_of(node.inputs[0]), shape], "Reshape")
+def _ints_constant(ex, values, hint):
+    return ex.constant(np.array([int(v) for v in values], np.int64), hint)
 
 
+def _with_ints(onnx_type, field):
+    """An export rule: the ONNX op on x and an int64 vector holding node.<field> (Reshape's shape, Expand's)."""
+    def rule(ex, node):
+        return ex.emit(onnx_type, [ex.name_of(node.inputs[0]), _ints_constant(ex, getattr(node, field), field)],
+                       onnx_type)
+    return rule
+
+
+@exports("ReshapeLike")
 def _reshape_like(ex, node):
     shape = ex.emit("Shape", [ex.name_of(node.inputs[1])], "Shape")
     return ex.emit("Reshape", [ex.name_of(node.inputs[0]), shape], "Reshape")
 
 
-def _transpose(ex, node):
-    return ex.emit("Transpose", [ex.name_of(node.inputs[0])], "Transpose", perm=[int(a) for a in node.axes])
-
-
-def _concat(ex, node):
-    return ex.emit("Concat", [ex.name_of(i) for i in node.inputs], "Concat", axis=int(node.axis))
-
-
-def _ints_constant(ex, values, hint):
-    return ex.constant(np.array([int(v) for v in values], np.int64), hint)
-
-
-def _gather(ex, node):
-    return ex.emit("Gather", [ex.name_of(i) for i in node.inputs], "Gather", axis=int(node.axis))
-
-
-def _take_along_axis(ex, node):
-    return ex.emit("GatherElements", [ex.name_of(i) for i in node.inputs], "GatherElements", axis=int(node.axis))
-
-
+@exports("TopKIndices")
 def _topk_indices(ex, node):
     """TopK's second output: topk's values are a GatherElements of these indices."""
     values, indices = ex.fresh("TopK_values"), ex.fresh("TopK_indices")
@@ -281,6 +230,7 @@ def _topk_indices(ex, node):
     return indices
 
 
+@exports("Pad")
 def _pad(ex, node):
     if node.mode == "wrap":
         raise OnnxExportError(f"Pad '{node.name}' in mode 'wrap' needs opset 19; tinyflow exports opset 17")
@@ -291,16 +241,14 @@ def _pad(ex, node):
     return ex.emit("Pad", inputs, "Pad", mode=node.mode)
 
 
+@exports("Squeeze")
 def _squeeze(ex, node):
     if not node.axis:  # nothing squeezed; ONNX reads empty axes as every axis of size 1
         return ex.emit("Identity", [ex.name_of(node.inputs[0])], "Squeeze")
     return ex.emit("Squeeze", [ex.name_of(node.inputs[0]), _ints_constant(ex, node.axis, "axes")], "Squeeze")
 
 
-def _unsqueeze(ex, node):
-    return ex.emit("Unsqueeze", [ex.name_of(node.inputs[0]), _ints_constant(ex, node.axis, "axes")], "Unsqueeze")
-
-
+@exports("Flatten")
 def _flatten(ex, node):
     """Reshape to the merged shape: constant sizes, 0 (copy) for the axes before the merged ones and -1 for
     those, when the axes after them are known; else the shape computed from Shape at run time."""
@@ -319,10 +267,7 @@ def _flatten(ex, node):
     return ex.emit("Reshape", [ex.name_of(x), target], "Flatten")
 
 
-def _broadcast_to(ex, node):
-    return ex.emit("Expand", [ex.name_of(node.inputs[0]), _ints_constant(ex, node.target, "shape")], "Expand")
-
-
+@exports("Tile")
 def _tile(ex, node):
     """Tile; reps longer than the rank add leading axes first (np.tile), shorter ones repeat the last axes."""
     x, rank = ex.name_of(node.inputs[0]), len(node.inputs[0].shape)
@@ -332,61 +277,47 @@ def _tile(ex, node):
     return ex.emit("Tile", [x, _ints_constant(ex, reps, "repeats")], "Tile")
 
 
-def _einsum(ex, node):
-    return ex.emit("Einsum", [ex.name_of(i) for i in node.inputs], "Einsum", equation=node.spelled)
-
-
+@exports("Triangle")
 def _triangle(ex, node):
     k = ex.constant(np.array(node.k, np.int64), "k")
     return ex.emit("Trilu", [ex.name_of(node.inputs[0]), k], "Trilu", upper=int(node.upper))
 
 
+@exports("GetItem")
 def _get_item(ex, node):
     """x[key] for keys of ints, slices, None, ... and one integer array: Slice, Gather, Squeeze, Unsqueeze."""
-    x = node.inputs[0]
-    rank = len(x.shape)
-    key = list(node.key)
+    key, big = list(node.key), np.iinfo(np.int64).max
     if any(k is Ellipsis for k in key):  # (`in` would compare arrays elementwise)
         at = next(i for i, k in enumerate(key) if k is Ellipsis)
-        taken = sum(1 for k in key if k is not None and k is not Ellipsis)
-        key[at:at + 1] = [slice(None)] * (rank - taken)
-    key += [slice(None)] * (rank - sum(1 for k in key if k is not None))
+        key[at:at + 1] = [slice(None)] * (len(node.inputs[0].shape) + 1 - sum(k is not None for k in key))
     arrays = [k for k in key if isinstance(k, np.ndarray)]
     ints = any(not isinstance(k, (slice, np.ndarray)) and k is not None for k in key)
     if len(arrays) > 1 or any(a.dtype.kind == "b" for a in arrays) or (arrays and ints):
         raise OnnxExportError(f"GetItem '{node.name}' indexes with several arrays, a boolean mask or an array next "
                               "to ints; ONNX export takes ints, slices, None and ..., or one integer array with "
                               "slices")
-    name, axis, starts, ends, axes, steps, squeeze, new_axes = ex.name_of(x), 0, [], [], [], [], [], []
-    out_axis, gather = 0, None
+    slices, squeeze, new_axes, gather, axis, out_axis = [], [], [], None, 0, 0  # slices: (start, end, axis, step)
     for k in key:
         if k is None:
             new_axes.append(out_axis)
             out_axis += 1
             continue
         if isinstance(k, slice):
+            step = 1 if k.step is None else k.step
             if k != slice(None):
-                step = 1 if k.step is None else k.step
-                big = np.iinfo(np.int64).max
-                starts.append(k.start if k.start is not None else (0 if step > 0 else big))
-                ends.append(k.stop if k.stop is not None else (big if step > 0 else -big - 1))
-                axes.append(axis)
-                steps.append(step)
+                slices.append((k.start if k.start is not None else (0 if step > 0 else big),
+                               k.stop if k.stop is not None else (big if step > 0 else -big - 1), axis, step))
             out_axis += 1
         elif isinstance(k, np.ndarray):
-            gather = (axis, k)
-            out_axis += k.ndim
-        else:
-            starts.append(int(k))
-            ends.append(int(k) + 1 if int(k) != -1 else np.iinfo(np.int64).max)
-            axes.append(axis)
-            steps.append(1)
+            gather, out_axis = (axis, k), out_axis + k.ndim
+        else:  # an int: a slice of one, squeezed
+            slices.append((int(k), int(k) + 1 if int(k) != -1 else big, axis, 1))
             squeeze.append(axis)
         axis += 1
-    if axes:
-        name = ex.emit("Slice", [name] + [_ints_constant(ex, v, h) for v, h in
-                                          ((starts, "starts"), (ends, "ends"), (axes, "axes"), (steps, "steps"))],
-                       "Slice")
+    name = ex.name_of(node.inputs[0])
+    if slices:
+        bounds = [_ints_constant(ex, v, h) for v, h in zip(zip(*slices), ("starts", "ends", "axes", "steps"))]
+        name = ex.emit("Slice", [name] + bounds, "Slice")
     if gather is not None:
         gathered_axis, index = gather
         name = ex.emit("Gather", [name, ex.constant(index.astype(np.int64), "indices")], "Gather",
@@ -396,74 +327,46 @@ def _get_item(ex, node):
         name = ex.emit("Squeeze", [name, _ints_constant(ex, squeeze, "axes")], "Squeeze")
     if new_axes:
         name = ex.emit("Unsqueeze", [name, _ints_constant(ex, new_axes, "axes")], "Unsqueeze")
-    return name if name != ex.name_of(x) else ex.emit("Identity", [name], "GetItem")
+    return name if name != ex.name_of(node.inputs[0]) else ex.emit("Identity", [name], "GetItem")
 
 
-def _reshape_to(ex, node):
-    return ex.emit("Reshape", [ex.name_of(i) for i in node.inputs], "Reshape", allowzero=int(node.allowzero))
-
-
+@exports("RuntimeSlice")
 def _runtime_slice(ex, node):
     x, starts, ends = (ex.name_of(i) for i in node.inputs)
     return ex.emit("Slice", [x, starts, ends, _ints_constant(ex, node.axes, "axes"),
                              _ints_constant(ex, node.steps, "steps")], "Slice")
 
 
-exports("RuntimeSlice")(_runtime_slice)
+exports("Reshape")(_with_ints("Reshape", "target"))
+exports("BroadcastTo")(_with_ints("Expand", "target"))
+exports("Unsqueeze")(_with_ints("Unsqueeze", "axis"))
+exports("ReshapeTo")(same_op("Reshape", allowzero="allowzero"))
+exports("Transpose")(same_op("Transpose", perm="axes"))
+exports("Concat")(same_op("Concat", axis="axis"))
+exports("Gather")(same_op("Gather", axis="axis"))
+exports("TakeAlongAxis")(same_op("GatherElements", axis="axis"))
+exports("Einsum")(same_op("Einsum", equation="spelled"))
 exports("Arange")(same_op("Range"))
-exports("ReshapeTo")(_reshape_to)
 exports("ExpandTo")(same_op("Expand"))
-exports("Gather")(_gather)
-exports("TakeAlongAxis")(_take_along_axis)
-exports("TopKIndices")(_topk_indices)
-exports("Pad")(_pad)
-exports("Squeeze")(_squeeze)
-exports("Unsqueeze")(_unsqueeze)
-exports("Flatten")(_flatten)
-exports("BroadcastTo")(_broadcast_to)
-exports("Tile")(_tile)
-exports("Einsum")(_einsum)
-exports("Triangle")(_triangle)
-exports("GetItem")(_get_item)
-exports("Reshape")(_reshape)
-exports("ReshapeLike")(_reshape_like)
-exports("Transpose")(_transpose)
-exports("Concat")(_concat)
 
 
-
-# ---------------------------------------------------------------- outside the list: Range, DepthToSpace, SpaceToDepth
-@imports("Range")
-def import_range(ctx, node):
-    """start, start + delta, ... below limit (np.arange); an Arange op when a bound is known only at run time."""
-    start, limit, delta = ctx.inputs()
-    return runtime_shapes.arange(start, limit, delta, name=ctx.name)  # folded when all three are known
+imports("Range")(op_rule(runtime_shapes.arange))  # an Arange op when a bound is known only at run time
 
 
-def _spatial_block(ctx, what):
-    x = ctx.input(0)
-    shape = _shape(ctx, 0, what)
-    block = ctx.attr("blocksize")
+@imports("DepthToSpace", "SpaceToDepth")
+def import_depth_to_space(ctx, node):
+    """Channels moved into b×b blocks of space, or those blocks back into channels, in DCR (depth, column, row) or
+    CRD order."""
+    to_space = ctx.op_type == "DepthToSpace"
+    what = "moving depth to space of" if to_space else "moving space to depth of"
+    x, shape, b = ctx.input(0), _shape(ctx, 0, what), ctx.attr("blocksize")
     if len(shape) != 4 or None in shape[1:]:
         raise ctx.unsupported(f"{what} an input of shape {shape} (needs (N, C, H, W) with C, H, W known)")
-    return x, shape[1:], block
-
-
-@imports("DepthToSpace")
-def import_depth_to_space(ctx, node):
-    """Channels moved into b×b blocks of space: DCR (depth, column, row) or CRD order."""
-    x, (c, h, w), b = _spatial_block(ctx, "moving depth to space of")
-    if ctx.attr("mode", "DCR") == "DCR":
-        blocks, order = ops.reshape(x, (-1, b, b, c // (b * b), h, w)), (0, 3, 4, 1, 5, 2)
+    (c, h, w), dcr = shape[1:], ctx.attr("mode", "DCR") == "DCR"
+    if to_space:
+        blocks = ops.reshape(x, (-1, b, b, c // (b * b), h, w) if dcr else (-1, c // (b * b), b, b, h, w))
+        order, shape = ((0, 3, 4, 1, 5, 2) if dcr else (0, 1, 4, 2, 5, 3)), (-1, c // (b * b), h * b, w * b)
     else:
-        blocks, order = ops.reshape(x, (-1, c // (b * b), b, b, h, w)), (0, 1, 4, 2, 5, 3)
-    return ops.reshape(ops.transpose(blocks, order), (-1, c // (b * b), h * b, w * b), name=ctx.name)
-
-
-@imports("SpaceToDepth")
-def import_space_to_depth(ctx, node):
-    """b×b blocks of space moved into channels: the inverse of DepthToSpace in the same (DCR or CRD) order."""
-    x, (c, h, w), b = _spatial_block(ctx, "moving space to depth of")
-    blocks = ops.reshape(x, (-1, c, h // b, b, w // b, b))
-    order = (0, 3, 5, 1, 2, 4) if ctx.attr("mode", "DCR") == "DCR" else (0, 1, 3, 5, 2, 4)
-    return ops.reshape(ops.transpose(blocks, order), (-1, c * b * b, h // b, w // b), name=ctx.name)
+        blocks = ops.reshape(x, (-1, c, h // b, b, w // b, b))
+        order, shape = ((0, 3, 5, 1, 2, 4) if dcr else (0, 1, 3, 5, 2, 4)), (-1, c * b * b, h // b, w // b)
+    return ops.reshape(ops.transpose(blocks, order), shape, name=ctx.name)
