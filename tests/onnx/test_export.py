@@ -120,3 +120,16 @@ def test_an_op_without_a_mapping_is_named(tmp_path):
     with pytest.raises(tfl.onnx.OnnxExportError, match="no ONNX mapping for op type 'SigmoidCrossEntropy'"):
         tfl.onnx.export(loss, tmp_path / "loss.onnx", input_spec=[InputSpec([None, 2])])
     assert not (tmp_path / "loss.onnx").exists()
+
+
+def test_an_op_made_with_elementwise_op_exports_as_the_onnx_ops_of_its_expression(tmp_path):
+    """An elementwise op defined from outside the package has no rule of its own: its expression is its ONNX form."""
+    onnxruntime = pytest.importorskip("onnxruntime")
+    swish = tfl.elementwise_op("ExportedSwish", "exported_swish(x, beta=1.0)", "x * sigmoid(beta * x)")
+    x = tfl.Placeholder((2, 3), "float32", name="x")
+    y = swish(x, beta=1.5) + 1.0
+    values = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    expected = tfl.Session().run(y, {x: values})
+    model = tfl.onnx.export_graph([x], [y])
+    got = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": values})[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-6)

@@ -11,7 +11,9 @@ import numpy as np
 
 from ..nodes import Constant, Node, Placeholder, Variable
 from .errors import OnnxExportError, onnx_module
+from ..ops.elementwise_ops import ElementwiseOp
 from .rules import EXPORTS, OPSET
+from .rules.elementwise import table_export
 from .storage_types import onnx_type
 
 IR_VERSION = 8  # the IR version of opset 17: readable by every onnxruntime that runs opset 17
@@ -88,12 +90,14 @@ class _Exporter:
         elif isinstance(node, Placeholder):
             raise OnnxExportError(f"Placeholder '{node.name}' is not an input of the exported program and has no "
                                   "default value; pass it as an argument of the exported function")
-        elif node.op_type not in EXPORTS:
+        elif node.op_type in EXPORTS:
+            name = EXPORTS[node.op_type](self, node)
+        elif isinstance(node, ElementwiseOp):  # one made with tfl.elementwise_op: the ONNX ops of its expression
+            name = table_export(type(node))(self, node)
+        else:
             raise OnnxExportError(
                 f"no ONNX mapping for op type '{node.op_type}' (node '{node.name}', created at "
                 f"{node.creation_site}). Ops that can be exported: {', '.join(sorted(EXPORTS))}.")
-        else:
-            name = EXPORTS[node.op_type](self, node)
         self.names[node] = name
         return name
 

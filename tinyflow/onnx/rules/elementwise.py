@@ -44,7 +44,7 @@ def _table_import(rows):
     return rule
 
 
-def _table_export(cls):
+def table_export(cls):
     """One ONNX op where the export's opset has the table's, else the expression as ONNX ops (Silu, Square)."""
     form = onnx_form(cls)
 
@@ -106,7 +106,7 @@ def _spell_onnx(ex, tree, values, dtype):
 
 _BY_ONNX_TYPE = {}
 for _cls in [*ELEMENTWISE_OPS.values(), *GRADIENT_OPS_BY_TYPE.values()]:
-    exports(_cls.op_type)(_table_export(_cls))
+    exports(_cls.op_type)(table_export(_cls))
     if onnx_form(_cls):
         _BY_ONNX_TYPE.setdefault(onnx_form(_cls)[0], []).append((_cls, onnx_form(_cls)[1]))
 for _onnx_type, _rows in _BY_ONNX_TYPE.items():
