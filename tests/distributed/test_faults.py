@@ -204,11 +204,11 @@ def test_a_rank_killed_during_training_ends_the_job_and_fit_resumes_bitwise(tmp_
 def test_the_watchdogs_report_names_missing_ranks_from_their_answers(monkeypatch):
     """The abort message, from the answers the other ranks gave (or did not give), in one process."""
     import threading
-    from tinyflow.distributed import runtime
+    from tinyflow.distributed import mpi
     from tinyflow.distributed.watchdog import Watchdog
     monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "0")
     monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "4")
-    monkeypatch.setattr(runtime._state, "timeout", 3.0)
+    monkeypatch.setattr(mpi._state, "timeout", 3.0)
     dog = Watchdog.__new__(Watchdog)  # no thread, no MPI: only the report
     dog.main, dog.what, dog.array, dog.control = threading.get_ident(), "all_reduce", np.ones(4), object()
     dog.answers = {1: (5, {"waiting": 0, "site": "train.py:10", "last": ("barrier", 4, 3.2)}),

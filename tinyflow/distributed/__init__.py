@@ -10,7 +10,7 @@ mpi4py is imported by init(), so `import tinyflow` never needs MPI.
 """
 from .collectives import (REDUCE_OPS, all_gather, all_reduce, barrier, broadcast, broadcast_object,
                           communication_stats)
-from .runtime import (DistributedError, init, is_initialized, launcher_rank, launcher_world_size, library_version,
+from .mpi import (DistributedError, init, is_initialized, launcher_rank, launcher_world_size, library_version,
                       rank, world_size)
 from .training import DistributedOptimizer, average_gradients, broadcast_variables
 

@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 
 from .contracts import agree
-from .runtime import DistributedError, _state, communicator
+from .mpi import DistributedError, _state, communicator
 from .watchdog import guarded
 
 REDUCE_OPS = ("sum", "mean", "max", "min")

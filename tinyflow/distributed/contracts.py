@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from .runtime import DistributedError
+from .mpi import DistributedError
 
 _counter = [0]   # collectives this process has made (the same on every rank of a correct program)
 _hashes = {}     # call or data description -> its 56-bit hash (blake2b: the same in every process)

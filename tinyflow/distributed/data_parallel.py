@@ -9,7 +9,7 @@ process from its own batches, are averaged after every epoch, so all processes e
 import numpy as np
 
 from .collectives import all_reduce, broadcast_object
-from .runtime import DistributedError, init, rank, world_size
+from .mpi import DistributedError, init, rank, world_size
 from .training import exchange_packed
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .runtime import INSTALL_HINT, DistributedError
+from .mpi import INSTALL_HINT, DistributedError
 
 LAUNCHER_NAMES = ("mpirun", "mpiexec")
 

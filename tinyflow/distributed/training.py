@@ -17,7 +17,7 @@ from ..ops.array_ops import get_item, reshape
 from ..ops.elementwise_ops import cast
 from .collectives import broadcast, reduce_checked
 from .contracts import agree
-from .runtime import DistributedError, communicator, world_size
+from .mpi import DistributedError, communicator, world_size
 
 
 class AllReduceGradients(Operation):

@@ -15,7 +15,7 @@ import threading
 import time
 
 from . import contracts
-from .runtime import _state, abort, rank, world_size
+from .mpi import _state, abort, rank, world_size
 
 QUESTION, ANSWER = 7001, 7002  # tags on the watchdog's own communicator
 

@@ -1,7 +1,7 @@
 """Recurrent layers LSTM, GRU and RNN as torch.nn's, unrolled over the (known) sequence length.
 
 One cell function per kind (`lstm_cell`, `gru_cell`, `rnn_cell`) and one driver, `unroll`, serve the layers and
-the ONNX import (onnx/rules/recurrent.py). Weights keep torch's layout and gate order (LSTM i, f, g, o; GRU r, z,
+the ONNX import (onnx/rules/recurrent_rules.py). Weights keep torch's layout and gate order (LSTM i, f, g, o; GRU r, z,
 n): weight_ih (gates·H, I), weight_hh (gates·H, H), biases (gates·H,), so torch weights load one to one.
 """
 import functools

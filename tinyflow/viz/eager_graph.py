@@ -5,7 +5,7 @@ import numpy as np
 from ..eager.autograd import backward
 from ..eager.tensor import Tensor
 from ..errors import TinyflowError
-from .backprop import CURRENT, DONE, PARTIAL, WAITING, BackpropSteps, frame
+from .backprop_steps import CURRENT, DONE, PARTIAL, WAITING, BackpropSteps, frame
 from .graphviz_render import STYLES, digraph, summarize
 
 

@@ -13,5 +13,6 @@ per ONNX output a tinyflow node, a numpy array (known at import time) or None (a
 A node whose inputs are all known is folded (its rule runs on constants aside), so rules never special-case
 constants. An export rule gets the exporter (export.py) and a tinyflow node, and returns the ONNX value's name.
 """
-from .registry import EXPORTS, IMPORTS, OPSET, exports, imports, op_rule, same_op  # noqa: F401 - the tables
-from . import control_flow, core, elementwise, nn, recurrent, reductions, tensor  # noqa: F401 - they register
+from .rule_tables import EXPORTS, IMPORTS, OPSET, exports, imports, op_rule, same_op  # noqa: F401 - the tables
+from . import (control_flow_rules, core_rules, elementwise_rules, nn_rules,  # noqa: F401 - they register
+               recurrent_rules, reductions_rules, tensor_rules)

@@ -8,7 +8,7 @@ import numpy as np
 from ... import ops
 from ..errors import OnnxExportError
 from ..storage_types import onnx_type
-from .registry import exports, imports, op_rule
+from .rule_tables import exports, imports, op_rule
 
 
 def _reduce(fn):

@@ -12,7 +12,7 @@ from ...ops import runtime_shapes
 from ...ops.runtime_slice import RuntimeSlice
 from ...ops.shape_ops import ReshapeTo, known_entries
 from ..errors import OnnxExportError
-from .registry import exports, imports, op_rule, same_op
+from .rule_tables import exports, imports, op_rule, same_op
 
 
 @imports("Reshape")
