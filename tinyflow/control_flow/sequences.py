@@ -16,6 +16,7 @@ from ..nodes import Node, Operation, as_node
 from ..ops.elementwise_ops import cast, greater, less, where
 from ..ops.indexing import gather
 from ..ops.registry import not_differentiable
+from .subgraph import is_eager
 
 
 class Length(Operation):
@@ -77,17 +78,14 @@ class TensorRange:
         raise TinyflowError("a tfl.range over a tensor can only be iterated inside tfl.jit.to_static (it becomes a "
                             "while_loop); in graph code write tfl.while_loop, or pass a Python int")
 
-    def value(self, k):
+    def item(self, k):
         return self.start + cast(k, self.start.dtype) * self.step
 
     def valid(self, k):
-        value = self.value(k)
+        value = self.item(k)
         if self.rising is None:
             return where(greater(self.step, 0), less(value, self.stop), greater(value, self.stop))
         return less(value, self.stop) if self.rising else greater(value, self.stop)
-
-    def item(self, k):
-        return self.value(k)
 
 
 class Enumerate:
@@ -124,9 +122,7 @@ def range(start, stop=None, step=1):  # noqa: A001 - tfl.range, as Python's
     a sequence of int64 scalars that becomes a while_loop. Eager Tensors give their values."""
     if stop is None:
         start, stop = 0, start
-    values = [start, stop, step]
-    if any(getattr(v, "graph", False) is None for v in values):  # eager Tensors: their values are known
-        values = [_python_int(v) if getattr(v, "graph", False) is None else v for v in values]
+    values = [_python_int(v) if is_eager(v) else v for v in (start, stop, step)]  # eager Tensors: values known
     if not any(isinstance(v, Node) for v in values):
         return builtins.range(*values)
     if not isinstance(values[2], Node) and values[2] == 0:
