@@ -151,7 +151,11 @@ class Board:
         if os.path.exists(logdir) and not os.path.isdir(logdir):
             raise BoardError(f"the log folder {os.fspath(logdir)!r} is a file; pass the folder holding the runs "
                              "(the parent of each fit's log_dir)")
-        handler = type("Handler", (BoardHandler,), {"catalog": RunCatalog(logdir), "hosts": _names_of(host)})
+        # the host names it answers to: localhost, the host, and on every address this machine's names
+        hosts = {"localhost", host.strip("[]").lower()}
+        if host in ("", "0.0.0.0", "::"):
+            hosts |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+        handler = type("Handler", (BoardHandler,), {"catalog": RunCatalog(logdir), "hosts": frozenset(hosts)})
         self.server = _bind(host, port, handler)
         self.host, self.port = host, self.server.server_address[1]
         self._thread = None
@@ -183,45 +187,27 @@ class Board:
         self.server.server_close()
 
 
-def _names_of(host):
-    """The host names a board on `host` answers to: localhost, the host, this machine's names on every address."""
-    names = {"localhost", host.strip("[]").lower()}
-    if host in ("", "0.0.0.0", "::"):
-        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
-    return frozenset(names)
-
-
 def _bind(host, port, handler):
     """A server on (host, port); port None tries DEFAULT_PORT and the PORTS_TRIED after it."""
     # SO_REUSEADDR (http.server's default) lets a restarted board take its port back at once; it never lets
     # two servers listen on one port, and SO_REUSEPORT, which would, stays off
-    attributes = {"allow_reuse_port": False, "daemon_threads": True}
-    if ":" in host:
-        attributes["address_family"] = socket.AF_INET6
-    server_class = type("BoardServer", (ThreadingHTTPServer,), attributes)
+    server_class = type("BoardServer", (ThreadingHTTPServer,), {
+        "allow_reuse_port": False, "daemon_threads": True,
+        "address_family": socket.AF_INET6 if ":" in host else socket.AF_INET})
     candidates = [port] if port is not None else list(range(DEFAULT_PORT, DEFAULT_PORT + PORTS_TRIED))
     for candidate in candidates:
         try:
-            server = server_class((host, candidate), handler, bind_and_activate=False)
+            return server_class((host, candidate), handler)  # closes its socket if it cannot bind
+        except OverflowError:
+            raise BoardError(f"--port {candidate} is not a port number: use 0-65535") from None
         except OSError as err:
-            raise BoardError(f"cannot listen on {host}: {err.strerror}; pass an address of this machine as --host "
-                             "(e.g. 127.0.0.1)") from None
-        try:
-            server.server_bind()
-            server.server_activate()
-            return server
-        except (OSError, OverflowError) as err:
-            server.server_close()
-            if isinstance(err, OverflowError):
-                raise BoardError(f"--port {candidate} is not a port number: use 0-65535") from None
-            if err.errno == errno.EADDRINUSE and port is None:
-                continue
-            if err.errno == errno.EADDRINUSE:
-                raise BoardError(f"port {port} on {host} is already in use (another tinyflow board, or TensorBoard?). "
-                                 "Pass another --port, leave --port out to take the next free port after "
-                                 f"{DEFAULT_PORT}, or pass --port 0 to let the system choose one.") from None
-            raise BoardError(f"cannot listen on {host}:{candidate}: {err.strerror}. Check --host (an address of "
-                             "this machine, e.g. 127.0.0.1) and --port (1024-65535 without root).") from None
+            if err.errno != errno.EADDRINUSE:
+                raise BoardError(f"cannot listen on {host}:{candidate}: {err.strerror}. Check --host (an address of "
+                                 "this machine, e.g. 127.0.0.1) and --port (1024-65535 without root).") from None
+            if port is not None:
+                raise BoardError(f"port {port} on {host} is already in use (another tinyflow board, or "
+                                 "TensorBoard?). Pass another --port, leave --port out to take the next free port "
+                                 f"after {DEFAULT_PORT}, or pass --port 0 to let the system choose one.") from None
     raise BoardError(f"ports {candidates[0]}-{candidates[-1]} on {host} are all in use; pass --port N (or --port 0 "
                      "for any free port)")
 

@@ -13,7 +13,7 @@ from ..graph import get_default_graph
 from ..nodes import as_node
 from ..ops.elementwise_ops import zeros_like
 from ..ops.registry import register_gradient
-from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, is_eager, is_float, merged_captures, sub_plan, truth,
+from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, is_eager, is_float, merged_captures, truth,
                        typeless, unaliased)
 
 
@@ -24,8 +24,7 @@ class _CondKernel(SubgraphKernel):
         op = self.op
         branch = op.true_branch if truth(self.backend.to_host(pred), op) else op.false_branch
         wanted = [i for i in range(op.output_count) if self.wants(i)]
-        plan = sub_plan(self.plans, (id(branch), tuple(wanted)), [branch.outputs[i] for i in wanted],
-                        op.captures, self.backend)
+        plan = self.plan((id(branch), tuple(wanted)), [branch.outputs[i] for i in wanted], op.captures)
         values = dict(zip(wanted, unaliased(plan.run(dict(zip(op.captures, captured))), captured)))
         return tuple(values.get(i) for i in range(op.output_count))
 

@@ -150,14 +150,6 @@ def merged_captures(*subgraphs):
     return tuple(sorted(set().union(*[sub.captures for sub in subgraphs]), key=lambda n: n.creation_index))
 
 
-def sub_plan(plans, key, fetches, fed, backend):
-    """The cached ExecutionPlan computing `fetches` from the `fed` nodes (built on first use)."""
-    plan = plans.get(key)
-    if plan is None:
-        plan = plans[key] = ExecutionPlan(list(fetches), frozenset(fed), backend)
-    return plan
-
-
 def is_float(node):
     """Whether a node holds floating-point values (only those get gradients)."""
     return node.dtype is not None and np.issubdtype(node.dtype, np.floating)
@@ -233,6 +225,12 @@ class SubgraphKernel:
 
     def wants(self, index):
         return self.selected is None or index in self.selected
+
+    def plan(self, key, fetches, fed):
+        """The cached ExecutionPlan computing `fetches` from the `fed` nodes (built on first use)."""
+        if key not in self.plans:
+            self.plans[key] = ExecutionPlan(list(fetches), frozenset(fed), self.backend)
+        return self.plans[key]
 
 
 def unaliased(values, inputs):

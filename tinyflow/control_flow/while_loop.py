@@ -37,7 +37,7 @@ from ..ops.registry import register_gradient
 from ..shapes import is_fully_known, shapes_compatible
 from .stacks import StackInput, StackPop, StackPush, StackValue
 from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, is_eager, is_float, merged_captures, owner, saving,
-                       sub_plan, truth, typeless, unaliased)
+                       truth, typeless, unaliased)
 
 Recorded = namedtuple("Recorded", "node stack push")  # a body node, the stack input it is pushed on, the push
 
@@ -46,7 +46,7 @@ class _LoopKernel(SubgraphKernel):
     """Run the test's and the body's sub-plans until the test fails or the bound is hit."""
 
     def __call__(self, *values):
-        op, backend, plans = self.op, self.backend, self.plans
+        op, backend = self.op, self.backend
         n, limit, inputs = op.n_vars, op.maximum_iterations, op.body.inputs
         loop, captured = list(values[:n]), values[n:]
         recording = [j for j in range(len(op.recorded)) if self.wants(op.stack_index(j))]
@@ -56,10 +56,10 @@ class _LoopKernel(SubgraphKernel):
         fed = list(inputs) + list(base)
         restores = op.body.restores  # a gradient loop: values of the forward iteration, popped first
         restored = [node for _, node in restores]
-        test = sub_plan(plans, "test", [op.test.outputs[0]], fed, backend)
-        body = sub_plan(plans, ("body", tuple(recording)),
-                        list(op.body.outputs) + [op.recorded[j].push for j in recording], fed + restored, backend)
-        pops = sub_plan(plans, "pops", [pop for pop, _ in restores], fed, backend) if restores else None
+        test = self.plan("test", [op.test.outputs[0]], fed)
+        body = self.plan(("body", tuple(recording)), list(op.body.outputs) + [op.recorded[j].push for j in recording],
+                         fed + restored)
+        pops = self.plan("pops", [pop for pop, _ in restores], fed) if restores else None
         steps = 0
         while limit is None or steps < limit:
             feeds = dict(base)
@@ -111,9 +111,7 @@ class WhileLoop(ControlFlowOp):
         return None, None  # a stack
 
     def stack_dtype(self, index):
-        if index <= self.n_vars:
-            return None
-        return self.recorded[index - self.n_vars - 1].node.dtype
+        return None if index <= self.n_vars else self.recorded[index - self.n_vars - 1].node.dtype
 
     def record(self, node):
         """Push `node` (a node of the body) on a stack at every iteration; returns the stack's number."""

@@ -28,6 +28,7 @@ class _State:
     MPI = None         # the mpi4py.MPI module
     timeout = DEFAULT_TIMEOUT
     watchdog = None
+    collectives = 0    # collectives this process has made (the same on every rank of a correct program)
 
 
 _state = _State()

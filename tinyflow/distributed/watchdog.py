@@ -10,14 +10,24 @@ A rank that does not answer has probably died (or is stuck in C code holding the
 support (MPI_THREAD_MULTIPLE, mpi4py's default); without it the job is still aborted, without the answers.
 """
 import atexit
+import os
 import sys
 import threading
 import time
 
-from . import contracts
 from .mpi import _state, abort, rank, world_size
 
 QUESTION, ANSWER = 7001, 7002  # tags on the watchdog's own communicator
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def call_site(frame=None):
+    """'file.py:12': the innermost frame outside tinyflow (the user's line that led to a collective)."""
+    frame = innermost = frame or sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    frame = frame or innermost
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 class Watchdog:
@@ -45,7 +55,7 @@ class Watchdog:
     def disarm(self):
         """The collective finished."""
         self.deadline = None
-        self.last = (self.what, contracts.calls_made(), time.monotonic())
+        self.last = (self.what, _state.collectives, time.monotonic())
 
     def stop(self):
         """Stop for good (at exit)."""
@@ -66,7 +76,7 @@ class Watchdog:
                 deadline = self.deadline
                 if deadline is None:
                     continue
-                now, number = time.monotonic(), contracts.calls_made()
+                now, number = time.monotonic(), _state.collectives
                 ask_from = deadline - min(2.0, _state.timeout / 2)  # time for the answers to come back
                 if self.control is not None and self.asked != number and now > ask_from:
                     self._ask(number)
@@ -93,13 +103,13 @@ class Watchdog:
 
     def _site(self):
         frame = sys._current_frames().get(self.main)
-        return contracts.call_site(frame) if frame is not None else "an unknown line (the main thread has ended)"
+        return call_site(frame) if frame is not None else "an unknown line (the main thread has ended)"
 
     def _where(self):
         """This rank's answer: in which collective it waits, or where it is and its last collective."""
         now = time.monotonic()
         if self.deadline is not None:
-            return {"waiting": contracts.calls_made(), "what": self.what, "site": self._site(),
+            return {"waiting": _state.collectives, "what": self.what, "site": self._site(),
                     "for": now - self.started}
         return {"waiting": 0, "site": self._site(),
                 "last": None if self.last is None else (self.last[0], self.last[1], now - self.last[2])}

@@ -1,14 +1,17 @@
-"""Batch normalization: tfl.batch_norm, and the BatchNorm layers built on it.
+"""Normalization layers: tfl.batch_norm and the BatchNorm layers built on it; LayerNorm, GroupNorm and
+InstanceNorm (tfl.layer_norm, group_norm, instance_norm with their parameters).
 
-One graph serves training (batch statistics) and evaluation (moving statistics): `training` may be a boolean
+For batch norm, one graph serves training (batch statistics) and evaluation (moving statistics): `training` may be a boolean
 node such as the graph's training flag. The moving statistics move towards the batch's by `momentum` (torch's
 convention, unbiased variance): in graph mode through update ops (tfl.nn.update_ops()), eagerly at once.
 """
 import numpy as np
 
+from ..errors import ArgumentError, ShapeError
 from ..nodes import Variable
 from ..ops.array_ops import identity, reshape
 from ..ops.elementwise_ops import add, greater, maximum, multiply, ones_like, sqrt, square, where
+from ..ops.normalization import group_norm, instance_norm, layer_norm
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
 from .layer import Layer, is_eager, ranked, training_flag
@@ -27,7 +30,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     `training` (a bool or a boolean node), else the running statistics, which training moves by `momentum`
     (None: not at all) when they are Variables."""
     if x.shape is None or len(x.shape) < 2:
-        raise ValueError(f"batch_norm needs an (N, C, ...) input, got shape {x.shape}")
+        raise ShapeError(f"batch_norm needs an (N, C, ...) input, got shape {x.shape}")
     shape = (1, -1) + (1,) * (len(x.shape) - 2)
     if is_eager(x):
         return _batch_norm_eager(x, running_mean, running_var, weight, bias, bool(training), momentum, eps, shape)
@@ -105,3 +108,47 @@ class _BatchNorm(Layer):
 
 
 BatchNorm1d, BatchNorm2d, BatchNorm3d = ranked(_BatchNorm, "BatchNorm{}d", "Batch normalization", ranks=(2, 4, 5))
+
+
+class LayerNorm(Layer):
+    """Normalizes the trailing axes `normalized_shape`, then · weight + bias of that shape, as torch.nn.LayerNorm."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, name=None, dtype="float32"):
+        super().__init__(name, dtype)
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps = eps
+        self.weight, self.bias = self.add_affine(self.normalized_shape, elementwise_affine, bias)
+
+    def forward(self, x):
+        return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class GroupNorm(Layer):
+    """Normalizes `num_groups` groups of channels of each sample, then a per-channel γ, β, as torch.nn.GroupNorm."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, name=None, dtype="float32"):
+        if num_channels % num_groups:
+            raise ArgumentError(f"GroupNorm: num_groups={num_groups} does not divide num_channels={num_channels}")
+        super().__init__(name, dtype)
+        self.num_groups, self.eps = num_groups, eps
+        self.weight, self.bias = self.add_affine((num_channels,), affine)
+
+    def forward(self, x):
+        return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+
+class _InstanceNorm(Layer):
+    """Normalizes each (sample, channel) over its spatial axes, then (affine) a per-channel γ, β, as
+    torch.nn.InstanceNormNd (no running statistics)."""
+
+    def __init__(self, num_features, eps=1e-5, affine=False, name=None, dtype="float32"):
+        super().__init__(name, dtype)
+        self.eps = eps
+        self.weight, self.bias = self.add_affine((num_features,), affine)
+
+    def forward(self, x):
+        self.check_rank(x)
+        return instance_norm(x, self.weight, self.bias, self.eps)
+
+
+InstanceNorm1d, InstanceNorm2d, InstanceNorm3d = ranked(_InstanceNorm, "InstanceNorm{}d", "Instance normalization")

@@ -1,11 +1,11 @@
 """Convolution, transposed convolution and pooling layers over 1, 2 or 3 spatial axes (N, C, *spatial)."""
 import math
 
+from ..errors import ArgumentError
 from ..ops.array_ops import reshape
 from ..ops.conv import Conv, ConvTranspose
 from ..ops.pooling import AvgPool, MaxPool
-from .activations import get_activation
-from .layer import Layer, ranked
+from .layer import Layer, get_activation, ranked
 
 
 def _sizes(value, spatial):
@@ -19,8 +19,8 @@ class _Convolution(Layer):
                transposed):
         self.act = get_activation(act)
         if in_channels % groups or out_channels % groups:
-            raise ValueError(f"{type(self).__name__}: in_channels={in_channels} and out_channels={out_channels} "
-                             f"must both split into groups={groups}")
+            raise ArgumentError(f"{type(self).__name__}: in_channels={in_channels} and out_channels={out_channels} "
+                                f"must both split into groups={groups}")
         Layer.__init__(self, name, dtype)
         kernel = _sizes(kernel_size, self.rank - 2)
         # the weight is (out, in / groups, *kernel), transposed (in, out / groups, *kernel); torch takes the

@@ -1,4 +1,5 @@
-"""Layer, the base of every layer, and the simple ones: Linear, Sequential, Flatten, Dropout.
+"""Layer, the base of every layer, the simple ones (Linear, Sequential, Flatten, Dropout), and the registries of
+activations and initializers that layers look names up in.
 
 A layer creates its Variables when constructed (as in PyTorch), under its own name scope, and builds ops
 each time it is called on a node (calling it twice shares its weights). On an eager Tensor the same
@@ -7,13 +8,94 @@ each time it is called on a node (calling it twice shares its weights). On an ea
 """
 import numpy as np
 
+from ..errors import ArgumentError, ShapeError
 from ..graph import get_default_graph
 from ..nodes import Node, Operation, Placeholder, Variable, as_node
 from ..ops.array_ops import reshape
+from ..ops.elementwise_ops import leaky_relu, relu, sigmoid, softplus, tanh
 from ..ops.matmul import matmul
 from ..ops.random_ops import dropout
-from .activations import get_activation
-from .init import initial_value
+from ..ops.softmax import log_softmax, softmax
+from ..random import generator
+
+_ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "tanh": tanh, "leaky_relu": leaky_relu, "softplus": softplus,
+                "softmax": softmax, "log_softmax": log_softmax}
+
+
+def _uniform(bound):
+    """The initializer drawing from U(-a, a) with a = bound(fan_in, fan_out)."""
+    def draw(shape, fan_in, fan_out, rng):
+        limit = bound(fan_in, fan_out)
+        return rng.uniform(-limit, limit, shape)
+    return draw
+
+
+def _normal(std):
+    """The initializer drawing from N(0, std(fan_in, fan_out)²)."""
+    return lambda shape, fan_in, fan_out, rng: rng.normal(0.0, std(fan_in, fan_out), shape)
+
+
+# name -> fn(shape, fan_in, fan_out, rng) -> array, all drawing from tinyflow's one seed (`tfl.set_seed`)
+_INITIALIZERS = {
+    "zeros": lambda shape, fan_in, fan_out, rng: np.zeros(shape),
+    "ones": lambda shape, fan_in, fan_out, rng: np.ones(shape),
+    "normal": _normal(lambda fan_in, fan_out: 0.01),  # the classic small random start
+    "uniform": _uniform(lambda fan_in, fan_out: 1.0 / np.sqrt(max(fan_in, 1))),  # torch's Linear and Conv default
+    # Glorot, for tanh/sigmoid nets
+    "xavier_uniform": _uniform(lambda fan_in, fan_out: np.sqrt(6.0 / max(fan_in + fan_out, 1))),
+    "xavier_normal": _normal(lambda fan_in, fan_out: np.sqrt(2.0 / max(fan_in + fan_out, 1))),
+    # He/Kaiming, for relu nets
+    "he_uniform": _uniform(lambda fan_in, fan_out: np.sqrt(6.0 / max(fan_in, 1))),
+    "he_normal": _normal(lambda fan_in, fan_out: np.sqrt(2.0 / max(fan_in, 1))),
+}
+
+
+def _adding_to(table, name):
+    """A decorator putting the decorated function into `table` under `name`."""
+    def decorate(fn):
+        table[name] = fn
+        return fn
+    return decorate
+
+
+def register_activation(name):
+    """Decorator: make `fn(node) -> node` available to layers as `act=name`."""
+    return _adding_to(_ACTIVATIONS, name)
+
+
+def register_initializer(name):
+    """Decorator: make `fn(shape, fan_in, fan_out, rng) -> array` selectable by name."""
+    return _adding_to(_INITIALIZERS, name)
+
+
+def registered_activations():
+    """The names layers accept as `act`."""
+    return sorted(_ACTIVATIONS)
+
+
+def registered_initializers():
+    """The initializer names layers accept."""
+    return sorted(_INITIALIZERS)
+
+
+def get_activation(act):
+    """The activation function for a registered name, a callable, or None (identity)."""
+    if act is None or callable(act):
+        return act
+    if act not in _ACTIVATIONS:
+        raise ArgumentError(f"unknown activation {act!r}; registered activations: {sorted(_ACTIVATIONS)}. "
+                            "Register your own with @tfl.nn.register_activation(name).")
+    return _ACTIVATIONS[act]
+
+
+def initial_value(init, shape, fan_in, fan_out, dtype):
+    """An initial array from an initializer name or callable, drawn with the next global seed."""
+    if not callable(init):
+        if init not in _INITIALIZERS:
+            raise ArgumentError(f"unknown initializer {init!r}; registered: {sorted(_INITIALIZERS)}. Register your "
+                                "own with @tfl.nn.register_initializer(name).")
+        init = _INITIALIZERS[init]
+    return np.asarray(init(tuple(shape), fan_in, fan_out, generator()), dtype=dtype)
 
 
 def training_flag(graph=None):
@@ -32,8 +114,7 @@ def is_eager(x):
 
 def update_ops(graph=None):
     """Ops a training step must run besides the optimizer's (batch-norm moving statistics)."""
-    graph = graph if graph is not None else get_default_graph()
-    return list(graph.update_ops)
+    return list((graph if graph is not None else get_default_graph()).update_ops)
 
 
 class Layer:
@@ -100,9 +181,9 @@ class Layer:
         return weight, self.add_variable("bias", shape, "zeros") if affine and bias else None
 
     def check_rank(self, x):
-        """ValueError unless x has the input rank this layer class takes (`rank`)."""
+        """ShapeError unless x has the input rank this layer class takes (`rank`)."""
         if x.shape is None or len(x.shape) != self.rank:
-            raise ValueError(f"{type(self).__name__} expects inputs of rank {self.rank}, got shape {x.shape}")
+            raise ShapeError(f"{type(self).__name__} expects inputs of rank {self.rank}, got shape {x.shape}")
 
     def parameters(self):
         """The trainable Variables of this layer (and of its sub-layers)."""
@@ -154,7 +235,7 @@ class Sequential(Layer):
         return x
 
     def variables(self):
-        return [v for layer in self.layers for v in (layer.variables() if isinstance(layer, Layer) else [])]
+        return [v for layer in self.sublayers() for v in layer.variables()]
 
     def sublayers(self):
         return [layer for layer in self.layers if isinstance(layer, Layer)]
@@ -172,7 +253,7 @@ class Dropout(Layer):
 
     def __init__(self, p=0.5, name=None):
         if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+            raise ArgumentError(f"dropout probability must be in [0, 1), got {p}")
         super().__init__(name)
         self.p = p
 
