@@ -57,25 +57,25 @@ class ScalarWriter:
 
     def header(self, first_epoch):
         """Mark the start of a fit; returns the writer."""
-        return self._append_record({"tinyflow_scalars": 1, "time": time.time(), "first_epoch": int(first_epoch)})
+        return self._append({"tinyflow_scalars": 1, "time": time.time(), "first_epoch": int(first_epoch)})
 
     def write(self, epoch, scalars):
         """Append one epoch's scalars (name -> number; None left out); returns the writer."""
         values = {str(k)[:MAX_TAG].encode("utf-8", "replace").decode("utf-8"): json_number(v)
                   for k, v in scalars.items() if v is not None}
-        return self._append_record({"epoch": int(epoch), "time": time.time(), "scalars": values})
+        return self._append({"epoch": int(epoch), "time": time.time(), "scalars": values})
 
-    def _append_record(self, record):
-        self._append((json.dumps(record, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8"))
-        return self
-
-    def _append(self, data):
+    def _append(self, record):
+        """Append a record (a dict, as one JSON line) or bytes; flushed to the disk at most SYNC_SECONDS later."""
+        data = record if isinstance(record, bytes) else (json.dumps(record, allow_nan=False, ensure_ascii=False)
+                                                         + "\n").encode("utf-8")
         view = memoryview(data)
         while view:  # one call writes it all for a regular file; the loop only guards against a short write
             view = view[os.write(self._fd, view):]
         if time.monotonic() - self._synced >= SYNC_SECONDS:
             os.fsync(self._fd)
             self._synced = time.monotonic()
+        return self
 
     def close(self):
         """Flush to disk and close the file."""
@@ -173,14 +173,14 @@ def _parse(line):
 
 def _number(value):
     """A scalar value as a float, or None for anything that is not a number."""
-    if isinstance(value, bool):
+    if isinstance(value, str):
+        return NON_FINITE.get(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if isinstance(value, (int, float)):
-        try:
-            return float(value)
-        except OverflowError:  # an integer beyond float's range
-            return math.inf if value > 0 else -math.inf
-    return NON_FINITE.get(value) if isinstance(value, str) else None
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond float's range
+        return math.inf if value > 0 else -math.inf
 
 
 def find_runs(logdir, max_depth=4):

@@ -27,8 +27,7 @@ from ..ops.registry import register_gradient
 from ..session.plan import ExecutionPlan
 from .stacks import add_stacks
 
-_building = []  # markers of the subgraphs whose functions are running right now, innermost last
-_saving = []    # forward loop bodies whose gradient is being built: their nodes are read as saved values
+_saving = []  # forward loop bodies whose gradient is being built: their nodes are read as saved values
 
 
 class Subgraph:
@@ -45,20 +44,15 @@ class Subgraph:
         subgraph computes besides its outputs (values its loop records)."""
         graph = get_default_graph()
         start = len(graph.nodes)
-        marker = object()
-        _building.append(marker)
-        try:
-            with graph.name_scope(scope) as label:
-                result = fn(*inputs)
-                single = not isinstance(result, (list, tuple))
-                outputs = [result] if single else list(result)
-                if not outputs:
-                    raise TinyflowError(f"the function {getattr(fn, '__qualname__', repr(fn))} of '{label}' returned "
-                                        "no value; return one node or a list/tuple of nodes")
-                like = next((o for o in outputs if isinstance(o, Node)), None)
-                outputs = [as_node(o, like=like) for o in outputs]
-        finally:
-            _building.pop()
+        with graph.name_scope(scope) as label:
+            result = fn(*inputs)
+            single = not isinstance(result, (list, tuple))
+            outputs = [result] if single else list(result)
+            if not outputs:
+                raise TinyflowError(f"the function {getattr(fn, '__qualname__', repr(fn))} of '{label}' returned "
+                                    "no value; return one node or a list/tuple of nodes")
+            like = next((o for o in outputs if isinstance(o, Node)), None)
+            outputs = [as_node(o, like=like) for o in outputs]
         # nodes a subgraph adopted while this function ran (a forward loop's stack pushes) stay that subgraph's;
         # those of an inner subgraph stay the inner one's
         nodes = [n for n in graph.nodes[start:] if not getattr(n, "adopted", False)]
@@ -120,15 +114,14 @@ def _captures(sub, also=()):
             continue
         seen.add(node)
         owned_by = owner(node)
-        recompute = (owned_by is not None and owned_by not in _building and owned_by is not sub
-                     and (owned_by not in _saving or isinstance(node, Constant)) and not isinstance(node, Placeholder))
+        recompute = (owned_by not in (None, sub) and not isinstance(node, Placeholder)
+                     and (owned_by not in _saving or isinstance(node, Constant)))
         if node in own or recompute:
             own.add(node)
             stack.extend(node.inputs)
         else:
             captured.add(node)
-    leaked = [n for n in captured if isinstance(n, Placeholder) and owner(n) is not None
-              and owner(n) not in _building and owner(n) not in _saving]
+    leaked = [n for n in captured if isinstance(n, Placeholder) and owner(n) not in (None, *_saving)]
     if leaked:
         raise TinyflowError(f"'{sub.label}' reads {leaked[0].name}, a loop variable of a finished while_loop; "
                             "use the while_loop's outputs instead")
