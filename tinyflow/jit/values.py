@@ -18,11 +18,13 @@ NUMBERS = (bool, int, float, np.number, np.bool_)
 
 
 # ---------------------------------------------------------------- nested values
-def flatten(value):
-    """(leaves, structure) of a value: tuples and lists are walked, anything else is a leaf."""
-    if isinstance(value, (tuple, list)):
-        parts = [flatten(v) for v in value]
-        return [leaf for leaves, _ in parts for leaf in leaves], (type(value), [s for _, s in parts])
+def flatten(value, dicts=False):
+    """(leaves, structure) of a value: tuples and lists (and dicts, if asked) are walked, anything else is a leaf.
+    The structure is hashable (to_static's cache keys hold it)."""
+    if isinstance(value, (tuple, list)) or dicts and isinstance(value, dict):
+        keys = tuple(value) if isinstance(value, dict) else None
+        parts = [flatten(v, dicts) for v in (value.values() if keys is not None else value)]
+        return [leaf for leaves, _ in parts for leaf in leaves], (type(value), tuple(s for _, s in parts), keys)
     return [value], None
 
 
@@ -30,8 +32,9 @@ def rebuild(structure, leaves):
     """The inverse of flatten, from an iterator of leaves."""
     if structure is None:
         return next(leaves)
-    kind, parts = structure
-    return kind(rebuild(s, leaves) for s in parts)
+    kind, parts, keys = structure
+    values = [rebuild(s, leaves) for s in parts]
+    return kind(zip(keys, values)) if keys is not None else kind(values)
 
 
 def refill(value, structure, leaves):
