@@ -33,12 +33,12 @@ from ..nodes import Constant, Node, as_node
 from ..nodes.node import _notebook_cell, default_dtype_for
 # helpers the converted code calls (as _tfl_jit_.<name>)
 from .branches import convert_continue_guard, convert_guard, convert_ifelse, convert_ifexp  # noqa: F401
-from .loops import convert_for, convert_subscript, convert_while, converted_builtin  # noqa: F401
+from .loops import convert_for, convert_while  # noqa: F401
 from .values import as_bool, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
 from .escapes import HELPER, SCOPES, Lowering, helper_call, name, walk_here
 from .inplace import OPS, assigns_into, inplace  # noqa: F401
-from .tensor_lists import list_aware
+from .tensor_lists import convert_subscript, tensor_aware  # noqa: F401
 from .undefined import Undefined
 
 _CACHE = {}          # code object -> factory of the converted function (or None: leave it unconverted)
@@ -67,9 +67,9 @@ def convert_call(fn, site):
         return functools.partial(_checked_builtin, fn, site)
     if fn is Tensor or fn is tensor:
         return _graph_tensor
-    tensor_aware = converted_builtin(fn) or list_aware(fn)
-    if tensor_aware is not None:
-        return tensor_aware
+    replacement = tensor_aware(fn)
+    if replacement is not None:
+        return replacement
     if isinstance(fn, types.FunctionType) and _user_code(fn):
         return convert_function(fn)
     from ..nn.layer import Layer

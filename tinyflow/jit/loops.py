@@ -6,14 +6,11 @@
 
 The tensors among the variables become the loop's variables; numbers become tensors; other
 Python values must not change. A list appended to once per iteration is collected on a stack
-(tensor_lists.py). Also here: enumerate / zip / range / len and x[i] for tensors.
+(tensor_lists.py).
 """
-import builtins
-
 import numpy as np
 
 from ..control_flow import WhileLoop
-from ..control_flow.sequences import Enumerate, Zip, length, range as tensor_range, sequence_of
 from ..control_flow.subgraph import owner
 from ..control_flow.while_loop import trace_loop
 from ..graph import get_default_graph
@@ -21,7 +18,7 @@ from ..nodes import Node, as_node
 from .branches import convert_ifelse
 from .errors import ConversionError
 from .inplace import after_loop, current, loop_identities, region
-from .tensor_lists import Guarded, as_tensor, collected, item, length as list_length, stack_collected
+from .tensor_lists import Guarded, stack_collected, tensor_sequence
 from .undefined import Undefined, UndefinedValue, is_typeless
 from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, python_truth, rebuild, \
     refill, same_value, shown
@@ -45,7 +42,7 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
 
     `extra_test(*values)` (or None) is the loop's `break` / `return` flag test: False stops the loop.
     """
-    sequence = _tensor_sequence(iterable)
+    sequence = tensor_sequence(iterable)
     if sequence is not None:
         def test(k, *loop):
             valid = sequence.valid(k)
@@ -218,61 +215,3 @@ def _check_unchanged(name, old, new, site):
 
 def _float(node):
     return node.dtype is not None and node.dtype.kind == "f"
-
-
-def convert_subscript(value, key, site):
-    """`value[key]`; a tensor index (a loop's counter) picks that element along the first axis (gather)."""
-    if collected(value):
-        return item(value, key)
-    if isinstance(key, Node) and isinstance(value, Node):
-        if key.shape is not None and len(key.shape) != 0:
-            raise ConversionError(f"{site}: indexing a tensor with a tensor of shape {key.shape}; inside to_static a "
-                                  "tensor index must be one integer (use tfl.gather for several)")
-        from ..ops.indexing import gather
-        return gather(value, key)
-    if isinstance(key, Node) and isinstance(value, (list, tuple, str, np.ndarray)):
-        raise ConversionError(f"{site}: indexing a {type(value).__name__} with a tensor (a tensor loop's counter is a "
-                              "tensor); make it a tensor first, e.g. tfl.stack(values), or loop with a Python range")
-    if isinstance(key, tuple) and isinstance(value, Node) and any(isinstance(k, Node) for k in key):
-        raise ConversionError(f"{site}: a tensor index inside a tuple index (x[i, j] with i or j a tensor); write "
-                              "x[i][j], one axis at a time")
-    return value[key]
-
-
-# ---------------------------------------------------------------- builtins inside converted code
-def converted_builtin(fn):
-    """enumerate / zip / range / len that also take tensors (a tensor `for` loop iterates over them), or None."""
-    try:
-        return _BUILTINS.get(fn)
-    except TypeError:  # an unhashable callable
-        return None
-
-
-def _tensor_sequence(iterable):
-    """The tensor sequence of a tensor, a collected list (its stacked values) or a tensor range; None otherwise."""
-    return sequence_of(as_tensor(iterable) if collected(iterable) else iterable)
-
-
-def _enumerate(iterable, start=0):
-    sequence = _tensor_sequence(iterable)
-    return builtins.enumerate(iterable, start) if sequence is None else Enumerate(sequence, start)
-
-
-def _zip(*iterables):
-    sequences = [_tensor_sequence(i) for i in iterables]
-    if all(s is None for s in sequences):
-        return builtins.zip(*iterables)
-    if any(s is None for s in sequences):
-        raise ConversionError("zip() of a tensor and a Python iterable inside to_static: a loop over a tensor "
-                              "cannot step through a Python list; make both tensors (tfl.Constant(list)) or index "
-                              "the tensor inside a Python loop")
-    return Zip(sequences)
-
-
-def _len(value):
-    if collected(value):
-        return list_length(value)
-    return length(value) if isinstance(value, Node) else builtins.len(value)
-
-
-_BUILTINS = {builtins.enumerate: _enumerate, builtins.zip: _zip, builtins.range: tensor_range, builtins.len: _len}
