@@ -20,21 +20,17 @@ from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, l
 
 
 _AFTER = "the code after a `{}` that depends on a tensor (it runs, or not, when the program runs)"
+_WHERE = {None: "an `if` on a tensor", "stops": _AFTER.format("break` or `return"), "continues": _AFTER.format("continue")}
 
 
-def convert_guard(test, true_fn, false_fn, values, names, site):
-    """The `if not <flag>:` guarding the rest of a block after a `break` or `return` (escapes.py): as convert_ifelse,
-    but a list may get one value appended in it, which a tensor loop collects unless it was skipped."""
-    return convert_ifelse(test, true_fn, false_fn, values, names, site, _AFTER.format("break` or `return"), True)
+def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):
+    """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables.
 
-
-def convert_continue_guard(test, true_fn, false_fn, values, names, site):
-    """The `if not <flag>:` guarding the rest of a loop body after a `continue` (escapes.py)."""
-    return convert_ifelse(test, true_fn, false_fn, values, names, site, _AFTER.format("continue"))
-
-
-def convert_ifelse(test, true_fn, false_fn, values, names, site, where="an `if` on a tensor", collects=False):
-    """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables."""
+    `escape` marks the `if not <flag>:` guarding the rest of a block (escapes.py) after a `continue`
+    ("continues") or a `break` or `return` ("stops": a list may get one value appended in it, which a
+    tensor loop collects unless it was skipped).
+    """
+    where, collects = _WHERE[escape], escape == "stops"
     if not isinstance(test, Node):
         return true_fn(*values) if python_truth(test, site) else false_fn(*values)
     pred = as_bool(test, site)

@@ -32,7 +32,7 @@ from ..eager import Tensor, tensor
 from ..nodes import Constant, Node, as_node
 from ..nodes.node import _notebook_cell, default_dtype_for
 # helpers the converted code calls (as _tfl_jit_.<name>)
-from .branches import convert_continue_guard, convert_guard, convert_ifelse, convert_ifexp  # noqa: F401
+from .branches import convert_ifelse, convert_ifexp  # noqa: F401
 from .loops import convert_for, convert_while  # noqa: F401
 from .values import as_bool, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
@@ -235,14 +235,14 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     # -- if / while / for ---------------------------------------------------------------
-    def dispatch(self, helper, node, first, names, *functions):
+    def dispatch(self, helper, node, first, names, *functions, last=()):
         """The functions ((label, parameters, body), or None), then `(names...) = _tfl_jit_.<helper>(*first,
-        *functions, (values...), ("names"...), "file:line")`."""
+        *functions, (values...), ("names"...), "file:line", *last)`."""
         definitions = [_function_def(f"{HELPER}{f[0]}_{self.count}", _args(f[1]), f[2]) for f in functions if f]
         references = iter(name(d.name) for d in definitions)
         values = ast.Tuple([helper_call("ld", ast.Constant(n), _thunk(name(n))) for n in names], ast.Load())
         call = helper_call(helper, *first, *[next(references) if f else ast.Constant(None) for f in functions], values,
-                           ast.Tuple([ast.Constant(n) for n in names], ast.Load()), self.site(node))
+                           ast.Tuple([ast.Constant(n) for n in names], ast.Load()), self.site(node), *last)
         target = ast.Tuple([name(n, store=True) for n in names], ast.Store())
         return definitions + [ast.Assign([target], call, lineno=node.lineno)]
 
@@ -250,10 +250,10 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         self.count += 1
         names = _assigned_names(node.body + node.orelse, self.locals)
-        guard = getattr(node, "escape", None)  # the rest of a block after a return / break / continue (escapes.py)
-        helper = {"stops": "convert_guard", "continues": "convert_continue_guard"}.get(guard, "convert_ifelse")
-        return self.dispatch(helper, node, [node.test], names, ("true", names, node.body + [_returning(names)]),
-                             ("false", names, node.orelse + [_returning(names)]))
+        escape = ast.Constant(getattr(node, "escape", None))  # guarding what follows an escape (escapes.py)
+        true, false = node.body + [_returning(names)], node.orelse + [_returning(names)]
+        return self.dispatch("convert_ifelse", node, [node.test], names, ("true", names, true), ("false", names, false),
+                             last=[escape])
 
     def visit_While(self, node):
         self.generic_visit(node)

@@ -21,7 +21,7 @@ from .inplace import after_loop, current, loop_identities, region
 from .tensor_lists import Guarded, stack_collected, tensor_sequence
 from .undefined import Undefined, UndefinedValue, is_typeless
 from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, python_truth, rebuild, \
-    refill, same_value, shown
+    same_value, shown
 
 
 def convert_while(test_fn, body_fn, values, names, site):
@@ -73,11 +73,8 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
 
 
 class _Restructure(Exception):
-    """A variable without a value before the loop turned out to hold a tuple/list: trace the loop again."""
-
-    def __init__(self, index, structure):
-        super().__init__(index, structure)
-        self.index, self.structure = index, structure
+    """A variable without a value before the loop turned out to hold a tuple/list: trace the loop again (its args:
+    the variable's index and structure)."""
 
 
 def graph_loop(test_fn, body_fn, values, names, site):
@@ -96,8 +93,8 @@ def graph_loop(test_fn, body_fn, values, names, site):
         except _Restructure as again:
             graph.discard_nodes_from(start)
             lists.restore()
-            leaves, _ = flatten(again.structure)
-            values[again.index] = rebuild(again.structure, iter([Undefined(names[again.index], site)] * len(leaves)))
+            index, structure = again.args
+            values[index] = rebuild(structure, iter([Undefined(names[index], site)] * len(flatten(structure)[0])))
         except BaseException:
             lists.restore()
             raise
@@ -130,7 +127,7 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
         for value, (leaves, structure) in zip(values, flat):
             new = [next(carried) if kinds[position + i] == "carried" else leaf for i, leaf in enumerate(leaves)]
             position += len(leaves)
-            out.append(refill(value, structure, iter(new)))
+            out.append(rebuild(structure, iter(new), into=value))
         return out
 
     def test(*loop):
@@ -158,10 +155,10 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
                                       f"({describe(leaves if structure else leaves[0])} before, {describe(new)} "
                                       "after an iteration); keep one structure")
             for old, value, kind in zip(leaves, new_leaves, kinds[position:position + len(leaves)]):
-                if kind == "python":
-                    _check_unchanged(name, old, value, site)
-                else:
+                if kind == "carried":
                     carried.append(_loop_value(name, value, loop[len(carried)], site))
+                elif not same_value(old, value):
+                    raise _not_carried(name, value, site)
             position += len(leaves)
         lists.check(site, "a loop over a tensor")
         kept[:] = loop_identities(changes, loop, starts, carried, site)
@@ -191,7 +188,8 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
 
 def _loop_value(name, value, placeholder, site):
     if isinstance(value, Node):
-        if _float(value) and _float(placeholder) and value.dtype != placeholder.dtype:
+        if value.dtype != placeholder.dtype and all(v.dtype is not None and v.dtype.kind == "f"
+                                                    for v in (value, placeholder)):
             # `total + x * i` with a counter i that was a Python int: eager Python keeps x's float type
             from ..ops.elementwise_ops import cast
             return cast(value, placeholder.dtype)
@@ -203,15 +201,9 @@ def _loop_value(name, value, placeholder, site):
             return UndefinedValue()
         raise ConversionError(f"{site}: variable '{name}' has a value before this loop on a tensor but is assigned "
                               "in only one branch of an `if` on a tensor inside it; assign it in both branches")
-    raise ConversionError(f"{site}: variable '{name}' ({type(value).__name__}) changes in a loop on a tensor; only "
-                          "tensors and numbers can be loop variables")
+    raise _not_carried(name, value, site)
 
 
-def _check_unchanged(name, old, new, site):
-    if not same_value(old, new):
-        raise ConversionError(f"{site}: variable '{name}' ({type(new).__name__}) changes in a loop on a tensor; "
-                              "only tensors and numbers can be loop variables")
-
-
-def _float(node):
-    return node.dtype is not None and node.dtype.kind == "f"
+def _not_carried(name, value, site):
+    return ConversionError(f"{site}: variable '{name}' ({type(value).__name__}) changes in a loop on a tensor; only "
+                           "tensors and numbers can be loop variables")

@@ -28,24 +28,18 @@ def flatten(value, dicts=False):
     return [value], None
 
 
-def rebuild(structure, leaves):
-    """The inverse of flatten, from an iterator of leaves."""
+def rebuild(structure, leaves, into=None):
+    """The inverse of flatten, from an iterator of leaves; into `into`'s own lists when it has the structure (in
+    place: a list stays the object every name holding it sees)."""
     if structure is None:
         return next(leaves)
     kind, parts, keys = structure
-    values = [rebuild(s, leaves) for s in parts]
+    fits = isinstance(into, (list, tuple)) and len(into) == len(parts)
+    values = [rebuild(s, leaves, into[i] if fits else None) for i, s in enumerate(parts)]
+    if fits and isinstance(into, list):
+        into[:] = values
+        return into
     return kind(zip(keys, values)) if keys is not None else kind(values)
-
-
-def refill(value, structure, leaves):
-    """Like rebuild, but into `value`'s own lists (in place): a list stays the object every name holding it sees."""
-    if structure is None or not isinstance(value, (list, tuple)) or len(value) != len(structure[1]):
-        return rebuild(structure, leaves)
-    items = [refill(v, s, leaves) for v, s in zip(value, structure[1])]
-    if isinstance(value, list):
-        value[:] = items
-        return value
-    return type(value)(items)
 
 
 def describe(value):
