@@ -20,7 +20,8 @@ from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, l
 
 
 _AFTER = "the code after a `{}` that depends on a tensor (it runs, or not, when the program runs)"
-_WHERE = {None: "an `if` on a tensor", "stops": _AFTER.format("break` or `return"), "continues": _AFTER.format("continue")}
+_WHERE = {None: "an `if` on a tensor", "stops": _AFTER.format("break` or `return"),
+          "continues": _AFTER.format("continue")}
 
 
 def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):

@@ -3,14 +3,11 @@
     f = tfl.jit.to_static(layer)
     loss = tfl.nn.mse_loss(f(x), y); loss.backward(); opt.step()   # as if layer(x) had run eagerly
 
-When grad mode is on and the program is a pure function (no optimizer step or other state
-change) with one floating-point output that depends on something requiring grad (a trainable
-Variable, or a Tensor argument with requires_grad), the call becomes a `RunProgram` op: its
-forward runs the cached plan, and its gradient runs a second cached plan, the program's
-backward graph (built once per program by graph-mode autodiff), seeded with the incoming
-gradient. Gradients reach the Tensor arguments and the Variables' `.grad`, as in eager mode.
-With `create_graph=True` each gradient is itself a recorded call of the backward graph, so
-it can be differentiated again (second order, through loops too: a graph gradient is a graph).
+When grad mode is on and the program is a pure function (no state change, evaluation mode) with one
+floating-point output that depends on something requiring grad, the call becomes a `RunProgram` op: its
+forward runs the cached plan, its gradient the program's backward graph (built once by graph-mode
+autodiff), seeded with the incoming gradient. With `create_graph=True` each gradient is itself a
+recorded call of the backward graph, so it can be differentiated again (loops too).
 """
 import numpy as np
 
@@ -66,11 +63,17 @@ class GraphFunction:
         return [None if d is None else next(results) for d in derivatives]
 
 
-def differentiable(program):
-    """Whether calls of this program can join eager autograd (one float output, no state changes)."""
+def why_not_recordable(program):
+    """Why calls of this program cannot join eager autograd; None when they can."""
     outputs = program.outputs
-    return (len(outputs) == 1 and isinstance(outputs[0], Node) and not program.side_effects
-            and outputs[0].dtype is not None and outputs[0].dtype.kind == "f")
+    if program.side_effects:
+        return "changes state (an optimizer step or assign inside it)"
+    if program.training:  # its backward would run the forward again: another dropout mask, wrong gradients
+        return "runs in training mode (f.train())"
+    if len(outputs) != 1 or not isinstance(outputs[0], Node) or outputs[0].dtype is None or \
+            outputs[0].dtype.kind != "f":
+        return "does not return exactly one floating-point tensor"
+    return None
 
 
 class RunProgram(Operation):
@@ -105,7 +108,7 @@ def _run_program_gradient(op, grad):
 def call_recorded(program, session, arrays, tensors_in):
     """Run `program` as a recorded eager op when something it depends on requires grad; else None."""
     from ..eager import Tensor, is_grad_enabled
-    if not is_grad_enabled() or not any(isinstance(t, Tensor) for t in tensors_in) or not differentiable(program):
+    if not is_grad_enabled() or not any(isinstance(t, Tensor) for t in tensors_in) or why_not_recordable(program):
         return None
     function = program.__dict__.get("_function")
     if function is None:
@@ -114,8 +117,6 @@ def call_recorded(program, session, arrays, tensors_in):
                                  {} if flag is None else {flag: program.training}, program.fn_name)
     tensors = [t if isinstance(t, Tensor) else Tensor(a) for t, a in zip(tensors_in, arrays)]
     if not function.parameters and not any(t.requires_grad for t in tensors):
-        return None
-    if program.training:  # its backward would run the forward again: another dropout mask, wrong gradients
         return None
     program._function = function
     return RunProgram(function, tensors)

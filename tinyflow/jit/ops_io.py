@@ -37,7 +37,8 @@ def _signature(cls):
     params = []
     for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
         if p.kind == p.VAR_KEYWORD:
-            params += [inspect.Parameter(a, p.KEYWORD_ONLY, default=d) for a, d in getattr(cls, "attributes", {}).items()]
+            attributes = getattr(cls, "attributes", {})
+            params += [inspect.Parameter(a, p.KEYWORD_ONLY, default=d) for a, d in attributes.items()]
         elif p.name != "name":
             params.append(p)
     return params

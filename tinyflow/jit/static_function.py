@@ -23,7 +23,7 @@ from ..errors import TinyflowError
 from ..graph import PICTURES, ancestors, get_default_graph
 from ..nodes import Node, Placeholder
 from .convert import convert_function
-from .eager_call import call_recorded
+from .eager_call import call_recorded, why_not_recordable
 from .errors import ConversionError
 from .inplace import current, newest, tracing
 from .input_spec import InputSpec
@@ -138,7 +138,7 @@ class StaticFunction:
             if isinstance(value, Tensor) and value.requires_grad and is_grad_enabled():
                 raise TinyflowError(
                     f"{self.__name__} got a Tensor of shape {value.shape} that requires grad, but this program "
-                    f"{_why_not_recorded(program)}, so the gradient would be lost. Put the training step inside "
+                    f"{why_not_recordable(program)}, so the gradient would be lost. Put the training step inside "
                     "the function (loss = ...; opt.minimize(loss) with a graph-mode optimizer such as "
                     "tfl.optim.Adam(1e-3)), or pass t.detach()")
         return program.run(session, arrays)
@@ -298,15 +298,6 @@ def _identity(value):
     TypeError for an unhashable value)."""
     hash(value)
     return type(value), repr(value) if isinstance(value, float) else None
-
-
-def _why_not_recorded(program):
-    """Why a program call is not an op of eager autograd (see eager_call.py)."""
-    if program.side_effects:
-        return "changes state (an optimizer step or assign inside it)"
-    if program.training:
-        return "runs in training mode (f.train())"
-    return "does not return exactly one floating-point tensor"
 
 
 def _why(old, new):
