@@ -1,8 +1,8 @@
 """convert_ifelse: a converted `if` runs one branch for a Python condition and builds tfl.cond for a tensor.
 
-The two branches run as graphs (Subgraph.trace); then each variable's two values are paired
-into the cond's outputs (`_Merge`): numbers become constants in their branch, and a value one
-branch lacks (a return value before its `return` ran) an UndefinedValue of the other's type.
+The two branches run as graphs (Subgraph.trace); then each variable's two values are paired into the cond's outputs
+(`_Merge`): numbers become constants in their branch, and a value one branch lacks (a return value before its `return`
+ran) an UndefinedValue of the other's type.
 """
 import numpy as np
 
@@ -27,10 +27,9 @@ _WHERE = {None: "an `if` on a tensor", "stops": _AFTER.format("break` or `return
 def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):
     """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables.
 
-    `escape` marks the `if not <flag>:` guarding the rest of a block (escapes.py) after a `continue`
-    ("continues") or a `break` or `return` ("stops": a list may get one value appended in it, which a
-    tensor loop collects unless it was skipped).
-    """
+    `escape` marks the `if not <flag>:` guarding the rest of a block (escapes.py) after a `continue` ("continues") or a
+    `break` or `return` ("stops": a list may get one value appended in it, which a tensor loop collects unless it was
+    skipped)."""
     where, collects = _WHERE[escape], escape == "stops"
     if not isinstance(test, Node):
         return true_fn(*values) if python_truth(test, site) else false_fn(*values)

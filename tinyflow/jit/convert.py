@@ -5,15 +5,11 @@
     else:                         (y,) = _jit.convert_ifelse(x_sum > 0, _true, _false, (_jit.ld(lambda: y),), ...)
         y = -x
 
-First `return` / `break` / `continue` become flags and guards (escapes.py). Then at run time
-`convert_ifelse` keeps Python semantics for a Python bool and builds `tfl.cond` for a graph
-node (branches.py); `convert_while` and `convert_for` likewise build `tfl.while_loop` (loops.py): a
-`for` over a tensor, `tfl.range(n)` or enumerate / zip of those loops in the graph, a `for`
-over a Python iterable stays a Python loop. Comparisons, `and`/`or`/`not`, `bool()`/`int()`/
-`float()`, `len()`, `range()` and `.numpy()` go through helpers too, so a symbolic value never
-silently becomes a Python constant: what cannot be converted raises a ConversionError naming
-the user's file and line. Calls to other user functions are converted on the fly
-(recursively), and every converted function is cached per code object (the conversion cache).
+After escapes.py made `return`/`break`/`continue` flags, the helpers here and in branches.py / loops.py keep Python's
+semantics for Python values and build tfl.cond / tfl.while_loop for graph nodes. Comparisons, `and`/`or`/`not`,
+`bool()`/`int()`/`float()`, `len()`, `range()` and `.numpy()` go through helpers too, so a symbolic value never silently
+becomes a Python constant (a ConversionError names the user's file and line). Called user functions are converted too;
+each converted function is cached per code object.
 """
 import ast
 import builtins
@@ -61,8 +57,7 @@ def _user_code(fn):
 
 
 def convert_call(fn, site):
-    """Called functions: builtins that need a value raise, enumerate/zip/range/len take tensors, user functions
-    are converted too."""
+    """The function converted code calls for `fn`: builtins needing a value raise, user functions are converted."""
     if fn is builtins.bool or fn is builtins.int or fn is builtins.float:
         return functools.partial(_checked_builtin, fn, site)
     if fn is Tensor or fn is tensor:
@@ -81,8 +76,7 @@ def convert_call(fn, site):
 
 
 def _graph_tensor(data, requires_grad=False, dtype=None):
-    """tfl.tensor(...) in converted code: a constant of the graph (as Paddle's to_tensor and TF's tf.constant are),
-    so that loops and branches can carry it like any tensor."""
+    """tfl.tensor(...) in converted code: a graph constant (as Paddle's to_tensor), which branches and loops carry."""
     if isinstance(data, Node):
         from ..ops import cast, identity
         return identity(data) if dtype is None else cast(data, dtype)
@@ -110,8 +104,7 @@ def convert_attribute_call(obj, attr, site):
 
 
 def convert_chain(site, left, *steps):
-    """`a < b < c`: each operand evaluated once, in order; Python's short-circuit while the parts are Python values;
-    tinyflow ops where a side is a graph node."""
+    """`a < b < c`: each operand evaluated once, in order, short-circuit on Python values; ops on graph nodes."""
     result = None
     for op, right_fn in steps:
         right = right_fn()
@@ -162,9 +155,8 @@ def convert_assert(test, message_fn, site):
 
 # ---------------------------------------------------------------- the AST rewrite
 def _assigned_names(statements, local_names=()):
-    """Local names a block assigns (not inside nested scopes), then the `local_names` lists it appends to
-    (`xs.append(v)`, extend, insert): a tensor branch or loop carries them (a global or an attribute is left alone:
-    the statement changes the object, whoever holds it)."""
+    """Names a block assigns (not in nested scopes), then the `local_names` lists it appends to: a tensor branch or loop
+    carries them (a global's or an attribute's list is left alone: appending changes it, whoever holds it)."""
     names, grown = [], []
     for node in (n for statement in statements for n in walk_here(statement, root=False)):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -236,7 +228,7 @@ class _Rewriter(ast.NodeTransformer):
 
     # -- if / while / for ---------------------------------------------------------------
     def dispatch(self, helper, node, first, names, *functions, last=()):
-        """The functions ((label, parameters, body), or None), then `(names...) = _tfl_jit_.<helper>(*first,
+        """The functions ((label, parameters, body) or None), then `(names...) = _tfl_jit_.<helper>(*first,
         *functions, (values...), ("names"...), "file:line", *last)`."""
         definitions = [_function_def(f"{HELPER}{f[0]}_{self.count}", _args(f[1]), f[2]) for f in functions if f]
         references = iter(name(d.name) for d in definitions)
@@ -352,8 +344,8 @@ def site_of(filename, line):
 
 
 def _factory(fn):
-    """Compile the converted source of `fn` once: a factory taking the helpers and the closure values
-    (_NO_SOURCE when Python cannot find the source, None for a function that runs as written)."""
+    """The converted `fn`'s factory (of the helpers and closure values), compiled once; _NO_SOURCE or None (run it as
+    written)."""
     code = fn.__code__
     if code in _CACHE:
         return _CACHE[code]
@@ -388,8 +380,7 @@ def _factory(fn):
 
 
 def _lambda_as_def(tree, code):
-    """`lambda x: body` (the one lambda of these arguments in its source lines) as `def _tfl_jit_lambda(x): return
-    body`; None if there is not exactly one."""
+    """The one lambda of these arguments in its source lines as `def _tfl_jit_lambda(x): return ...` (or None)."""
     names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
     found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
              and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == names]
@@ -401,8 +392,7 @@ def _lambda_as_def(tree, code):
 
 
 def _evaluated_once(definition):
-    """Drop what Python already evaluated when it defined the function (decorators, defaults, annotations): in the
-    factory they would run again, where an enclosing function's names do not exist."""
+    """Drop decorators, defaults and annotations: Python evaluated them already, and the factory lacks their names."""
     definition.decorator_list, definition.returns = [], None
     arguments = definition.args
     arguments.defaults = [ast.Constant(None) for _ in arguments.defaults]

@@ -1,8 +1,7 @@
 """`return`, `break` and `continue` become flags, as in AutoGraph and Paddle, before if/while/for are converted.
 
-A tensor condition cannot jump: both branches of a tfl.cond run as graphs, and a while_loop
-runs its whole body. So each escape sets a flag, the rest of its block is guarded by an
-`if` on that flag, and loops test it:
+A tensor condition cannot jump: both branches of a tfl.cond run as graphs, and a while_loop runs its whole body. So each
+escape sets a flag, the rest of its block is guarded by an `if` on that flag, and loops test it:
 
     while i < n:                              _tfl_break_1 = False
         if x[i] > 0:                          while not _tfl_break_1 and i < n:
@@ -16,12 +15,11 @@ runs its whole body. So each escape sets a flag, the rest of its block is guarde
                                                           total = total + x[i]
                                                           i = i + 1
 
-`return v` becomes `_tfl_retval = v; _tfl_returned = True`, and the function ends with
-`return _tfl_retval`. With Python conditions the flags are Python bools and the code does
-what the original did; with tensor conditions they are tensors, the guards become conds and
-the flags loop variables. A loop's `else:` runs when its break flag is not set. Only blocks
-that contain an escape are rewritten; nested functions are left alone. Also here: the AST
-builders the conversion (convert.py) shares.
+`return v` becomes `_tfl_retval = v; _tfl_returned = True`, and the function ends with `return _tfl_retval`. With Python
+conditions the flags are Python bools and the code does what the original did; with tensor conditions they are tensors,
+the guards become conds and the flags loop variables. A loop's `else:` runs when its break flag is not set. Only blocks
+that contain an escape are rewritten; nested functions are left alone. Also here: the AST builders the conversion
+(convert.py) shares.
 """
 import ast
 

@@ -4,9 +4,8 @@
     convert_for     a Python iterable: a Python loop.  A tensor, tfl.range(n), enumerate / zip of those:
                     a tfl.while_loop over the position k (control_flow/sequences.py).
 
-The tensors among the variables become the loop's variables; numbers become tensors; other
-Python values must not change. A list appended to once per iteration is collected on a stack
-(tensor_lists.py).
+The tensors among the variables become the loop's variables; numbers become tensors; other Python values must not
+change. A list appended to once per iteration is collected on a stack (tensor_lists.py).
 """
 import numpy as np
 
@@ -40,8 +39,7 @@ def convert_while(test_fn, body_fn, values, names, site):
 def convert_for(iterable, extra_test, body_fn, values, names, site):
     """A Python loop over a Python iterable; a tfl.while_loop over a tensor sequence (tfl.range, rows, ...).
 
-    `extra_test(*values)` (or None) is the loop's `break` / `return` flag test: False stops the loop.
-    """
+    `extra_test(*values)` (or None) is the loop's `break` / `return` flag test: False stops the loop."""
     sequence = tensor_sequence(iterable)
     if sequence is not None:
         def test(k, *loop):
@@ -73,16 +71,15 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
 
 
 class _Restructure(Exception):
-    """A variable without a value before the loop turned out to hold a tuple/list: trace the loop again (its args:
-    the variable's index and structure)."""
+    """A variable without a value before the loop turned out to hold a tuple/list: trace the loop again (its args: the
+    variable's index and structure)."""
 
 
 def graph_loop(test_fn, body_fn, values, names, site):
     """tfl.while_loop over the tensors among `values` (numbers become tensors; other Python values must not change).
 
-    A variable first assigned inside the loop takes the type the body gives it; if the body makes it a
-    tuple or list, the loop is traced again with that structure (the first trace's nodes are dropped).
-    """
+    A variable first assigned inside the loop takes the type the body gives it; if the body makes it a tuple or list,
+    the loop is traced again with that structure (the first trace's nodes are dropped)."""
     values = list(current(tuple(values)))
     graph = get_default_graph()
     lists = Lists(names, values)
@@ -120,8 +117,8 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
             kinds.append("carried")
 
     def with_loop_values(loop):
-        """The variables holding `loop`'s values; a list is filled in place, so that it stays the object every
-        name, attribute or argument holding it sees."""
+        """The variables holding `loop`'s values; a list is filled in place, so that it stays the object every name,
+        attribute or argument holding it sees."""
         carried = iter(loop)
         out, position = [], 0
         for value, (leaves, structure) in zip(values, flat):

@@ -1,10 +1,9 @@
 """An op's constructor attributes, generically: read them from a node, rebuild the op from them.
 
-An op class is built as `OpClass(*input_nodes, **attributes)`. Its `__init__` signature names the
-attributes (every parameter that is not an input node and not `name`), and the op keeps each one as
-`self.<param>` (or under the alias below when the name collides with a node property or the op
-normalises it). So saving and loading a graph need no per-op code; an op that does not follow the
-convention is reported by name.
+An op class is built as `OpClass(*input_nodes, **attributes)`. Its `__init__` signature names the attributes (every
+parameter that is not an input node and not `name`), and the op keeps each one as `self.<param>` (or under the alias
+below when the name collides with a node property or the op normalises it). So saving and loading a graph need no per-op
+code; an op that does not follow the convention is reported by name.
 """
 import inspect
 

@@ -3,9 +3,9 @@
     tfl.jit.save(model, "out/model", input_spec=[InputSpec([None, 13])])   # out/model.json + out/model.npz
     m = tfl.jit.load("out/model"); m(x)    # no model code needed: ops come from tinyflow's op registry
 
-Loading never runs code from the files: the JSON names registered op types and plain attribute values,
-the .npz holds numeric arrays read with allow_pickle=False, and anything unexpected (unknown op types,
-bad JSON, wrong shapes, missing parameters, paths, oversized files) is a CheckpointError.
+Loading never runs code from the files: the JSON names registered op types and plain attribute values, the .npz holds
+numeric arrays read with allow_pickle=False, and anything unexpected (unknown op types, bad JSON, wrong shapes, missing
+parameters, paths, oversized files) is a CheckpointError.
 """
 import json
 import os

@@ -3,13 +3,11 @@
     f = tfl.jit.to_static(model, input_spec=[InputSpec([None, 13], "float32", "x")])
     f(x)   # first call: trace (build a Graph on Placeholders) and compile; later calls: run the cached plan
 
-Two caches, as in Paddle: the conversion cache (one AST-converted function per Python
-function, in convert.py) and the program cache here (one ConcreteProgram per input
-signature: tensor shapes with the spec's None dims, dtypes, non-tensor argument values
-and the training flag), capped at MAX_PROGRAMS, least recently used first out. Every
-retrace is logged on the "tinyflow.jit" logger with the reason ("x dim 0: 4 → 5").
-Numpy arrays or eager Tensors go in, Tensors come out; a call on Tensors with grad enabled
-can be one op of eager autograd (eager_call.py).
+Two caches, as in Paddle: the conversion cache (one AST-converted function per Python function, in convert.py) and the
+program cache here (one ConcreteProgram per input signature: tensor shapes with the spec's None dims, dtypes, non-tensor
+argument values and the training flag), capped at MAX_PROGRAMS, least recently used first out. Every retrace is logged
+on the "tinyflow.jit" logger with the reason ("x dim 0: 4 → 5"). Numpy arrays or eager Tensors go in, Tensors come
+out; a call on Tensors with grad enabled can be one op of eager autograd (eager_call.py).
 """
 import functools
 import inspect
@@ -263,8 +261,8 @@ class StaticFunction:
 
 
 def _release(program, session):
-    """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so
-    that retracing again and again keeps memory flat."""
+    """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so that
+    retracing again and again keeps memory flat."""
     built, functions = list(program.built), [program.__dict__.get("_function")]
     while functions:  # the backward graphs eager autograd built for it (eager_call.py)
         function = functions.pop()
@@ -294,8 +292,8 @@ def _scopes(names):
 
 
 def _identity(value):
-    """What tells equal Python values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign (a
-    TypeError for an unhashable value)."""
+    """What tells equal Python values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign (a TypeError
+    for an unhashable value)."""
     hash(value)
     return type(value), repr(value) if isinstance(value, float) else None
 
