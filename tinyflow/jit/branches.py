@@ -15,7 +15,7 @@ from .errors import ConversionError
 from .inplace import current, joined, newest, record, region
 from .tensor_lists import Guarded
 from .undefined import Undefined, UndefinedValue, is_typeless
-from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth, rebuild,
+from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, rebuild,
                      same_value, shown)
 
 
@@ -32,7 +32,7 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):
     skipped)."""
     where, collects = _WHERE[escape], escape == "stops"
     if not isinstance(test, Node):
-        return true_fn(*values) if python_truth(test, site) else false_fn(*values)
+        return true_fn(*values) if test else false_fn(*values)
     pred = as_bool(test, site)
     results, changed, lists, appended = {}, {}, Lists(names, values), []
 

@@ -19,7 +19,7 @@ from .errors import ConversionError
 from .inplace import after_loop, current, loop_identities, region
 from .tensor_lists import Guarded, stack_collected, tensor_sequence
 from .undefined import Undefined, UndefinedValue, is_typeless
-from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, python_truth, rebuild, \
+from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, rebuild, \
     same_value, shown
 
 
@@ -30,7 +30,7 @@ def convert_while(test_fn, body_fn, values, names, site):
         test = test_fn(*values)
         if isinstance(test, Node):
             break
-        if not python_truth(test, site):
+        if not test:
             return values
         values = tuple(body_fn(*values))
     return graph_loop(test_fn, body_fn, values, names, site)

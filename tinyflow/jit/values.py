@@ -68,13 +68,6 @@ def as_bool(test, site):
     return test
 
 
-def python_truth(value, site):
-    """bool(value) for a Python value; a ConversionError for a symbolic tensor."""
-    if isinstance(value, Node):
-        raise symbolic(site, "bool()")
-    return bool(value)
-
-
 def symbolic(site, what):
     """The error for asking a symbolic tensor for its value."""
     return ConversionError(
@@ -94,9 +87,7 @@ def returned(value, site):
 
 def return_value(value):
     """What the converted function returns: its return value (None if no `return` ran)."""
-    if isinstance(value, Undefined) or is_typeless(value):
-        return None
-    return value
+    return None if isinstance(value, Undefined) or is_typeless(value) else value
 
 
 class Lists:
