@@ -12,9 +12,11 @@ its gradient the program's backward graph (built once by graph-mode autodiff), s
 import numpy as np
 
 from ..autodiff.gradients import gradients
-from ..ops.registry import register_gradient
+from ..eager import Tensor, is_grad_enabled
+from ..eager.runtime import variable_leaf
 from ..graph import ancestors
 from ..nodes import Node, Operation, Placeholder, Variable
+from ..ops.registry import register_gradient
 
 
 class GraphFunction:
@@ -33,11 +35,8 @@ class GraphFunction:
         return self.session.run(self.output, self._feed(values))
 
     def _feed(self, values, seed=None):
-        feed = dict(zip(self.inputs, values))
-        if seed is not None:
-            feed[self._seed] = np.asarray(seed)
-        feed.update(self.training_feed)
-        return feed
+        return {**dict(zip(self.inputs, values)), **({} if seed is None else {self._seed: np.asarray(seed)}),
+                **self.training_feed}
 
     def derivatives(self):
         """Per input, then per parameter: the GraphFunction of the output's gradient for it (None where there is none),
@@ -65,13 +64,12 @@ class GraphFunction:
 
 def why_not_recordable(program):
     """Why calls of this program cannot join eager autograd; None when they can."""
-    outputs = program.outputs
+    out = program.outputs[0] if len(program.outputs) == 1 else None
     if program.side_effects:
         return "changes state (an optimizer step or assign inside it)"
     if program.training:  # its backward would run the forward again: another dropout mask, wrong gradients
         return "runs in training mode (f.train())"
-    if len(outputs) != 1 or not isinstance(outputs[0], Node) or outputs[0].dtype is None or \
-            outputs[0].dtype.kind != "f":
+    if not isinstance(out, Node) or out.dtype is None or out.dtype.kind != "f":
         return "does not return exactly one floating-point tensor"
     return None
 
@@ -82,7 +80,6 @@ class RunProgram(Operation):
     abstract = True  # internal to to_static: never a graph node, so it stays out of the op registry
 
     def __init__(self, function, tensors):
-        from ..eager.runtime import variable_leaf
         self.function, self.feed_count = function, len(tensors)
         super().__init__(*tensors, *[variable_leaf(p) for p in function.parameters])
 
@@ -98,7 +95,6 @@ class RunProgram(Operation):
 
 @register_gradient(RunProgram)
 def _run_program_gradient(op, grad):
-    from ..eager import is_grad_enabled
     fed = op.inputs[:op.feed_count]
     if is_grad_enabled():  # backward(create_graph=True): gradients that are recorded calls, differentiable again
         return [None if d is None else RunProgram(d, list(fed) + [grad]) for d in op.function.derivatives()]
@@ -107,7 +103,6 @@ def _run_program_gradient(op, grad):
 
 def call_recorded(program, session, arrays, tensors_in):
     """Run `program` as a recorded eager op when something it depends on requires grad; else None."""
-    from ..eager import Tensor, is_grad_enabled
     if not is_grad_enabled() or not any(isinstance(t, Tensor) for t in tensors_in) or why_not_recordable(program):
         return None
     function = program.__dict__.get("_function")
