@@ -40,16 +40,12 @@ class ConcreteProgram:
         self.key, self.graph, self.inputs, self.specs = key, graph, inputs, specs
         self.outputs, self.structure, self.side_effects = outputs, structure, side_effects
         self.training, self.fn_name = training, fn_name
-        self._fetches = [o for o in outputs if isinstance(o, Node)] + list(side_effects)
+        # the nodes one run fetches (outputs, then state updates): draw them with tfl.viz.to_graphviz
+        self.fetches = [o for o in outputs if isinstance(o, Node)] + list(side_effects)
 
     def __repr__(self):
         shapes = ", ".join(f"{p.name}: {list(p.shape)} {p.dtype.name}" for p in self.inputs)
         return f"<ConcreteProgram {self.fn_name}({shapes}) -> {len(self.outputs)} output(s), training={self.training}>"
-
-    @property
-    def fetches(self):
-        """The nodes one run fetches (outputs, then state updates): draw them with tfl.viz.to_graphviz."""
-        return list(self._fetches)
 
     def _repr_svg_(self):
         draw = PICTURES.get("svg")
@@ -60,7 +56,7 @@ class ConcreteProgram:
         feed = dict(zip(self.inputs, arrays))
         if self.graph.training_flag is not None:
             feed[self.graph.training_flag] = self.training
-        values = iter(session.run(self._fetches, feed))
+        values = iter(session.run(self.fetches, feed))
         return rebuild(self.structure, iter([Tensor(next(values)) if isinstance(o, Node) else o for o in self.outputs]))
 
 
@@ -106,20 +102,16 @@ class StaticFunction:
         return bound
 
     # -- modes ----------------------------------------------------------------------
-    def train(self):
+    def train(self, mode=True):
         """Trace and run in training mode (dropout active, batch statistics, update ops run)."""
-        return self._set_mode(True)
+        self.training = mode  # the static function owns its mode; the layer follows, so eager calls behave alike
+        if self._layer is not None and hasattr(self._layer, "train"):
+            self._layer.train(mode)
+        return self
 
     def eval(self):
         """Trace and run in evaluation mode (the default, whatever the layer's eager mode)."""
-        return self._set_mode(False)
-
-    def _set_mode(self, training):
-        # the static function owns its mode; the wrapped layer follows, so eager calls behave alike
-        self.training = training
-        if self._layer is not None and hasattr(self._layer, "train"):
-            self._layer.train(training)
-        return self
+        return self.train(False)
 
     # -- calling ----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
