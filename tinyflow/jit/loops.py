@@ -19,17 +19,13 @@ from .errors import ConversionError
 from .inplace import after_loop, current, loop_identities, region
 from .tensor_lists import Guarded, stack_collected, tensor_sequence
 from .undefined import Undefined, UndefinedValue, is_typeless
-from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, rebuild, \
-    same_value, shown
+from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, rebuild, same_value, shown
 
 
 def convert_while(test_fn, body_fn, values, names, site):
     """A Python loop while the test is a Python bool; tfl.while_loop from the first time it is a graph node."""
     values = tuple(values)
-    while True:
-        test = test_fn(*values)
-        if isinstance(test, Node):
-            break
+    while not isinstance(test := test_fn(*values), Node):
         if not test:
             return values
         values = tuple(body_fn(*values))
@@ -56,10 +52,8 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
             return (k + 1,) + tuple(body_fn(sequence.item(k), *loop))
         return graph_loop(test, body, (as_node(np.int64(0)),) + tuple(values), ("<position>",) + tuple(names),
                           site)[1:]
-    if isinstance(iterable, Undefined):
-        iterable._fail()
     values = tuple(values)
-    for item in iterable:
+    for item in iterable:  # an Undefined raises its error here
         keep = True if extra_test is None else extra_test(*values)
         if isinstance(keep, Node):  # stopped by a tensor flag: the remaining iterations run under a cond
             values = convert_ifelse(keep, lambda *v, item=item: body_fn(item, *v), lambda *v: v, values, names, site)
@@ -100,32 +94,19 @@ def graph_loop(test_fn, body_fn, values, names, site):
 
 def _graph_loop(test_fn, body_fn, values, names, site, lists):
     flat = [flatten(v) for v in values]
-    starts, kinds = [], []  # per leaf: "carried" (a loop variable) or "python" (must stay as it is)
-    for name, (leaves, _) in zip(names, flat):
-        for leaf in leaves:
-            if is_typeless(leaf):  # no value yet (e.g. an enclosing loop's variable before its first assignment)
-                starts.append(UndefinedValue())
-            elif isinstance(leaf, Node):
-                starts.append(leaf)
-            elif isinstance(leaf, NUMBERS):
-                starts.append(as_node(leaf))
-            elif isinstance(leaf, Undefined):
-                starts.append(UndefinedValue())  # typed by the body's first assignment (trace_loop)
-            else:
-                kinds.append("python")
-                continue
-            kinds.append("carried")
+    all_leaves = [leaf for leaves, _ in flat for leaf in leaves]
+    carries = [isinstance(leaf, (Node, Undefined) + NUMBERS) for leaf in all_leaves]  # else must stay as it is
+    # a leaf with no value yet (an Undefined, or an enclosing loop's variable before its first assignment) is typed by
+    # the body's first assignment (trace_loop)
+    starts = [UndefinedValue() if is_typeless(leaf) or isinstance(leaf, Undefined) else
+              leaf if isinstance(leaf, Node) else as_node(leaf) for leaf, c in zip(all_leaves, carries) if c]
 
     def with_loop_values(loop):
         """The variables holding `loop`'s values; a list is filled in place, so that it stays the object every name,
         attribute or argument holding it sees."""
         carried = iter(loop)
-        out, position = [], 0
-        for value, (leaves, structure) in zip(values, flat):
-            new = [next(carried) if kinds[position + i] == "carried" else leaf for i, leaf in enumerate(leaves)]
-            position += len(leaves)
-            out.append(rebuild(structure, iter(new), into=value))
-        return out
+        leaves = iter([next(carried) if c else leaf for leaf, c in zip(all_leaves, carries)])
+        return [rebuild(structure, leaves, into=value) for value, (_, structure) in zip(values, flat)]
 
     def test(*loop):
         return as_bool(test_fn(*with_loop_values(loop)), site)
@@ -151,8 +132,8 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
                 raise ConversionError(f"{site}: variable '{shown(name)}' changes structure in a loop over a tensor "
                                       f"({describe(leaves if structure else leaves[0])} before, {describe(new)} "
                                       "after an iteration); keep one structure")
-            for old, value, kind in zip(leaves, new_leaves, kinds[position:position + len(leaves)]):
-                if kind == "carried":
+            for old, value, carried_leaf in zip(leaves, new_leaves, carries[position:position + len(leaves)]):
+                if carried_leaf:
                     carried.append(_loop_value(name, value, loop[len(carried)], site))
                 elif not same_value(old, value):
                     raise _not_carried(name, value, site)
