@@ -27,6 +27,8 @@ import numpy as np
 from ..eager import Tensor, tensor
 from ..nodes import Constant, Node, as_node
 from ..nodes.node import _notebook_cell, default_dtype_for
+from ..ops import elementwise_ops, identity
+from ..ops.elementwise_ops import cast, equal, where
 # helpers the converted code calls (as _tfl_jit_.<name>)
 from .branches import convert_ifelse, convert_ifexp  # noqa: F401
 from .loops import convert_for, convert_while  # noqa: F401
@@ -78,7 +80,6 @@ def convert_call(fn, site):
 def _graph_tensor(data, requires_grad=False, dtype=None):
     """tfl.tensor(...) in converted code: a graph constant (as Paddle's to_tensor), which branches and loops carry."""
     if isinstance(data, Node):
-        from ..ops import cast, identity
         return identity(data) if dtype is None else cast(data, dtype)
     data = data.numpy() if isinstance(data, Tensor) else data
     return Constant(np.array(data, dtype=dtype if dtype is not None else default_dtype_for(data)))
@@ -110,7 +111,6 @@ def convert_chain(site, left, *steps):
         right = right_fn()
         python, graph = _COMPARE[op]
         if isinstance(left, Node) or isinstance(right, Node):
-            from ..ops import elementwise_ops
             part = getattr(elementwise_ops, graph)(left, right)
         else:
             part = python(left, right)
@@ -129,7 +129,6 @@ def convert_boolop(is_and, left, right_fn, site):
     if not isinstance(right, Node) and bool(right) != is_and:
         # decided whatever the tensor holds: `x > 1 or a is None or a > 1` never reaches `a > 1`, as in Python
         return right
-    from ..ops.elementwise_ops import where
     right = as_bool(right, site) if isinstance(right, Node) else as_node(np.asarray(bool(right)))
     return where(as_bool(left, site), right, False) if is_and else where(as_bool(left, site), True, right)
 
@@ -138,7 +137,6 @@ def convert_not(value, site):
     """`not a`: Python's for Python values; logical not for graph nodes."""
     if not isinstance(value, Node):
         return not value
-    from ..ops.elementwise_ops import equal
     return equal(as_bool(value, site), False)
 
 

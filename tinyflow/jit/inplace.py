@@ -15,6 +15,7 @@ import operator
 from ..graph import get_default_graph
 from ..nodes import Node, Variable
 from ..nodes.node import Newest
+from ..ops.elementwise_ops import cast
 from ..shapes import shapes_compatible
 from .errors import ConversionError
 
@@ -137,7 +138,6 @@ def inplace(target, op, operand, site, text):
         raise ConversionError(f"{site}: `{text} {symbol}= ...` changes in place {what}")
     value = compute(target, operand)
     if value.dtype != target.dtype:  # an in-place op keeps the tensor's dtype
-        from ..ops.elementwise_ops import cast
         value = cast(value, target.dtype)
     if not shapes_compatible(value.shape, target.shape):
         raise ConversionError(f"{site}: `{text} {symbol}= ...` cannot change a tensor of shape {target.shape} into "

@@ -14,6 +14,7 @@ from ..control_flow.subgraph import owner
 from ..control_flow.while_loop import trace_loop
 from ..graph import get_default_graph
 from ..nodes import Node, as_node
+from ..ops.elementwise_ops import cast, where
 from .branches import convert_ifelse
 from .errors import ConversionError
 from .inplace import after_loop, current, loop_identities, region
@@ -45,7 +46,6 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
             keep = extra_test(*loop)
             if not isinstance(keep, Node):
                 return valid if keep else as_node(False)
-            from ..ops.elementwise_ops import where
             return where(valid, as_bool(keep, site), False)
 
         def body(k, *loop):
@@ -169,7 +169,6 @@ def _loop_value(name, value, placeholder, site):
         if value.dtype != placeholder.dtype and all(v.dtype is not None and v.dtype.kind == "f"
                                                     for v in (value, placeholder)):
             # `total + x * i` with a counter i that was a Python int: eager Python keeps x's float type
-            from ..ops.elementwise_ops import cast
             return cast(value, placeholder.dtype)
         return value
     if isinstance(value, NUMBERS):

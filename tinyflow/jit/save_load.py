@@ -14,12 +14,16 @@ import zlib
 
 import numpy as np
 
+from ..control_flow import Cond, Subgraph, WhileLoop
+from ..control_flow.stacks import StackInput, StackPush
 from ..errors import CheckpointError, TinyflowError
 from ..graph import Graph, ancestors
 from ..nodes import Constant, Node, Operation, Placeholder, Variable
+from ..session import Session
 from ..shapes import shapes_compatible
 from .input_spec import InputSpec
 from .ops_io import build_op, decode, encode, op_attributes
+from .static_function import StaticFunction
 
 FORMAT = "tinyflow.jit"
 VERSION = 2  # 2: a cond or loop is one op with several outputs, read by Output nodes
@@ -33,7 +37,6 @@ def _paths(path):
 
 
 def _program_of(layer_or_fn, input_spec, caller="tfl.jit.save", error=TinyflowError):
-    from .static_function import StaticFunction
     function = layer_or_fn if isinstance(layer_or_fn, StaticFunction) else StaticFunction(layer_or_fn, input_spec)
     specs = input_spec if input_spec is not None else function.input_spec
     if specs is None and not function.concrete_programs:
@@ -51,7 +54,6 @@ def _program_of(layer_or_fn, input_spec, caller="tfl.jit.save", error=TinyflowEr
 
 def _saved(nodes):
     """The nodes saved of a subgraph: not a loop's recording machinery (WhileLoop.record makes it again)."""
-    from ..control_flow.stacks import StackInput, StackPush
     return [n for n in nodes if not isinstance(n, (StackInput, StackPush))]
 
 
@@ -156,7 +158,6 @@ class LoadedProgram:
         for spec, array, p in zip(self.input_specs, arrays, self.inputs):
             spec.check(np.asarray(array), f"input '{p.name}'")
         if self._session is None:
-            from ..session import Session
             self._session = Session(self.graph)
         values = self._session.run(self.outputs, dict(zip(self.inputs, arrays)))
         return values[0] if self._single else values
@@ -270,7 +271,6 @@ def _build_node(entry, built, arrays):
 
 
 def _subgraph(data, built, label):
-    from ..control_flow import Subgraph
     try:
         nodes, inputs, outputs = ([built[n] for n in data[part]] for part in ("nodes", "inputs", "outputs"))
     except (KeyError, TypeError):
@@ -283,7 +283,6 @@ def _subgraph(data, built, label):
 
 
 def _build_control_flow(kind, data, inputs, built, name):
-    from ..control_flow import Cond, WhileLoop
     if not isinstance(data, dict):
         _fail(f"node {name!r}: bad control-flow description")
     if kind == "Cond":

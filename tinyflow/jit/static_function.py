@@ -20,6 +20,7 @@ from ..eager import Tensor, is_grad_enabled
 from ..errors import TinyflowError
 from ..graph import PICTURES, ancestors, get_default_graph
 from ..nodes import Node, Placeholder
+from ..session import Session
 from .convert import convert_function
 from .eager_call import call_recorded, why_not_recordable
 from .errors import ConversionError
@@ -147,7 +148,6 @@ class StaticFunction:
         return list(self._programs.values())
 
     def _session(self, graph):
-        from ..session import Session
         if graph not in self._sessions:
             self._sessions[graph] = Session(graph)
         return self._sessions[graph]

@@ -17,9 +17,11 @@ import numpy as np
 
 from ..control_flow.sequences import Enumerate, Length, Zip, length as tensor_length, range as tensor_range, \
     sequence_of
+from ..control_flow import cond
 from ..control_flow.stacks import StackToTensor
 from ..nodes import Node
 from ..ops.array_ops import add_n, concat, reshape, transpose
+from ..ops.elementwise_ops import cast, equal
 from ..ops.indexing import gather
 from ..ops.reductions import reduce_sum
 from ..ops.shape_ops import stack
@@ -76,8 +78,6 @@ def stack_collected(loop_op, values, appended):
     if not isinstance(appended, Guarded):
         values.append(Stacked(rows(appended)))
         return
-    from ..control_flow import cond
-    from ..ops.elementwise_ops import cast, equal
     every, valid = rows(appended.value), cast(rows(appended.valid), "int64")
     complete = equal(reduce_sum(valid), Length(valid))  # no break skipped the last iteration's append
     values.append(Stacked(cond(complete, lambda: every, lambda: every[:-1])))

@@ -9,6 +9,7 @@ import re
 import numpy as np
 
 from ..nodes import Node
+from ..ops.elementwise_ops import cast
 from .errors import ConversionError
 from .undefined import Undefined, is_typeless
 
@@ -59,7 +60,6 @@ def same_value(a, b):
 def as_bool(test, site):
     """A tensor condition as one boolean value (cast if needed); a ConversionError for several values."""
     if test.dtype != np.bool_:
-        from ..ops.elementwise_ops import cast
         test = cast(test, "bool")
     if test.shape is not None and any(d is not None and d != 1 for d in test.shape):
         raise ConversionError(f"{site}: the condition has shape {test.shape}; an `if`/`while` on a tensor needs "
