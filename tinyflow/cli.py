@@ -3,6 +3,7 @@
 import argparse
 import importlib
 import json
+import pathlib
 import platform
 import sys
 
@@ -109,8 +110,7 @@ def main(argv=None):
     board = sub.add_parser("board", help="serve the curves Model.fit(log_dir=...) writes, live, in the browser")
     board.add_argument("logdir", help="the folder holding the runs (each fit's log_dir is a folder inside it)")
     board.add_argument("--port", type=int, help="default: 6006, or the next free port after it; 0: any free port")
-    board.add_argument("--host", default="127.0.0.1",
-                       help="address to listen on (default: 127.0.0.1, this machine only)")
+    board.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
     assignments = sub.add_parser("assignments", help="teacher's tools for the assignments")
     tools = assignments.add_subparsers(dest="tool", required=True)
     make = tools.add_parser("make-student", help="write the student version (solutions replaced by stubs)")
@@ -123,8 +123,7 @@ def main(argv=None):
     grade.add_argument("--source", help="the teacher's assignments folder holding the official tests")
     grade.add_argument("--json", help="the JSON report's file (default: grade-<assignment>.json; '-': print it)")
     onnx_tools = sub.add_parser("onnx", help="look inside an ONNX model").add_subparsers(dest="tool", required=True)
-    show = onnx_tools.add_parser("show", help="print a model's inputs, outputs, op counts and parameters; "
-                                              "-o draws its graph as tinyflow imports it")
+    show = onnx_tools.add_parser("show", help="print a model's inputs, outputs, op counts, parameters (-o: draw it)")
     show.add_argument("model", help="the .onnx file")
     show.add_argument("-o", "--output", help="write the picture of the graph here (.svg, .png, .pdf)")
     args = parser.parse_args(argv)
@@ -143,6 +142,8 @@ def main(argv=None):
 
 def _run(args):
     """Run the parsed command; returns the exit status."""
+    import tinyflow as tfl
+    from tinyflow import teaching
     if args.command == "info":
         info()
     elif args.command == "cache":
@@ -154,46 +155,32 @@ def _run(args):
     elif args.command == "board":
         from tinyflow.board.server import main as serve_board
         return serve_board(args.logdir, host=args.host, port=args.port)
-    elif args.command == "onnx":
-        return _onnx_show(args.model, args.output)
+    elif args.command == "onnx":  # import the model, print its summary, draw it
+        prog = tfl.onnx.load(args.model, graph=tfl.Graph())
+        print(f"{args.model}: {prog.summary()}")
+        if args.output:
+            try:
+                print(f"graph drawn to {tfl.viz.render(list(prog.outputs.values()), args.output)}")
+            except tfl.TinyflowError as err:
+                print(f"error: cannot draw the graph: {err}", file=sys.stderr)
+                return 1
     elif args.command == "assignments":
-        from tinyflow import teaching
         written = teaching.make_student(args.out, source=args.source or teaching.SOURCE, force=args.force)
         print(f"wrote the student version ({len(written)} files) to {args.out}; hand it out, then grade with "
               f"`tinyflow grade assignmentN {args.out}`")
-    else:
-        _grade(args)
+    else:  # grade: the score of each official test, and the JSON report
+        source = args.source or teaching.SOURCE
+        if not args.source and not (teaching.SOURCE / "tests").is_dir():
+            source = args.path  # tinyflow installed without its checkout: a student grades with the handed-out tests
+        report = teaching.grade(args.assignment, args.path, source=source)
+        if args.json == "-":
+            print(json.dumps(report, indent=2))
+            return 0
+        print(teaching.format_report(report))
+        path = pathlib.Path(args.json or f"grade-{args.assignment}.json")
+        path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        print(f"JSON report written to {path}")
     return 0
-
-
-def _onnx_show(model, picture=None):
-    """`tinyflow onnx show model.onnx [-o graph.svg]`: import the model, print its summary, draw it."""
-    import tinyflow as tfl
-    prog = tfl.onnx.load(model, graph=tfl.Graph())
-    print(f"{model}: {prog.summary()}")
-    if picture:
-        try:
-            print(f"graph drawn to {tfl.viz.render(list(prog.outputs.values()), picture)}")
-        except tfl.TinyflowError as err:
-            print(f"error: cannot draw the graph: {err}", file=sys.stderr)
-            return 1
-    return 0
-
-
-def _grade(args):
-    """`tinyflow grade assignmentN [path]`: print the score of each official test, and write the JSON report."""
-    from tinyflow import teaching
-    source = args.source or teaching.SOURCE
-    if not args.source and not (teaching.SOURCE / "tests").is_dir():
-        source = args.path  # tinyflow installed without its checkout: a student grades with the handed-out tests
-    report = teaching.grade(args.assignment, args.path, source=source)
-    if args.json == "-":
-        return print(json.dumps(report, indent=2))
-    print(teaching.format_report(report))
-    path = args.json or f"grade-{args.assignment}.json"
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(json.dumps(report, indent=2) + "\n")
-    print(f"JSON report written to {path}")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,7 @@
 import numpy as np
 
 
-def _order(arrays, what, shuffle, seed):
-    """The row order of arrays sharing their first dimension (a ValueError when they do not)."""
+def _order(arrays, what, shuffle, seed):  # the row order of arrays sharing their first dimension
     n = len(arrays[0])
     if any(len(a) != n for a in arrays):
         raise ValueError(f"arrays to {what} have different lengths: {[len(a) for a in arrays]}")

@@ -3,8 +3,7 @@ import tinyflow as tfl
 
 
 def train(name, layers, loss, metric, lr, data, backend, **fit):
-    """A Model of the layers `layers()` builds, in a graph of its own, trained with Adam(lr) on data = (X_train,
-    X_test, y_train, y_test): (model, history, its `metric` on the test rows)."""
+    """A Model of `layers()` in a graph of its own, trained with Adam(lr) on data: (model, history, test `metric`)."""
     X_train, X_test, y_train, y_test = data
     print(f"training the {name} on {len(X_train)} rows (testing on {len(X_test)}), backend "
           f"{tfl.backends.get_backend(backend).name}")
