@@ -34,7 +34,7 @@ from .branches import convert_ifelse, convert_ifexp  # noqa: F401
 from .loops import convert_for, convert_while  # noqa: F401
 from .values import as_bool, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
-from .escapes import HELPER, SCOPES, Lowering, helper_call, name, walk_here
+from .escapes import HELPER, SCOPES, Lowering, ast_name, helper_call, walk_here
 from .inplace import OPS, assigns_into, inplace  # noqa: F401
 from .tensor_lists import convert_subscript, tensor_aware  # noqa: F401
 from .undefined import Undefined
@@ -202,7 +202,7 @@ def _thunk(expression):
 
 
 def _returning(names):
-    return ast.Return(ast.Tuple([name(n) for n in names], ast.Load()))
+    return ast.Return(ast.Tuple([ast_name(n) for n in names], ast.Load()))
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -229,11 +229,11 @@ class _Rewriter(ast.NodeTransformer):
         """The functions ((label, parameters, body) or None), then `(names...) = _tfl_jit_.<helper>(*first,
         *functions, (values...), ("names"...), "file:line", *last)`."""
         definitions = [_function_def(f"{HELPER}{f[0]}_{self.count}", _args(f[1]), f[2]) for f in functions if f]
-        references = iter(name(d.name) for d in definitions)
-        values = ast.Tuple([helper_call("ld", ast.Constant(n), _thunk(name(n))) for n in names], ast.Load())
+        references = iter(ast_name(d.name) for d in definitions)
+        values = ast.Tuple([helper_call("ld", ast.Constant(n), _thunk(ast_name(n))) for n in names], ast.Load())
         call = helper_call(helper, *first, *[next(references) if f else ast.Constant(None) for f in functions], values,
                            ast.Tuple([ast.Constant(n) for n in names], ast.Load()), self.site(node), *last)
-        target = ast.Tuple([name(n, store=True) for n in names], ast.Store())
+        target = ast.Tuple([ast_name(n, store=True) for n in names], ast.Store())
         return definitions + [ast.Assign([target], call, lineno=node.lineno)]
 
     def visit_If(self, node):
@@ -256,7 +256,7 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         self.count += 1
         item = f"{HELPER}item_{self.count}"
-        bind = ast.Assign([node.target], name(item), lineno=node.lineno)
+        bind = ast.Assign([node.target], ast_name(item), lineno=node.lineno)
         names = _assigned_names([bind] + node.body, self.locals)
         extra = getattr(node, "extra_test", None)  # the break / return flags (escapes.py)
         test = ("for_test", names, [ast.Return(self.visit(extra))]) if extra is not None else None
@@ -369,7 +369,7 @@ def _factory(fn):
             _evaluated_once(definition)
             _Rewriter(filename).visit(definition)
             wrapper = _function_def(f"{HELPER}factory", _args([HELPER] + list(code.co_freevars)),
-                                    [definition, ast.Return(name(definition.name))])
+                                    [definition, ast.Return(ast_name(definition.name))])
             module, namespace = ast.fix_missing_locations(ast.Module([wrapper], [])), {}
             exec(compile(module, filename, "exec"), namespace)  # noqa: S102 - the user's own code, rewritten
             factory = types.FunctionType(namespace[f"{HELPER}factory"].__code__, fn.__globals__)

@@ -35,8 +35,10 @@ class GraphFunction:
         return self.session.run(self.output, self._feed(values))
 
     def _feed(self, values, seed=None):
-        return {**dict(zip(self.inputs, values)), **({} if seed is None else {self._seed: np.asarray(seed)}),
-                **self.training_feed}
+        feed = {**dict(zip(self.inputs, values)), **self.training_feed}
+        if seed is not None:
+            feed[self._seed] = np.asarray(seed)
+        return feed
 
     def derivatives(self):
         """Per input, then per parameter: the GraphFunction of the output's gradient for it (None where there is none),

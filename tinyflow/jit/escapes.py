@@ -32,19 +32,19 @@ SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.L
           ast.GeneratorExp)
 
 
-def name(identifier, store=False):
+def ast_name(identifier, store=False):
     """An ast.Name loading (or storing) `identifier`."""
     return ast.Name(identifier, ast.Store() if store else ast.Load())
 
 
 def assign(identifier, value):
     """`identifier = value`."""
-    return ast.Assign([name(identifier, store=True)], value)
+    return ast.Assign([ast_name(identifier, store=True)], value)
 
 
 def helper_call(helper, *args):
     """`_tfl_jit_.<helper>(*args)`."""
-    return ast.Call(ast.Attribute(name(HELPER), helper, ast.Load()), list(args), [])
+    return ast.Call(ast.Attribute(ast_name(HELPER), helper, ast.Load()), list(args), [])
 
 
 def walk_here(node, root=True):
@@ -57,7 +57,8 @@ def walk_here(node, root=True):
 
 def _not_any(flags):
     flags = sorted(flags)
-    return ast.UnaryOp(ast.Not(), name(flags[0]) if len(flags) == 1 else ast.BoolOp(ast.Or(), [name(f) for f in flags]))
+    test = ast_name(flags[0]) if len(flags) == 1 else ast.BoolOp(ast.Or(), [ast_name(f) for f in flags])
+    return ast.UnaryOp(ast.Not(), test)
 
 
 def escapes_in(statements):
@@ -96,7 +97,7 @@ class Lowering:
         lowered += self.block(body, {"return": RETURNED})
         if not always_returns(body):  # falling off the end returns None, as in Python
             lowered.append(ast.If(_not_any({RETURNED}), self.returning(None, end_line), [], lineno=end_line))
-        return lowered + [ast.Return(helper_call("return_value", name(RETURN_VALUE)))]
+        return lowered + [ast.Return(helper_call("return_value", ast_name(RETURN_VALUE)))]
 
     def returning(self, value, line):
         """`_tfl_retval = _tfl_jit_.returned(value, "file:line"); _tfl_returned = True`."""
