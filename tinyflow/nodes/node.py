@@ -157,7 +157,7 @@ def default_dtype_for(value):
 
 class Newest:
     """While tfl.jit.to_static traces, `of(node)` is the newest value of a tensor changed in place (`a += 1` makes
-    `a + 1` the value of the object `a` held, for every name holding it: tinyflow/jit/inplace.py); else None."""
+    `a + 1` the value of the object `a` held, for every name holding it: tinyflow/jit/inplace_tracing.py); else None."""
     of = None
 
 
