@@ -2,6 +2,8 @@
 
 Each op class is followed by its snake_case function and its registered gradient.
 """
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
@@ -13,10 +15,15 @@ from .registry import not_differentiable, register_gradient
 from .elementwise_ops import zeros_like
 
 
-def _node_list(op_class, name, xs):
-    """The list of inputs of an op that takes a list (concat, add_n); a single node is a mistake."""
+def checks(function, name, *inputs):
+    """The argument checks of a function built of other ops: its errors name the function (e.g. "roll")."""
+    return Arguments(SimpleNamespace(op_type=function), name, *inputs)
+
+
+def _node_list(function, name, xs):
+    """The list of inputs of a function that takes a list (concat, add_n, stack); a single node is a mistake."""
     if isinstance(xs, Node) or not hasattr(xs, "__iter__"):
-        Arguments(op_class, name).fail("xs", xs, "is not a list", "pass a list of nodes, e.g. [a, b]")
+        checks(function, name).fail("xs", xs, "is not a list", "pass a list of nodes, e.g. [a, b]")
     return list(xs)
 
 
@@ -138,7 +145,7 @@ class Concat(Operation):
 
 def concat(xs, axis, name=None):
     """Join a list of nodes along an existing axis."""
-    return Concat(_node_list(Concat, name, xs), axis, name=name)
+    return Concat(_node_list("concat", name, xs), axis, name=name)
 
 
 class ConcatSplit(Operation):
@@ -182,8 +189,8 @@ def _normalize_key(key, check=None):
     for k in key:
         if isinstance(k, Node):
             check.fail("key", k, "is a graph node", "index with Python ints, slices or numpy arrays")
-        if isinstance(k, (list, np.ndarray)):
-            k = np.asarray(k)
+        if isinstance(k, (list, tuple, np.ndarray)) or getattr(k, "graph", False) is None:  # or an eager Tensor
+            k = np.asarray(k)  # x[[0, 2]], x[(1, 0), i]: integer arrays, as numpy and torch take them
             if k.dtype.kind not in "iub":
                 check.fail("key", key, f"holds an array of dtype {k.dtype}",
                            "index with integer or boolean arrays")
@@ -356,7 +363,7 @@ class AddN(Operation):
 
 def add_n(xs, name=None):
     """The sum of a list of nodes."""
-    return AddN(*_node_list(AddN, name, xs), name=name)
+    return AddN(*_node_list("add_n", name, xs), name=name)
 
 
 @register_gradient(AddN)

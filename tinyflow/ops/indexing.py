@@ -8,7 +8,9 @@ import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
-from ..nodes import Operation
+from ..nodes import Operation, as_node
+from .array_ops import checks, get_item
+from .elementwise_ops import cast, equal, where
 from .registry import not_differentiable, register_gradient
 
 
@@ -192,3 +194,22 @@ def topk(x, k, axis=-1, largest=True, sorted=True, name=None):  # noqa: A002 - t
     indices = TopKIndices(x, k, axis, largest, name=None if name is None else f"{name}_indices")
     return take_along_axis(x, indices, axis, name=name), indices
 
+
+
+def one_hot(indices, depth, dtype="float32", name=None):
+    """Rows of `depth` zeros with a 1 at each index (an index outside [0, depth) gives zeros, as tf.one_hot)."""
+    check = checks("one_hot", name, indices)
+    depth, dtype = check.integer("depth", depth, minimum=0), check.dtype("dtype", dtype)
+    indices = as_node(indices)
+    if indices.dtype.kind not in "iu":
+        check.fail("indices", f"a tensor of dtype {indices.dtype}", "does not hold integers",
+                   "pass class ids, e.g. tfl.cast(i, 'int64')")
+    return cast(equal(get_item(indices, (Ellipsis, None)), np.arange(depth)), dtype, name=name)
+
+
+def masked_fill(x, mask, value, name=None):
+    """x with `value` where the boolean `mask` (broadcast to x) is true (torch.masked_fill)."""
+    x = as_node(x)
+    if np.dtype(getattr(mask, "dtype", None) or np.asarray(mask).dtype) != bool:
+        checks("masked_fill", name, x).fail("mask", mask, "is not boolean", "pass a mask such as x > 0")
+    return where(mask, as_node(value, like=x), x, name=name)

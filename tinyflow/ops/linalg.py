@@ -13,7 +13,10 @@ from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
 from ..nodes import Operation, as_node
 from .registry import register_gradient
-from .elementwise_ops import OnesLike
+from .array_ops import checks, get_item
+from .elementwise_ops import OnesLike, multiply, where
+from .pad import pad
+from .shape_ops import Unsqueeze
 
 LETTERS = string.ascii_letters
 
@@ -155,3 +158,27 @@ def triu(x, k=0, name=None):
 @register_gradient(Triangle)
 def _triangle_grad(op, grad):
     return [Triangle(grad, op.k, op.upper)]
+
+
+def outer(a, b, name=None):
+    """The outer product of two vectors: a (n,) and b (m,) give (n, m), entries a_i b_j (torch.outer)."""
+    check = checks("outer", name, *(v for v in (a, b) if hasattr(v, "shape")))
+    for argument, v in (("a", a), ("b", b)):
+        if rank_of(v) not in (1, None):
+            check.fail(argument, f"an input of rank {rank_of(v)}", "is not a vector", "flatten it first")
+    return multiply(Unsqueeze(a, 1), Unsqueeze(b, 0), name=name)
+
+
+def diag(x, k=0, name=None):
+    """A vector's square matrix with x on diagonal k, or a matrix's diagonal k as a vector (torch.diag)."""
+    x = as_node(x)
+    check = checks("diag", name, x)
+    k = check.integer("k", k)
+    if rank_of(x) not in (1, 2) or None in x.shape:
+        check.fail("x", x.shape, "is not a vector or a matrix of known shape", "pass a 1-D or 2-D input")
+    top, left = max(-k, 0), max(k, 0)
+    if len(x.shape) == 2:  # the entries (i, i + k)
+        count = max(0, min(x.shape[0] - top, x.shape[1] - left))
+        return get_item(x, (np.arange(count) + top, np.arange(count) + left), name=name)
+    square = where(np.eye(x.shape[0], dtype=bool), Unsqueeze(x, 1), np.zeros((), x.dtype))  # x · I, but inf · 0 = 0
+    return pad(square, ((top, left), (left, top)), name=name)

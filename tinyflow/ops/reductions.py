@@ -12,14 +12,22 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, rank_of
-from ..nodes import Operation
+from ..nodes import Operation, as_node
 from ..shapes import reduced_shape
 from .registry import not_differentiable, register_gradient
-from .elementwise_ops import Exp, Sqrt, Square
+from .elementwise_ops import Cast, Exp, Sqrt, Square, divide, equal, logical_and, maximum, where
+from .runtime_shapes import Size
 
 
 # dtypes np.add.reduce sums in their own precision, as np.sum and np.mean do (they promote the others first)
 _SUMMED_AS_IS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def reduced_axes(check, axis, x):
+    """The sorted axes `axis` names (None: all); on a rank-0 x, axis 0 and -1 name none (as torch's dim)."""
+    rank = rank_of(x)
+    axes = check.axes("axis", axis, 1 if rank == 0 else rank)
+    return () if rank == 0 else axes
 
 
 class Reduction(Operation):
@@ -33,7 +41,7 @@ class Reduction(Operation):
     def __init__(self, x, axis=None, keepdims=False, name=None):
         check = Arguments(self, name, x)
         self.axis, self.keepdims = axis, check.flag("keepdims", keepdims)
-        self.axes = check.axes("axis", axis, rank_of(x))
+        self.axes = reduced_axes(check, axis, x)
         if self.axes is None and self.keepdims:
             check.fail("keepdims", keepdims, "needs an input of known rank (its shape is unknown)",
                        "give the input node a shape, or pass keepdims=False")
@@ -269,6 +277,33 @@ def _reduce_logsumexp_grad(op, grad):
     return [spread * Exp(x - ExpandReduced(op, x, op.axes, op.keepdims, mean=False))]
 
 
+def reduce_any(x, axis=None, keepdims=False, name=None):
+    """Whether any element over `axis` is non-zero (all axes by default): tfl.any, for a tensor `if`."""
+    return ReduceMax(Cast(x, bool), axis, keepdims, name=name)
+
+
+def reduce_all(x, axis=None, keepdims=False, name=None):
+    """Whether every element over `axis` is non-zero (all axes by default): tfl.all."""
+    return ReduceMin(Cast(x, bool), axis, keepdims, name=name)
+
+
+def var(x, axis=None, correction=1, keepdims=False, name=None):
+    """The variance over `axis` (all axes by default): Σ (x - mean)² / (n - correction), as torch.var."""
+    x = as_node(x)
+    check = Arguments(ReduceSum, name, x)
+    correction = check.number("correction", correction)
+    squares = ReduceSum(Square(x - ReduceMean(x, axis, keepdims=True)), axis, keepdims)
+    sizes = [None] if x.shape is None else [x.shape[a] for a in reduced_axes(check, axis, x)]
+    if None in sizes:  # the count is known when the graph runs
+        return divide(squares, maximum(Size(x) / Size(squares) - correction, 0.0), name=name)
+    return divide(squares, max(math.prod(sizes) - correction, 0), name=name)
+
+
+def std(x, axis=None, correction=1, keepdims=False, name=None):
+    """The standard deviation over `axis` (all axes by default): √var, as torch.std."""
+    return Sqrt(var(x, axis, correction, keepdims), name=name)
+
+
 def norm(x, axis=None, keepdims=False, name=None):
     """The Euclidean (L2) norm over `axis`, √Σ x² (all axes by default; np.linalg.norm of a vector)."""
     return Sqrt(ReduceSum(Square(x), axis, keepdims), name=name)
@@ -282,7 +317,9 @@ class ArgExtreme(Operation):
 
     def __init__(self, x, axis=None, keepdims=False, select_last_index=False, name=None):
         check = Arguments(self, name, x)
-        self.axis = None if axis is None else check.axis("axis", axis, rank_of(x))
+        rank = rank_of(x)
+        self.axis = None if axis is None else check.axis("axis", axis, 1 if rank == 0 else rank)
+        self.axis = None if rank == 0 else self.axis  # a scalar's argmax along axis 0 or -1 is 0, as torch's
         self.keepdims = check.flag("keepdims", keepdims)
         self.select_last_index = check.flag("select_last_index", select_last_index)
         if keepdims and axis is None and rank_of(x) is None:
@@ -332,3 +369,60 @@ def argmin(x, axis=None, keepdims=False, name=None):
 
 
 not_differentiable(ArgMax, ArgMin)
+
+
+class CumSum(Operation):
+    """Running sums along `axis`, from its end when `reverse` (torch.cumsum, ONNX CumSum).  Gradient: the running
+    sums of g the other way."""
+
+    scan = staticmethod(np.cumsum)
+
+    def __init__(self, x, axis, reverse=False, name=None):
+        check = Arguments(self, name, x)
+        rank = rank_of(x)
+        self.axis = check.axis("axis", axis, None if rank is None else max(rank, 1))  # a scalar as one value
+        self.reverse = check.flag("reverse", reverse)
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        flip = (lambda v: np.flip(v, self.axis)) if self.reverse else (lambda v: v)
+        return flip(type(self).scan(flip(np.atleast_1d(x)), axis=self.axis)).reshape(x.shape)
+
+    def infer_shape(self, x_shape):
+        return x_shape
+
+    def infer_dtype(self, x):
+        return type(self).scan(np.ones(1, x)).dtype  # numpy's (and torch's) rule: small ints sum as int64
+
+
+class CumProd(CumSum):
+    """Running products along `axis` (torch.cumprod).  Gradient exact where x has zeros, as torch's."""
+
+    scan = staticmethod(np.cumprod)
+
+
+def cumsum(x, axis, name=None):
+    """The running sums of x along `axis` (torch.cumsum, np.cumsum)."""
+    return CumSum(x, axis, name=name)
+
+
+def cumprod(x, axis, name=None):
+    """The running products of x along `axis` (torch.cumprod, np.cumprod)."""
+    return CumProd(x, axis, name=name)
+
+
+@register_gradient(CumSum)
+def _cumsum_grad(op, grad):
+    return [CumSum(grad, op.axis, not op.reverse)]
+
+
+@register_gradient(CumProd)
+def _cumprod_grad(op, grad):
+    # d y_j / d x_i = Π_{k <= j, k != i} x_k for j >= i: Σ_{j >= i} g_j y_j / x_i where x_i != 0; at the first zero,
+    # the running products of x with that zero taken as 1; after it, 0 (each product holds the zero)
+    x, axis, reverse = op.inputs[0], op.axis, op.reverse
+    zero = equal(x, 0)
+    first_zero = logical_and(zero, equal(CumSum(zero, axis, reverse), 1))
+    at_first_zero = CumSum(grad * CumProd(where(first_zero, 1, x), axis, reverse), axis, not reverse)
+    elsewhere = CumSum(grad * op, axis, not reverse) / where(zero, 1, x)
+    return [where(zero, where(first_zero, at_first_zero, 0), elsewhere)]

@@ -11,7 +11,8 @@ from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
 from ..nodes import Node, Operation, as_node
 from ..shapes import broadcast_shapes
-from .array_ops import ReshapeLike, _node_list, concat, get_item
+from .array_ops import Reshape, ReshapeLike, _node_list, checks, concat, get_item, identity
+from .indexing import gather
 from .broadcasting import SumToShapeOf
 from .registry import register_gradient
 
@@ -345,10 +346,19 @@ def _tile_grad_grad(op, grad):
     return [Tile(grad, op.reps), None]
 
 
+def _axis_size(check, x, axis):
+    """(axis normalised, its size): the functions rearranging an axis need its size when the graph is built."""
+    axis = check.axis("axis", axis, rank_of(x))
+    if x.shape[axis] is None:
+        check.fail("axis", axis, f"has a size known only at run time (input shape {x.shape})",
+                   "give the input a static size along that axis")
+    return axis, x.shape[axis]
+
+
 def split(x, sizes_or_n, axis=0, name=None):
     """x cut along `axis` into n equal parts (an int) or parts of the given sizes (a list); a list of nodes."""
     x = as_node(x)
-    check = Arguments(Split, name, x)
+    check = checks("split", name, x)
     axis = check.axis("axis", axis, rank_of(x))
     size = None if x.shape is None else x.shape[axis]
     if is_int(sizes_or_n):
@@ -370,17 +380,48 @@ def split(x, sizes_or_n, axis=0, name=None):
             for i, (a, b) in enumerate(zip(starts[:-1], starts[1:]))]
 
 
-class Split:  # names the op in split's argument errors (split builds GetItem slices)
-    op_type = "Split"
-
-
 def stack(xs, axis=0, name=None):
     """The nodes of the list xs (of one shape) joined along a new axis."""
-    xs = _node_list(Stack, name, xs)
+    xs = _node_list("stack", name, xs)
     if not xs:
-        Arguments(Stack, name).fail("xs", xs, "is empty", "pass a list of at least one node")
+        checks("stack", name).fail("xs", xs, "is empty", "pass a list of at least one node")
     return concat([Unsqueeze(x, axis) for x in xs], axis, name=name)
 
 
-class Stack:  # names the op in stack's argument errors (stack is unsqueeze + concat)
-    op_type = "Stack"
+def flip(x, axis, name=None):
+    """x with its entries in reverse order along `axis` (an int or a tuple of them), as torch.flip."""
+    x = as_node(x)
+    axes = checks("flip", name, x).axes("axis", axis, rank_of(x))
+    return get_item(x, tuple(slice(None, None, -1 if a in axes else None) for a in range(len(x.shape))), name=name)
+
+
+def roll(x, shift, axis=None, name=None):
+    """x shifted by `shift` places along `axis` (ints or tuples of them), what leaves one end entering at the other
+    (torch.roll, np.roll); without an axis, over the flattened x."""
+    x = as_node(x)
+    check = checks("roll", name, x)
+    if axis is None:
+        return ReshapeLike(roll(Reshape(x, (-1,)), shift, 0), x, name=name)
+    shifts, axes = ((s,) if is_int(s) else s for s in (shift, axis))
+    if not (isinstance(shifts, (tuple, list)) and len(shifts) == len(axes) and all(map(is_int, shifts))):
+        check.fail("shift", shift, f"does not pair with axis={axis}", "pass one int shift per axis")
+    for s, a in zip(shifts, axes):
+        a, size = _axis_size(check, x, a)
+        if size and s % size:
+            cut = size - s % size
+            x = concat([get_item(x, (slice(None),) * a + (part,)) for part in (slice(cut, None), slice(cut))], a)
+    return x if name is None else identity(x, name=name)
+
+
+def repeat_interleave(x, repeats, axis=None, name=None):
+    """Each entry of x along `axis` repeated `repeats` times (an int, or one count per entry), as torch's; without
+    an axis, over the flattened x."""
+    x = as_node(x)
+    check = checks("repeat_interleave", name, x)
+    if axis is None:
+        x, axis = Reshape(x, (-1,)), 0
+    axis, size = _axis_size(check, x, axis)
+    counts = check.numeric_array("repeats", repeats)
+    if counts.dtype.kind not in "iu" or counts.ndim > 1 or counts.size not in (1, size) or (counts < 0).any():
+        check.fail("repeats", repeats, f"is not a count >= 0 or {size} of them", "pass an int or one int per entry")
+    return gather(x, np.repeat(np.arange(size), np.broadcast_to(counts.reshape(-1), (size,))), axis, name=name)
