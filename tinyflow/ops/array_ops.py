@@ -10,7 +10,7 @@ from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
 from ..nodes import Node, Operation
 from ..shapes import is_fully_known
-from .broadcasting import LikeOperation
+from .broadcasting import LikeOperation, ShapedLike
 from .registry import not_differentiable, register_gradient
 from .elementwise_ops import zeros_like
 
@@ -145,7 +145,7 @@ class Concat(Operation):
 
 def concat(xs, axis, name=None):
     """Join a list of nodes along an existing axis."""
-    return Concat(_node_list("concat", name, xs), axis, name=name)
+    return Concat(_node_list("Concat", name, xs), axis, name=name)
 
 
 class ConcatSplit(Operation):
@@ -275,7 +275,7 @@ def get_item(x, key, name=None):
     return GetItem(x, key, name=name)
 
 
-class GetItemGrad(Operation):
+class GetItemGrad(ShapedLike):
     """zeros like x, with g added at x[key] (the gradient of GetItem)."""
 
     def __init__(self, grad, x, key, name=None):
@@ -289,12 +289,6 @@ class GetItemGrad(Operation):
         else:
             out[self.key] = grad
         return out
-
-    def infer_shape(self, grad_shape, x_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x):
-        return grad
 
 
 @register_gradient(GetItem)
@@ -363,7 +357,7 @@ class AddN(Operation):
 
 def add_n(xs, name=None):
     """The sum of a list of nodes."""
-    return AddN(*_node_list("add_n", name, xs), name=name)
+    return AddN(*_node_list("AddN", name, xs), name=name)
 
 
 @register_gradient(AddN)

@@ -11,6 +11,7 @@ from ..errors import ShapeError
 from ..nodes import Operation, as_node
 from .array_ops import checks, get_item
 from .elementwise_ops import cast, equal, where
+from .broadcasting import ShapedLike
 from .registry import not_differentiable, register_gradient
 
 
@@ -47,7 +48,7 @@ def gather(x, indices, axis=0, name=None):
     return Gather(x, indices, axis, name=name)
 
 
-class GatherGrad(Operation):
+class GatherGrad(ShapedLike):
     """Zeros of x's run-time shape with g added at the positions Gather read (the gradient of Gather)."""
 
     def __init__(self, grad, x, indices, axis, name=None):
@@ -60,12 +61,6 @@ class GatherGrad(Operation):
                            self.axis, 0)
         np.add.at(out, indices.reshape(-1), lead)  # a repeated index (a token used twice) adds up
         return np.moveaxis(out, 0, self.axis)
-
-    def infer_shape(self, grad_shape, x_shape, indices_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x, indices):
-        return grad
 
 
 @register_gradient(Gather)
@@ -115,7 +110,7 @@ def _positions(indices, axis, dim):
     return tuple(grid)
 
 
-class TakeAlongAxisGrad(Operation):
+class TakeAlongAxisGrad(ShapedLike):
     """Zeros of x's run-time shape with g added at the positions TakeAlongAxis read."""
 
     def __init__(self, grad, x, indices, axis, name=None):
@@ -126,12 +121,6 @@ class TakeAlongAxisGrad(Operation):
         out = np.zeros(x.shape, grad.dtype)
         np.add.at(out, _positions(indices, self.axis, x.shape[self.axis]), grad)
         return out
-
-    def infer_shape(self, grad_shape, x_shape, indices_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x, indices):
-        return grad
 
 
 @register_gradient(TakeAlongAxis)

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
 from ..nodes import Operation
+from .broadcasting import ShapedLike
 from .registry import register_gradient
 
 MODES = ("constant", "reflect", "edge", "wrap")
@@ -87,7 +88,7 @@ def source_positions(size, before, after, mode):
     return np.pad(positions, grow, mode=mode)
 
 
-class PadGrad(Operation):
+class PadGrad(ShapedLike):
     """g (of pad's output shape) added back into the input positions it copies: the gradient of Pad."""
 
     def __init__(self, grad, x, pad_width, mode, name=None):
@@ -105,12 +106,6 @@ class PadGrad(Operation):
             np.add.at(summed, source[kept], moved)
             grad = np.moveaxis(summed, 0, axis)
         return np.ascontiguousarray(grad)
-
-    def infer_shape(self, grad_shape, x_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x):
-        return grad
 
 
 @register_gradient(Pad)

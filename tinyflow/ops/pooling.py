@@ -13,14 +13,9 @@ import numpy as np
 from ..arguments import Arguments
 from ..errors import ShapeError
 from ..shapes import shapes_compatible
-from .reductions import ReduceMax, ReduceMean, reduce_max, reduce_mean
+from .reductions import ReduceMax, ReduceMean, extreme, reduce_max, reduce_mean
 from .registry import not_differentiable, register_gradient
 from .windows import WindowOperation, scatter_windows, sliding_windows, span, spatial_rank
-
-
-def lowest(dtype):
-    """The padding value max pooling never picks over a real value: -inf, or the integer dtype's minimum."""
-    return -np.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
 
 
 class PoolOperation(WindowOperation):
@@ -72,7 +67,7 @@ class MaxPoolOperation(PoolOperation):
     def first_maximum(self, x):
         """(flat index in its (N, C) plane of each window's first maximum, whether that lies in x): (N, C, *out)."""
         rank = len(self.kernel)
-        windows = self.windows(x, lowest(x.dtype))
+        windows = self.windows(x, extreme(x.dtype, largest=False))
         inside = self.windows(np.ones((1, 1) + x.shape[2:], bool), False)
         taps = windows.reshape(windows.shape[:2 + rank] + (-1,))
         top = taps.max(axis=-1, keepdims=True)
@@ -108,7 +103,7 @@ class MaxPool(MaxPoolOperation):
                          ceil_mode=ceil_mode, name=name)
 
     def compute(self, x):
-        windows = self.windows(x, lowest(x.dtype))
+        windows = self.windows(x, extreme(x.dtype, largest=False))
         return windows.max(axis=tuple(range(-len(self.kernel), 0)))
 
     def infer_shape(self, x_shape):

@@ -1,11 +1,8 @@
-"""Reductions over axes (sum, mean, max, min, prod, logsumexp, norm) and argmax / argmin.
+"""Reductions over axes (sum, mean, max, min, prod, logsumexp; any, all, var, std and norm built of them), argmax and
+argmin, and the running sums and products (cumsum, cumprod).
 
-Each reduction and its gradient differentiate each other. Empty reductions follow ONNX
-and numpy's identities: a sum is 0, a product 1, a max -inf (the dtype's lowest for
-integers), a min +inf, a logsumexp -inf.
-
-Each op class is followed by its snake_case function; the gradients follow the
-backward ops they are built from.
+Each reduction and its gradient differentiate each other. Empty reductions follow ONNX and numpy's identities: a
+sum is 0, a product 1, a max -inf (the dtype's lowest for integers), a min +inf, a logsumexp -inf.
 """
 import math
 
@@ -14,8 +11,9 @@ import numpy as np
 from ..arguments import Arguments, rank_of
 from ..nodes import Operation, as_node
 from ..shapes import reduced_shape
-from .registry import not_differentiable, register_gradient
+from .broadcasting import ShapedLike
 from .elementwise_ops import Cast, Exp, Sqrt, Square, divide, equal, logical_and, maximum, where
+from .registry import not_differentiable, register_gradient
 from .runtime_shapes import Size
 
 
@@ -31,10 +29,8 @@ def reduced_axes(check, axis, x):
 
 
 class Reduction(Operation):
-    """Base of reductions: `axis` None (all), an int or a tuple; `keepdims` keeps size-1 axes.
-
-    `axes` is the normalised, sorted tuple of reduced axes (None when the input's rank is unknown).
-    """
+    """Base of reductions: `axis` None (all), an int or a tuple; `keepdims` keeps size-1 axes; `axes` the sorted
+    tuple of reduced axes (None when the input's rank is unknown)."""
 
     abstract = True
 
@@ -51,6 +47,15 @@ class Reduction(Operation):
         return () if x_shape is None else reduced_shape(x_shape, self.axes, self.keepdims)
 
 
+def _function(cls, name, doc):
+    """The tfl. function `name(x, axis=None, keepdims=False, name=None)` building cls (reduce_sum for ReduceSum)."""
+    def function(x, axis=None, keepdims=False, name=None):
+        return cls(x, axis, keepdims, name=name)
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return function
+
+
 class ReduceSum(Reduction):
     """Σ over axes.  Gradient: g broadcast back over the reduced axes."""
 
@@ -62,11 +67,6 @@ class ReduceSum(Reduction):
 
     def infer_dtype(self, x):
         return np.zeros(1, x).sum().dtype  # numpy's rule: bools and small ints sum as the platform int
-
-
-def reduce_sum(x, axis=None, keepdims=False, name=None):
-    """Sum over `axis` (all axes by default)."""
-    return ReduceSum(x, axis, keepdims, name=name)
 
 
 class ReduceMean(Reduction):
@@ -85,13 +85,8 @@ class ReduceMean(Reduction):
         return x if np.issubdtype(x, np.floating) else np.dtype(np.float64)
 
 
-def reduce_mean(x, axis=None, keepdims=False, name=None):
-    """Mean over `axis` (all axes by default)."""
-    return ReduceMean(x, axis, keepdims, name=name)
-
-
-def _extreme(dtype, largest):
-    """The identity of max (largest=False: the lowest value) or min (largest=True) for `dtype`."""
+def extreme(dtype, largest):
+    """The largest value of `dtype` (the identity of min), or the lowest (of max; what max pooling pads with)."""
     if dtype.kind == "f":
         return np.inf if largest else -np.inf
     if dtype.kind == "b":
@@ -103,22 +98,22 @@ def _extreme(dtype, largest):
 class ReduceMax(Reduction):
     """Max over axes.  Gradient: g to the maximal elements, split evenly among ties (as TF)."""
 
-    def compute(self, x):
-        empty = {"initial": _extreme(x.dtype, False)} if x.size == 0 else {}  # np.max refuses empty slices
-        return np.max(x, axis=self.axes, keepdims=self.keepdims, **empty)
+    pick = staticmethod(np.max)
+
+    def compute(self, x):  # np.max refuses empty slices: they start from its identity
+        empty = {"initial": extreme(x.dtype, type(self).pick is np.min)} if x.size == 0 else {}
+        return type(self).pick(x, axis=self.axes, keepdims=self.keepdims, **empty)
 
 
-def reduce_max(x, axis=None, keepdims=False, name=None):
-    """Maximum over `axis` (all axes by default)."""
-    return ReduceMax(x, axis, keepdims, name=name)
+class ReduceMin(ReduceMax):
+    """Min over axes.  Gradient: g to the minimal elements, split evenly among ties."""
+
+    pick = staticmethod(np.min)
 
 
-class ExpandReduced(Operation):
-    """g (the gradient of a reduction of x) broadcast back to x's shape; divided by the count if `mean`.
-
-    Its own gradient is the matching reduction, so reductions and their
-    gradients differentiate each other.
-    """
+class ExpandReduced(ShapedLike):
+    """g (the gradient of a reduction of x) broadcast back to x's shape, divided by the count if `mean`; its own
+    gradient is the matching reduction."""
 
     def __init__(self, grad, x, axes, keepdims, mean, name=None):
         self.axes, self.keepdims, self.mean = axes, keepdims, mean
@@ -134,25 +129,6 @@ class ExpandReduced(Operation):
         out = np.empty(x.shape, grad.dtype)
         out[...] = grad
         return out
-
-    def infer_shape(self, grad_shape, x_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x):
-        return grad
-
-
-class ReduceMin(Reduction):
-    """Min over axes.  Gradient: g to the minimal elements, split evenly among ties."""
-
-    def compute(self, x):
-        empty = {"initial": _extreme(x.dtype, True)} if x.size == 0 else {}
-        return np.min(x, axis=self.axes, keepdims=self.keepdims, **empty)
-
-
-def reduce_min(x, axis=None, keepdims=False, name=None):
-    """Minimum over `axis` (all axes by default)."""
-    return ReduceMin(x, axis, keepdims, name=name)
 
 
 class MaxMask(Operation):
@@ -206,16 +182,9 @@ class ReduceProd(Reduction):
         return np.prod(x, axis=self.axes, keepdims=self.keepdims)
 
 
-def reduce_prod(x, axis=None, keepdims=False, name=None):
-    """Product over `axis` (all axes by default)."""
-    return ReduceProd(x, axis, keepdims, name=name)
-
-
 class ProdOfOthers(Operation):
     """For each element, the product of the other elements of its slice over `axes` (zeros handled exactly).
-
-    Gradient (through y / x, so exact where x has no zero): h -> P (Σ h / x - h / x) per slice.
-    """
+    Gradient (through y / x, so exact where x has no zero): h -> P (Σ h / x - h / x) per slice."""
 
     def __init__(self, x, axes=None, name=None):
         self.axes = axes
@@ -265,16 +234,20 @@ class ReduceLogSumExp(Reduction):
         return x if np.issubdtype(x, np.floating) else np.dtype(np.float64)
 
 
-def reduce_logsumexp(x, axis=None, keepdims=False, name=None):
-    """log Σ exp(x) over `axis` without overflow (all axes by default)."""
-    return ReduceLogSumExp(x, axis, keepdims, name=name)
-
-
 @register_gradient(ReduceLogSumExp)
 def _reduce_logsumexp_grad(op, grad):
     x = op.inputs[0]
     spread = ExpandReduced(grad, x, op.axes, op.keepdims, mean=False)
     return [spread * Exp(x - ExpandReduced(op, x, op.axes, op.keepdims, mean=False))]
+
+
+reduce_sum = _function(ReduceSum, "reduce_sum", "Sum over `axis` (all axes by default).")
+reduce_mean = _function(ReduceMean, "reduce_mean", "Mean over `axis` (all axes by default).")
+reduce_max = _function(ReduceMax, "reduce_max", "Maximum over `axis` (all axes by default).")
+reduce_min = _function(ReduceMin, "reduce_min", "Minimum over `axis` (all axes by default).")
+reduce_prod = _function(ReduceProd, "reduce_prod", "Product over `axis` (all axes by default).")
+reduce_logsumexp = _function(ReduceLogSumExp, "reduce_logsumexp",
+                             "log Σ exp(x) over `axis` without overflow (all axes by default).")
 
 
 def reduce_any(x, axis=None, keepdims=False, name=None):
@@ -322,7 +295,7 @@ class ArgExtreme(Operation):
         self.axis = None if rank == 0 else self.axis  # a scalar's argmax along axis 0 or -1 is 0, as torch's
         self.keepdims = check.flag("keepdims", keepdims)
         self.select_last_index = check.flag("select_last_index", select_last_index)
-        if keepdims and axis is None and rank_of(x) is None:
+        if keepdims and axis is None and rank is None:
             check.fail("keepdims", keepdims, "needs an input of known rank", "give the input node a shape")
         super().__init__(x, name=name)
 
@@ -358,16 +331,10 @@ class ArgMin(ArgExtreme):
     pick = staticmethod(np.argmin)
 
 
-def argmax(x, axis=None, keepdims=False, name=None):
-    """Index of the largest entry along `axis` (in the flattened x when None; the first of ties)."""
-    return ArgMax(x, axis, keepdims, name=name)
-
-
-def argmin(x, axis=None, keepdims=False, name=None):
-    """Index of the smallest entry along `axis` (in the flattened x when None; the first of ties)."""
-    return ArgMin(x, axis, keepdims, name=name)
-
-
+argmax = _function(ArgMax, "argmax", "Index of the largest entry along `axis` (in the flattened x when None; the "
+                                     "first of ties).")
+argmin = _function(ArgMin, "argmin", "Index of the smallest entry along `axis` (in the flattened x when None; the "
+                                     "first of ties).")
 not_differentiable(ArgMax, ArgMin)
 
 

@@ -21,6 +21,7 @@ from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
 from ..nodes import Node, Operation
 from ..shapes import shapes_compatible
+from .broadcasting import ShapedLike
 from .registry import register_gradient
 from .shape_ops import known_entries
 
@@ -302,7 +303,7 @@ class Resize(ResizeOperation):
         return x
 
 
-class ResizeGrad(ResizeOperation):
+class ResizeGrad(ResizeOperation, ShapedLike):
     """dL/dx of Resize: the gradient (the resized shape) taken back through each axis's matrix transposed."""
 
     def __init__(self, grad, x, sizes=None, scales=None, mode="nearest", coordinate_transformation_mode="half_pixel",
@@ -318,12 +319,6 @@ class ResizeGrad(ResizeOperation):
         for axis, size, out, scale in reversed(self.resized(x.shape, *sizes)):
             g = _along(self.matrix(axis, size, out, scale)[0].T, g, axis)  # extrapolated rows are zero in M
         return g.astype(grad.dtype)
-
-    def infer_shape(self, grad_shape, x_shape, *sizes_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x, *sizes):
-        return grad
 
 
 @register_gradient(Resize)

@@ -10,6 +10,7 @@ import numpy as np
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
 from ..nodes import Operation
+from .broadcasting import ShapedLike
 from .registry import register_gradient
 
 
@@ -75,7 +76,7 @@ class RuntimeSlice(RuntimeSliceOperation):
         return x
 
 
-class RuntimeSliceGrad(RuntimeSliceOperation):
+class RuntimeSliceGrad(RuntimeSliceOperation, ShapedLike):
     """Zeros of x's shape with g written at x[start:end:step] (the adjoint of RuntimeSlice)."""
 
     def __init__(self, grad, x, starts, ends, axes, steps=None, name=None):
@@ -91,9 +92,6 @@ class RuntimeSliceGrad(RuntimeSliceOperation):
         if grad_shape is not None and x_shape is not None and len(grad_shape) != len(x_shape):
             raise ShapeError(f"the gradient of a slice of shape {x_shape} has rank {len(x_shape)}, got {grad_shape}")
         return x_shape
-
-    def infer_dtype(self, grad, x, starts, ends):
-        return grad
 
 
 def runtime_slice(x, starts, ends, axes, steps=None, name=None):

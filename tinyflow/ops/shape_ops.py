@@ -13,7 +13,7 @@ from ..nodes import Node, Operation, as_node
 from ..shapes import broadcast_shapes
 from .array_ops import Reshape, ReshapeLike, _node_list, checks, concat, get_item, identity
 from .indexing import gather
-from .broadcasting import SumToShapeOf
+from .broadcasting import ShapedLike, SumToShapeOf
 from .registry import register_gradient
 
 
@@ -315,7 +315,7 @@ def tile(x, reps, name=None):
     return Tile(x, reps, name=name)
 
 
-class TileGrad(Operation):
+class TileGrad(ShapedLike):
     """g (of tile's output shape) summed over the tiles, back to x's shape."""
 
     def __init__(self, grad, x, reps, name=None):
@@ -328,12 +328,6 @@ class TileGrad(Operation):
         dims = (1,) * (rank - x.ndim) + x.shape
         tiles = grad.reshape([n for r, d in zip(reps, dims) for n in (r, d)])  # (r0, d0, r1, d1, ...)
         return tiles.sum(axis=tuple(range(0, 2 * rank, 2))).reshape(x.shape)
-
-    def infer_shape(self, grad_shape, x_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x):
-        return grad
 
 
 @register_gradient(Tile)
@@ -358,7 +352,7 @@ def _axis_size(check, x, axis):
 def split(x, sizes_or_n, axis=0, name=None):
     """x cut along `axis` into n equal parts (an int) or parts of the given sizes (a list); a list of nodes."""
     x = as_node(x)
-    check = checks("split", name, x)
+    check = checks("Split", name, x)
     axis = check.axis("axis", axis, rank_of(x))
     size = None if x.shape is None else x.shape[axis]
     if is_int(sizes_or_n):
@@ -382,9 +376,9 @@ def split(x, sizes_or_n, axis=0, name=None):
 
 def stack(xs, axis=0, name=None):
     """The nodes of the list xs (of one shape) joined along a new axis."""
-    xs = _node_list("stack", name, xs)
+    xs = _node_list("Stack", name, xs)
     if not xs:
-        checks("stack", name).fail("xs", xs, "is empty", "pass a list of at least one node")
+        checks("Stack", name).fail("xs", xs, "is empty", "pass a list of at least one node")
     return concat([Unsqueeze(x, axis) for x in xs], axis, name=name)
 
 
