@@ -1,7 +1,4 @@
-"""Ops that move data around: reshape, transpose, concat, slicing, identity, stop_gradient, add_n.
-
-Each op class is followed by its snake_case function and its registered gradient.
-"""
+"""Ops that move data around: reshape, transpose, concat, slicing, identity, stop_gradient, add_n."""
 from types import SimpleNamespace
 
 import numpy as np
@@ -205,10 +202,8 @@ def _normalize_key(key, check=None):
 
 
 def _basic_index_shape(shape, key):
-    """Static result shape of basic indexing (ints, slices, None, ...) on a shape with None dims.
-
-    One integer array among slices, None and ... (no ints) indexes in place: its shape replaces the axis.
-    """
+    """Static result shape of basic indexing (ints, slices, None, ...) on a shape with None dims.  One integer array
+    among slices, None and ... (no ints) indexes in place: its shape replaces the axis."""
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > len(shape):
         raise ShapeError(f"too many indices ({consumed}) for a node of shape {shape}")
@@ -236,10 +231,8 @@ def _basic_index_shape(shape, key):
 
 
 class GetItem(Operation):
-    """x[key] with numpy semantics (ints, slices, None, ..., integer or boolean arrays).
-
-    Gradient: g scattered back into zeros of x's shape (summing repeated indices).
-    """
+    """x[key] with numpy semantics (ints, slices, None, ..., integer or boolean arrays).  Gradient: g scattered back
+    into zeros of x's shape (summing repeated indices)."""
 
     def __init__(self, x, key, name=None):
         self.key = _normalize_key(key, Arguments(self, name, x))
@@ -313,9 +306,6 @@ class Identity(Operation):
 
     def passes_through(self, x_shape):
         return True
-
-    def infer_shape(self, x_shape):
-        return x_shape
 
 
 def identity(x, name=None):

@@ -1,8 +1,7 @@
 """Indexing with index tensors: gather (np.take), take_along_axis (ONNX GatherElements) and topk.
 
-The indices are graph values (token ids, the positions topk found), so these ops
-take them as inputs; negative indices count from the end. Each gradient scatters
-g back into zeros of x's shape, adding where an index repeats.
+The indices are graph values (token ids, the positions topk found), so these ops take them as inputs; negative indices
+count from the end. Each gradient scatters g back into zeros of x's shape, adding where an index repeats.
 """
 import numpy as np
 
@@ -21,10 +20,8 @@ def _integer_indices(op, dtype):
 
 
 class Gather(Operation):
-    """x[..., indices, ...] with the index tensor on `axis` (np.take): shape x[:axis] + indices + x[axis+1:].
-
-    Gradient: g added into zeros of x's shape at the gathered positions (repeats add up).
-    """
+    """x[..., indices, ...] with the index tensor on `axis` (np.take): shape x[:axis] + indices + x[axis+1:].  Gradient:
+    g added into zeros of x's shape at the gathered positions (repeats add up)."""
 
     def __init__(self, x, indices, axis=0, name=None):
         self.axis = Arguments(self, name, x, indices).axis("axis", axis, rank_of(x))
@@ -76,9 +73,7 @@ def _gather_grad_grad(op, grad):
 
 class TakeAlongAxis(Operation):
     """x picked elementwise along `axis` by an index tensor of x's rank (np.take_along_axis, ONNX GatherElements).
-
-    Gradient: g added into zeros of x's shape at the picked positions.
-    """
+    Gradient: g added into zeros of x's shape at the picked positions."""
 
     def __init__(self, x, indices, axis, name=None):
         self.axis = Arguments(self, name, x, indices).axis("axis", axis, rank_of(x))
@@ -135,10 +130,8 @@ def _take_along_axis_grad_grad(op, grad):
 
 
 class TopKIndices(Operation):
-    """The positions of the k largest (or smallest) entries along `axis`, best first; ties: lower index first.
-
-    Not differentiable (topk's values are take_along_axis of these, which is).
-    """
+    """The positions of the k largest (or smallest) entries along `axis`, best first; ties: lower index first.  Not
+    differentiable (topk's values are take_along_axis of these, which is)."""
 
     def __init__(self, x, k, axis=-1, largest=True, name=None):
         check = Arguments(self, name, x)
@@ -174,11 +167,9 @@ not_differentiable(TopKIndices)
 
 
 def topk(x, k, axis=-1, largest=True, sorted=True, name=None):  # noqa: A002 - torch.topk's argument name
-    """(values, indices) of the k largest (smallest if not `largest`) entries along `axis`, best first.
-
-    Ties go to the lower index first (as ONNX TopK); the values carry gradients, the indices do not.
-    Results are always sorted (`sorted=False` is accepted, as torch allows any order then).
-    """
+    """(values, indices) of the k largest (smallest if not `largest`) entries along `axis`, best first.  Ties go to the
+    lower index first (as ONNX TopK); the values carry gradients, the indices do not. Results are always sorted
+    (`sorted=False` is accepted, as torch allows any order then)."""
     Arguments(TopKIndices, name, x).flag("sorted", sorted)
     indices = TopKIndices(x, k, axis, largest, name=None if name is None else f"{name}_indices")
     return take_along_axis(x, indices, axis, name=name), indices

@@ -1,9 +1,8 @@
-"""Einsum and triangular masks (tril / triu).
+"""Einsum, triangular masks (tril / triu), and outer and diag built of other ops.
 
-einsum's gradient is an einsum too: the gradient of operand i contracts g with the
-other operands onto operand i's subscripts. Subscripts that only operand i has (summed
-away) are brought back by a ones-like operand, and a repeated subscript (a diagonal,
-"ii->i") by an identity matrix, so every rule stays one np.einsum call.
+einsum's gradient is an einsum too: the gradient of operand i contracts g with the other operands onto operand i's
+subscripts. Subscripts that only operand i has (summed away) are brought back by a ones-like operand, and a repeated
+subscript (a diagonal, "ii->i") by an identity matrix, so every rule stays one np.einsum call.
 """
 import string
 
@@ -61,10 +60,8 @@ def _parse(check, equation, ranks):
 
 
 class Einsum(Operation):
-    """np.einsum(equation, *operands): sums of products over the subscripts missing from the output.
-
-    Gradient of operand i: einsum of g and the other operands onto operand i's subscripts.
-    """
+    """np.einsum(equation, *operands): sums of products over the subscripts missing from the output.  Gradient of
+    operand i: einsum of g and the other operands onto operand i's subscripts."""
 
     def __init__(self, *operands, equation, name=None):
         check = Arguments(self, name, *operands)
@@ -125,10 +122,8 @@ def _einsum_grad(op, grad):
 
 
 class Triangle(Operation):
-    """The lower (tril) or upper (triu) triangle of the last two axes from diagonal k, zeros elsewhere.
-
-    k > 0 moves the diagonal up (right), k < 0 down.  Gradient: the same triangle of g.
-    """
+    """The lower (tril) or upper (triu) triangle of the last two axes from diagonal k, zeros elsewhere.  k > 0 moves the
+    diagonal up (right), k < 0 down. Gradient: the same triangle of g."""
 
     def __init__(self, x, k=0, upper=False, name=None):
         check = Arguments(self, name, x)
@@ -140,9 +135,6 @@ class Triangle(Operation):
 
     def compute(self, x):
         return np.triu(x, self.k) if self.upper else np.tril(x, self.k)
-
-    def infer_shape(self, x_shape):
-        return x_shape
 
 
 def tril(x, k=0, name=None):

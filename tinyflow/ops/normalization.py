@@ -50,9 +50,7 @@ class NormOperation(Operation):
 
 class LayerNorm(NormOperation):
     """x̂ = (x - μ) / √(σ² + ε), μ and σ² the mean and biased variance over the axes from `axis` on.
-
-    Gradient: (g - mean(g) - x̂ · mean(g x̂)) / √(σ² + ε)  (LayerNormGrad), means over the same axes.
-    """
+    Gradient: (g - mean(g) - x̂ · mean(g x̂)) / √(σ² + ε) (LayerNormGrad), means over the same axes."""
 
     def __init__(self, x, axis=-1, eps=1e-5, name=None):
         super().__init__(x, axis=axis, eps=eps, name=name)

@@ -1,8 +1,7 @@
 """Padding: pad (np.pad's constant, reflect, edge and wrap modes; a negative width crops).
 
-Each axis of the output reads one input position per output position (or the
-constant): the forward pass is np.pad, and the gradient adds g back into those
-positions, so a reflected or repeated edge value collects every copy's gradient.
+Each axis of the output reads one input position per output position (or the constant): the forward pass is np.pad, and
+the gradient adds g back into those positions, so a reflected or repeated edge value collects every copy's gradient.
 """
 import numpy as np
 
@@ -35,12 +34,9 @@ def _pad_widths(check, pad_width, rank):
 
 
 class Pad(Operation):
-    """x with pad_width[i] = (before, after) entries added along axis i (removed where negative).
-
-    mode "constant" fills with `value`; "reflect" mirrors without the edge, "edge" repeats it,
-    "wrap" continues from the other side (np.pad's modes). Gradient: g summed into the
-    positions each output entry copies.
-    """
+    """x with pad_width[i] = (before, after) entries added along axis i (removed where negative).  mode "constant" fills
+    with `value`; "reflect" mirrors without the edge, "edge" repeats it, "wrap" continues from the other side (np.pad's
+    modes). Gradient: g summed into the positions each output entry copies."""
 
     def __init__(self, x, pad_width, mode="constant", value=0.0, name=None):
         check = Arguments(self, name, x)
@@ -69,9 +65,6 @@ class Pad(Operation):
         if x_shape is None:
             return None
         return tuple(None if d is None else d + b + a for d, (b, a) in zip(x_shape, self.pad_width))
-
-    def infer_dtype(self, x):
-        return x
 
 
 def pad(x, pad_width, mode="constant", value=0, name=None):

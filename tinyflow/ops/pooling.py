@@ -1,10 +1,9 @@
 """Max and average pooling over 1, 2 or 3 spatial axes (N, C, *spatial), and global pooling.
 
-Windows (kernel_size, stride, padding, dilation, ceil_mode) as in windows.py. Max pooling
-ignores padding (it never wins); the gradient goes to the first maximum of each window, as
-in PyTorch, and NaN counts as the largest value, as in numpy's max. Average pooling divides
-by the window's size, padding included or not (count_include_pad); the values a ceil_mode
-window reaches beyond the padding never count.
+Windows (kernel_size, stride, padding, dilation, ceil_mode) as in windows.py. Max pooling ignores padding (it never
+wins); the gradient goes to the first maximum of each window, as in PyTorch, and NaN counts as the largest value, as in
+numpy's max. Average pooling divides by the window's size, padding included or not (count_include_pad); the values a
+ceil_mode window reaches beyond the padding never count.
 """
 import math
 

@@ -200,9 +200,6 @@ class ProdOfOthers(Operation):
         after = np.flip(np.cumprod(np.concatenate([ones, np.flip(flat, -1)[..., :-1]], axis=-1), axis=-1), -1)
         return np.transpose((before * after).reshape(moved.shape), np.argsort(kept + list(axes)))
 
-    def infer_shape(self, x_shape):
-        return x_shape
-
 
 @register_gradient(ReduceProd)
 def _reduce_prod_grad(op, grad):
@@ -354,9 +351,6 @@ class CumSum(Operation):
     def compute(self, x):
         flip = (lambda v: np.flip(v, self.axis)) if self.reverse else (lambda v: v)
         return flip(type(self).scan(flip(np.atleast_1d(x)), axis=self.axis)).reshape(x.shape)
-
-    def infer_shape(self, x_shape):
-        return x_shape
 
     def infer_dtype(self, x):
         return type(self).scan(np.ones(1, x)).dtype  # numpy's (and torch's) rule: small ints sum as int64

@@ -30,6 +30,8 @@ COORDINATES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"
                "half_pixel_symmetric")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
+OPTIONS = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside", "antialias",
+           "roi", "extrapolation_value", "keep_aspect_ratio_policy")  # Resize's arguments after sizes and scales
 
 
 # ------------------------------------------------------------ the taps of one output position
@@ -145,8 +147,9 @@ class ResizeOperation(Operation):
 
     abstract = True
 
-    def _set_resize(self, check, rank, sizes, scales, mode, coordinate_transformation_mode, nearest_mode,
-                    cubic_coeff_a, exclude_outside, antialias, roi, extrapolation_value, keep_aspect_ratio_policy):
+    def _set_resize(self, check, rank, sizes, scales, mode="nearest", coordinate_transformation_mode="half_pixel",
+                    nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=False, antialias=False,
+                    roi=None, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch"):
         if (sizes is None) == (scales is None):
             check.fail("sizes", sizes, "and scales are both given or both missing", "pass one of them")
         if rank is None:
@@ -255,25 +258,16 @@ class ResizeOperation(Operation):
                                     self.nearest_mode, self.cubic_coeff_a, self.exclude_outside, self.antialias,
                                     None if self.roi is None else self.roi[axis])
 
-    def sizes_argument(self):
-        """The sizes to build another op of this resize with: the tuple, or the sizes vector node."""
-        return self.inputs[-1] if self.dynamic else self.sizes
-
     def attributes(self):
-        """The resize's arguments, to build its gradient ops."""
-        return dict(sizes=self.sizes_argument(), scales=self.scales, mode=self.mode,
-                    coordinate_transformation_mode=self.coordinate_transformation_mode,
-                    nearest_mode=self.nearest_mode, cubic_coeff_a=self.cubic_coeff_a,
-                    exclude_outside=self.exclude_outside, antialias=self.antialias, roi=self.roi,
-                    extrapolation_value=self.extrapolation_value,
-                    keep_aspect_ratio_policy=self.keep_aspect_ratio_policy)
+        """The resize's arguments, to build its gradient ops (sizes: the tuple, or the sizes vector node)."""
+        return dict(sizes=self.inputs[-1] if self.dynamic else self.sizes, scales=self.scales,
+                    **{option: getattr(self, option) for option in OPTIONS})
 
 
 class Resize(ResizeOperation):
     """x resized to `sizes` (None keeps an axis; or an int vector node read at run time) or by `scales`
-    (out = ⌊in·scale⌋), one interpolation matrix M per
-    resized axis (see the module docstring): y = M_k ⋯ M_1 x.  Gradient: M_1ᵀ ⋯ M_kᵀ g (ResizeGrad).
-    """
+    (out = ⌊in·scale⌋), one interpolation matrix M per resized axis (see the module docstring): y = M_k ⋯ M_1 x.
+    Gradient: M_1ᵀ ⋯ M_kᵀ g (ResizeGrad)."""
 
     def __init__(self, x, sizes=None, scales=None, mode="nearest", coordinate_transformation_mode="half_pixel",
                  nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=False, antialias=False,
@@ -306,12 +300,8 @@ class Resize(ResizeOperation):
 class ResizeGrad(ResizeOperation, ShapedLike):
     """dL/dx of Resize: the gradient (the resized shape) taken back through each axis's matrix transposed."""
 
-    def __init__(self, grad, x, sizes=None, scales=None, mode="nearest", coordinate_transformation_mode="half_pixel",
-                 nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=False, antialias=False,
-                 roi=None, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch", name=None):
-        self._set_resize(Arguments(self, name, grad, x), rank_of(x), sizes, scales, mode,
-                         coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, antialias, roi,
-                         extrapolation_value, keep_aspect_ratio_policy)
+    def __init__(self, grad, x, sizes=None, scales=None, name=None, **options):  # options: Resize's
+        self._set_resize(Arguments(self, name, grad, x), rank_of(x), sizes, scales, **options)
         super().__init__(grad, x, *([sizes] if self.dynamic else []), name=name)
 
     def compute(self, grad, x, *sizes):

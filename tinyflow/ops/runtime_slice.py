@@ -1,9 +1,8 @@
 """Slicing with bounds known only at run time: x[start:end:step] along some axes, start and end int vectors.
 
-What ONNX's Slice computes when its starts or ends are computed by the graph (the iteration number of
-a Loop, a length read from a shape with unknown dimensions). Bounds are clamped as Python slices
-clamp them; the axes and steps are fixed when the graph is built. Static bounds use tfl's indexing
-(x[1:3]), which this op equals.
+What ONNX's Slice computes when its starts or ends are computed by the graph (the iteration number of a Loop, a length
+read from a shape with unknown dimensions). Bounds are clamped as Python slices clamp them; the axes and steps are fixed
+when the graph is built. Static bounds use tfl's indexing (x[1:3]), which this op equals.
 """
 import numpy as np
 
@@ -57,10 +56,8 @@ class RuntimeSliceOperation(Operation):
 
 
 class RuntimeSlice(RuntimeSliceOperation):
-    """x[start_i:end_i:step_i] along axes[i], start and end int vectors read at run time.
-
-    Gradient: g put back where the slice came from, in zeros of x's shape (RuntimeSliceGrad).
-    """
+    """x[start_i:end_i:step_i] along axes[i], start and end int vectors read at run time.  Gradient: g put back where
+    the slice came from, in zeros of x's shape (RuntimeSliceGrad)."""
 
     def __init__(self, x, starts, ends, axes, steps=None, name=None):
         self._set_slice(Arguments(self, name, x, starts, ends), x, starts, axes, steps)

@@ -1,8 +1,5 @@
-"""Ops that change a shape but keep the values in order: squeeze, unsqueeze, flatten, broadcast_to / expand,
-tile; reshape and expand to a shape computed at run time; and split and stack, built from slicing and concat.
-
-Each op class is followed by its snake_case function and its registered gradient.
-"""
+"""Ops that change a shape but keep the values in order: squeeze, unsqueeze, flatten, broadcast_to / expand, tile;
+reshape and expand to a shape computed at run time; split, stack, flip, roll and repeat_interleave, built of others."""
 import math
 
 import numpy as np
@@ -110,10 +107,8 @@ def _reshaping_grad(op, grad):
 
 
 class BroadcastTo(Operation):
-    """x broadcast against `shape` (both ways, as ONNX Expand: a 1 in shape keeps x's size).
-
-    Gradient: g summed back to x's shape.
-    """
+    """x broadcast against `shape` (both ways, as ONNX Expand: a 1 in shape keeps x's size).  Gradient: g summed back to
+    x's shape."""
 
     def __init__(self, x, shape, name=None):
         check = Arguments(self, name, x)
@@ -131,10 +126,8 @@ class BroadcastTo(Operation):
 
 
 def expand(x, shape, name=None):
-    """x repeated along size-1 axes to `shape` (ONNX Expand; a 1 or -1 in shape keeps x's size, as torch).
-
-    `shape` may be an int64 vector node computed at run time (then x broadcasts against it both ways).
-    """
+    """x repeated along size-1 axes to `shape` (ONNX Expand; a 1 or -1 in shape keeps x's size, as torch).  `shape` may
+    be an int64 vector node computed at run time (then x broadcasts against it both ways)."""
     if isinstance(shape, Node) or getattr(shape, "graph", False) is None:  # a graph node or an eager Tensor
         return ExpandTo(x, shape, name=name)
     if isinstance(shape, (tuple, list, np.ndarray)):
@@ -161,12 +154,10 @@ MAX_RANK = 64  # numpy's most dimensions
 
 
 def known_entries(node):
-    """The entries of an int vector (or scalar) node as far as they are known when the graph is built: a list
-    of ints and None (unknown), or None when not even the length is known.
-
-    Follows what shape arithmetic is made of (ONNX exporters write x.view(n, 3, 2) as Shape -> Gather ->
-    Unsqueeze -> Concat): constants, shapes of nodes, picking entries, concat, casts and reshapes.
-    """
+    """The entries of an int vector (or scalar) node as far as they are known when the graph is built: a list of ints
+    and None (unknown), or None when not even the length is known.  Follows what shape arithmetic is made of (ONNX
+    exporters write x.view(n, 3, 2) as Shape -> Gather -> Unsqueeze -> Concat): constants, shapes of nodes, picking
+    entries, concat, casts and reshapes."""
     from ..nodes import Constant
     if not isinstance(node, Node) or node.shape is None or len(node.shape) > 1 or None in node.shape:
         return None
@@ -200,11 +191,9 @@ def _check_vector(check, dims_shape):
 
 
 class ReshapeTo(Operation):
-    """x reshaped to the shape held by the int vector node `dims`, known only at run time (ONNX Reshape).
-
-    One -1 is inferred; a 0 copies x's size at that position unless `allowzero` (then it means 0).
-    Gradient: g reshaped back to x's shape.
-    """
+    """x reshaped to the shape held by the int vector node `dims`, known only at run time (ONNX Reshape).  One -1 is
+    inferred; a 0 copies x's size at that position unless `allowzero` (then it means 0). Gradient: g reshaped back to
+    x's shape."""
 
     def __init__(self, x, dims, allowzero=True, name=None):
         check = Arguments(self, name, x, dims)
@@ -243,9 +232,7 @@ class ReshapeTo(Operation):
 
 class ExpandTo(Operation):
     """x broadcast against the shape held by the int vector node `dims`, known only at run time (ONNX Expand).
-
-    Gradient: g summed back to x's shape.
-    """
+    Gradient: g summed back to x's shape."""
 
     def __init__(self, x, dims, name=None):
         check = Arguments(self, name, x, dims)
@@ -257,18 +244,7 @@ class ExpandTo(Operation):
         return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(int(d) for d in dims)))
 
     def infer_shape(self, x_shape, dims_shape):
-        if x_shape is None or self.known is None:
-            return None
-        rank = max(len(x_shape), len(self.known))
-        aligned = (1,) * (rank - len(x_shape)) + tuple(x_shape)
-        wanted = (1,) * (rank - len(self.known)) + tuple(self.known)
-        out = []
-        for d, w in zip(aligned, wanted):  # a size other than 1 on either side is the result's size
-            sizes = {v for v in (d, w) if v is not None and v != 1}
-            if len(sizes) > 1:
-                raise ShapeError(f"cannot expand shape {x_shape} to {self.known}: sizes {sorted(sizes)} clash")
-            out.append(sizes.pop() if sizes else 1 if d == w == 1 else None)
-        return tuple(out)
+        return None if self.known is None else broadcast_shapes(x_shape, tuple(self.known), what="input and target")
 
     def infer_dtype(self, x, dims):
         return x
@@ -285,10 +261,8 @@ def _expand_to_grad(op, grad):
 
 
 class Tile(Operation):
-    """x repeated `reps[i]` times along axis i (np.tile: a longer reps adds leading axes).
-
-    Gradient: g cut into its tiles, summed.
-    """
+    """x repeated `reps[i]` times along axis i (np.tile: a longer reps adds leading axes).  Gradient: g cut into its
+    tiles, summed."""
 
     def __init__(self, x, reps, name=None):
         check = Arguments(self, name, x)
