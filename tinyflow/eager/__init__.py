@@ -12,5 +12,5 @@ from .grad_mode import enable_grad, is_grad_enabled, no_grad
 from .runtime import get_backend, set_backend
 from .tensor import Tensor, arange, eye, full, linspace, tensor
 
-__all__ = ["Tensor", "tensor", "arange", "linspace", "eye", "full", "no_grad", "enable_grad", "is_grad_enabled", "grad", "backward",
-           "set_backend", "get_backend", "LeafGradFn", "next_functions"]
+__all__ = ["Tensor", "tensor", "arange", "linspace", "eye", "full", "no_grad", "enable_grad", "is_grad_enabled", "grad",
+           "backward", "set_backend", "get_backend", "LeafGradFn", "next_functions"]

@@ -241,11 +241,6 @@ class GetItem(Operation):
     def compute(self, x):
         return x[self.key]
 
-    @property
-    def is_basic(self):
-        """True when the key has no arrays (so x[key] is a view and indices never repeat)."""
-        return not any(isinstance(k, np.ndarray) for k in self.key)
-
     def infer_shape(self, x_shape):
         if x_shape is None:
             return None
@@ -260,7 +255,7 @@ class GetItem(Operation):
                 raise ShapeError(f"index {self.key} does not fit shape {x_shape}: {err}") from None
         arrays = [k for k in self.key if isinstance(k, np.ndarray)]
         in_place = len(arrays) == 1 and arrays[0].dtype.kind != "b" and not any(is_int(k) for k in self.key)
-        return _basic_index_shape(x_shape, self.key) if self.is_basic or in_place else None
+        return _basic_index_shape(x_shape, self.key) if not arrays or in_place else None
 
 
 def get_item(x, key, name=None):

@@ -14,18 +14,34 @@ from .broadcasting import ShapedLike
 from .registry import not_differentiable, register_gradient
 
 
-def _integer_indices(op, dtype):
-    if dtype is not None and dtype.kind not in "iu":
-        raise ShapeError(f"{op.op_type} takes integer indices, got {dtype}; cast them with tfl.cast(i, 'int64')")
+class IndexOperation(Operation):
+    """An op reading x at integer `indices` along `axis`, in x's dtype."""
 
-
-class Gather(Operation):
-    """x[..., indices, ...] with the index tensor on `axis` (np.take): shape x[:axis] + indices + x[axis+1:].  Gradient:
-    g added into zeros of x's shape at the gathered positions (repeats add up)."""
+    abstract = True
 
     def __init__(self, x, indices, axis=0, name=None):
         self.axis = Arguments(self, name, x, indices).axis("axis", axis, rank_of(x))
         super().__init__(x, indices, name=name)
+
+    def infer_dtype(self, x, indices):
+        if indices is not None and indices.kind not in "iu":
+            raise ShapeError(f"{self.op_type} takes integer indices, got {indices}; cast them: tfl.cast(i, 'int64')")
+        return x
+
+
+class ScatterOperation(ShapedLike):
+    """The gradient of an IndexOperation: zeros of x's run-time shape with g added where it read (repeats add up)."""
+
+    abstract = True
+
+    def __init__(self, grad, x, indices, axis, name=None):
+        self.axis = axis
+        super().__init__(grad, x, indices, name=name)
+
+
+class Gather(IndexOperation):
+    """x[..., indices, ...] with the index tensor on `axis` (np.take): shape x[:axis] + indices + x[axis+1:].  Gradient:
+    g added into zeros of x's shape at the gathered positions (repeats add up)."""
 
     def compute(self, x, indices):
         return np.take(x, indices, axis=self.axis)
@@ -35,22 +51,14 @@ class Gather(Operation):
             return None
         return tuple(x_shape[:self.axis]) + tuple(indices_shape) + tuple(x_shape[self.axis + 1:])
 
-    def infer_dtype(self, x, indices):
-        _integer_indices(self, indices)
-        return x
-
 
 def gather(x, indices, axis=0, name=None):
     """The slices of x at `indices` along `axis` (np.take, torch.index_select for 1-D indices, ONNX Gather)."""
     return Gather(x, indices, axis, name=name)
 
 
-class GatherGrad(ShapedLike):
+class GatherGrad(ScatterOperation):
     """Zeros of x's run-time shape with g added at the positions Gather read (the gradient of Gather)."""
-
-    def __init__(self, grad, x, indices, axis, name=None):
-        self.axis = axis
-        super().__init__(grad, x, indices, name=name)
 
     def compute(self, grad, x, indices):
         out = np.zeros((x.shape[self.axis],) + x.shape[:self.axis] + x.shape[self.axis + 1:], grad.dtype)
@@ -71,13 +79,9 @@ def _gather_grad_grad(op, grad):
     return [Gather(grad, op.inputs[2], op.axis), None, None]
 
 
-class TakeAlongAxis(Operation):
+class TakeAlongAxis(IndexOperation):
     """x picked elementwise along `axis` by an index tensor of x's rank (np.take_along_axis, ONNX GatherElements).
     Gradient: g added into zeros of x's shape at the picked positions."""
-
-    def __init__(self, x, indices, axis, name=None):
-        self.axis = Arguments(self, name, x, indices).axis("axis", axis, rank_of(x))
-        super().__init__(x, indices, name=name)
 
     def compute(self, x, indices):
         return np.take_along_axis(x, indices, axis=self.axis)
@@ -87,10 +91,6 @@ class TakeAlongAxis(Operation):
             raise ShapeError(f"take_along_axis needs indices of the input's rank {len(x_shape)}, "
                              f"got shape {indices_shape}")
         return indices_shape
-
-    def infer_dtype(self, x, indices):
-        _integer_indices(self, indices)
-        return x
 
 
 def take_along_axis(x, indices, axis, name=None):
@@ -105,12 +105,8 @@ def _positions(indices, axis, dim):
     return tuple(grid)
 
 
-class TakeAlongAxisGrad(ShapedLike):
+class TakeAlongAxisGrad(ScatterOperation):
     """Zeros of x's run-time shape with g added at the positions TakeAlongAxis read."""
-
-    def __init__(self, grad, x, indices, axis, name=None):
-        self.axis = axis
-        super().__init__(grad, x, indices, name=name)
 
     def compute(self, grad, x, indices):
         out = np.zeros(x.shape, grad.dtype)

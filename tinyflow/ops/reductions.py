@@ -317,13 +317,13 @@ class ArgExtreme(Operation):
 
 
 class ArgMax(ArgExtreme):
-    """Index of the maximum along `axis` (the first of ties, or the last with select_last_index).  Not differentiable."""
+    """Index of the maximum along `axis` (the first of ties, the last with select_last_index).  Not differentiable."""
 
     pick = staticmethod(np.argmax)
 
 
 class ArgMin(ArgExtreme):
-    """Index of the minimum along `axis` (the first of ties, or the last with select_last_index).  Not differentiable."""
+    """Index of the minimum along `axis` (the first of ties, the last with select_last_index).  Not differentiable."""
 
     pick = staticmethod(np.argmin)
 
