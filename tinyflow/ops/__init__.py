@@ -5,7 +5,7 @@ The elementwise ops are the rows of one table (elementwise.py), made into classe
 from .elementwise_ops import *  # noqa: F401,F403 - every op of the table, its function, and clip, cast, gelu, ...
 from .array_ops import add_n, concat, get_item, identity, reshape, stop_gradient, transpose
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
-from .indexing import gather, masked_fill, one_hot, take_along_axis, topk
+from .indexing import gather, masked_fill, one_hot, repeat_interleave, take_along_axis, topk
 from .linalg import diag, einsum, outer, tril, triu
 from .matmul import matmul
 from .normalization import group_norm, instance_norm, layer_norm
@@ -20,8 +20,7 @@ from .reductions import reduce_logsumexp as logsumexp, reduce_max as max, reduce
 from .resize import interpolate
 from .runtime_shapes import fill, shape, size
 from .runtime_slice import runtime_slice
-from .shape_ops import (broadcast_to, expand, flatten, flip, repeat_interleave, roll, split, squeeze, stack, tile,
-                        unsqueeze)
+from .shape_ops import broadcast_to, expand, flatten, flip, roll, split, squeeze, stack, tile, unsqueeze
 from .softmax import log_softmax, softmax
 from .state_ops import assign, assign_add, assign_sub, group
 

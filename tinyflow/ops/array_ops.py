@@ -17,6 +17,15 @@ def checks(function, name, *inputs):
     return Arguments(SimpleNamespace(op_type=function), name, *inputs)
 
 
+def axis_size(check, x, axis):
+    """(axis normalised, its size): the functions rearranging an axis need its size when the graph is built."""
+    axis = check.axis("axis", axis, rank_of(x))
+    if x.shape[axis] is None:
+        check.fail("axis", axis, f"has a size known only at run time (input shape {x.shape})",
+                   "give the input a static size along that axis")
+    return axis, x.shape[axis]
+
+
 def _node_list(function, name, xs):
     """The list of inputs of a function that takes a list (concat, add_n, stack); a single node is a mistake."""
     if isinstance(xs, Node) or not hasattr(xs, "__iter__"):

@@ -1,4 +1,5 @@
-"""Indexing with index tensors: gather (np.take), take_along_axis (ONNX GatherElements) and topk.
+"""Indexing with index tensors: gather (np.take), take_along_axis (ONNX GatherElements), topk; and one_hot,
+masked_fill and repeat_interleave built of other ops.
 
 The indices are graph values (token ids, the positions topk found), so these ops take them as inputs; negative indices
 count from the end. Each gradient scatters g back into zeros of x's shape, adding where an index repeats.
@@ -8,7 +9,7 @@ import numpy as np
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
 from ..nodes import Operation, as_node
-from .array_ops import checks, get_item
+from .array_ops import Reshape, axis_size, checks, get_item
 from .elementwise_ops import cast, equal, where
 from .broadcasting import ShapedLike
 from .registry import not_differentiable, register_gradient
@@ -189,3 +190,17 @@ def masked_fill(x, mask, value, name=None):
     if np.dtype(getattr(mask, "dtype", None) or np.asarray(mask).dtype) != bool:
         checks("masked_fill", name, x).fail("mask", mask, "is not boolean", "pass a mask such as x > 0")
     return where(mask, as_node(value, like=x), x, name=name)
+
+
+def repeat_interleave(x, repeats, axis=None, name=None):
+    """Each entry of x along `axis` repeated `repeats` times (an int, or one count per entry), as torch's; without
+    an axis, over the flattened x."""
+    x = as_node(x)
+    check = checks("repeat_interleave", name, x)
+    if axis is None:
+        x, axis = Reshape(x, (-1,)), 0
+    axis, size = axis_size(check, x, axis)
+    counts = check.numeric_array("repeats", repeats)
+    if counts.dtype.kind not in "iu" or counts.ndim > 1 or counts.size not in (1, size) or (counts < 0).any():
+        check.fail("repeats", repeats, f"is not a count >= 0 or {size} of them", "pass an int or one int per entry")
+    return gather(x, np.repeat(np.arange(size), np.broadcast_to(counts.reshape(-1), (size,))), axis, name=name)

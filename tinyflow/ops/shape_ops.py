@@ -1,5 +1,5 @@
 """Ops that change a shape but keep the values in order: squeeze, unsqueeze, flatten, broadcast_to / expand, tile;
-reshape and expand to a shape computed at run time; split, stack, flip, roll and repeat_interleave, built of others."""
+reshape and expand to a shape computed at run time; split, stack, flip and roll, built of others."""
 import math
 
 import numpy as np
@@ -8,8 +8,7 @@ from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
 from ..nodes import Node, Operation, as_node
 from ..shapes import broadcast_shapes
-from .array_ops import Reshape, ReshapeLike, _node_list, checks, concat, get_item, identity
-from .indexing import gather
+from .array_ops import Reshape, ReshapeLike, _node_list, axis_size, checks, concat, get_item, identity
 from .broadcasting import ShapedLike, SumToShapeOf
 from .registry import register_gradient
 
@@ -314,15 +313,6 @@ def _tile_grad_grad(op, grad):
     return [Tile(grad, op.reps), None]
 
 
-def _axis_size(check, x, axis):
-    """(axis normalised, its size): the functions rearranging an axis need its size when the graph is built."""
-    axis = check.axis("axis", axis, rank_of(x))
-    if x.shape[axis] is None:
-        check.fail("axis", axis, f"has a size known only at run time (input shape {x.shape})",
-                   "give the input a static size along that axis")
-    return axis, x.shape[axis]
-
-
 def split(x, sizes_or_n, axis=0, name=None):
     """x cut along `axis` into n equal parts (an int) or parts of the given sizes (a list); a list of nodes."""
     x = as_node(x)
@@ -374,22 +364,8 @@ def roll(x, shift, axis=None, name=None):
     if not (isinstance(shifts, (tuple, list)) and len(shifts) == len(axes) and all(map(is_int, shifts))):
         check.fail("shift", shift, f"does not pair with axis={axis}", "pass one int shift per axis")
     for s, a in zip(shifts, axes):
-        a, size = _axis_size(check, x, a)
+        a, size = axis_size(check, x, a)
         if size and s % size:
             cut = size - s % size
             x = concat([get_item(x, (slice(None),) * a + (part,)) for part in (slice(cut, None), slice(cut))], a)
     return x if name is None else identity(x, name=name)
-
-
-def repeat_interleave(x, repeats, axis=None, name=None):
-    """Each entry of x along `axis` repeated `repeats` times (an int, or one count per entry), as torch's; without
-    an axis, over the flattened x."""
-    x = as_node(x)
-    check = checks("repeat_interleave", name, x)
-    if axis is None:
-        x, axis = Reshape(x, (-1,)), 0
-    axis, size = _axis_size(check, x, axis)
-    counts = check.numeric_array("repeats", repeats)
-    if counts.dtype.kind not in "iu" or counts.ndim > 1 or counts.size not in (1, size) or (counts < 0).any():
-        check.fail("repeats", repeats, f"is not a count >= 0 or {size} of them", "pass an int or one int per entry")
-    return gather(x, np.repeat(np.arange(size), np.broadcast_to(counts.reshape(-1), (size,))), axis, name=name)
