@@ -149,3 +149,22 @@ def test_variance_of_dims_known_at_run_time_counts_them_when_the_graph_runs():
         got = sess.run([tfl.var(x, 0), tfl.std(x, correction=0)], {x: values})
     np.testing.assert_allclose(got[0], values.var(0, ddof=1))
     np.testing.assert_allclose(got[1], values.std())
+
+
+@pytest.mark.usefixtures("backend")
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_eager_conv_layers_with_bias_groups_and_dilation_equal_torch(rank):
+    torch = pytest.importorskip("torch", reason="compares with PyTorch; pip install torch")
+    layer = getattr(tfl.nn, f"Conv{rank}D")(4, 6, 3, stride=2, padding=2, dilation=2, groups=2)
+    layer.bias.value = np.random.default_rng(1).standard_normal(6).astype(np.float32)  # not the zero initial bias
+    x = np.random.default_rng(0).standard_normal((2, 4) + (7,) * rank).astype(np.float32)
+    t = tfl.tensor(x, requires_grad=True)
+    y = layer(t)
+    (y * y).sum().backward()
+    conv = getattr(torch.nn.functional, f"conv{rank}d")
+    tx = torch.tensor(x, requires_grad=True)
+    ty = conv(tx, torch.tensor(layer.weight.value), torch.tensor(layer.bias.value), stride=2, padding=2, dilation=2,
+              groups=2)
+    (ty * ty).sum().backward()
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(t.grad, tx.grad.numpy(), rtol=1e-4, atol=1e-4)

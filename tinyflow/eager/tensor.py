@@ -215,8 +215,9 @@ def arange(start, stop=None, step=1, dtype=None):
         values = runtime_shapes.arange(start, stop, step)
         return cast(values, dtype) if dtype else values
     check = checks("arange", None)
-    values = [check.number(n, v) for n, v in (("start", start), ("stop", stop), ("step", step))]
-    if values[2] == 0:
+    for argument, value in (("start", start), ("stop", stop), ("step", step)):
+        check.number(argument, value)
+    if step == 0:
         check.fail("step", step, "is 0", "pass a step other than 0")
     dtype = check.dtype("dtype", dtype) if dtype else promote(*map(default_dtype_for, (start, stop, step)))
     return make(np.arange(start, stop, step).astype(dtype))
@@ -225,7 +226,8 @@ def arange(start, stop=None, step=1, dtype=None):
 def linspace(start, end, steps, dtype=None):
     """`steps` values evenly spaced from start to end, both included (torch.linspace; float32 by default)."""
     check = checks("linspace", None)
-    check.number("start", start), check.number("end", end)
+    for argument, value in (("start", start), ("end", end)):
+        check.number(argument, value)
     steps = check.integer("steps", steps, minimum=0)
     return make(np.linspace(start, end, steps).astype(check.dtype("dtype", dtype or "float32")))
 
@@ -246,8 +248,9 @@ def full(shape, value, dtype=None):
     dims = check.new_shape("shape", shape)
     if -1 in dims:
         check.fail("shape", shape, "holds -1", "give every size")
-    array = check.numeric_array("value", value)
-    return make(np.full(dims, array, dtype=check.dtype("dtype", dtype) if dtype else default_dtype_for(value)))
+    if check.numeric_array("value", value).size != 1:
+        check.fail("value", value, "is not a single number", "pass one number, e.g. 0.0")
+    return make(np.full(dims, value, dtype=check.dtype("dtype", dtype) if dtype else default_dtype_for(value)))
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
