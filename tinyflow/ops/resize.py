@@ -147,9 +147,8 @@ class ResizeOperation(Operation):
 
     abstract = True
 
-    def _set_resize(self, check, rank, sizes, scales, mode="nearest", coordinate_transformation_mode="half_pixel",
-                    nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=False, antialias=False,
-                    roi=None, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch"):
+    def _set_resize(self, check, rank, sizes, scales, mode, coordinate_transformation_mode, nearest_mode,
+                    cubic_coeff_a, exclude_outside, antialias, roi, extrapolation_value, keep_aspect_ratio_policy):
         if (sizes is None) == (scales is None):
             check.fail("sizes", sizes, "and scales are both given or both missing", "pass one of them")
         if rank is None:
@@ -300,8 +299,12 @@ class Resize(ResizeOperation):
 class ResizeGrad(ResizeOperation, ShapedLike):
     """dL/dx of Resize: the gradient (the resized shape) taken back through each axis's matrix transposed."""
 
-    def __init__(self, grad, x, sizes=None, scales=None, name=None, **options):  # options: Resize's
-        self._set_resize(Arguments(self, name, grad, x), rank_of(x), sizes, scales, **options)
+    def __init__(self, grad, x, sizes=None, scales=None, mode="nearest", coordinate_transformation_mode="half_pixel",
+                 nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=False, antialias=False,
+                 roi=None, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch", name=None):
+        self._set_resize(Arguments(self, name, grad, x), rank_of(x), sizes, scales, mode,
+                         coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, antialias, roi,
+                         extrapolation_value, keep_aspect_ratio_policy)
         super().__init__(grad, x, *([sizes] if self.dynamic else []), name=name)
 
     def compute(self, grad, x, *sizes):
