@@ -1,9 +1,8 @@
 """The C backend: the cffi kernels (loaded by native.py) of ckernels/ for the hot ops, numpy for everything else.
 
-`Backend.call` (base.py) checks the table's conditions before every call, so C only ever sees float32/float64 inputs
-of one dtype, non-empty and contiguous, of shapes the kernel handles, and writes into fresh (or recycled, never
-shared) output buffers. Anything else runs the op's numpy `compute`, so no input reachable from the public API can
-crash the interpreter.
+`Backend.call` checks the table's conditions before every call, so C only sees non-empty contiguous float inputs of
+one dtype and shapes it handles, and writes into fresh or recycled (never shared) output buffers: no input reachable
+from the public API can crash the interpreter.
 """
 import math
 import os
@@ -42,7 +41,9 @@ def _fn(name, array):
     return getattr(native.lib, f"{name}_{_SUFFIX[array.dtype]}")
 
 
-def _int64(labels):
+def _labels(labels, classes):
+    """Checked labels as a contiguous int64 array and its C pointer."""
+    check_labels(labels, classes)
     labels = np.ascontiguousarray(labels, dtype=np.int64)
     return labels, native.ffi.from_buffer("int64_t[]", labels)
 
@@ -67,8 +68,7 @@ GENERATED = _generated_kernels()
 
 
 def elementwise(backend, op, *arrays):
-    """An op of the elementwise table by its generated kernel; inputs broadcast as full arrays, rows, columns
-    or scalars (else numpy computes it)."""
+    """An op of the elementwise table by its generated kernel, inputs read as full arrays, rows, columns or scalars."""
     shapes = tuple(a.shape for a in arrays)
     out_shape = np.broadcast_shapes(*shapes)
     kinds, rows, cols = plan_layout(shapes, out_shape)
@@ -84,8 +84,7 @@ def elementwise(backend, op, *arrays):
 
 
 def flat_kernel(op_type, dtype=np.float32):
-    """`run(*input pointers, out pointer, n)`: the generated kernel of op_type on n contiguous values (for
-    tests and benchmarks that time the kernel itself; attributes take their defaults)."""
+    """`run(*input pointers, out pointer, n)`: op_type's generated kernel on n values, default attributes (tests)."""
     function, number = _fn("tf_elementwise", np.empty(0, dtype)), GENERATED[op_type]
     defaults = ELEMENTWISE_OPS.get(op_type, GRADIENT_OPS.get(op_type)).attributes
     attributes = native.ffi.new("double[]", list(defaults.values())) if defaults else native.ffi.NULL
@@ -106,8 +105,7 @@ def reduce(backend, op, x):
 
 
 def rows(name):
-    """A kernel `name(*inputs, out, rows, cols[, eps])` over x viewed as rows of its axes from op.axis on
-    (softmax family: the last axis; layer normalization: the normalized axes)."""
+    """A kernel `name(*inputs, out, rows, cols[, eps])` over x viewed as rows of its axes from op.axis on."""
     takes_eps = name.startswith("tf_layer_norm")
 
     def run(backend, op, x, *others):
@@ -122,8 +120,7 @@ def rows(name):
 
 def softmax_xent(backend, op, logits, labels):
     """Fused mean softmax cross-entropy."""
-    check_labels(labels, logits.shape[1])
-    labels, labels_ptr = _int64(labels)
+    labels, labels_ptr = _labels(labels, logits.shape[1])
     loss = native.ffi.new("double *")
     scratch = backend.pool.empty(logits.shape, logits.dtype)
     status = _fn("tf_softmax_xent", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
@@ -136,8 +133,7 @@ def softmax_xent(backend, op, logits, labels):
 
 def softmax_xent_back(backend, op, logits, labels, grad):
     """(softmax(logits) - onehot(labels)) * grad / N in one pass."""
-    check_labels(labels, logits.shape[1])
-    labels, labels_ptr = _int64(labels)
+    labels, labels_ptr = _labels(labels, logits.shape[1])
     out = backend.pool.empty(logits.shape, logits.dtype)
     _fn("tf_softmax_xent_back", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
                                         float(np.asarray(grad).reshape(())), _buf(out))
@@ -176,8 +172,7 @@ def gemm(a, b, out=None):
 
 
 def matmul(backend, op, a, b):
-    """a @ b for 2-D float arrays of one dtype: the hand-written GEMM if chosen, else BLAS writing into a
-    recycled buffer, since a fresh output would cost page faults every step."""
+    """a @ b: the hand-written GEMM if chosen, else BLAS into a recycled buffer (a fresh one costs page faults)."""
     out = backend.pool.empty((a.shape[0], b.shape[1]), a.dtype)
     if backend.use_gemm:
         return gemm(a, b, out)
@@ -280,11 +275,8 @@ def max_pool(name):
 
 # ---------------------------------------------------------------- fused optimizer updates, in place
 class UpdateState:
-    """C pointer arrays to the parameters and slots of some update ops (one optimizer's, of one dtype).
-
-    Kept while their Variables keep their arrays: making the pointers costs more than a small update.
-    A Variable given a new array (assign, restore, numpy fallback) makes a fresh state.
-    """
+    """C pointer arrays to the parameters and slots of some update ops (one optimizer's, of one dtype), kept while
+    their Variables keep their arrays: making the pointers costs more than a small update."""
 
     def __init__(self, ops):
         ffi, first = native.ffi, ops[0]
@@ -376,14 +368,9 @@ class CBackend(Backend):
     small_size = host_below = SMALL
 
     @classmethod
-    def is_available(cls):
-        """True when the C library was built."""
-        return native.is_built()
-
-    @classmethod
     def why_unavailable(cls):
-        """What is missing and how to get it."""
-        return native.why_not_built()
+        """'' when the C library was built, else how to build it."""
+        return native.why_not_built() if not native.is_built() else ""
 
     def __init__(self):
         super().__init__()
@@ -414,8 +401,7 @@ class CBackend(Backend):
         return CFusedKernel(node, self)
 
     def multi_update(self, node, values):
-        """A MultiTensorUpdate's members in one C call; False when a gradient does not fit (they then run one by
-        one)."""
+        """A MultiTensorUpdate's members in one C call; False when a gradient does not fit (then one by one)."""
         grads, members = [], node.members
         for member, span in zip(members, node.spans):
             grad, param = np.asarray(values[span.start + 1]), member.inputs[0]  # a 0-d parameter's may be a scalar

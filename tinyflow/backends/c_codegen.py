@@ -1,38 +1,17 @@
 """The source of a fused node's kernel: C (one loop over the output on tinyflow's thread pool, SIMD lanes), or
 OpenCL (one work-item per element).
 
-For `c * sigmoid(a*x + b)` with a scalar feed `a` and float32 data the C source reads
-    <ckernels/include/tf_math.h: vectorisable exp, log, tanh, sigmoid, erf>
-    typedef float T;
-    struct tf_args { const T *x0; const T *x1; T *out; long outer, inner; };
-    static void tf_chunk(void *args, long start, long stop) {
-        ... const T s1 = x1[0];
-    #pragma omp simd
-        for (i = start; i < stop; i++) {
-            const T a0 = x0[i];
-            const T a1 = s1;
-            const T t0 = (a1 * a0);
-            ...
-            out[i] = t3;
-        }
-    }
-    void tf_fused(const T *x0, const T *x1, T *out, long outer, long inner, void *parallel) {
-        ... ((tf_parallel_fn)parallel)(n, n, tf_chunk, &k)   (or tf_chunk(&k, 0, n) without a pool)
-    }
-`parallel` is the C library's tf_parallel_for (ckernels/src/threads.c): generated kernels run on the library's
-pool, never on an OpenMP runtime. Math calls go to tf_math.h (pasted in), whose functions GCC vectorizes (libm's
-would stay scalar calls). Inputs broadcast as rows or columns use a two-level loop (rows split across threads,
-a SIMD inner loop).
+The C kernel `tf_fused(x0.., out, outer, inner, parallel)` splits its loop across `parallel`, the C library's
+tf_parallel_for (ckernels/src/threads.c): generated kernels run on the library's pool, never on an OpenMP runtime.
+Math calls go to tf_math.h (pasted in), whose functions GCC vectorizes (libm's would stay scalar calls). Inputs
+broadcast as rows or columns use a two-level loop (rows split across threads, a SIMD inner loop).
 
 Long chains of arithmetic (the gradient chain of many adds) are latency-bound in that loop: each element waits
 for its previous member, one SIMD vector in flight at a time. For them the flat loop works on blocks of LANES
-elements held in GCC vector types, so several SIMD registers advance together, and finishes the last elements
-one by one (1,000 dependent adds on 16 floats: 12.7 µs -> 3.2 µs in a standalone C test).
-
-A float sigmoid has a cheaper form for |x| <= 86 (tf_math.h: no NaN, infinity or denormal to handle, the same
-bits). A flat loop that calls it runs in blocks of TF_MATH_BLOCK elements: the cheap form while checking each
-argument, and the block again with the full form if one argument was out of range (W4's 10M-element
-c * sigmoid(a*x + b) on one thread: 0.80 -> 0.62 ns per element).
+elements held in GCC vector types, so several SIMD registers advance together (1,000 dependent adds on 16 floats:
+12.7 µs -> 3.2 µs). A float sigmoid has a cheaper form for |x| <= 86 (tf_math.h: the same bits): a flat loop
+calling it runs in blocks of TF_MATH_BLOCK elements, the cheap form while checking each argument, then the block
+again with the full form if one was out of range (W4's c * sigmoid(a*x + b): 0.80 -> 0.62 ns per element).
 """
 import ast
 import functools

@@ -1,15 +1,11 @@
 """Running a fused elementwise node (passes/fusion.py) with one generated kernel on the C or OpenCL backend.
 
-Tiered: a node that runs once or twice (a test, a one-off evaluation) is not worth a compile, so its first
-runs use the backend's own kernels member by member ($TINYFLOW_FUSION_JIT_AFTER of them, default 2; 0 compiles
-at the first run). From then on the kernel for the run's input shapes is generated (c_codegen.py), built or found
-in the disk cache, and called.
-
-How each input is read, given the run-time shapes (broadcasting without copies), the output viewed as
-(outer, inner): "full" (one value per output element), "scalar" (one value), "row" (a row repeated over the
-leading axes: index c), "col" (a column repeated along the trailing axes: index r), "col%n" (a block of n values
-in the middle axes, as a conv bias (1, C, 1, 1) against (N, C, H, W): index r % n). Inputs whose broadcast fits
-none of these are expanded to full arrays before the call ("expand").
+Tiered: a node that runs once or twice is not worth a compile, so its first $TINYFLOW_FUSION_JIT_AFTER runs
+(default 2) use the backend's kernels member by member; then the kernel for the run's input shapes is generated
+(c_codegen.py), built or found in the disk cache, and called. How each input is read, the output viewed as
+(outer, inner): "full", "scalar", "row" (repeated over the leading axes: index c), "col" (repeated along the
+trailing axes: index r), "col%n" (n values in the middle axes, as a conv bias (1, C, 1, 1) against (N, C, H, W):
+index r % n), or "expand" (a broadcast none of these fits: expanded to a full array before the call).
 """
 import functools
 import math
@@ -17,7 +13,7 @@ import os
 
 import numpy as np
 
-from . import compiler
+from . import compiler, native
 from .c_codegen import c_declaration, c_source, opencl_source
 
 _SMALL = "small"  # marks input shapes whose output is below the backend's small-array threshold
@@ -157,16 +153,9 @@ class CFusedKernel(FusedKernel):
         if module is None:
             return None
         if not hasattr(module, "parallel"):  # the C library's thread pool, shared by every generated kernel
-            module.parallel = module.ffi.cast("void *", native_pool_address())
+            address = native.ffi.cast("uintptr_t", native.ffi.addressof(native.lib, "tf_parallel_for"))
+            module.parallel = module.ffi.cast("void *", int(address))
         return module, out_shape, outer, inner, kinds
-
-
-def native_pool_address():
-    """The address of the C library's tf_parallel_for (0 without the library: kernels then run on one thread)."""
-    from . import native
-    if native.lib is None:
-        return 0
-    return int(native.ffi.cast("uintptr_t", native.ffi.addressof(native.lib, "tf_parallel_for")))
 
 
 class OpenCLFusedKernel(FusedKernel):
@@ -201,4 +190,4 @@ class OpenCLFusedKernel(FusedKernel):
         if layout is None:
             return None
         source = opencl_source(self.node, tuple("full" if k == "expand" else k for k in layout[1]))
-        return (self.backend.runtime.generated(source, "tf_fused"), *layout)
+        return (self.backend.runtime.kernel("tf_fused", self.node.dtype, source), *layout)

@@ -46,13 +46,8 @@ class OpenCLBackend(Backend):
     name = "opencl"
 
     @classmethod
-    def is_available(cls):
-        """True when pyopencl, a device and the kernel sources are all there."""
-        return rt.why_unavailable() == ""
-
-    @classmethod
     def why_unavailable(cls):
-        """What is missing and how to get it."""
+        """'' when pyopencl, a device and the kernel sources are all there, else what is missing and how to get it."""
         return rt.why_unavailable()
 
     def __init__(self, spec="opencl"):

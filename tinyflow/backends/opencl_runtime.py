@@ -194,18 +194,13 @@ class DeviceRuntime:
             self._programs[dtype] = _build(self.context, source, options + opencl_defines())  # the header's codes
         return self._programs[dtype]
 
-    def kernel(self, name, dtype):
-        """One kernel of the program for `dtype` (retrieved once: each retrieval makes a new kernel object)."""
-        key = (name, np.dtype(dtype))
+    def kernel(self, name, dtype, source=None):
+        """Kernel `name` of the program for `dtype`, or of generated OpenCL `source` (a fused node's, built once per
+        device and source); each retrieved once, as each retrieval makes a new kernel object."""
+        key = (name, np.dtype(dtype) if source is None else source)
         if key not in self._kernels:
-            self._kernels[key] = _pyopencl().Kernel(self.program(dtype), name)
-        return self._kernels[key]
-
-    def generated(self, source, name):
-        """Kernel `name` of generated OpenCL `source` (built once per device and source)."""
-        key = (name, source)
-        if key not in self._kernels:
-            self._kernels[key] = _pyopencl().Kernel(_build(self.context, source), name)
+            program = self.program(dtype) if source is None else _build(self.context, source)
+            self._kernels[key] = _pyopencl().Kernel(program, name)
         return self._kernels[key]
 
     def empty(self, shape, dtype):
