@@ -25,10 +25,13 @@ DECLINE = object()
 class Kernel:
     """One table entry: `run(backend, op, *values)` and the inputs it accepts.
 
-    floats: positions of the inputs that must be non-empty float arrays of one dtype the backend handles (None:
-    every input), passed contiguous / on the device; small: inputs all smaller than the backend's `small_size` go to
-    numpy instead; same_shape: those float inputs have one shape; ndim: the rank of the first input; accepts:
-    `accepts(op, *values) -> bool`, any further condition; views: strided host views are passed as they are (BLAS).
+    floats:     positions of the inputs that must be non-empty float arrays of one dtype the backend handles
+                (None: every input); they arrive contiguous / on the device.
+    small:      inputs that are all smaller than the backend's `small_size` go to numpy instead.
+    same_shape: those float inputs must have one shape.
+    ndim:       the rank the first input must have.
+    accepts:    `accepts(op, *values) -> bool`, any further condition (broadcast layout, axes...).
+    views:      host kernels only: strided views arrive as they are, not copied (BLAS takes them as they are).
     """
 
     __slots__ = ("run", "floats", "small", "same_shape", "ndim", "accepts", "views")
@@ -82,7 +85,8 @@ class Backend:
 
         `run(backend, op, *values)` computes the op's value from its input values (numpy arrays on the C backend,
         device arrays on OpenCL) and may return `DECLINE` to hand inputs it cannot handle to the op's numpy
-        `compute`; `accepts` are the `Kernel` conditions. Example:
+        `compute`. `accepts` are the `Kernel` conditions; dispatch, contiguity, small-size routing, the numpy fallback
+        and the run report then work as for the built-in entries. Example:
             CBackend.register_kernel("FusedAddRelu", fused_add_relu, same_shape=True)
         """
         if "kernels" not in cls.__dict__:
