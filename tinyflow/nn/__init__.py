@@ -1,7 +1,7 @@
 """Neural-network building blocks on the graph: losses, activations, initializers, layers."""
-from .batchnorm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
+from .norm_layers import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
                         InstanceNorm3d, LayerNorm, batch_norm)
-from .conv import (AvgPool1D, AvgPool2D, AvgPool3D, Conv1D, Conv2D, Conv3D, ConvTranspose1D, ConvTranspose2D,
+from .conv_layers import (AvgPool1D, AvgPool2D, AvgPool3D, Conv1D, Conv2D, Conv3D, ConvTranspose1D, ConvTranspose2D,
                    ConvTranspose3D, MaxPool1D, MaxPool2D, MaxPool3D)
 from .layer import (Dropout, Flatten, Layer, Linear, Sequential, get_activation, register_activation,
                     register_initializer, registered_activations, registered_initializers, training_flag, update_ops)
