@@ -8,9 +8,10 @@ each time it is called on a node (calling it twice shares its weights). On an ea
 """
 import numpy as np
 
+from ..control_flow.subgraph import is_eager
 from ..errors import ArgumentError, ShapeError
 from ..graph import get_default_graph
-from ..nodes import Node, Operation, Placeholder, Variable, as_node
+from ..nodes import Operation, Placeholder, Variable, as_node
 from ..ops.array_ops import reshape
 from ..ops.elementwise_ops import leaky_relu, relu, sigmoid, softplus, tanh
 from ..ops.matmul import matmul
@@ -24,10 +25,7 @@ _ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "tanh": tanh, "leaky_relu": le
 
 def _uniform(bound):
     """The initializer drawing from U(-a, a) with a = bound(fan_in, fan_out)."""
-    def draw(shape, fan_in, fan_out, rng):
-        limit = bound(fan_in, fan_out)
-        return rng.uniform(-limit, limit, shape)
-    return draw
+    return lambda shape, fan_in, fan_out, rng: rng.uniform(-bound(fan_in, fan_out), bound(fan_in, fan_out), shape)
 
 
 def _normal(std):
@@ -58,6 +56,14 @@ def _adding_to(table, name):
     return decorate
 
 
+def _look_up(table, kind, name):
+    """table[name], or an ArgumentError listing the registered names and how to register another."""
+    if name not in table:
+        raise ArgumentError(f"unknown {kind} {name!r}; registered {kind}s: {sorted(table)}. Register your own "
+                            f"with @tfl.nn.register_{kind}(name).")
+    return table[name]
+
+
 def register_activation(name):
     """Decorator: make `fn(node) -> node` available to layers as `act=name`."""
     return _adding_to(_ACTIVATIONS, name)
@@ -80,21 +86,12 @@ def registered_initializers():
 
 def get_activation(act):
     """The activation function for a registered name, a callable, or None (identity)."""
-    if act is None or callable(act):
-        return act
-    if act not in _ACTIVATIONS:
-        raise ArgumentError(f"unknown activation {act!r}; registered activations: {sorted(_ACTIVATIONS)}. "
-                            "Register your own with @tfl.nn.register_activation(name).")
-    return _ACTIVATIONS[act]
+    return act if act is None or callable(act) else _look_up(_ACTIVATIONS, "activation", act)
 
 
 def initial_value(init, shape, fan_in, fan_out, dtype):
     """An initial array from an initializer name or callable, drawn with the next global seed."""
-    if not callable(init):
-        if init not in _INITIALIZERS:
-            raise ArgumentError(f"unknown initializer {init!r}; registered: {sorted(_INITIALIZERS)}. Register your "
-                                "own with @tfl.nn.register_initializer(name).")
-        init = _INITIALIZERS[init]
+    init = init if callable(init) else _look_up(_INITIALIZERS, "initializer", init)
     return np.asarray(init(tuple(shape), fan_in, fan_out, generator()), dtype=dtype)
 
 
@@ -105,11 +102,6 @@ def training_flag(graph=None):
         with graph.name_scope(""):
             graph.training_flag = Placeholder((), "bool", name="training", default=False, graph=graph)
     return graph.training_flag
-
-
-def is_eager(x):
-    """True for an eager Tensor (it has no graph), False for graph nodes and plain values."""
-    return not isinstance(x, Node) and getattr(x, "graph", False) is None
 
 
 def update_ops(graph=None):

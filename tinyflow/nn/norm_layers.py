@@ -1,12 +1,13 @@
 """Normalization layers: tfl.batch_norm and the BatchNorm layers built on it; LayerNorm, GroupNorm and
 InstanceNorm (tfl.layer_norm, group_norm, instance_norm with their parameters).
 
-For batch norm, one graph serves training (batch statistics) and evaluation (moving statistics): `training` may be a boolean
-node such as the graph's training flag. The moving statistics move towards the batch's by `momentum` (torch's
+For batch norm, one graph serves training (batch statistics) and evaluation (moving statistics): `training` may be a
+boolean node such as the graph's training flag. The moving statistics move towards the batch's by `momentum` (torch's
 convention, unbiased variance): in graph mode through update ops (tfl.nn.update_ops()), eagerly at once.
 """
 import numpy as np
 
+from ..control_flow.subgraph import is_eager
 from ..errors import ArgumentError, ShapeError
 from ..nodes import Variable
 from ..ops.array_ops import identity, reshape
@@ -14,7 +15,7 @@ from ..ops.elementwise_ops import add, greater, maximum, multiply, ones_like, sq
 from ..ops.normalization import group_norm, instance_norm, layer_norm
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
-from .layer import Layer, is_eager, ranked, training_flag
+from .layer import Layer, ranked, training_flag
 
 
 def batch_statistics(x):
@@ -32,9 +33,12 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     if x.shape is None or len(x.shape) < 2:
         raise ShapeError(f"batch_norm needs an (N, C, ...) input, got shape {x.shape}")
     shape = (1, -1) + (1,) * (len(x.shape) - 2)
-    if is_eager(x):
-        return _batch_norm_eager(x, running_mean, running_var, weight, bias, bool(training), momentum, eps, shape)
-    frozen = (x - reshape(running_mean, shape)) / sqrt(reshape(running_var, shape) + eps)
+    if is_eager(x):  # the running statistics are read (and moved) as arrays, outside autograd
+        training, name = bool(training), None
+        frozen = None if training else ((x - np.reshape(_array(running_mean), shape))
+                                        / np.sqrt(np.reshape(_array(running_var), shape) + eps))
+    else:
+        frozen = (x - reshape(running_mean, shape)) / sqrt(reshape(running_var, shape) + eps)
     if training is False:
         return _scale_shift(frozen, weight, bias, shape, name)
     mean, var = batch_statistics(x)
@@ -43,6 +47,11 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     if momentum is not None and isinstance(running_mean, Variable) and isinstance(running_var, Variable):
         _update_running_statistics(x, running_mean, running_var, mean, var, momentum)
     return _scale_shift(x_hat, weight, bias, shape, name)
+
+
+def _array(value):
+    """A Variable's, eager Tensor's or array's value as a numpy array."""
+    return value.value if isinstance(value, Variable) else np.asarray(getattr(value, "numpy", lambda: value)())
 
 
 def _scale_shift(x_hat, weight, bias, shape, name=None):
@@ -54,36 +63,21 @@ def _scale_shift(x_hat, weight, bias, shape, name=None):
     return x_hat if name is None or weight is not None or bias is not None else identity(x_hat, name=name)
 
 
-def _update_running_statistics(x, running_mean, running_var, mean, var, momentum):
-    """Append to the graph's update ops: the running statistics move towards the batch's by `momentum`."""
-    axes = (0,) + tuple(range(2, len(x.shape)))
-    count = reduce_sum(ones_like(x), axes)  # values per channel, for the unbiased variance
+def _update_running_statistics(x, running_mean, running_var, mean, var, m):
+    """Move the running statistics towards the batch's by momentum `m`: eagerly at once, else through the graph's
+    update ops. One value per channel (a last batch of 1 in BatchNorm1d) says nothing about the variance:
+    running_var keeps its value then, instead of becoming NaN (torch raises an error instead)."""
+    if is_eager(x):
+        count = x.size // x.shape[1]
+        running_mean.value = (1 - m) * running_mean.value + m * mean.numpy().reshape(-1)
+        if count > 1:
+            running_var.value = (1 - m) * running_var.value + m * var.numpy().reshape(-1) * (count / (count - 1))
+        return
+    count = reduce_sum(ones_like(x), (0,) + tuple(range(2, len(x.shape))))  # values per channel
     flat_mean, flat_var = reshape(mean, (-1,)), reshape(var, (-1,)) * count / maximum(count - 1.0, 1.0)
-    m = momentum
-    # One value per channel (a last batch of 1 in BatchNorm1d) says nothing about the variance:
-    # running_var keeps its value then, instead of becoming NaN (torch raises an error instead).
     x.graph.update_ops.append(group(
         assign(running_mean, (1 - m) * running_mean + m * flat_mean),
         assign(running_var, where(greater(count, 1.0), (1 - m) * running_var + m * flat_var, running_var))))
-
-
-def _batch_norm_eager(x, running_mean, running_var, weight, bias, training, momentum, eps, shape):
-    """batch_norm on an eager Tensor; the running statistics (Variables) are updated at once, outside the graph."""
-    def value(v):
-        return v.value if isinstance(v, Variable) else np.asarray(v.numpy() if hasattr(v, "numpy") else v)
-    if training:
-        mean, var = batch_statistics(x)
-        x_hat = (x - mean) / sqrt(var + eps)
-        if momentum is not None and isinstance(running_mean, Variable) and isinstance(running_var, Variable):
-            count = x.size // x.shape[1]
-            m = momentum
-            running_mean.value = (1 - m) * running_mean.value + m * mean.numpy().reshape(-1)
-            if count > 1:
-                unbiased = var.numpy().reshape(-1) * (count / (count - 1))
-                running_var.value = (1 - m) * running_var.value + m * unbiased
-    else:
-        x_hat = (x - np.reshape(value(running_mean), shape)) / np.sqrt(np.reshape(value(running_var), shape) + eps)
-    return _scale_shift(x_hat, weight, bias, shape)
 
 
 class _BatchNorm(Layer):
