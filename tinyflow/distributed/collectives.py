@@ -40,13 +40,17 @@ def _hash(value):
 
 
 def agree(comm, name, options="", data=None, first_dim=0, root=None, describe=None):
-    """Check that every rank is in this call; the (world × 4) records. DistributedError on every rank if not.
+    """Check that every rank is in this call; the (world × 4) records (None for one process). DistributedError on
+    every rank if not.
 
     `data` is a hashable summary of what must match (shape and dtype; None for "no array"); with `root`, ranks
     must match the root's data or pass none. `describe()` phrases this rank's data, for the error message only.
     """
+    if comm.Get_size() == 1:
+        return None
     _state.collectives += 1
-    record = np.array((_state.collectives, _hash((name, options)), 0 if data is None else _hash(data), first_dim), np.int64)
+    record = np.array((_state.collectives, _hash((name, options)), 0 if data is None else _hash(data), first_dim),
+                      np.int64)
     records = np.empty((comm.Get_size(), 4), np.int64)
     comm.Allgather(record, records)
     rows = records.tolist()
@@ -103,8 +107,7 @@ def barrier():
     """Wait until every process reaches this call."""
     comm = communicator()
     with guarded("barrier"):
-        if comm.Get_size() > 1:
-            agree(comm, "barrier")  # every rank's record is needed before any rank goes on: a barrier
+        agree(comm, "barrier")  # every rank's record is needed before any rank goes on: a barrier
     _counted("barrier")
 
 
@@ -124,17 +127,12 @@ def all_reduce(array, op="sum"):
 def reduce_checked(buffer, op, name, options, data, describe):
     """all_reduce of a contiguous `buffer` (in place), checked as the call `name` (see `agree`)."""
     comm, MPI = communicator(), _state.MPI
-    size = comm.Get_size()
     with guarded(name, buffer):
-        if size > 1:
-            agree(comm, name, options, data, describe=describe)
+        agree(comm, name, options, data, describe=describe)
         comm.Allreduce(MPI.IN_PLACE, buffer, op=MPI.MAX if op == "max" else MPI.MIN if op == "min" else MPI.SUM)
     _counted("all_reduce", buffer)
-    if op == "mean":
-        if buffer.dtype.kind == "f":
-            buffer /= buffer.dtype.type(size)
-        else:
-            buffer = buffer / size
+    if op == "mean":  # in place for floats; integers give a new float64 array
+        buffer = np.true_divide(buffer, comm.Get_size(), out=buffer if buffer.dtype.kind == "f" else None)
     return buffer
 
 
@@ -150,14 +148,13 @@ def broadcast(array, root=0):
                                "send; the other processes may pass None")
     buffer = _as_buffer(array, "broadcast") if array is not None else None
     with guarded("broadcast", buffer):
-        if size > 1:
-            data = None if buffer is None else (buffer.shape, buffer.dtype.str)
-            records = agree(comm, "broadcast", f"root={root}", data, root=root,
-                            describe=lambda: "None" if buffer is None else f"shape {buffer.shape} {buffer.dtype}")
-            if (records[:, 2] == 0).any():  # some rank passed None: it learns the root's shape and dtype
-                shape, dtype = comm.bcast(data, root=root)
-                if buffer is None:
-                    buffer = np.empty(shape, np.dtype(dtype))
+        data = None if buffer is None else (buffer.shape, buffer.dtype.str)
+        records = agree(comm, "broadcast", f"root={root}", data, root=root,
+                        describe=lambda: "None" if buffer is None else f"shape {buffer.shape} {buffer.dtype}")
+        if records is not None and (records[:, 2] == 0).any():  # a rank passed None: it learns the root's array's
+            shape, dtype = comm.bcast(data, root=root)
+            if buffer is None:
+                buffer = np.empty(shape, np.dtype(dtype))
         comm.Bcast(buffer, root=root)
     _counted("broadcast", buffer)
     return buffer
@@ -188,8 +185,7 @@ def broadcast_object(value, root=0):
     """Rank `root`'s picklable Python value on every process (small things: seeds, flags, dicts)."""
     comm = communicator()
     with guarded("broadcast_object"):
-        if comm.Get_size() > 1:
-            agree(comm, "broadcast_object", f"root={root}")
+        agree(comm, "broadcast_object", f"root={root}")
         result = comm.bcast(value, root=root)
     _counted("broadcast_object")
     return result

@@ -174,7 +174,6 @@ def broadcast_variables(graph=None, root=0):
     else:
         variables = sorted((graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
         names = [v.name for v in variables]
-    if comm.Get_size() > 1:
-        agree(comm, "broadcast_variables", f"root={root}", tuple(zip(names, _signature(variables))),
-              describe=lambda: _summary(variables, names))
+    agree(comm, "broadcast_variables", f"root={root}", tuple(zip(names, _signature(variables))),
+          describe=lambda: _summary(variables, names))
     exchange_packed(variables, lambda flat: broadcast(flat, root=root))
