@@ -20,11 +20,7 @@ NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 def is_text(name):
     """True when `name` is Unicode text that UTF-8 can encode (no lone surrogate, as a non-UTF-8 file name gives)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return not any("\ud800" <= c <= "\udfff" for c in name)
 
 
 def open_regular(path):

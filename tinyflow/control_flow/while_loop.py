@@ -1,11 +1,7 @@
 """tfl.while_loop: run a body subgraph while a test subgraph holds, and its gradient.
 
-The WhileLoop op's inputs are the initial loop variables, then the captures of the test and the body. Its value
-is a tuple, read by Output nodes: (final loop variables..., the number of iterations, the recorded stacks...).
-The kernel runs the test's and the body's cached sub-plans until the test fails (or `maximum_iterations` steps
-ran, as in TensorFlow). When a gradient of the loop is built, the body gets one StackPush per value the gradient
-needs (`record`); plans that read those stacks make the kernel push, at every iteration, a reference to each
-such value (see stacks.py).
+The WhileLoop op's inputs are the initial loop variables, then the captures of the test and the body; its value,
+read by Output nodes, is (final loop variables..., the number of iterations, the recorded stacks...).
 
 The gradient is a second while loop running the body's gradient in reverse (TF1 style). Forward, iteration t maps
 the loop variables v(t) to v(t+1) = body(v(t), captures). Backward, with a(t) the gradient reaching v(t) and n the
@@ -17,8 +13,8 @@ number of iterations that ran:
 
 The gradient loop's variables are [k, a..., captures_grad...] with k counting n down to 0. Its body is built by the
 ordinary gradients() on the forward body; the forward nodes those gradient ops read (h, h_prev, ...) are *saved
-values*: the forward loop pushes each onto a stack (WhileLoop.record), and the gradient body's StackPop nodes pop
-iteration k-1's value, which stands in for the forward node while the gradient body runs (Subgraph.restores).
+values*: the forward loop pushes each onto a stack (WhileLoop.record; only plans reading the stacks push), and the
+gradient body's StackPop nodes pop iteration k-1's value, which stands in for the forward node (Subgraph.restores).
 
 Second order: a gradient loop is a loop like any other, but its body also reads the values it restores. Their
 gradients, one per iteration, are pushed onto stacks in turn: a stack's gradient is a stack, which seeds the

@@ -1,13 +1,7 @@
-"""Collectives on numpy arrays: barrier, all_reduce, broadcast, all_gather (MPI's buffer interface).
-
-Buffer-based calls send the array's memory as it is (no pickling), in place where the array allows it, as
-Horovod and torch.distributed do. Each call runs under the watchdog (watchdog.py) and first checks its contract:
-an MPI Allgather of one record per rank, [sequence number, hash of the call (collective and options), hash of the
-data (shape, dtype), first dimension]. All ranks see all records and so reach the same verdict: if the ranks are
-in different collectives, out of step, or pass arrays of different shapes or dtypes, every rank raises
-DistributedError naming each rank's call and where it was made (a second exchange, on that path only, gathers the
-descriptions). Without the check MPI returns garbage on one rank and MPI_ERR_TRUNCATE on another, or hangs. The
-record costs a few microseconds per call (benchmarks/collective_contracts.py).
+"""Collectives on numpy arrays: barrier, all_reduce, broadcast, all_gather (MPI's buffer interface, in place where
+the array allows it, no pickling), each under the watchdog (watchdog.py) and checked first by `agree`: ranks in
+different collectives, out of step, or passing arrays of different shapes or dtypes all raise the same
+DistributedError naming each rank's call, where MPI would return garbage or hang (docs/distributed.md).
 """
 import hashlib
 import math

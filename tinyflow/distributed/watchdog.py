@@ -1,13 +1,9 @@
 """The collective watchdog: a collective that waits past the timeout aborts the job, naming who never arrived.
 
-A rank that died without MPI noticing, or is busy elsewhere, would leave the others waiting forever. So each
-process runs a daemon thread: when a collective has waited `timeout - grace` seconds, it asks every other rank
-where it is, over a private duplicate of the communicator; each rank's watchdog answers which collective it
-waits in, or which line it is at and its last collective. At the timeout the job is aborted with the answers:
-    all_reduce of (4,) float64 (collective #2, at train.py:31) waited more than 600 s for the other
-    ranks: rank 1 never arrived. rank 1 is not in a collective: it is at train.py:29, ...
-A rank that does not answer has probably died (or is stuck in C code holding the GIL). Asking needs MPI thread
-support (MPI_THREAD_MULTIPLE, mpi4py's default); without it the job is still aborted, without the answers.
+Each process runs a daemon thread: when a collective has waited `timeout - grace` seconds, it asks every other
+rank, over a private duplicate of the communicator, where it is (which collective it waits in, or which line it is
+at); at the timeout the job is aborted with the answers (an example: docs/distributed.md). A rank that does not
+answer has probably died. Asking needs MPI_THREAD_MULTIPLE; without it the job is still aborted, without answers.
 """
 import atexit
 import os
