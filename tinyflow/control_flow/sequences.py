@@ -51,8 +51,9 @@ class Sequence:
         self.valid, self.item = valid, item
 
     def __iter__(self):
-        raise TinyflowError("a tfl.range over a tensor can only be iterated inside tfl.jit.to_static (it becomes a "
-                            "while_loop); in graph code write tfl.while_loop, or pass a Python int")
+        raise TinyflowError("a tfl.range, enumerate or zip over a tensor is iterated only by a `for` statement "
+                            "inside tfl.jit.to_static (it becomes a while_loop), not by a comprehension, list() or "
+                            "graph code; write a `for` loop (appending to a list), tfl.while_loop, or pass Python ints")
 
 
 def rows(x):
