@@ -1,15 +1,15 @@
 """Convolution, transposed convolution and pooling layers over 1, 2 or 3 spatial axes (N, C, *spatial)."""
 import math
 
-from ..errors import ArgumentError
-from ..ops.array_ops import reshape
+from ..ops.array_ops import checks, reshape
 from ..ops.conv import Conv, ConvTranspose
 from ..ops.pooling import AvgPool, MaxPool
-from .layer import Layer, get_activation, ranked
+from .layer import Layer, get_activation, ranked, sizes
 
 
-def _sizes(value, spatial):
-    return (value,) * spatial if isinstance(value, int) else tuple(value)
+def _kernel(layer, name, kernel_size):
+    """kernel_size as one int per spatial axis, each at least 1."""
+    return checks(type(layer).__name__, name).ints("kernel_size", kernel_size, layer.rank - 2, minimum=1)
 
 
 class _ConvNd(Layer):
@@ -20,12 +20,14 @@ class _ConvNd(Layer):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  act=None, weight_init="uniform", bias_init="zeros", name=None, dtype="float32"):
         self.act = get_activation(act)
+        in_channels, out_channels, groups = sizes(self, name, in_channels=in_channels, out_channels=out_channels,
+                                                  groups=groups)
         if in_channels % groups or out_channels % groups:
-            raise ArgumentError(f"{type(self).__name__}: in_channels={in_channels} and out_channels={out_channels} "
-                                f"must both split into groups={groups}")
+            checks(type(self).__name__, name).fail("groups", groups, f"does not divide in_channels={in_channels} "
+                                                   f"and out_channels={out_channels}", "pass a common divisor")
+        kernel = _kernel(self, name, kernel_size)
         super().__init__(name, dtype)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-        kernel = _sizes(kernel_size, self.rank - 2)
         # the weight is (out, in / groups, *kernel), transposed (in, out / groups, *kernel); torch takes the
         # fan-in from the weight's axis 1 in both cases
         first, second = (in_channels, out_channels) if self.transposed else (out_channels, in_channels)
@@ -64,9 +66,9 @@ class _MaxPoolNd(Layer):
     """Max pooling over kernel_size windows, as torch.nn.MaxPoolNd."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, name=None):
-        super().__init__(name)
-        self.kernel_size, self.stride, self.padding = _sizes(kernel_size, self.rank - 2), stride, padding
+        self.kernel_size, self.stride, self.padding = _kernel(self, name, kernel_size), stride, padding
         self.dilation, self.ceil_mode = dilation, ceil_mode
+        super().__init__(name)
 
     def forward(self, x):
         return MaxPool(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
@@ -76,9 +78,9 @@ class _AvgPoolNd(Layer):
     """Average pooling over kernel_size windows (zero padding counted unless count_include_pad=False), as torch."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, name=None):
-        super().__init__(name)
-        self.kernel_size, self.stride, self.padding = _sizes(kernel_size, self.rank - 2), stride, padding
+        self.kernel_size, self.stride, self.padding = _kernel(self, name, kernel_size), stride, padding
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        super().__init__(name)
 
     def forward(self, x):
         return AvgPool(x, self.kernel_size, self.stride, self.padding, 1, self.ceil_mode, self.count_include_pad)

@@ -12,10 +12,11 @@ from ..control_flow.subgraph import is_eager
 from ..errors import ArgumentError, ShapeError
 from ..graph import get_default_graph
 from ..nodes import Operation, Placeholder, Variable, as_node
-from ..ops.array_ops import reshape
+from ..ops.array_ops import checks
 from ..ops.elementwise_ops import leaky_relu, relu, sigmoid, softplus, tanh
 from ..ops.matmul import matmul
 from ..ops.random_ops import dropout
+from ..ops.shape_ops import flatten
 from ..ops.softmax import log_softmax, softmax
 from ..random import generator
 
@@ -95,6 +96,12 @@ def initial_value(init, shape, fan_in, fan_out, dtype):
     return np.asarray(init(tuple(shape), fan_in, fan_out, generator()), dtype=dtype)
 
 
+def sizes(layer, name, **values):
+    """The layer's size arguments as ints, each at least 1 (an ArgumentError naming the layer otherwise)."""
+    check = checks(type(layer).__name__, name)
+    return [check.integer(argument, value, minimum=1) for argument, value in values.items()]
+
+
 def training_flag(graph=None):
     """The graph's boolean `training` placeholder (False unless fed): dropout and batch norm read it."""
     graph = graph if graph is not None else get_default_graph()
@@ -115,8 +122,8 @@ class Layer:
     rank = None  # the input rank of a layer class made by `ranked`
 
     def __init__(self, name=None, dtype="float32"):
+        self.dtype = checks(type(self).__name__, name).dtype("dtype", dtype)
         self.graph = get_default_graph()
-        self.dtype = np.dtype(dtype)
         with self.graph.name_scope(name or type(self).__name__) as scope:
             self.scope = scope
         self._variables = []
@@ -201,9 +208,10 @@ class Linear(Layer):
 
     def __init__(self, in_features, out_features, bias=True, act=None, weight_init="uniform", bias_init="zeros",
                  name=None, dtype="float32"):
-        self.act = get_activation(act)  # checked first: an unknown name fails before any Variable exists
+        self.act = get_activation(act)  # checked first: a bad argument fails before any Variable exists
+        in_features, out_features = sizes(self, name, in_features=in_features, out_features=out_features)
         super().__init__(name, dtype)
-        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.in_features, self.out_features = in_features, out_features
         self.weight = self.add_variable("weight", (in_features, out_features), weight_init, in_features, out_features)
         self.bias = self.add_variable("bias", (out_features,), bias_init, in_features, out_features) if bias else None
 
@@ -220,6 +228,10 @@ class Sequential(Layer):
     def __init__(self, *layers, name=None):
         super().__init__(name)
         self.layers = list(layers[0]) if len(layers) == 1 and isinstance(layers[0], (list, tuple)) else list(layers)
+        for i, layer in enumerate(self.layers):
+            if not callable(layer):
+                checks("Sequential", name).fail(f"layers[{i}]", layer, "is not a layer", "pass layers or functions "
+                                                "of one node, e.g. tfl.nn.Sequential(tfl.nn.Linear(4, 8), tfl.relu)")
 
     def forward(self, x):
         for layer in self.layers:
@@ -237,17 +249,15 @@ class Flatten(Layer):
     """(N, d1, d2, ...) -> (N, d1·d2·...)."""
 
     def forward(self, x):
-        return reshape(x, (-1, int(np.prod(x.shape[1:]))))
+        return flatten(x, 1)
 
 
 class Dropout(Layer):
     """Zero each entry with probability p while training (the graph's training flag), scale the rest."""
 
     def __init__(self, p=0.5, name=None):
-        if not 0.0 <= p < 1.0:
-            raise ArgumentError(f"dropout probability must be in [0, 1), got {p}")
+        self.p = checks("Dropout", name).number("p", p, 0.0, 1.0, high_open=True)
         super().__init__(name)
-        self.p = p
 
     def forward(self, x):
         return dropout(x, self.p, training=self.training if is_eager(x) else training_flag(self.graph))

@@ -8,14 +8,14 @@ convention, unbiased variance): in graph mode through update ops (tfl.nn.update_
 import numpy as np
 
 from ..control_flow.subgraph import is_eager
-from ..errors import ArgumentError, ShapeError
+from ..errors import ShapeError
 from ..nodes import Variable
-from ..ops.array_ops import identity, reshape
+from ..ops.array_ops import checks, identity, reshape
 from ..ops.elementwise_ops import add, greater, maximum, multiply, ones_like, sqrt, square, where
 from ..ops.normalization import group_norm, instance_norm, layer_norm
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
-from .layer import Layer, ranked, training_flag
+from .layer import Layer, ranked, sizes, training_flag
 
 
 def batch_statistics(x):
@@ -88,6 +88,7 @@ class _BatchNorm(Layer):
     """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, name=None, dtype="float32"):
+        num_features, = sizes(self, name, num_features=num_features)
         super().__init__(name, dtype)
         self.eps, self.momentum = eps, momentum
         self.weight, self.bias = self.add_affine((num_features,), affine)
@@ -108,8 +109,9 @@ class LayerNorm(Layer):
     """Normalizes the trailing axes `normalized_shape`, then · weight + bias of that shape, as torch.nn.LayerNorm."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, name=None, dtype="float32"):
+        shape = normalized_shape if isinstance(normalized_shape, (tuple, list)) else (normalized_shape,)
+        self.normalized_shape = tuple(sizes(self, name, **{f"normalized_shape[{i}]": d for i, d in enumerate(shape)}))
         super().__init__(name, dtype)
-        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps = eps
         self.weight, self.bias = self.add_affine(self.normalized_shape, elementwise_affine, bias)
 
@@ -121,8 +123,10 @@ class GroupNorm(Layer):
     """Normalizes `num_groups` groups of channels of each sample, then a per-channel γ, β, as torch.nn.GroupNorm."""
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, name=None, dtype="float32"):
+        num_groups, num_channels = sizes(self, name, num_groups=num_groups, num_channels=num_channels)
         if num_channels % num_groups:
-            raise ArgumentError(f"GroupNorm: num_groups={num_groups} does not divide num_channels={num_channels}")
+            checks("GroupNorm", name).fail("num_groups", num_groups, f"does not divide num_channels={num_channels}",
+                                           "pass a divisor of the number of channels")
         super().__init__(name, dtype)
         self.num_groups, self.eps = num_groups, eps
         self.weight, self.bias = self.add_affine((num_channels,), affine)
@@ -136,6 +140,7 @@ class _InstanceNorm(Layer):
     torch.nn.InstanceNormNd (no running statistics)."""
 
     def __init__(self, num_features, eps=1e-5, affine=False, name=None, dtype="float32"):
+        num_features, = sizes(self, name, num_features=num_features)
         super().__init__(name, dtype)
         self.eps = eps
         self.weight, self.bias = self.add_affine((num_features,), affine)
