@@ -96,3 +96,10 @@ def test_the_command_serves_and_a_busy_port_exits_with_a_clear_message(tmp_path)
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_a_log_folder_or_port_of_the_wrong_type_raises_board_error(tmp_path):
+    with pytest.raises(BoardError, match="log folder as a path and the host as a string, got 123"):
+        Board(123)
+    with pytest.raises(BoardError, match="--port 'a' is not a port number"):
+        Board(tmp_path, port="a")

@@ -148,6 +148,9 @@ class Board:
     """The board's server for `logdir` (port None: 6006 or the next free one; 0: any): `.url`, `.serve_forever()`."""
 
     def __init__(self, logdir, host="127.0.0.1", port=None):
+        if not isinstance(logdir, (str, os.PathLike)) or not isinstance(host, str):
+            raise BoardError(f"Board takes the log folder as a path and the host as a string, got {logdir!r} and "
+                             f"{host!r}; e.g. Board('logs', host='127.0.0.1')")
         if os.path.exists(logdir) and not os.path.isdir(logdir):
             raise BoardError(f"the log folder {os.fspath(logdir)!r} is a file; pass the folder holding the runs "
                              "(the parent of each fit's log_dir)")
@@ -198,8 +201,8 @@ def _bind(host, port, handler):
     for candidate in candidates:
         try:
             return server_class((host, candidate), handler)  # closes its socket if it cannot bind
-        except OverflowError:
-            raise BoardError(f"--port {candidate} is not a port number: use 0-65535") from None
+        except (OverflowError, TypeError):
+            raise BoardError(f"--port {candidate!r} is not a port number: use 0-65535") from None
         except OSError as err:
             if err.errno != errno.EADDRINUSE:
                 raise BoardError(f"cannot listen on {host}:{candidate}: {err.strerror}. Check --host (an address of "

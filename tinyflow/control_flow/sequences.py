@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import ShapeError, TinyflowError
 from ..nodes import Node, Operation, as_node
+from ..ops.array_ops import checks
 from ..ops.elementwise_ops import cast, greater, less, where
 from ..ops.indexing import gather
 from ..ops.registry import not_differentiable
@@ -107,11 +108,13 @@ def range(start, stop=None, step=1):  # noqa: A001 - tfl.range, as Python's
     a sequence of int64 scalars that becomes a while_loop. Eager Tensors give their values."""
     if stop is None:
         start, stop = 0, start
-    values = [_python_int(v) if is_eager(v) else v for v in (start, stop, step)]  # eager Tensors: values known
+    check = checks("range", None)
+    values = [v if isinstance(v, Node) else check.integer(argument, _python_int(v) if is_eager(v) else v)
+              for argument, v in zip(("start", "stop", "step"), (start, stop, step))]  # eager Tensors: values known
+    if not isinstance(values[2], Node) and values[2] == 0:
+        check.fail("step", 0, "is zero", "pass a step other than 0")
     if not any(isinstance(v, Node) for v in values):
         return builtins.range(*values)
-    if not isinstance(values[2], Node) and values[2] == 0:
-        raise TinyflowError("tfl.range() step must not be zero")
     return graph_range(*values)
 
 

@@ -20,7 +20,7 @@ import contextlib
 import numpy as np
 
 from ..backends import NumpyBackend
-from ..errors import ShapeError, TinyflowError
+from ..errors import ArgumentError, ShapeError, TinyflowError
 from ..graph import get_default_graph
 from ..nodes import Constant, Node, Operation, Placeholder, as_node
 from ..ops.registry import register_gradient
@@ -45,6 +45,9 @@ class Subgraph:
         graph = get_default_graph()
         start = len(graph.nodes)
         with graph.name_scope(scope) as label:
+            if not callable(fn):
+                raise ArgumentError(f"'{label}' needs a function building its nodes, got {fn!r}; pass e.g. "
+                                    "lambda: x + 1 (tfl.cond) or lambda i: i + 1 (tfl.while_loop)")
             result = fn(*inputs)
             single = not isinstance(result, (list, tuple))
             outputs = [result] if single else list(result)

@@ -9,6 +9,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..arguments import is_int
 from .mpi import DistributedError, _state, communicator
 from .watchdog import call_site, guarded
 
@@ -130,13 +131,20 @@ def reduce_checked(buffer, op, name, options, data, describe):
     return buffer
 
 
+def _check_root(comm, root, what):
+    """The group's size; DistributedError unless `root` is one of its ranks."""
+    size = comm.Get_size()
+    if not is_int(root) or not 0 <= root < size:
+        raise DistributedError(f"{what} root {root!r} is not a rank of this {size}-process group; pass an int in "
+                               f"0..{size - 1}")
+    return size
+
+
 def broadcast(array, root=0):
     """Rank `root`'s array on every process (overwriting theirs in place where possible); others may pass an array
     of the same shape or None."""
     comm = communicator()
-    size = comm.Get_size()
-    if not 0 <= root < size:
-        raise DistributedError(f"broadcast root {root} is not a rank of this {size}-process group")
+    size = _check_root(comm, root, "broadcast")
     if comm.Get_rank() == root and array is None and size == 1:  # with others, the contract check raises on all
         raise DistributedError(f"broadcast: this process is the root (rank {root}), so it must pass the array to "
                                "send; the other processes may pass None")
@@ -178,6 +186,7 @@ def all_gather(array):
 def broadcast_object(value, root=0):
     """Rank `root`'s picklable Python value on every process (small things: seeds, flags, dicts)."""
     comm = communicator()
+    _check_root(comm, root, "broadcast_object")
     with guarded("broadcast_object"):
         agree(comm, "broadcast_object", f"root={root}")
         result = comm.bcast(value, root=root)

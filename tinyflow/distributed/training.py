@@ -120,6 +120,9 @@ class DistributedOptimizer:
     def __init__(self, optimizer):
         if isinstance(optimizer, DistributedOptimizer):
             raise DistributedError("this optimizer is already a DistributedOptimizer; wrap the plain optimizer once")
+        if not hasattr(optimizer, "apply_gradients"):
+            raise DistributedError(f"DistributedOptimizer wraps a tfl.optim optimizer, got {optimizer!r}; pass e.g. "
+                                   "tfl.optim.SGD(0.1)")
         self.optimizer = optimizer
 
     def __getattr__(self, name):
