@@ -1,19 +1,14 @@
 """What control-flow ops share: subgraphs, the multi-output op base, and the Output nodes reading its entries.
 
-A subgraph holds the nodes a branch or loop-body function built, and the outer nodes they read. Its nodes live in
-the same graph, inside a name scope (pictures draw a cluster). The outer plan never runs them: a control-flow op's
-kernel runs a cached sub-plan, fed the values of the outer nodes it reads (its *captures*). While the gradient of a
-loop body is built, the forward body's nodes are *saved values*: read from the gradient loop's body they are
-captured (their value at each iteration comes back from a stack), never recomputed (see `saving`).
+A subgraph holds the nodes a branch or loop-body function built (in the same graph, inside a name scope) and the
+outer nodes they read, its *captures*: the outer plan never runs its nodes, the op's kernel runs a cached sub-plan
+fed the captures' values. While the gradient of a loop body is built, the forward body's nodes are *saved values*:
+captured (each iteration's value comes back from a stack), never recomputed (see `saving`).
 
-A control-flow op's value is a tuple, and `Output` nodes read its entries:
-
-    loop = WhileLoop(...)            one node: runs the loop once per run, value (h, i, iterations, ...)
-    h = Output(loop, 0)              ordinary nodes with a shape and dtype each
-
-The gradient engine (autodiff/gradients.py) hands what arrives at `Output(op, k)` to output k of `op`, whose
-gradient function gets one gradient per output. Plans tell the op's kernel which outputs they read
-(`select_outputs`), so a cond computes only those and a loop records its stacks only for gradient plans.
+A control-flow op's value is a tuple, and `Output(op, k)` nodes read its entries, each with a shape and dtype. The
+gradient engine hands what arrives at `Output(op, k)` to output k of `op`, whose gradient function gets one
+gradient per output. Plans tell the op's kernel which outputs they read (`select_outputs`), so a cond computes only
+those and a loop records its stacks only for gradient plans.
 """
 import contextlib
 

@@ -28,6 +28,7 @@ from ..autodiff.gradients import gradients
 from ..errors import ShapeError, TinyflowError
 from ..graph import get_default_graph
 from ..nodes import Operation, Placeholder, as_node
+from ..ops.array_ops import checks
 from ..ops.elementwise_ops import cast, greater, zeros_like
 from ..ops.registry import register_gradient
 from ..shapes import is_fully_known, shapes_compatible
@@ -167,9 +168,8 @@ def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
     """
     single = not isinstance(loop_vars, (list, tuple))
     loop_vars = [as_node(v) for v in ([loop_vars] if single else loop_vars)]
-    if maximum_iterations is not None and (not isinstance(maximum_iterations, (int, np.integer))
-                                           or isinstance(maximum_iterations, bool) or maximum_iterations < 0):
-        raise TinyflowError(f"maximum_iterations must be a non-negative int or None, got {maximum_iterations!r}")
+    if maximum_iterations is not None:
+        maximum_iterations = checks("while_loop", name).integer("maximum_iterations", maximum_iterations, minimum=0)
     if any(is_eager(v) for v in loop_vars):  # a Python loop (constants among the loop variables become Tensors)
         values = [v if is_eager(v) else Operation.eager.Tensor(v.value) for v in loop_vars]
         steps = 0

@@ -83,13 +83,10 @@ def exchange_packed(variables, exchange):
 
 
 def average_gradients(parameters):
-    """Average the `.grad` arrays of `parameters` (Variables or eager Tensors) over processes, in one all_reduce.
-
-    The eager-mode building block of DistributedOptimizer.step(). Every parameter has a slot in the packed
-    buffer (zeros when its grad is None) plus one flag, so the buffer has the same size on every process; a
-    parameter with a gradient on some processes only raises DistributedError on every process. Each `.grad`
-    gets a new array: the one backward() left may be shared with other tensors.
-    """
+    """Average the `.grad` arrays of `parameters` (Variables or eager Tensors) over processes, in one all_reduce
+    (DistributedOptimizer.step()); each `.grad` gets a new array (backward's may be shared with other tensors)."""
+    # every parameter has a slot in the packed buffer (zeros when its grad is None) plus one flag, so the buffer
+    # has the same size on every process, and a gradient on some processes only is found by every process
     parameters = list(parameters)
     if not parameters:
         return

@@ -8,7 +8,7 @@ import functools
 
 from ..errors import ArgumentError, ShapeError
 from ..ops.elementwise_ops import relu, sigmoid, tanh, zeros_like
-from ..ops.array_ops import concat, get_item, reshape, transpose
+from ..ops.array_ops import checks, concat, get_item, reshape, transpose
 from ..ops.matmul import matmul
 from ..ops.shape_ops import split, stack
 from .layer import Layer, sizes
@@ -133,6 +133,6 @@ class RNN(_Recurrent):
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
                  bidirectional=False, name=None, dtype="float32"):
         if nonlinearity not in ("tanh", "relu"):
-            raise ArgumentError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+            checks("RNN", name).fail("nonlinearity", nonlinearity, "is not one", "pass 'tanh' or 'relu'")
         self.cell = functools.partial(rnn_cell, nonlinearity=nonlinearity)
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, bidirectional, name, dtype)
