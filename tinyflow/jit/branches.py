@@ -1,8 +1,6 @@
 """convert_ifelse: a converted `if` runs one branch for a Python condition and builds tfl.cond for a tensor.
 
-The two branches run as graphs (Subgraph.trace); then each variable's two values are paired into the cond's outputs
-(`_Merge`): numbers become constants in their branch, and a value one branch lacks (a return value before its `return`
-ran) an UndefinedValue of the other's type.
+Both branches are traced as graphs, then each variable's two values paired into the cond's outputs (`_Merge`).
 """
 import numpy as np
 
@@ -27,9 +25,8 @@ _WHERE = {None: "an `if` on a tensor", "stops": _AFTER.format("break` or `return
 def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):
     """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables.
 
-    `escape` marks the `if not <flag>:` guarding the rest of a block (escapes.py) after a `continue` ("continues") or a
-    `break` or `return` ("stops": a list may get one value appended in it, which a tensor loop collects unless it was
-    skipped)."""
+    `escape` marks the guard of the code after a `continue` ("continues"), or a `break` or `return` ("stops": a tensor
+    loop collects a value a list gets appended there, unless it was skipped)."""
     where, collects = _WHERE[escape], escape == "stops"
     if not isinstance(test, Node):
         return true_fn(*values) if test else false_fn(*values)
@@ -171,8 +168,7 @@ class _Merge:
         return _Slot(len(self.pairs) - 1)
 
     def in_branch(self, side, value, shape, dtype):
-        """`value` as an output node of branch `side`: numbers become constants there, and a missing value an
-        UndefinedValue of the type the other branch gives (no path reads it)."""
+        """`value` as an output node of branch `side` (a constant, or an UndefinedValue typed like the other side)."""
         if isinstance(value, Node) and not is_typeless(value):
             return value
         branch = self.branches[side]
