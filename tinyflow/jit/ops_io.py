@@ -1,9 +1,7 @@
 """An op's constructor attributes, generically: read them from a node, rebuild the op from them.
 
-An op class is built as `OpClass(*input_nodes, **attributes)`. Its `__init__` signature names the attributes (every
-parameter that is not an input node and not `name`), and the op keeps each one as `self.<param>` (or under the alias
-below when the name collides with a node property or the op normalises it). So saving and loading a graph need no per-op
-code; an op that does not follow the convention is reported by name.
+An op is built as `OpClass(*input_nodes, **attributes)`; its `__init__` parameters that are not inputs are attributes,
+kept as `self.<param>` (or under an alias below). So saving and loading a graph need no per-op code.
 """
 import inspect
 
@@ -75,7 +73,7 @@ def op_attributes(op):
             raise TypeError(f"op type '{cls.op_type}': constructor parameter '{p.name}' clashes with a node "
                             "property; add an alias to tinyflow.jit.ops_io.ALIASES")
         value = getattr(op, attr, None)
-        if value is not None and not _is_nodes(value) and hasattr(op, attr):
+        if value is not None and not _is_nodes(value):
             attrs[p.name] = value
         elif p.default is not inspect.Parameter.empty:
             attrs[p.name] = p.default
