@@ -34,21 +34,18 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):
     results, changed, lists, appended = {}, {}, Lists(names, values), []
 
     def branch(fn, label):
-        def build():
-            with region(where) as record:
-                results[label] = current(tuple(fn(*values)))
-                changed[label] = dict(record.changed_outside())  # tensors from outside changed in place
-            for _, array, items in lists.lists if collects and label == "true" else ():
-                if len(array) == len(items) + 1 and isinstance(array[-1], (Node, Guarded)):
-                    appended.append((array, array.pop()))
-            lists.check(site, where)
-            nodes = [leaf for value in results[label] for leaf in flatten(value)[0] if isinstance(leaf, Node)]
-            return nodes or [as_node(False)]  # provisional: the outputs are set once both branches are known
-        return build
-    graph = get_default_graph()
-    with graph.name_scope("if"):
-        true_branch = Subgraph.trace(branch(true_fn, "true"), scope="true")
-        false_branch = Subgraph.trace(branch(false_fn, "false"), scope="false")
+        with region(where) as record:
+            results[label] = current(tuple(fn(*values)))
+            changed[label] = dict(record.changed_outside())  # tensors from outside changed in place
+        for _, array, items in lists.lists if collects and label == "true" else ():
+            if len(array) == len(items) + 1 and isinstance(array[-1], (Node, Guarded)):
+                appended.append((array, array.pop()))
+        lists.check(site, where)
+        nodes = [leaf for value in results[label] for leaf in flatten(value)[0] if isinstance(leaf, Node)]
+        return nodes or [as_node(False)]  # provisional: the outputs are set once both branches are known
+    with get_default_graph().name_scope("if"):
+        true_branch = Subgraph.trace(lambda: branch(true_fn, "true"), scope="true")
+        false_branch = Subgraph.trace(lambda: branch(false_fn, "false"), scope="false")
         merge = _Merge(true_branch, false_branch, site)
         merged = [merge.variable(name, a, b) for name, a, b in zip(names, results["true"], results["false"])]
         objects = []  # tensors from outside a branch changed in place: their newest values join too
