@@ -136,23 +136,20 @@ class _Merge:
                                   f"of shape {tensor.shape}, but on other paths the function returns None (it ends "
                                   "without `return`, or returns no value); when the path depends on a tensor, return "
                                   "a tensor on every path")
-        if any(graphish):
-            for v, is_graph in zip((a, b), graphish):
-                if not is_graph and not isinstance(v, NUMBERS):
-                    raise ConversionError(f"{self.site}: variable '{shown(name)}' is a tensor in one branch of an "
-                                          f"`if` on a tensor and a {type(v).__name__} in the other; make both tensors")
-        elif same_value(a, b):
+        python = [v for v, is_graph in zip((a, b), graphish) if not is_graph and not isinstance(v, NUMBERS)]
+        if not any(graphish) and same_value(a, b):
             return a
-        elif not isinstance(a, NUMBERS) or not isinstance(b, NUMBERS):
+        if python and any(graphish):
+            raise ConversionError(f"{self.site}: variable '{shown(name)}' is a tensor in one branch of an `if` on a "
+                                  f"tensor and a {type(python[0]).__name__} in the other; make both tensors")
+        if python:
             raise ConversionError(f"{self.site}: variable '{shown(name)}' gets different Python values in the two "
                                   f"branches of an `if` on a tensor ({a!r} / {b!r}); make it a tensor (tfl.Constant) "
                                   "or compute it outside the `if`")
         like = next((v for v in (a, b) if isinstance(v, Node) and not _missing(v)), None)
-        if like is None:  # numbers on both sides (a flag, a count): a tensor of their common type
-            numbers = [v for v in (a, b) if not _missing(v)]
-            shape, dtype = (), np.result_type(*[default_dtype_for(v) for v in numbers])
-        else:
-            shape, dtype = like.shape, like.dtype
+        # numbers on both sides (a flag, a count) make a tensor of their common type
+        shape, dtype = (like.shape, like.dtype) if like is not None else \
+            ((), np.result_type(*[default_dtype_for(v) for v in (a, b) if not _missing(v)]))
         a, b = self.in_branch(0, a, shape, dtype), self.in_branch(1, b, shape, dtype)
         if name == RETURN_VALUE and not (a.dtype == b.dtype and shapes_compatible(a.shape, b.shape)):
             (here, x), (there, y) = sorted(((getattr(v, "return_site", None) or self.site, v) for v in (a, b)),
