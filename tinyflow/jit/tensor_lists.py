@@ -72,12 +72,12 @@ def stack_collected(loop_op, values, appended):
     def rows(node):
         stack_ = loop_op.output(loop_op.stack_index(loop_op.record(node)), name="collected")
         return StackToTensor(stack_, node.shape, node.dtype, name="stacked")
-    if not isinstance(appended, Guarded):
+    if isinstance(appended, Guarded):
+        every, valid = rows(appended.value), cast(rows(appended.valid), "int64")
+        complete = equal(reduce_sum(valid), Length(valid))  # no break skipped the last iteration's append
+        values.append(Stacked(cond(complete, lambda: every, lambda: every[:-1])))
+    else:
         values.append(Stacked(rows(appended)))
-        return
-    every, valid = rows(appended.value), cast(rows(appended.valid), "int64")
-    complete = equal(reduce_sum(valid), Length(valid))  # no break skipped the last iteration's append
-    values.append(Stacked(cond(complete, lambda: every, lambda: every[:-1])))
 
 
 def as_tensor(values):
@@ -100,7 +100,7 @@ def convert_subscript(value, key, site):
         if number and 0 <= key < len(value) and not any(isinstance(v, Stacked) for v in value[:key + 1]):
             return value[key]
         if not (number or isinstance(key, Node)):
-            raise ConversionError(f"a list a tensor loop appended to takes one integer index, got {key!r}; "
+            raise ConversionError(f"{site}: a list a tensor loop appended to takes one integer index, got {key!r}; "
                                   "use tfl.stack(ys) and index the tensor")
         return gather(as_tensor(value), _length(value) + int(key) if number and key < 0 else key)
     if isinstance(key, Node) and isinstance(value, Node):
