@@ -131,9 +131,7 @@ def convert_boolop(is_and, left, right_fn, site):
 
 def convert_not(value, site):
     """`not a`: Python's for Python values; logical not for graph nodes."""
-    if not isinstance(value, Node):
-        return not value
-    return equal(as_bool(value, site), False)
+    return equal(as_bool(value, site), False) if isinstance(value, Node) else not value
 
 
 def convert_assert(test, message_fn, site):
