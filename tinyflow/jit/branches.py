@@ -67,10 +67,10 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):
                 joined(out, a, b)
     for obj, value in objects:
         if isinstance(obj, list):
-            obj.append(Guarded(*(v.resolve(outputs) for v in value)))
+            obj.append(Guarded(*(_filled(v, outputs) for v in value)))
         else:
-            record(obj, value.resolve(outputs) if isinstance(value, _Pending) else value)
-    return tuple(v.resolve(outputs) if isinstance(v, _Pending) else v for v in merged)
+            record(obj, _filled(value, outputs))
+    return tuple(_filled(v, outputs) for v in merged)
 
 
 def convert_ifexp(test, true_fn, false_fn, site):
@@ -79,18 +79,14 @@ def convert_ifexp(test, true_fn, false_fn, site):
     return convert_ifelse(test, lambda _: (true_fn(),), lambda _: (false_fn(),), (None,), (value,), site)[0]
 
 
-class _Pending:
-    """A merged variable whose tensors are outputs of the cond still to be built."""
-
-    def __init__(self, structure, leaves):
-        self.structure, self.leaves = structure, leaves  # leaves: Python values, or indices of cond outputs
-
-    def resolve(self, outputs):
-        return rebuild(self.structure, iter(outputs[v] if isinstance(v, _Slot) else v for v in self.leaves))
-
-
 class _Slot(int):
-    """The index of a cond output among a pending variable's leaves."""
+    """The index of a cond output, standing for it in a merged variable until the cond is built."""
+
+
+def _filled(value, outputs):
+    """A merged variable with the cond's outputs in place of its _Slots (its lists filled in place)."""
+    leaves, structure = flatten(value)
+    return rebuild(structure, iter(outputs[v] if isinstance(v, _Slot) else v for v in leaves), into=value)
 
 
 CHANGED = "<a tensor changed in place>"
@@ -124,7 +120,7 @@ class _Merge:
         if structure != structure_b:
             raise ConversionError(f"{self.site}: variable '{shown(name)}' is {describe(a)} in one branch of an "
                                   f"`if` on a tensor and {describe(b)} in the other; give it one structure")
-        return _Pending(structure, [self.leaf(name, x, y) for x, y in zip(leaves_a, leaves_b)])
+        return rebuild(structure, iter([self.leaf(name, x, y) for x, y in zip(leaves_a, leaves_b)]))
 
     def leaf(self, name, a, b):
         if _missing(a) and _missing(b):
