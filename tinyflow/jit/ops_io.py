@@ -92,16 +92,13 @@ def build_op(op_type, inputs, attrs, name=None):
                               "(a newer tinyflow, or a custom op whose module must be imported before loading)")
     params = [p for p in _signature(cls) if p.name not in attrs]
     args, kwargs, rest = [], {}, list(inputs)
-    for i, p in enumerate(params):
+    for p in params:
         if p.kind == p.VAR_POSITIONAL:
             args.extend(rest)
             rest = []
-        elif p.name in _INPUT_LISTS:
-            singles_after = sum(1 for q in params[i + 1:] if q.kind != q.VAR_POSITIONAL
-                                and (cls.op_type, q.name) not in OPTIONAL_INPUTS)
-            take = len(rest) - singles_after
-            args.append(rest[:take])
-            rest = rest[take:]
+        elif p.name in _INPUT_LISTS:  # a list of inputs takes the rest: no op has an input after its list
+            args.append(rest)
+            rest = []
         elif (cls.op_type, p.name) in OPTIONAL_INPUTS:
             if rest:
                 kwargs[p.name] = rest.pop(0)
