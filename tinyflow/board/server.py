@@ -55,11 +55,9 @@ class RunCatalog:
                 if not is_text(name):
                     continue  # a folder name that is not UTF-8 cannot be shown (counted in skipped_runs)
                 log = self._logs.setdefault(folder, ScalarLog(os.path.join(folder, FILE_NAME))).poll()
-                page = open_regular(os.path.join(folder, GRAPH_PAGE))
-                if page is not None:
-                    page.close()
-                result.append({"name": name, "scalars": log.curves(), "skipped": log.skipped,
-                               "updated": log.updated, "graph": page is not None})
+                page = os.path.join(folder, GRAPH_PAGE)  # a regular file, not a link: what graph_page serves
+                result.append({"name": name, "scalars": log.curves(), "skipped": log.skipped, "updated": log.updated,
+                               "graph": os.path.isfile(page) and not os.path.islink(page)})
         return {"runs": result, "skipped_runs": len(found) - len(result),
                 "logdir": os.fsencode(self.logdir).decode("utf-8", "replace")}
 
