@@ -7,6 +7,7 @@ import os
 import stat
 import time
 
+from ..errors import TinyflowError
 from ..viz.explorer.summary import json_number
 
 FILE_NAME = "scalars.jsonl"
@@ -16,6 +17,18 @@ READ_CHUNK = 1 << 20  # bytes read at a time
 MAX_TAG = 200         # characters of a scalar's name
 SYNC_SECONDS = 1.0    # the longest a written line waits to be flushed to the disk
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+class BoardError(TinyflowError):
+    """The board cannot start or read its logs (a port in use, a log folder that is a file, ...)."""
+
+
+def fs_path(path, what):
+    """`path` (a str, bytes or os.PathLike) as a str or bytes; BoardError naming `what` otherwise."""
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise BoardError(f"{what} must be a path (a str or pathlib.Path), got {path!r}") from None
 
 
 def is_text(name):
@@ -42,6 +55,7 @@ class ScalarWriter:
     _fd = None  # until the file is open (a failed __init__ leaves nothing to close)
 
     def __init__(self, log_dir):
+        log_dir = fs_path(log_dir, "the log folder")
         os.makedirs(log_dir, exist_ok=True)
         self.path = os.path.join(log_dir, FILE_NAME)
         log = ScalarLog(self.path).poll()
@@ -95,7 +109,7 @@ class ScalarLog:
     """What a scalar log says so far; `poll()` reads the lines appended since the last call."""
 
     def __init__(self, path):
-        self.path = os.fspath(path)
+        self.path = fs_path(path, "the scalar log")
         self.scalars = {}       # name -> {epoch: value}
         self.skipped = 0        # lines that were not valid records
         self.last_epoch = 0
@@ -181,7 +195,7 @@ def _number(value):
 
 def find_runs(logdir, max_depth=4):
     """{run name: its folder} for every folder under `logdir` (itself included, as ".") holding a scalar log."""
-    logdir = os.fspath(logdir)
+    logdir = fs_path(logdir, "the log folder")
     runs = {}
     for folder, subfolders, files in os.walk(logdir):  # never follows symbolic links to folders
         depth = os.path.relpath(folder, logdir).count(os.sep) + (folder != logdir)

@@ -21,9 +21,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import TinyflowError
 from ..viz.explorer.page import inline_text
-from .runlog import FILE_NAME, GRAPH_PAGE, ScalarLog, find_runs, is_text, open_regular
+from .runlog import FILE_NAME, GRAPH_PAGE, BoardError, ScalarLog, find_runs, fs_path, is_text, open_regular
 
 DEFAULT_PORT = 6006
 PORTS_TRIED = 20  # without --port: 6006, or the next free one of these
@@ -33,10 +32,6 @@ BOARD_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-
              "frame-src 'self'; img-src data:; base-uri 'none'; form-action 'none'")
 GRAPH_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
              "base-uri 'none'; form-action 'none'; sandbox allow-scripts")
-
-
-class BoardError(TinyflowError):
-    """The board cannot start (a port in use, a log folder that is a file, ...)."""
 
 
 class RunCatalog:
@@ -146,11 +141,11 @@ class Board:
     """The board's server for `logdir` (port None: 6006 or the next free one; 0: any): `.url`, `.serve_forever()`."""
 
     def __init__(self, logdir, host="127.0.0.1", port=None):
-        if not isinstance(logdir, (str, os.PathLike)) or not isinstance(host, str):
-            raise BoardError(f"Board takes the log folder as a path and the host as a string, got {logdir!r} and "
-                             f"{host!r}; e.g. Board('logs', host='127.0.0.1')")
+        logdir = fs_path(logdir, "the board's log folder")
+        if not isinstance(host, str):
+            raise BoardError(f"the board's host must be a string such as '127.0.0.1', got {host!r}")
         if os.path.exists(logdir) and not os.path.isdir(logdir):
-            raise BoardError(f"the log folder {os.fspath(logdir)!r} is a file; pass the folder holding the runs "
+            raise BoardError(f"the log folder {logdir!r} is a file; pass the folder holding the runs "
                              "(the parent of each fit's log_dir)")
         # the host names it answers to: localhost, the host, and on every address this machine's names
         hosts = {"localhost", host.strip("[]").lower()}
