@@ -12,7 +12,7 @@ from ..nodes import Operation, as_node
 from .array_ops import Reshape, axis_size, checks, get_item
 from .elementwise_ops import cast, equal, where
 from .broadcasting import ShapedLike
-from .registry import not_differentiable, register_gradient
+from .registry import not_differentiable, op_function, register_gradient
 
 
 class IndexOperation(Operation):
@@ -53,9 +53,8 @@ class Gather(IndexOperation):
         return tuple(x_shape[:self.axis]) + tuple(indices_shape) + tuple(x_shape[self.axis + 1:])
 
 
-def gather(x, indices, axis=0, name=None):
-    """The slices of x at `indices` along `axis` (np.take, torch.index_select for 1-D indices, ONNX Gather)."""
-    return Gather(x, indices, axis, name=name)
+gather = op_function(Gather, "gather",
+                      "The slices of x at `indices` along `axis` (np.take, torch.index_select for 1-D indices, ONNX Gather).")
 
 
 class GatherGrad(ScatterOperation):
@@ -67,17 +66,6 @@ class GatherGrad(ScatterOperation):
                            self.axis, 0)
         np.add.at(out, indices.reshape(-1), lead)  # a repeated index (a token used twice) adds up
         return np.moveaxis(out, 0, self.axis)
-
-
-@register_gradient(Gather)
-def _gather_grad(op, grad):
-    x, indices = op.inputs
-    return [GatherGrad(grad, x, indices, op.axis), None]
-
-
-@register_gradient(GatherGrad)
-def _gather_grad_grad(op, grad):
-    return [Gather(grad, op.inputs[2], op.axis), None, None]
 
 
 class TakeAlongAxis(IndexOperation):
@@ -115,15 +103,22 @@ class TakeAlongAxisGrad(ScatterOperation):
         return out
 
 
+# each reading op and its scatter are each other's gradient (both linear in x, resp. g)
+SCATTER_OF = {Gather: GatherGrad, TakeAlongAxis: TakeAlongAxisGrad}
+
+
+@register_gradient(Gather)
 @register_gradient(TakeAlongAxis)
-def _take_along_axis_grad(op, grad):
+def _index_grad(op, grad):
     x, indices = op.inputs
-    return [TakeAlongAxisGrad(grad, x, indices, op.axis), None]
+    return [SCATTER_OF[type(op)](grad, x, indices, op.axis), None]
 
 
+@register_gradient(GatherGrad)
 @register_gradient(TakeAlongAxisGrad)
-def _take_along_axis_grad_grad(op, grad):
-    return [TakeAlongAxis(grad, op.inputs[2], op.axis), None, None]
+def _scatter_grad(op, grad):
+    read = next(cls for cls, scatter in SCATTER_OF.items() if scatter is type(op))
+    return [read(grad, op.inputs[2], op.axis), None, None]
 
 
 class TopKIndices(Operation):

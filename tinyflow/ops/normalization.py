@@ -73,9 +73,7 @@ class LayerNormGrad(NormOperation):
         return grad
 
 
-@register_gradient(LayerNorm)
-def _layer_norm_grad(op, grad):
-    return [LayerNormGrad(op.inputs[0], grad, axis=op.axis, eps=op.eps)]
+register_gradient(LayerNorm)(lambda op, grad: [LayerNormGrad(op.inputs[0], grad, axis=op.axis, eps=op.eps)])
 
 
 @register_gradient(LayerNormGrad)

@@ -173,21 +173,9 @@ class MaxPoolIndices(MaxPoolOperation):
 
 
 not_differentiable(MaxPoolIndices)
-
-
-@register_gradient(MaxPool)
-def _max_pool_grad(op, grad):
-    return [MaxPoolGrad(op.inputs[0], grad, **op.window())]
-
-
-@register_gradient(MaxPoolGrad)
-def _max_pool_grad_grad(op, grad):
-    return [None, MaxPoolGather(op.inputs[0], grad, **op.window())]
-
-
-@register_gradient(MaxPoolGather)
-def _max_pool_gather_grad(op, grad):
-    return [None, MaxPoolGrad(op.inputs[0], grad, **op.window())]
+register_gradient(MaxPool)(lambda op, grad: [MaxPoolGrad(op.inputs[0], grad, **op.window())])
+register_gradient(MaxPoolGrad)(lambda op, grad: [None, MaxPoolGather(op.inputs[0], grad, **op.window())])
+register_gradient(MaxPoolGather)(lambda op, grad: [None, MaxPoolGrad(op.inputs[0], grad, **op.window())])
 
 
 # ------------------------------------------------------------ average pooling
@@ -250,14 +238,8 @@ class AvgPoolGrad(AvgPoolOperation):
         return grad
 
 
-@register_gradient(AvgPool)
-def _avg_pool_grad(op, grad):
-    return [AvgPoolGrad(op.inputs[0], grad, **op.window())]
-
-
-@register_gradient(AvgPoolGrad)
-def _avg_pool_grad_grad(op, grad):
-    return [None, AvgPool(grad, **op.window())]
+register_gradient(AvgPool)(lambda op, grad: [AvgPoolGrad(op.inputs[0], grad, **op.window())])
+register_gradient(AvgPoolGrad)(lambda op, grad: [None, AvgPool(grad, **op.window())])
 
 
 # ------------------------------------------------------------ the public functions

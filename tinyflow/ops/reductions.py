@@ -13,7 +13,7 @@ from ..nodes import Operation, as_node
 from ..shapes import reduced_shape
 from .broadcasting import ShapedLike
 from .elementwise_ops import Cast, Exp, Sqrt, Square, divide, equal, logical_and, maximum, where
-from .registry import not_differentiable, register_gradient
+from .registry import not_differentiable, op_function, register_gradient
 from .runtime_shapes import Size
 
 
@@ -45,15 +45,6 @@ class Reduction(Operation):
 
     def infer_shape(self, x_shape):
         return () if x_shape is None else reduced_shape(x_shape, self.axes, self.keepdims)
-
-
-def _function(cls, name, doc):
-    """The tfl. function `name(x, axis=None, keepdims=False, name=None)` building cls (reduce_sum for ReduceSum)."""
-    def function(x, axis=None, keepdims=False, name=None):
-        return cls(x, axis, keepdims, name=name)
-    function.__name__ = function.__qualname__ = name
-    function.__doc__ = doc
-    return function
 
 
 class ReduceSum(Reduction):
@@ -149,16 +140,8 @@ class MaxMask(Operation):
 
 
 not_differentiable(MaxMask)
-
-
-@register_gradient(ReduceSum)
-def _reduce_sum_grad(op, grad):
-    return [ExpandReduced(grad, op.inputs[0], op.axes, op.keepdims, mean=False)]
-
-
-@register_gradient(ReduceMean)
-def _reduce_mean_grad(op, grad):
-    return [ExpandReduced(grad, op.inputs[0], op.axes, op.keepdims, mean=True)]
+register_gradient(ReduceSum)(lambda op, grad: [ExpandReduced(grad, op.inputs[0], op.axes, op.keepdims, mean=False)])
+register_gradient(ReduceMean)(lambda op, grad: [ExpandReduced(grad, op.inputs[0], op.axes, op.keepdims, mean=True)])
 
 
 @register_gradient(ReduceMax)
@@ -227,8 +210,7 @@ class ReduceLogSumExp(Reduction):
             out = np.log(np.sum(np.exp(x - top), axis=axes, keepdims=True)) + top
         return out if self.keepdims else np.squeeze(out, axis=axes)
 
-    def infer_dtype(self, x):
-        return x if np.issubdtype(x, np.floating) else np.dtype(np.float64)
+    infer_dtype = ReduceMean.infer_dtype
 
 
 @register_gradient(ReduceLogSumExp)
@@ -238,13 +220,13 @@ def _reduce_logsumexp_grad(op, grad):
     return [spread * Exp(x - ExpandReduced(op, x, op.axes, op.keepdims, mean=False))]
 
 
-reduce_sum = _function(ReduceSum, "reduce_sum", "Sum over `axis` (all axes by default).")
-reduce_mean = _function(ReduceMean, "reduce_mean", "Mean over `axis` (all axes by default).")
-reduce_max = _function(ReduceMax, "reduce_max", "Maximum over `axis` (all axes by default).")
-reduce_min = _function(ReduceMin, "reduce_min", "Minimum over `axis` (all axes by default).")
-reduce_prod = _function(ReduceProd, "reduce_prod", "Product over `axis` (all axes by default).")
-reduce_logsumexp = _function(ReduceLogSumExp, "reduce_logsumexp",
-                             "log Σ exp(x) over `axis` without overflow (all axes by default).")
+reduce_sum = op_function(ReduceSum, "reduce_sum", "Sum over `axis` (all axes by default).")
+reduce_mean = op_function(ReduceMean, "reduce_mean", "Mean over `axis` (all axes by default).")
+reduce_max = op_function(ReduceMax, "reduce_max", "Maximum over `axis` (all axes by default).")
+reduce_min = op_function(ReduceMin, "reduce_min", "Minimum over `axis` (all axes by default).")
+reduce_prod = op_function(ReduceProd, "reduce_prod", "Product over `axis` (all axes by default).")
+reduce_logsumexp = op_function(ReduceLogSumExp, "reduce_logsumexp",
+                               "log Σ exp(x) over `axis` without overflow (all axes by default).")
 
 
 def reduce_any(x, axis=None, keepdims=False, name=None):
@@ -328,10 +310,10 @@ class ArgMin(ArgExtreme):
     pick = staticmethod(np.argmin)
 
 
-argmax = _function(ArgMax, "argmax", "Index of the largest entry along `axis` (in the flattened x when None; the "
-                                     "first of ties).")
-argmin = _function(ArgMin, "argmin", "Index of the smallest entry along `axis` (in the flattened x when None; the "
-                                     "first of ties).")
+argmax = op_function(ArgMax, "argmax", "Index of the largest entry along `axis` (in the flattened x when None; the "
+                                       "first of ties).")
+argmin = op_function(ArgMin, "argmin", "Index of the smallest entry along `axis` (in the flattened x when None; the "
+                                       "first of ties).")
 not_differentiable(ArgMax, ArgMin)
 
 
@@ -362,19 +344,9 @@ class CumProd(CumSum):
     scan = staticmethod(np.cumprod)
 
 
-def cumsum(x, axis, name=None):
-    """The running sums of x along `axis` (torch.cumsum, np.cumsum)."""
-    return CumSum(x, axis, name=name)
-
-
-def cumprod(x, axis, name=None):
-    """The running products of x along `axis` (torch.cumprod, np.cumprod)."""
-    return CumProd(x, axis, name=name)
-
-
-@register_gradient(CumSum)
-def _cumsum_grad(op, grad):
-    return [CumSum(grad, op.axis, not op.reverse)]
+cumsum = op_function(CumSum, "cumsum", "The running sums of x along `axis` (torch.cumsum, np.cumsum).")
+cumprod = op_function(CumProd, "cumprod", "The running products of x along `axis` (torch.cumprod, np.cumprod).")
+register_gradient(CumSum)(lambda op, grad: [CumSum(grad, op.axis, not op.reverse)])
 
 
 @register_gradient(CumProd)

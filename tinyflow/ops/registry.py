@@ -4,6 +4,8 @@ It sits below the ops (each op file registers its gradients here) and below auto
 imports the other's internals. The table is keyed by class, not by name: a user's op class can never take over the
 gradient of another class that happens to share its name.
 """
+import inspect
+
 from ..errors import GradientError, describe
 from ..nodes import OP_TYPES
 
@@ -57,3 +59,13 @@ def gradient_function(op):
             f"Register one with @tfl.register_gradient({op.op_type}) below the op class, or mark it "
             f"with tfl.not_differentiable({op.op_type}) if it has none, or wrap its output in "
             "tfl.stop_gradient().") from None
+
+
+def op_function(cls, name, doc):
+    """The `tfl.` function `name` building op class cls, with the constructor's signature (tfl.squeeze for Squeeze)."""
+    def function(*args, **kwargs):
+        return cls(*args, **kwargs)
+    function.__signature__ = inspect.Signature(list(inspect.signature(cls.__init__).parameters.values())[1:])
+    function.__name__ = function.__qualname__ = name
+    function.__doc__, function.__module__ = doc, cls.__module__
+    return function

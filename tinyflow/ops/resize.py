@@ -314,9 +314,7 @@ class ResizeGrad(ResizeOperation, ShapedLike):
         return g.astype(grad.dtype)
 
 
-@register_gradient(Resize)
-def _resize_grad(op, grad):
-    return [ResizeGrad(grad, op.inputs[0], **op.attributes())] + [None] * op.dynamic
+register_gradient(Resize)(lambda op, grad: [ResizeGrad(grad, op.inputs[0], **op.attributes())] + [None] * op.dynamic)
 
 
 @register_gradient(ResizeGrad)

@@ -10,7 +10,7 @@ from ..nodes import Node, Operation, as_node
 from ..shapes import broadcast_shapes
 from .array_ops import Reshape, ReshapeLike, _node_list, axis_size, checks, concat, get_item, identity
 from .broadcasting import ShapedLike, SumToShapeOf
-from .registry import register_gradient
+from .registry import op_function, register_gradient
 
 
 class Squeeze(Operation):
@@ -37,9 +37,8 @@ class Squeeze(Operation):
         return tuple(d for i, d in enumerate(x_shape) if i not in self.axis)
 
 
-def squeeze(x, axis=None, name=None):
-    """x without size-1 axes: those in `axis` (an int or a tuple), or all of them when None."""
-    return Squeeze(x, axis, name=name)
+squeeze = op_function(Squeeze, "squeeze",
+                       "x without size-1 axes: those in `axis` (an int or a tuple), or all of them when None.")
 
 
 class Unsqueeze(Operation):
@@ -59,9 +58,8 @@ class Unsqueeze(Operation):
         return tuple(1 if i in self.axis else next(dims) for i in range(len(x_shape) + len(self.axis)))
 
 
-def unsqueeze(x, axis, name=None):
-    """x with a new size-1 axis at `axis` (an int, or a tuple of positions in the result)."""
-    return Unsqueeze(x, axis, name=name)
+unsqueeze = op_function(Unsqueeze, "unsqueeze",
+                         "x with a new size-1 axis at `axis` (an int, or a tuple of positions in the result).")
 
 
 class Flatten(Operation):
@@ -93,9 +91,8 @@ class Flatten(Operation):
         return self._merged(x_shape)
 
 
-def flatten(x, start_axis=0, end_axis=-1, name=None):
-    """x with axes start_axis..end_axis merged into one (torch.flatten); all axes by default."""
-    return Flatten(x, start_axis, end_axis, name=name)
+flatten = op_function(Flatten, "flatten",
+                       "x with axes start_axis..end_axis merged into one (torch.flatten); all axes by default.")
 
 
 @register_gradient(Squeeze)
@@ -144,9 +141,7 @@ def broadcast_to(x, shape, name=None):
     return node
 
 
-@register_gradient(BroadcastTo)
-def _broadcast_to_grad(op, grad):
-    return [SumToShapeOf(grad, op.inputs[0])]
+register_gradient(BroadcastTo)(lambda op, grad: [SumToShapeOf(grad, op.inputs[0])])
 
 
 MAX_RANK = 64  # numpy's most dimensions
@@ -249,14 +244,8 @@ class ExpandTo(Operation):
         return x
 
 
-@register_gradient(ReshapeTo)
-def _reshape_to_grad(op, grad):
-    return [ReshapeLike(grad, op.inputs[0]), None]
-
-
-@register_gradient(ExpandTo)
-def _expand_to_grad(op, grad):
-    return [SumToShapeOf(grad, op.inputs[0]), None]
+register_gradient(ReshapeTo)(lambda op, grad: [ReshapeLike(grad, op.inputs[0]), None])
+register_gradient(ExpandTo)(lambda op, grad: [SumToShapeOf(grad, op.inputs[0]), None])
 
 
 class Tile(Operation):
@@ -283,9 +272,7 @@ class Tile(Operation):
         return tuple(None if d is None else d * r for d, r in zip(shape, reps))
 
 
-def tile(x, reps, name=None):
-    """x repeated reps[i] times along axis i (np.tile)."""
-    return Tile(x, reps, name=name)
+tile = op_function(Tile, "tile", "x repeated reps[i] times along axis i (np.tile).")
 
 
 class TileGrad(ShapedLike):
@@ -303,14 +290,8 @@ class TileGrad(ShapedLike):
         return tiles.sum(axis=tuple(range(0, 2 * rank, 2))).reshape(x.shape)
 
 
-@register_gradient(Tile)
-def _tile_grad(op, grad):
-    return [TileGrad(grad, op.inputs[0], op.reps)]
-
-
-@register_gradient(TileGrad)
-def _tile_grad_grad(op, grad):
-    return [Tile(grad, op.reps), None]
+register_gradient(Tile)(lambda op, grad: [TileGrad(grad, op.inputs[0], op.reps)])
+register_gradient(TileGrad)(lambda op, grad: [Tile(grad, op.reps), None])
 
 
 def split(x, sizes_or_n, axis=0, name=None):
