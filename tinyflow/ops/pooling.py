@@ -12,7 +12,8 @@ import numpy as np
 from ..arguments import Arguments
 from ..errors import ShapeError
 from ..shapes import shapes_compatible
-from .reductions import ReduceMax, ReduceMean, extreme, reduce_max, reduce_mean
+from .elementwise_ops import extreme
+from .reductions import ReduceMax, ReduceMean, reduce_max, reduce_mean
 from .registry import not_differentiable, register_gradient
 from .windows import WindowOperation, scatter_windows, sliding_windows, span, spatial_rank
 

@@ -12,7 +12,7 @@ from ..arguments import Arguments, rank_of
 from ..nodes import Operation, as_node
 from ..shapes import reduced_shape
 from .broadcasting import ShapedLike
-from .elementwise_ops import Cast, Exp, Sqrt, Square, divide, equal, logical_and, maximum, where
+from .elementwise_ops import Cast, Exp, Sqrt, Square, divide, equal, extreme, logical_and, maximum, where
 from .registry import not_differentiable, op_function, register_gradient
 from .runtime_shapes import Size
 
@@ -76,16 +76,6 @@ class ReduceMean(Reduction):
         return x if np.issubdtype(x, np.floating) else np.dtype(np.float64)
 
 
-def extreme(dtype, largest):
-    """The largest value of `dtype` (the identity of min), or the lowest (of max; what max pooling pads with)."""
-    if dtype.kind == "f":
-        return np.inf if largest else -np.inf
-    if dtype.kind == "b":
-        return largest
-    info = np.iinfo(dtype)
-    return info.max if largest else info.min
-
-
 class ReduceMax(Reduction):
     """Max over axes.  Gradient: g to the maximal elements, split evenly among ties (as TF)."""
 
@@ -139,23 +129,22 @@ class MaxMask(Operation):
         return x_shape
 
 
+def spread(op, value, mean=False):
+    """`value` (shaped as reduction op's output) broadcast back over the reduced axes of op's input."""
+    return ExpandReduced(value, op.inputs[0], op.axes, op.keepdims, mean)
+
+
 not_differentiable(MaxMask)
-register_gradient(ReduceSum)(lambda op, grad: [ExpandReduced(grad, op.inputs[0], op.axes, op.keepdims, mean=False)])
-register_gradient(ReduceMean)(lambda op, grad: [ExpandReduced(grad, op.inputs[0], op.axes, op.keepdims, mean=True)])
+register_gradient(ReduceSum)(lambda op, grad: [spread(op, grad)])
+register_gradient(ReduceMean)(lambda op, grad: [spread(op, grad, mean=True)])
+register_gradient(ExpandReduced)(lambda op, grad: [(ReduceMean if op.mean else ReduceSum)(grad, op.axes, op.keepdims),
+                                                   None])
 
 
 @register_gradient(ReduceMax)
 @register_gradient(ReduceMin)
-def _reduce_max_grad(op, grad):
-    x = op.inputs[0]
-    spread = ExpandReduced(grad, x, op.axes, op.keepdims, mean=False)
-    return [spread * MaxMask(x, op, op.axes, op.keepdims)]
-
-
-@register_gradient(ExpandReduced)
-def _expand_reduced_grad(op, grad):
-    reduce = ReduceMean if op.mean else ReduceSum
-    return [reduce(grad, op.axes, op.keepdims), None]
+def _extreme_grad(op, grad):
+    return [spread(op, grad) * MaxMask(op.inputs[0], op, op.axes, op.keepdims)]
 
 
 class ReduceProd(Reduction):
@@ -184,10 +173,7 @@ class ProdOfOthers(Operation):
         return np.transpose((before * after).reshape(moved.shape), np.argsort(kept + list(axes)))
 
 
-@register_gradient(ReduceProd)
-def _reduce_prod_grad(op, grad):
-    x = op.inputs[0]
-    return [ExpandReduced(grad, x, op.axes, op.keepdims, mean=False) * ProdOfOthers(x, op.axes)]
+register_gradient(ReduceProd)(lambda op, grad: [spread(op, grad) * ProdOfOthers(op.inputs[0], op.axes)])
 
 
 @register_gradient(ProdOfOthers)
@@ -213,11 +199,7 @@ class ReduceLogSumExp(Reduction):
     infer_dtype = ReduceMean.infer_dtype
 
 
-@register_gradient(ReduceLogSumExp)
-def _reduce_logsumexp_grad(op, grad):
-    x = op.inputs[0]
-    spread = ExpandReduced(grad, x, op.axes, op.keepdims, mean=False)
-    return [spread * Exp(x - ExpandReduced(op, x, op.axes, op.keepdims, mean=False))]
+register_gradient(ReduceLogSumExp)(lambda op, grad: [spread(op, grad) * Exp(op.inputs[0] - spread(op, op))])
 
 
 reduce_sum = op_function(ReduceSum, "reduce_sum", "Sum over `axis` (all axes by default).")

@@ -91,8 +91,8 @@ class RuntimeSliceGrad(RuntimeSliceOperation, ShapedLike):
         return x_shape
 
 
-runtime_slice = op_function(RuntimeSlice, "runtime_slice",
-                             "x[start:end:step] along `axes`, `starts` and `ends` int vector nodes read at run time (Python clamping).")
+runtime_slice = op_function(RuntimeSlice, "runtime_slice", "x[start:end:step] along `axes`, starts and ends int vectors"
+                                                           " read at run time (Python clamping).")
 
 
 @register_gradient(RuntimeSlice)

@@ -5,7 +5,6 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
-from ..errors import ShapeError
 from ..nodes import Node, Operation, as_node
 from ..shapes import broadcast_shapes
 from .array_ops import Reshape, ReshapeLike, _node_list, axis_size, checks, concat, get_item, identity
