@@ -12,7 +12,7 @@ inference, the numpy kernels and the C and OpenCL geometry (backends/kernel_code
 """
 import numpy as np
 
-from ..arguments import rank_of
+from ..arguments import PADDING_MODES, rank_of
 from ..errors import ShapeError
 from ..nodes import Operation
 
@@ -111,9 +111,9 @@ class WindowOperation(Operation):
     abstract = True
     ceil_mode = False
 
-    def _set_window(self, check, rank, stride, padding, dilation):
+    def _set_window(self, check, rank, stride, padding, dilation, modes=PADDING_MODES):
         self.stride = check.ints("stride", stride, rank, minimum=1)
-        self.padding = check.padding("padding", padding, rank)
+        self.padding = check.padding("padding", padding, rank, modes)
         self.dilation = check.ints("dilation", dilation, rank, minimum=1)
 
     def pads(self, spatial, kernel):
