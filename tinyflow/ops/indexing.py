@@ -68,6 +68,10 @@ class GatherGrad(ScatterOperation):
         return np.moveaxis(out, 0, self.axis)
 
 
+register_gradient(Gather)(lambda op, grad: [GatherGrad(grad, *op.inputs, op.axis), None])
+register_gradient(GatherGrad)(lambda op, grad: [Gather(grad, op.inputs[2], op.axis), None, None])
+
+
 class TakeAlongAxis(IndexOperation):
     """x picked elementwise along `axis` by an index tensor of x's rank (np.take_along_axis, ONNX GatherElements).
     Gradient: g added into zeros of x's shape at the picked positions."""
@@ -103,22 +107,8 @@ class TakeAlongAxisGrad(ScatterOperation):
         return out
 
 
-# each reading op and its scatter are each other's gradient (both linear in x, resp. g)
-SCATTER_OF = {Gather: GatherGrad, TakeAlongAxis: TakeAlongAxisGrad}
-
-
-@register_gradient(Gather)
-@register_gradient(TakeAlongAxis)
-def _index_grad(op, grad):
-    x, indices = op.inputs
-    return [SCATTER_OF[type(op)](grad, x, indices, op.axis), None]
-
-
-@register_gradient(GatherGrad)
-@register_gradient(TakeAlongAxisGrad)
-def _scatter_grad(op, grad):
-    read = next(cls for cls, scatter in SCATTER_OF.items() if scatter is type(op))
-    return [read(grad, op.inputs[2], op.axis), None, None]
+register_gradient(TakeAlongAxis)(lambda op, grad: [TakeAlongAxisGrad(grad, *op.inputs, op.axis), None])
+register_gradient(TakeAlongAxisGrad)(lambda op, grad: [TakeAlongAxis(grad, op.inputs[2], op.axis), None, None])
 
 
 class TopKIndices(Operation):

@@ -95,13 +95,6 @@ runtime_slice = op_function(RuntimeSlice, "runtime_slice", "x[start:end:step] al
                                                            " read at run time (Python clamping).")
 
 
-@register_gradient(RuntimeSlice)
-def _runtime_slice_grad(op, grad):
-    x, starts, ends = op.inputs
-    return [RuntimeSliceGrad(grad, x, starts, ends, op.axes, op.steps), None, None]
-
-
-@register_gradient(RuntimeSliceGrad)
-def _runtime_slice_grad_grad(op, grad):
-    _, x, starts, ends = op.inputs
-    return [RuntimeSlice(grad, starts, ends, op.axes, op.steps), None, None, None]
+register_gradient(RuntimeSlice)(lambda op, grad: [RuntimeSliceGrad(grad, *op.inputs, op.axes, op.steps), None, None])
+register_gradient(RuntimeSliceGrad)(lambda op, grad: [RuntimeSlice(grad, *op.inputs[2:], op.axes, op.steps), None, None,
+                                                      None])

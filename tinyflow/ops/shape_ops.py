@@ -178,21 +178,30 @@ def known_entries(node):
     return [None] * (node.shape[0] if node.shape else 1)
 
 
-def _check_vector(check, dims_shape):
-    if dims_shape is not None and len(dims_shape) != 1:
-        check.fail("dims", dims_shape, "is not a 1-D vector of sizes", "pass a 1-D int64 node")
+class ToRuntimeShape(Operation):
+    """An op of (x, dims) whose output shape comes from the int vector node `dims` (known at run time), in x's dtype."""
+
+    abstract = True
+
+    def __init__(self, x, dims, name=None):
+        check = Arguments(self, name, x, dims)
+        dims_shape = getattr(dims, "shape", None)
+        if dims_shape is not None and len(dims_shape) != 1:
+            check.fail("dims", dims_shape, "is not a 1-D vector of sizes", "pass a 1-D int64 node")
+        self.known = known_entries(dims)  # ints and None (known at run time only)
+        super().__init__(x, dims, name=name)
+
+    def infer_dtype(self, x, dims):
+        return x
 
 
-class ReshapeTo(Operation):
+class ReshapeTo(ToRuntimeShape):
     """x reshaped to the shape held by the int vector node `dims`, known only at run time (ONNX Reshape).  One -1 is
     inferred; a 0 copies x's size at that position unless `allowzero` (then it means 0). Gradient: g reshaped back to
     x's shape."""
 
     def __init__(self, x, dims, allowzero=True, name=None):
-        check = Arguments(self, name, x, dims)
-        self.allowzero = check.flag("allowzero", allowzero)
-        _check_vector(check, getattr(dims, "shape", None))
-        self.known = known_entries(dims)  # ints and None (known at run time only)
+        self.allowzero = Arguments(self, name, x, dims).flag("allowzero", allowzero)
         super().__init__(x, dims, name=name)
 
     def target(self, x_shape, dims):
@@ -219,28 +228,16 @@ class ReshapeTo(Operation):
             return tuple(None if d == -1 else d for d in target)
         return tuple(math.prod(x_shape) // math.prod(rest) if d == -1 else d for d in target)
 
-    def infer_dtype(self, x, dims):
-        return x
 
-
-class ExpandTo(Operation):
+class ExpandTo(ToRuntimeShape):
     """x broadcast against the shape held by the int vector node `dims`, known only at run time (ONNX Expand).
     Gradient: g summed back to x's shape."""
-
-    def __init__(self, x, dims, name=None):
-        check = Arguments(self, name, x, dims)
-        _check_vector(check, getattr(dims, "shape", None))
-        self.known = known_entries(dims)  # ints and None (known at run time only)
-        super().__init__(x, dims, name=name)
 
     def compute(self, x, dims):
         return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(int(d) for d in dims)))
 
     def infer_shape(self, x_shape, dims_shape):
         return None if self.known is None else broadcast_shapes(x_shape, tuple(self.known), what="input and target")
-
-    def infer_dtype(self, x, dims):
-        return x
 
 
 register_gradient(ReshapeTo)(lambda op, grad: [ReshapeLike(grad, op.inputs[0]), None])
