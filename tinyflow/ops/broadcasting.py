@@ -1,7 +1,7 @@
 """Unbroadcasting: the one place where gradients of broadcast inputs are summed back to the input's shape.
 
-The backprop engine inserts `SumToShapeOf` after a gradient function returned a
-gradient wider than its input; `BroadcastLike` is its adjoint.
+The backprop engine inserts `SumToShapeOf` after a gradient function returned a gradient wider than its input;
+`BroadcastLike` is its adjoint.
 """
 import numpy as np
 

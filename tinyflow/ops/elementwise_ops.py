@@ -319,10 +319,10 @@ def hard_swish(x, name=None):
 def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dtype="same", doc=""):
     """A new elementwise op from one expression, as each row of ops/elementwise.py is; returns its function.
 
-    `swish = tfl.elementwise_op("Swish", "swish(x, beta=1.0)", "x * sigmoid(beta * x)")`: a numpy kernel, the
-    gradient (the derivative of the expression unless `gradients` give it), fused C and OpenCL kernels and the
-    ONNX export come with it (only the C library's prebuilt kernels are the table's alone). A signature
-    without a function name, "(x, low, high)", returns the op class.
+    `swish = tfl.elementwise_op("Swish", "swish(x, beta=1.0)", "x * sigmoid(beta * x)")`: a numpy kernel, the gradient
+    (the derivative of the expression unless `gradients` give it), fused C and OpenCL kernels and the ONNX export come
+    with it (only the C library's prebuilt kernels are the table's alone). A signature without a function name,
+    "(x, low, high)", returns the op class.
     """
     name, inputs, attributes = expressions.signature(signature)
     cls = make_op(op_type, inputs, expression, attributes, dtype, gradients, doc)

@@ -1,8 +1,8 @@
 """Reductions over axes (sum, mean, max, min, prod, logsumexp; any, all, var, std and norm built of them), argmax and
 argmin, and the running sums and products (cumsum, cumprod).
 
-Each reduction and its gradient differentiate each other. Empty reductions follow ONNX and numpy's identities: a
-sum is 0, a product 1, a max -inf (the dtype's lowest for integers), a min +inf, a logsumexp -inf.
+Each reduction and its gradient differentiate each other. Empty reductions follow ONNX and numpy's identities: a sum is
+0, a product 1, a max -inf (the dtype's lowest for integers), a min +inf, a logsumexp -inf.
 """
 import math
 

@@ -318,9 +318,9 @@ _TORCH_MODES = {"nearest": 0, "nearest-exact": 0, "linear": 1, "bilinear": 2, "t
 
 
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None, name=None):
-    """Resize the spatial axes of (N, C, *spatial) as torch.nn.functional.interpolate: mode 'nearest',
-    'nearest-exact', 'linear', 'bilinear', 'trilinear' or 'bicubic'; size or scale_factor (an int/float or one
-    per spatial axis). (The Resize op also has ONNX's antialias, which is not torch's.)"""
+    """Resize the spatial axes of (N, C, *spatial) as torch.nn.functional.interpolate: mode 'nearest', 'nearest-exact',
+    'linear', 'bilinear', 'trilinear' or 'bicubic'; size or scale_factor (an int/float or one per spatial axis). (The
+    Resize op also has ONNX's antialias, which is not torch's.)"""
     check = Arguments(Resize, name, x)
     if mode not in _TORCH_MODES:
         check.fail("mode", mode, "is not an interpolation mode", f"pick one of {', '.join(_TORCH_MODES)}")
