@@ -316,6 +316,24 @@ def hard_swish(x, name=None):
     return PUBLIC["multiply"](x, hard_sigmoid(x), name=name)
 
 
+def _checked_row(op_type, signature, expression, gradients, dtype):
+    """(function name, inputs, attributes) of a row, or ArgumentError naming what in it is not in the language."""
+    try:
+        name, inputs, attributes = expressions.signature(signature)
+        texts = [(expression, set())] + [(g, {"y", "g"}) for g in gradients or () if isinstance(g, str)]
+        for text, more in texts:
+            unknown = set(expressions.names(expressions.parse(text))) - {*inputs, *attributes, *more}
+            if unknown:
+                raise expressions.ExpressionError(f"{text!r} reads {sorted(unknown)}: no input is named so")
+    except (SyntaxError, ValueError) as err:
+        raise ArgumentError(f"elementwise_op {op_type!r}: {getattr(err, 'msg', err)}; write the signature as "
+                            "'name(x, alpha=1.0)' and each expression in Python syntax over its inputs and attributes "
+                            "(a gradient may also read y and g)") from None
+    if dtype not in DTYPE_RULES:
+        raise ArgumentError(f"elementwise_op {op_type!r}: dtype={dtype!r} is not one of {sorted(DTYPE_RULES)}")
+    return name, inputs, attributes
+
+
 def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dtype="same", doc=""):
     """A new elementwise op from one expression, as each row of ops/elementwise.py is; returns its function.
 
@@ -324,7 +342,7 @@ def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dt
     with it (only the C library's prebuilt kernels are the table's alone). A signature without a function name,
     "(x, low, high)", returns the op class.
     """
-    name, inputs, attributes = expressions.signature(signature)
+    name, inputs, attributes = _checked_row(op_type, signature, expression, gradients, dtype)
     cls = make_op(op_type, inputs, expression, attributes, dtype, gradients, doc)
     cls.onnx = onnx
     if not name:
