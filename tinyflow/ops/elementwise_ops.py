@@ -8,6 +8,8 @@ longer one ("g * y * (1 - y)") as one node of a gradient op made from it (Sigmoi
 like any other: it has a C kernel, fuses, and its own gradient is its derivative, so every order of derivative exists.
 """
 import ast
+import functools
+import inspect
 import math
 import os
 
@@ -203,15 +205,11 @@ def gradient_ops():
     return {grad_op.op_type: grad_op for grad_op, _ in GRADIENT_OPS.values()}
 
 
-def _public_function(fn_name, cls, doc):
-    """`tfl.<fn_name>(inputs..., attributes=defaults, name=None)` building cls."""
-    params = [*cls.input_names, *(f"{a}={v!r}" for a, v in cls.attributes.items()), "name=None"]
-    passed = [*cls.input_names, *(f"{a}={a}" for a in cls.attributes), "name=name"]
-    namespace = {"cls": cls}
-    source = f"def {fn_name}({', '.join(params)}):\n    return cls({', '.join(passed)})\n"
-    function = _define(source, f"tfl.{fn_name}", namespace)[fn_name]
-    function.__doc__, function.__module__ = doc, __name__
-    return function
+def _signature(cls):
+    """(inputs..., attributes=defaults, name=None): the signature of cls's `tfl.` function."""
+    parameter = functools.partial(inspect.Parameter, kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return inspect.Signature([*map(parameter, cls.input_names), *(parameter(a, default=v) for a, v in
+                                                                 (*cls.attributes.items(), ("name", None)))])
 
 
 # ---------------------------------------------------------------- elementwise ops that are not one expression
@@ -347,7 +345,7 @@ def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dt
     cls.onnx = onnx
     if not name:
         return cls
-    return _public_function(name, cls, doc or f"{op_type}: {expression}.")
+    return op_function(cls, name, doc or f"{op_type}: {expression}.", _signature(cls))
 
 
 OPS, PUBLIC = {}, {}  # op type -> class of the table; function name -> tfl. function

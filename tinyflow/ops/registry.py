@@ -61,11 +61,13 @@ def gradient_function(op):
             "tfl.stop_gradient().") from None
 
 
-def op_function(cls, name, doc):
-    """The `tfl.` function `name` building op class cls, with the constructor's signature (tfl.squeeze for Squeeze)."""
+def op_function(cls, name, doc, signature=None):
+    """The `tfl.` function `name` building op class cls (tfl.squeeze for Squeeze), with the constructor's signature
+    unless another is given."""
     def function(*args, **kwargs):
         return cls(*args, **kwargs)
-    function.__signature__ = inspect.Signature(list(inspect.signature(cls.__init__).parameters.values())[1:])
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]  # without self
+    function.__signature__ = signature or inspect.Signature(parameters)
     function.__name__ = function.__qualname__ = name
     function.__doc__, function.__module__ = doc, cls.__module__
     return function
