@@ -166,15 +166,11 @@ def known_entries(node):
     if op == "Concat" and node.axis == 0:
         parts = [known_entries(x) for x in node.inputs]
         return None if None in parts else [v for part in parts for v in part]
-    if op in ("Gather", "GetItem"):
+    if op == "GetItem" or op == "Gather" and isinstance(node.inputs[1], Constant):
         entries = known_entries(node.inputs[0])
-        index = (np.asarray(node.key[0]) if op == "GetItem" and len(node.key) == 1 and not isinstance(
-                 node.key[0], slice) else node.inputs[1].value if op == "Gather" and isinstance(
-                 node.inputs[1], Constant) else None)
-        if op == "GetItem" and len(node.key) == 1 and isinstance(node.key[0], slice) and entries is not None:
-            return entries[node.key[0]]
-        if entries is not None and index is not None:
-            return [entries[int(i)] for i in np.asarray(index).reshape(-1)]
+        if entries is not None:  # numpy indexes them as it will index the values (slices, ..., masks, negatives)
+            key = node.key if op == "GetItem" else np.asarray(node.inputs[1].value)
+            return np.asarray(np.array(entries, dtype=object)[key], dtype=object).reshape(-1).tolist()
     return [None] * (node.shape[0] if node.shape else 1)
 
 
