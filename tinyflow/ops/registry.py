@@ -2,7 +2,7 @@
 
 It sits below the ops (each op file registers its gradients here) and below autodiff (which looks them up), so neither
 imports the other's internals. The table is keyed by class, not by name: a user's op class can never take over the
-gradient of another class that happens to share its name.
+gradient of another class that happens to share its name. `op_function` makes an op class's `tfl.` function.
 """
 import inspect
 
