@@ -88,7 +88,7 @@ def compute_bound(ctx):
     """K2: {name: callable} for the compute kernels, tinyflow C against numpy."""
     from tinyflow.backends.c_backend import CBackend, gemm
     from tinyflow.ops import conv, pooling
-    from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
+    from tinyflow.ops.cross_entropy import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
     from tinyflow.ops.matmul import MatMul
     tfl = ctx.tfl
     rng = np.random.default_rng(1)
@@ -134,7 +134,7 @@ def opencl(ctx):
     """K3: ({name: callable} for OpenCL kernels with their inputs on the device, the device), or None without OpenCL."""
     from tinyflow.backends import OpenCLBackend
     from tinyflow.ops import elementwise_ops as activations
-    from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
+    from tinyflow.ops.cross_entropy import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
     from tinyflow.ops.matmul import MatMul
     if os.environ.get("TINYFLOW_BENCH_SKIP_OPENCL") == "1" or not OpenCLBackend.is_available():
         return None

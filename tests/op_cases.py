@@ -9,7 +9,7 @@ from collections import namedtuple
 import numpy as np
 
 import tinyflow as tfl
-from tinyflow.ops.losses import SoftmaxCrossEntropyGrad
+from tinyflow.ops.cross_entropy import SoftmaxCrossEntropyGrad
 from tinyflow.ops.elementwise_ops import GRADIENT_OPS
 from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, ReshapeLike, _normalize_key
 from tinyflow.ops.broadcasting import BroadcastLike, SumToShapeOf

@@ -16,7 +16,7 @@ import tinyflow as tfl
 from tinyflow.backends import c_backend as c_backend_module, native
 from tinyflow.backends.c_backend import CBackend, gemm
 from tinyflow.backends.kernel_codes import broadcast_layout
-from tinyflow.ops.losses import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
+from tinyflow.ops.cross_entropy import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
 from tinyflow.ops import conv, normalization, pooling, reductions
 from tinyflow.ops import elementwise_ops as activations, elementwise_ops as math_ops
 from tinyflow.ops.windows import window_output_size

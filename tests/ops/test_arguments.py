@@ -203,3 +203,15 @@ def test_a_bad_placeholder_shape_is_a_shape_error(shape):
                                              ([2, None], (2, None)), (None, None), ((), ())])
 def test_placeholder_shapes_in_every_usual_spelling(shape, expected):
     assert tfl.Placeholder(shape).shape == expected
+
+
+@pytest.mark.parametrize("signature, expression, gradients, dtype, says", [
+    ("bad_word(x)", "bar(x)", None, "same", "unknown function bar"),
+    ("bad_syntax(x", "x", None, "same", "was never closed"),
+    ("bad_name(x)", "x * z", None, "same", "reads ['z']"),
+    ("bad_gradient(x)", "x", ["g * q"], "same", "reads ['q']"),
+    ("bad_dtype(x)", "x", None, "int", "dtype='int'")])
+def test_a_bad_elementwise_op_row_is_an_argument_error_naming_the_op(signature, expression, gradients, dtype, says):
+    with pytest.raises(tfl.ArgumentError, match="elementwise_op 'BadRow'") as err:
+        tfl.elementwise_op("BadRow", signature, expression, gradients, dtype=dtype)
+    assert says in str(err.value)

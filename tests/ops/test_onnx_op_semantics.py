@@ -140,3 +140,14 @@ def test_the_new_functions_work_on_eager_tensors_and_inside_to_static():
     np.testing.assert_allclose(eager.numpy(), expected, rtol=1e-6)
     np.testing.assert_allclose(static(value).numpy(), expected, rtol=1e-6)
     np.testing.assert_allclose(x.grad, expected_grad, rtol=1e-5, atol=1e-6)
+
+
+def test_a_shape_vector_picked_with_an_ellipsis_a_mask_or_negative_indices_keeps_its_static_entries():
+    x = tfl.Placeholder((2, None, 5), name="x")
+    size = tfl.shape(x)
+    assert tfl.reshape(tfl.Placeholder((10, None, 1)), size[...]).shape == (2, None, 5)
+    assert tfl.reshape(tfl.Placeholder((10,)), size[np.array([True, False, True])]).shape == (2, 5)
+    assert tfl.reshape(tfl.Placeholder((10,)), tfl.gather(size, np.array([-1, 0]))).shape == (5, 2)
+    y = tfl.Placeholder((2, 3, 5), name="y")
+    np.testing.assert_array_equal(run(tfl.reshape(tfl.ones_like(y), tfl.shape(y)[...]), {y: np.ones((2, 3, 5))}),
+                                  np.ones((2, 3, 5)))

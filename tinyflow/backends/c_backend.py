@@ -12,7 +12,7 @@ import numpy as np
 
 from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
 from ..ops.expressions import fingerprint, text
-from ..ops.losses import check_labels
+from ..ops.cross_entropy import check_labels
 from ..shapes import reduced_shape
 from . import native
 from .base import DECLINE, Backend, Kernel

@@ -14,7 +14,7 @@ from ..errors import BackendError
 from ..nodes import Constant, Variable
 from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
 from ..ops.expressions import OPENCL_HELPERS, spell, takes_conditions
-from ..ops.losses import check_labels
+from ..ops.cross_entropy import check_labels
 from ..shapes import reduced_shape
 from . import opencl_runtime as rt
 from .base import DECLINE, FLOATS, Backend, Kernel, source_kernel

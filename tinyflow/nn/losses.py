@@ -1,12 +1,12 @@
 """Loss functions, with torch.nn.functional's names and `reduction`. The two cross-entropies on logits of one class
-per sample are single fused ops (tinyflow/ops/losses.py), stable for extreme logits; the others are built of ops."""
+per sample are single fused ops (tinyflow/ops/cross_entropy.py), stable for extreme logits; the others are built of ops."""
 from ..arguments import rank_of
 from ..errors import ShapeError
 from ..nodes import as_node
 from ..ops.array_ops import checks, identity
 from ..ops.elementwise_ops import abs as absolute, cast, divide, log, maximum, not_equal, softplus, square, where
 from ..ops.indexing import take_along_axis
-from ..ops.losses import SigmoidCrossEntropy, SoftmaxCrossEntropy
+from ..ops.cross_entropy import SigmoidCrossEntropy, SoftmaxCrossEntropy
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.shape_ops import squeeze, unsqueeze
 from ..shapes import shapes_compatible

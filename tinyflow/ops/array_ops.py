@@ -8,7 +8,7 @@ from ..errors import ShapeError
 from ..nodes import Node, Operation
 from ..shapes import is_fully_known
 from .broadcasting import LikeOperation, ShapedLike
-from .registry import not_differentiable, register_gradient
+from .registry import not_differentiable, op_function, register_gradient
 from .elementwise_ops import zeros_like
 
 
@@ -79,14 +79,8 @@ class ReshapeLike(LikeOperation):
         return np.reshape(x, like.shape)
 
 
-@register_gradient(Reshape)
-def _reshape_grad(op, grad):
-    return [ReshapeLike(grad, op.inputs[0])]
-
-
-@register_gradient(ReshapeLike)
-def _reshape_like_grad(op, grad):
-    return [ReshapeLike(grad, op.inputs[0]), None]
+register_gradient(Reshape)(lambda op, grad: [ReshapeLike(grad, op.inputs[0])])
+register_gradient(ReshapeLike)(lambda op, grad: [ReshapeLike(grad, op.inputs[0]), None])
 
 
 # ------------------------------------------------------------ transpose
@@ -104,15 +98,11 @@ class Transpose(Operation):
         return None if x_shape is None else tuple(x_shape[a] for a in self.axes)
 
 
-def transpose(x, axes=None, name=None):
-    """x with permuted axes (reversed by default)."""
-    return Transpose(x, axes, name=name)
+transpose = op_function(Transpose, "transpose", "x with permuted axes (reversed by default).")
 
 
-@register_gradient(Transpose)
-def _transpose_grad(op, grad):
-    inverse = None if op.axes is None else tuple(int(a) for a in np.argsort(op.axes))
-    return [Transpose(grad, inverse)]
+register_gradient(Transpose)(lambda op, grad: [  # the inverse permutation (a reversal of unknown rank is its own)
+    Transpose(grad, None if op.axes is None else tuple(int(a) for a in np.argsort(op.axes)))])
 
 
 # ------------------------------------------------------------ concat
@@ -174,9 +164,7 @@ class ConcatSplit(Operation):
         return grad
 
 
-@register_gradient(Concat)
-def _concat_grad(op, grad):
-    return [ConcatSplit(grad, op.inputs, op.axis, i) for i in range(len(op.inputs))]
+register_gradient(Concat)(lambda op, grad: [ConcatSplit(grad, op.inputs, op.axis, i) for i in range(len(op.inputs))])
 
 
 @register_gradient(ConcatSplit)
@@ -267,9 +255,7 @@ class GetItem(Operation):
         return _basic_index_shape(x_shape, self.key) if not arrays or in_place else None
 
 
-def get_item(x, key, name=None):
-    """x[key], numpy-style indexing and slicing."""
-    return GetItem(x, key, name=name)
+get_item = op_function(GetItem, "get_item", "x[key], numpy-style indexing and slicing.")
 
 
 class GetItemGrad(ShapedLike):
@@ -288,14 +274,8 @@ class GetItemGrad(ShapedLike):
         return out
 
 
-@register_gradient(GetItem)
-def _get_item_grad(op, grad):
-    return [GetItemGrad(grad, op.inputs[0], op.key)]
-
-
-@register_gradient(GetItemGrad)
-def _get_item_grad_grad(op, grad):
-    return [GetItem(grad, op.key), None]
+register_gradient(GetItem)(lambda op, grad: [GetItemGrad(grad, op.inputs[0], op.key)])
+register_gradient(GetItemGrad)(lambda op, grad: [GetItem(grad, op.key), None])
 
 
 # ------------------------------------------------------------ identity, stop_gradient, add_n
@@ -312,25 +292,15 @@ class Identity(Operation):
         return True
 
 
-def identity(x, name=None):
-    """A new node with x's value (useful to name a value)."""
-    return Identity(x, name=name)
-
-
-@register_gradient(Identity)
-def _identity_grad(op, grad):
-    return [grad]
+identity = op_function(Identity, "identity", "A new node with x's value (useful to name a value).")
+register_gradient(Identity)(lambda op, grad: [grad])
 
 
 class StopGradient(Identity):
     """x unchanged in the forward pass; backprop passes nothing through it."""
 
 
-def stop_gradient(x, name=None):
-    """x, but treated as a constant by backprop."""
-    return StopGradient(x, name=name)
-
-
+stop_gradient = op_function(StopGradient, "stop_gradient", "x, but treated as a constant by backprop.")
 not_differentiable(StopGradient)
 
 
@@ -354,6 +324,4 @@ def add_n(xs, name=None):
     return AddN(*_node_list("AddN", name, xs), name=name)
 
 
-@register_gradient(AddN)
-def _add_n_grad(op, grad):
-    return [grad] * len(op.inputs)
+register_gradient(AddN)(lambda op, grad: [grad] * len(op.inputs))

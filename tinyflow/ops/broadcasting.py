@@ -1,7 +1,7 @@
 """Unbroadcasting: the one place where gradients of broadcast inputs are summed back to the input's shape.
 
-The backprop engine inserts `SumToShapeOf` after a gradient function returned a
-gradient wider than its input; `BroadcastLike` is its adjoint.
+The backprop engine inserts `SumToShapeOf` after a gradient function returned a gradient wider than its input;
+`BroadcastLike` is its adjoint.
 """
 import numpy as np
 
@@ -74,11 +74,5 @@ class BroadcastLike(LikeOperation):
         return np.broadcast_to(x, like.shape)
 
 
-@register_gradient(SumToShapeOf)
-def _sum_to_shape_of_grad(op, grad):
-    return [BroadcastLike(grad, op.inputs[0]), None]
-
-
-@register_gradient(BroadcastLike)
-def _broadcast_like_grad(op, grad):
-    return [SumToShapeOf(grad, op.inputs[0]), None]
+register_gradient(SumToShapeOf)(lambda op, grad: [BroadcastLike(grad, op.inputs[0]), None])
+register_gradient(BroadcastLike)(lambda op, grad: [SumToShapeOf(grad, op.inputs[0]), None])

@@ -8,7 +8,7 @@ A transposed convolution is conv_back_input with its output size given by its ar
 """
 import numpy as np
 
-from ..arguments import Arguments, rank_of
+from ..arguments import PADDING_MODES, Arguments, rank_of
 from ..errors import ShapeError
 from ..shapes import dims_compatible, shapes_compatible
 from .array_ops import reshape
@@ -73,13 +73,18 @@ class ConvOperation(WindowOperation):
 
     abstract = True
 
-    def _set_conv(self, check, x, w, stride, padding, dilation, groups):
-        self._set_window(check, spatial_rank(check, "stride", None, w, x), stride, padding, dilation)
+    def _set_conv(self, check, x, w, stride, padding, dilation, groups, modes=PADDING_MODES):
+        self._set_window(check, spatial_rank(check, "stride", None, w, x), stride, padding, dilation, modes)
         self.groups = check.integer("groups", groups, minimum=1)
 
-    def check_filter(self, w_shape, in_channels, what):
-        """Raise ShapeError unless w is (out_channels, in_channels / groups, *kernel) with a known kernel."""
-        rank = len(self.stride)
+    def window(self):
+        """The window's arguments, to build the ops of the gradient on the same windows."""
+        return dict(stride=self.stride, padding=self.padding, dilation=self.dilation, groups=self.groups)
+
+    def check_filter(self, x_shape, w_shape):
+        """Raise ShapeError unless w is (C_out, C_in / groups, *kernel) with a known kernel, for an input x."""
+        rank, what = len(self.stride), "(C_out, C_in / groups, *kernel)"
+        in_channels = None if x_shape is None or len(x_shape) < 2 else x_shape[1]
         if w_shape is None or len(w_shape) != rank + 2 or any(k is None or k < 1 for k in w_shape[2:]):
             raise ShapeError(f"needs a filter of shape {what} with {rank} known kernel sizes >= 1, "
                              f"got {w_shape}")
@@ -92,8 +97,7 @@ class ConvOperation(WindowOperation):
 
     def check_output_gradient(self, x_shape, w_shape, grad_shape):
         """Raise ShapeError unless grad may have the shape of the convolution of x by w."""
-        self.check_filter(w_shape, None if x_shape is None or len(x_shape) < 2 else x_shape[1],
-                          "(C_out, C_in / groups, *kernel)")
+        self.check_filter(x_shape, w_shape)
         expected = (x_shape[0], w_shape[0]) + self.out_spatial(x_shape, w_shape[2:])
         if not shapes_compatible(expected, grad_shape):
             raise ShapeError(f"the output gradient has shape {grad_shape}, but the convolution of an input "
@@ -115,8 +119,7 @@ class Conv(ConvOperation):
         return channels_first(filter_rows(columns(windows), w, self.groups), x.shape[0], out)
 
     def infer_shape(self, x_shape, w_shape):
-        self.check_filter(w_shape, None if x_shape is None or len(x_shape) < 2 else x_shape[1],
-                          "(C_out, C_in / groups, *kernel)")
+        self.check_filter(x_shape, w_shape)
         spatial = self.out_spatial(x_shape, w_shape[2:])
         if w_shape[0] is not None and w_shape[0] % self.groups:
             raise ShapeError(f"{w_shape[0]} output channels (filter {w_shape}) do not split into "
@@ -166,26 +169,19 @@ class ConvBackFilter(ConvOperation):
 @register_gradient(Conv)
 def _conv_grad(op, grad):
     x, w = op.inputs
-    window = _same_window(op)
-    return [ConvBackInput(grad, w, x, **window), ConvBackFilter(x, grad, w, **window)]
+    return [ConvBackInput(grad, w, x, **op.window()), ConvBackFilter(x, grad, w, **op.window())]
 
 
 @register_gradient(ConvBackInput)
 def _conv_back_input_grad(op, grad):
     g, w, x = op.inputs
-    window = _same_window(op)
-    return [Conv(grad, w, **window), ConvBackFilter(grad, g, w, **window), None]
+    return [Conv(grad, w, **op.window()), ConvBackFilter(grad, g, w, **op.window()), None]
 
 
 @register_gradient(ConvBackFilter)
 def _conv_back_filter_grad(op, grad):
     x, g, w = op.inputs
-    window = _same_window(op)
-    return [ConvBackInput(g, grad, x, **window), Conv(x, grad, **window), None]
-
-
-def _same_window(op):
-    return dict(stride=op.stride, padding=op.padding, dilation=op.dilation, groups=op.groups)
+    return [ConvBackInput(g, grad, x, **op.window()), Conv(x, grad, **op.window()), None]
 
 
 # ------------------------------------------------------------ transposed convolution
@@ -196,16 +192,12 @@ class ConvTranspose(ConvOperation):
 
     def __init__(self, x, w, stride=1, padding=0, output_padding=0, dilation=1, groups=1, name=None):
         check = Arguments(self, name, x, w)
-        rank = spatial_rank(check, "stride", None, w, x)
-        self.stride = check.ints("stride", stride, rank, minimum=1)
-        self.padding = check.padding("padding", padding, rank, modes=("valid",))
-        self.dilation = check.ints("dilation", dilation, rank, minimum=1)
-        self.output_padding = check.ints("output_padding", output_padding, rank, minimum=0)
+        self._set_conv(check, x, w, stride, padding, dilation, groups, modes=("valid",))
+        self.output_padding = check.ints("output_padding", output_padding, len(self.stride), minimum=0)
         if any(p >= s for p, s in zip(self.output_padding, self.stride)):
             check.fail("output_padding", output_padding, f"is not below the stride {self.stride}",
                        "pad the output by less than the stride on each axis (it only picks among the sizes "
                        "a strided convolution maps to one input size)")
-        self.groups = check.integer("groups", groups, minimum=1)
         super().__init__(x, w, name=name)
 
     def out_spatial(self, x_shape, kernel, what="input"):
@@ -245,8 +237,7 @@ class ConvTranspose(ConvOperation):
 @register_gradient(ConvTranspose)
 def _conv_transpose_grad(op, grad):
     x, w = op.inputs
-    window = _same_window(op)
-    return [Conv(grad, w, **window), ConvBackFilter(grad, x, w, **window)]
+    return [Conv(grad, w, **op.window()), ConvBackFilter(grad, x, w, **op.window())]
 
 
 # ------------------------------------------------------------ the public functions

@@ -1,10 +1,9 @@
 """Every elementwise op, each written once: its name, its function, its expression and its gradients.
 
-One row is everything tinyflow needs to know about an elementwise op. From it come the op class
-and its `tfl.` function with numpy as the kernel (ops/elementwise_ops.py), its gradient (the
-expressions below, or the derivative of its expression where a row gives none), the C kernel
-(generated when the package is built, ckernels/build_ckernels.py), the OpenCL kernel, its part of a
-fused kernel, and its ONNX form. Adding an op is adding a row here (plus its test case in
+One row is everything tinyflow needs to know about an elementwise op. From it come the op class and its `tfl.` function
+with numpy as the kernel (ops/elementwise_ops.py), its gradient (the expressions below, or the derivative of its
+expression where a row gives none), the C kernel (generated when the package is built, ckernels/build_ckernels.py), the
+OpenCL kernel, its part of a fused kernel, and its ONNX form. Adding an op is adding a row here (plus its test case in
 tests/op_cases.py and its line in the README).
 
 A row: op(OpType, "function(inputs, attribute=default)", "expression", gradients, onnx=..., dtype=...)

@@ -1,16 +1,15 @@
 """The op classes and `tfl.` functions made from the rows of ops/elementwise.py, and their gradients.
 
-Each row becomes one `ElementwiseOp` class: its numpy kernel is the row's expression compiled with
-numpy's functions (so `Relu.compute` is `np.maximum(x, 0)`), its shape is the inputs' broadcast
-shape, its dtype comes from the row's rule (tinyflow/dtypes.py), and its registered gradient
-builds, for each input, the gradient expression of the row (or the derivative of the expression)
-from the op's inputs, its output `y` and the arriving gradient `g`:
-  * an expression of one operation ("g * b", "-g") becomes that op;
-  * a longer one ("g * y * (1 - y)") becomes one node of a gradient op made from it (SigmoidGrad,
-    inputs y and g), an elementwise op like any other: it has a C kernel, fuses, and its own gradient
-    is the derivative of its expression, so every order of derivative exists.
+Each row becomes one `ElementwiseOp` class: its numpy kernel is the row's expression compiled with numpy's functions
+(`Relu.compute` is `np.maximum(x, 0)`), its shape the inputs' broadcast shape, its dtype the row's rule
+(tinyflow/dtypes.py). Its gradient builds, for each input, the row's gradient expression (or the derivative of the
+expression) in the inputs, the output `y` and the arriving gradient `g`: one operation ("g * b", "-g") as that op, a
+longer one ("g * y * (1 - y)") as one node of a gradient op made from it (SigmoidGrad of y and g), an elementwise op
+like any other: it has a C kernel, fuses, and its own gradient is its derivative, so every order of derivative exists.
 """
 import ast
+import functools
+import inspect
 import math
 import os
 
@@ -20,10 +19,9 @@ from ..arguments import Arguments
 from ..dtypes import promote, promote_to_float
 from ..errors import ArgumentError, ShapeError
 from ..nodes import OP_TYPES, Operation, as_node
-from ..shapes import broadcast_shapes
 from . import expressions
 from .elementwise import ELEMENTWISE
-from .registry import not_differentiable, register_gradient
+from .registry import not_differentiable, op_function, register_gradient
 
 
 def stable_sigmoid(x):
@@ -89,9 +87,6 @@ class ElementwiseOp(Operation):
             raise ArgumentError(f"{self.op_type} has no attribute {sorted(attributes)}; it has "
                                 f"{sorted(self.attributes) or 'none'}")
         super().__init__(*inputs, name=name)
-
-    def infer_shape(self, *shapes):
-        return broadcast_shapes(*shapes)
 
     def infer_dtype(self, *dtypes):
         """The table's rule (tinyflow/dtypes.py), once numpy's kernel is known to take these dtypes."""
@@ -210,18 +205,24 @@ def gradient_ops():
     return {grad_op.op_type: grad_op for grad_op, _ in GRADIENT_OPS.values()}
 
 
-def _public_function(fn_name, cls, doc):
-    """`tfl.<fn_name>(inputs..., attributes=defaults, name=None)` building cls."""
-    params = [*cls.input_names, *(f"{a}={v!r}" for a, v in cls.attributes.items()), "name=None"]
-    passed = [*cls.input_names, *(f"{a}={a}" for a in cls.attributes), "name=name"]
-    namespace = {"cls": cls}
-    source = f"def {fn_name}({', '.join(params)}):\n    return cls({', '.join(passed)})\n"
-    function = _define(source, f"tfl.{fn_name}", namespace)[fn_name]
-    function.__doc__, function.__module__ = doc, __name__
-    return function
+def _signature(cls):
+    """(inputs..., attributes=defaults, name=None): the signature of cls's `tfl.` function."""
+    parameter = functools.partial(inspect.Parameter, kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return inspect.Signature([*map(parameter, cls.input_names), *(parameter(a, default=v) for a, v in
+                                                                 (*cls.attributes.items(), ("name", None)))])
 
 
 # ---------------------------------------------------------------- elementwise ops that are not one expression
+def extreme(dtype, largest):
+    """The largest value of `dtype` (the identity of min), or the lowest (of max; what max pooling pads with)."""
+    if dtype.kind == "f":
+        return np.inf if largest else -np.inf
+    if dtype.kind == "b":
+        return largest
+    info = np.iinfo(dtype)
+    return info.max if largest else info.min
+
+
 class Cast(Operation):
     """x converted to `dtype`.  Gradient: g cast back (none for integer results)."""
 
@@ -233,9 +234,6 @@ class Cast(Operation):
 
     def compute(self, x):
         return x.astype(self.target_dtype, copy=False)
-
-    def infer_shape(self, x_shape):
-        return x_shape
 
     def infer_dtype(self, x):
         return self.target_dtype
@@ -262,11 +260,11 @@ class ZerosLike(Operation):
 
     elementwise = True
 
+    def __init__(self, x, name=None):
+        super().__init__(x, name=name)
+
     def compute(self, x):
         return np.zeros_like(x)
-
-    def infer_shape(self, x_shape):
-        return x_shape
 
 
 class OnesLike(ZerosLike):
@@ -276,31 +274,17 @@ class OnesLike(ZerosLike):
         return np.ones_like(x)
 
 
-def zeros_like(x, name=None):
-    """Zeros with x's run-time shape."""
-    return ZerosLike(x, name=name)
-
-
-def ones_like(x, name=None):
-    """Ones with x's run-time shape."""
-    return OnesLike(x, name=name)
-
-
+zeros_like = op_function(ZerosLike, "zeros_like", "Zeros with x's run-time shape.")
+ones_like = op_function(OnesLike, "ones_like", "Ones with x's run-time shape.")
 not_differentiable(ZerosLike, OnesLike)
 
 
 def clip(x, min=None, max=None, name=None):  # noqa: A002 - numpy's and torch's argument names
     """x limited to [min, max] elementwise; a bound left None does not limit (torch.clamp, np.clip)."""
     x = as_node(x)
-    bounds = []
-    for bound, extreme in ((min, 0), (max, -1)):
-        if bound is None:
-            kind = x.dtype.kind
-            bound = (np.array([-np.inf, np.inf], x.dtype)[extreme] if kind == "f" else
-                     np.array([np.iinfo(x.dtype).min, np.iinfo(x.dtype).max], x.dtype)[extreme] if kind in "iu"
-                     else np.array([False, True])[extreme])
-        bounds.append(as_node(bound, like=x))
-    return OPS["Clip"](x, *bounds, name=name)
+    bounds = [np.asarray(extreme(x.dtype, largest), x.dtype) if bound is None else bound
+              for bound, largest in ((min, False), (max, True))]
+    return OPS["Clip"](x, *(as_node(b, like=x) for b in bounds), name=name)
 
 
 def gelu(x, approximate="none", name=None):
@@ -330,21 +314,38 @@ def hard_swish(x, name=None):
     return PUBLIC["multiply"](x, hard_sigmoid(x), name=name)
 
 
+def _checked_row(op_type, signature, expression, gradients, dtype):
+    """(function name, inputs, attributes) of a row, or ArgumentError naming what in it is not in the language."""
+    try:
+        name, inputs, attributes = expressions.signature(signature)
+        texts = [(expression, set())] + [(g, {"y", "g"}) for g in gradients or () if isinstance(g, str)]
+        for text, more in texts:
+            unknown = set(expressions.names(expressions.parse(text))) - {*inputs, *attributes, *more}
+            if unknown:
+                raise expressions.ExpressionError(f"{text!r} reads {sorted(unknown)}: no input is named so")
+    except (SyntaxError, ValueError) as err:
+        raise ArgumentError(f"elementwise_op {op_type!r}: {getattr(err, 'msg', err)}; write the signature as "
+                            "'name(x, alpha=1.0)' and each expression in Python syntax over its inputs and attributes "
+                            "(a gradient may also read y and g)") from None
+    if dtype not in DTYPE_RULES:
+        raise ArgumentError(f"elementwise_op {op_type!r}: dtype={dtype!r} is not one of {sorted(DTYPE_RULES)}")
+    return name, inputs, attributes
+
+
 def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dtype="same", doc=""):
     """A new elementwise op from one expression, as each row of ops/elementwise.py is; returns its function.
 
-    `swish = tfl.elementwise_op("Swish", "swish(x, beta=1.0)", "x * sigmoid(beta * x)")`: a numpy kernel, the
-    gradient (the derivative of the expression unless `gradients` give it), fused C and OpenCL kernels and the
-    ONNX export come with it (only the C library's prebuilt kernels are the table's alone). A signature
-    without a function name, "(x, low, high)", returns the op class.
+    `swish = tfl.elementwise_op("Swish", "swish(x, beta=1.0)", "x * sigmoid(beta * x)")`: a numpy kernel, the gradient
+    (the derivative of the expression unless `gradients` give it), fused C and OpenCL kernels and the ONNX export come
+    with it (only the C library's prebuilt kernels are the table's alone). A signature without a function name,
+    "(x, low, high)", returns the op class.
     """
-    name, inputs, attributes = expressions.signature(signature)
+    name, inputs, attributes = _checked_row(op_type, signature, expression, gradients, dtype)
     cls = make_op(op_type, inputs, expression, attributes, dtype, gradients, doc)
     cls.onnx = onnx
     if not name:
         return cls
-    function = _public_function(name, cls, doc or f"{op_type}: {expression}.")
-    return function
+    return op_function(cls, name, doc or f"{op_type}: {expression}.", _signature(cls))
 
 
 OPS, PUBLIC = {}, {}  # op type -> class of the table; function name -> tfl. function

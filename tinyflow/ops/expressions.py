@@ -1,9 +1,8 @@
 """The scalar expressions elementwise ops are written in: parsed once, differentiated, and spelled for C and OpenCL.
 
-An elementwise op is one expression in Python syntax over scalar names, such as
-`where(x > 0, x, alpha * x)`: its inputs (x), its numeric attributes (alpha) and, in a
-gradient, `y` (the op's output) and `g` (the gradient arriving at it). The words it may use
-are FUNCTIONS, besides `+ - * / **`, unary `-` and the comparisons. From that one text:
+An elementwise op is one expression in Python syntax over scalar names, such as `where(x > 0, x, alpha * x)`: its inputs
+(x), its numeric attributes (alpha) and, in a gradient, `y` (the op's output) and `g` (the gradient arriving at it). The
+words it may use are FUNCTIONS, besides `+ - * / **`, unary `-` and the comparisons. From that one text:
 
     numpy        the expression itself, compiled with numpy's functions (ops/elementwise_ops.py)
     gradients    `derivative(tree, name)`, where the table gives none (and for every higher order)
@@ -242,9 +241,9 @@ def literal(value, single):
 def spell(tree, operand, single, opencl=False, prefix="t", ctype="T", overrides=None, calls=None):
     """C statements computing the expression, one `const <ctype> <prefix>N = ...;` per operation; (lines, result).
 
-    `operand(name)` spells a free name (an input's value, an attribute's literal); `single` picks float
-    (else double), `opencl` OpenCL's spellings of the words. `overrides` (word -> spelling) replace some;
-    `calls` (a dict), if given, collects the spelled arguments of each word's calls.
+    `operand(name)` spells a free name (an input's value, an attribute's literal); `single` picks float (else double),
+    `opencl` OpenCL's spellings of the words. `overrides` (word -> spelling) replace some; `calls` (a dict), if given,
+    collects the spelled arguments of each word's calls.
     """
     column = 3 if opencl else 1 if single else 2
     lines = []
@@ -306,11 +305,11 @@ def is_one_operation(tree):
 
 
 def gradient_op(op_type, input_names, attributes, index, tree):
-    """(op type, input names, expression, attributes, what each input is) of the op computing input `index`'s
-    gradient expression in one kernel: "SigmoidGrad", ["out", "grad"], "grad * out * (1 - out)", {}, ["y", "g"].
+    """(op type, input names, expression, attributes, what each input is) of the op computing input `index`'s gradient
+    expression in one kernel: "SigmoidGrad", ["out", "grad"], "grad * out * (1 - out)", {}, ["y", "g"].
 
-    Its inputs are the names the expression reads; `y` and `g` are called `out` and `grad` in it (its own
-    gradients read a `y` and a `g` of their own).
+    Its inputs are the names the expression reads; `y` and `g` are called `out` and `grad` in it (its own gradients read
+    a `y` and a `g` of their own).
     """
     used = names(tree)
     order = list(input_names) + ["y", "g"]

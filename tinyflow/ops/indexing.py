@@ -12,7 +12,7 @@ from ..nodes import Operation, as_node
 from .array_ops import Reshape, axis_size, checks, get_item
 from .elementwise_ops import cast, equal, where
 from .broadcasting import ShapedLike
-from .registry import not_differentiable, register_gradient
+from .registry import not_differentiable, op_function, register_gradient
 
 
 class IndexOperation(Operation):
@@ -53,9 +53,8 @@ class Gather(IndexOperation):
         return tuple(x_shape[:self.axis]) + tuple(indices_shape) + tuple(x_shape[self.axis + 1:])
 
 
-def gather(x, indices, axis=0, name=None):
-    """The slices of x at `indices` along `axis` (np.take, torch.index_select for 1-D indices, ONNX Gather)."""
-    return Gather(x, indices, axis, name=name)
+gather = op_function(Gather, "gather", "The slices of x at `indices` along `axis` (np.take, torch.index_select, ONNX "
+                                       "Gather).")
 
 
 class GatherGrad(ScatterOperation):
@@ -69,15 +68,8 @@ class GatherGrad(ScatterOperation):
         return np.moveaxis(out, 0, self.axis)
 
 
-@register_gradient(Gather)
-def _gather_grad(op, grad):
-    x, indices = op.inputs
-    return [GatherGrad(grad, x, indices, op.axis), None]
-
-
-@register_gradient(GatherGrad)
-def _gather_grad_grad(op, grad):
-    return [Gather(grad, op.inputs[2], op.axis), None, None]
+register_gradient(Gather)(lambda op, grad: [GatherGrad(grad, *op.inputs, op.axis), None])
+register_gradient(GatherGrad)(lambda op, grad: [Gather(grad, op.inputs[2], op.axis), None, None])
 
 
 class TakeAlongAxis(IndexOperation):
@@ -115,15 +107,8 @@ class TakeAlongAxisGrad(ScatterOperation):
         return out
 
 
-@register_gradient(TakeAlongAxis)
-def _take_along_axis_grad(op, grad):
-    x, indices = op.inputs
-    return [TakeAlongAxisGrad(grad, x, indices, op.axis), None]
-
-
-@register_gradient(TakeAlongAxisGrad)
-def _take_along_axis_grad_grad(op, grad):
-    return [TakeAlongAxis(grad, op.inputs[2], op.axis), None, None]
+register_gradient(TakeAlongAxis)(lambda op, grad: [TakeAlongAxisGrad(grad, *op.inputs, op.axis), None])
+register_gradient(TakeAlongAxisGrad)(lambda op, grad: [TakeAlongAxis(grad, op.inputs[2], op.axis), None, None])
 
 
 class TopKIndices(Operation):

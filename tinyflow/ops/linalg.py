@@ -147,9 +147,7 @@ def triu(x, k=0, name=None):
     return Triangle(x, k, upper=True, name=name)
 
 
-@register_gradient(Triangle)
-def _triangle_grad(op, grad):
-    return [Triangle(grad, op.k, op.upper)]
+register_gradient(Triangle)(lambda op, grad: [Triangle(grad, op.k, op.upper)])
 
 
 def outer(a, b, name=None):

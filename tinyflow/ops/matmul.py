@@ -59,7 +59,5 @@ def swap_last_axes(x):
     return Transpose(x, tuple(range(rank - 2)) + (rank - 1, rank - 2))
 
 
-@register_gradient(MatMul)
-def _matmul_grad(op, grad):
-    a, b = op.inputs
-    return [MatMul(grad, swap_last_axes(b)), MatMul(swap_last_axes(a), grad)]
+register_gradient(MatMul)(lambda op, grad: [MatMul(grad, swap_last_axes(op.inputs[1])),
+                                            MatMul(swap_last_axes(op.inputs[0]), grad)])

@@ -1,9 +1,9 @@
 """Normalization over trailing axes: the LayerNorm op, and layer, instance and group norm built on it.
 
-LayerNorm normalizes each row of x viewed as (rows, cols), cols the product of the axes from
-`axis` on; the affine part (γ, β) is an ordinary multiply and add, so their gradients are
-the usual broadcasting sums and the optimiser fuses them. Instance norm is layer norm over the
-spatial axes (axis 2) with a per-channel γ, β; group norm reshapes the channels into groups first.
+LayerNorm normalizes each row of x viewed as (rows, cols), cols the product of the axes from `axis` on; the affine part
+(γ, β) is an ordinary multiply and add, so their gradients are the usual broadcasting sums and the optimiser fuses them.
+Instance norm is layer norm over the spatial axes (axis 2) with a per-channel γ, β; group norm reshapes the channels
+into groups first.
 """
 import math
 
@@ -11,13 +11,12 @@ import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
-from ..nodes import Operation
 from ..shapes import dims_compatible
 from .array_ops import ReshapeLike, reshape
-from .elementwise_ops import multiply
+from .elementwise_ops import multiply, sqrt, square
 from .reductions import reduce_mean
 from .registry import register_gradient
-from .elementwise_ops import sqrt, square
+from .softmax import AxisOperation
 
 
 def normalize_rows(x, axis, eps):
@@ -29,23 +28,18 @@ def normalize_rows(x, axis, eps):
     return centered, 1 / np.sqrt((centered * centered).mean(axis=axes, keepdims=True) + np.asarray(eps, x.dtype))
 
 
-class NormOperation(Operation):
+class NormOperation(AxisOperation):
     """An op over the axes from `axis` on, with a variance epsilon; its output has its first input's shape."""
 
     abstract = True
 
     def __init__(self, *inputs, axis=-1, eps=1e-5, name=None):
-        check = Arguments(self, name, *inputs)
-        self.axis = check.axis("axis", axis, rank_of(inputs[0]))
-        self.eps = check.number("eps", eps, 0.0)
-        super().__init__(*inputs, name=name)
+        self.eps = Arguments(self, name, *inputs).number("eps", eps, 0.0)
+        super().__init__(*inputs, axis=axis, name=name)
 
     def axes(self, rank):
         """The normalized axes of an input of this rank."""
         return tuple(range(self.axis % rank, rank))
-
-    def infer_shape(self, x_shape, *other_shapes):
-        return x_shape
 
 
 class LayerNorm(NormOperation):
@@ -73,9 +67,7 @@ class LayerNormGrad(NormOperation):
         return grad
 
 
-@register_gradient(LayerNorm)
-def _layer_norm_grad(op, grad):
-    return [LayerNormGrad(op.inputs[0], grad, axis=op.axis, eps=op.eps)]
+register_gradient(LayerNorm)(lambda op, grad: [LayerNormGrad(op.inputs[0], grad, axis=op.axis, eps=op.eps)])
 
 
 @register_gradient(LayerNormGrad)

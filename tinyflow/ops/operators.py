@@ -1,16 +1,13 @@
 """Operator overloading, defined once for graph nodes and eager Tensors.
 
-`install(cls)` gives a class `+ - * / // % ** @`, unary `- + abs`, indexing, `.T`,
-the comparisons `< <= > >=` (boolean results) and a few method forms of ops
-(`x.sum()`, `x.reshape(...)`). This module installs them on Node; the eager
-package installs the very same functions on Tensor (the operators computing one op
-class, `+ - * / ** @` and unary `-`, are the eager runtime's shortcut for that class,
-see `connect_eager`). Nodes keep `==` and `!=` as identity on purpose: they live in
-lists, dicts and sets throughout the engine (eager Tensors compare elementwise, see eager/tensor.py).
+`install(cls)` gives a class `+ - * / // % ** @`, unary `- + abs`, indexing, `.T`, the comparisons `< <= > >=` (boolean
+results) and a few method forms of ops (`x.sum()`, `x.reshape(...)`). This module installs them on Node; the eager
+package installs the very same functions on Tensor (the operators computing one op class, `+ - * / ** @` and unary `-`,
+are the eager runtime's shortcut for that class, see `connect_eager`). Nodes keep `==` and `!=` as identity on purpose:
+they live in lists, dicts and sets throughout the engine (eager Tensors compare elementwise, see eager/tensor.py).
 
-numpy ufuncs called on a node (`np.exp(node)`) raise a TinyflowError naming the
-tinyflow function to use, except the ones numpy calls for `array + node`, which
-become the matching op.
+numpy ufuncs called on a node (`np.exp(node)`) raise a TinyflowError naming the tinyflow function to use, except the
+ones numpy calls for `array + node`, which become the matching op.
 """
 import numpy as np
 

@@ -8,7 +8,7 @@ import numpy as np
 from ..arguments import Arguments, is_int, rank_of
 from ..nodes import Operation
 from .broadcasting import ShapedLike
-from .registry import register_gradient
+from .registry import op_function, register_gradient
 
 MODES = ("constant", "reflect", "edge", "wrap")
 
@@ -67,9 +67,8 @@ class Pad(Operation):
         return tuple(None if d is None else d + b + a for d, (b, a) in zip(x_shape, self.pad_width))
 
 
-def pad(x, pad_width, mode="constant", value=0, name=None):
-    """x padded by pad_width (np.pad's forms; negative widths crop) in mode constant/reflect/edge/wrap."""
-    return Pad(x, pad_width, mode, value, name=name)
+pad = op_function(Pad, "pad",
+                   "x padded by pad_width (np.pad's forms; negative widths crop) in mode constant/reflect/edge/wrap.")
 
 
 def source_positions(size, before, after, mode):
@@ -101,11 +100,5 @@ class PadGrad(ShapedLike):
         return np.ascontiguousarray(grad)
 
 
-@register_gradient(Pad)
-def _pad_grad(op, grad):
-    return [PadGrad(grad, op.inputs[0], op.pad_width, op.mode)]
-
-
-@register_gradient(PadGrad)
-def _pad_grad_grad(op, grad):
-    return [Pad(grad, op.pad_width, op.mode, 0.0), None]
+register_gradient(Pad)(lambda op, grad: [PadGrad(grad, op.inputs[0], op.pad_width, op.mode)])
+register_gradient(PadGrad)(lambda op, grad: [Pad(grad, op.pad_width, op.mode, 0.0), None])

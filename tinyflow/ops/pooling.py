@@ -12,7 +12,8 @@ import numpy as np
 from ..arguments import Arguments
 from ..errors import ShapeError
 from ..shapes import shapes_compatible
-from .reductions import ReduceMax, ReduceMean, extreme, reduce_max, reduce_mean
+from .elementwise_ops import extreme
+from .reductions import ReduceMax, ReduceMean, reduce_max, reduce_mean
 from .registry import not_differentiable, register_gradient
 from .windows import WindowOperation, scatter_windows, sliding_windows, span, spatial_rank
 
@@ -51,10 +52,24 @@ class PoolOperation(WindowOperation):
     def pooled_shape(self, x_shape):
         return x_shape[:2] + self.out_spatial(x_shape, self.kernel)
 
+    def infer_shape(self, x_shape):
+        return self.pooled_shape(x_shape)
+
     def check_same_shape(self, shape, expected, what):
         """Raise ShapeError unless `shape` may equal `expected`."""
         if not shapes_compatible(shape, expected):
             raise ShapeError(f"{what} has shape {shape}, but this window needs {expected}")
+
+
+class PoolGradient:
+    """Of a pooling gradient op of (x, g): its value has x's shape and g's dtype (g is the pooled shape)."""
+
+    def infer_shape(self, x_shape, grad_shape):
+        self.check_same_shape(grad_shape, self.pooled_shape(x_shape), "the pooled gradient")
+        return x_shape
+
+    def infer_dtype(self, x, grad):
+        return grad
 
 
 # ------------------------------------------------------------ max pooling
@@ -105,24 +120,14 @@ class MaxPool(MaxPoolOperation):
         windows = self.windows(x, extreme(x.dtype, largest=False))
         return windows.max(axis=tuple(range(-len(self.kernel), 0)))
 
-    def infer_shape(self, x_shape):
-        return self.pooled_shape(x_shape)
 
-
-class MaxPoolGrad(MaxPoolOperation):
+class MaxPoolGrad(PoolGradient, MaxPoolOperation):
     """Scatter g (pooled shape) onto x's grid at each window's first maximum (overlaps add up)."""
 
     def compute(self, x, grad):
         index, found = self.flat_positions(x)
         total = np.bincount(index[found], weights=grad[found], minlength=x.size)
         return total.astype(grad.dtype).reshape(x.shape)
-
-    def infer_shape(self, x_shape, grad_shape):
-        self.check_same_shape(grad_shape, self.pooled_shape(x_shape), "the pooled gradient")
-        return x_shape
-
-    def infer_dtype(self, x, grad):
-        return grad
 
 
 class MaxPoolGather(MaxPoolOperation):
@@ -165,29 +170,14 @@ class MaxPoolIndices(MaxPoolOperation):
             flat = flat + np.arange(n * c).reshape((n, c) + (1,) * len(spatial)) * math.prod(spatial)
         return flat.astype(np.int64)
 
-    def infer_shape(self, x_shape):
-        return self.pooled_shape(x_shape)
-
     def infer_dtype(self, x):
         return np.dtype(np.int64)
 
 
 not_differentiable(MaxPoolIndices)
-
-
-@register_gradient(MaxPool)
-def _max_pool_grad(op, grad):
-    return [MaxPoolGrad(op.inputs[0], grad, **op.window())]
-
-
-@register_gradient(MaxPoolGrad)
-def _max_pool_grad_grad(op, grad):
-    return [None, MaxPoolGather(op.inputs[0], grad, **op.window())]
-
-
-@register_gradient(MaxPoolGather)
-def _max_pool_gather_grad(op, grad):
-    return [None, MaxPoolGrad(op.inputs[0], grad, **op.window())]
+register_gradient(MaxPool)(lambda op, grad: [MaxPoolGrad(op.inputs[0], grad, **op.window())])
+register_gradient(MaxPoolGrad)(lambda op, grad: [None, MaxPoolGather(op.inputs[0], grad, **op.window())])
+register_gradient(MaxPoolGather)(lambda op, grad: [None, MaxPoolGrad(op.inputs[0], grad, **op.window())])
 
 
 # ------------------------------------------------------------ average pooling
@@ -230,11 +220,8 @@ class AvgPool(AvgPoolOperation):
         total = self.windows(x, 0).sum(axis=tuple(range(-len(self.kernel), 0)))
         return (total / self.divisor(x.shape, x.dtype)).astype(x.dtype, copy=False)
 
-    def infer_shape(self, x_shape):
-        return self.pooled_shape(x_shape)
 
-
-class AvgPoolGrad(AvgPoolOperation):
+class AvgPoolGrad(PoolGradient, AvgPoolOperation):
     """Spread g (pooled shape) evenly over each window, back on x's grid: the adjoint of AvgPool."""
 
     def compute(self, x, grad):
@@ -242,22 +229,9 @@ class AvgPoolGrad(AvgPoolOperation):
         taps = np.broadcast_to(share.reshape(share.shape + (1,) * len(self.kernel)), share.shape + self.kernel)
         return scatter_windows(taps, x.shape, self.stride, self.pads(x.shape[2:], self.kernel), self.dilation)
 
-    def infer_shape(self, x_shape, grad_shape):
-        self.check_same_shape(grad_shape, self.pooled_shape(x_shape), "the pooled gradient")
-        return x_shape
 
-    def infer_dtype(self, x, grad):
-        return grad
-
-
-@register_gradient(AvgPool)
-def _avg_pool_grad(op, grad):
-    return [AvgPoolGrad(op.inputs[0], grad, **op.window())]
-
-
-@register_gradient(AvgPoolGrad)
-def _avg_pool_grad_grad(op, grad):
-    return [None, AvgPool(grad, **op.window())]
+register_gradient(AvgPool)(lambda op, grad: [AvgPoolGrad(op.inputs[0], grad, **op.window())])
+register_gradient(AvgPoolGrad)(lambda op, grad: [None, AvgPool(grad, **op.window())])
 
 
 # ------------------------------------------------------------ the public functions

@@ -1,8 +1,8 @@
 """Reductions over axes (sum, mean, max, min, prod, logsumexp; any, all, var, std and norm built of them), argmax and
 argmin, and the running sums and products (cumsum, cumprod).
 
-Each reduction and its gradient differentiate each other. Empty reductions follow ONNX and numpy's identities: a
-sum is 0, a product 1, a max -inf (the dtype's lowest for integers), a min +inf, a logsumexp -inf.
+Each reduction and its gradient differentiate each other. Empty reductions follow ONNX and numpy's identities: a sum is
+0, a product 1, a max -inf (the dtype's lowest for integers), a min +inf, a logsumexp -inf.
 """
 import math
 
@@ -12,8 +12,8 @@ from ..arguments import Arguments, rank_of
 from ..nodes import Operation, as_node
 from ..shapes import reduced_shape
 from .broadcasting import ShapedLike
-from .elementwise_ops import Cast, Exp, Sqrt, Square, divide, equal, logical_and, maximum, where
-from .registry import not_differentiable, register_gradient
+from .elementwise_ops import Cast, Exp, Sqrt, Square, divide, equal, extreme, logical_and, maximum, where
+from .registry import not_differentiable, op_function, register_gradient
 from .runtime_shapes import Size
 
 
@@ -47,15 +47,6 @@ class Reduction(Operation):
         return () if x_shape is None else reduced_shape(x_shape, self.axes, self.keepdims)
 
 
-def _function(cls, name, doc):
-    """The tfl. function `name(x, axis=None, keepdims=False, name=None)` building cls (reduce_sum for ReduceSum)."""
-    def function(x, axis=None, keepdims=False, name=None):
-        return cls(x, axis, keepdims, name=name)
-    function.__name__ = function.__qualname__ = name
-    function.__doc__ = doc
-    return function
-
-
 class ReduceSum(Reduction):
     """Σ over axes.  Gradient: g broadcast back over the reduced axes."""
 
@@ -83,16 +74,6 @@ class ReduceMean(Reduction):
 
     def infer_dtype(self, x):
         return x if np.issubdtype(x, np.floating) else np.dtype(np.float64)
-
-
-def extreme(dtype, largest):
-    """The largest value of `dtype` (the identity of min), or the lowest (of max; what max pooling pads with)."""
-    if dtype.kind == "f":
-        return np.inf if largest else -np.inf
-    if dtype.kind == "b":
-        return largest
-    info = np.iinfo(dtype)
-    return info.max if largest else info.min
 
 
 class ReduceMax(Reduction):
@@ -148,31 +129,22 @@ class MaxMask(Operation):
         return x_shape
 
 
+def spread(op, value, mean=False):
+    """`value` (shaped as reduction op's output) broadcast back over the reduced axes of op's input."""
+    return ExpandReduced(value, op.inputs[0], op.axes, op.keepdims, mean)
+
+
 not_differentiable(MaxMask)
-
-
-@register_gradient(ReduceSum)
-def _reduce_sum_grad(op, grad):
-    return [ExpandReduced(grad, op.inputs[0], op.axes, op.keepdims, mean=False)]
-
-
-@register_gradient(ReduceMean)
-def _reduce_mean_grad(op, grad):
-    return [ExpandReduced(grad, op.inputs[0], op.axes, op.keepdims, mean=True)]
+register_gradient(ReduceSum)(lambda op, grad: [spread(op, grad)])
+register_gradient(ReduceMean)(lambda op, grad: [spread(op, grad, mean=True)])
+register_gradient(ExpandReduced)(lambda op, grad: [(ReduceMean if op.mean else ReduceSum)(grad, op.axes, op.keepdims),
+                                                   None])
 
 
 @register_gradient(ReduceMax)
 @register_gradient(ReduceMin)
-def _reduce_max_grad(op, grad):
-    x = op.inputs[0]
-    spread = ExpandReduced(grad, x, op.axes, op.keepdims, mean=False)
-    return [spread * MaxMask(x, op, op.axes, op.keepdims)]
-
-
-@register_gradient(ExpandReduced)
-def _expand_reduced_grad(op, grad):
-    reduce = ReduceMean if op.mean else ReduceSum
-    return [reduce(grad, op.axes, op.keepdims), None]
+def _extreme_grad(op, grad):
+    return [spread(op, grad) * MaxMask(op.inputs[0], op, op.axes, op.keepdims)]
 
 
 class ReduceProd(Reduction):
@@ -201,10 +173,7 @@ class ProdOfOthers(Operation):
         return np.transpose((before * after).reshape(moved.shape), np.argsort(kept + list(axes)))
 
 
-@register_gradient(ReduceProd)
-def _reduce_prod_grad(op, grad):
-    x = op.inputs[0]
-    return [ExpandReduced(grad, x, op.axes, op.keepdims, mean=False) * ProdOfOthers(x, op.axes)]
+register_gradient(ReduceProd)(lambda op, grad: [spread(op, grad) * ProdOfOthers(op.inputs[0], op.axes)])
 
 
 @register_gradient(ProdOfOthers)
@@ -227,24 +196,19 @@ class ReduceLogSumExp(Reduction):
             out = np.log(np.sum(np.exp(x - top), axis=axes, keepdims=True)) + top
         return out if self.keepdims else np.squeeze(out, axis=axes)
 
-    def infer_dtype(self, x):
-        return x if np.issubdtype(x, np.floating) else np.dtype(np.float64)
+    infer_dtype = ReduceMean.infer_dtype
 
 
-@register_gradient(ReduceLogSumExp)
-def _reduce_logsumexp_grad(op, grad):
-    x = op.inputs[0]
-    spread = ExpandReduced(grad, x, op.axes, op.keepdims, mean=False)
-    return [spread * Exp(x - ExpandReduced(op, x, op.axes, op.keepdims, mean=False))]
+register_gradient(ReduceLogSumExp)(lambda op, grad: [spread(op, grad) * Exp(op.inputs[0] - spread(op, op))])
 
 
-reduce_sum = _function(ReduceSum, "reduce_sum", "Sum over `axis` (all axes by default).")
-reduce_mean = _function(ReduceMean, "reduce_mean", "Mean over `axis` (all axes by default).")
-reduce_max = _function(ReduceMax, "reduce_max", "Maximum over `axis` (all axes by default).")
-reduce_min = _function(ReduceMin, "reduce_min", "Minimum over `axis` (all axes by default).")
-reduce_prod = _function(ReduceProd, "reduce_prod", "Product over `axis` (all axes by default).")
-reduce_logsumexp = _function(ReduceLogSumExp, "reduce_logsumexp",
-                             "log Σ exp(x) over `axis` without overflow (all axes by default).")
+reduce_sum = op_function(ReduceSum, "reduce_sum", "Sum over `axis` (all axes by default).")
+reduce_mean = op_function(ReduceMean, "reduce_mean", "Mean over `axis` (all axes by default).")
+reduce_max = op_function(ReduceMax, "reduce_max", "Maximum over `axis` (all axes by default).")
+reduce_min = op_function(ReduceMin, "reduce_min", "Minimum over `axis` (all axes by default).")
+reduce_prod = op_function(ReduceProd, "reduce_prod", "Product over `axis` (all axes by default).")
+reduce_logsumexp = op_function(ReduceLogSumExp, "reduce_logsumexp",
+                               "log Σ exp(x) over `axis` without overflow (all axes by default).")
 
 
 def reduce_any(x, axis=None, keepdims=False, name=None):
@@ -328,10 +292,10 @@ class ArgMin(ArgExtreme):
     pick = staticmethod(np.argmin)
 
 
-argmax = _function(ArgMax, "argmax", "Index of the largest entry along `axis` (in the flattened x when None; the "
-                                     "first of ties).")
-argmin = _function(ArgMin, "argmin", "Index of the smallest entry along `axis` (in the flattened x when None; the "
-                                     "first of ties).")
+argmax = op_function(ArgMax, "argmax", "Index of the largest entry along `axis` (in the flattened x when None; the "
+                                       "first of ties).")
+argmin = op_function(ArgMin, "argmin", "Index of the smallest entry along `axis` (in the flattened x when None; the "
+                                       "first of ties).")
 not_differentiable(ArgMax, ArgMin)
 
 
@@ -362,19 +326,9 @@ class CumProd(CumSum):
     scan = staticmethod(np.cumprod)
 
 
-def cumsum(x, axis, name=None):
-    """The running sums of x along `axis` (torch.cumsum, np.cumsum)."""
-    return CumSum(x, axis, name=name)
-
-
-def cumprod(x, axis, name=None):
-    """The running products of x along `axis` (torch.cumprod, np.cumprod)."""
-    return CumProd(x, axis, name=name)
-
-
-@register_gradient(CumSum)
-def _cumsum_grad(op, grad):
-    return [CumSum(grad, op.axis, not op.reverse)]
+cumsum = op_function(CumSum, "cumsum", "The running sums of x along `axis` (torch.cumsum, np.cumsum).")
+cumprod = op_function(CumProd, "cumprod", "The running products of x along `axis` (torch.cumprod, np.cumprod).")
+register_gradient(CumSum)(lambda op, grad: [CumSum(grad, op.axis, not op.reverse)])
 
 
 @register_gradient(CumProd)

@@ -2,8 +2,10 @@
 
 It sits below the ops (each op file registers its gradients here) and below autodiff (which looks them up), so neither
 imports the other's internals. The table is keyed by class, not by name: a user's op class can never take over the
-gradient of another class that happens to share its name.
+gradient of another class that happens to share its name. `op_function` makes an op class's `tfl.` function.
 """
+import inspect
+
 from ..errors import GradientError, describe
 from ..nodes import OP_TYPES
 
@@ -57,3 +59,15 @@ def gradient_function(op):
             f"Register one with @tfl.register_gradient({op.op_type}) below the op class, or mark it "
             f"with tfl.not_differentiable({op.op_type}) if it has none, or wrap its output in "
             "tfl.stop_gradient().") from None
+
+
+def op_function(cls, name, doc, signature=None):
+    """The `tfl.` function `name` building op class cls (tfl.squeeze for Squeeze), with the constructor's signature
+    unless another is given."""
+    def function(*args, **kwargs):
+        return cls(*args, **kwargs)
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]  # without self
+    function.__signature__ = signature or inspect.Signature(parameters)
+    function.__name__ = function.__qualname__ = name
+    function.__doc__, function.__module__ = doc, cls.__module__
+    return function

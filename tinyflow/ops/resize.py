@@ -43,15 +43,8 @@ def _nearest(ratio, scale, mode):
     return [0.0, 1.0] if pick_right else [1.0, 0.0]
 
 
-def _linear(ratio, scale):
-    return [1 - ratio, ratio]
-
-
-def _linear_antialias(ratio, scale):
-    scale = min(scale, 1.0)
-    start = int(np.floor(-1 / scale) + 1)
-    coeffs = np.clip(1 - np.abs((np.arange(start, 2 - start) - ratio) * scale), 0, 1)
-    return list(coeffs / coeffs.sum())
+def _linear_weight(t):
+    return max(0.0, 1 - abs(t))
 
 
 def _cubic_weight(t, a):
@@ -62,15 +55,13 @@ def _cubic_weight(t, a):
     return a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a if t < 2 else 0.0
 
 
-def _cubic(ratio, scale, a):
-    return [_cubic_weight(t, a) for t in (ratio + 1, ratio, 1 - ratio, 2 - ratio)]
-
-
-def _cubic_antialias(ratio, scale, a):
-    scale = min(scale, 1.0)
-    start = int(np.floor(-2 / scale) + 1)
-    coeffs = np.array([_cubic_weight(scale * (i - ratio), a) for i in range(start, 2 - start)])
-    return list(coeffs / coeffs.sum())
+def _filter(ratio, scale, weight, support, antialias):
+    """weight(distance) of the taps around an output position `ratio` past a pixel, out to `support` pixels; when
+    antialias shrinks (scale < 1), the filter widens by 1/scale and its weights are normalised to sum to 1."""
+    scale = min(scale, 1.0) if antialias else 1.0
+    start = int(np.floor(-support / scale) + 1)
+    coeffs = [weight(scale * (i - ratio)) for i in range(start, 2 - start)]
+    return [c / sum(coeffs) for c in coeffs] if antialias else coeffs
 
 
 def _source_coordinates(mode, size, out, scale, roi):
@@ -104,9 +95,10 @@ def interpolation_matrix(size, out, scale, mode, coordinates, nearest_mode, cubi
     if mode == "nearest":
         taps = functools.partial(_nearest, mode=nearest_mode)
     elif mode == "linear":
-        taps = _linear_antialias if antialias else _linear
+        taps = functools.partial(_filter, weight=_linear_weight, support=1, antialias=antialias)
     else:
-        taps = functools.partial(_cubic_antialias if antialias else _cubic, a=cubic_coeff_a)
+        cubic = functools.partial(_cubic_weight, a=cubic_coeff_a)
+        taps = functools.partial(_filter, weight=cubic, support=2, antialias=antialias)
     x, outside = _source_coordinates(coordinates, size, out, scale, roi)
     floor = np.floor(x)
     ratios = np.where(x == floor, 1.0, x - floor)
@@ -142,6 +134,33 @@ def _along(matrix, x, axis):
 
 
 # ------------------------------------------------------------ the ops
+def _choice(check, argument, value, choices):
+    if value not in choices:
+        check.fail(argument, value, "is not one of the choices", f"pick one of {', '.join(choices)}")
+    return value
+
+
+def _size(check, value):
+    """A size >= 0, or None (the axis keeps its size)."""
+    if value is None or (is_int(value) and value >= 0):
+        return None if value is None else int(value)
+    check.fail("sizes", value, "is not a size", "pass sizes >= 0 (None keeps an axis as it is)")
+
+
+def _region(check, value):
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return (check.number("roi", value[0]), check.number("roi", value[1]))
+    check.fail("roi", value, "is not a (start, end) pair", "pass one (start, end) pair per axis")
+
+
+def _per_axis(check, argument, value, rank):
+    """The entries of `value`, one per axis."""
+    items = list(value) if isinstance(value, (tuple, list, np.ndarray)) else None
+    if items is None or len(items) != rank:
+        check.fail(argument, value, f"has no entry for each of the {rank} axes", f"pass {rank} entries")
+    return items
+
+
 class ResizeOperation(Operation):
     """Shared by Resize and ResizeGrad: the arguments, checked when built, and each axis's output size and matrix."""
 
@@ -162,55 +181,26 @@ class ResizeOperation(Operation):
             self.size_entries = (known_entries(sizes) if isinstance(sizes, Node) and sizes.shape == (rank,) else
                                  [None] * rank)
             sizes = None
-        self.sizes = None if sizes is None else self._per_axis(check, "sizes", sizes, rank, self._size)
-        self.scales = None if scales is None else self._per_axis(check, "scales", scales, rank, self._scale)
-        self.mode = self._choice(check, "mode", mode, MODES)
-        self.coordinate_transformation_mode = self._choice(check, "coordinate_transformation_mode",
+        self.sizes = None if sizes is None else tuple(_size(check, n) for n in _per_axis(check, "sizes", sizes, rank))
+        self.scales = None if scales is None else tuple(
+            check.number("scales", s, 0.0) for s in _per_axis(check, "scales", scales, rank))
+        self.mode = _choice(check, "mode", mode, MODES)
+        self.coordinate_transformation_mode = _choice(check, "coordinate_transformation_mode",
                                                            coordinate_transformation_mode, COORDINATES)
-        self.nearest_mode = self._choice(check, "nearest_mode", nearest_mode, NEAREST_MODES)
+        self.nearest_mode = _choice(check, "nearest_mode", nearest_mode, NEAREST_MODES)
         self.cubic_coeff_a = check.number("cubic_coeff_a", cubic_coeff_a)
         self.exclude_outside = check.flag("exclude_outside", exclude_outside)
         self.antialias = check.flag("antialias", antialias)
         if self.antialias and self.mode == "nearest":
             check.fail("antialias", antialias, "does not go with mode 'nearest'", "use mode 'linear' or 'cubic'")
-        self.keep_aspect_ratio_policy = self._choice(check, "keep_aspect_ratio_policy", keep_aspect_ratio_policy,
+        self.keep_aspect_ratio_policy = _choice(check, "keep_aspect_ratio_policy", keep_aspect_ratio_policy,
                                                      ASPECT_POLICIES)
         if self.keep_aspect_ratio_policy != "stretch" and self.sizes is None and self.size_entries is None:
             check.fail("keep_aspect_ratio_policy", keep_aspect_ratio_policy, "needs sizes", "pass sizes, not scales")
         self.extrapolation_value = check.number("extrapolation_value", extrapolation_value)
         self.roi = None
         if self.coordinate_transformation_mode == "tf_crop_and_resize":
-            self.roi = self._per_axis(check, "roi", roi, rank, self._region)
-
-    @staticmethod
-    def _choice(check, argument, value, choices):
-        if value not in choices:
-            check.fail(argument, value, "is not one of the choices", f"pick one of {', '.join(choices)}")
-        return value
-
-    @staticmethod
-    def _size(check, value):
-        """A size >= 0, or None (the axis keeps its size)."""
-        if value is None or (is_int(value) and value >= 0):
-            return None if value is None else int(value)
-        check.fail("sizes", value, "is not a size", "pass sizes >= 0 (None keeps an axis as it is)")
-
-    @staticmethod
-    def _scale(check, value):
-        return check.number("scales", value, 0.0)
-
-    @staticmethod
-    def _region(check, value):
-        if isinstance(value, (tuple, list)) and len(value) == 2:
-            return (check.number("roi", value[0]), check.number("roi", value[1]))
-        check.fail("roi", value, "is not a (start, end) pair", "pass one (start, end) pair per axis")
-
-    @staticmethod
-    def _per_axis(check, argument, value, rank, each):
-        items = list(value) if isinstance(value, (tuple, list, np.ndarray)) else None
-        if items is None or len(items) != rank:
-            check.fail(argument, value, f"has no entry for each of the {rank} axes", f"pass {rank} entries")
-        return tuple(each(check, v) for v in items)
+            self.roi = tuple(_region(check, r) for r in _per_axis(check, "roi", roi, rank))
 
     @property
     def dynamic(self):
@@ -314,9 +304,7 @@ class ResizeGrad(ResizeOperation, ShapedLike):
         return g.astype(grad.dtype)
 
 
-@register_gradient(Resize)
-def _resize_grad(op, grad):
-    return [ResizeGrad(grad, op.inputs[0], **op.attributes())] + [None] * op.dynamic
+register_gradient(Resize)(lambda op, grad: [ResizeGrad(grad, op.inputs[0], **op.attributes())] + [None] * op.dynamic)
 
 
 @register_gradient(ResizeGrad)
@@ -330,9 +318,9 @@ _TORCH_MODES = {"nearest": 0, "nearest-exact": 0, "linear": 1, "bilinear": 2, "t
 
 
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None, name=None):
-    """Resize the spatial axes of (N, C, *spatial) as torch.nn.functional.interpolate: mode 'nearest',
-    'nearest-exact', 'linear', 'bilinear', 'trilinear' or 'bicubic'; size or scale_factor (an int/float or one
-    per spatial axis). (The Resize op also has ONNX's antialias, which is not torch's.)"""
+    """Resize the spatial axes of (N, C, *spatial) as torch.nn.functional.interpolate: mode 'nearest', 'nearest-exact',
+    'linear', 'bilinear', 'trilinear' or 'bicubic'; size or scale_factor (an int/float or one per spatial axis). (The
+    Resize op also has ONNX's antialias, which is not torch's.)"""
     check = Arguments(Resize, name, x)
     if mode not in _TORCH_MODES:
         check.fail("mode", mode, "is not an interpolation mode", f"pick one of {', '.join(_TORCH_MODES)}")

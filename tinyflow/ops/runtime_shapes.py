@@ -11,7 +11,7 @@ import numpy as np
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
 from ..nodes import Constant, Operation
-from .registry import not_differentiable
+from .registry import not_differentiable, op_function
 from .shape_ops import MAX_RANK, known_entries
 
 
@@ -36,9 +36,8 @@ class Shape(Operation):
         return np.dtype(np.int64)
 
 
-def shape(x, start=0, end=None, name=None):
-    """The run-time shape of x as an int64 vector (optionally only the dims [start:end])."""
-    return Shape(x, start, end, name=name)
+shape = op_function(Shape, "shape",
+                     "The run-time shape of x as an int64 vector (optionally only the dims [start:end]).")
 
 
 class Size(Operation):
@@ -57,9 +56,7 @@ class Size(Operation):
         return np.dtype(np.int64)
 
 
-def size(x, name=None):
-    """The number of elements of x, as an int64 scalar."""
-    return Size(x, name=name)
+size = op_function(Size, "size", "The number of elements of x, as an int64 scalar.")
 
 
 class Fill(Operation):
@@ -94,9 +91,7 @@ class Fill(Operation):
         return self.fill_dtype
 
 
-def fill(dims, value=0.0, dtype=None, name=None):
-    """An array of run-time shape `dims` (an int64 vector node) filled with `value`."""
-    return Fill(dims, value, dtype, name=name)
+fill = op_function(Fill, "fill", "An array of run-time shape `dims` (an int64 vector node) filled with `value`.")
 
 
 class Arange(Operation):

@@ -10,7 +10,7 @@ from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
 from ..nodes import Operation
 from .broadcasting import ShapedLike
-from .registry import register_gradient
+from .registry import op_function, register_gradient
 
 
 class RuntimeSliceOperation(Operation):
@@ -91,18 +91,10 @@ class RuntimeSliceGrad(RuntimeSliceOperation, ShapedLike):
         return x_shape
 
 
-def runtime_slice(x, starts, ends, axes, steps=None, name=None):
-    """x[start:end:step] along `axes`, `starts` and `ends` int vector nodes read at run time (Python clamping)."""
-    return RuntimeSlice(x, starts, ends, axes, steps, name=name)
+runtime_slice = op_function(RuntimeSlice, "runtime_slice", "x[start:end:step] along `axes`, starts and ends int vectors"
+                                                           " read at run time (Python clamping).")
 
 
-@register_gradient(RuntimeSlice)
-def _runtime_slice_grad(op, grad):
-    x, starts, ends = op.inputs
-    return [RuntimeSliceGrad(grad, x, starts, ends, op.axes, op.steps), None, None]
-
-
-@register_gradient(RuntimeSliceGrad)
-def _runtime_slice_grad_grad(op, grad):
-    _, x, starts, ends = op.inputs
-    return [RuntimeSlice(grad, starts, ends, op.axes, op.steps), None, None, None]
+register_gradient(RuntimeSlice)(lambda op, grad: [RuntimeSliceGrad(grad, *op.inputs, op.axes, op.steps), None, None])
+register_gradient(RuntimeSliceGrad)(lambda op, grad: [RuntimeSlice(grad, *op.inputs[2:], op.axes, op.steps), None, None,
+                                                      None])

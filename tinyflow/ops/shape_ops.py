@@ -5,12 +5,11 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
-from ..errors import ShapeError
 from ..nodes import Node, Operation, as_node
 from ..shapes import broadcast_shapes
 from .array_ops import Reshape, ReshapeLike, _node_list, axis_size, checks, concat, get_item, identity
 from .broadcasting import ShapedLike, SumToShapeOf
-from .registry import register_gradient
+from .registry import op_function, register_gradient
 
 
 class Squeeze(Operation):
@@ -37,9 +36,8 @@ class Squeeze(Operation):
         return tuple(d for i, d in enumerate(x_shape) if i not in self.axis)
 
 
-def squeeze(x, axis=None, name=None):
-    """x without size-1 axes: those in `axis` (an int or a tuple), or all of them when None."""
-    return Squeeze(x, axis, name=name)
+squeeze = op_function(Squeeze, "squeeze",
+                       "x without size-1 axes: those in `axis` (an int or a tuple), or all of them when None.")
 
 
 class Unsqueeze(Operation):
@@ -59,9 +57,8 @@ class Unsqueeze(Operation):
         return tuple(1 if i in self.axis else next(dims) for i in range(len(x_shape) + len(self.axis)))
 
 
-def unsqueeze(x, axis, name=None):
-    """x with a new size-1 axis at `axis` (an int, or a tuple of positions in the result)."""
-    return Unsqueeze(x, axis, name=name)
+unsqueeze = op_function(Unsqueeze, "unsqueeze",
+                         "x with a new size-1 axis at `axis` (an int, or a tuple of positions in the result).")
 
 
 class Flatten(Operation):
@@ -93,9 +90,8 @@ class Flatten(Operation):
         return self._merged(x_shape)
 
 
-def flatten(x, start_axis=0, end_axis=-1, name=None):
-    """x with axes start_axis..end_axis merged into one (torch.flatten); all axes by default."""
-    return Flatten(x, start_axis, end_axis, name=name)
+flatten = op_function(Flatten, "flatten",
+                       "x with axes start_axis..end_axis merged into one (torch.flatten); all axes by default.")
 
 
 @register_gradient(Squeeze)
@@ -144,9 +140,7 @@ def broadcast_to(x, shape, name=None):
     return node
 
 
-@register_gradient(BroadcastTo)
-def _broadcast_to_grad(op, grad):
-    return [SumToShapeOf(grad, op.inputs[0])]
+register_gradient(BroadcastTo)(lambda op, grad: [SumToShapeOf(grad, op.inputs[0])])
 
 
 MAX_RANK = 64  # numpy's most dimensions
@@ -172,33 +166,38 @@ def known_entries(node):
     if op == "Concat" and node.axis == 0:
         parts = [known_entries(x) for x in node.inputs]
         return None if None in parts else [v for part in parts for v in part]
-    if op in ("Gather", "GetItem"):
+    if op == "GetItem" or op == "Gather" and isinstance(node.inputs[1], Constant):
         entries = known_entries(node.inputs[0])
-        index = (np.asarray(node.key[0]) if op == "GetItem" and len(node.key) == 1 and not isinstance(
-                 node.key[0], slice) else node.inputs[1].value if op == "Gather" and isinstance(
-                 node.inputs[1], Constant) else None)
-        if op == "GetItem" and len(node.key) == 1 and isinstance(node.key[0], slice) and entries is not None:
-            return entries[node.key[0]]
-        if entries is not None and index is not None:
-            return [entries[int(i)] for i in np.asarray(index).reshape(-1)]
+        if entries is not None:  # numpy indexes them as it will index the values (slices, ..., masks, negatives)
+            key = node.key if op == "GetItem" else np.asarray(node.inputs[1].value)
+            return np.asarray(np.array(entries, dtype=object)[key], dtype=object).reshape(-1).tolist()
     return [None] * (node.shape[0] if node.shape else 1)
 
 
-def _check_vector(check, dims_shape):
-    if dims_shape is not None and len(dims_shape) != 1:
-        check.fail("dims", dims_shape, "is not a 1-D vector of sizes", "pass a 1-D int64 node")
+class ToRuntimeShape(Operation):
+    """An op of (x, dims) whose output shape comes from the int vector node `dims` (known at run time), in x's dtype."""
+
+    abstract = True
+
+    def __init__(self, x, dims, name=None):
+        check = Arguments(self, name, x, dims)
+        dims_shape = getattr(dims, "shape", None)
+        if dims_shape is not None and len(dims_shape) != 1:
+            check.fail("dims", dims_shape, "is not a 1-D vector of sizes", "pass a 1-D int64 node")
+        self.known = known_entries(dims)  # ints and None (known at run time only)
+        super().__init__(x, dims, name=name)
+
+    def infer_dtype(self, x, dims):
+        return x
 
 
-class ReshapeTo(Operation):
+class ReshapeTo(ToRuntimeShape):
     """x reshaped to the shape held by the int vector node `dims`, known only at run time (ONNX Reshape).  One -1 is
     inferred; a 0 copies x's size at that position unless `allowzero` (then it means 0). Gradient: g reshaped back to
     x's shape."""
 
     def __init__(self, x, dims, allowzero=True, name=None):
-        check = Arguments(self, name, x, dims)
-        self.allowzero = check.flag("allowzero", allowzero)
-        _check_vector(check, getattr(dims, "shape", None))
-        self.known = known_entries(dims)  # ints and None (known at run time only)
+        self.allowzero = Arguments(self, name, x, dims).flag("allowzero", allowzero)
         super().__init__(x, dims, name=name)
 
     def target(self, x_shape, dims):
@@ -225,19 +224,10 @@ class ReshapeTo(Operation):
             return tuple(None if d == -1 else d for d in target)
         return tuple(math.prod(x_shape) // math.prod(rest) if d == -1 else d for d in target)
 
-    def infer_dtype(self, x, dims):
-        return x
 
-
-class ExpandTo(Operation):
+class ExpandTo(ToRuntimeShape):
     """x broadcast against the shape held by the int vector node `dims`, known only at run time (ONNX Expand).
     Gradient: g summed back to x's shape."""
-
-    def __init__(self, x, dims, name=None):
-        check = Arguments(self, name, x, dims)
-        _check_vector(check, getattr(dims, "shape", None))
-        self.known = known_entries(dims)  # ints and None (known at run time only)
-        super().__init__(x, dims, name=name)
 
     def compute(self, x, dims):
         return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(int(d) for d in dims)))
@@ -245,18 +235,9 @@ class ExpandTo(Operation):
     def infer_shape(self, x_shape, dims_shape):
         return None if self.known is None else broadcast_shapes(x_shape, tuple(self.known), what="input and target")
 
-    def infer_dtype(self, x, dims):
-        return x
 
-
-@register_gradient(ReshapeTo)
-def _reshape_to_grad(op, grad):
-    return [ReshapeLike(grad, op.inputs[0]), None]
-
-
-@register_gradient(ExpandTo)
-def _expand_to_grad(op, grad):
-    return [SumToShapeOf(grad, op.inputs[0]), None]
+register_gradient(ReshapeTo)(lambda op, grad: [ReshapeLike(grad, op.inputs[0]), None])
+register_gradient(ExpandTo)(lambda op, grad: [SumToShapeOf(grad, op.inputs[0]), None])
 
 
 class Tile(Operation):
@@ -283,9 +264,7 @@ class Tile(Operation):
         return tuple(None if d is None else d * r for d, r in zip(shape, reps))
 
 
-def tile(x, reps, name=None):
-    """x repeated reps[i] times along axis i (np.tile)."""
-    return Tile(x, reps, name=name)
+tile = op_function(Tile, "tile", "x repeated reps[i] times along axis i (np.tile).")
 
 
 class TileGrad(ShapedLike):
@@ -303,14 +282,8 @@ class TileGrad(ShapedLike):
         return tiles.sum(axis=tuple(range(0, 2 * rank, 2))).reshape(x.shape)
 
 
-@register_gradient(Tile)
-def _tile_grad(op, grad):
-    return [TileGrad(grad, op.inputs[0], op.reps)]
-
-
-@register_gradient(TileGrad)
-def _tile_grad_grad(op, grad):
-    return [Tile(grad, op.reps), None]
+register_gradient(Tile)(lambda op, grad: [TileGrad(grad, op.inputs[0], op.reps)])
+register_gradient(TileGrad)(lambda op, grad: [Tile(grad, op.reps), None])
 
 
 def split(x, sizes_or_n, axis=0, name=None):

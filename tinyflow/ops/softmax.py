@@ -56,9 +56,7 @@ class SoftmaxGrad(AxisOperation):
         return y * (grad - np.sum(grad * y, axis=self.axis, keepdims=True))
 
 
-@register_gradient(Softmax)
-def _softmax_grad(op, grad):
-    return [SoftmaxGrad(op, grad, axis=op.axis)]
+register_gradient(Softmax)(lambda op, grad: [SoftmaxGrad(op, grad, axis=op.axis)])
 
 
 @register_gradient(SoftmaxGrad)
@@ -89,9 +87,7 @@ class LogSoftmaxGrad(AxisOperation):
         return grad - np.exp(y) * np.sum(grad, axis=self.axis, keepdims=True)
 
 
-@register_gradient(LogSoftmax)
-def _log_softmax_grad(op, grad):
-    return [LogSoftmaxGrad(op, grad, axis=op.axis)]
+register_gradient(LogSoftmax)(lambda op, grad: [LogSoftmaxGrad(op, grad, axis=op.axis)])
 
 
 @register_gradient(LogSoftmaxGrad)

@@ -9,7 +9,7 @@ from ..arguments import Arguments
 from ..errors import ShapeError
 from ..nodes import Operation, Variable
 from ..shapes import broadcast_shapes, shapes_compatible
-from .registry import not_differentiable
+from .registry import not_differentiable, op_function
 
 
 class Assign(Operation):
@@ -48,9 +48,7 @@ class Assign(Operation):
         return self.variable.value
 
 
-def assign(var, value, name=None):
-    """An op that sets var to value when run."""
-    return Assign(var, value, name=name)
+assign = op_function(Assign, "assign", "An op that sets var to value when run.")
 
 
 class AssignAdd(Assign):
@@ -60,9 +58,7 @@ class AssignAdd(Assign):
         return old + value
 
 
-def assign_add(var, value, name=None):
-    """An op that adds value to var when run."""
-    return AssignAdd(var, value, name=name)
+assign_add = op_function(AssignAdd, "assign_add", "An op that adds value to var when run.")
 
 
 class AssignSub(Assign):
@@ -72,9 +68,7 @@ class AssignSub(Assign):
         return old - value
 
 
-def assign_sub(var, value, name=None):
-    """An op that subtracts value from var when run."""
-    return AssignSub(var, value, name=name)
+assign_sub = op_function(AssignSub, "assign_sub", "An op that subtracts value from var when run.")
 
 
 class Group(Operation):

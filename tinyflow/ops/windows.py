@@ -1,18 +1,18 @@
 """Windows sliding over the spatial axes of (N, C, *spatial) tensors: the geometry shared by convolution and pooling.
 
-A window has, per spatial axis, a kernel size k, a stride s, a dilation d (taps d apart, so it
-spans d·(k-1)+1 values) and zero padding (before, after). Its output length is
+A window has, per spatial axis, a kernel size k, a stride s, a dilation d (taps d apart, so it spans d·(k-1)+1 values)
+and zero padding (before, after). Its output length is
 
     out = ⌊(n + before + after - d·(k-1) - 1) / s⌋ + 1        (⌈·⌉ with ceil_mode, as PyTorch and ONNX:
                                                                  a last window starting in the padding is dropped)
 
-Padding may also be a mode resolved from the input size: 'valid' (none) or 'same_upper' /
-'same_lower' (out = ⌈n / s⌉, the odd pad after / before). These are the one formulas: shape
-inference, the numpy kernels and the C and OpenCL geometry (backends/kernel_codes.py) all call them.
+Padding may also be a mode resolved from the input size: 'valid' (none) or 'same_upper' / 'same_lower' (out = ⌈n / s⌉,
+the odd pad after / before). These are the one formulas: shape inference, the numpy kernels and the C and OpenCL
+geometry (backends/kernel_codes.py) all call them.
 """
 import numpy as np
 
-from ..arguments import rank_of
+from ..arguments import PADDING_MODES, rank_of
 from ..errors import ShapeError
 from ..nodes import Operation
 
@@ -111,9 +111,9 @@ class WindowOperation(Operation):
     abstract = True
     ceil_mode = False
 
-    def _set_window(self, check, rank, stride, padding, dilation):
+    def _set_window(self, check, rank, stride, padding, dilation, modes=PADDING_MODES):
         self.stride = check.ints("stride", stride, rank, minimum=1)
-        self.padding = check.padding("padding", padding, rank)
+        self.padding = check.padding("padding", padding, rank, modes)
         self.dilation = check.ints("dilation", dilation, rank, minimum=1)
 
     def pads(self, spatial, kernel):

@@ -1,15 +1,15 @@
-"""Loss ops: the two cross-entropies as single fused ops, stable for extreme logits, with their gradients.
+"""The two cross-entropies as single fused ops, stable for extreme logits, with their gradients.
 
-The public functions building them are in tinyflow/nn/losses.py; backends import the ops and
-`check_labels` from here (the layer below nn/).
+The public functions building them are in tinyflow/nn/losses.py; backends import the ops and `check_labels` from here
+(the layer below nn/).
 """
 import numpy as np
 
-from .registry import register_gradient
 from ..errors import ShapeError
 from ..nodes import Operation, as_node
 from ..shapes import dims_compatible, shapes_compatible
 from .elementwise_ops import Sigmoid
+from .registry import register_gradient
 from .reductions import ExpandReduced, reduce_sum
 from .softmax import Softmax, SoftmaxGrad, stable_log_softmax
 
@@ -67,10 +67,7 @@ class SoftmaxCrossEntropyGrad(Operation):
         return logits
 
 
-@register_gradient(SoftmaxCrossEntropy)
-def _softmax_cross_entropy_grad(op, grad):
-    logits, labels = op.inputs
-    return [SoftmaxCrossEntropyGrad(logits, labels, grad), None]
+register_gradient(SoftmaxCrossEntropy)(lambda op, grad: [SoftmaxCrossEntropyGrad(*op.inputs, grad), None])
 
 
 @register_gradient(SoftmaxCrossEntropyGrad)
