@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from tinyflow.viz.eager_graph import op_steps
+from tinyflow.viz.eager_graph import leaf_step
 
 
 
@@ -144,7 +144,8 @@ def test_an_eager_tensor_shows_its_recorded_ops_and_the_eager_walk(tmp_path):
     data = tfl.viz.explore(y, path=tmp_path / "eager.html").data
     order = []
     from tinyflow.eager.autograd import backward
-    backward([y], retain_graph=True, sink={}, trace=lambda step: order.extend(s[0].op_type for s in op_steps(step)))
+    backward([y], retain_graph=True, sink={},
+             trace=lambda step: order.extend([] if leaf_step(step) else [step["node"].op_type]))
     assert [name.split("_")[0] for name in data["backprop_order"]] == order
     assert t.grad is None  # the page's walk delivers into a private sink
     nodes = {n["name"]: n for n in data["nodes"]}

@@ -1,8 +1,6 @@
 """The explorer's data for graph nodes: values from one Session.run (never of what updates state), gradients and the
 walk from tfl.gradients itself, built in a scratch block (`Graph.scratch`) that leaves the user's graph as it was.
 """
-from itertools import islice
-
 import numpy as np
 
 from ...autodiff.gradients import gradients
@@ -11,10 +9,9 @@ from ...graph import ancestors
 from ...nodes import Placeholder, Variable
 from ...session.feeds import resolve_key
 from ...session.plan import prune, schedule
+from ..backprop_steps import trace_walk
 from ..graphviz_render import as_list, kind_of, nodes_to_draw, run_values, scope_of
 from .summary import dtype_name, summary
-
-QUEUE_SHOWN = 12  # names of the queue kept per backprop step (the rest is counted)
 
 
 def record(name, op, shape, dtype, site, kind, scope, inputs, value=None, grad=None):
@@ -24,8 +21,9 @@ def record(name, op, shape, dtype, site, kind, scope, inputs, value=None, grad=N
             "grad": summary(grad), "kind": kind, "scope": scope, "inputs": inputs}
 
 
-def node_record(node, index_of, sites, value=None, grad=None, scope=None):
-    """The record of a graph node; `sites` caches creation sites' texts (the nodes a loop built share a few)."""
+def node_record(node, index_of, sites, value=None, grad=None, scope=None, reads=None):
+    """The record of a graph node reading `reads` (default: its inputs) of the nodes drawn (`index_of`); `sites`
+    caches creation sites' texts (the nodes a loop built share a few)."""
     key = getattr(node, "_site", None)
     site = sites.get(key) if key is not None else None
     if site is None:
@@ -34,7 +32,7 @@ def node_record(node, index_of, sites, value=None, grad=None, scope=None):
             sites[key] = site
     return record(node.name, node.op_type, node.shape, node.dtype, site, kind_of(node),
                   scope_of(node.name) if scope is None else scope,
-                  [index_of[i] for i in node.inputs if i in index_of], value, grad)
+                  [index_of[i] for i in (node.inputs if reads is None else reads) if i in index_of], value, grad)
 
 
 def scope_groups(scopes, groups=None):
@@ -79,40 +77,16 @@ def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None
     index_of = {node: i for i, node in enumerate(nodes)}
     sites = {}
     records = [node_record(n, index_of, sites, values.get(n), values.get(grads.get(n))) for n in nodes]
-    data = {"source": "graph", "nodes": records, "groups": scope_groups(r["scope"] for r in records),
-            "forward_order": [n.name for n in order if n in index_of],
-            "backprop_order": [step["node"] for step in walk], "notes": notes}
-    if walk:
-        data["backprop"] = walk_data(walk, pending, names, values.get, loss, wrt)
-    return data
-
-
-def trace_walk(backward, names, skip=None):
-    """Run `backward(trace)` (tfl.gradients or the eager engine) and keep what the page replays of the steps not
-    skipped: (the steps, with contributions unsummarised; the counts before the walk; {node: its gradient})."""
-    steps, pending, grads = [], {}, {}
-
-    def keep(step):
-        if skip is not None and skip(step):
-            return
-        if not steps:  # before the walk: every node's count, the first step's decrements added back
-            pending.update(step["pending"])
-            pending.setdefault(step["node"], 0)  # the walk forgets a node's count once it is processed
-            for parent, _ in step["delivered"]:
-                if parent in pending:  # (an eager leaf has no count: it takes each contribution as it comes)
-                    pending[parent] += 1
-        if step["grad"] is not None and not isinstance(step["grad"], list):  # a list: an op with several outputs
-            grads[step["node"]] = step["grad"]
-        steps.append(dict(node=names[step["node"]], received=len(step["received"]), delivered=list(step["delivered"]),
-                          released=[names[n] for n in step["released"] if n in names], queue_size=len(step["queue"]),
-                          queue=[names[n] for n in islice(step["queue"], QUEUE_SHOWN) if n in names]))
-
-    backward(keep)
-    return steps, pending, grads
+    return {"source": "graph", "nodes": records, "groups": scope_groups(r["scope"] for r in records),
+            "forward_order": [n.name for n in order if n in index_of], "notes": notes,
+            **walk_data(walk, pending, names, values.get, loss, wrt)}
 
 
 def walk_data(steps, pending, names, value_of, loss, wrt=()):
-    """The walk as the page replays it: each contribution summarised, with the running sum its node received."""
+    """The page's backprop order, and its walk as the page replays it: each contribution summarised, with the
+    running sum its node received."""
+    if not steps:
+        return {"backprop_order": []}
     running = {}
     for step in steps:
         delivered = []
@@ -124,5 +98,6 @@ def walk_data(steps, pending, names, value_of, loss, wrt=()):
                 delivered.append([names[target], summary(part, with_heatmap=False),
                                   summary(running.get(target), with_heatmap=False)])
         step["delivered"] = delivered
-    return {"loss": names[loss], "wrt": [names[n] for n in wrt], "steps": steps,
-            "pending": {names[n]: count for n, count in pending.items() if n in names}}
+    return {"backprop_order": [step["node"] for step in steps], "backprop": {
+        "loss": names[loss], "wrt": [names[n] for n in wrt], "steps": steps,
+        "pending": {names[n]: count for n, count in pending.items() if n in names}}}
