@@ -61,14 +61,14 @@ def _data(target, feed_dict, loss, wrt, backend):
         if feed_dict or loss is not None or wrt is not None:
             raise ExplorerError("explore(tensor): an eager Tensor already holds its values; feed_dict, loss "
                                 "and wrt apply to graph nodes")
-        from .eager_data import eager_data
+        from .data import eager_data
         return eager_data(target), "eager tensor: recorded ops"
     if hasattr(target, "steps") and hasattr(target, "slot_of"):  # an ExecutionPlan
         if loss is not None or wrt is not None:
             raise ExplorerError("explore(plan): a plan is drawn forward only; pass loss/wrt with graph nodes")
-        from .plan_data import plan_data
+        from .data import plan_data
         return plan_data(target, feed_dict, backend), f"{'optimised' if target.optimized else 'execution'} plan"
-    from .graph_data import graph_data
+    from .data import graph_data
     if target is None or isinstance(target, Graph):
         graph, nodes, title = target or get_default_graph(), None, "graph"
     else:
