@@ -16,7 +16,7 @@ from ..autodiff.gradients import fit_to_shape
 from ..ops.registry import _GRADIENTS, NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, TinyflowError
 from .grad_mode import GradMode
-from .runtime import Clock, Taint, change_phrase, describe, stale_stand_in
+from .runtime import Clock, Taint, change_phrase, describe, stale_stand_in, tick
 from .tensor import Tensor, make
 
 
@@ -36,6 +36,33 @@ class LeafGradFn:
 def next_functions(fn):
     """The grad_fns an op's gradient flows into, one per input (LeafGradFn for leaves, None for no gradient)."""
     return tuple(LeafGradFn(e) if isinstance(e, Tensor) else e for e in fn._next or ())
+
+
+# What other packages (viz, optim) may read and do of the recorded graph; the underscored fields are eager's own.
+def recorded_inputs(fn):
+    """What a recorded op read, as backward follows it: per input its grad_fn, the leaf Tensor, or None (no
+    gradient); None once backward freed it, () for a leaf Tensor."""
+    return fn._next
+
+
+def recorded_output(fn):
+    """The value (a numpy array) a recorded op computed, None once backward freed it."""
+    return fn._out
+
+
+def leaf_variable(leaf):
+    """The Variable a leaf Tensor stands for (a layer's weight, whose `.grad` its gradients go to), or None."""
+    return leaf._owner
+
+
+def changed_in_place(param, value=None):
+    """Say that a leaf Tensor (now holding the array `value`, if given) or a Variable's eager leaf was changed in place
+    outside the recorded graph (an optimizer step): recorded ops that saved it must not backprop through it."""
+    leaf = param if isinstance(param, Tensor) else param.__dict__.get("_eager_leaf")
+    if leaf is not None:
+        if value is not None:
+            leaf._data = value
+        leaf._version = tick()
 
 
 def _seed(root, grad):

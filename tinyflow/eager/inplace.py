@@ -15,7 +15,8 @@ from ..nodes import OP_TYPES
 from ..ops import cast
 from ..ops.array_ops import _normalize_key
 from .grad_mode import GradMode
-from .runtime import change_phrase, tick
+from .autograd import changed_in_place
+from .runtime import change_phrase
 from .tensor import Tensor, make
 
 
@@ -37,8 +38,7 @@ def apply_inplace(x, name, compute):
                             "broadcast to it)")
     if result.dtype != x.dtype:
         result = cast(result, x.dtype)
-    x._data = result._data
-    x._version = tick()
+    changed_in_place(x, result._data)
     fn = result.grad_fn
     if old.grad_fn is not None:  # the op that made x's old value: its saved output is stale now
         old.grad_fn._changed_by = change_phrase(fn)

@@ -202,7 +202,7 @@ def _op_shortcuts(cls, fallback):
             frame = _getframe(1)
             if frame.f_code is not last[0] or frame.f_lasti != last[1]:  # else: the same line as last time
                 _find_site(frame, last)
-            op._site = last[2]
+            op.site = last[2]
         else:
             result.requires_grad = False
             result.grad_fn = None
@@ -367,7 +367,7 @@ def _tensor_of(op, inputs, out, records, same_shapes=False):
             if edge is not None and edge.__class__ is not Tensor:
                 edge._uses += 1
         op._uses, op._epoch, op._out, op._same_shapes = 0, Clock.now, out, same_shapes
-        op._site = user_site(2)  # (it walks out of tinyflow's frames to the user's)
+        op.site = user_site(2)  # (it walks out of tinyflow's frames to the user's)
     if Taint.active:
         Taint.spread(inputs, result)
     return result
@@ -451,7 +451,7 @@ def change_phrase(fn):
 
 def describe(op):
     """"Multiply (created at train.py:12)": an eager op and where the user's code made it."""
-    site = getattr(op, "_site", None)
+    site = getattr(op, "site", None)
     return f"{op.op_type}" + (f" (created at {op.creation_site})" if site else "")
 
 

@@ -1,28 +1,10 @@
 """Pictures of eager mode: the backward graph a Tensor recorded (like torchviz's make_dot), its ops where the user's
 code made them, arrows from inputs to the op that used them; and its backward pass step by step."""
-from ..eager.autograd import backward
+from ..eager.autograd import backward, leaf_variable, recorded_inputs
 from ..eager.tensor import Tensor
 from ..errors import TinyflowError
 from .backprop_steps import trace_walk, walk_frames
 from .graphviz_render import STYLES, digraph, label, summarize
-
-
-# What viz reads of the eager engine's recorded ops and leaves: its private fields today, public under new names
-# soon; each is read here only, so that the rename changes one line each.
-def recorded_inputs(item):
-    """What an eager op read, as backward follows it: grad_fns, leaf Tensors, None (no grad); None once backward
-    freed it, () for a leaf Tensor."""
-    return item._next
-
-
-def recorded_output(fn):
-    """The value an eager op computed, None once backward freed it."""
-    return fn._out
-
-
-def leaf_variable(leaf):
-    """The Variable a leaf Tensor stands for (a layer's weight), or None."""
-    return leaf._owner
 
 
 def recorded(tensor):

@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from ...autodiff.gradients import gradients
-from ...eager.autograd import backward
+from ...eager.autograd import backward, recorded_inputs, recorded_output
 from ...eager.tensor import Tensor
 from ...errors import TinyflowError
 from ...graph import ancestors
@@ -15,7 +15,7 @@ from ...passes.ir import original
 from ...session.feeds import resolve_key
 from ...session.plan import prune, schedule
 from ..backprop_steps import trace_walk
-from ..eager_graph import eager_names, leaf_step, recorded, recorded_inputs, recorded_output, tensor_value
+from ..eager_graph import eager_names, leaf_step, recorded, tensor_value
 from ..graphviz_render import as_list, expand_fused, kind_of, nodes_to_draw, run_values, scope_of
 from .summary import dtype_name, summary
 
@@ -33,7 +33,7 @@ def node_records(nodes, values, grads=None, group_of=None, reads=None):
     index_of = {node: i for i, node in enumerate(nodes)}
     sites, records = {}, []  # creation sites' texts by site: the nodes a loop built share a few
     for node in nodes:
-        key = getattr(node, "_site", None)
+        key = getattr(node, "site", None)
         if key not in sites:
             sites[key] = node.creation_site
         inputs = node.inputs if reads is None else reads[node]
