@@ -1,12 +1,9 @@
 """In-place ops on Tensors: add_, sub_, mul_, div_, zero_, fill_, x[idx] = v (and +=, -=, *=, /=).
 
-An in-place op is the ordinary op on a snapshot of the tensor (`old`), after
-which the tensor takes the result's value and grad_fn: the recorded graph stays
-correct, and the tensor's version stamp moves on. Ops that saved the tensor
-before the change find a newer stamp at backward time and raise the version
-error if their gradient needs that value (tinyflow/eager/autograd.py), as
-PyTorch does. The value array is replaced, never written into, so no saved
-value is ever overwritten behind the graph's back.
+An in-place op is the ordinary op on a snapshot of the tensor (`old`); the tensor takes the result's value and
+grad_fn, and its version stamp moves on: ops that saved it before find a newer stamp at backward time and raise the
+version error if their gradient needs that value (autograd.py), as PyTorch does. The value array is replaced, never
+written into, so no saved value is ever overwritten behind the graph's back.
 """
 import numpy as np
 
@@ -93,12 +90,7 @@ def setitem(self, key, value):
     return apply_inplace(self, "x[...] = v", compute)
 
 
-def install():
-    """Give Tensor its in-place methods."""
-    for fn in (add_, sub_, mul_, div_, zero_, fill_):
-        setattr(Tensor, fn.__name__, fn)
-    Tensor.__setitem__ = setitem
-    Tensor.__iadd__, Tensor.__isub__, Tensor.__imul__, Tensor.__itruediv__ = add_, sub_, mul_, div_
-
-
-install()
+for _method in (add_, sub_, mul_, div_, zero_, fill_):  # Tensor's in-place methods
+    setattr(Tensor, _method.__name__, _method)
+Tensor.__setitem__ = setitem
+Tensor.__iadd__, Tensor.__isub__, Tensor.__imul__, Tensor.__itruediv__ = add_, sub_, mul_, div_
