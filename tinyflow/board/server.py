@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import TinyflowError
-from ..viz.explorer.page import inline_text
+from ..viz.explorer import inline_text
 from .runlog import FILE_NAME, GRAPH_PAGE, ScalarLog, find_runs, is_text, open_regular
 
 DEFAULT_PORT = 6006

@@ -45,7 +45,6 @@ class BackpropSteps(list):
     def save_gif(self, path, seconds_per_frame=1.5):
         """One animated GIF of all frames (drawn on a common canvas size)."""
         from PIL import Image
-        require_dot()
         images = [Image.open(io.BytesIO(frame.pipe(format="png"))).convert("RGB") for frame in self]
         width, height = max(i.width for i in images), max(i.height for i in images)
         canvases = [Image.new("RGB", (width, height), "white") for _ in images]
@@ -57,7 +56,6 @@ class BackpropSteps(list):
 
     def to_html(self):
         """A self-contained HTML page with every frame and Previous / Next buttons."""
-        require_dot()
         slides = "".join(
             f'<div class="tf-step" style="display:{"block" if i == 0 else "none"}">'
             f'<img src="data:image/svg+xml;base64,{base64.b64encode(f.pipe(format="svg")).decode()}"/></div>'

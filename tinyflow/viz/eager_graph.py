@@ -88,11 +88,16 @@ def eager_backprop_steps(tensor, grad=None):
         raise TinyflowError("this tensor recorded no ops: there is no backward pass to show "
                             "(did its inputs require grad?)")
     names = eager_names(leaves + ops)
-    # a private sink keeps the tensors' .grad as they were; the graph is retained for their backward
-    walk = trace_walk(lambda trace: backward([tensor], None if grad is None else [grad], retain_graph=True, sink={},
-                                             trace=trace), {item: item for item in names}, leaf_step)
+    walk = eager_walk(tensor, None if grad is None else [grad], {}, {item: item for item in names})
     boxes = {item: (eager_label(item, name), recorded_inputs(item) or ()) for item, name in names.items()}
     return walk_frames(*walk, boxes, tensor_value, names.get)
+
+
+def eager_walk(tensor, seed, sink, names):
+    """`trace_walk` of the eager engine's backward from `tensor` into `sink` (a private one: the tensors' `.grad`
+    stay as they were; the graph is retained for their own backward)."""
+    return trace_walk(lambda trace: backward([tensor], seed, retain_graph=True, sink=sink, trace=trace), names,
+                      leaf_step)
 
 
 def leaf_step(step):

@@ -299,7 +299,6 @@ def render(target, path, **options):
     fmt = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     if fmt not in ("png", "svg", "pdf"):
         raise VizError(f"cannot render to '{path}': use a .png, .svg or .pdf file name")
-    require_dot()
     is_graph = hasattr(target, "nodes") and not isinstance(target, Node)  # a Graph (or a program holding one)
     dot = to_graphviz(None, graph=target, **options) if is_graph else to_graphviz(target, **options)
     if fmt == "png":

@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from ...autodiff.gradients import gradients
-from ...eager.autograd import backward, recorded_inputs, recorded_output
+from ...eager.autograd import recorded_inputs, recorded_output
 from ...eager.tensor import Tensor
 from ...errors import TinyflowError
 from ...graph import ancestors
@@ -15,7 +15,7 @@ from ...passes.ir import original
 from ...session.feeds import resolve_key
 from ...session.plan import prune, schedule
 from ..backprop_steps import trace_walk
-from ..eager_graph import eager_names, leaf_step, recorded, tensor_value
+from ..eager_graph import eager_names, eager_walk, recorded, tensor_value
 from ..graphviz_render import as_list, expand_fused, kind_of, nodes_to_draw, run_values, scope_of
 from .summary import dtype_name, summary
 
@@ -153,8 +153,7 @@ def eager_data(tensor):
         sink = dict.fromkeys(leaves)
         seed = None if tensor.size == 1 else [np.ones(tensor.shape, tensor.dtype)]
         try:
-            walk, pending, grads = trace_walk(
-                lambda trace: backward([tensor], seed, retain_graph=True, sink=sink, trace=trace), names, leaf_step)
+            walk, pending, grads = eager_walk(tensor, seed, sink, names)
             grads.update((leaf, g) for leaf, g in sink.items() if g is not None)
         except TinyflowError as err:
             notes.append(f"no backprop walk: {err}")
