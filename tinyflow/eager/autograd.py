@@ -4,7 +4,8 @@ Each recorded op keeps `_next`, the grad_fn of each input (or the leaf Tensor it
 gradient). Its gradient is graph mode's registered gradient function, called with Tensors, so the ops it builds
 compute at once (and are recorded when `create_graph=True`). Leaves accumulate into `.grad`.
 """
-from operator import attrgetter
+import operator
+from functools import reduce
 from types import FunctionType
 
 import numpy as np
@@ -14,7 +15,7 @@ from ..autodiff.gradients import fit_to_shape
 from ..ops.registry import _GRADIENTS, NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, TinyflowError
 from .grad_mode import GradMode
-from .runtime import Clock, Taint, change_phrase, describe, stale_stand_in, tick
+from .runtime import Clock, Taint, change_phrase, describe, stale_stand_in
 from .tensor import Tensor, make
 
 
@@ -60,7 +61,8 @@ def changed_in_place(param, value=None):
     if leaf is not None:
         if value is not None:
             leaf._data = value
-        leaf._version = tick()
+        Clock.now += 1
+        leaf._version = Clock.now
 
 
 def _seed(root, grad):
@@ -189,12 +191,7 @@ class EagerWalk:
 
     @staticmethod
     def add(node, contributions):
-        if not contributions:
-            return None
-        total = contributions[0]
-        for g in contributions[1:]:
-            total = total + g
-        return total
+        return reduce(operator.add, contributions) if contributions else None
 
     def deliver(self, leaf, grad):
         if grad is None:
@@ -205,7 +202,7 @@ class EagerWalk:
             old = self.sink[leaf]
             self.sink[leaf] = grad if old is None else old + grad
 
-    count = staticmethod(attrgetter("_uses"))  # a leaf Tensor's is 1: it takes each contribution as it comes
+    count = staticmethod(operator.attrgetter("_uses"))  # a leaf Tensor's is 1: it takes each contribution as it comes
     recount = staticmethod(_dependencies)
 
 

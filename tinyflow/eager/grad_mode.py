@@ -27,7 +27,6 @@ class _GradSwitch(contextlib.ContextDecorator):
 
     def __exit__(self, *exc_info):
         GradMode.enabled = self._previous.pop()
-        return False
 
 
 def no_grad():

@@ -5,6 +5,8 @@ grad_fn, and its version stamp moves on: ops that saved it before find a newer s
 version error if their gradient needs that value (autograd.py), as PyTorch does. The value array is replaced, never
 written into, so no saved value is ever overwritten behind the graph's back.
 """
+import operator
+
 import numpy as np
 
 from ..errors import TinyflowError
@@ -45,24 +47,18 @@ def apply_inplace(x, name, compute):
     return x
 
 
-def add_(self, other):
-    """self += other, in place; returns self."""
-    return apply_inplace(self, "add_", lambda old: old + other)
+def _arithmetic(name, symbol, combine):
+    """The in-place method `name`: self <symbol>= other."""
+    def method(self, other):
+        return apply_inplace(self, name, lambda old: combine(old, other))
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"self {symbol}= other, in place; returns self."
+    return method
 
 
-def sub_(self, other):
-    """self -= other, in place; returns self."""
-    return apply_inplace(self, "sub_", lambda old: old - other)
-
-
-def mul_(self, other):
-    """self *= other, in place; returns self."""
-    return apply_inplace(self, "mul_", lambda old: old * other)
-
-
-def div_(self, other):
-    """self /= other, in place; returns self."""
-    return apply_inplace(self, "div_", lambda old: old / other)
+add_, sub_, mul_, div_ = (_arithmetic(name, symbol, combine) for name, symbol, combine in (
+    ("add_", "+", operator.add), ("sub_", "-", operator.sub), ("mul_", "*", operator.mul),
+    ("div_", "/", operator.truediv)))
 
 
 def zero_(self):

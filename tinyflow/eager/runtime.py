@@ -30,15 +30,9 @@ from .tensor import Tensor, make
 
 
 class Clock:
-    """Stamps in-place changes: a tensor changed after an op was recorded has a newer stamp than the op."""
+    """Stamps in-place changes (`changed_in_place`): a tensor changed after an op was recorded has a newer stamp."""
 
     now = 0
-
-
-def tick():
-    """The stamp of a new in-place change."""
-    Clock.now += 1
-    return Clock.now
 
 
 # ---------------------------------------------------------------- the backend eager ops run on
@@ -367,8 +361,7 @@ class Taint:
 
 
 def output_of(op):
-    """The Tensor an eager op computed (gradient functions use `op` for its output, e.g. exp's g * op):
-    a Tensor of the op's saved output value, whose grad_fn is the op (as the user's own output Tensor)."""
+    """The Tensor of an eager op's saved output, grad_fn the op (gradient functions use `op` for it: exp's g * op)."""
     out = getattr(op, "_out", None)
     if out is None:
         raise TinyflowError(f"the output of {describe(op)} is no longer available")
