@@ -138,6 +138,21 @@ def test_an_optimised_plan_shows_fused_kernels_as_groups_with_the_users_values(t
     assert set(data["forward_order"]) == {n["name"] for n in data["nodes"]}
 
 
+def test_a_training_plans_multi_tensor_update_is_drawn_as_one_node(tmp_path):
+    x, w, b, h, loss = mlp()
+    train = tfl.optim.SGD(0.1).minimize(loss)
+    X = np.ones((2, 3), np.float32)
+    with tfl.Session() as sess:
+        sess.run([loss, train], {x: X})
+        plan = sess.plan([loss, train], [x])
+        assert any(s.node.op_type == "MultiTensorUpdate" for s in plan.steps)
+        data = tfl.viz.explore(plan, {x: X}, path=tmp_path / "train_plan.html").data
+        pytest.importorskip("graphviz", reason="the graphviz Python package is not installed (pip install graphviz)")
+        source = tfl.viz.to_graphviz(plan).source
+    assert "MultiTensorUpdate" in {n["op"] for n in data["nodes"]} and "MultiTensorUpdate" in source
+    assert len(data["forward_order"]) == len(data["nodes"])
+
+
 def test_an_eager_tensor_shows_its_recorded_ops_and_the_eager_walk(tmp_path):
     t = tfl.tensor(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), requires_grad=True)
     y = (t * t + t).sum()

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import TinyflowError
 from ..graph import ancestors, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
+from ..passes.fusion import FusedElementwise
 
 # kind -> graphviz node attributes; the legend shows them in this order
 STYLES = {
@@ -134,24 +135,30 @@ def label(node, values=None, name=None, shape=False):
 
 def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradients=True, graph=None, values=None,
                 feed_dict=None, session=None, collapse=()):
-    """A graphviz.Digraph of the graph (or only what `target` needs), with a legend; same graph, same DOT text.
-    `show_values` shows values (from `values`, or one run with `feed_dict` / `session`); `collapse` names scopes
-    drawn as one box each."""
+    """A graphviz.Digraph of the graph (or only what `target` needs, or an optimised plan from `sess.plan(...)`, its
+    fused kernels as clusters), with a legend; same graph, same DOT text. `show_values` shows values (from `values`,
+    or one run with `feed_dict` / `session`); `collapse` names scopes drawn as one box each."""
     import graphviz
-    if getattr(target, "optimized", None) is not None:  # an optimised ExecutionPlan, from sess.plan(...)
-        return optimized_graphviz(target.optimized, show_shapes)
-    targets = None if target is None else as_list(target)
-    if graph is None:
-        graph = targets[0].graph if targets and isinstance(targets[0], Node) else get_default_graph()
-    nodes = nodes_to_draw(graph, targets, show_gradients)
-    if show_values and values is None and (feed_dict is not None or session is not None):
-        gradients = [g for g in map(gradient_of, nodes) if g is not None]
-        values = run_values({*nodes, *gradients}, feed_dict, session)
+    plan = getattr(target, "optimized", None)
+    if plan is not None:  # a plan's private copies: each fused kernel drawn as its members
+        nodes, fused_of, reads = expand_fused(plan.nodes)
+        reads.update(dict.fromkeys(plan.fed, ()))  # a fed node's value comes from the feed
+    else:
+        targets = None if target is None else as_list(target)
+        if graph is None:
+            graph = targets[0].graph if targets and isinstance(targets[0], Node) else get_default_graph()
+        nodes, fused_of, reads = nodes_to_draw(graph, targets, show_gradients), {}, {}
+        if show_values and values is None and (feed_dict is not None or session is not None):
+            gradients = [g for g in map(gradient_of, nodes) if g is not None]
+            values = run_values({*nodes, *gradients}, feed_dict, session)
     collapse = (collapse,) if isinstance(collapse, str) else tuple(collapse)
     boxed = {n: next((c for c in collapse if n.name.startswith(c + "/")), None) for n in nodes}  # collapsed scope
-    ids = {n: f"scope_{boxed[n]}" if boxed[n] else f"n{n.creation_index}" for n in nodes}
+    ids = {n: f"scope_{boxed[n]}" if boxed[n] else f"n{i}" for i, n in enumerate(nodes)}
     dot = digraph("tinyflow", rankdir="TB", newrank="true")
     clusters = {"": dot}
+    fused_clusters = {fused: graphviz.Digraph(name=f"cluster_fused_{i}", graph_attr=dict(
+        label="fused: " + " → ".join(m.op_type for m in fused.members), **FUSED))
+        for i, fused in enumerate(dict.fromkeys(fused_of.values()))}
 
     def container(scope):
         """The cluster subgraph of a name scope, created on first use with those of its enclosing scopes."""
@@ -170,13 +177,16 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
     for node in nodes:
         if not boxed[node]:
             lines = label(node, (values or {}) if show_values else None)
-            container(scope_of(node.name)).node(ids[node], "\\n".join(lines), **STYLES[kind_of(node)])
+            cluster = fused_clusters[fused_of[node]] if node in fused_of else container(scope_of(node.name))
+            cluster.node(ids[node], "\\n".join(lines), **STYLES[kind_of(node)])
     # attach clusters innermost first (graphviz copies a subgraph when attached), so each lands in its parent
     for scope in sorted(clusters.keys() - {""}, key=lambda s: (-s.count("/"), s)):
         clusters[scope_of(scope)].subgraph(clusters[scope])
+    for cluster in fused_clusters.values():
+        dot.subgraph(cluster)
     edges = {}
     for node in nodes:
-        for inp in node.inputs:
+        for inp in reads.get(node, node.inputs):
             if inp in ids and ids[inp] != ids[node]:
                 shown = show_shapes and inp.shape is not None and not boxed[inp]
                 edges.setdefault((ids[inp], ids[node]), str(inp.shape) if shown else "")
@@ -200,10 +210,11 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
 
 def expand_fused(nodes):
     """(drawn, {member: its fused node}, {drawn node: the drawn nodes it reads}): `nodes` with each fused kernel
-    replaced by its members; a member reads earlier members or the kernel's inputs, a reader of the kernel its last."""
+    replaced by its members; a member reads earlier members or the kernel's inputs, a reader of the kernel its last.
+    (A MultiTensorUpdate, whose members run side by side, stays one node.)"""
     drawn, fused_of, stand_in = [], {}, {}
     for node in nodes:
-        members = getattr(node, "members", None)
+        members = node.members if isinstance(node, FusedElementwise) else None
         if members:
             fused_of.update(dict.fromkeys(members, node))
             stand_in[node] = members[-1]
@@ -218,28 +229,6 @@ def expand_fused(nodes):
             inputs[node] = [fused.members[i] if kind == "t" else stand_in.get(fused.inputs[i], fused.inputs[i])
                             for kind, i in args if kind in ("t", "x")]
     return drawn, fused_of, inputs
-
-
-def optimized_graphviz(graph, show_shapes=True):
-    """A graphviz.Digraph of an OptGraph (what `sess.plan(...)` runs); each fused kernel is a cluster."""
-    import graphviz
-    drawn, fused_of, inputs = expand_fused(graph.nodes)
-    dot = digraph("tinyflow_optimised", rankdir="TB")
-    ids = {node: f"n{i}" for i, node in enumerate(drawn)}
-    clusters = {}
-    for node in drawn:
-        fused = fused_of.get(node)
-        if fused is not None and fused not in clusters:
-            title = "fused: " + " → ".join(m.op_type for m in fused.members)
-            clusters[fused] = graphviz.Digraph(name=f"cluster_{ids[node]}", graph_attr=dict(label=title, **FUSED))
-        lines = label(node, name=node.name, shape=show_shapes)
-        clusters.get(fused, dot).node(ids[node], "\\n".join(lines), **STYLES[kind_of(node)])
-        for inp in inputs[node] if node not in graph.fed else ():  # a fed node's value comes from the feed
-            if inp in ids:
-                dot.edge(ids[inp], ids[node], label=str(inp.shape) if show_shapes else "")
-    for cluster in clusters.values():
-        dot.subgraph(cluster)
-    return dot
 
 
 def dot_available():

@@ -113,8 +113,8 @@ def plan_data(plan, feed_dict=None, backend=None):
     else:
         nodes, fed = sorted(plan.slot_of, key=plan.slot_of.get), frozenset(plan.fed_slots)
     drawn, fused_of, reads = expand_fused(nodes)
-    groups, group_of = {}, {}
-    for fused in dict.fromkeys(fused_of.values()):
+    groups, group_of, kernels = {}, {}, dict.fromkeys(fused_of.values())
+    for fused in kernels:
         common = os.path.commonprefix([scope_of(m.name) + "/" for m in fused.members])
         group = common[:common.rfind("/") + 1].lstrip("/") + f"fused kernel {len(groups)}"  # in their common scope
         groups[group] = {"label": "fused kernel: " + " → ".join(m.op_type for m in fused.members), "kind": "fused"}
@@ -133,7 +133,7 @@ def plan_data(plan, feed_dict=None, backend=None):
         entry["kind"] = "placeholder" if node in fed else entry["kind"]
     name_of = dict(zip(drawn, (r["name"] for r in records)))
     order = [name_of[n] for n in drawn if n in fed] + [
-        name_of[m] for step in plan.steps for m in getattr(step.node, "members", None) or [step.node]]
+        name_of[m] for step in plan.steps for m in (step.node.members if step.node in kernels else [step.node])]
     report = getattr(plan, "report", None)
     if report is not None and str(report):
         notes.append(str(report))
