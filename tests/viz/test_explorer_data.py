@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from tinyflow.viz.eager_graph import op_steps
+from tinyflow.viz.eager_graph import leaf_step
 
 
 
@@ -138,13 +138,29 @@ def test_an_optimised_plan_shows_fused_kernels_as_groups_with_the_users_values(t
     assert set(data["forward_order"]) == {n["name"] for n in data["nodes"]}
 
 
+def test_a_training_plans_multi_tensor_update_is_drawn_as_one_node(tmp_path):
+    x, w, b, h, loss = mlp()
+    train = tfl.optim.SGD(0.1).minimize(loss)
+    X = np.ones((2, 3), np.float32)
+    with tfl.Session() as sess:
+        sess.run([loss, train], {x: X})
+        plan = sess.plan([loss, train], [x])
+        assert any(s.node.op_type == "MultiTensorUpdate" for s in plan.steps)
+        data = tfl.viz.explore(plan, {x: X}, path=tmp_path / "train_plan.html").data
+        pytest.importorskip("graphviz", reason="the graphviz Python package is not installed (pip install graphviz)")
+        source = tfl.viz.to_graphviz(plan).source
+    assert "MultiTensorUpdate" in {n["op"] for n in data["nodes"]} and "MultiTensorUpdate" in source
+    assert len(data["forward_order"]) == len(data["nodes"])
+
+
 def test_an_eager_tensor_shows_its_recorded_ops_and_the_eager_walk(tmp_path):
     t = tfl.tensor(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), requires_grad=True)
     y = (t * t + t).sum()
     data = tfl.viz.explore(y, path=tmp_path / "eager.html").data
     order = []
     from tinyflow.eager.autograd import backward
-    backward([y], retain_graph=True, sink={}, trace=lambda step: order.extend(s[0].op_type for s in op_steps(step)))
+    backward([y], retain_graph=True, sink={},
+             trace=lambda step: order.extend([] if leaf_step(step) else [step["node"].op_type]))
     assert [name.split("_")[0] for name in data["backprop_order"]] == order
     assert t.grad is None  # the page's walk delivers into a private sink
     nodes = {n["name"]: n for n in data["nodes"]}

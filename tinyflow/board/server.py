@@ -21,7 +21,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from ..viz.explorer.page import inline_text
+from ..viz.explorer import inline_text
 from .runlog import FILE_NAME, GRAPH_PAGE, BoardError, ScalarLog, find_runs, fs_path, is_text, open_regular
 
 DEFAULT_PORT = 6006

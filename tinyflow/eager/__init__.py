@@ -3,8 +3,7 @@
     t = tfl.tensor(np.ones((2, 3)), requires_grad=True)
     y = (t * 2 + t).sum(); y.backward(); t.grad        # 3s
 
-The op classes, their kernels and their registered gradient functions are the
-graph mode's: `Operation` hands ops whose inputs are Tensors to the runtime here.
+The op classes, kernels and gradient functions are graph mode's: `Operation` hands ops on Tensors to the runtime here.
 """
 from . import inplace  # noqa: F401 - installs add_, mul_, ..., x[idx] = v on Tensor
 from .autograd import LeafGradFn, backward, grad, next_functions

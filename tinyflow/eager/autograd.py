@@ -1,12 +1,11 @@
 """Eager backward: the backward walk of graph mode (autodiff/backprop.py) over the recorded ops.
 
-The ops recorded in the forward pass are the graph: each op keeps `_next`, the
-grad_fn of each input (or the leaf Tensor itself, or None when the input needs
-no gradient). Each op's gradient comes from the same registered gradient function
-as in graph mode, called with Tensors, so the ops it builds compute at once (and are
-recorded when `create_graph=True`). Leaves accumulate into `.grad`.
+Each recorded op keeps `_next`, the grad_fn of each input (or the leaf Tensor itself, or None when the input needs no
+gradient). Its gradient is graph mode's registered gradient function, called with Tensors, so the ops it builds
+compute at once (and are recorded when `create_graph=True`). Leaves accumulate into `.grad`.
 """
-from operator import attrgetter
+import operator
+from functools import reduce
 from types import FunctionType
 
 import numpy as np
@@ -38,6 +37,34 @@ def next_functions(fn):
     return tuple(LeafGradFn(e) if isinstance(e, Tensor) else e for e in fn._next or ())
 
 
+# What other packages (viz, optim) may read and do of the recorded graph; the underscored fields are eager's own.
+def recorded_inputs(fn):
+    """What a recorded op read, as backward follows it: per input its grad_fn, the leaf Tensor, or None (no
+    gradient); None once backward freed it, () for a leaf Tensor."""
+    return fn._next
+
+
+def recorded_output(fn):
+    """The value (a numpy array) a recorded op computed, None once backward freed it."""
+    return fn._out
+
+
+def leaf_variable(leaf):
+    """The Variable a leaf Tensor stands for (a layer's weight, whose `.grad` its gradients go to), or None."""
+    return leaf._owner
+
+
+def changed_in_place(param, value=None):
+    """Say that a leaf Tensor (now holding the array `value`, if given) or a Variable's eager leaf was changed in place
+    outside the recorded graph (an optimizer step): recorded ops that saved it must not backprop through it."""
+    leaf = param if isinstance(param, Tensor) else param.__dict__.get("_eager_leaf")
+    if leaf is not None:
+        if value is not None:
+            leaf._data = value
+        Clock.now += 1
+        leaf._version = Clock.now
+
+
 def _seed(root, grad):
     if grad is None:
         if root.size != 1:
@@ -53,36 +80,31 @@ def _seed(root, grad):
 
 
 def _accumulate(leaf, grad, create_graph):
-    """leaf.grad += grad (a Variable's leaf accumulates into the Variable's `.grad`)."""
-    target = leaf._owner if leaf._owner is not None else leaf
+    """leaf.grad += grad (a Variable's leaf accumulates into the Variable's `.grad`, a numpy array)."""
+    owner = leaf._owner
     if not create_graph:
         grad = grad._data
-    old = target._grad if isinstance(target, Tensor) else target.grad
-    new = grad if old is None else old + grad
-    if isinstance(target, Tensor):
-        target._grad = new
+    if owner is None:
+        leaf._grad = grad if leaf._grad is None else leaf._grad + grad
     else:
-        target.grad = new._data if isinstance(new, Tensor) else new
+        total = grad if owner.grad is None else owner.grad + grad
+        owner.grad = total._data if isinstance(total, Tensor) else total
 
 
-def _dependencies(roots):
-    """For each op reachable from the roots: how many edges lead into it."""
-    counts, stack = {}, list(roots)
-    for fn in roots:
-        counts.setdefault(fn, 0)
+def _dependencies(nodes):
+    """For each op reachable from `nodes` (leaf Tensors among them are skipped): how many edges lead into it."""
+    stack = [n for n in nodes if n.__class__ is not Tensor]
+    counts = dict.fromkeys(stack, 0)
     while stack:
         fn = stack.pop()
         edges = fn._next
         if edges is None:
             raise _freed_error(fn)
         for e in edges:
-            if e is None or e.__class__ is Tensor:
-                continue
-            if e in counts:
-                counts[e] += 1
-            else:
-                counts[e] = 1
-                stack.append(e)
+            if e is not None and e.__class__ is not Tensor:
+                if e not in counts:
+                    stack.append(e)
+                counts[e] = counts.get(e, 0) + 1
     return counts
 
 
@@ -91,18 +113,6 @@ def _freed_error(fn):
         f"trying to run backward through {describe(fn)} a second time: the values it saved were freed by the "
         "first backward(). Pass retain_graph=True to the first backward() if you need to run it again, or "
         "recompute the forward pass.")
-
-
-def _gradients_of(fn, grad):
-    """Call fn's registered gradient function with Tensors; one gradient (or None) per input."""
-    gradient = gradient_function(fn)
-    if gradient is NOT_DIFFERENTIABLE:
-        return [None] * len(fn.inputs)
-    if fn._epoch == Clock.now and not Taint.active:  # nothing changed in place since: the plain call
-        result = gradient(fn, grad)
-    else:
-        result = _guarded_call(gradient, fn, grad)
-    return result if result.__class__ is list and len(result) == len(fn.inputs) else _one_per_input(result, fn)
 
 
 def _one_per_input(result, fn):
@@ -141,13 +151,10 @@ def _fit(grad, fn, index):
 
 
 class EagerWalk:
-    """What the backward walk (autodiff/backprop.py) needs from eager mode: the recorded ops are the graph.
-
-    A recorded op's parents are its edges `_next` (the grad_fns of its inputs, leaf Tensors, None); a leaf
-    Tensor has none and receives each contribution as it comes (`count` 1). An op waits for as many
-    contributions as recorded ops took its output (`_uses`, counted while recording): right when all of them
-    lead to the roots, as in a training step; when the walk runs dry, the rest is counted exactly (`recount`).
-    """
+    """What the backward walk (autodiff/backprop.py) needs from eager mode: the recorded ops are the graph. An op's
+    parents are its edges `_next`; a leaf Tensor has none and takes each contribution as it comes (`count` 1). An op
+    waits for as many contributions as recorded ops took its output (`_uses`): right when all of them lead to the
+    roots, as in a training step; when the walk runs dry, the rest is counted exactly (`recount`)."""
 
     def __init__(self, sink, retain_graph, create_graph):
         self.sink, self.retain_graph, self.create_graph = sink, retain_graph, create_graph
@@ -162,12 +169,16 @@ class EagerWalk:
         if grad is None:
             return edges, (None,) * len(edges)
         gradient = _GRADIENTS.get(fn.__class__)
-        if fn._epoch == Clock.now and not Taint.active and gradient.__class__ is FunctionType:
+        if gradient.__class__ is not FunctionType:
+            gradient = gradient_function(fn)  # the GradientError naming the op when it has none
+        if gradient is NOT_DIFFERENTIABLE:
+            input_grads = [None] * len(edges)
+        elif fn._epoch == Clock.now and not Taint.active:
             input_grads = gradient(fn, grad)  # the plain call: nothing changed in place since fn ran
-            if input_grads.__class__ is not list or len(input_grads) != len(edges):
-                input_grads = _one_per_input(input_grads, fn)
         else:
-            input_grads = _gradients_of(fn, grad)
+            input_grads = _guarded_call(gradient, fn, grad)
+        if input_grads.__class__ is not list or len(input_grads) != len(edges):
+            input_grads = _one_per_input(input_grads, fn)
         same = fn._same_shapes  # the output's gradient fits every input
         for index, g in enumerate(input_grads):
             if g is not None and (g is not grad or not same) and edges[index] is not None and (
@@ -180,31 +191,25 @@ class EagerWalk:
 
     @staticmethod
     def add(node, contributions):
-        if not contributions:
-            return None
-        total = contributions[0]
-        for g in contributions[1:]:
-            total = total + g
-        return total
+        return reduce(operator.add, contributions) if contributions else None
 
     def deliver(self, leaf, grad):
-        if grad is not None:
-            _deliver(leaf, grad, self.sink, self.create_graph)
+        if grad is None:
+            return
+        if self.sink is None:
+            _accumulate(leaf, grad, self.create_graph)
+        elif leaf in self.sink:
+            old = self.sink[leaf]
+            self.sink[leaf] = grad if old is None else old + grad
 
-    count = staticmethod(attrgetter("_uses"))  # a leaf Tensor's is 1: it takes each contribution as it comes
-
-    @staticmethod
-    def recount(waiting):
-        return _dependencies([n for n in waiting if n.__class__ is not Tensor])
+    count = staticmethod(operator.attrgetter("_uses"))  # a leaf Tensor's is 1: it takes each contribution as it comes
+    recount = staticmethod(_dependencies)
 
 
 def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=None, trace=None):
-    """Backpropagate from `roots` (seeded with `grads`, default ones for scalars) into the leaves.
-
-    With `sink` (a dict leaf -> None), gradients of those tensors are collected there
-    instead of accumulated into `.grad` (what `grad()` returns). `trace(step)`, if given, sees
-    each step of the walk (autodiff/backprop.py; tfl.viz.eager_backprop_steps draws it).
-    """
+    """Backpropagate from `roots` (seeded with `grads`, default ones for scalars) into the leaves' `.grad`, or with
+    `sink` (a dict leaf -> None) into the sink (what `grad()` returns). `trace(step)`, if given, sees each step of
+    the walk (autodiff/backprop.py; tfl.viz.eager_backprop_steps draws it)."""
     grads = [None] * len(roots) if grads is None else list(grads)
     seeds = {}
     for root, grad in zip(roots, grads):
@@ -215,7 +220,7 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
         node = root.grad_fn if root.grad_fn is not None else root
         seeds[node] = seeds[node] + seed if node in seeds else seed
     # a trace sees the exact counts from the start; otherwise they are guessed as ops are reached
-    pending = {} if trace is None else _dependencies([n for n in seeds if n.__class__ is not Tensor])
+    pending = {} if trace is None else _dependencies(seeds)
     previous, GradMode.enabled = GradMode.enabled, create_graph
     # gradient functions also compute gradients nobody asked for (x ** 2 computes one for the 2, with
     # log(x)): like PyTorch, backward does not warn about their nan or inf
@@ -226,20 +231,9 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
             GradMode.enabled = previous
 
 
-def _deliver(leaf, grad, sink, create_graph):
-    if sink is None:
-        _accumulate(leaf, grad, create_graph)
-    elif leaf in sink:
-        old = sink[leaf]
-        sink[leaf] = grad if old is None else old + grad
-
-
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
     """Gradients of `outputs` with respect to `inputs` as Tensors (torch.autograd.grad); `.grad` is untouched.
-
-    With `create_graph=True` the returned gradients are recorded too, so they can be
-    differentiated again (second derivatives).
-    """
+    With `create_graph=True` they are recorded too, to be differentiated again (second derivatives)."""
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     single = not isinstance(inputs, (list, tuple))
     inputs = [inputs] if single else list(inputs)

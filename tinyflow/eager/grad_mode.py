@@ -1,6 +1,5 @@
 """Whether eager ops record a backward graph: `tfl.no_grad()` turns it off for a while."""
 import contextlib
-import functools
 
 
 class GradMode:
@@ -15,7 +14,7 @@ def is_grad_enabled():
 
 
 class _GradSwitch(contextlib.ContextDecorator):
-    """A context manager (or decorator) setting the recording switch, restoring it on exit."""
+    """A context manager (or decorator: each call enters it anew) setting the recording switch, restoring it on exit."""
 
     def __init__(self, enabled):
         self.enabled = enabled
@@ -28,14 +27,6 @@ class _GradSwitch(contextlib.ContextDecorator):
 
     def __exit__(self, *exc_info):
         GradMode.enabled = self._previous.pop()
-        return False
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapped(*args, **kwargs):
-            with type(self)(self.enabled):
-                return fn(*args, **kwargs)
-        return wrapped
 
 
 def no_grad():

@@ -1,13 +1,12 @@
 """In-place ops on Tensors: add_, sub_, mul_, div_, zero_, fill_, x[idx] = v (and +=, -=, *=, /=).
 
-An in-place op is the ordinary op on a snapshot of the tensor (`old`), after
-which the tensor takes the result's value and grad_fn: the recorded graph stays
-correct, and the tensor's version stamp moves on. Ops that saved the tensor
-before the change find a newer stamp at backward time and raise the version
-error if their gradient needs that value (tinyflow/eager/autograd.py), as
-PyTorch does. The value array is replaced, never written into, so no saved
-value is ever overwritten behind the graph's back.
+An in-place op is the ordinary op on a snapshot of the tensor (`old`); the tensor takes the result's value and
+grad_fn, and its version stamp moves on: ops that saved it before find a newer stamp at backward time and raise the
+version error if their gradient needs that value (autograd.py), as PyTorch does. The value array is replaced, never
+written into, so no saved value is ever overwritten behind the graph's back.
 """
+import operator
+
 import numpy as np
 
 from ..errors import TinyflowError
@@ -15,7 +14,8 @@ from ..nodes import OP_TYPES
 from ..ops import cast
 from ..ops.array_ops import _normalize_key
 from .grad_mode import GradMode
-from .runtime import change_phrase, tick
+from .autograd import changed_in_place
+from .runtime import change_phrase
 from .tensor import Tensor, make
 
 
@@ -37,8 +37,7 @@ def apply_inplace(x, name, compute):
                             "broadcast to it)")
     if result.dtype != x.dtype:
         result = cast(result, x.dtype)
-    x._data = result._data
-    x._version = tick()
+    changed_in_place(x, result._data)
     fn = result.grad_fn
     if old.grad_fn is not None:  # the op that made x's old value: its saved output is stale now
         old.grad_fn._changed_by = change_phrase(fn)
@@ -48,24 +47,18 @@ def apply_inplace(x, name, compute):
     return x
 
 
-def add_(self, other):
-    """self += other, in place; returns self."""
-    return apply_inplace(self, "add_", lambda old: old + other)
+def _arithmetic(name, symbol, combine):
+    """The in-place method `name`: self <symbol>= other."""
+    def method(self, other):
+        return apply_inplace(self, name, lambda old: combine(old, other))
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"self {symbol}= other, in place; returns self."
+    return method
 
 
-def sub_(self, other):
-    """self -= other, in place; returns self."""
-    return apply_inplace(self, "sub_", lambda old: old - other)
-
-
-def mul_(self, other):
-    """self *= other, in place; returns self."""
-    return apply_inplace(self, "mul_", lambda old: old * other)
-
-
-def div_(self, other):
-    """self /= other, in place; returns self."""
-    return apply_inplace(self, "div_", lambda old: old / other)
+add_, sub_, mul_, div_ = (_arithmetic(name, symbol, combine) for name, symbol, combine in (
+    ("add_", "+", operator.add), ("sub_", "-", operator.sub), ("mul_", "*", operator.mul),
+    ("div_", "/", operator.truediv)))
 
 
 def zero_(self):
@@ -93,12 +86,7 @@ def setitem(self, key, value):
     return apply_inplace(self, "x[...] = v", compute)
 
 
-def install():
-    """Give Tensor its in-place methods."""
-    for fn in (add_, sub_, mul_, div_, zero_, fill_):
-        setattr(Tensor, fn.__name__, fn)
-    Tensor.__setitem__ = setitem
-    Tensor.__iadd__, Tensor.__isub__, Tensor.__imul__, Tensor.__itruediv__ = add_, sub_, mul_, div_
-
-
-install()
+for _method in (add_, sub_, mul_, div_, zero_, fill_):  # Tensor's in-place methods
+    setattr(Tensor, _method.__name__, _method)
+Tensor.__setitem__ = setitem
+Tensor.__iadd__, Tensor.__isub__, Tensor.__imul__, Tensor.__itruediv__ = add_, sub_, mul_, div_

@@ -1,25 +1,16 @@
 """The eager runtime: how an op meets Tensors. Installed as `Operation.eager` when tinyflow.eager loads.
 
-`Op(*inputs)` goes through the op's own `__init__` as in graph mode; when an
-input is a Tensor, `Operation.__init__` calls `adopt` instead of adding a
-node to a graph (inputs become Tensors, `infer_shape` validates them), and
-the metaclass then calls `run`: the active backend's kernel computes the value
-at once. If an input requires grad, the op object itself becomes the result's
-`grad_fn`: it keeps its inputs, its attributes, its output value and the edges
-to the grad_fns of its inputs, which is everything its registered gradient
-function needs.
+`Op(*inputs)` runs the op's own `__init__` as in graph mode; when an input is a Tensor, `Operation.__init__` calls
+`adopt` instead of adding a node to a graph (`infer_shape` validates the inputs), and the metaclass then calls `run`:
+the active backend's kernel computes the value at once. If an input requires grad, the op object itself becomes the
+result's `grad_fn`, keeping all its registered gradient function needs: inputs, attributes, output value, and the
+edges to its inputs' grad_fns.
 
-Plain elementwise ops (see `_plain_dtypes`) on Tensors of one dtype (a layer's
-Variable standing for its leaf), the bulk of a training loop's small ops, take a
-shortcut with the same result: each plain class has its own closures
-(`_op_shortcuts`) that build the op object and its Tensor directly. They are the
-Tensor operators themselves (`a + b` is one Python call) and the metaclass calls
-them too (`EagerRuntime.call`). The per-op cost is what a PyTorch user's Python
-loop pays, so it is kept to a few attribute stores: no reference cycles (the
-garbage collector would have to free them), and the creation site is a shared
-(code, offset) pair, remembered for the line that called last and resolved into
-"file:line" only when an error message needs it. Ops with no attributes remember
-their shape and dtype rule per input shapes and dtypes (`adopt`).
+Plain elementwise ops on Tensors of one dtype, the bulk of a training loop's small ops, take a shortcut with the same
+result (`_op_shortcuts`): the Tensor operators themselves (`a + b` is one Python call), which the metaclass calls too.
+Their cost is what a PyTorch user's Python loop pays, so it is kept to a few attribute stores: no reference cycles
+(the garbage collector would have to free them), and the creation site a shared (code, offset) pair, turned into
+"file:line" only when an error message needs it.
 """
 from sys import _getframe
 
@@ -39,15 +30,9 @@ from .tensor import Tensor, make
 
 
 class Clock:
-    """Stamps in-place changes: a tensor changed after an op was recorded has a newer stamp than the op."""
+    """Stamps in-place changes (`changed_in_place`): a tensor changed after an op was recorded has a newer stamp."""
 
     now = 0
-
-
-def tick():
-    """The stamp of a new in-place change."""
-    Clock.now += 1
-    return Clock.now
 
 
 # ---------------------------------------------------------------- the backend eager ops run on
@@ -64,7 +49,7 @@ _CHOSEN = {}  # backend name -> the backend, so switching back and forth costs n
 
 def set_backend(name=None):
     """Choose the backend eager ops run on: "c", "numpy", "opencl" (None: $TINYFLOW_BACKEND or the best)."""
-    backend = _CHOSEN.get(name) if name is not None else None
+    backend = _CHOSEN.get(name)
     if backend is None:
         backend = _backends.get_backend(name)
         if name is not None:
@@ -94,26 +79,8 @@ def _differentiable(op, cache={}):
 _INFERRED = {}  # (attribute-free op class, *input shapes, *input dtypes) -> (output shape, output dtype)
 
 
-def _plain_dtypes(cls):
-    """For a plain op class, a dict remembering per input dtype (output dtype, whether results record a
-    grad_fn); False for other classes.
-
-    Plain: an elementwise op of the table with one or two inputs and no attribute, so
-    the op carries none and its shape is the inputs' broadcast shape; only the dtype rule is
-    left, asked once per input dtype.
-    """
-    dtypes = _PLAIN.get(cls)
-    if dtypes is None:
-        plain = issubclass(cls, ElementwiseOp) and not cls.attributes and len(cls.input_names) in (1, 2)
-        dtypes = _PLAIN[cls] = {} if plain else False
-    return dtypes
-
-
-_PLAIN = {}  # op class -> {input dtype: (output dtype, records)} for plain classes, False for the others
-
-
 def _plain_dtype(cls, dtypes, tensors):
-    """(output dtype, records) of plain class cls on these tensors (of one dtype), remembered in dtypes."""
+    """(output dtype, records, kernel) of plain class cls on these tensors (of one dtype), remembered in dtypes."""
     op = cls.__new__(cls)
     dtype = _infer(op, tensors)[1]
     ones = [np.ones(1, t._data.dtype) for t in tensors]
@@ -124,16 +91,16 @@ def _plain_dtype(cls, dtypes, tensors):
 
 
 def _op_shortcuts(cls, fallback):
-    """(unary, binary) shortcuts for plain class cls (None for the arity it does not take; both None when it
-    is not plain): `unary(x, fallback)` / `binary(a, b, fallback)` return cls(x) / cls(a, b) for Tensors of one
-    dtype whose shapes broadcast, else fallback(...) (None: return None), which takes the generic path.
+    """(unary, binary) shortcuts for plain class cls (None for an arity it does not take): `unary(x, fallback)` /
+    `binary(a, b, fallback)` return cls(x) / cls(a, b) for Tensors of one dtype whose shapes broadcast, else
+    fallback(...) (None: return None), the generic path. Closures per class, so that `a + b` costs one Python call;
+    attributes are stored one at a time (cheaper than tuple unpacking).
 
-    One closure per class, so that `a + b` costs one Python call: the Tensor operators are these functions
-    (see `operator`). Inputs and the op are stored one attribute at a time (cheaper than tuple unpacking).
-    """
-    dtypes = _plain_dtypes(cls)
-    if dtypes is False:
+    Plain: elementwise, one or two inputs, no attribute, so the shape is the inputs' broadcast shape and only the
+    dtype rule is left, asked once per input dtype (`_plain_dtype`)."""
+    if not issubclass(cls, ElementwiseOp) or cls.attributes or len(cls.input_names) not in (1, 2):
         return None, None
+    dtypes = {}  # input dtype -> (output dtype, whether results record a grad_fn, kernel)
     new, ndarray = object.__new__, np.ndarray
     known = [None]  # the shape of the last op made
     last = [None, None, None]  # the last caller's (code, offset, creation site): a loop calls from one line
@@ -177,9 +144,7 @@ def _op_shortcuts(cls, fallback):
             out = (Active.backend or set_backend(None)).compute(op, [da, db])
         result = new(Tensor)
         result._data = out
-        result._grad = None
-        result._owner = None
-        result._taint = None
+        result._grad = result._owner = result._taint = None
         result._version = 0
         if (a.requires_grad or b.requires_grad) and entry[1] and GradMode.enabled:  # _tensor_of, written out
             result.requires_grad = True
@@ -202,7 +167,7 @@ def _op_shortcuts(cls, fallback):
             frame = _getframe(1)
             if frame.f_code is not last[0] or frame.f_lasti != last[1]:  # else: the same line as last time
                 _find_site(frame, last)
-            op._site = last[2]
+            op.site = last[2]
         else:
             result.requires_grad = False
             result.grad_fn = None
@@ -229,9 +194,8 @@ def _op_shortcuts(cls, fallback):
 
 
 def _find_site(frame, last):
-    """Set last[2] to the creation site of an op made by a shortcut called from `frame`; when that is the
-    user's own line, remember the frame's (code, offset) in last[:2] so that the next call from there is
-    recognised at once."""
+    """Set last[2] to the creation site of an op a shortcut made, called from `frame`; remember the frame's
+    (code, offset) in last[:2] when that is the user's own line, so that the next call from there is known at once."""
     code, offset = frame.f_code, frame.f_lasti
     sites = USER_SITES.get(code)  # holds codes outside tinyflow only
     site = None if sites is None else sites.get(offset)
@@ -243,8 +207,7 @@ def _find_site(frame, last):
 
 
 def _leaf_pair(a, b):
-    """(a, b) as Tensors when one is a Tensor and the other a Variable, which stands for its eager leaf (as in
-    `_as_tensors`); else None."""
+    """(a, b) as Tensors when one is a Tensor and the other a Variable, standing for its eager leaf; else None."""
     if a.__class__ is Tensor and isinstance(b, Variable):
         return a, variable_leaf(b)
     if b.__class__ is Tensor and isinstance(a, Variable):
@@ -257,26 +220,22 @@ def _broadcast(a, b):
     shape = _BROADCASTS.get((a, b))
     if shape is None:
         try:
-            shape = broadcast_shapes(a, b)
+            shape = _remember(_BROADCASTS, (a, b), broadcast_shapes(a, b))
         except ShapeError:
             return None
-        if len(_BROADCASTS) > 4096:  # a program with ever new shapes: forget the old ones
-            _BROADCASTS.clear()
-        _BROADCASTS[a, b] = shape
     return shape
 
 
+def _remember(cache, key, value):
+    """cache[key] = value, the cache emptied first when full (a program with ever new shapes); returns value."""
+    if len(cache) > 4096:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 _BROADCASTS = {}  # (input shape, input shape) -> their broadcast shape, for plain binary ops
-
-
 _SHORTCUTS = {}  # op class -> (unary, binary) shortcuts, see _op_shortcuts
-
-
-def _shortcuts(cls):
-    pair = _SHORTCUTS.get(cls)
-    if pair is None:
-        pair = _SHORTCUTS[cls] = _op_shortcuts(cls, None)
-    return pair
 
 
 def operator(cls, fn):
@@ -293,11 +252,8 @@ class EagerRuntime:
 
     @staticmethod
     def adopt(op, inputs):
-        """Take `op` into eager mode if its inputs hold a Tensor and no graph node: inputs become Tensors
-        and the op's own infer_shape checks them. False (graph mode) otherwise.
-
-        A Variable next to a Tensor acts as an eager leaf; an eager op stands for its output.
-        """
+        """Take `op` into eager mode if its inputs hold a Tensor and no graph node (a Variable stands for its eager
+        leaf, an eager op for its output): they become Tensors, checked by the op's infer_shape. Else False."""
         for x in inputs:
             if x.__class__ is not Tensor:
                 tensors = _as_tensors(inputs)
@@ -312,13 +268,7 @@ class EagerRuntime:
             op.shape, op.dtype = _infer(op, tensors)
         else:  # attribute-free: shape and dtype depend on the input shapes and dtypes only (remembered)
             key = (op.__class__, *[t._data.shape for t in tensors], *[t._data.dtype for t in tensors])
-            inferred = _INFERRED.get(key)
-            if inferred is None:
-                inferred = _infer(op, tensors)
-                if len(_INFERRED) > 4096:  # a program with ever new shapes: forget the old ones
-                    _INFERRED.clear()
-                _INFERRED[key] = inferred
-            op.shape, op.dtype = inferred
+            op.shape, op.dtype = _INFERRED.get(key) or _remember(_INFERRED, key, _infer(op, tensors))
         op.graph = None
         op.inputs = tensors
         return True
@@ -326,15 +276,18 @@ class EagerRuntime:
     @staticmethod
     def run(op):
         """Compute the op's value now; record the op as the result's grad_fn if an input requires grad."""
-        inputs = op.inputs
-        return _result(op, inputs, [t._data for t in inputs])
+        out = (Active.backend or set_backend(None)).compute(op, [t._data for t in op.inputs])
+        return _tensor_of(op, op.inputs, out, out.dtype.kind == "f" and _differentiable(op))
 
     @staticmethod
     def call(cls, args, kwargs):
         """`cls(*args)` when the class's shortcut takes it (see `_op_shortcuts`), else None (the generic path)."""
         if kwargs and (len(kwargs) > 1 or "name" not in kwargs):  # eager ops have no name; others: generic
             return None
-        unary, binary = _SHORTCUTS.get(cls) or _shortcuts(cls)
+        pair = _SHORTCUTS.get(cls)
+        if pair is None:
+            pair = _SHORTCUTS[cls] = _op_shortcuts(cls, None)
+        unary, binary = pair
         if len(args) == 2:
             if binary is not None:
                 return binary(args[0], args[1], None)
@@ -343,22 +296,11 @@ class EagerRuntime:
         return None
 
 
-def _result(op, inputs, values):
-    """The Tensor of op's value on the active backend; op becomes its grad_fn if an input requires grad."""
-    out = (Active.backend or set_backend(None)).compute(op, values)
-    return _tensor_of(op, inputs, out, out.dtype.kind == "f" and _differentiable(op))
-
-
 def _tensor_of(op, inputs, out, records, same_shapes=False):
-    """A Tensor of op's value `out`; op becomes its grad_fn when it `records` gradients and an input requires grad.
-
-    The op keeps the edges to its inputs' grad_fns (or leaves), its output value and the user's line.
-    `_same_shapes` True says that every input has the output's shape (no broadcasting), so that the gradient of
-    the output, passed on unchanged, fits every input without a shape check. `_uses` counts the recorded ops
-    that take this op's output: backward's first guess of how many contributions the op waits for (see
-    autograd.py). The op keeps its output's value, not the Tensor: a reference back to the Tensor would be a
-    cycle (result -> op -> result) that only the garbage collector frees.
-    """
+    """A Tensor of op's value `out`; op becomes its grad_fn when it `records` gradients and an input requires grad,
+    keeping the edges to its inputs' grad_fns (or leaves), its output value (the Tensor would be a cycle) and the
+    user's line. `_same_shapes`: every input has the output's shape, so the output's gradient fits them unchecked.
+    `_uses` counts the recorded ops taking its output: backward's first guess of the contributions it waits for."""
     result = make(out)
     if records and GradMode.enabled and any(t.requires_grad for t in inputs):
         result.requires_grad, result.grad_fn = True, op
@@ -367,7 +309,7 @@ def _tensor_of(op, inputs, out, records, same_shapes=False):
             if edge is not None and edge.__class__ is not Tensor:
                 edge._uses += 1
         op._uses, op._epoch, op._out, op._same_shapes = 0, Clock.now, out, same_shapes
-        op._site = user_site(2)  # (it walks out of tinyflow's frames to the user's)
+        op.site = user_site(2)  # (it walks out of tinyflow's frames to the user's)
     if Taint.active:
         Taint.spread(inputs, result)
     return result
@@ -405,11 +347,8 @@ def _as_tensors(inputs):
 
 
 class Taint:
-    """Values computed from a saved tensor that was changed in place (see autograd.py): wrong, and marked.
-
-    Only while a gradient function runs on such a stand-in; a marked gradient that
-    reaches an input needing it raises the version error, as PyTorch does.
-    """
+    """Values computed from a saved tensor changed in place (see autograd.py), while a gradient function runs on such
+    a stand-in: wrong, and marked; a marked gradient reaching an input raises the version error, as in PyTorch."""
 
     active = False
 
@@ -422,8 +361,7 @@ class Taint:
 
 
 def output_of(op):
-    """The Tensor an eager op computed (gradient functions use `op` for its output, e.g. exp's g * op):
-    a Tensor of the op's saved output value, whose grad_fn is the op (as the user's own output Tensor)."""
+    """The Tensor of an eager op's saved output, grad_fn the op (gradient functions use `op` for it: exp's g * op)."""
     out = getattr(op, "_out", None)
     if out is None:
         raise TinyflowError(f"the output of {describe(op)} is no longer available")
@@ -451,8 +389,7 @@ def change_phrase(fn):
 
 def describe(op):
     """"Multiply (created at train.py:12)": an eager op and where the user's code made it."""
-    site = getattr(op, "_site", None)
-    return f"{op.op_type}" + (f" (created at {op.creation_site})" if site else "")
+    return op.op_type + (f" (created at {op.creation_site})" if getattr(op, "site", None) else "")
 
 
 def variable_leaf(var):

@@ -1,9 +1,7 @@
 """Tensor: an array that computes at once and remembers how it was made (PyTorch-style eager mode).
 
-A Tensor holds a numpy array. Every op accepts Tensors (the op classes are the
-graph's: see tinyflow/nodes/operation.py) and returns a new Tensor at once. When
-an input requires grad, the result remembers the op that made it (`grad_fn`):
-together these ops are the recorded backward graph that `backward()` walks.
+Every op (the graph's op classes) takes Tensors and returns a new Tensor at once; when an input requires grad, the
+result remembers the op that made it (`grad_fn`): these ops are the recorded backward graph `backward()` walks.
 """
 import numbers
 
@@ -15,9 +13,8 @@ from ..nodes.node import default_dtype_for
 from ..dtypes import promote
 from ..ops import operators, runtime_shapes
 from ..ops.array_ops import checks
-from ..ops.elementwise_ops import cast
+from ..ops.elementwise_ops import cast, equal, not_equal
 from ..ops.runtime_shapes import fill
-from ..ops.elementwise_ops import equal, not_equal
 
 
 class Tensor:
@@ -32,7 +29,9 @@ class Tensor:
     def __init__(self, data, requires_grad=False, dtype=None):
         array = np.array(data.numpy() if isinstance(data, Tensor) else data,
                          dtype=dtype if dtype is not None else default_dtype_for(data))
-        _init(self, array, False, None)
+        self._data, self.requires_grad, self.grad_fn = array, False, None
+        self._grad = self._owner = self._taint = None
+        self._version = 0
         if requires_grad:
             self.requires_grad_(True)
 
@@ -42,25 +41,10 @@ class Tensor:
         return make(np.asarray(value, dtype=default_dtype_for(value, None if like is None else like.dtype)))
 
     # ------------------------------------------------------------ the value
-    @property
-    def shape(self):
-        """The shape (a tuple of ints)."""
-        return self._data.shape
-
-    @property
-    def dtype(self):
-        """The numpy dtype."""
-        return self._data.dtype
-
-    @property
-    def ndim(self):
-        """The number of axes."""
-        return self._data.ndim
-
-    @property
-    def size(self):
-        """The number of elements."""
-        return self._data.size
+    shape = property(lambda self: self._data.shape, doc="The shape (a tuple of ints).")
+    dtype = property(lambda self: self._data.dtype, doc="The numpy dtype.")
+    ndim = property(lambda self: self._data.ndim, doc="The number of axes.")
+    size = property(lambda self: self._data.size, doc="The number of elements.")
 
     def numpy(self):
         """The value as a numpy array (shared, not copied: treat it as read-only)."""
@@ -114,9 +98,7 @@ class Tensor:
 
     def __repr__(self):
         body = np.array2string(self._data, separator=", ", prefix="tensor(", threshold=100)
-        extras = []
-        if self._data.dtype != np.float32:
-            extras.append(f"dtype={self._data.dtype.name}")
+        extras = [f"dtype={self._data.dtype.name}"] if self._data.dtype != np.float32 else []
         if self.grad_fn is not None:
             extras.append(f"grad_fn=<{self.grad_fn.op_type}>")
         elif self.requires_grad:
@@ -169,20 +151,10 @@ class Tensor:
         return identity(self) if self.requires_grad else make(self._data.copy())
 
     def backward(self, grad=None, retain_graph=False, create_graph=False):
-        """Accumulate d(self)/d(leaf) into the `.grad` of every leaf that requires grad.
-
-        `grad` seeds the pass (needed for non-scalar tensors); `retain_graph` keeps the
-        recorded graph for another backward; `create_graph` records the backward pass
-        itself, for higher derivatives (see tfl.eager.grad).
-        """
+        """Accumulate d(self)/d(leaf) into the `.grad` of every leaf that requires grad; `grad` seeds it (needed for
+        non-scalars), `retain_graph` keeps the recorded graph, `create_graph` records the pass (for tfl.eager.grad)."""
         from .autograd import backward
         backward([self], None if grad is None else [grad], retain_graph or create_graph, create_graph)
-
-
-def _init(tensor, data, requires_grad, grad_fn):
-    tensor._data, tensor.requires_grad, tensor.grad_fn = data, requires_grad, grad_fn
-    tensor._grad = tensor._owner = tensor._taint = None
-    tensor._version = 0
 
 
 _COMPARABLE = (Tensor, Node, numbers.Number, np.ndarray, np.generic, list, tuple)  # `t == None` is False
@@ -194,9 +166,7 @@ def make(data, requires_grad=False, grad_fn=None):
     tensor._data = data  # one store at a time: cheaper than tuple unpacking
     tensor.requires_grad = requires_grad
     tensor.grad_fn = grad_fn
-    tensor._grad = None
-    tensor._owner = None
-    tensor._taint = None
+    tensor._grad = tensor._owner = tensor._taint = None
     tensor._version = 0
     return tensor
 

@@ -103,7 +103,7 @@ class Node:
 
     def __init__(self, inputs=(), shape=None, dtype=None, name=None, graph=None):
         graph = graph if graph is not None else get_default_graph()
-        self._site = user_site(1)  # the user's line, for error messages (see creation_site)
+        self.site = user_site(1)  # the user's line as a (code, offset) pair; creation_site is its text
         for inp in inputs:
             if inp.graph is not graph:
                 raise GraphError(f"cannot build {self.op_type}: input '{inp.name}' belongs to another graph. "
@@ -122,7 +122,7 @@ class Node:
     @property
     def creation_site(self):
         """"file:line" of the user code that created this node ("cell 5, line 3" in a notebook)."""
-        return site_text(self._site)
+        return site_text(self.site)
 
     def _repr_svg_(self):
         """Jupyter shows a node as the picture of the subgraph it needs (None, the text repr, without graphviz)."""

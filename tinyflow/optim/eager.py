@@ -50,12 +50,8 @@ class Slot:
         mirror = var.device_mirror
         if mirror is not None and not mirror.host_stale:  # a host kernel changed the array in place: the device
             mirror.device_stale = True                    # copy an OpenCL session keeps is the old value now
-        from ..eager.runtime import tick
-        if param is not var:
-            param._data = var.value
-            param._version = tick()  # changed in place: graphs that saved it must not backprop through it
-        elif var.__dict__.get("_eager_leaf") is not None:
-            var._eager_leaf._version = tick()
+        from ..eager.autograd import changed_in_place
+        changed_in_place(param, var.value if param is not var else None)
 
 
 def attach(optimizer, params):

@@ -1,20 +1,24 @@
-"""Backprop, step by step: one picture per node the backward walk takes (graphs here, eager tensors in eager_graph.py):
-the node just taken yellow, finished ones green with their gradient, waiting ones with their pending count.
+"""Backprop, step by step: one picture per node the backward walk takes (graph nodes here, eager tensors in
+eager_graph.py), replayed from the walk's own trace: the node just taken yellow, finished ones green with their
+gradient, waiting ones with their pending count and the contributions they received.
 """
 import base64
 import html
 import io
 import os
 from collections.abc import Mapping
+from itertools import islice
 
 from ..autodiff.gradients import gradients
+from ..graph import ancestors
 from ..nodes import Node
-from .graphviz_render import VizError, digraph, dot_available, no_dot_html, require_dot, run_values, summarize
+from .graphviz_render import VizError, digraph, dot_available, label, no_dot_html, require_dot, run_values, summarize
 
 CURRENT = dict(style="filled,bold", fillcolor="#ffe066", color="#b8860b", penwidth="2.5")
 DONE = dict(style="filled", fillcolor="#d3f0d3", color="#2e7d32")
 PARTIAL = dict(style="filled", fillcolor="#ffe3e3", color="#b33a3a")
 WAITING = dict(style="filled", fillcolor="#ffffff", color="#555555")
+QUEUE_SHOWN = 12  # names of the queue kept per step (the rest is counted)
 PAGER = ("<script>function tfStep(id,d){var r=document.getElementById(id),s=r.getElementsByClassName('tf-step'),"
          "i=0;for(;i<s.length;i++){if(s[i].style.display!='none')break;}s[i].style.display='none';"
          "i=Math.min(Math.max(i+d,0),s.length-1);s[i].style.display='block';"
@@ -41,7 +45,6 @@ class BackpropSteps(list):
     def save_gif(self, path, seconds_per_frame=1.5):
         """One animated GIF of all frames (drawn on a common canvas size)."""
         from PIL import Image
-        require_dot()
         images = [Image.open(io.BytesIO(frame.pipe(format="png"))).convert("RGB") for frame in self]
         width, height = max(i.width for i in images), max(i.height for i in images)
         canvases = [Image.new("RGB", (width, height), "white") for _ in images]
@@ -53,7 +56,6 @@ class BackpropSteps(list):
 
     def to_html(self):
         """A self-contained HTML page with every frame and Previous / Next buttons."""
-        require_dot()
         slides = "".join(
             f'<div class="tf-step" style="display:{"block" if i == 0 else "none"}">'
             f'<img src="data:image/svg+xml;base64,{base64.b64encode(f.pipe(format="svg")).decode()}"/></div>'
@@ -75,44 +77,65 @@ class BackpropSteps(list):
         return self.to_html() if dot_available() else no_dot_html(*self)
 
 
-def frame(index, count, title, nodes, edges):
-    """The picture of step `index`: `nodes` are (id, label lines, style), `edges` (tail id, head id)."""
-    dot = digraph(f"step{index}", node_shape="box", rankdir="BT", fontsize="12", labelloc="t",
-                  label=f"step {index + 1} of {count}: {title}")
-    for node_id, lines, style in nodes:
-        dot.node(node_id, "\\n".join(lines), **style)
-    for tail, head in edges:
-        dot.edge(tail, head)
-    return dot
+def trace_walk(backward, names, skip=None):
+    """Run `backward(trace)` (tfl.gradients or the eager engine) and keep what is replayed of the steps not skipped,
+    each node called by `names` ({node: its name, or itself}): (the steps, with contributions as they came; the counts
+    before the walk; {node: its gradient})."""
+    steps, pending, grads = [], {}, {}
+
+    def keep(step):
+        if skip is not None and skip(step):
+            return
+        if not steps:  # before the walk: every node's count, the first step's decrements added back
+            pending.update(step["pending"])
+            pending.setdefault(step["node"], 0)  # the walk forgets a node's count once it is processed
+            for parent, _ in step["delivered"]:
+                if parent in pending:  # (an eager leaf has no count: it takes each contribution as it comes)
+                    pending[parent] += 1
+        if step["grad"] is not None and not isinstance(step["grad"], list):  # a list: an op with several outputs
+            grads[step["node"]] = step["grad"]
+        steps.append(dict(node=names[step["node"]], received=len(step["received"]), delivered=list(step["delivered"]),
+                          released=[names[n] for n in step["released"] if n in names], queue_size=len(step["queue"]),
+                          queue=[names[n] for n in islice(step["queue"], QUEUE_SHOWN) if n in names]))
+
+    backward(keep)
+    return steps, pending, grads
 
 
-def _graph_frame(records, index, values):
-    record = records[index]
-    taken = {r["node"]: r for r in records[:index + 1]}
-    between = sorted(record["between"], key=lambda n: n.creation_index)
-    nodes = []
-    for node in between:
-        lines = [node.name if node.op_type in ("Variable", "Placeholder", "Constant") else
-                 f"{node.name} ({node.op_type})"]
-        if node in values:
-            lines.append(f"value {summarize(values[node])}")
-        if node in taken:
-            grad = taken[node]["grad"]
-            known = isinstance(grad, Node) and grad in values
-            total = summarize(values[grad]) if known else f"∑ of {len(taken[node]['received'])}"
-            lines.append("no gradient" if grad is None else f"grad = {total}")
-            style = CURRENT if node is record["node"] else DONE
-        else:
-            received = record["contributions"].get(node, [])
-            lines.append(f"pending {record['pending'][node]}")
-            if received:
-                lines.append("received " + " + ".join(summarize(values[c]) if c in values else "·" for c in received))
-            style = PARTIAL if received else WAITING
-        nodes.append((f"n{node.creation_index}", lines, style))
-    edges = [(f"n{i.creation_index}", f"n{n.creation_index}") for n in between for i in n.inputs
-             if i in record["between"]]
-    title = f"took '{record['node'].name}' from the queue; queue now: [{', '.join(n.name for n in record['queue'])}]"
-    return frame(index, len(records), title, nodes, edges)
+def walk_frames(steps, pending, grads, boxes, value_of, name_of):
+    """The pictures of a walk from `trace_walk` (nodes called by themselves); `boxes` holds each node drawn: (its
+    label's first lines, the nodes it reads). `value_of` gives a gradient's value (None: unknown), `name_of` a name."""
+    ids = {node: f"n{i}" for i, node in enumerate(boxes)}
+    edges = [(ids[i], ids[node]) for node, (_, inputs) in boxes.items() for i in inputs if i in ids]
+    left, received, taken, frames = dict(pending), {}, {}, []
+    for index, step in enumerate(steps):
+        taken[step["node"]] = step
+        for target, part in step["delivered"]:
+            if target in left:
+                left[target] -= 1
+            if part is not None:
+                received.setdefault(target, []).append(value_of(part))
+        queue = ", ".join(map(name_of, step["queue"])) + (", …" if step["queue_size"] > QUEUE_SHOWN else "")
+        dot = digraph(f"step{index}", rankdir="BT", fontsize="12", labelloc="t", label=f"step {index + 1} of "
+                      f"{len(steps)}: took '{name_of(step['node'])}' from the queue; queue now: [{queue}]")
+        dot.node_attr["shape"] = "box"
+        for node, (lines, _) in boxes.items():
+            parts = received.get(node, [])
+            if node in taken:
+                grad = value_of(grads.get(node))
+                total = f"∑ of {taken[node]['received']}" if grad is None else summarize(grad)
+                lines = lines + [f"grad = {total}" if taken[node]["received"] else "no gradient"]
+                style = CURRENT if node is step["node"] else DONE
+            else:
+                lines = lines + ([f"pending {left[node]}"] if node in left else [])
+                if parts:
+                    lines.append("received " + " + ".join("·" if p is None else summarize(p) for p in parts))
+                style = WAITING if not parts else PARTIAL if node in left else DONE  # (no count: an eager leaf)
+            dot.node(ids[node], "\\n".join(lines), **style)
+        for tail, head in edges:
+            dot.edge(tail, head)
+        frames.append(dot)
+    return BackpropSteps(frames, [name_of(step["node"]) for step in steps])
 
 
 def backprop_steps(loss, wrt, *, feed_dict=None, session=None, path=None):
@@ -120,22 +143,18 @@ def backprop_steps(loss, wrt, *, feed_dict=None, session=None, path=None):
     run with `feed_dict`), also written to `path` when given: a .gif, an .html page, or a folder of PNGs."""
     wrt = list(wrt) if isinstance(wrt, (list, tuple)) else [wrt]
     _check_arguments(loss, wrt, feed_dict)
-    records = []
-    gradients(loss, wrt, trace=lambda step: records.append(_snapshot(step)))
-    shown = {n for r in records for n in [*r["between"], *r["received"], r["grad"]] if isinstance(n, Node)}
-    values = run_values(shown, feed_dict, session)  # {} when placeholders lack values: the frames show counts
-    steps = BackpropSteps([_graph_frame(records, i, values) for i in range(len(records))],
-                          [r["node"].name for r in records])
+    steps, pending, grads = trace_walk(lambda trace: gradients(loss, wrt, trace=trace),
+                                       {n: n for n in ancestors([loss])})
+    drawn = sorted({step["node"] for step in steps}, key=lambda n: n.creation_index)
+    parts = {p for step in steps for _, p in step["delivered"] if isinstance(p, Node)}
+    values = run_values({*drawn, *parts, *grads.values()}, feed_dict, session)  # {} when it cannot run: counts only
+    boxes = {n: (label(n, name=n.name) + ([f"value {summarize(values[n])}"] if n in values else []), n.inputs)
+             for n in drawn}
+    steps = walk_frames(steps, pending, grads, boxes, values.get, lambda n: n.name)
     if path is not None:
         suffix = os.path.splitext(os.fspath(path))[1].lower()
         {".gif": steps.save_gif, ".html": steps.save_html}.get(suffix, steps.save_frames)(path)
     return steps
-
-
-def _snapshot(step):
-    """A trace record with copies of the walk's live pending counts, contributions and queue (one frame each)."""
-    return dict(step, pending=dict(step["pending"]), queue=list(step["queue"]),
-                contributions={n: list(c) for n, c in step["contributions"].items() if c})
 
 
 def _check_arguments(loss, wrt, feed_dict):

@@ -1,104 +1,105 @@
 """Pictures of eager mode: the backward graph a Tensor recorded (like torchviz's make_dot), its ops where the user's
 code made them, arrows from inputs to the op that used them; and its backward pass step by step."""
-import numpy as np
-
-from ..eager.autograd import backward
+from ..eager.autograd import backward, leaf_variable, recorded_inputs
 from ..eager.tensor import Tensor
 from ..errors import TinyflowError
-from .backprop_steps import CURRENT, DONE, PARTIAL, WAITING, BackpropSteps, frame
-from .graphviz_render import STYLES, digraph, summarize
+from .backprop_steps import trace_walk, walk_frames
+from .graphviz_render import STYLES, digraph, label, summarize
 
 
 def recorded(tensor):
-    """(ops, leaves, edges) reachable from the tensor's grad_fn, ops in the order they ran (each after the ops it
-    read: a depth-first postorder), leaves as first reached; edges are (source, op, input index)."""
+    """(ops, leaves) reachable from the tensor's grad_fn, ops in the order they ran (each after the ops it read: a
+    depth-first postorder), leaves as first reached."""
     if not isinstance(tensor, Tensor):
         raise TinyflowError(f"backward_graph draws an eager Tensor's recorded graph, got {tensor!r}; "
                             "for graph nodes use tfl.viz.to_graphviz")
-    ops, leaves, edges, seen = [], [], [], set()
+    ops, leaves, seen = [], [], set()
     stack = [(tensor.grad_fn, False)] if tensor.grad_fn is not None else []
     while stack:
         fn, expanded = stack.pop()
         if expanded:
             ops.append(fn)
-            continue
-        if id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        stack.append((fn, True))
-        for index, source in reversed(list(enumerate(fn._next or ()))):  # input 0 is expanded first
-            if source is not None:
-                edges.append((source, fn, index))
-            if source is None or id(source) in seen:  # by identity: == on Tensors compares values
-                continue
-            if isinstance(source, Tensor):  # a leaf
-                seen.add(id(source))
-                leaves.append(source)
-            else:
-                stack.append((source, False))
-    return ops, leaves, edges
+        elif id(fn) not in seen:
+            seen.add(id(fn))
+            stack.append((fn, True))
+            for source in reversed(recorded_inputs(fn) or ()):  # input 0 is expanded first
+                if source is None or id(source) in seen:  # by identity: == on Tensors compares values
+                    continue
+                if isinstance(source, Tensor):  # a leaf
+                    seen.add(id(source))
+                    leaves.append(source)
+                else:
+                    stack.append((source, False))
+    return ops, leaves
 
 
-def _leaf_label(leaf):
-    name = f"Variable '{leaf._owner.name}'" if leaf._owner is not None else "leaf tensor"
-    return f"{name}\\n{list(leaf.shape)} {leaf.dtype}"
+def eager_names(items):
+    """Readable unique names: a leaf's Variable's name (else "leaf"), an op's type (Multiply, Multiply_1, ...)."""
+    names, used = {}, {}
+    for item in items:
+        owner = leaf_variable(item) if isinstance(item, Tensor) else None
+        base = owner.name if owner is not None else "leaf" if isinstance(item, Tensor) else item.op_type
+        count = used[base] = used.get(base, -1) + 1
+        names[item] = base if count == 0 else f"{base}_{count}"
+    return names
+
+
+def eager_label(item, name):
+    """The label lines of a leaf Tensor (its Variable, shape and dtype) or of an op (type, name, shape)."""
+    if isinstance(item, Tensor):
+        owner = leaf_variable(item)
+        return [f"Variable '{owner.name}'" if owner is not None else "leaf tensor", f"{list(item.shape)} {item.dtype}"]
+    return label(item, name=name, shape=True)
+
+
+def tensor_value(tensor):
+    """A Tensor's value as an array (anything else as it is)."""
+    return tensor.numpy() if isinstance(tensor, Tensor) else tensor
 
 
 def backward_graph(tensor, show_values=False):
     """A graphviz.Digraph of the ops `tensor` recorded on its way from the leaves (torchviz's make_dot)."""
-    ops, leaves, edges = recorded(tensor)
+    ops, leaves = recorded(tensor)
+    names = eager_names(leaves + ops)
     dot = digraph("backward", rankdir="BT")
     for leaf in leaves:
-        label = _leaf_label(leaf) + (f"\\n{summarize(leaf.numpy())}" if show_values else "")
-        dot.node(f"n{id(leaf)}", label, **STYLES["variable"])
+        value = [summarize(leaf.numpy())] if show_values else []
+        dot.node(f"n{id(leaf)}", "\\n".join(eager_label(leaf, names[leaf]) + value), **STYLES["variable"])
     for fn in ops:
-        site = f"\\nat {fn.creation_site}" if getattr(fn, "_site", None) else ""
-        freed = "\\n(freed by backward)" if fn._next is None else ""
-        dot.node(f"n{id(fn)}", f"{fn.op_type}\\n{list(fn.shape) if fn.shape is not None else ''}{site}{freed}",
-                 **STYLES["op"])
+        inputs = recorded_inputs(fn)
+        freed = [] if inputs is not None else ["(freed by backward)"]
+        lines = eager_label(fn, names[fn]) + [f"at {fn.creation_site}"] + freed
+        dot.node(f"n{id(fn)}", "\\n".join(lines), **STYLES["op"])
+        for index, source in enumerate(inputs or ()):
+            if source is not None:
+                dot.edge(f"n{id(source)}", f"n{id(fn)}", label=str(index) if len(inputs) > 1 else "")
     value = f"\\n{summarize(tensor.numpy())}" if show_values else ""
     dot.node("root", f"tensor {list(tensor.shape)}{value}", shape="box", style="filled", fillcolor="#c3e6cb",
              color="#2e7d32")
-    for source, fn, index in edges:
-        dot.edge(f"n{id(source)}", f"n{id(fn)}", label=str(index) if len(fn._next or ()) > 1 else "")
     if tensor.grad_fn is not None:
         dot.edge(f"n{id(tensor.grad_fn)}", "root")
     return dot
 
 
 def eager_backprop_steps(tensor, grad=None):
-    """One picture per op the eager backward pass processes (the tensor's `.grad`s are not touched)."""
-    ops, leaves, edges = recorded(tensor)
+    """One picture per op the eager backward pass processes (the tensors' `.grad`s are not touched)."""
+    ops, leaves = recorded(tensor)
     if not ops:
         raise TinyflowError("this tensor recorded no ops: there is no backward pass to show "
                             "(did its inputs require grad?)")
-    records = []  # a private sink keeps the tensors' .grad as they were; the graph is retained for their backward
-    backward([tensor], None if grad is None else [grad], retain_graph=True, sink={},
-             trace=lambda step: records.extend(op_steps(step)))
-    consumers = {fn: sum(1 for source, _, _ in edges if source is fn) for fn in ops}
-    links = [(f"n{id(source)}", f"n{id(fn)}") for source, fn, _ in edges]
-    frames = []
-    for step, (current, _, counts) in enumerate(records):
-        done = {fn: g for fn, g, _ in records[:step + 1]}
-        nodes = [(f"n{id(leaf)}", [_leaf_label(leaf)],
-                  DONE if any(fn in done for source, fn, _ in edges if source is leaf) else WAITING) for leaf in leaves]
-        for fn in ops:
-            if fn in done:
-                nodes.append((f"n{id(fn)}", [fn.op_type, f"grad {summarize(done[fn])}"],
-                               CURRENT if fn is current else DONE))
-            else:
-                pending = counts.get(fn, 0)
-                nodes.append((f"n{id(fn)}", [fn.op_type, f"pending {pending}"],
-                               PARTIAL if pending < consumers[fn] else WAITING))
-        frames.append(frame(step, len(records), f"backward through {current.op_type}", nodes, links))
-    return BackpropSteps(frames, [fn.op_type for fn, _, _ in records])
+    names = eager_names(leaves + ops)
+    walk = eager_walk(tensor, None if grad is None else [grad], {}, {item: item for item in names})
+    boxes = {item: (eager_label(item, name), recorded_inputs(item) or ()) for item, name in names.items()}
+    return walk_frames(*walk, boxes, tensor_value, names.get)
+
+
+def eager_walk(tensor, seed, sink, names):
+    """`trace_walk` of the eager engine's backward from `tensor` into `sink` (a private one: the tensors' `.grad`
+    stay as they were; the graph is retained for their own backward)."""
+    return trace_walk(lambda trace: backward([tensor], seed, retain_graph=True, sink=sink, trace=trace), names,
+                      leaf_step)
 
 
 def leaf_step(step):
     """Whether a step of the eager walk delivers to a leaf (or passes nothing on): the pictures show ops."""
     return step["node"].__class__ is Tensor or step["grad"] is None
-
-
-def op_steps(step):
-    """[(op, its output's gradient, the pending counts)] for a step of the walk through an op ([] for a leaf)."""
-    return [] if leaf_step(step) else [(step["node"], np.array(step["grad"].numpy()), dict(step["pending"]))]

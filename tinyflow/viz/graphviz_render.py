@@ -25,13 +25,14 @@ STYLES = {
 LEGEND = {"placeholder": "Placeholder (fed data)", "variable": "Variable (trained)",
           "state": "Variable (state: optimizer slots, moving stats)", "constant": "Constant",
           "op": "forward op", "gradient": "gradient op", "optimizer": "optimizer update"}
+FUSED = dict(style="rounded,filled", color="#7b1fa2", fillcolor="#f3e5f5", fontcolor="#4a148c")
 # a PNG's longer side at most, in pixels (a 4K screen's width; 40 inches at graphviz's 96 dpi): a big model's
 # full-size PNG (a ResNet-18: 2064 x 8708) takes seconds to rasterise and no screen shows it; .svg and .pdf keep all
 PNG_MAX_SIDE = 3840
-INSTALL_DOT = ("Install it with `sudo apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS) "
-               "or `conda install graphviz`, then restart the kernel.")
 NO_DOT = ("graphviz's `dot` program is not installed, so this graph cannot be drawn: SVG and PNG pictures are "
-          "made from the DOT text by `dot` itself, there is no way around it. " + INSTALL_DOT)
+          "made from the DOT text by `dot` itself, there is no way around it. Install it with `sudo apt-get install "
+          "graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS) or `conda install graphviz`, then restart the "
+          "kernel.")
 
 
 class VizError(TinyflowError):
@@ -65,6 +66,13 @@ def summarize(value):
             f"min {value.min():.3g} max {value.max():.3g}")
 
 
+def as_list(value):
+    """`value` as a list of nodes: [] for None, a list or tuple as a list, anything else alone."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
 def nodes_to_draw(graph, targets, show_gradients=True):
     """The nodes a picture of `targets` (None: the whole graph) shows, in creation order."""
     if targets is None:
@@ -80,19 +88,13 @@ def nodes_to_draw(graph, targets, show_gradients=True):
     return nodes if show_gradients else [n for n in nodes if n.role == "forward"]
 
 
-def depends_on_state(nodes):
-    """The nodes that are stateful or computed from a stateful op: never run to draw (that would train)."""
-    tainted = set()
-    for node in sorted(nodes, key=lambda n: n.creation_index):
-        if getattr(node, "stateful", False) or any(i in tainted for i in node.inputs):
-            tainted.add(node)
-    return tainted
-
-
 def run_values(nodes, feed_dict=None, session=None, backend=None, notes=None):
     """{node: value} of the `nodes` that update no state, from one run; {} when it cannot run (why: in `notes`)."""
     from ..session import Session
-    tainted = depends_on_state(ancestors(nodes))
+    tainted = set()  # stateful, or computed from a stateful op: never run to draw (that would train)
+    for node in sorted(ancestors(nodes), key=lambda n: n.creation_index):
+        if getattr(node, "stateful", False) or any(i in tainted for i in node.inputs):
+            tainted.add(node)
     wanted = sorted({n for n in nodes if n.dtype is not None and n not in tainted}, key=lambda n: n.creation_index)
     if not wanted:
         return {}
@@ -109,62 +111,54 @@ def run_values(nodes, feed_dict=None, session=None, backend=None, notes=None):
             run.close()
 
 
-def _label(node, show_values, values):
-    """The node's op type and name, with `show_values` its value's summary (and a trained Variable's gradient's)."""
-    short = node.name.rsplit("/", 1)[-1]
-    lines = [short] if short == node.op_type else [node.op_type, short]
-    values = values or {}
-    value = values.get(node, node.value if isinstance(node, (Variable, Constant)) else None)
-    if show_values and value is not None:
-        lines.append(summarize(value))
-    gradient = _gradient_of(node) if show_values and isinstance(node, Variable) else None
-    if gradient in values:
-        lines.append(f"grad {summarize(values[gradient])}")
-    return "\\n".join(lines)
-
-
-def _gradient_of(variable):
-    """The gradient node an optimizer update applies to `variable`, if there is one."""
-    for consumer in variable.consumers:
-        if consumer.role == "optimizer" and getattr(consumer, "stateful", False) and consumer.inputs[0] is variable:
+def gradient_of(node):
+    """The gradient node an optimizer update applies to Variable `node`, if there is one."""
+    for consumer in node.consumers if isinstance(node, Variable) else ():
+        if consumer.role == "optimizer" and getattr(consumer, "stateful", False) and consumer.inputs[0] is node:
             return consumer.inputs[1]
     return None
 
 
-def as_list(value):
-    """`value` as a list of nodes: [] for None, a list or tuple as a list, anything else alone."""
-    if value is None:
-        return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+def label(node, values=None, name=None, shape=False):
+    """A node's label lines: its op type and `name` (one line when they agree), with `shape` its static shape, with
+    `values` its value's summary (and a trained Variable's gradient's)."""
+    name = node.name.rsplit("/", 1)[-1] if name is None else name
+    lines = [name] if name == node.op_type else [node.op_type, name]
+    if shape and node.shape is not None:
+        lines.append(str(node.shape))
+    if values is not None:
+        value = values.get(node, node.value if isinstance(node, (Variable, Constant)) else None)
+        lines += [] if value is None else [summarize(value)]
+        lines += [f"grad {summarize(values[g])}" for g in [gradient_of(node)] if g in values]
+    return lines
 
 
 def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradients=True, graph=None, values=None,
                 feed_dict=None, session=None, collapse=()):
-    """A graphviz.Digraph of the graph (or only what `target` needs), with a legend; same graph, same DOT text.
-    `show_values` shows values (from `values`, or one run with `feed_dict` / `session`); `collapse` names scopes
-    drawn as one box each."""
+    """A graphviz.Digraph of the graph (or only what `target` needs, or an optimised plan from `sess.plan(...)`, its
+    fused kernels as clusters), with a legend; same graph, same DOT text. `show_values` shows values (from `values`,
+    or one run with `feed_dict` / `session`); `collapse` names scopes drawn as one box each."""
     import graphviz
-    if getattr(target, "optimized", None) is not None:  # an optimised ExecutionPlan, from sess.plan(...)
-        return optimized_graphviz(target.optimized, show_shapes)
-    targets = None if target is None else as_list(target)
-    if graph is None:
-        graph = targets[0].graph if targets and isinstance(targets[0], Node) else get_default_graph()
-    nodes = nodes_to_draw(graph, targets, show_gradients)
-    drawn = set(nodes)
-    if show_values and values is None and (feed_dict is not None or session is not None):
-        gradients = [g for g in (_gradient_of(n) for n in nodes if isinstance(n, Variable)) if g is not None]
-        values = run_values(drawn | set(gradients), feed_dict, session)
+    plan = getattr(target, "optimized", None)
+    if plan is not None:  # a plan's private copies: each fused kernel drawn as its members
+        nodes, fused_of, reads = expand_fused(plan.nodes)
+        reads.update(dict.fromkeys(plan.fed, ()))  # a fed node's value comes from the feed
+    else:
+        targets = None if target is None else as_list(target)
+        if graph is None:
+            graph = targets[0].graph if targets and isinstance(targets[0], Node) else get_default_graph()
+        nodes, fused_of, reads = nodes_to_draw(graph, targets, show_gradients), {}, {}
+        if show_values and values is None and (feed_dict is not None or session is not None):
+            gradients = [g for g in map(gradient_of, nodes) if g is not None]
+            values = run_values({*nodes, *gradients}, feed_dict, session)
     collapse = (collapse,) if isinstance(collapse, str) else tuple(collapse)
-
-    def collapsed_scope(node):
-        return next((c for c in collapse if node.name.startswith(c + "/")), None)
-
-    def node_id(node):
-        scope = collapsed_scope(node)
-        return f"scope_{scope}" if scope else f"n{node.creation_index}"
-
+    boxed = {n: next((c for c in collapse if n.name.startswith(c + "/")), None) for n in nodes}  # collapsed scope
+    ids = {n: f"scope_{boxed[n]}" if boxed[n] else f"n{i}" for i, n in enumerate(nodes)}
     dot = digraph("tinyflow", rankdir="TB", newrank="true")
     clusters = {"": dot}
+    fused_clusters = {fused: graphviz.Digraph(name=f"cluster_fused_{i}", graph_attr=dict(
+        label="fused: " + " → ".join(m.op_type for m in fused.members), **FUSED))
+        for i, fused in enumerate(dict.fromkeys(fused_of.values()))}
 
     def container(scope):
         """The cluster subgraph of a name scope, created on first use with those of its enclosing scopes."""
@@ -175,34 +169,36 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
         return clusters[scope]
 
     for scope in collapse:
-        members = [n for n in nodes if collapsed_scope(n) == scope]
+        members = [n for n in nodes if boxed[n] == scope]
         if members:
             container(scope_of(scope)).node(f"scope_{scope}", f"{scope.rsplit('/', 1)[-1]}\n({len(members)} nodes)",
                                             shape="box3d", style="filled",
                                             fillcolor=STYLES[kind_of(members[0])]["fillcolor"])
     for node in nodes:
-        if not collapsed_scope(node):
-            container(scope_of(node.name)).node(f"n{node.creation_index}", _label(node, show_values, values),
-                                                **STYLES[kind_of(node)])
+        if not boxed[node]:
+            lines = label(node, (values or {}) if show_values else None)
+            cluster = fused_clusters[fused_of[node]] if node in fused_of else container(scope_of(node.name))
+            cluster.node(ids[node], "\\n".join(lines), **STYLES[kind_of(node)])
     # attach clusters innermost first (graphviz copies a subgraph when attached), so each lands in its parent
     for scope in sorted(clusters.keys() - {""}, key=lambda s: (-s.count("/"), s)):
         clusters[scope_of(scope)].subgraph(clusters[scope])
+    for cluster in fused_clusters.values():
+        dot.subgraph(cluster)
     edges = {}
     for node in nodes:
-        for inp in node.inputs:
-            if inp in drawn and node_id(inp) != node_id(node):
-                label = str(inp.shape) if show_shapes and inp.shape is not None and not collapsed_scope(inp) else ""
-                edges.setdefault((node_id(inp), node_id(node)), label)
-    for (tail, head), label in edges.items():
-        dot.edge(tail, head, label=label)
+        for inp in reads.get(node, node.inputs):
+            if inp in ids and ids[inp] != ids[node]:
+                shown = show_shapes and inp.shape is not None and not boxed[inp]
+                edges.setdefault((ids[inp], ids[node]), str(inp.shape) if shown else "")
+    for (tail, head), text in edges.items():
+        dot.edge(tail, head, label=text)
     for node in nodes:  # control flow: dashed edges from what a branch or loop body returns to its op
         for out in getattr(node, "branch_outputs", ()):
-            if out in drawn and node_id(out) != node_id(node):
-                dot.edge(node_id(out), node_id(node), style="dashed")
+            if out in ids and ids[out] != ids[node]:
+                dot.edge(ids[out], ids[node], style="dashed")
         for pop, value in getattr(node, "restored_values", ()):  # a gradient loop: a pop stands for a forward value
-            if pop in drawn and value in drawn:
-                dot.edge(node_id(pop), node_id(value), style="dotted", color="#b33a3a", label="restores",
-                         constraint="false")
+            if pop in ids and value in ids:
+                dot.edge(ids[pop], ids[value], style="dotted", color="#b33a3a", label="restores", constraint="false")
     # the legend: one HTML-like table naming each kind of node drawn, in its colours (one node: no edges to upset
     # the layout)
     rows = "".join(f'<TR><TD BGCOLOR="{style["fillcolor"]}" COLOR="{style["color"]}">{LEGEND[kind]}</TD></TR>'
@@ -212,41 +208,27 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
     return dot
 
 
-def optimized_graphviz(graph, show_shapes=True):
-    """A graphviz.Digraph of an OptGraph (what `sess.plan(...)` runs); each fused kernel is a cluster."""
-    dot = digraph("tinyflow_optimised", rankdir="TB")
-    ids, output_of = {}, {}
-
-    def node_id(node):
-        return ids.setdefault(id(node), f"n{len(ids)}")
-
-    def label(node):
-        return f"{node.name}\n{node.op_type}" + (f"\n{node.shape}" if show_shapes and node.shape is not None else "")
-
-    def edge(source, head):
-        dot.edge(output_of.get(id(source), node_id(source)), head, label=str(source.shape) if show_shapes else "")
-
-    for node in graph.nodes:
-        if not isinstance(node, FusedElementwise):
-            dot.node(node_id(node), label(node), **STYLES[kind_of(node)])
-            continue
-        title = "fused: " + " → ".join(m.op_type for m in node.members)
-        style = dict(label=title, style="rounded,filled", color="#7b1fa2", fillcolor="#f3e5f5", fontcolor="#4a148c")
-        with dot.subgraph(name=f"cluster_{node_id(node)}", graph_attr=style) as cluster:
-            for member in node.members:
-                cluster.node(node_id(member), label(member), **STYLES[kind_of(member)])
-            for member, (_, args) in zip(node.members, node.program):
-                for kind, index in args:  # "t": an earlier member's result, "x": one of the fused node's inputs
-                    if kind == "t":
-                        cluster.edge(node_id(node.members[index]), node_id(member))
-                    elif kind == "x":
-                        edge(node.inputs[index], node_id(member))
-        output_of[id(node)] = node_id(node.members[-1])
-    for node in graph.nodes:
-        if not isinstance(node, FusedElementwise) and node not in graph.fed:
-            for inp in node.inputs:
-                edge(inp, node_id(node))
-    return dot
+def expand_fused(nodes):
+    """(drawn, {member: its fused node}, {drawn node: the drawn nodes it reads}): `nodes` with each fused kernel
+    replaced by its members; a member reads earlier members or the kernel's inputs, a reader of the kernel its last.
+    (A MultiTensorUpdate, whose members run side by side, stays one node.)"""
+    drawn, fused_of, stand_in = [], {}, {}
+    for node in nodes:
+        members = node.members if isinstance(node, FusedElementwise) else None
+        if members:
+            fused_of.update(dict.fromkeys(members, node))
+            stand_in[node] = members[-1]
+        drawn.extend(members or [node])
+    inputs = {}
+    for node in drawn:
+        fused = fused_of.get(node)
+        if fused is None:
+            inputs[node] = [stand_in.get(i, i) for i in node.inputs]
+        else:  # program args: ("t", i) the value of members[i], ("x", k) the kernel's input k, ("c", array)
+            args = fused.program[fused.members.index(node)][1]
+            inputs[node] = [fused.members[i] if kind == "t" else stand_in.get(fused.inputs[i], fused.inputs[i])
+                            for kind, i in args if kind in ("t", "x")]
+    return drawn, fused_of, inputs
 
 
 def dot_available():
@@ -257,8 +239,7 @@ def dot_available():
 def require_dot():
     """VizError, saying how to install graphviz, when `dot` is missing."""
     if not dot_available():
-        raise VizError("graphviz's `dot` program is not installed, so pictures cannot be rendered. " + INSTALL_DOT +
-                       " to_graphviz() still returns the graph (its DOT text is `.source`) without it.")
+        raise VizError(NO_DOT + " to_graphviz() still returns the graph (its DOT text is `.source`) without it.")
 
 
 def no_dot_html(*graphs):
@@ -294,11 +275,11 @@ def _picture_class():
     return GraphPicture
 
 
-def digraph(name, node_shape=None, **graph_attr):
+def digraph(name, **graph_attr):
     """A graphviz.Digraph in tinyflow's fonts that, without `dot`, shows its DOT source and a clear message."""
-    node_attr = dict(fontname="Helvetica", fontsize="10", **({"shape": node_shape} if node_shape else {}))
     return _picture_class()(name, graph_attr={"fontname": "Helvetica", "fontsize": "11", **graph_attr},
-                            node_attr=node_attr, edge_attr=dict(fontname="Helvetica", fontsize="8", color="#666666"))
+                            node_attr=dict(fontname="Helvetica", fontsize="10"),
+                            edge_attr=dict(fontname="Helvetica", fontsize="8", color="#666666"))
 
 
 def render(target, path, **options):
@@ -307,7 +288,6 @@ def render(target, path, **options):
     fmt = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     if fmt not in ("png", "svg", "pdf"):
         raise VizError(f"cannot render to '{path}': use a .png, .svg or .pdf file name")
-    require_dot()
     is_graph = hasattr(target, "nodes") and not isinstance(target, Node)  # a Graph (or a program holding one)
     dot = to_graphviz(None, graph=target, **options) if is_graph else to_graphviz(target, **options)
     if fmt == "png":

@@ -1,15 +1,48 @@
 """The interactive graph explorer: `tfl.viz.explore(target, feed_dict)` writes one self-contained HTML page that
 lays the graph out in the browser and steps through the forward pass and the backprop walk (README, "In the
-browser"); the data it draws is JSON inside it, documented in docs/explorer_and_board.md.
+browser"); the data it draws is JSON inside it, documented in docs/explorer_and_board.md. The page is
+static/explorer.html with its data, dagre (the layout library, MIT, vendored in static/), its script and styles
+inline, nothing fetched (its Content-Security-Policy forbids network access: it cannot call home).
 """
+import functools
 import html
+import json
 import os
+import pathlib
+import string
 
 from ...errors import TinyflowError
 from ...graph import Graph, get_default_graph
 from ...nodes import Node
 from ..graphviz_render import as_list
-from .page import page_html
+
+STATIC = pathlib.Path(__file__).with_name("static")
+DAGRE_NOTICE = "/*! dagre 3.1.3 (npm @dagrejs/dagre, bundles @dagrejs/graphlib) | MIT License | " \
+               "Copyright (c) 2012-2014 Chris Pettitt */\n"
+
+
+@functools.lru_cache(maxsize=None)
+def inline_text(path):
+    """A script or style sheet to copy into a page (ValueError if it could close its element: a corrupt install)."""
+    text = pathlib.Path(path).read_text(encoding="utf-8")
+    if "</script" in text.lower() or "</style" in text.lower():
+        raise ValueError(f"{path} cannot be inlined: it contains a closing tag")
+    return text
+
+
+def embed_json(data):
+    """JSON for a <script type="application/json"> element: '<', '>' and '&' escaped, so that no name or
+    value can close the element or start markup (JSON.parse reads the escapes back)."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def page_html(data, title):
+    """The whole page: data, layout library, explorer script and styles."""
+    return string.Template((STATIC / "explorer.html").read_text(encoding="utf-8")).substitute(
+        title=html.escape(title), css=inline_text(STATIC / "explorer.css"), data=embed_json(data),
+        dagre=DAGRE_NOTICE + inline_text(STATIC / "dagre.min.js"), script=inline_text(STATIC / "explorer.js"))
 
 
 class ExplorerError(TinyflowError):
@@ -61,14 +94,14 @@ def _data(target, feed_dict, loss, wrt, backend):
         if feed_dict or loss is not None or wrt is not None:
             raise ExplorerError("explore(tensor): an eager Tensor already holds its values; feed_dict, loss "
                                 "and wrt apply to graph nodes")
-        from .eager_data import eager_data
+        from .data import eager_data
         return eager_data(target), "eager tensor: recorded ops"
     if hasattr(target, "steps") and hasattr(target, "slot_of"):  # an ExecutionPlan
         if loss is not None or wrt is not None:
             raise ExplorerError("explore(plan): a plan is drawn forward only; pass loss/wrt with graph nodes")
-        from .plan_data import plan_data
+        from .data import plan_data
         return plan_data(target, feed_dict, backend), f"{'optimised' if target.optimized else 'execution'} plan"
-    from .graph_data import graph_data
+    from .data import graph_data
     if target is None or isinstance(target, Graph):
         graph, nodes, title = target or get_default_graph(), None, "graph"
     else:
