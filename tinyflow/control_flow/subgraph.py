@@ -50,13 +50,13 @@ class Subgraph:
         # nodes a subgraph adopted while this function ran (a forward loop's stack pushes) stay that subgraph's
         nodes = [n for n in graph.nodes[start:] if not getattr(n, "adopted", False)]
         for node in nodes:
-            if getattr(node, "_subgraph", None) is None:
-                node._subgraph = marker
+            if node.subgraph is None:
+                node.subgraph = marker
         sub = cls(graph, nodes, outputs, inputs, label, also() if also is not None else ())
         sub.single = single
         for node in nodes:
-            if node._subgraph is marker:
-                node._subgraph = sub
+            if node.subgraph is marker:
+                node.subgraph = sub
         return sub
 
     def set_outputs(self, outputs):
@@ -66,7 +66,7 @@ class Subgraph:
 
     def adopt(self, node):
         """Make `node`, built after the trace, part of this subgraph (a gradient body's stack pops)."""
-        node._subgraph, node.adopted = self, True
+        node.subgraph, node.adopted = self, True
         self.nodes.append(node)
 
 
@@ -90,7 +90,7 @@ def owner(node):
     for body in _saving:
         if any(node is restored for _, restored in body.restores):
             return body
-    owned_by = getattr(node, "_subgraph", None)
+    owned_by = getattr(node, "subgraph", None)
     return owned_by if isinstance(owned_by, Subgraph) else None
 
 

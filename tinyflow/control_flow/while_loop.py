@@ -149,7 +149,7 @@ def trace_loop(cond_fn, body_fn, loop_vars, scope, also=None):
     test = Subgraph.trace(cond_fn, inputs, scope="cond")
     body = Subgraph.trace(body_fn, inputs, scope="body", also=also)
     for p in inputs:  # the loop-variable placeholders belong to the loop, never to the outer graph
-        p._subgraph = body
+        p.subgraph = body
     for start, p, out in zip(loop_vars, inputs, body.outputs):
         if getattr(p, "typeless", False) and out.dtype is not None:
             _take_type(start, p, out, scope)

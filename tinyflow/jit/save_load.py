@@ -302,7 +302,7 @@ def _subgraph(data, built, label):
     sub = Subgraph(graph, nodes, outputs, inputs, label)
     sub.single = len(outputs) == 1
     for node in list(sub.nodes) + list(sub.inputs):
-        node._subgraph = sub
+        node.subgraph = sub
     return sub
 
 

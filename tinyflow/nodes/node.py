@@ -20,13 +20,9 @@ USER_SITES = {}  # code object -> {offset: (code, offset)}: a loop's ops share o
 
 
 def user_site(depth, _getframe=sys._getframe):
-    """Where the user's code is running: (code object, instruction offset) of the innermost frame outside
-    tinyflow, looking from `depth` frames above the caller outwards (None if there is none).
-
-    Cheap enough for every eager op: one frame lookup and three dict lookups in the usual case. The
-    frame is not kept (that would keep its locals alive); `site_text` turns the pair into "file:line"
-    only when a message needs it.
-    """
+    """(code object, instruction offset) of the innermost frame outside tinyflow, from `depth` frames above the
+    caller outwards (None if there is none). Cheap enough for every eager op; the frame itself is not kept (its
+    locals would stay alive): `site_text` makes the pair "file:line" only when a message needs it."""
     try:
         frame = _getframe(depth + 1)
     except ValueError:  # a shallower stack than the caller expected
@@ -96,6 +92,7 @@ class Node:
     # installs the real hook, which also explains `np.exp(node)`).
     __array_ufunc__ = None
     op_type = "Node"
+    subgraph = None  # the control-flow Subgraph (branch, loop body) the node was built in; set by control_flow
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -114,7 +111,7 @@ class Node:
         self.shape = shape
         self.dtype = np.dtype(dtype) if dtype is not None else None
         self.role = graph.current_role
-        self.name = graph._add(self, name)
+        self.name = graph.register(self, name)
         self.creation_index = len(graph.nodes) - 1  # position in creation (= topological) order
         for inp in self.inputs:
             inp.consumers.append(self)
@@ -123,6 +120,15 @@ class Node:
     def creation_site(self):
         """"file:line" of the user code that created this node ("cell 5, line 3" in a notebook)."""
         return site_text(self._site)
+
+    @property
+    def site(self):
+        """Where the user's code created this node, as `user_site` gives it (copies of the node keep it)."""
+        return self._site
+
+    @site.setter
+    def site(self, site):
+        self._site = site
 
     def _repr_svg_(self):
         """Jupyter shows a node as the picture of the subgraph it needs (None, the text repr, without graphviz)."""
@@ -162,11 +168,8 @@ class Newest:
 
 
 def as_node(value, like=None):
-    """Return `value` if it is a Node, else wrap it in a Constant.
-
-    A plain Python number takes the dtype of `like` (the other operand), so
-    `x * 2.0` stays float32 when x is float32.
-    """
+    """`value` if it is a Node, else a Constant of it: a Python number takes the dtype of `like` (the other
+    operand), so `x * 2.0` stays float32 when x is float32."""
     if isinstance(value, Node):
         return value if Newest.of is None else Newest.of(value)
     if getattr(value, "graph", False) is None:  # an eager Tensor
@@ -181,7 +184,7 @@ def as_node(value, like=None):
     elif like is not None and like.graph is None:
         return like.constant(value, like=like)  # next to an eager Tensor, a constant is a Tensor too
     # Constant refuses what no kernel can compute (strings, None, ragged lists) when the graph is built
-    from .constant import Constant
+    from .leaves import Constant
     graph = like.graph if like is not None else None
     if like is not None and like.dtype is not None and type(value) in (int, float):
         if np.issubdtype(like.dtype, np.floating) or type(value) is int and like.dtype.kind in "iu":

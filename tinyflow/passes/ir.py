@@ -51,7 +51,7 @@ def make_node(cls, inputs, like, shape=None, dtype=None, **attributes):
     node.graph, node.inputs, node.consumers = like.graph, tuple(inputs), []
     node.shape = like.shape if shape is None else shape
     node.dtype = like.dtype if dtype is None else np.dtype(dtype)
-    node.role, node._site, node.name = like.role, like._site, like.name
+    node.role, node.site, node.name = like.role, like.site, like.name
     node.creation_index = like.creation_index  # keeps creation order a topological order
     node.original = original(like)
     return node

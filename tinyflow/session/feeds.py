@@ -1,21 +1,23 @@
 """Validating what users put in `feed_dict`: known node, representable dtype, matching shape."""
 import numpy as np
 
-from ..errors import FeedError
+from ..errors import FeedError, GraphError
 from ..nodes import Node
 from ..shapes import matches
 
 
-def resolve_key(graph, key):
-    """The node a feed_dict or fetch key names: a Node of `graph`, or a node name."""
-    if isinstance(key, Node):
-        if key.graph is not graph:
-            raise FeedError(f"{key!r} belongs to another graph than this Session's; "
-                            "create the Session for the graph the node is in: tfl.Session(graph=node.graph)")
-        return key
+def resolve_key(graph, key, fetch=False):
+    """The node a feed_dict key (or a fetch) names: a node of `graph`, or a node name."""
     if isinstance(key, str):
         return graph.get_node(key)
-    raise FeedError(f"feed_dict keys must be nodes or node names, got {key!r}")
+    if isinstance(key, Node) and key.graph is graph:
+        return key
+    what, error = ("fetch", GraphError) if fetch else ("feed_dict key", FeedError)
+    if hasattr(key, "graph"):  # a node of another graph, or an eager Tensor
+        raise error(f"{what} {key!r} belongs to another graph than this Session's; "
+                    "create the Session for the graph the node is in: tfl.Session(graph=node.graph)")
+    raise error(f"cannot use {key!r} as a {what}: use graph nodes or node names"
+                + (" (or lists, tuples and dicts of them)" if fetch else ""))
 
 
 def _fail(node, needed_by, problem, fix):

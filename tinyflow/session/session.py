@@ -15,6 +15,7 @@ from ..errors import TinyflowError
 from ..graph import get_default_graph
 from ..passes import optimize, resolve_options
 from .feeds import check_feed, resolve_key
+from .memory import memory_profile
 from .plan import ExecutionPlan
 
 
@@ -103,7 +104,7 @@ class Session:
 
     def prepare(self, fetches, feed_dict):
         """(the plan for `fetches`, the checked feeds) of a run."""
-        fetch_nodes = [self._resolve_fetch(leaf) for leaf in flatten(fetches)]
+        fetch_nodes = [resolve_key(self.graph, leaf, fetch=True) for leaf in flatten(fetches)]
         feeds = {resolve_key(self.graph, key): value for key, value in (feed_dict or {}).items()}
         plan = self.plan(fetch_nodes, feeds)
         return plan, {node: check_feed(node, value, plan.needed_by.get(node)) for node, value in feeds.items()}
@@ -122,20 +123,16 @@ class Session:
             plan.optimized, plan.report = graph, graph.report if graph else None
         return plan
 
-    def memory_profile(self, fetches, feed_dict=None):
-        """Run once and report when each intermediate is computed and dropped, and the peak bytes."""
-        from .memory import memory_profile
-        return memory_profile(self, fetches, feed_dict)
+    def drop_plans(self, nodes):
+        """Forget the cached plans fetching any of `nodes` (nodes taken out of the graph)."""
+        nodes = set(nodes)
+        self._plans = {key: plan for key, plan in self._plans.items() if nodes.isdisjoint(key[0])}
 
-    def _resolve_fetch(self, leaf):
-        if isinstance(leaf, str):
-            return self.graph.get_node(leaf)
-        if getattr(leaf, "graph", None) is self.graph:
-            return leaf
-        if hasattr(leaf, "graph"):
-            raise TinyflowError(f"fetch {leaf!r} belongs to another graph than this Session's; "
-                                "create the Session with tfl.Session(graph=node.graph)")
-        raise TypeError(f"cannot fetch {leaf!r}: fetch graph nodes, node names, or lists/tuples/dicts of them")
+    memory_profile = memory_profile  # run once, reporting when each intermediate is computed and dropped
+
+    def accept_graph_growth(self):
+        """The graph grew on purpose (a traced function): not the leak the GraphGrowthWarning is about."""
+        self._graph_size = len(self.graph.nodes)
 
     def _watch_graph_growth(self):
         """Warn once when the graph grew before each of several consecutive runs (the TF1 leak)."""
@@ -164,4 +161,3 @@ def _caller_owned(values, plan):
             seen.add(id(value))
         owned.append(value)
     return owned
-

@@ -78,7 +78,7 @@ def _user_values(drawn, feed_dict, backend, notes):
     values = {n: n.value for n in drawn if isinstance(n, Constant)}
     if graph is not None:
         registered = {o for o in originals.values()
-                      if getattr(o, "graph", None) is graph and graph._by_name.get(o.name) is o}
+                      if getattr(o, "graph", None) is graph and o in graph}
         computed = run_values(registered, feed_dict, backend=backend, notes=notes)
         values.update((n, computed[o]) for n, o in originals.items() if o in computed and n not in values)
     return values

@@ -1,8 +1,40 @@
-"""Variable: a parameter that lives across runs and is updated by optimizers."""
+"""The three kinds of leaf node: Constant (a fixed value), Placeholder (fed at run time), Variable (state)."""
 import numpy as np
 
+from ..arguments import Arguments
 from ..errors import ShapeError
+from ..shapes import normalize_shape
 from .node import Node, default_dtype_for
+
+
+class Constant(Node):
+    """A node whose value never changes; Python numbers and arrays in ops become Constants."""
+
+    def __init__(self, value, dtype=None, name=None, graph=None):
+        check = Arguments(self, name)
+        array = check.numeric_array("value", value)  # None, strings and ragged lists are not graph values
+        dtype = check.dtype("dtype", dtype) if dtype is not None else default_dtype_for(value)
+        self.value = array.astype(dtype, copy=False)  # np.array above made the private copy
+        self.value.flags.writeable = False  # a constant shared by every run must not be changed by one
+        super().__init__((), self.value.shape, dtype, name, graph)
+
+
+class Placeholder(Node):
+    """External data fed into `Session.run`; `shape` may use None for unknown dimensions.
+
+    With `default`, the placeholder takes that value whenever it is not fed
+    (handy for a `training` flag that is True only in the training step).
+    """
+
+    # Checks a default value as a feed would be (dtype, shape); the session package installs its feed check.
+    check_default = staticmethod(lambda node, value: value)
+
+    def __init__(self, shape=None, dtype="float32", name=None, default=None, graph=None):
+        dtype = Arguments(self, name).dtype("dtype", np.float64 if dtype is None else dtype)  # None: numpy's default
+        self.default = None if default is None else np.asarray(default, dtype=dtype)
+        super().__init__((), normalize_shape(shape), dtype, name, graph)
+        if self.default is not None:
+            self.default = Placeholder.check_default(self, self.default)
 
 
 class Variable(Node):
