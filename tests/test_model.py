@@ -107,3 +107,10 @@ def test_boston_demo_mlp_beats_linear_and_writes_its_files(tmp_path, capsys):
     assert mlp < linear
     expected = {"loss_curves.png", "predicted_vs_actual.png"} | ({"graph.png"} if tfl.viz.dot_available() else set())
     assert expected <= {p.name for p in tmp_path.iterdir()}
+
+
+def test_a_demo_with_an_unknown_backend_says_so_without_a_traceback(capsys):
+    from tinyflow.cli import main
+    assert main(["demo", "boston", "--backend", "nosuch", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown backend 'nosuch'") and "Traceback" not in err

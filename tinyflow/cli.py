@@ -1,6 +1,9 @@
 """The `tinyflow` command: `info`, `demo boston`, `launch -n 2 script.py`, `board runs/`, `cache info|clear`,
-`onnx show model.onnx [-o graph.svg]`, ..."""
+`onnx show model.onnx [-o graph.svg]`, `assignments make-student OUT/`, `grade assignmentN [path]`."""
 import argparse
+import importlib
+import json
+import pathlib
 import platform
 import sys
 
@@ -60,7 +63,7 @@ def _files(n):
     return f"{n} file{'s' * (n != 1)}"
 
 
-def cache(action):
+def cache(action="info"):
     """`tinyflow cache info`: where the fused-kernel cache is and what it holds; `clear`: empty it."""
     from tinyflow.backends import kernel_cache as disk_cache
     if action == "clear":
@@ -74,12 +77,10 @@ def cache(action):
     others = report["kernels"] - report["this_machine"]
     print(f"  {report['kernels']} kernel{'s' * (report['kernels'] != 1)}, {_human(report['kernel_bytes'])}"
           + (f" ({report['this_machine']} for this machine, {others} for another CPU or compiler)" if others else ""))
-    if report["quarantined"]:
-        print(f"  quarantined: {_files(report['quarantined'])}, {_human(report['quarantined_bytes'])} "
-              "(damaged files moved aside)")
-    if report["other"]:
-        print(f"  other: {_files(report['other'])}, {_human(report['other_bytes'])} "
-              "(unfinished builds, libraries without an entry)")
+    for part, what in (("quarantined", "damaged files moved aside"),
+                       ("other", "unfinished builds, libraries without an entry")):
+        if report[part]:
+            print(f"  {part}: {_files(report[part])}, {_human(report[part + '_bytes'])} ({what})")
     total = report["kernel_bytes"] + report["quarantined_bytes"] + report["other_bytes"]
     print(f"  total: {_human(total)} in {_files(2 * report['kernels'] + report['quarantined'] + report['other'])}")
     print(f"  this machine: {report['cpu']}; compiler {report['compiler']}")
@@ -94,119 +95,91 @@ def main(argv=None):
     sub.add_parser("info", help="show version, backends, threads and build flags")
     demo = sub.add_parser("demo", help="train a demo model: boston (regression) or digits (convnet)")
     demo.add_argument("name", choices=["boston", "digits"], help="which demo")
-    demo.add_argument("--epochs", type=int, default=None, help="default: 200 (boston), 30 (digits)")
-    demo.add_argument("--batch-size", type=int, default=None, help="default: 32 (boston), 64 (digits)")
-    demo.add_argument("--backend", default=None, help="c or numpy (default: the best available)")
+    demo.add_argument("--epochs", type=int, help="default: 200 (boston), 30 (digits)")
+    demo.add_argument("--batch-size", type=int, help="default: 32 (boston), 64 (digits)")
+    demo.add_argument("--backend", help="c or numpy (default: the best available)")
     demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--out", default=None, help="folder for the pictures (default: <name>-demo)")
+    demo.add_argument("--out", help="folder for the pictures (default: <name>-demo)")
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
-    demo.add_argument("--export", default=None, metavar="DIR",
-                      help="boston: also write the trained MLP as tfl.jit files and ONNX into DIR")
+    demo.add_argument("--export", metavar="DIR", help="boston: also write the trained MLP (tfl.jit and ONNX) into DIR")
     launch = sub.add_parser("launch", help="run a script in N processes under mpirun (data parallelism)")
     launch.add_argument("-n", "--np", type=int, required=True, help="number of processes")
-    launch.add_argument("program", nargs=argparse.REMAINDER,
-                        help="script.py [its arguments] (or -- -m package.module [its arguments])")
+    launch.add_argument("program", nargs=argparse.REMAINDER, help="script.py [args] (or -- -m package.module [args])")
     cache_parser = sub.add_parser("cache", help="the compiled fused-kernel cache: info (size, location) or clear")
     cache_parser.add_argument("action", nargs="?", default="info", choices=["info", "clear"])
     board = sub.add_parser("board", help="serve the curves Model.fit(log_dir=...) writes, live, in the browser")
     board.add_argument("logdir", help="the folder holding the runs (each fit's log_dir is a folder inside it)")
-    board.add_argument("--port", type=int, default=None,
-                       help="default: 6006, or the next free port after it; 0: any free port")
-    board.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
-    _add_teaching_commands(sub)
-    onnx_tools = sub.add_parser("onnx", help="look inside an ONNX model").add_subparsers(dest="tool", required=True)
-    show = onnx_tools.add_parser("show", help="print a model's inputs, outputs, op counts and parameters; "
-                                              "-o draws its graph as tinyflow imports it")
-    show.add_argument("model", help="the .onnx file")
-    show.add_argument("-o", "--output", default=None, help="write the picture of the graph here (.svg, .png, .pdf)")
-    args = parser.parse_args(argv)
-    if args.command == "onnx":
-        return _onnx_show(args.model, args.output)
-    if args.command == "board":
-        from tinyflow.board.server import BoardError, main as serve_board
-        try:
-            return serve_board(args.logdir, host=args.host, port=args.port)
-        except BoardError as err:
-            print(f"tinyflow board: error: {err}", file=sys.stderr)
-            return 2
-    if args.command in ("assignments", "grade"):
-        return _teaching(args)
-    if args.command == "launch":
-        from tinyflow.distributed.launch import launch as run_launch
-        return run_launch(args.np, args.program)
-    if args.command == "cache":
-        return cache(args.action)
-    if args.command == "info":
-        info()
-    elif args.command == "demo":
-        import importlib
-        demo = importlib.import_module(f"tinyflow.demos.{args.name}")
-        options = {k: v for k, v in dict(epochs=args.epochs, batch_size=args.batch_size, out=args.out,
-                                         export=args.export).items() if v is not None}
-        if args.export and args.name != "boston":
-            parser.error("--export is available for the boston demo")
-        demo.main(backend=args.backend, seed=args.seed, verbose=0 if args.quiet else 1, **options)
-    return 0
-
-
-def _add_teaching_commands(sub):
-    """`tinyflow assignments make-student OUT/` and `tinyflow grade assignmentN [path]`."""
+    board.add_argument("--port", type=int, help="default: 6006, or the next free port after it; 0: any free port")
+    board.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
     assignments = sub.add_parser("assignments", help="teacher's tools for the assignments")
     tools = assignments.add_subparsers(dest="tool", required=True)
     make = tools.add_parser("make-student", help="write the student version (solutions replaced by stubs)")
     make.add_argument("out", help="new folder for the student version")
-    make.add_argument("--source", default=None, help="the solutions folder (default: assignments/ of this checkout)")
+    make.add_argument("--source", help="the solutions folder (default: assignments/ of this checkout)")
     make.add_argument("--force", action="store_true", help="write into a folder that is not empty")
     grade = sub.add_parser("grade", help="run an assignment's tests on a student's folder, score each test")
     grade.add_argument("assignment", help="assignmentN, or all")
     grade.add_argument("path", nargs="?", default=".", help="the student's folder (default: the current one)")
-    grade.add_argument("--source", default=None, help="the teacher's assignments folder holding the official tests")
-    grade.add_argument("--json", default=None,
-                       help="where to write the JSON report (default: grade-<assignment>.json; '-' prints it instead)")
-
-
-def _onnx_show(model, picture=None):
-    """`tinyflow onnx show model.onnx [-o graph.svg]`: import the model, print its summary, draw it."""
-    import tinyflow as tfl
-    try:
-        prog = tfl.onnx.load(model, graph=tfl.Graph())
-    except tfl.TinyflowError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    print(f"{model}: {prog.summary()}")
-    if picture:
-        try:
-            path = tfl.viz.render(list(prog.outputs.values()), picture)
-        except tfl.TinyflowError as err:
-            print(f"error: cannot draw the graph: {err}", file=sys.stderr)
-            return 1
-        print(f"graph drawn to {path}")
-    return 0
-
-
-def _teaching(args):
-    import json
-    from tinyflow import teaching
+    grade.add_argument("--source", help="the teacher's assignments folder holding the official tests")
+    grade.add_argument("--json", help="the JSON report's file (default: grade-<assignment>.json; '-': print it)")
+    onnx_tools = sub.add_parser("onnx", help="look inside an ONNX model").add_subparsers(dest="tool", required=True)
+    show = onnx_tools.add_parser("show", help="print a model's inputs, outputs, op counts, parameters (-o: draw it)")
+    show.add_argument("model", help="the .onnx file")
+    show.add_argument("-o", "--output", help="write the picture of the graph here (.svg, .png, .pdf)")
+    args = parser.parse_args(argv)
+    if args.command == "demo" and args.export and args.name != "boston":
+        parser.error("--export is available for the boston demo")
+    if args.command == "launch":  # its errors reach the caller
+        from tinyflow.distributed.launch import launch as run_launch
+        return run_launch(args.np, args.program)
     from tinyflow.errors import TinyflowError
-    source = args.source or teaching.SOURCE
-    if args.command == "grade" and not args.source and not (teaching.SOURCE / "tests").is_dir():
-        source = args.path  # tinyflow installed without its checkout: a student grades with the handed-out tests
     try:
-        if args.command == "assignments":
-            written = teaching.make_student(args.out, source=source, force=args.force)
-            print(f"wrote the student version ({len(written)} files) to {args.out}; hand it out, then grade with "
-                  f"`tinyflow grade assignmentN {args.out}`")
-            return 0
-        report = teaching.grade(args.assignment, args.path, source=source)
-    except TinyflowError as err:
+        return _run(args)
+    except TinyflowError as err:  # a bad file, folder or port: the message, no traceback
         print(f"error: {err}", file=sys.stderr)
-        return 2
-    if args.json == "-":
-        print(json.dumps(report, indent=2))
-        return 0
-    print(teaching.format_report(report))
-    path = teaching.grader.write_report(report, args.json or f"grade-{args.assignment}.json")
-    print(f"JSON report written to {path}")
+        return 1 if args.command == "onnx" else 2
+
+
+def _run(args):
+    """Run the parsed command; returns the exit status."""
+    import tinyflow as tfl
+    from tinyflow import teaching
+    if args.command == "info":
+        info()
+    elif args.command == "cache":
+        return cache(args.action)
+    elif args.command == "demo":
+        options = {k: v for k in ("epochs", "batch_size", "out", "export") if (v := getattr(args, k)) is not None}
+        demo = importlib.import_module(f"tinyflow.demos.{args.name}")
+        demo.main(backend=args.backend, seed=args.seed, verbose=0 if args.quiet else 1, **options)
+    elif args.command == "board":
+        from tinyflow.board.server import main as serve_board
+        return serve_board(args.logdir, host=args.host, port=args.port)
+    elif args.command == "onnx":  # import the model, print its summary, draw it
+        prog = tfl.onnx.load(args.model, graph=tfl.Graph())
+        print(f"{args.model}: {prog.summary()}")
+        if args.output:
+            try:
+                print(f"graph drawn to {tfl.viz.render(list(prog.outputs.values()), args.output)}")
+            except tfl.TinyflowError as err:
+                print(f"error: cannot draw the graph: {err}", file=sys.stderr)
+                return 1
+    elif args.command == "assignments":
+        written = teaching.make_student(args.out, source=args.source or teaching.SOURCE, force=args.force)
+        print(f"wrote the student version ({len(written)} files) to {args.out}; hand it out, then grade with "
+              f"`tinyflow grade assignmentN {args.out}`")
+    else:  # grade: the score of each official test, and the JSON report
+        source = args.source or teaching.SOURCE
+        if not args.source and not (teaching.SOURCE / "tests").is_dir():
+            source = args.path  # tinyflow installed without its checkout: a student grades with the handed-out tests
+        report = teaching.grade(args.assignment, args.path, source=source)
+        if args.json == "-":
+            print(json.dumps(report, indent=2))
+            return 0
+        print(teaching.format_report(report))
+        path = pathlib.Path(args.json or f"grade-{args.assignment}.json")
+        path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        print(f"JSON report written to {path}")
     return 0
 
 

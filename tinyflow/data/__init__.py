@@ -7,17 +7,12 @@ import numpy as np
 from .helpers import Standardizer, batches, one_hot, train_test_split
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-
-BOSTON_FEATURES = ("CRIM", "ZN", "INDUS", "CHAS", "NOX", "RM", "AGE", "DIS", "RAD", "TAX", "PTRATIO",
-                   "B", "LSTAT")
+BOSTON_FEATURES = ("CRIM", "ZN", "INDUS", "CHAS", "NOX", "RM", "AGE", "DIS", "RAD", "TAX", "PTRATIO", "B", "LSTAT")
 
 
 def load_boston():
     """The Boston housing table: X (506, 13) float64 features, y (506,) float64 median values in $1000s.
-
-    Read PROVENANCE.md before using it for anything but learning: feature B
-    encodes a racist assumption of the original study.
-    """
+    Read PROVENANCE.md before using it for anything but learning: feature B encodes a racist assumption."""
     table = np.loadtxt(os.path.join(_HERE, "boston.csv"), delimiter=",", skiprows=2)
     return table[:, :13], table[:, 13]
 

@@ -2,30 +2,32 @@
 import numpy as np
 
 
-def train_test_split(*arrays, test_size=0.2, shuffle=True, seed=0):
-    """Split arrays with the same first dimension into (a_train, a_test, b_train, b_test, ...)."""
+def _order(arrays, what, shuffle, seed):  # the row order of arrays sharing their first dimension
     n = len(arrays[0])
     if any(len(a) != n for a in arrays):
-        raise ValueError(f"arrays to split have different lengths: {[len(a) for a in arrays]}")
-    n_test = int(round(n * test_size)) if isinstance(test_size, float) else int(test_size)
-    if not 0 < n_test < n:
-        raise ValueError(f"test_size={test_size} leaves no training or no test rows out of {n}")
-    order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
-    train, test = order[n_test:], order[:n_test]
-    return [part for a in arrays for part in (np.asarray(a)[train], np.asarray(a)[test])]
+        raise ValueError(f"arrays to {what} have different lengths: {[len(a) for a in arrays]}")
+    return np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
+
+
+def train_test_split(*arrays, test_size=0.2, shuffle=True, seed=0):
+    """Split arrays with the same first dimension into (a_train, a_test, b_train, b_test, ...)."""
+    order = _order(arrays, "split", shuffle, seed)
+    n_test = int(round(len(order) * test_size)) if isinstance(test_size, float) else int(test_size)
+    if not 0 < n_test < len(order):
+        raise ValueError(f"test_size={test_size} leaves no training or no test rows out of {len(order)}")
+    return [np.asarray(a)[rows] for a in arrays for rows in (order[n_test:], order[:n_test])]
 
 
 class Standardizer:
     """Scale features to zero mean and unit variance using statistics of the data it was fitted on."""
 
-    def __init__(self):
-        self.mean = self.std = None
+    mean = std = None
 
     def fit(self, X):
         """Learn per-column mean and standard deviation (constant columns keep a scale of 1)."""
         X = np.asarray(X, dtype=np.float64)
-        self.mean, self.std = X.mean(axis=0), X.std(axis=0)
-        self.std = np.where(self.std > 0, self.std, 1.0)
+        self.mean, std = X.mean(axis=0), X.std(axis=0)
+        self.std = np.where(std > 0, std, 1.0)
         return self
 
     def transform(self, X):
@@ -33,8 +35,7 @@ class Standardizer:
         if self.mean is None:
             raise ValueError("Standardizer.transform called before fit")
         X = np.asarray(X)
-        dtype = X.dtype if X.dtype.kind == "f" else np.float64
-        return ((X - self.mean) / self.std).astype(dtype)
+        return ((X - self.mean) / self.std).astype(X.dtype if X.dtype.kind == "f" else np.float64)
 
     def fit_transform(self, X):
         """fit(X) then transform(X)."""
@@ -53,20 +54,14 @@ def one_hot(labels, num_classes=None, dtype=np.float32):
     num_classes = int(labels.max()) + 1 if num_classes is None else num_classes
     if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"labels must be in [0, {num_classes})")
-    out = np.zeros((labels.size, num_classes), dtype=dtype)
-    out[np.arange(labels.size), labels.ravel()] = 1
-    return out
+    return np.eye(num_classes, dtype=dtype)[labels.ravel()]
 
 
 def batches(*arrays, batch_size=32, shuffle=True, seed=None, drop_last=False):
     """Yield tuples of aligned mini-batches from arrays sharing their first dimension."""
-    n = len(arrays[0])
-    if any(len(a) != n for a in arrays):
-        raise ValueError(f"arrays to batch have different lengths: {[len(a) for a in arrays]}")
+    order = _order(arrays, "batch", shuffle, seed)
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
-    order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
-    stop = n - n % batch_size if drop_last else n
+    stop = len(order) - len(order) % batch_size if drop_last else len(order)
     for start in range(0, stop, batch_size):
-        rows = order[start:start + batch_size]
-        yield tuple(np.asarray(a)[rows] for a in arrays)
+        yield tuple(np.asarray(a)[order[start:start + batch_size]] for a in arrays)

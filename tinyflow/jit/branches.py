@@ -1,8 +1,8 @@
 """convert_ifelse: a converted `if` runs one branch for a Python condition and builds tfl.cond for a tensor.
 
-The two branches run as graphs (Subgraph.trace); then each variable's two values are paired
-into the cond's outputs (`_Merge`): numbers become constants in their branch, and a value one
-branch lacks (a return value before its `return` ran) an UndefinedValue of the other's type.
+The two branches run as graphs (Subgraph.trace); then each variable's two values are paired into the cond's outputs
+(`_Merge`): numbers become constants in their branch, and a value one branch lacks (a return value before its `return`
+ran) an UndefinedValue of the other's type.
 """
 import numpy as np
 
@@ -12,31 +12,27 @@ from ..nodes import Node, as_node
 from ..nodes.node import default_dtype_for
 from ..shapes import shapes_compatible
 from .errors import ConversionError
-from .inplace import current, joined, newest, record, region
+from .inplace_tracing import current, joined, newest, record, region
 from .tensor_lists import Guarded
 from .undefined import Undefined, UndefinedValue, is_typeless
-from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, python_truth, rebuild,
+from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, rebuild,
                      same_value, shown)
 
 
 _AFTER = "the code after a `{}` that depends on a tensor (it runs, or not, when the program runs)"
+_WHERE = {None: "an `if` on a tensor", "stops": _AFTER.format("break` or `return"),
+          "continues": _AFTER.format("continue")}
 
 
-def convert_guard(test, true_fn, false_fn, values, names, site):
-    """The `if not <flag>:` guarding the rest of a block after a `break` or `return` (escapes.py): as convert_ifelse,
-    but a list may get one value appended in it, which a tensor loop collects unless it was skipped."""
-    return convert_ifelse(test, true_fn, false_fn, values, names, site, _AFTER.format("break` or `return"), True)
+def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):
+    """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables.
 
-
-def convert_continue_guard(test, true_fn, false_fn, values, names, site):
-    """The `if not <flag>:` guarding the rest of a loop body after a `continue` (escapes.py)."""
-    return convert_ifelse(test, true_fn, false_fn, values, names, site, _AFTER.format("continue"))
-
-
-def convert_ifelse(test, true_fn, false_fn, values, names, site, where="an `if` on a tensor", collects=False):
-    """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables."""
+    `escape` marks the `if not <flag>:` guarding the rest of a block (escapes.py) after a `continue` ("continues") or a
+    `break` or `return` ("stops": a list may get one value appended in it, which a tensor loop collects unless it was
+    skipped)."""
+    where, collects = _WHERE[escape], escape == "stops"
     if not isinstance(test, Node):
-        return true_fn(*values) if python_truth(test, site) else false_fn(*values)
+        return true_fn(*values) if test else false_fn(*values)
     pred = as_bool(test, site)
     results, changed, lists, appended = {}, {}, Lists(names, values), []
 

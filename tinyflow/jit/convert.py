@@ -5,15 +5,11 @@
     else:                         (y,) = _jit.convert_ifelse(x_sum > 0, _true, _false, (_jit.ld(lambda: y),), ...)
         y = -x
 
-First `return` / `break` / `continue` become flags and guards (escapes.py). Then at run time
-`convert_ifelse` keeps Python semantics for a Python bool and builds `tfl.cond` for a graph
-node (branches.py); `convert_while` and `convert_for` likewise build `tfl.while_loop` (loops.py): a
-`for` over a tensor, `tfl.range(n)` or enumerate / zip of those loops in the graph, a `for`
-over a Python iterable stays a Python loop. Comparisons, `and`/`or`/`not`, `bool()`/`int()`/
-`float()`, `len()`, `range()` and `.numpy()` go through helpers too, so a symbolic value never
-silently becomes a Python constant: what cannot be converted raises a ConversionError naming
-the user's file and line. Calls to other user functions are converted on the fly
-(recursively), and every converted function is cached per code object (the conversion cache).
+After escapes.py made `return`/`break`/`continue` flags, the helpers here and in branches.py / loops.py keep Python's
+semantics for Python values and build tfl.cond / tfl.while_loop for graph nodes. Comparisons, `and`/`or`/`not`,
+`bool()`/`int()`/`float()`, `len()`, `range()` and `.numpy()` go through helpers too, so a symbolic value never silently
+becomes a Python constant (a ConversionError names the user's file and line). Called user functions are converted too;
+each converted function is cached per code object.
 """
 import ast
 import builtins
@@ -31,20 +27,23 @@ import numpy as np
 from ..eager import Tensor, tensor
 from ..nodes import Constant, Node, as_node
 from ..nodes.node import _notebook_cell, default_dtype_for
+from ..ops import elementwise_ops, identity
+from ..ops.elementwise_ops import cast, equal, where
 # helpers the converted code calls (as _tfl_jit_.<name>)
-from .branches import convert_continue_guard, convert_guard, convert_ifelse, convert_ifexp  # noqa: F401
-from .loops import convert_for, convert_subscript, convert_while, converted_builtin  # noqa: F401
+from .branches import convert_ifelse, convert_ifexp  # noqa: F401
+from .loops import convert_for, convert_while  # noqa: F401
 from .values import as_bool, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
-from .escapes import Lowering
-from .inplace import OPS, assigns_into, inplace  # noqa: F401
-from .tensor_lists import list_aware
+from .escapes import HELPER, Lowering, ast_name, helper_call, walk_here
+from .inplace_tracing import OPS, assigns_into, inplace  # noqa: F401
+from .tensor_lists import convert_subscript, tensor_aware  # noqa: F401 - convert_subscript for the converted code
 from .undefined import Undefined
 
 _CACHE = {}          # code object -> factory of the converted function (or None: leave it unconverted)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_HELPER = "_tfl_jit_"
 _NO_SOURCE = "no source"
+_COMPARE = {"Gt": (operator.gt, "greater"), "GtE": (operator.ge, "greater_equal"), "Lt": (operator.lt, "less"),
+            "LtE": (operator.le, "less_equal"), "Eq": (operator.eq, "equal"), "NotEq": (operator.ne, "not_equal")}
 
 
 def ld(name, getter):
@@ -55,32 +54,32 @@ def ld(name, getter):
         return Undefined(name)
 
 
+def _user_code(fn):
+    return not fn.__code__.co_filename.startswith(_PACKAGE_DIR)
+
+
 def convert_call(fn, site):
-    """Called functions: builtins that need a value raise, enumerate/zip/range/len take tensors, user functions
-    are converted too."""
+    """The function converted code calls for `fn`: builtins needing a value raise, user functions are converted."""
     if fn is builtins.bool or fn is builtins.int or fn is builtins.float:
         return functools.partial(_checked_builtin, fn, site)
     if fn is Tensor or fn is tensor:
         return _graph_tensor
-    tensor_aware = converted_builtin(fn) or list_aware(fn)
-    if tensor_aware is not None:
-        return tensor_aware
-    if isinstance(fn, types.FunctionType) and not fn.__code__.co_filename.startswith(_PACKAGE_DIR):
+    replacement = tensor_aware(fn)
+    if replacement is not None:
+        return replacement
+    if isinstance(fn, types.FunctionType) and _user_code(fn):
         return convert_function(fn)
     from ..nn.layer import Layer
-    if isinstance(fn, Layer) and type(fn).forward.__code__.co_filename.startswith(_PACKAGE_DIR) is False:
+    if isinstance(fn, Layer) and _user_code(type(fn).forward):
         return functools.partial(_call_layer, fn)
-    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) and \
-            not fn.__func__.__code__.co_filename.startswith(_PACKAGE_DIR):
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) and _user_code(fn.__func__):
         return types.MethodType(convert_function(fn.__func__), fn.__self__)
     return fn
 
 
 def _graph_tensor(data, requires_grad=False, dtype=None):
-    """tfl.tensor(...) in converted code: a constant of the graph (as Paddle's to_tensor and TF's tf.constant are),
-    so that loops and branches can carry it like any tensor."""
+    """tfl.tensor(...) in converted code: a graph constant (as Paddle's to_tensor), which branches and loops carry."""
     if isinstance(data, Node):
-        from ..ops import cast, identity
         return identity(data) if dtype is None else cast(data, dtype)
     data = data.numpy() if isinstance(data, Tensor) else data
     return Constant(np.array(data, dtype=dtype if dtype is not None else default_dtype_for(data)))
@@ -105,57 +104,39 @@ def convert_attribute_call(obj, attr, site):
     return getattr(obj, attr)
 
 
-def convert_compare(left, op, right):
-    """A comparison: tinyflow ops if either side is a graph node, else Python's."""
-    if isinstance(left, Node) or isinstance(right, Node):
-        from ..ops import elementwise_ops as ew
-        fn = {ast.Gt: ew.greater, ast.GtE: ew.greater_equal, ast.Lt: ew.less, ast.LtE: ew.less_equal, ast.Eq: ew.equal,
-              ast.NotEq: ew.not_equal}.get(op)
-        if fn is not None:
-            return fn(left, right)
-    return _PY_COMPARE[op](left, right)
-
-
 def convert_chain(site, left, *steps):
-    """`a < b < c`: each operand evaluated once, in order; Python's short-circuit while the parts are Python values."""
+    """`a < b < c`: each operand evaluated once, in order, short-circuit on Python values; ops on graph nodes."""
     result = None
     for op, right_fn in steps:
         right = right_fn()
-        part = convert_compare(left, op, right)
-        result = part if result is None else convert_and(result, lambda: part, site)
+        python, graph = _COMPARE[op]
+        if isinstance(left, Node) or isinstance(right, Node):
+            part = getattr(elementwise_ops, graph)(left, right)
+        else:
+            part = python(left, right)
+        result = part if result is None else convert_boolop(True, result, lambda: part, site)
         if not isinstance(result, Node) and not result:
             return result
         left = right
     return result
 
 
-def convert_and(left, right_fn, site):
-    """`a and b`: Python's short-circuit for Python values; elementwise logical and for graph nodes."""
+def convert_boolop(is_and, left, right_fn, site):
+    """`a and b` / `a or b`: Python's short-circuit for Python values; elementwise logic for graph nodes."""
     if not isinstance(left, Node):
-        return left and right_fn()
+        return (left and right_fn()) if is_and else (left or right_fn())
     right = right_fn()
-    if not isinstance(right, Node) and not right:
-        return right  # false whatever the tensor holds: later operands are skipped, as in Python
-    from ..ops.elementwise_ops import where
-    return where(as_bool(left, site), _bool_node(right, site), False)
-
-
-def convert_or(left, right_fn, site):
-    """`a or b`: Python's for Python values; elementwise logical or for graph nodes."""
-    if not isinstance(left, Node):
-        return left or right_fn()
-    right = right_fn()
-    if not isinstance(right, Node) and right:
-        return right  # true whatever the tensor holds: `x > 1 or a is None or a > 1` never reaches `a > 1`
-    from ..ops.elementwise_ops import where
-    return where(as_bool(left, site), True, _bool_node(right, site))
+    if not isinstance(right, Node) and bool(right) != is_and:
+        # decided whatever the tensor holds: `x > 1 or a is None or a > 1` never reaches `a > 1`, as in Python
+        return right
+    right = as_bool(right, site) if isinstance(right, Node) else as_node(np.asarray(bool(right)))
+    return where(as_bool(left, site), right, False) if is_and else where(as_bool(left, site), True, right)
 
 
 def convert_not(value, site):
     """`not a`: Python's for Python values; logical not for graph nodes."""
     if not isinstance(value, Node):
         return not value
-    from ..ops.elementwise_ops import equal
     return equal(as_bool(value, site), False)
 
 
@@ -170,56 +151,27 @@ def convert_assert(test, message_fn, site):
         raise AssertionError(*([] if message is None else [message]))
 
 
-def _bool_node(value, site):
-    if isinstance(value, Node):
-        return as_bool(value, site)
-    return as_node(np.asarray(bool(value)))
-
-
-_PY_COMPARE = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le,
-               ast.Eq: operator.eq, ast.NotEq: operator.ne}
-
-
 # ---------------------------------------------------------------- the AST rewrite
-def _assigned_names(statements):
-    """Local names a block assigns (not inside nested functions, classes, lambdas or comprehensions)."""
-    names = []
-    for node in (n for statement in statements for n in _walk_here(statement, root=False)):
-        name = node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) else \
-            node.name if isinstance(node, _SCOPES[:3] + (ast.ExceptHandler,)) else None
-        if name and not name.startswith(_HELPER) and name not in names:
-            names.append(name)
-    return names
-
-
-def _grown_lists(statements, local_names):
-    """The local lists a block appends to (`xs.append(v)`, extend, insert): a tensor branch or loop carries them
-    (a global or an attribute is left alone: the statement changes the object, whoever holds it)."""
-    names = []
-    for node in (n for statement in statements for n in _walk_here(statement, root=False)):
-        if isinstance(node, ast.Attribute) and node.attr in ("append", "extend", "insert") and \
-                isinstance(node.value, ast.Name) and node.value.id in local_names and node.value.id not in names:
-            names.append(node.value.id)
-    return names
-
-
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
-           ast.GeneratorExp)
-
-
-def _walk_here(node, root=True):
-    """ast.walk, not into the nested scopes below `node` (functions, classes, lambdas, comprehensions)."""
-    yield node
-    if root or not isinstance(node, _SCOPES):
-        for child in ast.iter_child_nodes(node):
-            yield from _walk_here(child, root=False)
+def _assigned_names(statements, local_names=()):
+    """Names a block assigns (not in nested scopes), then the `local_names` lists it appends to: a tensor branch or loop
+    carries them (a global's or an attribute's list is left alone: appending changes it, whoever holds it)."""
+    names, grown = [], []
+    for node in (n for statement in statements for n in walk_here(statement, root=False)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.append(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)):
+            names.append(node.name)
+        elif isinstance(node, ast.Attribute) and node.attr in ("append", "extend", "insert") and \
+                isinstance(node.value, ast.Name) and node.value.id in local_names:
+            grown.append(node.value.id)
+    return list(dict.fromkeys(n for n in names + grown if n and not n.startswith(HELPER)))
 
 
 def _local_names(definition):
     """A function's local variables: its parameters and what its body assigns, less `global`/`nonlocal` names."""
     args = definition.args
     params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a]
-    declared = {n for node in _walk_here(definition) if isinstance(node, (ast.Global, ast.Nonlocal))
+    declared = {n for node in walk_here(definition) if isinstance(node, (ast.Global, ast.Nonlocal))
                 for n in node.names}
     return set(params + _assigned_names(definition.body)) - declared
 
@@ -239,13 +191,18 @@ def _args(names):
                          kw_defaults=[], kwarg=None, defaults=[])
 
 
-def _no_args():
-    return _args([])
-
-
-def _function_def(name, args, body):
+def _function_def(function_name, args, body):
     extra = {"type_params": []} if "type_params" in ast.FunctionDef._fields else {}
-    return ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None, **extra)
+    return ast.FunctionDef(name=function_name, args=args, body=body, decorator_list=[], returns=None, **extra)
+
+
+def _thunk(expression):
+    """`lambda: expression`, evaluated by the helper only if and when needed."""
+    return ast.Lambda(_args([]), expression)
+
+
+def _returning(names):
+    return ast.Return(ast.Tuple([ast_name(n) for n in names], ast.Load()))
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -261,101 +218,72 @@ class _Rewriter(ast.NodeTransformer):
         """"file:line" of a node (an expression the lowering made has its statement's line)."""
         return ast.Constant(site_of(self.filename, getattr(node, "lineno", self.line)))
 
-    def helper(self, name):
-        return ast.Attribute(ast.Name(_HELPER, ast.Load()), name, ast.Load())
-
-    def call(self, name, *args):
-        return ast.Call(self.helper(name), list(args), [])
-
-    def value_of(self, name):
-        getter = ast.Lambda(_no_args(), ast.Name(name, ast.Load()))
-        return self.call("ld", ast.Constant(name), getter)
-
-    def function(self, name, params, body, returns):
-        args = _args(params)
-        body = list(body) + [ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in returns], ast.Load()))]
-        return _function_def(name, args, body)
-
     def visit_FunctionDef(self, node):
         outer, self.locals = self.locals, _local_names(node)
         self.generic_visit(node)
         self.locals = outer
         return node
 
-    def carried(self, statements):
-        """The names a branch or loop body assigns, then the local lists it appends to."""
-        names = _assigned_names(statements)
-        return names + [n for n in _grown_lists(statements, self.locals) if n not in names]
-
     # -- if / while / for ---------------------------------------------------------------
-    def dispatch(self, helper, first, functions, names, node):
-        """`(names...) = _tfl_jit_.<helper>(first, *functions, (values...), ("names"...), "file:line")`."""
-        call = self.call(helper, first, *functions, ast.Tuple([self.value_of(n) for n in names], ast.Load()),
-                         ast.Tuple([ast.Constant(n) for n in names], ast.Load()), self.site(node))
-        target = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
-        return ast.Assign([target], call, lineno=node.lineno)
+    def dispatch(self, helper, node, first, names, *functions, last=()):
+        """The functions ((label, parameters, body) or None), then `(names...) = _tfl_jit_.<helper>(*first,
+        *functions, (values...), ("names"...), "file:line", *last)`."""
+        definitions = [_function_def(f"{HELPER}{f[0]}_{self.count}", _args(f[1]), f[2]) for f in functions if f]
+        references = iter(ast_name(d.name) for d in definitions)
+        values = ast.Tuple([helper_call("ld", ast.Constant(n), _thunk(ast_name(n))) for n in names], ast.Load())
+        call = helper_call(helper, *first, *[next(references) if f else ast.Constant(None) for f in functions], values,
+                           ast.Tuple([ast.Constant(n) for n in names], ast.Load()), self.site(node), *last)
+        target = ast.Tuple([ast_name(n, store=True) for n in names], ast.Store())
+        return definitions + [ast.Assign([target], call, lineno=node.lineno)]
 
     def visit_If(self, node):
         self.generic_visit(node)
         self.count += 1
-        names = self.carried(node.body + node.orelse)
-        true_name, false_name = f"{_HELPER}true_{self.count}", f"{_HELPER}false_{self.count}"
-        true_fn = self.function(true_name, names, node.body, names)
-        false_fn = self.function(false_name, names, node.orelse or [ast.Pass()], names)
-        guard = getattr(node, "escape", None)  # the rest of a block after a return / break / continue (escapes.py)
-        helper = {"stops": "convert_guard", "continues": "convert_continue_guard"}.get(guard, "convert_ifelse")
-        return [true_fn, false_fn, self.dispatch(helper, node.test, [ast.Name(true_name, ast.Load()),
-                                                                     ast.Name(false_name, ast.Load())], names, node)]
+        names = _assigned_names(node.body + node.orelse, self.locals)
+        escape = ast.Constant(getattr(node, "escape", None))  # guarding what follows an escape (escapes.py)
+        true, false = node.body + [_returning(names)], node.orelse + [_returning(names)]
+        return self.dispatch("convert_ifelse", node, [node.test], names, ("true", names, true), ("false", names, false),
+                             last=[escape])
 
     def visit_While(self, node):
         self.generic_visit(node)
         self.count += 1
-        names = self.carried(node.body)
-        test_name, body_name = f"{_HELPER}test_{self.count}", f"{_HELPER}body_{self.count}"
-        test_fn = _function_def(test_name, _args(names), [ast.Return(node.test)])
-        body_fn = self.function(body_name, names, node.body, names)
-        return [test_fn, body_fn, self.dispatch("convert_while", ast.Name(test_name, ast.Load()),
-                                                [ast.Name(body_name, ast.Load())], names, node)]
+        names = _assigned_names(node.body, self.locals)
+        return self.dispatch("convert_while", node, [], names, ("test", names, [ast.Return(node.test)]),
+                             ("body", names, node.body + [_returning(names)]))
 
     def visit_For(self, node):
         self.generic_visit(node)
         self.count += 1
-        item = f"{_HELPER}item_{self.count}"
-        bind = ast.Assign([node.target], ast.Name(item, ast.Load()), lineno=node.lineno)
-        names = self.carried([bind] + node.body)
-        test_name, body_name = f"{_HELPER}for_test_{self.count}", f"{_HELPER}for_body_{self.count}"
+        item = f"{HELPER}item_{self.count}"
+        bind = ast.Assign([node.target], ast_name(item), lineno=node.lineno)
+        names = _assigned_names([bind] + node.body, self.locals)
         extra = getattr(node, "extra_test", None)  # the break / return flags (escapes.py)
-        extra = self.visit(extra) if extra is not None else None
-        body_fn = _function_def(body_name, _args([item] + names), [bind] + node.body + [
-            ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in names], ast.Load()))])
-        statements = [body_fn]
-        if extra is not None:
-            statements.insert(0, _function_def(test_name, _args(names), [ast.Return(extra)]))
-        test = ast.Name(test_name, ast.Load()) if extra is not None else ast.Constant(None)
-        return statements + [self.dispatch("convert_for", node.iter, [test, ast.Name(body_name, ast.Load())],
-                                           names, node)]
+        test = ("for_test", names, [ast.Return(self.visit(extra))]) if extra is not None else None
+        return self.dispatch("convert_for", node, [node.iter], names, test,
+                             ("for_body", [item] + names, [bind] + node.body + [_returning(names)]))
 
     # -- assignments ------------------------------------------------------------------
     def visit_AugAssign(self, node):
-        """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace.py)."""
+        """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace_tracing.py)."""
         target = node.target
         if type(node.op).__name__ not in OPS or not (isinstance(target, ast.Name) or _simple(target)):
             self.generic_visit(node)
             return node
         load = copy.deepcopy(target)
         load.ctx = ast.Load()
-        call = self.call("inplace", load, ast.Constant(type(node.op).__name__), node.value, self.site(node),
-                         ast.Constant(ast.unparse(target)))
+        call = helper_call("inplace", load, ast.Constant(type(node.op).__name__), node.value, self.site(node),
+                           ast.Constant(ast.unparse(target)))
         return self.visit(ast.Assign([target], call, lineno=node.lineno))
 
     def visit_Assign(self, node):
         """An attribute or item assigned is checked first (refused inside a tensor branch or loop)."""
         self.generic_visit(node)
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        checks = [ast.Expr(self.call("assigns_into", copy.deepcopy(t.value), self.site(node),
-                                     ast.Constant(ast.unparse(t)), ast.Constant(isinstance(t, ast.Subscript))),
+        checks = [ast.Expr(helper_call("assigns_into", copy.deepcopy(t.value), self.site(node),
+                                       ast.Constant(ast.unparse(t)), ast.Constant(isinstance(t, ast.Subscript))),
                            lineno=node.lineno)
-                  for target in targets for t in _walk_here(target) if _simple(t) and isinstance(t.ctx, ast.Store)]
+                  for target in targets for t in walk_here(target) if _simple(t) and isinstance(t.ctx, ast.Store)]
         return checks + [node]
 
     visit_AnnAssign = visit_Assign
@@ -363,57 +291,48 @@ class _Rewriter(ast.NodeTransformer):
     # -- expressions ----------------------------------------------------------------
     def visit_Compare(self, node):
         self.generic_visit(node)
-        if any(type(op) not in _PY_COMPARE for op in node.ops):
+        if any(type(op).__name__ not in _COMPARE for op in node.ops):
             return node  # `is`, `in`: Python's meaning
-        steps = [ast.Tuple([self.helper(f"OP_{type(op).__name__}"), ast.Lambda(_no_args(), right)], ast.Load())
+        steps = [ast.Tuple([ast.Constant(type(op).__name__), _thunk(right)], ast.Load())
                  for op, right in zip(node.ops, node.comparators)]
-        return self.call("convert_chain", self.site(node), node.left, *steps)
+        return helper_call("convert_chain", self.site(node), node.left, *steps)
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)
-        name = "convert_and" if isinstance(node.op, ast.And) else "convert_or"
         result = node.values[0]
         for value in node.values[1:]:
-            result = self.call(name, result, ast.Lambda(_no_args(), value), self.site(node))
+            result = helper_call("convert_boolop", ast.Constant(isinstance(node.op, ast.And)), result, _thunk(value),
+                                 self.site(node))
         return result
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
-        if isinstance(node.op, ast.Not):
-            return self.call("convert_not", node.operand, self.site(node))
-        return node
+        return helper_call("convert_not", node.operand, self.site(node)) if isinstance(node.op, ast.Not) else node
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
-        return self.call("convert_ifexp", node.test, ast.Lambda(_no_args(), node.body),
-                         ast.Lambda(_no_args(), node.orelse), self.site(node))
+        return helper_call("convert_ifexp", node.test, _thunk(node.body), _thunk(node.orelse), self.site(node))
 
     def visit_Assert(self, node):
         self.generic_visit(node)
         message = node.msg if node.msg is not None else ast.Constant(None)
-        return ast.Expr(self.call("convert_assert", node.test, ast.Lambda(_no_args(), message), self.site(node)),
-                        lineno=node.lineno)
+        return ast.Expr(helper_call("convert_assert", node.test, _thunk(message), self.site(node)), lineno=node.lineno)
 
     def visit_Call(self, node):
         self.generic_visit(node)
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("numpy", "item", "tolist"):
-            node.func = self.call("convert_attribute_call", node.func.value, ast.Constant(node.func.attr),
-                                  self.site(node))
+            node.func = helper_call("convert_attribute_call", node.func.value, ast.Constant(node.func.attr),
+                                    self.site(node))
         elif not (isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
-                  and node.func.value.id == _HELPER):
-            node.func = self.call("convert_call", node.func, self.site(node))
+                  and node.func.value.id == HELPER):
+            node.func = helper_call("convert_call", node.func, self.site(node))
         return node
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
         if not isinstance(node.ctx, ast.Load):
             return node
-        key = node.slice
-        return self.call("convert_subscript", node.value, key, self.site(node))
-
-
-for _op in _PY_COMPARE:
-    globals()[f"OP_{_op.__name__}"] = _op
+        return helper_call("convert_subscript", node.value, node.slice, self.site(node))
 
 
 def site_of(filename, line):
@@ -422,29 +341,9 @@ def site_of(filename, line):
     return f"cell {cell}, line {line}" if cell is not None else f"{filename}:{line}"
 
 
-def _is_generator(definition):
-    """Whether a function yields (generators run as written: their values cannot become one graph)."""
-    class Finder(ast.NodeVisitor):
-        found = False
-
-        def visit_Yield(self, node):
-            self.found = True
-
-        visit_YieldFrom = visit_Await = visit_Yield
-
-        def visit_FunctionDef(self, node):
-            pass
-
-        visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
-    finder = Finder()
-    for statement in definition.body:
-        finder.visit(statement)
-    return finder.found
-
-
 def _factory(fn):
-    """Compile the converted source of `fn` once: a factory taking the helpers and the closure values
-    (_NO_SOURCE when Python cannot find the source, None for a function that runs as written)."""
+    """The converted `fn`'s factory (of the helpers and closure values), compiled once; _NO_SOURCE or None (run it as
+    written)."""
     code = fn.__code__
     if code in _CACHE:
         return _CACHE[code]
@@ -457,9 +356,10 @@ def _factory(fn):
         tree = None  # no source (python -c, the REPL, exec): the function runs as written
     if tree is not None and tree.body:
         definition = _lambda_as_def(tree, code) if fn.__name__ == "<lambda>" else tree.body[0]
-        if not isinstance(definition, ast.FunctionDef) or definition.name not in (fn.__name__, f"{_HELPER}lambda"):
+        if not isinstance(definition, ast.FunctionDef) or definition.name not in (fn.__name__, f"{HELPER}lambda"):
             pass  # not its source: its file changed, or several lambdas of its arguments share its lines
-        elif _is_generator(definition):
+        elif any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for s in definition.body
+                 for n in walk_here(s, root=False)):
             factory = None  # a generator runs as written: its values cannot become one graph
         else:
             ast.increment_lineno(tree, first - 1)
@@ -468,33 +368,29 @@ def _factory(fn):
                 function.body = lowering.function_body(function.body, function.end_lineno)
             _evaluated_once(definition)
             _Rewriter(filename).visit(definition)
-            params = [_HELPER] + list(code.co_freevars)
-            wrapper = _function_def(f"{_HELPER}factory", _args(params),
-                                    [definition, ast.Return(ast.Name(definition.name, ast.Load()))])
-            module = ast.fix_missing_locations(ast.Module([wrapper], []))
-            namespace = {}
+            wrapper = _function_def(f"{HELPER}factory", _args([HELPER] + list(code.co_freevars)),
+                                    [definition, ast.Return(ast_name(definition.name))])
+            module, namespace = ast.fix_missing_locations(ast.Module([wrapper], [])), {}
             exec(compile(module, filename, "exec"), namespace)  # noqa: S102 - the user's own code, rewritten
-            factory = types.FunctionType(namespace[f"{_HELPER}factory"].__code__, fn.__globals__)
+            factory = types.FunctionType(namespace[f"{HELPER}factory"].__code__, fn.__globals__)
     _CACHE[code] = factory
     return factory
 
 
 def _lambda_as_def(tree, code):
-    """`lambda x: body` (the one lambda of these arguments in its source lines) as `def _tfl_jit_lambda(x): return
-    body`; None if there is not exactly one."""
+    """The one lambda of these arguments in its source lines as `def _tfl_jit_lambda(x): return ...` (or None)."""
     names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
     found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
              and [a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs] == names]
     if len(found) != 1:
         return None
-    definition = _function_def(f"{_HELPER}lambda", found[0].args, [ast.Return(found[0].body, lineno=found[0].lineno)])
+    definition = _function_def(f"{HELPER}lambda", found[0].args, [ast.Return(found[0].body, lineno=found[0].lineno)])
     tree.body = [ast.copy_location(definition, found[0])]
     return definition
 
 
 def _evaluated_once(definition):
-    """Drop what Python already evaluated when it defined the function (decorators, defaults, annotations): in the
-    factory they would run again, where an enclosing function's names do not exist."""
+    """Drop decorators, defaults and annotations: Python evaluated them already, and the factory lacks their names."""
     definition.decorator_list, definition.returns = [], None
     arguments = definition.args
     arguments.defaults = [ast.Constant(None) for _ in arguments.defaults]
@@ -518,15 +414,14 @@ def _without_source(fn):
                 f"{site_of(user.filename, user.lineno)}: {fn.__qualname__} has no source code that "
                 "to_static can read (it was defined with `python -c`, in the interactive interpreter or by exec, its "
                 "file changed since, or it is a lambda sharing its lines with another of the same arguments), so its "
-                "Python `if`/`while`/"
-                "`for` on tensors could not be converted. Define it in a file or a notebook cell, or write tfl.cond "
-                "/ tfl.while_loop") from error
+                "Python `if`/`while`/`for` on tensors could not be converted. Define it in a file or a notebook cell, "
+                "or write tfl.cond / tfl.while_loop") from error
     return run
 
 
 def convert_function(fn):
     """The converted version of a Python function (cached per code object); `fn` itself if it has no source."""
-    if not isinstance(fn, types.FunctionType) or _HELPER in fn.__code__.co_freevars:
+    if not isinstance(fn, types.FunctionType) or HELPER in fn.__code__.co_freevars:
         return fn  # a function defined inside converted code is converted already
     factory = _factory(fn)
     if factory is _NO_SOURCE:

@@ -3,21 +3,20 @@
     f = tfl.jit.to_static(layer)
     loss = tfl.nn.mse_loss(f(x), y); loss.backward(); opt.step()   # as if layer(x) had run eagerly
 
-When grad mode is on and the program is a pure function (no optimizer step or other state
-change) with one floating-point output that depends on something requiring grad (a trainable
-Variable, or a Tensor argument with requires_grad), the call becomes a `RunProgram` op: its
-forward runs the cached plan, and its gradient runs a second cached plan, the program's
-backward graph (built once per program by graph-mode autodiff), seeded with the incoming
-gradient. Gradients reach the Tensor arguments and the Variables' `.grad`, as in eager mode.
-With `create_graph=True` each gradient is itself a recorded call of the backward graph, so
-it can be differentiated again (second order, through loops too: a graph gradient is a graph).
+When grad mode is on and the program is a pure function (no state change, evaluation mode) with one floating-point
+output that depends on something requiring grad, the call becomes a `RunProgram` op: its forward runs the cached plan,
+its gradient the program's backward graph (built once by graph-mode autodiff), seeded with the incoming gradient. With
+`create_graph=True` each gradient is itself a recorded call of the backward graph, so it can be differentiated again
+(loops too).
 """
 import numpy as np
 
 from ..autodiff.gradients import gradients
-from ..ops.registry import register_gradient
+from ..eager import Tensor, is_grad_enabled
+from ..eager.runtime import variable_leaf
 from ..graph import ancestors
 from ..nodes import Node, Operation, Placeholder, Variable
+from ..ops.registry import register_gradient
 
 
 class GraphFunction:
@@ -36,15 +35,14 @@ class GraphFunction:
         return self.session.run(self.output, self._feed(values))
 
     def _feed(self, values, seed=None):
-        feed = dict(zip(self.inputs, values))
+        feed = {**dict(zip(self.inputs, values)), **self.training_feed}
         if seed is not None:
             feed[self._seed] = np.asarray(seed)
-        feed.update(self.training_feed)
         return feed
 
     def derivatives(self):
-        """Per input, then per parameter: the GraphFunction of the output's gradient for it (None where there is
-        none), a function of the inputs and, last, the gradient seeding the output."""
+        """Per input, then per parameter: the GraphFunction of the output's gradient for it (None where there is none),
+        a function of the inputs and, last, the gradient seeding the output."""
         if self._derivatives is None:
             graph = self.output.graph
             start = len(graph.nodes)
@@ -66,11 +64,16 @@ class GraphFunction:
         return [None if d is None else next(results) for d in derivatives]
 
 
-def differentiable(program):
-    """Whether calls of this program can join eager autograd (one float output, no state changes)."""
-    outputs = program.outputs
-    return (len(outputs) == 1 and isinstance(outputs[0], Node) and not program.side_effects
-            and outputs[0].dtype is not None and outputs[0].dtype.kind == "f")
+def why_not_recordable(program):
+    """Why calls of this program cannot join eager autograd; None when they can."""
+    out = program.outputs[0] if len(program.outputs) == 1 else None
+    if program.side_effects:
+        return "changes state (an optimizer step or assign inside it)"
+    if program.training:  # its backward would run the forward again: another dropout mask, wrong gradients
+        return "runs in training mode (f.train())"
+    if not isinstance(out, Node) or out.dtype is None or out.dtype.kind != "f":
+        return "does not return exactly one floating-point tensor"
+    return None
 
 
 class RunProgram(Operation):
@@ -79,7 +82,6 @@ class RunProgram(Operation):
     abstract = True  # internal to to_static: never a graph node, so it stays out of the op registry
 
     def __init__(self, function, tensors):
-        from ..eager.runtime import variable_leaf
         self.function, self.feed_count = function, len(tensors)
         super().__init__(*tensors, *[variable_leaf(p) for p in function.parameters])
 
@@ -95,7 +97,6 @@ class RunProgram(Operation):
 
 @register_gradient(RunProgram)
 def _run_program_gradient(op, grad):
-    from ..eager import is_grad_enabled
     fed = op.inputs[:op.feed_count]
     if is_grad_enabled():  # backward(create_graph=True): gradients that are recorded calls, differentiable again
         return [None if d is None else RunProgram(d, list(fed) + [grad]) for d in op.function.derivatives()]
@@ -104,8 +105,7 @@ def _run_program_gradient(op, grad):
 
 def call_recorded(program, session, arrays, tensors_in):
     """Run `program` as a recorded eager op when something it depends on requires grad; else None."""
-    from ..eager import Tensor, is_grad_enabled
-    if not is_grad_enabled() or not any(isinstance(t, Tensor) for t in tensors_in) or not differentiable(program):
+    if not is_grad_enabled() or not any(isinstance(t, Tensor) for t in tensors_in) or why_not_recordable(program):
         return None
     function = program.__dict__.get("_function")
     if function is None:
@@ -114,8 +114,6 @@ def call_recorded(program, session, arrays, tensors_in):
                                  {} if flag is None else {flag: program.training}, program.fn_name)
     tensors = [t if isinstance(t, Tensor) else Tensor(a) for t, a in zip(tensors_in, arrays)]
     if not function.parameters and not any(t.requires_grad for t in tensors):
-        return None
-    if program.training:  # its backward would run the forward again: another dropout mask, wrong gradients
         return None
     program._function = function
     return RunProgram(function, tensors)

@@ -1,8 +1,7 @@
 """`return`, `break` and `continue` become flags, as in AutoGraph and Paddle, before if/while/for are converted.
 
-A tensor condition cannot jump: both branches of a tfl.cond run as graphs, and a while_loop
-runs its whole body. So each escape sets a flag, the rest of its block is guarded by an
-`if` on that flag, and loops test it:
+A tensor condition cannot jump: both branches of a tfl.cond run as graphs, and a while_loop runs its whole body. So each
+escape sets a flag, the rest of its block is guarded by an `if` on that flag, and loops test it:
 
     while i < n:                              _tfl_break_1 = False
         if x[i] > 0:                          while not _tfl_break_1 and i < n:
@@ -16,11 +15,11 @@ runs its whole body. So each escape sets a flag, the rest of its block is guarde
                                                           total = total + x[i]
                                                           i = i + 1
 
-`return v` becomes `_tfl_retval = v; _tfl_returned = True`, and the function ends with
-`return _tfl_retval`. With Python conditions the flags are Python bools and the code does
-what the original did; with tensor conditions they are tensors, the guards become conds and
-the flags loop variables. A loop's `else:` runs when its break flag is not set. Only blocks
-that contain an escape are rewritten; nested functions are left alone.
+`return v` becomes `_tfl_retval = v; _tfl_returned = True`, and the function ends with `return _tfl_retval`. With Python
+conditions the flags are Python bools and the code does what the original did; with tensor conditions they are tensors,
+the guards become conds and the flags loop variables. A loop's `else:` runs when its break flag is not set. Only blocks
+that contain an escape are rewritten; nested functions are left alone. Also here: the AST builders the conversion
+(convert.py) shares.
 """
 import ast
 
@@ -28,76 +27,59 @@ from .errors import ConversionError
 from .values import RETURN_VALUE
 
 RETURNED = "_tfl_returned"
-HELPER = "_tfl_jit_"
+HELPER = "_tfl_jit_"  # the name converted code calls its helpers through (the convert module)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+          ast.GeneratorExp)
 
 
-def _name(name, store=False):
-    return ast.Name(name, ast.Store() if store else ast.Load())
+def ast_name(identifier, store=False):
+    """An ast.Name loading (or storing) `identifier`."""
+    return ast.Name(identifier, ast.Store() if store else ast.Load())
 
 
-def _assign(name, value):
-    return ast.Assign([_name(name, store=True)], value)
+def assign(identifier, value):
+    """`identifier = value`."""
+    return ast.Assign([ast_name(identifier, store=True)], value)
+
+
+def helper_call(helper, *args):
+    """`_tfl_jit_.<helper>(*args)`."""
+    return ast.Call(ast.Attribute(ast_name(HELPER), helper, ast.Load()), list(args), [])
+
+
+def walk_here(node, root=True):
+    """ast.walk, not into the nested scopes below `node` (functions, classes, lambdas, comprehensions)."""
+    yield node
+    if root or not isinstance(node, SCOPES):
+        for child in ast.iter_child_nodes(node):
+            yield from walk_here(child, root=False)
 
 
 def _not_any(flags):
     flags = sorted(flags)
-    test = _name(flags[0]) if len(flags) == 1 else ast.BoolOp(ast.Or(), [_name(f) for f in flags])
+    test = ast_name(flags[0]) if len(flags) == 1 else ast.BoolOp(ast.Or(), [ast_name(f) for f in flags])
     return ast.UnaryOp(ast.Not(), test)
 
 
-def _helper(name, *args):
-    return ast.Call(ast.Attribute(_name(HELPER), name, ast.Load()), list(args), [])
-
-
-class _Finder(ast.NodeVisitor):
-    """Which escapes a block holds: its own loop's break/continue (not those of nested loops), returns anywhere."""
-
-    def __init__(self):
-        self.found, self.loops = set(), 0
-
-    def visit_Return(self, node):
-        self.found.add("return")
-
-    def visit_Break(self, node):
-        if self.loops == 0:
-            self.found.add("break")
-
-    def visit_Continue(self, node):
-        if self.loops == 0:
-            self.found.add("continue")
-
-    def visit_While(self, node):
-        self.loops += 1
-        for statement in node.body:
-            self.visit(statement)
-        self.loops -= 1
-        for statement in node.orelse:  # a loop's else belongs to the enclosing block
-            self.visit(statement)
-
-    visit_For = visit_While
-
-    def visit_FunctionDef(self, node):
-        pass
-
-    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
-
-
 def escapes_in(statements):
-    """{"return", "break", "continue"} ∩ what the statements may do."""
-    finder = _Finder()
-    for statement in statements:
-        finder.visit(statement)
-    return finder.found
+    """{"return", "break", "continue"} ∩ what the statements may do (a nested loop's own break/continue left out)."""
+    found = set()
+    for node in statements:
+        if isinstance(node, ast.Return):
+            found.add("return")
+        elif isinstance(node, (ast.Break, ast.Continue)):
+            found.add(type(node).__name__.lower())
+        elif isinstance(node, (ast.While, ast.For)):  # a loop's else belongs to the enclosing block
+            found |= escapes_in(node.body) & {"return"} | escapes_in(node.orelse)
+        elif not isinstance(node, SCOPES):
+            found |= escapes_in(ast.iter_child_nodes(node))
+    return found
 
 
 def always_returns(statements):
     """True when every path through the statements ends in a return or a raise (so the function cannot fall off)."""
-    for statement in statements:
-        if isinstance(statement, (ast.Return, ast.Raise)):
-            return True
-        if isinstance(statement, ast.If) and always_returns(statement.body) and always_returns(statement.orelse):
-            return True
-    return False
+    return any(isinstance(s, (ast.Return, ast.Raise)) or (isinstance(s, ast.If) and always_returns(s.body)
+                                                          and always_returns(s.orelse)) for s in statements)
 
 
 class Lowering:
@@ -108,19 +90,20 @@ class Lowering:
 
     def function_body(self, body, end_line):
         """The lowered body; a nested `return` makes it return `_tfl_retval` at the end."""
-        nested = any(not isinstance(s, ast.Return) and "return" in escapes_in([s]) for s in body)
-        if not nested:
+        if not any(not isinstance(s, ast.Return) and "return" in escapes_in([s]) for s in body):
             return self.block(body, {})
-        flags = {"return": RETURNED}
-        lowered = [_assign(RETURNED, ast.Constant(False)),
-                   _assign(RETURN_VALUE, _helper("Undefined", ast.Constant(RETURN_VALUE)))]
-        lowered += self.block(body, flags)
+        lowered = [assign(RETURNED, ast.Constant(False)),
+                   assign(RETURN_VALUE, helper_call("Undefined", ast.Constant(RETURN_VALUE)))]
+        lowered += self.block(body, {"return": RETURNED})
         if not always_returns(body):  # falling off the end returns None, as in Python
-            lowered.append(ast.If(_not_any({RETURNED}), [
-                _assign(RETURN_VALUE, _helper("returned", ast.Constant(None), ast.Constant(self.site_of(end_line)))),
-                _assign(RETURNED, ast.Constant(True))], [], lineno=end_line))
-        lowered.append(ast.Return(_helper("return_value", _name(RETURN_VALUE))))
-        return lowered
+            lowered.append(ast.If(_not_any({RETURNED}), self.returning(None, end_line), [], lineno=end_line))
+        return lowered + [ast.Return(helper_call("return_value", ast_name(RETURN_VALUE)))]
+
+    def returning(self, value, line):
+        """`_tfl_retval = _tfl_jit_.returned(value, "file:line"); _tfl_returned = True`."""
+        value = ast.Constant(None) if value is None else value
+        returned = helper_call("returned", value, ast.Constant(self.site_of(line)))
+        return [assign(RETURN_VALUE, returned), assign(RETURNED, ast.Constant(True))]
 
     def block(self, statements, flags):
         """Lower a block: each escape sets its flag, and whatever follows a statement that may set one is guarded."""
@@ -143,39 +126,27 @@ class Lowering:
     def statement(self, node, flags):
         """(statements replacing `node`, the flags they may set)."""
         if isinstance(node, ast.Return) and "return" in flags:
-            value = node.value if node.value is not None else ast.Constant(None)
-            site = ast.Constant(self.site_of(node.lineno))
-            return [_assign(RETURN_VALUE, _helper("returned", value, site)), _assign(RETURNED, ast.Constant(True))], \
-                {RETURNED}
-        if isinstance(node, ast.Break) and "break" in flags:
-            return [_assign(flags["break"], ast.Constant(True))], {flags["break"]}
-        if isinstance(node, ast.Continue) and "continue" in flags:
-            return [_assign(flags["continue"], ast.Constant(True))], {flags["continue"]}
+            return self.returning(node.value, node.lineno), {RETURNED}
+        for kind, statement in (("break", ast.Break), ("continue", ast.Continue)):
+            if isinstance(node, statement) and kind in flags:
+                return [assign(flags[kind], ast.Constant(True))], {flags[kind]}
         if isinstance(node, ast.While) and any(isinstance(n, ast.NamedExpr) for n in ast.walk(node.test)):
             node = self.test_in_body(node)
         if isinstance(node, (ast.While, ast.For)):
             return self.loop(node, flags)
-        if isinstance(node, ast.If):
-            node.body, set_in_body = self.guarded(node.body, flags)
-            node.orelse, set_in_else = self.guarded(node.orelse, flags)
-            return [node], set_in_body | set_in_else
-        if isinstance(node, (ast.With, ast.Try)):
-            may_set = set()
-            for field in ("body", "orelse", "finalbody"):
-                if getattr(node, field, None):
-                    lowered, flags_set = self.guarded(getattr(node, field), flags)
-                    setattr(node, field, lowered)
-                    may_set |= flags_set
-            for handler in getattr(node, "handlers", []):
-                handler.body, flags_set = self.guarded(handler.body, flags)
-                may_set |= flags_set
-            return [node], may_set
-        return [node], set()
+        may_set = set()
+        if isinstance(node, (ast.If, ast.With, ast.Try)):
+            for part in [node] + getattr(node, "handlers", []):
+                for field in ("body", "orelse", "finalbody"):
+                    if getattr(part, field, None):
+                        lowered, flags_set = self.guarded(getattr(part, field), flags)
+                        setattr(part, field, lowered)
+                        may_set |= flags_set
+        return [node], may_set
 
     def guarded(self, statements, flags):
         """(lowered statements, the flags they may set)."""
-        found = escapes_in(statements)
-        may_set = {flags[k] for k in found if k in flags}
+        may_set = {flags[k] for k in escapes_in(statements) if k in flags}
         return self.block(statements, flags), may_set
 
     def test_in_body(self, node):
@@ -193,29 +164,23 @@ class Lowering:
         self.count += 1
         inner = {k: v for k, v in flags.items() if k == "return"}
         before = []
-        if "break" in own:
-            inner["break"] = f"_tfl_break_{self.count}"
-            before.append(_assign(inner["break"], ast.Constant(False)))
-        if "continue" in own:
-            inner["continue"] = f"_tfl_continue_{self.count}"
-            before.append(_assign(inner["continue"], ast.Constant(False)))
+        for kind in ("break", "continue"):
+            if kind in own:
+                inner[kind] = f"_tfl_{kind}_{self.count}"
+                before.append(assign(inner[kind], ast.Constant(False)))
         body = self.block(node.body, inner)
         if "continue" in inner:
-            body.insert(0, _assign(inner["continue"], ast.Constant(False)))
+            body.insert(0, assign(inner["continue"], ast.Constant(False)))
         node.body = body or [ast.Pass()]
-        stops = {inner[k] for k in ("break",) if k in inner} | ({RETURNED} if "return" in own and "return" in flags
-                                                                 else set())
-        if stops:
-            if isinstance(node, ast.While):
-                node.test = ast.BoolOp(ast.And(), [_not_any(stops), node.test])
-            else:
-                node.extra_test = _not_any(stops)  # read by the if/while/for conversion (convert.py)
         returns = {RETURNED} if "return" in own and "return" in flags else set()
+        stops = returns | ({inner["break"]} if "break" in inner else set())
+        if stops and isinstance(node, ast.While):
+            node.test = ast.BoolOp(ast.And(), [_not_any(stops), node.test])
+        elif stops:
+            node.extra_test = _not_any(stops)  # read by the if/while/for conversion (convert.py)
         after, set_in_else = [], set()
         if node.orelse:  # runs when the loop ends without break (or return)
             orelse, set_in_else = self.guarded(node.orelse, flags)
-            skip = returns | ({inner["break"]} if "break" in inner else set())
-            after = [ast.If(_not_any(skip), orelse, [], lineno=node.lineno)] if skip else orelse
+            after = [ast.If(_not_any(stops), orelse, [], lineno=node.lineno)] if stops else orelse
             node.orelse = []
-        may_set = returns | set_in_else
-        return before + [node] + after, may_set
+        return before + [node] + after, returns | set_in_else

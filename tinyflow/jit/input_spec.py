@@ -15,18 +15,11 @@ class InputSpec:
         self.dtype = np.dtype(dtype)
         self.name = name
 
-    @classmethod
-    def from_array(cls, array, name=None):
-        """The exact spec of an array (every dim known)."""
-        array = np.asarray(array)
-        return cls(array.shape, array.dtype, name)
-
     def __repr__(self):
         return f"InputSpec(shape={list(self.shape)}, dtype='{self.dtype.name}', name={self.name!r})"
 
     def __eq__(self, other):
-        return isinstance(other, InputSpec) and (self.shape, self.dtype, self.name) == (other.shape, other.dtype,
-                                                                                        other.name)
+        return isinstance(other, InputSpec) and self.to_json() == other.to_json()
 
     def __hash__(self):
         return hash((self.shape, self.dtype, self.name))

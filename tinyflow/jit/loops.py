@@ -4,37 +4,30 @@
     convert_for     a Python iterable: a Python loop.  A tensor, tfl.range(n), enumerate / zip of those:
                     a tfl.while_loop over the position k (control_flow/sequences.py).
 
-The tensors among the variables become the loop's variables; numbers become tensors; other
-Python values must not change. A list appended to once per iteration is collected on a stack
-(tensor_lists.py). Also here: enumerate / zip / range / len and x[i] for tensors.
+The tensors among the variables become the loop's variables; numbers become tensors; other Python values must not
+change. A list appended to once per iteration is collected on a stack (tensor_lists.py).
 """
-import builtins
-
 import numpy as np
 
 from ..control_flow import WhileLoop
-from ..control_flow.sequences import Enumerate, Zip, length, range as tensor_range, sequence_of
 from ..control_flow.subgraph import owner
 from ..control_flow.while_loop import trace_loop
 from ..graph import get_default_graph
 from ..nodes import Node, as_node
+from ..ops.elementwise_ops import cast, where
 from .branches import convert_ifelse
 from .errors import ConversionError
-from .inplace import after_loop, current, loop_identities, region
-from .tensor_lists import Guarded, as_tensor, collected, item, length as list_length, stack_collected
+from .inplace_tracing import after_loop, current, loop_identities, region
+from .tensor_lists import Guarded, stack_collected, tensor_sequence
 from .undefined import Undefined, UndefinedValue, is_typeless
-from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, python_truth, rebuild, \
-    refill, same_value, shown
+from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, rebuild, same_value, shown
 
 
 def convert_while(test_fn, body_fn, values, names, site):
     """A Python loop while the test is a Python bool; tfl.while_loop from the first time it is a graph node."""
     values = tuple(values)
-    while True:
-        test = test_fn(*values)
-        if isinstance(test, Node):
-            break
-        if not python_truth(test, site):
+    while not isinstance(test := test_fn(*values), Node):
+        if not test:
             return values
         values = tuple(body_fn(*values))
     return graph_loop(test_fn, body_fn, values, names, site)
@@ -43,9 +36,8 @@ def convert_while(test_fn, body_fn, values, names, site):
 def convert_for(iterable, extra_test, body_fn, values, names, site):
     """A Python loop over a Python iterable; a tfl.while_loop over a tensor sequence (tfl.range, rows, ...).
 
-    `extra_test(*values)` (or None) is the loop's `break` / `return` flag test: False stops the loop.
-    """
-    sequence = _tensor_sequence(iterable)
+    `extra_test(*values)` (or None) is the loop's `break` / `return` flag test: False stops the loop."""
+    sequence = tensor_sequence(iterable)
     if sequence is not None:
         def test(k, *loop):
             valid = sequence.valid(k)
@@ -54,17 +46,14 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
             keep = extra_test(*loop)
             if not isinstance(keep, Node):
                 return valid if keep else as_node(False)
-            from ..ops.elementwise_ops import where
             return where(valid, as_bool(keep, site), False)
 
         def body(k, *loop):
             return (k + 1,) + tuple(body_fn(sequence.item(k), *loop))
         return graph_loop(test, body, (as_node(np.int64(0)),) + tuple(values), ("<position>",) + tuple(names),
                           site)[1:]
-    if isinstance(iterable, Undefined):
-        iterable._fail()
     values = tuple(values)
-    for item in iterable:
+    for item in iterable:  # an Undefined raises its error here
         keep = True if extra_test is None else extra_test(*values)
         if isinstance(keep, Node):  # stopped by a tensor flag: the remaining iterations run under a cond
             values = convert_ifelse(keep, lambda *v, item=item: body_fn(item, *v), lambda *v: v, values, names, site)
@@ -76,19 +65,15 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
 
 
 class _Restructure(Exception):
-    """A variable without a value before the loop turned out to hold a tuple/list: trace the loop again."""
-
-    def __init__(self, index, structure):
-        super().__init__(index, structure)
-        self.index, self.structure = index, structure
+    """A variable without a value before the loop turned out to hold a tuple/list: trace the loop again (its args: the
+    variable's index and structure)."""
 
 
 def graph_loop(test_fn, body_fn, values, names, site):
     """tfl.while_loop over the tensors among `values` (numbers become tensors; other Python values must not change).
 
-    A variable first assigned inside the loop takes the type the body gives it; if the body makes it a
-    tuple or list, the loop is traced again with that structure (the first trace's nodes are dropped).
-    """
+    A variable first assigned inside the loop takes the type the body gives it; if the body makes it a tuple or list,
+    the loop is traced again with that structure (the first trace's nodes are dropped)."""
     values = list(current(tuple(values)))
     graph = get_default_graph()
     lists = Lists(names, values)
@@ -99,8 +84,8 @@ def graph_loop(test_fn, body_fn, values, names, site):
         except _Restructure as again:
             graph.discard_nodes_from(start)
             lists.restore()
-            leaves, _ = flatten(again.structure)
-            values[again.index] = rebuild(again.structure, iter([Undefined(names[again.index], site)] * len(leaves)))
+            index, structure = again.args
+            values[index] = rebuild(structure, iter([Undefined(names[index], site)] * len(flatten(structure)[0])))
         except BaseException:
             lists.restore()
             raise
@@ -109,32 +94,19 @@ def graph_loop(test_fn, body_fn, values, names, site):
 
 def _graph_loop(test_fn, body_fn, values, names, site, lists):
     flat = [flatten(v) for v in values]
-    starts, kinds = [], []  # per leaf: "carried" (a loop variable) or "python" (must stay as it is)
-    for name, (leaves, _) in zip(names, flat):
-        for leaf in leaves:
-            if is_typeless(leaf):  # no value yet (e.g. an enclosing loop's variable before its first assignment)
-                starts.append(UndefinedValue())
-            elif isinstance(leaf, Node):
-                starts.append(leaf)
-            elif isinstance(leaf, NUMBERS):
-                starts.append(as_node(leaf))
-            elif isinstance(leaf, Undefined):
-                starts.append(UndefinedValue())  # typed by the body's first assignment (trace_loop)
-            else:
-                kinds.append("python")
-                continue
-            kinds.append("carried")
+    all_leaves = [leaf for leaves, _ in flat for leaf in leaves]
+    carries = [isinstance(leaf, (Node, Undefined) + NUMBERS) for leaf in all_leaves]  # else must stay as it is
+    # a leaf with no value yet (an Undefined, or an enclosing loop's variable before its first assignment) is typed by
+    # the body's first assignment (trace_loop)
+    starts = [UndefinedValue() if is_typeless(leaf) or isinstance(leaf, Undefined) else
+              leaf if isinstance(leaf, Node) else as_node(leaf) for leaf, c in zip(all_leaves, carries) if c]
 
     def with_loop_values(loop):
-        """The variables holding `loop`'s values; a list is filled in place, so that it stays the object every
-        name, attribute or argument holding it sees."""
+        """The variables holding `loop`'s values; a list is filled in place, so that it stays the object every name,
+        attribute or argument holding it sees."""
         carried = iter(loop)
-        out, position = [], 0
-        for value, (leaves, structure) in zip(values, flat):
-            new = [next(carried) if kinds[position + i] == "carried" else leaf for i, leaf in enumerate(leaves)]
-            position += len(leaves)
-            out.append(refill(value, structure, iter(new)))
-        return out
+        leaves = iter([next(carried) if c else leaf for leaf, c in zip(all_leaves, carries)])
+        return [rebuild(structure, leaves, into=value) for value, (_, structure) in zip(values, flat)]
 
     def test(*loop):
         return as_bool(test_fn(*with_loop_values(loop)), site)
@@ -160,11 +132,11 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
                 raise ConversionError(f"{site}: variable '{shown(name)}' changes structure in a loop over a tensor "
                                       f"({describe(leaves if structure else leaves[0])} before, {describe(new)} "
                                       "after an iteration); keep one structure")
-            for old, value, kind in zip(leaves, new_leaves, kinds[position:position + len(leaves)]):
-                if kind == "python":
-                    _check_unchanged(name, old, value, site)
-                else:
+            for old, value, carried_leaf in zip(leaves, new_leaves, carries[position:position + len(leaves)]):
+                if carried_leaf:
                     carried.append(_loop_value(name, value, loop[len(carried)], site))
+                elif not same_value(old, value):
+                    raise _not_carried(name, value, site)
             position += len(leaves)
         lists.check(site, "a loop over a tensor")
         kept[:] = loop_identities(changes, loop, starts, carried, site)
@@ -194,9 +166,9 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
 
 def _loop_value(name, value, placeholder, site):
     if isinstance(value, Node):
-        if _float(value) and _float(placeholder) and value.dtype != placeholder.dtype:
+        if value.dtype != placeholder.dtype and all(v.dtype is not None and v.dtype.kind == "f"
+                                                    for v in (value, placeholder)):
             # `total + x * i` with a counter i that was a Python int: eager Python keeps x's float type
-            from ..ops.elementwise_ops import cast
             return cast(value, placeholder.dtype)
         return value
     if isinstance(value, NUMBERS):
@@ -206,73 +178,9 @@ def _loop_value(name, value, placeholder, site):
             return UndefinedValue()
         raise ConversionError(f"{site}: variable '{name}' has a value before this loop on a tensor but is assigned "
                               "in only one branch of an `if` on a tensor inside it; assign it in both branches")
-    raise ConversionError(f"{site}: variable '{name}' ({type(value).__name__}) changes in a loop on a tensor; only "
-                          "tensors and numbers can be loop variables")
+    raise _not_carried(name, value, site)
 
 
-def _check_unchanged(name, old, new, site):
-    if not same_value(old, new):
-        raise ConversionError(f"{site}: variable '{name}' ({type(new).__name__}) changes in a loop on a tensor; "
-                              "only tensors and numbers can be loop variables")
-
-
-def _float(node):
-    return node.dtype is not None and node.dtype.kind == "f"
-
-
-def convert_subscript(value, key, site):
-    """`value[key]`; a tensor index (a loop's counter) picks that element along the first axis (gather)."""
-    if collected(value):
-        return item(value, key)
-    if isinstance(key, Node) and isinstance(value, Node):
-        if key.shape is not None and len(key.shape) != 0:
-            raise ConversionError(f"{site}: indexing a tensor with a tensor of shape {key.shape}; inside to_static a "
-                                  "tensor index must be one integer (use tfl.gather for several)")
-        from ..ops.indexing import gather
-        return gather(value, key)
-    if isinstance(key, Node) and isinstance(value, (list, tuple, str, np.ndarray)):
-        raise ConversionError(f"{site}: indexing a {type(value).__name__} with a tensor (a tensor loop's counter is a "
-                              "tensor); make it a tensor first, e.g. tfl.stack(values), or loop with a Python range")
-    if isinstance(key, tuple) and isinstance(value, Node) and any(isinstance(k, Node) for k in key):
-        raise ConversionError(f"{site}: a tensor index inside a tuple index (x[i, j] with i or j a tensor); write "
-                              "x[i][j], one axis at a time")
-    return value[key]
-
-
-# ---------------------------------------------------------------- builtins inside converted code
-def converted_builtin(fn):
-    """enumerate / zip / range / len that also take tensors (a tensor `for` loop iterates over them), or None."""
-    try:
-        return _BUILTINS.get(fn)
-    except TypeError:  # an unhashable callable
-        return None
-
-
-def _tensor_sequence(iterable):
-    """The tensor sequence of a tensor, a collected list (its stacked values) or a tensor range; None otherwise."""
-    return sequence_of(as_tensor(iterable) if collected(iterable) else iterable)
-
-
-def _enumerate(iterable, start=0):
-    sequence = _tensor_sequence(iterable)
-    return builtins.enumerate(iterable, start) if sequence is None else Enumerate(sequence, start)
-
-
-def _zip(*iterables):
-    sequences = [_tensor_sequence(i) for i in iterables]
-    if all(s is None for s in sequences):
-        return builtins.zip(*iterables)
-    if any(s is None for s in sequences):
-        raise ConversionError("zip() of a tensor and a Python iterable inside to_static: a loop over a tensor "
-                              "cannot step through a Python list; make both tensors (tfl.Constant(list)) or index "
-                              "the tensor inside a Python loop")
-    return Zip(sequences)
-
-
-def _len(value):
-    if collected(value):
-        return list_length(value)
-    return length(value) if isinstance(value, Node) else builtins.len(value)
-
-
-_BUILTINS = {builtins.enumerate: _enumerate, builtins.zip: _zip, builtins.range: tensor_range, builtins.len: _len}
+def _not_carried(name, value, site):
+    return ConversionError(f"{site}: variable '{name}' ({type(value).__name__}) changes in a loop on a tensor; only "
+                           "tensors and numbers can be loop variables")

@@ -1,11 +1,9 @@
 """An op's constructor attributes, generically: read them from a node, rebuild the op from them.
 
-An op class is built as `OpClass(*input_nodes, **attributes)`. Its `__init__`
-signature names the attributes (every parameter that is not an input node and not
-`name`), and the op keeps each one as `self.<param>` (or under the alias below when
-the name collides with a node property or the op normalises it). So saving, loading
-and cloning a graph need no per-op code; an op that does not follow the convention
-is reported by name.
+An op class is built as `OpClass(*input_nodes, **attributes)`. Its `__init__` signature names the attributes (every
+parameter that is not an input node and not `name`), and the op keeps each one as `self.<param>` (or under the alias
+below when the name collides with a node property or the op normalises it). So saving and loading a graph need no per-op
+code; an op that does not follow the convention is reported by name.
 """
 import inspect
 
@@ -38,7 +36,8 @@ def _signature(cls):
     params = []
     for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
         if p.kind == p.VAR_KEYWORD:
-            params += [inspect.Parameter(a, p.KEYWORD_ONLY, default=d) for a, d in getattr(cls, "attributes", {}).items()]
+            attributes = getattr(cls, "attributes", {})
+            params += [inspect.Parameter(a, p.KEYWORD_ONLY, default=d) for a, d in attributes.items()]
         elif p.name != "name":
             params.append(p)
     return params
@@ -53,16 +52,14 @@ def _is_nodes(value):
                                        and all(isinstance(v, Node) for v in value))
 
 
-def _is_input_param(cls, p, op=None):
-    if (cls.op_type, p.name) in OPTIONAL_INPUTS:
-        value = getattr(op, _attribute_name(cls.op_type, p.name), None) if op is not None else None
-        return value is None or _is_nodes(value)
-    if p.kind == p.VAR_POSITIONAL or p.name in _INPUT_LISTS:
+def _is_input_param(op, p):
+    optional = (op.op_type, p.name) in OPTIONAL_INPUTS
+    if not optional and (p.kind == p.VAR_POSITIONAL or p.name in _INPUT_LISTS):
         return True
-    if p.default is not inspect.Parameter.empty or p.kind == p.KEYWORD_ONLY:
+    if not optional and (p.default is not inspect.Parameter.empty or p.kind == p.KEYWORD_ONLY):
         return False
-    # a positional parameter without a default is an input unless the op keeps it as an attribute
-    value = getattr(op, _attribute_name(cls.op_type, p.name), None) if op is not None else None
+    # an optional input, or a positional parameter without a default: an input unless the op keeps an attribute
+    value = getattr(op, _attribute_name(op.op_type, p.name), None)
     return value is None or _is_nodes(value)
 
 
@@ -71,7 +68,7 @@ def op_attributes(op):
     cls = type(op)
     attrs = {}
     for p in _signature(cls):
-        if _is_input_param(cls, p, op):
+        if _is_input_param(op, p):
             continue
         attr = _attribute_name(cls.op_type, p.name)
         if attr in _NODE_PROPERTIES:
@@ -131,9 +128,7 @@ def encode(value):
         return int(value)
     if isinstance(value, (float, np.floating)):
         return float(value)
-    if isinstance(value, np.dtype):
-        return {"dtype": value.str}
-    if isinstance(value, type) and issubclass(value, np.generic):
+    if isinstance(value, np.dtype) or isinstance(value, type) and issubclass(value, np.generic):
         return {"dtype": np.dtype(value).str}
     if value is Ellipsis:
         return {"ellipsis": True}

@@ -3,13 +3,11 @@
     f = tfl.jit.to_static(model, input_spec=[InputSpec([None, 13], "float32", "x")])
     f(x)   # first call: trace (build a Graph on Placeholders) and compile; later calls: run the cached plan
 
-Two caches, as in Paddle: the conversion cache (one AST-converted function per Python
-function, in convert.py) and the program cache here (one ConcreteProgram per input
-signature: tensor shapes with the spec's None dims, dtypes, non-tensor argument values
-and the training flag), capped at MAX_PROGRAMS, least recently used first out. Every
-retrace is logged on the "tinyflow.jit" logger with the reason ("x dim 0: 4 → 5").
-Numpy arrays or eager Tensors go in, Tensors come out; a call on Tensors with grad enabled
-can be one op of eager autograd (eager_call.py).
+Two caches, as in Paddle: the conversion cache (one AST-converted function per Python function, in convert.py) and the
+program cache here (one ConcreteProgram per input signature: tensor shapes with the spec's None dims, dtypes, non-tensor
+argument values and the training flag), capped at MAX_PROGRAMS, least recently used first out. Every retrace is logged
+on the "tinyflow.jit" logger with the reason ("x dim 0: 4 → 5"). Numpy arrays or eager Tensors go in, Tensors come
+out; a call on Tensors with grad enabled can be one op of eager autograd (eager_call.py).
 """
 import functools
 import inspect
@@ -18,36 +16,22 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ..eager import Tensor, is_grad_enabled
 from ..errors import TinyflowError
 from ..graph import PICTURES, ancestors, get_default_graph
 from ..nodes import Node, Placeholder
+from ..session import Session
 from .convert import convert_function
-from .inplace import current, newest, tracing
+from .eager_call import call_recorded, why_not_recordable
 from .errors import ConversionError
+from .inplace_tracing import current, newest, tracing
+from .input_spec import InputSpec
 from .tensor_lists import Stacked
 from .undefined import Undefined
-from .eager_call import call_recorded
-from .input_spec import InputSpec
-from ..eager import Tensor, is_grad_enabled
+from .values import flatten, rebuild
 
 log = logging.getLogger("tinyflow.jit")
 MAX_PROGRAMS = 8
-
-
-# --- the three places that know what a tensor argument and a result are: numpy or Tensor in, Tensor out
-def _is_tensor(value):
-    """Whether a call argument is data for a Placeholder (an array or an eager Tensor), not a Python value."""
-    return isinstance(value, (np.ndarray, Tensor))
-
-
-def _as_feed(value):
-    """A tensor argument as the numpy array fed to its Placeholder (a Tensor is fed by value)."""
-    return value.numpy() if isinstance(value, Tensor) else value
-
-
-def _wrap_output(array):
-    """A fetched result as what the caller gets back: an eager tfl.Tensor (requiring no grad)."""
-    return Tensor(array)
 
 
 class ConcreteProgram:
@@ -57,16 +41,12 @@ class ConcreteProgram:
         self.key, self.graph, self.inputs, self.specs = key, graph, inputs, specs
         self.outputs, self.structure, self.side_effects = outputs, structure, side_effects
         self.training, self.fn_name = training, fn_name
-        self._fetches = [o for o in outputs if isinstance(o, Node)] + list(side_effects)
+        # the nodes one run fetches (outputs, then state updates): draw them with tfl.viz.to_graphviz
+        self.fetches = [o for o in outputs if isinstance(o, Node)] + list(side_effects)
 
     def __repr__(self):
         shapes = ", ".join(f"{p.name}: {list(p.shape)} {p.dtype.name}" for p in self.inputs)
         return f"<ConcreteProgram {self.fn_name}({shapes}) -> {len(self.outputs)} output(s), training={self.training}>"
-
-    @property
-    def fetches(self):
-        """The nodes one run fetches (outputs, then state updates): draw them with tfl.viz.to_graphviz."""
-        return list(self._fetches)
 
     def _repr_svg_(self):
         draw = PICTURES.get("svg")
@@ -75,44 +55,17 @@ class ConcreteProgram:
     def run(self, session, arrays):
         """Run the compiled plan on input arrays; the outputs in the traced structure (array results as Tensors)."""
         feed = dict(zip(self.inputs, arrays))
-        flag = self.graph.training_flag
-        if flag is not None:
-            feed[flag] = self.training
-        values = iter(session.run(self._fetches, feed))
-        flat = [_wrap_output(next(values)) if isinstance(o, Node) else o for o in self.outputs]
-        return _rebuild(self.structure, iter(flat))
-
-
-def _flatten(result):
-    """Leaves and a (hashable) structure to rebuild them (nodes or arrays, Python values, lists, tuples, dicts)."""
-    if isinstance(result, (list, tuple)):
-        parts = [_flatten(r) for r in result]
-        return [leaf for leaves, _ in parts for leaf in leaves], (type(result), tuple(s for _, s in parts))
-    if isinstance(result, dict):
-        parts = [(k, _flatten(v)) for k, v in result.items()]
-        return [leaf for _, (leaves, _) in parts for leaf in leaves], (dict, tuple((k, s) for k, (_, s) in parts))
-    return [result], None
-
-
-def _rebuild(structure, leaves):
-    if structure is None:
-        return next(leaves)
-    kind, inner = structure
-    if kind is dict:
-        return {k: _rebuild(s, leaves) for k, s in inner}
-    return kind(_rebuild(s, leaves) for s in inner)
-
-
-def _layer_class():
-    from ..nn.layer import Layer
-    return Layer
+        if self.graph.training_flag is not None:
+            feed[self.graph.training_flag] = self.training
+        values = iter(session.run(self.fetches, feed))
+        return rebuild(self.structure, iter([Tensor(next(values)) if isinstance(o, Node) else o for o in self.outputs]))
 
 
 class StaticFunction:
     """A function or Layer converted to static programs: call it like the original (numpy or Tensor in, Tensor out)."""
 
     def __init__(self, fn_or_layer, input_spec=None, max_programs=MAX_PROGRAMS):
-        Layer = _layer_class()
+        from ..nn.layer import Layer
         if isinstance(fn_or_layer, Layer):
             self._layer, self._function = fn_or_layer, type(fn_or_layer).forward
         elif inspect.ismethod(fn_or_layer):
@@ -127,15 +80,14 @@ class StaticFunction:
         for spec in self.input_spec or []:
             if spec is not None and not isinstance(spec, InputSpec):
                 raise TypeError(f"input_spec entries must be tfl.jit.InputSpec (or None), got {spec!r}")
-        self.max_programs = max_programs
-        self.training = False
-        self._programs = OrderedDict()
-        self._sessions = {}
-        self._bound = {}
-        self._names = {}
+        try:
+            self._params = list(inspect.signature(self._function).parameters)[1 if self._layer is not None else 0:]
+        except (TypeError, ValueError):
+            self._params = []
+        self.max_programs, self.training, self.retraces = max_programs, False, 0
+        self._programs, self._sessions, self._bound = OrderedDict(), {}, {}
         self.__name__ = getattr(self._function, "__name__", type(fn_or_layer).__name__)
         self.__doc__ = getattr(self._function, "__doc__", None)
-        self.retraces = 0
 
     def __repr__(self):
         return f"<tfl.jit.StaticFunction {self.__name__} with {len(self._programs)} program(s)>"
@@ -151,23 +103,16 @@ class StaticFunction:
         return bound
 
     # -- modes ----------------------------------------------------------------------
-    def train(self):
+    def train(self, mode=True):
         """Trace and run in training mode (dropout active, batch statistics, update ops run)."""
-        return self._set_mode(True)
+        self.training = mode  # the static function owns its mode; the layer follows, so eager calls behave alike
+        if self._layer is not None and hasattr(self._layer, "train"):
+            self._layer.train(mode)
+        return self
 
     def eval(self):
         """Trace and run in evaluation mode (the default, whatever the layer's eager mode)."""
-        return self._set_mode(False)
-
-    def _set_mode(self, training):
-        # the static function owns its mode; the wrapped layer follows, so eager calls behave alike
-        self.training = training
-        if self._layer is not None and hasattr(self._layer, "train"):
-            self._layer.train(training)
-        return self
-
-    def _training(self):
-        return self.training
+        return self.train(False)
 
     # -- calling ----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -179,12 +124,12 @@ class StaticFunction:
         session = self._session(program.graph)
         recorded = call_recorded(program, session, arrays, sources)  # eager autograd sees the call as one op
         if recorded is not None:
-            return _rebuild(program.structure, iter([recorded]))  # `return [y]` stays a one-element list
+            return rebuild(program.structure, iter([recorded]))  # `return [y]` stays a one-element list
         for value in sources:
             if isinstance(value, Tensor) and value.requires_grad and is_grad_enabled():
                 raise TinyflowError(
                     f"{self.__name__} got a Tensor of shape {value.shape} that requires grad, but this program "
-                    f"{_why_not_recorded(program)}, so the gradient would be lost. Put the training step inside "
+                    f"{why_not_recordable(program)}, so the gradient would be lost. Put the training step inside "
                     "the function (loss = ...; opt.minimize(loss) with a graph-mode optimizer such as "
                     "tfl.optim.Adam(1e-3)), or pass t.detach()")
         return program.run(session, arrays)
@@ -203,119 +148,89 @@ class StaticFunction:
         return list(self._programs.values())
 
     def _session(self, graph):
-        from ..session import Session
-        session = self._sessions.get(graph)
-        if session is None:
-            session = self._sessions[graph] = Session(graph)
-        return session
+        if graph not in self._sessions:
+            self._sessions[graph] = Session(graph)
+        return self._sessions[graph]
 
     def _converted(self):
         fn = convert_function(self._function)
         return functools.partial(fn, self._layer) if self._layer is not None else fn
 
-    def _parameter_names(self, count):
-        names = self._names.get(count)
-        if names is None:
-            try:
-                params = list(inspect.signature(self._function).parameters)
-            except (TypeError, ValueError):
-                params = []
-            if self._layer is not None:
-                params = params[1:]
-            names = self._names[count] = [params[i] if i < len(params) else f"arg{i}" for i in range(count)]
-        return names
-
     def _signature(self, args, kwargs):
-        """The cache key entries and the tensor arguments' arrays (checked against the input_spec)."""
-        names = self._parameter_names(len(args))
-        values = list(args)
-        if kwargs:
-            names = names + sorted(kwargs)
-            values += [kwargs[k] for k in sorted(kwargs)]
-        entries, arrays, sources = [], [], []
-        for i, (name, value) in enumerate(zip(names, values)):
-            spec = self.input_spec[i] if self.input_spec and i < len(self.input_spec) else None
-            leaves, structure = _flatten(value)
-            if structure is not None and not any(_is_tensor(v) or isinstance(v, InputSpec) for v in leaves):
-                try:
-                    entries.append(("value", name, value, _identity(value)))
-                    continue
-                except TypeError:  # a list: its items are passed on as they are
-                    pass
-            if structure is not None:  # tensors inside a tuple, list or dict: each is an input of its own
-                entries.append(("nested", name, structure, len(leaves)))
-            for j, leaf in enumerate(leaves):
-                self._argument(name if structure is None else f"{name}_{j}", leaf, spec if structure is None else None,
-                               entries, arrays, sources)
-        return entries, arrays, sources
+        """The cache key's entry per argument, (name, nesting, its leaves' entries), and the tensor arguments' arrays
+        (checked against the input_spec) and values."""
+        names = [self._params[i] if i < len(self._params) else f"arg{i}" for i in range(len(args))] + sorted(kwargs)
+        specs, entries, arrays, sources = self.input_spec or [], [], [], []
+        for i, (name, value) in enumerate(zip(names, list(args) + [kwargs[k] for k in sorted(kwargs)])):
+            leaves, structure = flatten(value, dicts=True)  # in a tuple, list or dict: each tensor an input of its own
+            spec = specs[i] if i < len(specs) and structure is None else None
+            labels = [name] if structure is None else [f"{name}_{j}" for j in range(len(leaves))]
+            entries.append((name, structure, tuple(self._leaf(label, leaf, spec, arrays, sources)
+                                                   for label, leaf in zip(labels, leaves))))
+        return tuple(entries), arrays, sources
 
-    def _argument(self, name, value, spec, entries, arrays, sources):
-        """One argument's cache key entry (and its array, for a tensor)."""
-        if not (isinstance(value, InputSpec) or _is_tensor(value)):
+    def _leaf(self, name, value, spec, arrays, sources):
+        """An argument's cache key entry: ("tensor", name, shape, dtype, spec name) or ("value", name, value, ...)."""
+        if not isinstance(value, (InputSpec, np.ndarray, Tensor)):
             try:
-                entries.append(("value", name, value, _identity(value)))
+                return "value", name, value, _identity(value)
             except TypeError:
                 raise TinyflowError(f"argument '{name}' of {self.__name__} is a {type(value).__name__}: to_static "
                                     "takes arrays, Tensors, hashable Python values (numbers, strings) and lists, "
                                     "tuples or dicts of those") from None
-            return
-        array = None if isinstance(value, InputSpec) else _as_feed(value)
+        array = None if isinstance(value, InputSpec) else value.numpy() if isinstance(value, Tensor) else value
         if isinstance(value, InputSpec):
             spec = value
         elif spec is not None:
             spec.check(array, f"argument '{name}' of {self.__name__}")
-        entries.append(("tensor", name, array.shape, array.dtype, None) if spec is None else
-                       ("tensor", name, spec.shape, spec.dtype, spec.name))
         arrays.append(array)
         sources.append(value)
+        return ("tensor", name, array.shape, array.dtype, None) if spec is None else \
+            ("tensor", name, spec.shape, spec.dtype, spec.name)
 
     def _program_for(self, args, kwargs):
         entries, arrays, sources = self._signature(args, kwargs)
-        key = (tuple(entries), len(args), self._training())
+        key = (entries, len(args), self.training)
         program = self._programs.get(key)
         if program is not None:
             self._programs.move_to_end(key)
             return program, arrays, sources
         if self._programs:
             self.retraces += 1
-            last = next(reversed(self._programs))
             log.info("tinyflow.jit: tracing %s again (%d program(s) cached): %s", self.__name__,
-                     len(self._programs), _why(last, key))
-        specs = [InputSpec(e[2], e[3], e[4] or e[1]) for e in entries if e[0] == "tensor"]
-        program = self._trace(key, entries, specs, args, kwargs)
-        self._programs[key] = program
+                     len(self._programs), _why(next(reversed(self._programs)), key))
+        program = self._programs[key] = self._trace(key)
         session = self._sessions.get(program.graph)
         if session is not None:  # tracing grows the graph on purpose: not the leak the Session warns about
             session.accept_graph_growth()
         if len(self._programs) > self.max_programs:
-            old_key, old = self._programs.popitem(last=False)
+            _, old = self._programs.popitem(last=False)
             _release(old, self._sessions.get(old.graph))
             log.warning("tinyflow.jit: %s has more than %d input signatures; dropped the least recently used "
                         "program. Use InputSpec with None for dimensions that change (e.g. the batch size).",
                         self.__name__, self.max_programs)
         return program, arrays, sources
 
-    def _trace(self, key, entries, specs, args, kwargs):
+    def _trace(self, key):
+        entries, positional, training = key
+        specs = [InputSpec(leaf[2], leaf[3], leaf[4] or leaf[1]) for _, _, leaves in entries for leaf in leaves
+                 if leaf[0] == "tensor"]
         graph = self._layer.graph if self._layer is not None else get_default_graph()
         scope = f"{getattr(self._layer, 'scope', self.__name__)}/to_static" if self._layer else f"{self.__name__}"
         with graph.as_default(), graph.name_scope(scope):
             placeholders = [Placeholder(s.shape, s.dtype, name=s.name) for s in specs]
-            feeds, pending, call, nested = iter(placeholders), iter(entries), [], []
-            for entry in pending:
-                count = entry[3] if entry[0] == "nested" else 1
-                values = [next(feeds) if e[0] == "tensor" else e[2] for e in
-                          ([next(pending) for _ in range(count)] if entry[0] == "nested" else [entry])]
-                call.append(_rebuild(entry[2], iter(values)) if entry[0] == "nested" else values[0])
-                nested += [(entry, call[-1])] if entry[0] == "nested" else []
-            call_args, call_kwargs = call[:len(args)], dict(zip(sorted(kwargs), call[len(args):]))
+            feeds = iter(placeholders)
+            call = [rebuild(structure, iter([next(feeds) if leaf[0] == "tensor" else leaf[2] for leaf in leaves]))
+                    for _, structure, leaves in entries]
             start, updates = len(graph.nodes), len(graph.update_ops)
             with tracing(external=placeholders):
-                outputs, structure = _flatten(self._converted()(*call_args, **call_kwargs))
+                keywords = {entry[0]: value for entry, value in zip(entries[positional:], call[positional:])}
+                outputs, structure = flatten(self._converted()(*call[:positional], **keywords), dicts=True)
                 outputs = [newest(o) if isinstance(o, Node) else o for o in outputs]
             created = graph.nodes[start:]
-        for entry, value in nested:
-            if _flatten(value)[1] != entry[2]:
-                raise ConversionError(f"{self.__name__} changes its argument '{entry[1]}' (appends to it, or removes "
+        for (name, nesting, _), value in zip(entries, call):
+            if nesting is not None and flatten(value, dicts=True)[1] != nesting:
+                raise ConversionError(f"{self.__name__} changes its argument '{name}' (appends to it, or removes "
                                       "from it): to_static passes a copy holding each call's tensors, so the caller's "
                                       f"{type(value).__name__} would not change; return the values instead")
         for out in outputs:
@@ -331,17 +246,15 @@ class StaticFunction:
         excluded = ancestors(new_updates)
         side_effects = [n for n in created if getattr(n, "stateful", False) and getattr(n, "subgraph", None) is None
                         and n not in excluded and not any(getattr(c, "stateful", False) for c in n.consumers)]
-        if key[2]:
-            side_effects += new_updates
-        program = ConcreteProgram(key, graph, placeholders, specs, outputs, structure, side_effects, key[2],
-                                  self.__name__)
+        program = ConcreteProgram(key, graph, placeholders, specs, outputs, structure,
+                                  side_effects + (new_updates if training else []), training, self.__name__)
         program.built = placeholders + created
         return program
 
 
 def _release(program, session):
-    """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so
-    that retracing again and again keeps memory flat."""
+    """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so that
+    retracing again and again keeps memory flat."""
     built, functions = list(program.built), [program.__dict__.get("_function")]
     while functions:  # the backward graphs eager autograd built for it (eager_call.py)
         function = functions.pop()
@@ -363,30 +276,17 @@ def _release(program, session):
 
 
 def _identity(value):
-    """What tells equal Python values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign (a
-    TypeError for an unhashable value)."""
-    if isinstance(value, tuple):
-        return tuple(_identity(v) for v in value)
+    """What tells equal Python values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign (a TypeError
+    for an unhashable value)."""
     hash(value)
     return type(value), repr(value) if isinstance(value, float) else None
-
-
-def _why_not_recorded(program):
-    """Why a program call is not an op of eager autograd (see eager_call.py)."""
-    if program.side_effects:
-        return "changes state (an optimizer step or assign inside it)"
-    if program.training:
-        return "runs in training mode (f.train())"
-    return "does not return exactly one floating-point tensor"
 
 
 def _why(old, new):
     """Why a new program was needed: the first differences between two cache keys."""
     (old_entries, old_n, old_training), (new_entries, new_n, new_training) = old, new
-    reasons = []
-    if old_training != new_training:
-        reasons.append(f"training: {old_training} → {new_training}")
-    for a, b in zip(old_entries, new_entries):
+    reasons = [f"training: {old_training} → {new_training}"] if old_training != new_training else []
+    for a, b in zip((leaf for entry in old_entries for leaf in entry[2]), (leaf for e in new_entries for leaf in e[2])):
         name = b[1]
         if a[0] != b[0]:
             reasons.append(f"{name}: {'a tensor' if a[0] == 'tensor' else repr(a[2])} → "

@@ -1,14 +1,10 @@
 """Values that do not exist yet: a variable before its first assignment, a return value before the `return`.
 
-Two kinds, for two situations:
-
-* `Undefined` (Python): a name with no value, e.g. assigned in only one branch of an `if`
-  on a tensor. Using it raises a ConversionError naming the line.
-* `UndefinedValue` (a graph node): fills a slot that a cond or loop must carry although
-  no path reads it, e.g. the function's return value before a `return` inside a tensor
-  `if` ran, or a loop's temporary before its first iteration. Built without a type, it
-  takes the type of the value it stands next to (`resolve`); its value is zeros of that
-  type (unknown dimensions 0), which flags guarantee is never used.
+* `Undefined` (Python): a name with no value, e.g. assigned in one branch only of an `if` on a tensor; using it
+  raises a ConversionError naming the line.
+* `UndefinedValue` (a graph node): fills a slot a cond or loop carries though no path reads it (the return value
+  before a `return` in a tensor `if` ran, a loop's temporary before its first iteration). Built without a type,
+  it takes the type of the value it stands next to (`resolve`); its value, zeros, is never used (flags see to it).
 """
 import numpy as np
 

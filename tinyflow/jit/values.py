@@ -1,15 +1,15 @@
 """What converted code carries through branches and loops: nested values, flags, return values, lists.
 
-A variable may hold a tensor, a number, a nested tuple/list of those, or any other Python
-object (which a tensor branch or loop must then leave unchanged). Helpers here flatten such
-values, turn conditions into one boolean tensor, name a return value's site, and catch a
-list that grows where the code runs once as a graph.
+A variable may hold a tensor, a number, a nested tuple/list of those, or any other Python object (which a tensor branch
+or loop must then leave unchanged). Helpers here flatten such values, turn conditions into one boolean tensor, name a
+return value's site, and catch a list that grows where the code runs once as a graph.
 """
 import re
 
 import numpy as np
 
 from ..nodes import Node
+from ..ops.elementwise_ops import cast
 from .errors import ConversionError
 from .undefined import Undefined, is_typeless
 
@@ -18,31 +18,28 @@ NUMBERS = (bool, int, float, np.number, np.bool_)
 
 
 # ---------------------------------------------------------------- nested values
-def flatten(value):
-    """(leaves, structure) of a value: tuples and lists are walked, anything else is a leaf."""
-    if isinstance(value, (tuple, list)):
-        parts = [flatten(v) for v in value]
-        return [leaf for leaves, _ in parts for leaf in leaves], (type(value), [s for _, s in parts])
+def flatten(value, dicts=False):
+    """(leaves, structure) of a value: tuples and lists (and dicts, if asked) are walked, anything else is a leaf. The
+    structure is hashable (to_static's cache keys hold it)."""
+    if isinstance(value, (tuple, list)) or dicts and isinstance(value, dict):
+        keys = tuple(value) if isinstance(value, dict) else None
+        parts = [flatten(v, dicts) for v in (value.values() if keys is not None else value)]
+        return [leaf for leaves, _ in parts for leaf in leaves], (type(value), tuple(s for _, s in parts), keys)
     return [value], None
 
 
-def rebuild(structure, leaves):
-    """The inverse of flatten, from an iterator of leaves."""
+def rebuild(structure, leaves, into=None):
+    """The inverse of flatten, from an iterator of leaves; into `into`'s own lists when it has the structure (in place:
+    a list stays the object every name holding it sees)."""
     if structure is None:
         return next(leaves)
-    kind, parts = structure
-    return kind(rebuild(s, leaves) for s in parts)
-
-
-def refill(value, structure, leaves):
-    """Like rebuild, but into `value`'s own lists (in place): a list stays the object every name holding it sees."""
-    if structure is None or not isinstance(value, (list, tuple)) or len(value) != len(structure[1]):
-        return rebuild(structure, leaves)
-    items = [refill(v, s, leaves) for v, s in zip(value, structure[1])]
-    if isinstance(value, list):
-        value[:] = items
-        return value
-    return type(value)(items)
+    kind, parts, keys = structure
+    fits = isinstance(into, (list, tuple)) and len(into) == len(parts)
+    values = [rebuild(s, leaves, into[i] if fits else None) for i, s in enumerate(parts)]
+    if fits and isinstance(into, list):
+        into[:] = values
+        return into
+    return kind(zip(keys, values)) if keys is not None else kind(values)
 
 
 def describe(value):
@@ -63,20 +60,12 @@ def same_value(a, b):
 def as_bool(test, site):
     """A tensor condition as one boolean value (cast if needed); a ConversionError for several values."""
     if test.dtype != np.bool_:
-        from ..ops.elementwise_ops import cast
         test = cast(test, "bool")
     if test.shape is not None and any(d is not None and d != 1 for d in test.shape):
         raise ConversionError(f"{site}: the condition has shape {test.shape}; an `if`/`while` on a tensor needs "
                               "one value. Reduce it first: tfl.reduce_max(c) for 'any', tfl.reduce_min or "
                               "tfl.equal(tfl.reduce_sum(c), c.size) for 'all'")
     return test
-
-
-def python_truth(value, site):
-    """bool(value) for a Python value; a ConversionError for a symbolic tensor."""
-    if isinstance(value, Node):
-        raise symbolic(site, "bool()")
-    return bool(value)
 
 
 def symbolic(site, what):
@@ -98,14 +87,12 @@ def returned(value, site):
 
 def return_value(value):
     """What the converted function returns: its return value (None if no `return` ran)."""
-    if isinstance(value, Undefined) or is_typeless(value):
-        return None
-    return value
+    return None if isinstance(value, Undefined) or is_typeless(value) else value
 
 
 class Lists:
-    """The lists among some variables' values and their lengths, to catch one growing in a tensor branch or loop
-    (whose code runs once, as a graph: an append there would add one symbolic value, not one per iteration)."""
+    """The lists among some variables' values and their lengths, to catch one growing in a tensor branch or loop (whose
+    code runs once, as a graph: an append there would add one symbolic value, not one per iteration)."""
 
     def __init__(self, names, values):
         self.lists = [(name, leaf, list(leaf)) for name, value in zip(names, values) for leaf in _lists_in(value)]

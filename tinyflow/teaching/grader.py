@@ -1,10 +1,7 @@
-"""The autograder: run the official tests of an assignment against a student's folder, score each test.
-
-The tests come from the teacher's copy (so a student cannot edit them); the student's modules are put
-first on the path through $TINYFLOW_ASSIGNMENT_PATH, read by the tests' conftest.py. pytest runs in a
-subprocess with a time limit, so a crash or an endless loop in student code costs only its score.
+"""The autograder: run an assignment's official tests (the teacher's copy, which a student cannot edit) on a
+student's folder, put first on the path through $TINYFLOW_ASSIGNMENT_PATH (read by the tests' conftest.py). pytest
+runs in a subprocess with a time limit, so a crash or an endless loop in student code costs only its score.
 """
-import json
 import os
 import pathlib
 import re
@@ -16,7 +13,7 @@ import xml.etree.ElementTree as ET
 from ..errors import TinyflowError
 from .student import SOURCE
 
-ASSIGNMENT = re.compile(r"^assignment\d+$")
+_OWNER = re.compile(r"test_(assignment\d+)")  # the test module of an assignment
 
 
 class GradingError(TinyflowError):
@@ -26,7 +23,7 @@ class GradingError(TinyflowError):
 def assignments(source=SOURCE):
     """The assignment names the tests know, e.g. ['assignment1', ..., 'assignment6']."""
     found = {m.group(1) for p in pathlib.Path(source, "tests").glob("test_assignment*.py")
-             if (m := re.match(r"test_(assignment\d+)", p.name))}
+             if (m := _OWNER.match(p.name))}
     return sorted(found, key=lambda name: int(name[len("assignment"):]))
 
 
@@ -44,8 +41,7 @@ def grade(assignment, path=None, source=SOURCE, timeout=900):
         xml = pathlib.Path(scratch, "results.xml")
         command = [sys.executable, "-m", "pytest", str(source / "tests"), "-q", "-p", "no:cacheprovider",
                    f"--junitxml={xml}", "-o", "junit_family=xunit1"]
-        if assignment != "all":
-            command += ["-m", assignment]
+        command += ["-m", assignment] if assignment != "all" else []
         env = {**os.environ, "TINYFLOW_ASSIGNMENT_PATH": str(path), "PYTHONDONTWRITEBYTECODE": "1"}
         try:
             run = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True, timeout=timeout)
@@ -55,40 +51,27 @@ def grade(assignment, path=None, source=SOURCE, timeout=900):
         if not xml.exists():
             raise GradingError(f"pytest could not run the tests (exit code {run.returncode}):\n"
                                f"{run.stdout[-3000:]}{run.stderr[-3000:]}")
-        tests = _results(xml)
+        tests = [_result(case) for case in ET.parse(xml).getroot().iter("testcase")]
     if not tests:
         raise GradingError(f"no test of {assignment} was collected from {source / 'tests'}")
-    score = sum(t["points"] for t in tests)
-    return dict(assignment=assignment, path=str(path), score=score, max_score=len(tests), tests=tests)
+    return dict(assignment=assignment, path=str(path), score=sum(t["points"] for t in tests), max_score=len(tests),
+                tests=tests)
 
 
-def _results(xml):
-    """One entry per test case of a JUnit XML file: name, outcome, points and the first line of the failure."""
-    tests = []
-    for case in ET.parse(xml).getroot().iter("testcase"):
-        problem = next((child for child in case if child.tag in ("failure", "error", "skipped")), None)
-        outcome = "passed" if problem is None else {"failure": "failed"}.get(problem.tag, problem.tag)
-        message = "" if problem is None else (problem.get("message") or problem.text or "").strip()
-        module = case.get("classname", "").rsplit(".", 1)[-1]
-        owner = re.match(r"test_(assignment\d+)", module)
-        first_line = message.splitlines()[0][:300] if message else ""
-        tests.append(dict(assignment=owner.group(1) if owner else module, test=case.get("name"), outcome=outcome,
-                          points=1 if outcome == "passed" else 0, message=first_line))
-    return tests
+def _result(case):
+    """A JUnit XML test case as its assignment, name, outcome, points and the first line of the failure."""
+    problem = next((child for child in case if child.tag in ("failure", "error", "skipped")), None)
+    outcome = "passed" if problem is None else {"failure": "failed"}.get(problem.tag, problem.tag)
+    message = "" if problem is None else (problem.get("message") or problem.text or "").strip()
+    module = case.get("classname", "").rsplit(".", 1)[-1]
+    owner = _OWNER.match(module)
+    return dict(assignment=owner.group(1) if owner else module, test=case.get("name"), outcome=outcome,
+                points=int(outcome == "passed"), message=message.splitlines()[0][:300] if message else "")
 
 
 def format_report(report):
     """The report as a table a student can read: one line per test, then the total."""
-    lines = [f"grading {report['assignment']} in {report['path']}"]
-    for t in report["tests"]:
-        mark = "PASS" if t["points"] else t["outcome"].upper()
-        lines.append(f"  {mark:7} {t['points']}/1  {t['assignment']}::{t['test']}"
-                     + (f"\n            {t['message']}" if t["message"] and not t["points"] else ""))
-    lines.append(f"score: {report['score']}/{report['max_score']}")
-    return "\n".join(lines)
-
-
-def write_report(report, path):
-    """Write the report as JSON; returns the path."""
-    pathlib.Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return path
+    lines = [f"  {'PASS' if t['points'] else t['outcome'].upper():7} {t['points']}/1  {t['assignment']}::{t['test']}"
+             + (f"\n            {t['message']}" if t["message"] and not t["points"] else "") for t in report["tests"]]
+    return "\n".join([f"grading {report['assignment']} in {report['path']}"] + lines
+                     + [f"score: {report['score']}/{report['max_score']}"])

@@ -1,15 +1,9 @@
 """Make the student version of the assignments: every solution block becomes a stub with its hint.
 
-In the solutions (assignments/ in the repository) a block between marker comments
-
-    # BEGIN SOLUTION
-    # HINT: what to use, what to watch out for
-    # (comment lines right after the HINT line continue it)
-    ...the solution...
-    # END SOLUTION
-
-becomes, in Python, `# TODO: <hint>` and `raise NotImplementedError("<hint>")`, and in C
-(`// BEGIN SOLUTION` ... `// END SOLUTION`) a `/* TODO: <hint> */` comment.
+In the solutions (assignments/ in the repository) `# BEGIN SOLUTION`, a `# HINT: what to use, what to watch out
+for` line (the comment lines right after it continue it), the solution and `# END SOLUTION` become
+`# TODO: <hint>` and `raise NotImplementedError("<hint>")`; in C (`// BEGIN SOLUTION` ... `// END SOLUTION`),
+a `/* TODO: <hint> */` comment.
 """
 import os
 import pathlib
@@ -21,6 +15,7 @@ from ..errors import TinyflowError
 SOURCE = pathlib.Path(__file__).resolve().parent.parent.parent / "assignments"
 COMMENT = {".py": "#", ".c": "//", ".h": "//"}
 _SKIP = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints"}
+_DEFINITION = re.compile(r"^\s*(?:def|class)\s+(\w+)|^\s*(?:void|int|float|double|long)\s+\**(\w+)\s*\(")
 
 
 class AssignmentSourceError(TinyflowError):
@@ -30,51 +25,42 @@ class AssignmentSourceError(TinyflowError):
 def strip_solutions(text, comment="#", where="<text>"):
     """The student version of one file's text: each solution block replaced by a stub raising its hint."""
     marker = re.escape(comment)
-    begin = re.compile(rf"^(\s*){marker} BEGIN SOLUTION\s*$")
-    end = re.compile(rf"^\s*{marker} END SOLUTION\s*$")
-    hint_line = re.compile(rf"^\s*{marker} HINT:?\s?(.*)$")
-    comment_line = re.compile(rf"^\s*{marker}\s?(.*)$")
-    definition = re.compile(r"^\s*(?:def|class)\s+(\w+)|^\s*(?:void|int|float|double|long)\s+\**(\w+)\s*\(")
-    out, block, indent, hint, start, owner, parent = [], None, "", [], 0, None, None
+    begin, end = re.compile(rf"^(\s*){marker} BEGIN SOLUTION\s*$"), re.compile(rf"^\s*{marker} END SOLUTION\s*$")
+    hint_line, comment_line = re.compile(rf"^\s*{marker} HINT:?\s?(.*)$"), re.compile(rf"^\s*{marker}\s?(.*)$")
+    out, start, owner, parent = [], None, None, None  # start: the line of the open block's BEGIN SOLUTION
     for number, line in enumerate(text.splitlines(keepends=True), 1):
-        if block is None:
-            defined = definition.match(line)
-            if defined:
+        opened = begin.match(line)
+        if start is None:
+            defined = _DEFINITION.match(line)
+            if defined:  # a method is named with its class: "AdamUpdate.update"
                 name = defined.group(1) or defined.group(2)
-                top = not line[:1].isspace()  # a method is named with its class: "AdamUpdate.update"
+                top = not line[:1].isspace()
                 owner, parent = (name, name) if top else (f"{parent}.{name}" if parent else name, parent)
-            opened = begin.match(line)
-            if opened:
-                block, indent, hint, start = [], opened.group(1), [], number
-            elif end.match(line):
+            if end.match(line):
                 raise AssignmentSourceError(f"{where}:{number}: END SOLUTION without BEGIN SOLUTION")
+            if opened:
+                start, indent, hint, solution = number, opened.group(1), [], False
             else:
                 out.append(line)
-            continue
-        if begin.match(line):
+        elif opened:
             raise AssignmentSourceError(f"{where}:{number}: BEGIN SOLUTION inside the block opened at line {start}")
-        if end.match(line):
+        elif end.match(line):
             if not hint:
                 raise AssignmentSourceError(f"{where}:{start}: the solution block has no '{comment} HINT:' line; "
                                             "every stub must tell the student where to start")
-            label = f"{os.path.basename(where)}, {owner}()" if owner else os.path.basename(where)
-            out.extend(_stub(indent, " ".join(hint), comment, label))
-            block = None
-            continue
-        hinted, continued = hint_line.match(line), comment_line.match(line)
-        if not block and (hinted or (hint and continued)):  # the hint comes first; comment lines continue it
-            hint.append((hinted or continued).group(1).strip())
+            hint, label = " ".join(hint), f"{os.path.basename(where)}, {owner}()" if owner else os.path.basename(where)
+            out.append(f"{indent}/* TODO: {hint} */\n" if comment != "#" else
+                       f"{indent}# TODO: {hint}\n{indent}raise NotImplementedError({f'TODO in {label}: {hint}'!r})\n")
+            start = None
         else:
-            block.append(line)
-    if block is not None:
+            hinted, continued = hint_line.match(line), comment_line.match(line)
+            if not solution and (hinted or (hint and continued)):  # the hint comes first; comment lines continue it
+                hint.append((hinted or continued).group(1).strip())
+            else:
+                solution = True
+    if start is not None:
         raise AssignmentSourceError(f"{where}:{start}: BEGIN SOLUTION without END SOLUTION")
     return "".join(out)
-
-
-def _stub(indent, hint, comment, label):
-    if comment == "#":
-        return [f"{indent}# TODO: {hint}\n", f"{indent}raise NotImplementedError({f'TODO in {label}: {hint}'!r})\n"]
-    return [f"{indent}/* TODO: {hint} */\n"]
 
 
 def make_student(out, source=SOURCE, force=False):
@@ -98,7 +84,7 @@ def make_student(out, source=SOURCE, force=False):
         if comment is None or relative.parts[0] == "tests":  # tests and data are handed out as they are
             shutil.copyfile(path, target)
         else:
-            text = path.read_text(encoding="utf-8")
-            target.write_text(strip_solutions(text, comment, where=os.fspath(relative)), encoding="utf-8")
+            stripped = strip_solutions(path.read_text(encoding="utf-8"), comment, where=os.fspath(relative))
+            target.write_text(stripped, encoding="utf-8")
         written.append(target)
     return written

@@ -1,14 +1,13 @@
 """In-place updates under to_static: `a += v` changes the tensor object `a` holds, for every name holding it.
 
-An eager Tensor is an object whose value an in-place op replaces; a graph node is a value. So, as
-PyTorch's functionalization does, `a += v` builds `a + v` (in a's dtype and shape) and records it as
-the newest value of a's object: an op reading that object later, through any name, list or attribute,
-reads the newest value (nodes.node.Newest). A tensor `if` merges what its branches changed (one more
-cond output); a loop variable changed in place keeps its object if the body never rebinds it. What
-tracing cannot know is *spoiled*, a ConversionError if read again: an object a loop both changes in
-place and rebinds, or the tensors a name may hold after a tensor `if` rebound it on one side only.
-Arguments, Variables and eager Tensors from outside never change in place (the caller's tensors
-would not), nor does an outer tensor inside a loop other than through a loop variable.
+An eager Tensor is an object whose value an in-place op replaces; a graph node is a value. So, as PyTorch's
+functionalization does, `a += v` builds `a + v` (in a's dtype and shape) and records it as the newest value of a's
+object: an op reading that object later, through any name, list or attribute, reads the newest value
+(nodes.node.Newest). A tensor `if` merges what its branches changed (one more cond output); a loop variable changed in
+place keeps its object if the body never rebinds it. What tracing cannot know is *spoiled*, a ConversionError if read
+again: an object a loop both changes in place and rebinds, or the tensors a name may hold after a tensor `if` rebound it
+on one side only. Arguments, Variables and eager Tensors from outside never change in place (the caller's tensors would
+not), nor does an outer tensor inside a loop other than through a loop variable.
 """
 import contextlib
 import operator
@@ -16,6 +15,7 @@ import operator
 from ..graph import get_default_graph
 from ..nodes import Node, Variable
 from ..nodes.node import Newest
+from ..ops.elementwise_ops import cast
 from ..shapes import shapes_compatible
 from .errors import ConversionError
 
@@ -138,7 +138,6 @@ def inplace(target, op, operand, site, text):
         raise ConversionError(f"{site}: `{text} {symbol}= ...` changes in place {what}")
     value = compute(target, operand)
     if value.dtype != target.dtype:  # an in-place op keeps the tensor's dtype
-        from ..ops.elementwise_ops import cast
         value = cast(value, target.dtype)
     if not shapes_compatible(value.shape, target.shape):
         raise ConversionError(f"{site}: `{text} {symbol}= ...` cannot change a tensor of shape {target.shape} into "
