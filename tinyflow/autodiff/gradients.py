@@ -11,7 +11,7 @@ collects its contributions per output; its gradient function gets one gradient p
 """
 import numpy as np
 
-from ..errors import GradientError, describe
+from ..errors import ArgumentError, GradientError, describe
 from ..graph import ancestors
 from ..nodes import Node, as_node
 from ..ops.array_ops import AddN
@@ -31,16 +31,11 @@ def _output_dtypes(node):
     return getattr(node, "output_dtypes", None)
 
 
-def _stack_dtype(node):
-    """The dtype of the values of a stack-valued node (a loop's per-iteration values), None for others."""
-    return getattr(node, "stack_dtype", None)
-
-
 def _is_differentiable_value(node):
-    dtypes = _output_dtypes(node)
-    if dtypes is not None:
-        return any(_is_float(d) for d in dtypes)
-    return _is_float(node.dtype) or _is_float(_stack_dtype(node))
+    """Whether a gradient can flow through `node`: a float value, a float stack (a loop's per-iteration values),
+    or an op with several outputs one of which is a float."""
+    dtypes = _output_dtypes(node) or (node.dtype, getattr(node, "stack_dtype", None))
+    return any(_is_float(d) for d in dtypes)
 
 
 def nodes_between(ys, xs, stop=frozenset()):
@@ -64,17 +59,9 @@ def _sum(contributions):
         return None
     if len(contributions) == 1:
         return contributions[0]
-    if _stack_dtype(contributions[0]) is not None:  # gradients of a stack: summed iteration by iteration
+    if getattr(contributions[0], "stack_dtype", None) is not None:  # gradients of a stack: summed iteration by iteration
         return contributions[0].add_stacks(contributions)
     return AddN(*contributions)
-
-
-def _sum_per_output(node, contributions):
-    """The summed gradient of each output of a several-output op, from its (output index, gradient) pairs."""
-    per_output = [[] for _ in _output_dtypes(node)]
-    for index, grad in contributions:
-        per_output[index].append(grad)
-    return [_sum(c) for c in per_output]
 
 
 def _same_shape_at_run_time(op, index):
@@ -105,7 +92,7 @@ def _same_shape_at_run_time(op, index):
 def _fit_to_input(grad, op, index):
     """Check one returned gradient and sum it down to its input's shape if broadcasting widened it."""
     inp = op.inputs[index]
-    if _output_dtypes(inp) is not None or _stack_dtype(inp) is not None:
+    if _output_dtypes(inp) is not None or getattr(inp, "stack_dtype", None) is not None:
         return grad  # an Output node's gradient (filed under its output of `inp`), or a stack's
     grad = as_node(grad, like=inp)
     if getattr(op, "elementwise", False) and grad.shape == op.shape and _same_shape_at_run_time(op, index):
@@ -173,7 +160,10 @@ class GraphWalk:
     def add(self, node, contributions):
         if _output_dtypes(node) is None:
             return _sum(contributions)
-        per_output = _sum_per_output(node, contributions)
+        per_output = [[] for _ in _output_dtypes(node)]  # (output index, gradient) pairs, summed per output
+        for index, grad in contributions:
+            per_output[index].append(grad)
+        per_output = [_sum(c) for c in per_output]
         return per_output if any(g is not None for g in per_output) else None
 
     def deliver(self, node, grad):
@@ -200,7 +190,8 @@ def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
         raise GradientError(f"got {len(grad_ys)} grad_ys for {len(ys)} ys; pass one seed per y")
     for node in ys + xs:
         if not isinstance(node, Node):
-            raise TypeError(f"gradients() takes graph nodes, got {node!r}")
+            raise ArgumentError(f"gradients() takes graph nodes, got {node!r}: build ys and xs with tinyflow ops "
+                                "(for eager Tensors use y.backward())")
     graph = ys[0].graph
     stop = frozenset(_as_list(stop_gradients))
     between = nodes_between(ys, xs, stop)

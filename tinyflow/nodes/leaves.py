@@ -40,29 +40,29 @@ class Placeholder(Node):
 class Variable(Node):
     """A node holding its own numpy array in `.value`; `trainable` ones are what optimizers update.
 
-    A device backend (OpenCL) may keep a device copy, the *mirror*: an object with `array`,
-    `host_stale`, `device_stale` and `download()`. Whichever side changed last wins: `.value`
-    downloads a newer device copy, and setting `.value` marks the device copy stale.
+    A device backend (OpenCL) may keep a device copy, `device_mirror`: an object with `array`, `host_stale`,
+    `device_stale` and `download()`. Whichever side changed last wins: `.value` downloads a newer device copy, and
+    setting `.value` marks the device copy stale. `host_array` is the host array as it is now, without that download
+    (for identity checks, and the inline reads of compiled plans).
     """
 
     grad = None  # eager mode: the gradient backward() accumulated (a numpy array), reset by opt.zero_grad()
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None, graph=None):
         dtype = np.dtype(dtype) if dtype is not None else default_dtype_for(initial_value)
-        value = np.array(initial_value, dtype=dtype)  # a private copy: the caller's array stays theirs
+        self.host_array = np.array(initial_value, dtype=dtype)  # a private copy: the caller's array stays theirs
         self.trainable = bool(trainable)
-        self._value = value
-        self._mirror = None
-        super().__init__((), value.shape, dtype, name, graph)
+        self.device_mirror = None
+        super().__init__((), self.host_array.shape, dtype, name, graph)
 
     @property
     def value(self):
         """The current numpy value (downloaded first if a device copy is newer)."""
-        mirror = self._mirror
+        mirror = self.device_mirror
         if mirror is not None and mirror.host_stale:
-            self._value = mirror.download()
+            self.host_array = mirror.download()
             mirror.host_stale = False
-        return self._value
+        return self.host_array
 
     @value.setter
     def value(self, new_value):
@@ -71,41 +71,29 @@ class Variable(Node):
             raise ShapeError(f"cannot set Variable '{self.name}' of shape {self.shape} to a value of shape "
                              f"{new_value.shape}: a Variable keeps its shape; create a new Variable instead.")
         # always a private contiguous copy: kernels may update it in place, and the caller's array stays theirs
-        self._value = np.array(new_value, dtype=self.dtype, order="C")
-        if self._mirror is not None:
-            self._mirror.device_stale, self._mirror.host_stale = True, False
-
-    @property
-    def host_array(self):
-        """The host array as it is now, without downloading a newer device copy (for identity checks)."""
-        return self._value
+        self.share_array(np.array(new_value, dtype=self.dtype, order="C"))
 
     def share_array(self, array):
         """Use `array` itself (no copy) as the value: an eager parameter and its Tensor then share storage."""
         if array.shape != self.shape or array.dtype != self.dtype:
             raise ShapeError(f"Variable '{self.name}' ({self.dtype}, shape {self.shape}) cannot share an array of "
                              f"{array.dtype} and shape {array.shape}")
-        self._value = array
-        if self._mirror is not None:
-            self._mirror.device_stale, self._mirror.host_stale = True, False
+        self.host_array = array
+        if self.device_mirror is not None:
+            self.device_mirror.device_stale, self.device_mirror.host_stale = True, False
 
     def writable_value(self):
         """The current value as a C-contiguous, writeable array this Variable alone owns, for in-place kernels."""
         value = self.value
         if not (value.flags.c_contiguous and value.flags.writeable and value.flags.owndata):
             self.value = value  # the setter stores a private contiguous copy
-        return self._value
-
-    @property
-    def device_mirror(self):
-        """The device copy a backend keeps (None when there is none)."""
-        return self._mirror
+        return self.host_array
 
     def attach_mirror(self, mirror):
         """Make `mirror` (fresh from the current value) this Variable's device copy."""
-        self._mirror = mirror
+        self.device_mirror = mirror
 
     def mark_device_newer(self):
         """The device copy was updated in place: the next `.value` downloads it."""
-        if self._mirror is not None:
-            self._mirror.host_stale, self._mirror.device_stale = True, False
+        if self.device_mirror is not None:
+            self.device_mirror.host_stale, self.device_mirror.device_stale = True, False

@@ -9,12 +9,19 @@ dict of per-pass switches, e.g. {"fusion": False}.
 """
 import os
 
+from ..errors import ArgumentError
 from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .fusion import fuse_elementwise
 from .ir import OptGraph
-from .prune import prune_dead_nodes
 from .simplify import simplify
+
+
+def prune_dead_nodes(graph):
+    """A copy of `graph` without the nodes no fetch needs any more (a folded op's inputs, a merged duplicate)."""
+    graph = graph.copy()
+    return graph, {"pruned": graph.prune()}
+
 
 # (name, pass) in the order they run; higher layers add theirs with register_pass (tinyflow.optim: multi_tensor)
 PASSES = [
@@ -48,9 +55,9 @@ def resolve_options(optimize):
     if isinstance(optimize, dict):
         unknown = sorted(set(optimize) - set(PASS_NAMES))
         if unknown:
-            raise ValueError(f"unknown optimiser pass(es) {unknown}; the passes are {list(PASS_NAMES)}")
+            raise ArgumentError(f"unknown optimiser pass(es) {unknown}; the passes are {list(PASS_NAMES)}")
         return {name: bool(optimize.get(name, True)) for name in PASS_NAMES}
-    raise TypeError(f"optimize must be True, False, None or a dict of pass switches like {{'fusion': False}}, "
+    raise ArgumentError(f"optimize must be True, False, None or a dict of pass switches like {{'fusion': False}}, "
                     f"got {optimize!r}")
 
 

@@ -227,7 +227,7 @@ class ExecutionPlan:
                 value = f"v{step.input_slots[0]}"
             elif isinstance(leaf, Variable):
                 bound[f"k{position}"] = leaf
-                value = f"k{position}._value if k{position}._mirror is None else k{position}.value"
+                value = f"k{position}.host_array if k{position}.device_mirror is None else k{position}.value"
             elif isinstance(leaf, Constant):
                 bound[f"k{position}"] = leaf.value
                 value = f"k{position}"
