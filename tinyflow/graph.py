@@ -1,8 +1,7 @@
 """The Graph: every node registers itself here when it is created.
 
-Creation order is a valid topological order, because a node's inputs must
-exist before it. There is always a default graph; `with g.as_default():`
-makes another one the default for a while (nesting allowed).
+Creation order is a valid topological order, because a node's inputs must exist before it. There is always a default
+graph; `with g.as_default():` makes another one the default for a while (nesting allowed).
 """
 import contextlib
 import threading
@@ -199,10 +198,8 @@ def reset_default_graph():
 
 
 def ancestors(nodes, stop=frozenset()):
-    """Every node the given nodes depend on (themselves included), not walking past `stop` nodes.
-
-    An explicit stack, never recursion: graphs of a hundred thousand nodes are fine.
-    """
+    """Every node the given nodes depend on (themselves included), not walking past `stop` nodes (an explicit stack,
+    never recursion: graphs of a hundred thousand nodes are fine)."""
     found, stack = set(), list(nodes)
     while stack:
         node = stack.pop()

@@ -84,7 +84,6 @@ class Model:
         self.graph = net.graph if isinstance(net, Layer) else None
         self.session = None
 
-    # ------------------------------------------------------------ building
     def _build(self, X, y):
         from .graph import get_default_graph
         self.graph = self.graph or get_default_graph()
@@ -120,7 +119,6 @@ class Model:
         """Every Variable the model's graph holds (weights, moving statistics, optimizer slots)."""
         return self.graph.variables()
 
-    # ------------------------------------------------------------ training
     def fit(self, X, y, epochs=1, batch_size=32, validation_data=None, shuffle=True, verbose=1,
             early_stopping=None, distributed=False, checkpoint_dir=None, log_dir=None):
         """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics.
@@ -191,11 +189,11 @@ class Model:
             logs.update({f"val_{k}": v for k, v in self.evaluate(X_val[rows], y_val[rows]).items()})
         return logs
 
-    # ------------------------------------------------------------ using
     def predict(self, X, batch_size=1024):
         """The network's outputs for X, in evaluation mode (no dropout, moving statistics)."""
         if self.session is None:
-            raise GraphError("Model.predict before the model was built: call model.fit(X, y) or model.load(path, X, y) first")
+            raise GraphError("Model.predict before the model was built: call model.fit(X, y) or "
+                             "model.load(path, X, y) first")
         X = np.asarray(X)
         outputs = [self.session.run(self.pred, {self.x: X[i:i + batch_size]}) for i in range(0, len(X), batch_size)]
         return np.concatenate(outputs) if outputs else np.empty((0,) + self.pred.shape[1:])

@@ -1,13 +1,12 @@
 """Reverse-mode autodiff on the graph: `gradients(ys, xs)` builds gradient nodes.
 
-Graph mode's side of the backward walk (backprop.py): mark the nodes between xs and ys,
-count each one's consumers among them, and walk. Each gradient is a new node built by the
-registered gradient function; what it returns is checked (one gradient per input, of the
-input's shape or one broadcasting made from it) and summed down to the input's shape here,
-in one place, and several contributions to one node are summed by one AddN.
+Graph mode's side of the backward walk (backprop.py): mark the nodes between xs and ys, count each one's consumers among
+them, and walk. Each gradient is a new node built by the registered gradient function; what it returns is checked (one
+gradient per input, of the input's shape or one broadcasting made from it) and summed down to the input's shape here, in
+one place, and several contributions to one node are summed by one AddN.
 
-An op with several outputs (control flow: its value is a tuple that Output nodes read)
-collects its contributions per output; its gradient function gets one gradient per output.
+An op with several outputs (control flow: its value is a tuple that Output nodes read) collects its contributions per
+output; its gradient function gets one gradient per output.
 """
 import numpy as np
 
@@ -59,33 +58,26 @@ def _sum(contributions):
         return None
     if len(contributions) == 1:
         return contributions[0]
-    if getattr(contributions[0], "stack_dtype", None) is not None:  # gradients of a stack: summed iteration by iteration
+    if getattr(contributions[0], "stack_dtype", None) is not None:  # a stack's gradients: summed iteration by iteration
         return contributions[0].add_stacks(contributions)
     return AddN(*contributions)
 
 
 def _same_shape_at_run_time(op, index):
-    """True when input `index` of an elementwise op surely has the output's run-time shape.
-
-    An unknown (None) axis of the input could still be stretched by broadcasting, unless
-    no other input has that axis with a size other than a known 1.
-    """
+    """True when input `index` of an elementwise op surely has the output's run-time shape: an unknown (None) axis of
+    the input could still be stretched by broadcasting, unless no other input has it with a size but a known 1."""
     inp, out = op.inputs[index].shape, op.shape
     if inp is None or out is None or len(inp) != len(out):
         return False
+    others = [other.shape for j, other in enumerate(op.inputs) if j != index]
     for axis, (dim_in, dim_out) in enumerate(zip(inp, out)):
-        if dim_in is not None:
-            if dim_in != dim_out:
-                return False
-            continue
-        for j, other in enumerate(op.inputs):
-            if j == index:
-                continue
-            if other.shape is None:
-                return False
-            aligned = axis - (len(out) - len(other.shape))
-            if aligned >= 0 and other.shape[aligned] != 1:
-                return False
+        if dim_in is not None and dim_in != dim_out:
+            return False
+        if dim_in is None:
+            for shape in others:  # another input whose size on this axis may not be 1 could stretch this one
+                aligned = None if shape is None else axis - (len(out) - len(shape))
+                if aligned is None or aligned >= 0 and shape[aligned] != 1:
+                    return False
     return True
 
 
@@ -179,10 +171,9 @@ class GraphWalk:
 def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
     """Gradient nodes of sum(ys) with respect to each of xs (None where x does not affect ys).
 
-    `grad_ys` seeds the backward pass (default: ones, so a non-scalar y is summed).
-    `stop_gradients` are treated as constants (as in TF): gradients reach them but go no
-    further, so the gradients with respect to xs among them are partial derivatives.
-    `trace(step)`, if given, sees each step of the walk (see backprop.py), plus the set `between`.
+    `grad_ys` seeds the backward pass (default: ones, so a non-scalar y is summed). `stop_gradients` are treated as
+    constants (as in TF): gradients reach them but go no further, so the gradients with respect to xs among them are
+    partial derivatives. `trace(step)`, if given, sees each step of the walk (see backprop.py), plus the set `between`.
     """
     ys, xs = _as_list(ys), _as_list(xs)
     grad_ys = [None] * len(ys) if grad_ys is None else _as_list(grad_ys)

@@ -20,11 +20,8 @@ class Constant(Node):
 
 
 class Placeholder(Node):
-    """External data fed into `Session.run`; `shape` may use None for unknown dimensions.
-
-    With `default`, the placeholder takes that value whenever it is not fed
-    (handy for a `training` flag that is True only in the training step).
-    """
+    """External data fed into `Session.run`; `shape` may use None for unknown dimensions. With `default`, the
+    placeholder takes that value whenever it is not fed (a `training` flag that is True only in the training step)."""
 
     # Checks a default value as a feed would be (dtype, shape); the session package installs its feed check.
     check_default = staticmethod(lambda node, value: value)
@@ -88,10 +85,6 @@ class Variable(Node):
         if not (value.flags.c_contiguous and value.flags.writeable and value.flags.owndata):
             self.value = value  # the setter stores a private contiguous copy
         return self.host_array
-
-    def attach_mirror(self, mirror):
-        """Make `mirror` (fresh from the current value) this Variable's device copy."""
-        self.device_mirror = mirror
 
     def mark_device_newer(self):
         """The device copy was updated in place: the next `.value` downloads it."""

@@ -1,8 +1,5 @@
-"""Node: the base of every graph element.
-
-Operators (`+ - * / @ ...`) are installed by tinyflow/ops/operators.py, Jupyter pictures
-(`_repr_svg_`) by tinyflow/viz: this layer knows neither ops nor pictures.
-"""
+"""Node: the base of every graph element. Operators (`+ - * / @ ...`) are installed by tinyflow/ops/operators.py,
+Jupyter pictures (`_repr_svg_`) by tinyflow/viz: this layer knows neither ops nor pictures."""
 import os
 import re
 import sys

@@ -1,11 +1,10 @@
-"""Update ops: ApplyUpdate, the base of every optimizer's fused update, and MultiTensorUpdate, the update ops of
-one train op as one node (PyTorch's "foreach"), which the C backend runs in one call (on a small model a call per
-parameter cost a fifth of a training step).
+"""Update ops: ApplyUpdate, the base of every optimizer's fused update, and MultiTensorUpdate, the update ops of one
+train op as one node (PyTorch's "foreach"), which the C backend runs in one call (on a small model a call per parameter
+cost a fifth of a training step).
 
-The optimiser pass "multi_tensor" merges the ApplyUpdate inputs of one op (a train op's Group) that share update
-type, hyper-parameters, learning-rate node and dtype, and that nobody else reads or fetches, into one
-MultiTensorUpdate in the place of the last of them; stateful ops run last anyway, so only the number of calls
-changes.
+The optimiser pass "multi_tensor" merges the ApplyUpdate inputs of one op (a train op's Group) that share update type,
+hyper-parameters, learning-rate node and dtype, and that nobody else reads or fetches, into one MultiTensorUpdate in the
+place of the last of them; stateful ops run last anyway, so only the number of calls changes.
 """
 from ..errors import ShapeError
 from ..nodes import Operation

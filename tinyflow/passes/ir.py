@@ -1,11 +1,10 @@
 """The graph the passes rewrite: a private copy of the pruned subgraph of some fetches.
 
-Optimising never touches the user's graph. `OptGraph.from_fetches` copies every
-op node needed for the fetches (a shallow copy: same class, attributes, name and
-creation site) and rewires the copies to each other. Leaves (Placeholders,
-Variables, Constants) and fed nodes stay the user's own objects: feeds are keyed
-by them and Variables hold state. So consumers are tracked here, never through
-`node.consumers` (a leaf's list names the user's ops, not the copies).
+Optimising never touches the user's graph. `OptGraph.from_fetches` copies every op node needed for the fetches (a
+shallow copy: same class, attributes, name and creation site) and rewires the copies to each other. Leaves
+(Placeholders, Variables, Constants) and fed nodes stay the user's own objects: feeds are keyed by them and Variables
+hold state. So consumers are tracked here, never through `node.consumers` (a leaf's list names the user's ops, not the
+copies).
 """
 import numpy as np
 

@@ -3,9 +3,8 @@
     fetches ──▶ prune & copy ──▶ constant folding ──▶ CSE ──▶ simplification ──▶ dead-node pruning
             ──▶ elementwise fusion ──▶ multi-tensor updates (tinyflow.optim's) ──▶ OptGraph (what the plan runs)
 
-Every pass is a function OptGraph -> (new OptGraph, counts); none changes its
-argument or the user's graph. Options: True (every pass), False/None (off), or a
-dict of per-pass switches, e.g. {"fusion": False}.
+Every pass is a function OptGraph -> (new OptGraph, counts); none changes its argument or the user's graph. Options:
+True (every pass), False/None (off), or a dict of per-pass switches, e.g. {"fusion": False}.
 """
 import os
 
