@@ -1,8 +1,6 @@
-"""The Graph: every node registers itself here when it is created.
-
-Creation order is a valid topological order, because a node's inputs must exist before it. There is always a default
-graph; `with g.as_default():` makes another one the default for a while (nesting allowed).
-"""
+"""The Graph: every node registers itself here when it is created. Creation order is a valid topological order,
+because a node's inputs must exist before it. There is always a default graph; `with g.as_default():` makes another
+one the default for a while (nesting allowed)."""
 import contextlib
 import threading
 
@@ -36,6 +34,7 @@ class Graph:
         self._finalized = False
         self.training_flag = None  # the boolean `training` Placeholder, created on demand by tfl.nn.training_flag
         self.update_ops = []  # ops training steps must also run (batch-norm moving statistics)
+        self.run_lock = threading.RLock()  # every Session.run of the graph holds it (a run may start another run)
 
     def __repr__(self):
         return f"<tinyflow.Graph with {len(self.nodes)} nodes>"

@@ -121,12 +121,10 @@ class Model:
 
     def fit(self, X, y, epochs=1, batch_size=32, validation_data=None, shuffle=True, verbose=1,
             early_stopping=None, distributed=False, checkpoint_dir=None, log_dir=None):
-        """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics.
-
-        distributed=True: data parallelism over MPI, rank 0 showing progress and writing checkpoints and logs
+        """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics. distributed=True:
+        data parallelism over MPI, rank 0 showing progress and writing checkpoints and logs
         (tinyflow/distributed/data_parallel.py). checkpoint_dir: save the training state after every epoch, and
-        resume from it (`epochs` is the total). log_dir: the scalar log and explorer page `tinyflow board` shows.
-        """
+        resume from it (`epochs` is the total). log_dir: the scalar log and explorer page `tinyflow board` shows."""
         from .distributed.data_parallel import DataParallel
         X, y = np.asarray(X), np.asarray(y)
         parallel = DataParallel(distributed)

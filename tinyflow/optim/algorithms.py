@@ -1,8 +1,6 @@
-"""SGD, Adam, AdamW, RMSProp and AdaGrad: torch.optim's formulas, hyper-parameter names and defaults.
-
-Each is an Optimizer naming its slots and an ApplyUpdate op whose `update` is the formula (numpy reference;
-the C and OpenCL backends run fused kernels of the same op types).
-"""
+"""SGD, Adam, AdamW, RMSProp and AdaGrad: torch.optim's formulas, hyper-parameter names and defaults. Each is an
+Optimizer naming its slots and an ApplyUpdate op whose `update` is the formula (numpy reference; the C and OpenCL
+backends run fused kernels of the same op types)."""
 import numpy as np
 
 from ..ops.registry import not_differentiable

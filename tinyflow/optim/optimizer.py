@@ -22,10 +22,8 @@ class OptimizerType(type):
 
 
 class Optimizer(metaclass=OptimizerType):
-    """Turns a loss into a train op: gradients by backprop, then one fused update per Variable.
-
-    Eager form: created with the parameters first, then `zero_grad()` and `step()` (see optim/eager.py).
-    """
+    """Turns a loss into a train op: gradients by backprop, then one fused update per Variable. Eager form: created
+    with the parameters first, then `zero_grad()` and `step()` (see optim/eager.py)."""
 
     update_op = ApplyUpdate
     slot_names = ()  # names of the per-variable state Variables, in `update` order

@@ -21,11 +21,9 @@ MAX_GROUP = 2048  # ops per kernel: a longer chain becomes several kernels (the 
 
 
 class FusedElementwise(Operation):
-    """members[-1](...members[0](inputs)...) in one kernel; `program` says which value feeds which member.
-
-    program[j] = (op_type, args) for members[j]; each arg is ("x", k) the fused
-    node's input k, ("t", i) the value of members[i], or ("c", array) a constant.
-    """
+    """members[-1](...members[0](inputs)...) in one kernel; `program` says which value feeds which member:
+    program[j] = (op_type, args) for members[j]; each arg is ("x", k) the fused node's input k, ("t", i) the value of
+    members[i], or ("c", array) a constant."""
 
     abstract = True  # built by the optimiser only: kept out of the op registry the op tests walk
 

@@ -23,9 +23,8 @@ def is_leaf(node):
 
 def is_pure(node):
     """An op whose output depends only on its input values: not stateful, not random."""
-    if is_leaf(node) or getattr(node, "stateful", False) or hasattr(node, "rng"):
-        return False
-    return not type(node).__module__.endswith("random_ops")
+    return not (is_leaf(node) or getattr(node, "stateful", False) or hasattr(node, "rng")
+                or type(node).__module__.endswith("random_ops"))
 
 
 def original(node):
@@ -120,12 +119,10 @@ class OptGraph:
         return any(node is f for f in self.fetches)
 
     def rewrite(self, rule, fresh=False):
-        """Visit the nodes in order, each with its inputs already rewritten; `rule(node)` returns the node
-        that replaces it (an earlier node or a new one), or None. Returns how many were replaced.
-
-        One sweep, so a pass stays linear in the graph's size. A fetched node is only replaced by a
-        freshly computed value (`fresh`): a fetch must stay its own array, not a Variable's or another fetch's.
-        """
+        """Visit the nodes in order, each with its inputs already rewritten; `rule(node)` returns the node that
+        replaces it (an earlier node or a new one), or None. Returns how many were replaced. One sweep, so a pass stays
+        linear in the graph's size. A fetched node is only replaced by a freshly computed value (`fresh`): a fetch
+        must stay its own array, not a Variable's or another fetch's."""
         fetched, existing = {id(f) for f in self.fetches}, {id(n) for n in self.nodes}
         mapping, order, placed, replaced = {}, [], set(), 0
         for node in self.nodes:

@@ -41,10 +41,8 @@ def register_pass(name, run_pass):
 
 
 def resolve_options(optimize):
-    """{pass name: on?} from Session's `optimize` argument, or None when optimisation is off.
-
-    None means "the default": on, unless the environment says TINYFLOW_OPTIMIZE=0.
-    """
+    """{pass name: on?} from Session's `optimize` argument, or None when optimisation is off (`optimize=None`, the
+    default, is on unless the environment says TINYFLOW_OPTIMIZE=0)."""
     if optimize is None:
         optimize = os.environ.get("TINYFLOW_OPTIMIZE", "1").strip().lower() not in ("0", "false", "no", "off")
     if optimize is False:

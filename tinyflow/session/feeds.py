@@ -50,7 +50,6 @@ def check_feed(node, value, needed_by):
             if not np.array_equal(converted, array):
                 _fail(node, needed_by, f"some values of dtype {array.dtype} cannot be represented as {target} "
                       "(fractional or out of range)", "Round them, or use a Placeholder of a wider dtype.")
-            array = converted
         else:
             with np.errstate(over="ignore", invalid="ignore"):
                 converted = array.astype(target)
@@ -59,7 +58,7 @@ def check_feed(node, value, needed_by):
                 _fail(node, needed_by, f"{int(overflowed.sum())} value(s) of dtype {array.dtype}, such as "
                       f"{array[overflowed].flat[0]!r}, lie outside the range of {target} and would become inf",
                       f"Rescale the data, or use a Placeholder of a wider dtype (e.g. dtype='float64').")
-            array = converted
+        array = converted
     if not matches(node.shape, array.shape):
         _fail(node, needed_by, f"the value has shape {array.shape}",
               f"Feed an array of shape {node.shape} (None = any size).")

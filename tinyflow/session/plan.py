@@ -298,11 +298,9 @@ def verify_value(node, value):
     surface as a confusing error in some later op); plans check each op on their first run only."""
     if node.dtype is None or value is None:
         return
-    shape = getattr(value, "shape", None)
-    dtype = getattr(value, "dtype", None)
-    if shape is None or dtype is None:
-        array = np.asarray(value)
-        shape, dtype = array.shape, array.dtype
+    if getattr(value, "shape", None) is None or getattr(value, "dtype", None) is None:
+        value = np.asarray(value)  # a Python number
+    shape, dtype = value.shape, value.dtype
     if node.shape is not None and not matches(node.shape, shape):
         problem = f"its static shape is {node.shape} but it computed a value of shape {tuple(shape)}"
     elif np.dtype(dtype) != node.dtype:

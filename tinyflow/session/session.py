@@ -4,9 +4,7 @@ Threads: runs of one graph are serialised by a lock per graph (so optimizer upda
 interleave, whichever Sessions run them), and runs on one OpenCL device by a lock per device; runs of different
 graphs on the C or numpy backend proceed in parallel.
 """
-import threading
 import warnings
-import weakref
 
 import numpy as np
 
@@ -24,16 +22,6 @@ class GraphGrowthWarning(UserWarning):
 
 
 GROWTH_RUNS_BEFORE_WARNING = 5
-
-_GRAPH_LOCKS = weakref.WeakKeyDictionary()
-_GRAPH_LOCKS_GUARD = threading.Lock()
-
-
-def graph_lock(graph):
-    """The lock every Session.run of `graph` holds (re-entrant: a run may start another run of the graph)."""
-    with _GRAPH_LOCKS_GUARD:
-        return _GRAPH_LOCKS.setdefault(graph, threading.RLock())
-
 
 def flatten(structure):
     """The leaves (nodes or names) of a fetch structure (nested lists, tuples, dicts), in order."""
@@ -78,7 +66,7 @@ class Session:
 
     def close(self):
         """Release cached plans and the backend's buffers; the session cannot run afterwards."""
-        with graph_lock(self.graph), self.backend.lock:
+        with self.graph.run_lock, self.backend.lock:
             self._plans.clear()
             self.backend.close()
             self._closed = True
@@ -87,12 +75,10 @@ class Session:
         return f"<tinyflow.Session backend='{self.backend.name}' graph={self.graph!r}>"
 
     def run(self, fetches, feed_dict=None):
-        """Compute `fetches` (a node, a name, or nested lists/tuples/dicts of them) and return their values.
-
-        The result has the structure of `fetches`, with numpy arrays for nodes (always the caller's own: they
-        share memory with no Variable, Constant or other fetch) and None for ops without a value (train ops).
-        """
-        with graph_lock(self.graph), self.backend.lock:
+        """The values of `fetches` (a node, a name, or nested lists/tuples/dicts of them) in their structure: numpy
+        arrays for nodes (the caller's own: they share memory with no Variable, Constant or other fetch) and None for
+        ops without a value (train ops)."""
+        with self.graph.run_lock, self.backend.lock:
             if self._closed:
                 raise TinyflowError("this Session is closed; create a new one with tfl.Session()")
             self._watch_graph_growth()
@@ -110,11 +96,9 @@ class Session:
         return plan, {node: check_feed(node, value, plan.needed_by.get(node)) for node, value in feeds.items()}
 
     def plan(self, fetch_nodes, fed_nodes):
-        """The cached ExecutionPlan for these fetches and fed nodes (built on first use).
-
-        With the optimiser on, `plan.optimized` is the rewritten graph (an OptGraph) it runs and `plan.report`
-        what each pass did (both None when not optimised); `tfl.viz.to_graphviz(plan)` draws it.
-        """
+        """The cached ExecutionPlan for these fetches and fed nodes (built on first use). With the optimiser on,
+        `plan.optimized` is the rewritten graph (an OptGraph) it runs and `plan.report` what each pass did (both None
+        when not optimised); `tfl.viz.to_graphviz(plan)` draws it."""
         key = (tuple(fetch_nodes), frozenset(fed_nodes))
         plan = self._plans.get(key)
         if plan is None:
