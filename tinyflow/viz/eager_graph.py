@@ -52,7 +52,7 @@ def backward_graph(tensor, show_values=False):
         label = _leaf_label(leaf) + (f"\\n{summarize(leaf.numpy())}" if show_values else "")
         dot.node(f"n{id(leaf)}", label, **STYLES["variable"])
     for fn in ops:
-        site = f"\\nat {fn.creation_site}" if getattr(fn, "_site", None) else ""
+        site = f"\\nat {fn.creation_site}" if getattr(fn, "site", None) else ""
         freed = "\\n(freed by backward)" if fn._next is None else ""
         dot.node(f"n{id(fn)}", f"{fn.op_type}\\n{list(fn.shape) if fn.shape is not None else ''}{site}{freed}",
                  **STYLES["op"])

@@ -26,7 +26,7 @@ def record(name, op, shape, dtype, site, kind, scope, inputs, value=None, grad=N
 
 def node_record(node, index_of, sites, value=None, grad=None, scope=None):
     """The record of a graph node; `sites` caches creation sites' texts (the nodes a loop built share a few)."""
-    key = getattr(node, "_site", None)
+    key = getattr(node, "site", None)
     site = sites.get(key) if key is not None else None
     if site is None:
         site = node.creation_site
