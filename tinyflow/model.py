@@ -22,8 +22,7 @@ class History:
     """Per-epoch values recorded by `fit`: `history["loss"]`, `history["val_rmse"]`, ..."""
 
     def __init__(self):
-        self.history = {}
-        self.epochs = []
+        self.history, self.epochs = {}, []
 
     def record(self, epoch, values):
         """Append one epoch's values."""

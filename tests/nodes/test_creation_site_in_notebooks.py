@@ -30,7 +30,7 @@ def test_a_jupyter_cell_is_named_by_its_execution_count(jupyter_shell):
     result.raise_error()
     number = shell.execution_count - 1
     node = shell.user_ns["node"]
-    assert "ipykernel_" in node._site[0].co_filename  # what Python itself reports for the cell
+    assert "ipykernel_" in node.site[0].co_filename  # what Python itself reports for the cell
     assert node.creation_site == f"cell {number}, line 2"
 
 

@@ -54,10 +54,8 @@ def _as_list(value):
 
 
 def _sum(contributions):
-    if not contributions:
-        return None
-    if len(contributions) == 1:
-        return contributions[0]
+    if len(contributions) <= 1:
+        return contributions[0] if contributions else None
     if getattr(contributions[0], "stack_dtype", None) is not None:  # a stack's gradients: summed iteration by iteration
         return contributions[0].add_stacks(contributions)
     return AddN(*contributions)

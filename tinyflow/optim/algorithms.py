@@ -17,10 +17,7 @@ class ApplySGD(ApplyUpdate):
             grad = grad + self.hyper["weight_decay"] * param
         if not momentum:
             return (param - lr * grad,)
-        if step == 0:
-            momentum_buffer = grad
-        else:
-            momentum_buffer = momentum * momentum_buffer + (1 - dampening) * grad
+        momentum_buffer = grad if step == 0 else momentum * momentum_buffer + (1 - dampening) * grad
         grad = grad + momentum * momentum_buffer if self.hyper["nesterov"] else momentum_buffer
         return param - lr * grad, step + 1, momentum_buffer
 

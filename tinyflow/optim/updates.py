@@ -116,8 +116,6 @@ def merge_updates(graph):
                 for member in members:
                     merged[member] = multi
                 nodes_merged += len(members)
-    if not merged:
-        return graph, {"merged_updates": 0, "update_ops": 0}
     order = []
     last = {multi: max(graph.nodes.index(m) for m in multi.members) for multi in set(merged.values())}
     for position, node in enumerate(graph.nodes):

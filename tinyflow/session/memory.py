@@ -73,8 +73,7 @@ def memory_profile(session, fetches, feed_dict=None):
         return freed
 
     fed_bytes = sum(hold(v) for v in checked.values())
-    live = fed_bytes
-    rows = []
+    live, rows = fed_bytes, []
 
     def observe(step, value, released):
         nonlocal live

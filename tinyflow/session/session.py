@@ -1,8 +1,8 @@
 """Session: runs the part of a graph that some fetches need, with values fed for placeholders.
 
-Threads: runs of one graph are serialised by a lock per graph (so optimizer updates of its Variables never
-interleave, whichever Sessions run them), and runs on one OpenCL device by a lock per device; runs of different
-graphs on the C or numpy backend proceed in parallel.
+Threads: runs of one graph are serialised by its `run_lock` (so optimizer updates of its Variables never interleave,
+whichever Sessions run them), and runs on one OpenCL device by a lock per device; runs of different graphs on the C or
+numpy backend proceed in parallel.
 """
 import warnings
 
@@ -135,8 +135,7 @@ class Session:
 def _caller_owned(values, plan):
     """The fetched values, each copied if it is a view, a Variable's or Constant's own array, or an array
     that another fetch also returned: what the caller gets is theirs to keep and to write into."""
-    seen = set()
-    owned = []
+    seen, owned = set(), []
     for value in values:
         if isinstance(value, np.ndarray):
             if (value.base is not None or id(value) in seen or id(value) in plan.constant_arrays
