@@ -136,7 +136,7 @@ class AdaGrad(Optimizer):
                          initial_accumulator_value=initial_accumulator_value, eps=eps)
 
     def initial_slot_value(self, var, slot):
-        if slot == "state_sum":
+        if slot == "state_sum":  # torch's initial_accumulator_value
             return np.full_like(var.value, self.hyper["initial_accumulator_value"])
         return super().initial_slot_value(var, slot)
 

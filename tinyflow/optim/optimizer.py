@@ -30,8 +30,7 @@ class Optimizer(metaclass=OptimizerType):
 
     def __init__(self, lr, **hyper):
         check_hyper_parameters(self, lr=lr, **hyper)  # also for optimizers written by users
-        self.lr = lr
-        self.hyper = hyper
+        self.lr, self.hyper = lr, hyper
 
     def __repr__(self):
         args = ", ".join(f"{k}={v}" for k, v in {"lr": self.lr, **self.hyper}.items())
@@ -86,6 +85,4 @@ class Optimizer(metaclass=OptimizerType):
 
     def initial_slot_value(self, var, slot):
         """The starting value of a slot: a step counter starts at 0, every other slot at zeros."""
-        if slot == "step":
-            return np.zeros((), np.int64)
-        return np.zeros_like(var.value)
+        return np.zeros((), np.int64) if slot == "step" else np.zeros_like(var.value)
