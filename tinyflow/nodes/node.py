@@ -89,6 +89,8 @@ class Node:
     # installs the real hook, which also explains `np.exp(node)`).
     __array_ufunc__ = None
     op_type = "Node"
+    # the fields every node has (`__init__` sets them); what else an op's __dict__ holds are its attributes
+    FIELDS = frozenset({"graph", "inputs", "consumers", "shape", "dtype", "role", "name", "_site", "creation_index"})
     subgraph = None  # the control-flow Subgraph (branch, loop body) the node was built in; set by control_flow
 
     def __init_subclass__(cls, **kwargs):

@@ -9,11 +9,10 @@ copies).
 import numpy as np
 
 from ..graph import ancestors
-from ..nodes import Constant, Placeholder, Variable
+from ..nodes import Constant, Node, Placeholder, Variable
 
-# attributes every node has; the rest of an op's __dict__ are its attributes (axis, alpha, ...)
-NODE_FIELDS = frozenset({"graph", "inputs", "consumers", "shape", "dtype", "role", "name", "_site",
-                         "creation_index", "original", "members", "program"})
+# fields of every node, and of the passes' copies; the rest of an op's __dict__ are its attributes (axis, alpha, ...)
+NODE_FIELDS = Node.FIELDS | {"original", "members", "program"}
 
 
 def is_leaf(node):
