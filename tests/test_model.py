@@ -114,3 +114,22 @@ def test_a_demo_with_an_unknown_backend_says_so_without_a_traceback(capsys):
     assert main(["demo", "boston", "--backend", "nosuch", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown backend 'nosuch'") and "Traceback" not in err
+
+
+def test_using_an_unbuilt_model_raises_a_graph_error_saying_how_to_build_it(tmp_path):
+    model = tfl.Model(tfl.nn.Linear(2, 1), "mse", tfl.optim.SGD(0.1))
+    with pytest.raises(tfl.GraphError, match=r"model.fit\(X, y\)"):
+        model.predict(np.zeros((3, 2), np.float32))
+    with pytest.raises(tfl.GraphError, match="nothing to save"):
+        model.save(tmp_path / "weights.npz")
+    with pytest.raises(tfl.GraphError, match=r"model.load\(path, X, y\)"):
+        model.load(tmp_path / "weights.npz")
+
+
+def test_bad_model_names_and_mismatched_metric_inputs_raise_tinyflow_errors():
+    with pytest.raises(tfl.ArgumentError, match="unknown metric 'f7'"):
+        tfl.get_metric("f7")
+    with pytest.raises(tfl.ArgumentError, match="unknown loss"):
+        tfl.Model(tfl.nn.Linear(1, 1), "hinge-ish", tfl.optim.SGD(0.1))
+    with pytest.raises(tfl.ShapeError, match=r"predictions of shape \(3,\) do not match targets of shape \(2,\)"):
+        tfl.get_metric("mse")(np.zeros(3), np.zeros(2))

@@ -1,9 +1,6 @@
-"""The Graph: every node registers itself here when it is created.
-
-Creation order is a valid topological order, because a node's inputs must
-exist before it. There is always a default graph; `with g.as_default():`
-makes another one the default for a while (nesting allowed).
-"""
+"""The Graph: every node registers itself here when it is created. Creation order is a valid topological order,
+because a node's inputs must exist before it. There is always a default graph; `with g.as_default():` makes another
+one the default for a while (nesting allowed)."""
 import contextlib
 import threading
 
@@ -13,7 +10,15 @@ from .errors import GraphError
 # fills it (a lower layer never imports a higher one: it leaves a place for it)
 PICTURES = {}
 
-_state = threading.local()
+
+class _DefaultGraphs(threading.local):
+    """The `as_default()` graphs of this thread, innermost last."""
+
+    def __init__(self):
+        self.stack = []
+
+
+_defaults = _DefaultGraphs()
 
 
 class Graph:
@@ -29,12 +34,17 @@ class Graph:
         self._finalized = False
         self.training_flag = None  # the boolean `training` Placeholder, created on demand by tfl.nn.training_flag
         self.update_ops = []  # ops training steps must also run (batch-norm moving statistics)
+        self.run_lock = threading.RLock()  # every Session.run of the graph holds it (a run may start another run)
 
     def __repr__(self):
         return f"<tinyflow.Graph with {len(self.nodes)} nodes>"
 
     def __len__(self):
         return len(self.nodes)
+
+    def __contains__(self, node):
+        """True for a node registered in this graph and not taken out again (`scratch`, `release_names`)."""
+        return self._by_name.get(getattr(node, "name", None)) is node
 
     def _repr_svg_(self):
         """Jupyter shows a graph as its picture (None, so the text repr, without graphviz's dot)."""
@@ -44,23 +54,22 @@ class Graph:
     @contextlib.contextmanager
     def as_default(self):
         """Make this graph the default one inside a `with` block."""
-        stack = _graph_stack()
-        stack.append(self)
+        _defaults.stack.append(self)
         try:
             yield self
         finally:
-            stack.pop()
+            _defaults.stack.pop()
 
     @contextlib.contextmanager
     def name_scope(self, name):
         """Prefix the names of nodes created inside with `name/`; yields the scope's full name."""
+        previous = self._scope
         if not name:
-            previous, self._scope = self._scope, ""
+            self._scope = ""
         elif name.endswith("/"):  # "scope/" re-enters an existing scope exactly, as in TF
-            previous, self._scope = self._scope, name
+            self._scope = name
         else:
-            full = self._unique(self._scope + name)
-            previous, self._scope = self._scope, full + "/"
+            self._scope = self._unique(self._scope + name) + "/"
         try:
             yield self._scope.rstrip("/")
         finally:
@@ -105,14 +114,7 @@ class Graph:
         try:
             yield self
         finally:
-            added = self.nodes[start:]
-            del self.nodes[start:]
-            gone = set(added)
-            readers = {inp for node in added for inp in node.inputs if inp not in gone}
-            for node in added:
-                self._by_name.pop(node.name, None)
-            for inp in readers:
-                inp.consumers[:] = [c for c in inp.consumers if c not in gone]
+            self.discard_nodes_from(start)
             self._used_names, self._name_counts, self._scope, self._roles, self.training_flag, updates = saved
             self.update_ops[:] = updates
             self._finalized = finalized
@@ -128,21 +130,27 @@ class Graph:
 
     def variables(self, trainable_only=False):
         """The Variables of this graph in creation order."""
-        from .nodes.variable import Variable
+        from .nodes.leaves import Variable
         return [n for n in self.nodes
                 if isinstance(n, Variable) and (n.trainable or not trainable_only)]
 
     def discard_nodes_from(self, index):
         """Forget the nodes created at position `index` and later (what a failed import built), and their names."""
         discarded = set(self.nodes[index:])
-        for node in discarded:
-            self._by_name.pop(node.name, None)
-            self._used_names.discard(node.name)
-        for node in self.nodes[:index]:
+        readers = {inp for node in discarded for inp in node.inputs if inp not in discarded}
+        for node in readers:
             node.consumers[:] = [c for c in node.consumers if c not in discarded]
         del self.nodes[index:]
+        self.release_names(discarded)
 
-    def _add(self, node, name):
+    def release_names(self, nodes):
+        """Free the names of nodes taken out of the graph, and the scopes only they used, for new nodes to take."""
+        for node in nodes:
+            self._by_name.pop(node.name, None)
+        self._used_names -= _scopes(n.name for n in nodes) - _scopes(self._by_name)
+        self._name_counts = {k: v for k, v in self._name_counts.items() if k in self._used_names}
+
+    def register(self, node, name):
         """Register a new node and return its unique, scoped name."""
         if self._finalized:
             raise GraphError(
@@ -155,37 +163,33 @@ class Graph:
 
     def _unique(self, name):
         """`name` if it is free, else `name_1`, `name_2`, ... (as TF does)."""
-        if name not in self._used_names:
-            self._used_names.add(name)
-            return name
         count = self._name_counts.get(name, 0)
-        while True:
+        candidate = name
+        while candidate in self._used_names:
             count += 1
             candidate = f"{name}_{count}"
-            if candidate not in self._used_names:
-                self._name_counts[name] = count
-                self._used_names.add(candidate)
-                return candidate
+        if candidate != name:
+            self._name_counts[name] = count
+        self._used_names.add(candidate)
+        return candidate
+
+
+def _scopes(names):
+    """The names and every scope above them ("a/b/c": "a", "a/b", "a/b/c")."""
+    return {n.rsplit("/", k)[0] for n in names for k in range(n.count("/") + 1)}
 
 
 _global_default = [Graph()]
 
 
-def _graph_stack():
-    if not hasattr(_state, "stack"):
-        _state.stack = []
-    return _state.stack
-
-
 def get_default_graph():
     """The graph new nodes go into: the innermost `as_default()` graph, else the global one."""
-    stack = _graph_stack()
-    return stack[-1] if stack else _global_default[0]
+    return _defaults.stack[-1] if _defaults.stack else _global_default[0]
 
 
 def reset_default_graph():
     """Replace the global default graph with an empty one (not allowed inside `as_default()`)."""
-    if _graph_stack():
+    if _defaults.stack:
         raise GraphError("reset_default_graph() was called inside a `with graph.as_default():` block; "
                          "call it outside every such block.")
     _global_default[0] = Graph()
@@ -193,10 +197,8 @@ def reset_default_graph():
 
 
 def ancestors(nodes, stop=frozenset()):
-    """Every node the given nodes depend on (themselves included), not walking past `stop` nodes.
-
-    An explicit stack, never recursion: graphs of a hundred thousand nodes are fine.
-    """
+    """Every node the given nodes depend on (themselves included), not walking past `stop` nodes (an explicit stack,
+    never recursion: graphs of a hundred thousand nodes are fine)."""
     found, stack = set(), list(nodes)
     while stack:
         node = stack.pop()

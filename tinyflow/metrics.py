@@ -1,13 +1,15 @@
 """Metrics by name, computed with numpy on predictions and targets (after a run)."""
 import numpy as np
 
+from .errors import ArgumentError, ShapeError
+
 
 def _aligned(pred, target):
     """Float64 arrays of one shape: (N, 1) predictions against (N,) targets must not broadcast to (N, N)."""
     pred, target = np.asarray(pred, np.float64), np.asarray(target, np.float64)
     if pred.shape != target.shape:
         if pred.size != target.size:
-            raise ValueError(f"predictions of shape {pred.shape} do not match targets of shape {target.shape}")
+            raise ShapeError(f"predictions of shape {pred.shape} do not match targets of shape {target.shape}")
         pred = pred.reshape(target.shape)
     return pred, target
 
@@ -49,4 +51,4 @@ def get_metric(name):
     try:
         return METRICS[name]
     except KeyError:
-        raise ValueError(f"unknown metric {name!r}; known metrics: {sorted(METRICS)}") from None
+        raise ArgumentError(f"unknown metric {name!r}; known metrics: {sorted(METRICS)}") from None

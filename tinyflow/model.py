@@ -3,6 +3,7 @@ import numpy as np
 
 from .checkpoint import FitCheckpoint, load_variables, save_variables
 from .data.helpers import batches
+from .errors import ArgumentError, GraphError
 from .metrics import get_metric
 from .nn.layer import Layer, training_flag
 from .nn.losses import mse_loss, sigmoid_cross_entropy, softmax_cross_entropy
@@ -21,8 +22,7 @@ class History:
     """Per-epoch values recorded by `fit`: `history["loss"]`, `history["val_rmse"]`, ..."""
 
     def __init__(self):
-        self.history = {}
-        self.epochs = []
+        self.history, self.epochs = {}, []
 
     def record(self, epoch, values):
         """Append one epoch's values."""
@@ -53,7 +53,7 @@ class EarlyStopping:
     def should_stop(self, epoch, logs, variables):
         """Record this epoch; True when training should stop."""
         if self.monitor not in logs:
-            raise ValueError(f"EarlyStopping monitors {self.monitor!r} but fit records {sorted(logs)}; "
+            raise ArgumentError(f"EarlyStopping monitors {self.monitor!r} but fit records {sorted(logs)}; "
                              "pass validation_data for val_* values")
         score = self.sign * logs[self.monitor]
         if score < self.best - self.min_delta:
@@ -78,12 +78,11 @@ class Model:
         self.net, self.optimizer, self.backend = net, optimizer, backend
         self.loss_fn = LOSSES.get(loss, loss) if isinstance(loss, str) else loss
         if not callable(self.loss_fn):
-            raise ValueError(f"unknown loss {loss!r}; known losses: {sorted(LOSSES)}")
+            raise ArgumentError(f"unknown loss {loss!r}; known losses: {sorted(LOSSES)}")
         self.metrics = {m if isinstance(m, str) else m.__name__: get_metric(m) for m in metrics}
         self.graph = net.graph if isinstance(net, Layer) else None
         self.session = None
 
-    # ------------------------------------------------------------ building
     def _build(self, X, y):
         from .graph import get_default_graph
         self.graph = self.graph or get_default_graph()
@@ -119,15 +118,12 @@ class Model:
         """Every Variable the model's graph holds (weights, moving statistics, optimizer slots)."""
         return self.graph.variables()
 
-    # ------------------------------------------------------------ training
     def fit(self, X, y, epochs=1, batch_size=32, validation_data=None, shuffle=True, verbose=1,
             early_stopping=None, distributed=False, checkpoint_dir=None, log_dir=None):
-        """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics.
-
-        distributed=True: data parallelism over MPI, rank 0 showing progress and writing checkpoints and logs
+        """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics. distributed=True:
+        data parallelism over MPI, rank 0 showing progress and writing checkpoints and logs
         (tinyflow/distributed/data_parallel.py). checkpoint_dir: save the training state after every epoch, and
-        resume from it (`epochs` is the total). log_dir: the scalar log and explorer page `tinyflow board` shows.
-        """
+        resume from it (`epochs` is the total). log_dir: the scalar log and explorer page `tinyflow board` shows."""
         from .distributed.data_parallel import DataParallel
         X, y = np.asarray(X), np.asarray(y)
         parallel = DataParallel(distributed)
@@ -190,11 +186,11 @@ class Model:
             logs.update({f"val_{k}": v for k, v in self.evaluate(X_val[rows], y_val[rows]).items()})
         return logs
 
-    # ------------------------------------------------------------ using
     def predict(self, X, batch_size=1024):
         """The network's outputs for X, in evaluation mode (no dropout, moving statistics)."""
         if self.session is None:
-            raise RuntimeError("predict before fit: train the model (or load it after one fit) first")
+            raise GraphError("Model.predict before the model was built: call model.fit(X, y) or "
+                             "model.load(path, X, y) first")
         X = np.asarray(X)
         outputs = [self.session.run(self.pred, {self.x: X[i:i + batch_size]}) for i in range(0, len(X), batch_size)]
         return np.concatenate(outputs) if outputs else np.empty((0,) + self.pred.shape[1:])
@@ -213,14 +209,15 @@ class Model:
     def save(self, path):
         """Write every variable (weights, moving statistics, optimizer state) to a .npz file."""
         if self.session is None:
-            raise RuntimeError("nothing to save: the model has not been built (fit it first)")
+            raise GraphError("Model.save: nothing to save, the model has not been built; call model.fit(X, y) first")
         return save_variables(path, self.graph)
 
     def load(self, path, X=None, y=None):
         """Restore variables saved by `save`; an unbuilt model needs example data (X, y) to build first."""
         if self.session is None:
             if X is None or y is None:
-                raise RuntimeError("load into an unbuilt model needs example X and y to build its graph")
+                raise GraphError("Model.load into an unbuilt model needs example data to build its graph from: "
+                                 "pass model.load(path, X, y)")
             self._ensure_built(X, y)
         load_variables(path, self.graph)
         return self

@@ -37,9 +37,8 @@ class Progress:
             self.bar.set_postfix({k: f"{v:.4f}" for k, v in logs.items()}, refresh=False)
             return
         self.pending = (epoch, logs)
-        due = (self.verbose == 2 or epoch in (1, self.epochs) or epoch % self.every == 0
-               or time.monotonic() - self.last_line >= self.MIN_SECONDS_BETWEEN_LINES)
-        if due:
+        if (self.verbose == 2 or epoch in (1, self.epochs) or epoch % self.every == 0
+                or time.monotonic() - self.last_line >= self.MIN_SECONDS_BETWEEN_LINES):  # a line is due
             self._line()
 
     def _line(self):

@@ -1,7 +1,5 @@
-"""Static shapes: tuples of ints where `None` marks a dimension known only at run time.
-
-A whole shape of `None` means even the rank is unknown.
-"""
+"""Static shapes: tuples of ints where `None` marks a dimension known only at run time; a whole shape of `None` means
+even the rank is unknown."""
 import numbers
 
 from .errors import ShapeError

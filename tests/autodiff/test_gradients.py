@@ -170,3 +170,9 @@ def test_gradients_of_a_stop_at_xs_does_not_walk_further_back():
     y = x * x
     gx, ga = tfl.gradients(y, [x, a])
     assert (run(gx), run(ga)) == (12.0, 36.0)
+
+
+def test_gradients_of_something_not_a_node_raise_an_argument_error():
+    x = tfl.Placeholder((3,), name="x")
+    with pytest.raises(tfl.ArgumentError, match=r"gradients\(\) takes graph nodes, got 3.0"):
+        tfl.gradients(3.0, [x])

@@ -206,3 +206,10 @@ def test_a_fed_node_is_never_rewritten():
     y = c * 2.0
     out, ref, plan = run_both(y, {c: np.float32(5.0)})
     assert out == ref == 10.0
+
+
+def test_bad_optimize_options_raise_argument_errors_naming_the_passes():
+    with pytest.raises(tfl.ArgumentError, match=r"unknown optimiser pass\(es\) \['fuse'\]; the passes are"):
+        tfl.Session(optimize={"fuse": True})
+    with pytest.raises(tfl.ArgumentError, match="optimize must be True, False, None or a dict"):
+        tfl.Session(optimize="yes")

@@ -1,17 +1,16 @@
 """Reverse-mode autodiff on the graph: `gradients(ys, xs)` builds gradient nodes.
 
-Graph mode's side of the backward walk (backprop.py): mark the nodes between xs and ys,
-count each one's consumers among them, and walk. Each gradient is a new node built by the
-registered gradient function; what it returns is checked (one gradient per input, of the
-input's shape or one broadcasting made from it) and summed down to the input's shape here,
-in one place, and several contributions to one node are summed by one AddN.
+Graph mode's side of the backward walk (backprop.py): mark the nodes between xs and ys, count each one's consumers among
+them, and walk. Each gradient is a new node built by the registered gradient function; what it returns is checked (one
+gradient per input, of the input's shape or one broadcasting made from it) and summed down to the input's shape here, in
+one place, and several contributions to one node are summed by one AddN.
 
-An op with several outputs (control flow: its value is a tuple that Output nodes read)
-collects its contributions per output; its gradient function gets one gradient per output.
+An op with several outputs (control flow: its value is a tuple that Output nodes read) collects its contributions per
+output; its gradient function gets one gradient per output.
 """
 import numpy as np
 
-from ..errors import GradientError, describe
+from ..errors import ArgumentError, GradientError, describe
 from ..graph import ancestors
 from ..nodes import Node, as_node
 from ..ops.array_ops import AddN
@@ -31,16 +30,11 @@ def _output_dtypes(node):
     return getattr(node, "output_dtypes", None)
 
 
-def _stack_dtype(node):
-    """The dtype of the values of a stack-valued node (a loop's per-iteration values), None for others."""
-    return getattr(node, "stack_dtype", None)
-
-
 def _is_differentiable_value(node):
-    dtypes = _output_dtypes(node)
-    if dtypes is not None:
-        return any(_is_float(d) for d in dtypes)
-    return _is_float(node.dtype) or _is_float(_stack_dtype(node))
+    """Whether a gradient can flow through `node`: a float value, a float stack (a loop's per-iteration values),
+    or an op with several outputs one of which is a float."""
+    dtypes = _output_dtypes(node) or (node.dtype, getattr(node, "stack_dtype", None))
+    return any(_is_float(d) for d in dtypes)
 
 
 def nodes_between(ys, xs, stop=frozenset()):
@@ -60,52 +54,35 @@ def _as_list(value):
 
 
 def _sum(contributions):
-    if not contributions:
-        return None
-    if len(contributions) == 1:
-        return contributions[0]
-    if _stack_dtype(contributions[0]) is not None:  # gradients of a stack: summed iteration by iteration
+    if len(contributions) <= 1:
+        return contributions[0] if contributions else None
+    if getattr(contributions[0], "stack_dtype", None) is not None:  # a stack's gradients: summed iteration by iteration
         return contributions[0].add_stacks(contributions)
     return AddN(*contributions)
 
 
-def _sum_per_output(node, contributions):
-    """The summed gradient of each output of a several-output op, from its (output index, gradient) pairs."""
-    per_output = [[] for _ in _output_dtypes(node)]
-    for index, grad in contributions:
-        per_output[index].append(grad)
-    return [_sum(c) for c in per_output]
-
-
 def _same_shape_at_run_time(op, index):
-    """True when input `index` of an elementwise op surely has the output's run-time shape.
-
-    An unknown (None) axis of the input could still be stretched by broadcasting, unless
-    no other input has that axis with a size other than a known 1.
-    """
+    """True when input `index` of an elementwise op surely has the output's run-time shape: an unknown (None) axis of
+    the input could still be stretched by broadcasting, unless no other input has it with a size but a known 1."""
     inp, out = op.inputs[index].shape, op.shape
     if inp is None or out is None or len(inp) != len(out):
         return False
+    others = [other.shape for j, other in enumerate(op.inputs) if j != index]
     for axis, (dim_in, dim_out) in enumerate(zip(inp, out)):
-        if dim_in is not None:
-            if dim_in != dim_out:
-                return False
-            continue
-        for j, other in enumerate(op.inputs):
-            if j == index:
-                continue
-            if other.shape is None:
-                return False
-            aligned = axis - (len(out) - len(other.shape))
-            if aligned >= 0 and other.shape[aligned] != 1:
-                return False
+        if dim_in is not None and dim_in != dim_out:
+            return False
+        if dim_in is None:
+            for shape in others:  # another input whose size on this axis may not be 1 could stretch this one
+                aligned = None if shape is None else axis - (len(out) - len(shape))
+                if aligned is None or aligned >= 0 and shape[aligned] != 1:
+                    return False
     return True
 
 
 def _fit_to_input(grad, op, index):
     """Check one returned gradient and sum it down to its input's shape if broadcasting widened it."""
     inp = op.inputs[index]
-    if _output_dtypes(inp) is not None or _stack_dtype(inp) is not None:
+    if _output_dtypes(inp) is not None or getattr(inp, "stack_dtype", None) is not None:
         return grad  # an Output node's gradient (filed under its output of `inp`), or a stack's
     grad = as_node(grad, like=inp)
     if getattr(op, "elementwise", False) and grad.shape == op.shape and _same_shape_at_run_time(op, index):
@@ -173,7 +150,10 @@ class GraphWalk:
     def add(self, node, contributions):
         if _output_dtypes(node) is None:
             return _sum(contributions)
-        per_output = _sum_per_output(node, contributions)
+        per_output = [[] for _ in _output_dtypes(node)]  # (output index, gradient) pairs, summed per output
+        for index, grad in contributions:
+            per_output[index].append(grad)
+        per_output = [_sum(c) for c in per_output]
         return per_output if any(g is not None for g in per_output) else None
 
     def deliver(self, node, grad):
@@ -189,10 +169,9 @@ class GraphWalk:
 def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
     """Gradient nodes of sum(ys) with respect to each of xs (None where x does not affect ys).
 
-    `grad_ys` seeds the backward pass (default: ones, so a non-scalar y is summed).
-    `stop_gradients` are treated as constants (as in TF): gradients reach them but go no
-    further, so the gradients with respect to xs among them are partial derivatives.
-    `trace(step)`, if given, sees each step of the walk (see backprop.py), plus the set `between`.
+    `grad_ys` seeds the backward pass (default: ones, so a non-scalar y is summed). `stop_gradients` are treated as
+    constants (as in TF): gradients reach them but go no further, so the gradients with respect to xs among them are
+    partial derivatives. `trace(step)`, if given, sees each step of the walk (see backprop.py), plus the set `between`.
     """
     ys, xs = _as_list(ys), _as_list(xs)
     grad_ys = [None] * len(ys) if grad_ys is None else _as_list(grad_ys)
@@ -200,7 +179,8 @@ def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
         raise GradientError(f"got {len(grad_ys)} grad_ys for {len(ys)} ys; pass one seed per y")
     for node in ys + xs:
         if not isinstance(node, Node):
-            raise TypeError(f"gradients() takes graph nodes, got {node!r}")
+            raise ArgumentError(f"gradients() takes graph nodes, got {node!r}: build ys and xs with tinyflow ops "
+                                "(for eager Tensors use y.backward())")
     graph = ys[0].graph
     stop = frozenset(_as_list(stop_gradients))
     between = nodes_between(ys, xs, stop)

@@ -124,7 +124,7 @@ class OpenCLBackend(Backend):
             value = var.value  # downloads from another device first if that copy was newer
             self.report.to_device += value.nbytes
             mirror = DeviceMirror(self, self.runtime.upload(value))
-            var.attach_mirror(mirror)
+            var.device_mirror = mirror
         elif mirror.device_stale:
             self.report.to_device += var.host_array.nbytes
             mirror.array.set(np.ascontiguousarray(var.host_array))

@@ -54,7 +54,7 @@ class Subgraph:
         # nodes a subgraph adopted while this function ran (a forward loop's stack pushes) stay that subgraph's;
         # those of an inner subgraph stay the inner one's
         nodes = [n for n in graph.nodes[start:] if not getattr(n, "adopted", False)]
-        mine = [n for n in nodes if getattr(n, "_subgraph", None) is None]
+        mine = [n for n in nodes if n.subgraph is None]
         sub = cls(graph, nodes, outputs, inputs, label, also() if also is not None else ())
         sub.single = single
         sub.claim(mine)
@@ -63,7 +63,7 @@ class Subgraph:
     def claim(self, nodes):
         """Mark `nodes` as this subgraph's (see `owner`)."""
         for node in nodes:
-            node._subgraph = self
+            node.subgraph = self
 
     def set_outputs(self, outputs):
         """Replace the outputs (a converted `if` knows them once both branches ran) and find the captures again."""
@@ -93,7 +93,7 @@ def owner(node):
     for body in _saving:
         if any(node is restored for _, restored in body.restores):
             return body
-    owned_by = getattr(node, "_subgraph", None)
+    owned_by = getattr(node, "subgraph", None)
     return owned_by if isinstance(owned_by, Subgraph) else None
 
 

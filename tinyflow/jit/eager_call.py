@@ -46,7 +46,7 @@ class GraphFunction:
             with graph.as_default(), graph.name_scope(f"{self.name}/backward"):
                 self._seed = Placeholder(self.output.shape, self.output.dtype, name="output_grad")
                 grads = gradients([self.output], self.inputs + self.parameters, grad_ys=[self._seed])
-            self.session._graph_size = len(graph.nodes)  # grown on purpose, once per function
+            self.session.accept_graph_growth()  # grown on purpose, once per function
             self.built = graph.nodes[start:]
             self._derivatives = [None if g is None else GraphFunction(self.session, self.inputs + [self._seed], g,
                                                                       self.training_feed, f"{self.name}/backward")

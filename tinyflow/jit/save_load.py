@@ -276,7 +276,7 @@ def _subgraph(data, built, label):
     sub = Subgraph(outputs[0].graph if outputs else None, nodes, outputs, inputs, label)
     sub.single = len(outputs) == 1
     for node in list(sub.nodes) + list(sub.inputs):
-        node._subgraph = sub
+        node.subgraph = sub
     return sub
 
 

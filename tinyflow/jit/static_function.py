@@ -198,7 +198,7 @@ class StaticFunction:
         program = self._programs[key] = self._trace(key)
         session = self._sessions.get(program.graph)
         if session is not None:  # tracing grows the graph on purpose: not the leak the Session warns about
-            session._graph_size = len(program.graph.nodes)
+            session.accept_graph_growth()
         if len(self._programs) > self.max_programs:
             _, old = self._programs.popitem(last=False)
             _release(old, self._sessions.get(old.graph))
@@ -240,7 +240,7 @@ class StaticFunction:
         # state changes the function made (optimizer steps, assigns) run with every call, as in eager code
         new_updates = graph.update_ops[updates:]  # batch-norm statistics: run only in training mode
         excluded = ancestors(new_updates)
-        side_effects = [n for n in created if getattr(n, "stateful", False) and getattr(n, "_subgraph", None) is None
+        side_effects = [n for n in created if getattr(n, "stateful", False) and getattr(n, "subgraph", None) is None
                         and n not in excluded and not any(getattr(c, "stateful", False) for c in n.consumers)]
         program = ConcreteProgram(key, graph, placeholders, specs, outputs, structure,
                                   side_effects + (new_updates if training else []), training, self.__name__)
@@ -265,18 +265,10 @@ def _release(program, session):
     for index, node in enumerate(graph.nodes):
         node.creation_index = index  # creation order stays a topological order for the nodes built next
         node.consumers[:] = [c for c in node.consumers if c not in gone]
-    for node in gone:
-        graph._by_name.pop(node.name, None)
-    graph._used_names -= _scopes(n.name for n in gone) - _scopes(graph._by_name)  # names and scopes it alone used
-    graph._name_counts = {k: v for k, v in graph._name_counts.items() if k in graph._used_names}
+    graph.release_names(gone)
     graph.update_ops[:] = [n for n in graph.update_ops if n not in gone]
     if session is not None:
-        session._plans = {key: plan for key, plan in session._plans.items() if gone.isdisjoint(key[0])}
-
-
-def _scopes(names):
-    """The names and every scope above them ("a/b/c": "a", "a/b", "a/b/c")."""
-    return {n.rsplit("/", k)[0] for n in names for k in range(n.count("/") + 1)}
+        session.drop_plans(gone)
 
 
 def _identity(value):

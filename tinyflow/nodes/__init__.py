@@ -1,8 +1,6 @@
-"""Graph nodes: the base Node, the three kinds of source node, and Operation."""
-from .constant import Constant
+"""Graph nodes: the base Node, the three kinds of leaf node, and Operation."""
+from .leaves import Constant, Placeholder, Variable
 from .node import Node, as_node
 from .operation import OP_TYPES, Operation
-from .placeholder import Placeholder
-from .variable import Variable
 
 __all__ = ["Node", "Constant", "Placeholder", "Variable", "Operation", "OP_TYPES", "as_node"]

@@ -1,8 +1,5 @@
-"""Node: the base of every graph element.
-
-Operators (`+ - * / @ ...`) are installed by tinyflow/ops/operators.py, Jupyter pictures
-(`_repr_svg_`) by tinyflow/viz: this layer knows neither ops nor pictures.
-"""
+"""Node: the base of every graph element. Operators (`+ - * / @ ...`) are installed by tinyflow/ops/operators.py,
+Jupyter pictures (`_repr_svg_`) by tinyflow/viz: this layer knows neither ops nor pictures."""
 import os
 import re
 import sys
@@ -20,13 +17,9 @@ USER_SITES = {}  # code object -> {offset: (code, offset)}: a loop's ops share o
 
 
 def user_site(depth, _getframe=sys._getframe):
-    """Where the user's code is running: (code object, instruction offset) of the innermost frame outside
-    tinyflow, looking from `depth` frames above the caller outwards (None if there is none).
-
-    Cheap enough for every eager op: one frame lookup and three dict lookups in the usual case. The
-    frame is not kept (that would keep its locals alive); `site_text` turns the pair into "file:line"
-    only when a message needs it.
-    """
+    """(code object, instruction offset) of the innermost frame outside tinyflow, from `depth` frames above the
+    caller outwards (None if there is none). Cheap enough for every eager op; the frame itself is not kept (its
+    locals would stay alive): `site_text` makes the pair "file:line" only when a message needs it."""
     try:
         frame = _getframe(depth + 1)
     except ValueError:  # a shallower stack than the caller expected
@@ -96,6 +89,9 @@ class Node:
     # installs the real hook, which also explains `np.exp(node)`).
     __array_ufunc__ = None
     op_type = "Node"
+    # the fields every node has (`__init__` sets them); what else an op's __dict__ holds are its attributes
+    FIELDS = frozenset({"graph", "inputs", "consumers", "shape", "dtype", "role", "name", "site", "creation_index"})
+    subgraph = None  # the control-flow Subgraph (branch, loop body) the node was built in; set by control_flow
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -114,7 +110,7 @@ class Node:
         self.shape = shape
         self.dtype = np.dtype(dtype) if dtype is not None else None
         self.role = graph.current_role
-        self.name = graph._add(self, name)
+        self.name = graph.register(self, name)
         self.creation_index = len(graph.nodes) - 1  # position in creation (= topological) order
         for inp in self.inputs:
             inp.consumers.append(self)
@@ -167,11 +163,8 @@ class Newest:
 
 
 def as_node(value, like=None):
-    """Return `value` if it is a Node, else wrap it in a Constant.
-
-    A plain Python number takes the dtype of `like` (the other operand), so
-    `x * 2.0` stays float32 when x is float32.
-    """
+    """`value` if it is a Node, else a Constant of it: a Python number takes the dtype of `like` (the other
+    operand), so `x * 2.0` stays float32 when x is float32."""
     if isinstance(value, Node):
         return value if Newest.of is None else Newest.of(value)
     if getattr(value, "graph", False) is None:  # an eager Tensor
@@ -186,7 +179,7 @@ def as_node(value, like=None):
     elif like is not None and like.graph is None:
         return like.constant(value, like=like)  # next to an eager Tensor, a constant is a Tensor too
     # Constant refuses what no kernel can compute (strings, None, ragged lists) when the graph is built
-    from .constant import Constant
+    from .leaves import Constant
     graph = like.graph if like is not None else None
     if like is not None and like.dtype is not None and type(value) in (int, float):
         return Constant(np.asarray(value, dtype=default_dtype_for(value, like.dtype)), graph=graph)

@@ -1,8 +1,7 @@
 """Operation: the base class of every op. A subclass says how to compute and how to infer shapes.
 
-One op class serves both modes. Called on graph nodes (or numbers, arrays) it
-builds a node; called on eager Tensors it computes at once and returns a Tensor
-(the eager runtime, tinyflow/eager, installs itself as `Operation.eager`).
+One op class serves both modes. Called on graph nodes (or numbers, arrays) it builds a node; called on eager Tensors it
+computes at once and returns a Tensor (the eager runtime, tinyflow/eager, installs itself as `Operation.eager`).
 """
 import numpy as np
 
@@ -11,16 +10,6 @@ from ..shapes import broadcast_shapes, normalize_shape
 from .node import Node, as_node
 
 OP_TYPES = {}  # op_type -> class, filled as op classes are defined (the registry tests walk it)
-
-
-def _refuse_a_taken_builtin_name(cls):
-    """Backends pick kernels by op type name: a user's op named like a built-in one would run its kernel."""
-    taken = OP_TYPES.get(cls.op_type)
-    if taken is not None and taken.__module__.startswith("tinyflow.") and taken.__module__ != cls.__module__:
-        raise GraphError(
-            f"op type '{cls.op_type}' (class {cls.__module__}.{cls.__qualname__}) is already a tinyflow op "
-            f"({taken.__module__}.{taken.__qualname__}); give your class another name, or set "
-            f"`op_type = \"My{cls.op_type}\"` in its body.")
 
 
 class OperationType(type):
@@ -42,10 +31,9 @@ class OperationType(type):
 class Operation(Node, metaclass=OperationType):
     """A node computed from its inputs.
 
-    Subclasses implement `compute(*input_values)` (the numpy reference kernel)
-    and `infer_shape(*input_shapes)`; they may override `infer_dtype`.
-    Attributes an op needs for shape inference (axis, stride, ...) are set
-    before calling `super().__init__(*inputs, name=name)`.
+    Subclasses implement `compute(*input_values)` (the numpy reference kernel) and `infer_shape(*input_shapes)`; they
+    may override `infer_dtype`. Attributes an op needs for shape inference (axis, stride, ...) are set before calling
+    `super().__init__(*inputs, name=name)`.
     """
 
     stateful = False  # True for ops that change Variables; the Session runs them after pure ops
@@ -56,9 +44,16 @@ class Operation(Node, metaclass=OperationType):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if not cls.__dict__.get("abstract", False):
-            _refuse_a_taken_builtin_name(cls)
-            OP_TYPES[cls.op_type] = cls
+        if cls.__dict__.get("abstract", False):
+            return
+        # backends pick kernels by op type name: a user's op named like a built-in one would run its kernel
+        taken = OP_TYPES.get(cls.op_type)
+        if taken is not None and taken.__module__.startswith("tinyflow.") and taken.__module__ != cls.__module__:
+            raise GraphError(
+                f"op type '{cls.op_type}' (class {cls.__module__}.{cls.__qualname__}) is already a tinyflow op "
+                f"({taken.__module__}.{taken.__qualname__}); give your class another name, or set "
+                f"`op_type = \"My{cls.op_type}\"` in its body.")
+        OP_TYPES[cls.op_type] = cls
 
     def __init__(self, *inputs, name=None):
         eager = Operation.eager
@@ -88,11 +83,8 @@ class Operation(Node, metaclass=OperationType):
         return np.result_type(*dtypes) if dtypes else np.dtype(np.float32)
 
     def passes_through(self, *input_shapes):
-        """Whether, for inputs of these (fully known) shapes, compute returns its first input itself.
-
-        Plans specialised to feed shapes then skip the call (a gradient summed to the shape it already
-        has, a reshape to the same shape).
-        """
+        """Whether, for inputs of these (fully known) shapes, compute returns its first input itself: plans
+        specialised to feed shapes then skip the call (a gradient summed to the shape it already has)."""
         return False
 
 

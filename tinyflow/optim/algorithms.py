@@ -1,8 +1,6 @@
-"""SGD, Adam, AdamW, RMSProp and AdaGrad: torch.optim's formulas, hyper-parameter names and defaults.
-
-Each is an Optimizer naming its slots and an ApplyUpdate op whose `update` is the formula (numpy reference;
-the C and OpenCL backends run fused kernels of the same op types).
-"""
+"""SGD, Adam, AdamW, RMSProp and AdaGrad: torch.optim's formulas, hyper-parameter names and defaults. Each is an
+Optimizer naming its slots and an ApplyUpdate op whose `update` is the formula (numpy reference; the C and OpenCL
+backends run fused kernels of the same op types)."""
 import numpy as np
 
 from ..ops.registry import not_differentiable
@@ -19,10 +17,7 @@ class ApplySGD(ApplyUpdate):
             grad = grad + self.hyper["weight_decay"] * param
         if not momentum:
             return (param - lr * grad,)
-        if step == 0:
-            momentum_buffer = grad
-        else:
-            momentum_buffer = momentum * momentum_buffer + (1 - dampening) * grad
+        momentum_buffer = grad if step == 0 else momentum * momentum_buffer + (1 - dampening) * grad
         grad = grad + momentum * momentum_buffer if self.hyper["nesterov"] else momentum_buffer
         return param - lr * grad, step + 1, momentum_buffer
 
@@ -141,7 +136,7 @@ class AdaGrad(Optimizer):
                          initial_accumulator_value=initial_accumulator_value, eps=eps)
 
     def initial_slot_value(self, var, slot):
-        if slot == "state_sum":
+        if slot == "state_sum":  # torch's initial_accumulator_value
             return np.full_like(var.value, self.hyper["initial_accumulator_value"])
         return super().initial_slot_value(var, slot)
 

@@ -3,6 +3,8 @@ into NaN weights many steps later, far from the line that caused it."""
 import math
 import numbers
 
+import numpy as np
+
 from ..errors import TinyflowError
 from ..nodes import Node
 
@@ -46,11 +48,8 @@ def check_hyper_parameters(optimizer, **hyper):
                                           f"{value.op_type} node '{value.name}' of shape {value.shape} and dtype "
                                           f"{value.dtype}; e.g. tfl.Placeholder((), 'float32', name='lr')")
         elif key == "betas":
-            try:
-                betas = tuple(value)
-            except TypeError:
-                betas = None
-            if betas is None or len(betas) != 2:
+            betas = tuple(value) if np.iterable(value) else ()
+            if len(betas) != 2:
                 raise HyperParameterError(f"{name}: betas={value!r} must be a pair (beta1, beta2) such as "
                                           "(0.9, 0.999)")
             for i, beta in enumerate(betas):

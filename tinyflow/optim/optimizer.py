@@ -22,18 +22,15 @@ class OptimizerType(type):
 
 
 class Optimizer(metaclass=OptimizerType):
-    """Turns a loss into a train op: gradients by backprop, then one fused update per Variable.
-
-    Eager form: created with the parameters first, then `zero_grad()` and `step()` (see optim/eager.py).
-    """
+    """Turns a loss into a train op: gradients by backprop, then one fused update per Variable. Eager form: created
+    with the parameters first, then `zero_grad()` and `step()` (see optim/eager.py)."""
 
     update_op = ApplyUpdate
     slot_names = ()  # names of the per-variable state Variables, in `update` order
 
     def __init__(self, lr, **hyper):
         check_hyper_parameters(self, lr=lr, **hyper)  # also for optimizers written by users
-        self.lr = lr
-        self.hyper = hyper
+        self.lr, self.hyper = lr, hyper
 
     def __repr__(self):
         args = ", ".join(f"{k}={v}" for k, v in {"lr": self.lr, **self.hyper}.items())
@@ -88,6 +85,4 @@ class Optimizer(metaclass=OptimizerType):
 
     def initial_slot_value(self, var, slot):
         """The starting value of a slot: a step counter starts at 0, every other slot at zeros."""
-        if slot == "step":
-            return np.zeros((), np.int64)
-        return np.zeros_like(var.value)
+        return np.zeros((), np.int64) if slot == "step" else np.zeros_like(var.value)

@@ -1,11 +1,10 @@
-"""Update ops: ApplyUpdate, the base of every optimizer's fused update, and MultiTensorUpdate, the update ops of
-one train op as one node (PyTorch's "foreach"), which the C backend runs in one call (on a small model a call per
-parameter cost a fifth of a training step).
+"""Update ops: ApplyUpdate, the base of every optimizer's fused update, and MultiTensorUpdate, the update ops of one
+train op as one node (PyTorch's "foreach"), which the C backend runs in one call (on a small model a call per parameter
+cost a fifth of a training step).
 
-The optimiser pass "multi_tensor" merges the ApplyUpdate inputs of one op (a train op's Group) that share update
-type, hyper-parameters, learning-rate node and dtype, and that nobody else reads or fetches, into one
-MultiTensorUpdate in the place of the last of them; stateful ops run last anyway, so only the number of calls
-changes.
+The optimiser pass "multi_tensor" merges the ApplyUpdate inputs of one op (a train op's Group) that share update type,
+hyper-parameters, learning-rate node and dtype, and that nobody else reads or fetches, into one MultiTensorUpdate in the
+place of the last of them; stateful ops run last anyway, so only the number of calls changes.
 """
 from ..errors import ShapeError
 from ..nodes import Operation
@@ -16,10 +15,8 @@ from ..shapes import shapes_compatible
 
 class ApplyUpdate(Operation):
     """Updates one Variable and its slots in one op (TF's ApplyAdam): inputs (variable, gradient, lr, *slots).
-
-    Subclasses write the formula as `update(param, grad, lr, **slots) -> (new_param, *new_slots in slot order)`;
-    a fast backend may replace it with one fused pass.
-    """
+    Subclasses write the formula as `update(param, grad, lr, **slots) -> (new_param, *new_slots in slot order)`; a
+    fast backend may replace it with one fused pass."""
 
     abstract = True
     stateful = True
@@ -119,8 +116,6 @@ def merge_updates(graph):
                 for member in members:
                     merged[member] = multi
                 nodes_merged += len(members)
-    if not merged:
-        return graph, {"merged_updates": 0, "update_ops": 0}
     order = []
     last = {multi: max(graph.nodes.index(m) for m in multi.members) for multi in set(merged.values())}
     for position, node in enumerate(graph.nodes):

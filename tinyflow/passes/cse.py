@@ -1,11 +1,9 @@
 """Common-subexpression elimination: two nodes computing the same thing become one.
 
 Rule:  a = op(x, y; attrs), b = op(x, y; attrs)  ->  readers of b read a
-with the key (op type, inputs, attributes); for commutative ops (Add, Multiply,
-Maximum, Minimum, Equal) the inputs are sorted, so x + y and y + x match. Small
-equal Constants are merged first, so `x * 2` built twice matches too. Random and
-stateful ops are never merged (two dropout masks differ), nor is a fetched node
-dropped (each fetch stays its own array).
+with the key (op type, inputs, attributes); for commutative ops (Add, Multiply, Maximum, Minimum, Equal) the inputs are
+sorted, so x + y and y + x match. Small equal Constants are merged first, so `x * 2` built twice matches too. Random and
+stateful ops are never merged (two dropout masks differ), nor is a fetched node dropped (a fetch stays its own array).
 """
 import numpy as np
 

@@ -1,20 +1,18 @@
 """The graph the passes rewrite: a private copy of the pruned subgraph of some fetches.
 
-Optimising never touches the user's graph. `OptGraph.from_fetches` copies every
-op node needed for the fetches (a shallow copy: same class, attributes, name and
-creation site) and rewires the copies to each other. Leaves (Placeholders,
-Variables, Constants) and fed nodes stay the user's own objects: feeds are keyed
-by them and Variables hold state. So consumers are tracked here, never through
-`node.consumers` (a leaf's list names the user's ops, not the copies).
+Optimising never touches the user's graph. `OptGraph.from_fetches` copies every op node needed for the fetches (a
+shallow copy: same class, attributes, name and creation site) and rewires the copies to each other. Leaves
+(Placeholders, Variables, Constants) and fed nodes stay the user's own objects: feeds are keyed by them and Variables
+hold state. So consumers are tracked here, never through `node.consumers` (a leaf's list names the user's ops, not the
+copies).
 """
 import numpy as np
 
 from ..graph import ancestors
-from ..nodes import Constant, Placeholder, Variable
+from ..nodes import Constant, Node, Placeholder, Variable
 
-# attributes every node has; the rest of an op's __dict__ are its attributes (axis, alpha, ...)
-NODE_FIELDS = frozenset({"graph", "inputs", "consumers", "shape", "dtype", "role", "name", "site",
-                         "creation_index", "original", "members", "program"})
+# fields of every node, and of the passes' copies; the rest of an op's __dict__ are its attributes (axis, alpha, ...)
+NODE_FIELDS = Node.FIELDS | {"original", "members", "program"}
 
 
 def is_leaf(node):
@@ -24,9 +22,8 @@ def is_leaf(node):
 
 def is_pure(node):
     """An op whose output depends only on its input values: not stateful, not random."""
-    if is_leaf(node) or getattr(node, "stateful", False) or hasattr(node, "rng"):
-        return False
-    return not type(node).__module__.endswith("random_ops")
+    return not (is_leaf(node) or getattr(node, "stateful", False) or hasattr(node, "rng")
+                or type(node).__module__.endswith("random_ops"))
 
 
 def original(node):
@@ -121,12 +118,10 @@ class OptGraph:
         return any(node is f for f in self.fetches)
 
     def rewrite(self, rule, fresh=False):
-        """Visit the nodes in order, each with its inputs already rewritten; `rule(node)` returns the node
-        that replaces it (an earlier node or a new one), or None. Returns how many were replaced.
-
-        One sweep, so a pass stays linear in the graph's size. A fetched node is only replaced by a
-        freshly computed value (`fresh`): a fetch must stay its own array, not a Variable's or another fetch's.
-        """
+        """Visit the nodes in order, each with its inputs already rewritten; `rule(node)` returns the node that
+        replaces it (an earlier node or a new one), or None. Returns how many were replaced. One sweep, so a pass stays
+        linear in the graph's size. A fetched node is only replaced by a freshly computed value (`fresh`): a fetch
+        must stay its own array, not a Variable's or another fetch's."""
         fetched, existing = {id(f) for f in self.fetches}, {id(n) for n in self.nodes}
         mapping, order, placed, replaced = {}, [], set(), 0
         for node in self.nodes:

@@ -3,18 +3,24 @@
     fetches ──▶ prune & copy ──▶ constant folding ──▶ CSE ──▶ simplification ──▶ dead-node pruning
             ──▶ elementwise fusion ──▶ multi-tensor updates (tinyflow.optim's) ──▶ OptGraph (what the plan runs)
 
-Every pass is a function OptGraph -> (new OptGraph, counts); none changes its
-argument or the user's graph. Options: True (every pass), False/None (off), or a
-dict of per-pass switches, e.g. {"fusion": False}.
+Every pass is a function OptGraph -> (new OptGraph, counts); none changes its argument or the user's graph. Options:
+True (every pass), False/None (off), or a dict of per-pass switches, e.g. {"fusion": False}.
 """
 import os
 
+from ..errors import ArgumentError
 from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .fusion import fuse_elementwise
 from .ir import OptGraph
-from .prune import prune_dead_nodes
 from .simplify import simplify
+
+
+def prune_dead_nodes(graph):
+    """A copy of `graph` without the nodes no fetch needs any more (a folded op's inputs, a merged duplicate)."""
+    graph = graph.copy()
+    return graph, {"pruned": graph.prune()}
+
 
 # (name, pass) in the order they run; higher layers add theirs with register_pass (tinyflow.optim: multi_tensor)
 PASSES = [
@@ -35,10 +41,8 @@ def register_pass(name, run_pass):
 
 
 def resolve_options(optimize):
-    """{pass name: on?} from Session's `optimize` argument, or None when optimisation is off.
-
-    None means "the default": on, unless the environment says TINYFLOW_OPTIMIZE=0.
-    """
+    """{pass name: on?} from Session's `optimize` argument, or None when optimisation is off (`optimize=None`, the
+    default, is on unless the environment says TINYFLOW_OPTIMIZE=0)."""
     if optimize is None:
         optimize = os.environ.get("TINYFLOW_OPTIMIZE", "1").strip().lower() not in ("0", "false", "no", "off")
     if optimize is False:
@@ -48,9 +52,9 @@ def resolve_options(optimize):
     if isinstance(optimize, dict):
         unknown = sorted(set(optimize) - set(PASS_NAMES))
         if unknown:
-            raise ValueError(f"unknown optimiser pass(es) {unknown}; the passes are {list(PASS_NAMES)}")
+            raise ArgumentError(f"unknown optimiser pass(es) {unknown}; the passes are {list(PASS_NAMES)}")
         return {name: bool(optimize.get(name, True)) for name in PASS_NAMES}
-    raise TypeError(f"optimize must be True, False, None or a dict of pass switches like {{'fusion': False}}, "
+    raise ArgumentError(f"optimize must be True, False, None or a dict of pass switches like {{'fusion': False}}, "
                     f"got {optimize!r}")
 
 

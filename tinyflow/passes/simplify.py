@@ -15,7 +15,7 @@ import numpy as np
 from ..nodes import Constant
 from ..ops.elementwise_ops import ZerosLike
 from ..shapes import is_fully_known
-from .ir import clone, is_leaf, make_node
+from .ir import clone, make_node
 
 _NEUTRAL_RIGHT = {"Multiply": 1, "Divide": 1, "Power": 1, "Add": 0, "Subtract": 0}
 _NEUTRAL_LEFT = {"Multiply": 1, "Add": 0}
@@ -27,7 +27,7 @@ def simplify(graph):
     simplified = 0
     while True:
         # a rule may build a node another rule applies to (reshape of a merged reshape): sweep again
-        count = graph.rewrite(lambda node: None if is_leaf(node) or node in graph.fed else _rewrite(node))
+        count = graph.rewrite(_rewrite)  # (rewrite skips fed nodes; no rule matches a leaf)
         if not count:
             return graph, {"simplified": simplified}
         simplified += count

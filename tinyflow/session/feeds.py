@@ -1,21 +1,23 @@
 """Validating what users put in `feed_dict`: known node, representable dtype, matching shape."""
 import numpy as np
 
-from ..errors import FeedError
+from ..errors import FeedError, GraphError
 from ..nodes import Node
 from ..shapes import matches
 
 
-def resolve_key(graph, key):
-    """The node a feed_dict or fetch key names: a Node of `graph`, or a node name."""
-    if isinstance(key, Node):
-        if key.graph is not graph:
-            raise FeedError(f"{key!r} belongs to another graph than this Session's; "
-                            "create the Session for the graph the node is in: tfl.Session(graph=node.graph)")
-        return key
+def resolve_key(graph, key, fetch=False):
+    """The node a feed_dict key (or a fetch) names: a node of `graph`, or a node name."""
     if isinstance(key, str):
         return graph.get_node(key)
-    raise FeedError(f"feed_dict keys must be nodes or node names, got {key!r}")
+    if isinstance(key, Node) and key.graph is graph:
+        return key
+    what, error = ("fetch", GraphError) if fetch else ("feed_dict key", FeedError)
+    if hasattr(key, "graph"):  # a node of another graph, or an eager Tensor
+        raise error(f"{what} {key!r} belongs to another graph than this Session's; "
+                    "create the Session for the graph the node is in: tfl.Session(graph=node.graph)")
+    raise error(f"cannot use {key!r} as a {what}: use graph nodes or node names"
+                + (" (or lists, tuples and dicts of them)" if fetch else ""))
 
 
 def _fail(node, needed_by, problem, fix):
@@ -48,7 +50,6 @@ def check_feed(node, value, needed_by):
             if not np.array_equal(converted, array):
                 _fail(node, needed_by, f"some values of dtype {array.dtype} cannot be represented as {target} "
                       "(fractional or out of range)", "Round them, or use a Placeholder of a wider dtype.")
-            array = converted
         else:
             with np.errstate(over="ignore", invalid="ignore"):
                 converted = array.astype(target)
@@ -57,7 +58,7 @@ def check_feed(node, value, needed_by):
                 _fail(node, needed_by, f"{int(overflowed.sum())} value(s) of dtype {array.dtype}, such as "
                       f"{array[overflowed].flat[0]!r}, lie outside the range of {target} and would become inf",
                       f"Rescale the data, or use a Placeholder of a wider dtype (e.g. dtype='float64').")
-            array = converted
+        array = converted
     if not matches(node.shape, array.shape):
         _fail(node, needed_by, f"the value has shape {array.shape}",
               f"Feed an array of shape {node.shape} (None = any size).")

@@ -4,27 +4,17 @@ import numpy as np
 from ..nodes import Constant, Variable
 
 
-def _buffer(value):
-    """(key, bytes) of the memory a value lives in: views count with their base, device arrays by buffer."""
+def _buffers(value):
+    """(key, bytes, owner) of every buffer a value holds: views count with their base, device arrays by buffer; a
+    loop's tuple value and its stacks (tinyflow/control_flow/stacks.py) hold many."""
+    if isinstance(value, tuple) or hasattr(value, "arrays"):
+        return [buffer for part in (value if isinstance(value, tuple) else value.arrays()) for buffer in _buffers(part)]
     if isinstance(value, np.ndarray):
         while isinstance(value.base, np.ndarray):
             value = value.base
-        return id(value), value.nbytes, value
+        return [(id(value), value.nbytes, value)]
     data = getattr(value, "base_data", None)  # an OpenCL device array
-    if data is not None:
-        return data.int_ptr, data.size, value
-    return None, 0, value
-
-
-def _buffers(value):
-    """(key, bytes, owner) of every buffer a value holds: a loop's tuple value and its stacks hold many."""
-    if isinstance(value, tuple):
-        parts = value
-    elif hasattr(value, "arrays"):  # a stack of per-iteration values (tinyflow/control_flow/stacks.py)
-        parts = value.arrays()
-    else:
-        return [_buffer(value)]
-    return [buffer for part in parts for buffer in _buffers(part)]
+    return [] if data is None else [(data.int_ptr, data.size, value)]
 
 
 class MemoryProfile:
@@ -66,10 +56,9 @@ def memory_profile(session, fetches, feed_dict=None):
     def hold(value):
         new = 0
         for key, size, owner in _buffers(value):
-            if key is not None:
-                entry = owners.setdefault(key, [size, 0, owner])  # keep the owner alive: its key must stay unique
-                entry[1] += 1
-                new += size if entry[1] == 1 else 0
+            entry = owners.setdefault(key, [size, 0, owner])  # keep the owner alive: its key must stay unique
+            entry[1] += 1
+            new += size if entry[1] == 1 else 0
         return new
 
     def drop(value):
@@ -84,8 +73,7 @@ def memory_profile(session, fetches, feed_dict=None):
         return freed
 
     fed_bytes = sum(hold(v) for v in checked.values())
-    live = fed_bytes
-    rows = []
+    live, rows = fed_bytes, []
 
     def observe(step, value, released):
         nonlocal live

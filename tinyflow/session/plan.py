@@ -29,9 +29,8 @@ class Step:
 
     __slots__ = ("node", "kernel", "input_slots", "slot", "release")
 
-    def __init__(self, node, kernel, input_slots, slot):
-        self.node, self.kernel, self.input_slots, self.slot = node, kernel, input_slots, slot
-        self.release = ()
+    def __init__(self, node, kernel, input_slots, slot, release=()):
+        self.node, self.kernel, self.input_slots, self.slot, self.release = node, kernel, input_slots, slot, release
 
 
 def prune(fetches, fed):
@@ -41,11 +40,10 @@ def prune(fetches, fed):
         stack = [fetch]
         while stack:
             node = stack.pop()
-            if node in needed_by:
-                continue
-            needed_by[node] = fetch
-            if node not in fed:
-                stack.extend(node.inputs)
+            if node not in needed_by:
+                needed_by[node] = fetch
+                if node not in fed:
+                    stack.extend(node.inputs)
     return needed_by
 
 
@@ -84,8 +82,7 @@ class ExecutionPlan:
     def __init__(self, fetches, fed, backend):
         fed = frozenset(fed)
         self.needed_by = prune(fetches, fed)
-        missing = [n for n in self.needed_by
-                   if isinstance(n, Placeholder) and n not in fed and n.default is None]
+        missing = [n for n in self.needed_by if isinstance(n, Placeholder) and n not in fed and n.default is None]
         if missing:
             node = min(missing, key=lambda n: n.creation_index)
             raise FeedError(
@@ -160,22 +157,20 @@ class ExecutionPlan:
         if self._verified and observer is None and len(self.steps) <= COMPILE_LIMIT:
             signature = tuple([_shape_key(feeds[node]) for node in self._fed_order])
             compiled = self._compiled.get(signature)
-            if compiled is None:
-                if len(self._compiled) < MAX_SPECIALISATIONS:
-                    kernels, routes = self.specialise(signature)
-                    compiled = self._compiled[signature] = (self.compile(kernels), routes)
-                else:  # shapes that keep changing (a value a loop grows): one form deciding at each call
-                    if self._general is None:
-                        self._general = (self.compile(), self.static_routes)
-                    compiled = self._general
+            if compiled is None and len(self._compiled) < MAX_SPECIALISATIONS:
+                kernels, routes = self.specialise(signature)
+                compiled = self._compiled[signature] = (self.compile(kernels), routes)
+            elif compiled is None:  # shapes that keep changing (a value a loop grows): one form deciding at each call
+                if self._general is None:
+                    self._general = (self.compile(), self.static_routes)
+                compiled = self._general
             self._backend.report.add_static(compiled[1])
             return compiled[0]([feeds[node] for node in self._fed_order])
         self._backend.report.add_static(self.static_routes)
-        if not self._verified:  # the first run checks every op's value against its static shape and dtype
-            values = self.interpret(feeds, observer, verify=True)
-            self._verified = True
-            return values
-        return self.interpret(feeds, observer)
+        # the first run checks every op's value against its static shape and dtype
+        values = self.interpret(feeds, observer, verify=not self._verified)
+        self._verified = True
+        return values
 
     def specialise(self, signature):
         """(a kernel per step, the static routes) for feeds of these shapes, inferred again through the plan: ops
@@ -227,7 +222,7 @@ class ExecutionPlan:
                 value = f"v{step.input_slots[0]}"
             elif isinstance(leaf, Variable):
                 bound[f"k{position}"] = leaf
-                value = f"k{position}._value if k{position}._mirror is None else k{position}.value"
+                value = f"k{position}.host_array if k{position}.device_mirror is None else k{position}.value"
             elif isinstance(leaf, Constant):
                 bound[f"k{position}"] = leaf.value
                 value = f"k{position}"
@@ -298,11 +293,9 @@ def verify_value(node, value):
     surface as a confusing error in some later op); plans check each op on their first run only."""
     if node.dtype is None or value is None:
         return
-    shape = getattr(value, "shape", None)
-    dtype = getattr(value, "dtype", None)
-    if shape is None or dtype is None:
-        array = np.asarray(value)
-        shape, dtype = array.shape, array.dtype
+    if getattr(value, "shape", None) is None or getattr(value, "dtype", None) is None:
+        value = np.asarray(value)  # a Python number
+    shape, dtype = value.shape, value.dtype
     if node.shape is not None and not matches(node.shape, shape):
         problem = f"its static shape is {node.shape} but it computed a value of shape {tuple(shape)}"
     elif np.dtype(dtype) != node.dtype:

@@ -1,12 +1,10 @@
 """Session: runs the part of a graph that some fetches need, with values fed for placeholders.
 
-Threads: runs of one graph are serialised by a lock per graph (so optimizer updates of its Variables never
-interleave, whichever Sessions run them), and runs on one OpenCL device by a lock per device; runs of different
-graphs on the C or numpy backend proceed in parallel.
+Threads: runs of one graph are serialised by its `run_lock` (so optimizer updates of its Variables never interleave,
+whichever Sessions run them), and runs on one OpenCL device by a lock per device; runs of different graphs on the C or
+numpy backend proceed in parallel.
 """
-import threading
 import warnings
-import weakref
 
 import numpy as np
 
@@ -15,6 +13,7 @@ from ..errors import TinyflowError
 from ..graph import get_default_graph
 from ..passes import optimize, resolve_options
 from .feeds import check_feed, resolve_key
+from .memory import memory_profile
 from .plan import ExecutionPlan
 
 
@@ -23,16 +22,6 @@ class GraphGrowthWarning(UserWarning):
 
 
 GROWTH_RUNS_BEFORE_WARNING = 5
-
-_GRAPH_LOCKS = weakref.WeakKeyDictionary()
-_GRAPH_LOCKS_GUARD = threading.Lock()
-
-
-def graph_lock(graph):
-    """The lock every Session.run of `graph` holds (re-entrant: a run may start another run of the graph)."""
-    with _GRAPH_LOCKS_GUARD:
-        return _GRAPH_LOCKS.setdefault(graph, threading.RLock())
-
 
 def flatten(structure):
     """The leaves (nodes or names) of a fetch structure (nested lists, tuples, dicts), in order."""
@@ -77,7 +66,7 @@ class Session:
 
     def close(self):
         """Release cached plans and the backend's buffers; the session cannot run afterwards."""
-        with graph_lock(self.graph), self.backend.lock:
+        with self.graph.run_lock, self.backend.lock:
             self._plans.clear()
             self.backend.close()
             self._closed = True
@@ -86,12 +75,10 @@ class Session:
         return f"<tinyflow.Session backend='{self.backend.name}' graph={self.graph!r}>"
 
     def run(self, fetches, feed_dict=None):
-        """Compute `fetches` (a node, a name, or nested lists/tuples/dicts of them) and return their values.
-
-        The result has the structure of `fetches`, with numpy arrays for nodes (always the caller's own: they
-        share memory with no Variable, Constant or other fetch) and None for ops without a value (train ops).
-        """
-        with graph_lock(self.graph), self.backend.lock:
+        """The values of `fetches` (a node, a name, or nested lists/tuples/dicts of them) in their structure: numpy
+        arrays for nodes (the caller's own: they share memory with no Variable, Constant or other fetch) and None for
+        ops without a value (train ops)."""
+        with self.graph.run_lock, self.backend.lock:
             if self._closed:
                 raise TinyflowError("this Session is closed; create a new one with tfl.Session()")
             self._watch_graph_growth()
@@ -103,17 +90,15 @@ class Session:
 
     def prepare(self, fetches, feed_dict):
         """(the plan for `fetches`, the checked feeds) of a run."""
-        fetch_nodes = [self._resolve_fetch(leaf) for leaf in flatten(fetches)]
+        fetch_nodes = [resolve_key(self.graph, leaf, fetch=True) for leaf in flatten(fetches)]
         feeds = {resolve_key(self.graph, key): value for key, value in (feed_dict or {}).items()}
         plan = self.plan(fetch_nodes, feeds)
         return plan, {node: check_feed(node, value, plan.needed_by.get(node)) for node, value in feeds.items()}
 
     def plan(self, fetch_nodes, fed_nodes):
-        """The cached ExecutionPlan for these fetches and fed nodes (built on first use).
-
-        With the optimiser on, `plan.optimized` is the rewritten graph (an OptGraph) it runs and `plan.report`
-        what each pass did (both None when not optimised); `tfl.viz.to_graphviz(plan)` draws it.
-        """
+        """The cached ExecutionPlan for these fetches and fed nodes (built on first use). With the optimiser on,
+        `plan.optimized` is the rewritten graph (an OptGraph) it runs and `plan.report` what each pass did (both None
+        when not optimised); `tfl.viz.to_graphviz(plan)` draws it."""
         key = (tuple(fetch_nodes), frozenset(fed_nodes))
         plan = self._plans.get(key)
         if plan is None:
@@ -122,20 +107,16 @@ class Session:
             plan.optimized, plan.report = graph, graph.report if graph else None
         return plan
 
-    def memory_profile(self, fetches, feed_dict=None):
-        """Run once and report when each intermediate is computed and dropped, and the peak bytes."""
-        from .memory import memory_profile
-        return memory_profile(self, fetches, feed_dict)
+    def drop_plans(self, nodes):
+        """Forget the cached plans fetching any of `nodes` (nodes taken out of the graph)."""
+        nodes = set(nodes)
+        self._plans = {key: plan for key, plan in self._plans.items() if nodes.isdisjoint(key[0])}
 
-    def _resolve_fetch(self, leaf):
-        if isinstance(leaf, str):
-            return self.graph.get_node(leaf)
-        if getattr(leaf, "graph", None) is self.graph:
-            return leaf
-        if hasattr(leaf, "graph"):
-            raise TinyflowError(f"fetch {leaf!r} belongs to another graph than this Session's; "
-                                "create the Session with tfl.Session(graph=node.graph)")
-        raise TypeError(f"cannot fetch {leaf!r}: fetch graph nodes, node names, or lists/tuples/dicts of them")
+    memory_profile = memory_profile  # run once, reporting when each intermediate is computed and dropped
+
+    def accept_graph_growth(self):
+        """The graph grew on purpose (a traced function): not the leak the GraphGrowthWarning is about."""
+        self._graph_size = len(self.graph.nodes)
 
     def _watch_graph_growth(self):
         """Warn once when the graph grew before each of several consecutive runs (the TF1 leak)."""
@@ -154,8 +135,7 @@ class Session:
 def _caller_owned(values, plan):
     """The fetched values, each copied if it is a view, a Variable's or Constant's own array, or an array
     that another fetch also returned: what the caller gets is theirs to keep and to write into."""
-    seen = set()
-    owned = []
+    seen, owned = set(), []
     for value in values:
         if isinstance(value, np.ndarray):
             if (value.base is not None or id(value) in seen or id(value) in plan.constant_arrays
@@ -164,4 +144,3 @@ def _caller_owned(values, plan):
             seen.add(id(value))
         owned.append(value)
     return owned
-
