@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .errors import OnnxImportError
+from ..errors import OnnxImportError
 
 # the operators issues 24 and 36 (the recurrent ones, last) ask for: every node case of these must pass
 REQUIRED_OPS = (

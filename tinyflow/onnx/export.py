@@ -10,10 +10,11 @@ import types
 import numpy as np
 
 from ..nodes import Constant, Node, Placeholder, Variable
-from .errors import OnnxExportError, onnx_module
+from ..errors import OnnxExportError
 from ..ops.elementwise_ops import ElementwiseOp
 from .rules import EXPORTS, OPSET
 from .rules.elementwise_rules import table_export
+from .model_file import onnx_module
 from .storage_types import onnx_type
 
 IR_VERSION = 8  # the IR version of opset 17: readable by every onnxruntime that runs opset 17

@@ -10,7 +10,7 @@ import numpy as np
 from ..arguments import Arguments
 from ..nodes import Operation
 from ..ops.registry import not_differentiable
-from .errors import OnnxExportError
+from ..errors import OnnxExportError
 
 # TensorProto.DataType code -> numpy dtype, for the types tinyflow computes with
 _NUMPY_OF = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
@@ -85,7 +85,6 @@ class RoundToType(Operation):
         if round_mode not in ("up", "down", "nearest"):
             check.fail("round_mode", round_mode, "is not a rounding mode", "pass 'up', 'down' or 'nearest'")
         self.round_mode = round_mode
-        self.narrow_type = self.elem_type  # the type whose values this node holds (what a CastLike to it casts to)
         super().__init__(x, name=name)
 
     def compute(self, x):

@@ -16,7 +16,7 @@ from ...control_flow.stacks import StackToTensor
 from ...control_flow.while_loop import WhileLoop, trace_loop
 from ...graph import get_default_graph
 from ...nodes import Constant
-from ..errors import OnnxExportError
+from ...errors import OnnxExportError
 from ..storage_types import onnx_type
 from .rule_tables import exports, imports
 

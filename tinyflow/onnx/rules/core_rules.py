@@ -1,7 +1,7 @@
 """Constants, identity, casts and shapes: Constant, Identity, Cast, CastLike, Shape, Size, ConstantOfShape.
 
-Shape, Size and ConstantOfShape give values known at import time whenever the shapes they read are
-static, so the shape arithmetic ONNX exporters write (Shape -> Gather -> Concat -> Reshape) folds away.
+Shape and Size of static shapes are known at import time, so the shape arithmetic ONNX exporters write
+(Shape -> Gather -> Concat -> Reshape) folds away.
 """
 import math
 
@@ -10,7 +10,7 @@ import numpy as np
 from ... import ops
 from ...ops import runtime_shapes
 from ...shapes import is_fully_known
-from ..errors import OnnxExportError
+from ...errors import OnnxExportError
 from ..storage_types import RoundToType, held_dtype, numpy_dtype, onnx_type, onnx_type_name
 from .rule_tables import exports, imports, op_rule, same_op
 
@@ -45,9 +45,7 @@ def export_undefined(ex, node):
 @imports("Cast", "CastLike")
 def import_cast(ctx, node):
     """A cast to `to`, or to input 1's element type (a narrow one if input 1 holds a narrow type's values)."""
-    to = ctx.attr("to") if ctx.op_type == "Cast" else ctx.narrow_type(1)
-    if to is None:  # CastLike of an input of a dtype tinyflow computes with
-        to = onnx_type(ctx.input_dtype(1))
+    to = ctx.attr("to") if ctx.op_type == "Cast" else ctx.elem_type(1)
     saturate, round_mode = ctx.attr("saturate", 1), ctx.attr("round_mode", "up")  # for float8 types only
     dtype = numpy_dtype(to)
     if dtype is not None:

@@ -6,7 +6,7 @@ graph is built; before, they are an attribute. ONNX keeps the input's element ty
 import numpy as np
 
 from ... import ops
-from ..errors import OnnxExportError
+from ...errors import OnnxExportError
 from ..storage_types import onnx_type
 from .rule_tables import exports, imports, op_rule
 

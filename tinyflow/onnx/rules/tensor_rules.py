@@ -11,7 +11,7 @@ from ...nodes import Constant
 from ...ops import runtime_shapes
 from ...ops.runtime_slice import RuntimeSlice
 from ...ops.shape_ops import ReshapeTo, known_entries
-from ..errors import OnnxExportError
+from ...errors import OnnxExportError
 from .rule_tables import exports, imports, op_rule, same_op
 
 
