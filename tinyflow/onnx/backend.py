@@ -3,9 +3,8 @@
     rep = TinyflowBackend.prepare(model, backend="c")     # tinyflow's backend: "numpy", "c", "opencl"
     outputs = rep.run([x, y])                              # a tuple in the model's output order
 
-tinyflow needs shapes, axes and pads when the graph is built, which a conformance case may feed as
-graph inputs: the model is then imported with those inputs fixed to the values given
-(tfl.onnx.load(..., constants=...)), once per distinct value.
+Inputs tinyflow needs when the graph is built (shapes, axes, pads) are fixed to the values fed
+(tfl.onnx.load(..., constants=...)): the model is imported once per distinct value.
 """
 import numpy as np
 from onnx.backend.base import Backend, BackendRep

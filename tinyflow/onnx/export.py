@@ -1,9 +1,8 @@
 """tfl.onnx.export: a traced program as an ONNX model (opset 17), with dynamic dimensions kept symbolic.
 
-Each tinyflow op type maps to ONNX nodes through its export rule (rules/); one without a rule is an
-OnnxExportError naming it. The program is traced in evaluation mode, and values fixed there (the
-training flag) fold away: dropout disappears, batch norm becomes one BatchNormalization. tfl.cond
-becomes If and tfl.while_loop Loop, their branches and bodies subgraphs reading outer values by name.
+Each tinyflow op type maps to ONNX nodes through its export rule (rules/). The program is traced in evaluation
+mode, and values fixed there (the training flag) fold away: dropout disappears, batch norm becomes one
+BatchNormalization. tfl.cond becomes If and tfl.while_loop Loop, their subgraphs reading outer values by name.
 """
 import types
 
@@ -35,8 +34,7 @@ class _Exporter:
         return f"{hint}__{self._counter[0]}"
 
     def child(self, names, shared=False):
-        """An exporter reading this one's values, with `names` ({node: ONNX name}) added: for a subgraph body, or
-        (`shared`) for nodes added to this graph under other names."""
+        """An exporter reading this one's values and `names` ({node: ONNX name}): a subgraph's, or `shared` this's."""
         sub = _Exporter(self.program, parent=self, names=names)
         if shared:
             sub.nodes, sub.initializers = self.nodes, self.initializers
@@ -133,15 +131,11 @@ def export_graph(inputs, outputs, path=None, name="tinyflow"):
     if bad:
         raise OnnxExportError(f"the inputs of an exported graph are Placeholders; '{bad[0].name}' is a "
                               f"{bad[0].op_type}")
-    names, taken = [], {p.name for p in inputs}
-    for out in outputs:
-        unique, n = out.name, 0
-        while unique in taken:
-            n += 1
-            unique = f"{out.name}_{n}"
-        taken.add(unique)
-        names.append(unique)
-    return _model(types.SimpleNamespace(inputs=inputs, outputs=outputs, fn_name=name), names, path)
+    names = [p.name for p in inputs]
+    for out in outputs:  # each output under a name of its own
+        names.append(next(unique for unique in [out.name] + [f"{out.name}_{n}" for n in range(1, len(names) + 1)]
+                          if unique not in names))
+    return _model(types.SimpleNamespace(inputs=inputs, outputs=outputs, fn_name=name), names[len(inputs):], path)
 
 
 def _model(program, output_names, path):

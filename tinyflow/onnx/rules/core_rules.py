@@ -66,9 +66,7 @@ def export_round_to_type(ex, node):
     return ex.emit("Cast", [narrow], "Cast", to=onnx_type(node.dtype))
 
 
-@exports("Cast")
-def export_cast(ex, node):
-    return ex.emit("Cast", [ex.name_of(node.inputs[0])], "Cast", to=onnx_type(node.target_dtype))
+exports("Cast")(same_op("Cast", to=lambda node: onnx_type(node.target_dtype)))
 
 
 @imports("Shape")

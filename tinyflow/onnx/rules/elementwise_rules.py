@@ -1,8 +1,6 @@
 """Elementwise ops both ways: the table's ops (ops/elementwise.py) by their `onnx` entry or their expression,
 then the rules where ONNX and tinyflow differ, and ONNX activations that are compositions of tinyflow ops.
-
-ONNX broadcasts like numpy since opset 7, as tinyflow does. ONNX keeps the first input's element
-type where tinyflow would promote (Pow of float32 by int64, integer Div), so those rules cast back.
+ONNX broadcasts like numpy since opset 7, as tinyflow does.
 """
 import ast
 import functools
@@ -104,10 +102,10 @@ def _spell_onnx(ex, tree, values, dtype):
     return visit(tree)
 
 
-_BY_ONNX_TYPE = {}
+_BY_ONNX_TYPE = {}  # ONNX op type -> [(table op, its fixed ONNX attributes)]
 for _cls in [*ELEMENTWISE_OPS.values(), *GRADIENT_OPS_BY_TYPE.values()]:
     exports(_cls.op_type)(table_export(_cls))
-    if onnx_form(_cls):
+    if _cls.onnx:
         _BY_ONNX_TYPE.setdefault(onnx_form(_cls)[0], []).append((_cls, onnx_form(_cls)[1]))
 for _onnx_type, _rows in _BY_ONNX_TYPE.items():
     imports(_onnx_type)(_table_import(_rows))
@@ -116,8 +114,8 @@ for _onnx_type, _rows in _BY_ONNX_TYPE.items():
 # ---------------------------------------------------------------- where ONNX and numpy differ, or one op is several
 @imports("Div", "Pow")
 def import_div_pow(ctx, node):
-    """a / b and a ** b in a's element type, as ONNX keeps it: integers divide truncating toward zero (as in C),
-    and the exponent may have another type."""
+    """a / b and a ** b in a's element type, as ONNX keeps it (tinyflow would promote): integers divide truncating
+    toward zero (as in C), and the exponent may have another type."""
     _legacy_broadcast(ctx)
     a, b = ctx.input(0), ctx.input(1)
     if ctx.op_type == "Div":  # an integer quotient is computed as a float, truncated by the cast

@@ -12,7 +12,7 @@ from ...ops import runtime_shapes
 from ...ops.runtime_slice import RuntimeSlice
 from ...ops.shape_ops import ReshapeTo, known_entries
 from ...errors import OnnxExportError
-from .rule_tables import exports, imports, op_rule, same_op
+from .rule_tables import exports, imports, int64s, op_rule, same_op
 
 
 @imports("Reshape")
@@ -202,18 +202,6 @@ def import_einsum(ctx, node):
     return ops.einsum(ctx.attr("equation"), *ctx.inputs(), name=ctx.name)
 
 
-def _ints_constant(ex, values, hint):
-    return ex.constant(np.array([int(v) for v in values], np.int64), hint)
-
-
-def _with_ints(onnx_type, field):
-    """An export rule: the ONNX op on x and an int64 vector holding node.<field> (Reshape's shape, Expand's)."""
-    def rule(ex, node):
-        return ex.emit(onnx_type, [ex.name_of(node.inputs[0]), _ints_constant(ex, getattr(node, field), field)],
-                       onnx_type)
-    return rule
-
-
 @exports("ReshapeLike")
 def _reshape_like(ex, node):
     shape = ex.emit("Shape", [ex.name_of(node.inputs[1])], "Shape")
@@ -224,7 +212,7 @@ def _reshape_like(ex, node):
 def _topk_indices(ex, node):
     """TopK's second output: topk's values are a GatherElements of these indices."""
     values, indices = ex.fresh("TopK_values"), ex.fresh("TopK_indices")
-    k = _ints_constant(ex, [node.k], "k")
+    k = int64s(ex, [node.k], "k")
     ex.nodes.append(ex.helper.make_node("TopK", [ex.name_of(node.inputs[0]), k], [values, indices], name=indices,
                                         axis=int(node.axis), largest=int(node.largest), sorted=1))
     return indices
@@ -235,7 +223,7 @@ def _pad(ex, node):
     if node.mode == "wrap":
         raise OnnxExportError(f"Pad '{node.name}' in mode 'wrap' needs opset 19; tinyflow exports opset 17")
     pads = [b for b, _ in node.pad_width] + [a for _, a in node.pad_width]
-    inputs = [ex.name_of(node.inputs[0]), _ints_constant(ex, pads, "pads")]
+    inputs = [ex.name_of(node.inputs[0]), int64s(ex, pads, "pads")]
     if node.mode == "constant":
         inputs.append(ex.constant(np.asarray(node.value, node.dtype), "value"))
     return ex.emit("Pad", inputs, "Pad", mode=node.mode)
@@ -245,7 +233,7 @@ def _pad(ex, node):
 def _squeeze(ex, node):
     if not node.axis:  # nothing squeezed; ONNX reads empty axes as every axis of size 1
         return ex.emit("Identity", [ex.name_of(node.inputs[0])], "Squeeze")
-    return ex.emit("Squeeze", [ex.name_of(node.inputs[0]), _ints_constant(ex, node.axis, "axes")], "Squeeze")
+    return same_op("Squeeze", ["axis"])(ex, node)
 
 
 @exports("Flatten")
@@ -257,11 +245,11 @@ def _flatten(ex, node):
     after = node.shape[start + 1:]
     if None not in after and 0 not in after:  # (a 0 there would copy the input's size at that position)
         target = [0 if d is None else d for d in node.shape[:start]] + [-1] + list(after)
-        return ex.emit("Reshape", [ex.name_of(x), _ints_constant(ex, target, "shape")], "Flatten")
+        return ex.emit("Reshape", [ex.name_of(x), int64s(ex, target, "shape")], "Flatten")
     shape = ex.emit("Shape", [ex.name_of(x)], "Shape")
 
     def dims(a, b):
-        return ex.emit("Slice", [shape, _ints_constant(ex, [a], "start"), _ints_constant(ex, [b], "end")], "Slice")
+        return ex.emit("Slice", [shape, int64s(ex, [a], "start"), int64s(ex, [b], "end")], "Slice")
     merged = ex.emit("ReduceProd", [dims(start, end + 1)], "ReduceProd", keepdims=1)
     target = ex.emit("Concat", [dims(0, start), merged, dims(end + 1, rank)], "Concat", axis=0)
     return ex.emit("Reshape", [ex.name_of(x), target], "Flatten")
@@ -273,8 +261,8 @@ def _tile(ex, node):
     x, rank = ex.name_of(node.inputs[0]), len(node.inputs[0].shape)
     reps = (1,) * (rank - len(node.reps)) + tuple(node.reps)
     if len(reps) > rank:
-        x = ex.emit("Unsqueeze", [x, _ints_constant(ex, range(len(reps) - rank), "axes")], "Unsqueeze")
-    return ex.emit("Tile", [x, _ints_constant(ex, reps, "repeats")], "Tile")
+        x = ex.emit("Unsqueeze", [x, int64s(ex, range(len(reps) - rank), "axes")], "Unsqueeze")
+    return ex.emit("Tile", [x, int64s(ex, reps, "repeats")], "Tile")
 
 
 @exports("Triangle")
@@ -316,7 +304,7 @@ def _get_item(ex, node):
         axis += 1
     name = ex.name_of(node.inputs[0])
     if slices:
-        bounds = [_ints_constant(ex, v, h) for v, h in zip(zip(*slices), ("starts", "ends", "axes", "steps"))]
+        bounds = [int64s(ex, v, h) for v, h in zip(zip(*slices), ("starts", "ends", "axes", "steps"))]
         name = ex.emit("Slice", [name] + bounds, "Slice")
     if gather is not None:
         gathered_axis, index = gather
@@ -324,22 +312,16 @@ def _get_item(ex, node):
                        axis=gathered_axis)
         squeeze = [a if a < gathered_axis else a + index.ndim - 1 for a in squeeze]
     if squeeze:
-        name = ex.emit("Squeeze", [name, _ints_constant(ex, squeeze, "axes")], "Squeeze")
+        name = ex.emit("Squeeze", [name, int64s(ex, squeeze, "axes")], "Squeeze")
     if new_axes:
-        name = ex.emit("Unsqueeze", [name, _ints_constant(ex, new_axes, "axes")], "Unsqueeze")
+        name = ex.emit("Unsqueeze", [name, int64s(ex, new_axes, "axes")], "Unsqueeze")
     return name if name != ex.name_of(node.inputs[0]) else ex.emit("Identity", [name], "GetItem")
 
 
-@exports("RuntimeSlice")
-def _runtime_slice(ex, node):
-    x, starts, ends = (ex.name_of(i) for i in node.inputs)
-    return ex.emit("Slice", [x, starts, ends, _ints_constant(ex, node.axes, "axes"),
-                             _ints_constant(ex, node.steps, "steps")], "Slice")
-
-
-exports("Reshape")(_with_ints("Reshape", "target"))
-exports("BroadcastTo")(_with_ints("Expand", "target"))
-exports("Unsqueeze")(_with_ints("Unsqueeze", "axis"))
+exports("RuntimeSlice")(same_op("Slice", ["axes", "steps"]))
+exports("Reshape")(same_op("Reshape", ["target"]))
+exports("BroadcastTo")(same_op("Expand", ["target"]))
+exports("Unsqueeze")(same_op("Unsqueeze", ["axis"]))
 exports("ReshapeTo")(same_op("Reshape", allowzero="allowzero"))
 exports("Transpose")(same_op("Transpose", perm="axes"))
 exports("Concat")(same_op("Concat", axis="axis"))
