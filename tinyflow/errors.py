@@ -58,7 +58,7 @@ class OnnxExportError(TinyflowError):
 
 
 class OnnxImportError(TinyflowError):
-    """An ONNX model tinyflow cannot import; `unsupported`: valid ONNX tinyflow does not handle yet (not a bad model)."""
+    """An ONNX model tinyflow cannot import; `unsupported`: valid ONNX that tinyflow does not handle yet."""
 
     def __init__(self, message, unsupported=False):
         super().__init__(message)
