@@ -104,7 +104,7 @@ void tf_softmax_xent_back_f32(const float *logits, const int64_t *labels, long r
 void tf_softmax_xent_back_f64(const double *logits, const int64_t *labels, long rows, long cols, double grad,
                               double *out);
 
-/* conv.c: im2col / col2im and max pooling, NCHW, with strides, leading pads and dilations */
+/* conv.c: im2col / col2im, depthwise convolution and max pooling, NCHW, with strides, leading pads and dilations */
 void tf_im2col_f32(const float *x, float *cols, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
                    long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_im2col_f64(const double *x, double *cols, long n, long c, long h, long w, long kh, long kw, long sh,
@@ -113,6 +113,12 @@ void tf_col2im_f32(const float *cols, float *x, long n, long c, long h, long w, 
                    long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_col2im_f64(const double *cols, double *x, long n, long c, long h, long w, long kh, long kw, long sh,
                    long sw, long ph, long pw, long dh, long dw, long ho, long wo);
+void tf_depthwise_conv_f32(const float *x, const float *filters, float *out, long multiplier, long n, long c, long h,
+                           long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,
+                           long wo);
+void tf_depthwise_conv_f64(const double *x, const double *filters, double *out, long multiplier, long n, long c,
+                           long h, long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw,
+                           long ho, long wo);
 void tf_maxpool_f32(const float *x, float *out, long n, long c, long h, long w, long kh, long kw, long sh, long sw,
                     long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_maxpool_f64(const double *x, double *out, long n, long c, long h, long w, long kh, long kw, long sh,

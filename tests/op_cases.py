@@ -20,7 +20,7 @@ from tinyflow.ops.indexing import GatherGrad, TakeAlongAxisGrad
 from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
 from tinyflow.ops.pad import PadGrad
 from tinyflow.ops.pooling import AvgPoolGrad, MaxPoolGather, MaxPoolGrad
-from tinyflow.ops.reductions import ExpandReduced, ProdOfOthers
+from tinyflow.ops.reductions import CumProd, CumSum, ExpandReduced, ProdOfOthers
 from tinyflow.ops.resize import Resize, ResizeGrad
 from tinyflow.ops.runtime_slice import RuntimeSlice, RuntimeSliceGrad
 from tinyflow.ops.shape_ops import ReshapeTo, TileGrad
@@ -91,6 +91,7 @@ CASES = {
     "Erf": [case(tfl.erf, normal(3, 4))],
     "Mod": [case(tfl.mod, normal(3, 4) * 3, off_zero(4))],
     "Fmod": [case(tfl.fmod, normal(3, 4) * 3, off_zero(3, 1))],
+    "FloorDivide": [case(tfl.floor_divide, normal(3, 4) * 3, off_zero(4)), case(lambda a: 7.0 // a % 2.0, off_zero(5))],
     "Clip": [case(lambda x: tfl.clip(x, -0.5, 0.5), normal(3, 4)), case(lambda x: tfl.clip(x, min=0.0), off_zero(5)),
              case(tfl.clip, normal(3, 4), normal(4) - 0.5, normal(3, 1) + 0.5)],
     "Cast": [case(lambda a: Cast(Cast(a, "float32"), "float64"), normal(3, 4), eps=1e-2, rtol=1e-3, atol=1e-4)],
@@ -123,6 +124,9 @@ CASES = {
     "ProdOfOthers": [case(lambda a: ProdOfOthers(a, (1,)), off_zero(3, 4)), case(lambda a: ProdOfOthers(a, None), off_zero(2, 3))],
     "ReduceLogSumExp": [case(lambda a: tfl.reduce_logsumexp(a, 1), normal(3, 4) * 3),
                         case(lambda a: tfl.reduce_logsumexp(a, (0, 2), keepdims=True), normal(2, 3, 2))],
+    "CumSum": [case(lambda a: tfl.cumsum(a, 1), normal(3, 4)), case(lambda a: CumSum(a, 0, reverse=True), normal(3, 2))],
+    "CumProd": [case(lambda a: tfl.cumprod(a, 1), off_zero(3, 4)), case(lambda a: CumProd(a, 0, reverse=True),
+                                                                        off_zero(4, 2))],
     "ExpandReduced": [case(lambda g, x: ExpandReduced(g, x, (1,), False, True), normal(3), normal(3, 4)),
                       case(lambda g, x: ExpandReduced(g, x, (0, 1), True, False), normal(1, 1), normal(3, 4))],
     "Softmax": [case(tfl.softmax, normal(3, 5)), case(lambda a: tfl.softmax(a, axis=0), normal(3, 5))],
@@ -316,7 +320,7 @@ def _gradient_op_case(grad_op, parent, index, names):
             copies = [x.detach().requires_grad_() if x.dtype.kind == "f" else x for x in xs]
             with tfl.enable_grad():
                 op = first.build(*copies).grad_fn
-            op_inputs = [xs[copies.index(i)] if any(i is c for c in copies) else i for i in op.inputs]
+            op_inputs = [next((x for x, c in zip(xs, copies) if c is i), i) for i in op.inputs]  # by identity
         else:
             op_inputs = op.inputs
         values = dict(zip(parent.input_names, op_inputs), y=out, g=g)

@@ -16,6 +16,8 @@ from .nodes import Constant, Node, Operation, Placeholder, Variable
 from .ops import (add_n, argmax, avg_pool2d, assign, assign_add, assign_sub, concat, conv2d, dropout, group, identity, log_softmax, matmul, max_pool2d, reduce_max, reduce_mean, reduce_sum, reshape, softmax, stop_gradient, transpose)
 from .ops import (fill, shape, size)
 from .ops import (argmin, broadcast_to, einsum, expand, flatten, gather, norm, pad, reduce_logsumexp, reduce_min, reduce_prod, split, squeeze, stack, take_along_axis, tile, topk, tril, triu, unsqueeze)
+from .ops import (all, any, cumprod, cumsum, diag, flip, logsumexp, masked_fill, max, min, one_hot, outer,  # noqa: A004
+                  repeat_interleave, roll, std, var)
 from .ops import (avg_pool1d, avg_pool3d, conv1d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, global_avg_pool, global_max_pool, group_norm, instance_norm, interpolate, layer_norm, max_pool1d, max_pool3d)
 from .nn.batchnorm import batch_norm
 from .ops.elementwise_ops import PUBLIC as _ELEMENTWISE, elementwise_op
@@ -29,7 +31,7 @@ from .session import Session
 from . import jit, onnx
 from .control_flow import cond, range, while_loop  # noqa: A004 - tfl.range, as Python's for Python ints
 from . import eager
-from .eager import Tensor, enable_grad, no_grad, tensor
+from .eager import Tensor, arange, enable_grad, eye, full, linspace, no_grad, tensor
 from . import passes  # the graph optimiser Session runs (tinyflow/passes; fused kernels in tinyflow/backends)
 
 __version__ = "0.1.0"
@@ -65,6 +67,8 @@ __all__ = [
     "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d", "global_avg_pool", "global_max_pool",
     "layer_norm", "batch_norm", "instance_norm", "group_norm", "interpolate",
     "shape", "size", "fill",
+    "min", "max", "any", "all", "var", "std", "cumsum", "cumprod", "logsumexp", "flip", "roll", "outer", "diag",
+    "masked_fill", "one_hot", "repeat_interleave", "arange", "linspace", "eye", "full",
     # autodiff, running, state
     "gradients", "register_gradient", "not_differentiable", "elementwise_op", "Session",
     "save_variables", "load_variables", "set_seed",

@@ -8,7 +8,8 @@ typedef struct {
     const T *x, *src;
     T *dst;
     long n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo;
-    int mode; /* pooling: see NAME(pool) */
+    int mode;        /* pooling: see NAME(pool) */
+    long multiplier; /* depthwise convolution: filters per input channel */
 } NAME(window_args);
 
 /* The output columns j in [*first, *last) whose tap at column j * sw + offset lies inside 0 .. w - 1; the others
@@ -82,6 +83,45 @@ void NAME(tf_im2col)(const T *x, T *cols, long n, long c, long h, long w, long k
                      long ph, long pw, long dh, long dw, long ho, long wo) {
     NAME(window_args) k = {x, NULL, cols, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, 0};
     tf_parallel_for(c * kh * kw * n, n * ho * wo * c * kh * kw, NAME(im2col_chunk), &k);
+}
+
+/* Depthwise convolution (one group per input channel, `multiplier` filters each; the filters come as src,
+ * (c * multiplier, 1, kh, kw)): output plane (b, o) is input plane (b, o / multiplier) filtered by filter o. Each
+ * tap adds weight x a shifted input row to an output row, a loop over contiguous values (stride 1) that
+ * vectorizes; as a matrix product per channel, (1 x 9) times (9 x P), the GEMM had nothing to block and im2col
+ * copied the input nine times. One output plane per step. */
+TF_CLONES static void NAME(depthwise_chunk)(void *p, long start, long stop) {
+    const NAME(window_args) *k = p;
+    long h = k->h, w = k->w, kh = k->kh, kw = k->kw, sw = k->sw, ho = k->ho, wo = k->wo, o_all = k->c * k->multiplier;
+    for (long plane = start; plane < stop; plane++) {
+        long b = plane / o_all, o = plane % o_all;
+        const T *input = k->x + (b * k->c + o / k->multiplier) * h * w, *filter = k->src + o * kh * kw;
+        T *out = k->dst + plane * ho * wo;
+        for (long i = 0; i < ho; i++, out += wo) {
+            for (long j = 0; j < wo; j++) out[j] = 0;
+            for (long di = 0; di < kh; di++) {
+                long row = i * k->sh - k->ph + di * k->dh;
+                if (row < 0 || row >= h) continue;
+                const T *in = input + row * w;
+                for (long dj = 0; dj < kw; dj++) {
+                    long offset = dj * k->dw - k->pw, first, last;
+                    T weight = filter[di * kw + dj];
+                    NAME(inside_columns)(w, wo, sw, offset, &first, &last);
+                    if (sw == 1)
+                        for (long j = first; j < last; j++) out[j] += weight * in[j + offset];
+                    else
+                        for (long j = first; j < last; j++) out[j] += weight * in[j * sw + offset];
+                }
+            }
+        }
+    }
+}
+
+void NAME(tf_depthwise_conv)(const T *x, const T *filters, T *out, long multiplier, long n, long c, long h, long w,
+                             long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,
+                             long wo) {
+    NAME(window_args) k = {x, filters, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, 0, multiplier};
+    tf_parallel_for(n * c * multiplier, n * c * multiplier * ho * wo * kh * kw, NAME(depthwise_chunk), &k);
 }
 
 /* One (image, channel) plane per step, summing its kh x kw tap rows of cols into it: planes are disjoint, so no

@@ -1,14 +1,10 @@
-"""Backends: named kernel tables. The Session asks one for each op's kernel.
-
-`available()` lists the backends this machine can run, best first; the numpy
-reference is always among them.
-"""
+"""Backends: named kernel tables. The Session asks one for each op's kernel; `available()` lists the backends this
+machine can run, best first (the numpy reference always among them)."""
 import os
 
 from ..errors import BackendError
-from .base import Backend
+from .base import Backend, NumpyBackend
 from .c_backend import CBackend
-from .numpy_backend import NumpyBackend
 from .opencl_backend import OpenCLBackend
 
 # name -> class; `available()` lists them in this order (the numpy reference last). OpenCL is
@@ -46,8 +42,7 @@ def get_backend(name=None):
 
 
 def _default():
-    """The best available backend that does not need an explicit choice (never OpenCL, nor asked about: a device
-    check compiles a probe kernel)."""
+    """The best available backend but OpenCL (chosen explicitly only; its availability check compiles a kernel)."""
     return next(n for n in _ranked() if n != "opencl" and _BACKENDS[n].is_available())
 
 

@@ -1,11 +1,10 @@
 """What every backend is: a name, an availability check, and a table of kernels keyed by op type.
 
-A backend file reads as a table: each entry is a `Kernel` saying what it accepts
-(float dtypes, sizes, ranks, same shapes, an extra predicate) and the function that
-runs it. `Backend.kernel` does the rest once for every backend: it checks the entry's
-conditions, routes small inputs to numpy, makes float inputs contiguous (or device
-arrays), falls back to the op's numpy `compute` for anything the entry does not
-accept, and counts what ran where in `backend.report`.
+Each entry of a table is a `Kernel` saying what it accepts (float dtypes, sizes, ranks, same shapes, an extra
+predicate) and the function that runs it. `Backend.kernel` and `Backend.call` do the rest once for every backend:
+check the entry's conditions, route small inputs to numpy, make float inputs contiguous (or device arrays), fall
+back to the op's numpy `compute` for anything the entry does not accept, and count what ran where in
+`backend.report`. The numpy backend, the readable reference, is the empty table.
 """
 import math
 import threading
@@ -26,8 +25,8 @@ DECLINE = object()
 class Kernel:
     """One table entry: `run(backend, op, *values)` and the inputs it accepts.
 
-    floats:     positions of the inputs that must be non-empty float arrays of one dtype the
-                backend handles (None: every input); they arrive contiguous / on the device.
+    floats:     positions of the inputs that must be non-empty float arrays of one dtype the backend handles
+                (None: every input); they arrive contiguous / on the device.
     small:      inputs that are all smaller than the backend's `small_size` go to numpy instead.
     same_shape: those float inputs must have one shape.
     ndim:       the rank the first input must have.
@@ -46,10 +45,8 @@ class Kernel:
 
 
 def source_kernel(node):
-    """Kernels of nodes without inputs: a Variable reads its current value when the step runs.
-
-    The kernel names its node (`.leaf`), so compiled plans can read the value inline instead.
-    """
+    """The kernel of a node without inputs, reading its value when the step runs; it names its node (`.leaf`), so
+    compiled plans can read the value inline instead."""
     if isinstance(node, (Variable, Constant)):
         def read():
             return node.value
@@ -61,8 +58,7 @@ def source_kernel(node):
 
 
 class Backend:
-    """A named table of `Kernel`s by op type; ops it lacks, or inputs a kernel does not accept, run the op's
-    numpy `compute`."""
+    """A named table of `Kernel`s by op type; ops it lacks, or inputs a kernel refuses, run the op's numpy `compute`."""
 
     name = "base"
     kernels = {}            # op type -> Kernel
@@ -76,22 +72,21 @@ class Backend:
     @classmethod
     def is_available(cls):
         """Whether this machine can run the backend."""
-        return True
+        return not cls.why_unavailable()
 
     @classmethod
     def why_unavailable(cls):
-        """What is missing and how to get it (only asked when unavailable)."""
+        """'' when this machine can run the backend, else what is missing and how to get it."""
         return ""
 
     @classmethod
     def register_kernel(cls, op_type, run, **accepts):
         """Add (or replace) the kernel of `op_type` in this backend's table, for sessions created afterwards.
 
-        `run(backend, op, *values)` computes the op's value from its input values (numpy arrays on
-        the C backend, device arrays on OpenCL) and may return `DECLINE` to hand an input it cannot
-        handle to the op's numpy `compute`. `accepts` are the `Kernel` conditions (floats, small,
-        same_shape, ndim, accepts): dispatch, dtype/contiguity normalisation, small-size routing,
-        the numpy fallback and the run report then work as for the built-in entries. Example:
+        `run(backend, op, *values)` computes the op's value from its input values (numpy arrays on the C backend,
+        device arrays on OpenCL) and may return `DECLINE` to hand inputs it cannot handle to the op's numpy
+        `compute`. `accepts` are the `Kernel` conditions; dispatch, contiguity, small-size routing, the numpy fallback
+        and the run report then work as for the built-in entries. Example:
             CBackend.register_kernel("FusedAddRelu", fused_add_relu, same_shape=True)
         """
         if "kernels" not in cls.__dict__:
@@ -101,8 +96,7 @@ class Backend:
 
     # ------------------------------------------------------------ dispatch
     def kernel(self, op):
-        """The callable computing `op` from its input values: the table's kernel when it accepts them, else
-        the op's numpy compute; decided once here where `static_route` can tell, else at each call."""
+        """The callable computing `op` from its input values: the table's kernel when it accepts them, else numpy."""
         if isinstance(op, (Variable, Constant, Placeholder)):
             return self.source_kernel(op)
         bind = getattr(op, "bind_kernel", None)
@@ -114,8 +108,7 @@ class Backend:
         return lambda *values: self.call(entry, op, values)
 
     def fused_kernel(self, node):
-        """The callable computing a fused elementwise node (passes/fusion.py): here numpy runs its members in turn;
-        the C and OpenCL backends generate one kernel for it."""
+        """The callable computing a fused elementwise node (passes/fusion.py): here numpy runs its members in turn."""
         return node.compute
 
     def compute(self, op, values):
@@ -125,12 +118,9 @@ class Backend:
         return out if out.__class__ is np.ndarray else np.asarray(out)
 
     def static_route(self, op, shapes=None):
-        """'host' when the table has no kernel for `op`, 'small' when its shapes are known to be small: numpy
-        runs it, decided once per plan (plans count these in the run report). None: decided at each call.
-
-        `shapes` ([output shape, *input shapes]) are what a plan inferred for given feed shapes; by
-        default the op's static shapes.
-        """
+        """'host' when the table has no kernel for `op`, 'small' when its shapes ([output shape, *input shapes],
+        by default the op's static ones) are known to be small: numpy runs it, decided once per plan (plans count
+        these in the run report). None: decided at each call."""
         if isinstance(op, (Variable, Constant, Placeholder)) or hasattr(op, "bind_kernel"):
             return None
         entry = self.kernels.get(op.op_type)
@@ -236,3 +226,11 @@ class Backend:
 
     def __repr__(self):
         return f"<tinyflow backend '{self.name}'>"
+
+
+class NumpyBackend(Backend):
+    """The readable reference: runs each op with its numpy `compute` method (an empty kernel table)."""
+
+    name = "numpy"
+    kernels = {}
+    host_below = float("inf")  # eager ops compute with numpy at once

@@ -1,16 +1,12 @@
 """Reusing output buffers: arrays a plan drops come back as the outputs of later kernels.
 
-Fresh large arrays cost page faults (the OS zero-fills every page on first touch), often
-more than the kernel that fills them. When a plan drops a value that nobody else holds,
-the C backend keeps the buffer here, by shape and dtype, and its kernels allocate from here.
-Each backend instance (so each Session) has its own pool, bounded in bytes: when it is
-full, the buffers of the shape used longest ago go first (batch shapes that vary would
-otherwise pile up), and Session.close empties it.
-
-Fetched values are the caller's, but a caller who drops them (a benchmark loop, a training
-loop keeping only the latest loss map) would otherwise pay the page faults at every run:
-the pool remembers the large arrays it handed out (`lend`) for two runs, and at the start of
-a run takes back (`reclaim`) those nobody else references any more.
+Fresh large arrays cost page faults (the OS zero-fills every page on first touch), often more than the kernel that
+fills them. When a plan drops a value that nobody else holds, the C backend keeps the buffer here, by shape and
+dtype, and its kernels allocate from here. Each backend instance (so each Session) has its own pool, bounded in
+bytes: when it is full, the buffers of the shape used longest ago go first (batch shapes that vary would otherwise
+pile up). Fetched values are the caller's, but a caller who drops them (a benchmark loop) would pay the page faults
+at every run: the pool remembers the large arrays it handed out (`lend`) for two runs, and takes back (`reclaim`)
+those nobody else references any more.
 """
 import math
 import os
@@ -25,16 +21,14 @@ MAX_PER_SHAPE = 8
 DEFAULT_MAX_BYTES = 256 << 20   # $TINYFLOW_POOL_MB overrides (0 disables the pool)
 
 
-def _max_bytes_from_environment():
-    text = os.environ.get("TINYFLOW_POOL_MB", "").strip()
-    return int(text) << 20 if text.isdigit() else DEFAULT_MAX_BYTES
-
-
 class BufferPool:
     """Free float arrays by (shape, dtype), at most `max_bytes` in all, least recently used shapes dropped first."""
 
     def __init__(self, max_bytes=None):
-        self.max_bytes = _max_bytes_from_environment() if max_bytes is None else int(max_bytes)
+        if max_bytes is None:
+            text = os.environ.get("TINYFLOW_POOL_MB", "").strip()
+            max_bytes = int(text) << 20 if text.isdigit() else DEFAULT_MAX_BYTES
+        self.max_bytes = int(max_bytes)
         self._free = OrderedDict()  # (shape, dtype) -> [arrays], least recently used first
         self._lock = threading.Lock()
         self.bytes = 0
@@ -68,11 +62,8 @@ class BufferPool:
         return len(known) < len(shape) or int(np.prod(known, dtype=np.int64)) * 8 >= MIN_BYTES  # float64 at most
 
     def recycle(self, value, references=3):
-        """Keep `value` for reuse if it is a large float array owning its memory that nobody else holds.
-
-        `references` is how many references the caller's frame and this call hold (a local
-        variable, the argument, getrefcount's own): any more means someone still uses it.
-        """
+        """Keep `value` for reuse if it is a large float array owning its memory that nobody else holds (more than
+        `references`, those of the caller's frame and of this call, means someone still uses it)."""
         if (type(value) is not np.ndarray or value.base is not None or value.nbytes < MIN_BYTES
                 or value.nbytes > self.max_bytes or not value.flags.c_contiguous or not value.flags.writeable
                 or value.dtype.kind != "f" or sys.getrefcount(value) > references):

@@ -1,55 +1,25 @@
-"""C source of a fused kernel: one loop over the output, split across tinyflow's thread pool, SIMD lanes.
+"""The source of a fused node's kernel: C (one loop over the output on tinyflow's thread pool, SIMD lanes), or
+OpenCL (one work-item per element).
 
-For `c * sigmoid(a*x + b)` with a scalar feed `a` and float32 data the source reads
-    <ckernels/include/tf_math.h: vectorisable exp, log, tanh, sigmoid, erf>
-    typedef float T;
-    struct tf_args { const T *x0; const T *x1; T *out; long outer, inner; };
-    static void tf_chunk(void *args, long start, long stop) {
-        const struct tf_args *k = args;
-        const T *restrict x0 = k->x0; ... T *restrict out = k->out;
-        const T s1 = x1[0];
-        long i;
-    #pragma omp simd
-        for (i = start; i < stop; i++) {
-            const T a0 = x0[i];
-            const T a1 = s1;
-            const T t0 = (a1 * a0);
-            const T t1 = (t0 + (-0.5f));
-            const T t2 = tf_sigmoidf(t1);
-            ...
-            out[i] = t3;
-        }
-    }
-    void tf_fused(const T *x0, const T *x1, T *out, long outer, long inner, void *parallel) {
-        struct tf_args k = {x0, x1, out, outer, inner};
-        ... ((tf_parallel_fn)parallel)(n, n, tf_chunk, &k)   (or tf_chunk(&k, 0, n) without a pool)
-    }
-`parallel` is the C library's tf_parallel_for (ckernels/src/threads.c), whose address the caller
-passes: generated kernels run on the same pool as the library's own, never on an OpenMP runtime.
-Math calls go to tf_math.h (pasted in), whose functions GCC vectorizes; libm's would stay scalar
-calls. Inputs broadcast as rows or columns use a two-level loop (rows split across threads, a
-SIMD inner loop).
+The C kernel `tf_fused(x0.., out, outer, inner, parallel)` splits its loop across `parallel`, the C library's
+tf_parallel_for (ckernels/src/threads.c): generated kernels run on the library's pool, never on an OpenMP runtime.
+Math calls go to tf_math.h (pasted in), whose functions GCC vectorizes (libm's would stay scalar calls). Inputs
+broadcast as rows or columns use a two-level loop (rows split across threads, a SIMD inner loop).
 
-Long chains of arithmetic (the gradient chain of many adds, say) are latency-bound in that
-loop: each element waits for its previous member, ~4 cycles each, and one SIMD vector is in
-flight at a time. For them the flat loop works on blocks of LANES elements held in GCC vector
-types, so several SIMD registers advance together, and finishes the last elements one by one:
-        typedef T V __attribute__((vector_size(sizeof(T) * LANES)));
-        for (b = start; b < stop; b++) { V a0; memcpy(&a0, x0 + b * LANES, sizeof a0); ... }
-        (after the parallel blocks) for (i = n - n % LANES; i < n; i++) { the loop above }
-(1,000 dependent adds on 16 floats: 12.7 µs -> 3.2 µs in a standalone C test.)
-
-A float sigmoid has a cheaper form for |x| <= 86 (tf_math.h: no NaN, infinity or denormal to
-handle, the same bits). A flat loop that calls it runs in blocks of TF_MATH_BLOCK elements:
-the cheap form while checking each argument, and the block again with the full form if one
-argument was out of range (W4's 10M-element c * sigmoid(a*x + b) on one thread: 0.80 -> 0.62 ns
-per element, and 0.46 since the sigmoid itself takes a third fewer operations).
+Long chains of arithmetic (the gradient chain of many adds) are latency-bound in that loop: each element waits
+for its previous member, one SIMD vector in flight at a time. For them the flat loop works on blocks of LANES
+elements held in GCC vector types, so several SIMD registers advance together (1,000 dependent adds on 16 floats:
+12.7 µs -> 3.2 µs). A float sigmoid has a cheaper form for |x| <= 86 (tf_math.h: the same bits): a flat loop
+calling it runs in blocks of TF_MATH_BLOCK elements, the cheap form while checking each argument, then the block
+again with the full form if one was out of range (W4's c * sigmoid(a*x + b): 0.80 -> 0.62 ns per element).
 """
 import ast
 import functools
 import pathlib
 
-from ..ops.expressions import C_HELPERS, is_arithmetic, literal, spell
+import numpy as np
+
+from ..ops.expressions import C_HELPERS, OPENCL_HELPERS, is_arithmetic, literal, spell
 
 _CTYPE = {"float32": "float", "float64": "double"}
 LANES_BYTES = 64          # a block of the vector form: four SSE registers (or two AVX ones)
@@ -94,7 +64,7 @@ def body(node, loads, single, indent, vector=None, opencl=False, overrides=None,
 
 
 def load(kind, k, full, scalar):
-    """How input k of a kind (see layout.py) is read in a (row r, column c) loop."""
+    """How input k of a kind (see fused.py) is read in a (row r, column c) loop."""
     if kind.startswith("col%"):
         return f"x{k}[r % {int(kind[4:])}]"
     return {"full": full, "scalar": scalar, "row": f"x{k}[c]", "col": f"x{k}[r]"}[kind]
@@ -205,3 +175,20 @@ def c_declaration(node, kinds):
     ctype = _CTYPE[node.dtype.name]
     params = "".join(f"const {ctype} *x{k}, " for k in range(len(kinds)))
     return f"void tf_fused({params}{ctype} *out, long outer, long inner, void *parallel);"
+
+
+def opencl_source(node, kinds):
+    """The OpenCL kernel `tf_fused(x0.., out, inner)` for `node` with inputs read as `kinds`, one work-item per
+    element: for `a*x + b` with a scalar b, `out[i] = t1` after `const T a0 = x0[i]; const T a1 = x1[0];
+    const T t0 = (a0 * 1.5f); const T t1 = (t0 + a1);`."""
+    single = node.dtype == np.float32
+    loads = {k: load(kind, k, f"x{k}[i]", f"x{k}[0]") for k, kind in enumerate(kinds)}
+    statements, result = body(node, loads, single, " " * 4, opencl=True)
+    params = "".join(f"__global const T *x{k}, " for k in range(len(kinds)))
+    lines = [] if single else ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"]
+    lines += [f"typedef {'float' if single else 'double'} T;", OPENCL_HELPERS,
+              f"__kernel void tf_fused({params}__global T *out, const long inner) {{",
+              "    const long i = get_global_id(0);"]
+    if any(kind == "row" or kind.startswith("col") for kind in kinds):
+        lines.append("    const long r = i / inner, c = i - r * inner;")
+    return "\n".join(lines + statements + [f"    out[i] = {result};", "}"]) + "\n"

@@ -1,12 +1,10 @@
 """Compile generated C with cffi at run time, cached on disk (kernel_cache.py: key, verification, quarantine).
 
-`load` finds a kernel in memory, else in the disk cache (verified before it is loaded:
-a damaged file is moved aside with one warning and compiled again), else compiles it in a
-private temporary folder inside the cache and renames it into place, so two processes
-compiling the same kernel both succeed. A cache that cannot be written (read-only,
-permissions, disk full, `ulimit -f`) means the kernel is compiled for this process only,
-with one warning; without a working compiler `load` returns None and callers use numpy,
-with one warning. Loading never crashes the process.
+`load` finds a kernel in memory, else in the disk cache (verified before it is loaded: a damaged file is moved
+aside with one warning and compiled again), else compiles it in a private temporary folder inside the cache and
+renames it into place, so two processes compiling the same kernel both succeed. A cache that cannot be written
+(read-only, permissions, disk full, `ulimit -f`) means the kernel is compiled for this process only, with one
+warning; without a working compiler `load` returns None and callers use numpy, with one warning.
 """
 import functools
 import importlib.util
@@ -29,6 +27,7 @@ STATS = {"compiled": 0, "loaded_from_disk": 0, "compile_seconds": 0.0, "load_sec
 _loaded = {}
 _lock = threading.Lock()
 _warned = []
+cache_dir = disk_cache.folder
 
 
 class FusionWarning(UserWarning):
@@ -39,16 +38,9 @@ class KernelCacheWarning(UserWarning):
     """The kernel cache had a damaged file (set aside, kernel rebuilt) or cannot be written (kernels uncached)."""
 
 
-cache_dir = disk_cache.folder
-
-
 def compile_flags():
-    """The flags of the C kernel library (ckernels/build_ckernels.py), minus sanitizers, plus -march=native.
-
-    A kernel compiled at run time runs on the machine that compiles it, so it may use all of this CPU's
-    instructions (AVX-512, FMA...); the CPU is part of the cache key, so a cache shared between machines
-    never hands one machine another's kernel.
-    """
+    """The C library's flags (ckernels/build_ckernels.py) minus sanitizers, plus -march=native: a kernel compiled
+    at run time runs on the machine that compiles it (the CPU is part of the cache key)."""
     from . import native
     flags = [f for f in native.build_flags().split() if not f.startswith("-fsanitize")] or list(DEFAULT_FLAGS)
     if "-O1" in flags:  # a sanitizer build asks for -O1; kernels here are for speed
@@ -73,10 +65,8 @@ def _accepts_native():
 
 
 def load(source, cdef):
-    """The cffi module (with .ffi and .lib) of this C source: from memory, from disk, or compiled now.
-
-    None when it cannot be compiled (no compiler): the caller then computes with numpy.
-    """
+    """The cffi module (with .ffi and .lib) of this C source: from memory, from disk, or compiled now; None when it
+    cannot be compiled (no compiler): the caller then computes with numpy."""
     flags = compile_flags()
     key = disk_cache.kernel_key(source, flags)
     module = _loaded.get(key)
@@ -84,26 +74,33 @@ def load(source, cdef):
         return module
     with _lock:
         if key not in _loaded:
-            _loaded[key] = _load_or_build(key, source, cdef, flags)
+            _loaded[key] = _load_or_build(f"tf_fused_{key}", source, cdef, flags)
         return _loaded[key]
 
 
-def _load_or_build(key, source, cdef, flags):
-    name = f"tf_fused_{key}"
+def _load_or_build(name, source, cdef, flags):
     start = time.perf_counter()
-    path = _verified(name)
+    try:
+        path = disk_cache.lookup(name)
+    except disk_cache.DamagedEntry as damaged:
+        _warn_damaged(damaged)
+        path = None
     if path is not None:
         try:
-            return _import(name, path, "loaded_from_disk", start)
+            module = _import(name, path)
+            STATS["loaded_from_disk"] += 1
+            STATS["load_seconds"] += time.perf_counter() - start
+            return module
         except Exception as exc:  # noqa: BLE001 - sound bytes that do not load here (a library it needs is gone)
             reason = f"it does not load ({type(exc).__name__}: {exc})"
             _warn_damaged(disk_cache.set_aside([path, disk_cache.entry_path(name)], reason))
     try:
-        return _build_cached(name, source, cdef, flags)
+        os.makedirs(cache_dir(), exist_ok=True)
+        return _build(name, source, cdef, flags, cache_dir())
     except Exception as exc:  # noqa: BLE001 - no compiler, or a cache we cannot write: try without the cache
         cache_error = f"{type(exc).__name__}: {exc}"
     try:
-        module = _build_uncached(name, source, cdef, flags)
+        module = _build(name, source, cdef, flags, None)
     except Exception as exc:  # noqa: BLE001 - no compiler, or no space anywhere: numpy computes instead
         STATS["failed"] += 1
         _warn_once("numpy", f"tinyflow could not compile a fused kernel ({type(exc).__name__}: {exc}); fused ops "
@@ -118,15 +115,6 @@ def _load_or_build(key, source, cdef, flags):
     return module
 
 
-def _verified(name):
-    """The cached library's path once its size and hash match its entry; None (after a warning) if damaged."""
-    try:
-        return disk_cache.lookup(name)
-    except disk_cache.DamagedEntry as damaged:
-        _warn_damaged(damaged)
-        return None
-
-
 def _warn_damaged(damaged):
     STATS["quarantined"] += 1
     warnings.warn(str(damaged), KernelCacheWarning, stacklevel=5)
@@ -138,52 +126,29 @@ def _warn_once(kind, message, category):
         warnings.warn(message, category, stacklevel=5)
 
 
-def _build_cached(name, source, cdef, flags):
-    """Compile in a private temporary folder inside the cache, then store it (atomic renames) and load it."""
-    folder = cache_dir()
-    os.makedirs(folder, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix=f".{name}-", dir=folder)
+def _build(name, source, cdef, flags, folder):
+    """Compile in a private temporary folder (inside `folder`, then stored there with atomic renames; or in the
+    system's temporary space, deleted after loading: a loaded library stays mapped) and load it."""
+    from cffi import FFI
+    scratch = tempfile.mkdtemp(prefix=f".{name}-" if folder else f"tinyflow-{name}-", dir=folder)
     try:
-        path = disk_cache.store(name, _compile(name, source, cdef, flags, scratch), disk_cache.built_by(flags))
+        start = time.perf_counter()
+        builder = FFI()
+        builder.cdef(cdef)
+        builder.set_source(name, source, extra_compile_args=flags,
+                           extra_link_args=["-fopenmp"] if "-fopenmp" in flags else [])
+        path = builder.compile(tmpdir=scratch, verbose=False)
+        STATS["compiled"] += 1
+        STATS["compile_seconds"] += time.perf_counter() - start
+        if folder:
+            path = disk_cache.store(name, path, disk_cache.built_by(flags))
+        return _import(name, path)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return _import(name, path, None, None)
 
 
-def _build_uncached(name, source, cdef, flags):
-    """Compile in a private folder of the system's temporary space and load it from there (then delete it)."""
-    scratch = tempfile.mkdtemp(prefix=f"tinyflow-{name}-")
-    try:
-        return _import(name, _compile(name, source, cdef, flags, scratch), None, None)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)  # a loaded library stays mapped after its file is gone
-
-
-def _compile(name, source, cdef, flags, scratch):
-    """The path of the shared library cffi builds for `source` inside `scratch`."""
-    from cffi import FFI
-    start = time.perf_counter()
-    builder = FFI()
-    builder.cdef(cdef)
-    builder.set_source(name, source, extra_compile_args=flags,
-                       extra_link_args=["-fopenmp"] if "-fopenmp" in flags else [])
-    built = builder.compile(tmpdir=scratch, verbose=False)
-    STATS["compiled"] += 1
-    STATS["compile_seconds"] += time.perf_counter() - start
-    return built
-
-
-def _import(name, path, counter, start):
+def _import(name, path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    if counter:
-        STATS[counter] += 1
-        STATS["load_seconds"] += time.perf_counter() - start
     return module
-
-
-def forget_loaded():
-    """Drop the kernels loaded in this process (tests use it to exercise the disk cache)."""
-    _loaded.clear()
-    _warned.clear()

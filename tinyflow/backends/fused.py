@@ -1,17 +1,26 @@
-"""What the fused kernels of the C and OpenCL backends share: how each input is read, and the members run one by one.
+"""Running a fused elementwise node (passes/fusion.py) with one generated kernel on the C or OpenCL backend.
 
-How each input of a fused (or generated elementwise) kernel is read, given the run-time shapes (broadcasting
-without copies).
-
-Kinds: "full" (one value per output element), "scalar" (one value), "row" (a
-row repeated over the leading axes: index c), "col" (a column repeated along the
-trailing axes: index r), "col%n" (a block of n values in the middle axes, as a
-conv bias (1, C, 1, 1) against (N, C, H, W): index r % n). The output is viewed as
-(outer, inner); inputs whose broadcast fits none of these are expanded to full
-arrays before the call.
+Tiered: a node that runs once or twice is not worth a compile, so its first $TINYFLOW_FUSION_JIT_AFTER runs
+(default 2) use the backend's kernels member by member; then the kernel for the run's input shapes is generated
+(c_codegen.py), built or found in the disk cache, and called. How each input is read, the output viewed as
+(outer, inner): "full", "scalar", "row" (repeated over the leading axes: index c), "col" (repeated along the
+trailing axes: index r), "col%n" (n values in the middle axes, as a conv bias (1, C, 1, 1) against (N, C, H, W):
+index r % n), or "expand" (a broadcast none of these fits: expanded to a full array before the call).
 """
 import functools
 import math
+import os
+
+import numpy as np
+
+from . import compiler, native
+from .c_codegen import c_declaration, c_source, opencl_source
+
+_SMALL = "small"  # marks input shapes whose output is below the backend's small-array threshold
+# A C call with its Python glue (~3 µs) costs about two small numpy loops (~1.3 µs each): fused groups of
+# at most two members on tiny arrays (a quarter of the backend's small size) run their members with numpy.
+NUMPY_MAX_MEMBERS = 2
+_CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
 
 
 def classify(shape, out_shape):
@@ -68,3 +77,117 @@ def member_runner(backend, node):
                 raise node.member_error(member, operands, exc) from exc
         return values[-1]
     return run
+
+
+def jit_after():
+    """How many runs of a fused node use the members' kernels before its own kernel is built."""
+    value = os.environ.get("TINYFLOW_FUSION_JIT_AFTER", "2")
+    return int(value) if value.strip().isdigit() else 2
+
+
+class FusedKernel:
+    """The callable a plan step runs for a fused node; `_by_shapes` holds what `_prepare` made of each input shapes
+    (None: the members' kernels run)."""
+
+    def __init__(self, node, backend):
+        self.node, self.backend, self.runs, self.threshold = node, backend, 0, jit_after()
+        self.unfused = member_runner(backend, node)
+        self._by_shapes = {}
+
+    def layout(self, shapes):
+        """(out_shape, kinds, outer, inner) for these input shapes; None when the members' kernels must run (an
+        empty output, or inputs that do not broadcast: the members raise the error naming the one at fault)."""
+        try:
+            out_shape = np.broadcast_shapes(*shapes, (1,) * len(self.node.shape))
+        except ValueError:
+            return None
+        return None if 0 in out_shape else (out_shape, *plan_layout(shapes, out_shape))
+
+
+class CFusedKernel(FusedKernel):
+    """A fused node on the C backend: a generated C loop on the library's thread pool."""
+
+    def __init__(self, node, backend):
+        super().__init__(node, backend)
+        self.empty = backend.pool.empty
+        self.small = backend.small_size // 4  # below it numpy may win (see NUMPY_MAX_MEMBERS)
+
+    def __call__(self, *values):
+        if self.runs < self.threshold:
+            self.runs += 1
+            return self.unfused(*values)
+        # plain loops and no dtype.name (numpy computes it in Python): this runs once per step of every run
+        arrays = [v if isinstance(v, np.ndarray) else np.asarray(v) for v in values]
+        entry = self._by_shapes.get(tuple([a.shape for a in arrays]), False)
+        if entry is False:
+            entry = self._by_shapes[tuple([a.shape for a in arrays])] = self._prepare(arrays)
+        if entry is _SMALL:  # a C call costs more than numpy's few small loops
+            return self.node.compute(*arrays)
+        dtype = self.node.dtype
+        for a in arrays:
+            if a.dtype != dtype:
+                entry = None
+        if entry is None:
+            return self.unfused(*values)
+        module, out_shape, outer, inner, kinds = entry
+        ctype, ptr = _CTYPE[dtype], module.ffi.from_buffer
+        pointers = []
+        for a, kind in zip(arrays, kinds):
+            if kind == "expand":
+                a = np.broadcast_to(a, out_shape)
+            pointers.append(ptr(ctype, a if a.flags.c_contiguous else np.ascontiguousarray(a)))
+        out = self.empty(out_shape, dtype)
+        module.lib.tf_fused(*pointers, ptr(ctype, out), outer, inner, module.parallel)
+        return out
+
+    def _prepare(self, arrays):
+        """The compiled kernel and loop bounds for these inputs' shapes; _SMALL or None to use numpy."""
+        layout = self.layout(tuple(a.shape for a in arrays))
+        if layout is None:
+            return None
+        out_shape, kinds, outer, inner = layout
+        if math.prod(out_shape) < self.small and len(self.node.members) <= NUMPY_MAX_MEMBERS:
+            return _SMALL
+        generated = tuple("full" if k == "expand" else k for k in kinds)
+        module = compiler.load(c_source(self.node, generated), c_declaration(self.node, generated))
+        if module is None:
+            return None
+        if not hasattr(module, "parallel"):  # the C library's thread pool, shared by every generated kernel
+            address = native.ffi.cast("uintptr_t", native.ffi.addressof(native.lib, "tf_parallel_for"))
+            module.parallel = module.ffi.cast("void *", int(address))
+        return module, out_shape, outer, inner, kinds
+
+
+class OpenCLFusedKernel(FusedKernel):
+    """A fused node on the OpenCL backend: a generated kernel, one work-item per element (device arrays in and out)."""
+
+    def __call__(self, *values):
+        backend, node = self.backend, self.node
+        on_device = node.dtype == np.float32 or node.dtype == np.float64 and backend.runtime.has_fp64
+        if self.runs < self.threshold or not on_device or any(v.dtype != node.dtype for v in values):
+            self.runs += 1
+            return self.unfused(*values)
+        shapes = tuple(tuple(v.shape) for v in values)
+        entry = self._by_shapes.get(shapes, False)
+        if entry is False:
+            entry = self._by_shapes[shapes] = self._prepare(shapes)
+        if entry is None:
+            return self.unfused(*values)
+        kernel, out_shape, kinds, _, inner = entry
+        args = []
+        for value, kind in zip(values, kinds):
+            if kind == "expand":  # a broadcast the kernel does not index directly: expanded on the host
+                value = np.ascontiguousarray(np.broadcast_to(backend.to_host(value), out_shape))
+            args.append(backend.device(value).data)
+        out = backend.runtime.empty(out_shape, node.dtype)
+        kernel(backend.runtime.queue, (int(out.size),), None, *args, out.data, np.int64(inner))
+        backend.report.kernel_ops[node.op_type] += 1
+        return out
+
+    def _prepare(self, shapes):
+        """The built kernel and the layout of these input shapes; None to run the members' kernels."""
+        layout = self.layout(shapes)
+        if layout is None:
+            return None
+        source = opencl_source(self.node, tuple("full" if k == "expand" else k for k in layout[1]))
+        return (self.backend.runtime.kernel("tf_fused", self.node.dtype, source), *layout)

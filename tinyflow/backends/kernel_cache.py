@@ -1,21 +1,15 @@
 """The disk cache of compiled fused kernels: its key, verified entries, quarantine, and `tinyflow cache`.
 
-The folder is $TINYFLOW_CACHE_DIR/kernels, else $XDG_CACHE_HOME/tinyflow/kernels, else
-~/.cache/tinyflow/kernels. It holds, per kernel:
+The folder ($TINYFLOW_CACHE_DIR/kernels, else $XDG_CACHE_HOME/tinyflow/kernels, else ~/.cache/tinyflow/kernels)
+holds per kernel `tf_fused_<key>-<sha256 prefix><EXT_SUFFIX>`, the library named by its bytes (never rewritten),
+and `tf_fused_<key>.json`, its entry (that file's name, size and sha256, and what built it); quarantine/ holds the
+files that failed verification. <key> hashes everything the library depends on (C source, compiler path, version
+and flags, CPU model and features, cffi's version, Python's ABI), so a folder shared by machines never gives one
+CPU a kernel built for another.
 
-    tf_fused_<key>-<sha256 prefix><EXT_SUFFIX>   the compiled library, named by its bytes (never rewritten)
-    tf_fused_<key>.json                          its entry: that file's name, size and sha256, and what built it
-    quarantine/                                  files that failed verification, moved aside
-
-<key> hashes everything the library depends on: the C source, the compiler (resolved path and
-version) and its flags, the CPU (model and feature flags), cffi's version and Python's ABI. So a
-folder shared by machines (an NFS home) never gives one CPU a kernel built for another.
-
-A writer renames the library into place, then the entry (written under a temporary name and
-renamed). A reader trusts an entry only if it parses, names a library of its own key, and that
-file has the entry's size and sha256 -- checked before the library is loaded, because loading
-(dlopen) a truncated library kills the process with SIGBUS: no check afterwards could help.
-A file that fails is moved to quarantine/ and the kernel compiled again.
+A writer renames the library into place, then the entry (written under a temporary name and renamed). A reader
+trusts an entry only if it parses, names a library of its own key, and that file has the entry's size and sha256,
+checked before the library is loaded: loading (dlopen) a truncated library kills the process with SIGBUS.
 """
 import functools
 import hashlib
@@ -114,10 +108,6 @@ def entry_path(name):
     return os.path.join(folder(), name + ".json")
 
 
-def _library_pattern(name):
-    return re.compile(re.escape(name) + r"-([0-9a-f]{16})" + re.escape(SUFFIX))
-
-
 def lookup(name):
     """The path of kernel `name`'s verified library; None when not cached. DamagedEntry if it failed."""
     entry = entry_path(name)
@@ -129,7 +119,7 @@ def lookup(name):
     try:
         record = json.loads(raw)
         file, size, digest = record["file"], record["size"], record["sha256"]
-        named = _library_pattern(name).fullmatch(file)
+        named = re.fullmatch(re.escape(name) + r"-([0-9a-f]{16})" + re.escape(SUFFIX), file)
         if not (named and isinstance(size, int) and size >= 0 and re.fullmatch(r"[0-9a-f]{64}", digest)
                 and digest.startswith(named.group(1))):
             raise ValueError("fields out of range")
@@ -174,7 +164,10 @@ def _write_atomically(path, data):
             os.fsync(f.fileno())
         os.replace(temporary, path)
     except BaseException:
-        _remove(temporary)
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
         raise
 
 
@@ -198,30 +191,18 @@ def set_aside(paths, reason):
                         "`tinyflow cache clear` empties the cache.")
 
 
-def _remove(path):
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
 # ---------------------------------------------------------------- `tinyflow cache info|clear`
 def _ours(entry_name):
     """A file or folder this cache made (so `clear` never touches a user's own files in the folder)."""
     return entry_name.startswith(("tf_fused_", ".tf_fused_")) or entry_name == QUARANTINE
 
 
-def _size(path):
-    if os.path.isdir(path) and not os.path.islink(path):
-        return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files
-                   if os.path.exists(os.path.join(d, f)))
-    return os.lstat(path).st_size
-
-
-def _count(path):
-    if os.path.isdir(path) and not os.path.islink(path):
-        return sum(len(files) for _, _, files in os.walk(path))
-    return 1
+def _files(path):
+    """(how many files, bytes) under path (a file or a folder)."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return 1, os.lstat(path).st_size
+    found = [os.path.join(d, f) for d, _, files in os.walk(path) for f in files]
+    return len(found), sum(os.path.getsize(f) for f in found if os.path.exists(f))
 
 
 def info():
@@ -249,13 +230,11 @@ def info():
             report["kernel_bytes"] += size + os.path.getsize(os.path.join(where, name))
             report["this_machine"] += (entry.get("cpu_id"), entry.get("compiler")) == here
     for name in names:
-        path = os.path.join(where, name)
-        if name == QUARANTINE:
-            report["quarantined"] += _count(path)
-            report["quarantined_bytes"] += _size(path)
-        elif name not in libraries:
-            report["other"] += _count(path)
-            report["other_bytes"] += _size(path)
+        if name == QUARANTINE or name not in libraries:
+            kind = "quarantined" if name == QUARANTINE else "other"
+            count, size = _files(os.path.join(where, name))
+            report[kind] += count
+            report[f"{kind}_bytes"] += size
     return report
 
 
@@ -271,7 +250,7 @@ def clear():
             continue
         path = os.path.join(where, name)
         try:
-            count, nbytes = _count(path), _size(path)
+            count, nbytes = _files(path)
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path)
             else:

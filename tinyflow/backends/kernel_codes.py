@@ -1,10 +1,8 @@
-"""The codes shared by the C kernels, the OpenCL kernels and Python, read from their one declaration.
+"""What the C and OpenCL kernel tables share: the codes of ckernels/tinyflow_kernels.h, window geometry, and the
+`accepts` predicates and op -> kernel names of their entries.
 
-`ckernels/tinyflow_kernels.h` declares them as C enums (cffi exposes them on the
-built library); this module parses that header once, so Python has them even when
-the C library is not built, and hands them to OpenCL as `-D` build options.
-It also holds the geometry both kernel families use (broadcasting layouts, the NCHW window
-geometry of convolution and pooling) and the `accepts` predicates of their table entries.
+The header declares the codes as C enums (cffi exposes them on the built library); they are parsed from it here,
+so Python has them even when the C library is not built, and handed to OpenCL as `-D` build options.
 """
 import functools
 import math
@@ -16,6 +14,7 @@ from ..errors import TinyflowError
 from ..ops.windows import window_output_size
 
 HEADER = pathlib.Path(__file__).resolve().parents[2] / "ckernels" / "tinyflow_kernels.h"
+ENUM_NAMES = ("tf_layout_kind", "tf_broadcast_pattern", "tf_reduce_op", "tf_update_kind", "tf_limits")
 
 
 def _parse_enums(text):
@@ -37,16 +36,29 @@ def _load():
     return {name: dict(native.ffi.typeof(f"enum {name}").relements) for name in ENUM_NAMES}
 
 
-ENUM_NAMES = ("tf_layout_kind", "tf_broadcast_pattern", "tf_reduce_op", "tf_limits")
 ENUMS = _load()
-
 # how the elementwise kernels read an input (fused.py's kinds; the rest are expanded first)
-LAYOUT_KINDS = {"full": ENUMS["tf_layout_kind"]["TF_FULL"], "row": ENUMS["tf_layout_kind"]["TF_ROW"],
-                "col": ENUMS["tf_layout_kind"]["TF_COLUMN"], "scalar": ENUMS["tf_layout_kind"]["TF_SCALAR"]}
-REDUCE = {"ReduceSum": ENUMS["tf_reduce_op"]["TF_REDUCE_SUM"], "ReduceMean": ENUMS["tf_reduce_op"]["TF_REDUCE_MEAN"],
-          "ReduceMax": ENUMS["tf_reduce_op"]["TF_REDUCE_MAX"]}
+LAYOUT_KINDS = {kind: ENUMS["tf_layout_kind"][name] for kind, name in
+                (("full", "TF_FULL"), ("row", "TF_ROW"), ("col", "TF_COLUMN"), ("scalar", "TF_SCALAR"))}
+REDUCE = {op_type: ENUMS["tf_reduce_op"][f"TF_REDUCE_{op_type[6:].upper()}"]
+          for op_type in ("ReduceSum", "ReduceMean", "ReduceMax")}
 PATTERN = ENUMS["tf_broadcast_pattern"]
 PARALLEL_MIN = ENUMS["tf_limits"]["TF_PARALLEL_MIN"]
+
+# the kernels of both tables by op type (the C library's are tf_<name>_f32 / _f64)
+ROW_KERNELS = {"Softmax": "softmax", "LogSoftmax": "log_softmax", "SoftmaxGrad": "softmax_back",
+               "LogSoftmaxGrad": "log_softmax_back", "LayerNorm": "layer_norm", "LayerNormGrad": "layer_norm_back"}
+POOL_KERNELS = {"MaxPool": "maxpool", "MaxPoolGrad": "maxpool_back", "MaxPoolGather": "maxpool_gather"}
+# update op type -> (its enum tf_update_kind, its slots in the kernels' s1, s2, s3 order, its hyper-parameters in
+# the kernels' order after lr, the hyper-parameter passed as the kernels' flag); see ckernels/src/optim.c
+UPDATES = {
+    "ApplySGD": ("TF_UPDATE_SGD", ("momentum_buffer",), ("momentum", "dampening", "weight_decay"), "nesterov"),
+    "ApplyAdam": ("TF_UPDATE_ADAM", ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"),
+                  ("beta1", "beta2", "eps", "weight_decay"), "decoupled"),
+    "ApplyRMSProp": ("TF_UPDATE_RMSPROP", ("square_avg", "grad_avg", "momentum_buffer"),
+                     ("alpha", "eps", "weight_decay", "momentum"), None),
+    "ApplyAdaGrad": ("TF_UPDATE_ADAGRAD", ("state_sum",), ("lr_decay", "eps", "weight_decay"), None),
+}
 
 
 def opencl_defines():
@@ -54,14 +66,30 @@ def opencl_defines():
     return [f"-D{key}={value}" for codes in ENUMS.values() for key, value in codes.items()]
 
 
+def layout_code(kinds):
+    """The elementwise kernels' `kinds` argument (two bits per input), or None for a kind they cannot read."""
+    if not all(kind in LAYOUT_KINDS for kind in kinds):
+        return None
+    return sum(LAYOUT_KINDS[kind] << 2 * i for i, kind in enumerate(kinds))
+
+
+def reduce_dims(shape, axes):
+    """(outer, n, inner): `shape` viewed as three axes, the middle one the run of reduced `axes`."""
+    return math.prod(shape[:axes[0]]), math.prod(shape[axes[0]:axes[-1] + 1]), math.prod(shape[axes[-1] + 1:])
+
+
+def update_hyper(op, lr):
+    """An update op's [lr, *hyper-parameters in the kernels' order] and its flag, read now (users may change them)."""
+    _, _, names, flag = UPDATES[op.op_type]
+    h = op.hyper
+    values = [float(h["betas"][name == "beta2"] if name in ("beta1", "beta2") else h[name]) for name in names]
+    return [float(lr)] + values, int(bool(h[flag])) if flag else 0
+
+
 @functools.lru_cache(maxsize=1024)
 def broadcast_layout(a_shape, b_shape):
-    """(pattern, rows, cols, out_shape) of a broadcasting pattern the kernels know, or None.
-
-    Patterns (enum tf_broadcast_pattern): same shape, b/a a single value, b/a a row
-    repeated over the other's leading axes, b/a a column (leading axes, ones after).
-    """
-    size = math.prod  # math.prod: numpy's prod costs microseconds on a small tuple
+    """(pattern, rows, cols, out_shape) of a broadcast the kernels know (enum tf_broadcast_pattern), or None."""
+    size = math.prod  # numpy's prod costs microseconds on a small tuple
     a_shape, b_shape = tuple(a_shape), tuple(b_shape)
     if a_shape == b_shape:
         return PATTERN["TF_SAME_SHAPE"], size(a_shape), 1, a_shape
@@ -85,18 +113,22 @@ def broadcast_layout(a_shape, b_shape):
 def window_geometry(x_shape, kernel, stride, pads, dilation, out):
     """(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo) of a window over (N, C, H, W) data, or None.
 
-    1-D data (N, C, L) is one row of 2-D data. The kernels need only the leading pads (ph, pw):
-    they skip taps outside x, and (ho, wo) say how far the windows go (ceil_mode, trailing pads).
+    1-D data (N, C, L) is one row of 2-D data. The kernels need only the leading pads: they skip taps outside x,
+    and (ho, wo) say how far the windows go (ceil_mode, trailing pads).
     """
     if len(x_shape) == 3:
-        x_shape, kernel, stride, pads, dilation, out = ((x_shape[0], x_shape[1], 1, x_shape[2]), (1,) + tuple(kernel),
-                                                         (1,) + tuple(stride), ((0, 0),) + tuple(pads),
-                                                         (1,) + tuple(dilation), (1,) + tuple(out))
+        x_shape = (x_shape[0], x_shape[1], 1, x_shape[2])
+        kernel, stride, dilation, out = [(1,) + tuple(v) for v in (kernel, stride, dilation, out)]
+        pads = ((0, 0),) + tuple(pads)
     if len(x_shape) != 4 or len(kernel) != 2 or pads is None or None in out or min(out) < 1:
         return None
-    n, c, h, w = x_shape
     (kh, kw), (sh, sw), ((ph, _), (pw, _)), (dh, dw), (ho, wo) = kernel, stride, pads, dilation, out
-    return (n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
+    return (*x_shape, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
+
+
+def pooled_shape(x_shape, geometry):
+    """The (N, C, *spatial) output of a window of `geometry` over data of x_shape (1-D or 2-D)."""
+    return tuple(x_shape[:2]) + geometry[12:14][-(len(x_shape) - 2):]
 
 
 def spatial_out(op, x_shape, kernel):
@@ -107,13 +139,7 @@ def spatial_out(op, x_shape, kernel):
         return None
 
 
-# ---------------------------------------------------------------- what the kernels of both tables accept
-# `accepts(op, *values)` predicates of Kernel entries (values are numpy or device arrays: shapes only)
-def has_layout(op, a, b):
-    """a and b broadcast in one of the patterns the kernels know."""
-    return broadcast_layout(a.shape, b.shape) is not None
-
-
+# ---------------------------------------------------------------- `accepts(op, *values)` predicates (shapes only)
 def reduced_axes(op, x):
     """The op's axes (all when None) if they are one contiguous run, else None."""
     axes = tuple(range(len(x.shape))) if op.axes is None else tuple(op.axes)
@@ -157,9 +183,9 @@ def memoised_on_shapes(geometry):
 
 
 def conv_geometry(op, x_shape, w_shape, grad_shape=None):
-    """The geometry of a 1-D or 2-D convolution op of an x of x_shape by w (O, C/G, *kernel), with an output
-    gradient of grad_shape when given (it must have the output's shape), or None."""
-    return _conv_geometry(op, tuple(x_shape), tuple(w_shape), None if grad_shape is None else tuple(grad_shape))
+    """The geometry of a 1-D or 2-D convolution op of an x of x_shape (a tuple) by w (O, C/G, *kernel), with an
+    output gradient of grad_shape when given (it must have the output's shape), or None."""
+    return _conv_geometry(op, x_shape, w_shape, grad_shape)
 
 
 @memoised_on_shapes
@@ -182,16 +208,13 @@ def transposed_input_shape(op, x, w):
 
 
 def pool_geometry(op, x, *other):
-    """The 1-D or 2-D pooling window's geometry for x (N, C, *spatial), with `other` of the shape the op needs,
-    or None."""
+    """The pooling window's geometry for x (N, C, *spatial), with `other` of the shape the op needs, or None."""
     return _pool_geometry(op, tuple(x.shape), *[tuple(o.shape) for o in other])
 
 
 @memoised_on_shapes
 def _pool_geometry(op, x_shape, *other_shapes):
-    if len(x_shape) not in (3, 4):
-        return None
-    out = spatial_out(op, x_shape, op.kernel)
+    out = spatial_out(op, x_shape, op.kernel) if len(x_shape) in (3, 4) else None
     if out is None:
         return None
     needed = x_shape[:2] + out if op.op_type == "MaxPoolGrad" else x_shape

@@ -31,16 +31,9 @@ except ImportError as err:  # an install without a compiler, a source tree never
     IMPORT_ERROR = err
 
 
-def _max_threads():
-    if lib is not None:  # the library's copy of the enum (an installed wheel has no header to parse)
-        return lib.TF_MAX_THREADS
-    # kernel_codes is imported here, not at the top: without the header it reads the codes from this module
-    from .kernel_codes import ENUMS
-    return ENUMS["tf_limits"]["TF_MAX_THREADS"]
-
-
-# TINYFLOW_NUM_THREADS / OMP_NUM_THREADS above this are clamped to it (declared once, in tinyflow_kernels.h)
-MAX_THREADS = _max_threads()
+# TINYFLOW_NUM_THREADS / OMP_NUM_THREADS above this are clamped to it (declared once, in tinyflow_kernels.h);
+# without the library everything runs on one thread
+MAX_THREADS = lib.TF_MAX_THREADS if lib is not None else 1
 
 
 def is_built():
@@ -67,13 +60,9 @@ def configure_threads():
 
 
 def thread_report():
-    """Who runs threads in this process: tinyflow's pool, and the OpenMP and BLAS runtimes others loaded.
-
-    tinyflow's kernels run on their own pool (ckernels/src/threads.c), never on an OpenMP runtime, so
-    what torch or scikit-learn loaded leaves them alone, and of the OMP_* settings only OMP_NUM_THREADS
-    counts (as a thread count, when TINYFLOW_NUM_THREADS is unset); the others are listed because they
-    share the cores.
-    """
+    """Who runs threads in this process: tinyflow's pool, and the OpenMP and BLAS runtimes others loaded (listed
+    because they share the cores: tinyflow's kernels run on their own pool, never on an OpenMP runtime, so of the
+    OMP_* settings only OMP_NUM_THREADS counts, when TINYFLOW_NUM_THREADS is unset)."""
     from threadpoolctl import threadpool_info
     return {"tinyflow": {"runtime": "tinyflow thread pool (pthreads, ckernels/src/threads.c)",
                          "threads": configure_threads(), "workers started": lib.tf_pool_workers() if lib else 0},

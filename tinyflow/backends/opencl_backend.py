@@ -1,12 +1,8 @@
 """The OpenCL backend: ops run as OpenCL kernels and their results stay on the device.
 
-Within one Session.run, values flow between kernels as device arrays; only feeds
-(uploaded once per run), fetches (downloaded at the end) and ops without an OpenCL
-kernel (run by numpy on the host, a transfer each way) cross the bus. Variables
-keep a device copy across runs (their *mirror*), synchronised with `.value` whenever
-either side changes. The table at the bottom says what each kernel accepts;
-`Backend.kernel` (base.py) checks it, uploads float inputs, falls back to numpy and
-fills `backend.report` (which ops ran where, what crossed) once for every entry.
+Within one Session.run, values flow between kernels as device arrays; only feeds (uploaded once per run), fetches
+(downloaded at the end) and ops without an OpenCL kernel (numpy on the host, a transfer each way) cross the bus.
+Variables keep a device copy across runs (their *mirror*), synchronised with `.value` whenever either side changes.
 Devices, contexts and programs are in opencl_runtime.py.
 """
 import logging
@@ -16,16 +12,17 @@ import numpy as np
 
 from ..errors import BackendError
 from ..nodes import Constant, Variable
+from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
+from ..ops.expressions import OPENCL_HELPERS, spell, takes_conditions
 from ..ops.losses import check_labels
 from ..shapes import reduced_shape
 from . import opencl_runtime as rt
 from .base import DECLINE, FLOATS, Backend, Kernel, source_kernel
-from .fused import plan_layout
-from .opencl_fused import OpenCLFusedKernel
-from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
-from ..ops.expressions import OPENCL_HELPERS, spell, takes_conditions
-from .kernel_codes import (LAYOUT_KINDS, PATTERN, REDUCE, along_last_axis, broadcast_layout, conv_geometry, fits_conv,
-                           fits_pool, inner_dims_match, labels_fit, pool_geometry, reduced_axes, transposed_input_shape)
+from .fused import OpenCLFusedKernel, plan_layout
+from .kernel_codes import (ENUMS, LAYOUT_KINDS, PATTERN, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
+                           broadcast_layout, conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit,
+                           layout_code, pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape,
+                           update_hyper)
 
 log = logging.getLogger("tinyflow.opencl")
 
@@ -34,9 +31,8 @@ class DeviceMirror:
     """A Variable's device copy; `host_stale` / `device_stale` say which side changed last."""
 
     def __init__(self, backend, array):
-        self.runtime, self.array = backend.runtime, array
+        self.runtime, self.array, self.backend = backend.runtime, array, backend
         self.host_stale = self.device_stale = False
-        self.backend = backend
 
     def download(self):
         """The device copy as a host array (counted in the backend's transfer report)."""
@@ -50,13 +46,8 @@ class OpenCLBackend(Backend):
     name = "opencl"
 
     @classmethod
-    def is_available(cls):
-        """True when pyopencl, a device and the kernel sources are all there."""
-        return rt.why_unavailable() == ""
-
-    @classmethod
     def why_unavailable(cls):
-        """What is missing and how to get it."""
+        """'' when pyopencl, a device and the kernel sources are all there, else what is missing and how to get it."""
         return rt.why_unavailable()
 
     def __init__(self, spec="opencl"):
@@ -72,7 +63,6 @@ class OpenCLBackend(Backend):
     def __repr__(self):
         return f"<tinyflow backend 'opencl' device {self.runtime.index}: {self.runtime.describe()}>"
 
-    # ------------------------------------------------------------ runs and transfers
     def begin_run(self):
         """Reset the per-run report and the cache of uploaded feeds."""
         if self.report.kernel_ops or self.report.host_ops:
@@ -174,6 +164,12 @@ def _scalar(dtype, value):
 
 
 # ---------------------------------------------------------------- elementwise: the table's ops, generated
+def _device_ops():
+    """The elementwise table's op classes with a device kernel (comparisons and `where`: booleans stay with numpy)."""
+    return [cls for cls in [*ELEMENTWISE_OPS.values(), *GRADIENT_OPS.values()]
+            if cls.dtype_rule(np.float32) == np.float32 and not takes_conditions(cls.expression)]
+
+
 def elementwise_source(single):
     """One OpenCL kernel per op of the elementwise table (ops/elementwise.py), one work-item per value:
         __kernel void ew_Relu(__global const T *x0, __global T *out, const long cols, const int kinds) {
@@ -187,9 +183,7 @@ def elementwise_source(single):
              "    int kind = (kinds >> (2 * k)) & 3;",
              f"    return kind == {LAYOUT_KINDS['full']} ? i : kind == {LAYOUT_KINDS['row']} ? c : "
              f"kind == {LAYOUT_KINDS['col']} ? r : 0;", "}"]
-    for cls in [*ELEMENTWISE_OPS.values(), *GRADIENT_OPS.values()]:
-        if cls.dtype_rule(np.float32) != np.float32 or takes_conditions(cls.expression):
-            continue  # comparisons, where: booleans stay with numpy
+    for cls in _device_ops():
         names = {x: f"a{k}" for k, x in enumerate(cls.input_names)}
         names.update({a: a for a in cls.attributes})
         statements, result = spell(cls.expression, names.__getitem__, single, opencl=True)
@@ -210,13 +204,13 @@ def elementwise(backend, op, *arrays):
     shapes = tuple(tuple(a.shape) for a in arrays)
     out_shape = np.broadcast_shapes(*shapes)
     kinds, _, cols = plan_layout(shapes, out_shape)
-    if not all(k in LAYOUT_KINDS for k in kinds) or 0 in out_shape:
+    code = layout_code(kinds)
+    if code is None or 0 in out_shape:
         return DECLINE
     dtype = arrays[0].dtype
     out = backend.empty(out_shape, dtype)
     backend.launch(f"ew_{op.op_type}", dtype, out.size, *[backend.device(a).data for a in arrays], out.data,
-                   np.int64(cols), np.int32(sum(LAYOUT_KINDS[k] << 2 * i for i, k in enumerate(kinds))),
-                   *[_scalar(dtype, getattr(op, a)) for a in op.attributes])
+                   np.int64(cols), np.int32(code), *[_scalar(dtype, getattr(op, a)) for a in op.attributes])
     return out
 
 
@@ -239,11 +233,6 @@ def add_n(backend, op, *xs):
     return total
 
 
-def group(backend, op, *values):
-    """Group only orders its inputs: nothing to compute."""
-    return None
-
-
 def broadcast_scaled(backend, a, shape, scale):
     """a broadcast to `shape` times `scale` with the broadcast_scale kernel, or DECLINE if the pattern is new."""
     layout = broadcast_layout(tuple(a.shape), tuple(shape)) if int(np.prod(shape)) else None
@@ -262,58 +251,29 @@ def expand_reduced(backend, op, grad, x):
     axes = tuple(range(len(x.shape))) if op.axes is None else op.axes
     kept = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
     count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    scale = 1.0 / max(count, 1) if op.mean else 1.0
-    return broadcast_scaled(backend, grad.reshape(kept), x.shape, scale)
-
-
-def broadcast_like(backend, op, value, like):
-    """value broadcast to like's shape."""
-    return broadcast_scaled(backend, value, like.shape, 1.0)
+    return broadcast_scaled(backend, grad.reshape(kept), x.shape, 1.0 / max(count, 1) if op.mean else 1.0)
 
 
 # ---------------------------------------------------------------- shapes
-def identity(backend, op, x):
-    """The input itself (no copy on the device)."""
-    return x
-
-
-def reshape(backend, op, x, *like):
-    """A reshaped view of the device array."""
-    return x.reshape(like[0].shape if like else op.target)
-
-
 def permute(backend, x, axes):
     """x (rank <= 4, on the device) with its axes permuted, by the `permute` kernel."""
     rank = len(x.shape)
-    dims = (1,) * (4 - rank) + tuple(x.shape)
     out_shape = tuple(x.shape[a] for a in axes)
     out_strides = [0] * rank
     stride = 1
     for position in reversed(range(rank)):  # where input axis axes[position] lands in the output
         out_strides[axes[position]] = stride
         stride *= out_shape[position]
-    strides = (0,) * (4 - rank) + tuple(out_strides)
     out = backend.empty(out_shape, x.dtype)
-    backend.launch("permute", x.dtype, x.size, x.data, out.data, rt.cl.cltypes.make_long4(*dims),
-                   rt.cl.cltypes.make_long4(*strides))
+    backend.launch("permute", x.dtype, x.size, x.data, out.data, rt.cl.cltypes.make_long4(*(1,) * (4 - rank), *x.shape),
+                   rt.cl.cltypes.make_long4(*(0,) * (4 - rank), *out_strides))
     return out
-
-
-def transpose(backend, op, x):
-    """Axes permuted by the op's `axes`."""
-    return permute(backend, x, op.axes)
-
-
-def rank_at_most_4(op, x):
-    return len(x.shape) <= 4
 
 
 # ---------------------------------------------------------------- reductions
 def reduce_axes(backend, x, axes, keepdims, code):
     """Reduce a run of adjacent axes of a device array with the tree-summing `reduce` kernel."""
-    outer = int(np.prod(x.shape[:axes[0]], dtype=np.int64))
-    n = int(np.prod(x.shape[axes[0]:axes[-1] + 1], dtype=np.int64))
-    inner = int(np.prod(x.shape[axes[-1] + 1:], dtype=np.int64))
+    outer, n, inner = reduce_dims(x.shape, axes)
     out = backend.empty(reduced_shape(x.shape, axes, keepdims), x.dtype)
     backend.launch("reduce", x.dtype, outer * inner, np.int32(code), x.data, out.data, np.int64(n), np.int64(inner))
     return out
@@ -334,26 +294,17 @@ def sum_to_shape(backend, op, grad, like):
     return DECLINE
 
 
-# ---------------------------------------------------------------- softmax family
+# ---------------------------------------------------------------- softmax family and layer normalization
 def rows(name):
-    """A row-wise kernel `name(*inputs, out, cols)`, one work-item per row of the last axis."""
-    def run(backend, op, *arrays):
-        x = arrays[0]
-        out = backend.empty(x.shape, x.dtype)
-        cols = x.shape[-1]
-        backend.launch(name, x.dtype, x.size // cols, *[a.data for a in arrays], out.data, np.int64(cols))
-        return out
-    run.__name__ = name
-    return run
+    """A kernel `name(*inputs, out, cols[, eps])` with one work-item per row of x's axes from op.axis on."""
+    takes_eps = name.startswith("layer_norm")
 
-
-def layer_norm(name):
-    """LayerNorm (x) or its gradient (x, g), one work-item per row of x viewed as (rows, normalized axes)."""
-    def run(backend, op, x, *grad):
+    def run(backend, op, x, *others):
         out = backend.empty(x.shape, x.dtype)
         cols = int(np.prod(x.shape[op.axis % len(x.shape):], dtype=np.int64))
-        backend.launch(name, x.dtype, x.size // cols, x.data, *[g.data for g in grad], out.data, np.int64(cols),
-                       _scalar(x.dtype, op.eps))
+        eps = [_scalar(x.dtype, op.eps)] if takes_eps else []
+        backend.launch(name, x.dtype, x.size // cols, x.data, *[a.data for a in others], out.data, np.int64(cols),
+                       *eps)
         return out
     run.__name__ = name
     return run
@@ -385,21 +336,14 @@ def softmax_xent_back(backend, op, logits, labels, grad):
 
 
 # ---------------------------------------------------------------- matmul, convolution, pooling
-def matmul_2d(backend, a, b):
-    """a (m x k) @ b (k x n) on the device with the tiled `matmul` kernel."""
-    m, k = a.shape
-    n = b.shape[1]
-    out = backend.empty((m, n), a.dtype)
-    tile = 16
-    global_size = (-(-n // tile) * tile, -(-m // tile) * tile)
-    backend.runtime.kernel("matmul", a.dtype)(backend.runtime.queue, global_size, (tile, tile), a.data, b.data,
-                                              out.data, np.int64(m), np.int64(n), np.int64(k))
-    return out
-
-
 def matmul(backend, op, a, b):
-    """Matrix product of two matrices."""
-    return matmul_2d(backend, a, b)
+    """a (m x k) @ b (k x n) on the device with the tiled `matmul` kernel."""
+    (m, k), n, tile = a.shape, b.shape[1], 16
+    out = backend.empty((m, n), a.dtype)
+    backend.runtime.kernel("matmul", a.dtype)(backend.runtime.queue, (-(-n // tile) * tile, -(-m // tile) * tile),
+                                              (tile, tile), a.data, b.data, out.data, np.int64(m), np.int64(n),
+                                              np.int64(k))
+    return out
 
 
 def _long16(geometry):
@@ -408,20 +352,17 @@ def _long16(geometry):
 
 
 def _im2col(backend, x, geometry):
+    """The windows of x as (N·P, C·K) rows."""
     n, c, kh, kw, ho, wo = geometry[0], geometry[1], geometry[4], geometry[5], geometry[12], geometry[13]
     cols = backend.empty((n * ho * wo, c * kh * kw), x.dtype)
     backend.launch("im2col", x.dtype, cols.size, x.data, cols.data, _long16(geometry))
     return cols
 
 
-def _rows(backend, y):
-    """(N, O, *spatial) on the device as (N·P, O) rows."""
-    rank = len(y.shape)
-    return permute(backend, y, (0,) + tuple(range(2, rank)) + (1,)).reshape(-1, y.shape[1])
-
-
-def _col2im_of_rows(backend, rows, w, shape, geometry):
-    cols = matmul_2d(backend, rows, w.reshape(w.shape[0], -1))  # (N·P, C·K)
+def _col2im_of_rows(backend, y, w, shape, geometry):
+    """y's (N·P, O) rows times the filters, then col2im onto an array of `shape`."""
+    rows = permute(backend, y, (0,) + tuple(range(2, len(y.shape))) + (1,)).reshape(-1, y.shape[1])
+    cols = matmul(backend, None, rows, w.reshape(w.shape[0], -1))  # (N·P, C·K)
     out = backend.empty(shape, rows.dtype)
     backend.launch("col2im", rows.dtype, out.size, cols.data, out.data, _long16(geometry))
     return out
@@ -430,9 +371,9 @@ def _col2im_of_rows(backend, rows, w, shape, geometry):
 def conv(backend, op, x, w):
     """Convolution as im2col then one matrix product."""
     geometry = conv_geometry(op, x.shape, w.shape)
-    out_spatial = (geometry[12], geometry[13])[-(len(x.shape) - 2):]
+    out_spatial = pooled_shape(x.shape, geometry)[2:]
     filters = permute(backend, w.reshape(w.shape[0], -1), (1, 0))  # (C·K, O)
-    rows = matmul_2d(backend, _im2col(backend, x, geometry), filters)  # (N·P, O)
+    rows = matmul(backend, None, _im2col(backend, x, geometry), filters)  # (N·P, O)
     rank = len(out_spatial)
     return permute(backend, rows.reshape((x.shape[0],) + out_spatial + (w.shape[0],)),
                    (0, rank + 1) + tuple(range(1, rank + 1)))
@@ -440,34 +381,27 @@ def conv(backend, op, x, w):
 
 def conv_back_input(backend, op, g, w, x):
     """The input gradient: a matrix product then col2im."""
-    return _col2im_of_rows(backend, _rows(backend, g), w, x.shape, conv_geometry(op, x.shape, w.shape, g.shape))
+    return _col2im_of_rows(backend, g, w, x.shape, conv_geometry(op, x.shape, w.shape, g.shape))
 
 
 def conv_transpose(backend, op, x, w):
     """A transposed convolution: the input gradient of the convolution whose output gradient x is."""
     shape = transposed_input_shape(op, x, w)
-    return _col2im_of_rows(backend, _rows(backend, x), w, shape, conv_geometry(op, shape, w.shape, x.shape))
+    return _col2im_of_rows(backend, x, w, shape, conv_geometry(op, shape, w.shape, x.shape))
 
 
 def conv_back_filter(backend, op, x, g, w):
     """The filter gradient: the gradient's rows times im2col of the input."""
     geometry = conv_geometry(op, x.shape, w.shape, g.shape)
-    rank = len(g.shape)
-    grad_rows = permute(backend, g, (1, 0) + tuple(range(2, rank))).reshape(w.shape[0], -1)  # (O, N·P)
-    return matmul_2d(backend, grad_rows, _im2col(backend, x, geometry)).reshape(w.shape)
-
-
-def fits_ungrouped_conv(op, *arrays):
-    """A 1-D or 2-D convolution op without groups (the device kernels multiply one matrix)."""
-    return op.groups == 1 and fits_conv(op, *arrays)
+    grad_rows = permute(backend, g, (1, 0) + tuple(range(2, len(g.shape)))).reshape(w.shape[0], -1)  # (O, N·P)
+    return matmul(backend, None, grad_rows, _im2col(backend, x, geometry)).reshape(w.shape)
 
 
 def max_pool(name):
     """Max pooling forward (x), backward (x, g) or gather (x, h) with the op's window."""
     def run(backend, op, x, *other):
         geometry = pool_geometry(op, x, *other)
-        pooled = x.shape[:2] + (geometry[12], geometry[13])[-(len(x.shape) - 2):]
-        out = backend.empty(x.shape if name == "maxpool_back" else pooled, x.dtype)
+        out = backend.empty(x.shape if name == "maxpool_back" else pooled_shape(x.shape, geometry), x.dtype)
         backend.launch(name, x.dtype, out.size, x.data, *[o.data for o in other], out.data, _long16(geometry))
         return out
     run.__name__ = name
@@ -475,109 +409,66 @@ def max_pool(name):
 
 
 # ---------------------------------------------------------------- fused optimizer updates, in place on the mirrors
-def _device_slots(backend, op):
-    """The device copies of the parameter ("param") and of each float slot, by slot name."""
-    arrays = {"param": backend.variable(op.variables[0])}
-    for name, slot in zip(op.slot_names, op.variables[1:]):
-        if name != "step":  # the step counter stays a host scalar
-            arrays[name] = backend.variable(slot)
-    return arrays
-
-
-def _optional(backend, arrays, name, dtype):
-    """An optional slot's buffer and its flag (a one-element stand-in buffer when the slot is absent)."""
-    if name not in arrays:
-        return backend.empty((1,), dtype).data, np.int32(0)
-    return arrays[name].data, np.int32(1)
-
-
 def _learning_rate(backend, op, lr):
-    """The learning rate as a float, without a download when it is a Constant (the usual case)."""
+    """The learning rate, without a download when it is a Constant (the usual case)."""
     node = op.inputs[2]
     return float(node.value) if isinstance(node, Constant) else float(np.asarray(backend.to_host(lr)).reshape(()))
 
 
-def _update(backend, op, name, grad, *args):
-    backend.launch(name, grad.dtype, grad.size, *args)
+def update(backend, op, param, grad, lr, *slots):
+    """One optimizer update (SGD, Adam, RMSProp, AdaGrad) on the device copies of its Variables, in place."""
+    kind, slot_names, _, _ = UPDATES[op.op_type]
+    variables = dict(zip(("param",) + op.slot_names, op.variables))
+    step = 0
+    if "step" in variables:  # the step counter stays a host scalar
+        step = int(variables["step"].value) + 1
+        variables["step"].value = np.asarray(step)
+    stand_in = backend.empty((1,), grad.dtype).data
+    buffers = [backend.variable(variables[name]).data if name in variables else stand_in
+               for name in (slot_names + (None, None))[:3]]
+    hyper, flag = update_hyper(op, _learning_rate(backend, op, lr))
+    backend.launch("update", grad.dtype, grad.size, np.int32(ENUMS["tf_update_kind"][kind]),
+                   backend.variable(variables["param"]).data, grad.data, *buffers,
+                   np.int32(sum(1 << k for k, name in enumerate(slot_names) if name in variables)), np.int64(step),
+                   *[_scalar(grad.dtype, h) for h in (hyper + [0.0] * 4)[:5]], np.int32(flag))
     for var in op.variables:
         if var.dtype != np.int64:
             var.mark_device_newer()
 
 
-def _step(op):
-    """Increment the op's step slot (a host Variable) and return the new count."""
-    step_var = op.variables[1 + op.slot_names.index("step")]
-    step_var.value = np.asarray(int(step_var.value) + 1)
-    return int(step_var.value)
-
-
-def sgd(backend, op, param, grad, lr, *slots):
-    """SGD with momentum/Nesterov/weight decay on the device."""
-    h, arrays, T = op.hyper, _device_slots(backend, op), grad.dtype.type
-    first_step = int(_step(op) == 1) if h["momentum"] else 0
-    _update(backend, op, "sgd", grad, arrays["param"].data, grad.data,
-            *_optional(backend, arrays, "momentum_buffer", grad.dtype), T(_learning_rate(backend, op, lr)),
-            T(h["momentum"]), T(h["dampening"]), T(h["weight_decay"]), np.int32(h["nesterov"]), np.int32(first_step))
-
-
-def adam(backend, op, param, grad, lr, *slots):
-    """Adam / AdamW (optionally AMSGrad) on the device."""
-    h, arrays, T = op.hyper, _device_slots(backend, op), grad.dtype.type
-    (beta1, beta2), step, lr = h["betas"], _step(op), _learning_rate(backend, op, lr)
-    _update(backend, op, "adam", grad, arrays["param"].data, grad.data, arrays["exp_avg"].data,
-            arrays["exp_avg_sq"].data, *_optional(backend, arrays, "max_exp_avg_sq", grad.dtype),
-            T(lr), T(beta1), T(beta2), T(h["eps"]), T(h["weight_decay"]), np.int32(h["decoupled"]),
-            T(lr / (1 - beta1 ** step)), T(np.sqrt(1 - beta2 ** step)))
-
-
-def rmsprop(backend, op, param, grad, lr, *slots):
-    """RMSProp (optionally centered, with momentum) on the device."""
-    h, arrays, T = op.hyper, _device_slots(backend, op), grad.dtype.type
-    _update(backend, op, "rmsprop", grad, arrays["param"].data, grad.data, arrays["square_avg"].data,
-            *_optional(backend, arrays, "grad_avg", grad.dtype),
-            *_optional(backend, arrays, "momentum_buffer", grad.dtype),
-            T(_learning_rate(backend, op, lr)), T(h["alpha"]), T(h["eps"]), T(h["weight_decay"]), T(h["momentum"]))
-
-
-def adagrad(backend, op, param, grad, lr, *slots):
-    """AdaGrad with learning-rate decay on the device."""
-    h, arrays, T = op.hyper, _device_slots(backend, op), grad.dtype.type
-    clr = _learning_rate(backend, op, lr) / (1 + (_step(op) - 1) * h["lr_decay"])
-    _update(backend, op, "adagrad", grad, arrays["param"].data, grad.data, arrays["state_sum"].data, T(clr),
-            T(h["eps"]), T(h["weight_decay"]))
-
-
 # ---------------------------------------------------------------- the table
+def identity(backend, op, x):
+    """The input itself (no copy on the device)."""
+    return x
+
+
+def reshape(backend, op, x, *like):
+    """A reshaped view of the device array."""
+    return x.reshape(like[0].shape if like else op.target)
+
+
 _FIRST = dict(floats=(0,))  # only the first input is data; the others give shapes or labels
 _UPDATE = dict(floats=(0, 1), same_shape=True)  # parameter (its device copy) and gradient
+_UNGROUPED = dict(accepts=lambda op, *arrays: op.groups == 1 and fits_conv(op, *arrays))  # kernels multiply one matrix
 
 OpenCLBackend.kernels = {
-    **{cls.op_type: Kernel(elementwise) for cls in [*ELEMENTWISE_OPS.values(), *GRADIENT_OPS.values()]
-       if cls.dtype_rule(np.float32) == np.float32 and not takes_conditions(cls.expression)},
+    **{cls.op_type: Kernel(elementwise) for cls in _device_ops()},
     **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
-    "LayerNorm": Kernel(layer_norm("layer_norm")),
-    "LayerNormGrad": Kernel(layer_norm("layer_norm_back"), same_shape=True),
-    "Softmax": Kernel(rows("softmax"), accepts=along_last_axis),
-    "LogSoftmax": Kernel(rows("log_softmax"), accepts=along_last_axis),
-    "SoftmaxGrad": Kernel(rows("softmax_back"), same_shape=True, accepts=along_last_axis),
-    "LogSoftmaxGrad": Kernel(rows("log_softmax_back"), same_shape=True, accepts=along_last_axis),
+    **{op_type: Kernel(rows(name), same_shape=True, accepts=None if name.startswith("layer") else along_last_axis)
+       for op_type, name in ROW_KERNELS.items()},
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match),
-    "Transpose": Kernel(transpose, accepts=rank_at_most_4),
+    "Conv": Kernel(conv, **_UNGROUPED), "ConvBackInput": Kernel(conv_back_input, **_UNGROUPED),
+    "ConvBackFilter": Kernel(conv_back_filter, **_UNGROUPED), "ConvTranspose": Kernel(conv_transpose, **_UNGROUPED),
+    **{op_type: Kernel(max_pool(name), accepts=fits_pool) for op_type, name in POOL_KERNELS.items()},
+    **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
+    "Transpose": Kernel(lambda backend, op, x: permute(backend, x, op.axes), accepts=lambda op, x: len(x.shape) <= 4),
     "Reshape": Kernel(reshape, **_FIRST), "ReshapeLike": Kernel(reshape, **_FIRST),
     "Identity": Kernel(identity), "StopGradient": Kernel(identity),
-    "SumToShapeOf": Kernel(sum_to_shape, **_FIRST),
-    "ExpandReduced": Kernel(expand_reduced, **_FIRST), "BroadcastLike": Kernel(broadcast_like, **_FIRST),
+    "SumToShapeOf": Kernel(sum_to_shape, **_FIRST), "ExpandReduced": Kernel(expand_reduced, **_FIRST),
+    "BroadcastLike": Kernel(lambda backend, op, value, like: broadcast_scaled(backend, value, like.shape, 1.0),
+                            **_FIRST),
     "OnesLike": Kernel(fill(1)), "ZerosLike": Kernel(fill(0)),
-    "AddN": Kernel(add_n), "Group": Kernel(group, floats=()),
-    "Conv": Kernel(conv, accepts=fits_ungrouped_conv),
-    "ConvBackInput": Kernel(conv_back_input, accepts=fits_ungrouped_conv),
-    "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_ungrouped_conv),
-    "ConvTranspose": Kernel(conv_transpose, accepts=fits_ungrouped_conv),
-    "MaxPool": Kernel(max_pool("maxpool"), accepts=fits_pool),
-    "MaxPoolGrad": Kernel(max_pool("maxpool_back"), accepts=fits_pool),
-    "MaxPoolGather": Kernel(max_pool("maxpool_gather"), accepts=fits_pool),
-    "ApplySGD": Kernel(sgd, **_UPDATE), "ApplyAdam": Kernel(adam, **_UPDATE),
-    "ApplyRMSProp": Kernel(rmsprop, **_UPDATE), "ApplyAdaGrad": Kernel(adagrad, **_UPDATE),
+    "AddN": Kernel(add_n), "Group": Kernel(lambda backend, op, *values: None, floats=()),  # only orders its inputs
 }

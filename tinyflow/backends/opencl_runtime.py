@@ -1,9 +1,8 @@
 """OpenCL plumbing for the OpenCL backend: devices, contexts, programs and device arrays.
 
-Devices are numbered in one flat list over all platforms (platform order, then
-device order), so `opencl:N` names one device even when two platforms share a
-name. A context and its compiled programs are cached per device: the `.cl`
-files in ckernels/opencl are built once per context and element type.
+Devices are numbered in one flat list over all platforms (platform order, then device order), so `opencl:N` names
+one device even when two platforms share a name. A context and its programs are cached per device: the `.cl` files
+of ckernels/opencl are built once per context and element type, a fused node's generated kernel once per source.
 """
 import functools
 import os
@@ -37,6 +36,7 @@ def __getattr__(name):
     if isinstance(cl, ImportError):
         return None
     return cl if name == "cl" else cl.array
+
 
 INSTALL_HINT = ('install an OpenCL runtime: `pip install -e ".[opencl]"` brings pyopencl and the pocl CPU driver '
                 "(no root needed), or run `apt-get install pocl-opencl-icd` as root for Debian's pocl")
@@ -83,6 +83,14 @@ def _first_error(err):
     return next((line for line in lines if "error:" in line), lines[0] if lines else repr(err))
 
 
+def _build(context, source, options=()):
+    """The built program of `source` (compiler chatter is not for users; errors still raise)."""
+    cl = _pyopencl()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        return cl.Program(context, source).build(options=list(options))
+
+
 def build_error(device):
     """'' when `device` runs kernels, else why not: its context or its compiler failed (checked once per device
     and process, with a one-line probe kernel)."""
@@ -95,9 +103,7 @@ def build_error(device):
             _build_errors[key] = f"cannot create a context: {_first_error(err)}"
             return _build_errors[key]
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                cl.Program(context, PROBE_SOURCE).build()
+            _build(context, PROBE_SOURCE)
             _build_errors[key] = ""
         except cl.Error as err:  # e.g. pocl's LLVM does not know this CPU: "unknown target CPU 'generic'"
             _build_errors[key] = f"cannot compile a kernel: {_first_error(err)}"
@@ -185,18 +191,16 @@ class DeviceRuntime:
                                ["common.h.cl"] + sorted(p.name for p in folder.glob("*.cl") if p.name != "common.h.cl"))
             source += "".join(generate(dtype == np.float32) for generate in GENERATED_SOURCES)
             options = ["-DT=double", "-DUSE_FP64"] if dtype == np.float64 else ["-DT=float"]
-            options += opencl_defines()  # the op codes of ckernels/tinyflow_kernels.h
-            cl = _pyopencl()
-            with warnings.catch_warnings():  # compiler chatter is not for users; errors still raise
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                self._programs[dtype] = cl.Program(self.context, source).build(options=options)
+            self._programs[dtype] = _build(self.context, source, options + opencl_defines())  # the header's codes
         return self._programs[dtype]
 
-    def kernel(self, name, dtype):
-        """One kernel of the program for `dtype` (retrieved once: each retrieval makes a new kernel object)."""
-        key = (name, np.dtype(dtype))
+    def kernel(self, name, dtype, source=None):
+        """Kernel `name` of the program for `dtype`, or of generated OpenCL `source` (a fused node's, built once per
+        device and source); each retrieved once, as each retrieval makes a new kernel object."""
+        key = (name, np.dtype(dtype) if source is None else source)
         if key not in self._kernels:
-            self._kernels[key] = _pyopencl().Kernel(self.program(dtype), name)
+            program = self.program(dtype) if source is None else _build(self.context, source)
+            self._kernels[key] = _pyopencl().Kernel(program, name)
         return self._kernels[key]
 
     def empty(self, shape, dtype):

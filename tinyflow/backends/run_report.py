@@ -12,14 +12,12 @@ class ReportKeyError(BackendError, KeyError):
 
 
 class RunReport(Mapping):
-    """Which ops ran with a table kernel, which with numpy (no kernel, or inputs it does not accept,
-    or small inputs), and the bytes moved to and from a device, during the last run.
+    """Which ops ran with a table kernel, which with numpy (no kernel, inputs it does not accept, or small inputs),
+    and the bytes moved to and from a device, during the last run; read as attributes (`report.kernel_ops`) or as a
+    dict (`report["kernel_ops"]`, `dict(report)`, `report.as_dict()` for a plain copy json.dumps takes).
 
-    Read it as attributes (`report.kernel_ops`) or as a dict: `report["kernel_ops"]`, `dict(report)`,
-    `report.items()`, and `report.as_dict()` for a plain copy (what json.dumps takes).
-
-    Ops a plan routed to numpy once for all are added as the plan's own counts, summed only when
-    `host_ops` / `small_ops` are read: a run should not pay for a report nobody reads.
+    Ops a plan routed to numpy once for all are added as the plan's own counts, summed only when `host_ops` /
+    `small_ops` are read: a run should not pay for a report nobody reads.
     """
 
     KEYS = ("kernel_ops", "host_ops", "small_ops", "to_device", "to_host")

@@ -10,7 +10,7 @@ from . import inplace  # noqa: F401 - installs add_, mul_, ..., x[idx] = v on Te
 from .autograd import LeafGradFn, backward, grad, next_functions
 from .grad_mode import enable_grad, is_grad_enabled, no_grad
 from .runtime import get_backend, set_backend
-from .tensor import Tensor, tensor
+from .tensor import Tensor, arange, eye, full, linspace, tensor
 
-__all__ = ["Tensor", "tensor", "no_grad", "enable_grad", "is_grad_enabled", "grad", "backward",
-           "set_backend", "get_backend", "LeafGradFn", "next_functions"]
+__all__ = ["Tensor", "tensor", "arange", "linspace", "eye", "full", "no_grad", "enable_grad", "is_grad_enabled", "grad",
+           "backward", "set_backend", "get_backend", "LeafGradFn", "next_functions"]

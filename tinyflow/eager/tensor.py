@@ -5,11 +5,19 @@ graph's: see tinyflow/nodes/operation.py) and returns a new Tensor at once. When
 an input requires grad, the result remembers the op that made it (`grad_fn`):
 together these ops are the recorded backward graph that `backward()` walks.
 """
+import numbers
+
 import numpy as np
 
 from ..errors import TinyflowError
+from ..nodes import Node
 from ..nodes.node import default_dtype_for
-from ..ops import operators
+from ..dtypes import promote
+from ..ops import operators, runtime_shapes
+from ..ops.array_ops import checks
+from ..ops.elementwise_ops import cast
+from ..ops.runtime_shapes import fill
+from ..ops.elementwise_ops import equal, not_equal
 
 
 class Tensor:
@@ -30,10 +38,8 @@ class Tensor:
 
     @classmethod
     def constant(cls, value, like=None):
-        """A Tensor of `value` that requires no grad; a Python number takes the dtype of `like`."""
-        if like is not None and type(value) in (int, float) and like.dtype.kind in "fc":
-            return make(np.asarray(value, like.dtype))
-        return make(np.asarray(value, dtype=default_dtype_for(value)))
+        """A Tensor of `value` that requires no grad; a Python number takes the dtype of `like` as in graphs."""
+        return make(np.asarray(value, dtype=default_dtype_for(value, None if like is None else like.dtype)))
 
     # ------------------------------------------------------------ the value
     @property
@@ -81,9 +87,17 @@ class Tensor:
 
     def __bool__(self):
         if self._data.size != 1:
-            raise TinyflowError(f"the truth value of a tensor of shape {self.shape} is ambiguous; "
-                                "use (t > 0).numpy().any() or .all()")
+            raise TinyflowError(f"the truth value of a tensor of shape {self.shape} is ambiguous (an `if` or `while` "
+                                "needs one value); use tfl.any(t) or tfl.all(t), e.g. `if tfl.any(x == 0):`")
         return bool(self._data)
+
+    # elementwise like torch (boolean Tensors), where graph nodes keep identity; hashing stays by identity, so
+    # Tensors remain usable as dict keys (dicts and sets compare keys by identity before ==)
+    def __eq__(self, other):
+        return equal(self, other) if isinstance(other, _COMPARABLE) else NotImplemented
+
+    def __ne__(self, other):
+        return not_equal(self, other) if isinstance(other, _COMPARABLE) else NotImplemented
 
     def __float__(self):
         return float(self._data)
@@ -171,6 +185,9 @@ def _init(tensor, data, requires_grad, grad_fn):
     tensor._version = 0
 
 
+_COMPARABLE = (Tensor, Node, numbers.Number, np.ndarray, np.generic, list, tuple)  # `t == None` is False
+
+
 def make(data, requires_grad=False, grad_fn=None):
     """A Tensor around a numpy array, without copying or checking (the runtime's fast path)."""
     tensor = Tensor.__new__(Tensor)
@@ -187,6 +204,53 @@ def make(data, requires_grad=False, grad_fn=None):
 def tensor(data, requires_grad=False, dtype=None):
     """A new eager Tensor holding a copy of `data` (Python floats become float32, numpy arrays keep their dtype)."""
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+# ------------------------------------------------------------ constructors (torch's): constants for every mode
+def arange(start, stop=None, step=1, dtype=None):
+    """start, start + step, ... below stop (arange(n): 0 .. n-1); ints give int64, floats float32, as torch.arange.
+    Tensor bounds (a graph node: a loop's counter) are read when the op runs."""
+    start, stop = (0, start) if stop is None else (start, stop)
+    if any(hasattr(v, "graph") for v in (start, stop, step)):
+        values = runtime_shapes.arange(start, stop, step)
+        return cast(values, dtype) if dtype else values
+    check = checks("arange", None)
+    for argument, value in (("start", start), ("stop", stop), ("step", step)):
+        check.number(argument, value)
+    if step == 0:
+        check.fail("step", step, "is 0", "pass a step other than 0")
+    dtype = check.dtype("dtype", dtype) if dtype else promote(*map(default_dtype_for, (start, stop, step)))
+    return make(np.arange(start, stop, step).astype(dtype))
+
+
+def linspace(start, end, steps, dtype=None):
+    """`steps` values evenly spaced from start to end, both included (torch.linspace; float32 by default)."""
+    check = checks("linspace", None)
+    for argument, value in (("start", start), ("end", end)):
+        check.number(argument, value)
+    steps = check.integer("steps", steps, minimum=0)
+    return make(np.linspace(start, end, steps).astype(check.dtype("dtype", dtype or "float32")))
+
+
+def eye(n, m=None, dtype=None):
+    """The n × m identity matrix (m = n by default; torch.eye, float32 by default)."""
+    check = checks("eye", None)
+    n, m = check.integer("n", n, minimum=0), check.integer("m", n if m is None else m, minimum=0)
+    return make(np.eye(n, m, dtype=check.dtype("dtype", dtype or "float32")))
+
+
+def full(shape, value, dtype=None):
+    """A tensor of `shape` filled with `value`, in value's dtype (floats float32) unless given (torch.full). A shape
+    held by a tensor (an int64 vector node) is read when the op runs (tfl.fill)."""
+    if hasattr(shape, "graph"):
+        return fill(shape, value, dtype or default_dtype_for(value))
+    check = checks("full", None)
+    dims = check.new_shape("shape", shape)
+    if -1 in dims:
+        check.fail("shape", shape, "holds -1", "give every size")
+    if check.numeric_array("value", value).size != 1:
+        check.fail("value", value, "is not a single number", "pass one number, e.g. 0.0")
+    return make(np.full(dims, value, dtype=check.dtype("dtype", dtype) if dtype else default_dtype_for(value)))
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):

@@ -12,7 +12,7 @@ from ..nodes import Node, as_node
 from ..nodes.node import default_dtype_for
 from ..shapes import shapes_compatible
 from .errors import ConversionError
-from .inplace import current, joined, newest, record, region
+from .inplace_tracing import current, joined, newest, record, region
 from .tensor_lists import Guarded
 from .undefined import Undefined, UndefinedValue, is_typeless
 from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, rebuild,

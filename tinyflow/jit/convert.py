@@ -35,7 +35,7 @@ from .loops import convert_for, convert_while  # noqa: F401
 from .values import as_bool, return_value, returned, symbolic  # noqa: F401
 from .errors import ConversionError
 from .escapes import HELPER, Lowering, ast_name, helper_call, walk_here
-from .inplace import OPS, assigns_into, inplace  # noqa: F401
+from .inplace_tracing import OPS, assigns_into, inplace  # noqa: F401
 from .tensor_lists import convert_subscript, tensor_aware  # noqa: F401 - convert_subscript for the converted code
 from .undefined import Undefined
 
@@ -265,7 +265,7 @@ class _Rewriter(ast.NodeTransformer):
 
     # -- assignments ------------------------------------------------------------------
     def visit_AugAssign(self, node):
-        """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace.py)."""
+        """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace_tracing.py)."""
         target = node.target
         if type(node.op).__name__ not in OPS or not (isinstance(target, ast.Name) or _simple(target)):
             self.generic_visit(node)

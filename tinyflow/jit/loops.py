@@ -17,7 +17,7 @@ from ..nodes import Node, as_node
 from ..ops.elementwise_ops import cast, where
 from .branches import convert_ifelse
 from .errors import ConversionError
-from .inplace import after_loop, current, loop_identities, region
+from .inplace_tracing import after_loop, current, loop_identities, region
 from .tensor_lists import Guarded, stack_collected, tensor_sequence
 from .undefined import Undefined, UndefinedValue, is_typeless
 from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, rebuild, same_value, shown

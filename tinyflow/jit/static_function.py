@@ -24,7 +24,7 @@ from ..session import Session
 from .convert import convert_function
 from .eager_call import call_recorded, why_not_recordable
 from .errors import ConversionError
-from .inplace import current, newest, tracing
+from .inplace_tracing import current, newest, tracing
 from .input_spec import InputSpec
 from .tensor_lists import Stacked
 from .undefined import Undefined

@@ -7,9 +7,11 @@ from .init import register_initializer, registered_initializers
 from .layer import Dropout, Flatten, Layer, Linear, Sequential, training_flag, update_ops
 from .normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm
 from .recurrent import GRU, LSTM, RNN
-from .losses import mse_loss, sigmoid_cross_entropy, softmax_cross_entropy
+from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits, l1_loss, mse_loss, nll_loss,
+                     sigmoid_cross_entropy, smooth_l1_loss, softmax_cross_entropy)
 
-__all__ = ["mse_loss", "softmax_cross_entropy", "sigmoid_cross_entropy",
+__all__ = ["mse_loss", "softmax_cross_entropy", "sigmoid_cross_entropy", "nll_loss", "l1_loss", "smooth_l1_loss",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "register_activation", "get_activation", "registered_activations",
            "register_initializer", "registered_initializers",
            "Layer", "Linear", "Conv1D", "Conv2D", "Conv3D", "ConvTranspose1D", "ConvTranspose2D", "ConvTranspose3D",

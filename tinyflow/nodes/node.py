@@ -147,8 +147,13 @@ class Node:
                         "Compare values after sess.run, or use `is None` to test for a missing node.")
 
 
-def default_dtype_for(value):
-    """The dtype a Python value becomes: floats are float32 as in TF, numpy values keep theirs."""
+def default_dtype_for(value, like=None):
+    """The dtype a Python value becomes: floats are float32 as in TF, numpy values keep theirs. Next to a tensor of
+    dtype `like`, a Python number takes like's dtype where that is a float type, or an integer type holding the int
+    (int32 * 2 stays int32, int32 * 2.5 is float32): one rule for graph, eager and to_static (tinyflow/dtypes.py)."""
+    if like is not None and type(value) in (int, float) and (like.kind in "fc" or type(value) is int and (
+            like.kind in "iu" and np.iinfo(like).min <= value <= np.iinfo(like).max)):
+        return like
     if isinstance(value, (np.ndarray, np.generic)):
         return value.dtype
     arr = np.asarray(value)
@@ -157,7 +162,7 @@ def default_dtype_for(value):
 
 class Newest:
     """While tfl.jit.to_static traces, `of(node)` is the newest value of a tensor changed in place (`a += 1` makes
-    `a + 1` the value of the object `a` held, for every name holding it: tinyflow/jit/inplace.py); else None."""
+    `a + 1` the value of the object `a` held, for every name holding it: tinyflow/jit/inplace_tracing.py); else None."""
     of = None
 
 
@@ -184,6 +189,5 @@ def as_node(value, like=None):
     from .constant import Constant
     graph = like.graph if like is not None else None
     if like is not None and like.dtype is not None and type(value) in (int, float):
-        if np.issubdtype(like.dtype, np.floating) or type(value) is int and like.dtype.kind in "iu":
-            return Constant(np.asarray(value, dtype=like.dtype), graph=graph)
+        return Constant(np.asarray(value, dtype=default_dtype_for(value, like.dtype)), graph=graph)
     return Constant(value, graph=graph)

@@ -1,22 +1,35 @@
-"""Ops that move data around: reshape, transpose, concat, slicing, identity, stop_gradient, add_n.
+"""Ops that move data around: reshape, transpose, concat, slicing, identity, stop_gradient, add_n."""
+from types import SimpleNamespace
 
-Each op class is followed by its snake_case function and its registered gradient.
-"""
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
 from ..nodes import Node, Operation
 from ..shapes import is_fully_known
-from .broadcasting import LikeOperation
+from .broadcasting import LikeOperation, ShapedLike
 from .registry import not_differentiable, register_gradient
 from .elementwise_ops import zeros_like
 
 
-def _node_list(op_class, name, xs):
-    """The list of inputs of an op that takes a list (concat, add_n); a single node is a mistake."""
+def checks(function, name, *inputs):
+    """The argument checks of a function built of other ops: its errors name the function (e.g. "roll")."""
+    return Arguments(SimpleNamespace(op_type=function), name, *inputs)
+
+
+def axis_size(check, x, axis):
+    """(axis normalised, its size): the functions rearranging an axis need its size when the graph is built."""
+    axis = check.axis("axis", axis, rank_of(x))
+    if x.shape[axis] is None:
+        check.fail("axis", axis, f"has a size known only at run time (input shape {x.shape})",
+                   "give the input a static size along that axis")
+    return axis, x.shape[axis]
+
+
+def _node_list(function, name, xs):
+    """The list of inputs of a function that takes a list (concat, add_n, stack); a single node is a mistake."""
     if isinstance(xs, Node) or not hasattr(xs, "__iter__"):
-        Arguments(op_class, name).fail("xs", xs, "is not a list", "pass a list of nodes, e.g. [a, b]")
+        checks(function, name).fail("xs", xs, "is not a list", "pass a list of nodes, e.g. [a, b]")
     return list(xs)
 
 
@@ -138,7 +151,7 @@ class Concat(Operation):
 
 def concat(xs, axis, name=None):
     """Join a list of nodes along an existing axis."""
-    return Concat(_node_list(Concat, name, xs), axis, name=name)
+    return Concat(_node_list("Concat", name, xs), axis, name=name)
 
 
 class ConcatSplit(Operation):
@@ -182,8 +195,8 @@ def _normalize_key(key, check=None):
     for k in key:
         if isinstance(k, Node):
             check.fail("key", k, "is a graph node", "index with Python ints, slices or numpy arrays")
-        if isinstance(k, (list, np.ndarray)):
-            k = np.asarray(k)
+        if isinstance(k, (list, tuple, np.ndarray)) or getattr(k, "graph", False) is None:  # or an eager Tensor
+            k = np.asarray(k)  # x[[0, 2]], x[(1, 0), i]: integer arrays, as numpy and torch take them
             if k.dtype.kind not in "iub":
                 check.fail("key", key, f"holds an array of dtype {k.dtype}",
                            "index with integer or boolean arrays")
@@ -198,10 +211,8 @@ def _normalize_key(key, check=None):
 
 
 def _basic_index_shape(shape, key):
-    """Static result shape of basic indexing (ints, slices, None, ...) on a shape with None dims.
-
-    One integer array among slices, None and ... (no ints) indexes in place: its shape replaces the axis.
-    """
+    """Static result shape of basic indexing (ints, slices, None, ...) on a shape with None dims.  One integer array
+    among slices, None and ... (no ints) indexes in place: its shape replaces the axis."""
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > len(shape):
         raise ShapeError(f"too many indices ({consumed}) for a node of shape {shape}")
@@ -229,10 +240,8 @@ def _basic_index_shape(shape, key):
 
 
 class GetItem(Operation):
-    """x[key] with numpy semantics (ints, slices, None, ..., integer or boolean arrays).
-
-    Gradient: g scattered back into zeros of x's shape (summing repeated indices).
-    """
+    """x[key] with numpy semantics (ints, slices, None, ..., integer or boolean arrays).  Gradient: g scattered back
+    into zeros of x's shape (summing repeated indices)."""
 
     def __init__(self, x, key, name=None):
         self.key = _normalize_key(key, Arguments(self, name, x))
@@ -240,11 +249,6 @@ class GetItem(Operation):
 
     def compute(self, x):
         return x[self.key]
-
-    @property
-    def is_basic(self):
-        """True when the key has no arrays (so x[key] is a view and indices never repeat)."""
-        return not any(isinstance(k, np.ndarray) for k in self.key)
 
     def infer_shape(self, x_shape):
         if x_shape is None:
@@ -260,7 +264,7 @@ class GetItem(Operation):
                 raise ShapeError(f"index {self.key} does not fit shape {x_shape}: {err}") from None
         arrays = [k for k in self.key if isinstance(k, np.ndarray)]
         in_place = len(arrays) == 1 and arrays[0].dtype.kind != "b" and not any(is_int(k) for k in self.key)
-        return _basic_index_shape(x_shape, self.key) if self.is_basic or in_place else None
+        return _basic_index_shape(x_shape, self.key) if not arrays or in_place else None
 
 
 def get_item(x, key, name=None):
@@ -268,7 +272,7 @@ def get_item(x, key, name=None):
     return GetItem(x, key, name=name)
 
 
-class GetItemGrad(Operation):
+class GetItemGrad(ShapedLike):
     """zeros like x, with g added at x[key] (the gradient of GetItem)."""
 
     def __init__(self, grad, x, key, name=None):
@@ -282,12 +286,6 @@ class GetItemGrad(Operation):
         else:
             out[self.key] = grad
         return out
-
-    def infer_shape(self, grad_shape, x_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x):
-        return grad
 
 
 @register_gradient(GetItem)
@@ -312,9 +310,6 @@ class Identity(Operation):
 
     def passes_through(self, x_shape):
         return True
-
-    def infer_shape(self, x_shape):
-        return x_shape
 
 
 def identity(x, name=None):
@@ -356,7 +351,7 @@ class AddN(Operation):
 
 def add_n(xs, name=None):
     """The sum of a list of nodes."""
-    return AddN(*_node_list(AddN, name, xs), name=name)
+    return AddN(*_node_list("AddN", name, xs), name=name)
 
 
 @register_gradient(AddN)

@@ -35,19 +35,26 @@ def sum_to_shape(value, shape):
     return np.asarray(result).reshape(shape)  # asarray: an array even for shape ()
 
 
-class LikeOperation(Operation):
-    """An op of (x, like) whose output has the run-time shape of `like` and the dtype of x."""
+class ShapedLike(Operation):
+    """An op of (x, like, ...) whose output has the run-time shape of `like` and the dtype of x (most gradient ops:
+    g taken back to the shape of an input)."""
+
+    abstract = True
+
+    def infer_shape(self, x_shape, like_shape, *others):
+        return like_shape
+
+    def infer_dtype(self, x, like, *others):
+        return x
+
+
+class LikeOperation(ShapedLike):
+    """A ShapedLike op of (x, like) alone, which is x itself when the shapes agree."""
 
     abstract = True
 
     def __init__(self, x, like, name=None):
         super().__init__(x, like, name=name)
-
-    def infer_shape(self, x_shape, like_shape):
-        return like_shape
-
-    def infer_dtype(self, x, like):
-        return x
 
     def passes_through(self, x_shape, like_shape):
         return x_shape == like_shape and is_fully_known(x_shape)

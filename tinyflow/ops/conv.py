@@ -90,7 +90,6 @@ class ConvOperation(WindowOperation):
             raise ShapeError(f"the input has {in_channels} channels, so with groups={g} the filter "
                              f"{what} needs {in_channels // g} at axis 1, got filter shape {w_shape}")
 
-
     def check_output_gradient(self, x_shape, w_shape, grad_shape):
         """Raise ShapeError unless grad may have the shape of the convolution of x by w."""
         self.check_filter(w_shape, None if x_shape is None or len(x_shape) < 2 else x_shape[1],
@@ -102,11 +101,9 @@ class ConvOperation(WindowOperation):
 
 
 class Conv(ConvOperation):
-    """y[n, o, p] = Σ_c,t x[n, g(o)·C/G + c, s·p + d·t - before] · w[o, c, t], zero padding, G groups
-    (output channel o sees only the input channels of its group g(o)); x (N, C, *spatial), w (O, C/G, *kernel).
-
-    Gradient: (conv_back_input(g, w), conv_back_filter(x, g)).
-    """
+    """y[n, o, p] = Σ_c,t x[n, g(o)·C/G + c, s·p + d·t - before] · w[o, c, t], zero padding, G groups (output channel o
+    sees only the input channels of its group g(o)); x (N, C, *spatial), w (O, C/G, *kernel).
+    Gradient: (conv_back_input(g, w), conv_back_filter(x, g))."""
 
     def __init__(self, x, w, stride=1, padding=0, dilation=1, groups=1, name=None):
         self._set_conv(Arguments(self, name, x, w), x, w, stride, padding, dilation, groups)
@@ -193,12 +190,9 @@ def _same_window(op):
 
 # ------------------------------------------------------------ transposed convolution
 class ConvTranspose(ConvOperation):
-    """The adjoint of conv (a "deconvolution"): each input value spreads w over an s-strided output grid.
-    x (N, C, *spatial), w (C, O/G, *kernel), y (N, O, *out) with
-    out = s·(n - 1) + d·(k - 1) + 1 + output_padding - before - after.
-
-    Gradient: (conv(g, w), conv_back_filter(g, x)), with the same stride, padding, dilation and groups.
-    """
+    """The adjoint of conv (a "deconvolution"): each input value spreads w over an s-strided output grid;
+    x (N, C, *spatial), w (C, O/G, *kernel), y (N, O, *out), out = s·(n - 1) + d·(k - 1) + 1 + output_padding - pads.
+    Gradient: (conv(g, w), conv_back_filter(g, x)), with the same stride, padding, dilation and groups."""
 
     def __init__(self, x, w, stride=1, padding=0, output_padding=0, dilation=1, groups=1, name=None):
         check = Arguments(self, name, x, w)

@@ -42,6 +42,9 @@ ELEMENTWISE = [
        onnx="Pow", doc="a ** b elementwise, with broadcasting."),
     op("Mod", "mod(a, b)", "pymod(a, b)", ["g", "-g * (a - y) / b"], onnx="Mod(fmod=0)",
        doc="The remainder of a / b with the sign of b (Python's a % b, torch.remainder)."),
+    # Python's a // b and torch.floor_divide: a - pymod(a, b) is an exact multiple of b, rounded against 1 // 0.1 = 10
+    op("FloorDivide", "floor_divide(a, b)", "where(b == 0, a / b, floor((a - pymod(a, b)) / b + 0.5))", ["0", "0"],
+       doc="a / b rounded down (Python's a // b, torch.floor_divide); its gradient is 0."),
     op("Fmod", "fmod(a, b)", "fmod(a, b)", ["g", "-g * (a - y) / b"], onnx="Mod(fmod=1)",
        doc="The remainder of a / b with the sign of a (C's fmod, torch.fmod)."),
     op("Maximum", "maximum(a, b)", "max(a, b)", onnx="Max",

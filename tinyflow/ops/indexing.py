@@ -1,31 +1,48 @@
-"""Indexing with index tensors: gather (np.take), take_along_axis (ONNX GatherElements) and topk.
+"""Indexing with index tensors: gather (np.take), take_along_axis (ONNX GatherElements), topk; and one_hot,
+masked_fill and repeat_interleave built of other ops.
 
-The indices are graph values (token ids, the positions topk found), so these ops
-take them as inputs; negative indices count from the end. Each gradient scatters
-g back into zeros of x's shape, adding where an index repeats.
+The indices are graph values (token ids, the positions topk found), so these ops take them as inputs; negative indices
+count from the end. Each gradient scatters g back into zeros of x's shape, adding where an index repeats.
 """
 import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
-from ..nodes import Operation
+from ..nodes import Operation, as_node
+from .array_ops import Reshape, axis_size, checks, get_item
+from .elementwise_ops import cast, equal, where
+from .broadcasting import ShapedLike
 from .registry import not_differentiable, register_gradient
 
 
-def _integer_indices(op, dtype):
-    if dtype is not None and dtype.kind not in "iu":
-        raise ShapeError(f"{op.op_type} takes integer indices, got {dtype}; cast them with tfl.cast(i, 'int64')")
+class IndexOperation(Operation):
+    """An op reading x at integer `indices` along `axis`, in x's dtype."""
 
-
-class Gather(Operation):
-    """x[..., indices, ...] with the index tensor on `axis` (np.take): shape x[:axis] + indices + x[axis+1:].
-
-    Gradient: g added into zeros of x's shape at the gathered positions (repeats add up).
-    """
+    abstract = True
 
     def __init__(self, x, indices, axis=0, name=None):
         self.axis = Arguments(self, name, x, indices).axis("axis", axis, rank_of(x))
         super().__init__(x, indices, name=name)
+
+    def infer_dtype(self, x, indices):
+        if indices is not None and indices.kind not in "iu":
+            raise ShapeError(f"{self.op_type} takes integer indices, got {indices}; cast them: tfl.cast(i, 'int64')")
+        return x
+
+
+class ScatterOperation(ShapedLike):
+    """The gradient of an IndexOperation: zeros of x's run-time shape with g added where it read (repeats add up)."""
+
+    abstract = True
+
+    def __init__(self, grad, x, indices, axis, name=None):
+        self.axis = axis
+        super().__init__(grad, x, indices, name=name)
+
+
+class Gather(IndexOperation):
+    """x[..., indices, ...] with the index tensor on `axis` (np.take): shape x[:axis] + indices + x[axis+1:].  Gradient:
+    g added into zeros of x's shape at the gathered positions (repeats add up)."""
 
     def compute(self, x, indices):
         return np.take(x, indices, axis=self.axis)
@@ -35,22 +52,14 @@ class Gather(Operation):
             return None
         return tuple(x_shape[:self.axis]) + tuple(indices_shape) + tuple(x_shape[self.axis + 1:])
 
-    def infer_dtype(self, x, indices):
-        _integer_indices(self, indices)
-        return x
-
 
 def gather(x, indices, axis=0, name=None):
     """The slices of x at `indices` along `axis` (np.take, torch.index_select for 1-D indices, ONNX Gather)."""
     return Gather(x, indices, axis, name=name)
 
 
-class GatherGrad(Operation):
+class GatherGrad(ScatterOperation):
     """Zeros of x's run-time shape with g added at the positions Gather read (the gradient of Gather)."""
-
-    def __init__(self, grad, x, indices, axis, name=None):
-        self.axis = axis
-        super().__init__(grad, x, indices, name=name)
 
     def compute(self, grad, x, indices):
         out = np.zeros((x.shape[self.axis],) + x.shape[:self.axis] + x.shape[self.axis + 1:], grad.dtype)
@@ -58,12 +67,6 @@ class GatherGrad(Operation):
                            self.axis, 0)
         np.add.at(out, indices.reshape(-1), lead)  # a repeated index (a token used twice) adds up
         return np.moveaxis(out, 0, self.axis)
-
-    def infer_shape(self, grad_shape, x_shape, indices_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x, indices):
-        return grad
 
 
 @register_gradient(Gather)
@@ -77,15 +80,9 @@ def _gather_grad_grad(op, grad):
     return [Gather(grad, op.inputs[2], op.axis), None, None]
 
 
-class TakeAlongAxis(Operation):
+class TakeAlongAxis(IndexOperation):
     """x picked elementwise along `axis` by an index tensor of x's rank (np.take_along_axis, ONNX GatherElements).
-
-    Gradient: g added into zeros of x's shape at the picked positions.
-    """
-
-    def __init__(self, x, indices, axis, name=None):
-        self.axis = Arguments(self, name, x, indices).axis("axis", axis, rank_of(x))
-        super().__init__(x, indices, name=name)
+    Gradient: g added into zeros of x's shape at the picked positions."""
 
     def compute(self, x, indices):
         return np.take_along_axis(x, indices, axis=self.axis)
@@ -95,10 +92,6 @@ class TakeAlongAxis(Operation):
             raise ShapeError(f"take_along_axis needs indices of the input's rank {len(x_shape)}, "
                              f"got shape {indices_shape}")
         return indices_shape
-
-    def infer_dtype(self, x, indices):
-        _integer_indices(self, indices)
-        return x
 
 
 def take_along_axis(x, indices, axis, name=None):
@@ -113,23 +106,13 @@ def _positions(indices, axis, dim):
     return tuple(grid)
 
 
-class TakeAlongAxisGrad(Operation):
+class TakeAlongAxisGrad(ScatterOperation):
     """Zeros of x's run-time shape with g added at the positions TakeAlongAxis read."""
-
-    def __init__(self, grad, x, indices, axis, name=None):
-        self.axis = axis
-        super().__init__(grad, x, indices, name=name)
 
     def compute(self, grad, x, indices):
         out = np.zeros(x.shape, grad.dtype)
         np.add.at(out, _positions(indices, self.axis, x.shape[self.axis]), grad)
         return out
-
-    def infer_shape(self, grad_shape, x_shape, indices_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x, indices):
-        return grad
 
 
 @register_gradient(TakeAlongAxis)
@@ -144,10 +127,8 @@ def _take_along_axis_grad_grad(op, grad):
 
 
 class TopKIndices(Operation):
-    """The positions of the k largest (or smallest) entries along `axis`, best first; ties: lower index first.
-
-    Not differentiable (topk's values are take_along_axis of these, which is).
-    """
+    """The positions of the k largest (or smallest) entries along `axis`, best first; ties: lower index first.  Not
+    differentiable (topk's values are take_along_axis of these, which is)."""
 
     def __init__(self, x, k, axis=-1, largest=True, name=None):
         check = Arguments(self, name, x)
@@ -183,12 +164,43 @@ not_differentiable(TopKIndices)
 
 
 def topk(x, k, axis=-1, largest=True, sorted=True, name=None):  # noqa: A002 - torch.topk's argument name
-    """(values, indices) of the k largest (smallest if not `largest`) entries along `axis`, best first.
-
-    Ties go to the lower index first (as ONNX TopK); the values carry gradients, the indices do not.
-    Results are always sorted (`sorted=False` is accepted, as torch allows any order then).
-    """
+    """(values, indices) of the k largest (smallest if not `largest`) entries along `axis`, best first.  Ties go to the
+    lower index first (as ONNX TopK); the values carry gradients, the indices do not. Results are always sorted
+    (`sorted=False` is accepted, as torch allows any order then)."""
     Arguments(TopKIndices, name, x).flag("sorted", sorted)
     indices = TopKIndices(x, k, axis, largest, name=None if name is None else f"{name}_indices")
     return take_along_axis(x, indices, axis, name=name), indices
 
+
+
+def one_hot(indices, depth, dtype="float32", name=None):
+    """Rows of `depth` zeros with a 1 at each index (an index outside [0, depth) gives zeros, as tf.one_hot)."""
+    check = checks("one_hot", name, indices)
+    depth, dtype = check.integer("depth", depth, minimum=0), check.dtype("dtype", dtype)
+    indices = as_node(indices)
+    if indices.dtype.kind not in "iu":
+        check.fail("indices", f"a tensor of dtype {indices.dtype}", "does not hold integers",
+                   "pass class ids, e.g. tfl.cast(i, 'int64')")
+    return cast(equal(get_item(indices, (Ellipsis, None)), np.arange(depth)), dtype, name=name)
+
+
+def masked_fill(x, mask, value, name=None):
+    """x with `value` where the boolean `mask` (broadcast to x) is true (torch.masked_fill)."""
+    x = as_node(x)
+    if np.dtype(getattr(mask, "dtype", None) or np.asarray(mask).dtype) != bool:
+        checks("masked_fill", name, x).fail("mask", mask, "is not boolean", "pass a mask such as x > 0")
+    return where(mask, as_node(value, like=x), x, name=name)
+
+
+def repeat_interleave(x, repeats, axis=None, name=None):
+    """Each entry of x along `axis` repeated `repeats` times (an int, or one count per entry), as torch's; without
+    an axis, over the flattened x."""
+    x = as_node(x)
+    check = checks("repeat_interleave", name, x)
+    if axis is None:
+        x, axis = Reshape(x, (-1,)), 0
+    axis, size = axis_size(check, x, axis)
+    counts = check.numeric_array("repeats", repeats)
+    if counts.dtype.kind not in "iu" or counts.ndim > 1 or counts.size not in (1, size) or (counts < 0).any():
+        check.fail("repeats", repeats, f"is not a count >= 0 or {size} of them", "pass an int or one int per entry")
+    return gather(x, np.repeat(np.arange(size), np.broadcast_to(counts.reshape(-1), (size,))), axis, name=name)

@@ -1,9 +1,8 @@
-"""Einsum and triangular masks (tril / triu).
+"""Einsum, triangular masks (tril / triu), and outer and diag built of other ops.
 
-einsum's gradient is an einsum too: the gradient of operand i contracts g with the
-other operands onto operand i's subscripts. Subscripts that only operand i has (summed
-away) are brought back by a ones-like operand, and a repeated subscript (a diagonal,
-"ii->i") by an identity matrix, so every rule stays one np.einsum call.
+einsum's gradient is an einsum too: the gradient of operand i contracts g with the other operands onto operand i's
+subscripts. Subscripts that only operand i has (summed away) are brought back by a ones-like operand, and a repeated
+subscript (a diagonal, "ii->i") by an identity matrix, so every rule stays one np.einsum call.
 """
 import string
 
@@ -13,7 +12,10 @@ from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
 from ..nodes import Operation, as_node
 from .registry import register_gradient
-from .elementwise_ops import OnesLike
+from .array_ops import checks, get_item
+from .elementwise_ops import OnesLike, multiply, where
+from .pad import pad
+from .shape_ops import Unsqueeze
 
 LETTERS = string.ascii_letters
 
@@ -58,10 +60,8 @@ def _parse(check, equation, ranks):
 
 
 class Einsum(Operation):
-    """np.einsum(equation, *operands): sums of products over the subscripts missing from the output.
-
-    Gradient of operand i: einsum of g and the other operands onto operand i's subscripts.
-    """
+    """np.einsum(equation, *operands): sums of products over the subscripts missing from the output.  Gradient of
+    operand i: einsum of g and the other operands onto operand i's subscripts."""
 
     def __init__(self, *operands, equation, name=None):
         check = Arguments(self, name, *operands)
@@ -122,10 +122,8 @@ def _einsum_grad(op, grad):
 
 
 class Triangle(Operation):
-    """The lower (tril) or upper (triu) triangle of the last two axes from diagonal k, zeros elsewhere.
-
-    k > 0 moves the diagonal up (right), k < 0 down.  Gradient: the same triangle of g.
-    """
+    """The lower (tril) or upper (triu) triangle of the last two axes from diagonal k, zeros elsewhere.  k > 0 moves the
+    diagonal up (right), k < 0 down. Gradient: the same triangle of g."""
 
     def __init__(self, x, k=0, upper=False, name=None):
         check = Arguments(self, name, x)
@@ -137,9 +135,6 @@ class Triangle(Operation):
 
     def compute(self, x):
         return np.triu(x, self.k) if self.upper else np.tril(x, self.k)
-
-    def infer_shape(self, x_shape):
-        return x_shape
 
 
 def tril(x, k=0, name=None):
@@ -155,3 +150,27 @@ def triu(x, k=0, name=None):
 @register_gradient(Triangle)
 def _triangle_grad(op, grad):
     return [Triangle(grad, op.k, op.upper)]
+
+
+def outer(a, b, name=None):
+    """The outer product of two vectors: a (n,) and b (m,) give (n, m), entries a_i b_j (torch.outer)."""
+    check = checks("outer", name, *(v for v in (a, b) if hasattr(v, "shape")))
+    for argument, v in (("a", a), ("b", b)):
+        if rank_of(v) not in (1, None):
+            check.fail(argument, f"an input of rank {rank_of(v)}", "is not a vector", "flatten it first")
+    return multiply(Unsqueeze(a, 1), Unsqueeze(b, 0), name=name)
+
+
+def diag(x, k=0, name=None):
+    """A vector's square matrix with x on diagonal k, or a matrix's diagonal k as a vector (torch.diag)."""
+    x = as_node(x)
+    check = checks("diag", name, x)
+    k = check.integer("k", k)
+    if rank_of(x) not in (1, 2) or None in x.shape:
+        check.fail("x", x.shape, "is not a vector or a matrix of known shape", "pass a 1-D or 2-D input")
+    top, left = max(-k, 0), max(k, 0)
+    if len(x.shape) == 2:  # the entries (i, i + k)
+        count = max(0, min(x.shape[0] - top, x.shape[1] - left))
+        return get_item(x, (np.arange(count) + top, np.arange(count) + left), name=name)
+    square = where(np.eye(x.shape[0], dtype=bool), Unsqueeze(x, 1), np.zeros((), x.dtype))  # x · I, but inf · 0 = 0
+    return pad(square, ((top, left), (left, top)), name=name)

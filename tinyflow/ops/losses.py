@@ -23,9 +23,7 @@ def check_labels(labels, n_classes):
 
 class SoftmaxCrossEntropy(Operation):
     """mean_n( logsumexp(z_n) - z_n[label_n] ) for logits z (N, C) and int labels (N,).
-
-    Gradient wrt z: (softmax(z) - onehot(labels)) · g / N; labels get none.
-    """
+    Gradient wrt z: (softmax(z) - onehot(labels)) · g / N; labels get none."""
 
     def __init__(self, logits, labels, name=None):
         super().__init__(logits, labels, name=name)
@@ -86,9 +84,7 @@ def _softmax_cross_entropy_grad_grad(op, grad):
 
 class SigmoidCrossEntropy(Operation):
     """mean( max(z, 0) - z·t + log(1 + e^-|z|) ): binary cross-entropy on logits z, targets t in [0, 1].
-
-    Gradient: ((σ(z) - t) · g / n, -z · g / n) with n the number of elements.
-    """
+    Gradient: ((σ(z) - t) · g / n, -z · g / n) with n the number of elements."""
 
     def __init__(self, logits, labels, name=None):
         super().__init__(logits, labels, name=name)

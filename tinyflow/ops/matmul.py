@@ -11,9 +11,7 @@ from .registry import register_gradient
 
 class MatMul(Operation):
     """a @ b for a (..., n, k) and b (..., k, m); leading axes broadcast.
-
-    Gradient: (g @ bᵀ, aᵀ @ g), with ᵀ swapping the last two axes.
-    """
+    Gradient: (g @ bᵀ, aᵀ @ g), with ᵀ swapping the last two axes."""
 
     def __init__(self, a, b, name=None):
         super().__init__(a, b, name=name)

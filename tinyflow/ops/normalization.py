@@ -50,12 +50,7 @@ class NormOperation(Operation):
 
 class LayerNorm(NormOperation):
     """x̂ = (x - μ) / √(σ² + ε), μ and σ² the mean and biased variance over the axes from `axis` on.
-
-    Gradient: (g - mean(g) - x̂ · mean(g x̂)) / √(σ² + ε)  (LayerNormGrad), means over the same axes.
-    """
-
-    def __init__(self, x, axis=-1, eps=1e-5, name=None):
-        super().__init__(x, axis=axis, eps=eps, name=name)
+    Gradient: (g - mean(g) - x̂ · mean(g x̂)) / √(σ² + ε) (LayerNormGrad), means over the same axes."""
 
     def compute(self, x):
         centered, inv_std = normalize_rows(x, self.axis, self.eps)
@@ -64,9 +59,6 @@ class LayerNorm(NormOperation):
 
 class LayerNormGrad(NormOperation):
     """dL/dx of LayerNorm for an output gradient g: r (g - ⟨g⟩ - x̂ ⟨g x̂⟩), r = 1/√(σ² + ε), ⟨·⟩ the row means."""
-
-    def __init__(self, x, grad, axis=-1, eps=1e-5, name=None):
-        super().__init__(x, grad, axis=axis, eps=eps, name=name)
 
     def compute(self, x, grad):
         if x.size == 0:

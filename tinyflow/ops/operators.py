@@ -1,12 +1,12 @@
 """Operator overloading, defined once for graph nodes and eager Tensors.
 
-`install(cls)` gives a class `+ - * / ** @`, unary `- + abs`, indexing, `.T`,
+`install(cls)` gives a class `+ - * / // % ** @`, unary `- + abs`, indexing, `.T`,
 the comparisons `< <= > >=` (boolean results) and a few method forms of ops
 (`x.sum()`, `x.reshape(...)`). This module installs them on Node; the eager
 package installs the very same functions on Tensor (the operators computing one op
 class, `+ - * / ** @` and unary `-`, are the eager runtime's shortcut for that class,
-see `connect_eager`). `==` and `!=` are left alone on purpose: nodes live in
-lists and dicts, where `==` must stay identity.
+see `connect_eager`). Nodes keep `==` and `!=` as identity on purpose: they live in
+lists, dicts and sets throughout the engine (eager Tensors compare elementwise, see eager/tensor.py).
 
 numpy ufuncs called on a node (`np.exp(node)`) raise a TinyflowError naming the
 tinyflow function to use, except the ones numpy calls for `array + node`, which
@@ -16,35 +16,11 @@ import numpy as np
 
 from ..errors import TinyflowError
 from ..nodes import Node
-from .elementwise_ops import Add, Divide, Multiply, Power, Subtract
+from .elementwise_ops import Add, Divide, Multiply, Negative, Power, Subtract
 from .matmul import MatMul
-from .elementwise_ops import Negative
-from . import (abs as _abs, add, argmax, divide, exp, get_item, greater, greater_equal, less, less_equal, log,
-               log_softmax, matmul, multiply, negative, power, reduce_max, reduce_mean, reduce_sum, relu, reshape,
-               sigmoid, softmax, sqrt, square, subtract, tanh, transpose)
-
-
-def _binary(fn):
-    """The operator `self <op> other` and its reflected form, for op function fn."""
-    def forward(self, other):
-        return fn(self, other)
-
-    def reflected(self, other):
-        return fn(other, self)
-    return forward, reflected
-
-
-_add, _radd = _binary(add)
-_sub, _rsub = _binary(subtract)
-_mul, _rmul = _binary(multiply)
-_truediv, _rtruediv = _binary(divide)
-_pow, _rpow = _binary(power)
-_matmul, _rmatmul = _binary(matmul)
-
-
-def _negative(self):
-    return negative(self)
-
+from . import (abs as _abs, add, argmax, divide, exp, floor_divide, get_item, greater, greater_equal, less,
+               less_equal, log, log_softmax, matmul, mod, multiply, negative, power, reduce_max, reduce_mean,
+               reduce_min, reduce_sum, relu, reshape, sigmoid, softmax, sqrt, square, subtract, tanh, transpose)
 
 # the operators computing one op class: the eager runtime gives them its shortcut for Tensors (connect_eager)
 _OP_OPERATORS = {"__add__": (Add, add), "__sub__": (Subtract, subtract), "__mul__": (Multiply, multiply),
@@ -62,23 +38,20 @@ def connect_eager(tensor_class, operator):
             setattr(owner, name, method)
 
 
-def _transpose_property(self):
-    """The transpose (all axes reversed)."""
-    return transpose(self)
-
-
-def _method(fn, doc):
+def _method(name, fn):
     def method(self, *args, **kwargs):
         return fn(self, *args, **kwargs)
-    method.__name__, method.__doc__ = fn.__name__, doc
+    method.__name__, method.__doc__ = name, fn.__doc__  # x.sum() says what tfl.reduce_sum(x) says
     return method
 
 
+def _reshape(x, *shape):
+    """x with a new shape: x.reshape(2, 3) and x.reshape((2, 3)) both work (one entry may be -1)."""
+    return reshape(x, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
+
+
 OPERATORS = {
-    "__add__": _add, "__radd__": _radd, "__sub__": _sub, "__rsub__": _rsub,
-    "__mul__": _mul, "__rmul__": _rmul, "__truediv__": _truediv, "__rtruediv__": _rtruediv,
-    "__pow__": _pow, "__rpow__": _rpow, "__matmul__": _matmul, "__rmatmul__": _rmatmul,
-    "__neg__": _negative,
+    "__neg__": lambda self: negative(self),
     "__pos__": lambda self: self,
     "__abs__": lambda self: _abs(self),
     "__getitem__": lambda self, key: get_item(self, key),
@@ -86,38 +59,25 @@ OPERATORS = {
     "__le__": lambda self, other: less_equal(self, other),
     "__gt__": lambda self, other: greater(self, other),
     "__ge__": lambda self, other: greater_equal(self, other),
-    "T": property(_transpose_property),
+    "T": property(lambda self: transpose(self), doc="The transpose (all axes reversed)."),
 }
+for _name, _fn in (("add", add), ("sub", subtract), ("mul", multiply), ("truediv", divide), ("pow", power),
+                   ("matmul", matmul), ("mod", mod), ("floordiv", floor_divide)):
+    OPERATORS[f"__{_name}__"] = lambda self, other, fn=_fn: fn(self, other)
+    OPERATORS[f"__r{_name}__"] = lambda self, other, fn=_fn: fn(other, self)
 
 # method forms: x.sum(axis) is tfl.reduce_sum(x, axis), and so on
-METHODS = {
-    "sum": _method(reduce_sum, "tfl.reduce_sum(self, axis=None, keepdims=False)."),
-    "mean": _method(reduce_mean, "tfl.reduce_mean(self, axis=None, keepdims=False)."),
-    "max": _method(reduce_max, "tfl.reduce_max(self, axis=None, keepdims=False)."),
-    "argmax": _method(argmax, "tfl.argmax(self, axis=None, keepdims=False)."),
-    "reshape": _method(lambda x, *shape: reshape(
-        x, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape),
-        "tfl.reshape(self, shape); x.reshape(2, 3) and x.reshape((2, 3)) both work."),
-    "transpose": _method(transpose, "tfl.transpose(self, axes=None)."),
-    "exp": _method(exp, "tfl.exp(self)."),
-    "log": _method(log, "tfl.log(self)."),
-    "sqrt": _method(sqrt, "tfl.sqrt(self)."),
-    "square": _method(square, "tfl.square(self)."),
-    "abs": _method(_abs, "tfl.abs(self)."),
-    "relu": _method(relu, "tfl.relu(self)."),
-    "sigmoid": _method(sigmoid, "tfl.sigmoid(self)."),
-    "tanh": _method(tanh, "tfl.tanh(self)."),
-    "softmax": _method(softmax, "tfl.softmax(self, axis=-1)."),
-    "log_softmax": _method(log_softmax, "tfl.log_softmax(self, axis=-1)."),
-    "matmul": _method(matmul, "tfl.matmul(self, other)."),
-}
+METHODS = {name: _method(name, fn) for name, fn in (
+    ("sum", reduce_sum), ("mean", reduce_mean), ("max", reduce_max), ("min", reduce_min), ("argmax", argmax),
+    ("reshape", _reshape), ("transpose", transpose), ("exp", exp), ("log", log), ("sqrt", sqrt), ("square", square),
+    ("abs", _abs), ("relu", relu), ("sigmoid", sigmoid), ("tanh", tanh), ("softmax", softmax),
+    ("log_softmax", log_softmax), ("matmul", matmul))}
 
 # the ufuncs numpy calls for `array <op> node`: they become the op (the node's reflected operator)
 _OPERATOR_UFUNCS = {
-    np.add: add, np.subtract: subtract, np.multiply: multiply,
-    np.true_divide: divide, np.power: power, np.matmul: matmul,
-    np.less: less, np.less_equal: less_equal, np.greater: greater,
-    np.greater_equal: greater_equal,
+    np.add: add, np.subtract: subtract, np.multiply: multiply, np.true_divide: divide, np.power: power,
+    np.matmul: matmul, np.remainder: mod, np.floor_divide: floor_divide, np.less: less, np.less_equal: less_equal,
+    np.greater: greater, np.greater_equal: greater_equal,
 }
 _TFL_NAMES = {"absolute": "abs", "true_divide": "divide", "fmax": "maximum", "fmin": "minimum"}
 

@@ -1,13 +1,13 @@
 """Padding: pad (np.pad's constant, reflect, edge and wrap modes; a negative width crops).
 
-Each axis of the output reads one input position per output position (or the
-constant): the forward pass is np.pad, and the gradient adds g back into those
-positions, so a reflected or repeated edge value collects every copy's gradient.
+Each axis of the output reads one input position per output position (or the constant): the forward pass is np.pad, and
+the gradient adds g back into those positions, so a reflected or repeated edge value collects every copy's gradient.
 """
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
 from ..nodes import Operation
+from .broadcasting import ShapedLike
 from .registry import register_gradient
 
 MODES = ("constant", "reflect", "edge", "wrap")
@@ -34,12 +34,9 @@ def _pad_widths(check, pad_width, rank):
 
 
 class Pad(Operation):
-    """x with pad_width[i] = (before, after) entries added along axis i (removed where negative).
-
-    mode "constant" fills with `value`; "reflect" mirrors without the edge, "edge" repeats it,
-    "wrap" continues from the other side (np.pad's modes). Gradient: g summed into the
-    positions each output entry copies.
-    """
+    """x with pad_width[i] = (before, after) entries added along axis i (removed where negative).  mode "constant" fills
+    with `value`; "reflect" mirrors without the edge, "edge" repeats it, "wrap" continues from the other side (np.pad's
+    modes). Gradient: g summed into the positions each output entry copies."""
 
     def __init__(self, x, pad_width, mode="constant", value=0.0, name=None):
         check = Arguments(self, name, x)
@@ -69,9 +66,6 @@ class Pad(Operation):
             return None
         return tuple(None if d is None else d + b + a for d, (b, a) in zip(x_shape, self.pad_width))
 
-    def infer_dtype(self, x):
-        return x
-
 
 def pad(x, pad_width, mode="constant", value=0, name=None):
     """x padded by pad_width (np.pad's forms; negative widths crop) in mode constant/reflect/edge/wrap."""
@@ -87,7 +81,7 @@ def source_positions(size, before, after, mode):
     return np.pad(positions, grow, mode=mode)
 
 
-class PadGrad(Operation):
+class PadGrad(ShapedLike):
     """g (of pad's output shape) added back into the input positions it copies: the gradient of Pad."""
 
     def __init__(self, grad, x, pad_width, mode, name=None):
@@ -105,12 +99,6 @@ class PadGrad(Operation):
             np.add.at(summed, source[kept], moved)
             grad = np.moveaxis(summed, 0, axis)
         return np.ascontiguousarray(grad)
-
-    def infer_shape(self, grad_shape, x_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x):
-        return grad
 
 
 @register_gradient(Pad)

@@ -1,10 +1,9 @@
 """Max and average pooling over 1, 2 or 3 spatial axes (N, C, *spatial), and global pooling.
 
-Windows (kernel_size, stride, padding, dilation, ceil_mode) as in windows.py. Max pooling
-ignores padding (it never wins); the gradient goes to the first maximum of each window, as
-in PyTorch, and NaN counts as the largest value, as in numpy's max. Average pooling divides
-by the window's size, padding included or not (count_include_pad); the values a ceil_mode
-window reaches beyond the padding never count.
+Windows (kernel_size, stride, padding, dilation, ceil_mode) as in windows.py. Max pooling ignores padding (it never
+wins); the gradient goes to the first maximum of each window, as in PyTorch, and NaN counts as the largest value, as in
+numpy's max. Average pooling divides by the window's size, padding included or not (count_include_pad); the values a
+ceil_mode window reaches beyond the padding never count.
 """
 import math
 
@@ -13,14 +12,9 @@ import numpy as np
 from ..arguments import Arguments
 from ..errors import ShapeError
 from ..shapes import shapes_compatible
-from .reductions import ReduceMax, ReduceMean, reduce_max, reduce_mean
+from .reductions import ReduceMax, ReduceMean, extreme, reduce_max, reduce_mean
 from .registry import not_differentiable, register_gradient
 from .windows import WindowOperation, scatter_windows, sliding_windows, span, spatial_rank
-
-
-def lowest(dtype):
-    """The padding value max pooling never picks over a real value: -inf, or the integer dtype's minimum."""
-    return -np.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
 
 
 class PoolOperation(WindowOperation):
@@ -72,7 +66,7 @@ class MaxPoolOperation(PoolOperation):
     def first_maximum(self, x):
         """(flat index in its (N, C) plane of each window's first maximum, whether that lies in x): (N, C, *out)."""
         rank = len(self.kernel)
-        windows = self.windows(x, lowest(x.dtype))
+        windows = self.windows(x, extreme(x.dtype, largest=False))
         inside = self.windows(np.ones((1, 1) + x.shape[2:], bool), False)
         taps = windows.reshape(windows.shape[:2 + rank] + (-1,))
         top = taps.max(axis=-1, keepdims=True)
@@ -108,7 +102,7 @@ class MaxPool(MaxPoolOperation):
                          ceil_mode=ceil_mode, name=name)
 
     def compute(self, x):
-        windows = self.windows(x, lowest(x.dtype))
+        windows = self.windows(x, extreme(x.dtype, largest=False))
         return windows.max(axis=tuple(range(-len(self.kernel), 0)))
 
     def infer_shape(self, x_shape):

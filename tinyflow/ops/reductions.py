@@ -1,39 +1,43 @@
-"""Reductions over axes (sum, mean, max, min, prod, logsumexp, norm) and argmax / argmin.
+"""Reductions over axes (sum, mean, max, min, prod, logsumexp; any, all, var, std and norm built of them), argmax and
+argmin, and the running sums and products (cumsum, cumprod).
 
-Each reduction and its gradient differentiate each other. Empty reductions follow ONNX
-and numpy's identities: a sum is 0, a product 1, a max -inf (the dtype's lowest for
-integers), a min +inf, a logsumexp -inf.
-
-Each op class is followed by its snake_case function; the gradients follow the
-backward ops they are built from.
+Each reduction and its gradient differentiate each other. Empty reductions follow ONNX and numpy's identities: a
+sum is 0, a product 1, a max -inf (the dtype's lowest for integers), a min +inf, a logsumexp -inf.
 """
 import math
 
 import numpy as np
 
 from ..arguments import Arguments, rank_of
-from ..nodes import Operation
+from ..nodes import Operation, as_node
 from ..shapes import reduced_shape
+from .broadcasting import ShapedLike
+from .elementwise_ops import Cast, Exp, Sqrt, Square, divide, equal, logical_and, maximum, where
 from .registry import not_differentiable, register_gradient
-from .elementwise_ops import Exp, Sqrt, Square
+from .runtime_shapes import Size
 
 
 # dtypes np.add.reduce sums in their own precision, as np.sum and np.mean do (they promote the others first)
 _SUMMED_AS_IS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-class Reduction(Operation):
-    """Base of reductions: `axis` None (all), an int or a tuple; `keepdims` keeps size-1 axes.
+def reduced_axes(check, axis, x):
+    """The sorted axes `axis` names (None: all); on a rank-0 x, axis 0 and -1 name none (as torch's dim)."""
+    rank = rank_of(x)
+    axes = check.axes("axis", axis, 1 if rank == 0 else rank)
+    return () if rank == 0 else axes
 
-    `axes` is the normalised, sorted tuple of reduced axes (None when the input's rank is unknown).
-    """
+
+class Reduction(Operation):
+    """Base of reductions: `axis` None (all), an int or a tuple; `keepdims` keeps size-1 axes; `axes` the sorted
+    tuple of reduced axes (None when the input's rank is unknown)."""
 
     abstract = True
 
     def __init__(self, x, axis=None, keepdims=False, name=None):
         check = Arguments(self, name, x)
         self.axis, self.keepdims = axis, check.flag("keepdims", keepdims)
-        self.axes = check.axes("axis", axis, rank_of(x))
+        self.axes = reduced_axes(check, axis, x)
         if self.axes is None and self.keepdims:
             check.fail("keepdims", keepdims, "needs an input of known rank (its shape is unknown)",
                        "give the input node a shape, or pass keepdims=False")
@@ -41,6 +45,15 @@ class Reduction(Operation):
 
     def infer_shape(self, x_shape):
         return () if x_shape is None else reduced_shape(x_shape, self.axes, self.keepdims)
+
+
+def _function(cls, name, doc):
+    """The tfl. function `name(x, axis=None, keepdims=False, name=None)` building cls (reduce_sum for ReduceSum)."""
+    def function(x, axis=None, keepdims=False, name=None):
+        return cls(x, axis, keepdims, name=name)
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return function
 
 
 class ReduceSum(Reduction):
@@ -54,11 +67,6 @@ class ReduceSum(Reduction):
 
     def infer_dtype(self, x):
         return np.zeros(1, x).sum().dtype  # numpy's rule: bools and small ints sum as the platform int
-
-
-def reduce_sum(x, axis=None, keepdims=False, name=None):
-    """Sum over `axis` (all axes by default)."""
-    return ReduceSum(x, axis, keepdims, name=name)
 
 
 class ReduceMean(Reduction):
@@ -77,13 +85,8 @@ class ReduceMean(Reduction):
         return x if np.issubdtype(x, np.floating) else np.dtype(np.float64)
 
 
-def reduce_mean(x, axis=None, keepdims=False, name=None):
-    """Mean over `axis` (all axes by default)."""
-    return ReduceMean(x, axis, keepdims, name=name)
-
-
-def _extreme(dtype, largest):
-    """The identity of max (largest=False: the lowest value) or min (largest=True) for `dtype`."""
+def extreme(dtype, largest):
+    """The largest value of `dtype` (the identity of min), or the lowest (of max; what max pooling pads with)."""
     if dtype.kind == "f":
         return np.inf if largest else -np.inf
     if dtype.kind == "b":
@@ -95,22 +98,22 @@ def _extreme(dtype, largest):
 class ReduceMax(Reduction):
     """Max over axes.  Gradient: g to the maximal elements, split evenly among ties (as TF)."""
 
-    def compute(self, x):
-        empty = {"initial": _extreme(x.dtype, False)} if x.size == 0 else {}  # np.max refuses empty slices
-        return np.max(x, axis=self.axes, keepdims=self.keepdims, **empty)
+    pick = staticmethod(np.max)
+
+    def compute(self, x):  # np.max refuses empty slices: they start from its identity
+        empty = {"initial": extreme(x.dtype, type(self).pick is np.min)} if x.size == 0 else {}
+        return type(self).pick(x, axis=self.axes, keepdims=self.keepdims, **empty)
 
 
-def reduce_max(x, axis=None, keepdims=False, name=None):
-    """Maximum over `axis` (all axes by default)."""
-    return ReduceMax(x, axis, keepdims, name=name)
+class ReduceMin(ReduceMax):
+    """Min over axes.  Gradient: g to the minimal elements, split evenly among ties."""
+
+    pick = staticmethod(np.min)
 
 
-class ExpandReduced(Operation):
-    """g (the gradient of a reduction of x) broadcast back to x's shape; divided by the count if `mean`.
-
-    Its own gradient is the matching reduction, so reductions and their
-    gradients differentiate each other.
-    """
+class ExpandReduced(ShapedLike):
+    """g (the gradient of a reduction of x) broadcast back to x's shape, divided by the count if `mean`; its own
+    gradient is the matching reduction."""
 
     def __init__(self, grad, x, axes, keepdims, mean, name=None):
         self.axes, self.keepdims, self.mean = axes, keepdims, mean
@@ -126,25 +129,6 @@ class ExpandReduced(Operation):
         out = np.empty(x.shape, grad.dtype)
         out[...] = grad
         return out
-
-    def infer_shape(self, grad_shape, x_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x):
-        return grad
-
-
-class ReduceMin(Reduction):
-    """Min over axes.  Gradient: g to the minimal elements, split evenly among ties."""
-
-    def compute(self, x):
-        empty = {"initial": _extreme(x.dtype, True)} if x.size == 0 else {}
-        return np.min(x, axis=self.axes, keepdims=self.keepdims, **empty)
-
-
-def reduce_min(x, axis=None, keepdims=False, name=None):
-    """Minimum over `axis` (all axes by default)."""
-    return ReduceMin(x, axis, keepdims, name=name)
 
 
 class MaxMask(Operation):
@@ -198,16 +182,9 @@ class ReduceProd(Reduction):
         return np.prod(x, axis=self.axes, keepdims=self.keepdims)
 
 
-def reduce_prod(x, axis=None, keepdims=False, name=None):
-    """Product over `axis` (all axes by default)."""
-    return ReduceProd(x, axis, keepdims, name=name)
-
-
 class ProdOfOthers(Operation):
     """For each element, the product of the other elements of its slice over `axes` (zeros handled exactly).
-
-    Gradient (through y / x, so exact where x has no zero): h -> P (Σ h / x - h / x) per slice.
-    """
+    Gradient (through y / x, so exact where x has no zero): h -> P (Σ h / x - h / x) per slice."""
 
     def __init__(self, x, axes=None, name=None):
         self.axes = axes
@@ -222,9 +199,6 @@ class ProdOfOthers(Operation):
         before = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
         after = np.flip(np.cumprod(np.concatenate([ones, np.flip(flat, -1)[..., :-1]], axis=-1), axis=-1), -1)
         return np.transpose((before * after).reshape(moved.shape), np.argsort(kept + list(axes)))
-
-    def infer_shape(self, x_shape):
-        return x_shape
 
 
 @register_gradient(ReduceProd)
@@ -257,16 +231,47 @@ class ReduceLogSumExp(Reduction):
         return x if np.issubdtype(x, np.floating) else np.dtype(np.float64)
 
 
-def reduce_logsumexp(x, axis=None, keepdims=False, name=None):
-    """log Σ exp(x) over `axis` without overflow (all axes by default)."""
-    return ReduceLogSumExp(x, axis, keepdims, name=name)
-
-
 @register_gradient(ReduceLogSumExp)
 def _reduce_logsumexp_grad(op, grad):
     x = op.inputs[0]
     spread = ExpandReduced(grad, x, op.axes, op.keepdims, mean=False)
     return [spread * Exp(x - ExpandReduced(op, x, op.axes, op.keepdims, mean=False))]
+
+
+reduce_sum = _function(ReduceSum, "reduce_sum", "Sum over `axis` (all axes by default).")
+reduce_mean = _function(ReduceMean, "reduce_mean", "Mean over `axis` (all axes by default).")
+reduce_max = _function(ReduceMax, "reduce_max", "Maximum over `axis` (all axes by default).")
+reduce_min = _function(ReduceMin, "reduce_min", "Minimum over `axis` (all axes by default).")
+reduce_prod = _function(ReduceProd, "reduce_prod", "Product over `axis` (all axes by default).")
+reduce_logsumexp = _function(ReduceLogSumExp, "reduce_logsumexp",
+                             "log Σ exp(x) over `axis` without overflow (all axes by default).")
+
+
+def reduce_any(x, axis=None, keepdims=False, name=None):
+    """Whether any element over `axis` is non-zero (all axes by default): tfl.any, for a tensor `if`."""
+    return ReduceMax(Cast(x, bool), axis, keepdims, name=name)
+
+
+def reduce_all(x, axis=None, keepdims=False, name=None):
+    """Whether every element over `axis` is non-zero (all axes by default): tfl.all."""
+    return ReduceMin(Cast(x, bool), axis, keepdims, name=name)
+
+
+def var(x, axis=None, correction=1, keepdims=False, name=None):
+    """The variance over `axis` (all axes by default): Σ (x - mean)² / (n - correction), as torch.var."""
+    x = as_node(x)
+    check = Arguments(ReduceSum, name, x)
+    correction = check.number("correction", correction)
+    squares = ReduceSum(Square(x - ReduceMean(x, axis, keepdims=True)), axis, keepdims)
+    sizes = [None] if x.shape is None else [x.shape[a] for a in reduced_axes(check, axis, x)]
+    if None in sizes:  # the count is known when the graph runs
+        return divide(squares, maximum(Size(x) / Size(squares) - correction, 0.0), name=name)
+    return divide(squares, max(math.prod(sizes) - correction, 0), name=name)
+
+
+def std(x, axis=None, correction=1, keepdims=False, name=None):
+    """The standard deviation over `axis` (all axes by default): √var, as torch.std."""
+    return Sqrt(var(x, axis, correction, keepdims), name=name)
 
 
 def norm(x, axis=None, keepdims=False, name=None):
@@ -282,10 +287,12 @@ class ArgExtreme(Operation):
 
     def __init__(self, x, axis=None, keepdims=False, select_last_index=False, name=None):
         check = Arguments(self, name, x)
-        self.axis = None if axis is None else check.axis("axis", axis, rank_of(x))
+        rank = rank_of(x)
+        self.axis = None if axis is None else check.axis("axis", axis, 1 if rank == 0 else rank)
+        self.axis = None if rank == 0 else self.axis  # a scalar's argmax along axis 0 or -1 is 0, as torch's
         self.keepdims = check.flag("keepdims", keepdims)
         self.select_last_index = check.flag("select_last_index", select_last_index)
-        if keepdims and axis is None and rank_of(x) is None:
+        if keepdims and axis is None and rank is None:
             check.fail("keepdims", keepdims, "needs an input of known rank", "give the input node a shape")
         super().__init__(x, name=name)
 
@@ -310,25 +317,73 @@ class ArgExtreme(Operation):
 
 
 class ArgMax(ArgExtreme):
-    """Index of the maximum along `axis` (the first of ties, or the last with select_last_index).  Not differentiable."""
+    """Index of the maximum along `axis` (the first of ties, the last with select_last_index).  Not differentiable."""
 
     pick = staticmethod(np.argmax)
 
 
 class ArgMin(ArgExtreme):
-    """Index of the minimum along `axis` (the first of ties, or the last with select_last_index).  Not differentiable."""
+    """Index of the minimum along `axis` (the first of ties, the last with select_last_index).  Not differentiable."""
 
     pick = staticmethod(np.argmin)
 
 
-def argmax(x, axis=None, keepdims=False, name=None):
-    """Index of the largest entry along `axis` (in the flattened x when None; the first of ties)."""
-    return ArgMax(x, axis, keepdims, name=name)
-
-
-def argmin(x, axis=None, keepdims=False, name=None):
-    """Index of the smallest entry along `axis` (in the flattened x when None; the first of ties)."""
-    return ArgMin(x, axis, keepdims, name=name)
-
-
+argmax = _function(ArgMax, "argmax", "Index of the largest entry along `axis` (in the flattened x when None; the "
+                                     "first of ties).")
+argmin = _function(ArgMin, "argmin", "Index of the smallest entry along `axis` (in the flattened x when None; the "
+                                     "first of ties).")
 not_differentiable(ArgMax, ArgMin)
+
+
+class CumSum(Operation):
+    """Running sums along `axis`, from its end when `reverse` (torch.cumsum, ONNX CumSum).  Gradient: the running
+    sums of g the other way."""
+
+    scan = staticmethod(np.cumsum)
+
+    def __init__(self, x, axis, reverse=False, name=None):
+        check = Arguments(self, name, x)
+        rank = rank_of(x)
+        self.axis = check.axis("axis", axis, None if rank is None else max(rank, 1))  # a scalar as one value
+        self.reverse = check.flag("reverse", reverse)
+        super().__init__(x, name=name)
+
+    def compute(self, x):
+        flip = (lambda v: np.flip(v, self.axis)) if self.reverse else (lambda v: v)
+        return flip(type(self).scan(flip(np.atleast_1d(x)), axis=self.axis)).reshape(x.shape)
+
+    def infer_dtype(self, x):
+        return type(self).scan(np.ones(1, x)).dtype  # numpy's (and torch's) rule: small ints sum as int64
+
+
+class CumProd(CumSum):
+    """Running products along `axis` (torch.cumprod).  Gradient exact where x has zeros, as torch's."""
+
+    scan = staticmethod(np.cumprod)
+
+
+def cumsum(x, axis, name=None):
+    """The running sums of x along `axis` (torch.cumsum, np.cumsum)."""
+    return CumSum(x, axis, name=name)
+
+
+def cumprod(x, axis, name=None):
+    """The running products of x along `axis` (torch.cumprod, np.cumprod)."""
+    return CumProd(x, axis, name=name)
+
+
+@register_gradient(CumSum)
+def _cumsum_grad(op, grad):
+    return [CumSum(grad, op.axis, not op.reverse)]
+
+
+@register_gradient(CumProd)
+def _cumprod_grad(op, grad):
+    # d y_j / d x_i = Π_{k <= j, k != i} x_k for j >= i: Σ_{j >= i} g_j y_j / x_i where x_i != 0; at the first zero,
+    # the running products of x with that zero taken as 1; after it, 0 (each product holds the zero)
+    x, axis, reverse = op.inputs[0], op.axis, op.reverse
+    zero = equal(x, 0)
+    first_zero = logical_and(zero, equal(CumSum(zero, axis, reverse), 1))
+    at_first_zero = CumSum(grad * CumProd(where(first_zero, 1, x), axis, reverse), axis, not reverse)
+    elsewhere = CumSum(grad * op, axis, not reverse) / where(zero, 1, x)
+    return [where(zero, where(first_zero, at_first_zero, 0), elsewhere)]

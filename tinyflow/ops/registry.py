@@ -1,9 +1,8 @@
 """The gradient-function table: op class -> function(op, grad) returning one gradient per input.
 
-It sits below the ops (each op file registers its gradients here) and below
-autodiff (which looks them up), so neither imports the other's internals.
-The table is keyed by class, not by name: a user's op class can never take
-over the gradient of another class that happens to share its name.
+It sits below the ops (each op file registers its gradients here) and below autodiff (which looks them up), so neither
+imports the other's internals. The table is keyed by class, not by name: a user's op class can never take over the
+gradient of another class that happens to share its name.
 """
 from ..errors import GradientError, describe
 from ..nodes import OP_TYPES

@@ -21,6 +21,7 @@ from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
 from ..nodes import Node, Operation
 from ..shapes import shapes_compatible
+from .broadcasting import ShapedLike
 from .registry import register_gradient
 from .shape_ops import known_entries
 
@@ -29,6 +30,8 @@ COORDINATES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"
                "half_pixel_symmetric")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
+OPTIONS = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside", "antialias",
+           "roi", "extrapolation_value", "keep_aspect_ratio_policy")  # Resize's arguments after sizes and scales
 
 
 # ------------------------------------------------------------ the taps of one output position
@@ -254,25 +257,16 @@ class ResizeOperation(Operation):
                                     self.nearest_mode, self.cubic_coeff_a, self.exclude_outside, self.antialias,
                                     None if self.roi is None else self.roi[axis])
 
-    def sizes_argument(self):
-        """The sizes to build another op of this resize with: the tuple, or the sizes vector node."""
-        return self.inputs[-1] if self.dynamic else self.sizes
-
     def attributes(self):
-        """The resize's arguments, to build its gradient ops."""
-        return dict(sizes=self.sizes_argument(), scales=self.scales, mode=self.mode,
-                    coordinate_transformation_mode=self.coordinate_transformation_mode,
-                    nearest_mode=self.nearest_mode, cubic_coeff_a=self.cubic_coeff_a,
-                    exclude_outside=self.exclude_outside, antialias=self.antialias, roi=self.roi,
-                    extrapolation_value=self.extrapolation_value,
-                    keep_aspect_ratio_policy=self.keep_aspect_ratio_policy)
+        """The resize's arguments, to build its gradient ops (sizes: the tuple, or the sizes vector node)."""
+        return dict(sizes=self.inputs[-1] if self.dynamic else self.sizes, scales=self.scales,
+                    **{option: getattr(self, option) for option in OPTIONS})
 
 
 class Resize(ResizeOperation):
     """x resized to `sizes` (None keeps an axis; or an int vector node read at run time) or by `scales`
-    (out = ⌊in·scale⌋), one interpolation matrix M per
-    resized axis (see the module docstring): y = M_k ⋯ M_1 x.  Gradient: M_1ᵀ ⋯ M_kᵀ g (ResizeGrad).
-    """
+    (out = ⌊in·scale⌋), one interpolation matrix M per resized axis (see the module docstring): y = M_k ⋯ M_1 x.
+    Gradient: M_1ᵀ ⋯ M_kᵀ g (ResizeGrad)."""
 
     def __init__(self, x, sizes=None, scales=None, mode="nearest", coordinate_transformation_mode="half_pixel",
                  nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=False, antialias=False,
@@ -302,7 +296,7 @@ class Resize(ResizeOperation):
         return x
 
 
-class ResizeGrad(ResizeOperation):
+class ResizeGrad(ResizeOperation, ShapedLike):
     """dL/dx of Resize: the gradient (the resized shape) taken back through each axis's matrix transposed."""
 
     def __init__(self, grad, x, sizes=None, scales=None, mode="nearest", coordinate_transformation_mode="half_pixel",
@@ -318,12 +312,6 @@ class ResizeGrad(ResizeOperation):
         for axis, size, out, scale in reversed(self.resized(x.shape, *sizes)):
             g = _along(self.matrix(axis, size, out, scale)[0].T, g, axis)  # extrapolated rows are zero in M
         return g.astype(grad.dtype)
-
-    def infer_shape(self, grad_shape, x_shape, *sizes_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x, *sizes):
-        return grad
 
 
 @register_gradient(Resize)

@@ -1,9 +1,8 @@
 """Ops whose values are shapes, or arrays of a run-time shape: shape, size, fill, arange.
 
-They are what ONNX models compute shapes with (Shape, Size, ConstantOfShape, Range). When the input's
-shape is fully known while the graph is built, the ONNX importer folds them into constants; these
-ops compute what is only known at run time. None of them is differentiable (integer results, or
-a value that does not depend on any input's value).
+They are what ONNX models compute shapes with (Shape, Size, ConstantOfShape, Range). When the input's shape is fully
+known while the graph is built, the ONNX importer folds them into constants; these ops compute what is only known at run
+time. None of them is differentiable (integer results, or a value that does not depend on any input's value).
 """
 import math
 

@@ -1,15 +1,15 @@
 """Slicing with bounds known only at run time: x[start:end:step] along some axes, start and end int vectors.
 
-What ONNX's Slice computes when its starts or ends are computed by the graph (the iteration number of
-a Loop, a length read from a shape with unknown dimensions). Bounds are clamped as Python slices
-clamp them; the axes and steps are fixed when the graph is built. Static bounds use tfl's indexing
-(x[1:3]), which this op equals.
+What ONNX's Slice computes when its starts or ends are computed by the graph (the iteration number of a Loop, a length
+read from a shape with unknown dimensions). Bounds are clamped as Python slices clamp them; the axes and steps are fixed
+when the graph is built. Static bounds use tfl's indexing (x[1:3]), which this op equals.
 """
 import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
 from ..nodes import Operation
+from .broadcasting import ShapedLike
 from .registry import register_gradient
 
 
@@ -56,10 +56,8 @@ class RuntimeSliceOperation(Operation):
 
 
 class RuntimeSlice(RuntimeSliceOperation):
-    """x[start_i:end_i:step_i] along axes[i], start and end int vectors read at run time.
-
-    Gradient: g put back where the slice came from, in zeros of x's shape (RuntimeSliceGrad).
-    """
+    """x[start_i:end_i:step_i] along axes[i], start and end int vectors read at run time.  Gradient: g put back where
+    the slice came from, in zeros of x's shape (RuntimeSliceGrad)."""
 
     def __init__(self, x, starts, ends, axes, steps=None, name=None):
         self._set_slice(Arguments(self, name, x, starts, ends), x, starts, axes, steps)
@@ -75,7 +73,7 @@ class RuntimeSlice(RuntimeSliceOperation):
         return x
 
 
-class RuntimeSliceGrad(RuntimeSliceOperation):
+class RuntimeSliceGrad(RuntimeSliceOperation, ShapedLike):
     """Zeros of x's shape with g written at x[start:end:step] (the adjoint of RuntimeSlice)."""
 
     def __init__(self, grad, x, starts, ends, axes, steps=None, name=None):
@@ -91,9 +89,6 @@ class RuntimeSliceGrad(RuntimeSliceOperation):
         if grad_shape is not None and x_shape is not None and len(grad_shape) != len(x_shape):
             raise ShapeError(f"the gradient of a slice of shape {x_shape} has rank {len(x_shape)}, got {grad_shape}")
         return x_shape
-
-    def infer_dtype(self, grad, x, starts, ends):
-        return grad
 
 
 def runtime_slice(x, starts, ends, axes, steps=None, name=None):

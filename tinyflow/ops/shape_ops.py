@@ -1,8 +1,5 @@
-"""Ops that change a shape but keep the values in order: squeeze, unsqueeze, flatten, broadcast_to / expand,
-tile; reshape and expand to a shape computed at run time; and split and stack, built from slicing and concat.
-
-Each op class is followed by its snake_case function and its registered gradient.
-"""
+"""Ops that change a shape but keep the values in order: squeeze, unsqueeze, flatten, broadcast_to / expand, tile;
+reshape and expand to a shape computed at run time; split, stack, flip and roll, built of others."""
 import math
 
 import numpy as np
@@ -11,8 +8,8 @@ from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
 from ..nodes import Node, Operation, as_node
 from ..shapes import broadcast_shapes
-from .array_ops import ReshapeLike, _node_list, concat, get_item
-from .broadcasting import SumToShapeOf
+from .array_ops import Reshape, ReshapeLike, _node_list, axis_size, checks, concat, get_item, identity
+from .broadcasting import ShapedLike, SumToShapeOf
 from .registry import register_gradient
 
 
@@ -109,10 +106,8 @@ def _reshaping_grad(op, grad):
 
 
 class BroadcastTo(Operation):
-    """x broadcast against `shape` (both ways, as ONNX Expand: a 1 in shape keeps x's size).
-
-    Gradient: g summed back to x's shape.
-    """
+    """x broadcast against `shape` (both ways, as ONNX Expand: a 1 in shape keeps x's size).  Gradient: g summed back to
+    x's shape."""
 
     def __init__(self, x, shape, name=None):
         check = Arguments(self, name, x)
@@ -130,10 +125,8 @@ class BroadcastTo(Operation):
 
 
 def expand(x, shape, name=None):
-    """x repeated along size-1 axes to `shape` (ONNX Expand; a 1 or -1 in shape keeps x's size, as torch).
-
-    `shape` may be an int64 vector node computed at run time (then x broadcasts against it both ways).
-    """
+    """x repeated along size-1 axes to `shape` (ONNX Expand; a 1 or -1 in shape keeps x's size, as torch).  `shape` may
+    be an int64 vector node computed at run time (then x broadcasts against it both ways)."""
     if isinstance(shape, Node) or getattr(shape, "graph", False) is None:  # a graph node or an eager Tensor
         return ExpandTo(x, shape, name=name)
     if isinstance(shape, (tuple, list, np.ndarray)):
@@ -160,12 +153,10 @@ MAX_RANK = 64  # numpy's most dimensions
 
 
 def known_entries(node):
-    """The entries of an int vector (or scalar) node as far as they are known when the graph is built: a list
-    of ints and None (unknown), or None when not even the length is known.
-
-    Follows what shape arithmetic is made of (ONNX exporters write x.view(n, 3, 2) as Shape -> Gather ->
-    Unsqueeze -> Concat): constants, shapes of nodes, picking entries, concat, casts and reshapes.
-    """
+    """The entries of an int vector (or scalar) node as far as they are known when the graph is built: a list of ints
+    and None (unknown), or None when not even the length is known.  Follows what shape arithmetic is made of (ONNX
+    exporters write x.view(n, 3, 2) as Shape -> Gather -> Unsqueeze -> Concat): constants, shapes of nodes, picking
+    entries, concat, casts and reshapes."""
     from ..nodes import Constant
     if not isinstance(node, Node) or node.shape is None or len(node.shape) > 1 or None in node.shape:
         return None
@@ -199,11 +190,9 @@ def _check_vector(check, dims_shape):
 
 
 class ReshapeTo(Operation):
-    """x reshaped to the shape held by the int vector node `dims`, known only at run time (ONNX Reshape).
-
-    One -1 is inferred; a 0 copies x's size at that position unless `allowzero` (then it means 0).
-    Gradient: g reshaped back to x's shape.
-    """
+    """x reshaped to the shape held by the int vector node `dims`, known only at run time (ONNX Reshape).  One -1 is
+    inferred; a 0 copies x's size at that position unless `allowzero` (then it means 0). Gradient: g reshaped back to
+    x's shape."""
 
     def __init__(self, x, dims, allowzero=True, name=None):
         check = Arguments(self, name, x, dims)
@@ -242,9 +231,7 @@ class ReshapeTo(Operation):
 
 class ExpandTo(Operation):
     """x broadcast against the shape held by the int vector node `dims`, known only at run time (ONNX Expand).
-
-    Gradient: g summed back to x's shape.
-    """
+    Gradient: g summed back to x's shape."""
 
     def __init__(self, x, dims, name=None):
         check = Arguments(self, name, x, dims)
@@ -256,18 +243,7 @@ class ExpandTo(Operation):
         return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(int(d) for d in dims)))
 
     def infer_shape(self, x_shape, dims_shape):
-        if x_shape is None or self.known is None:
-            return None
-        rank = max(len(x_shape), len(self.known))
-        aligned = (1,) * (rank - len(x_shape)) + tuple(x_shape)
-        wanted = (1,) * (rank - len(self.known)) + tuple(self.known)
-        out = []
-        for d, w in zip(aligned, wanted):  # a size other than 1 on either side is the result's size
-            sizes = {v for v in (d, w) if v is not None and v != 1}
-            if len(sizes) > 1:
-                raise ShapeError(f"cannot expand shape {x_shape} to {self.known}: sizes {sorted(sizes)} clash")
-            out.append(sizes.pop() if sizes else 1 if d == w == 1 else None)
-        return tuple(out)
+        return None if self.known is None else broadcast_shapes(x_shape, tuple(self.known), what="input and target")
 
     def infer_dtype(self, x, dims):
         return x
@@ -284,10 +260,8 @@ def _expand_to_grad(op, grad):
 
 
 class Tile(Operation):
-    """x repeated `reps[i]` times along axis i (np.tile: a longer reps adds leading axes).
-
-    Gradient: g cut into its tiles, summed.
-    """
+    """x repeated `reps[i]` times along axis i (np.tile: a longer reps adds leading axes).  Gradient: g cut into its
+    tiles, summed."""
 
     def __init__(self, x, reps, name=None):
         check = Arguments(self, name, x)
@@ -314,7 +288,7 @@ def tile(x, reps, name=None):
     return Tile(x, reps, name=name)
 
 
-class TileGrad(Operation):
+class TileGrad(ShapedLike):
     """g (of tile's output shape) summed over the tiles, back to x's shape."""
 
     def __init__(self, grad, x, reps, name=None):
@@ -327,12 +301,6 @@ class TileGrad(Operation):
         dims = (1,) * (rank - x.ndim) + x.shape
         tiles = grad.reshape([n for r, d in zip(reps, dims) for n in (r, d)])  # (r0, d0, r1, d1, ...)
         return tiles.sum(axis=tuple(range(0, 2 * rank, 2))).reshape(x.shape)
-
-    def infer_shape(self, grad_shape, x_shape):
-        return x_shape
-
-    def infer_dtype(self, grad, x):
-        return grad
 
 
 @register_gradient(Tile)
@@ -348,7 +316,7 @@ def _tile_grad_grad(op, grad):
 def split(x, sizes_or_n, axis=0, name=None):
     """x cut along `axis` into n equal parts (an int) or parts of the given sizes (a list); a list of nodes."""
     x = as_node(x)
-    check = Arguments(Split, name, x)
+    check = checks("Split", name, x)
     axis = check.axis("axis", axis, rank_of(x))
     size = None if x.shape is None else x.shape[axis]
     if is_int(sizes_or_n):
@@ -370,17 +338,34 @@ def split(x, sizes_or_n, axis=0, name=None):
             for i, (a, b) in enumerate(zip(starts[:-1], starts[1:]))]
 
 
-class Split:  # names the op in split's argument errors (split builds GetItem slices)
-    op_type = "Split"
-
-
 def stack(xs, axis=0, name=None):
     """The nodes of the list xs (of one shape) joined along a new axis."""
-    xs = _node_list(Stack, name, xs)
+    xs = _node_list("Stack", name, xs)
     if not xs:
-        Arguments(Stack, name).fail("xs", xs, "is empty", "pass a list of at least one node")
+        checks("Stack", name).fail("xs", xs, "is empty", "pass a list of at least one node")
     return concat([Unsqueeze(x, axis) for x in xs], axis, name=name)
 
 
-class Stack:  # names the op in stack's argument errors (stack is unsqueeze + concat)
-    op_type = "Stack"
+def flip(x, axis, name=None):
+    """x with its entries in reverse order along `axis` (an int or a tuple of them), as torch.flip."""
+    x = as_node(x)
+    axes = checks("flip", name, x).axes("axis", axis, rank_of(x))
+    return get_item(x, tuple(slice(None, None, -1 if a in axes else None) for a in range(len(x.shape))), name=name)
+
+
+def roll(x, shift, axis=None, name=None):
+    """x shifted by `shift` places along `axis` (ints or tuples of them), what leaves one end entering at the other
+    (torch.roll, np.roll); without an axis, over the flattened x."""
+    x = as_node(x)
+    check = checks("roll", name, x)
+    if axis is None:
+        return ReshapeLike(roll(Reshape(x, (-1,)), shift, 0), x, name=name)
+    shifts, axes = ((s,) if is_int(s) else s for s in (shift, axis))
+    if not (isinstance(shifts, (tuple, list)) and len(shifts) == len(axes) and all(map(is_int, shifts))):
+        check.fail("shift", shift, f"does not pair with axis={axis}", "pass one int shift per axis")
+    for s, a in zip(shifts, axes):
+        a, size = axis_size(check, x, a)
+        if size and s % size:
+            cut = size - s % size
+            x = concat([get_item(x, (slice(None),) * a + (part,)) for part in (slice(cut, None), slice(cut))], a)
+    return x if name is None else identity(x, name=name)

@@ -3,6 +3,7 @@ import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..nodes import Operation
+from .array_ops import reshape
 from .reductions import reduce_sum
 from .registry import register_gradient
 from .elementwise_ops import exp
@@ -35,9 +36,17 @@ class Softmax(AxisOperation):
         return shifted / np.sum(shifted, axis=self.axis, keepdims=True)
 
 
+def _along_axis(cls, x, axis, name):
+    """cls(x, axis=axis); a rank-0 x is one value along its axis 0 or -1 (as torch takes it)."""
+    if rank_of(x) != 0:
+        return cls(x, axis=axis, name=name)
+    Arguments(cls, name, x).axis("axis", axis, 1)
+    return reshape(cls(reshape(x, (1,)), axis=0), (), name=name)
+
+
 def softmax(x, axis=-1, name=None):
     """Softmax along `axis`: non-negative entries summing to 1."""
-    return Softmax(x, axis=axis, name=name)
+    return _along_axis(Softmax, x, axis, name)
 
 
 class SoftmaxGrad(AxisOperation):
@@ -70,7 +79,7 @@ class LogSoftmax(AxisOperation):
 
 def log_softmax(x, axis=-1, name=None):
     """log(softmax(x)) along `axis`, computed stably."""
-    return LogSoftmax(x, axis=axis, name=name)
+    return _along_axis(LogSoftmax, x, axis, name)
 
 
 class LogSoftmaxGrad(AxisOperation):

@@ -9,7 +9,7 @@ inputs; intermediates then never exist as arrays. Inputs may broadcast
 Works the same on forward chains and on the gradient chains backprop builds.
 
 The fused node's `compute` is the readable numpy form (each member's own kernel, in order); the C and OpenCL
-backends generate one kernel for it (backends/c_fused.py, backends/opencl_fused.py).
+backends generate one kernel for it (backends/fused.py).
 """
 import numpy as np
 
