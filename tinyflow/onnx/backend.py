@@ -73,8 +73,3 @@ class TinyflowBackend(Backend):
     def supports_device(cls, device):
         return device.upper() == "CPU"
 
-
-prepare = TinyflowBackend.prepare
-run_model = TinyflowBackend.run_model
-run_node = TinyflowBackend.run_node
-supports_device = TinyflowBackend.supports_device

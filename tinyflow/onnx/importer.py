@@ -161,7 +161,20 @@ class ImportContext:
     def import_graph(self, graph, inputs=()):
         """Import an ONNX subgraph (If branch, Loop body) inside the function tfl.cond / tfl.while_loop traces, its
         formal inputs bound to `inputs` (nodes or arrays), other names read from outside; returns its outputs."""
-        return self._importer.import_subgraph(graph, list(inputs), self)
+        inputs, importer = list(inputs), self._importer
+        if len(graph.input) != len(inputs):
+            raise self.fail(f"its subgraph '{graph.name}' takes {len(graph.input)} inputs, but {len(inputs)} are given")
+        scope = self._scope.new_child()
+        for value_info, given in zip(graph.input, inputs):
+            given = {"node": given} if isinstance(given, Node) else {"array": np.array(given)}
+            scope[value_info.name] = _Value(value_info.name, **given)
+        importer._bind_initializers(graph, scope)
+        base, importer.base = importer.base, importer.graph.current_scope  # its nodes go in the current scope
+        try:
+            importer._walk(graph, scope)
+            return [importer.node_of(scope[out.name], self) for out in graph.output]
+        finally:
+            importer.base = base
 
 
 class _Importer:
@@ -318,22 +331,6 @@ class _Importer:
             else:
                 value.node = Constant(value.array, name=_clean(value.name))
         return value.node
-
-    def import_subgraph(self, graph, inputs, ctx):
-        """Build an ONNX subgraph here, its formal inputs bound to `inputs`; returns its output nodes."""
-        if len(graph.input) != len(inputs):
-            raise ctx.fail(f"its subgraph '{graph.name}' takes {len(graph.input)} inputs, but {len(inputs)} are given")
-        scope = ctx._scope.new_child()
-        for value_info, given in zip(graph.input, inputs):
-            given = {"node": given} if isinstance(given, Node) else {"array": np.array(given)}
-            scope[value_info.name] = _Value(value_info.name, **given)
-        self._bind_initializers(graph, scope)
-        base, self.base = self.base, self.graph.current_scope  # the subgraph's nodes go in the current scope
-        try:
-            self._walk(graph, scope)
-            return [self.node_of(scope[out.name], ctx) for out in graph.output]
-        finally:
-            self.base = base
 
 
 def _clean(name):

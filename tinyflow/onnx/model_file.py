@@ -78,11 +78,7 @@ def check_text(message, what, path="model"):
 def tensor_to_array(tensor, folder, what):
     """A TensorProto's value as a numpy array; external data is read from `folder` only."""
     onnx = onnx_module()
-    dtype = numpy_dtype(tensor.data_type)
-    if dtype is None:
-        raise OnnxImportError(f"{what} has element type {onnx_type_name(tensor.data_type)}, which tinyflow does "
-                              "not compute with (float16/32/64, signed and unsigned ints and bool are supported)",
-                              unsupported=True)
+    dtype = _dtype(tensor.data_type, what)
     size = tensor_bytes(tensor.dims, dtype, what)
     if tensor.data_location == onnx.TensorProto.EXTERNAL:
         return _external_array(tensor, folder, what, dtype, size)
@@ -154,16 +150,22 @@ def declared_type(value_info, what):
         raise OnnxImportError(f"{what} is {kinds.get(kind, kind)}, not a tensor; tinyflow imports tensors only",
                               unsupported=kind is not None)
     tensor_type = value_info.type.tensor_type
-    dtype = numpy_dtype(tensor_type.elem_type)
-    dtype = held_dtype(tensor_type.elem_type) if dtype is None else dtype
-    if dtype is None:
-        raise OnnxImportError(f"{what} has element type {onnx_type_name(tensor_type.elem_type)}, which "
-                              "tinyflow does not compute with", unsupported=True)
+    dtype = _dtype(tensor_type.elem_type, what, narrow=True)
     if not tensor_type.HasField("shape"):
         return None, dtype
     shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
     tensor_bytes(shape, dtype, what)
     return shape, dtype
+
+
+def _dtype(elem_type, what, narrow=False):
+    """The numpy dtype of an ONNX element type (`narrow`: also a narrow type's, holding its values)."""
+    dtype = numpy_dtype(elem_type)
+    dtype = held_dtype(elem_type) if dtype is None and narrow else dtype
+    if dtype is None:
+        raise OnnxImportError(f"{what} has element type {onnx_type_name(elem_type)}, which tinyflow does not compute "
+                              "with (float16/32/64, signed and unsigned ints and bool are supported)", unsupported=True)
+    return dtype
 
 
 def default_opset(model):

@@ -107,9 +107,7 @@ def export_stack_to_tensor(ex, node):
 @exports("Cond")
 def export_cond(ex, node):
     """tfl.cond -> If: each branch a subgraph reading outer values by name; only one runs."""
-    pred = ex.name_of(node.inputs[0])
-    for capture in node.inputs[1:]:
-        ex.name_of(capture)
+    pred = [ex.name_of(i) for i in node.inputs][0]  # the captured values first named outside the branches
     then_graph = ex.subgraph("then", node.true_branch.outputs)
     else_graph = ex.subgraph("else", node.false_branch.outputs)
     results = [ex.fresh("If") for _ in node.true_branch.outputs]
@@ -126,9 +124,7 @@ def export_while(ex, node):
     for a list (read through StackToTensor) are the Loop's scan outputs.
     """
     from onnx import TensorProto
-    initial = [ex.name_of(v) for v in node.inputs[:node.n_vars]]
-    for capture in node.inputs[node.n_vars:]:
-        ex.name_of(capture)
+    initial = [ex.name_of(v) for v in node.inputs][:node.n_vars]  # the captured values named outside the body
     outputs_read = [c for c in node.consumers if getattr(c, "output_index", None) is not None]
     scanned = {c.output_index for c in outputs_read if any(s.op_type == "StackToTensor" for s in c.consumers)}
     scans = [j for j in range(len(node.recorded)) if node.stack_index(j) in scanned]  # stacks read as tensors

@@ -154,6 +154,11 @@ imports("HardSwish")(op_rule(ops.hard_swish))
 
 
 # ---------------------------------------------------------------- exports beyond the table's
+exports("Clip")(same_op("Clip"))
+exports("AddN")(same_op("Sum"))
+
+
+@exports("Multiply")
 def _multiply(ex, node):
     for i, inp in enumerate(node.inputs):  # x * dropout-mask in evaluation mode is x
         training = inp.training_input if inp.op_type == "DropoutMask" else None
@@ -162,6 +167,7 @@ def _multiply(ex, node):
     return ex.emit("Mul", [ex.name_of(i) for i in node.inputs], "Mul")
 
 
+@exports("Add")
 def _add(ex, node):
     """Add, or a whole inference-mode batch norm (tfl.nn.BatchNorm*d) as one BatchNormalization."""
     parts = batch_norm_parts(ex, node)
@@ -172,6 +178,7 @@ def _add(ex, node):
     return ex.emit("Add", [ex.name_of(i) for i in node.inputs], "Add")
 
 
+@exports("Where")
 def _where(ex, node):
     condition = ex.static_value(node.inputs[0])
     if condition is not None and np.ndim(condition) == 0:  # e.g. the training flag: fold the choice
@@ -197,11 +204,6 @@ def _mod(ex, a, b, fmod, dtype):
 
 
 exports("Mod")(lambda ex, node: _mod(ex, *[ex.name_of(i) for i in node.inputs], False, node.dtype))
-exports("Clip")(same_op("Clip"))
-exports("Add")(_add)
-exports("Multiply")(_multiply)
-exports("Where")(_where)
-exports("AddN")(same_op("Sum"))
 
 
 # ---------------------------------------------------------------- activations outside the list, from tinyflow's ops

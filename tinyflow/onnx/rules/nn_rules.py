@@ -126,8 +126,6 @@ def _conv_transpose(ctx, x, w, kernel, name):
             small, large = total // 2, total - total // 2
             pads.append((small, large) if padding == "same_upper" else (large, small))
         padding = tuple(pads)
-    elif padding == "valid":
-        padding = ((0, 0),) * rank
     return ConvTranspose(x, w, stride, padding, tuple(extra), dilation, ctx.attr("group", 1), name=name)
 
 
@@ -140,11 +138,9 @@ def import_pool(ctx, node):
     window = dict(kernel_size=tuple(kernel), stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode)
     if ctx.op_type == "AveragePool":
         return AvgPool(x, **window, count_include_pad=bool(ctx.attr("count_include_pad", 0)), name=ctx.name)
-    storage_order = ctx.attr("storage_order", 0)
     y = MaxPool(x, **window, name=ctx.name)
-    if not ctx.output_used(1):
-        return y
-    return y, MaxPoolIndices(x, **window, whole_tensor=True, storage_order=storage_order)
+    storage_order = ctx.attr("storage_order", 0)  # read even when the Indices output is not
+    return (y, MaxPoolIndices(x, **window, whole_tensor=True, storage_order=storage_order)) if ctx.output_used(1) else y
 
 
 imports("GlobalAveragePool")(op_rule(ops.global_avg_pool))
@@ -255,10 +251,8 @@ def import_layer_norm(ctx, node):
     if not (ctx.output_used(1) or ctx.output_used(2)):
         return y
     axes = tuple(range(axis, rank))
-    mean = ops.reduce_mean(x, axes, keepdims=True)
-    variance = ops.reduce_mean(ops.square(x - mean), axes, keepdims=True)
-    inv_std = ops.reciprocal(ops.sqrt(variance + np.asarray(eps, x.dtype)))
-    return y, mean, inv_std
+    variance = ops.var(x, axes, correction=0, keepdims=True)
+    return y, ops.reduce_mean(x, axes, keepdims=True), ops.reciprocal(ops.sqrt(variance + np.asarray(eps, x.dtype)))
 
 
 @imports("GroupNormalization")
@@ -327,8 +321,7 @@ def import_batch_norm(ctx, node):
     running_mean, running_var = (ctx.input(i, trainable=False) for i in (3, 4))
     if training:  # the batch's statistics normalize, and the running ones move toward them
         axes = (0,) + tuple(range(2, len(x.shape)))
-        mean = ops.reduce_mean(x, axes, keepdims=True)
-        var = ops.reduce_mean(ops.square(x - mean), axes, keepdims=True)
+        mean, var = ops.reduce_mean(x, axes, keepdims=True), ops.var(x, axes, correction=0, keepdims=True)
     else:
         mean, var = (ops.reshape(v, per_channel) for v in (running_mean, running_var))
     y = ops.add((x - mean) / ops.sqrt(var + np.asarray(epsilon, dtype=x.dtype)) * scale, bias, name=ctx.name)

@@ -43,8 +43,7 @@ imports("GatherElements")(op_rule(ops.take_along_axis, axis=("axis", 0)))
 
 @imports("Concat")
 def import_concat(ctx, node):
-    xs = [x for x in ctx.inputs() if x is not None]
-    return ops.concat(xs, ctx.attr("axis"), name=ctx.name)
+    return ops.concat([x for x in ctx.inputs() if x is not None], ctx.attr("axis"), name=ctx.name)
 
 
 @imports("Flatten")
@@ -83,8 +82,7 @@ def _entries(ctx, i):
 
 
 def _ints(ctx, i, what, attribute=None, default=None):
-    """A list of ints from input i (known when the graph is built), else from an attribute (older opsets), else
-    `default`."""
+    """Ints from input i (known when the graph is built), else from an attribute (older opsets), else `default`."""
     if ctx.has_input(i):
         entries = _entries(ctx, i)
         return entries if entries is not None else ctx.static(i, what)  # (static raises: it is not known)
