@@ -102,11 +102,8 @@ class _Exporter:
 
     def value_info(self, name, node, prefix):
         """The ValueInfoProto of a model input or output, its unknown dims named ('batch' first)."""
-        if node.shape is None:
-            return self.helper.make_tensor_value_info(name, onnx_type(node.dtype), None)
-        dims = [f"{prefix}_dim{i}" if d is None else d for i, d in enumerate(node.shape)]
-        if node.shape and node.shape[0] is None:
-            dims[0] = "batch"
+        dims = None if node.shape is None else [
+            d if d is not None else "batch" if i == 0 else f"{prefix}_dim{i}" for i, d in enumerate(node.shape)]
         return self.helper.make_tensor_value_info(name, onnx_type(node.dtype), dims)
 
 

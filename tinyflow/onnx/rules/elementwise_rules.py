@@ -219,16 +219,12 @@ def import_celu(ctx, node):
     return ops.add(ops.relu(x), ops.minimum(negative, _as(x, 0.0)), name=ctx.name)
 
 
-@imports("Mish")
-def import_mish(ctx, node):
+@imports("Mish", "Swish")
+def import_mish_swish(ctx, node):
+    """x · tanh(softplus(x)) (Mish), x · sigmoid(αx) (Swish)."""
     x = ctx.input(0)
-    return ops.multiply(x, ops.tanh(ops.softplus(x)), name=ctx.name)
-
-
-@imports("Swish")
-def import_swish(ctx, node):
-    x = ctx.input(0)
-    return ops.multiply(x, ops.sigmoid(x * _as(x, ctx.attr("alpha", 1.0))), name=ctx.name)
+    gate = ops.tanh(ops.softplus(x)) if ctx.op_type == "Mish" else ops.sigmoid(x * _as(x, ctx.attr("alpha", 1.0)))
+    return ops.multiply(x, gate, name=ctx.name)
 
 
 @imports("ThresholdedRelu")
