@@ -104,10 +104,14 @@ class ImportContext:
                                "it when the graph is built (a constant, an initializer, or computed from static "
                                "shapes)")
 
-    def input_shape(self, i):
-        """The static shape of input i (None dims unknown; None when the rank is unknown or the input omitted)."""
+    def input_shape(self, i, what=None):
+        """The static shape of input i (None dims unknown; None when the rank is unknown or the input omitted);
+        given `what` the rule does with it ("slicing"), an unknown rank is unsupported."""
         value = self._value(i)
-        return None if value is None else value.known("shape")
+        shape = None if value is None else value.known("shape")
+        if shape is None and what is not None:
+            raise self.unsupported(f"{what} an input of unknown rank")
+        return shape
 
     def elem_type(self, i):
         """The ONNX element type of input i; a narrow type's (bfloat16, float8, ...) when it holds one's values."""

@@ -32,10 +32,9 @@ def import_softmax(ctx, node):
     if ctx.opset >= 13:
         return fn(x, axis=ctx.attr("axis", -1), name=ctx.name)
     axis = ctx.attr("axis", 1)
-    if x.shape is None:
-        raise ctx.unsupported("an opset < 13 softmax of an input of unknown rank")
-    axis = axis + len(x.shape) if axis < 0 else axis
-    if axis == len(x.shape) - 1:
+    rank = len(ctx.input_shape(0, "an opset < 13 softmax of"))
+    axis = axis + rank if axis < 0 else axis
+    if axis == rank - 1:
         return fn(x, axis=-1, name=ctx.name)
     flat = ops.reshape(x, (-1, int(np.prod(x.shape[axis:]))) if None not in x.shape[axis:] else
                        (int(np.prod(x.shape[:axis])), -1))
@@ -185,10 +184,7 @@ _RESIZE_ATTRIBUTES = {"coordinate_transformation_mode": "half_pixel", "cubic_coe
 def import_resize(ctx, node):
     """Nearest, linear or cubic resizing by scales or to sizes (on all axes or on `axes`), ONNX's conventions;
     opset 10's Resize and Upsample take (X, scales) and the asymmetric coordinates of that time."""
-    x = ctx.input(0)
-    if x.shape is None:
-        raise ctx.unsupported("resizing an input of unknown rank")
-    rank = len(x.shape)
+    x, rank = ctx.input(0), len(ctx.input_shape(0, "resizing"))
     mode = ctx.attr("mode", "nearest")
     mode = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
     old = ctx.op_type == "Upsample" or ctx.opset < 11
@@ -235,9 +231,7 @@ def import_resize(ctx, node):
 def import_layer_norm(ctx, node):
     """(x - mean) / sqrt(var + ε) over the axes from `axis` on, · Scale + B; optional Mean and InvStdDev outputs."""
     x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
-    if x.shape is None:
-        raise ctx.unsupported("layer normalization of an input of unknown rank")
-    rank = len(x.shape)
+    rank = len(ctx.input_shape(0, "layer normalization of"))
     axis = ctx.attr("axis", -1)
     if not -rank <= axis < rank:
         raise ctx.fail(f"axis {axis} is out of range for an input of rank {rank}")

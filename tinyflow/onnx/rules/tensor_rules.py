@@ -50,7 +50,7 @@ def import_concat(ctx, node):
 def import_flatten(ctx, node):
     """A 2-D view: the dims before `axis` multiplied together, and the dims from it."""
     x = ctx.input(0)
-    rank = len(_shape(ctx, 0, "flattening"))
+    rank = len(ctx.input_shape(0, "flattening"))
     axis = ctx.attr("axis", 1)
     if not -rank <= axis <= rank:
         raise ctx.fail(f"axis {axis} is out of range for an input of rank {rank}")
@@ -60,14 +60,6 @@ def import_flatten(ctx, node):
     if axis == 1:  # (N, rest): one flatten
         return ops.flatten(x, 1, -1, name=ctx.name)
     return ops.flatten(ops.flatten(x, axis, -1), 0, axis - 1, name=ctx.name)
-
-
-def _shape(ctx, i, what):
-    """The static shape of input i, which must have a known rank."""
-    shape = ctx.input_shape(i)
-    if shape is None:
-        raise ctx.unsupported(f"{what} an input of unknown rank")
-    return shape
 
 
 def _entries(ctx, i):
@@ -115,7 +107,7 @@ def import_slice(ctx, node):
             raise ctx.unsupported("run-time bounds of unknown length without axes")
         steps = _ints(ctx, 4, "steps", default=[1] * len(axes))
         return RuntimeSlice(x, starts, ends, axes, steps, name=ctx.name)
-    rank = len(_shape(ctx, 0, "slicing"))
+    rank = len(ctx.input_shape(0, "slicing"))
     starts = _ints(ctx, 1, "starts", "starts")
     ends = _ints(ctx, 2, "ends", "ends")
     axes = _ints(ctx, 3, "axes", "axes", default=list(range(len(starts))))
@@ -134,7 +126,7 @@ def import_slice(ctx, node):
 def import_split(ctx, node):
     """Parts along `axis`: the sizes given, or num_outputs parts (the last one smaller when uneven)."""
     x = ctx.input(0)
-    shape = _shape(ctx, 0, "splitting")
+    shape = ctx.input_shape(0, "splitting")
     axis = ctx.attr("axis", 0)
     sizes = _ints(ctx, 1, "split", "split")
     count = ctx.attr("num_outputs", ctx.num_outputs)
@@ -165,7 +157,7 @@ def import_expand(ctx, node):
 def import_pad(ctx, node):
     """x padded (or cropped, for negative pads) in mode constant, reflect, edge or wrap."""
     x = ctx.input(0)
-    rank = len(_shape(ctx, 0, "padding"))
+    rank = len(ctx.input_shape(0, "padding"))
     mode = ctx.attr("mode", "constant")
     if ctx.opset < 11:
         pads, value = ctx.attr("pads" if ctx.opset >= 2 else "paddings"), ctx.attr("value", 0.0)
@@ -339,7 +331,7 @@ def import_depth_to_space(ctx, node):
     CRD order."""
     to_space = ctx.op_type == "DepthToSpace"
     what = "moving depth to space of" if to_space else "moving space to depth of"
-    x, shape, b = ctx.input(0), _shape(ctx, 0, what), ctx.attr("blocksize")
+    x, shape, b = ctx.input(0), ctx.input_shape(0, what), ctx.attr("blocksize")
     if len(shape) != 4 or None in shape[1:]:
         raise ctx.unsupported(f"{what} an input of shape {shape} (needs (N, C, H, W) with C, H, W known)")
     (c, h, w), dcr = shape[1:], ctx.attr("mode", "DCR") == "DCR"
