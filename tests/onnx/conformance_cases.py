@@ -1,5 +1,5 @@
 """ONNX's node conformance cases, run on tinyflow; their results make the op table in docs/onnx.md
-(python scripts/onnx_conformance.py rewrites it).
+(python scripts/onnx_conformance.py rewrites it). Test tooling: test_conformance.py and the script use it.
 
 Each case (`onnx.backend.test.case.node.collect_testcases()`: a one-node model, or its function expanded,
 `*_expanded`) runs through TinyflowBackend and ends as one Outcome: "pass", "fail" (wrong values, shapes or
@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import OnnxImportError
+from tinyflow.errors import OnnxImportError
 
 # the operators issues 24 and 36 (the recurrent ones, last) ask for: every node case of these must pass
 REQUIRED_OPS = tuple("""
@@ -58,7 +58,7 @@ def outcome(case, backend):
 def run_case(case, backend):
     """Run one onnx TestCase with TinyflowBackend on `backend`; returns an Outcome."""
     from onnx import TensorProto, numpy_helper
-    from .backend import TinyflowBackend
+    from tinyflow.onnx.backend import TinyflowBackend
 
     def arrays(values):
         return [numpy_helper.to_array(x) if isinstance(x, TensorProto) else x for x in values]
