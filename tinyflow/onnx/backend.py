@@ -72,4 +72,3 @@ class TinyflowBackend(Backend):
     @classmethod
     def supports_device(cls, device):
         return device.upper() == "CPU"
-

@@ -382,15 +382,14 @@ class OnnxProgram:
             return sum(int(np.prod(v.shape)) for v in variables)
         trainable = [v for v in self.variables if v.trainable]
         frozen = [v for v in self.variables if not v.trainable]
-        lines = [f"graph '{self.model_name}', ONNX opset {self.opset}, produced by {self.producer}", "inputs:"]
-        lines += described(self.inputs.items()) or ["  (none)"]
-        lines += ["outputs:"] + described(self.outputs.items())
-        lines.append(f"ONNX ops ({sum(self.op_counts.values())} nodes): "
-                     + ", ".join(f"{op} {n}" for op, n in self.op_counts.items()))
-        lines.append(f"parameters: {size(trainable):,} in {len(trainable)} trainable Variables"
-                     + (f", {size(frozen):,} more in {len(frozen)} non-trainable ones" if frozen else ""))
-        lines.append(f"tinyflow graph: {len(self.graph.nodes)} nodes")
-        return "\n".join(lines)
+        return "\n".join([
+            f"graph '{self.model_name}', ONNX opset {self.opset}, produced by {self.producer}", "inputs:",
+            *(described(self.inputs.items()) or ["  (none)"]), "outputs:", *described(self.outputs.items()),
+            f"ONNX ops ({sum(self.op_counts.values())} nodes): "
+            + ", ".join(f"{op} {n}" for op, n in self.op_counts.items()),
+            f"parameters: {size(trainable):,} in {len(trainable)} trainable Variables"
+            + (f", {size(frozen):,} more in {len(frozen)} non-trainable ones" if frozen else ""),
+            f"tinyflow graph: {len(self.graph.nodes)} nodes"])
 
     def feed_dict(self, feeds):
         """{Placeholder: value} from {ONNX input name or Placeholder: value}; FeedError for unknown or missing names."""

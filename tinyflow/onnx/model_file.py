@@ -218,9 +218,7 @@ class GraphCheck:
         nodes = list(graph.node)
         for index, node in enumerate(nodes):
             self._check_node(node, where)
-            for out in node.output:
-                if not out:
-                    continue
+            for out in filter(None, node.output):  # (an omitted optional output has an empty name)
                 if out in producers or out in defined:
                     raise OnnxImportError(f"{where}: the value '{out}' is produced twice (by {describe(node)} and "
                                           "earlier); every ONNX value has one producer")

@@ -38,11 +38,9 @@ def import_if(ctx, node):
     if known is not None:
         if known.size != 1:
             raise ctx.fail(f"its condition holds {known.size} values; it must hold one")
-        return tuple(ctx.import_graph(then_graph if bool(known.reshape(())) else else_graph))
+        return ctx.import_graph(then_graph if bool(known.reshape(())) else else_graph)
     pred = _scalar(ctx.input(0))
-    outputs = cond(pred, lambda: ctx.import_graph(then_graph), lambda: ctx.import_graph(else_graph),
-                   name=ctx.name or "If")
-    return tuple(outputs) if isinstance(outputs, (list, tuple)) else outputs
+    return cond(pred, lambda: ctx.import_graph(then_graph), lambda: ctx.import_graph(else_graph), name=ctx.name or "If")
 
 
 @imports("Loop")

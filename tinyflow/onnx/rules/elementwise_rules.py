@@ -29,8 +29,7 @@ def onnx_form(cls):
 
 
 def _table_import(rows):
-    """The import rule of one ONNX op type for the table ops naming it; the fixed attributes choose among
-    them (Mod's fmod, Gelu's approximate), the first row's values being ONNX's defaults."""
+    """The import rule of an ONNX op type the table ops name; their fixed attributes (Mod's fmod) pick the op."""
     def rule(ctx, node):
         if len(rows[0][0].input_names) == 2:
             _legacy_broadcast(ctx)
@@ -156,6 +155,7 @@ imports("HardSwish")(op_rule(ops.hard_swish))
 # ---------------------------------------------------------------- exports beyond the table's
 exports("Clip")(same_op("Clip"))
 exports("AddN")(same_op("Sum"))
+exports("Mod")(lambda ex, node: _mod(ex, *[ex.name_of(i) for i in node.inputs], False, node.dtype))
 
 
 @exports("Multiply")
@@ -192,8 +192,7 @@ def _where(ex, node):
 
 
 def _mod(ex, a, b, fmod, dtype):
-    """Mod; np.mod of floats (the divisor's sign) as fmod corrected where the signs differ (opset 17's Mod
-    takes fmod=0 for integers only)."""
+    """Mod; np.mod of floats as fmod corrected where the signs differ (opset 17's fmod=0 is for integers only)."""
     if fmod or dtype.kind != "f":
         return ex.emit("Mod", [a, b], "Mod", fmod=int(fmod))
     rest = ex.emit("Mod", [a, b], "Mod", fmod=1)
@@ -201,9 +200,6 @@ def _mod(ex, a, b, fmod, dtype):
     signs_differ = ex.emit("Xor", [ex.emit("Less", [rest, zero], "Less"), ex.emit("Less", [b, zero], "Less")], "Xor")
     fix = ex.emit("And", [ex.emit("Not", [ex.emit("Equal", [rest, zero], "Equal")], "Not"), signs_differ], "And")
     return ex.emit("Where", [fix, ex.emit("Add", [rest, b], "Add"), rest], "Mod")
-
-
-exports("Mod")(lambda ex, node: _mod(ex, *[ex.name_of(i) for i in node.inputs], False, node.dtype))
 
 
 # ---------------------------------------------------------------- activations outside the list, from tinyflow's ops

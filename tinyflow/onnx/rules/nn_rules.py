@@ -41,11 +41,6 @@ def import_softmax(ctx, node):
     return ReshapeLike(fn(flat, axis=-1), x, name=ctx.name)
 
 
-exports("MatMul")(same_op("MatMul"))
-exports("Softmax")(same_op("Softmax", axis="axis"))
-exports("LogSoftmax")(same_op("LogSoftmax", axis="axis"))
-
-
 @imports("Gemm")
 def import_gemm(ctx, node):
     """alpha · A' B' + beta · C, A' = Aᵀ if transA, B' = Bᵀ if transB (torch's Linear exports as this)."""
@@ -130,8 +125,7 @@ def _conv_transpose(ctx, x, w, kernel, name):
 
 @imports("MaxPool", "AveragePool")
 def import_pool(ctx, node):
-    """N-d pooling. MaxPool's Indices output: each maximum's flat index in the whole tensor (storage_order);
-    AveragePool counts the padding only with count_include_pad."""
+    """N-d pooling; MaxPool's Indices are flat indices into the whole tensor, AveragePool's count_include_pad."""
     x, kernel, ceil_mode = ctx.input(0), ctx.attr("kernel_shape"), bool(ctx.attr("ceil_mode", 0))
     stride, padding, dilation = window_attributes(ctx, kernel, ceil_mode)
     window = dict(kernel_size=tuple(kernel), stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode)
@@ -142,6 +136,9 @@ def import_pool(ctx, node):
     return (y, MaxPoolIndices(x, **window, whole_tensor=True, storage_order=storage_order)) if ctx.output_used(1) else y
 
 
+exports("MatMul")(same_op("MatMul"))
+exports("Softmax")(same_op("Softmax", axis="axis"))
+exports("LogSoftmax")(same_op("LogSoftmax", axis="axis"))
 imports("GlobalAveragePool")(op_rule(ops.global_avg_pool))
 imports("GlobalMaxPool")(op_rule(ops.global_max_pool))
 imports("InstanceNormalization")(op_rule(ops.instance_norm, eps=("epsilon", 1e-5)))
@@ -251,8 +248,7 @@ def import_layer_norm(ctx, node):
 
 @imports("GroupNormalization")
 def import_group_norm(ctx, node):
-    """Each sample's channels in num_groups groups, normalized, then a per-channel scale and bias (per group
-    before opset 21)."""
+    """num_groups groups of channels normalized, then a per-channel scale and bias (per group before opset 21)."""
     x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
     groups = ctx.attr("num_groups")
     ctx.attr("stash_type", 1)  # float32 statistics; tinyflow computes them in the input's own type

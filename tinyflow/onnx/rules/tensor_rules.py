@@ -39,6 +39,19 @@ def import_reshape(ctx, node):
 imports("Transpose")(op_rule(ops.transpose, axes=("perm", None)))
 imports("Gather")(op_rule(ops.gather, axis=("axis", 0)))
 imports("GatherElements")(op_rule(ops.take_along_axis, axis=("axis", 0)))
+imports("Range")(op_rule(runtime_shapes.arange))  # an Arange op when a bound is known only at run time
+exports("RuntimeSlice")(same_op("Slice", ["axes", "steps"]))
+exports("Reshape")(same_op("Reshape", ["target"]))
+exports("BroadcastTo")(same_op("Expand", ["target"]))
+exports("Unsqueeze")(same_op("Unsqueeze", ["axis"]))
+exports("ReshapeTo")(same_op("Reshape", allowzero="allowzero"))
+exports("Transpose")(same_op("Transpose", perm="axes"))
+exports("Concat")(same_op("Concat", axis="axis"))
+exports("Gather")(same_op("Gather", axis="axis"))
+exports("TakeAlongAxis")(same_op("GatherElements", axis="axis"))
+exports("Einsum")(same_op("Einsum", equation="spelled"))
+exports("Arange")(same_op("Range"))
+exports("ExpandTo")(same_op("Expand"))
 
 
 @imports("Concat")
@@ -308,27 +321,9 @@ def _get_item(ex, node):
     return name if name != ex.name_of(node.inputs[0]) else ex.emit("Identity", [name], "GetItem")
 
 
-exports("RuntimeSlice")(same_op("Slice", ["axes", "steps"]))
-exports("Reshape")(same_op("Reshape", ["target"]))
-exports("BroadcastTo")(same_op("Expand", ["target"]))
-exports("Unsqueeze")(same_op("Unsqueeze", ["axis"]))
-exports("ReshapeTo")(same_op("Reshape", allowzero="allowzero"))
-exports("Transpose")(same_op("Transpose", perm="axes"))
-exports("Concat")(same_op("Concat", axis="axis"))
-exports("Gather")(same_op("Gather", axis="axis"))
-exports("TakeAlongAxis")(same_op("GatherElements", axis="axis"))
-exports("Einsum")(same_op("Einsum", equation="spelled"))
-exports("Arange")(same_op("Range"))
-exports("ExpandTo")(same_op("Expand"))
-
-
-imports("Range")(op_rule(runtime_shapes.arange))  # an Arange op when a bound is known only at run time
-
-
 @imports("DepthToSpace", "SpaceToDepth")
 def import_depth_to_space(ctx, node):
-    """Channels moved into b×b blocks of space, or those blocks back into channels, in DCR (depth, column, row) or
-    CRD order."""
+    """Channels moved into b×b blocks of space, or those blocks back, in DCR (depth, column, row) or CRD order."""
     to_space = ctx.op_type == "DepthToSpace"
     what = "moving depth to space of" if to_space else "moving space to depth of"
     x, shape, b = ctx.input(0), ctx.input_shape(0, what), ctx.attr("blocksize")
