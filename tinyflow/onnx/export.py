@@ -42,11 +42,8 @@ class _Exporter:
 
     def graph(self, label, values, dtypes, inputs=()):
         """This exporter's nodes as a subgraph returning the ONNX values `values` of `dtypes` (If / Loop bodies)."""
-        outputs = []
-        for name, dtype in zip(values, dtypes):
-            final = self.fresh(f"{label}_out")  # a body output must be produced inside the body
-            self.nodes.append(self.helper.make_node("Identity", [name], [final], name=final))
-            outputs.append(self.helper.make_tensor_value_info(final, onnx_type(dtype), None))
+        finals = [self.emit("Identity", [name], f"{label}_out") for name in values]  # produced inside the body
+        outputs = [self.helper.make_tensor_value_info(f, onnx_type(d), None) for f, d in zip(finals, dtypes)]
         return self.helper.make_graph(self.nodes, self.fresh(label), list(inputs), outputs, self.initializers)
 
     def subgraph(self, label, outputs):
@@ -71,19 +68,15 @@ class _Exporter:
         """The value of a node fixed in evaluation mode (Constants, unfed defaulted Placeholders), else None."""
         if isinstance(node, Constant):
             return node.value
-        if isinstance(node, Placeholder) and node not in self.inputs and node.default is not None:
-            return node.default
-        return None
+        return node.default if isinstance(node, Placeholder) and node not in self.inputs else None
 
     def name_of(self, node):
         """The ONNX value name computing `node` (emitting what it needs on first use)."""
         if node in self.names:
             return self.names[node]
-        static = self.static_value(node)
+        static = node.value if isinstance(node, Variable) else self.static_value(node)
         if node in self.inputs:
             name = node.name
-        elif isinstance(node, Variable):
-            name = self.constant(node.value, node.name)
         elif static is not None:
             name = self.constant(static, node.name)
         elif isinstance(node, Placeholder):
@@ -122,8 +115,7 @@ def export(layer_or_fn, path, input_spec=None, opset=OPSET):
 def export_graph(inputs, outputs, path=None, name="tinyflow"):
     """The graph from the Placeholders `inputs` to the nodes `outputs` as an ONNX model (written to `path` if
     given), its inputs and outputs named after the nodes; returns the onnx.ModelProto."""
-    outputs = [outputs] if isinstance(outputs, Node) else list(outputs)
-    inputs = [inputs] if isinstance(inputs, Node) else list(inputs)
+    inputs, outputs = ([v] if isinstance(v, Node) else list(v) for v in (inputs, outputs))
     bad = [n for n in inputs if not isinstance(n, Placeholder)]
     if bad:
         raise OnnxExportError(f"the inputs of an exported graph are Placeholders; '{bad[0].name}' is a "
@@ -145,8 +137,8 @@ def _model(program, output_names, path):
         ex.nodes, program.fn_name or "tinyflow",
         [ex.value_info(p.name, p, p.name.replace("/", "_")) for p in program.inputs],
         [ex.value_info(name, node, name) for name, node in zip(output_names, program.outputs)], ex.initializers)
-    model = ex.helper.make_model(graph, opset_imports=[ex.helper.make_opsetid("", OPSET)], producer_name="tinyflow")
-    model.ir_version = IR_VERSION
+    model = ex.helper.make_model(graph, opset_imports=[ex.helper.make_opsetid("", OPSET)], producer_name="tinyflow",
+                                 ir_version=IR_VERSION)
     onnx.checker.check_model(model)
     if path is not None:
         onnx.save(model, str(path))

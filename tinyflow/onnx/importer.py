@@ -1,10 +1,10 @@
 """tfl.onnx.load: an ONNX model as a tinyflow graph made of tinyflow's own ops, so it runs, draws and trains.
 
-The model is read and checked whole first (model_file.py), then built in topological order: graph inputs
-become Placeholders, float initializers Variables, other known values Constants, and each node what its
-rule (rules/) builds, named after the ONNX node ("/layer1/conv/Conv" is "Conv" in the name scope
-"layer1/conv", so pictures draw the model's modules as clusters). A node whose inputs are all known at
-import time is computed on the spot while that fits in what is left of FOLD_BYTES.
+The model is read and checked whole first (model_file.py), then built in topological order: graph inputs become
+Placeholders, float initializers Variables, other known values Constants, and each node what its rule (rules/)
+builds, named after the ONNX node ("/layer1/conv/Conv" is "Conv" in the name scope "layer1/conv", so pictures draw
+the model's modules as clusters). A node whose inputs are all known at import time is computed on the spot while
+that fits in what is left of FOLD_BYTES.
 """
 import collections
 
@@ -21,9 +21,7 @@ from .storage_types import RoundToType, held_dtype, narrow_dtype, onnx_type, to_
 
 _REQUIRED = object()
 FOLD_BYTES = 256 << 20  # what computing on the spot may allocate in one import, all nodes together
-# AttributeProto type -> its field; the plural types hold lists
-_ATTRIBUTE_FIELDS = {"FLOAT": "f", "INT": "i", "STRING": "s", "TENSOR": "t", "GRAPH": "g", "FLOATS": "floats",
-                     "INTS": "ints", "STRINGS": "strings", "TENSORS": "tensors", "GRAPHS": "graphs"}
+_ATTRIBUTE_KINDS = ("FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS", "TENSORS", "GRAPHS")
 
 
 class NeedsConstantInput(OnnxImportError):
@@ -133,10 +131,11 @@ class ImportContext:
             if default is _REQUIRED:
                 raise self.fail(f"it lacks the required attribute '{name}'")
             return default
-        kind = onnx_module().AttributeProto.AttributeType.Name(attr.type)
-        if kind not in _ATTRIBUTE_FIELDS:
+        onnx = onnx_module()
+        kind = onnx.AttributeProto.AttributeType.Name(attr.type)
+        if kind not in _ATTRIBUTE_KINDS:
             raise self.unsupported(f"its attribute '{name}' is of type {kind}")
-        raw = getattr(attr, _ATTRIBUTE_FIELDS[kind])
+        raw = onnx.helper.get_attribute_value(attr)  # a list for the plural kinds
         values = [self._attribute_item(item, name) for item in (raw if kind.endswith("S") else [raw])]
         return values if kind.endswith("S") else values[0]
 

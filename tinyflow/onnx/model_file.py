@@ -194,8 +194,7 @@ class GraphCheck:
         self.context = onnx.checker.C.CheckerContext()
         self.context.ir_version = min(max(int(model.ir_version), 3), onnx.IR_VERSION)  # the checker's range
         self.context.opset_imports = {op.domain: int(op.version) for op in model.opset_import}
-        self.order, self.free_names = {}, {}  # by id(graph): the graphs are kept alive below, so ids stay theirs
-        self.graphs = []
+        self.order, self.free_names, self.graphs = {}, {}, []  # by id(graph): `graphs` keeps them alive, ids theirs
         self.graph_type = onnx.AttributeProto.GRAPH
 
     def subgraphs(self, node):

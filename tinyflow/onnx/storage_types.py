@@ -13,9 +13,10 @@ from ..ops.registry import not_differentiable
 from ..errors import OnnxExportError
 
 # TensorProto.DataType code -> numpy dtype, for the types tinyflow computes with
-_NUMPY_OF = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
-             9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
-_ONNX_OF = {np.dtype(t): code for code, t in _NUMPY_OF.items()}
+_NUMPY_OF = {code: np.dtype(t) for code, t in {
+    1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64, 9: np.bool_,
+    10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}.items()}
+_ONNX_OF = {dtype: code for code, dtype in _NUMPY_OF.items()}
 # ONNX element type code -> (ml_dtypes type name, the numpy dtype holding its values)
 STORAGE_TYPES = {16: ("bfloat16", np.float32), 17: ("float8_e4m3fn", np.float32), 18: ("float8_e4m3fnuz", np.float32),
                  19: ("float8_e5m2", np.float32), 20: ("float8_e5m2fnuz", np.float32), 21: ("uint4", np.uint8),
@@ -26,8 +27,7 @@ _SATURATING = {17, 18, 19, 20}  # the float8 types, whose casts saturate unless 
 
 def numpy_dtype(elem_type):
     """The numpy dtype of an ONNX element type code, or None when tinyflow has no such dtype."""
-    t = _NUMPY_OF.get(int(elem_type))
-    return None if t is None else np.dtype(t)
+    return _NUMPY_OF.get(int(elem_type))
 
 
 def onnx_type_name(elem_type):

@@ -1,8 +1,5 @@
-"""Constants, identity, casts and shapes: Constant, Identity, Cast, CastLike, Shape, Size, ConstantOfShape.
-
-Shape and Size of static shapes are known at import time, so the shape arithmetic ONNX exporters write
-(Shape -> Gather -> Concat -> Reshape) folds away.
-"""
+"""Constants, identity, casts and shapes. Shape and Size of static shapes are known at import time, so the shape
+arithmetic ONNX exporters write (Shape -> Gather -> Concat -> Reshape) folds away."""
 import math
 
 import numpy as np

@@ -127,10 +127,7 @@ def import_div_pow(ctx, node):
 @imports("Clip")
 def import_clip(ctx, node):
     """x limited to [min, max]; the bounds are attributes before opset 11, optional inputs since."""
-    if ctx.opset < 11:
-        low, high = ctx.attr("min", None), ctx.attr("max", None)
-    else:
-        low, high = ctx.input(1), ctx.input(2)
+    low, high = (ctx.attr("min", None), ctx.attr("max", None)) if ctx.opset < 11 else (ctx.input(1), ctx.input(2))
     return ops.clip(ctx.input(0), low, high, name=ctx.name)
 
 

@@ -1,7 +1,5 @@
-"""Neural-network ops: MatMul, Gemm, Softmax, LogSoftmax, Conv, ConvTranspose, MaxPool, AveragePool, global
-pooling, Dropout, Resize, BatchNormalization, LayerNormalization, GroupNormalization, InstanceNormalization.
-Convolution and pooling are N-d, with groups, dilations, explicit or automatic pads and ceil_mode, as tinyflow's are.
-"""
+"""Neural-network ops: matmul, softmax, convolution, pooling, dropout, resize, normalizations. Convolution and
+pooling are N-d, with groups, dilations, explicit or automatic pads and ceil_mode, as tinyflow's are."""
 import numpy as np
 
 from ... import ops
@@ -92,10 +90,8 @@ def import_convolution(ctx, node):
     if list(kernel) != list(w.shape[2:]):
         raise ctx.fail(f"kernel_shape {kernel} differs from the filter's shape {w.shape}")
     name = None if bias is not None else ctx.name
-    if ctx.op_type == "Conv":
-        y = Conv(x, w, *window_attributes(ctx, kernel), ctx.attr("group", 1), name=name)
-    else:
-        y = _conv_transpose(ctx, x, w, kernel, name)
+    y = (Conv(x, w, *window_attributes(ctx, kernel), ctx.attr("group", 1), name=name) if ctx.op_type == "Conv"
+         else _conv_transpose(ctx, x, w, kernel, name))
     return y if bias is None else ops.add(y, ops.reshape(bias, (1, -1) + (1,) * len(kernel)), name=ctx.name)
 
 
@@ -109,10 +105,9 @@ def _conv_transpose(ctx, x, w, kernel, name):
         shape = ctx.input_shape(0)
         if shape is None or None in shape[2:]:
             raise ctx.unsupported("output_shape or auto_pad SAME_* on an input of unknown spatial size")
-        spatial = shape[2:]
-        wanted = list(output_shape)[-rank:] if output_shape is not None else [n * s for n, s in zip(spatial, stride)]
+        wanted = list(output_shape)[-rank:] if output_shape is not None else [n * s for n, s in zip(shape[2:], stride)]
         pads = []
-        for i, (n, k, s, d, want) in enumerate(zip(spatial, kernel, stride, dilation, wanted)):
+        for i, (n, k, s, d, want) in enumerate(zip(shape[2:], kernel, stride, dilation, wanted)):
             total = s * (n - 1) + extra[i] + (k - 1) * d + 1 - want
             if total < 0:  # the output is larger than the strided windows reach: padded at the end
                 extra[i] -= total
@@ -197,10 +192,8 @@ def import_resize(ctx, node):
     axes = list(range(rank)) if axes is None else [a % rank for a in axes]
 
     def per_axis(values, fill):
-        full = [fill] * rank
-        for a, v in zip(axes, values):
-            full[a] = v
-        return full
+        given = dict(zip(axes, values))
+        return [given.get(a, fill) for a in range(rank)]
     scales = sizes = None
     if sizes_input is not None and ctx.has_input(sizes_input) and np.size(ctx.input_shape(sizes_input) or (1,)):
         known = ctx.value(sizes_input)
@@ -235,8 +228,7 @@ def import_layer_norm(ctx, node):
     axis %= rank
     eps = ctx.attr("epsilon", 1e-5)
     ctx.attr("stash_type", 1)  # float32 statistics; tinyflow computes them in the input's own type
-    normalized = LayerNorm(x, axis=axis, eps=eps)
-    y = ops.multiply(normalized, scale, name=ctx.name if bias is None else None)
+    y = ops.multiply(LayerNorm(x, axis=axis, eps=eps), scale, name=ctx.name if bias is None else None)
     if bias is not None:
         y = ops.add(y, bias, name=ctx.name)
     if not (ctx.output_used(1) or ctx.output_used(2)):
@@ -264,9 +256,8 @@ def import_group_norm(ctx, node):
 
 def _onnx_pads(node):
     """The op's padding as ONNX attributes: auto_pad for the modes, else pads [begin..., end...]."""
-    if isinstance(node.padding, str):
-        return {"auto_pad": node.padding.upper()}
-    return {"pads": [p[0] for p in node.padding] + [p[1] for p in node.padding]}
+    return ({"auto_pad": node.padding.upper()} if isinstance(node.padding, str) else
+            {"pads": [p[0] for p in node.padding] + [p[1] for p in node.padding]})
 
 
 @exports("Conv")
@@ -317,10 +308,9 @@ def import_batch_norm(ctx, node):
     y = ops.add((x - mean) / ops.sqrt(var + np.asarray(epsilon, dtype=x.dtype)) * scale, bias, name=ctx.name)
     if not training:
         return y
-    keep = np.asarray(momentum, x.dtype)
-    new_mean = running_mean * keep + ops.reshape(mean, (-1,)) * (1 - keep)
-    new_var = running_var * keep + ops.reshape(var, (-1,)) * (1 - keep)
-    return y, new_mean, new_var
+    keep = np.asarray(momentum, x.dtype)  # the running statistics move toward the batch's
+    return (y, *(running * keep + ops.reshape(batch, (-1,)) * (1 - keep)
+                 for running, batch in ((running_mean, mean), (running_var, var))))
 
 
 def batch_norm_parts(ex, node):

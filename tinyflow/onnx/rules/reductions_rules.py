@@ -1,8 +1,5 @@
-"""Reductions (ReduceSum, ReduceMean, ReduceMax, ..., ReduceLogSum) and ArgMax / ArgMin.
-
-Since opset 13 (ReduceSum) and 18 (the others) the axes are an input, which must be known when the
-graph is built; before, they are an attribute. ONNX keeps the input's element type.
-"""
+"""Reductions and ArgMax / ArgMin. Since opset 13 (ReduceSum) and 18 (the others) the axes are an input, which must
+be known when the graph is built; before, they are an attribute. ONNX keeps the input's element type."""
 from ... import ops
 from ...errors import OnnxExportError
 from ..storage_types import onnx_type

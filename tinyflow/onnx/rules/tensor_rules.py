@@ -1,9 +1,6 @@
-"""Ops that move data: Reshape, Transpose, Concat, Flatten, Squeeze, Unsqueeze, Slice, Split, Gather(Elements),
-Tile, Expand, Pad, TopK, Trilu, Einsum, Range, DepthToSpace, SpaceToDepth.
-
-Sizes, axes, pads and bounds are inputs in recent opsets; tinyflow needs most of them when the graph
-is built, as constants, initializers or values folded from static shapes.
-"""
+"""Ops that move data (reshape, slice, gather, pad, ...). Their sizes, axes, pads and bounds are inputs in recent
+opsets; tinyflow needs most of them when the graph is built: constants, initializers or values folded from static
+shapes."""
 import numpy as np
 
 from ... import ops
@@ -62,8 +59,7 @@ def import_concat(ctx, node):
 @imports("Flatten")
 def import_flatten(ctx, node):
     """A 2-D view: the dims before `axis` multiplied together, and the dims from it."""
-    x = ctx.input(0)
-    rank = len(ctx.input_shape(0, "flattening"))
+    x, rank = ctx.input(0), len(ctx.input_shape(0, "flattening"))
     axis = ctx.attr("axis", 1)
     if not -rank <= axis <= rank:
         raise ctx.fail(f"axis {axis} is out of range for an input of rank {rank}")
@@ -138,8 +134,7 @@ def import_slice(ctx, node):
 @imports("Split")
 def import_split(ctx, node):
     """Parts along `axis`: the sizes given, or num_outputs parts (the last one smaller when uneven)."""
-    x = ctx.input(0)
-    shape = ctx.input_shape(0, "splitting")
+    x, shape = ctx.input(0), ctx.input_shape(0, "splitting")
     axis = ctx.attr("axis", 0)
     sizes = _ints(ctx, 1, "split", "split")
     count = ctx.attr("num_outputs", ctx.num_outputs)
@@ -169,8 +164,7 @@ def import_expand(ctx, node):
 @imports("Pad")
 def import_pad(ctx, node):
     """x padded (or cropped, for negative pads) in mode constant, reflect, edge or wrap."""
-    x = ctx.input(0)
-    rank = len(ctx.input_shape(0, "padding"))
+    x, rank = ctx.input(0), len(ctx.input_shape(0, "padding"))
     mode = ctx.attr("mode", "constant")
     if ctx.opset < 11:
         pads, value = ctx.attr("pads" if ctx.opset >= 2 else "paddings"), ctx.attr("value", 0.0)
@@ -249,10 +243,9 @@ def _flatten(ex, node):
     if None not in after and 0 not in after:  # (a 0 there would copy the input's size at that position)
         target = [0 if d is None else d for d in node.shape[:start]] + [-1] + list(after)
         return ex.emit("Reshape", [ex.name_of(x), int64s(ex, target, "shape")], "Flatten")
-    shape = ex.emit("Shape", [ex.name_of(x)], "Shape")
 
     def dims(a, b):
-        return ex.emit("Slice", [shape, int64s(ex, [a], "start"), int64s(ex, [b], "end")], "Slice")
+        return ex.emit("Shape", [ex.name_of(x)], "Shape", start=a, end=b)
     merged = ex.emit("ReduceProd", [dims(start, end + 1)], "ReduceProd", keepdims=1)
     target = ex.emit("Concat", [dims(0, start), merged, dims(end + 1, rank)], "Concat", axis=0)
     return ex.emit("Reshape", [ex.name_of(x), target], "Flatten")
@@ -314,10 +307,9 @@ def _get_item(ex, node):
         name = ex.emit("Gather", [name, ex.constant(index.astype(np.int64), "indices")], "Gather",
                        axis=gathered_axis)
         squeeze = [a if a < gathered_axis else a + index.ndim - 1 for a in squeeze]
-    if squeeze:
-        name = ex.emit("Squeeze", [name, int64s(ex, squeeze, "axes")], "Squeeze")
-    if new_axes:
-        name = ex.emit("Unsqueeze", [name, int64s(ex, new_axes, "axes")], "Unsqueeze")
+    for op_type, axes in (("Squeeze", squeeze), ("Unsqueeze", new_axes)):
+        if axes:
+            name = ex.emit(op_type, [name, int64s(ex, axes, "axes")], op_type)
     return name if name != ex.name_of(node.inputs[0]) else ex.emit("Identity", [name], "GetItem")
 
 
