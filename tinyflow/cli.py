@@ -3,6 +3,7 @@
 import argparse
 import importlib
 import json
+import os
 import pathlib
 import platform
 import sys
@@ -24,6 +25,9 @@ def info():
         for other in threads["others"]:
             print(f"  also in this process: {other.get('user_api')} {other.get('internal_api') or ''} "
                   f"{other.get('version') or ''}, {other.get('num_threads', '?')} thread(s): {other['filepath']}")
+        warning = oversubscription(threads)
+        if warning:
+            print(f"  {warning}")
     else:
         print(f"C kernel library: not built: {native.why_not_built()}")
     from tinyflow.backends import opencl_runtime
@@ -49,6 +53,22 @@ def info():
         print(f"MPI: {tfl.distributed.library_version()}  (tinyflow launch -n N script.py)")
     except tfl.TinyflowError as err:
         print(f"MPI: not available: {err}")
+
+
+def oversubscription(threads):
+    """A warning when the thread pools in this process (tinyflow's, BLAS, OpenMP) hold more threads than the
+    process has cores, else ''. Their idle threads spin for a while after each call, so two pools sized for
+    every core slow each other down (a kernel waits for a worker the OS gave to another pool's spinning one)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    pools = [("tinyflow", threads["tinyflow"]["threads"])] + [
+        (other.get("internal_api") or other.get("user_api"), other.get("num_threads") or 0) for other in threads["others"]]
+    total = sum(count for _, count in pools)
+    if total <= cores:
+        return ""
+    spelled = " + ".join(f"{name} {count}" for name, count in pools)
+    return (f"oversubscribed: {total} pool threads ({spelled}) for {cores} core(s): the pools slow each other down; "
+            "give BLAS one thread (OPENBLAS_NUM_THREADS=1, set before numpy is imported) or lower "
+            "TINYFLOW_NUM_THREADS so that the pools add up to the cores")
 
 
 def _human(size):

@@ -307,6 +307,28 @@ def test_convolution_of_shifted_planes(c_backend, x_shape, w_shape, stride, padd
     check(c_backend, build(conv.ConvBackInput, grad, w, x, **window), grad, w, x)
 
 
+# depthwise filters (one group per input channel) and pointwise ones (1x1, stride 1, no padding) skip im2col:
+# a direct kernel and a product per image, checked against numpy where im2col would have been used
+@pytest.mark.parametrize("x_shape, w_shape, groups, stride, padding, dilation", [
+    ((2, 3, 7, 6), (3, 1, 3, 3), 3, 1, 1, 1),                   # MobileNet's 3x3 "same"
+    ((1, 4, 9, 8), (4, 1, 3, 3), 4, 2, 1, 1),                   # stride 2
+    ((2, 2, 5, 5), (6, 1, 3, 2), 2, 1, ((2, 0), (1, 3)), 2),    # multiplier 3, uneven pads, dilation
+    ((3, 5, 1, 1), (5, 1, 3, 3), 5, 1, 1, 1),                   # one pixel: only the centre tap
+    ((2, 3, 11), (3, 1, 5), 3, 2, 2, 1),                        # 1-D
+    ((2, 64, 17, 19), (64, 1, 3, 3), 64, 1, 1, 1),              # on the thread pool
+    ((2, 3, 5, 6), (4, 3, 1, 1), 1, 1, 0, 1),                   # pointwise
+    ((1, 7, 3, 5), (2, 7, 1, 1), 1, 1, 0, 1),
+    ((2, 5, 9), (3, 5, 1), 1, 1, 0, 1),                         # pointwise 1-D
+])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_depthwise_and_pointwise_convolutions_skip_im2col(c_backend, monkeypatch, x_shape, w_shape, groups, stride,
+                                                          padding, dilation, dtype):
+    x, w = values(dtype, x_shape), values(dtype, w_shape, seed=1)
+    op = build(conv.Conv, x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    monkeypatch.setattr(c_backend_module, "_im2col", lambda *a: pytest.fail("im2col used"))
+    check(c_backend, op, x, w, tolerance=dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else None)
+
+
 @SETTINGS
 @given(g=geometry, dtype=st.sampled_from(DTYPES), non_contiguous=st.booleans(), ceil_mode=st.booleans())
 def test_pooling_kernels(c_backend, g, dtype, non_contiguous, ceil_mode):

@@ -224,6 +224,16 @@ def test_info_names_the_pool_and_its_threads(capsys):
     assert "tinyflow thread pool" in out and "thread(s)" in out
 
 
+def test_info_warns_when_the_pools_hold_more_threads_than_the_cores(monkeypatch):
+    from tinyflow.cli import oversubscription
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    pools = {"tinyflow": {"threads": 2}, "others": [{"user_api": "blas", "internal_api": "openblas", "num_threads": 2}]}
+    warning = oversubscription(pools)
+    assert "4 pool threads (tinyflow 2 + openblas 2) for 2 core(s)" in warning and "OPENBLAS_NUM_THREADS=1" in warning
+    pools["others"][0]["num_threads"] = 0
+    assert oversubscription(pools) == ""
+
+
 def test_no_kernel_asks_an_openmp_runtime_for_threads():
     """`#pragma omp parallel` is ignored by this build (-fopenmp-simd): a kernel using it would run on one thread."""
     import pathlib

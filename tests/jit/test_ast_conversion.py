@@ -133,13 +133,69 @@ def uses_one_branch_variable(x):
     return y
 
 
+def tuple_or_tensor(x):
+    if tfl.reduce_sum(x) > 0:    # tuple-or-tensor
+        y = (x, x)
+    else:
+        y = x
+    return y[0]
+
+
+def tensor_or_text(x):
+    if tfl.reduce_sum(x) > 0:    # tensor-or-text
+        y = x
+    else:
+        y = "none"
+    return y
+
+
+def two_texts(x):
+    if tfl.reduce_sum(x) > 0:    # two-texts
+        y = "positive"
+    else:
+        y = "negative"
+    return x if y else x
+
+
+def loop_changes_a_structure(x):
+    v = x
+    while tfl.reduce_sum(v) < 10.0:    # changes-structure
+        v = (v, v)
+    return v
+
+
+def loop_changes_a_dict(x):
+    d = {}
+    while tfl.reduce_sum(x) < 10.0:    # changes-a-dict
+        d = {"x": x}
+        x = x + 1.0
+    return x
+
+
+def loop_changes_nothing(x):
+    while tfl.reduce_sum(x) < 10.0:    # changes-nothing
+        pass
+    return x
+
+
 @pytest.mark.parametrize("fn, marker, message", [
     (returns_two_shapes, "    return tfl.concat([x, x], 0)", r"shape \(4,\).*the `return` at .*:\d+ gives shape \(2,\)"),
     (list_grows_in_a_tensor_if, "    if tfl.reduce_sum(x) > 0:\n        ys.append", "list 'ys' grows inside an `if`"),
     (asks_for_a_value, "x * float(", r"float\(\) of a symbolic tensor"),
     (asks_for_numpy, "x.numpy()", r"\.numpy\(\) of a symbolic tensor"),
     (uses_one_branch_variable, "    if tfl.reduce_sum(x) > 0:\n        y = x", "assigned in only one branch"),
-], ids=["return-shapes", "list-append", "float", "numpy", "one-branch"])
+    (tuple_or_tensor, "# tuple-or-tensor", r"variable 'y' is tuple .* in one branch of an `if` on a tensor and a tensor "
+                                           r"of shape \(2,\) .* in the other; give it one structure"),
+    (tensor_or_text, "# tensor-or-text", "variable 'y' is a tensor in one branch of an `if` on a tensor and a str in "
+                                         "the other; make both tensors"),
+    (two_texts, "# two-texts", r"variable 'y' gets different Python values in the two branches of an `if` on a tensor "
+                               r"\('positive' / 'negative'\)"),
+    (loop_changes_a_structure, "# changes-structure", "variable 'v' changes structure in a loop over a tensor"),
+    (loop_changes_a_dict, "# changes-a-dict", r"variable 'd' \(dict\) changes in a loop on a tensor; only tensors "
+                                              "and numbers can be loop variables"),
+    (loop_changes_nothing, "# changes-nothing", "this loop on a tensor changes no variable"),
+], ids=["return-shapes", "list-append", "float", "numpy", "one-branch", "if-structures", "if-tensor-or-text",
+        "if-python-values", "loop-structure", "loop-python-object", "loop-changes-nothing"])
 def test_unconvertible_code_names_the_file_line_and_the_fix(fn, marker, message):
     with open(__file__) as f:
         source = f.read()
@@ -183,3 +239,24 @@ def test_a_tensor_if_inside_a_tensor_while():
     np.testing.assert_allclose(f(np.array([-5.0, 0.0], np.float32)), [-3.0, 2.0])
     ops = {n.op_type for n in f.concrete_programs[0].graph.nodes}
     assert {"Cond", "WhileLoop"} <= ops
+
+
+class SignGate(tfl.nn.Layer):
+    """A user-defined layer whose forward branches on a tensor: called inside a converted function, it is converted."""
+
+    def forward(self, x):
+        if tfl.reduce_sum(x) > 0:
+            return x * 2.0
+        return -x
+
+
+@pytest.mark.parametrize("data", [[1.0, 2.0], [-3.0, 1.0]])
+def test_a_user_layer_called_inside_a_converted_function_is_converted_too(data):
+    gate = SignGate()
+
+    def calls_a_user_layer(x):
+        return gate(x) + 1.0
+    x = np.array(data, np.float32)
+    f = tfl.jit.to_static(calls_a_user_layer)
+    np.testing.assert_allclose(f(x).numpy(), calls_a_user_layer(tfl.tensor(x)).numpy())
+    assert any(n.op_type == "Cond" and n.name.startswith(f"{gate.scope}/") for n in f.concrete_programs[0].graph.nodes)

@@ -143,6 +143,20 @@ def test_enumerate_and_zip_over_a_list_a_tensor_loop_collected():
     check_against_eager(reads_a_collected_list, np.arange(6, dtype=np.float32).reshape(3, 2) / 4)
 
 
+def slices_a_collected_list(x):
+    doubled = []
+    for row in x:
+        doubled.append(row * 2.0)
+    return doubled[1:]
+
+
+def test_slicing_a_collected_list_names_the_line_and_says_what_to_write():
+    line = slices_a_collected_list.__code__.co_firstlineno + 4
+    with pytest.raises(ConversionError, match=rf"test_tensor_loops.py:{line}: a list a tensor loop appended to takes "
+                                              r"one integer index.*tfl.stack\(ys\)"):
+        tfl.jit.to_static(slices_a_collected_list)(np.ones((3, 2), np.float32))
+
+
 def squashed_steps(x, w, n):
     h = x
     for _ in tfl.range(n):

@@ -173,6 +173,38 @@ def test_numpy_fallback_without_a_compiler(monkeypatch, tmp_path):
     assert compiler.STATS["failed"] == failed + 1 and op_types(plan) == ["FusedElementwise"]
 
 
+def test_a_tiered_run_never_waits_for_the_compiler(monkeypatch, tmp_path):
+    """After its first tiered runs a fused kernel compiles on a background thread; the runs meanwhile compute with
+    the members' kernels (same values), and the first run after the compile calls the kernel."""
+    import threading
+    if tfl.backends.get_backend().name != "c":
+        pytest.skip("the background compile is the c backend's (OpenCL builds its programs on the device)")
+    monkeypatch.setenv("TINYFLOW_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TINYFLOW_FUSION_JIT_AFTER", "1")
+    release, compiled_on = threading.Event(), []
+    build = compiler._load_or_build
+
+    def held_build(*args):  # a compile that lasts until the test says so
+        compiled_on.append(threading.current_thread().name)
+        assert release.wait(30), "the run waited for the compiler"
+        return build(*args)
+    monkeypatch.setattr(compiler, "_load_or_build", held_build)
+    x = tfl.Placeholder((40, 30), name="x")
+    y = tfl.tanh(x * 0.375 + 0.0625) * x - 0.8125  # constants of this test alone: a kernel not yet in memory
+    session = tfl.Session(tfl.get_default_graph())
+    value = RNG.standard_normal((40, 30)).astype(np.float32)
+    expected = np.tanh(value * 0.375 + 0.0625) * value - 0.8125
+    for _ in range(4):  # run 1 is the tier's; runs 2-4 happen while the kernel is compiling
+        assert_close(session.run(y, {x: value}), expected)
+    assert compiled_on and compiled_on[0].startswith("tinyflow-compile")
+    kernel = next(step.kernel for step in session.plan([y], {x}).steps if step.node.op_type == "FusedElementwise")
+    assert list(kernel._by_shapes.values()) == [compiler.PENDING]
+    release.set()
+    compiler.wait_for_compiles()
+    assert_close(session.run(y, {x: value}), expected)
+    assert [type(entry) for entry in kernel._by_shapes.values()] == [tuple]  # the compiled kernel and its layout
+
+
 @pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf, 100.0, -60.0])  # -60: a denormal sigmoid
 @pytest.mark.parametrize("size", [1, 255, 256, 257, 1000])
 def test_sigmoid_runs_its_common_form_in_blocks_and_the_full_form_where_a_block_needs_it(size, special, monkeypatch):

@@ -171,9 +171,9 @@ def gemm(a, b, out=None):
     return out
 
 
-def matmul(backend, op, a, b):
+def matmul(backend, op, a, b, out=None):
     """a @ b: the hand-written GEMM if chosen, else BLAS into a recycled buffer (a fresh one costs page faults)."""
-    out = backend.pool.empty((a.shape[0], b.shape[1]), a.dtype)
+    out = backend.pool.empty((a.shape[0], b.shape[1]), a.dtype) if out is None else out
     if backend.use_gemm:
         return gemm(a, b, out)
     return np.matmul(a, b, out=out)
@@ -207,8 +207,21 @@ def _planes(backend, y):
 
 
 def conv(backend, op, x, w):
-    """Convolution as tap-major im2col then one matrix product per group, whose rows are the output planes."""
+    """Convolution: direct kernels for depthwise and pointwise (1x1) filters, else tap-major im2col then one matrix
+    product per group, whose rows are the output planes."""
     geometry = conv_geometry(op, x.shape, w.shape)
+    n, o = x.shape[0], w.shape[0]
+    if op.groups == x.shape[1] and w.shape[1] == 1:
+        # depthwise (MobileNet): per channel a (1 x taps) by (taps x pixels) product, nothing for a GEMM to block
+        out = backend.pool.empty(pooled_shape((n, o) + x.shape[2:], geometry), x.dtype)
+        _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), o // op.groups, *geometry)
+        return out
+    if op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]:
+        # pointwise: each image's (C, H·W) data already is im2col's matrix, and the product is the output's layout
+        out = backend.pool.empty((n, o) + x.shape[2:], x.dtype)
+        for image, planes in zip(x.reshape(n, x.shape[1], -1), out.reshape(n, o, -1)):
+            matmul(backend, None, w.reshape(o, -1), image, planes)
+        return out
     cols = _im2col(backend, x, geometry)
     filters = w.reshape(w.shape[0], -1)
     if op.groups == 1:
@@ -216,7 +229,6 @@ def conv(backend, op, x, w):
     else:
         rows = np.matmul(_per_group(filters, op.groups), _per_group(cols, op.groups)).reshape(w.shape[0], -1)
     backend.pool.recycle(cols)
-    n, o = x.shape[0], w.shape[0]
     out = _swap_leading(backend, rows, n, o, pooled_shape((n, o) + x.shape[2:], geometry))
     backend.pool.recycle(rows)
     return out

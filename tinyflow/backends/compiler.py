@@ -24,7 +24,9 @@ DEFAULT_FLAGS = ["-O3", "-std=gnu99", "-fno-strict-aliasing", "-fno-trapping-mat
 # (load_seconds includes verifying the file; uncached: compiled for this process only; quarantined: files set aside)
 STATS = {"compiled": 0, "loaded_from_disk": 0, "compile_seconds": 0.0, "load_seconds": 0.0, "failed": 0,
          "uncached": 0, "quarantined": 0}
-_loaded = {}
+_loaded = {}  # kernel key -> module, or None: it cannot be compiled
+_pending = {}  # kernel key -> Future of its compile on the background thread
+PENDING = "pending"
 _lock = threading.Lock()
 _warned = []
 cache_dir = disk_cache.folder
@@ -64,18 +66,56 @@ def _accepts_native():
     return result.returncode == 0
 
 
-def load(source, cdef):
+def load(source, cdef, wait=True):
     """The cffi module (with .ffi and .lib) of this C source: from memory, from disk, or compiled now; None when it
-    cannot be compiled (no compiler): the caller then computes with numpy."""
+    cannot be compiled (no compiler): the caller then computes with numpy. With wait=False a kernel not in memory
+    yet is loaded or compiled on a background thread and PENDING is returned until it is ready (a run never waits
+    for the compiler: the caller runs what it ran before, and asks again next time)."""
     flags = compile_flags()
     key = disk_cache.kernel_key(source, flags)
     module = _loaded.get(key)
     if module is not None:
         return module
     with _lock:
+        if key in _loaded:
+            return _loaded[key]
+        if not wait:
+            if key not in _pending:
+                _pending[key] = _background().submit(_load_into_memory, key, source, cdef, flags)
+            return PENDING
+        future = _pending.get(key)
+    if future is not None:  # already compiling in the background: wait for that compile rather than start another
+        future.result()
+        return _loaded[key]
+    with _lock:
         if key not in _loaded:
             _loaded[key] = _load_or_build(f"tf_fused_{key}", source, cdef, flags)
         return _loaded[key]
+
+
+def _load_into_memory(key, source, cdef, flags):
+    module = None
+    try:
+        module = _load_or_build(f"tf_fused_{key}", source, cdef, flags)
+    finally:  # an unexpected error leaves numpy computing the kernel, as a failed compile does
+        with _lock:
+            _loaded[key] = module
+            del _pending[key]
+
+
+@functools.lru_cache(maxsize=None)
+def _background():
+    """The one thread compiling kernels for runs that do not wait (one at a time: the runs keep the other cores)."""
+    from concurrent.futures import ThreadPoolExecutor
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="tinyflow-compile")
+
+
+def wait_for_compiles():
+    """Block until every kernel compiling in the background is loaded (tests, and benchmarks that time warm runs)."""
+    with _lock:
+        futures = list(_pending.values())
+    for future in futures:
+        future.result()
 
 
 def _load_or_build(name, source, cdef, flags):

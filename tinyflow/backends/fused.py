@@ -2,8 +2,10 @@
 
 Tiered: a node that runs once or twice is not worth a compile, so its first $TINYFLOW_FUSION_JIT_AFTER runs
 (default 2) use the backend's kernels member by member; then the kernel for the run's input shapes is generated
-(c_codegen.py), built or found in the disk cache, and called. How each input is read, the output viewed as
-(outer, inner): "full", "scalar", "row" (repeated over the leading axes: index c), "col" (repeated along the
+(c_codegen.py), built or found in the disk cache on a background thread while the members' kernels go on
+running, and called from the first run after it is ready (a run never waits for the compiler).
+
+How each input is read, the output viewed as (outer, inner): "full", "scalar", "row" (repeated over the leading axes: index c), "col" (repeated along the
 trailing axes: index r), "col%n" (n values in the middle axes, as a conv bias (1, C, 1, 1) against (N, C, H, W):
 index r % n), or "expand" (a broadcast none of these fits: expanded to a full array before the call).
 """
@@ -111,6 +113,7 @@ class CFusedKernel(FusedKernel):
         super().__init__(node, backend)
         self.empty = backend.pool.empty
         self.small = backend.small_size // 4  # below it numpy may win (see NUMPY_MAX_MEMBERS)
+        self._sources = {}  # input kinds -> (C source, declaration): generated once, also while it compiles
 
     def __call__(self, *values):
         if self.runs < self.threshold:
@@ -118,9 +121,12 @@ class CFusedKernel(FusedKernel):
             return self.unfused(*values)
         # plain loops and no dtype.name (numpy computes it in Python): this runs once per step of every run
         arrays = [v if isinstance(v, np.ndarray) else np.asarray(v) for v in values]
-        entry = self._by_shapes.get(tuple([a.shape for a in arrays]), False)
-        if entry is False:
-            entry = self._by_shapes[tuple([a.shape for a in arrays])] = self._prepare(arrays)
+        shapes = tuple([a.shape for a in arrays])
+        entry = self._by_shapes.get(shapes, False)
+        if entry is False or entry is compiler.PENDING:
+            entry = self._by_shapes[shapes] = self._prepare(arrays)
+        if entry is compiler.PENDING:  # compiling in the background: the members' kernels run meanwhile
+            return self.unfused(*values)
         if entry is _SMALL:  # a C call costs more than numpy's few small loops
             return self.node.compute(*arrays)
         dtype = self.node.dtype
@@ -149,9 +155,12 @@ class CFusedKernel(FusedKernel):
         if math.prod(out_shape) < self.small and len(self.node.members) <= NUMPY_MAX_MEMBERS:
             return _SMALL
         generated = tuple("full" if k == "expand" else k for k in kinds)
-        module = compiler.load(c_source(self.node, generated), c_declaration(self.node, generated))
-        if module is None:
-            return None
+        if generated not in self._sources:
+            self._sources[generated] = c_source(self.node, generated), c_declaration(self.node, generated)
+        # a tiered kernel compiles in the background; with no tiering ($TINYFLOW_FUSION_JIT_AFTER=0) before its run
+        module = compiler.load(*self._sources[generated], wait=self.threshold == 0)
+        if module is None or module is compiler.PENDING:
+            return module
         if not hasattr(module, "parallel"):  # the C library's thread pool, shared by every generated kernel
             address = native.ffi.cast("uintptr_t", native.ffi.addressof(native.lib, "tf_parallel_for"))
             module.parallel = module.ffi.cast("void *", int(address))

@@ -1,8 +1,6 @@
 """convert_ifelse: a converted `if` runs one branch for a Python condition and builds tfl.cond for a tensor.
 
-The two branches run as graphs (Subgraph.trace); then each variable's two values are paired into the cond's outputs
-(`_Merge`): numbers become constants in their branch, and a value one branch lacks (a return value before its `return`
-ran) an UndefinedValue of the other's type.
+Both branches are traced as graphs, then each variable's two values paired into the cond's outputs (`_Merge`).
 """
 import numpy as np
 
@@ -27,9 +25,8 @@ _WHERE = {None: "an `if` on a tensor", "stops": _AFTER.format("break` or `return
 def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):
     """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables.
 
-    `escape` marks the `if not <flag>:` guarding the rest of a block (escapes.py) after a `continue` ("continues") or a
-    `break` or `return` ("stops": a list may get one value appended in it, which a tensor loop collects unless it was
-    skipped)."""
+    `escape` marks the guard of the code after a `continue` ("continues"), or a `break` or `return` ("stops": a tensor
+    loop collects a value a list gets appended there, unless it was skipped)."""
     where, collects = _WHERE[escape], escape == "stops"
     if not isinstance(test, Node):
         return true_fn(*values) if test else false_fn(*values)
@@ -37,21 +34,18 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):
     results, changed, lists, appended = {}, {}, Lists(names, values), []
 
     def branch(fn, label):
-        def build():
-            with region(where) as record:
-                results[label] = current(tuple(fn(*values)))
-                changed[label] = dict(record.changed_outside())  # tensors from outside changed in place
-            for _, array, items in lists.lists if collects and label == "true" else ():
-                if len(array) == len(items) + 1 and isinstance(array[-1], (Node, Guarded)):
-                    appended.append((array, array.pop()))
-            lists.check(site, where)
-            nodes = [leaf for value in results[label] for leaf in flatten(value)[0] if isinstance(leaf, Node)]
-            return nodes or [as_node(False)]  # provisional: the outputs are set once both branches are known
-        return build
-    graph = get_default_graph()
-    with graph.name_scope("if"):
-        true_branch = Subgraph.trace(branch(true_fn, "true"), scope="true")
-        false_branch = Subgraph.trace(branch(false_fn, "false"), scope="false")
+        with region(where) as record:
+            results[label] = current(tuple(fn(*values)))
+            changed[label] = dict(record.changed_outside())  # tensors from outside changed in place
+        for _, array, items in lists.lists if collects and label == "true" else ():
+            if len(array) == len(items) + 1 and isinstance(array[-1], (Node, Guarded)):
+                appended.append((array, array.pop()))
+        lists.check(site, where)
+        nodes = [leaf for value in results[label] for leaf in flatten(value)[0] if isinstance(leaf, Node)]
+        return nodes or [as_node(False)]  # provisional: the outputs are set once both branches are known
+    with get_default_graph().name_scope("if"):
+        true_branch = Subgraph.trace(lambda: branch(true_fn, "true"), scope="true")
+        false_branch = Subgraph.trace(lambda: branch(false_fn, "false"), scope="false")
         merge = _Merge(true_branch, false_branch, site)
         merged = [merge.variable(name, a, b) for name, a, b in zip(names, results["true"], results["false"])]
         objects = []  # tensors from outside a branch changed in place: their newest values join too
@@ -73,10 +67,10 @@ def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):
                 joined(out, a, b)
     for obj, value in objects:
         if isinstance(obj, list):
-            obj.append(Guarded(*(v.resolve(outputs) for v in value)))
+            obj.append(Guarded(*(_filled(v, outputs) for v in value)))
         else:
-            record(obj, value.resolve(outputs) if isinstance(value, _Pending) else value)
-    return tuple(v.resolve(outputs) if isinstance(v, _Pending) else v for v in merged)
+            record(obj, _filled(value, outputs))
+    return tuple(_filled(v, outputs) for v in merged)
 
 
 def convert_ifexp(test, true_fn, false_fn, site):
@@ -85,18 +79,14 @@ def convert_ifexp(test, true_fn, false_fn, site):
     return convert_ifelse(test, lambda _: (true_fn(),), lambda _: (false_fn(),), (None,), (value,), site)[0]
 
 
-class _Pending:
-    """A merged variable whose tensors are outputs of the cond still to be built."""
-
-    def __init__(self, structure, leaves):
-        self.structure, self.leaves = structure, leaves  # leaves: Python values, or indices of cond outputs
-
-    def resolve(self, outputs):
-        return rebuild(self.structure, iter(outputs[v] if isinstance(v, _Slot) else v for v in self.leaves))
-
-
 class _Slot(int):
-    """The index of a cond output among a pending variable's leaves."""
+    """The index of a cond output, standing for it in a merged variable until the cond is built."""
+
+
+def _filled(value, outputs):
+    """A merged variable with the cond's outputs in place of its _Slots (its lists filled in place)."""
+    leaves, structure = flatten(value)
+    return rebuild(structure, iter(outputs[v] if isinstance(v, _Slot) else v for v in leaves), into=value)
 
 
 CHANGED = "<a tensor changed in place>"
@@ -130,7 +120,7 @@ class _Merge:
         if structure != structure_b:
             raise ConversionError(f"{self.site}: variable '{shown(name)}' is {describe(a)} in one branch of an "
                                   f"`if` on a tensor and {describe(b)} in the other; give it one structure")
-        return _Pending(structure, [self.leaf(name, x, y) for x, y in zip(leaves_a, leaves_b)])
+        return rebuild(structure, iter([self.leaf(name, x, y) for x, y in zip(leaves_a, leaves_b)]))
 
     def leaf(self, name, a, b):
         if _missing(a) and _missing(b):
@@ -142,23 +132,20 @@ class _Merge:
                                   f"of shape {tensor.shape}, but on other paths the function returns None (it ends "
                                   "without `return`, or returns no value); when the path depends on a tensor, return "
                                   "a tensor on every path")
-        if any(graphish):
-            for v, is_graph in zip((a, b), graphish):
-                if not is_graph and not isinstance(v, NUMBERS):
-                    raise ConversionError(f"{self.site}: variable '{shown(name)}' is a tensor in one branch of an "
-                                          f"`if` on a tensor and a {type(v).__name__} in the other; make both tensors")
-        elif same_value(a, b):
+        python = [v for v, is_graph in zip((a, b), graphish) if not is_graph and not isinstance(v, NUMBERS)]
+        if not any(graphish) and same_value(a, b):
             return a
-        elif not isinstance(a, NUMBERS) or not isinstance(b, NUMBERS):
+        if python and any(graphish):
+            raise ConversionError(f"{self.site}: variable '{shown(name)}' is a tensor in one branch of an `if` on a "
+                                  f"tensor and a {type(python[0]).__name__} in the other; make both tensors")
+        if python:
             raise ConversionError(f"{self.site}: variable '{shown(name)}' gets different Python values in the two "
                                   f"branches of an `if` on a tensor ({a!r} / {b!r}); make it a tensor (tfl.Constant) "
                                   "or compute it outside the `if`")
         like = next((v for v in (a, b) if isinstance(v, Node) and not _missing(v)), None)
-        if like is None:  # numbers on both sides (a flag, a count): a tensor of their common type
-            numbers = [v for v in (a, b) if not _missing(v)]
-            shape, dtype = (), np.result_type(*[default_dtype_for(v) for v in numbers])
-        else:
-            shape, dtype = like.shape, like.dtype
+        # numbers on both sides (a flag, a count) make a tensor of their common type
+        shape, dtype = (like.shape, like.dtype) if like is not None else \
+            ((), np.result_type(*[default_dtype_for(v) for v in (a, b) if not _missing(v)]))
         a, b = self.in_branch(0, a, shape, dtype), self.in_branch(1, b, shape, dtype)
         if name == RETURN_VALUE and not (a.dtype == b.dtype and shapes_compatible(a.shape, b.shape)):
             (here, x), (there, y) = sorted(((getattr(v, "return_site", None) or self.site, v) for v in (a, b)),
@@ -171,8 +158,7 @@ class _Merge:
         return _Slot(len(self.pairs) - 1)
 
     def in_branch(self, side, value, shape, dtype):
-        """`value` as an output node of branch `side`: numbers become constants there, and a missing value an
-        UndefinedValue of the type the other branch gives (no path reads it)."""
+        """`value` as an output node of branch `side` (a constant, or an UndefinedValue typed like the other side)."""
         if isinstance(value, Node) and not is_typeless(value):
             return value
         branch = self.branches[side]

@@ -5,11 +5,9 @@
     else:                         (y,) = _jit.convert_ifelse(x_sum > 0, _true, _false, (_jit.ld(lambda: y),), ...)
         y = -x
 
-After escapes.py made `return`/`break`/`continue` flags, the helpers here and in branches.py / loops.py keep Python's
-semantics for Python values and build tfl.cond / tfl.while_loop for graph nodes. Comparisons, `and`/`or`/`not`,
-`bool()`/`int()`/`float()`, `len()`, `range()` and `.numpy()` go through helpers too, so a symbolic value never silently
-becomes a Python constant (a ConversionError names the user's file and line). Called user functions are converted too;
-each converted function is cached per code object.
+After escapes.py made `return`/`break`/`continue` flags, the helpers keep Python's semantics for Python values and build
+graph ops for graph nodes; comparisons, `and`/`or`/`not`, builtins and `.numpy()` go through helpers too, so a symbolic
+value never silently becomes a Python constant. Called user functions are converted too, once per code object.
 """
 import ast
 import builtins
@@ -110,10 +108,8 @@ def convert_chain(site, left, *steps):
     for op, right_fn in steps:
         right = right_fn()
         python, graph = _COMPARE[op]
-        if isinstance(left, Node) or isinstance(right, Node):
-            part = getattr(elementwise_ops, graph)(left, right)
-        else:
-            part = python(left, right)
+        graph_operands = isinstance(left, Node) or isinstance(right, Node)
+        part = getattr(elementwise_ops, graph)(left, right) if graph_operands else python(left, right)
         result = part if result is None else convert_boolop(True, result, lambda: part, site)
         if not isinstance(result, Node) and not result:
             return result
@@ -135,9 +131,7 @@ def convert_boolop(is_and, left, right_fn, site):
 
 def convert_not(value, site):
     """`not a`: Python's for Python values; logical not for graph nodes."""
-    if not isinstance(value, Node):
-        return not value
-    return equal(as_bool(value, site), False)
+    return equal(as_bool(value, site), False) if isinstance(value, Node) else not value
 
 
 def convert_assert(test, message_fn, site):
@@ -153,8 +147,8 @@ def convert_assert(test, message_fn, site):
 
 # ---------------------------------------------------------------- the AST rewrite
 def _assigned_names(statements, local_names=()):
-    """Names a block assigns (not in nested scopes), then the `local_names` lists it appends to: a tensor branch or loop
-    carries them (a global's or an attribute's list is left alone: appending changes it, whoever holds it)."""
+    """Names a block assigns, then the `local_names` lists it appends to (not a global's or an attribute's list: an
+    append changes it, whoever holds it)."""
     names, grown = [], []
     for node in (n for statement in statements for n in walk_here(statement, root=False)):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -265,7 +259,7 @@ class _Rewriter(ast.NodeTransformer):
 
     # -- assignments ------------------------------------------------------------------
     def visit_AugAssign(self, node):
-        """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace_tracing.py)."""
+        """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace_tracing)."""
         target = node.target
         if type(node.op).__name__ not in OPS or not (isinstance(target, ast.Name) or _simple(target)):
             self.generic_visit(node)
@@ -342,8 +336,7 @@ def site_of(filename, line):
 
 
 def _factory(fn):
-    """The converted `fn`'s factory (of the helpers and closure values), compiled once; _NO_SOURCE or None (run it as
-    written)."""
+    """The converted `fn`'s factory (of the helpers and closure values), compiled once; _NO_SOURCE or None."""
     code = fn.__code__
     if code in _CACHE:
         return _CACHE[code]

@@ -3,11 +3,9 @@
     f = tfl.jit.to_static(layer)
     loss = tfl.nn.mse_loss(f(x), y); loss.backward(); opt.step()   # as if layer(x) had run eagerly
 
-When grad mode is on and the program is a pure function (no state change, evaluation mode) with one floating-point
-output that depends on something requiring grad, the call becomes a `RunProgram` op: its forward runs the cached plan,
-its gradient the program's backward graph (built once by graph-mode autodiff), seeded with the incoming gradient. With
-`create_graph=True` each gradient is itself a recorded call of the backward graph, so it can be differentiated again
-(loops too).
+With grad mode on, a call of a pure program (no state change, evaluation mode) with one floating-point output is a
+`RunProgram` op: its forward runs the cached plan, its gradient the program's backward graph (built once by graph-mode
+autodiff). With `create_graph=True` each gradient is a recorded call of the backward graph, differentiable again.
 """
 import numpy as np
 
@@ -41,8 +39,7 @@ class GraphFunction:
         return feed
 
     def derivatives(self):
-        """Per input, then per parameter: the GraphFunction of the output's gradient for it (None where there is none),
-        a function of the inputs and, last, the gradient seeding the output."""
+        """Per input, then per parameter: the GraphFunction (of the inputs and the output's seed) of its gradient."""
         if self._derivatives is None:
             graph = self.output.graph
             start = len(graph.nodes)

@@ -15,11 +15,9 @@ escape sets a flag, the rest of its block is guarded by an `if` on that flag, an
                                                           total = total + x[i]
                                                           i = i + 1
 
-`return v` becomes `_tfl_retval = v; _tfl_returned = True`, and the function ends with `return _tfl_retval`. With Python
-conditions the flags are Python bools and the code does what the original did; with tensor conditions they are tensors,
-the guards become conds and the flags loop variables. A loop's `else:` runs when its break flag is not set. Only blocks
-that contain an escape are rewritten; nested functions are left alone. Also here: the AST builders the conversion
-(convert.py) shares.
+`return v` sets `_tfl_retval` and `_tfl_returned`, and the function ends with `return _tfl_retval`. With tensor
+conditions the flags are tensors, the guards conds and the flags loop variables; with Python ones, Python bools. Also
+here: the AST builders convert.py shares.
 """
 import ast
 
@@ -65,9 +63,7 @@ def escapes_in(statements):
     """{"return", "break", "continue"} ∩ what the statements may do (a nested loop's own break/continue left out)."""
     found = set()
     for node in statements:
-        if isinstance(node, ast.Return):
-            found.add("return")
-        elif isinstance(node, (ast.Break, ast.Continue)):
+        if isinstance(node, (ast.Return, ast.Break, ast.Continue)):
             found.add(type(node).__name__.lower())
         elif isinstance(node, (ast.While, ast.For)):  # a loop's else belongs to the enclosing block
             found |= escapes_in(node.body) & {"return"} | escapes_in(node.orelse)
@@ -127,9 +123,9 @@ class Lowering:
         """(statements replacing `node`, the flags they may set)."""
         if isinstance(node, ast.Return) and "return" in flags:
             return self.returning(node.value, node.lineno), {RETURNED}
-        for kind, statement in (("break", ast.Break), ("continue", ast.Continue)):
-            if isinstance(node, statement) and kind in flags:
-                return [assign(flags[kind], ast.Constant(True))], {flags[kind]}
+        kind = type(node).__name__.lower()
+        if isinstance(node, (ast.Break, ast.Continue)) and kind in flags:
+            return [assign(flags[kind], ast.Constant(True))], {flags[kind]}
         if isinstance(node, ast.While) and any(isinstance(n, ast.NamedExpr) for n in ast.walk(node.test)):
             node = self.test_in_body(node)
         if isinstance(node, (ast.While, ast.For)):
@@ -150,8 +146,7 @@ class Lowering:
         return self.block(statements, flags), may_set
 
     def test_in_body(self, node):
-        """`while (v := f()) < n: body` becomes `while True: if not ((v := f()) < n): break; body`, so that `v` is
-        assigned where the loop's variables are (a test is a function of its own once converted)."""
+        """`while (v := f()) < n: body` as `while True: if not ((v := f()) < n): break; body` (v a loop variable)."""
         if node.orelse:
             raise ConversionError(f"{self.site_of(node.lineno)}: `:=` in the test of a `while` that has an `else:`; "
                                   "assign the value before the loop and again at the end of its body")

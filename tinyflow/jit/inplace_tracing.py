@@ -1,13 +1,9 @@
 """In-place updates under to_static: `a += v` changes the tensor object `a` holds, for every name holding it.
 
-An eager Tensor is an object whose value an in-place op replaces; a graph node is a value. So, as PyTorch's
-functionalization does, `a += v` builds `a + v` (in a's dtype and shape) and records it as the newest value of a's
-object: an op reading that object later, through any name, list or attribute, reads the newest value
-(nodes.node.Newest). A tensor `if` merges what its branches changed (one more cond output); a loop variable changed in
-place keeps its object if the body never rebinds it. What tracing cannot know is *spoiled*, a ConversionError if read
-again: an object a loop both changes in place and rebinds, or the tensors a name may hold after a tensor `if` rebound it
-on one side only. Arguments, Variables and eager Tensors from outside never change in place (the caller's tensors would
-not), nor does an outer tensor inside a loop other than through a loop variable.
+As PyTorch's functionalization does, `a += v` builds `a + v` (in a's dtype and shape) and records it as the newest value
+of a's object, which every later read through any name, list or attribute sees (nodes.node.Newest); tensor `if`s and
+loops merge what their bodies changed. What tracing cannot know is *spoiled*, a ConversionError if read again.
+Arguments, Variables and eager Tensors from outside never change in place (the caller's tensors would not).
 """
 import contextlib
 import operator

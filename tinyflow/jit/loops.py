@@ -1,11 +1,8 @@
 """convert_while / convert_for: converted loops run in Python over Python values, as tfl.while_loop over tensors.
 
-    convert_while   a Python loop while the test is a Python bool; tfl.while_loop once it is a tensor.
-    convert_for     a Python iterable: a Python loop.  A tensor, tfl.range(n), enumerate / zip of those:
-                    a tfl.while_loop over the position k (control_flow/sequences.py).
-
-The tensors among the variables become the loop's variables; numbers become tensors; other Python values must not
-change. A list appended to once per iteration is collected on a stack (tensor_lists.py).
+A `for` over a tensor, tfl.range(n), or enumerate / zip of those loops over the position k (control_flow/sequences.py).
+The tensors among the variables become the loop's variables, numbers become tensors, other Python values must not
+change; a list appended to once per iteration is collected on a stack (tensor_lists.py).
 """
 import numpy as np
 
@@ -34,9 +31,7 @@ def convert_while(test_fn, body_fn, values, names, site):
 
 
 def convert_for(iterable, extra_test, body_fn, values, names, site):
-    """A Python loop over a Python iterable; a tfl.while_loop over a tensor sequence (tfl.range, rows, ...).
-
-    `extra_test(*values)` (or None) is the loop's `break` / `return` flag test: False stops the loop."""
+    """A Python loop over a Python iterable, a tfl.while_loop over a tensor sequence; `extra_test`: the break flags'."""
     sequence = tensor_sequence(iterable)
     if sequence is not None:
         def test(k, *loop):
@@ -65,15 +60,12 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
 
 
 class _Restructure(Exception):
-    """A variable without a value before the loop turned out to hold a tuple/list: trace the loop again (its args: the
-    variable's index and structure)."""
+    """A variable without a value before the loop holds a tuple/list in it: trace again (args: its index, structure)."""
 
 
 def graph_loop(test_fn, body_fn, values, names, site):
-    """tfl.while_loop over the tensors among `values` (numbers become tensors; other Python values must not change).
-
-    A variable first assigned inside the loop takes the type the body gives it; if the body makes it a tuple or list,
-    the loop is traced again with that structure (the first trace's nodes are dropped)."""
+    """tfl.while_loop over the tensors and numbers among `values`; a variable first assigned inside the loop takes the
+    type the body gives it (a tuple or list: the loop is traced again with that structure)."""
     values = list(current(tuple(values)))
     graph = get_default_graph()
     lists = Lists(names, values)
@@ -102,8 +94,7 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
               leaf if isinstance(leaf, Node) else as_node(leaf) for leaf, c in zip(all_leaves, carries) if c]
 
     def with_loop_values(loop):
-        """The variables holding `loop`'s values; a list is filled in place, so that it stays the object every name,
-        attribute or argument holding it sees."""
+        """The variables holding `loop`'s values (lists filled in place: the object every name holding it sees)."""
         carried = iter(loop)
         leaves = iter([next(carried) if c else leaf for leaf, c in zip(all_leaves, carries)])
         return [rebuild(structure, leaves, into=value) for value, (_, structure) in zip(values, flat)]

@@ -1,9 +1,7 @@
 """An op's constructor attributes, generically: read them from a node, rebuild the op from them.
 
-An op class is built as `OpClass(*input_nodes, **attributes)`. Its `__init__` signature names the attributes (every
-parameter that is not an input node and not `name`), and the op keeps each one as `self.<param>` (or under the alias
-below when the name collides with a node property or the op normalises it). So saving and loading a graph need no per-op
-code; an op that does not follow the convention is reported by name.
+An op is built as `OpClass(*input_nodes, **attributes)`; its `__init__` parameters that are not inputs are attributes,
+kept as `self.<param>` (or under an alias below). So saving and loading a graph need no per-op code.
 """
 import inspect
 
@@ -75,7 +73,7 @@ def op_attributes(op):
             raise TypeError(f"op type '{cls.op_type}': constructor parameter '{p.name}' clashes with a node "
                             "property; add an alias to tinyflow.jit.ops_io.ALIASES")
         value = getattr(op, attr, None)
-        if value is not None and not _is_nodes(value) and hasattr(op, attr):
+        if value is not None and not _is_nodes(value):
             attrs[p.name] = value
         elif p.default is not inspect.Parameter.empty:
             attrs[p.name] = p.default
@@ -94,16 +92,13 @@ def build_op(op_type, inputs, attrs, name=None):
                               "(a newer tinyflow, or a custom op whose module must be imported before loading)")
     params = [p for p in _signature(cls) if p.name not in attrs]
     args, kwargs, rest = [], {}, list(inputs)
-    for i, p in enumerate(params):
+    for p in params:
         if p.kind == p.VAR_POSITIONAL:
             args.extend(rest)
             rest = []
-        elif p.name in _INPUT_LISTS:
-            singles_after = sum(1 for q in params[i + 1:] if q.kind != q.VAR_POSITIONAL
-                                and (cls.op_type, q.name) not in OPTIONAL_INPUTS)
-            take = len(rest) - singles_after
-            args.append(rest[:take])
-            rest = rest[take:]
+        elif p.name in _INPUT_LISTS:  # a list of inputs takes the rest: no op has an input after its list
+            args.append(rest)
+            rest = []
         elif (cls.op_type, p.name) in OPTIONAL_INPUTS:
             if rest:
                 kwargs[p.name] = rest.pop(0)

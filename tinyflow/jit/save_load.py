@@ -3,9 +3,8 @@
     tfl.jit.save(model, "out/model", input_spec=[InputSpec([None, 13])])   # out/model.json + out/model.npz
     m = tfl.jit.load("out/model"); m(x)    # no model code needed: ops come from tinyflow's op registry
 
-Loading never runs code from the files: the JSON names registered op types and plain attribute values, the .npz holds
-numeric arrays read with allow_pickle=False, and anything unexpected (unknown op types, bad JSON, wrong shapes, missing
-parameters, paths, oversized files) is a CheckpointError.
+Loading never runs code from the files (registered op types, plain attribute values, numeric arrays without pickle);
+anything unexpected in them is a CheckpointError.
 """
 import json
 import os
@@ -93,9 +92,6 @@ def _node_json(node, arrays):
             entry["trainable"] = node.trainable
     elif not isinstance(node, Operation):
         raise TinyflowError(f"cannot save node {node!r} of kind {type(node).__name__}")
-    elif getattr(node, "stateful", False):
-        raise TinyflowError(f"cannot save {node.op_type} '{node.name}': a saved program must not change state "
-                            "(save the model's forward function, not a training step)")
     elif node.op_type == "Cond":
         entry.update(type="Cond", control_flow={"true": _subgraph_json(node.true_branch),
                                                 "false": _subgraph_json(node.false_branch)})
@@ -114,20 +110,22 @@ def _node_json(node, arrays):
 def save(layer_or_fn, path, input_spec=None):
     """Trace `layer_or_fn` (evaluation mode) and write `path`.json (graph) and `path`.npz (parameters)."""
     program = _program_of(layer_or_fn, input_spec)
-    if program.side_effects:
-        raise TinyflowError(f"cannot save {program.fn_name}: it changes state ({program.side_effects[0].op_type} "
-                            f"'{program.side_effects[0].name}'); a saved program must not change state (save the "
-                            "model's forward function, not a training step)")
     bad = [o for o in program.outputs if not isinstance(o, Node)]
     if bad:
         raise TinyflowError(f"jit.save can only save tensor outputs; {program.fn_name} also returns {bad[0]!r}")
+    nodes = _nodes_of(program.outputs)
+    changes = program.side_effects + [n for n in nodes if getattr(n, "stateful", False)]
+    if changes:
+        raise TinyflowError(f"cannot save {program.fn_name}: it changes state ({changes[0].op_type} "
+                            f"'{changes[0].name}'); a saved program must not change state (save the model's forward "
+                            "function, not a training step)")
     json_path, npz_path = _paths(path)
     arrays = {}
     description = {
         "format": FORMAT, "version": VERSION,
         "inputs": [{"node": p.name, "spec": s.to_json()} for p, s in zip(program.inputs, program.specs)],
         "outputs": [o.name for o in program.outputs], "single_output": program.structure is None,
-        "nodes": [_node_json(n, arrays) for n in _nodes_of(program.outputs)], "parameters": os.path.basename(npz_path),
+        "nodes": [_node_json(n, arrays) for n in nodes], "parameters": os.path.basename(npz_path),
     }
     os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
     with open(json_path, "w") as f:

@@ -3,11 +3,9 @@
     f = tfl.jit.to_static(model, input_spec=[InputSpec([None, 13], "float32", "x")])
     f(x)   # first call: trace (build a Graph on Placeholders) and compile; later calls: run the cached plan
 
-Two caches, as in Paddle: the conversion cache (one AST-converted function per Python function, in convert.py) and the
-program cache here (one ConcreteProgram per input signature: tensor shapes with the spec's None dims, dtypes, non-tensor
-argument values and the training flag), capped at MAX_PROGRAMS, least recently used first out. Every retrace is logged
-on the "tinyflow.jit" logger with the reason ("x dim 0: 4 → 5"). Numpy arrays or eager Tensors go in, Tensors come
-out; a call on Tensors with grad enabled can be one op of eager autograd (eager_call.py).
+Programs are cached per signature (tensor shapes with the spec's None dims, dtypes, other arguments' values, the
+training flag), at most MAX_PROGRAMS, least recently used first out; each retrace is logged on "tinyflow.jit" with its
+reason ("x dim 0: 4 → 5"). Functions are converted once per code object (convert.py).
 """
 import functools
 import inspect
@@ -138,9 +136,7 @@ class StaticFunction:
         """The ConcreteProgram serving these arguments (traced now if needed). Args may be arrays or InputSpecs."""
         return self._program_for(args, kwargs)[0]
 
-    def graph(self, *args, **kwargs):
-        """The traced program for these arguments (its .graph, .inputs, .fetches; draw it with tfl.viz)."""
-        return self.get_concrete_program(*args, **kwargs)
+    graph = get_concrete_program  # its .graph, .inputs, .fetches (draw them with tfl.viz)
 
     @property
     def concrete_programs(self):
@@ -296,21 +292,21 @@ def _why(old, new):
     reasons = [f"training: {old_training} → {new_training}"] if old_training != new_training else []
     for a, b in zip((leaf for entry in old_entries for leaf in entry[2]), (leaf for e in new_entries for leaf in e[2])):
         name = b[1]
-        if a[0] != b[0]:
-            reasons.append(f"{name}: {'a tensor' if a[0] == 'tensor' else repr(a[2])} → "
-                           f"{'a tensor' if b[0] == 'tensor' else repr(b[2])}")
-        elif a[0] == "value" and a[2:] != b[2:]:
-            reasons.append(f"{name}: {a[2]!r} → {b[2]!r}")
-        elif a[0] == "tensor":
-            if len(a[2]) != len(b[2]):
-                reasons.append(f"{name} rank: {len(a[2])} → {len(b[2])}")
-            else:
-                reasons += [f"{name} dim {i}: {x} → {y}" for i, (x, y) in enumerate(zip(a[2], b[2])) if x != y]
-            if a[3] != b[3]:
-                reasons.append(f"{name} dtype: {a[3]} → {b[3]}")
+        if a[0] == b[0] == "tensor" and len(a[2]) != len(b[2]):
+            reasons.append(f"{name} rank: {len(a[2])} → {len(b[2])}")
+        elif a[0] == b[0] == "tensor":
+            reasons += [f"{name} dim {i}: {x} → {y}" for i, (x, y) in enumerate(zip(a[2], b[2])) if x != y]
+        elif a[2:] != b[2:]:
+            reasons.append(f"{name}: {_shown(a)} → {_shown(b)}")
+        if a[0] == b[0] == "tensor" and a[3] != b[3]:
+            reasons.append(f"{name} dtype: {a[3]} → {b[3]}")
     if len(old_entries) != len(new_entries) or old_n != new_n:
         reasons.append(f"number of arguments: {len(old_entries)} → {len(new_entries)}")
     return "; ".join(reasons) or "a new signature"
+
+
+def _shown(leaf):
+    return "a tensor" if leaf[0] == "tensor" else repr(leaf[2])
 
 
 def to_static(function=None, input_spec=None):

@@ -6,10 +6,9 @@
         ys.append(h)          # the loop pushes h at every iteration (WhileLoop.record)
     out = tfl.concat(ys, 0)   # ys: its items before the loop, then one Stacked item (the rows of all iterations)
 
-The list stays the same object (every name, attribute or argument holding it sees the values): after the loop it holds a
-`Stacked` item standing for the rows. tfl.concat / tfl.stack / tfl.add_n of it, len(ys), ys[i] and `for y in ys` work as
-on the list eager code builds; gradients flow through the stack (StackToTensor's gradient is a stack of rows, which
-seeds the appended value at each iteration). enumerate / zip / range / len and x[i] take tensors too.
+The list stays the same object (every name holding it sees the values). tfl.concat / stack / add_n of it, len(ys), ys[i]
+and `for y in ys` work as on the list eager code builds, gradients included (StackToTensor's gradient: a stack of rows).
+enumerate / zip / range / len and x[i] take tensors too.
 """
 import builtins
 
@@ -54,8 +53,7 @@ class Stacked(_ListItem):
 
 
 class Guarded(_ListItem):
-    """A value appended after a `break` on a tensor (escapes.py): `valid` tells whether the append ran; the tensor loop
-    that collects it drops the last iteration's row when it did not (a break ends the loop)."""
+    """A value appended after a `break` on a tensor, and whether the append ran (else the loop drops its last row)."""
 
     misuse = ("a list got a value appended after a `break` on a tensor, in a loop that is not a loop over a tensor; "
               "loop over a tensor (tfl.range(n)), or append before the break")
@@ -70,17 +68,16 @@ def collected(values):
 
 
 def stack_collected(loop_op, values, appended):
-    """Append to `values` (in place) the Stacked rows of `appended`, the node (or Guarded node) of the loop body a loop
-    collects."""
+    """Append to `values` the Stacked rows of `appended`, the (Guarded) node of the loop's body that it collects."""
     def rows(node):
         stack_ = loop_op.output(loop_op.stack_index(loop_op.record(node)), name="collected")
         return StackToTensor(stack_, node.shape, node.dtype, name="stacked")
-    if not isinstance(appended, Guarded):
+    if isinstance(appended, Guarded):
+        every, valid = rows(appended.value), cast(rows(appended.valid), "int64")
+        complete = equal(reduce_sum(valid), Length(valid))  # no break skipped the last iteration's append
+        values.append(Stacked(cond(complete, lambda: every, lambda: every[:-1])))
+    else:
         values.append(Stacked(rows(appended)))
-        return
-    every, valid = rows(appended.value), cast(rows(appended.valid), "int64")
-    complete = equal(reduce_sum(valid), Length(valid))  # no break skipped the last iteration's append
-    values.append(Stacked(cond(complete, lambda: every, lambda: every[:-1])))
 
 
 def as_tensor(values):
@@ -103,7 +100,7 @@ def convert_subscript(value, key, site):
         if number and 0 <= key < len(value) and not any(isinstance(v, Stacked) for v in value[:key + 1]):
             return value[key]
         if not (number or isinstance(key, Node)):
-            raise ConversionError(f"a list a tensor loop appended to takes one integer index, got {key!r}; "
+            raise ConversionError(f"{site}: a list a tensor loop appended to takes one integer index, got {key!r}; "
                                   "use tfl.stack(ys) and index the tensor")
         return gather(as_tensor(value), _length(value) + int(key) if number and key < 0 else key)
     if isinstance(key, Node) and isinstance(value, Node):

@@ -1,10 +1,7 @@
 """Values that do not exist yet: a variable before its first assignment, a return value before the `return`.
 
-* `Undefined` (Python): a name with no value, e.g. assigned in one branch only of an `if` on a tensor; using it
-  raises a ConversionError naming the line.
-* `UndefinedValue` (a graph node): fills a slot a cond or loop carries though no path reads it (the return value
-  before a `return` in a tensor `if` ran, a loop's temporary before its first iteration). Built without a type,
-  it takes the type of the value it stands next to (`resolve`); its value, zeros, is never used (flags see to it).
+`Undefined` is a Python value (using it is a ConversionError naming the line); `UndefinedValue` a graph node filling a
+slot that a cond or loop carries though no path reads it (flags see to it), typed like the value beside it (`resolve`).
 """
 import numpy as np
 
@@ -56,10 +53,9 @@ class UndefinedValue(Operation):
         return self.value_dtype
 
     def compute(self):
-        if self.value_dtype is None:
+        if self.dtype is None:
             return None
-        shape = () if self.value_shape is None else tuple(0 if d is None else d for d in self.value_shape)
-        return np.zeros(shape, self.value_dtype)
+        return np.zeros(tuple(0 if d is None else d for d in self.shape or ()), self.dtype)
 
 
 not_differentiable(UndefinedValue)

@@ -1,8 +1,7 @@
-"""What converted code carries through branches and loops: nested values, flags, return values, lists.
+"""What converted code carries through branches and loops: nested values, conditions, return values, lists.
 
 A variable may hold a tensor, a number, a nested tuple/list of those, or any other Python object (which a tensor branch
-or loop must then leave unchanged). Helpers here flatten such values, turn conditions into one boolean tensor, name a
-return value's site, and catch a list that grows where the code runs once as a graph.
+or loop must then leave unchanged).
 """
 import re
 
@@ -17,10 +16,8 @@ RETURN_VALUE = "_tfl_retval"  # the converted function's return value (escapes.p
 NUMBERS = (bool, int, float, np.number, np.bool_)
 
 
-# ---------------------------------------------------------------- nested values
 def flatten(value, dicts=False):
-    """(leaves, structure) of a value: tuples and lists (and dicts, if asked) are walked, anything else is a leaf. The
-    structure is hashable (to_static's cache keys hold it)."""
+    """(leaves, structure) of a value, walking tuples and lists (and dicts, if asked); the structure is hashable."""
     if isinstance(value, (tuple, list)) or dicts and isinstance(value, dict):
         keys = tuple(value) if isinstance(value, dict) else None
         parts = [flatten(v, dicts) for v in (value.values() if keys is not None else value)]
@@ -29,8 +26,7 @@ def flatten(value, dicts=False):
 
 
 def rebuild(structure, leaves, into=None):
-    """The inverse of flatten, from an iterator of leaves; into `into`'s own lists when it has the structure (in place:
-    a list stays the object every name holding it sees)."""
+    """The inverse of flatten (from an iterator of leaves), refilling the lists of `into` in place where it fits."""
     if structure is None:
         return next(leaves)
     kind, parts, keys = structure
@@ -76,7 +72,6 @@ def symbolic(site, what):
         "tensor and use its value after the call.")
 
 
-# ---------------------------------------------------------------- return values
 def returned(value, site):
     """The value of a `return` statement, remembering where it was returned (for mismatch messages)."""
     for leaf in flatten(value)[0]:
@@ -91,8 +86,7 @@ def return_value(value):
 
 
 class Lists:
-    """The lists among some variables' values and their lengths, to catch one growing in a tensor branch or loop (whose
-    code runs once, as a graph: an append there would add one symbolic value, not one per iteration)."""
+    """The lists among some variables' values, to catch one growing where code runs once, as a graph."""
 
     def __init__(self, names, values):
         self.lists = [(name, leaf, list(leaf)) for name, value in zip(names, values) for leaf in _lists_in(value)]

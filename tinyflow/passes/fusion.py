@@ -19,7 +19,7 @@ from ..nodes import Constant, Operation
 from .ir import is_leaf, make_node
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-MAX_GROUP = 2048  # ops per kernel: a longer chain becomes several kernels (the C compiler slows down past this)
+MAX_GROUP = 256  # ops per kernel: a longer chain becomes several kernels (each compiles in about a second)
 
 
 class FusedElementwise(Operation):
