@@ -19,7 +19,7 @@ from .ops import (argmin, broadcast_to, einsum, expand, flatten, gather, norm, p
 from .ops import (all, any, cumprod, cumsum, diag, flip, logsumexp, masked_fill, max, min, one_hot, outer,  # noqa: A004
                   repeat_interleave, roll, std, var)
 from .ops import (avg_pool1d, avg_pool3d, conv1d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, global_avg_pool, global_max_pool, group_norm, instance_norm, interpolate, layer_norm, max_pool1d, max_pool3d)
-from .nn.batchnorm import batch_norm
+from .nn.norm_layers import batch_norm
 from .ops.elementwise_ops import PUBLIC as _ELEMENTWISE, elementwise_op
 
 globals().update(_ELEMENTWISE)  # add, exp, relu, ..., silu: the functions of the elementwise table

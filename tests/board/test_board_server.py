@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 from tinyflow.board import Board, BoardError
-from tinyflow.board.runlog import FILE_NAME, ScalarWriter
+from tinyflow.board.runlog import FILE_NAME, ScalarLog, ScalarWriter, find_runs
 
 
 
@@ -96,3 +96,15 @@ def test_the_command_serves_and_a_busy_port_exits_with_a_clear_message(tmp_path)
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_a_log_folder_host_or_port_of_the_wrong_type_raises_board_error(tmp_path):
+    with pytest.raises(BoardError, match=r"the board's log folder must be a path \(a str or pathlib.Path\), got 123"):
+        Board(123)
+    with pytest.raises(BoardError, match="the board's host must be a string such as '127.0.0.1', got 0"):
+        Board(tmp_path, host=0)
+    for bad in (lambda: ScalarWriter(None), lambda: ScalarLog(5), lambda: find_runs([tmp_path])):
+        with pytest.raises(BoardError, match="must be a path"):
+            bad()
+    with pytest.raises(BoardError, match="--port 'a' is not a port number"):
+        Board(tmp_path, port="a")

@@ -91,3 +91,9 @@ def test_a_log_folder_that_cannot_be_written_warns_once_and_training_goes_on(tmp
     assert len(messages) == 1 and "could not be written" in messages[0] and "training goes on" in messages[0]
     assert caught[0].filename == __file__  # the warning points at the fit call
     assert unraisable == []
+
+
+def test_a_log_dir_that_is_not_a_path_raises_board_error():
+    model, X, y = regression()
+    with pytest.raises(tfl.board.BoardError, match=r"fit\(log_dir=...\) must be a path .*got 123"):
+        model.fit(X, y, epochs=1, verbose=0, log_dir=123)

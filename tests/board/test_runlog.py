@@ -77,7 +77,8 @@ HOSTILE_LINES = [
 
 def test_hostile_lines_are_skipped_and_counted_never_run(tmp_path):
     good = [b'{"epoch": 10, "scalars": {"loss": 1e999, "big": 1e308, "int": ' + b"9" * 400 + b', "<script>": 1,'
-            b' "text": "hello", "list": [1], "flag": true, "nan": "NaN", "obj": {"__class__": 1}}}']
+            b' "text": "hello", "list": [1], "flag": true, "nan": "NaN", "obj": {"__class__": 1},'
+            b' "bare_nan": NaN, "tiny": -1e999}}']
     (tmp_path / FILE_NAME).write_bytes(b"\n".join(HOSTILE_LINES + good) + b"\n")
     cwd = os.getcwd()
     os.chdir(tmp_path)
@@ -90,7 +91,8 @@ def test_hostile_lines_are_skipped_and_counted_never_run(tmp_path):
     curves = log.curves()
     assert curves["loss"] == [[10, "Infinity"]] and curves["big"] == [[10, 1e308]] and curves["nan"] == [[10, "NaN"]]
     assert curves["int"] == [[10, "Infinity"]] and curves["<script>"] == [[10, 1.0]]
-    assert set(curves) == {"loss", "big", "int", "<script>", "nan"}  # text, lists, booleans, objects: not numbers
+    assert curves["bare_nan"] == [[10, "NaN"]] and curves["tiny"] == [[10, "-Infinity"]]  # JSON's literals too
+    assert set(curves) == {"loss", "big", "int", "<script>", "nan", "bare_nan", "tiny"}  # text, lists, booleans, objects: not numbers
 
 
 def test_a_killed_writer_leaves_a_readable_log(tmp_path):

@@ -138,3 +138,22 @@ def test_branches_and_loop_bodies_are_drawn_as_clusters():
     for cluster in ("cluster_cond/true", "cluster_cond/false", "cluster_while/body", "cluster_while/cond"):
         assert cluster in source
     assert "Relu" in source and "style=dashed" in source
+
+
+def test_a_branch_or_loop_body_that_is_not_a_function_raises_argument_error():
+    x = tfl.Placeholder((), "float32", name="x")
+    with pytest.raises(tfl.ArgumentError, match="'cond/true' needs a function building its nodes, got 1"):
+        tfl.cond(x > 0, 1, lambda: x)
+    with pytest.raises(tfl.ArgumentError, match="'while/body' needs a function building its nodes, got 'x'"):
+        tfl.while_loop(lambda i: i < 3, "x", [x])
+
+
+def test_range_of_non_integers_or_a_zero_step_raises_argument_error():
+    with pytest.raises(tfl.ArgumentError, match="range: stop='a' is not an integer"):
+        tfl.range("a")
+    with pytest.raises(tfl.ArgumentError, match="range: step=0.5 is not an integer"):
+        tfl.range(0, 3, 0.5)
+    for stop in (5, tfl.Placeholder((), "int64")):
+        with pytest.raises(tfl.ArgumentError, match="range: step=0 is zero"):
+            tfl.range(0, stop, 0)
+    assert list(tfl.range(np.int64(2), 8, 3)) == [2, 5]

@@ -103,3 +103,42 @@ def test_rank_and_world_size_come_from_the_launchers_environment(monkeypatch):
 def test_bad_arguments_are_refused_before_any_communication():
     with pytest.raises(tfl.TinyflowError, match="one of"):
         tfl.distributed.all_reduce(np.ones(2), op="product")
+
+
+def test_a_bad_timeout_or_optimizer_raises_distributed_error(monkeypatch):
+    for timeout in ("a", True, float("nan"), 0, -1.0, [5]):
+        with pytest.raises(tfl.distributed.DistributedError, match="positive number of seconds"):
+            tfl.distributed.init(timeout=timeout)
+    monkeypatch.setenv("TINYFLOW_COLLECTIVE_TIMEOUT", "ten minutes")
+    with pytest.raises(tfl.distributed.DistributedError, match="TINYFLOW_COLLECTIVE_TIMEOUT.*'ten minutes'"):
+        tfl.distributed.init()
+    assert not tfl.distributed.is_initialized()
+    with pytest.raises(tfl.distributed.DistributedError, match="wraps a tfl.optim optimizer, got None"):
+        tfl.distributed.DistributedOptimizer(None)
+
+
+ROOTS = """
+import tinyflow as tfl
+tfl.distributed.init()
+for call in (lambda: tfl.distributed.broadcast([1.0], root="a"), lambda: tfl.distributed.broadcast([1.0], root=1),
+             lambda: tfl.distributed.broadcast_object(1, root=5), lambda: tfl.distributed.broadcast_object(1, root=-1)):
+    try:
+        call()
+    except tfl.distributed.DistributedError as err:
+        print(err)
+"""
+
+
+def test_a_root_that_is_not_a_rank_raises_distributed_error(tmp_path):
+    import subprocess
+    from launching import environment
+    pytest.importorskip("mpi4py", reason="needs mpi4py")
+    script = tmp_path / "roots.py"
+    script.write_text(ROOTS)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                            env=environment(), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines == [f"{what} root {root} is not a rank of this 1-process group; pass an int in 0..0"
+                     for what, root in (("broadcast", "'a'"), ("broadcast", 1), ("broadcast_object", 5),
+                                        ("broadcast_object", -1))], result.stdout

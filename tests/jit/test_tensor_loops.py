@@ -37,6 +37,20 @@ def test_tfl_range_is_pythons_range_for_ints_and_refuses_iteration_outside_to_st
         iter(tfl.range(tfl.Placeholder((), "int64")))
 
 
+def test_a_comprehension_over_enumerate_or_zip_of_a_tensor_raises_a_tinyflow_error():
+    @tfl.jit.to_static
+    def rows_of(x):
+        return tfl.stack([row for _, row in enumerate(x)])
+
+    @tfl.jit.to_static
+    def pairs_of(x):
+        return tfl.stack([a + b for a, b in zip(x, x)])
+
+    for f in (rows_of, pairs_of):
+        with pytest.raises(tfl.TinyflowError, match="only by a `for` statement"):
+            f(tfl.tensor(np.ones((3, 2), np.float32)))
+
+
 def rnn_collect(xs, w):
     h = xs[0] * 0.0
     outputs = []

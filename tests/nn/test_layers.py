@@ -123,3 +123,36 @@ def test_gradients_through_a_layer_stack_match_finite_differences():
             dense = tfl.nn.Linear(2 * 2 * 2, 3, act="softplus", dtype="float64")
             return dense(tfl.nn.Flatten()(tfl.nn.AvgPool2D(2)(conv(x))))
     gradcheck(network, [rng.standard_normal((2, 1, 4, 4))])
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: tfl.nn.Linear("a", 3), "Linear: in_features='a' is not an integer"),
+    (lambda: tfl.nn.Linear(-1, 3), "Linear: in_features=-1 is below 1"),
+    (lambda: tfl.nn.Conv2D(4, 4, 3, groups=0), "Conv2D: groups=0 is below 1"),
+    (lambda: tfl.nn.Conv2D(4, 6, 3, groups=4), "Conv2D: groups=4 does not divide in_channels=4 and out_channels=6"),
+    (lambda: tfl.nn.Conv2D(4, 4, "x"), "Conv2D: kernel_size='x' is not an int or a sequence of 2 ints"),
+    (lambda: tfl.nn.Conv1D(4, 4, 0), "Conv1D: kernel_size=0 is below 1"),
+    (lambda: tfl.nn.MaxPool2D("a"), "MaxPool2D: kernel_size='a' is not an int or a sequence of 2 ints"),
+    (lambda: tfl.nn.Dropout("a"), "Dropout: p='a' is not a number"),
+    (lambda: tfl.nn.Dropout(1.0), r"Dropout: p=1.0 is out of range; pass a finite number in \[0.0, 1.0\)"),
+    (lambda: tfl.nn.GroupNorm(0, 4), "GroupNorm: num_groups=0 is below 1"),
+    (lambda: tfl.nn.GroupNorm(3, 4), "GroupNorm: num_groups=3 does not divide num_channels=4"),
+    (lambda: tfl.nn.LayerNorm("a"), r"LayerNorm: normalized_shape\[0\]='a' is not an integer"),
+    (lambda: tfl.nn.BatchNorm2d("a"), "BatchNorm2d: num_features='a' is not an integer"),
+    (lambda: tfl.nn.InstanceNorm1d(0), "InstanceNorm1d: num_features=0 is below 1"),
+    (lambda: tfl.nn.LSTM("a", 3), "LSTM: input_size='a' is not an integer"),
+    (lambda: tfl.nn.GRU(2, 3, num_layers=0), "GRU: num_layers=0 is below 1"),
+    (lambda: tfl.nn.Linear(2, 3, dtype="text"), "Linear: dtype='text' is not a bool, integer or float dtype"),
+    (lambda: tfl.nn.Sequential(tfl.nn.Linear(2, 3), 1), r"Sequential: layers\[1\]=1 is not a layer"),
+])
+def test_bad_layer_arguments_raise_argument_errors_naming_the_layer(make, message):
+    with pytest.raises(tfl.ArgumentError, match=message):
+        make()
+
+
+def test_flatten_merges_axes_of_unknown_size_at_run_time():
+    x = tfl.Placeholder((None, 3, None))
+    y = tfl.nn.Flatten()(x)
+    assert run(y, {x: np.ones((2, 3, 4), np.float32)}).shape == (2, 12)
+    with pytest.raises(tfl.ArgumentError, match="needs an input of known rank"):
+        tfl.nn.Flatten()(tfl.Placeholder(None))

@@ -140,7 +140,7 @@ def test_eager_and_to_static_value_and_gradient_equal_torch(mode, tfl_fn, torch_
 
 
 NN_MODULES = ("tinyflow.ops.conv", "tinyflow.ops.pooling", "tinyflow.ops.normalization", "tinyflow.ops.resize",
-              "tinyflow.nn.batchnorm")
+              "tinyflow.nn.norm_layers")
 
 
 def test_every_public_nn_function_has_a_torch_row():

@@ -7,7 +7,7 @@ import tinyflow as tfl
 
 
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
-OP_MODULES = ("tinyflow.ops.", "tinyflow.nn.batchnorm", "tinyflow.control_flow.", "tinyflow.eager.tensor")
+OP_MODULES = ("tinyflow.ops.", "tinyflow.nn.norm_layers", "tinyflow.control_flow.", "tinyflow.eager.tensor")
 NOT_OPS = {"register_gradient", "not_differentiable", "elementwise_op"}  # the APIs for making ops
 
 

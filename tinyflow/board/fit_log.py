@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import TinyflowError
 from ..nodes import Constant, Node, Variable
-from .runlog import GRAPH_PAGE, ScalarWriter
+from .runlog import GRAPH_PAGE, ScalarWriter, fs_path
 
 EXAMPLES_SHOWN = 32  # rows of the first batch the page's values are computed on
 
@@ -18,7 +18,7 @@ class FitLog:
     training: its first failure warns once, and that part (scalars or page) is left out from then on."""
 
     def __init__(self, log_dir, model, X, y, first_epoch):
-        self.log_dir, self.model, self.warned, self._started = os.fspath(log_dir), model, False, None
+        self.log_dir, self.model, self.warned, self._started = fs_path(log_dir, "fit(log_dir=...)"), model, False, None
         self.feed = {model.x: X[:EXAMPLES_SHOWN], model.target: y[:EXAMPLES_SHOWN]}
         self.writer = self._attempt("the scalar log", lambda: ScalarWriter(self.log_dir))
         # a second fit on the same log continues its curves; a resumed fit numbers epochs itself

@@ -7,6 +7,7 @@ import os
 import stat
 import time
 
+from ..errors import TinyflowError
 from ..viz.explorer.summary import json_number
 
 FILE_NAME = "scalars.jsonl"
@@ -18,13 +19,21 @@ SYNC_SECONDS = 1.0    # the longest a written line waits to be flushed to the di
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
+class BoardError(TinyflowError):
+    """The board cannot start or read its logs (a port in use, a log folder that is a file, ...)."""
+
+
+def fs_path(path, what):
+    """`path` (a str, bytes or os.PathLike) as a str or bytes; BoardError naming `what` otherwise."""
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise BoardError(f"{what} must be a path (a str or pathlib.Path), got {path!r}") from None
+
+
 def is_text(name):
     """True when `name` is Unicode text that UTF-8 can encode (no lone surrogate, as a non-UTF-8 file name gives)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return not any("\ud800" <= c <= "\udfff" for c in name)
 
 
 def open_regular(path):
@@ -46,6 +55,7 @@ class ScalarWriter:
     _fd = None  # until the file is open (a failed __init__ leaves nothing to close)
 
     def __init__(self, log_dir):
+        log_dir = fs_path(log_dir, "the log folder")
         os.makedirs(log_dir, exist_ok=True)
         self.path = os.path.join(log_dir, FILE_NAME)
         log = ScalarLog(self.path).poll()
@@ -57,25 +67,25 @@ class ScalarWriter:
 
     def header(self, first_epoch):
         """Mark the start of a fit; returns the writer."""
-        return self._append_record({"tinyflow_scalars": 1, "time": time.time(), "first_epoch": int(first_epoch)})
+        return self._append({"tinyflow_scalars": 1, "time": time.time(), "first_epoch": int(first_epoch)})
 
     def write(self, epoch, scalars):
         """Append one epoch's scalars (name -> number; None left out); returns the writer."""
         values = {str(k)[:MAX_TAG].encode("utf-8", "replace").decode("utf-8"): json_number(v)
                   for k, v in scalars.items() if v is not None}
-        return self._append_record({"epoch": int(epoch), "time": time.time(), "scalars": values})
+        return self._append({"epoch": int(epoch), "time": time.time(), "scalars": values})
 
-    def _append_record(self, record):
-        self._append((json.dumps(record, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8"))
-        return self
-
-    def _append(self, data):
+    def _append(self, record):
+        """Append a record (a dict, as one JSON line) or bytes; flushed to the disk at most SYNC_SECONDS later."""
+        data = record if isinstance(record, bytes) else (json.dumps(record, allow_nan=False, ensure_ascii=False)
+                                                         + "\n").encode("utf-8")
         view = memoryview(data)
         while view:  # one call writes it all for a regular file; the loop only guards against a short write
             view = view[os.write(self._fd, view):]
         if time.monotonic() - self._synced >= SYNC_SECONDS:
             os.fsync(self._fd)
             self._synced = time.monotonic()
+        return self
 
     def close(self):
         """Flush to disk and close the file."""
@@ -99,7 +109,7 @@ class ScalarLog:
     """What a scalar log says so far; `poll()` reads the lines appended since the last call."""
 
     def __init__(self, path):
-        self.path = os.fspath(path)
+        self.path = fs_path(path, "the scalar log")
         self.scalars = {}       # name -> {epoch: value}
         self.skipped = 0        # lines that were not valid records
         self.last_epoch = 0
@@ -173,19 +183,19 @@ def _parse(line):
 
 def _number(value):
     """A scalar value as a float, or None for anything that is not a number."""
-    if isinstance(value, bool):
+    if isinstance(value, str):
+        return NON_FINITE.get(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if isinstance(value, (int, float)):
-        try:
-            return float(value)
-        except OverflowError:  # an integer beyond float's range
-            return math.inf if value > 0 else -math.inf
-    return NON_FINITE.get(value) if isinstance(value, str) else None
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond float's range
+        return math.inf if value > 0 else -math.inf
 
 
 def find_runs(logdir, max_depth=4):
     """{run name: its folder} for every folder under `logdir` (itself included, as ".") holding a scalar log."""
-    logdir = os.fspath(logdir)
+    logdir = fs_path(logdir, "the log folder")
     runs = {}
     for folder, subfolders, files in os.walk(logdir):  # never follows symbolic links to folders
         depth = os.path.relpath(folder, logdir).count(os.sep) + (folder != logdir)

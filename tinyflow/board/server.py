@@ -21,9 +21,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import TinyflowError
 from ..viz.explorer.page import inline_text
-from .runlog import FILE_NAME, GRAPH_PAGE, ScalarLog, find_runs, is_text, open_regular
+from .runlog import FILE_NAME, GRAPH_PAGE, BoardError, ScalarLog, find_runs, fs_path, is_text, open_regular
 
 DEFAULT_PORT = 6006
 PORTS_TRIED = 20  # without --port: 6006, or the next free one of these
@@ -33,10 +32,6 @@ BOARD_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-
              "frame-src 'self'; img-src data:; base-uri 'none'; form-action 'none'")
 GRAPH_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
              "base-uri 'none'; form-action 'none'; sandbox allow-scripts")
-
-
-class BoardError(TinyflowError):
-    """The board cannot start (a port in use, a log folder that is a file, ...)."""
 
 
 class RunCatalog:
@@ -55,11 +50,9 @@ class RunCatalog:
                 if not is_text(name):
                     continue  # a folder name that is not UTF-8 cannot be shown (counted in skipped_runs)
                 log = self._logs.setdefault(folder, ScalarLog(os.path.join(folder, FILE_NAME))).poll()
-                page = open_regular(os.path.join(folder, GRAPH_PAGE))
-                if page is not None:
-                    page.close()
-                result.append({"name": name, "scalars": log.curves(), "skipped": log.skipped,
-                               "updated": log.updated, "graph": page is not None})
+                page = os.path.join(folder, GRAPH_PAGE)  # a regular file, not a link: what graph_page serves
+                result.append({"name": name, "scalars": log.curves(), "skipped": log.skipped, "updated": log.updated,
+                               "graph": os.path.isfile(page) and not os.path.islink(page)})
         return {"runs": result, "skipped_runs": len(found) - len(result),
                 "logdir": os.fsencode(self.logdir).decode("utf-8", "replace")}
 
@@ -148,10 +141,17 @@ class Board:
     """The board's server for `logdir` (port None: 6006 or the next free one; 0: any): `.url`, `.serve_forever()`."""
 
     def __init__(self, logdir, host="127.0.0.1", port=None):
+        logdir = fs_path(logdir, "the board's log folder")
+        if not isinstance(host, str):
+            raise BoardError(f"the board's host must be a string such as '127.0.0.1', got {host!r}")
         if os.path.exists(logdir) and not os.path.isdir(logdir):
-            raise BoardError(f"the log folder {os.fspath(logdir)!r} is a file; pass the folder holding the runs "
+            raise BoardError(f"the log folder {logdir!r} is a file; pass the folder holding the runs "
                              "(the parent of each fit's log_dir)")
-        handler = type("Handler", (BoardHandler,), {"catalog": RunCatalog(logdir), "hosts": _names_of(host)})
+        # the host names it answers to: localhost, the host, and on every address this machine's names
+        hosts = {"localhost", host.strip("[]").lower()}
+        if host in ("", "0.0.0.0", "::"):
+            hosts |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+        handler = type("Handler", (BoardHandler,), {"catalog": RunCatalog(logdir), "hosts": frozenset(hosts)})
         self.server = _bind(host, port, handler)
         self.host, self.port = host, self.server.server_address[1]
         self._thread = None
@@ -183,45 +183,27 @@ class Board:
         self.server.server_close()
 
 
-def _names_of(host):
-    """The host names a board on `host` answers to: localhost, the host, this machine's names on every address."""
-    names = {"localhost", host.strip("[]").lower()}
-    if host in ("", "0.0.0.0", "::"):
-        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
-    return frozenset(names)
-
-
 def _bind(host, port, handler):
     """A server on (host, port); port None tries DEFAULT_PORT and the PORTS_TRIED after it."""
     # SO_REUSEADDR (http.server's default) lets a restarted board take its port back at once; it never lets
     # two servers listen on one port, and SO_REUSEPORT, which would, stays off
-    attributes = {"allow_reuse_port": False, "daemon_threads": True}
-    if ":" in host:
-        attributes["address_family"] = socket.AF_INET6
-    server_class = type("BoardServer", (ThreadingHTTPServer,), attributes)
+    server_class = type("BoardServer", (ThreadingHTTPServer,), {
+        "allow_reuse_port": False, "daemon_threads": True,
+        "address_family": socket.AF_INET6 if ":" in host else socket.AF_INET})
     candidates = [port] if port is not None else list(range(DEFAULT_PORT, DEFAULT_PORT + PORTS_TRIED))
     for candidate in candidates:
         try:
-            server = server_class((host, candidate), handler, bind_and_activate=False)
+            return server_class((host, candidate), handler)  # closes its socket if it cannot bind
+        except (OverflowError, TypeError):
+            raise BoardError(f"--port {candidate!r} is not a port number: use 0-65535") from None
         except OSError as err:
-            raise BoardError(f"cannot listen on {host}: {err.strerror}; pass an address of this machine as --host "
-                             "(e.g. 127.0.0.1)") from None
-        try:
-            server.server_bind()
-            server.server_activate()
-            return server
-        except (OSError, OverflowError) as err:
-            server.server_close()
-            if isinstance(err, OverflowError):
-                raise BoardError(f"--port {candidate} is not a port number: use 0-65535") from None
-            if err.errno == errno.EADDRINUSE and port is None:
-                continue
-            if err.errno == errno.EADDRINUSE:
-                raise BoardError(f"port {port} on {host} is already in use (another tinyflow board, or TensorBoard?). "
-                                 "Pass another --port, leave --port out to take the next free port after "
-                                 f"{DEFAULT_PORT}, or pass --port 0 to let the system choose one.") from None
-            raise BoardError(f"cannot listen on {host}:{candidate}: {err.strerror}. Check --host (an address of "
-                             "this machine, e.g. 127.0.0.1) and --port (1024-65535 without root).") from None
+            if err.errno != errno.EADDRINUSE:
+                raise BoardError(f"cannot listen on {host}:{candidate}: {err.strerror}. Check --host (an address of "
+                                 "this machine, e.g. 127.0.0.1) and --port (1024-65535 without root).") from None
+            if port is not None:
+                raise BoardError(f"port {port} on {host} is already in use (another tinyflow board, or "
+                                 "TensorBoard?). Pass another --port, leave --port out to take the next free port "
+                                 f"after {DEFAULT_PORT}, or pass --port 0 to let the system choose one.") from None
     raise BoardError(f"ports {candidates[0]}-{candidates[-1]} on {host} are all in use; pass --port N (or --port 0 "
                      "for any free port)")
 

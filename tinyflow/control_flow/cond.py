@@ -13,18 +13,8 @@ from ..graph import get_default_graph
 from ..nodes import as_node
 from ..ops.elementwise_ops import zeros_like
 from ..ops.registry import register_gradient
-from .outputs import ControlFlowOp, SubgraphKernel, unaliased
-from .subgraph import Subgraph, is_float, merged_captures, sub_plan, truth
-
-
-def is_eager(value):
-    """An eager Tensor (it computes at once and belongs to no graph)."""
-    return getattr(value, "graph", False) is None
-
-
-def _typeless(node):
-    """A value with no type yet (tinyflow/jit/undefined.py): a branch on which a variable has no value."""
-    return getattr(node, "typeless", False)
+from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, is_eager, is_float, merged_captures, truth,
+                       typeless, unaliased)
 
 
 class _CondKernel(SubgraphKernel):
@@ -34,12 +24,9 @@ class _CondKernel(SubgraphKernel):
         op = self.op
         branch = op.true_branch if truth(self.backend.to_host(pred), op) else op.false_branch
         wanted = [i for i in range(op.output_count) if self.wants(i)]
-        plan = sub_plan(self.plans, (id(branch), tuple(wanted)), [branch.outputs[i] for i in wanted],
-                        op.captures, self.backend)
-        result = [None] * op.output_count
-        for i, value in zip(wanted, unaliased(plan.run(dict(zip(op.captures, captured))), captured)):
-            result[i] = value
-        return tuple(result)
+        plan = self.plan((id(branch), tuple(wanted)), [branch.outputs[i] for i in wanted], op.captures)
+        values = dict(zip(wanted, unaliased(plan.run(dict(zip(op.captures, captured))), captured)))
+        return tuple(values.get(i) for i in range(op.output_count))
 
 
 class Cond(ControlFlowOp):
@@ -49,24 +36,21 @@ class Cond(ControlFlowOp):
 
     def __init__(self, pred, true_branch, false_branch, name=None):
         self.true_branch, self.false_branch, self.subgraphs = true_branch, false_branch, [true_branch, false_branch]
-        if len(true_branch.outputs) != len(false_branch.outputs):
+        self.output_count = len(true_branch.outputs)
+        if len(false_branch.outputs) != self.output_count:
             raise TinyflowError(f"cond: the true branch returns {len(true_branch.outputs)} value(s) and the false "
                                 f"branch {len(false_branch.outputs)}; both must return the same number")
         for i, (a, b) in enumerate(zip(true_branch.outputs, false_branch.outputs)):
-            if a.dtype != b.dtype and not _typeless(a) and not _typeless(b):
+            if a.dtype != b.dtype and not typeless(a) and not typeless(b):
                 raise ShapeError(f"cond: output {i} of the branches has dtype {a.dtype} in the true branch and "
                                  f"{b.dtype} in the false one; cast one of them with tfl.cast so both agree")
         self.captures = merged_captures(true_branch, false_branch)
         super().__init__(pred, *self.captures, name=name)
 
-    @property
-    def output_count(self):
-        return len(self.true_branch.outputs)
-
     def output_spec(self, index):
         a, b = self.true_branch.outputs[index], self.false_branch.outputs[index]
-        if _typeless(a) or _typeless(b):  # a value with no type yet: the other branch's
-            a = b = b if _typeless(a) else a
+        if typeless(a) or typeless(b):  # a value with no type yet: the other branch's
+            a = b = b if typeless(a) else a
         if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
             return None, a.dtype
         return tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype  # disagreeing dims: unknown
@@ -101,11 +85,8 @@ def cond(pred, true_fn, false_fn, name=None):
 
 
 def _gradient_in(branch, indices, seeds, wrt):
-    """d branch.outputs[indices] / d wrt, seeded with `seeds` (zeros where an output does not depend on it).
-
-    The derivative is a partial one: the walk stops at the captures, even when one is
-    computed from another (the outer backward pass adds the paths between captures itself).
-    """
+    """d branch.outputs[indices] / d wrt seeded with `seeds` (zeros where unconnected); a partial derivative: the
+    walk stops at the captures, even one computed from another (the outer backward pass adds those paths)."""
     grads = gradients([branch.outputs[i] for i in indices], wrt, grad_ys=seeds, stop_gradients=wrt)
     return [zeros_like(c) if g is None else g for c, g in zip(wrt, grads)]
 

@@ -13,9 +13,11 @@ import numpy as np
 
 from ..errors import ShapeError, TinyflowError
 from ..nodes import Node, Operation, as_node
+from ..ops.array_ops import checks
 from ..ops.elementwise_ops import cast, greater, less, where
 from ..ops.indexing import gather
 from ..ops.registry import not_differentiable
+from .subgraph import is_eager
 
 
 class Length(Operation):
@@ -43,20 +45,24 @@ def length(x):
     return Length(x)
 
 
-class Rows:
+class Sequence:
+    """A tensor sequence: `valid(k)` says whether position k is inside it, `item(k)` is its element there."""
+
+    def __init__(self, valid, item):
+        self.valid, self.item = valid, item
+
+    def __iter__(self):
+        raise TinyflowError("a tfl.range, enumerate or zip over a tensor is iterated only by a `for` statement "
+                            "inside tfl.jit.to_static (it becomes a while_loop), not by a comprehension, list() or "
+                            "graph code; write a `for` loop (appending to a list), tfl.while_loop, or pass Python ints")
+
+
+def rows(x):
     """The rows of a tensor."""
-
-    def __init__(self, x):
-        if x.shape is not None and len(x.shape) == 0:
-            raise TinyflowError(f"cannot iterate over '{x.name}', a scalar tensor; iterate over tfl.range(n) or a "
-                                "tensor of rank 1 or more")
-        self.x = x
-
-    def valid(self, k):
-        return less(k, length(self.x))
-
-    def item(self, k):
-        return gather(self.x, k)
+    if x.shape is not None and len(x.shape) == 0:
+        raise TinyflowError(f"cannot iterate over '{x.name}', a scalar tensor; iterate over tfl.range(n) or a "
+                            "tensor of rank 1 or more")
+    return Sequence(lambda k: less(k, length(x)), lambda k: gather(x, k))
 
 
 def _as_dtype(value, dtype):
@@ -65,58 +71,36 @@ def _as_dtype(value, dtype):
     return as_node(np.asarray(value, dtype))
 
 
-class TensorRange:
+def graph_range(start, stop, step):
     """range(start, stop, step) whose bounds are graph nodes: tfl.range's value when one of them is a tensor."""
+    rising = step > 0 if not isinstance(step, Node) else None  # a tensor step: its sign at run time
+    dtype = np.result_type(*[v.dtype if isinstance(v, Node) else np.asarray(v).dtype for v in (start, stop, step)])
+    start, stop, step = (_as_dtype(v, dtype) for v in (start, stop, step))
 
-    def __init__(self, start, stop, step):
-        dtype = np.result_type(*[v.dtype if isinstance(v, Node) else np.asarray(v).dtype for v in (start, stop, step)])
-        self.start, self.stop, self.step = (_as_dtype(v, dtype) for v in (start, stop, step))
-        self.rising = step > 0 if not isinstance(step, Node) else None  # a tensor step: its sign at run time
+    def item(k):
+        return start + cast(k, dtype) * step
 
-    def __iter__(self):
-        raise TinyflowError("a tfl.range over a tensor can only be iterated inside tfl.jit.to_static (it becomes a "
-                            "while_loop); in graph code write tfl.while_loop, or pass a Python int")
-
-    def value(self, k):
-        return self.start + cast(k, self.start.dtype) * self.step
-
-    def valid(self, k):
-        value = self.value(k)
-        if self.rising is None:
-            return where(greater(self.step, 0), less(value, self.stop), greater(value, self.stop))
-        return less(value, self.stop) if self.rising else greater(value, self.stop)
-
-    def item(self, k):
-        return self.value(k)
+    def valid(k):
+        value = item(k)
+        if rising is None:
+            return where(greater(step, 0), less(value, stop), greater(value, stop))
+        return less(value, stop) if rising else greater(value, stop)
+    return Sequence(valid, item)
 
 
-class Enumerate:
+def enumerated(sequence, start=0):
     """enumerate(sequence, start)."""
-
-    def __init__(self, sequence, start=0):
-        self.sequence, self.start = sequence, start
-
-    def valid(self, k):
-        return self.sequence.valid(k)
-
-    def item(self, k):
-        return (k + self.start if self.start else k), self.sequence.item(k)
+    return Sequence(sequence.valid, lambda k: ((k + start if start else k), sequence.item(k)))
 
 
-class Zip:
+def zipped(sequences):
     """zip(*sequences): stops at the shortest."""
-
-    def __init__(self, sequences):
-        self.sequences = sequences
-
-    def valid(self, k):
-        result = self.sequences[0].valid(k)
-        for sequence in self.sequences[1:]:
+    def valid(k):
+        result = sequences[0].valid(k)
+        for sequence in sequences[1:]:
             result = where(result, sequence.valid(k), False)
         return result
-
-    def item(self, k):
-        return tuple(s.item(k) for s in self.sequences)
+    return Sequence(valid, lambda k: tuple(s.item(k) for s in sequences))
 
 
 def range(start, stop=None, step=1):  # noqa: A001 - tfl.range, as Python's
@@ -124,14 +108,14 @@ def range(start, stop=None, step=1):  # noqa: A001 - tfl.range, as Python's
     a sequence of int64 scalars that becomes a while_loop. Eager Tensors give their values."""
     if stop is None:
         start, stop = 0, start
-    values = [start, stop, step]
-    if any(getattr(v, "graph", False) is None for v in values):  # eager Tensors: their values are known
-        values = [_python_int(v) if getattr(v, "graph", False) is None else v for v in values]
+    check = checks("range", None)
+    values = [v if isinstance(v, Node) else check.integer(argument, _python_int(v) if is_eager(v) else v)
+              for argument, v in zip(("start", "stop", "step"), (start, stop, step))]  # eager Tensors: values known
+    if not isinstance(values[2], Node) and values[2] == 0:
+        check.fail("step", 0, "is zero", "pass a step other than 0")
     if not any(isinstance(v, Node) for v in values):
         return builtins.range(*values)
-    if not isinstance(values[2], Node) and values[2] == 0:
-        raise TinyflowError("tfl.range() step must not be zero")
-    return TensorRange(*values)
+    return graph_range(*values)
 
 
 def _python_int(tensor):
@@ -144,8 +128,6 @@ def _python_int(tensor):
 
 def sequence_of(iterable):
     """The tensor sequence a `for` loop iterates over, or None for a Python iterable."""
-    if isinstance(iterable, (TensorRange, Enumerate, Zip, Rows)):
+    if isinstance(iterable, Sequence):
         return iterable
-    if isinstance(iterable, Node):
-        return Rows(iterable)
-    return None
+    return rows(iterable) if isinstance(iterable, Node) else None

@@ -45,10 +45,16 @@ class StackInput(Placeholder):
         self.dtype = None  # a stack, not a tensor
 
 
+def add_stacks(stacks):
+    """The sum of several stack-valued gradients (the gradient engine's AddN for stacks)."""
+    return StackAddN(*stacks)
+
+
 class _StackOp(Operation):
     """An op whose value is a stack; its kernel on any backend is `compute` (device arrays stay as they are)."""
 
     abstract = True
+    add_stacks = staticmethod(add_stacks)
 
     def infer_shape(self, *shapes):
         return None
@@ -59,11 +65,6 @@ class _StackOp(Operation):
     def bind_kernel(self, backend):
         return self.compute
 
-    @staticmethod
-    def add_stacks(stacks):
-        """The sum of several stack-valued gradients (the gradient engine's AddN for stacks)."""
-        return StackAddN(*stacks)
-
 
 class StackPush(_StackOp):
     """Append `value` to `stack`; the result is the stack (the loop outputs it)."""
@@ -73,12 +74,35 @@ class StackPush(_StackOp):
         return stack
 
 
-class StackPop(Operation):
-    """The value pushed at iteration `step` (the gradient loop counts `step` down, popping from the top).
+class StackAddN(_StackOp):
+    """Stacks of equal length added value by value (two gradients reaching one recorded stack)."""
 
-    The stack itself stays whole, so several gradient loops of one forward loop can read it.
-    `element_shape` / `element_dtype` are those of the forward node the value stands for.
-    """
+    @property
+    def stack_dtype(self):
+        return self.inputs[0].stack_dtype
+
+    def compute(self, *stacks):
+        return StackValue(stacks[0].name, [sum(values[1:], values[0]) for values in zip(*(s.values for s in stacks))])
+
+
+class TensorToStack(_StackOp):
+    """The rows of a tensor as a stack (the gradient of StackToTensor)."""
+
+    @property
+    def stack_dtype(self):
+        return self.inputs[0].dtype
+
+    def compute(self, x):
+        return StackValue(self.name, np.asarray(x))
+
+    def bind_kernel(self, backend):
+        """Any backend: rows of the host array."""
+        return lambda x: self.compute(backend.to_host(x))
+
+
+class StackPop(Operation):
+    """The value pushed at iteration `step` (the gradient loop counts `step` down); the stack stays whole, so
+    several gradient loops can read it. `element_shape` / `element_dtype` are those of the forward node."""
 
     def __init__(self, stack, step, element_shape=None, element_dtype="float32", name=None):
         self.element_shape = element_shape
@@ -104,23 +128,9 @@ class StackPop(Operation):
         return lambda stack, step: self.compute(stack, backend.to_host(step))
 
 
-class StackAddN(_StackOp):
-    """Stacks of equal length added value by value (two gradients reaching one recorded stack)."""
-
-    @property
-    def stack_dtype(self):
-        return self.inputs[0].stack_dtype
-
-    def compute(self, *stacks):
-        return StackValue(stacks[0].name, [sum(values[1:], values[0]) for values in zip(*(s.values for s in stacks))])
-
-
 class StackToTensor(Operation):
-    """The values of a stack as one tensor, the first pushed first: shape (len(stack),) + element_shape.
-
-    What a loop collects per iteration (a list appended in a tensor loop, TF's TensorArray.stack(),
-    ONNX Loop's scan outputs). Gradient: the rows of g, as a stack.
-    """
+    """The values of a stack as one tensor of shape (len(stack),) + element_shape, the first pushed first: what a
+    loop collects per iteration (a list appended in a tensor loop, ONNX Loop's scan outputs)."""
 
     def __init__(self, stack, element_shape=None, element_dtype="float32", name=None):
         self.element_shape, self.element_dtype = element_shape, np.dtype(element_dtype)
@@ -133,30 +143,14 @@ class StackToTensor(Operation):
         return self.element_dtype
 
     def compute(self, stack):
-        values = stack.values
-        if not values:
+        if not stack.values:
             shape = tuple(0 if d is None else d for d in (self.element_shape or ()))
             return np.zeros((0,) + shape, self.element_dtype)
-        return np.stack([np.asarray(v) for v in values])
+        return np.stack([np.asarray(v) for v in stack.values])
 
     def bind_kernel(self, backend):
         """Any backend: the values are gathered on the host (they may be device arrays)."""
         return lambda stack: self.compute(StackValue(stack.name, [backend.to_host(v) for v in stack.values]))
-
-
-class TensorToStack(_StackOp):
-    """The rows of a tensor as a stack (the gradient of StackToTensor)."""
-
-    @property
-    def stack_dtype(self):
-        return self.inputs[0].dtype
-
-    def compute(self, x):
-        return StackValue(self.name, np.asarray(x))
-
-    def bind_kernel(self, backend):
-        """Any backend: rows of the host array."""
-        return lambda x: self.compute(backend.to_host(x))
 
 
 @register_gradient(StackToTensor)

@@ -1,22 +1,28 @@
-"""Subgraphs: the nodes a branch or loop-body function built, and the outer nodes they read.
+"""What control-flow ops share: subgraphs, the multi-output op base, and the Output nodes reading its entries.
 
-A subgraph's nodes live in the same graph, inside a name scope (pictures draw a cluster). The outer plan never
-runs them: a control-flow op's kernel runs a cached sub-plan, fed the values of the outer nodes it reads (its
-*captures*). While the gradient of a loop body is built, the forward body's nodes are *saved values*: read from
-the gradient loop's body they are captured (their value at each iteration comes back from a stack), never
-recomputed (see `saving`).
+A subgraph holds the nodes a branch or loop-body function built (in the same graph, inside a name scope) and the
+outer nodes they read, its *captures*: the outer plan never runs its nodes, the op's kernel runs a cached sub-plan
+fed the captures' values. While the gradient of a loop body is built, the forward body's nodes are *saved values*:
+captured (each iteration's value comes back from a stack), never recomputed (see `saving`).
+
+A control-flow op's value is a tuple, and `Output(op, k)` nodes read its entries, each with a shape and dtype. The
+gradient engine hands what arrives at `Output(op, k)` to output k of `op`, whose gradient function gets one
+gradient per output. Plans tell the op's kernel which outputs they read (`select_outputs`), so a cond computes only
+those and a loop records its stacks only for gradient plans.
 """
 import contextlib
 
 import numpy as np
 
-from ..errors import TinyflowError
+from ..backends import NumpyBackend
+from ..errors import ArgumentError, ShapeError, TinyflowError
 from ..graph import get_default_graph
-from ..nodes import Constant, Node, Placeholder, as_node
+from ..nodes import Constant, Node, Operation, Placeholder, as_node
+from ..ops.registry import register_gradient
 from ..session.plan import ExecutionPlan
+from .stacks import add_stacks
 
-_building = []  # markers of the subgraphs whose functions are running right now, innermost last
-_saving = []    # forward loop bodies whose gradient is being built: their nodes are read as saved values
+_saving = []  # forward loop bodies whose gradient is being built: their nodes are read as saved values
 
 
 class Subgraph:
@@ -24,7 +30,7 @@ class Subgraph:
 
     def __init__(self, graph, nodes, outputs, inputs=(), label="", also=()):
         self.graph, self.nodes, self.outputs, self.inputs, self.label = graph, nodes, outputs, tuple(inputs), label
-        self.restores = []  # (pop node, forward node): a gradient body's saved values, see while_grad.py
+        self.restores = []  # (pop node, forward node): a gradient body's saved values, see while_loop.py
         self.captures = _captures(self, also)
 
     @classmethod
@@ -33,31 +39,31 @@ class Subgraph:
         subgraph computes besides its outputs (values its loop records)."""
         graph = get_default_graph()
         start = len(graph.nodes)
-        marker = object()
-        _building.append(marker)
-        try:
-            with graph.name_scope(scope) as label:
-                result = fn(*inputs)
-                single = not isinstance(result, (list, tuple))
-                outputs = [result] if single else list(result)
-                if not outputs:
-                    raise TinyflowError(f"the function {fn_name(fn)} of '{label}' returned no value; "
-                                        "return one node or a list/tuple of nodes")
-                like = next((o for o in outputs if isinstance(o, Node)), None)
-                outputs = [as_node(o, like=like) for o in outputs]
-        finally:
-            _building.pop()
-        # nodes a subgraph adopted while this function ran (a forward loop's stack pushes) stay that subgraph's
+        with graph.name_scope(scope) as label:
+            if not callable(fn):
+                raise ArgumentError(f"'{label}' needs a function building its nodes, got {fn!r}; pass e.g. "
+                                    "lambda: x + 1 (tfl.cond) or lambda i: i + 1 (tfl.while_loop)")
+            result = fn(*inputs)
+            single = not isinstance(result, (list, tuple))
+            outputs = [result] if single else list(result)
+            if not outputs:
+                raise TinyflowError(f"the function {getattr(fn, '__qualname__', repr(fn))} of '{label}' returned "
+                                    "no value; return one node or a list/tuple of nodes")
+            like = next((o for o in outputs if isinstance(o, Node)), None)
+            outputs = [as_node(o, like=like) for o in outputs]
+        # nodes a subgraph adopted while this function ran (a forward loop's stack pushes) stay that subgraph's;
+        # those of an inner subgraph stay the inner one's
         nodes = [n for n in graph.nodes[start:] if not getattr(n, "adopted", False)]
-        for node in nodes:
-            if getattr(node, "_subgraph", None) is None:
-                node._subgraph = marker
+        mine = [n for n in nodes if getattr(n, "_subgraph", None) is None]
         sub = cls(graph, nodes, outputs, inputs, label, also() if also is not None else ())
         sub.single = single
-        for node in nodes:
-            if node._subgraph is marker:
-                node._subgraph = sub
+        sub.claim(mine)
         return sub
+
+    def claim(self, nodes):
+        """Mark `nodes` as this subgraph's (see `owner`)."""
+        for node in nodes:
+            node._subgraph = self
 
     def set_outputs(self, outputs):
         """Replace the outputs (a converted `if` knows them once both branches ran) and find the captures again."""
@@ -66,12 +72,9 @@ class Subgraph:
 
     def adopt(self, node):
         """Make `node`, built after the trace, part of this subgraph (a gradient body's stack pops)."""
-        node._subgraph, node.adopted = self, True
+        self.claim([node])
+        node.adopted = True
         self.nodes.append(node)
-
-
-def fn_name(fn):
-    return getattr(fn, "__qualname__", repr(fn))
 
 
 @contextlib.contextmanager
@@ -109,15 +112,14 @@ def _captures(sub, also=()):
             continue
         seen.add(node)
         owned_by = owner(node)
-        recompute = (owned_by is not None and owned_by not in _building and owned_by is not sub
-                     and (owned_by not in _saving or isinstance(node, Constant)) and not isinstance(node, Placeholder))
+        recompute = (owned_by not in (None, sub) and not isinstance(node, Placeholder)
+                     and (owned_by not in _saving or isinstance(node, Constant)))
         if node in own or recompute:
             own.add(node)
             stack.extend(node.inputs)
         else:
             captured.add(node)
-    leaked = [n for n in captured if isinstance(n, Placeholder) and owner(n) is not None
-              and owner(n) not in _building and owner(n) not in _saving]
+    leaked = [n for n in captured if isinstance(n, Placeholder) and owner(n) not in (None, *_saving)]
     if leaked:
         raise TinyflowError(f"'{sub.label}' reads {leaked[0].name}, a loop variable of a finished while_loop; "
                             "use the while_loop's outputs instead")
@@ -129,7 +131,7 @@ def truth(value, op):
     """A condition's value as a Python bool (it must hold one value)."""
     value = np.asarray(value)
     if value.size != 1:
-        raise ValueError(f"the condition of {op.op_type} '{op.name}' has shape {value.shape}; it must be one "
+        raise ShapeError(f"the condition of {op.op_type} '{op.name}' has shape {value.shape}; it must be one "
                          "value (reduce it, e.g. tfl.reduce_max(x > 0) for 'any')")
     return bool(value.reshape(()))
 
@@ -139,14 +141,123 @@ def merged_captures(*subgraphs):
     return tuple(sorted(set().union(*[sub.captures for sub in subgraphs]), key=lambda n: n.creation_index))
 
 
-def sub_plan(plans, key, fetches, fed, backend):
-    """The cached ExecutionPlan computing `fetches` from the `fed` nodes (built on first use)."""
-    plan = plans.get(key)
-    if plan is None:
-        plan = plans[key] = ExecutionPlan(list(fetches), frozenset(fed), backend)
-    return plan
-
-
 def is_float(node):
     """Whether a node holds floating-point values (only those get gradients)."""
     return node.dtype is not None and np.issubdtype(node.dtype, np.floating)
+
+
+def is_eager(value):
+    """An eager Tensor (it computes at once and belongs to no graph)."""
+    return getattr(value, "graph", False) is None
+
+
+def typeless(node):
+    """A value with no type yet (tinyflow/jit/undefined.py): a variable with no value on this path."""
+    return getattr(node, "typeless", False)
+
+
+class ControlFlowOp(Operation):
+    """Base of ops whose kernel (`kernel_class`, a SubgraphKernel) runs subgraphs; subclasses define `subgraphs`,
+    `output_count` and `output_spec(index)`, the (shape, dtype) of an output."""
+
+    abstract = True
+    kernel_class = None
+    # the gradient engine sets `skip_input_indices` before calling the gradient function: the inputs no gradient
+    # is asked for (a loop then keeps no running sum for data it merely reads)
+    skips_inputs_off_path = True
+
+    def bind_kernel(self, backend):
+        """The kernel running this op's subgraphs on `backend`."""
+        return self.kernel_class(self, backend)
+
+    def compute(self, *values):
+        """The kernel on host values with the numpy backend (used by backends that cannot bind it)."""
+        return self.bind_kernel(NumpyBackend())(*values)
+
+    def infer_shape(self, *shapes):
+        return None  # the value is a tuple: each Output node has a shape
+
+    def infer_dtype(self, *dtypes):
+        return None
+
+    @property
+    def output_dtypes(self):
+        """The dtype of each output (a stack's: that of its values); the gradient engine reads it."""
+        return [self.output_spec(i)[1] or self.stack_dtype(i) for i in range(self.output_count)]
+
+    def stack_dtype(self, index):
+        """The dtype of the values in output `index` if it is a stack (see stacks.py), else None."""
+        return None
+
+    def output(self, index, name=None):
+        """A new Output node reading entry `index` of this op's value (built where it is asked for)."""
+        scope = self.name.rsplit("/", 1)[0] + "/" if "/" in self.name else ""  # next to the op, in its scope
+        with self.graph.name_scope(scope):
+            return Output(self, index, name=name or f"output{index}")
+
+    @property
+    def subgraph_nodes(self):
+        """Every node of the subgraphs (pictures draw them inside clusters)."""
+        return [n for sub in self.subgraphs for n in list(sub.inputs) + list(sub.nodes)]
+
+
+class SubgraphKernel:
+    """A control-flow op's bound kernel: its sub-plans (cached in `plans`), and the outputs its plan reads."""
+
+    selected = None  # None: every output
+
+    def __init__(self, op, backend):
+        self.op, self.backend, self.plans = op, backend, {}
+
+    def select_outputs(self, readers, fetched):
+        """Called once by the plan with the nodes reading this op and whether the op itself is fetched."""
+        indices = {getattr(r, "output_index", None) for r in readers}
+        self.selected = None if fetched or None in indices else indices
+
+    def wants(self, index):
+        return self.selected is None or index in self.selected
+
+    def plan(self, key, fetches, fed):
+        """The cached ExecutionPlan computing `fetches` from the `fed` nodes (built on first use)."""
+        if key not in self.plans:
+            self.plans[key] = ExecutionPlan(list(fetches), frozenset(fed), self.backend)
+        return self.plans[key]
+
+
+def unaliased(values, inputs):
+    """`values` with copies of those that are one of the `inputs` (which may be a Variable's value)."""
+    return [v.copy() if isinstance(v, np.ndarray) and any(v is x for x in inputs) else v for v in values]
+
+
+class Output(Operation):
+    """Entry `index` of a control-flow op's tuple value.  Gradient: handed to that output of the op."""
+
+    add_stacks = staticmethod(add_stacks)
+
+    def __init__(self, op, index, name=None):
+        self.index = self.output_index = index  # output_index: what the gradient engine and plans look for
+        self._of = op
+        super().__init__(op, name=name)
+
+    @property
+    def stack_dtype(self):
+        """The dtype of the values of the stack this node reads, or None (a stack's gradient is a stack)."""
+        return self._of.stack_dtype(self.index)
+
+    def infer_shape(self, op_shape):
+        return self._of.output_spec(self.index)[0]
+
+    def infer_dtype(self, op_dtype):
+        return self._of.output_spec(self.index)[1]
+
+    def compute(self, value):
+        return value[self.index]
+
+    def bind_kernel(self, backend):
+        """Any backend: pick the entry (device arrays stay where they are)."""
+        return self.compute
+
+
+@register_gradient(Output)
+def _output_grad(op, grad):
+    return [grad]  # the engine files it under output `op.index` of the op

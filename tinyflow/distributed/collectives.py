@@ -1,21 +1,22 @@
-"""Collectives on numpy arrays: barrier, all_reduce, broadcast, all_gather (MPI's buffer interface).
-
-Buffer-based calls send the array's memory as it is (no pickling), in place where the array allows it, as
-Horovod and torch.distributed do. Each call first checks that every rank makes the same call with the same
-shapes and dtypes (contracts.py), and runs under the watchdog (watchdog.py).
+"""Collectives on numpy arrays: barrier, all_reduce, broadcast, all_gather (MPI's buffer interface, in place where
+the array allows it, no pickling), each under the watchdog (watchdog.py) and checked first by `agree`: ranks in
+different collectives, out of step, or passing arrays of different shapes or dtypes all raise the same
+DistributedError naming each rank's call, where MPI would return garbage or hang (docs/distributed.md).
 """
+import hashlib
 import math
 from collections import Counter
 
 import numpy as np
 
-from .contracts import agree
+from ..arguments import is_int
 from .mpi import DistributedError, _state, communicator
-from .watchdog import guarded
+from .watchdog import call_site, guarded
 
 REDUCE_OPS = ("sum", "mean", "max", "min")
 
 _calls, _bytes = Counter(), Counter()
+_hashes = {}  # call or data description -> its 56-bit hash (blake2b: the same in every process)
 
 
 def communication_stats():
@@ -23,9 +24,62 @@ def communication_stats():
     return {name: {"calls": _calls[name], "bytes": _bytes[name]} for name in sorted(_calls)}
 
 
-def _count(name, array):
-    _calls[name] += 1
-    _bytes[name] += array.nbytes
+def _hash(value):
+    found = _hashes.get(value)
+    if found is None:
+        if len(_hashes) > 4096:
+            _hashes.clear()
+        found = _hashes[value] = int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=7).digest(),
+                                                "little") or 1  # 0 means "no array"
+    return found
+
+
+def agree(comm, name, options="", data=None, first_dim=0, root=None, describe=None):
+    """Check that every rank is in this call; the (world × 4) records (None for one process). DistributedError on
+    every rank if not.
+
+    `data` is a hashable summary of what must match (shape and dtype; None for "no array"); with `root`, ranks
+    must match the root's data or pass none. `describe()` phrases this rank's data, for the error message only.
+    """
+    if comm.Get_size() == 1:
+        return None
+    _state.collectives += 1
+    record = np.array((_state.collectives, _hash((name, options)), 0 if data is None else _hash(data), first_dim),
+                      np.int64)
+    records = np.empty((comm.Get_size(), 4), np.int64)
+    comm.Allgather(record, records)
+    rows = records.tolist()
+    reference = rows[root or 0]
+    same_call = all(r[0] == reference[0] and r[1] == reference[1] for r in rows)
+    if root is None:
+        same_data = all(r[2] == reference[2] for r in rows)
+    else:
+        same_data = reference[2] != 0 and all(r[2] in (0, reference[2]) for r in rows)
+    if not (same_call and same_data):
+        _disagreement(comm, name, options, root, same_call, describe)
+    return records
+
+
+def _disagreement(comm, name, options, root, same_call, describe):
+    """Gather every rank's description of its call and raise the same DistributedError on every rank."""
+    data = describe() if describe is not None else ""
+    mine = f"{name}({options}){' of ' + data if data else ''} (collective #{_state.collectives}, at {call_site()})"
+    listing = "; ".join(f"rank {r}: {text}" for r, text in enumerate(comm.allgather(mine)))
+    if not same_call:
+        raise DistributedError(
+            f"the processes are not making the same collective call: {listing}. Every process must call the "
+            "same collectives, with the same options, in the same order (look for a collective inside an "
+            "`if rank == ...` branch, or a loop that runs a different number of times on some ranks).")
+    if root is not None:
+        raise DistributedError(
+            f"{name} from rank {root} needs every other rank to pass an array of the root's shape and dtype, or "
+            f"None: {listing}. Pass the root's shape and dtype (or None), and make sure rank {root} passes its array.")
+    if name in ("DistributedOptimizer", "broadcast_variables"):
+        advice = "Every process must build the same model: the same variables, in the same order and shapes."
+    else:
+        advice = ("A rank-dependent slice or batch size is the usual cause: give every process an array of one "
+                  f"shape and dtype{' (only the first dimension may differ)' if name == 'all_gather' else ''}.")
+    raise DistributedError(f"{name} needs the same shape and dtype on every process: {listing}. {advice}")
 
 
 def _as_buffer(array, what):
@@ -39,13 +93,17 @@ def _as_buffer(array, what):
     return result
 
 
+def _counted(name, array=None):
+    _calls[name] += 1
+    _bytes[name] += 0 if array is None else array.nbytes
+
+
 def barrier():
     """Wait until every process reaches this call."""
     comm = communicator()
     with guarded("barrier"):
-        if comm.Get_size() > 1:
-            agree(comm, "barrier")  # every rank's record is needed before any rank goes on: a barrier
-    _calls["barrier"] += 1
+        agree(comm, "barrier")  # every rank's record is needed before any rank goes on: a barrier
+    _counted("barrier")
 
 
 def all_reduce(array, op="sum"):
@@ -62,47 +120,45 @@ def all_reduce(array, op="sum"):
 
 
 def reduce_checked(buffer, op, name, options, data, describe):
-    """all_reduce of a contiguous `buffer` (in place), checked as the call `name` (see contracts.agree)."""
-    comm = communicator()
-    MPI = _state.MPI
-    mpi_op = MPI.MAX if op == "max" else MPI.MIN if op == "min" else MPI.SUM
-    size = comm.Get_size()
+    """all_reduce of a contiguous `buffer` (in place), checked as the call `name` (see `agree`)."""
+    comm, MPI = communicator(), _state.MPI
     with guarded(name, buffer):
-        if size > 1:
-            agree(comm, name, options, data, describe=describe)
-        comm.Allreduce(MPI.IN_PLACE, buffer, op=mpi_op)
-    _count("all_reduce", buffer)
-    if op == "mean":
-        if buffer.dtype.kind == "f":
-            buffer /= buffer.dtype.type(size)
-        else:
-            buffer = buffer / size
+        agree(comm, name, options, data, describe=describe)
+        comm.Allreduce(MPI.IN_PLACE, buffer, op=MPI.MAX if op == "max" else MPI.MIN if op == "min" else MPI.SUM)
+    _counted("all_reduce", buffer)
+    if op == "mean":  # in place for floats; integers give a new float64 array
+        buffer = np.true_divide(buffer, comm.Get_size(), out=buffer if buffer.dtype.kind == "f" else None)
     return buffer
+
+
+def _check_root(comm, root, what):
+    """The group's size; DistributedError unless `root` is one of its ranks."""
+    size = comm.Get_size()
+    if not is_int(root) or not 0 <= root < size:
+        raise DistributedError(f"{what} root {root!r} is not a rank of this {size}-process group; pass an int in "
+                               f"0..{size - 1}")
+    return size
 
 
 def broadcast(array, root=0):
     """Rank `root`'s array on every process (overwriting theirs in place where possible); others may pass an array
     of the same shape or None."""
     comm = communicator()
-    size = comm.Get_size()
-    if not 0 <= root < size:
-        raise DistributedError(f"broadcast root {root} is not a rank of this {size}-process group")
-    is_root = comm.Get_rank() == root
-    if is_root and array is None and size == 1:  # with others, the contract check raises on every rank
+    size = _check_root(comm, root, "broadcast")
+    if comm.Get_rank() == root and array is None and size == 1:  # with others, the contract check raises on all
         raise DistributedError(f"broadcast: this process is the root (rank {root}), so it must pass the array to "
                                "send; the other processes may pass None")
     buffer = _as_buffer(array, "broadcast") if array is not None else None
     with guarded("broadcast", buffer):
-        if size > 1:
-            data = None if buffer is None else (buffer.shape, buffer.dtype.str)
-            records = agree(comm, "broadcast", f"root={root}", data, root=root,
-                            describe=lambda: "None" if buffer is None else f"shape {buffer.shape} {buffer.dtype}")
-            if (records[:, 2] == 0).any():  # some rank passed None: it learns the root's shape and dtype
-                shape, dtype = comm.bcast(None if buffer is None else (buffer.shape, buffer.dtype.str), root=root)
-                if buffer is None:
-                    buffer = np.empty(shape, np.dtype(dtype))
+        data = None if buffer is None else (buffer.shape, buffer.dtype.str)
+        records = agree(comm, "broadcast", f"root={root}", data, root=root,
+                        describe=lambda: "None" if buffer is None else f"shape {buffer.shape} {buffer.dtype}")
+        if records is not None and (records[:, 2] == 0).any():  # a rank passed None: it learns the root's array's
+            shape, dtype = comm.bcast(data, root=root)
+            if buffer is None:
+                buffer = np.empty(shape, np.dtype(dtype))
         comm.Bcast(buffer, root=root)
-    _count("broadcast", buffer)
+    _counted("broadcast", buffer)
     return buffer
 
 
@@ -119,22 +175,20 @@ def all_gather(array):
         else:
             records = agree(comm, "all_gather", "", (buffer.shape[1:], buffer.dtype.str), first_dim=buffer.shape[0],
                             describe=lambda: f"shape {buffer.shape} {buffer.dtype}")
-            firsts = records[:, 3].tolist()
-            row = math.prod(buffer.shape[1:])
-            out = np.empty((sum(firsts),) + buffer.shape[1:], buffer.dtype)
-            counts = [first * row for first in firsts]
+            counts = [first * math.prod(buffer.shape[1:]) for first in records[:, 3].tolist()]
+            out = np.empty((int(records[:, 3].sum()),) + buffer.shape[1:], buffer.dtype)
             displacements = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
             comm.Allgatherv(buffer, [out, (counts, displacements)])
-    _count("all_gather", out)
+    _counted("all_gather", out)
     return out
 
 
 def broadcast_object(value, root=0):
     """Rank `root`'s picklable Python value on every process (small things: seeds, flags, dicts)."""
     comm = communicator()
+    _check_root(comm, root, "broadcast_object")
     with guarded("broadcast_object"):
-        if comm.Get_size() > 1:
-            agree(comm, "broadcast_object", f"root={root}")
+        agree(comm, "broadcast_object", f"root={root}")
         result = comm.bcast(value, root=root)
-    _calls["broadcast_object"] += 1
+    _counted("broadcast_object")
     return result

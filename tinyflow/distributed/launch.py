@@ -89,5 +89,4 @@ def launch(n, program):
     program = list(program)[1:] if list(program[:1]) == ["--"] else list(program)
     if not program:
         raise DistributedError("launch needs a script to run: tinyflow launch -n 2 script.py [args]")
-    cmd = command(n, list(program))
-    return subprocess.run(cmd, env=environment(n)).returncode
+    return subprocess.run(command(n, program), env=environment(n)).returncode

@@ -5,6 +5,7 @@ rank through environment variables; `init()` starts MPI. MPI does not survive a 
 fast instead of hanging: an uncaught exception on any rank prints its traceback and aborts the whole job, and so
 does a collective waiting past the timeout (watchdog.py).
 """
+import math
 import os
 import sys
 import traceback
@@ -28,6 +29,7 @@ class _State:
     MPI = None         # the mpi4py.MPI module
     timeout = DEFAULT_TIMEOUT
     watchdog = None
+    collectives = 0    # collectives this process has made (the same on every rank of a correct program)
 
 
 _state = _State()
@@ -83,10 +85,15 @@ def init(timeout=None):
     other ranks before the job is aborted. Without a launcher this is a group of one process (plain `python`).
     """
     if timeout is None:
-        timeout = float(os.environ.get("TINYFLOW_COLLECTIVE_TIMEOUT", DEFAULT_TIMEOUT))
-    if timeout <= 0:
-        raise DistributedError(f"the collective timeout must be positive seconds, got {timeout}")
-    _state.timeout = float(timeout)
+        timeout = os.environ.get("TINYFLOW_COLLECTIVE_TIMEOUT", DEFAULT_TIMEOUT)
+    try:
+        seconds = float(timeout)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(timeout, bool) or not seconds > 0:  # NaN too
+        raise DistributedError(f"the collective timeout (init(timeout=...) or TINYFLOW_COLLECTIVE_TIMEOUT) must be "
+                               f"a positive number of seconds, got {timeout!r}")
+    _state.timeout = seconds
     if _state.comm is not None:
         return _state.comm.Get_rank()
     MPI = import_mpi()

@@ -9,15 +9,27 @@ import math
 
 import numpy as np
 
-from ..ops.registry import not_differentiable
 from ..eager import Tensor, no_grad
 from ..graph import get_default_graph
 from ..nodes import Operation
 from ..ops.array_ops import get_item, reshape
 from ..ops.elementwise_ops import cast
-from .collectives import broadcast, reduce_checked
-from .contracts import agree
+from ..ops.registry import not_differentiable
+from .collectives import agree, broadcast, reduce_checked
 from .mpi import DistributedError, communicator, world_size
+
+
+def _signature(params):
+    """What every process must agree on: each parameter's shape and dtype (the same total size is not enough)."""
+    return tuple((tuple(map(int, p.shape)), np.dtype(p.dtype).str) for p in params)
+
+
+def _summary(variables, names=None):
+    """'3 variables: w (5, 8) float64, b (8,) float64, ...' for messages about models that differ."""
+    names = names or [getattr(v, "name", f"tensor {i}") for i, v in enumerate(variables)]
+    parts = [f"{name} {tuple(v.shape)} {np.dtype(v.dtype)}" for name, v in zip(names, variables)]
+    shown = ", ".join(parts[:8]) + (f", ... ({len(parts) - 8} more)" if len(parts) > 8 else "")
+    return f"{len(parts)} variable{'s' * (len(parts) != 1)}: {shown}"
 
 
 class AllReduceGradients(Operation):
@@ -27,9 +39,7 @@ class AllReduceGradients(Operation):
         self.shapes = [v.shape for v in variables]
         self.sizes = [math.prod(s) for s in self.shapes]
         self.pack_dtype = np.result_type(*[v.dtype for v in variables])
-        # what every process must agree on: each variable's shape and dtype (the same total size is not enough)
-        self.signature = tuple((tuple(map(int, v.shape)), np.dtype(v.dtype).str) for v in variables)
-        self.summary = _summary(variables)
+        self.signature, self.summary = _signature(variables), _summary(variables)
         super().__init__(*grads, name=name)
 
     def infer_shape(self, *grad_shapes):
@@ -48,18 +58,13 @@ not_differentiable(AllReduceGradients)
 
 def pack(arrays, dtype):
     """One flat `dtype` buffer of the arrays raveled in turn."""
-    flat = np.empty(sum(np.size(a) for a in arrays), dtype)
-    offset = 0
-    for array in arrays:
-        flat[offset:offset + np.size(array)] = np.ravel(array)
-        offset += np.size(array)
-    return flat
+    return np.concatenate([np.ravel(a) for a in arrays], dtype=dtype, casting="unsafe")
 
 
 def unpack(flat, shapes):
     """The parts of a packed buffer, reshaped to `shapes`."""
-    offsets = np.cumsum([0] + [math.prod(shape) for shape in shapes]).tolist()
-    return [flat[start:end].reshape(shape) for start, end, shape in zip(offsets, offsets[1:], shapes)]
+    parts = np.split(flat, np.cumsum([math.prod(shape) for shape in shapes])[:-1])
+    return [part.reshape(shape) for part, shape in zip(parts, shapes)]
 
 
 def exchange_packed(variables, exchange):
@@ -68,29 +73,29 @@ def exchange_packed(variables, exchange):
     for var in variables:
         groups.setdefault(np.dtype(var.dtype).str, []).append(var)
     for dtype, group in sorted(groups.items()):
-        flat = exchange(pack([_value_of(v) for v in group], dtype))
+        flat = exchange(pack([np.asarray(v.numpy() if isinstance(v, Tensor) else v.value) for v in group], dtype))
         for var, value in zip(group, unpack(flat, [tuple(v.shape) for v in group])):
-            _assign(var, value)
+            if isinstance(var, Tensor):  # an eager leaf: in place, outside autograd
+                with no_grad():
+                    var[...] = value
+            else:
+                var.value = value
 
 
 def average_gradients(parameters):
-    """Average the `.grad` arrays of `parameters` (Variables or eager Tensors) over processes, in one all_reduce.
-
-    The eager-mode building block of DistributedOptimizer.step(). Every parameter has a slot in the packed
-    buffer (zeros when its grad is None) plus one flag, so the buffer has the same size on every process; a
-    parameter with a gradient on some processes only raises DistributedError on every process. Each `.grad`
-    gets a new array: the one backward() left may be shared with other tensors.
-    """
+    """Average the `.grad` arrays of `parameters` (Variables or eager Tensors) over processes, in one all_reduce
+    (DistributedOptimizer.step()); each `.grad` gets a new array (backward's may be shared with other tensors)."""
+    # every parameter has a slot in the packed buffer (zeros when its grad is None) plus one flag, so the buffer
+    # has the same size on every process, and a gradient on some processes only is found by every process
     parameters = list(parameters)
     if not parameters:
         return
     dtype = np.result_type(*[p.dtype for p in parameters])
-    flags = [p.grad is not None for p in parameters]
     shapes = [tuple(p.shape) for p in parameters]
     grads = [np.zeros(shape, dtype) if p.grad is None else np.asarray(p.grad) for p, shape in zip(parameters, shapes)]
-    flat = pack(grads + [flags], dtype)
-    signature = tuple((tuple(map(int, p.shape)), np.dtype(p.dtype).str) for p in parameters)
-    reduce_checked(flat, "mean", "DistributedOptimizer", "gradients", signature, lambda: _summary(parameters))
+    flat = pack(grads + [[p.grad is not None for p in parameters]], dtype)
+    reduce_checked(flat, "mean", "DistributedOptimizer", "gradients", _signature(parameters),
+                   lambda: _summary(parameters))
     *parts, flags = unpack(flat, shapes + [(len(parameters),)])
     for i, (param, part, flag) in enumerate(zip(parameters, parts, flags)):
         if flag != 0 and flag != 1:
@@ -111,7 +116,10 @@ class DistributedOptimizer:
 
     def __init__(self, optimizer):
         if isinstance(optimizer, DistributedOptimizer):
-            raise TypeError("this optimizer is already a DistributedOptimizer; wrap the plain optimizer once")
+            raise DistributedError("this optimizer is already a DistributedOptimizer; wrap the plain optimizer once")
+        if not hasattr(optimizer, "apply_gradients"):
+            raise DistributedError(f"DistributedOptimizer wraps a tfl.optim optimizer, got {optimizer!r}; pass e.g. "
+                                   "tfl.optim.SGD(0.1)")
         self.optimizer = optimizer
 
     def __getattr__(self, name):
@@ -166,29 +174,6 @@ def broadcast_variables(graph=None, root=0):
     else:
         variables = sorted((graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
         names = [v.name for v in variables]
-    if comm.Get_size() > 1:
-        signature = tuple((name, tuple(map(int, v.shape)), np.dtype(v.dtype).str) for name, v in zip(names, variables))
-        agree(comm, "broadcast_variables", f"root={root}", signature, describe=lambda: _summary(variables, names))
+    agree(comm, "broadcast_variables", f"root={root}", tuple(zip(names, _signature(variables))),
+          describe=lambda: _summary(variables, names))
     exchange_packed(variables, lambda flat: broadcast(flat, root=root))
-
-
-def _summary(variables, names=None):
-    """'3 variables: w (5, 8) float64, b (8,) float64, ...' for messages about models that differ."""
-    names = names or [getattr(v, "name", f"tensor {i}") for i, v in enumerate(variables)]
-    parts = [f"{name} {tuple(v.shape)} {np.dtype(v.dtype)}" for name, v in zip(names, variables)]
-    shown = ", ".join(parts[:8]) + (f", ... ({len(parts) - 8} more)" if len(parts) > 8 else "")
-    return f"{len(parts)} variable{'s' * (len(parts) != 1)}: {shown}"
-
-
-def _value_of(param):
-    """A Variable's or an eager Tensor's value as a numpy array."""
-    return np.asarray(param.numpy() if isinstance(param, Tensor) else param.value)
-
-
-def _assign(param, value):
-    """Give a Variable or an eager leaf Tensor a new value (a Tensor in place, outside autograd)."""
-    if isinstance(param, Tensor):
-        with no_grad():
-            param[...] = value
-    else:
-        param.value = value

@@ -1,23 +1,29 @@
 """The collective watchdog: a collective that waits past the timeout aborts the job, naming who never arrived.
 
-A rank that died without MPI noticing, or is busy elsewhere, would leave the others waiting forever. So each
-process runs a daemon thread: when a collective has waited `timeout - grace` seconds, it asks every other rank
-where it is, over a private duplicate of the communicator; each rank's watchdog answers which collective it
-waits in, or which line it is at and its last collective. At the timeout the job is aborted with the answers:
-    all_reduce of (4,) float64 (collective #2, at train.py:31) waited more than 600 s for the other
-    ranks: rank 1 never arrived. rank 1 is not in a collective: it is at train.py:29, ...
-A rank that does not answer has probably died (or is stuck in C code holding the GIL). Asking needs MPI thread
-support (MPI_THREAD_MULTIPLE, mpi4py's default); without it the job is still aborted, without the answers.
+Each process runs a daemon thread: when a collective has waited `timeout - grace` seconds, it asks every other
+rank, over a private duplicate of the communicator, where it is (which collective it waits in, or which line it is
+at); at the timeout the job is aborted with the answers (an example: docs/distributed.md). A rank that does not
+answer has probably died. Asking needs MPI_THREAD_MULTIPLE; without it the job is still aborted, without answers.
 """
 import atexit
+import os
 import sys
 import threading
 import time
 
-from . import contracts
 from .mpi import _state, abort, rank, world_size
 
 QUESTION, ANSWER = 7001, 7002  # tags on the watchdog's own communicator
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def call_site(frame=None):
+    """'file.py:12': the innermost frame outside tinyflow (the user's line that led to a collective)."""
+    frame = innermost = frame or sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    frame = frame or innermost
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 class Watchdog:
@@ -45,7 +51,7 @@ class Watchdog:
     def disarm(self):
         """The collective finished."""
         self.deadline = None
-        self.last = (self.what, contracts.calls_made(), time.monotonic())
+        self.last = (self.what, _state.collectives, time.monotonic())
 
     def stop(self):
         """Stop for good (at exit)."""
@@ -66,7 +72,7 @@ class Watchdog:
                 deadline = self.deadline
                 if deadline is None:
                     continue
-                now, number = time.monotonic(), contracts.calls_made()
+                now, number = time.monotonic(), _state.collectives
                 ask_from = deadline - min(2.0, _state.timeout / 2)  # time for the answers to come back
                 if self.control is not None and self.asked != number and now > ask_from:
                     self._ask(number)
@@ -93,13 +99,13 @@ class Watchdog:
 
     def _site(self):
         frame = sys._current_frames().get(self.main)
-        return contracts.call_site(frame) if frame is not None else "an unknown line (the main thread has ended)"
+        return call_site(frame) if frame is not None else "an unknown line (the main thread has ended)"
 
     def _where(self):
         """This rank's answer: in which collective it waits, or where it is and its last collective."""
         now = time.monotonic()
         if self.deadline is not None:
-            return {"waiting": contracts.calls_made(), "what": self.what, "site": self._site(),
+            return {"waiting": _state.collectives, "what": self.what, "site": self._site(),
                     "for": now - self.started}
         return {"waiting": 0, "site": self._site(),
                 "last": None if self.last is None else (self.last[0], self.last[1], now - self.last[2])}

@@ -14,7 +14,7 @@ import builtins
 
 import numpy as np
 
-from ..control_flow.sequences import Enumerate, Length, Zip, length as tensor_length, range as tensor_range, \
+from ..control_flow.sequences import Length, enumerated, length as tensor_length, range as tensor_range, zipped, \
     sequence_of
 from ..control_flow import cond
 from ..control_flow.stacks import StackToTensor
@@ -125,7 +125,7 @@ def tensor_sequence(iterable):
 
 def _enumerate(iterable, start=0):
     sequence = tensor_sequence(iterable)
-    return builtins.enumerate(iterable, start) if sequence is None else Enumerate(sequence, start)
+    return builtins.enumerate(iterable, start) if sequence is None else enumerated(sequence, start)
 
 
 def _zip(*iterables):
@@ -136,7 +136,7 @@ def _zip(*iterables):
         raise ConversionError("zip() of a tensor and a Python iterable inside to_static: a loop over a tensor "
                               "cannot step through a Python list; make both tensors (tfl.Constant(list)) or index "
                               "the tensor inside a Python loop")
-    return Zip(sequences)
+    return zipped(sequences)
 
 
 def _concat(xs, axis=0, name=None):

@@ -1,4 +1,5 @@
-"""Layer, the base of every layer, and the simple ones: Linear, Sequential, Flatten, Dropout.
+"""Layer, the base of every layer, the simple ones (Linear, Sequential, Flatten, Dropout), and the registries of
+activations and initializers that layers look names up in.
 
 A layer creates its Variables when constructed (as in PyTorch), under its own name scope, and builds ops
 each time it is called on a node (calling it twice shares its weights). On an eager Tensor the same
@@ -7,13 +8,98 @@ each time it is called on a node (calling it twice shares its weights). On an ea
 """
 import numpy as np
 
+from ..control_flow.subgraph import is_eager
+from ..errors import ArgumentError, ShapeError
 from ..graph import get_default_graph
-from ..nodes import Node, Operation, Placeholder, Variable, as_node
-from ..ops.array_ops import reshape
+from ..nodes import Operation, Placeholder, Variable, as_node
+from ..ops.array_ops import checks
+from ..ops.elementwise_ops import leaky_relu, relu, sigmoid, softplus, tanh
 from ..ops.matmul import matmul
 from ..ops.random_ops import dropout
-from .activations import get_activation
-from .init import initial_value
+from ..ops.shape_ops import flatten
+from ..ops.softmax import log_softmax, softmax
+from ..random import generator
+
+_ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "tanh": tanh, "leaky_relu": leaky_relu, "softplus": softplus,
+                "softmax": softmax, "log_softmax": log_softmax}
+
+
+def _uniform(bound):
+    """The initializer drawing from U(-a, a) with a = bound(fan_in, fan_out)."""
+    return lambda shape, fan_in, fan_out, rng: rng.uniform(-bound(fan_in, fan_out), bound(fan_in, fan_out), shape)
+
+
+def _normal(std):
+    """The initializer drawing from N(0, std(fan_in, fan_out)²)."""
+    return lambda shape, fan_in, fan_out, rng: rng.normal(0.0, std(fan_in, fan_out), shape)
+
+
+# name -> fn(shape, fan_in, fan_out, rng) -> array, all drawing from tinyflow's one seed (`tfl.set_seed`)
+_INITIALIZERS = {
+    "zeros": lambda shape, fan_in, fan_out, rng: np.zeros(shape),
+    "ones": lambda shape, fan_in, fan_out, rng: np.ones(shape),
+    "normal": _normal(lambda fan_in, fan_out: 0.01),  # the classic small random start
+    "uniform": _uniform(lambda fan_in, fan_out: 1.0 / np.sqrt(max(fan_in, 1))),  # torch's Linear and Conv default
+    # Glorot, for tanh/sigmoid nets
+    "xavier_uniform": _uniform(lambda fan_in, fan_out: np.sqrt(6.0 / max(fan_in + fan_out, 1))),
+    "xavier_normal": _normal(lambda fan_in, fan_out: np.sqrt(2.0 / max(fan_in + fan_out, 1))),
+    # He/Kaiming, for relu nets
+    "he_uniform": _uniform(lambda fan_in, fan_out: np.sqrt(6.0 / max(fan_in, 1))),
+    "he_normal": _normal(lambda fan_in, fan_out: np.sqrt(2.0 / max(fan_in, 1))),
+}
+
+
+def _adding_to(table, name):
+    """A decorator putting the decorated function into `table` under `name`."""
+    def decorate(fn):
+        table[name] = fn
+        return fn
+    return decorate
+
+
+def _look_up(table, kind, name):
+    """table[name], or an ArgumentError listing the registered names and how to register another."""
+    if name not in table:
+        raise ArgumentError(f"unknown {kind} {name!r}; registered {kind}s: {sorted(table)}. Register your own "
+                            f"with @tfl.nn.register_{kind}(name).")
+    return table[name]
+
+
+def register_activation(name):
+    """Decorator: make `fn(node) -> node` available to layers as `act=name`."""
+    return _adding_to(_ACTIVATIONS, name)
+
+
+def register_initializer(name):
+    """Decorator: make `fn(shape, fan_in, fan_out, rng) -> array` selectable by name."""
+    return _adding_to(_INITIALIZERS, name)
+
+
+def registered_activations():
+    """The names layers accept as `act`."""
+    return sorted(_ACTIVATIONS)
+
+
+def registered_initializers():
+    """The initializer names layers accept."""
+    return sorted(_INITIALIZERS)
+
+
+def get_activation(act):
+    """The activation function for a registered name, a callable, or None (identity)."""
+    return act if act is None or callable(act) else _look_up(_ACTIVATIONS, "activation", act)
+
+
+def initial_value(init, shape, fan_in, fan_out, dtype):
+    """An initial array from an initializer name or callable, drawn with the next global seed."""
+    init = init if callable(init) else _look_up(_INITIALIZERS, "initializer", init)
+    return np.asarray(init(tuple(shape), fan_in, fan_out, generator()), dtype=dtype)
+
+
+def sizes(layer, name, **values):
+    """The layer's size arguments as ints, each at least 1 (an ArgumentError naming the layer otherwise)."""
+    check = checks(type(layer).__name__, name)
+    return [check.integer(argument, value, minimum=1) for argument, value in values.items()]
 
 
 def training_flag(graph=None):
@@ -25,15 +111,9 @@ def training_flag(graph=None):
     return graph.training_flag
 
 
-def is_eager(x):
-    """True for an eager Tensor (it has no graph), False for graph nodes and plain values."""
-    return not isinstance(x, Node) and getattr(x, "graph", False) is None
-
-
 def update_ops(graph=None):
     """Ops a training step must run besides the optimizer's (batch-norm moving statistics)."""
-    graph = graph if graph is not None else get_default_graph()
-    return list(graph.update_ops)
+    return list((graph if graph is not None else get_default_graph()).update_ops)
 
 
 class Layer:
@@ -42,8 +122,8 @@ class Layer:
     rank = None  # the input rank of a layer class made by `ranked`
 
     def __init__(self, name=None, dtype="float32"):
+        self.dtype = checks(type(self).__name__, name).dtype("dtype", dtype)
         self.graph = get_default_graph()
-        self.dtype = np.dtype(dtype)
         with self.graph.name_scope(name or type(self).__name__) as scope:
             self.scope = scope
         self._variables = []
@@ -100,9 +180,9 @@ class Layer:
         return weight, self.add_variable("bias", shape, "zeros") if affine and bias else None
 
     def check_rank(self, x):
-        """ValueError unless x has the input rank this layer class takes (`rank`)."""
+        """ShapeError unless x has the input rank this layer class takes (`rank`)."""
         if x.shape is None or len(x.shape) != self.rank:
-            raise ValueError(f"{type(self).__name__} expects inputs of rank {self.rank}, got shape {x.shape}")
+            raise ShapeError(f"{type(self).__name__} expects inputs of rank {self.rank}, got shape {x.shape}")
 
     def parameters(self):
         """The trainable Variables of this layer (and of its sub-layers)."""
@@ -128,9 +208,10 @@ class Linear(Layer):
 
     def __init__(self, in_features, out_features, bias=True, act=None, weight_init="uniform", bias_init="zeros",
                  name=None, dtype="float32"):
-        self.act = get_activation(act)  # checked first: an unknown name fails before any Variable exists
+        self.act = get_activation(act)  # checked first: a bad argument fails before any Variable exists
+        in_features, out_features = sizes(self, name, in_features=in_features, out_features=out_features)
         super().__init__(name, dtype)
-        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.in_features, self.out_features = in_features, out_features
         self.weight = self.add_variable("weight", (in_features, out_features), weight_init, in_features, out_features)
         self.bias = self.add_variable("bias", (out_features,), bias_init, in_features, out_features) if bias else None
 
@@ -147,6 +228,10 @@ class Sequential(Layer):
     def __init__(self, *layers, name=None):
         super().__init__(name)
         self.layers = list(layers[0]) if len(layers) == 1 and isinstance(layers[0], (list, tuple)) else list(layers)
+        for i, layer in enumerate(self.layers):
+            if not callable(layer):
+                checks("Sequential", name).fail(f"layers[{i}]", layer, "is not a layer", "pass layers or functions "
+                                                "of one node, e.g. tfl.nn.Sequential(tfl.nn.Linear(4, 8), tfl.relu)")
 
     def forward(self, x):
         for layer in self.layers:
@@ -154,7 +239,7 @@ class Sequential(Layer):
         return x
 
     def variables(self):
-        return [v for layer in self.layers for v in (layer.variables() if isinstance(layer, Layer) else [])]
+        return [v for layer in self.sublayers() for v in layer.variables()]
 
     def sublayers(self):
         return [layer for layer in self.layers if isinstance(layer, Layer)]
@@ -164,17 +249,15 @@ class Flatten(Layer):
     """(N, d1, d2, ...) -> (N, d1·d2·...)."""
 
     def forward(self, x):
-        return reshape(x, (-1, int(np.prod(x.shape[1:]))))
+        return flatten(x, 1)
 
 
 class Dropout(Layer):
     """Zero each entry with probability p while training (the graph's training flag), scale the rest."""
 
     def __init__(self, p=0.5, name=None):
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+        self.p = checks("Dropout", name).number("p", p, 0.0, 1.0, high_open=True)
         super().__init__(name)
-        self.p = p
 
     def forward(self, x):
         return dropout(x, self.p, training=self.training if is_eager(x) else training_flag(self.graph))

@@ -8,10 +8,10 @@ import functools
 
 from ..errors import ArgumentError, ShapeError
 from ..ops.elementwise_ops import relu, sigmoid, tanh, zeros_like
-from ..ops.array_ops import concat, get_item, reshape, transpose
+from ..ops.array_ops import checks, concat, get_item, reshape, transpose
 from ..ops.matmul import matmul
 from ..ops.shape_ops import split, stack
-from .layer import Layer
+from .layer import Layer, sizes
 
 
 def _linear(x, w_t, b):
@@ -68,8 +68,9 @@ class _Recurrent(Layer):
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, bidirectional=False,
                  name=None, dtype="float32"):
+        self.input_size, self.hidden_size, self.num_layers = sizes(self, name, input_size=input_size,
+                                                                   hidden_size=hidden_size, num_layers=num_layers)
         super().__init__(name, dtype)
-        self.input_size, self.hidden_size, self.num_layers = int(input_size), int(hidden_size), int(num_layers)
         self.bias, self.batch_first, self.bidirectional = bias, batch_first, bidirectional
         self.weights = []  # per layer and direction: (weight_ih, weight_hh, bias_ih, bias_hh)
         directions = 2 if bidirectional else 1
@@ -132,6 +133,6 @@ class RNN(_Recurrent):
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
                  bidirectional=False, name=None, dtype="float32"):
         if nonlinearity not in ("tanh", "relu"):
-            raise ArgumentError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+            checks("RNN", name).fail("nonlinearity", nonlinearity, "is not one", "pass 'tanh' or 'relu'")
         self.cell = functools.partial(rnn_cell, nonlinearity=nonlinearity)
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, bidirectional, name, dtype)

@@ -1,34 +1,42 @@
 """Convolution, transposed convolution and pooling layers over 1, 2 or 3 spatial axes (N, C, *spatial)."""
 import math
 
-from ..ops.array_ops import reshape
+from ..ops.array_ops import checks, reshape
 from ..ops.conv import Conv, ConvTranspose
 from ..ops.pooling import AvgPool, MaxPool
-from .activations import get_activation
-from .layer import Layer, ranked
+from .layer import Layer, get_activation, ranked, sizes
 
 
-def _sizes(value, spatial):
-    return (value,) * spatial if isinstance(value, int) else tuple(value)
+def _kernel(layer, name, kernel_size):
+    """kernel_size as one int per spatial axis, each at least 1."""
+    return checks(type(layer).__name__, name).ints("kernel_size", kernel_size, layer.rank - 2, minimum=1)
 
 
-class _Convolution(Layer):
-    """act(convolve(x, W) + b); the weight and fans as torch.nn.ConvNd / ConvTransposeNd."""
+class _ConvNd(Layer):
+    """act(conv(x, W) + b) with W of shape (out_channels, in_channels / groups, *kernel_size), as torch.nn.ConvNd."""
 
-    def _build(self, in_channels, out_channels, kernel_size, groups, bias, act, weight_init, bias_init, name, dtype,
-               transposed):
+    transposed = False
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 act=None, weight_init="uniform", bias_init="zeros", name=None, dtype="float32"):
         self.act = get_activation(act)
+        in_channels, out_channels, groups = sizes(self, name, in_channels=in_channels, out_channels=out_channels,
+                                                  groups=groups)
         if in_channels % groups or out_channels % groups:
-            raise ValueError(f"{type(self).__name__}: in_channels={in_channels} and out_channels={out_channels} "
-                             f"must both split into groups={groups}")
-        Layer.__init__(self, name, dtype)
-        kernel = _sizes(kernel_size, self.rank - 2)
+            checks(type(self).__name__, name).fail("groups", groups, f"does not divide in_channels={in_channels} "
+                                                   f"and out_channels={out_channels}", "pass a common divisor")
+        kernel = _kernel(self, name, kernel_size)
+        super().__init__(name, dtype)
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         # the weight is (out, in / groups, *kernel), transposed (in, out / groups, *kernel); torch takes the
         # fan-in from the weight's axis 1 in both cases
-        first, second = (in_channels, out_channels) if transposed else (out_channels, in_channels)
+        first, second = (in_channels, out_channels) if self.transposed else (out_channels, in_channels)
         fan_in, fan_out = second // groups * math.prod(kernel), first // groups * math.prod(kernel)
         self.weight = self.add_variable("weight", (first, second // groups) + kernel, weight_init, fan_in, fan_out)
         self.bias = self.add_variable("bias", (out_channels,), bias_init, fan_in, fan_out) if bias else None
+
+    def convolve(self, x):
+        return Conv(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, x):
         y = self.convolve(x)
@@ -37,29 +45,17 @@ class _Convolution(Layer):
         return self.act(y) if self.act else y
 
 
-class _ConvNd(_Convolution):
-    """act(conv(x, W) + b) with W of shape (out_channels, in_channels / groups, *kernel_size), as torch.nn.ConvNd."""
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 act=None, weight_init="uniform", bias_init="zeros", name=None, dtype="float32"):
-        self._build(in_channels, out_channels, kernel_size, groups, bias, act, weight_init, bias_init, name, dtype,
-                    transposed=False)
-        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-
-    def convolve(self, x):
-        return Conv(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
-
-
-class _ConvTransposeNd(_Convolution):
+class _ConvTransposeNd(_ConvNd):
     """act(conv_transpose(x, W) + b) with W of shape (in_channels, out_channels / groups, *kernel_size), as torch."""
+
+    transposed = True
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, act=None, weight_init="uniform", bias_init="zeros", name=None,
                  dtype="float32"):
-        self._build(in_channels, out_channels, kernel_size, groups, bias, act, weight_init, bias_init, name, dtype,
-                    transposed=True)
-        self.stride, self.padding, self.output_padding = stride, padding, output_padding
-        self.dilation, self.groups = dilation, groups
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, act,
+                         weight_init, bias_init, name, dtype)
+        self.output_padding = output_padding
 
     def convolve(self, x):
         return ConvTranspose(x, self.weight, self.stride, self.padding, self.output_padding, self.dilation,
@@ -70,9 +66,9 @@ class _MaxPoolNd(Layer):
     """Max pooling over kernel_size windows, as torch.nn.MaxPoolNd."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, name=None):
-        super().__init__(name)
-        self.kernel_size, self.stride, self.padding = _sizes(kernel_size, self.rank - 2), stride, padding
+        self.kernel_size, self.stride, self.padding = _kernel(self, name, kernel_size), stride, padding
         self.dilation, self.ceil_mode = dilation, ceil_mode
+        super().__init__(name)
 
     def forward(self, x):
         return MaxPool(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
@@ -82,9 +78,9 @@ class _AvgPoolNd(Layer):
     """Average pooling over kernel_size windows (zero padding counted unless count_include_pad=False), as torch."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, name=None):
-        super().__init__(name)
-        self.kernel_size, self.stride, self.padding = _sizes(kernel_size, self.rank - 2), stride, padding
+        self.kernel_size, self.stride, self.padding = _kernel(self, name, kernel_size), stride, padding
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        super().__init__(name)
 
     def forward(self, x):
         return AvgPool(x, self.kernel_size, self.stride, self.padding, 1, self.ceil_mode, self.count_include_pad)
