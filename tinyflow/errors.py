@@ -51,3 +51,15 @@ def describe(node):
     where = f" (created at {site})" if site else ""
     name = getattr(node, "name", None)  # an eager op has none
     return f"{node.op_type} node '{name}'{where}" if name else f"{node.op_type}{where}"
+
+
+class OnnxExportError(TinyflowError):
+    """A program that cannot become ONNX (an op type without a mapping, or an attribute ONNX lacks)."""
+
+
+class OnnxImportError(TinyflowError):
+    """An ONNX model tinyflow cannot import; `unsupported`: valid ONNX that tinyflow does not handle yet."""
+
+    def __init__(self, message, unsupported=False):
+        super().__init__(message)
+        self.unsupported = unsupported

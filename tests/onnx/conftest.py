@@ -3,7 +3,7 @@
 
 def pytest_terminal_summary(terminalreporter):
     import sys
-    conformance = sys.modules.get("tinyflow.onnx.conformance")
+    conformance = sys.modules.get("conformance_cases")
     lines = conformance.summary() if conformance is not None else []
     if not lines:
         return

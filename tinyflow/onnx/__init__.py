@@ -9,7 +9,7 @@
 How each ONNX op maps to tinyflow ops, both ways, is one rule per op in tinyflow/onnx/rules/ (the
 rule API is documented there); the ops conformance table is docs/onnx.md.
 """
-from .errors import OnnxExportError, OnnxImportError
+from ..errors import OnnxExportError, OnnxImportError
 from .export import OPSET, export, export_graph
 from .importer import ImportContext, OnnxProgram, load, run
 

@@ -1,12 +1,7 @@
-"""tinyflow as an ONNX backend (onnx.backend.base.Backend), the interface ONNX's conformance cases run on.
-
-    rep = TinyflowBackend.prepare(model, backend="c")     # tinyflow's backend: "numpy", "c", "opencl"
-    outputs = rep.run([x, y])                              # a tuple in the model's output order
-
-tinyflow needs shapes, axes and pads when the graph is built, which a conformance case may feed as
-graph inputs: the model is then imported with those inputs fixed to the values given
-(tfl.onnx.load(..., constants=...)), once per distinct value.
-"""
+"""tinyflow as an ONNX backend (onnx.backend.base.Backend), the interface ONNX's conformance cases run on:
+`TinyflowBackend.prepare(model, backend="c").run([x, y])` gives the outputs in the model's order. Inputs tinyflow
+needs when the graph is built (shapes, axes, pads) are fixed to the values fed (tfl.onnx.load(..., constants=...)):
+the model is imported once per distinct value."""
 import numpy as np
 from onnx.backend.base import Backend, BackendRep
 
@@ -22,8 +17,7 @@ class TinyflowRep(BackendRep):
         initializers = {t.name for t in model.graph.initializer}
         self.input_names = [v.name for v in model.graph.input if v.name not in initializers]
         self.output_names = [v.name for v in model.graph.output]
-        self._fixed = []         # names of graph inputs the import needs as constants
-        self._programs = {}      # their values -> program
+        self._fixed, self._programs = [], {}  # the graph inputs the import needs fixed; their values -> program
 
     def program(self, feeds):
         """The imported program for these feeds (the inputs it must fix taken from them)."""
@@ -73,9 +67,3 @@ class TinyflowBackend(Backend):
     @classmethod
     def supports_device(cls, device):
         return device.upper() == "CPU"
-
-
-prepare = TinyflowBackend.prepare
-run_model = TinyflowBackend.run_model
-run_node = TinyflowBackend.run_node
-supports_device = TinyflowBackend.supports_device

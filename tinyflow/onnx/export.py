@@ -1,19 +1,19 @@
 """tfl.onnx.export: a traced program as an ONNX model (opset 17), with dynamic dimensions kept symbolic.
 
-Each tinyflow op type maps to ONNX nodes through its export rule (rules/); one without a rule is an
-OnnxExportError naming it. The program is traced in evaluation mode, and values fixed there (the
-training flag) fold away: dropout disappears, batch norm becomes one BatchNormalization. tfl.cond
-becomes If and tfl.while_loop Loop, their branches and bodies subgraphs reading outer values by name.
+Each tinyflow op type maps to ONNX nodes through its export rule (rules/). The program is traced in evaluation
+mode, and values fixed there (the training flag) fold away: dropout disappears, batch norm becomes one
+BatchNormalization. tfl.cond becomes If and tfl.while_loop Loop, their subgraphs reading outer values by name.
 """
 import types
 
 import numpy as np
 
 from ..nodes import Constant, Node, Placeholder, Variable
-from .errors import OnnxExportError, onnx_module
+from ..errors import OnnxExportError
 from ..ops.elementwise_ops import ElementwiseOp
 from .rules import EXPORTS, OPSET
 from .rules.elementwise_rules import table_export
+from .model_file import onnx_module
 from .storage_types import onnx_type
 
 IR_VERSION = 8  # the IR version of opset 17: readable by every onnxruntime that runs opset 17
@@ -34,8 +34,7 @@ class _Exporter:
         return f"{hint}__{self._counter[0]}"
 
     def child(self, names, shared=False):
-        """An exporter reading this one's values, with `names` ({node: ONNX name}) added: for a subgraph body, or
-        (`shared`) for nodes added to this graph under other names."""
+        """An exporter reading this one's values and `names` ({node: ONNX name}): a subgraph's, or `shared` this's."""
         sub = _Exporter(self.program, parent=self, names=names)
         if shared:
             sub.nodes, sub.initializers = self.nodes, self.initializers
@@ -43,11 +42,8 @@ class _Exporter:
 
     def graph(self, label, values, dtypes, inputs=()):
         """This exporter's nodes as a subgraph returning the ONNX values `values` of `dtypes` (If / Loop bodies)."""
-        outputs = []
-        for name, dtype in zip(values, dtypes):
-            final = self.fresh(f"{label}_out")  # a body output must be produced inside the body
-            self.nodes.append(self.helper.make_node("Identity", [name], [final], name=final))
-            outputs.append(self.helper.make_tensor_value_info(final, onnx_type(dtype), None))
+        finals = [self.emit("Identity", [name], f"{label}_out") for name in values]  # produced inside the body
+        outputs = [self.helper.make_tensor_value_info(f, onnx_type(d), None) for f, d in zip(finals, dtypes)]
         return self.helper.make_graph(self.nodes, self.fresh(label), list(inputs), outputs, self.initializers)
 
     def subgraph(self, label, outputs):
@@ -72,19 +68,15 @@ class _Exporter:
         """The value of a node fixed in evaluation mode (Constants, unfed defaulted Placeholders), else None."""
         if isinstance(node, Constant):
             return node.value
-        if isinstance(node, Placeholder) and node not in self.inputs and node.default is not None:
-            return node.default
-        return None
+        return node.default if isinstance(node, Placeholder) and node not in self.inputs else None
 
     def name_of(self, node):
         """The ONNX value name computing `node` (emitting what it needs on first use)."""
         if node in self.names:
             return self.names[node]
-        static = self.static_value(node)
+        static = node.value if isinstance(node, Variable) else self.static_value(node)
         if node in self.inputs:
             name = node.name
-        elif isinstance(node, Variable):
-            name = self.constant(node.value, node.name)
         elif static is not None:
             name = self.constant(static, node.name)
         elif isinstance(node, Placeholder):
@@ -103,11 +95,8 @@ class _Exporter:
 
     def value_info(self, name, node, prefix):
         """The ValueInfoProto of a model input or output, its unknown dims named ('batch' first)."""
-        if node.shape is None:
-            return self.helper.make_tensor_value_info(name, onnx_type(node.dtype), None)
-        dims = [f"{prefix}_dim{i}" if d is None else d for i, d in enumerate(node.shape)]
-        if node.shape and node.shape[0] is None:
-            dims[0] = "batch"
+        dims = None if node.shape is None else [
+            d if d is not None else "batch" if i == 0 else f"{prefix}_dim{i}" for i, d in enumerate(node.shape)]
         return self.helper.make_tensor_value_info(name, onnx_type(node.dtype), dims)
 
 
@@ -126,21 +115,16 @@ def export(layer_or_fn, path, input_spec=None, opset=OPSET):
 def export_graph(inputs, outputs, path=None, name="tinyflow"):
     """The graph from the Placeholders `inputs` to the nodes `outputs` as an ONNX model (written to `path` if
     given), its inputs and outputs named after the nodes; returns the onnx.ModelProto."""
-    outputs = [outputs] if isinstance(outputs, Node) else list(outputs)
-    inputs = [inputs] if isinstance(inputs, Node) else list(inputs)
+    inputs, outputs = ([v] if isinstance(v, Node) else list(v) for v in (inputs, outputs))
     bad = [n for n in inputs if not isinstance(n, Placeholder)]
     if bad:
         raise OnnxExportError(f"the inputs of an exported graph are Placeholders; '{bad[0].name}' is a "
                               f"{bad[0].op_type}")
-    names, taken = [], {p.name for p in inputs}
-    for out in outputs:
-        unique, n = out.name, 0
-        while unique in taken:
-            n += 1
-            unique = f"{out.name}_{n}"
-        taken.add(unique)
-        names.append(unique)
-    return _model(types.SimpleNamespace(inputs=inputs, outputs=outputs, fn_name=name), names, path)
+    names = [p.name for p in inputs]
+    for out in outputs:  # each output under a name of its own
+        names.append(next(unique for unique in [out.name] + [f"{out.name}_{n}" for n in range(1, len(names) + 1)]
+                          if unique not in names))
+    return _model(types.SimpleNamespace(inputs=inputs, outputs=outputs, fn_name=name), names[len(inputs):], path)
 
 
 def _model(program, output_names, path):
@@ -153,8 +137,8 @@ def _model(program, output_names, path):
         ex.nodes, program.fn_name or "tinyflow",
         [ex.value_info(p.name, p, p.name.replace("/", "_")) for p in program.inputs],
         [ex.value_info(name, node, name) for name, node in zip(output_names, program.outputs)], ex.initializers)
-    model = ex.helper.make_model(graph, opset_imports=[ex.helper.make_opsetid("", OPSET)], producer_name="tinyflow")
-    model.ir_version = IR_VERSION
+    model = ex.helper.make_model(graph, opset_imports=[ex.helper.make_opsetid("", OPSET)], producer_name="tinyflow",
+                                 ir_version=IR_VERSION)
     onnx.checker.check_model(model)
     if path is not None:
         onnx.save(model, str(path))

@@ -1,33 +1,27 @@
 """tfl.onnx.load: an ONNX model as a tinyflow graph made of tinyflow's own ops, so it runs, draws and trains.
 
-    prog = tfl.onnx.load("model.onnx")          # or an onnx.ModelProto, or the file's bytes
-    prog.inputs, prog.outputs                    # ONNX name -> Placeholder / node, in the model's order
-    prog({"x": x})                               # ONNX output name -> numpy array
-
-The model is read and checked whole first (model_file.py), then built in topological order: graph
-inputs become Placeholders, float initializers Variables, other known values Constants, and each node
-what its rule (rules/) builds, named after the ONNX node ("/layer1/conv/Conv" is "Conv" in the name
-scope "layer1/conv", so pictures draw the model's modules as clusters). A node whose inputs are all
-known at import time is computed on the spot while that fits in what is left of FOLD_BYTES.
+The model is read and checked whole first (model_file.py), then built in topological order: graph inputs become
+Placeholders, float initializers Variables, other known values Constants, and each node what its rule (rules/)
+builds, named after the ONNX node ("/layer1/conv/Conv" is "Conv" in the name scope "layer1/conv", so pictures draw
+the model's modules as clusters). A node whose inputs are all known at import time is computed on the spot while
+that fits in what is left of FOLD_BYTES.
 """
 import collections
 
 import numpy as np
 
-from ..errors import ArgumentError, FeedError, TinyflowError
+from ..errors import ArgumentError, FeedError, OnnxImportError, TinyflowError
 from ..graph import Graph, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
 from ..shapes import shapes_compatible
-from .errors import OnnxImportError, onnx_module
-from .model_file import GraphCheck, default_opset, describe, read_model, tensor_bytes, tensor_to_array
+from .model_file import (GraphCheck, declared_type, default_opset, describe, onnx_module, read_model, tensor_bytes,
+                         tensor_to_array)
 from .rules import IMPORTS
-from .storage_types import held_dtype, narrow_dtype, numpy_dtype, onnx_type_name, to_held
+from .storage_types import RoundToType, held_dtype, narrow_dtype, onnx_type, to_held
 
 _REQUIRED = object()
 FOLD_BYTES = 256 << 20  # what computing on the spot may allocate in one import, all nodes together
-# AttributeProto type -> its field; the plural types hold lists
-_ATTRIBUTE_FIELDS = {"FLOAT": "f", "INT": "i", "STRING": "s", "TENSOR": "t", "GRAPH": "g", "FLOATS": "floats",
-                     "INTS": "ints", "STRINGS": "strings", "TENSORS": "tensors", "GRAPHS": "graphs"}
+_ATTRIBUTE_KINDS = ("FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS", "TENSORS", "GRAPHS")
 
 
 class NeedsConstantInput(OnnxImportError):
@@ -83,6 +77,10 @@ class ImportContext:
         """The tinyflow nodes of all inputs (None for omitted optional ones)."""
         return [self.input(i) for i in range(self.num_inputs)]
 
+    def has_input(self, i):
+        """True when input i is given (not omitted)."""
+        return self._value(i) is not None
+
     def value(self, i):
         """Input i's value if it is known at import time (a read-only numpy array), else None."""
         value = self._value(i)
@@ -104,44 +102,40 @@ class ImportContext:
                                "it when the graph is built (a constant, an initializer, or computed from static "
                                "shapes)")
 
-    def input_dtype(self, i):
-        """The numpy dtype of input i (None when omitted)."""
+    def input_shape(self, i, what=None):
+        """The static shape of input i (None dims unknown; None when the rank is unknown or the input omitted);
+        given `what` the rule does with it ("slicing"), an unknown rank is unsupported."""
         value = self._value(i)
-        return None if value is None else value.known("dtype")
+        shape = None if value is None else value.known("shape")
+        if shape is None and what is not None:
+            raise self.unsupported(f"{what} an input of unknown rank")
+        return shape
 
-    def input_shape(self, i):
-        """The static shape of input i (None dims unknown; None when the rank is unknown or the input omitted)."""
+    def elem_type(self, i):
+        """The ONNX element type of input i; a narrow type's (bfloat16, float8, ...) when it holds one's values."""
         value = self._value(i)
-        return None if value is None else value.known("shape")
-
-    def narrow_type(self, i):
-        """The ONNX code of the narrow type (bfloat16, float8, ...) input i holds the values of, else None."""
-        value = self._value(i)
-        if value is None:
-            return None
-        return value.narrow if value.narrow is not None else getattr(value.node, "narrow_type", None)
-
-    def has_input(self, i):
-        """True when input i is given (not omitted)."""
-        return self._value(i) is not None
+        if value.narrow is not None:
+            return value.narrow
+        return value.node.elem_type if isinstance(value.node, RoundToType) else onnx_type(value.known("dtype"))
 
     def output_used(self, k):
         """True when output k is named (an optional output nobody reads has an empty name)."""
         return k < len(self.node.output) and bool(self.node.output[k])
 
     def attr(self, name, default=_REQUIRED):
-        """The attribute as a Python value (int, float, str, list, numpy array, GraphProto); without a default
-        it is required. Every attribute the node carries must be read: an unread one is unsupported."""
+        """The attribute as a Python value (int, float, str, list, numpy array, GraphProto), required without a
+        default. Every attribute the node carries must be read: an unread one is unsupported."""
         self._read.add(name)
         attr = self._attributes.get(name)
         if attr is None:
             if default is _REQUIRED:
                 raise self.fail(f"it lacks the required attribute '{name}'")
             return default
-        kind = onnx_module().AttributeProto.AttributeType.Name(attr.type)
-        if kind not in _ATTRIBUTE_FIELDS:
+        onnx = onnx_module()
+        kind = onnx.AttributeProto.AttributeType.Name(attr.type)
+        if kind not in _ATTRIBUTE_KINDS:
             raise self.unsupported(f"its attribute '{name}' is of type {kind}")
-        raw = getattr(attr, _ATTRIBUTE_FIELDS[kind])
+        raw = onnx.helper.get_attribute_value(attr)  # a list for the plural kinds
         values = [self._attribute_item(item, name) for item in (raw if kind.endswith("S") else [raw])]
         return values if kind.endswith("S") else values[0]
 
@@ -168,10 +162,22 @@ class ImportContext:
         return OnnxImportError(f"{self._where()}: {message} (not supported by tinyflow's import)", unsupported=True)
 
     def import_graph(self, graph, inputs=()):
-        """Import an ONNX subgraph (If branch, Loop body) here, its formal inputs bound to `inputs` (nodes or
-        arrays), other names read from the enclosing graphs; returns its output nodes. Call it inside the
-        function tfl.cond / tfl.while_loop trace, so its nodes belong to that branch or body."""
-        return self._importer.import_subgraph(graph, list(inputs), self)
+        """Import an ONNX subgraph (If branch, Loop body) inside the function tfl.cond / tfl.while_loop traces, its
+        formal inputs bound to `inputs` (nodes or arrays), other names read from outside; returns its outputs."""
+        inputs, importer = list(inputs), self._importer
+        if len(graph.input) != len(inputs):
+            raise self.fail(f"its subgraph '{graph.name}' takes {len(graph.input)} inputs, but {len(inputs)} are given")
+        scope = self._scope.new_child()
+        for value_info, given in zip(graph.input, inputs):
+            given = {"node": given} if isinstance(given, Node) else {"array": np.array(given)}
+            scope[value_info.name] = _Value(value_info.name, **given)
+        importer._bind_initializers(graph, scope)
+        base, importer.base = importer.base, importer.graph.current_scope  # its nodes go in the current scope
+        try:
+            importer._walk(graph, scope)
+            return [importer.node_of(scope[out.name], self) for out in graph.output]
+        finally:
+            importer.base = base
 
 
 class _Importer:
@@ -184,11 +190,6 @@ class _Importer:
         self.opset = default_opset(model)
         self.check = GraphCheck(model, self.opset, IMPORTS)
         self.variables, self.graph_inputs, self.fold_left = [], set(), FOLD_BYTES
-
-    def op_counts(self):
-        """ONNX op type -> number of nodes in the model, subgraphs included, most frequent first."""
-        counts = collections.Counter(n.op_type for order in self.check.order.values() for n in order)
-        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
     def build(self):
         """(inputs, outputs): ONNX name -> node dicts, in the model's order."""
@@ -223,9 +224,7 @@ class _Importer:
             name = value_info.name
             if name in scope:  # an initializer listed as an input too (older exporters): a default value
                 continue
-            shape, dtype = self.declared_type(value_info, f"the graph input '{name}'")
-            if shape is not None:
-                tensor_bytes(shape, dtype, f"the graph input '{name}'")
+            shape, dtype = declared_type(value_info, f"the graph input '{name}'")
             if name in self.constants:
                 array = np.asarray(to_held(self.constants[name]), dtype=dtype)
                 if shape is not None and not shapes_compatible(shape, array.shape):
@@ -235,39 +234,20 @@ class _Importer:
                 continue
             with self.graph.name_scope(self.base):
                 inputs[name] = Placeholder(shape, dtype, name=_clean(name))
-            elem_type = value_info.type.tensor_type.elem_type
+            elem_type = value_info.type.tensor_type.elem_type  # a narrow type's values are held in a wider dtype
             narrow = elem_type if held_dtype(elem_type) is not None else None
             scope[name] = _Value(name, node=inputs[name], narrow=narrow)
             self.graph_inputs.add(name)
         return inputs
 
-    def declared_type(self, value_info, what):
-        """(static shape, numpy dtype) of a ValueInfoProto of a tensor."""
-        kind = value_info.type.WhichOneof("value")
-        if kind != "tensor_type":
-            kinds = {"sequence_type": "a sequence", "optional_type": "an optional value", "map_type": "a map",
-                     "sparse_tensor_type": "a sparse tensor", None: "a value of no type"}
-            raise OnnxImportError(f"{what} is {kinds.get(kind, kind)}, not a tensor; tinyflow imports tensors only",
-                                  unsupported=kind is not None)
-        tensor_type = value_info.type.tensor_type
-        # a narrow storage type's values are held in a wider dtype (storage_types.py)
-        dtype = numpy_dtype(tensor_type.elem_type)
-        if dtype is None:
-            dtype = held_dtype(tensor_type.elem_type)
-        if dtype is None:
-            raise OnnxImportError(f"{what} has element type {onnx_type_name(tensor_type.elem_type)}, which "
-                                  "tinyflow does not compute with", unsupported=True)
-        if not tensor_type.HasField("shape"):
-            return None, dtype
-        return tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim), dtype
-
     def _import_node(self, node, scope, declared):
         rule = IMPORTS[node.op_type]
-        scope_name, name = self._names(node)
+        prefix, _, name = _clean(node.name).rpartition("/")  # the node's name scope and its nodes' name
+        scope_name = f"{self.base}{prefix}/" if prefix else self.base
         subgraphs = self.check.subgraphs(node)
         known = [scope[i] for i in node.input if i]
         folding = bool(known) and not subgraphs and all(v.array is not None and not v.parameter for v in known)
-        ctx = ImportContext(self, node, scope, name, folding=folding)
+        ctx = ImportContext(self, node, scope, name or None, folding=folding)
         for sub in subgraphs:  # parameters a branch or body reads are made outside it, where they belong
             for free in self.check.free_names[id(sub)]:
                 if scope[free].parameter:
@@ -276,7 +256,7 @@ class _Importer:
             results = self._fold(rule, ctx) if folding else None
             if results is None:
                 if folding:  # too big to compute now: its value is computed at run time
-                    ctx = ImportContext(self, node, scope, name)
+                    ctx = ImportContext(self, node, scope, name or None)
                 with self.graph.name_scope(scope_name):
                     results = _as_outputs(rule(ctx, node), ctx)
             for out, result in zip(node.output, results):
@@ -292,8 +272,7 @@ class _Importer:
             raise ctx.fail(f"its import rule failed ({type(err).__name__}: {err})") from err
         unread = sorted(set(ctx._attributes) - ctx._read)
         if unread:
-            raise ctx.unsupported(f"the attribute(s) {unread} are not handled by the import rule of "
-                                  f"{node.op_type}")
+            raise ctx.unsupported(f"the attribute(s) {unread} are not handled by the import rule of {node.op_type}")
         for out, result in zip(node.output, results):
             if not out:
                 continue
@@ -328,7 +307,7 @@ class _Importer:
     def _check_declared(self, value, value_info, ctx):
         """A value whose shape or dtype contradicts what the model declares for it is an error, found now."""
         try:
-            shape, dtype = self.declared_type(value_info, f"the value '{value.name}'")
+            shape, dtype = declared_type(value_info, f"the value '{value.name}'")
         except OnnxImportError:
             return  # types tinyflow does not compute with cannot have been produced here
         got_shape, got_dtype = value.known("shape"), value.known("dtype")
@@ -338,11 +317,6 @@ class _Importer:
         if got_dtype is not None and dtype != got_dtype:
             raise ctx.fail(f"the model declares its output '{value.name}' as {dtype}, but tinyflow computes "
                            f"{got_dtype}")
-
-    def _names(self, node):
-        """(absolute name scope, node name) for the tinyflow nodes of an ONNX node."""
-        prefix, _, name = _clean(node.name).rpartition("/")
-        return (f"{self.base}{prefix}/" if prefix else self.base), name or None
 
     def node_of(self, value, ctx, trainable=None):
         """The tinyflow node of a value, made on first use from its known array (Variable or Constant)."""
@@ -360,22 +334,6 @@ class _Importer:
             else:
                 value.node = Constant(value.array, name=_clean(value.name))
         return value.node
-
-    def import_subgraph(self, graph, inputs, ctx):
-        """Build an ONNX subgraph here, its formal inputs bound to `inputs`; returns its output nodes."""
-        if len(graph.input) != len(inputs):
-            raise ctx.fail(f"its subgraph '{graph.name}' takes {len(graph.input)} inputs, but {len(inputs)} are given")
-        scope = ctx._scope.new_child()
-        for value_info, given in zip(graph.input, inputs):
-            given = {"node": given} if isinstance(given, Node) else {"array": np.array(given)}
-            scope[value_info.name] = _Value(value_info.name, **given)
-        self._bind_initializers(graph, scope)
-        base, self.base = self.base, self.graph.current_scope  # the subgraph's nodes go in the current scope
-        try:
-            self._walk(graph, scope)
-            return [self.node_of(scope[out.name], ctx) for out in graph.output]
-        finally:
-            self.base = base
 
 
 def _clean(name):
@@ -396,16 +354,18 @@ def _as_outputs(result, ctx):
 class OnnxProgram:
     """An imported ONNX model: its tinyflow graph, input Placeholders, output nodes and Variables."""
 
-    def __init__(self, graph, inputs, outputs, variables, opset, model, op_counts):
-        self.graph, self.inputs, self.outputs, self.variables = graph, inputs, outputs, variables
-        self.opset = opset
+    def __init__(self, importer, inputs, outputs):
+        model, self.opset = importer.model, importer.opset
+        self.graph, self.inputs, self.outputs, self.variables = importer.graph, inputs, outputs, importer.variables
         self.producer = f"{model.producer_name} {model.producer_version}".strip() or "unknown"
         self.model_name = model.graph.name
-        self.op_counts = op_counts  # ONNX op type -> number of nodes (subgraphs included), most frequent first
-        self._sessions = {}
+        counts = collections.Counter(n.op_type for order in importer.check.order.values() for n in order)
+        # ONNX op type -> number of nodes (subgraphs included), most frequent first
+        self.op_counts = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
         declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.output if v.type.HasField("tensor_type")}
         self.narrow_outputs = {name: narrow_dtype(code) for name, code in declared.items()
                                if held_dtype(code) is not None}  # returned as onnx's numpy_helper gives them
+        self._sessions = {}
 
     def __repr__(self):
         ins = ", ".join(f"{k}: {p.shape}" for k, p in self.inputs.items())
@@ -414,22 +374,21 @@ class OnnxProgram:
 
     def summary(self):
         """A few lines about the model: inputs, outputs, ONNX op counts, parameters."""
-        def describe_node(node):
-            return f"{node.dtype} {'unknown shape' if node.shape is None else node.shape}"
+        def described(items):
+            return [f"  {name}: {n.dtype} {'unknown shape' if n.shape is None else n.shape}" for name, n in items]
 
         def size(variables):
             return sum(int(np.prod(v.shape)) for v in variables)
         trainable = [v for v in self.variables if v.trainable]
         frozen = [v for v in self.variables if not v.trainable]
-        lines = [f"graph '{self.model_name}', ONNX opset {self.opset}, produced by {self.producer}", "inputs:"]
-        lines += [f"  {name}: {describe_node(node)}" for name, node in self.inputs.items()] or ["  (none)"]
-        lines += ["outputs:"] + [f"  {name}: {describe_node(node)}" for name, node in self.outputs.items()]
-        lines.append(f"ONNX ops ({sum(self.op_counts.values())} nodes): "
-                     + ", ".join(f"{op} {n}" for op, n in self.op_counts.items()))
-        lines.append(f"parameters: {size(trainable):,} in {len(trainable)} trainable Variables"
-                     + (f", {size(frozen):,} more in {len(frozen)} non-trainable ones" if frozen else ""))
-        lines.append(f"tinyflow graph: {len(self.graph.nodes)} nodes")
-        return "\n".join(lines)
+        return "\n".join([
+            f"graph '{self.model_name}', ONNX opset {self.opset}, produced by {self.producer}", "inputs:",
+            *(described(self.inputs.items()) or ["  (none)"]), "outputs:", *described(self.outputs.items()),
+            f"ONNX ops ({sum(self.op_counts.values())} nodes): "
+            + ", ".join(f"{op} {n}" for op, n in self.op_counts.items()),
+            f"parameters: {size(trainable):,} in {len(trainable)} trainable Variables"
+            + (f", {size(frozen):,} more in {len(frozen)} non-trainable ones" if frozen else ""),
+            f"tinyflow graph: {len(self.graph.nodes)} nodes"])
 
     def feed_dict(self, feeds):
         """{Placeholder: value} from {ONNX input name or Placeholder: value}; FeedError for unknown or missing names."""
@@ -447,17 +406,13 @@ class OnnxProgram:
                             f"prog({{{', '.join(f'{k!r}: array' for k in missing)}}})")
         return feed_dict
 
-    def session(self, backend=None, optimize=None):
-        """The Session this program runs in for a backend (made once, kept)."""
-        from ..session import Session
-        key = (backend, repr(optimize))
-        if key not in self._sessions:
-            self._sessions[key] = Session(self.graph, backend=backend, optimize=optimize)
-        return self._sessions[key]
-
     def __call__(self, feeds=None, backend=None, optimize=None):
         """Run the model: {ONNX input name: array} in, {ONNX output name: numpy array} out."""
-        values = self.session(backend, optimize).run(list(self.outputs.values()), self.feed_dict(feeds))
+        from ..session import Session
+        key = (backend, repr(optimize))
+        if key not in self._sessions:  # one Session per backend, made once
+            self._sessions[key] = Session(self.graph, backend=backend, optimize=optimize)
+        values = self._sessions[key].run(list(self.outputs.values()), self.feed_dict(feeds))
         return {name: value.astype(self.narrow_outputs[name]) if name in self.narrow_outputs else value
                 for name, value in zip(self.outputs, values)}
 
@@ -465,10 +420,9 @@ class OnnxProgram:
 def load(model, trainable=True, scope=None, constants=None, graph=None):
     """Import an ONNX model (path, bytes or onnx.ModelProto) into a tinyflow graph; returns an OnnxProgram.
 
-    `trainable`: whether the Variables made from float initializers are trainable. `scope`: a name
-    scope for every node (to import two models into one graph). `constants`: {graph input name: value}
-    fixed when the graph is built (inputs that must be known then, e.g. a shape). `graph`: the graph
-    to build in (default: the default graph).
+    `trainable`: whether the Variables made from float initializers are trainable. `scope`: a name scope for
+    every node (to import two models into one graph). `constants`: {graph input name: value} fixed when the
+    graph is built (inputs that must be known then, e.g. a shape). `graph`: default: the default graph.
     """
     proto, folder = read_model(model)
     graph = graph if graph is not None else get_default_graph()
@@ -479,7 +433,7 @@ def load(model, trainable=True, scope=None, constants=None, graph=None):
     except BaseException:
         graph.discard_nodes_from(start)  # a failed import leaves the graph as it was
         raise
-    return OnnxProgram(graph, inputs, outputs, importer.variables, importer.opset, proto, importer.op_counts())
+    return OnnxProgram(importer, inputs, outputs)
 
 
 def run(model, inputs, backend=None):

@@ -7,12 +7,22 @@ import os
 
 import numpy as np
 
-from .errors import OnnxImportError, onnx_module
-from .storage_types import numpy_dtype, onnx_type_name
+from ..errors import OnnxImportError
+from .storage_types import held_dtype, numpy_dtype, onnx_type_name
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit: a bigger file cannot be one ModelProto
 MAX_TENSOR_BYTES = 1 << 40  # 1 TiB, more than any machine tinyflow runs on: a bigger size is damage or an attack
+
+
+def onnx_module(error=OnnxImportError):
+    """The onnx package, or `error` saying how to install it."""
+    try:
+        import onnx
+    except ImportError:
+        raise error(f"tfl.onnx.{'load' if error is OnnxImportError else 'export'} needs the `onnx` package: "
+                    "pip install onnx (or pip install -e '.[dev]')") from None
+    return onnx
 
 
 def read_model(source):
@@ -68,11 +78,7 @@ def check_text(message, what, path="model"):
 def tensor_to_array(tensor, folder, what):
     """A TensorProto's value as a numpy array; external data is read from `folder` only."""
     onnx = onnx_module()
-    dtype = numpy_dtype(tensor.data_type)
-    if dtype is None:
-        raise OnnxImportError(f"{what} has element type {onnx_type_name(tensor.data_type)}, which tinyflow does "
-                              "not compute with (float16/32/64, signed and unsigned ints and bool are supported)",
-                              unsupported=True)
+    dtype = _dtype(tensor.data_type, what)
     size = tensor_bytes(tensor.dims, dtype, what)
     if tensor.data_location == onnx.TensorProto.EXTERNAL:
         return _external_array(tensor, folder, what, dtype, size)
@@ -97,12 +103,30 @@ def tensor_bytes(shape, dtype, what):
 
 
 def _external_array(tensor, folder, what, dtype, expected):
+    """The array of a tensor in an external file, which must be a regular file inside `folder`."""
     info = {entry.key: entry.value for entry in tensor.external_data}
     location = info.get("location", "")
     if folder is None:
         raise OnnxImportError(f"{what} is stored in the external file '{location}'; load the model from its "
                               "path (tfl.onnx.load('model.onnx')) so tinyflow knows the folder to read it from")
-    path = safe_external_path(folder, location, what)
+    if not location:
+        raise OnnxImportError(f"{what} says its data is in an external file but names none")
+    if "\0" in location:
+        raise OnnxImportError(f"{what}: the external data path {location!r} holds a NUL character, which no file "
+                              "name can (the file is damaged)")
+    if os.path.isabs(location) or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
+        raise OnnxImportError(f"{what}: the external data path '{location}' is absolute; an ONNX model may only "
+                              "read data files inside its own folder")
+    if ".." in location.replace("\\", "/").split("/"):
+        raise OnnxImportError(f"{what}: the external data path '{location}' leaves the model's folder ('..'); "
+                              "an ONNX model may only read data files inside its own folder")
+    path, root = os.path.realpath(os.path.join(folder, location)), os.path.realpath(folder)
+    if os.path.commonpath([root, path]) != root:
+        raise OnnxImportError(f"{what}: the external data path '{location}' resolves to '{path}', outside the "
+                              f"model's folder '{root}' (a symbolic link?); an ONNX model may only read data "
+                              "files inside its own folder")
+    if not os.path.isfile(path):
+        raise OnnxImportError(f"{what}: the external data file '{location}' is missing from '{root}'")
     try:
         offset, length = int(info.get("offset", 0)), int(info.get("length", expected))
     except ValueError:
@@ -117,29 +141,31 @@ def _external_array(tensor, folder, what, dtype, expected):
         return np.frombuffer(f.read(length), dtype=dtype).reshape(tuple(tensor.dims)).copy()
 
 
-def safe_external_path(folder, location, what):
-    """The real path of an external data file, which must be a regular file inside `folder`."""
-    if not location:
-        raise OnnxImportError(f"{what} says its data is in an external file but names none")
-    if "\0" in location:
-        raise OnnxImportError(f"{what}: the external data path {location!r} holds a NUL character, which no file "
-                              "name can (the file is damaged)")
-    if os.path.isabs(location) or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
-        raise OnnxImportError(f"{what}: the external data path '{location}' is absolute; an ONNX model may only "
-                              "read data files inside its own folder")
-    parts = location.replace("\\", "/").split("/")
-    if ".." in parts:
-        raise OnnxImportError(f"{what}: the external data path '{location}' leaves the model's folder ('..'); "
-                              "an ONNX model may only read data files inside its own folder")
-    path = os.path.realpath(os.path.join(folder, location))
-    root = os.path.realpath(folder)
-    if os.path.commonpath([root, path]) != root:
-        raise OnnxImportError(f"{what}: the external data path '{location}' resolves to '{path}', outside the "
-                              f"model's folder '{root}' (a symbolic link?); an ONNX model may only read data "
-                              "files inside its own folder")
-    if not os.path.isfile(path):
-        raise OnnxImportError(f"{what}: the external data file '{location}' is missing from '{root}'")
-    return path
+def declared_type(value_info, what):
+    """(static shape, numpy dtype) of a ValueInfoProto of a tensor; a narrow type's values in its holding dtype."""
+    kind = value_info.type.WhichOneof("value")
+    if kind != "tensor_type":
+        kinds = {"sequence_type": "a sequence", "optional_type": "an optional value", "map_type": "a map",
+                 "sparse_tensor_type": "a sparse tensor", None: "a value of no type"}
+        raise OnnxImportError(f"{what} is {kinds.get(kind, kind)}, not a tensor; tinyflow imports tensors only",
+                              unsupported=kind is not None)
+    tensor_type = value_info.type.tensor_type
+    dtype = _dtype(tensor_type.elem_type, what, narrow=True)
+    if not tensor_type.HasField("shape"):
+        return None, dtype
+    shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
+    tensor_bytes(shape, dtype, what)
+    return shape, dtype
+
+
+def _dtype(elem_type, what, narrow=False):
+    """The numpy dtype of an ONNX element type (`narrow`: also a narrow type's, holding its values)."""
+    dtype = numpy_dtype(elem_type)
+    dtype = held_dtype(elem_type) if dtype is None and narrow else dtype
+    if dtype is None:
+        raise OnnxImportError(f"{what} has element type {onnx_type_name(elem_type)}, which tinyflow does not compute "
+                              "with (float16/32/64, signed and unsigned ints and bool are supported)", unsupported=True)
+    return dtype
 
 
 def default_opset(model):
@@ -168,8 +194,7 @@ class GraphCheck:
         self.context = onnx.checker.C.CheckerContext()
         self.context.ir_version = min(max(int(model.ir_version), 3), onnx.IR_VERSION)  # the checker's range
         self.context.opset_imports = {op.domain: int(op.version) for op in model.opset_import}
-        self.order, self.free_names = {}, {}  # by id(graph): the graphs are kept alive below, so ids stay theirs
-        self.graphs = []
+        self.order, self.free_names, self.graphs = {}, {}, []  # by id(graph): `graphs` keeps them alive, ids theirs
         self.graph_type = onnx.AttributeProto.GRAPH
 
     def subgraphs(self, node):
@@ -192,9 +217,7 @@ class GraphCheck:
         nodes = list(graph.node)
         for index, node in enumerate(nodes):
             self._check_node(node, where)
-            for out in node.output:
-                if not out:
-                    continue
+            for out in filter(None, node.output):  # (an omitted optional output has an empty name)
                 if out in producers or out in defined:
                     raise OnnxImportError(f"{where}: the value '{out}' is produced twice (by {describe(node)} and "
                                           "earlier); every ONNX value has one producer")

@@ -10,12 +10,13 @@ import numpy as np
 from ..arguments import Arguments
 from ..nodes import Operation
 from ..ops.registry import not_differentiable
-from .errors import OnnxExportError
+from ..errors import OnnxExportError
 
 # TensorProto.DataType code -> numpy dtype, for the types tinyflow computes with
-_NUMPY_OF = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
-             9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
-_ONNX_OF = {np.dtype(t): code for code, t in _NUMPY_OF.items()}
+_NUMPY_OF = {code: np.dtype(t) for code, t in {
+    1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64, 9: np.bool_,
+    10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}.items()}
+_ONNX_OF = {dtype: code for code, dtype in _NUMPY_OF.items()}
 # ONNX element type code -> (ml_dtypes type name, the numpy dtype holding its values)
 STORAGE_TYPES = {16: ("bfloat16", np.float32), 17: ("float8_e4m3fn", np.float32), 18: ("float8_e4m3fnuz", np.float32),
                  19: ("float8_e5m2", np.float32), 20: ("float8_e5m2fnuz", np.float32), 21: ("uint4", np.uint8),
@@ -26,8 +27,7 @@ _SATURATING = {17, 18, 19, 20}  # the float8 types, whose casts saturate unless 
 
 def numpy_dtype(elem_type):
     """The numpy dtype of an ONNX element type code, or None when tinyflow has no such dtype."""
-    t = _NUMPY_OF.get(int(elem_type))
-    return None if t is None else np.dtype(t)
+    return _NUMPY_OF.get(int(elem_type))
 
 
 def onnx_type_name(elem_type):
@@ -69,11 +69,8 @@ def to_held(array):
 
 
 class RoundToType(Operation):
-    """x rounded to the values of a narrow ONNX type, kept in x's dtype: what a Cast to that type computes.
-
-    Round to nearest even; float8 casts saturate to the largest finite value unless `saturate` is false.
-    Piecewise constant, so not differentiable. Shape and dtype are x's (Operation's defaults).
-    """
+    """x rounded to the values of a narrow ONNX type, kept in x's dtype: what a Cast to that type computes (round
+    to nearest even; float8 casts saturate unless `saturate` is false). Piecewise constant: not differentiable."""
 
     def __init__(self, x, elem_type, saturate=True, round_mode="up", name=None):
         check = Arguments(self, name, x)
@@ -85,7 +82,6 @@ class RoundToType(Operation):
         if round_mode not in ("up", "down", "nearest"):
             check.fail("round_mode", round_mode, "is not a rounding mode", "pass 'up', 'down' or 'nearest'")
         self.round_mode = round_mode
-        self.narrow_type = self.elem_type  # the type whose values this node holds (what a CastLike to it casts to)
         super().__init__(x, name=name)
 
     def compute(self, x):

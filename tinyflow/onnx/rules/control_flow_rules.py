@@ -1,12 +1,9 @@
-"""Control flow: tfl.cond <-> If, tfl.while_loop <-> Loop, with branches and bodies as subgraphs.
+"""Control flow: tfl.cond <-> If, tfl.while_loop <-> Loop, with branches and bodies as subgraphs reading outer
+values by name, both ways (an import rule builds one with `ctx.import_graph(graph_proto, inputs)`).
 
-Subgraphs read outer values by name, in both directions. An import rule builds a branch or body
-with `ctx.import_graph(graph_proto, inputs)` inside the function tfl.cond / tfl.while_loop trace.
-
-ONNX's Loop carries an iteration number and a condition besides its loop variables, and its body
-may emit *scan outputs*, one value per iteration stacked along a new first axis. tinyflow's
-while_loop records such values on a stack (what a list appended to in a converted tensor loop
-becomes): Loop's scan outputs and those lists are the same thing, both ways.
+ONNX's Loop carries an iteration number and a condition besides its loop variables; its body's *scan outputs*
+(one value per iteration, stacked) are the values tinyflow's while_loop records on a stack, as a list appended
+to in a converted tensor loop does: the same thing, both ways.
 """
 import numpy as np
 
@@ -16,7 +13,7 @@ from ...control_flow.stacks import StackToTensor
 from ...control_flow.while_loop import WhileLoop, trace_loop
 from ...graph import get_default_graph
 from ...nodes import Constant
-from ..errors import OnnxExportError
+from ...errors import OnnxExportError
 from ..storage_types import onnx_type
 from .rule_tables import exports, imports
 
@@ -38,11 +35,9 @@ def import_if(ctx, node):
     if known is not None:
         if known.size != 1:
             raise ctx.fail(f"its condition holds {known.size} values; it must hold one")
-        return tuple(ctx.import_graph(then_graph if bool(known.reshape(())) else else_graph))
+        return ctx.import_graph(then_graph if bool(known.reshape(())) else else_graph)
     pred = _scalar(ctx.input(0))
-    outputs = cond(pred, lambda: ctx.import_graph(then_graph), lambda: ctx.import_graph(else_graph),
-                   name=ctx.name or "If")
-    return tuple(outputs) if isinstance(outputs, (list, tuple)) else outputs
+    return cond(pred, lambda: ctx.import_graph(then_graph), lambda: ctx.import_graph(else_graph), name=ctx.name or "If")
 
 
 @imports("Loop")
@@ -56,8 +51,7 @@ def import_loop(ctx, node):
     """
     body_graph = ctx.attr("body")
     n_vars = ctx.num_inputs - 2
-    n_scans = len(body_graph.output) - 1 - n_vars
-    if len(body_graph.input) != n_vars + 2 or n_scans < 0:
+    if len(body_graph.input) != n_vars + 2 or len(body_graph.output) < 1 + n_vars:
         raise ctx.fail(f"its body takes {len(body_graph.input)} inputs and returns {len(body_graph.output)} "
                        f"values for {n_vars} loop variable(s); it must take 2 + {n_vars} and return at least "
                        f"1 + {n_vars}")
@@ -107,9 +101,7 @@ def export_stack_to_tensor(ex, node):
 @exports("Cond")
 def export_cond(ex, node):
     """tfl.cond -> If: each branch a subgraph reading outer values by name; only one runs."""
-    pred = ex.name_of(node.inputs[0])
-    for capture in node.inputs[1:]:
-        ex.name_of(capture)
+    pred = [ex.name_of(i) for i in node.inputs][0]  # the captured values first named outside the branches
     then_graph = ex.subgraph("then", node.true_branch.outputs)
     else_graph = ex.subgraph("else", node.false_branch.outputs)
     results = [ex.fresh("If") for _ in node.true_branch.outputs]
@@ -120,38 +112,32 @@ def export_cond(ex, node):
 
 @exports("WhileLoop")
 def export_while(ex, node):
-    """tfl.while_loop -> Loop: the body computes the new loop variables, then the test on them.
-
-    The iteration count, when read, is one more loop-carried value; the values the loop records
-    for a list (read through StackToTensor) are the Loop's scan outputs.
-    """
-    from onnx import TensorProto
-    initial = [ex.name_of(v) for v in node.inputs[:node.n_vars]]
-    for capture in node.inputs[node.n_vars:]:
-        ex.name_of(capture)
+    """tfl.while_loop -> Loop: the body computes the new loop variables, then the test on them; the iteration count,
+    when read, is one more loop-carried value, and the values recorded for a list (read through StackToTensor) are
+    the Loop's scan outputs."""
+    initial = [ex.name_of(v) for v in node.inputs][:node.n_vars]  # the captured values named outside the body
     outputs_read = [c for c in node.consumers if getattr(c, "output_index", None) is not None]
     scanned = {c.output_index for c in outputs_read if any(s.op_type == "StackToTensor" for s in c.consumers)}
     scans = [j for j in range(len(node.recorded)) if node.stack_index(j) in scanned]  # stacks read as tensors
+    count = node.iterations_index in {c.output_index for c in outputs_read}
     loop_inputs = node.body.inputs
     first = ex.child(dict(zip(loop_inputs, initial)), shared=True).name_of(node.test.outputs[0])
-    step, keep = ex.fresh("iteration"), ex.fresh("condition")
-    carried = [ex.fresh("loop_var") for _ in loop_inputs]
+    step, keep, carried = ex.fresh("iteration"), ex.fresh("condition"), [ex.fresh("loop_var") for _ in loop_inputs]
     body = ex.child(dict(zip(loop_inputs, carried)))
     new_values = [body.name_of(o) for o in node.body.outputs]
     scan_values = [body.name_of(node.recorded[j].node) for j in scans]
     values = [body.child(dict(zip(loop_inputs, new_values)), shared=True).name_of(node.test.outputs[0])] + new_values
-    types = [np.dtype(bool)] + [v.dtype for v in loop_inputs]
-    body_inputs = [ex.helper.make_tensor_value_info(step, TensorProto.INT64, []),
-                   ex.helper.make_tensor_value_info(keep, TensorProto.BOOL, [])] + \
-        [ex.helper.make_tensor_value_info(c, onnx_type(v.dtype), None) for c, v in zip(carried, loop_inputs)]
-    count = node.iterations_index in {c.output_index for c in outputs_read}
+    types = [np.bool_] + [v.dtype for v in loop_inputs]
+    # the body's inputs, (name, dtype, shape): the iteration number, the condition, the loop variables
+    body_inputs = [(step, np.int64, []), (keep, np.bool_, [])] + [(c, v.dtype, None)
+                                                                  for c, v in zip(carried, loop_inputs)]
     if count:  # the number of iterations run: step + 1 after each one
-        body_inputs.append(ex.helper.make_tensor_value_info(ex.fresh("count"), TensorProto.INT64, []))
+        body_inputs.append((ex.fresh("count"), np.int64, []))
         values.append(body.emit("Add", [step, ex.constant(np.array(1, np.int64), "one")], "count_next"))
-        types.append(np.dtype(np.int64))
+        types.append(np.int64)
         initial = initial + [ex.constant(np.array(0, np.int64), "count_start")]
     graph = body.graph("loop_body", values + scan_values, types + [node.recorded[j].node.dtype for j in scans],
-                       body_inputs)
+                       [ex.helper.make_tensor_value_info(n, onnx_type(t), shape) for n, t, shape in body_inputs])
     limit = "" if node.maximum_iterations is None else ex.constant(np.array(node.maximum_iterations, np.int64),
                                                                     "max_trips")
     finals = [ex.fresh("loop_result") for _ in loop_inputs]

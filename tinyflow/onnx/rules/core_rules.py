@@ -1,8 +1,5 @@
-"""Constants, identity, casts and shapes: Constant, Identity, Cast, CastLike, Shape, Size, ConstantOfShape.
-
-Shape, Size and ConstantOfShape give values known at import time whenever the shapes they read are
-static, so the shape arithmetic ONNX exporters write (Shape -> Gather -> Concat -> Reshape) folds away.
-"""
+"""Constants, identity, casts and shapes. Shape and Size of static shapes are known at import time, so the shape
+arithmetic ONNX exporters write (Shape -> Gather -> Concat -> Reshape) folds away."""
 import math
 
 import numpy as np
@@ -10,12 +7,17 @@ import numpy as np
 from ... import ops
 from ...ops import runtime_shapes
 from ...shapes import is_fully_known
-from ..errors import OnnxExportError
+from ...errors import OnnxExportError
 from ..storage_types import RoundToType, held_dtype, numpy_dtype, onnx_type, onnx_type_name
 from .rule_tables import exports, imports, op_rule, same_op
 
 _CONSTANT_FORMS = {"value": None, "value_float": np.float32, "value_floats": np.float32,
                    "value_int": np.int64, "value_ints": np.int64}
+imports("Identity")(op_rule(ops.identity))
+exports("Identity", "StopGradient")(same_op("Identity"))
+exports("Cast")(same_op("Cast", to=lambda node: onnx_type(node.target_dtype)))
+exports("Shape")(same_op("Shape", start="start", end="end"))
+exports("Size")(same_op("Size"))
 
 
 @imports("Constant")
@@ -30,10 +32,6 @@ def import_constant(ctx, node):
     raise ctx.fail("it carries no value attribute")
 
 
-imports("Identity")(op_rule(ops.identity))
-exports("Identity", "StopGradient")(same_op("Identity"))
-
-
 @exports("UndefinedValue")
 def export_undefined(ex, node):
     """A converted program's value that no path reads (a variable before its first assignment): its zeros."""
@@ -45,9 +43,7 @@ def export_undefined(ex, node):
 @imports("Cast", "CastLike")
 def import_cast(ctx, node):
     """A cast to `to`, or to input 1's element type (a narrow one if input 1 holds a narrow type's values)."""
-    to = ctx.attr("to") if ctx.op_type == "Cast" else ctx.narrow_type(1)
-    if to is None:  # CastLike of an input of a dtype tinyflow computes with
-        to = onnx_type(ctx.input_dtype(1))
+    to = ctx.attr("to") if ctx.op_type == "Cast" else ctx.elem_type(1)
     saturate, round_mode = ctx.attr("saturate", 1), ctx.attr("round_mode", "up")  # for float8 types only
     dtype = numpy_dtype(to)
     if dtype is not None:
@@ -68,11 +64,6 @@ def export_round_to_type(ex, node):
     return ex.emit("Cast", [narrow], "Cast", to=onnx_type(node.dtype))
 
 
-@exports("Cast")
-def export_cast(ex, node):
-    return ex.emit("Cast", [ex.name_of(node.inputs[0])], "Cast", to=onnx_type(node.target_dtype))
-
-
 @imports("Shape")
 def import_shape(ctx, node):
     start, end = ctx.attr("start", 0), ctx.attr("end", None)
@@ -82,18 +73,12 @@ def import_shape(ctx, node):
     return runtime_shapes.shape(ctx.input(0), start, end, name=ctx.name)
 
 
-exports("Shape")(same_op("Shape", start="start", end="end"))
-
-
 @imports("Size")
 def import_size(ctx, node):
     shape = ctx.input_shape(0)
     if is_fully_known(shape):
         return np.array(math.prod(shape), dtype=np.int64)
     return runtime_shapes.size(ctx.input(0), name=ctx.name)
-
-
-exports("Size")(same_op("Size"))
 
 
 @imports("ConstantOfShape")
@@ -107,20 +92,13 @@ def import_constant_of_shape(ctx, node):
     return runtime_shapes.fill(ctx.input(0), value.reshape(()), value.dtype, name=ctx.name)  # folded when small
 
 
-@exports("Fill")
+@exports("Fill", "ZerosLike", "OnesLike")
 def export_fill(ex, node):
+    """ConstantOfShape: of Fill's shape input, or of the Shape of the input ZerosLike / OnesLike copies."""
     from onnx import numpy_helper
-    value = numpy_helper.from_array(np.asarray(node.value, node.fill_dtype).reshape(1), name="value")
-    return ex.emit("ConstantOfShape", [ex.name_of(node.inputs[0])], "Fill", value=value)
-
-
-def _like(fill):
-    def export(ex, node):
+    if node.op_type == "Fill":
+        shape, value = ex.name_of(node.inputs[0]), np.asarray(node.value, node.fill_dtype)
+    else:
         shape = ex.emit("Shape", [ex.name_of(node.inputs[0])], "Shape")
-        value = ex.helper.make_tensor("value", onnx_type(node.dtype), [1], [fill])
-        return ex.emit("ConstantOfShape", [shape], "Fill", value=value)
-    return export
-
-
-exports("ZerosLike")(_like(0))
-exports("OnesLike")(_like(1))
+        value = np.asarray(node.op_type == "OnesLike", node.dtype)
+    return ex.emit("ConstantOfShape", [shape], "Fill", value=numpy_helper.from_array(value.reshape(1), name="value"))

@@ -1,8 +1,6 @@
 """Elementwise ops both ways: the table's ops (ops/elementwise.py) by their `onnx` entry or their expression,
 then the rules where ONNX and tinyflow differ, and ONNX activations that are compositions of tinyflow ops.
-
-ONNX broadcasts like numpy since opset 7, as tinyflow does. ONNX keeps the first input's element
-type where tinyflow would promote (Pow of float32 by int64, integer Div), so those rules cast back.
+ONNX broadcasts like numpy since opset 7, as tinyflow does.
 """
 import ast
 import functools
@@ -31,8 +29,7 @@ def onnx_form(cls):
 
 
 def _table_import(rows):
-    """The import rule of one ONNX op type for the table ops naming it; the fixed attributes choose among
-    them (Mod's fmod, Gelu's approximate), the first row's values being ONNX's defaults."""
+    """The import rule of an ONNX op type the table ops name; their fixed attributes (Mod's fmod) pick the op."""
     def rule(ctx, node):
         if len(rows[0][0].input_names) == 2:
             _legacy_broadcast(ctx)
@@ -104,10 +101,10 @@ def _spell_onnx(ex, tree, values, dtype):
     return visit(tree)
 
 
-_BY_ONNX_TYPE = {}
+_BY_ONNX_TYPE = {}  # ONNX op type -> [(table op, its fixed ONNX attributes)]
 for _cls in [*ELEMENTWISE_OPS.values(), *GRADIENT_OPS_BY_TYPE.values()]:
     exports(_cls.op_type)(table_export(_cls))
-    if onnx_form(_cls):
+    if _cls.onnx:
         _BY_ONNX_TYPE.setdefault(onnx_form(_cls)[0], []).append((_cls, onnx_form(_cls)[1]))
 for _onnx_type, _rows in _BY_ONNX_TYPE.items():
     imports(_onnx_type)(_table_import(_rows))
@@ -116,8 +113,8 @@ for _onnx_type, _rows in _BY_ONNX_TYPE.items():
 # ---------------------------------------------------------------- where ONNX and numpy differ, or one op is several
 @imports("Div", "Pow")
 def import_div_pow(ctx, node):
-    """a / b and a ** b in a's element type, as ONNX keeps it: integers divide truncating toward zero (as in C),
-    and the exponent may have another type."""
+    """a / b and a ** b in a's element type, as ONNX keeps it (tinyflow would promote): integers divide truncating
+    toward zero (as in C), and the exponent may have another type."""
     _legacy_broadcast(ctx)
     a, b = ctx.input(0), ctx.input(1)
     if ctx.op_type == "Div":  # an integer quotient is computed as a float, truncated by the cast
@@ -130,10 +127,7 @@ def import_div_pow(ctx, node):
 @imports("Clip")
 def import_clip(ctx, node):
     """x limited to [min, max]; the bounds are attributes before opset 11, optional inputs since."""
-    if ctx.opset < 11:
-        low, high = ctx.attr("min", None), ctx.attr("max", None)
-    else:
-        low, high = ctx.input(1), ctx.input(2)
+    low, high = (ctx.attr("min", None), ctx.attr("max", None)) if ctx.opset < 11 else (ctx.input(1), ctx.input(2))
     return ops.clip(ctx.input(0), low, high, name=ctx.name)
 
 
@@ -156,6 +150,12 @@ imports("HardSwish")(op_rule(ops.hard_swish))
 
 
 # ---------------------------------------------------------------- exports beyond the table's
+exports("Clip")(same_op("Clip"))
+exports("AddN")(same_op("Sum"))
+exports("Mod")(lambda ex, node: _mod(ex, *[ex.name_of(i) for i in node.inputs], False, node.dtype))
+
+
+@exports("Multiply")
 def _multiply(ex, node):
     for i, inp in enumerate(node.inputs):  # x * dropout-mask in evaluation mode is x
         training = inp.training_input if inp.op_type == "DropoutMask" else None
@@ -164,6 +164,7 @@ def _multiply(ex, node):
     return ex.emit("Mul", [ex.name_of(i) for i in node.inputs], "Mul")
 
 
+@exports("Add")
 def _add(ex, node):
     """Add, or a whole inference-mode batch norm (tfl.nn.BatchNorm*d) as one BatchNormalization."""
     parts = batch_norm_parts(ex, node)
@@ -174,6 +175,7 @@ def _add(ex, node):
     return ex.emit("Add", [ex.name_of(i) for i in node.inputs], "Add")
 
 
+@exports("Where")
 def _where(ex, node):
     condition = ex.static_value(node.inputs[0])
     if condition is not None and np.ndim(condition) == 0:  # e.g. the training flag: fold the choice
@@ -187,8 +189,7 @@ def _where(ex, node):
 
 
 def _mod(ex, a, b, fmod, dtype):
-    """Mod; np.mod of floats (the divisor's sign) as fmod corrected where the signs differ (opset 17's Mod
-    takes fmod=0 for integers only)."""
+    """Mod; np.mod of floats as fmod corrected where the signs differ (opset 17's fmod=0 is for integers only)."""
     if fmod or dtype.kind != "f":
         return ex.emit("Mod", [a, b], "Mod", fmod=int(fmod))
     rest = ex.emit("Mod", [a, b], "Mod", fmod=1)
@@ -196,14 +197,6 @@ def _mod(ex, a, b, fmod, dtype):
     signs_differ = ex.emit("Xor", [ex.emit("Less", [rest, zero], "Less"), ex.emit("Less", [b, zero], "Less")], "Xor")
     fix = ex.emit("And", [ex.emit("Not", [ex.emit("Equal", [rest, zero], "Equal")], "Not"), signs_differ], "And")
     return ex.emit("Where", [fix, ex.emit("Add", [rest, b], "Add"), rest], "Mod")
-
-
-exports("Mod")(lambda ex, node: _mod(ex, *[ex.name_of(i) for i in node.inputs], False, node.dtype))
-exports("Clip")(same_op("Clip"))
-exports("Add")(_add)
-exports("Multiply")(_multiply)
-exports("Where")(_where)
-exports("AddN")(same_op("Sum"))
 
 
 # ---------------------------------------------------------------- activations outside the list, from tinyflow's ops
@@ -219,16 +212,12 @@ def import_celu(ctx, node):
     return ops.add(ops.relu(x), ops.minimum(negative, _as(x, 0.0)), name=ctx.name)
 
 
-@imports("Mish")
-def import_mish(ctx, node):
+@imports("Mish", "Swish")
+def import_mish_swish(ctx, node):
+    """x · tanh(softplus(x)) (Mish), x · sigmoid(αx) (Swish)."""
     x = ctx.input(0)
-    return ops.multiply(x, ops.tanh(ops.softplus(x)), name=ctx.name)
-
-
-@imports("Swish")
-def import_swish(ctx, node):
-    x = ctx.input(0)
-    return ops.multiply(x, ops.sigmoid(x * _as(x, ctx.attr("alpha", 1.0))), name=ctx.name)
+    gate = ops.tanh(ops.softplus(x)) if ctx.op_type == "Mish" else ops.sigmoid(x * _as(x, ctx.attr("alpha", 1.0)))
+    return ops.multiply(x, gate, name=ctx.name)
 
 
 @imports("ThresholdedRelu")

@@ -1,9 +1,5 @@
-"""Neural-network ops: MatMul, Gemm, Softmax, LogSoftmax, Conv, ConvTranspose, MaxPool, AveragePool, global
-pooling, Dropout, Resize, BatchNormalization, LayerNormalization, GroupNormalization, InstanceNormalization.
-
-Convolution and pooling are N-d with groups, dilations, explicit or automatic pads and ceil_mode, as
-tinyflow's window ops are; the rules only translate ONNX's attribute spelling.
-"""
+"""Neural-network ops: matmul, softmax, convolution, pooling, dropout, resize, normalizations. Convolution and
+pooling are N-d, with groups, dilations, explicit or automatic pads and ceil_mode, as tinyflow's are."""
 import numpy as np
 
 from ... import ops
@@ -15,7 +11,7 @@ from ...ops.pooling import AvgPool, MaxPool, MaxPoolIndices
 from ...ops.random_ops import DropoutMask
 from ...ops.resize import Resize
 from ...ops.windows import resolve_padding
-from ..errors import OnnxExportError
+from ...errors import OnnxExportError
 from .rule_tables import OPSET, exports, imports, op_rule, same_op
 
 
@@ -27,29 +23,20 @@ def import_matmul(ctx, node):
     return ops.matmul(ctx.input(0), ctx.input(1), name=ctx.name)
 
 
-def _softmax(fn):
-    def rule(ctx, node):
-        x = ctx.input(0)
-        if ctx.opset >= 13:
-            return fn(x, axis=ctx.attr("axis", -1), name=ctx.name)
-        # before opset 13 the input is seen as 2-D: dims before axis x dims from it
-        axis = ctx.attr("axis", 1)
-        if x.shape is None:
-            raise ctx.unsupported("an opset < 13 softmax of an input of unknown rank")
-        axis = axis + len(x.shape) if axis < 0 else axis
-        if axis == len(x.shape) - 1:
-            return fn(x, axis=-1, name=ctx.name)
-        flat = ops.reshape(x, (-1, int(np.prod(x.shape[axis:]))) if None not in x.shape[axis:] else
-                           (int(np.prod(x.shape[:axis])), -1))
-        return ReshapeLike(fn(flat, axis=-1), x, name=ctx.name)
-    return rule
-
-
-imports("Softmax")(_softmax(ops.softmax))
-imports("LogSoftmax")(_softmax(ops.log_softmax))
-exports("MatMul")(same_op("MatMul"))
-exports("Softmax")(same_op("Softmax", axis="axis"))
-exports("LogSoftmax")(same_op("LogSoftmax", axis="axis"))
+@imports("Softmax", "LogSoftmax")
+def import_softmax(ctx, node):
+    """(log) softmax along `axis`; before opset 13 the input is seen as 2-D: dims before axis x dims from it."""
+    fn, x = ops.softmax if ctx.op_type == "Softmax" else ops.log_softmax, ctx.input(0)
+    if ctx.opset >= 13:
+        return fn(x, axis=ctx.attr("axis", -1), name=ctx.name)
+    axis = ctx.attr("axis", 1)
+    rank = len(ctx.input_shape(0, "an opset < 13 softmax of"))
+    axis = axis + rank if axis < 0 else axis
+    if axis == rank - 1:
+        return fn(x, axis=-1, name=ctx.name)
+    flat = ops.reshape(x, (-1, int(np.prod(x.shape[axis:]))) if None not in x.shape[axis:] else
+                       (int(np.prod(x.shape[:axis])), -1))
+    return ReshapeLike(fn(flat, axis=-1), x, name=ctx.name)
 
 
 @imports("Gemm")
@@ -93,31 +80,23 @@ def window_attributes(ctx, kernel_shape, ceil_mode=False):
     return strides, padding, dilations
 
 
-def _convolution(make):
-    """The import rule of Conv / ConvTranspose: make(ctx, x, w, kernel) with the bias added per channel."""
-    def rule(ctx, node):
-        x, w, bias = ctx.input(0), ctx.input(1), ctx.input(2)
-        if w.shape is None or None in w.shape[2:]:
-            raise ctx.unsupported(f"a filter of unknown shape {w.shape}")
-        kernel = ctx.attr("kernel_shape", list(w.shape[2:]))
-        if list(kernel) != list(w.shape[2:]):
-            raise ctx.fail(f"kernel_shape {kernel} differs from the filter's shape {w.shape}")
-        y = make(ctx, x, w, kernel, None if bias is not None else ctx.name)
-        return y if bias is None else ops.add(y, ops.reshape(bias, (1, -1) + (1,) * len(kernel)), name=ctx.name)
-    return rule
+@imports("Conv", "ConvTranspose")
+def import_convolution(ctx, node):
+    """N-d (transposed) convolution with groups, dilations, explicit or automatic pads, the bias added per channel."""
+    x, w, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+    if w.shape is None or None in w.shape[2:]:
+        raise ctx.unsupported(f"a filter of unknown shape {w.shape}")
+    kernel = ctx.attr("kernel_shape", list(w.shape[2:]))
+    if list(kernel) != list(w.shape[2:]):
+        raise ctx.fail(f"kernel_shape {kernel} differs from the filter's shape {w.shape}")
+    name = None if bias is not None else ctx.name
+    y = (Conv(x, w, *window_attributes(ctx, kernel), ctx.attr("group", 1), name=name) if ctx.op_type == "Conv"
+         else _conv_transpose(ctx, x, w, kernel, name))
+    return y if bias is None else ops.add(y, ops.reshape(bias, (1, -1) + (1,) * len(kernel)), name=ctx.name)
 
 
-@imports("Conv")
-@_convolution
-def import_conv(ctx, x, w, kernel, name):
-    """N-d convolution with groups, dilations, explicit or automatic pads."""
-    return Conv(x, w, *window_attributes(ctx, kernel), ctx.attr("group", 1), name=name)
-
-
-@imports("ConvTranspose")
-@_convolution
-def import_conv_transpose(ctx, x, w, kernel, name):
-    """N-d transposed convolution; output_shape (or auto_pad SAME_*) gives the pads, as ONNX computes them."""
+def _conv_transpose(ctx, x, w, kernel, name):
+    """The transposed convolution; output_shape (or auto_pad SAME_*) gives the pads, as ONNX computes them."""
     rank = len(kernel)
     stride, padding, dilation = window_attributes(ctx, kernel)
     extra = list(ctx.attr("output_padding", [0] * rank))
@@ -126,10 +105,9 @@ def import_conv_transpose(ctx, x, w, kernel, name):
         shape = ctx.input_shape(0)
         if shape is None or None in shape[2:]:
             raise ctx.unsupported("output_shape or auto_pad SAME_* on an input of unknown spatial size")
-        spatial = shape[2:]
-        wanted = list(output_shape)[-rank:] if output_shape is not None else [n * s for n, s in zip(spatial, stride)]
+        wanted = list(output_shape)[-rank:] if output_shape is not None else [n * s for n, s in zip(shape[2:], stride)]
         pads = []
-        for i, (n, k, s, d, want) in enumerate(zip(spatial, kernel, stride, dilation, wanted)):
+        for i, (n, k, s, d, want) in enumerate(zip(shape[2:], kernel, stride, dilation, wanted)):
             total = s * (n - 1) + extra[i] + (k - 1) * d + 1 - want
             if total < 0:  # the output is larger than the strided windows reach: padded at the end
                 extra[i] -= total
@@ -137,41 +115,25 @@ def import_conv_transpose(ctx, x, w, kernel, name):
             small, large = total // 2, total - total // 2
             pads.append((small, large) if padding == "same_upper" else (large, small))
         padding = tuple(pads)
-    elif padding == "valid":
-        padding = ((0, 0),) * rank
     return ConvTranspose(x, w, stride, padding, tuple(extra), dilation, ctx.attr("group", 1), name=name)
 
 
-def _pool(make):
-    """The import rule of MaxPool / AveragePool: make(ctx, x, window) with the window ops' keyword arguments."""
-    def rule(ctx, node):
-        kernel = ctx.attr("kernel_shape")
-        ceil_mode = bool(ctx.attr("ceil_mode", 0))
-        stride, padding, dilation = window_attributes(ctx, kernel, ceil_mode)
-        window = dict(kernel_size=tuple(kernel), stride=stride, padding=padding, dilation=dilation,
-                      ceil_mode=ceil_mode)
-        return make(ctx, ctx.input(0), window)
-    return rule
-
-
-@imports("MaxPool")
-@_pool
-def import_max_pool(ctx, x, window):
-    """N-d max pooling; the Indices output is each maximum's flat index in the whole tensor (storage_order)."""
-    storage_order = ctx.attr("storage_order", 0)
+@imports("MaxPool", "AveragePool")
+def import_pool(ctx, node):
+    """N-d pooling; MaxPool's Indices are flat indices into the whole tensor, AveragePool's count_include_pad."""
+    x, kernel, ceil_mode = ctx.input(0), ctx.attr("kernel_shape"), bool(ctx.attr("ceil_mode", 0))
+    stride, padding, dilation = window_attributes(ctx, kernel, ceil_mode)
+    window = dict(kernel_size=tuple(kernel), stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode)
+    if ctx.op_type == "AveragePool":
+        return AvgPool(x, **window, count_include_pad=bool(ctx.attr("count_include_pad", 0)), name=ctx.name)
     y = MaxPool(x, **window, name=ctx.name)
-    if not ctx.output_used(1):
-        return y
-    return y, MaxPoolIndices(x, **window, whole_tensor=True, storage_order=storage_order)
+    storage_order = ctx.attr("storage_order", 0)  # read even when the Indices output is not
+    return (y, MaxPoolIndices(x, **window, whole_tensor=True, storage_order=storage_order)) if ctx.output_used(1) else y
 
 
-@imports("AveragePool")
-@_pool
-def import_average_pool(ctx, x, window):
-    """N-d average pooling; padding counted only with count_include_pad, as ONNX says."""
-    return AvgPool(x, **window, count_include_pad=bool(ctx.attr("count_include_pad", 0)), name=ctx.name)
-
-
+exports("MatMul")(same_op("MatMul"))
+exports("Softmax")(same_op("Softmax", axis="axis"))
+exports("LogSoftmax")(same_op("LogSoftmax", axis="axis"))
 imports("GlobalAveragePool")(op_rule(ops.global_avg_pool))
 imports("GlobalMaxPool")(op_rule(ops.global_max_pool))
 imports("InstanceNormalization")(op_rule(ops.instance_norm, eps=("epsilon", 1e-5)))
@@ -205,8 +167,8 @@ def _value_or_node(ctx, i, default):
     return ctx.input(i) if value is None else value
 
 
-_RESIZE_ATTRIBUTES = {"coordinate_transformation_mode": "half_pixel", "cubic_coeff_a": -0.75, "exclude_outside": 0,
-                      "antialias": 0, "extrapolation_value": 0.0, "keep_aspect_ratio_policy": "stretch",
+_RESIZE_ATTRIBUTES = {"coordinate_transformation_mode": "half_pixel", "cubic_coeff_a": -0.75, "exclude_outside": False,
+                      "antialias": False, "extrapolation_value": 0.0, "keep_aspect_ratio_policy": "stretch",
                       "nearest_mode": "round_prefer_floor"}
 
 
@@ -214,14 +176,12 @@ _RESIZE_ATTRIBUTES = {"coordinate_transformation_mode": "half_pixel", "cubic_coe
 def import_resize(ctx, node):
     """Nearest, linear or cubic resizing by scales or to sizes (on all axes or on `axes`), ONNX's conventions;
     opset 10's Resize and Upsample take (X, scales) and the asymmetric coordinates of that time."""
-    x = ctx.input(0)
-    if x.shape is None:
-        raise ctx.unsupported("resizing an input of unknown rank")
-    rank = len(x.shape)
+    x, rank = ctx.input(0), len(ctx.input_shape(0, "resizing"))
     mode = ctx.attr("mode", "nearest")
     mode = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
     old = ctx.op_type == "Upsample" or ctx.opset < 11
-    options = {k: ctx.attr(k, v) for k, v in _RESIZE_ATTRIBUTES.items()}
+    options = {k: bool(ctx.attr(k, v)) if isinstance(v, bool) else ctx.attr(k, v)  # ONNX's 0 / 1 flags as bools
+               for k, v in _RESIZE_ATTRIBUTES.items()}
     if old:
         options.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
     scales_input, sizes_input = (1, None) if old else (2, 3)
@@ -232,10 +192,8 @@ def import_resize(ctx, node):
     axes = list(range(rank)) if axes is None else [a % rank for a in axes]
 
     def per_axis(values, fill):
-        full = [fill] * rank
-        for a, v in zip(axes, values):
-            full[a] = v
-        return full
+        given = dict(zip(axes, values))
+        return [given.get(a, fill) for a in range(rank)]
     scales = sizes = None
     if sizes_input is not None and ctx.has_input(sizes_input) and np.size(ctx.input_shape(sizes_input) or (1,)):
         known = ctx.value(sizes_input)
@@ -256,41 +214,33 @@ def import_resize(ctx, node):
                     zip(per_axis(roi[0], 0.0), per_axis(roi[1], 1.0)))
     else:
         roi = None
-    return Resize(x, sizes=sizes, scales=scales, mode=mode, roi=roi, name=ctx.name,
-                  exclude_outside=bool(options.pop("exclude_outside")), antialias=bool(options.pop("antialias")),
-                  **options)
+    return Resize(x, sizes=sizes, scales=scales, mode=mode, roi=roi, name=ctx.name, **options)
 
 
 @imports("LayerNormalization")
 def import_layer_norm(ctx, node):
     """(x - mean) / sqrt(var + ε) over the axes from `axis` on, · Scale + B; optional Mean and InvStdDev outputs."""
     x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
-    if x.shape is None:
-        raise ctx.unsupported("layer normalization of an input of unknown rank")
-    rank = len(x.shape)
+    rank = len(ctx.input_shape(0, "layer normalization of"))
     axis = ctx.attr("axis", -1)
     if not -rank <= axis < rank:
         raise ctx.fail(f"axis {axis} is out of range for an input of rank {rank}")
     axis %= rank
     eps = ctx.attr("epsilon", 1e-5)
     ctx.attr("stash_type", 1)  # float32 statistics; tinyflow computes them in the input's own type
-    normalized = LayerNorm(x, axis=axis, eps=eps)
-    y = ops.multiply(normalized, scale, name=ctx.name if bias is None else None)
+    y = ops.multiply(LayerNorm(x, axis=axis, eps=eps), scale, name=ctx.name if bias is None else None)
     if bias is not None:
         y = ops.add(y, bias, name=ctx.name)
     if not (ctx.output_used(1) or ctx.output_used(2)):
         return y
     axes = tuple(range(axis, rank))
-    mean = ops.reduce_mean(x, axes, keepdims=True)
-    variance = ops.reduce_mean(ops.square(x - mean), axes, keepdims=True)
-    inv_std = ops.reciprocal(ops.sqrt(variance + np.asarray(eps, x.dtype)))
-    return y, mean, inv_std
+    variance = ops.var(x, axes, correction=0, keepdims=True)
+    return y, ops.reduce_mean(x, axes, keepdims=True), ops.reciprocal(ops.sqrt(variance + np.asarray(eps, x.dtype)))
 
 
 @imports("GroupNormalization")
 def import_group_norm(ctx, node):
-    """Each sample's channels in num_groups groups, normalized, then a per-channel scale and bias (per group
-    before opset 21)."""
+    """num_groups groups of channels normalized, then a per-channel scale and bias (per group before opset 21)."""
     x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
     groups = ctx.attr("num_groups")
     ctx.attr("stash_type", 1)  # float32 statistics; tinyflow computes them in the input's own type
@@ -306,42 +256,35 @@ def import_group_norm(ctx, node):
 
 def _onnx_pads(node):
     """The op's padding as ONNX attributes: auto_pad for the modes, else pads [begin..., end...]."""
-    if isinstance(node.padding, str):
-        return {"auto_pad": node.padding.upper()}
-    return {"pads": [p[0] for p in node.padding] + [p[1] for p in node.padding]}
+    return ({"auto_pad": node.padding.upper()} if isinstance(node.padding, str) else
+            {"pads": [p[0] for p in node.padding] + [p[1] for p in node.padding]})
 
 
+@exports("Conv")
 def _export_conv(ex, node):
     w = node.inputs[1]
     return ex.emit("Conv", [ex.name_of(node.inputs[0]), ex.name_of(w)], "Conv", kernel_shape=list(w.shape[2:]),
                    strides=list(node.stride), dilations=list(node.dilation), group=node.groups, **_onnx_pads(node))
 
 
-def _export_pool(onnx_type):
-    def export(ex, node):
-        extra = {"count_include_pad": int(node.count_include_pad)} if onnx_type == "AveragePool" else {}
-        if any(d != 1 for d in node.dilation):
-            if onnx_type == "AveragePool":  # AveragePool has dilations from opset 19 on
-                raise OnnxExportError(f"AvgPool '{node.name}' is dilated {node.dilation}; opset {OPSET}'s "
-                                      "AveragePool has no dilations")
-            extra["dilations"] = list(node.dilation)
-        return ex.emit(onnx_type, [ex.name_of(node.inputs[0])], onnx_type, kernel_shape=list(node.kernel),
-                       strides=list(node.stride), ceil_mode=int(node.ceil_mode), **_onnx_pads(node), **extra)
-    return export
-
-
-exports("Conv")(_export_conv)
-exports("MaxPool")(_export_pool("MaxPool"))
-exports("AvgPool")(_export_pool("AveragePool"))
+@exports("MaxPool", "AvgPool")
+def _export_pool(ex, node):
+    onnx_type = "AveragePool" if node.op_type == "AvgPool" else "MaxPool"
+    extra = {"count_include_pad": int(node.count_include_pad)} if onnx_type == "AveragePool" else {}
+    if any(d != 1 for d in node.dilation):
+        if onnx_type == "AveragePool":  # AveragePool has dilations from opset 19 on
+            raise OnnxExportError(f"AvgPool '{node.name}' is dilated {node.dilation}; opset {OPSET}'s "
+                                  "AveragePool has no dilations")
+        extra["dilations"] = list(node.dilation)
+    return ex.emit(onnx_type, [ex.name_of(node.inputs[0])], onnx_type, kernel_shape=list(node.kernel),
+                   strides=list(node.stride), ceil_mode=int(node.ceil_mode), **_onnx_pads(node), **extra)
 
 
 @imports("BatchNormalization")
 def import_batch_norm(ctx, node):
     """scale·(x - mean)/sqrt(var + ε) + B per channel on the running statistics (non-trainable Variables, as
-    torch's buffers), or on the batch's with training_mode (also giving the updated running statistics).
-
-    Built as tfl.nn.BatchNorm2d builds it for evaluation, so it exports back to one BatchNormalization.
-    """
+    torch's buffers), or on the batch's with training_mode (also giving the updated running statistics). Built as
+    tfl.nn.BatchNorm2d builds it for evaluation, so it exports back to one BatchNormalization."""
     training = bool(ctx.attr("training_mode", 0))
     if any(ctx.output_used(k) for k in (3, 4)) or (ctx.opset < 14 and any(ctx.output_used(k) for k in (1, 2))):
         raise ctx.unsupported("the saved-statistics outputs of opsets before 14")
@@ -359,25 +302,20 @@ def import_batch_norm(ctx, node):
     running_mean, running_var = (ctx.input(i, trainable=False) for i in (3, 4))
     if training:  # the batch's statistics normalize, and the running ones move toward them
         axes = (0,) + tuple(range(2, len(x.shape)))
-        mean = ops.reduce_mean(x, axes, keepdims=True)
-        var = ops.reduce_mean(ops.square(x - mean), axes, keepdims=True)
+        mean, var = ops.reduce_mean(x, axes, keepdims=True), ops.var(x, axes, correction=0, keepdims=True)
     else:
         mean, var = (ops.reshape(v, per_channel) for v in (running_mean, running_var))
     y = ops.add((x - mean) / ops.sqrt(var + np.asarray(epsilon, dtype=x.dtype)) * scale, bias, name=ctx.name)
     if not training:
         return y
-    keep = np.asarray(momentum, x.dtype)
-    new_mean = running_mean * keep + ops.reshape(mean, (-1,)) * (1 - keep)
-    new_var = running_var * keep + ops.reshape(var, (-1,)) * (1 - keep)
-    return y, new_mean, new_var
+    keep = np.asarray(momentum, x.dtype)  # the running statistics move toward the batch's
+    return (y, *(running * keep + ops.reshape(batch, (-1,)) * (1 - keep)
+                 for running, batch in ((running_mean, mean), (running_var, var))))
 
 
 def batch_norm_parts(ex, node):
-    """(x, γ, β, mean, var, ε) if `node` is γ·(x - mean)/sqrt(var + ε) + β on 1-D Variables, else None.
-
-    That is what tfl.nn.BatchNorm1d/2d build for evaluation (the training flag folded to False),
-    and what the BatchNormalization import rule builds.
-    """
+    """(x, γ, β, mean, var, ε) if `node` is γ·(x - mean)/sqrt(var + ε) + β on 1-D Variables, else None: what
+    tfl.nn.BatchNorm1d/2d build for evaluation (the training flag folded to False), and the import rule builds."""
     def variable(n):
         n = n.inputs[0] if n.op_type == "Reshape" and n.target[:2] == (1, -1) else None
         return n if isinstance(n, Variable) and n.shape is not None and len(n.shape) == 1 else None

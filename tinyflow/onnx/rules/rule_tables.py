@@ -1,4 +1,6 @@
 """The tables of ONNX op rules, filled by the rule files, read by the importer and the exporter."""
+import numpy as np
+
 OPSET = 17  # the opset tfl.onnx.export writes
 IMPORTS = {}  # ONNX op type -> fn(ctx, node)
 EXPORTS = {}  # tinyflow op type -> fn(exporter, node)
@@ -28,10 +30,16 @@ def op_rule(fn, **attributes):
     return rule
 
 
-def same_op(onnx_type, **attributes):
-    """An export rule for a tinyflow op that is one ONNX op on the same inputs; {ONNX attribute: node field}."""
+def int64s(ex, values, hint):
+    """An initializer holding `values` as an int64 vector (ONNX's shapes, axes, pads); returns its name."""
+    return ex.constant(np.array([int(v) for v in values], np.int64), hint)
+
+
+def same_op(onnx_type, vectors=(), **attributes):
+    """An export rule for a tinyflow op that is one ONNX op on the same inputs, then on int64 vectors of the node's
+    fields `vectors` (Reshape's shape, Slice's axes); {ONNX attribute: node field, or a function of the node}."""
     def rule(ex, node):
-        values = {key: getattr(node, field) for key, field in attributes.items()}
-        return ex.emit(onnx_type, [ex.name_of(i) for i in node.inputs], onnx_type,
-                       **{key: value for key, value in values.items() if value is not None})
+        inputs = [ex.name_of(i) for i in node.inputs] + [int64s(ex, getattr(node, f), f) for f in vectors]
+        values = {key: field(node) if callable(field) else getattr(node, field) for key, field in attributes.items()}
+        return ex.emit(onnx_type, inputs, onnx_type, **{k: v for k, v in values.items() if v is not None})
     return rule

@@ -1,9 +1,6 @@
-"""Ops that move data: Reshape, Transpose, Concat, Flatten, Squeeze, Unsqueeze, Slice, Split, Gather(Elements),
-Tile, Expand, Pad, TopK, Trilu, Einsum, Range, DepthToSpace, SpaceToDepth.
-
-Sizes, axes, pads and bounds are inputs in recent opsets; tinyflow needs most of them when the graph
-is built, as constants, initializers or values folded from static shapes.
-"""
+"""Ops that move data (reshape, slice, gather, pad, ...). Their sizes, axes, pads and bounds are inputs in recent
+opsets; tinyflow needs most of them when the graph is built: constants, initializers or values folded from static
+shapes."""
 import numpy as np
 
 from ... import ops
@@ -11,8 +8,8 @@ from ...nodes import Constant
 from ...ops import runtime_shapes
 from ...ops.runtime_slice import RuntimeSlice
 from ...ops.shape_ops import ReshapeTo, known_entries
-from ..errors import OnnxExportError
-from .rule_tables import exports, imports, op_rule, same_op
+from ...errors import OnnxExportError
+from .rule_tables import exports, imports, int64s, op_rule, same_op
 
 
 @imports("Reshape")
@@ -39,19 +36,30 @@ def import_reshape(ctx, node):
 imports("Transpose")(op_rule(ops.transpose, axes=("perm", None)))
 imports("Gather")(op_rule(ops.gather, axis=("axis", 0)))
 imports("GatherElements")(op_rule(ops.take_along_axis, axis=("axis", 0)))
+imports("Range")(op_rule(runtime_shapes.arange))  # an Arange op when a bound is known only at run time
+exports("RuntimeSlice")(same_op("Slice", ["axes", "steps"]))
+exports("Reshape")(same_op("Reshape", ["target"]))
+exports("BroadcastTo")(same_op("Expand", ["target"]))
+exports("Unsqueeze")(same_op("Unsqueeze", ["axis"]))
+exports("ReshapeTo")(same_op("Reshape", allowzero="allowzero"))
+exports("Transpose")(same_op("Transpose", perm="axes"))
+exports("Concat")(same_op("Concat", axis="axis"))
+exports("Gather")(same_op("Gather", axis="axis"))
+exports("TakeAlongAxis")(same_op("GatherElements", axis="axis"))
+exports("Einsum")(same_op("Einsum", equation="spelled"))
+exports("Arange")(same_op("Range"))
+exports("ExpandTo")(same_op("Expand"))
 
 
 @imports("Concat")
 def import_concat(ctx, node):
-    xs = [x for x in ctx.inputs() if x is not None]
-    return ops.concat(xs, ctx.attr("axis"), name=ctx.name)
+    return ops.concat([x for x in ctx.inputs() if x is not None], ctx.attr("axis"), name=ctx.name)
 
 
 @imports("Flatten")
 def import_flatten(ctx, node):
     """A 2-D view: the dims before `axis` multiplied together, and the dims from it."""
-    x = ctx.input(0)
-    rank = len(_shape(ctx, 0, "flattening"))
+    x, rank = ctx.input(0), len(ctx.input_shape(0, "flattening"))
     axis = ctx.attr("axis", 1)
     if not -rank <= axis <= rank:
         raise ctx.fail(f"axis {axis} is out of range for an input of rank {rank}")
@@ -61,14 +69,6 @@ def import_flatten(ctx, node):
     if axis == 1:  # (N, rest): one flatten
         return ops.flatten(x, 1, -1, name=ctx.name)
     return ops.flatten(ops.flatten(x, axis, -1), 0, axis - 1, name=ctx.name)
-
-
-def _shape(ctx, i, what):
-    """The static shape of input i, which must have a known rank."""
-    shape = ctx.input_shape(i)
-    if shape is None:
-        raise ctx.unsupported(f"{what} an input of unknown rank")
-    return shape
 
 
 def _entries(ctx, i):
@@ -83,8 +83,7 @@ def _entries(ctx, i):
 
 
 def _ints(ctx, i, what, attribute=None, default=None):
-    """A list of ints from input i (known when the graph is built), else from an attribute (older opsets), else
-    `default`."""
+    """Ints from input i (known when the graph is built), else from an attribute (older opsets), else `default`."""
     if ctx.has_input(i):
         entries = _entries(ctx, i)
         return entries if entries is not None else ctx.static(i, what)  # (static raises: it is not known)
@@ -117,7 +116,7 @@ def import_slice(ctx, node):
             raise ctx.unsupported("run-time bounds of unknown length without axes")
         steps = _ints(ctx, 4, "steps", default=[1] * len(axes))
         return RuntimeSlice(x, starts, ends, axes, steps, name=ctx.name)
-    rank = len(_shape(ctx, 0, "slicing"))
+    rank = len(ctx.input_shape(0, "slicing"))
     starts = _ints(ctx, 1, "starts", "starts")
     ends = _ints(ctx, 2, "ends", "ends")
     axes = _ints(ctx, 3, "axes", "axes", default=list(range(len(starts))))
@@ -135,8 +134,7 @@ def import_slice(ctx, node):
 @imports("Split")
 def import_split(ctx, node):
     """Parts along `axis`: the sizes given, or num_outputs parts (the last one smaller when uneven)."""
-    x = ctx.input(0)
-    shape = _shape(ctx, 0, "splitting")
+    x, shape = ctx.input(0), ctx.input_shape(0, "splitting")
     axis = ctx.attr("axis", 0)
     sizes = _ints(ctx, 1, "split", "split")
     count = ctx.attr("num_outputs", ctx.num_outputs)
@@ -166,8 +164,7 @@ def import_expand(ctx, node):
 @imports("Pad")
 def import_pad(ctx, node):
     """x padded (or cropped, for negative pads) in mode constant, reflect, edge or wrap."""
-    x = ctx.input(0)
-    rank = len(_shape(ctx, 0, "padding"))
+    x, rank = ctx.input(0), len(ctx.input_shape(0, "padding"))
     mode = ctx.attr("mode", "constant")
     if ctx.opset < 11:
         pads, value = ctx.attr("pads" if ctx.opset >= 2 else "paddings"), ctx.attr("value", 0.0)
@@ -202,18 +199,6 @@ def import_einsum(ctx, node):
     return ops.einsum(ctx.attr("equation"), *ctx.inputs(), name=ctx.name)
 
 
-def _ints_constant(ex, values, hint):
-    return ex.constant(np.array([int(v) for v in values], np.int64), hint)
-
-
-def _with_ints(onnx_type, field):
-    """An export rule: the ONNX op on x and an int64 vector holding node.<field> (Reshape's shape, Expand's)."""
-    def rule(ex, node):
-        return ex.emit(onnx_type, [ex.name_of(node.inputs[0]), _ints_constant(ex, getattr(node, field), field)],
-                       onnx_type)
-    return rule
-
-
 @exports("ReshapeLike")
 def _reshape_like(ex, node):
     shape = ex.emit("Shape", [ex.name_of(node.inputs[1])], "Shape")
@@ -224,7 +209,7 @@ def _reshape_like(ex, node):
 def _topk_indices(ex, node):
     """TopK's second output: topk's values are a GatherElements of these indices."""
     values, indices = ex.fresh("TopK_values"), ex.fresh("TopK_indices")
-    k = _ints_constant(ex, [node.k], "k")
+    k = int64s(ex, [node.k], "k")
     ex.nodes.append(ex.helper.make_node("TopK", [ex.name_of(node.inputs[0]), k], [values, indices], name=indices,
                                         axis=int(node.axis), largest=int(node.largest), sorted=1))
     return indices
@@ -235,7 +220,7 @@ def _pad(ex, node):
     if node.mode == "wrap":
         raise OnnxExportError(f"Pad '{node.name}' in mode 'wrap' needs opset 19; tinyflow exports opset 17")
     pads = [b for b, _ in node.pad_width] + [a for _, a in node.pad_width]
-    inputs = [ex.name_of(node.inputs[0]), _ints_constant(ex, pads, "pads")]
+    inputs = [ex.name_of(node.inputs[0]), int64s(ex, pads, "pads")]
     if node.mode == "constant":
         inputs.append(ex.constant(np.asarray(node.value, node.dtype), "value"))
     return ex.emit("Pad", inputs, "Pad", mode=node.mode)
@@ -245,7 +230,7 @@ def _pad(ex, node):
 def _squeeze(ex, node):
     if not node.axis:  # nothing squeezed; ONNX reads empty axes as every axis of size 1
         return ex.emit("Identity", [ex.name_of(node.inputs[0])], "Squeeze")
-    return ex.emit("Squeeze", [ex.name_of(node.inputs[0]), _ints_constant(ex, node.axis, "axes")], "Squeeze")
+    return same_op("Squeeze", ["axis"])(ex, node)
 
 
 @exports("Flatten")
@@ -257,11 +242,10 @@ def _flatten(ex, node):
     after = node.shape[start + 1:]
     if None not in after and 0 not in after:  # (a 0 there would copy the input's size at that position)
         target = [0 if d is None else d for d in node.shape[:start]] + [-1] + list(after)
-        return ex.emit("Reshape", [ex.name_of(x), _ints_constant(ex, target, "shape")], "Flatten")
-    shape = ex.emit("Shape", [ex.name_of(x)], "Shape")
+        return ex.emit("Reshape", [ex.name_of(x), int64s(ex, target, "shape")], "Flatten")
 
     def dims(a, b):
-        return ex.emit("Slice", [shape, _ints_constant(ex, [a], "start"), _ints_constant(ex, [b], "end")], "Slice")
+        return ex.emit("Shape", [ex.name_of(x)], "Shape", start=a, end=b)
     merged = ex.emit("ReduceProd", [dims(start, end + 1)], "ReduceProd", keepdims=1)
     target = ex.emit("Concat", [dims(0, start), merged, dims(end + 1, rank)], "Concat", axis=0)
     return ex.emit("Reshape", [ex.name_of(x), target], "Flatten")
@@ -273,8 +257,8 @@ def _tile(ex, node):
     x, rank = ex.name_of(node.inputs[0]), len(node.inputs[0].shape)
     reps = (1,) * (rank - len(node.reps)) + tuple(node.reps)
     if len(reps) > rank:
-        x = ex.emit("Unsqueeze", [x, _ints_constant(ex, range(len(reps) - rank), "axes")], "Unsqueeze")
-    return ex.emit("Tile", [x, _ints_constant(ex, reps, "repeats")], "Tile")
+        x = ex.emit("Unsqueeze", [x, int64s(ex, range(len(reps) - rank), "axes")], "Unsqueeze")
+    return ex.emit("Tile", [x, int64s(ex, reps, "repeats")], "Tile")
 
 
 @exports("Triangle")
@@ -316,50 +300,25 @@ def _get_item(ex, node):
         axis += 1
     name = ex.name_of(node.inputs[0])
     if slices:
-        bounds = [_ints_constant(ex, v, h) for v, h in zip(zip(*slices), ("starts", "ends", "axes", "steps"))]
+        bounds = [int64s(ex, v, h) for v, h in zip(zip(*slices), ("starts", "ends", "axes", "steps"))]
         name = ex.emit("Slice", [name] + bounds, "Slice")
     if gather is not None:
         gathered_axis, index = gather
         name = ex.emit("Gather", [name, ex.constant(index.astype(np.int64), "indices")], "Gather",
                        axis=gathered_axis)
         squeeze = [a if a < gathered_axis else a + index.ndim - 1 for a in squeeze]
-    if squeeze:
-        name = ex.emit("Squeeze", [name, _ints_constant(ex, squeeze, "axes")], "Squeeze")
-    if new_axes:
-        name = ex.emit("Unsqueeze", [name, _ints_constant(ex, new_axes, "axes")], "Unsqueeze")
+    for op_type, axes in (("Squeeze", squeeze), ("Unsqueeze", new_axes)):
+        if axes:
+            name = ex.emit(op_type, [name, int64s(ex, axes, "axes")], op_type)
     return name if name != ex.name_of(node.inputs[0]) else ex.emit("Identity", [name], "GetItem")
-
-
-@exports("RuntimeSlice")
-def _runtime_slice(ex, node):
-    x, starts, ends = (ex.name_of(i) for i in node.inputs)
-    return ex.emit("Slice", [x, starts, ends, _ints_constant(ex, node.axes, "axes"),
-                             _ints_constant(ex, node.steps, "steps")], "Slice")
-
-
-exports("Reshape")(_with_ints("Reshape", "target"))
-exports("BroadcastTo")(_with_ints("Expand", "target"))
-exports("Unsqueeze")(_with_ints("Unsqueeze", "axis"))
-exports("ReshapeTo")(same_op("Reshape", allowzero="allowzero"))
-exports("Transpose")(same_op("Transpose", perm="axes"))
-exports("Concat")(same_op("Concat", axis="axis"))
-exports("Gather")(same_op("Gather", axis="axis"))
-exports("TakeAlongAxis")(same_op("GatherElements", axis="axis"))
-exports("Einsum")(same_op("Einsum", equation="spelled"))
-exports("Arange")(same_op("Range"))
-exports("ExpandTo")(same_op("Expand"))
-
-
-imports("Range")(op_rule(runtime_shapes.arange))  # an Arange op when a bound is known only at run time
 
 
 @imports("DepthToSpace", "SpaceToDepth")
 def import_depth_to_space(ctx, node):
-    """Channels moved into b×b blocks of space, or those blocks back into channels, in DCR (depth, column, row) or
-    CRD order."""
+    """Channels moved into b×b blocks of space, or those blocks back, in DCR (depth, column, row) or CRD order."""
     to_space = ctx.op_type == "DepthToSpace"
     what = "moving depth to space of" if to_space else "moving space to depth of"
-    x, shape, b = ctx.input(0), _shape(ctx, 0, what), ctx.attr("blocksize")
+    x, shape, b = ctx.input(0), ctx.input_shape(0, what), ctx.attr("blocksize")
     if len(shape) != 4 or None in shape[1:]:
         raise ctx.unsupported(f"{what} an input of shape {shape} (needs (N, C, H, W) with C, H, W known)")
     (c, h, w), dcr = shape[1:], ctx.attr("mode", "DCR") == "DCR"

@@ -1,10 +1,9 @@
-"""ONNX's node conformance cases, run on tinyflow; their results make the op table in docs/onnx.md.
+"""ONNX's node conformance cases, run on tinyflow; their results make the op table in docs/onnx.md
+(python scripts/onnx_conformance.py rewrites it). Test tooling: test_conformance.py and the script use it.
 
 Each case (`onnx.backend.test.case.node.collect_testcases()`: a one-node model, or its function expanded,
 `*_expanded`) runs through TinyflowBackend and ends as one Outcome: "pass", "fail" (wrong values, shapes or
 dtypes, or an error) or "unsupported" (the import refuses a valid model), with the reason.
-
-    python scripts/onnx_conformance.py      # rewrites docs/onnx.md from a fresh run
 """
 import collections
 import functools
@@ -13,19 +12,17 @@ import warnings
 
 import numpy as np
 
-from .errors import OnnxImportError
+from tinyflow.errors import OnnxImportError
 
 # the operators issues 24 and 36 (the recurrent ones, last) ask for: every node case of these must pass
-REQUIRED_OPS = (
-    "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "Ceil", "Clip", "Concat",
-    "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "Div", "Dropout", "Einsum", "Elu", "Equal", "Erf",
-    "Exp", "Expand", "Flatten", "Floor", "Gather", "Gelu", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater",
-    "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Less", "Log",
-    "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "PRelu",
-    "Reciprocal", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
-    "ReduceSumSquare", "Relu", "Reshape", "Resize", "Selu", "Shape", "Sigmoid", "Sign", "Sin", "Size", "Slice",
-    "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "TopK", "Transpose",
-    "Trilu", "Unsqueeze", "Where", "If", "Loop", "LSTM", "GRU", "RNN")
+REQUIRED_OPS = tuple("""
+    Abs Add And ArgMax ArgMin AveragePool BatchNormalization Cast Ceil Clip Concat Constant ConstantOfShape Conv
+    ConvTranspose Cos Div Dropout Einsum Elu Equal Erf Exp Expand Flatten Floor Gather Gelu Gemm GlobalAveragePool
+    GlobalMaxPool Greater HardSigmoid HardSwish Identity InstanceNormalization LayerNormalization LeakyRelu Less Log
+    LogSoftmax MatMul Max MaxPool Mean Min Mod Mul Neg Not Or Pad Pow PRelu Reciprocal ReduceL2 ReduceLogSumExp
+    ReduceMax ReduceMean ReduceMin ReduceProd ReduceSum ReduceSumSquare Relu Reshape Resize Selu Shape Sigmoid Sign
+    Sin Size Slice Softmax Softplus Softsign Split Sqrt Squeeze Sub Sum Tanh Tile TopK Transpose Trilu Unsqueeze Where
+    If Loop LSTM GRU RNN""".split())
 BACKENDS = ("numpy", "c")
 _LABELS = {"fail": "failed", "unsupported": "not supported", "pass": "passed"}
 _NODE_PREFIX = re.compile(r"^\w+ node (?:'[^']*'|producing '[^']*')(?: in [^:]*)?(?: \(opset \d+\))?: ")
@@ -61,10 +58,11 @@ def outcome(case, backend):
 def run_case(case, backend):
     """Run one onnx TestCase with TinyflowBackend on `backend`; returns an Outcome."""
     from onnx import TensorProto, numpy_helper
-    from .backend import TinyflowBackend
+    from tinyflow.onnx.backend import TinyflowBackend
 
     def arrays(values):
         return [numpy_helper.to_array(x) if isinstance(x, TensorProto) else x for x in values]
+
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")  # NaN and inf are answers here (log of negatives, ...)
@@ -81,8 +79,7 @@ def run_case(case, backend):
 
 
 def compare(expected, got, rtol, atol):
-    """None when the outputs match as ONNX's runner requires (same shape and dtype, values close), else what
-    differs."""
+    """None when the outputs match as ONNX's runner requires (same shape and dtype, values close), else why not."""
     if len(got) != len(expected):
         return f"{len(got)} outputs instead of {len(expected)}"
     for i, (want, have) in enumerate(zip(expected, got)):
@@ -128,7 +125,24 @@ def markdown(backends=BACKENDS):
     def label(o):
         return f"{_LABELS[o.status]}: {o.reason}" if o.reason else _LABELS[o.status]
     required = [c for op in REQUIRED_OPS for c in by_op.get(op, [])]
-    lines = [
+    table, notes = [], []
+    for op in REQUIRED_OPS:
+        selection = by_op.get(op, [])
+        failed = len({c.name for c in selection for b in backends if got[(c.name, b)].status == "fail"})
+        unsupported = len({c.name for c in selection if got[(c.name, backends[0])].status == "unsupported"})
+        table.append(f"| {op} | {len(selection)} | " + " | ".join(str(passed(selection, b)) for b in backends)
+                     + f" | {failed} | {unsupported} |")
+        op_notes = []
+        for c in selection:
+            seen = {b: got[(c.name, b)] for b in backends}
+            if any(o.status != "pass" for o in seen.values()):
+                op_notes.append(f"- `{c.name}`: " + (label(seen[backends[0]]) if len(set(seen.values())) == 1 else
+                                                     "; ".join(f"{b}: {label(o)}" for b, o in seen.items())))
+        notes += [f"### {op}", ""] + op_notes + [""] if op_notes else []
+    others = sorted({c.op for c in cases} - set(REQUIRED_OPS))
+    passing = [f"{op} {passed(by_op[op], backends[0])}/{len(by_op[op])}" for op in others
+               if passed(by_op[op], backends[0])]
+    return "\n".join([
         "# ONNX import: operators and conformance",
         "",
         "<!-- generated by scripts/onnx_conformance.py from a run of ONNX's node conformance cases; "
@@ -146,42 +160,18 @@ def markdown(backends=BACKENDS):
         "",
         "| operator | cases | " + " | ".join(f"pass ({b})" for b in backends) + " | failed | not supported |",
         "|---|---|" + "---|" * len(backends) + "---|---|",
-    ]
-    for op in REQUIRED_OPS:
-        selection = by_op.get(op, [])
-        failed = len({c.name for c in selection for b in backends if got[(c.name, b)].status == "fail"})
-        unsupported = len({c.name for c in selection if got[(c.name, backends[0])].status == "unsupported"})
-        lines.append(f"| {op} | {len(selection)} | " + " | ".join(str(passed(selection, b)) for b in backends)
-                     + f" | {failed} | {unsupported} |")
-    lines += ["", "## Cases of the listed operators that do not pass", ""]
-    for op in REQUIRED_OPS:
-        notes = []
-        for c in by_op.get(op, []):
-            seen = {b: got[(c.name, b)] for b in backends}
-            if any(o.status != "pass" for o in seen.values()):
-                distinct = sorted(set(seen.values()))
-                notes.append(f"- `{c.name}`: " + (label(distinct[0]) if len(distinct) == 1 else
-                                                  "; ".join(f"{b}: {label(o)}" for b, o in seen.items())))
-        lines += [f"### {op}", ""] + notes + [""] if notes else []
-    others = sorted({c.op for c in cases} - set(REQUIRED_OPS))
-    passing = [f"{op} {passed(by_op[op], backends[0])}/{len(by_op[op])}" for op in others
-               if passed(by_op[op], backends[0])]
-    lines += ["## Other ONNX operators", "",
-              f"{len(others)} operators outside the list have node cases; the import has no rule for most of them. "
-              "Cases that pass anyway (their expanded function forms use operators tinyflow imports, or a rule "
-              f"exists): {', '.join(passing) or 'none'}.", ""]
-    return "\n".join(lines)
+        *table, "", "## Cases of the listed operators that do not pass", "", *notes, "## Other ONNX operators", "",
+        f"{len(others)} operators outside the list have node cases; the import has no rule for most of them. "
+        "Cases that pass anyway (their expanded function forms use operators tinyflow imports, or a rule "
+        f"exists): {', '.join(passing) or 'none'}.", ""])
 
 
-def summary(outcomes=None):
+def summary():
     """One line per backend (none before a case ran): how many of the cases run in this process passed."""
-    outcomes = dict(_RESULTS) if outcomes is None else outcomes
-    if not outcomes:
-        return []
-    names = {c.name for c in required_cases()}
+    names = {c.name for c in required_cases()} if _RESULTS else set()
     lines = []
-    for backend in sorted({b for _, b in outcomes}):
-        mine = [(n, o.status) for (n, b), o in outcomes.items() if b == backend]
+    for backend in sorted({b for _, b in _RESULTS}):
+        mine = [(n, o.status) for (n, b), o in _RESULTS.items() if b == backend]
         listed = [status for n, status in mine if n in names]
         lines.append(f"ONNX conformance on {backend}: {sum(s == 'pass' for _, s in mine)} of {len(mine)} node cases "
                      f"run pass ({listed.count('pass')} of {len(listed)} of the listed operators; "
