@@ -11,7 +11,7 @@ import numpy as np
 import tinyflow as tfl
 from tinyflow.ops.cross_entropy import SoftmaxCrossEntropyGrad
 from tinyflow.ops.elementwise_ops import GRADIENT_OPS
-from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, ReshapeLike, _normalize_key
+from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, ReshapeLike, normalize_key
 from tinyflow.ops.broadcasting import BroadcastLike, SumToShapeOf
 from tinyflow.control_flow import cond, while_loop
 from tinyflow.control_flow.stacks import StackToTensor, TensorToStack
@@ -153,8 +153,8 @@ CASES = {
     "GetItem": [case(lambda a: a[1:3], normal(4, 3)), case(lambda a: a[:, 0], normal(4, 3)),
                 case(lambda a: a[np.array([0, 2, 0])], normal(4, 3)), case(lambda a: a[..., None, ::2], normal(2, 5)),
                 case(lambda a: tfl.split(a, [1, 3], axis=1)[1], normal(2, 4)), case(lambda a: a[3:0:-2, ::-1], normal(5, 2))],
-    "GetItemGrad": [case(lambda g, x: GetItemGrad(g, x, _normalize_key((slice(1, 3), 0))), normal(2), normal(4, 3)),
-                    case(lambda g, x: GetItemGrad(g, x, _normalize_key(np.array([0, 2, 0]))), normal(3, 3), normal(4, 3))],
+    "GetItemGrad": [case(lambda g, x: GetItemGrad(g, x, normalize_key((slice(1, 3), 0))), normal(2), normal(4, 3)),
+                    case(lambda g, x: GetItemGrad(g, x, normalize_key(np.array([0, 2, 0]))), normal(3, 3), normal(4, 3))],
     "Identity": [case(tfl.identity, normal(3, 4))],
     "Squeeze": [case(lambda a: tfl.squeeze(a, 1), normal(3, 1, 4)), case(lambda a: tfl.squeeze(a, (-1, 1)), normal(2, 1, 1))],
     "Unsqueeze": [case(lambda a: tfl.unsqueeze(a, 1), normal(3, 4)), case(lambda a: tfl.unsqueeze(a, (0, -1)), normal(3))],

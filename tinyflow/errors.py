@@ -63,3 +63,7 @@ class OnnxImportError(TinyflowError):
     def __init__(self, message, unsupported=False):
         super().__init__(message)
         self.unsupported = unsupported
+
+
+class ConversionError(TinyflowError):
+    """Code inside to_static that cannot become a graph; the message names the file, line and the fix."""

@@ -15,7 +15,7 @@ def test_every_op_is_rebuilt_from_its_encoded_attributes(case):
         case.build(*placeholders)
         # control-flow ops are saved with their subgraphs (test_save_load); ops inside a loop body need its inputs
         ops = [n for n in graph.nodes if isinstance(n, tfl.Operation) and not hasattr(n, "bind_kernel")
-               and getattr(n, "_subgraph", None) is None]
+               and n.subgraph is None]
         pairs = []
         for op in ops:
             attrs = {k: decode(encode(v)) for k, v in op_attributes(op).items()}

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..autodiff.backprop import backprop
 from ..autodiff.gradients import fit_to_shape
-from ..ops.registry import _GRADIENTS, NOT_DIFFERENTIABLE, gradient_function
+from ..ops.registry import GRADIENT_FUNCTIONS, NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, TinyflowError
 from .grad_mode import GradMode
 from .runtime import Clock, Taint, change_phrase, describe, stale_stand_in
@@ -168,7 +168,7 @@ class EagerWalk:
             return None  # a leaf Tensor (whose _next is ())
         if grad is None:
             return edges, (None,) * len(edges)
-        gradient = _GRADIENTS.get(fn.__class__)
+        gradient = GRADIENT_FUNCTIONS.get(fn.__class__)
         if gradient.__class__ is not FunctionType:
             gradient = gradient_function(fn)  # the GradientError naming the op when it has none
         if gradient is NOT_DIFFERENTIABLE:

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import TinyflowError
 from ..nodes import OP_TYPES
 from ..ops import cast
-from ..ops.array_ops import _normalize_key
+from ..ops.array_ops import normalize_key
 from .grad_mode import GradMode
 from .autograd import changed_in_place
 from .runtime import change_phrase
@@ -75,7 +75,7 @@ def setitem(self, key, value):
     """x[key] = value, in place; the gradient reaches the kept entries of x and every entry of value."""
     if isinstance(key, Tensor):
         key = key.numpy()
-    key = _normalize_key(key)
+    key = normalize_key(key)
 
     def compute(old):
         region_shape = old._data[key].shape

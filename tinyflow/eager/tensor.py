@@ -225,7 +225,7 @@ def full(shape, value, dtype=None):
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     """numpy ufuncs: the operator ones become ops; others compute on values when no grad is needed."""
-    op = operators._OPERATOR_UFUNCS.get(ufunc)
+    op = operators.OPERATOR_UFUNCS.get(ufunc)
     if op is not None and method == "__call__" and len(inputs) == 2 and not kwargs:
         return op(*inputs)
     if any(isinstance(x, Tensor) and x.requires_grad for x in inputs):

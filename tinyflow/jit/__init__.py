@@ -1,5 +1,5 @@
 """Dynamic to static (Paddle's @to_static): trace functions and Layers into graphs, save and load programs."""
-from .errors import ConversionError
+from ..errors import ConversionError
 from .input_spec import InputSpec
 from .save_load import LoadedProgram, load, save
 from .static_function import ConcreteProgram, StaticFunction, to_static

@@ -9,7 +9,7 @@ from ..graph import get_default_graph
 from ..nodes import Node, as_node
 from ..nodes.node import default_dtype_for
 from ..shapes import shapes_compatible
-from .errors import ConversionError
+from ..errors import ConversionError
 from .inplace_tracing import current, joined, newest, record, region
 from .tensor_lists import Guarded
 from .undefined import Undefined, UndefinedValue, is_typeless

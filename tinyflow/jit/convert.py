@@ -24,14 +24,14 @@ import numpy as np
 
 from ..eager import Tensor, tensor
 from ..nodes import Constant, Node, as_node
-from ..nodes.node import _notebook_cell, default_dtype_for
+from ..nodes.node import notebook_cell, default_dtype_for
 from ..ops import elementwise_ops, identity
 from ..ops.elementwise_ops import cast, equal, where
 # helpers the converted code calls (as _tfl_jit_.<name>)
 from .branches import convert_ifelse, convert_ifexp  # noqa: F401
 from .loops import convert_for, convert_while  # noqa: F401
 from .values import as_bool, return_value, returned, symbolic  # noqa: F401
-from .errors import ConversionError
+from ..errors import ConversionError
 from .escapes import HELPER, Lowering, ast_name, helper_call, walk_here
 from .inplace_tracing import OPS, assigns_into, inplace  # noqa: F401
 from .tensor_lists import convert_subscript, tensor_aware  # noqa: F401 - convert_subscript for the converted code
@@ -331,7 +331,7 @@ class _Rewriter(ast.NodeTransformer):
 
 def site_of(filename, line):
     """"file:line" of the user's code for messages ("cell 5, line 3" in a notebook)."""
-    cell = _notebook_cell(filename)
+    cell = notebook_cell(filename)
     return f"cell {cell}, line {line}" if cell is not None else f"{filename}:{line}"
 
 

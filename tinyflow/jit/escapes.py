@@ -21,7 +21,7 @@ here: the AST builders convert.py shares.
 """
 import ast
 
-from .errors import ConversionError
+from ..errors import ConversionError
 from .values import RETURN_VALUE
 
 RETURNED = "_tfl_returned"

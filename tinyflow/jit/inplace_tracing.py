@@ -13,7 +13,7 @@ from ..nodes import Node, Variable
 from ..nodes.node import Newest
 from ..ops.elementwise_ops import cast
 from ..shapes import shapes_compatible
-from .errors import ConversionError
+from ..errors import ConversionError
 
 _records = []  # the running trace's in-place changes: the function's record, then one per tensor branch / loop body
 OPS = {"Add": ("+", operator.add, operator.iadd), "Sub": ("-", operator.sub, operator.isub),

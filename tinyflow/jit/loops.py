@@ -13,7 +13,7 @@ from ..graph import get_default_graph
 from ..nodes import Node, as_node
 from ..ops.elementwise_ops import cast, where
 from .branches import convert_ifelse
-from .errors import ConversionError
+from ..errors import ConversionError
 from .inplace_tracing import after_loop, current, loop_identities, region
 from .tensor_lists import Guarded, stack_collected, tensor_sequence
 from .undefined import Undefined, UndefinedValue, is_typeless

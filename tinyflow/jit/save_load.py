@@ -35,7 +35,7 @@ def _paths(path):
     return root + ".json", root + ".npz"
 
 
-def _program_of(layer_or_fn, input_spec, caller="tfl.jit.save", error=TinyflowError):
+def program_of(layer_or_fn, input_spec, caller="tfl.jit.save", error=TinyflowError):
     function = layer_or_fn if isinstance(layer_or_fn, StaticFunction) else StaticFunction(layer_or_fn, input_spec)
     specs = input_spec if input_spec is not None else function.input_spec
     if specs is None and not function.concrete_programs:
@@ -109,7 +109,7 @@ def _node_json(node, arrays):
 
 def save(layer_or_fn, path, input_spec=None):
     """Trace `layer_or_fn` (evaluation mode) and write `path`.json (graph) and `path`.npz (parameters)."""
-    program = _program_of(layer_or_fn, input_spec)
+    program = program_of(layer_or_fn, input_spec)
     bad = [o for o in program.outputs if not isinstance(o, Node)]
     if bad:
         raise TinyflowError(f"jit.save can only save tensor outputs; {program.fn_name} also returns {bad[0]!r}")

@@ -15,13 +15,12 @@ from collections import OrderedDict
 import numpy as np
 
 from ..eager import Tensor, is_grad_enabled
-from ..errors import TinyflowError
+from ..errors import ConversionError, TinyflowError
 from ..graph import PICTURES, ancestors, get_default_graph
 from ..nodes import Node, Placeholder
 from ..session import Session
 from .convert import convert_function
 from .eager_call import call_recorded, why_not_recordable
-from .errors import ConversionError
 from .inplace_tracing import current, newest, tracing
 from .input_spec import InputSpec
 from .tensor_lists import Stacked

@@ -24,7 +24,7 @@ from ..ops.elementwise_ops import cast, equal
 from ..ops.indexing import gather
 from ..ops.reductions import reduce_sum
 from ..ops.shape_ops import stack
-from .errors import ConversionError
+from ..errors import ConversionError
 
 
 class _ListItem:

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..nodes import Node, Operation
 from ..ops.registry import not_differentiable
-from .errors import ConversionError
+from ..errors import ConversionError
 
 
 class Undefined:

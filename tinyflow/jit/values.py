@@ -9,7 +9,7 @@ import numpy as np
 
 from ..nodes import Node
 from ..ops.elementwise_ops import cast
-from .errors import ConversionError
+from ..errors import ConversionError
 from .undefined import Undefined, is_typeless
 
 RETURN_VALUE = "_tfl_retval"  # the converted function's return value (escapes.py)

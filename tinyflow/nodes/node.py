@@ -58,7 +58,7 @@ def site_text(site):
         return "<unknown>"
     code, offset = site
     filename, line = code.co_filename, _line_at(code, offset)
-    cell = _notebook_cell(filename)
+    cell = notebook_cell(filename)
     if cell is not None:
         return f"cell {cell}, line {line}"
     try:
@@ -69,7 +69,7 @@ def site_text(site):
     return f"{filename}:{line}"
 
 
-def _notebook_cell(filename):
+def notebook_cell(filename):
     """The execution count of the IPython / Jupyter cell compiled as `filename`, or None for a real file."""
     legacy = re.match(r"<ipython-input-(\d+)-", filename)  # classic IPython names cells like this
     if legacy:

@@ -104,8 +104,8 @@ def export(layer_or_fn, path, input_spec=None, opset=OPSET):
     """Trace `layer_or_fn` (evaluation mode) and write an ONNX model to `path`; returns the onnx.ModelProto."""
     if opset != OPSET:
         raise OnnxExportError(f"tinyflow exports opset {OPSET} only (asked for {opset})")
-    from ..jit.save_load import _program_of
-    program = _program_of(layer_or_fn, input_spec, "tfl.onnx.export", OnnxExportError)
+    from ..jit.save_load import program_of
+    program = program_of(layer_or_fn, input_spec, "tfl.onnx.export", OnnxExportError)
     outputs = list(program.outputs)
     if any(not hasattr(o, "op_type") for o in outputs):
         raise OnnxExportError(f"{program.fn_name} returns Python values; ONNX models return tensors only")

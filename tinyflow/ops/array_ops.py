@@ -175,7 +175,7 @@ def _concat_split_grad(op, grad):
 
 
 # ------------------------------------------------------------ slicing
-def _normalize_key(key, check=None):
+def normalize_key(key, check=None):
     """A tuple of index entries, with lists turned into integer/boolean arrays."""
     check = check or Arguments(GetItem)
     key = key if isinstance(key, tuple) else (key,)
@@ -232,7 +232,7 @@ class GetItem(Operation):
     into zeros of x's shape (summing repeated indices)."""
 
     def __init__(self, x, key, name=None):
-        self.key = _normalize_key(key, Arguments(self, name, x))
+        self.key = normalize_key(key, Arguments(self, name, x))
         super().__init__(x, name=name)
 
     def compute(self, x):

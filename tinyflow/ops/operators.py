@@ -71,7 +71,7 @@ METHODS = {name: _method(name, fn) for name, fn in (
     ("log_softmax", log_softmax), ("matmul", matmul))}
 
 # the ufuncs numpy calls for `array <op> node`: they become the op (the node's reflected operator)
-_OPERATOR_UFUNCS = {
+OPERATOR_UFUNCS = {
     np.add: add, np.subtract: subtract, np.multiply: multiply, np.true_divide: divide, np.power: power,
     np.matmul: matmul, np.remainder: mod, np.floor_divide: floor_divide, np.less: less, np.less_equal: less_equal,
     np.greater: greater, np.greater_equal: greater_equal,
@@ -96,7 +96,7 @@ def ufunc_hint(ufunc, operand):
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    op = _OPERATOR_UFUNCS.get(ufunc)
+    op = OPERATOR_UFUNCS.get(ufunc)
     if op is not None and method == "__call__" and len(inputs) == 2 and not kwargs:
         return op(*inputs)
     raise TinyflowError(ufunc_hint(ufunc, self))

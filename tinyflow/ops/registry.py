@@ -9,7 +9,7 @@ import inspect
 from ..errors import GradientError, describe
 from ..nodes import OP_TYPES
 
-_GRADIENTS = {}  # op class -> gradient function or NOT_DIFFERENTIABLE
+GRADIENT_FUNCTIONS = {}  # op class -> gradient function or NOT_DIFFERENTIABLE
 NOT_DIFFERENTIABLE = object()  # marks ops that have no gradient on purpose
 
 
@@ -33,7 +33,7 @@ def register_gradient(op_class_or_name):
     op_class = _op_class(op_class_or_name)
 
     def decorate(fn):
-        _GRADIENTS[op_class] = fn
+        GRADIENT_FUNCTIONS[op_class] = fn
         return fn
     return decorate
 
@@ -41,18 +41,18 @@ def register_gradient(op_class_or_name):
 def not_differentiable(*op_classes_or_names):
     """Declare op classes with no gradient: backprop passes no gradient to their inputs."""
     for op in op_classes_or_names:
-        _GRADIENTS[_op_class(op)] = NOT_DIFFERENTIABLE
+        GRADIENT_FUNCTIONS[_op_class(op)] = NOT_DIFFERENTIABLE
 
 
 def registered_op_types():
     """op type name -> gradient function (or NOT_DIFFERENTIABLE) for every op class currently defined."""
-    return {op_type: _GRADIENTS[cls] for op_type, cls in OP_TYPES.items() if cls in _GRADIENTS}
+    return {op_type: GRADIENT_FUNCTIONS[cls] for op_type, cls in OP_TYPES.items() if cls in GRADIENT_FUNCTIONS}
 
 
 def gradient_function(op):
     """The registered gradient function of `op`'s class, NOT_DIFFERENTIABLE, or GradientError if none."""
     try:
-        return _GRADIENTS[type(op)]
+        return GRADIENT_FUNCTIONS[type(op)]
     except KeyError:
         raise GradientError(
             f"no gradient is registered for op type '{op.op_type}', needed by {describe(op)}. "
