@@ -42,7 +42,6 @@ LAYOUT_KINDS = {kind: ENUMS["tf_layout_kind"][name] for kind, name in
                 (("full", "TF_FULL"), ("row", "TF_ROW"), ("col", "TF_COLUMN"), ("scalar", "TF_SCALAR"))}
 REDUCE = {op_type: ENUMS["tf_reduce_op"][f"TF_REDUCE_{op_type[6:].upper()}"]
           for op_type in ("ReduceSum", "ReduceMean", "ReduceMax")}
-PATTERN = ENUMS["tf_broadcast_pattern"]
 PARALLEL_MIN = ENUMS["tf_limits"]["TF_PARALLEL_MIN"]
 
 # the kernels of both tables by op type (the C library's are tf_<name>_f32 / _f64)
@@ -84,30 +83,6 @@ def update_hyper(op, lr):
     h = op.hyper
     values = [float(h["betas"][name == "beta2"] if name in ("beta1", "beta2") else h[name]) for name in names]
     return [float(lr)] + values, int(bool(h[flag])) if flag else 0
-
-
-@functools.lru_cache(maxsize=1024)
-def broadcast_layout(a_shape, b_shape):
-    """(pattern, rows, cols, out_shape) of a broadcast the kernels know (enum tf_broadcast_pattern), or None."""
-    size = math.prod  # numpy's prod costs microseconds on a small tuple
-    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
-    if a_shape == b_shape:
-        return PATTERN["TF_SAME_SHAPE"], size(a_shape), 1, a_shape
-    for scalar, row, column, big, small in (("TF_B_SCALAR", "TF_B_ROW", "TF_B_COLUMN", a_shape, b_shape),
-                                            ("TF_A_SCALAR", "TF_A_ROW", "TF_A_COLUMN", b_shape, a_shape)):
-        if len(small) > len(big):
-            continue
-        if size(small) == 1:
-            return PATTERN[scalar], size(big), 1, big
-        padded = (1,) * (len(big) - len(small)) + small
-        for split in range(1, len(big)):
-            if padded[:split] == (1,) * split and padded[split:] == big[split:]:
-                cols = size(big[split:])
-                return PATTERN[row], size(big) // cols, cols, big
-            if padded[:split] == big[:split] and padded[split:] == (1,) * (len(big) - split):
-                rows = size(big[:split])
-                return PATTERN[column], rows, size(big) // rows, big
-    return None
 
 
 def window_geometry(x_shape, kernel, stride, pads, dilation, out):
@@ -182,14 +157,10 @@ def memoised_on_shapes(geometry):
     return remembered
 
 
+@memoised_on_shapes
 def conv_geometry(op, x_shape, w_shape, grad_shape=None):
     """The geometry of a 1-D or 2-D convolution op of an x of x_shape (a tuple) by w (O, C/G, *kernel), with an
     output gradient of grad_shape when given (it must have the output's shape), or None."""
-    return _conv_geometry(op, x_shape, w_shape, grad_shape)
-
-
-@memoised_on_shapes
-def _conv_geometry(op, x_shape, w_shape, grad_shape):
     if len(x_shape) not in (3, 4) or len(w_shape) != len(x_shape) or x_shape[1] != w_shape[1] * op.groups \
             or w_shape[0] % op.groups:
         return None

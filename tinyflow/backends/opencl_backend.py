@@ -19,10 +19,9 @@ from ..shapes import reduced_shape
 from . import opencl_runtime as rt
 from .base import DECLINE, FLOATS, Backend, Kernel, source_kernel
 from .fused import OpenCLFusedKernel, plan_layout
-from .kernel_codes import (ENUMS, LAYOUT_KINDS, PATTERN, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
-                           broadcast_layout, conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit,
-                           layout_code, pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape,
-                           update_hyper)
+from .kernel_codes import (ENUMS, LAYOUT_KINDS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
+                           conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit, layout_code,
+                           pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
 log = logging.getLogger("tinyflow.opencl")
 
@@ -233,16 +232,19 @@ def add_n(backend, op, *xs):
     return total
 
 
+# how broadcast_scale reads its input, by fused.py's kind of it (other kinds: numpy)
+_PATTERNS = {"full": "TF_SAME_SHAPE", "scalar": "TF_A_SCALAR", "row": "TF_A_ROW", "col": "TF_A_COLUMN"}
+
+
 def broadcast_scaled(backend, a, shape, scale):
-    """a broadcast to `shape` times `scale` with the broadcast_scale kernel, or DECLINE if the pattern is new."""
-    layout = broadcast_layout(tuple(a.shape), tuple(shape)) if int(np.prod(shape)) else None
-    if layout is None or layout[0] not in (PATTERN["TF_SAME_SHAPE"], PATTERN["TF_A_SCALAR"], PATTERN["TF_A_ROW"],
-                                           PATTERN["TF_A_COLUMN"]):
+    """a broadcast to `shape` times `scale` with the broadcast_scale kernel, or DECLINE for a layout it cannot read."""
+    shape = tuple(shape)
+    (kind,), _, cols = plan_layout((tuple(a.shape),), shape)
+    if kind not in _PATTERNS or len(a.shape) > len(shape) or 0 in shape:
         return DECLINE
-    pattern, rows, cols, _ = layout
-    out = backend.empty(tuple(shape), a.dtype)
-    backend.launch("broadcast_scale", a.dtype, rows * cols, np.int32(pattern), a.data, out.data, np.int64(cols),
-                   _scalar(a.dtype, scale))
+    out = backend.empty(shape, a.dtype)
+    backend.launch("broadcast_scale", a.dtype, out.size, np.int32(ENUMS["tf_broadcast_pattern"][_PATTERNS[kind]]),
+                   a.data, out.data, np.int64(cols), _scalar(a.dtype, scale))
     return out
 
 
