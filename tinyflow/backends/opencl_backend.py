@@ -1,9 +1,7 @@
-"""The OpenCL backend: ops run as OpenCL kernels and their results stay on the device.
+"""The OpenCL backend: ops run as OpenCL kernels (devices and programs: opencl_runtime.py), values stay on the device.
 
-Within one Session.run, values flow between kernels as device arrays; only feeds (uploaded once per run), fetches
-(downloaded at the end) and ops without an OpenCL kernel (numpy on the host, a transfer each way) cross the bus.
-Variables keep a device copy across runs (their *mirror*), synchronised with `.value` whenever either side changes.
-Devices, contexts and programs are in opencl_runtime.py.
+Only feeds (uploaded once per run), fetches and the inputs of ops without a kernel (numpy) cross the bus. Variables
+keep a device copy across runs (their *mirror*), synchronised with `.value` whenever either side changes.
 """
 import logging
 import weakref
@@ -56,6 +54,7 @@ class OpenCLBackend(Backend):
         index, _, _, device = rt.choose_device(spec)
         self.runtime = rt.DeviceRuntime.for_device(index, device)
         self.lock = self.runtime.lock  # one queue and one set of kernel objects per device, whoever runs them
+        self.empty = self.runtime.empty
         self._uploads = {}
         self._constants = weakref.WeakKeyDictionary()  # a dropped plan's constants go with it (to_static retraces)
 
@@ -86,10 +85,6 @@ class OpenCLBackend(Backend):
         """Device arrays stay as they are; anything else becomes a numpy array."""
         return value if isinstance(value, (rt.cl_array.Array, np.ndarray)) else np.asarray(value)
 
-    def prepare(self, value):
-        """A float input as a device array (uploaded once per run)."""
-        return self.device(value)
-
     def host_kernel(self, op):
         """Ops without an OpenCL kernel: numpy on downloaded inputs."""
         return lambda *values: self.on_host(op, values)
@@ -116,6 +111,8 @@ class OpenCLBackend(Backend):
             self._uploads[key] = (value, self.runtime.upload(value))  # keep `value` alive: ids are reused
         return self._uploads[key][1]
 
+    prepare = device  # a float kernel input becomes a device array
+
     def variable(self, var):
         """The Variable's device copy, created or refreshed when the host side is newer."""
         mirror = var.device_mirror
@@ -136,21 +133,16 @@ class OpenCLBackend(Backend):
         if isinstance(node, Variable) and node.dtype in self.float_dtypes():
             return lambda: self.variable(node)
         if isinstance(node, Constant) and node.dtype in self.float_dtypes():
-            return lambda: self._constant(node)
+            def constant():
+                if node not in self._constants:
+                    self._constants[node] = self.runtime.upload(node.value)
+                return self._constants[node]
+            return constant
         return source_kernel(node)
-
-    def _constant(self, node):
-        if node not in self._constants:
-            self._constants[node] = self.runtime.upload(node.value)
-        return self._constants[node]
 
     def launch(self, name, dtype, size, *args):
         """Run kernel `name` of the `dtype` program over `size` work-items."""
         self.runtime.kernel(name, dtype)(self.runtime.queue, (int(size),), None, *args)
-
-    def empty(self, shape, dtype):
-        """An uninitialised device array."""
-        return self.runtime.empty(shape, dtype)
 
     def close(self):
         """Drop the cached device copies of Constants and this run's uploads."""
@@ -211,15 +203,6 @@ def elementwise(backend, op, *arrays):
     backend.launch(f"ew_{op.op_type}", dtype, out.size, *[backend.device(a).data for a in arrays], out.data,
                    np.int64(cols), np.int32(code), *[_scalar(dtype, getattr(op, a)) for a in op.attributes])
     return out
-
-
-def fill(number):
-    """OnesLike / ZerosLike on the device."""
-    def run(backend, op, x):
-        out = backend.empty(x.shape, x.dtype)
-        out.fill(number)
-        return out
-    return run
 
 
 def add_n(backend, op, *xs):
@@ -361,8 +344,11 @@ def _im2col(backend, x, geometry):
     return cols
 
 
-def _col2im_of_rows(backend, y, w, shape, geometry):
-    """y's (N·P, O) rows times the filters, then col2im onto an array of `shape`."""
+def conv_back_input(backend, op, y, w, x=None):
+    """The input gradient of a convolution whose output gradient y is (ConvBackInput: x gives the shape; a
+    ConvTranspose is that): y's (N·P, O) rows times the filters, then col2im."""
+    shape = transposed_input_shape(op, y, w) if x is None else x.shape
+    geometry = conv_geometry(op, shape, w.shape, y.shape)
     rows = permute(backend, y, (0,) + tuple(range(2, len(y.shape))) + (1,)).reshape(-1, y.shape[1])
     cols = matmul(backend, None, rows, w.reshape(w.shape[0], -1))  # (N·P, C·K)
     out = backend.empty(shape, rows.dtype)
@@ -379,17 +365,6 @@ def conv(backend, op, x, w):
     rank = len(out_spatial)
     return permute(backend, rows.reshape((x.shape[0],) + out_spatial + (w.shape[0],)),
                    (0, rank + 1) + tuple(range(1, rank + 1)))
-
-
-def conv_back_input(backend, op, g, w, x):
-    """The input gradient: a matrix product then col2im."""
-    return _col2im_of_rows(backend, g, w, x.shape, conv_geometry(op, x.shape, w.shape, g.shape))
-
-
-def conv_transpose(backend, op, x, w):
-    """A transposed convolution: the input gradient of the convolution whose output gradient x is."""
-    shape = transposed_input_shape(op, x, w)
-    return _col2im_of_rows(backend, x, w, shape, conv_geometry(op, shape, w.shape, x.shape))
 
 
 def conv_back_filter(backend, op, x, g, w):
@@ -439,14 +414,14 @@ def update(backend, op, param, grad, lr, *slots):
 
 
 # ---------------------------------------------------------------- the table
-def identity(backend, op, x):
-    """The input itself (no copy on the device)."""
-    return x
-
-
 def reshape(backend, op, x, *like):
     """A reshaped view of the device array."""
     return x.reshape(like[0].shape if like else op.target)
+
+
+def identity(backend, op, x):
+    """The input itself (no copy on the device)."""
+    return x
 
 
 _FIRST = dict(floats=(0,))  # only the first input is data; the others give shapes or labels
@@ -462,7 +437,7 @@ OpenCLBackend.kernels = {
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match),
     "Conv": Kernel(conv, **_UNGROUPED), "ConvBackInput": Kernel(conv_back_input, **_UNGROUPED),
-    "ConvBackFilter": Kernel(conv_back_filter, **_UNGROUPED), "ConvTranspose": Kernel(conv_transpose, **_UNGROUPED),
+    "ConvBackFilter": Kernel(conv_back_filter, **_UNGROUPED), "ConvTranspose": Kernel(conv_back_input, **_UNGROUPED),
     **{op_type: Kernel(max_pool(name), accepts=fits_pool) for op_type, name in POOL_KERNELS.items()},
     **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
     "Transpose": Kernel(lambda backend, op, x: permute(backend, x, op.axes), accepts=lambda op, x: len(x.shape) <= 4),
@@ -471,6 +446,7 @@ OpenCLBackend.kernels = {
     "SumToShapeOf": Kernel(sum_to_shape, **_FIRST), "ExpandReduced": Kernel(expand_reduced, **_FIRST),
     "BroadcastLike": Kernel(lambda backend, op, value, like: broadcast_scaled(backend, value, like.shape, 1.0),
                             **_FIRST),
-    "OnesLike": Kernel(fill(1)), "ZerosLike": Kernel(fill(0)),
+    "OnesLike": Kernel(lambda backend, op, x: backend.empty(x.shape, x.dtype).fill(1)),
+    "ZerosLike": Kernel(lambda backend, op, x: backend.empty(x.shape, x.dtype).fill(0)),
     "AddN": Kernel(add_n), "Group": Kernel(lambda backend, op, *values: None, floats=()),  # only orders its inputs
 }
