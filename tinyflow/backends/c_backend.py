@@ -222,31 +222,23 @@ def conv(backend, op, x, w):
     return out
 
 
-def _back_through_filters(backend, g, w, shape, geometry, groups):
-    """g's planes back through the filters (the adjoint of conv's product), then col2im onto an array of `shape`."""
+def conv_back_input(backend, op, g, w, x=None):
+    """The input gradient of a convolution whose output gradient g is (ConvBackInput: x gives the shape; a
+    ConvTranspose is that): g's planes back through the filters (the adjoint of conv's product), then col2im."""
+    shape = transposed_input_shape(op, g, w) if x is None else x.shape
+    geometry = conv_geometry(op, shape, w.shape, g.shape)
     rows = _planes(backend, g)
     filters = w.reshape(w.shape[0], -1)
-    if groups == 1:
+    if op.groups == 1:
         cols = matmul(backend, None, filters.T, rows)
     else:
-        cols = np.matmul(_per_group(filters, groups).transpose(0, 2, 1), _per_group(rows, groups))
+        cols = np.matmul(_per_group(filters, op.groups).transpose(0, 2, 1), _per_group(rows, op.groups))
         cols = cols.reshape(-1, rows.shape[1])
     backend.pool.recycle(rows)
     out = backend.pool.empty(shape, cols.dtype)
     _fn("tf_col2im", cols)(_buf(cols), _buf(out), *geometry)
     backend.pool.recycle(cols)
     return out
-
-
-def conv_back_input(backend, op, g, w, x):
-    """The input gradient: a matrix product per group then col2im."""
-    return _back_through_filters(backend, g, w, x.shape, conv_geometry(op, x.shape, w.shape, g.shape), op.groups)
-
-
-def conv_transpose(backend, op, x, w):
-    """A transposed convolution: the input gradient of the convolution whose output gradient x is."""
-    shape = transposed_input_shape(op, x, w)
-    return _back_through_filters(backend, x, w, shape, conv_geometry(op, shape, w.shape, x.shape), op.groups)
 
 
 def conv_back_filter(backend, op, x, g, w):
@@ -354,7 +346,7 @@ KERNELS = {
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
     "Conv": Kernel(conv, accepts=fits_conv), "ConvBackInput": Kernel(conv_back_input, accepts=fits_conv),
     "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_conv),
-    "ConvTranspose": Kernel(conv_transpose, accepts=fits_conv),
+    "ConvTranspose": Kernel(conv_back_input, accepts=fits_conv),
     **{op_type: Kernel(max_pool(f"tf_{name}"), accepts=fits_pool) for op_type, name in POOL_KERNELS.items()},
     **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
 }

@@ -1,8 +1,7 @@
-"""OpenCL plumbing for the OpenCL backend: devices, contexts, programs and device arrays.
+"""OpenCL plumbing for the OpenCL backend: devices, contexts, programs (cached per device) and device arrays.
 
-Devices are numbered in one flat list over all platforms (platform order, then device order), so `opencl:N` names
-one device even when two platforms share a name. A context and its programs are cached per device: the `.cl` files
-of ckernels/opencl are built once per context and element type, a fused node's generated kernel once per source.
+Devices are numbered in one flat list over all platforms, so `opencl:N` names one device even when two platforms
+share a name.
 """
 import functools
 import os
@@ -18,8 +17,7 @@ from .kernel_codes import opencl_defines
 
 @functools.cache
 def _pyopencl():
-    """pyopencl with its device arrays, or the ImportError saying why not; imported on first use, since importing
-    it takes a tenth of a second that a program without OpenCL should not pay."""
+    """pyopencl with its device arrays, or the ImportError saying why not (imported on first use: it takes 0.1 s)."""
     try:
         import pyopencl
         import pyopencl.array  # noqa: F401 - device arrays, as pyopencl.array
@@ -33,9 +31,7 @@ def __getattr__(name):
     if name not in ("cl", "cl_array"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     cl = _pyopencl()
-    if isinstance(cl, ImportError):
-        return None
-    return cl if name == "cl" else cl.array
+    return None if isinstance(cl, ImportError) else cl if name == "cl" else cl.array
 
 
 INSTALL_HINT = ('install an OpenCL runtime: `pip install -e ".[opencl]"` brings pyopencl and the pocl CPU driver '
@@ -64,12 +60,10 @@ def devices():
     found = []
     for platform in platforms:
         try:
-            platform_devices = platform.get_devices()
+            found += [(platform.name.strip(), device.name.strip(), device) for device in platform.get_devices()]
         except cl.Error:
             continue
-        for device in platform_devices:
-            found.append((len(found), platform.name.strip(), device.name.strip(), device))
-    return found
+    return [(index, *entry) for index, entry in enumerate(found)]
 
 
 # a kernel that calls the built-in library: compiling it proves the device's compiler works on this CPU
@@ -92,21 +86,17 @@ def _build(context, source, options=()):
 
 
 def build_error(device):
-    """'' when `device` runs kernels, else why not: its context or its compiler failed (checked once per device
-    and process, with a one-line probe kernel)."""
+    """'' when `device` runs kernels, else why not (checked once per device and process with a probe kernel)."""
     key = device.int_ptr
     if key not in _build_errors:
-        cl = _pyopencl()
+        cl, failed = _pyopencl(), "cannot create a context"  # a busy or misconfigured device
         try:
             context = cl.Context([device])
-        except cl.Error as err:  # a busy or misconfigured device
-            _build_errors[key] = f"cannot create a context: {_first_error(err)}"
-            return _build_errors[key]
-        try:
+            failed = "cannot compile a kernel"  # e.g. pocl's LLVM does not know this CPU: "unknown target CPU"
             _build(context, PROBE_SOURCE)
             _build_errors[key] = ""
-        except cl.Error as err:  # e.g. pocl's LLVM does not know this CPU: "unknown target CPU 'generic'"
-            _build_errors[key] = f"cannot compile a kernel: {_first_error(err)}"
+        except cl.Error as err:
+            _build_errors[key] = f"{failed}: {_first_error(err)}"
     return _build_errors[key]
 
 
@@ -130,18 +120,15 @@ def why_unavailable():
 
 
 def choose_device(spec):
-    """The device for 'opencl:N' or $TINYFLOW_OPENCL_DEVICE (an index into `devices()`), else the first that runs
-    kernels."""
+    """The device for 'opencl:N' or $TINYFLOW_OPENCL_DEVICE (an index into `devices()`), else the first that works."""
     found = devices()
-    if not found:
-        raise BackendError(f"the OpenCL backend is not available: {why_unavailable()}")
     index = spec.split(":", 1)[1] if ":" in spec else os.environ.get("TINYFLOW_OPENCL_DEVICE")
-    listing = "; ".join(f"{i}: {p} / {d}" for i, p, d, _ in found)
+    usable = [entry for entry in found if not build_error(entry[3])] if index is None else found
+    if not usable:
+        raise BackendError(f"the OpenCL backend is not available: {why_unavailable()}")
     if index is None:
-        usable = [entry for entry in found if not build_error(entry[3])]
-        if not usable:
-            raise BackendError(f"the OpenCL backend is not available: {why_unavailable()}")
         return usable[0]
+    listing = "; ".join(f"{i}: {p} / {d}" for i, p, d, _ in found)
     if not index.strip().isdigit() or int(index) >= len(found):
         raise BackendError(f"no OpenCL device {index!r}; devices here: {listing}. Use 'opencl:N'.")
     chosen = found[int(index)]
@@ -158,14 +145,11 @@ GENERATED_SOURCES = []
 class DeviceRuntime:
     """A context, a queue and the compiled kernel programs (per element type) of one device."""
 
-    _cache = {}
-
     @classmethod
+    @functools.cache
     def for_device(cls, index, device):
         """The cached runtime of a device (contexts and programs are expensive to make)."""
-        if index not in cls._cache:
-            cls._cache[index] = cls(index, device)
-        return cls._cache[index]
+        return cls(index, device)
 
     def __init__(self, index, device):
         self.index, self.device = index, device
