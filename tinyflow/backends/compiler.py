@@ -1,13 +1,11 @@
 """Compile generated C with cffi at run time, cached on disk (kernel_cache.py: key, verification, quarantine).
 
-`load` finds a kernel in memory, else in the disk cache (verified before it is loaded: a damaged file is moved
-aside with one warning and compiled again), else compiles it in a private temporary folder inside the cache and
-renames it into place, so two processes compiling the same kernel both succeed. A cache that cannot be written
-(read-only, permissions, disk full, `ulimit -f`) means the kernel is compiled for this process only, with one
-warning; without a working compiler `load` returns None and callers use numpy, with one warning.
+`load` finds a kernel in memory, else in the disk cache (a damaged file is moved aside with one warning), else
+compiles it in a private temporary folder inside the cache and renames it into place, so two processes compiling
+the same kernel both succeed. A cache that cannot be written means the kernel is compiled for this process only,
+with one warning; without a working compiler `load` returns None and callers use numpy, with one warning.
 """
 import functools
-import importlib.util
 import os
 import shutil
 import sysconfig
@@ -16,7 +14,7 @@ import threading
 import time
 import warnings
 
-from . import kernel_cache as disk_cache
+from . import kernel_cache as disk_cache, native
 
 DEFAULT_FLAGS = ["-O3", "-std=gnu99", "-fno-strict-aliasing", "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd"]
 
@@ -41,7 +39,6 @@ class KernelCacheWarning(UserWarning):
 def compile_flags():
     """The C library's flags (ckernels/build_ckernels.py) minus sanitizers, plus -march=native: a kernel compiled
     at run time runs on the machine that compiles it (the CPU is part of the cache key)."""
-    from . import native
     flags = [f for f in native.build_flags().split() if not f.startswith("-fsanitize")] or list(DEFAULT_FLAGS)
     if "-O1" in flags:  # a sanitizer build asks for -O1; kernels here are for speed
         flags.remove("-O1")
@@ -87,7 +84,7 @@ def _load_or_build(name, source, cdef, flags):
         path = None
     if path is not None:
         try:
-            module = _import(name, path)
+            module = native.import_file(name, path)
             STATS["loaded_from_disk"] += 1
             STATS["load_seconds"] += time.perf_counter() - start
             return module
@@ -142,13 +139,6 @@ def _build(name, source, cdef, flags, folder):
         STATS["compile_seconds"] += time.perf_counter() - start
         if folder:
             path = disk_cache.store(name, path, disk_cache.built_by(flags))
-        return _import(name, path)
+        return native.import_file(name, path)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _import(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

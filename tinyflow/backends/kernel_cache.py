@@ -1,16 +1,13 @@
 """The disk cache of compiled fused kernels: its key, verified entries, quarantine, and `tinyflow cache`.
 
-The folder ($TINYFLOW_CACHE_DIR/kernels, else $XDG_CACHE_HOME/tinyflow/kernels, else ~/.cache/tinyflow/kernels)
-holds per kernel `tf_fused_<key>-<sha256 prefix><EXT_SUFFIX>`, the library named by its bytes (never rewritten),
-and `tf_fused_<key>.json`, its entry (that file's name, size and sha256, and what built it); quarantine/ holds the
-files that failed verification. <key> hashes everything the library depends on (C source, compiler path, version
-and flags, CPU model and features, cffi's version, Python's ABI), so a folder shared by machines never gives one
-CPU a kernel built for another.
-
-A writer renames the library into place, then the entry (written under a temporary name and renamed). A reader
-trusts an entry only if it parses, names a library of its own key, and that file has the entry's size and sha256,
-checked before the library is loaded: loading (dlopen) a truncated library kills the process with SIGBUS.
+Per kernel, `tf_fused_<key>-<sha256 prefix><EXT_SUFFIX>` is the library named by its bytes (never rewritten) and
+`tf_fused_<key>.json` its entry (that file's name, size and sha256, and what built it); quarantine/ holds the files
+that failed verification. <key> hashes all the library depends on (source, compiler, flags, CPU, cffi, Python ABI),
+so a folder shared by machines never gives one CPU a kernel built for another. A writer renames the library into
+place, then the entry; a reader checks the library's size and sha256 against its entry before loading it: loading
+(dlopen) a truncated library kills the process with SIGBUS.
 """
+import contextlib
 import functools
 import hashlib
 import json
@@ -82,8 +79,7 @@ def cpu_identity():
         pass
     model = fields.get("model name") or fields.get("cpu") or platform.processor() or platform.machine()
     described = [platform.machine(), platform.processor(), model] + [f"{k}={v}" for k, v in sorted(fields.items())]
-    text = "\n".join(described)
-    return model, hashlib.sha256(text.encode()).hexdigest()[:16]
+    return model, hashlib.sha256("\n".join(described).encode()).hexdigest()[:16]
 
 
 def kernel_key(source, flags):
@@ -164,10 +160,8 @@ def _write_atomically(path, data):
             os.fsync(f.fileno())
         os.replace(temporary, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temporary)
-        except OSError:
-            pass
         raise
 
 
@@ -211,30 +205,25 @@ def info():
     report = {"folder": where, "exists": os.path.isdir(where), "kernels": 0, "kernel_bytes": 0, "this_machine": 0,
               "quarantined": 0, "quarantined_bytes": 0, "other": 0, "other_bytes": 0,
               "cpu": cpu_identity()[0], "compiler": compiler_identity()}
-    if not report["exists"]:
-        return report
-    names = [n for n in os.listdir(where) if _ours(n)]
-    libraries = set()
-    here = (cpu_identity()[1], compiler_identity())
+    names = {n for n in os.listdir(where) if _ours(n)} if report["exists"] else set()
+    here, counted = (cpu_identity()[1], compiler_identity()), set()
     for name in names:
         if name.startswith("tf_fused_") and name.endswith(".json"):
             try:
                 with open(os.path.join(where, name), "rb") as f:
                     entry = json.loads(f.read(1 << 16))
-                library = entry["file"]
-                size = os.path.getsize(os.path.join(where, library))
+                size = os.path.getsize(os.path.join(where, entry["file"])) + os.path.getsize(os.path.join(where, name))
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # counted below with the other files
-            libraries.update([name, library])
+            counted.update([name, entry["file"]])
             report["kernels"] += 1
-            report["kernel_bytes"] += size + os.path.getsize(os.path.join(where, name))
+            report["kernel_bytes"] += size
             report["this_machine"] += (entry.get("cpu_id"), entry.get("compiler")) == here
-    for name in names:
-        if name == QUARANTINE or name not in libraries:
-            kind = "quarantined" if name == QUARANTINE else "other"
-            count, size = _files(os.path.join(where, name))
-            report[kind] += count
-            report[f"{kind}_bytes"] += size
+    for name in names - counted:
+        kind = "quarantined" if name == QUARANTINE else "other"
+        count, size = _files(os.path.join(where, name))
+        report[kind] += count
+        report[f"{kind}_bytes"] += size
     return report
 
 
