@@ -1,11 +1,11 @@
 """Running a fused elementwise node (passes/fusion.py) with one generated kernel on the C or OpenCL backend.
 
-Tiered: a node that runs once or twice is not worth a compile, so its first $TINYFLOW_FUSION_JIT_AFTER runs
-(default 2) use the backend's kernels member by member; then the kernel for the run's input shapes is generated
-(c_codegen.py), built or found in the disk cache, and called. How each input is read, the output viewed as
-(outer, inner): "full", "scalar", "row" (repeated over the leading axes: index c), "col" (repeated along the
-trailing axes: index r), "col%n" (n values in the middle axes, as a conv bias (1, C, 1, 1) against (N, C, H, W):
-index r % n), or "expand" (a broadcast none of these fits: expanded to a full array before the call).
+Tiered: the first $TINYFLOW_FUSION_JIT_AFTER runs (default 2) use the backend's kernels member by member (a node
+that runs once or twice is not worth a compile); then the kernel for the input shapes is generated (c_codegen.py),
+built or found in the disk cache, and called. Each input is read, the output viewed as (outer, inner), as "full",
+"scalar", "row" (repeated over the leading axes: index c), "col" (repeated along the trailing axes: index r),
+"col%n" (n values in the middle axes, as a conv bias (1, C, 1, 1) against (N, C, H, W): index r % n), or "expand"
+(a broadcast none of these fits: expanded to a full array before the call).
 """
 import functools
 import math
@@ -86,22 +86,33 @@ def jit_after():
 
 
 class FusedKernel:
-    """The callable a plan step runs for a fused node; `_by_shapes` holds what `_prepare` made of each input shapes
-    (None: the members' kernels run)."""
+    """The callable a plan step runs for a fused node; `_prepare(shapes)` makes, once per input shapes, what runs
+    them (None: the members' kernels)."""
 
     def __init__(self, node, backend):
         self.node, self.backend, self.runs, self.threshold = node, backend, 0, jit_after()
         self.unfused = member_runner(backend, node)
         self._by_shapes = {}
 
+    def prepared(self, shapes):
+        """What `_prepare` made of these input shapes, made at their first run."""
+        entry = self._by_shapes.get(shapes, False)
+        if entry is False:
+            entry = self._by_shapes[shapes] = self._prepare(shapes)
+        return entry
+
     def layout(self, shapes):
-        """(out_shape, kinds, outer, inner) for these input shapes; None when the members' kernels must run (an
-        empty output, or inputs that do not broadcast: the members raise the error naming the one at fault)."""
+        """(out_shape, kinds, outer, inner, kinds to generate: expanded inputs read as "full") for these input
+        shapes; None when the members' kernels must run (an empty output, or inputs that do not broadcast: the
+        members raise the error naming the one at fault)."""
         try:
             out_shape = np.broadcast_shapes(*shapes, (1,) * len(self.node.shape))
         except ValueError:
             return None
-        return None if 0 in out_shape else (out_shape, *plan_layout(shapes, out_shape))
+        if 0 in out_shape:
+            return None
+        kinds, outer, inner = plan_layout(shapes, out_shape)
+        return out_shape, kinds, outer, inner, tuple("full" if k == "expand" else k for k in kinds)
 
 
 class CFusedKernel(FusedKernel):
@@ -118,9 +129,7 @@ class CFusedKernel(FusedKernel):
             return self.unfused(*values)
         # plain loops and no dtype.name (numpy computes it in Python): this runs once per step of every run
         arrays = [v if isinstance(v, np.ndarray) else np.asarray(v) for v in values]
-        entry = self._by_shapes.get(tuple([a.shape for a in arrays]), False)
-        if entry is False:
-            entry = self._by_shapes[tuple([a.shape for a in arrays])] = self._prepare(arrays)
+        entry = self.prepared(tuple([a.shape for a in arrays]))
         if entry is _SMALL:  # a C call costs more than numpy's few small loops
             return self.node.compute(*arrays)
         dtype = self.node.dtype
@@ -140,15 +149,14 @@ class CFusedKernel(FusedKernel):
         module.lib.tf_fused(*pointers, ptr(ctype, out), outer, inner, module.parallel)
         return out
 
-    def _prepare(self, arrays):
-        """The compiled kernel and loop bounds for these inputs' shapes; _SMALL or None to use numpy."""
-        layout = self.layout(tuple(a.shape for a in arrays))
+    def _prepare(self, shapes):
+        """The compiled kernel and loop bounds for these input shapes; _SMALL or None to use numpy."""
+        layout = self.layout(shapes)
         if layout is None:
             return None
-        out_shape, kinds, outer, inner = layout
+        out_shape, kinds, outer, inner, generated = layout
         if math.prod(out_shape) < self.small and len(self.node.members) <= NUMPY_MAX_MEMBERS:
             return _SMALL
-        generated = tuple("full" if k == "expand" else k for k in kinds)
         module = compiler.load(c_source(self.node, generated), c_declaration(self.node, generated))
         if module is None:
             return None
@@ -167,13 +175,10 @@ class OpenCLFusedKernel(FusedKernel):
         if self.runs < self.threshold or not on_device or any(v.dtype != node.dtype for v in values):
             self.runs += 1
             return self.unfused(*values)
-        shapes = tuple(tuple(v.shape) for v in values)
-        entry = self._by_shapes.get(shapes, False)
-        if entry is False:
-            entry = self._by_shapes[shapes] = self._prepare(shapes)
+        entry = self.prepared(tuple(tuple(v.shape) for v in values))
         if entry is None:
             return self.unfused(*values)
-        kernel, out_shape, kinds, _, inner = entry
+        kernel, out_shape, kinds, _, inner, _ = entry
         args = []
         for value, kind in zip(values, kinds):
             if kind == "expand":  # a broadcast the kernel does not index directly: expanded on the host
@@ -189,5 +194,5 @@ class OpenCLFusedKernel(FusedKernel):
         layout = self.layout(shapes)
         if layout is None:
             return None
-        source = opencl_source(self.node, tuple("full" if k == "expand" else k for k in layout[1]))
+        source = opencl_source(self.node, layout[-1])
         return (self.backend.runtime.kernel("tf_fused", self.node.dtype, source), *layout)
