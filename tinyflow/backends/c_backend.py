@@ -104,18 +104,15 @@ def reduce(backend, op, x):
     return out
 
 
-def rows(name):
-    """A kernel `name(*inputs, out, rows, cols[, eps])` over x viewed as rows of its axes from op.axis on."""
-    takes_eps = name.startswith("tf_layer_norm")
-
-    def run(backend, op, x, *others):
-        out = backend.pool.empty(x.shape, x.dtype)
-        cols = math.prod(x.shape[op.axis % x.ndim:])
-        _fn(name, x)(_buf(x), *[_buf(a) for a in others], _buf(out), x.size // cols, cols,
-                     *([op.eps] if takes_eps else []))
-        return out
-    run.__name__ = name
-    return run
+def row_kernel(backend, op, x, *others):
+    """The op's row kernel `tf_<name>(*inputs, out, rows, cols[, eps])` over x viewed as rows of its axes from
+    op.axis on."""
+    name = ROW_KERNELS[op.op_type]
+    out = backend.pool.empty(x.shape, x.dtype)
+    cols = math.prod(x.shape[op.axis % x.ndim:])
+    _fn(f"tf_{name}", x)(_buf(x), *[_buf(a) for a in others], _buf(out), x.size // cols, cols,
+                         *([op.eps] if name.startswith("layer_norm") else []))
+    return out
 
 
 def softmax_xent(backend, op, logits, labels):
@@ -254,15 +251,12 @@ def conv_back_filter(backend, op, x, g, w):
     return out
 
 
-def max_pool(name):
+def max_pool(backend, op, x, *other):
     """Max pooling forward (x), backward (x, g) or gather (x, h) with the op's window."""
-    def run(backend, op, x, *other):
-        geometry = pool_geometry(op, x, *other)
-        out = backend.pool.empty(x.shape if name == "tf_maxpool_back" else pooled_shape(x.shape, geometry), x.dtype)
-        _fn(name, x)(_buf(x), *[_buf(o) for o in other], _buf(out), *geometry)
-        return out
-    run.__name__ = name
-    return run
+    geometry = pool_geometry(op, x, *other)
+    out = backend.pool.empty(x.shape if op.op_type == "MaxPoolGrad" else pooled_shape(x.shape, geometry), x.dtype)
+    _fn(f"tf_{POOL_KERNELS[op.op_type]}", x)(_buf(x), *[_buf(o) for o in other], _buf(out), *geometry)
+    return out
 
 
 # ---------------------------------------------------------------- fused optimizer updates, in place
@@ -337,8 +331,8 @@ _UPDATE = dict(floats=(0, 1), same_shape=True, small=False)  # parameter and gra
 KERNELS = {
     **{op_type: Kernel(elementwise) for op_type in GENERATED},
     **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
-    **{op_type: Kernel(rows(f"tf_{name}"), same_shape=True, accepts=None if name.startswith("layer") else
-                       along_last_axis) for op_type, name in ROW_KERNELS.items()},
+    **{op_type: Kernel(row_kernel, same_shape=True, accepts=None if name.startswith("layer") else along_last_axis)
+       for op_type, name in ROW_KERNELS.items()},
     # numpy needs a dozen small calls for a cross-entropy: one pass in C wins at any size
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit, small=False),
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit, small=False),
@@ -347,7 +341,7 @@ KERNELS = {
     "Conv": Kernel(conv, accepts=fits_conv), "ConvBackInput": Kernel(conv_back_input, accepts=fits_conv),
     "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_conv),
     "ConvTranspose": Kernel(conv_back_input, accepts=fits_conv),
-    **{op_type: Kernel(max_pool(f"tf_{name}"), accepts=fits_pool) for op_type, name in POOL_KERNELS.items()},
+    **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},
     **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
 }
 

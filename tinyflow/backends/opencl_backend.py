@@ -280,19 +280,14 @@ def sum_to_shape(backend, op, grad, like):
 
 
 # ---------------------------------------------------------------- softmax family and layer normalization
-def rows(name):
-    """A kernel `name(*inputs, out, cols[, eps])` with one work-item per row of x's axes from op.axis on."""
-    takes_eps = name.startswith("layer_norm")
-
-    def run(backend, op, x, *others):
-        out = backend.empty(x.shape, x.dtype)
-        cols = int(np.prod(x.shape[op.axis % len(x.shape):], dtype=np.int64))
-        eps = [_scalar(x.dtype, op.eps)] if takes_eps else []
-        backend.launch(name, x.dtype, x.size // cols, x.data, *[a.data for a in others], out.data, np.int64(cols),
-                       *eps)
-        return out
-    run.__name__ = name
-    return run
+def row_kernel(backend, op, x, *others):
+    """The op's row kernel `<name>(*inputs, out, cols[, eps])`, one work-item per row of x's axes from op.axis on."""
+    name = ROW_KERNELS[op.op_type]
+    out = backend.empty(x.shape, x.dtype)
+    cols = int(np.prod(x.shape[op.axis % len(x.shape):], dtype=np.int64))
+    eps = [_scalar(x.dtype, op.eps)] if name.startswith("layer_norm") else []
+    backend.launch(name, x.dtype, x.size // cols, x.data, *[a.data for a in others], out.data, np.int64(cols), *eps)
+    return out
 
 
 def _labels(backend, labels, cols):
@@ -374,15 +369,13 @@ def conv_back_filter(backend, op, x, g, w):
     return matmul(backend, None, grad_rows, _im2col(backend, x, geometry)).reshape(w.shape)
 
 
-def max_pool(name):
+def max_pool(backend, op, x, *other):
     """Max pooling forward (x), backward (x, g) or gather (x, h) with the op's window."""
-    def run(backend, op, x, *other):
-        geometry = pool_geometry(op, x, *other)
-        out = backend.empty(x.shape if name == "maxpool_back" else pooled_shape(x.shape, geometry), x.dtype)
-        backend.launch(name, x.dtype, out.size, x.data, *[o.data for o in other], out.data, _long16(geometry))
-        return out
-    run.__name__ = name
-    return run
+    geometry = pool_geometry(op, x, *other)
+    out = backend.empty(x.shape if op.op_type == "MaxPoolGrad" else pooled_shape(x.shape, geometry), x.dtype)
+    backend.launch(POOL_KERNELS[op.op_type], x.dtype, out.size, x.data, *[o.data for o in other], out.data,
+                   _long16(geometry))
+    return out
 
 
 # ---------------------------------------------------------------- fused optimizer updates, in place on the mirrors
@@ -431,14 +424,14 @@ _UNGROUPED = dict(accepts=lambda op, *arrays: op.groups == 1 and fits_conv(op, *
 OpenCLBackend.kernels = {
     **{cls.op_type: Kernel(elementwise) for cls in _device_ops()},
     **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
-    **{op_type: Kernel(rows(name), same_shape=True, accepts=None if name.startswith("layer") else along_last_axis)
+    **{op_type: Kernel(row_kernel, same_shape=True, accepts=None if name.startswith("layer") else along_last_axis)
        for op_type, name in ROW_KERNELS.items()},
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match),
     "Conv": Kernel(conv, **_UNGROUPED), "ConvBackInput": Kernel(conv_back_input, **_UNGROUPED),
     "ConvBackFilter": Kernel(conv_back_filter, **_UNGROUPED), "ConvTranspose": Kernel(conv_back_input, **_UNGROUPED),
-    **{op_type: Kernel(max_pool(name), accepts=fits_pool) for op_type, name in POOL_KERNELS.items()},
+    **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},
     **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
     "Transpose": Kernel(lambda backend, op, x: permute(backend, x, op.axes), accepts=lambda op, x: len(x.shape) <= 4),
     "Reshape": Kernel(reshape, **_FIRST), "ReshapeLike": Kernel(reshape, **_FIRST),
