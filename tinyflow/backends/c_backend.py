@@ -1,8 +1,7 @@
-"""The C backend: the cffi kernels (loaded by native.py) of ckernels/ for the hot ops, numpy for everything else.
+"""The C backend: the cffi kernels of ckernels/ (native.py) for the hot ops, numpy for everything else.
 
-`Backend.call` checks the table's conditions before every call, so C only sees non-empty contiguous float inputs of
-one dtype and shapes it handles, and writes into fresh or recycled (never shared) output buffers: no input reachable
-from the public API can crash the interpreter.
+`Backend.call` checks the table's conditions first, so C only sees non-empty contiguous float inputs of one dtype
+and shapes it handles, and writes into fresh or recycled buffers: no public input can crash the interpreter.
 """
 import math
 import os
@@ -42,16 +41,15 @@ def _fn(name, array):
 
 
 def _labels(labels, classes):
-    """Checked labels as a contiguous int64 array and its C pointer."""
+    """Checked labels as a C pointer to int64 (the buffer stays alive with the pointer)."""
     check_labels(labels, classes)
-    labels = np.ascontiguousarray(labels, dtype=np.int64)
-    return labels, native.ffi.from_buffer("int64_t[]", labels)
+    return native.ffi.from_buffer("int64_t[]", np.ascontiguousarray(labels, dtype=np.int64))
 
 
 # ---------------------------------------------------------------- elementwise: the table's generated kernels
 def _generated_kernels():
-    """op type -> its number among the library's generated elementwise kernels (ckernels/elementwise_codegen.py),
-    for the ops of this tinyflow whose expression the library was built from (their fingerprints agree)."""
+    """op type -> its number among the library's generated elementwise kernels, for the ops whose expression the
+    library was built from (their fingerprints agree)."""
     if native.lib is None:
         return {}
     classes = {**ELEMENTWISE_OPS, **GRADIENT_OPS}
@@ -117,7 +115,7 @@ def row_kernel(backend, op, x, *others):
 
 def softmax_xent(backend, op, logits, labels):
     """Fused mean softmax cross-entropy."""
-    labels, labels_ptr = _labels(labels, logits.shape[1])
+    labels_ptr = _labels(labels, logits.shape[1])
     loss = native.ffi.new("double *")
     scratch = backend.pool.empty(logits.shape, logits.dtype)
     status = _fn("tf_softmax_xent", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
@@ -130,7 +128,7 @@ def softmax_xent(backend, op, logits, labels):
 
 def softmax_xent_back(backend, op, logits, labels, grad):
     """(softmax(logits) - onehot(labels)) * grad / N in one pass."""
-    labels, labels_ptr = _labels(labels, logits.shape[1])
+    labels_ptr = _labels(labels, logits.shape[1])
     out = backend.pool.empty(logits.shape, logits.dtype)
     _fn("tf_softmax_xent_back", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
                                         float(np.asarray(grad).reshape(())), _buf(out))

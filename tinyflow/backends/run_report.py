@@ -14,15 +14,17 @@ class ReportKeyError(BackendError, KeyError):
 class RunReport(Mapping):
     """Which ops ran with a table kernel, which with numpy (no kernel, inputs it does not accept, or small inputs),
     and the bytes moved to and from a device, during the last run; read as attributes (`report.kernel_ops`) or as a
-    dict (`report["kernel_ops"]`, `dict(report)`, `report.as_dict()` for a plain copy json.dumps takes).
-
-    Ops a plan routed to numpy once for all are added as the plan's own counts, summed only when `host_ops` /
-    `small_ops` are read: a run should not pay for a report nobody reads.
+    dict (`report["kernel_ops"]`, `dict(report)`, `report.as_dict()` for a plain copy json.dumps takes). Ops a plan
+    routed to numpy once for all are summed only when read: a run should not pay for a report nobody reads.
     """
 
     KEYS = ("kernel_ops", "host_ops", "small_ops", "to_device", "to_host")
 
     def __init__(self):
+        self.clear()
+
+    def clear(self):
+        """Start a new run."""
         self.kernel_ops, self.host_calls, self.small_calls = Counter(), Counter(), Counter()
         self._static = []
         self.to_device = self.to_host = 0
@@ -68,14 +70,6 @@ class RunReport(Mapping):
                 if kind == route:
                     total[op_type] += count
         return total
-
-    def clear(self):
-        """Start a new run."""
-        self.kernel_ops.clear()
-        self.host_calls.clear()
-        self.small_calls.clear()
-        self._static.clear()
-        self.to_device = self.to_host = 0
 
     def __str__(self):
         host, small = self.host_ops, self.small_ops
