@@ -30,11 +30,6 @@ def math_header():
     raise FileNotFoundError("tf_math.h is missing from this tinyflow install (tinyflow/cinclude)")
 
 
-def operand(kind, i, single):
-    """How a member's argument reads in C: input k is a<k>, member j's value t<j>, a constant its literal."""
-    return f"a{i}" if kind == "x" else f"t{i}" if kind == "t" else literal(i.reshape(-1)[0], single)
-
-
 def body(node, loads, single, indent, vector=None, opencl=False, overrides=None, calls=None):
     """The statements computing each member's expression into t0, t1, ... from inputs a<k>; (lines, result name).
 
@@ -43,7 +38,9 @@ def body(node, loads, single, indent, vector=None, opencl=False, overrides=None,
     """
     lines = [f"{indent}const T a{k} = {load};" for k, load in loads.items()]
     for j, (member, (_, args)) in enumerate(zip(node.members, node.program)):
-        names = dict(zip(member.input_names, [operand(kind, i, single) for kind, i in args]))
+        # input k is a<k>, member j's value t<j>, a constant its literal
+        names = dict(zip(member.input_names, [f"a{i}" if kind == "x" else f"t{i}" if kind == "t" else
+                                              literal(i.reshape(-1)[0], single) for kind, i in args]))
         names.update({a: literal(getattr(member, a), single) for a in member.attributes})
         ctype = "T"
         if vector is not None and any((kind, i) in vector for kind, i in args if kind != "c"):

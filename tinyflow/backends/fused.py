@@ -79,18 +79,14 @@ def member_runner(backend, node):
     return run
 
 
-def jit_after():
-    """How many runs of a fused node use the members' kernels before its own kernel is built."""
-    value = os.environ.get("TINYFLOW_FUSION_JIT_AFTER", "2")
-    return int(value) if value.strip().isdigit() else 2
-
-
 class FusedKernel:
     """The callable a plan step runs for a fused node; `_prepare(shapes)` makes, once per input shapes, what runs
     them (None: the members' kernels)."""
 
     def __init__(self, node, backend):
-        self.node, self.backend, self.runs, self.threshold = node, backend, 0, jit_after()
+        self.node, self.backend, self.runs = node, backend, 0
+        value = os.environ.get("TINYFLOW_FUSION_JIT_AFTER", "2").strip()  # runs before the kernel is built
+        self.threshold = int(value) if value.isdigit() else 2
         self.unfused = member_runner(backend, node)
         self._by_shapes = {}
 

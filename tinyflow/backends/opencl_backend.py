@@ -379,12 +379,6 @@ def max_pool(backend, op, x, *other):
 
 
 # ---------------------------------------------------------------- fused optimizer updates, in place on the mirrors
-def _learning_rate(backend, op, lr):
-    """The learning rate, without a download when it is a Constant (the usual case)."""
-    node = op.inputs[2]
-    return float(node.value) if isinstance(node, Constant) else float(np.asarray(backend.to_host(lr)).reshape(()))
-
-
 def update(backend, op, param, grad, lr, *slots):
     """One optimizer update (SGD, Adam, RMSProp, AdaGrad) on the device copies of its Variables, in place."""
     kind, slot_names, _, _ = UPDATES[op.op_type]
@@ -396,7 +390,9 @@ def update(backend, op, param, grad, lr, *slots):
     stand_in = backend.empty((1,), grad.dtype).data
     buffers = [backend.variable(variables[name]).data if name in variables else stand_in
                for name in (slot_names + (None, None))[:3]]
-    hyper, flag = update_hyper(op, _learning_rate(backend, op, lr))
+    if isinstance(op.inputs[2], Constant):  # the usual learning rate: read without a download
+        lr = op.inputs[2].value
+    hyper, flag = update_hyper(op, np.asarray(backend.to_host(lr)).reshape(()))
     backend.launch("update", grad.dtype, grad.size, np.int32(ENUMS["tf_update_kind"][kind]),
                    backend.variable(variables["param"]).data, grad.data, *buffers,
                    np.int32(sum(1 << k for k, name in enumerate(slot_names) if name in variables)), np.int64(step),
