@@ -1,8 +1,6 @@
-"""What the C and OpenCL kernel tables share: the codes of ckernels/tinyflow_kernels.h, window geometry, and the
-`accepts` predicates and op -> kernel names of their entries.
-
-The header declares the codes as C enums (cffi exposes them on the built library); they are parsed from it here,
-so Python has them even when the C library is not built, and handed to OpenCL as `-D` build options.
+"""What the C and OpenCL kernel tables share: the codes of ckernels/tinyflow_kernels.h (parsed from the header, so
+Python has them without the built library; OpenCL gets them as `-D` options), window geometry, and the `accepts`
+predicates and op -> kernel names of their entries.
 """
 import functools
 import math
@@ -86,11 +84,8 @@ def update_hyper(op, lr):
 
 
 def window_geometry(x_shape, kernel, stride, pads, dilation, out):
-    """(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo) of a window over (N, C, H, W) data, or None.
-
-    1-D data (N, C, L) is one row of 2-D data. The kernels need only the leading pads: they skip taps outside x,
-    and (ho, wo) say how far the windows go (ceil_mode, trailing pads).
-    """
+    """(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo) of a window over (N, C, H, W) data (1-D: one row), or
+    None. Only the leading pads: the kernels skip taps outside x, and (ho, wo) say how far the windows go."""
     if len(x_shape) == 3:
         x_shape = (x_shape[0], x_shape[1], 1, x_shape[2])
         kernel, stride, dilation, out = [(1,) + tuple(v) for v in (kernel, stride, dilation, out)]

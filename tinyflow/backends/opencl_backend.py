@@ -83,7 +83,7 @@ class OpenCLBackend(Backend):
 
     def adopt(self, value):
         """Device arrays stay as they are; anything else becomes a numpy array."""
-        return value if isinstance(value, (rt.cl_array.Array, np.ndarray)) else np.asarray(value)
+        return value if isinstance(value, (rt.pyopencl().array.Array, np.ndarray)) else np.asarray(value)
 
     def host_kernel(self, op):
         """Ops without an OpenCL kernel: numpy on downloaded inputs."""
@@ -95,14 +95,14 @@ class OpenCLBackend(Backend):
 
     def to_host(self, value):
         """Download a device array (fetches cross once, at the end of the run)."""
-        if isinstance(value, rt.cl_array.Array):
+        if isinstance(value, rt.pyopencl().array.Array):
             self.report.to_host += value.nbytes
             return value.get()
         return value
 
     def device(self, value):
         """A device array for a kernel input: uploaded once per run if it is a host array."""
-        if isinstance(value, rt.cl_array.Array):
+        if isinstance(value, rt.pyopencl().array.Array):
             return value
         value = np.asarray(value)
         key = id(value)
@@ -162,14 +162,8 @@ def _device_ops():
 
 
 def elementwise_source(single):
-    """One OpenCL kernel per op of the elementwise table (ops/elementwise.py), one work-item per value:
-        __kernel void ew_Relu(__global const T *x0, __global T *out, const long cols, const int kinds) {
-            const long i = get_global_id(0), r = i / cols, c = i - r * cols;
-            const T a0 = x0[tf_at(kinds, 0, i, r, c)];
-            const T t0 = ((a0 != a0 || a0 > 0.0f) ? a0 : 0.0f);
-            out[i] = t0;
-        }
-    """
+    """One OpenCL kernel `ew_<op type>(x0.., out, cols, kinds[, attributes])` per op of the elementwise table, one
+    work-item per value; tf_at reads input k as a full array, a row, a column or a scalar by its kind."""
     lines = [OPENCL_HELPERS, "long tf_at(int kinds, int k, long i, long r, long c) {",
              "    int kind = (kinds >> (2 * k)) & 3;",
              f"    return kind == {LAYOUT_KINDS['full']} ? i : kind == {LAYOUT_KINDS['row']} ? c : "
@@ -249,9 +243,9 @@ def permute(backend, x, axes):
     for position in reversed(range(rank)):  # where input axis axes[position] lands in the output
         out_strides[axes[position]] = stride
         stride *= out_shape[position]
-    out = backend.empty(out_shape, x.dtype)
-    backend.launch("permute", x.dtype, x.size, x.data, out.data, rt.cl.cltypes.make_long4(*(1,) * (4 - rank), *x.shape),
-                   rt.cl.cltypes.make_long4(*(0,) * (4 - rank), *out_strides))
+    out, long4 = backend.empty(out_shape, x.dtype), rt.pyopencl().cltypes.make_long4
+    backend.launch("permute", x.dtype, x.size, x.data, out.data, long4(*(1,) * (4 - rank), *x.shape),
+                   long4(*(0,) * (4 - rank), *out_strides))
     return out
 
 
@@ -328,7 +322,7 @@ def matmul(backend, op, a, b):
 
 def _long16(geometry):
     """A window geometry (kernel_codes.window_geometry) as the kernels take it."""
-    return rt.cl.cltypes.make_long16(*geometry, 0, 0)
+    return rt.pyopencl().cltypes.make_long16(*geometry, 0, 0)
 
 
 def _im2col(backend, x, geometry):

@@ -16,22 +16,15 @@ from .kernel_codes import opencl_defines
 
 
 @functools.cache
-def _pyopencl():
-    """pyopencl with its device arrays, or the ImportError saying why not (imported on first use: it takes 0.1 s)."""
+def pyopencl():
+    """pyopencl with its device arrays (pyopencl.array), or the ImportError saying why not (imported on first use:
+    it takes 0.1 s)."""
     try:
         import pyopencl
         import pyopencl.array  # noqa: F401 - device arrays, as pyopencl.array
     except ImportError as err:  # the optional extra is not installed
         return err
     return pyopencl
-
-
-def __getattr__(name):
-    """`cl` and `cl_array`: pyopencl and pyopencl.array (None without pyopencl), imported when first asked for."""
-    if name not in ("cl", "cl_array"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    cl = _pyopencl()
-    return None if isinstance(cl, ImportError) else cl if name == "cl" else cl.array
 
 
 INSTALL_HINT = ('install an OpenCL runtime: `pip install -e ".[opencl]"` brings pyopencl and the pocl CPU driver '
@@ -50,7 +43,7 @@ def _kernel_folder():
 
 def devices():
     """[(index, platform name, device name, cl.Device)] for every OpenCL device on this machine."""
-    cl = _pyopencl()
+    cl = pyopencl()
     if isinstance(cl, ImportError):
         return []
     try:
@@ -79,7 +72,7 @@ def _first_error(err):
 
 def _build(context, source, options=()):
     """The built program of `source` (compiler chatter is not for users; errors still raise)."""
-    cl = _pyopencl()
+    cl = pyopencl()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         return cl.Program(context, source).build(options=list(options))
@@ -89,7 +82,7 @@ def build_error(device):
     """'' when `device` runs kernels, else why not (checked once per device and process with a probe kernel)."""
     key = device.int_ptr
     if key not in _build_errors:
-        cl, failed = _pyopencl(), "cannot create a context"  # a busy or misconfigured device
+        cl, failed = pyopencl(), "cannot create a context"  # a busy or misconfigured device
         try:
             context = cl.Context([device])
             failed = "cannot compile a kernel"  # e.g. pocl's LLVM does not know this CPU: "unknown target CPU"
@@ -107,8 +100,8 @@ def _describe_broken(found):
 
 def why_unavailable():
     """A sentence saying why OpenCL cannot be used here, with what to install."""
-    if isinstance(_pyopencl(), ImportError):
-        return f"pyopencl is not installed ({_pyopencl()}); {INSTALL_HINT}"
+    if isinstance(pyopencl(), ImportError):
+        return f"pyopencl is not installed ({pyopencl()}); {INSTALL_HINT}"
     found = devices()
     if not found:
         return f"pyopencl found no OpenCL device; {INSTALL_HINT}"
@@ -153,7 +146,7 @@ class DeviceRuntime:
 
     def __init__(self, index, device):
         self.index, self.device = index, device
-        cl = _pyopencl()
+        cl = pyopencl()
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context)
         self.has_fp64 = "cl_khr_fp64" in device.extensions
@@ -184,17 +177,17 @@ class DeviceRuntime:
         key = (name, np.dtype(dtype) if source is None else source)
         if key not in self._kernels:
             program = self.program(dtype) if source is None else _build(self.context, source)
-            self._kernels[key] = _pyopencl().Kernel(program, name)
+            self._kernels[key] = pyopencl().Kernel(program, name)
         return self._kernels[key]
 
     def empty(self, shape, dtype):
         """An uninitialised device array."""
-        return _pyopencl().array.empty(self.queue, shape, np.dtype(dtype))
+        return pyopencl().array.empty(self.queue, shape, np.dtype(dtype))
 
     def upload(self, array):
         """A device copy of a host array (0-d arrays stay 0-d)."""
         array = np.asarray(array)
-        return _pyopencl().array.to_device(self.queue, array if array.flags.c_contiguous else array.copy(order="C"))
+        return pyopencl().array.to_device(self.queue, array if array.flags.c_contiguous else array.copy(order="C"))
 
     def describe(self):
         """'platform / device' for messages and `tinyflow info`."""
