@@ -87,8 +87,7 @@ def c_source(node, kinds):
         if vectorised:  # parts are blocks of LANES; the last elements run after them, in tf_fused
             lines += _lanes_loop(node, kinds, single) + ["}"]
             count = "n / LANES"
-            tail = scalars + ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last ones, one by one */",
-                              *loop]
+            tail = scalars + ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last ones */", *loop]
         elif single and _has_sigmoid(node):
             lines += _blocks_loop(node, loads, loop) + ["}"]
             count = "n"

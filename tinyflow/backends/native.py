@@ -72,8 +72,8 @@ def thread_report():
     from threadpoolctl import threadpool_info
     return {"tinyflow": {"runtime": "tinyflow thread pool (pthreads, ckernels/src/threads.c)",
                          "threads": configure_threads(), "workers started": lib.tf_pool_workers() if lib else 0},
-            "others": [{key: entry.get(key) for key in ("user_api", "internal_api", "filepath", "version", "num_threads")}
-                       for entry in threadpool_info()]}
+            "others": [{key: entry.get(key) for key in ("user_api", "internal_api", "filepath", "version",
+                                                        "num_threads")} for entry in threadpool_info()]}
 
 
 def build_flags():
