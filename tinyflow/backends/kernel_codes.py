@@ -136,18 +136,18 @@ _GEOMETRIES = weakref.WeakKeyDictionary()  # op -> {(function, *shapes): geometr
 
 
 def memoised_on_shapes(geometry):
-    """`geometry(op, *shapes)`, remembered per op: an op's window attributes never change after it is made,
-    so its geometry depends on the shapes alone, and the dispatch asks twice per call (accepts, then run)."""
+    """`geometry(op, *arrays or shapes)`, remembered per op and shapes: an op's window attributes never change after
+    it is made, so its geometry depends on the shapes alone, and the dispatch asks twice per call (accepts, run)."""
     @functools.wraps(geometry)
-    def remembered(op, *shapes):
+    def remembered(op, *values):
         if op.graph is None:  # an eager op, made anew for each call: nothing to remember it by
-            return geometry(op, *shapes)
+            return geometry(op, *values)
         memo = _GEOMETRIES.get(op)
         if memo is None or len(memo) > MEMO_LIMIT:
             memo = _GEOMETRIES[op] = {}
-        key = (geometry, *shapes)
+        key = (geometry, *[getattr(v, "shape", v) for v in values])
         if key not in memo:
-            memo[key] = geometry(op, *shapes)
+            memo[key] = geometry(op, *values)
         return memo[key]
     return remembered
 
@@ -173,18 +173,15 @@ def transposed_input_shape(op, x, w):
     return None if out is None else (x.shape[0], w.shape[1] * op.groups) + out
 
 
+@memoised_on_shapes
 def pool_geometry(op, x, *other):
     """The pooling window's geometry for x (N, C, *spatial), with `other` of the shape the op needs, or None."""
-    return _pool_geometry(op, tuple(x.shape), *[tuple(o.shape) for o in other])
-
-
-@memoised_on_shapes
-def _pool_geometry(op, x_shape, *other_shapes):
+    x_shape = tuple(x.shape)
     out = spatial_out(op, x_shape, op.kernel) if len(x_shape) in (3, 4) else None
     if out is None:
         return None
     needed = x_shape[:2] + out if op.op_type == "MaxPoolGrad" else x_shape
-    if other_shapes and other_shapes[0] != needed:
+    if other and tuple(other[0].shape) != needed:
         return None
     return window_geometry(x_shape, op.kernel, op.stride, op.pads(x_shape[2:], op.kernel), op.dilation, out)
 
@@ -204,6 +201,5 @@ def fits_conv(op, *arrays):
         x, w = arrays
         shape = transposed_input_shape(op, x, w)
         return shape is not None and conv_geometry(op, shape, w.shape, x.shape) is not None
-    x, w, grad = CONV_ROLES[op.op_type]
-    return conv_geometry(op, arrays[x].shape, arrays[w].shape, None if grad is None else arrays[grad].shape) \
-        is not None
+    roles = [role for role in CONV_ROLES[op.op_type] if role is not None]  # the call of the kernel, as it is memoised
+    return conv_geometry(op, *[arrays[role].shape for role in roles]) is not None
