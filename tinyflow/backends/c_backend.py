@@ -103,8 +103,7 @@ def reduce(backend, op, x):
 
 
 def row_kernel(backend, op, x, *others):
-    """The op's row kernel `tf_<name>(*inputs, out, rows, cols[, eps])` over x viewed as rows of its axes from
-    op.axis on."""
+    """The op's `tf_<name>(*inputs, out, rows, cols[, eps])` over x as rows of its axes from op.axis on."""
     name = ROW_KERNELS[op.op_type]
     out = backend.pool.empty(x.shape, x.dtype)
     cols = math.prod(x.shape[op.axis % x.ndim:])

@@ -166,8 +166,7 @@ def c_declaration(node, kinds):
 
 
 def opencl_source(node, kinds):
-    """The OpenCL kernel `tf_fused(x0.., out, inner)` for `node` with inputs read as `kinds`, one work-item per
-    element."""
+    """The OpenCL kernel `tf_fused(x0.., out, inner)` for `node` with inputs read as `kinds`, one item a value."""
     single = node.dtype == np.float32
     loads = {k: load(kind, k, f"x{k}[i]", f"x{k}[0]") for k, kind in enumerate(kinds)}
     statements, result = body(node, loads, single, " " * 4, opencl=True)

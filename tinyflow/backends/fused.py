@@ -80,8 +80,7 @@ def member_runner(backend, node):
 
 
 class FusedKernel:
-    """The callable a plan step runs for a fused node; `_prepare(shapes)` makes, once per input shapes, what runs
-    them (None: the members' kernels)."""
+    """The callable a plan step runs for a fused node; `_prepare` makes what runs each input shapes."""
 
     def __init__(self, node, backend):
         self.node, self.backend, self.runs = node, backend, 0
@@ -98,9 +97,8 @@ class FusedKernel:
         return entry
 
     def layout(self, shapes):
-        """(out_shape, kinds, outer, inner, kinds to generate: expanded inputs read as "full") for these input
-        shapes; None when the members' kernels must run (an empty output, or inputs that do not broadcast: the
-        members raise the error naming the one at fault)."""
+        """(out_shape, kinds, outer, inner, kinds to generate: "expand" as "full") of these input shapes; None when
+        the members' kernels must run (an empty output, or inputs that do not broadcast: the members say which)."""
         try:
             out_shape = np.broadcast_shapes(*shapes, (1,) * len(self.node.shape))
         except ValueError:

@@ -154,8 +154,7 @@ def memoised_on_shapes(geometry):
 
 @memoised_on_shapes
 def conv_geometry(op, x_shape, w_shape, grad_shape=None):
-    """The geometry of a 1-D or 2-D convolution op of an x of x_shape (a tuple) by w (O, C/G, *kernel), with an
-    output gradient of grad_shape when given (it must have the output's shape), or None."""
+    """The geometry of a 1-D or 2-D convolution of x by w (O, C/G, *kernel) with an output gradient, or None."""
     if len(x_shape) not in (3, 4) or len(w_shape) != len(x_shape) or x_shape[1] != w_shape[1] * op.groups \
             or w_shape[0] % op.groups:
         return None

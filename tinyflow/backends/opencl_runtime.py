@@ -17,8 +17,7 @@ from .kernel_codes import opencl_defines
 
 @functools.cache
 def pyopencl():
-    """pyopencl with its device arrays (pyopencl.array), or the ImportError saying why not (imported on first use:
-    it takes 0.1 s)."""
+    """pyopencl with pyopencl.array, or the ImportError saying why not (imported on first use: it takes 0.1 s)."""
     try:
         import pyopencl
         import pyopencl.array  # noqa: F401 - device arrays, as pyopencl.array

@@ -42,8 +42,7 @@ class RunReport(Mapping):
         return len(self.KEYS)
 
     def as_dict(self):
-        """A plain copy: {'kernel_ops': {op type: count}, 'host_ops': ..., 'small_ops': ..., 'to_device': bytes,
-        'to_host': bytes}."""
+        """A plain copy: {'kernel_ops': {op type: count}, 'host_ops': ..., 'to_device': bytes, ...}."""
         return {key: dict(value) if isinstance(value, Counter) else value for key, value in self.items()}
 
     def add_static(self, routes):
