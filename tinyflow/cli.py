@@ -85,7 +85,7 @@ def _files(n):
 
 def cache(action="info"):
     """`tinyflow cache info`: where the fused-kernel cache is and what it holds; `clear`: empty it."""
-    from tinyflow.backends import kernel_cache as disk_cache
+    from tinyflow.backends import compiler as disk_cache
     if action == "clear":
         files, size, failures = disk_cache.clear()
         print(f"removed {_files(files)} ({_human(size)}) from {disk_cache.folder()}")

@@ -15,7 +15,8 @@ from hypothesis.extra import numpy as hnp
 import tinyflow as tfl
 from tinyflow.backends import c_backend as c_backend_module, native
 from tinyflow.backends.c_backend import CBackend, gemm
-from tinyflow.backends.kernel_codes import broadcast_layout
+from tinyflow.backends.fused import plan_layout
+from tinyflow.backends.kernel_codes import layout_code
 from tinyflow.ops.cross_entropy import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
 from tinyflow.ops import conv, normalization, pooling, reductions
 from tinyflow.ops import elementwise_ops as activations, elementwise_ops as math_ops
@@ -91,20 +92,24 @@ def test_binary_kernels(c_backend, shapes, op, dtype, non_contiguous):
     b = np.where(np.abs(b) < 0.1, 0.5, b).astype(dtype)  # keep division tame
     if non_contiguous:
         a, b = strided(a), strided(b)
-    uses_c = a.size > 0 and b.size > 0 and broadcast_layout(a.shape, b.shape) is not None
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    uses_c = a.size > 0 and b.size > 0 and layout_code(plan_layout((a.shape, b.shape), shape)[0]) is not None
     check(c_backend, build(op, a, b), a, b, uses_c=uses_c)
 
 
 def test_broadcast_layouts_cover_the_patterns_ops_produce():
-    assert broadcast_layout((4, 5), (4, 5))[:3] == (0, 20, 1)
-    assert broadcast_layout((4, 5), ())[:3] == (1, 20, 1)
-    assert broadcast_layout((1,), (4, 5))[:3] == (2, 20, 1)
-    assert broadcast_layout((4, 5), (5,))[:3] == (3, 4, 5)
-    assert broadcast_layout((2, 3, 5), (1, 3, 5))[:3] == (3, 2, 15)
-    assert broadcast_layout((5,), (4, 5))[:3] == (4, 4, 5)
-    assert broadcast_layout((4, 5), (4, 1))[:3] == (5, 4, 5)
-    assert broadcast_layout((4, 1, 1), (4, 2, 3))[:3] == (6, 4, 6)
-    assert broadcast_layout((4, 1), (1, 5)) is None  # an outer product: numpy does it
+    def layout(a, b):
+        kinds, outer, inner = plan_layout((a, b), np.broadcast_shapes(a, b))
+        return layout_code(kinds) is not None and (kinds, outer * inner, inner)
+    assert layout((4, 5), (4, 5)) == (("full", "full"), 20, 20)
+    assert layout((4, 5), ()) == (("full", "scalar"), 20, 20)
+    assert layout((1,), (4, 5)) == (("scalar", "full"), 20, 20)
+    assert layout((4, 5), (5,)) == (("full", "row"), 20, 5)
+    assert layout((2, 3, 5), (1, 3, 5)) == (("full", "row"), 30, 15)
+    assert layout((4, 5), (4, 1)) == (("full", "col"), 20, 5)
+    assert layout((4, 1, 1), (4, 2, 3)) == (("col", "full"), 24, 6)
+    assert layout((4, 1), (1, 5)) == (("col", "row"), 20, 5)  # an outer product: a column against a row
+    assert layout((2, 1, 4), (2, 3, 4)) is False  # neither a row nor a column: numpy does it
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from tinyflow.backends import compiler, kernel_cache as disk_cache
+from tinyflow.backends import compiler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -26,10 +26,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = textwrap.dedent("""
     import json, sys, warnings
     import numpy as np, tinyflow as tfl
-    from tinyflow.backends import kernel_cache as disk_cache
-    from tinyflow.backends.compiler import STATS, cache_dir
+    from tinyflow.backends import compiler
+    from tinyflow.backends.compiler import STATS
     if "other-cpu" in sys.argv:  # pretend to be another machine sharing this cache
-        disk_cache.cpu_identity = lambda: ("Other CPU 9000", "0123456789abcdef")
+        compiler.cpu_identity = lambda: ("Other CPU 9000", "0123456789abcdef")
     x = tfl.Placeholder((5000,), name="x")
     fetches = [tfl.sigmoid(x * 0.75 - 0.25) * 4.0, tfl.tanh(x * 1.5 + 0.5) - x]
     feed = {x: np.linspace(-3, 3, 5000, dtype=np.float32)}
@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent("""
         out = tfl.Session(backend="c", optimize=True).run(fetches, feed)
     ref = tfl.Session(backend="c", optimize=False).run(fetches, feed)
     print(json.dumps(dict(STATS, close=all(np.allclose(o, r, rtol=1e-5, atol=1e-6) for o, r in zip(out, ref)),
-                          folder=cache_dir(), warnings=[f"{w.category.__name__}: {w.message}" for w in caught])))
+                          folder=compiler.folder(), warnings=[f"{w.category.__name__}: {w.message}" for w in caught])))
 """)
 
 
@@ -108,7 +108,7 @@ def test_a_sound_file_that_does_not_load_is_set_aside_and_rebuilt(cache):
     junk = b"\x7fELF but not a shared library" * 10  # an entry vouching for it: verification passes, dlopen fails
     record = json.loads(entry.read_text())
     record.update(size=len(junk), sha256=hashlib.sha256(junk).hexdigest())
-    renamed = library.with_name(f"{library.name.split('-')[0]}-{record['sha256'][:16]}{disk_cache.SUFFIX}")
+    renamed = library.with_name(f"{library.name.split('-')[0]}-{record['sha256'][:16]}{compiler.SUFFIX}")
     record["file"] = renamed.name
     library.unlink()
     renamed.write_bytes(junk)
@@ -124,7 +124,7 @@ def test_a_kernel_cached_for_another_cpu_model_is_not_loaded(cache, capsys, monk
     here = child(cache)
     assert (here["compiled"], here["loaded_from_disk"]) == (2, 0)  # same source and flags, another CPU
     records = [json.loads(p.read_text()) for p in (cache / "kernels").glob("*.json")]
-    assert sorted(r["cpu"] for r in records) == sorted(["Other CPU 9000"] * 2 + [disk_cache.cpu_identity()[0]] * 2)
+    assert sorted(r["cpu"] for r in records) == sorted(["Other CPU 9000"] * 2 + [compiler.cpu_identity()[0]] * 2)
     assert child(cache, "other-cpu")["loaded_from_disk"] == 2  # each machine finds its own
     from tinyflow.cli import main
     monkeypatch.setenv("TINYFLOW_CACHE_DIR", str(cache))
@@ -134,30 +134,30 @@ def test_a_kernel_cached_for_another_cpu_model_is_not_loaded(cache, capsys, monk
 
 
 def test_the_key_holds_the_source_flags_compiler_and_cpu(monkeypatch):
-    key = disk_cache.kernel_key("int f;", ["-O3"])
-    assert disk_cache.kernel_key("int f;", ["-O3"]) == key
-    assert disk_cache.kernel_key("int g;", ["-O3"]) != key
-    assert disk_cache.kernel_key("int f;", ["-O3", "-march=native"]) != key
+    key = compiler.kernel_key("int f;", ["-O3"])
+    assert compiler.kernel_key("int f;", ["-O3"]) == key
+    assert compiler.kernel_key("int g;", ["-O3"]) != key
+    assert compiler.kernel_key("int f;", ["-O3", "-march=native"]) != key
     monkeypatch.setenv("CFLAGS", "-O0")
-    assert disk_cache.kernel_key("int f;", ["-O3"]) != key
+    assert compiler.kernel_key("int f;", ["-O3"]) != key
     monkeypatch.delenv("CFLAGS")
-    monkeypatch.setattr(disk_cache, "compiler_identity", lambda: "/opt/clang: clang version 99")
-    assert disk_cache.kernel_key("int f;", ["-O3"]) != key
+    monkeypatch.setattr(compiler, "compiler_identity", lambda: "/opt/clang: clang version 99")
+    assert compiler.kernel_key("int f;", ["-O3"]) != key
     monkeypatch.undo()
-    monkeypatch.setattr(disk_cache, "cpu_identity", lambda: ("Other CPU 9000", "0123456789abcdef"))
-    assert disk_cache.kernel_key("int f;", ["-O3"]) != key
+    monkeypatch.setattr(compiler, "cpu_identity", lambda: ("Other CPU 9000", "0123456789abcdef"))
+    assert compiler.kernel_key("int f;", ["-O3"]) != key
     monkeypatch.undo()
-    assert disk_cache.kernel_key("int f;", ["-O3"]) == key
-    model, digest = disk_cache.cpu_identity()
+    assert compiler.kernel_key("int f;", ["-O3"]) == key
+    model, digest = compiler.cpu_identity()
     assert model and len(digest) == 16
-    assert disk_cache.compiler_identity().startswith("/")  # the compiler's resolved path, then its version
+    assert compiler.compiler_identity().startswith("/")  # the compiler's resolved path, then its version
 
 
 def _fake_entry(folder, name, payload=b"library bytes"):
     """A library file (never loaded here) and its correct entry, as store() writes them."""
     folder.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(payload).hexdigest()
-    library = folder / f"{name}-{digest[:16]}{disk_cache.SUFFIX}"
+    library = folder / f"{name}-{digest[:16]}{compiler.SUFFIX}"
     library.write_bytes(payload)
     record = dict(file=library.name, size=len(payload), sha256=digest)
     (folder / f"{name}.json").write_text(json.dumps(record))
@@ -168,7 +168,7 @@ def _fake_entry(folder, name, payload=b"library bytes"):
     (lambda r: r.update(size=r["size"] + 1), "its entry says 14 bytes, the file has 13"),
     (lambda r: r.update(size=10**15), "the file has 13"),
     (lambda r: r.update(sha256="0" * 64), "not a valid record"),          # no longer matches the file's name
-    (lambda r: r.update(file="../../outside" + disk_cache.SUFFIX), "not a valid record"),
+    (lambda r: r.update(file="../../outside" + compiler.SUFFIX), "not a valid record"),
     (lambda r: r.update(size="13"), "not a valid record"),
     (lambda r: r.pop("sha256"), "not a valid record"),
     ("not json", "not a valid record"),
@@ -177,26 +177,26 @@ def test_an_entry_that_lies_or_is_damaged_is_set_aside(monkeypatch, tmp_path, da
     monkeypatch.setenv("TINYFLOW_CACHE_DIR", str(tmp_path))
     folder = tmp_path / "kernels"
     library, record = _fake_entry(folder, "tf_fused_0123")
-    assert disk_cache.lookup("tf_fused_0123") == str(library)
+    assert compiler.lookup("tf_fused_0123") == str(library)
     if damage == "not json":
         (folder / "tf_fused_0123.json").write_bytes(b'{"file": "tf_fused_0123-')
     else:
         damage(record)
         (folder / "tf_fused_0123.json").write_text(json.dumps(record))
-    with pytest.raises(disk_cache.DamagedEntry, match="failed verification") as info:
-        disk_cache.lookup("tf_fused_0123")
+    with pytest.raises(compiler.DamagedEntry, match="failed verification") as info:
+        compiler.lookup("tf_fused_0123")
     assert phrase in str(info.value) and "moved it to" in str(info.value)
     assert not (folder / "tf_fused_0123.json").exists()  # set aside: the next lookup is a plain miss
     assert len(list((folder / "quarantine").iterdir())) in (1, 2)
-    assert disk_cache.lookup("tf_fused_0123") is None
+    assert compiler.lookup("tf_fused_0123") is None
 
 
 def test_a_same_sized_library_with_other_bytes_is_set_aside(monkeypatch, tmp_path):
     monkeypatch.setenv("TINYFLOW_CACHE_DIR", str(tmp_path))
     library, _ = _fake_entry(tmp_path / "kernels", "tf_fused_0123")
     library.write_bytes(b"library bytez")
-    with pytest.raises(disk_cache.DamagedEntry, match="sha256 differs"):
-        disk_cache.lookup("tf_fused_0123")
+    with pytest.raises(compiler.DamagedEntry, match="sha256 differs"):
+        compiler.lookup("tf_fused_0123")
     assert not library.exists()
 
 
@@ -207,19 +207,19 @@ def test_the_entry_is_written_after_its_library(monkeypatch, tmp_path):
     built = folder / ".tf_fused_0123-build.so"
     built.write_bytes(b"library bytes")
     seen = []
-    write = disk_cache._write_atomically
+    write = compiler._write_atomically
 
     def spy(path, data):  # what a reader could find at the moment the entry appears
         library = folder / json.loads(data)["file"]
         seen.append(library.read_bytes() if library.exists() else None)
         write(path, data)
-    monkeypatch.setattr(disk_cache, "_write_atomically", spy)
-    path = disk_cache.store("tf_fused_0123", str(built), {})
+    monkeypatch.setattr(compiler, "_write_atomically", spy)
+    path = compiler.store("tf_fused_0123", str(built), {})
     assert seen == [b"library bytes"] and not built.exists()
-    assert disk_cache.lookup("tf_fused_0123") == path
+    assert compiler.lookup("tf_fused_0123") == path
     # a writer stopped between its two renames leaves a library without an entry: never loaded, compiled again
     (folder / "tf_fused_0123.json").unlink()
-    assert disk_cache.lookup("tf_fused_0123") is None
+    assert compiler.lookup("tf_fused_0123") is None
 
 
 # ---------------------------------------------------------------- caches that cannot be written
@@ -302,15 +302,15 @@ def test_cache_info_and_clear_report_and_remove_only_the_caches_files(monkeypatc
     _fake_entry(folder, "tf_fused_aaaa", b"a" * 3000)
     _fake_entry(folder, "tf_fused_bbbb", b"b" * 1000)
     (folder / "tf_fused_bbbb.json").write_text("{")
-    with pytest.raises(disk_cache.DamagedEntry):
-        disk_cache.lookup("tf_fused_bbbb")
+    with pytest.raises(compiler.DamagedEntry):
+        compiler.lookup("tf_fused_bbbb")
     (folder / ".tf_fused_cccc-build").mkdir()  # an unfinished build
     (folder / "notes.txt").write_text("the user's own file")
     assert main(["cache", "info"]) == 0
     out = capsys.readouterr().out
     assert f"kernel cache: {folder}" in out and "1 kernel," in out
     assert "quarantined: 1 file" in out and "other: 1 file, 1000 B" in out  # bbbb's library, now without entry
-    info = disk_cache.info()
+    info = compiler.info()
     assert info["kernels"] == 1 and info["kernel_bytes"] == 3000 + (folder / "tf_fused_aaaa.json").stat().st_size
     assert main(["cache", "clear"]) == 0
     assert "removed 4 files" in capsys.readouterr().out

@@ -100,7 +100,7 @@ def test_the_shared_codes_are_declared_once_and_agree_everywhere():
 def test_the_codes_are_known_without_the_c_library(tmp_path):
     bogus = tmp_path / "missing.so"
     result = _run_python("from tinyflow.backends import kernel_codes, native; assert native.lib is None; "
-                         "print(kernel_codes.LAYOUT_KINDS['scalar'], kernel_codes.PATTERN['TF_A_COLUMN'])",
+                         "print(kernel_codes.LAYOUT_KINDS['scalar'], kernel_codes.ENUMS['tf_broadcast_pattern']['TF_A_COLUMN'])",
                          TINYFLOW_CKERNELS_PATH=str(bogus))
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["3", "6"]

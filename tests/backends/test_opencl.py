@@ -162,8 +162,8 @@ def test_a_device_whose_context_cannot_be_made_is_reported_as_such(monkeypatch):
         int_ptr = -12345
 
     def refuse(devices):
-        raise opencl_runtime.cl.RuntimeError("clCreateContext failed: DEVICE_NOT_AVAILABLE")
-    monkeypatch.setattr(opencl_runtime.cl, "Context", refuse)
+        raise opencl_runtime.pyopencl().RuntimeError("clCreateContext failed: DEVICE_NOT_AVAILABLE")
+    monkeypatch.setattr(opencl_runtime.pyopencl(), "Context", refuse)
     monkeypatch.setattr(opencl_runtime, "_build_errors", {})
     assert opencl_runtime.build_error(NoContext()).startswith("cannot create a context: clCreateContext failed")
 

@@ -7,8 +7,7 @@ from .base import Backend, NumpyBackend
 from .c_backend import CBackend
 from .opencl_backend import OpenCLBackend
 
-# name -> class; `available()` lists them in this order (the numpy reference last). OpenCL is
-# optional and never the default: on a CPU the C backend is faster, and a GPU is chosen explicitly.
+# name -> class; OpenCL is optional and never the default: on a CPU the C backend is faster, a GPU is chosen explicitly
 _BACKENDS = {"c": CBackend, "numpy": NumpyBackend, "opencl": OpenCLBackend}
 
 
@@ -29,8 +28,10 @@ def available():
 
 
 def get_backend(name=None):
-    """A backend instance: `name`, else $TINYFLOW_BACKEND, else the best available one."""
-    name = name or os.environ.get("TINYFLOW_BACKEND") or _default()
+    """A backend instance: `name`, else $TINYFLOW_BACKEND, else the best available one but OpenCL."""
+    # OpenCL is chosen explicitly only (and its availability check compiles a kernel)
+    name = name or os.environ.get("TINYFLOW_BACKEND") or next(
+        n for n in _ranked() if n != "opencl" and _BACKENDS[n].is_available())
     base = name.split(":", 1)[0]  # "opencl:1" selects a device
     if base not in _BACKENDS:
         raise BackendError(f"unknown backend '{name}'; known backends: {sorted(_BACKENDS)}, "
@@ -39,11 +40,6 @@ def get_backend(name=None):
     if not cls.is_available():
         raise BackendError(f"backend '{name}' is not available on this machine: {cls.why_unavailable()}")
     return cls(name) if base == "opencl" else cls()
-
-
-def _default():
-    """The best available backend but OpenCL (chosen explicitly only; its availability check compiles a kernel)."""
-    return next(n for n in _ranked() if n != "opencl" and _BACKENDS[n].is_available())
 
 
 __all__ = ["available", "get_backend", "register_backend", "Backend", "NumpyBackend", "CBackend", "OpenCLBackend"]

@@ -1,10 +1,8 @@
-"""What every backend is: a name, an availability check, and a table of kernels keyed by op type.
+"""What every backend is: a name, an availability check, and a table of `Kernel`s keyed by op type.
 
-Each entry of a table is a `Kernel` saying what it accepts (float dtypes, sizes, ranks, same shapes, an extra
-predicate) and the function that runs it. `Backend.kernel` and `Backend.call` do the rest once for every backend:
-check the entry's conditions, route small inputs to numpy, make float inputs contiguous (or device arrays), fall
-back to the op's numpy `compute` for anything the entry does not accept, and count what ran where in
-`backend.report`. The numpy backend, the readable reference, is the empty table.
+`Backend.kernel` and `Backend.call` do the rest once for every backend: check the entry's conditions, route small
+inputs to numpy, make float inputs contiguous (or device arrays), fall back to the op's numpy `compute` for anything
+the entry does not accept, and count what ran where in `backend.report`. The numpy backend is the empty table.
 """
 import math
 import threading
@@ -45,8 +43,7 @@ class Kernel:
 
 
 def source_kernel(node):
-    """The kernel of a node without inputs, reading its value when the step runs; it names its node (`.leaf`), so
-    compiled plans can read the value inline instead."""
+    """The kernel reading a node without inputs; `.leaf` names the node, so compiled plans can read it inline."""
     if isinstance(node, (Variable, Constant)):
         def read():
             return node.value
@@ -118,9 +115,8 @@ class Backend:
         return out if out.__class__ is np.ndarray else np.asarray(out)
 
     def static_route(self, op, shapes=None):
-        """'host' when the table has no kernel for `op`, 'small' when its shapes ([output shape, *input shapes],
-        by default the op's static ones) are known to be small: numpy runs it, decided once per plan (plans count
-        these in the run report). None: decided at each call."""
+        """'host' (no kernel) or 'small' (its [output, *input] shapes, by default the static ones, are known to be
+        small) when numpy runs `op` for a whole plan; None: decided at each call."""
         if isinstance(op, (Variable, Constant, Placeholder)) or hasattr(op, "bind_kernel"):
             return None
         entry = self.kernels.get(op.op_type)

@@ -1,12 +1,9 @@
 """Reusing output buffers: arrays a plan drops come back as the outputs of later kernels.
 
-Fresh large arrays cost page faults (the OS zero-fills every page on first touch), often more than the kernel that
-fills them. When a plan drops a value that nobody else holds, the C backend keeps the buffer here, by shape and
-dtype, and its kernels allocate from here. Each backend instance (so each Session) has its own pool, bounded in
-bytes: when it is full, the buffers of the shape used longest ago go first (batch shapes that vary would otherwise
-pile up). Fetched values are the caller's, but a caller who drops them (a benchmark loop) would pay the page faults
-at every run: the pool remembers the large arrays it handed out (`lend`) for two runs, and takes back (`reclaim`)
-those nobody else references any more.
+Fresh large arrays cost page faults (the OS zero-fills each page on first touch), often more than the kernel that
+fills them. Each C backend (so each Session) keeps the dropped values nobody else holds here, by shape and dtype,
+bounded in bytes (the shape used longest ago goes first). Fetched values the caller drops (a benchmark loop) come
+back too: the pool watches those it handed out (`lend`) for two runs and takes back (`reclaim`) the unreferenced.
 """
 import math
 import os
@@ -62,8 +59,8 @@ class BufferPool:
         return len(known) < len(shape) or int(np.prod(known, dtype=np.int64)) * 8 >= MIN_BYTES  # float64 at most
 
     def recycle(self, value, references=3):
-        """Keep `value` for reuse if it is a large float array owning its memory that nobody else holds (more than
-        `references`, those of the caller's frame and of this call, means someone still uses it)."""
+        """Keep `value` if it is a large float array owning its memory that nobody else holds (more than
+        `references`, the caller's and this call's, means someone still uses it)."""
         if (type(value) is not np.ndarray or value.base is not None or value.nbytes < MIN_BYTES
                 or value.nbytes > self.max_bytes or not value.flags.c_contiguous or not value.flags.writeable
                 or value.dtype.kind != "f" or sys.getrefcount(value) > references):
@@ -90,9 +87,8 @@ class BufferPool:
                 self._lent.append((0, value))
 
     def reclaim(self):
-        """Recycle the lent arrays only the pool still references (called as each run starts); an array the caller
-        still holds is watched for one more run (a loop's `out = sess.run(...)` drops the previous one a run
-        late), then forgotten."""
+        """Recycle the lent arrays only the pool still references (as each run starts); one the caller holds is
+        watched one more run (a loop's `out = sess.run(...)` drops the previous one a run late), then forgotten."""
         lent, self._lent = self._lent, []
         while lent:
             runs, value = lent.pop()

@@ -1,8 +1,7 @@
-"""The C backend: the cffi kernels (loaded by native.py) of ckernels/ for the hot ops, numpy for everything else.
+"""The C backend: the cffi kernels of ckernels/ (native.py) for the hot ops, numpy for everything else.
 
-`Backend.call` checks the table's conditions before every call, so C only sees non-empty contiguous float inputs of
-one dtype and shapes it handles, and writes into fresh or recycled (never shared) output buffers: no input reachable
-from the public API can crash the interpreter.
+`Backend.call` checks the table's conditions first, so C only sees non-empty contiguous float inputs of one dtype
+and shapes it handles, and writes into fresh or recycled buffers: no public input can crash the interpreter.
 """
 import math
 import os
@@ -42,16 +41,15 @@ def _fn(name, array):
 
 
 def _labels(labels, classes):
-    """Checked labels as a contiguous int64 array and its C pointer."""
+    """Checked labels as a C pointer to int64 (the buffer stays alive with the pointer)."""
     check_labels(labels, classes)
-    labels = np.ascontiguousarray(labels, dtype=np.int64)
-    return labels, native.ffi.from_buffer("int64_t[]", labels)
+    return native.ffi.from_buffer("int64_t[]", np.ascontiguousarray(labels, dtype=np.int64))
 
 
 # ---------------------------------------------------------------- elementwise: the table's generated kernels
 def _generated_kernels():
-    """op type -> its number among the library's generated elementwise kernels (ckernels/elementwise_codegen.py),
-    for the ops of this tinyflow whose expression the library was built from (their fingerprints agree)."""
+    """op type -> its number among the library's generated elementwise kernels, for the ops whose expression the
+    library was built from (their fingerprints agree)."""
     if native.lib is None:
         return {}
     classes = {**ELEMENTWISE_OPS, **GRADIENT_OPS}
@@ -104,23 +102,19 @@ def reduce(backend, op, x):
     return out
 
 
-def rows(name):
-    """A kernel `name(*inputs, out, rows, cols[, eps])` over x viewed as rows of its axes from op.axis on."""
-    takes_eps = name.startswith("tf_layer_norm")
-
-    def run(backend, op, x, *others):
-        out = backend.pool.empty(x.shape, x.dtype)
-        cols = math.prod(x.shape[op.axis % x.ndim:])
-        _fn(name, x)(_buf(x), *[_buf(a) for a in others], _buf(out), x.size // cols, cols,
-                     *([op.eps] if takes_eps else []))
-        return out
-    run.__name__ = name
-    return run
+def row_kernel(backend, op, x, *others):
+    """The op's `tf_<name>(*inputs, out, rows, cols[, eps])` over x as rows of its axes from op.axis on."""
+    name = ROW_KERNELS[op.op_type]
+    out = backend.pool.empty(x.shape, x.dtype)
+    cols = math.prod(x.shape[op.axis % x.ndim:])
+    _fn(f"tf_{name}", x)(_buf(x), *[_buf(a) for a in others], _buf(out), x.size // cols, cols,
+                         *([op.eps] if name.startswith("layer_norm") else []))
+    return out
 
 
 def softmax_xent(backend, op, logits, labels):
     """Fused mean softmax cross-entropy."""
-    labels, labels_ptr = _labels(labels, logits.shape[1])
+    labels_ptr = _labels(labels, logits.shape[1])
     loss = native.ffi.new("double *")
     scratch = backend.pool.empty(logits.shape, logits.dtype)
     status = _fn("tf_softmax_xent", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
@@ -133,7 +127,7 @@ def softmax_xent(backend, op, logits, labels):
 
 def softmax_xent_back(backend, op, logits, labels, grad):
     """(softmax(logits) - onehot(labels)) * grad / N in one pass."""
-    labels, labels_ptr = _labels(labels, logits.shape[1])
+    labels_ptr = _labels(labels, logits.shape[1])
     out = backend.pool.empty(logits.shape, logits.dtype)
     _fn("tf_softmax_xent_back", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
                                         float(np.asarray(grad).reshape(())), _buf(out))
@@ -234,31 +228,23 @@ def conv(backend, op, x, w):
     return out
 
 
-def _back_through_filters(backend, g, w, shape, geometry, groups):
-    """g's planes back through the filters (the adjoint of conv's product), then col2im onto an array of `shape`."""
+def conv_back_input(backend, op, g, w, x=None):
+    """The input gradient of a convolution whose output gradient g is (ConvBackInput: x gives the shape; a
+    ConvTranspose is that): g's planes back through the filters (the adjoint of conv's product), then col2im."""
+    shape = transposed_input_shape(op, g, w) if x is None else x.shape
+    geometry = conv_geometry(op, shape, w.shape, g.shape)
     rows = _planes(backend, g)
     filters = w.reshape(w.shape[0], -1)
-    if groups == 1:
+    if op.groups == 1:
         cols = matmul(backend, None, filters.T, rows)
     else:
-        cols = np.matmul(_per_group(filters, groups).transpose(0, 2, 1), _per_group(rows, groups))
+        cols = np.matmul(_per_group(filters, op.groups).transpose(0, 2, 1), _per_group(rows, op.groups))
         cols = cols.reshape(-1, rows.shape[1])
     backend.pool.recycle(rows)
     out = backend.pool.empty(shape, cols.dtype)
     _fn("tf_col2im", cols)(_buf(cols), _buf(out), *geometry)
     backend.pool.recycle(cols)
     return out
-
-
-def conv_back_input(backend, op, g, w, x):
-    """The input gradient: a matrix product per group then col2im."""
-    return _back_through_filters(backend, g, w, x.shape, conv_geometry(op, x.shape, w.shape, g.shape), op.groups)
-
-
-def conv_transpose(backend, op, x, w):
-    """A transposed convolution: the input gradient of the convolution whose output gradient x is."""
-    shape = transposed_input_shape(op, x, w)
-    return _back_through_filters(backend, x, w, shape, conv_geometry(op, shape, w.shape, x.shape), op.groups)
 
 
 def conv_back_filter(backend, op, x, g, w):
@@ -274,15 +260,12 @@ def conv_back_filter(backend, op, x, g, w):
     return out
 
 
-def max_pool(name):
+def max_pool(backend, op, x, *other):
     """Max pooling forward (x), backward (x, g) or gather (x, h) with the op's window."""
-    def run(backend, op, x, *other):
-        geometry = pool_geometry(op, x, *other)
-        out = backend.pool.empty(x.shape if name == "tf_maxpool_back" else pooled_shape(x.shape, geometry), x.dtype)
-        _fn(name, x)(_buf(x), *[_buf(o) for o in other], _buf(out), *geometry)
-        return out
-    run.__name__ = name
-    return run
+    geometry = pool_geometry(op, x, *other)
+    out = backend.pool.empty(x.shape if op.op_type == "MaxPoolGrad" else pooled_shape(x.shape, geometry), x.dtype)
+    _fn(f"tf_{POOL_KERNELS[op.op_type]}", x)(_buf(x), *[_buf(o) for o in other], _buf(out), *geometry)
+    return out
 
 
 # ---------------------------------------------------------------- fused optimizer updates, in place
@@ -357,8 +340,8 @@ _UPDATE = dict(floats=(0, 1), same_shape=True, small=False)  # parameter and gra
 KERNELS = {
     **{op_type: Kernel(elementwise) for op_type in GENERATED},
     **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
-    **{op_type: Kernel(rows(f"tf_{name}"), same_shape=True, accepts=None if name.startswith("layer") else
-                       along_last_axis) for op_type, name in ROW_KERNELS.items()},
+    **{op_type: Kernel(row_kernel, same_shape=True, accepts=None if name.startswith("layer") else along_last_axis)
+       for op_type, name in ROW_KERNELS.items()},
     # numpy needs a dozen small calls for a cross-entropy: one pass in C wins at any size
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit, small=False),
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit, small=False),
@@ -366,8 +349,8 @@ KERNELS = {
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
     "Conv": Kernel(conv, accepts=fits_conv), "ConvBackInput": Kernel(conv_back_input, accepts=fits_conv),
     "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_conv),
-    "ConvTranspose": Kernel(conv_transpose, accepts=fits_conv),
-    **{op_type: Kernel(max_pool(f"tf_{name}"), accepts=fits_pool) for op_type, name in POOL_KERNELS.items()},
+    "ConvTranspose": Kernel(conv_back_input, accepts=fits_conv),
+    **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},
     **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
 }
 

@@ -1,17 +1,11 @@
-"""The source of a fused node's kernel: C (one loop over the output on tinyflow's thread pool, SIMD lanes), or
-OpenCL (one work-item per element).
+"""The source of a fused node's kernel: C (one loop over the output on tinyflow's thread pool), or OpenCL.
 
 The C kernel `tf_fused(x0.., out, outer, inner, parallel)` splits its loop across `parallel`, the C library's
-tf_parallel_for (ckernels/src/threads.c): generated kernels run on the library's pool, never on an OpenMP runtime.
-Math calls go to tf_math.h (pasted in), whose functions GCC vectorizes (libm's would stay scalar calls). Inputs
-broadcast as rows or columns use a two-level loop (rows split across threads, a SIMD inner loop).
-
-Long chains of arithmetic (the gradient chain of many adds) are latency-bound in that loop: each element waits
-for its previous member, one SIMD vector in flight at a time. For them the flat loop works on blocks of LANES
-elements held in GCC vector types, so several SIMD registers advance together (1,000 dependent adds on 16 floats:
-12.7 µs -> 3.2 µs). A float sigmoid has a cheaper form for |x| <= 86 (tf_math.h: the same bits): a flat loop
-calling it runs in blocks of TF_MATH_BLOCK elements, the cheap form while checking each argument, then the block
-again with the full form if one was out of range (W4's c * sigmoid(a*x + b): 0.80 -> 0.62 ns per element).
+tf_parallel_for (never an OpenMP runtime). Math calls go to tf_math.h (pasted in), which GCC vectorizes (libm's
+would stay scalar calls). Rows and columns use a two-level loop (rows across threads, a SIMD inner loop).
+Long chains of arithmetic are latency-bound, one SIMD vector in flight: their loop works on blocks of LANES elements
+in GCC vector types (1,000 dependent adds on 16 floats: 12.7 -> 3.2 µs). A float sigmoid runs its cheaper form for
+|x| <= 86 over blocks, then the block again in full if one argument was out of range (0.80 -> 0.62 ns per element).
 """
 import ast
 import functools
@@ -36,22 +30,17 @@ def math_header():
     raise FileNotFoundError("tf_math.h is missing from this tinyflow install (tinyflow/cinclude)")
 
 
-def operand(kind, i, single):
-    """How a member's argument reads in C: input k is a<k>, member j's value t<j>, a constant its literal."""
-    return f"a{i}" if kind == "x" else f"t{i}" if kind == "t" else literal(i.reshape(-1)[0], single)
-
-
 def body(node, loads, single, indent, vector=None, opencl=False, overrides=None, calls=None):
-    """The statements computing each member into t0, t1, ...; returns (lines, name of the result).
+    """The statements computing each member's expression into t0, t1, ... from inputs a<k>; (lines, result name).
 
-    Each member is its op's expression (ops/elementwise.py) spelled by ops/expressions.py, its inputs the
-    fused node's inputs (a<k>), earlier members (t<j>) or constants, its attributes literals. With `vector`
-    (the set of ("x", k) inputs the caller loaded as vectors), members reading a vector are of the vector
-    type V and are added to it, the others stay scalars of type T.
+    With `vector` (the set of ("x", k) inputs loaded as vectors), members reading a vector are of the vector type V
+    and are added to it, the others stay scalars of type T.
     """
     lines = [f"{indent}const T a{k} = {load};" for k, load in loads.items()]
     for j, (member, (_, args)) in enumerate(zip(node.members, node.program)):
-        names = dict(zip(member.input_names, [operand(kind, i, single) for kind, i in args]))
+        # input k is a<k>, member j's value t<j>, a constant its literal
+        names = dict(zip(member.input_names, [f"a{i}" if kind == "x" else f"t{i}" if kind == "t" else
+                                              literal(i.reshape(-1)[0], single) for kind, i in args]))
         names.update({a: literal(getattr(member, a), single) for a in member.attributes})
         ctype = "T"
         if vector is not None and any((kind, i) in vector for kind, i in args if kind != "c"):
@@ -98,8 +87,7 @@ def c_source(node, kinds):
         if vectorised:  # parts are blocks of LANES; the last elements run after them, in tf_fused
             lines += _lanes_loop(node, kinds, single) + ["}"]
             count = "n / LANES"
-            tail = scalars + ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last ones, one by one */",
-                              *loop]
+            tail = scalars + ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last ones */", *loop]
         elif single and _has_sigmoid(node):
             lines += _blocks_loop(node, loads, loop) + ["}"]
             count = "n"
@@ -178,9 +166,7 @@ def c_declaration(node, kinds):
 
 
 def opencl_source(node, kinds):
-    """The OpenCL kernel `tf_fused(x0.., out, inner)` for `node` with inputs read as `kinds`, one work-item per
-    element: for `a*x + b` with a scalar b, `out[i] = t1` after `const T a0 = x0[i]; const T a1 = x1[0];
-    const T t0 = (a0 * 1.5f); const T t1 = (t0 + a1);`."""
+    """The OpenCL kernel `tf_fused(x0.., out, inner)` for `node` with inputs read as `kinds`, one item a value."""
     single = node.dtype == np.float32
     loads = {k: load(kind, k, f"x{k}[i]", f"x{k}[0]") for k, kind in enumerate(kinds)}
     statements, result = body(node, loads, single, " " * 4, opencl=True)

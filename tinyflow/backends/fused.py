@@ -1,13 +1,14 @@
 """Running a fused elementwise node (passes/fusion.py) with one generated kernel on the C or OpenCL backend.
 
-Tiered: a node that runs once or twice is not worth a compile, so its first $TINYFLOW_FUSION_JIT_AFTER runs
-(default 2) use the backend's kernels member by member; then the kernel for the run's input shapes is generated
-(c_codegen.py), built or found in the disk cache on a background thread while the members' kernels go on
-running, and called from the first run after it is ready (a run never waits for the compiler).
+Tiered: the first $TINYFLOW_FUSION_JIT_AFTER runs (default 2) use the backend's kernels member by member (a node
+that runs once or twice is not worth a compile); then the kernel for the input shapes is generated (c_codegen.py)
+and built, or found in the disk cache, on a background thread while the members' kernels go on running; the first
+run after it is ready calls it (a run never waits for the compiler).
 
-How each input is read, the output viewed as (outer, inner): "full", "scalar", "row" (repeated over the leading axes: index c), "col" (repeated along the
-trailing axes: index r), "col%n" (n values in the middle axes, as a conv bias (1, C, 1, 1) against (N, C, H, W):
-index r % n), or "expand" (a broadcast none of these fits: expanded to a full array before the call).
+Each input is read, the output viewed as (outer, inner), as "full", "scalar", "row" (repeated over the leading axes:
+index c), "col" (repeated along the trailing axes: index r), "col%n" (n values in the middle axes, as a conv bias
+(1, C, 1, 1) against (N, C, H, W): index r % n), or "expand" (a broadcast none of these fits: expanded to a full array
+before the call).
 """
 import functools
 import math
@@ -81,29 +82,34 @@ def member_runner(backend, node):
     return run
 
 
-def jit_after():
-    """How many runs of a fused node use the members' kernels before its own kernel is built."""
-    value = os.environ.get("TINYFLOW_FUSION_JIT_AFTER", "2")
-    return int(value) if value.strip().isdigit() else 2
-
-
 class FusedKernel:
-    """The callable a plan step runs for a fused node; `_by_shapes` holds what `_prepare` made of each input shapes
-    (None: the members' kernels run)."""
+    """The callable a plan step runs for a fused node; `_prepare` makes what runs each input shapes."""
 
     def __init__(self, node, backend):
-        self.node, self.backend, self.runs, self.threshold = node, backend, 0, jit_after()
+        self.node, self.backend, self.runs = node, backend, 0
+        value = os.environ.get("TINYFLOW_FUSION_JIT_AFTER", "2").strip()  # runs before the kernel is built
+        self.threshold = int(value) if value.isdigit() else 2
         self.unfused = member_runner(backend, node)
         self._by_shapes = {}
 
+    def prepared(self, shapes):
+        """What `_prepare` made of these input shapes, made at their first run."""
+        entry = self._by_shapes.get(shapes, False)
+        if entry is False or entry is compiler.PENDING:  # (asked again while its kernel compiles)
+            entry = self._by_shapes[shapes] = self._prepare(shapes)
+        return entry
+
     def layout(self, shapes):
-        """(out_shape, kinds, outer, inner) for these input shapes; None when the members' kernels must run (an
-        empty output, or inputs that do not broadcast: the members raise the error naming the one at fault)."""
+        """(out_shape, kinds, outer, inner, kinds to generate: "expand" as "full") of these input shapes; None when
+        the members' kernels must run (an empty output, or inputs that do not broadcast: the members say which)."""
         try:
             out_shape = np.broadcast_shapes(*shapes, (1,) * len(self.node.shape))
         except ValueError:
             return None
-        return None if 0 in out_shape else (out_shape, *plan_layout(shapes, out_shape))
+        if 0 in out_shape:
+            return None
+        kinds, outer, inner = plan_layout(shapes, out_shape)
+        return out_shape, kinds, outer, inner, tuple("full" if k == "expand" else k for k in kinds)
 
 
 class CFusedKernel(FusedKernel):
@@ -121,10 +127,7 @@ class CFusedKernel(FusedKernel):
             return self.unfused(*values)
         # plain loops and no dtype.name (numpy computes it in Python): this runs once per step of every run
         arrays = [v if isinstance(v, np.ndarray) else np.asarray(v) for v in values]
-        shapes = tuple([a.shape for a in arrays])
-        entry = self._by_shapes.get(shapes, False)
-        if entry is False or entry is compiler.PENDING:
-            entry = self._by_shapes[shapes] = self._prepare(arrays)
+        entry = self.prepared(tuple([a.shape for a in arrays]))
         if entry is compiler.PENDING:  # compiling in the background: the members' kernels run meanwhile
             return self.unfused(*values)
         if entry is _SMALL:  # a C call costs more than numpy's few small loops
@@ -146,15 +149,14 @@ class CFusedKernel(FusedKernel):
         module.lib.tf_fused(*pointers, ptr(ctype, out), outer, inner, module.parallel)
         return out
 
-    def _prepare(self, arrays):
-        """The compiled kernel and loop bounds for these inputs' shapes; _SMALL or None to use numpy."""
-        layout = self.layout(tuple(a.shape for a in arrays))
+    def _prepare(self, shapes):
+        """The compiled kernel and loop bounds for these input shapes; _SMALL or None to use numpy."""
+        layout = self.layout(shapes)
         if layout is None:
             return None
-        out_shape, kinds, outer, inner = layout
+        out_shape, kinds, outer, inner, generated = layout
         if math.prod(out_shape) < self.small and len(self.node.members) <= NUMPY_MAX_MEMBERS:
             return _SMALL
-        generated = tuple("full" if k == "expand" else k for k in kinds)
         if generated not in self._sources:
             self._sources[generated] = c_source(self.node, generated), c_declaration(self.node, generated)
         # a tiered kernel compiles in the background; with no tiering ($TINYFLOW_FUSION_JIT_AFTER=0) before its run
@@ -176,13 +178,10 @@ class OpenCLFusedKernel(FusedKernel):
         if self.runs < self.threshold or not on_device or any(v.dtype != node.dtype for v in values):
             self.runs += 1
             return self.unfused(*values)
-        shapes = tuple(tuple(v.shape) for v in values)
-        entry = self._by_shapes.get(shapes, False)
-        if entry is False:
-            entry = self._by_shapes[shapes] = self._prepare(shapes)
+        entry = self.prepared(tuple(tuple(v.shape) for v in values))
         if entry is None:
             return self.unfused(*values)
-        kernel, out_shape, kinds, _, inner = entry
+        kernel, out_shape, kinds, _, inner, _ = entry
         args = []
         for value, kind in zip(values, kinds):
             if kind == "expand":  # a broadcast the kernel does not index directly: expanded on the host
@@ -198,5 +197,5 @@ class OpenCLFusedKernel(FusedKernel):
         layout = self.layout(shapes)
         if layout is None:
             return None
-        source = opencl_source(self.node, tuple("full" if k == "expand" else k for k in layout[1]))
+        source = opencl_source(self.node, layout[-1])
         return (self.backend.runtime.kernel("tf_fused", self.node.dtype, source), *layout)

@@ -1,8 +1,6 @@
-"""What the C and OpenCL kernel tables share: the codes of ckernels/tinyflow_kernels.h, window geometry, and the
-`accepts` predicates and op -> kernel names of their entries.
-
-The header declares the codes as C enums (cffi exposes them on the built library); they are parsed from it here,
-so Python has them even when the C library is not built, and handed to OpenCL as `-D` build options.
+"""What the C and OpenCL kernel tables share: the codes of ckernels/tinyflow_kernels.h (parsed from the header, so
+Python has them without the built library; OpenCL gets them as `-D` options), window geometry, and the `accepts`
+predicates and op -> kernel names of their entries.
 """
 import functools
 import math
@@ -42,7 +40,6 @@ LAYOUT_KINDS = {kind: ENUMS["tf_layout_kind"][name] for kind, name in
                 (("full", "TF_FULL"), ("row", "TF_ROW"), ("col", "TF_COLUMN"), ("scalar", "TF_SCALAR"))}
 REDUCE = {op_type: ENUMS["tf_reduce_op"][f"TF_REDUCE_{op_type[6:].upper()}"]
           for op_type in ("ReduceSum", "ReduceMean", "ReduceMax")}
-PATTERN = ENUMS["tf_broadcast_pattern"]
 PARALLEL_MIN = ENUMS["tf_limits"]["TF_PARALLEL_MIN"]
 
 # the kernels of both tables by op type (the C library's are tf_<name>_f32 / _f64)
@@ -86,36 +83,9 @@ def update_hyper(op, lr):
     return [float(lr)] + values, int(bool(h[flag])) if flag else 0
 
 
-@functools.lru_cache(maxsize=1024)
-def broadcast_layout(a_shape, b_shape):
-    """(pattern, rows, cols, out_shape) of a broadcast the kernels know (enum tf_broadcast_pattern), or None."""
-    size = math.prod  # numpy's prod costs microseconds on a small tuple
-    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
-    if a_shape == b_shape:
-        return PATTERN["TF_SAME_SHAPE"], size(a_shape), 1, a_shape
-    for scalar, row, column, big, small in (("TF_B_SCALAR", "TF_B_ROW", "TF_B_COLUMN", a_shape, b_shape),
-                                            ("TF_A_SCALAR", "TF_A_ROW", "TF_A_COLUMN", b_shape, a_shape)):
-        if len(small) > len(big):
-            continue
-        if size(small) == 1:
-            return PATTERN[scalar], size(big), 1, big
-        padded = (1,) * (len(big) - len(small)) + small
-        for split in range(1, len(big)):
-            if padded[:split] == (1,) * split and padded[split:] == big[split:]:
-                cols = size(big[split:])
-                return PATTERN[row], size(big) // cols, cols, big
-            if padded[:split] == big[:split] and padded[split:] == (1,) * (len(big) - split):
-                rows = size(big[:split])
-                return PATTERN[column], rows, size(big) // rows, big
-    return None
-
-
 def window_geometry(x_shape, kernel, stride, pads, dilation, out):
-    """(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo) of a window over (N, C, H, W) data, or None.
-
-    1-D data (N, C, L) is one row of 2-D data. The kernels need only the leading pads: they skip taps outside x,
-    and (ho, wo) say how far the windows go (ceil_mode, trailing pads).
-    """
+    """(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo) of a window over (N, C, H, W) data (1-D: one row), or
+    None. Only the leading pads: the kernels skip taps outside x, and (ho, wo) say how far the windows go."""
     if len(x_shape) == 3:
         x_shape = (x_shape[0], x_shape[1], 1, x_shape[2])
         kernel, stride, dilation, out = [(1,) + tuple(v) for v in (kernel, stride, dilation, out)]
@@ -166,30 +136,25 @@ _GEOMETRIES = weakref.WeakKeyDictionary()  # op -> {(function, *shapes): geometr
 
 
 def memoised_on_shapes(geometry):
-    """`geometry(op, *shapes)`, remembered per op: an op's window attributes never change after it is made,
-    so its geometry depends on the shapes alone, and the dispatch asks twice per call (accepts, then run)."""
+    """`geometry(op, *arrays or shapes)`, remembered per op and shapes: an op's window attributes never change after
+    it is made, so its geometry depends on the shapes alone, and the dispatch asks twice per call (accepts, run)."""
     @functools.wraps(geometry)
-    def remembered(op, *shapes):
+    def remembered(op, *values):
         if op.graph is None:  # an eager op, made anew for each call: nothing to remember it by
-            return geometry(op, *shapes)
+            return geometry(op, *values)
         memo = _GEOMETRIES.get(op)
         if memo is None or len(memo) > MEMO_LIMIT:
             memo = _GEOMETRIES[op] = {}
-        key = (geometry, *shapes)
+        key = (geometry, *[getattr(v, "shape", v) for v in values])
         if key not in memo:
-            memo[key] = geometry(op, *shapes)
+            memo[key] = geometry(op, *values)
         return memo[key]
     return remembered
 
 
-def conv_geometry(op, x_shape, w_shape, grad_shape=None):
-    """The geometry of a 1-D or 2-D convolution op of an x of x_shape (a tuple) by w (O, C/G, *kernel), with an
-    output gradient of grad_shape when given (it must have the output's shape), or None."""
-    return _conv_geometry(op, x_shape, w_shape, grad_shape)
-
-
 @memoised_on_shapes
-def _conv_geometry(op, x_shape, w_shape, grad_shape):
+def conv_geometry(op, x_shape, w_shape, grad_shape=None):
+    """The geometry of a 1-D or 2-D convolution of x by w (O, C/G, *kernel) with an output gradient, or None."""
     if len(x_shape) not in (3, 4) or len(w_shape) != len(x_shape) or x_shape[1] != w_shape[1] * op.groups \
             or w_shape[0] % op.groups:
         return None
@@ -207,18 +172,15 @@ def transposed_input_shape(op, x, w):
     return None if out is None else (x.shape[0], w.shape[1] * op.groups) + out
 
 
+@memoised_on_shapes
 def pool_geometry(op, x, *other):
     """The pooling window's geometry for x (N, C, *spatial), with `other` of the shape the op needs, or None."""
-    return _pool_geometry(op, tuple(x.shape), *[tuple(o.shape) for o in other])
-
-
-@memoised_on_shapes
-def _pool_geometry(op, x_shape, *other_shapes):
+    x_shape = tuple(x.shape)
     out = spatial_out(op, x_shape, op.kernel) if len(x_shape) in (3, 4) else None
     if out is None:
         return None
     needed = x_shape[:2] + out if op.op_type == "MaxPoolGrad" else x_shape
-    if other_shapes and other_shapes[0] != needed:
+    if other and tuple(other[0].shape) != needed:
         return None
     return window_geometry(x_shape, op.kernel, op.stride, op.pads(x_shape[2:], op.kernel), op.dilation, out)
 
@@ -238,6 +200,5 @@ def fits_conv(op, *arrays):
         x, w = arrays
         shape = transposed_input_shape(op, x, w)
         return shape is not None and conv_geometry(op, shape, w.shape, x.shape) is not None
-    x, w, grad = CONV_ROLES[op.op_type]
-    return conv_geometry(op, arrays[x].shape, arrays[w].shape, None if grad is None else arrays[grad].shape) \
-        is not None
+    roles = [role for role in CONV_ROLES[op.op_type] if role is not None]  # the call of the kernel, as it is memoised
+    return conv_geometry(op, *[arrays[role].shape for role in roles]) is not None

@@ -1,25 +1,31 @@
 """Access to the compiled C kernel library (built by setup.py from ckernels/), if it was built."""
+import importlib
+import importlib.util
 import os
+
+
+def import_file(name, path):
+    """The extension module `name` loaded from the file at `path`."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError("not a Python extension module (the name must end in .so)")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _load():
     """The compiled module: TINYFLOW_CKERNELS_PATH (a special build, e.g. with sanitizers) or the installed one."""
     path = os.environ.get("TINYFLOW_CKERNELS_PATH")
     if path:
-        import importlib.util
         try:
-            spec = importlib.util.spec_from_file_location("tinyflow._ckernels", path)
-            if spec is None or spec.loader is None:
-                raise ImportError("not a Python extension module (the name must end in .so)")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            module = import_file("tinyflow._ckernels", path)
             module.ffi, module.lib  # noqa: B018 - a module without them is not the kernel library
         except Exception as err:  # noqa: BLE001 - any broken file just makes the C backend unavailable
             raise ImportError(f"TINYFLOW_CKERNELS_PATH={path!r} is not a tinyflow kernel library: "
                               f"{type(err).__name__}: {err}") from None
         return module
-    import importlib  # the extension module beside the package's Python files (tinyflow/_ckernels*.so)
-    return importlib.import_module(f"{__package__.rpartition('.')[0]}._ckernels")
+    return importlib.import_module(f"{__package__.rpartition('.')[0]}._ckernels")  # tinyflow/_ckernels*.so
 
 
 try:
@@ -66,8 +72,8 @@ def thread_report():
     from threadpoolctl import threadpool_info
     return {"tinyflow": {"runtime": "tinyflow thread pool (pthreads, ckernels/src/threads.c)",
                          "threads": configure_threads(), "workers started": lib.tf_pool_workers() if lib else 0},
-            "others": [{key: entry.get(key) for key in ("user_api", "internal_api", "filepath", "version", "num_threads")}
-                       for entry in threadpool_info()]}
+            "others": [{key: entry.get(key) for key in ("user_api", "internal_api", "filepath", "version",
+                                                        "num_threads")} for entry in threadpool_info()]}
 
 
 def build_flags():

@@ -1,9 +1,7 @@
-"""The OpenCL backend: ops run as OpenCL kernels and their results stay on the device.
+"""The OpenCL backend: ops run as OpenCL kernels (devices and programs: opencl_runtime.py), values stay on the device.
 
-Within one Session.run, values flow between kernels as device arrays; only feeds (uploaded once per run), fetches
-(downloaded at the end) and ops without an OpenCL kernel (numpy on the host, a transfer each way) cross the bus.
-Variables keep a device copy across runs (their *mirror*), synchronised with `.value` whenever either side changes.
-Devices, contexts and programs are in opencl_runtime.py.
+Only feeds (uploaded once per run), fetches and the inputs of ops without a kernel (numpy) cross the bus. Variables
+keep a device copy across runs (their *mirror*), synchronised with `.value` whenever either side changes.
 """
 import logging
 import weakref
@@ -19,10 +17,9 @@ from ..shapes import reduced_shape
 from . import opencl_runtime as rt
 from .base import DECLINE, FLOATS, Backend, Kernel, source_kernel
 from .fused import OpenCLFusedKernel, plan_layout
-from .kernel_codes import (ENUMS, LAYOUT_KINDS, PATTERN, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
-                           broadcast_layout, conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit,
-                           layout_code, pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape,
-                           update_hyper)
+from .kernel_codes import (ENUMS, LAYOUT_KINDS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
+                           conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit, layout_code,
+                           pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
 log = logging.getLogger("tinyflow.opencl")
 
@@ -57,6 +54,7 @@ class OpenCLBackend(Backend):
         index, _, _, device = rt.choose_device(spec)
         self.runtime = rt.DeviceRuntime.for_device(index, device)
         self.lock = self.runtime.lock  # one queue and one set of kernel objects per device, whoever runs them
+        self.empty = self.runtime.empty
         self._uploads = {}
         self._constants = weakref.WeakKeyDictionary()  # a dropped plan's constants go with it (to_static retraces)
 
@@ -85,11 +83,7 @@ class OpenCLBackend(Backend):
 
     def adopt(self, value):
         """Device arrays stay as they are; anything else becomes a numpy array."""
-        return value if isinstance(value, (rt.cl_array.Array, np.ndarray)) else np.asarray(value)
-
-    def prepare(self, value):
-        """A float input as a device array (uploaded once per run)."""
-        return self.device(value)
+        return value if isinstance(value, (rt.pyopencl().array.Array, np.ndarray)) else np.asarray(value)
 
     def host_kernel(self, op):
         """Ops without an OpenCL kernel: numpy on downloaded inputs."""
@@ -101,14 +95,14 @@ class OpenCLBackend(Backend):
 
     def to_host(self, value):
         """Download a device array (fetches cross once, at the end of the run)."""
-        if isinstance(value, rt.cl_array.Array):
+        if isinstance(value, rt.pyopencl().array.Array):
             self.report.to_host += value.nbytes
             return value.get()
         return value
 
     def device(self, value):
         """A device array for a kernel input: uploaded once per run if it is a host array."""
-        if isinstance(value, rt.cl_array.Array):
+        if isinstance(value, rt.pyopencl().array.Array):
             return value
         value = np.asarray(value)
         key = id(value)
@@ -116,6 +110,8 @@ class OpenCLBackend(Backend):
             self.report.to_device += value.nbytes
             self._uploads[key] = (value, self.runtime.upload(value))  # keep `value` alive: ids are reused
         return self._uploads[key][1]
+
+    prepare = device  # a float kernel input becomes a device array
 
     def variable(self, var):
         """The Variable's device copy, created or refreshed when the host side is newer."""
@@ -137,21 +133,16 @@ class OpenCLBackend(Backend):
         if isinstance(node, Variable) and node.dtype in self.float_dtypes():
             return lambda: self.variable(node)
         if isinstance(node, Constant) and node.dtype in self.float_dtypes():
-            return lambda: self._constant(node)
+            def constant():
+                if node not in self._constants:
+                    self._constants[node] = self.runtime.upload(node.value)
+                return self._constants[node]
+            return constant
         return source_kernel(node)
-
-    def _constant(self, node):
-        if node not in self._constants:
-            self._constants[node] = self.runtime.upload(node.value)
-        return self._constants[node]
 
     def launch(self, name, dtype, size, *args):
         """Run kernel `name` of the `dtype` program over `size` work-items."""
         self.runtime.kernel(name, dtype)(self.runtime.queue, (int(size),), None, *args)
-
-    def empty(self, shape, dtype):
-        """An uninitialised device array."""
-        return self.runtime.empty(shape, dtype)
 
     def close(self):
         """Drop the cached device copies of Constants and this run's uploads."""
@@ -171,14 +162,8 @@ def _device_ops():
 
 
 def elementwise_source(single):
-    """One OpenCL kernel per op of the elementwise table (ops/elementwise.py), one work-item per value:
-        __kernel void ew_Relu(__global const T *x0, __global T *out, const long cols, const int kinds) {
-            const long i = get_global_id(0), r = i / cols, c = i - r * cols;
-            const T a0 = x0[tf_at(kinds, 0, i, r, c)];
-            const T t0 = ((a0 != a0 || a0 > 0.0f) ? a0 : 0.0f);
-            out[i] = t0;
-        }
-    """
+    """One OpenCL kernel `ew_<op type>(x0.., out, cols, kinds[, attributes])` per op of the elementwise table, one
+    work-item per value; tf_at reads input k as a full array, a row, a column or a scalar by its kind."""
     lines = [OPENCL_HELPERS, "long tf_at(int kinds, int k, long i, long r, long c) {",
              "    int kind = (kinds >> (2 * k)) & 3;",
              f"    return kind == {LAYOUT_KINDS['full']} ? i : kind == {LAYOUT_KINDS['row']} ? c : "
@@ -214,15 +199,6 @@ def elementwise(backend, op, *arrays):
     return out
 
 
-def fill(number):
-    """OnesLike / ZerosLike on the device."""
-    def run(backend, op, x):
-        out = backend.empty(x.shape, x.dtype)
-        out.fill(number)
-        return out
-    return run
-
-
 def add_n(backend, op, *xs):
     """A running sum with Add's kernel; numpy if some pair broadcasts in a way it does not know."""
     total = xs[0]
@@ -233,16 +209,19 @@ def add_n(backend, op, *xs):
     return total
 
 
+# how broadcast_scale reads its input, by fused.py's kind of it (other kinds: numpy)
+_PATTERNS = {"full": "TF_SAME_SHAPE", "scalar": "TF_A_SCALAR", "row": "TF_A_ROW", "col": "TF_A_COLUMN"}
+
+
 def broadcast_scaled(backend, a, shape, scale):
-    """a broadcast to `shape` times `scale` with the broadcast_scale kernel, or DECLINE if the pattern is new."""
-    layout = broadcast_layout(tuple(a.shape), tuple(shape)) if int(np.prod(shape)) else None
-    if layout is None or layout[0] not in (PATTERN["TF_SAME_SHAPE"], PATTERN["TF_A_SCALAR"], PATTERN["TF_A_ROW"],
-                                           PATTERN["TF_A_COLUMN"]):
+    """a broadcast to `shape` times `scale` with the broadcast_scale kernel, or DECLINE for a layout it cannot read."""
+    shape = tuple(shape)
+    (kind,), _, cols = plan_layout((tuple(a.shape),), shape)
+    if kind not in _PATTERNS or len(a.shape) > len(shape) or 0 in shape:
         return DECLINE
-    pattern, rows, cols, _ = layout
-    out = backend.empty(tuple(shape), a.dtype)
-    backend.launch("broadcast_scale", a.dtype, rows * cols, np.int32(pattern), a.data, out.data, np.int64(cols),
-                   _scalar(a.dtype, scale))
+    out = backend.empty(shape, a.dtype)
+    backend.launch("broadcast_scale", a.dtype, out.size, np.int32(ENUMS["tf_broadcast_pattern"][_PATTERNS[kind]]),
+                   a.data, out.data, np.int64(cols), _scalar(a.dtype, scale))
     return out
 
 
@@ -264,9 +243,9 @@ def permute(backend, x, axes):
     for position in reversed(range(rank)):  # where input axis axes[position] lands in the output
         out_strides[axes[position]] = stride
         stride *= out_shape[position]
-    out = backend.empty(out_shape, x.dtype)
-    backend.launch("permute", x.dtype, x.size, x.data, out.data, rt.cl.cltypes.make_long4(*(1,) * (4 - rank), *x.shape),
-                   rt.cl.cltypes.make_long4(*(0,) * (4 - rank), *out_strides))
+    out, long4 = backend.empty(out_shape, x.dtype), rt.pyopencl().cltypes.make_long4
+    backend.launch("permute", x.dtype, x.size, x.data, out.data, long4(*(1,) * (4 - rank), *x.shape),
+                   long4(*(0,) * (4 - rank), *out_strides))
     return out
 
 
@@ -295,19 +274,14 @@ def sum_to_shape(backend, op, grad, like):
 
 
 # ---------------------------------------------------------------- softmax family and layer normalization
-def rows(name):
-    """A kernel `name(*inputs, out, cols[, eps])` with one work-item per row of x's axes from op.axis on."""
-    takes_eps = name.startswith("layer_norm")
-
-    def run(backend, op, x, *others):
-        out = backend.empty(x.shape, x.dtype)
-        cols = int(np.prod(x.shape[op.axis % len(x.shape):], dtype=np.int64))
-        eps = [_scalar(x.dtype, op.eps)] if takes_eps else []
-        backend.launch(name, x.dtype, x.size // cols, x.data, *[a.data for a in others], out.data, np.int64(cols),
-                       *eps)
-        return out
-    run.__name__ = name
-    return run
+def row_kernel(backend, op, x, *others):
+    """The op's row kernel `<name>(*inputs, out, cols[, eps])`, one work-item per row of x's axes from op.axis on."""
+    name = ROW_KERNELS[op.op_type]
+    out = backend.empty(x.shape, x.dtype)
+    cols = int(np.prod(x.shape[op.axis % len(x.shape):], dtype=np.int64))
+    eps = [_scalar(x.dtype, op.eps)] if name.startswith("layer_norm") else []
+    backend.launch(name, x.dtype, x.size // cols, x.data, *[a.data for a in others], out.data, np.int64(cols), *eps)
+    return out
 
 
 def _labels(backend, labels, cols):
@@ -348,7 +322,7 @@ def matmul(backend, op, a, b):
 
 def _long16(geometry):
     """A window geometry (kernel_codes.window_geometry) as the kernels take it."""
-    return rt.cl.cltypes.make_long16(*geometry, 0, 0)
+    return rt.pyopencl().cltypes.make_long16(*geometry, 0, 0)
 
 
 def _im2col(backend, x, geometry):
@@ -359,8 +333,11 @@ def _im2col(backend, x, geometry):
     return cols
 
 
-def _col2im_of_rows(backend, y, w, shape, geometry):
-    """y's (N·P, O) rows times the filters, then col2im onto an array of `shape`."""
+def conv_back_input(backend, op, y, w, x=None):
+    """The input gradient of a convolution whose output gradient y is (ConvBackInput: x gives the shape; a
+    ConvTranspose is that): y's (N·P, O) rows times the filters, then col2im."""
+    shape = transposed_input_shape(op, y, w) if x is None else x.shape
+    geometry = conv_geometry(op, shape, w.shape, y.shape)
     rows = permute(backend, y, (0,) + tuple(range(2, len(y.shape))) + (1,)).reshape(-1, y.shape[1])
     cols = matmul(backend, None, rows, w.reshape(w.shape[0], -1))  # (N·P, C·K)
     out = backend.empty(shape, rows.dtype)
@@ -379,17 +356,6 @@ def conv(backend, op, x, w):
                    (0, rank + 1) + tuple(range(1, rank + 1)))
 
 
-def conv_back_input(backend, op, g, w, x):
-    """The input gradient: a matrix product then col2im."""
-    return _col2im_of_rows(backend, g, w, x.shape, conv_geometry(op, x.shape, w.shape, g.shape))
-
-
-def conv_transpose(backend, op, x, w):
-    """A transposed convolution: the input gradient of the convolution whose output gradient x is."""
-    shape = transposed_input_shape(op, x, w)
-    return _col2im_of_rows(backend, x, w, shape, conv_geometry(op, shape, w.shape, x.shape))
-
-
 def conv_back_filter(backend, op, x, g, w):
     """The filter gradient: the gradient's rows times im2col of the input."""
     geometry = conv_geometry(op, x.shape, w.shape, g.shape)
@@ -397,24 +363,16 @@ def conv_back_filter(backend, op, x, g, w):
     return matmul(backend, None, grad_rows, _im2col(backend, x, geometry)).reshape(w.shape)
 
 
-def max_pool(name):
+def max_pool(backend, op, x, *other):
     """Max pooling forward (x), backward (x, g) or gather (x, h) with the op's window."""
-    def run(backend, op, x, *other):
-        geometry = pool_geometry(op, x, *other)
-        out = backend.empty(x.shape if name == "maxpool_back" else pooled_shape(x.shape, geometry), x.dtype)
-        backend.launch(name, x.dtype, out.size, x.data, *[o.data for o in other], out.data, _long16(geometry))
-        return out
-    run.__name__ = name
-    return run
+    geometry = pool_geometry(op, x, *other)
+    out = backend.empty(x.shape if op.op_type == "MaxPoolGrad" else pooled_shape(x.shape, geometry), x.dtype)
+    backend.launch(POOL_KERNELS[op.op_type], x.dtype, out.size, x.data, *[o.data for o in other], out.data,
+                   _long16(geometry))
+    return out
 
 
 # ---------------------------------------------------------------- fused optimizer updates, in place on the mirrors
-def _learning_rate(backend, op, lr):
-    """The learning rate, without a download when it is a Constant (the usual case)."""
-    node = op.inputs[2]
-    return float(node.value) if isinstance(node, Constant) else float(np.asarray(backend.to_host(lr)).reshape(()))
-
-
 def update(backend, op, param, grad, lr, *slots):
     """One optimizer update (SGD, Adam, RMSProp, AdaGrad) on the device copies of its Variables, in place."""
     kind, slot_names, _, _ = UPDATES[op.op_type]
@@ -426,7 +384,9 @@ def update(backend, op, param, grad, lr, *slots):
     stand_in = backend.empty((1,), grad.dtype).data
     buffers = [backend.variable(variables[name]).data if name in variables else stand_in
                for name in (slot_names + (None, None))[:3]]
-    hyper, flag = update_hyper(op, _learning_rate(backend, op, lr))
+    if isinstance(op.inputs[2], Constant):  # the usual learning rate: read without a download
+        lr = op.inputs[2].value
+    hyper, flag = update_hyper(op, np.asarray(backend.to_host(lr)).reshape(()))
     backend.launch("update", grad.dtype, grad.size, np.int32(ENUMS["tf_update_kind"][kind]),
                    backend.variable(variables["param"]).data, grad.data, *buffers,
                    np.int32(sum(1 << k for k, name in enumerate(slot_names) if name in variables)), np.int64(step),
@@ -437,14 +397,14 @@ def update(backend, op, param, grad, lr, *slots):
 
 
 # ---------------------------------------------------------------- the table
-def identity(backend, op, x):
-    """The input itself (no copy on the device)."""
-    return x
-
-
 def reshape(backend, op, x, *like):
     """A reshaped view of the device array."""
     return x.reshape(like[0].shape if like else op.target)
+
+
+def identity(backend, op, x):
+    """The input itself (no copy on the device)."""
+    return x
 
 
 _FIRST = dict(floats=(0,))  # only the first input is data; the others give shapes or labels
@@ -454,14 +414,14 @@ _UNGROUPED = dict(accepts=lambda op, *arrays: op.groups == 1 and fits_conv(op, *
 OpenCLBackend.kernels = {
     **{cls.op_type: Kernel(elementwise) for cls in _device_ops()},
     **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
-    **{op_type: Kernel(rows(name), same_shape=True, accepts=None if name.startswith("layer") else along_last_axis)
+    **{op_type: Kernel(row_kernel, same_shape=True, accepts=None if name.startswith("layer") else along_last_axis)
        for op_type, name in ROW_KERNELS.items()},
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match),
     "Conv": Kernel(conv, **_UNGROUPED), "ConvBackInput": Kernel(conv_back_input, **_UNGROUPED),
-    "ConvBackFilter": Kernel(conv_back_filter, **_UNGROUPED), "ConvTranspose": Kernel(conv_transpose, **_UNGROUPED),
-    **{op_type: Kernel(max_pool(name), accepts=fits_pool) for op_type, name in POOL_KERNELS.items()},
+    "ConvBackFilter": Kernel(conv_back_filter, **_UNGROUPED), "ConvTranspose": Kernel(conv_back_input, **_UNGROUPED),
+    **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},
     **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
     "Transpose": Kernel(lambda backend, op, x: permute(backend, x, op.axes), accepts=lambda op, x: len(x.shape) <= 4),
     "Reshape": Kernel(reshape, **_FIRST), "ReshapeLike": Kernel(reshape, **_FIRST),
@@ -469,6 +429,7 @@ OpenCLBackend.kernels = {
     "SumToShapeOf": Kernel(sum_to_shape, **_FIRST), "ExpandReduced": Kernel(expand_reduced, **_FIRST),
     "BroadcastLike": Kernel(lambda backend, op, value, like: broadcast_scaled(backend, value, like.shape, 1.0),
                             **_FIRST),
-    "OnesLike": Kernel(fill(1)), "ZerosLike": Kernel(fill(0)),
+    "OnesLike": Kernel(lambda backend, op, x: backend.empty(x.shape, x.dtype).fill(1)),
+    "ZerosLike": Kernel(lambda backend, op, x: backend.empty(x.shape, x.dtype).fill(0)),
     "AddN": Kernel(add_n), "Group": Kernel(lambda backend, op, *values: None, floats=()),  # only orders its inputs
 }

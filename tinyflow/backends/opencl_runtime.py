@@ -1,8 +1,7 @@
-"""OpenCL plumbing for the OpenCL backend: devices, contexts, programs and device arrays.
+"""OpenCL plumbing for the OpenCL backend: devices, contexts, programs (cached per device) and device arrays.
 
-Devices are numbered in one flat list over all platforms (platform order, then device order), so `opencl:N` names
-one device even when two platforms share a name. A context and its programs are cached per device: the `.cl` files
-of ckernels/opencl are built once per context and element type, a fused node's generated kernel once per source.
+Devices are numbered in one flat list over all platforms, so `opencl:N` names one device even when two platforms
+share a name.
 """
 import functools
 import os
@@ -17,25 +16,14 @@ from .kernel_codes import opencl_defines
 
 
 @functools.cache
-def _pyopencl():
-    """pyopencl with its device arrays, or the ImportError saying why not; imported on first use, since importing
-    it takes a tenth of a second that a program without OpenCL should not pay."""
+def pyopencl():
+    """pyopencl with pyopencl.array, or the ImportError saying why not (imported on first use: it takes 0.1 s)."""
     try:
         import pyopencl
         import pyopencl.array  # noqa: F401 - device arrays, as pyopencl.array
     except ImportError as err:  # the optional extra is not installed
         return err
     return pyopencl
-
-
-def __getattr__(name):
-    """`cl` and `cl_array`: pyopencl and pyopencl.array (None without pyopencl), imported when first asked for."""
-    if name not in ("cl", "cl_array"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    cl = _pyopencl()
-    if isinstance(cl, ImportError):
-        return None
-    return cl if name == "cl" else cl.array
 
 
 INSTALL_HINT = ('install an OpenCL runtime: `pip install -e ".[opencl]"` brings pyopencl and the pocl CPU driver '
@@ -54,7 +42,7 @@ def _kernel_folder():
 
 def devices():
     """[(index, platform name, device name, cl.Device)] for every OpenCL device on this machine."""
-    cl = _pyopencl()
+    cl = pyopencl()
     if isinstance(cl, ImportError):
         return []
     try:
@@ -64,12 +52,10 @@ def devices():
     found = []
     for platform in platforms:
         try:
-            platform_devices = platform.get_devices()
+            found += [(platform.name.strip(), device.name.strip(), device) for device in platform.get_devices()]
         except cl.Error:
             continue
-        for device in platform_devices:
-            found.append((len(found), platform.name.strip(), device.name.strip(), device))
-    return found
+    return [(index, *entry) for index, entry in enumerate(found)]
 
 
 # a kernel that calls the built-in library: compiling it proves the device's compiler works on this CPU
@@ -85,28 +71,24 @@ def _first_error(err):
 
 def _build(context, source, options=()):
     """The built program of `source` (compiler chatter is not for users; errors still raise)."""
-    cl = _pyopencl()
+    cl = pyopencl()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         return cl.Program(context, source).build(options=list(options))
 
 
 def build_error(device):
-    """'' when `device` runs kernels, else why not: its context or its compiler failed (checked once per device
-    and process, with a one-line probe kernel)."""
+    """'' when `device` runs kernels, else why not (checked once per device and process with a probe kernel)."""
     key = device.int_ptr
     if key not in _build_errors:
-        cl = _pyopencl()
+        cl, failed = pyopencl(), "cannot create a context"  # a busy or misconfigured device
         try:
             context = cl.Context([device])
-        except cl.Error as err:  # a busy or misconfigured device
-            _build_errors[key] = f"cannot create a context: {_first_error(err)}"
-            return _build_errors[key]
-        try:
+            failed = "cannot compile a kernel"  # e.g. pocl's LLVM does not know this CPU: "unknown target CPU"
             _build(context, PROBE_SOURCE)
             _build_errors[key] = ""
-        except cl.Error as err:  # e.g. pocl's LLVM does not know this CPU: "unknown target CPU 'generic'"
-            _build_errors[key] = f"cannot compile a kernel: {_first_error(err)}"
+        except cl.Error as err:
+            _build_errors[key] = f"{failed}: {_first_error(err)}"
     return _build_errors[key]
 
 
@@ -117,8 +99,8 @@ def _describe_broken(found):
 
 def why_unavailable():
     """A sentence saying why OpenCL cannot be used here, with what to install."""
-    if isinstance(_pyopencl(), ImportError):
-        return f"pyopencl is not installed ({_pyopencl()}); {INSTALL_HINT}"
+    if isinstance(pyopencl(), ImportError):
+        return f"pyopencl is not installed ({pyopencl()}); {INSTALL_HINT}"
     found = devices()
     if not found:
         return f"pyopencl found no OpenCL device; {INSTALL_HINT}"
@@ -130,18 +112,15 @@ def why_unavailable():
 
 
 def choose_device(spec):
-    """The device for 'opencl:N' or $TINYFLOW_OPENCL_DEVICE (an index into `devices()`), else the first that runs
-    kernels."""
+    """The device for 'opencl:N' or $TINYFLOW_OPENCL_DEVICE (an index into `devices()`), else the first that works."""
     found = devices()
-    if not found:
-        raise BackendError(f"the OpenCL backend is not available: {why_unavailable()}")
     index = spec.split(":", 1)[1] if ":" in spec else os.environ.get("TINYFLOW_OPENCL_DEVICE")
-    listing = "; ".join(f"{i}: {p} / {d}" for i, p, d, _ in found)
+    usable = [entry for entry in found if not build_error(entry[3])] if index is None else found
+    if not usable:
+        raise BackendError(f"the OpenCL backend is not available: {why_unavailable()}")
     if index is None:
-        usable = [entry for entry in found if not build_error(entry[3])]
-        if not usable:
-            raise BackendError(f"the OpenCL backend is not available: {why_unavailable()}")
         return usable[0]
+    listing = "; ".join(f"{i}: {p} / {d}" for i, p, d, _ in found)
     if not index.strip().isdigit() or int(index) >= len(found):
         raise BackendError(f"no OpenCL device {index!r}; devices here: {listing}. Use 'opencl:N'.")
     chosen = found[int(index)]
@@ -158,18 +137,15 @@ GENERATED_SOURCES = []
 class DeviceRuntime:
     """A context, a queue and the compiled kernel programs (per element type) of one device."""
 
-    _cache = {}
-
     @classmethod
+    @functools.cache
     def for_device(cls, index, device):
         """The cached runtime of a device (contexts and programs are expensive to make)."""
-        if index not in cls._cache:
-            cls._cache[index] = cls(index, device)
-        return cls._cache[index]
+        return cls(index, device)
 
     def __init__(self, index, device):
         self.index, self.device = index, device
-        cl = _pyopencl()
+        cl = pyopencl()
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context)
         self.has_fp64 = "cl_khr_fp64" in device.extensions
@@ -200,17 +176,17 @@ class DeviceRuntime:
         key = (name, np.dtype(dtype) if source is None else source)
         if key not in self._kernels:
             program = self.program(dtype) if source is None else _build(self.context, source)
-            self._kernels[key] = _pyopencl().Kernel(program, name)
+            self._kernels[key] = pyopencl().Kernel(program, name)
         return self._kernels[key]
 
     def empty(self, shape, dtype):
         """An uninitialised device array."""
-        return _pyopencl().array.empty(self.queue, shape, np.dtype(dtype))
+        return pyopencl().array.empty(self.queue, shape, np.dtype(dtype))
 
     def upload(self, array):
         """A device copy of a host array (0-d arrays stay 0-d)."""
         array = np.asarray(array)
-        return _pyopencl().array.to_device(self.queue, array if array.flags.c_contiguous else array.copy(order="C"))
+        return pyopencl().array.to_device(self.queue, array if array.flags.c_contiguous else array.copy(order="C"))
 
     def describe(self):
         """'platform / device' for messages and `tinyflow info`."""
