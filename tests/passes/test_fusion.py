@@ -205,6 +205,27 @@ def test_a_tiered_run_never_waits_for_the_compiler(monkeypatch, tmp_path):
     assert [type(entry) for entry in kernel._by_shapes.values()] == [tuple]  # the compiled kernel and its layout
 
 
+def test_a_background_compile_leaves_the_working_directory_and_environment_alone(monkeypatch, tmp_path):
+    """cffi changes the process's working directory while it compiles: the kernel compiles in a child process, so
+    the user's threads (and the programs they start) never see another folder or environment meanwhile."""
+    import os
+    if tfl.backends.get_backend().name != "c":
+        pytest.skip("the background compile is the c backend's (OpenCL builds its programs on the device)")
+    monkeypatch.setenv("TINYFLOW_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TINYFLOW_FUSION_JIT_AFTER", "1")
+    x = tfl.Placeholder((40, 30), name="x")
+    y = tfl.sigmoid(x * 0.4375 - 0.15625) * x + 0.71875  # constants of this test alone: a kernel to compile
+    session = tfl.Session(tfl.get_default_graph())
+    value = RNG.standard_normal((40, 30)).astype(np.float32)
+    here, environment, seen = os.getcwd(), dict(os.environ), set()
+    for _ in range(2):
+        session.run(y, {x: value})
+    while compiler._pending:  # the compile runs: look at what this thread sees meanwhile
+        seen.add((os.getcwd(), tuple(sorted(os.environ.items())) == tuple(sorted(environment.items()))))
+    compiler.wait_for_compiles()
+    assert seen <= {(here, True)}
+
+
 @pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf, 100.0, -60.0])  # -60: a denormal sigmoid
 @pytest.mark.parametrize("size", [1, 255, 256, 257, 1000])
 def test_sigmoid_runs_its_common_form_in_blocks_and_the_full_form_where_a_block_needs_it(size, special, monkeypatch):

@@ -22,6 +22,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tempfile
 import threading
@@ -184,18 +185,38 @@ def _warn_once(kind, message, category):
         warnings.warn(message, category, stacklevel=5)
 
 
+# cffi compiles by changing the process's working directory and environment for the time of the call: in this
+# process (on the background thread) every other thread, and each program they start, would see them change
+_COMPILE = """
+import json, sys
+from cffi import FFI
+spec = json.load(sys.stdin)
+builder = FFI()
+builder.cdef(spec["cdef"])
+builder.set_source(spec["name"], spec["source"], extra_compile_args=spec["flags"], extra_link_args=spec["link"])
+print(builder.compile(tmpdir=spec["folder"], verbose=False))
+"""
+
+
+class CompileError(Exception):
+    """The compiler process failed; the message is the end of what it printed."""
+
+
 def _build(name, source, cdef, flags, cache):
-    """Compile in a private temporary folder (inside the `cache` folder, then stored there with atomic renames; or
-    in the system's temporary space, deleted after loading: a loaded library stays mapped) and load it."""
-    from cffi import FFI
+    """Compile in a child process, in a private temporary folder (inside the `cache` folder, then stored there with
+    atomic renames; or in the system's temporary space, deleted after loading: a loaded library stays mapped), and
+    load it."""
     scratch = tempfile.mkdtemp(prefix=f".{name}-" if cache else f"tinyflow-{name}-", dir=cache)
     try:
         start = time.perf_counter()
-        builder = FFI()
-        builder.cdef(cdef)
-        builder.set_source(name, source, extra_compile_args=flags,
-                           extra_link_args=["-fopenmp"] if "-fopenmp" in flags else [])
-        path = builder.compile(tmpdir=scratch, verbose=False)
+        spec = dict(name=name, source=source, cdef=cdef, flags=flags, folder=scratch,
+                    link=["-fopenmp"] if "-fopenmp" in flags else [])
+        done = subprocess.run([sys.executable, "-c", _COMPILE], input=json.dumps(spec), capture_output=True,
+                              text=True)
+        if done.returncode:
+            raise CompileError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else
+                               f"the compiler process ended with status {done.returncode}")
+        path = done.stdout.strip().splitlines()[-1]
         STATS["compiled"] += 1
         STATS["compile_seconds"] += time.perf_counter() - start
         if cache:
