@@ -42,6 +42,17 @@ def test_a_model_becomes_placeholders_variables_and_named_ops(backend):
     assert prog.graph is tfl.get_default_graph()
 
 
+def test_a_program_runs_in_one_session_per_backend_that_says_what_ran_where():
+    model, weights = mlp_model()
+    prog = tfl.onnx.load(model)
+    data = np.random.default_rng(2).standard_normal((4, 3)).astype(np.float32)
+    np.testing.assert_allclose(prog({"x": data}, backend="numpy")["y"], numpy_mlp(data, weights), rtol=1e-5)
+    session = prog.session("numpy")
+    assert session is prog.session("numpy") and session is not prog.session("numpy", optimize=False)
+    assert session.backend.name == "numpy" and session.graph is prog.graph
+    assert session.backend.report.as_dict()["host_ops"]["MatMul"] == 2  # the last run's two products
+
+
 def test_load_takes_a_path_bytes_or_a_model_proto_and_run_is_one_call(tmp_path):
     model, weights = mlp_model()
     path = tmp_path / "mlp.onnx"

@@ -406,13 +406,18 @@ class OnnxProgram:
                             f"prog({{{', '.join(f'{k!r}: array' for k in missing)}}})")
         return feed_dict
 
-    def __call__(self, feeds=None, backend=None, optimize=None):
-        """Run the model: {ONNX input name: array} in, {ONNX output name: numpy array} out."""
+    def session(self, backend=None, optimize=None):
+        """The Session the program runs in on a backend (made at first use, then kept; `.backend.report` says what ran
+        where)."""
         from ..session import Session
         key = (backend, repr(optimize))
-        if key not in self._sessions:  # one Session per backend, made once
+        if key not in self._sessions:
             self._sessions[key] = Session(self.graph, backend=backend, optimize=optimize)
-        values = self._sessions[key].run(list(self.outputs.values()), self.feed_dict(feeds))
+        return self._sessions[key]
+
+    def __call__(self, feeds=None, backend=None, optimize=None):
+        """Run the model: {ONNX input name: array} in, {ONNX output name: numpy array} out."""
+        values = self.session(backend, optimize).run(list(self.outputs.values()), self.feed_dict(feeds))
         return {name: value.astype(self.narrow_outputs[name]) if name in self.narrow_outputs else value
                 for name, value in zip(self.outputs, values)}
 
