@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from tinyflow.backends import compiler
+from tinyflow.backends import compiler, fused
 from tinyflow.backends.c_codegen import c_source
 
 from helpers import assert_close, op_types, run_both
@@ -199,7 +199,7 @@ def test_a_tiered_run_never_waits_for_the_compiler(monkeypatch, tmp_path):
         assert_close(session.run(y, {x: value}), expected)
     assert started.wait(30) and compiled_on[0].startswith("tinyflow-compile")  # (after other tests' compiles)
     kernel = next(step.kernel for step in session.plan([y], {x}).steps if step.node.op_type == "FusedElementwise")
-    assert list(kernel._by_shapes.values()) == [compiler.PENDING]
+    assert list(kernel._by_shapes.values()) == [fused.PENDING]
     release.set()
     compiler.wait_for_compiles()
     assert_close(session.run(y, {x: value}), expected)

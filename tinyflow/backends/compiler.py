@@ -47,8 +47,7 @@ DEFAULT_FLAGS = ["-O3", "-std=gnu99", "-fno-strict-aliasing", "-fno-trapping-mat
 STATS = {"compiled": 0, "loaded_from_disk": 0, "compile_seconds": 0.0, "load_seconds": 0.0, "failed": 0,
          "uncached": 0, "quarantined": 0}
 _loaded = {}  # kernel key -> module, or None: it cannot be compiled
-_pending = {}  # kernel key -> Future of its compile on the background thread
-PENDING = "pending"
+_pending = set()  # Futures of the work on the background thread not done yet
 _lock = threading.Lock()
 _warned = []
 
@@ -85,55 +84,38 @@ def _accepts_native():
     return result.returncode == 0
 
 
-def load(source, cdef, wait=True):
+def load(source, cdef):
     """The cffi module (with .ffi and .lib) of this C source: from memory, from disk, or compiled now; None when it
-    cannot be compiled (no compiler): the caller then computes with numpy. With wait=False a kernel not in memory
-    yet is loaded or compiled on a background thread and PENDING is returned until it is ready (a run never waits
-    for the compiler: the caller runs what it ran before, and asks again next time)."""
+    cannot be compiled (no compiler): the caller then computes with numpy."""
     flags = compile_flags()
     key = kernel_key(source, flags)
     module = _loaded.get(key)
     if module is not None:
         return module
     with _lock:
-        if key in _loaded:
-            return _loaded[key]
-        if not wait:
-            if key not in _pending:
-                _pending[key] = _background().submit(_load_into_memory, key, source, cdef, flags)
-            return PENDING
-        future = _pending.get(key)
-    if future is not None:  # already compiling in the background: wait for that compile rather than start another
-        future.result()
-        return _loaded[key]
-    with _lock:
         if key not in _loaded:
             _loaded[key] = _load_or_build(f"tf_fused_{key}", source, cdef, flags)
         return _loaded[key]
 
 
-def _load_into_memory(key, source, cdef, flags):
-    module = None
-    try:
-        module = _load_or_build(f"tf_fused_{key}", source, cdef, flags)
-    finally:  # an unexpected error leaves numpy computing the kernel, as a failed compile does
-        with _lock:
-            _loaded[key] = module
-            del _pending[key]
+def in_background(work):
+    """The Future of work() run on the one background thread (kernels are generated and compiled there one at a
+    time: the runs keep the other cores); a run hands its compile over and goes on with what it ran before."""
+    future = _background().submit(work)
+    _pending.add(future)
+    future.add_done_callback(_pending.discard)
+    return future
 
 
 @functools.lru_cache(maxsize=None)
 def _background():
-    """The one thread compiling kernels for runs that do not wait (one at a time: the runs keep the other cores)."""
     from concurrent.futures import ThreadPoolExecutor
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="tinyflow-compile")
 
 
 def wait_for_compiles():
-    """Block until every kernel compiling in the background is loaded (tests, and benchmarks that time warm runs)."""
-    with _lock:
-        futures = list(_pending.values())
-    for future in futures:
+    """Block until the background work handed over so far is done (tests, and benchmarks that time warm runs)."""
+    for future in list(_pending):
         future.result()
 
 

@@ -20,6 +20,7 @@ from . import compiler, native
 from .c_codegen import c_declaration, c_source, opencl_source
 
 _SMALL = "small"  # marks input shapes whose output is below the backend's small-array threshold
+PENDING = "pending"  # marks input shapes whose kernel is being generated and compiled in the background
 # A C call with its Python glue (~3 µs) costs about two small numpy loops (~1.3 µs each): fused groups of
 # at most two members on tiny arrays (a quarter of the backend's small size) run their members with numpy.
 NUMPY_MAX_MEMBERS = 2
@@ -95,7 +96,7 @@ class FusedKernel:
     def prepared(self, shapes):
         """What `_prepare` made of these input shapes, made at their first run."""
         entry = self._by_shapes.get(shapes, False)
-        if entry is False or entry is compiler.PENDING:  # (asked again while its kernel compiles)
+        if entry is False or entry is PENDING:  # (asked again while its kernel compiles)
             entry = self._by_shapes[shapes] = self._prepare(shapes)
         return entry
 
@@ -119,7 +120,7 @@ class CFusedKernel(FusedKernel):
         super().__init__(node, backend)
         self.empty = backend.pool.empty
         self.small = backend.small_size // 4  # below it numpy may win (see NUMPY_MAX_MEMBERS)
-        self._sources = {}  # input kinds -> (C source, declaration): generated once, also while it compiles
+        self._compiling = {}  # input kinds -> Future of their kernel (tiered runs)
 
     def __call__(self, *values):
         if self.runs < self.threshold:
@@ -128,7 +129,7 @@ class CFusedKernel(FusedKernel):
         # plain loops and no dtype.name (numpy computes it in Python): this runs once per step of every run
         arrays = [v if isinstance(v, np.ndarray) else np.asarray(v) for v in values]
         entry = self.prepared(tuple([a.shape for a in arrays]))
-        if entry is compiler.PENDING:  # compiling in the background: the members' kernels run meanwhile
+        if entry is PENDING:  # compiling in the background: the members' kernels run meanwhile
             return self.unfused(*values)
         if entry is _SMALL:  # a C call costs more than numpy's few small loops
             return self.node.compute(*arrays)
@@ -150,19 +151,27 @@ class CFusedKernel(FusedKernel):
         return out
 
     def _prepare(self, shapes):
-        """The compiled kernel and loop bounds for these input shapes; _SMALL or None to use numpy."""
+        """The compiled kernel and loop bounds for these input shapes; _SMALL or None to use numpy, PENDING while the
+        kernel compiles."""
         layout = self.layout(shapes)
         if layout is None:
             return None
         out_shape, kinds, outer, inner, generated = layout
         if math.prod(out_shape) < self.small and len(self.node.members) <= NUMPY_MAX_MEMBERS:
             return _SMALL
-        if generated not in self._sources:
-            self._sources[generated] = c_source(self.node, generated), c_declaration(self.node, generated)
-        # a tiered kernel compiles in the background; with no tiering ($TINYFLOW_FUSION_JIT_AFTER=0) before its run
-        module = compiler.load(*self._sources[generated], wait=self.threshold == 0)
-        if module is None or module is compiler.PENDING:
-            return module
+        node = self.node
+        if self.threshold:  # tiered: the source is generated and compiled off the run's thread
+            future = self._compiling.get(generated)
+            if future is None:
+                future = self._compiling[generated] = compiler.in_background(
+                    lambda: compiler.load(c_source(node, generated), c_declaration(node, generated)))
+            if not future.done():
+                return PENDING
+            module = future.result()
+        else:  # $TINYFLOW_FUSION_JIT_AFTER=0: compiled before the first run
+            module = compiler.load(c_source(node, generated), c_declaration(node, generated))
+        if module is None:
+            return None
         if not hasattr(module, "parallel"):  # the C library's thread pool, shared by every generated kernel
             address = native.ffi.cast("uintptr_t", native.ffi.addressof(native.lib, "tf_parallel_for"))
             module.parallel = module.ffi.cast("void *", int(address))
