@@ -147,6 +147,19 @@ def test_graph_inputs_can_be_fixed_as_constants():
         np.testing.assert_array_equal(prog({"x": np.ones((2, 3), np.float32)})["y"], [3, 3])
 
 
+def test_run_fixes_the_graph_inputs_the_import_needs_from_the_values_given():
+    """tfl.onnx.run, as the ONNX backend does, takes an input the import needs as a constant (ReduceSum's axes) from
+    the inputs it is given: no constants= to write."""
+    nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="total", keepdims=0)]
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [2, 3]), ("axes", TensorProto.INT64, [1])],
+                       [("y", TensorProto.FLOAT, None)])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for axis, expected in ((0, [3, 5, 7]), (1, [3, 12])):
+        np.testing.assert_array_equal(tfl.onnx.run(model, {"x": x, "axes": np.array([axis])})["y"], expected)
+    with pytest.raises(tfl.onnx.OnnxImportError, match=r"graph input 'axes'"):
+        tfl.onnx.run(model, {"x": x})  # not given: the error says what to pass
+
+
 def test_a_subgraph_rule_reads_outer_values_by_name(monkeypatch):
     """The API control-flow rules use: ctx.import_graph inside the functions tfl.cond traces."""
     def import_if(ctx, node):

@@ -5,8 +5,7 @@ the model is imported once per distinct value."""
 import numpy as np
 from onnx.backend.base import Backend, BackendRep
 
-from ..graph import Graph
-from .importer import NeedsConstantInput, load
+from .importer import load_fixing
 
 
 class TinyflowRep(BackendRep):
@@ -20,18 +19,17 @@ class TinyflowRep(BackendRep):
         self._fixed, self._programs = [], {}  # the graph inputs the import needs fixed; their values -> program
 
     def program(self, feeds):
-        """The imported program for these feeds (the inputs it must fix taken from them)."""
-        while True:
-            constants = {name: np.asarray(feeds[name]) for name in self._fixed}
-            key = tuple((name, v.dtype.str, v.shape, v.tobytes()) for name, v in constants.items())
-            if key in self._programs:
-                return self._programs[key]
-            try:
-                self._programs[key] = load(self.model, constants=constants, graph=Graph())
-            except NeedsConstantInput as err:
-                if err.input_name in self._fixed or err.input_name not in feeds:
-                    raise
-                self._fixed.append(err.input_name)
+        """The imported program for these feeds (the inputs it must fix taken from them, one program per their
+        values)."""
+        program = self._programs.get(self._key(feeds))
+        if program is None:
+            program = load_fixing(self.model, feeds, self._fixed)  # it may fix more inputs: keyed after it
+            self._programs[self._key(feeds)] = program
+        return program
+
+    def _key(self, feeds):
+        values = [(name, np.asarray(feeds[name])) for name in self._fixed]
+        return tuple((name, v.dtype.str, v.shape, v.tobytes()) for name, v in values)
 
     def run(self, inputs, **kwargs):
         """Outputs (a tuple, in the model's order) for inputs given as a list (model order) or a dict."""

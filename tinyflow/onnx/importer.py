@@ -442,5 +442,19 @@ def load(model, trainable=True, scope=None, constants=None, graph=None):
 
 
 def run(model, inputs, backend=None):
-    """Import a model into a fresh graph and run it once: {input name: array} -> {output name: array}."""
-    return load(model, graph=Graph())(inputs, backend=backend)
+    """Import a model into a fresh graph and run it once: {input name: array} -> {output name: array}; graph inputs
+    the import needs when it builds the graph (axes, pads, a shape) are fixed to the values given."""
+    program = load_fixing(model, inputs, [])
+    return program({name: value for name, value in inputs.items() if name in program.inputs}, backend=backend)
+
+
+def load_fixing(model, feeds, fixed):
+    """The model imported into a fresh graph, the graph inputs named in `fixed` taken as constants from `feeds`;
+    an input the import turns out to need as a constant is added to `fixed` (the caller's list) and it tries again."""
+    while True:
+        try:
+            return load(model, constants={name: np.asarray(feeds[name]) for name in fixed}, graph=Graph())
+        except NeedsConstantInput as err:
+            if err.input_name in fixed or err.input_name not in feeds:
+                raise
+            fixed.append(err.input_name)
