@@ -101,16 +101,30 @@ def load(source, cdef):
 def in_background(work):
     """The Future of work() run on the one background thread (kernels are generated and compiled there one at a
     time: the runs keep the other cores); a run hands its compile over and goes on with what it ran before."""
-    future = _background().submit(work)
+    from concurrent.futures import Future
+    future = Future()
     _pending.add(future)
     future.add_done_callback(_pending.discard)
+    _background_jobs().put((future, work))
     return future
 
 
 @functools.lru_cache(maxsize=None)
-def _background():
-    from concurrent.futures import ThreadPoolExecutor
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="tinyflow-compile")
+def _background_jobs():
+    """The queue of the background thread, a daemon: a program that ends does not wait for the compiles it started
+    (a ThreadPoolExecutor's thread would be joined at exit, after every queued compile)."""
+    import queue
+    jobs = queue.SimpleQueue()
+
+    def serve():
+        while True:
+            future, work = jobs.get()
+            try:
+                future.set_result(work())
+            except BaseException as exc:  # noqa: BLE001 - the run that asks for the kernel sees it
+                future.set_exception(exc)
+    threading.Thread(target=serve, name="tinyflow-compile", daemon=True).start()
+    return jobs
 
 
 def wait_for_compiles():
