@@ -205,25 +205,25 @@ def conv(backend, op, x, w):
     product per group, whose rows are the output planes."""
     geometry = conv_geometry(op, x.shape, w.shape)
     n, o = x.shape[0], w.shape[0]
+    shape, filters = pooled_shape((n, o) + x.shape[2:], geometry), w.reshape(o, -1)
     if op.groups == x.shape[1] and w.shape[1] == 1:
         # depthwise (MobileNet): per channel a (1 x taps) by (taps x pixels) product, nothing for a GEMM to block
-        out = backend.pool.empty(pooled_shape((n, o) + x.shape[2:], geometry), x.dtype)
+        out = backend.pool.empty(shape, x.dtype)
         _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), o // op.groups, *geometry)
         return out
     if op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]:
         # pointwise: each image's (C, H·W) data already is im2col's matrix, and the product is the output's layout
-        out = backend.pool.empty((n, o) + x.shape[2:], x.dtype)
+        out = backend.pool.empty(shape, x.dtype)
         for image, planes in zip(x.reshape(n, x.shape[1], -1), out.reshape(n, o, -1)):
-            matmul(backend, None, w.reshape(o, -1), image, planes)
+            matmul(backend, None, filters, image, planes)
         return out
     cols = _im2col(backend, x, geometry)
-    filters = w.reshape(w.shape[0], -1)
     if op.groups == 1:
         rows = matmul(backend, None, filters, cols)  # (O, N·P)
     else:
-        rows = np.matmul(_per_group(filters, op.groups), _per_group(cols, op.groups)).reshape(w.shape[0], -1)
+        rows = np.matmul(_per_group(filters, op.groups), _per_group(cols, op.groups)).reshape(o, -1)
     backend.pool.recycle(cols)
-    out = _swap_leading(backend, rows, n, o, pooled_shape((n, o) + x.shape[2:], geometry))
+    out = _swap_leading(backend, rows, n, o, shape)
     backend.pool.recycle(rows)
     return out
 
