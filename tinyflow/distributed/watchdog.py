@@ -6,24 +6,14 @@ at); at the timeout the job is aborted with the answers (an example: docs/distri
 answer has probably died. Asking needs MPI_THREAD_MULTIPLE; without it the job is still aborted, without answers.
 """
 import atexit
-import os
 import sys
 import threading
 import time
 
+from ..nodes.node import site_text, user_site
 from .mpi import _state, abort, rank, world_size
 
 QUESTION, ANSWER = 7001, 7002  # tags on the watchdog's own communicator
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def call_site(frame=None):
-    """'file.py:12': the innermost frame outside tinyflow (the user's line that led to a collective)."""
-    frame = innermost = frame or sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back
-    frame = frame or innermost
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 class Watchdog:
@@ -99,7 +89,7 @@ class Watchdog:
 
     def _site(self):
         frame = sys._current_frames().get(self.main)
-        return call_site(frame) if frame is not None else "an unknown line (the main thread has ended)"
+        return site_text(user_site(frame=frame)) if frame is not None else "an unknown line (the main thread has ended)"
 
     def _where(self):
         """This rank's answer: in which collective it waits, or where it is and its last collective."""

@@ -17,8 +17,6 @@ from ...nodes import Node
 from ..graphviz_render import as_list
 
 STATIC = pathlib.Path(__file__).with_name("static")
-DAGRE_NOTICE = "/*! dagre 3.1.3 (npm @dagrejs/dagre, bundles @dagrejs/graphlib) | MIT License | " \
-               "Copyright (c) 2012-2014 Chris Pettitt */\n"
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,11 +36,10 @@ def embed_json(data):
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def page_html(data, title):
-    """The whole page: data, layout library, explorer script and styles."""
-    return string.Template((STATIC / "explorer.html").read_text(encoding="utf-8")).substitute(
-        title=html.escape(title), css=inline_text(STATIC / "explorer.css"), data=embed_json(data),
-        dagre=DAGRE_NOTICE + inline_text(STATIC / "dagre.min.js"), script=inline_text(STATIC / "explorer.js"))
+def fill_page(folder, name, **fields):
+    """`folder`/<name>.html with <name>.css and <name>.js inline (as $css and $script) and `fields` filled in."""
+    return string.Template((folder / f"{name}.html").read_text(encoding="utf-8")).substitute(
+        css=inline_text(folder / f"{name}.css"), script=inline_text(folder / f"{name}.js"), **fields)
 
 
 class ExplorerError(TinyflowError):
@@ -77,7 +74,8 @@ def explore(target=None, feed_dict=None, path="graph.html", *, loss=None, wrt=No
                             f"{type(feed_dict).__name__}")
     data, default_title = _data(target, feed_dict, loss, wrt, backend)
     data["title"] = title = title or default_title
-    text = page_html(data, title)
+    text = fill_page(STATIC, "explorer", title=html.escape(title), data=embed_json(data),
+                     dagre=inline_text(STATIC / "dagre.min.js"))
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     temporary = f"{path}.{os.getpid()}.tmp"
