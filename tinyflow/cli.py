@@ -3,7 +3,6 @@
 import argparse
 import importlib
 import json
-import os
 import pathlib
 import platform
 import sys
@@ -59,7 +58,8 @@ def oversubscription(threads):
     """A warning when the thread pools in this process (tinyflow's, BLAS, OpenMP) hold more threads than the
     process has cores, else ''. Their idle threads spin for a while after each call, so two pools sized for
     every core slow each other down (a kernel waits for a worker the OS gave to another pool's spinning one)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    from tinyflow.distributed.launch import usable_cores
+    cores = usable_cores()
     pools = [("tinyflow", threads["tinyflow"]["threads"])] + [
         (other.get("internal_api") or other.get("user_api"), other.get("num_threads") or 0) for other in threads["others"]]
     total = sum(count for _, count in pools)

@@ -19,12 +19,9 @@ def find_mpirun():
     chosen = os.environ.get("TINYFLOW_MPIRUN")
     if chosen:
         return chosen
-    for folder in (Path(sys.executable).parent, Path(sys.prefix) / "bin"):
-        for name in LAUNCHER_NAMES:
-            if (folder / name).is_file():
-                return str(folder / name)
-    for name in LAUNCHER_NAMES:
-        found = shutil.which(name)
+    folders = (Path(sys.executable).parent, Path(sys.prefix) / "bin")
+    beside = [folder / name for folder in folders for name in LAUNCHER_NAMES]
+    for found in [str(path) for path in beside if path.is_file()] + [shutil.which(name) for name in LAUNCHER_NAMES]:
         if found:
             return found
     raise DistributedError(f"no MPI launcher (mpirun or mpiexec) found beside {sys.executable} or on PATH. "

@@ -11,6 +11,7 @@ import os
 import pathlib
 import string
 
+from ...checkpoint import write_atomically
 from ...errors import TinyflowError
 from ...graph import Graph, get_default_graph
 from ...nodes import Node
@@ -76,12 +77,8 @@ def explore(target=None, feed_dict=None, path="graph.html", *, loss=None, wrt=No
     data["title"] = title = title or default_title
     text = fill_page(STATIC, "explorer", title=html.escape(title), data=embed_json(data),
                      dagre=inline_text(STATIC / "dagre.min.js"))
-    path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(temporary, path)  # a reader (the board) sees the old page or the new one, never half of one
+    path = write_atomically(path, lambda f: f.write(text.encode("utf-8")))  # the board may be reading it
     return ExplorerPage(path, data, text)
 
 
