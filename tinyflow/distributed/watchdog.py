@@ -6,6 +6,7 @@ at); at the timeout the job is aborted with the answers (an example: docs/distri
 answer has probably died. Asking needs MPI_THREAD_MULTIPLE; without it the job is still aborted, without answers.
 """
 import atexit
+import contextlib
 import sys
 import threading
 import time
@@ -135,16 +136,14 @@ def _describe(other, answer):
     return f"rank {other} is not in a collective: it is at {answer['site']}; {done}"
 
 
-class guarded:
+@contextlib.contextmanager
+def guarded(what, array=None):
     """`with guarded("all_reduce", array):` runs a collective under the watchdog (no-op for one process)."""
-
-    def __init__(self, what, array=None):
-        self.what, self.array = what, array  # formatted only on a timeout: str(dtype) costs microseconds
-
-    def __enter__(self):
-        if _state.watchdog is not None:
-            _state.watchdog.arm(self.what, self.array)
-
-    def __exit__(self, *exc_info):
-        if _state.watchdog is not None:
-            _state.watchdog.disarm()
+    watchdog = _state.watchdog
+    if watchdog is not None:
+        watchdog.arm(what, array)  # the array is described only on a timeout: str(dtype) costs microseconds
+    try:
+        yield
+    finally:
+        if watchdog is not None:
+            watchdog.disarm()

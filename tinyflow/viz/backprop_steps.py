@@ -36,8 +36,7 @@ class BackpropSteps(list):
         os.makedirs(folder, exist_ok=True)
         paths = [os.path.join(folder, f"frame_{i:03d}.{fmt}") for i in range(len(self))]
         for path, frame in zip(paths, self):
-            with open(path, "wb") as f:
-                f.write(frame.pipe(format=fmt))
+            pathlib.Path(path).write_bytes(frame.pipe(format=fmt))
         return paths
 
     def save_gif(self, path, seconds_per_frame=1.5):

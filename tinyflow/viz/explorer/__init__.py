@@ -1,9 +1,6 @@
-"""The interactive graph explorer: `tfl.viz.explore(target, feed_dict)` writes one self-contained HTML page that
-lays the graph out in the browser and steps through the forward pass and the backprop walk (README, "In the
-browser"); the data it draws is JSON inside it, documented in docs/explorer_and_board.md. The page is
-static/explorer.html with its data, dagre (the layout library, MIT, vendored in static/), its script and styles
-inline, nothing fetched (its Content-Security-Policy forbids network access: it cannot call home).
-"""
+"""The interactive graph explorer: `tfl.viz.explore(target, feed_dict)` writes one self-contained HTML page that lays
+the graph out and steps through the forward pass and the backprop walk: static/explorer.html with its data (JSON,
+docs/explorer_and_board.md), dagre, script and styles inline, nothing fetched (its CSP forbids network access)."""
 import functools
 import html
 import json
