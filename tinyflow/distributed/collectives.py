@@ -54,7 +54,8 @@ def agree(comm, name, options="", data=None, first_dim=0, root=None, describe=No
 
 def _disagreement(comm, name, options, root, same_call, describe):
     """Gather every rank's description of its call and raise the same DistributedError on every rank."""
-    data, site = describe() if describe is not None else "", site_text(user_site(1))
+    data = describe() if describe is not None else ""
+    site = site_text(user_site(1))
     mine = f"{name}({options}){' of ' + data if data else ''} (collective #{_state.collectives}, at {site})"
     listing = "; ".join(f"rank {r}: {text}" for r, text in enumerate(comm.allgather(mine)))
     if not same_call:
