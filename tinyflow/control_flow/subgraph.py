@@ -152,7 +152,7 @@ def is_eager(value):
 
 
 def typeless(node):
-    """A value with no type yet (tinyflow/jit/undefined.py): a variable with no value on this path."""
+    """A value with no type yet (tinyflow/jit/values.py): a variable with no value on this path."""
     return getattr(node, "typeless", False)
 
 

@@ -130,7 +130,7 @@ def trace_loop(cond_fn, body_fn, loop_vars, scope, also=None):
     names body nodes the loop will record besides the loop variables (see Subgraph.trace)."""
     inputs = [Placeholder(v.shape, v.dtype or "float32", name=f"loop_var{i}") for i, v in enumerate(loop_vars)]
     for start, p in zip(loop_vars, inputs):
-        if typeless(start):  # no value yet (tinyflow/jit/undefined.py): typed by the body
+        if typeless(start):  # no value yet (tinyflow/jit/values.py): typed by the body
             p.shape, p.dtype, p.typeless = None, None, True
     test = Subgraph.trace(cond_fn, inputs, scope="cond")
     body = Subgraph.trace(body_fn, inputs, scope="body", also=also)

@@ -12,9 +12,8 @@ from ..shapes import shapes_compatible
 from ..errors import ConversionError
 from .inplace_tracing import current, joined, newest, record, region
 from .tensor_lists import Guarded
-from .undefined import Undefined, UndefinedValue, is_typeless
-from .values import (NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, line_of, rebuild,
-                     same_value, shown)
+from .values import (NUMBERS, RETURN_VALUE, Lists, Undefined, UndefinedValue, as_bool, describe, flatten,
+                     is_typeless, line_of, rebuild, same_value, shown)
 
 
 _AFTER = "the code after a `{}` that depends on a tensor (it runs, or not, when the program runs)"

@@ -16,8 +16,8 @@ from .branches import convert_ifelse
 from ..errors import ConversionError
 from .inplace_tracing import after_loop, current, loop_identities, region
 from .tensor_lists import Guarded, stack_collected, tensor_sequence
-from .undefined import Undefined, UndefinedValue, is_typeless
-from .values import NUMBERS, RETURN_VALUE, Lists, as_bool, describe, flatten, grows, rebuild, same_value, shown
+from .values import (NUMBERS, RETURN_VALUE, Lists, Undefined, UndefinedValue, as_bool, describe, flatten, grows,
+                     is_typeless, rebuild, same_value, shown)
 
 
 def convert_while(test_fn, body_fn, values, names, site):

@@ -20,9 +20,8 @@ from ..graph import Graph, ancestors
 from ..nodes import Constant, Node, Operation, Placeholder, Variable
 from ..session import Session
 from ..shapes import shapes_compatible
-from .input_spec import InputSpec
 from .ops_io import build_op, decode, encode, op_attributes
-from .static_function import StaticFunction
+from .static_function import InputSpec, StaticFunction
 
 FORMAT = "tinyflow.jit"
 VERSION = 2  # 2: a cond or loop is one op with several outputs, read by Output nodes
