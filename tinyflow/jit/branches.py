@@ -13,7 +13,7 @@ from ..errors import ConversionError
 from .inplace_tracing import current, joined, newest, record, region
 from .tensor_lists import Guarded
 from .values import (NUMBERS, RETURN_VALUE, Lists, Undefined, UndefinedValue, as_bool, describe, flatten,
-                     is_typeless, line_of, rebuild, same_value, shown)
+                     typeless, line_of, rebuild, same_value, shown)
 
 
 _AFTER = "the code after a `{}` that depends on a tensor (it runs, or not, when the program runs)"
@@ -93,7 +93,7 @@ _NO_VALUE = object()  # a return value's leaf on the branch where no `return` ra
 
 
 def _missing(value):
-    return value is _NO_VALUE or is_typeless(value)
+    return value is _NO_VALUE or typeless(value)
 
 
 class _Merge:
@@ -105,8 +105,8 @@ class _Merge:
     def variable(self, name, a, b):
         if a is b and isinstance(a, list):
             return a  # one list object on both sides (only appended to, which Lists checks): it stays that object
-        if name == RETURN_VALUE and (is_typeless(a) or is_typeless(b)):  # no value yet on that side (in a loop)
-            a, b = (Undefined(name) if is_typeless(v) else v for v in (a, b))
+        if name == RETURN_VALUE and (typeless(a) or typeless(b)):  # no value yet on that side (in a loop)
+            a, b = (Undefined(name) if typeless(v) else v for v in (a, b))
         if isinstance(a, Undefined) and isinstance(b, Undefined):
             return a
         if isinstance(a, Undefined) or isinstance(b, Undefined):
@@ -158,7 +158,7 @@ class _Merge:
 
     def in_branch(self, side, value, shape, dtype):
         """`value` as an output node of branch `side` (a constant, or an UndefinedValue typed like the other side)."""
-        if isinstance(value, Node) and not is_typeless(value):
+        if isinstance(value, Node) and not typeless(value):
             return value
         branch = self.branches[side]
         with branch.graph.name_scope(branch.label + "/"):

@@ -17,7 +17,7 @@ from ..errors import ConversionError
 from .inplace_tracing import after_loop, current, loop_identities, region
 from .tensor_lists import Guarded, stack_collected, tensor_sequence
 from .values import (NUMBERS, RETURN_VALUE, Lists, Undefined, UndefinedValue, as_bool, describe, flatten, grows,
-                     is_typeless, rebuild, same_value, shown)
+                     typeless, rebuild, same_value, shown)
 
 
 def convert_while(test_fn, body_fn, values, names, site):
@@ -35,13 +35,10 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
     sequence = tensor_sequence(iterable)
     if sequence is not None:
         def test(k, *loop):
-            valid = sequence.valid(k)
-            if extra_test is None:
-                return valid
-            keep = extra_test(*loop)
+            keep = True if extra_test is None else extra_test(*loop)
             if not isinstance(keep, Node):
-                return valid if keep else as_node(False)
-            return where(valid, as_bool(keep, site), False)
+                return sequence.valid(k) if keep else as_node(False)
+            return where(sequence.valid(k), as_bool(keep, site), False)
 
         def body(k, *loop):
             return (k + 1,) + tuple(body_fn(sequence.item(k), *loop))
@@ -50,12 +47,10 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
     values = tuple(values)
     for item in iterable:  # an Undefined raises its error here
         keep = True if extra_test is None else extra_test(*values)
-        if isinstance(keep, Node):  # stopped by a tensor flag: the remaining iterations run under a cond
-            values = convert_ifelse(keep, lambda *v, item=item: body_fn(item, *v), lambda *v: v, values, names, site)
-            continue
-        if not keep:
+        if not isinstance(keep, Node) and not keep:
             break
-        values = tuple(body_fn(item, *values))
+        # once stopped by a tensor flag, the remaining iterations run under a cond
+        values = tuple(convert_ifelse(keep, lambda *v, i=item: body_fn(i, *v), lambda *v: v, values, names, site))
     return values
 
 
@@ -90,7 +85,7 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
     carries = [isinstance(leaf, (Node, Undefined) + NUMBERS) for leaf in all_leaves]  # else must stay as it is
     # a leaf with no value yet (an Undefined, or an enclosing loop's variable before its first assignment) is typed by
     # the body's first assignment (trace_loop)
-    starts = [UndefinedValue() if is_typeless(leaf) or isinstance(leaf, Undefined) else
+    starts = [UndefinedValue() if typeless(leaf) or isinstance(leaf, Undefined) else
               leaf if isinstance(leaf, Node) else as_node(leaf) for leaf, c in zip(all_leaves, carries) if c]
 
     def with_loop_values(loop):
@@ -117,7 +112,7 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
                 # collected on a stack by the loop (tensor_lists.py)
                 appended[index], new = (new.pop(), new) if new is old else (new[-1], new[:-1])
             new_leaves, new_structure = flatten(new)
-            if new_structure is not None and structure is None and (isinstance(old, Undefined) or is_typeless(old)):
+            if new_structure is not None and structure is None and (isinstance(old, Undefined) or typeless(old)):
                 raise _Restructure(index, new_structure)  # first assigned in the loop, to a tuple/list
             if new_structure != structure:
                 raise ConversionError(f"{site}: variable '{shown(name)}' changes structure in a loop over a tensor "
@@ -144,7 +139,7 @@ def _graph_loop(test_fn, body_fn, values, names, site, lists):
         final = [loop_op.output(i) for i in range(loop_op.n_vars)]
     after_loop(kept, final, loop_op.captures, site)
     # a variable no iteration assigned (its assignment is behind a Python `return` / `break`) still has no value
-    results = with_loop_values([Undefined("?", site) if is_typeless(v) or is_typeless(start) else v
+    results = with_loop_values([Undefined("?", site) if typeless(v) or typeless(start) else v
                                 for v, start in zip(final, starts)])
     for index, item in appended.items():
         node = item.value if isinstance(item, Guarded) else item
@@ -165,7 +160,7 @@ def _loop_value(name, value, placeholder, site):
     if isinstance(value, NUMBERS):
         return as_node(value, like=placeholder)
     if isinstance(value, Undefined):
-        if is_typeless(placeholder) or name == RETURN_VALUE:
+        if typeless(placeholder) or name == RETURN_VALUE:
             return UndefinedValue()
         raise ConversionError(f"{site}: variable '{name}' has a value before this loop on a tensor but is assigned "
                               "in only one branch of an `if` on a tensor inside it; assign it in both branches")

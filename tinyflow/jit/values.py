@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 
+from ..control_flow.subgraph import typeless
 from ..nodes import Node, Operation
 from ..ops.elementwise_ops import cast
 from ..ops.registry import not_differentiable
@@ -81,11 +82,6 @@ class UndefinedValue(Operation):
 not_differentiable(UndefinedValue)
 
 
-def is_typeless(value):
-    """An undefined graph value that has no type yet (an UndefinedValue, or a loop variable standing for one)."""
-    return isinstance(value, Node) and getattr(value, "typeless", False)
-
-
 def flatten(value, dicts=False):
     """(leaves, structure) of a value, walking tuples and lists (and dicts, if asked); the structure is hashable."""
     if isinstance(value, (tuple, list)) or dicts and isinstance(value, dict):
@@ -152,7 +148,7 @@ def returned(value, site):
 
 def return_value(value):
     """What the converted function returns: its return value (None if no `return` ran)."""
-    return None if isinstance(value, Undefined) or is_typeless(value) else value
+    return None if isinstance(value, Undefined) or typeless(value) else value
 
 
 class Lists:
