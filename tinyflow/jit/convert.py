@@ -28,8 +28,7 @@ from ..nodes.node import notebook_cell, default_dtype_for
 from ..ops import elementwise_ops, identity
 from ..ops.elementwise_ops import cast, equal, where
 # helpers the converted code calls (as _tfl_jit_.<name>)
-from .branches import convert_ifelse, convert_ifexp  # noqa: F401
-from .loops import convert_for, convert_while  # noqa: F401
+from .dispatch import convert_for, convert_ifelse, convert_ifexp, convert_while  # noqa: F401
 from .values import Undefined, as_bool, return_value, returned, symbolic  # noqa: F401
 from ..errors import ConversionError
 from .escapes import HELPER, Lowering, ast_name, helper_call, walk_here
