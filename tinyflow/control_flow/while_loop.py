@@ -178,8 +178,7 @@ def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
             values = list(out) if isinstance(out, (list, tuple)) else [out]
             steps += 1
         return values[0] if single else values
-    graph = get_default_graph()
-    with graph.name_scope(name or "while") as scope:
+    with get_default_graph().name_scope(name or "while") as scope:
         test, body = trace_loop(cond_fn, body_fn, loop_vars, scope)
         op = WhileLoop(loop_vars, test, body, maximum_iterations, name="While")
         outputs = [op.output(i) for i in range(op.n_vars)]
