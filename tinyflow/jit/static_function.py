@@ -70,12 +70,13 @@ class InputSpec:
 class ConcreteProgram:
     """One traced signature: its Placeholders, output nodes (and their nesting), side effects, and the run."""
 
-    def __init__(self, key, graph, inputs, specs, outputs, structure, side_effects, training, fn_name):
-        self.key, self.graph, self.inputs, self.specs = key, graph, inputs, specs
+    def __init__(self, graph, inputs, specs, outputs, structure, side_effects, training, fn_name, built):
+        self.graph, self.inputs, self.specs, self.built = graph, inputs, specs, built  # built: the nodes it made
         self.outputs, self.structure, self.side_effects = outputs, structure, side_effects
         self.training, self.fn_name = training, fn_name
         # the nodes one run fetches (outputs, then state updates): draw them with tfl.viz.to_graphviz
         self.fetches = [o for o in outputs if isinstance(o, Node)] + list(side_effects)
+        self.function = None  # how eager autograd calls it, once it did (eager_call.py)
 
     def __repr__(self):
         shapes = ", ".join(f"{p.name}: {list(p.shape)} {p.dtype.name}" for p in self.inputs)
@@ -277,16 +278,15 @@ class StaticFunction:
         excluded = ancestors(new_updates)
         side_effects = [n for n in created if getattr(n, "stateful", False) and getattr(n, "subgraph", None) is None
                         and n not in excluded and not any(getattr(c, "stateful", False) for c in n.consumers)]
-        program = ConcreteProgram(key, graph, placeholders, specs, outputs, structure,
-                                  side_effects + (new_updates if training else []), training, self.__name__)
-        program.built = placeholders + created
-        return program
+        return ConcreteProgram(graph, placeholders, specs, outputs, structure,
+                               side_effects + (new_updates if training else []), training, self.__name__,
+                               placeholders + created)
 
 
 def _release(program, session):
     """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so that
     retracing again and again keeps memory flat."""
-    built, functions = list(program.built), [program.__dict__.get("_function")]
+    built, functions = list(program.built), [program.function]
     while functions:  # the backward graphs eager autograd built for it (eager_call.py)
         function = functions.pop()
         if function is not None:
