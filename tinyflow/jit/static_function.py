@@ -15,7 +15,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..eager import Tensor, is_grad_enabled
-from ..errors import ConversionError, FeedError, TinyflowError
+from ..errors import ArgumentError, ConversionError, FeedError, ShapeError, TinyflowError
 from ..graph import PICTURES, ancestors, get_default_graph
 from ..nodes import Node, Placeholder
 from ..session import Session
@@ -36,7 +36,7 @@ class InputSpec:
     def __init__(self, shape, dtype="float32", name=None):
         self.shape = normalize_shape(shape)
         if self.shape is None:
-            raise ValueError("InputSpec needs a shape: a list of ints, with None for dimensions of any size")
+            raise ShapeError("InputSpec needs a shape: a list of ints, with None for dimensions of any size")
         self.dtype = np.dtype(dtype)
         self.name = name
 
@@ -107,13 +107,13 @@ class StaticFunction:
         elif callable(fn_or_layer):
             self._layer, self._function = None, fn_or_layer
         else:
-            raise TypeError(f"to_static takes a function or a tfl.nn.Layer, got {fn_or_layer!r}")
+            raise ArgumentError(f"to_static takes a function or a tfl.nn.Layer, got {fn_or_layer!r}")
         if isinstance(self._function, StaticFunction):
             self._function = self._function._function
         self.input_spec = None if input_spec is None else list(input_spec)
         for spec in self.input_spec or []:
             if spec is not None and not isinstance(spec, InputSpec):
-                raise TypeError(f"input_spec entries must be tfl.jit.InputSpec (or None), got {spec!r}")
+                raise ArgumentError(f"input_spec entries must be tfl.jit.InputSpec (or None), got {spec!r}")
         try:
             self._params = list(inspect.signature(self._function).parameters)[1 if self._layer is not None else 0:]
         except (TypeError, ValueError):
