@@ -2,9 +2,8 @@
 
 The model is read and checked whole first (model_file.py), then built in topological order: graph inputs become
 Placeholders, float initializers Variables, other known values Constants, and each node what its rule (rules/)
-builds, named after the ONNX node ("/layer1/conv/Conv" is "Conv" in the name scope "layer1/conv", so pictures draw
-the model's modules as clusters). A node whose inputs are all known at import time is computed on the spot while
-that fits in what is left of FOLD_BYTES.
+builds, named after the ONNX node ("/layer1/conv/Conv" is "Conv" in the name scope "layer1/conv"). A node whose
+inputs are all known at import time is computed on the spot while that fits in what is left of FOLD_BYTES.
 """
 import collections
 
@@ -13,13 +12,13 @@ import numpy as np
 from ..errors import ArgumentError, FeedError, OnnxImportError, TinyflowError
 from ..graph import Graph, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
+from ..ops.shape_ops import known_entries
 from ..shapes import shapes_compatible
 from .model_file import (GraphCheck, declared_type, default_opset, describe, onnx_module, read_model, tensor_bytes,
                          tensor_to_array)
-from .rules import IMPORTS
+from .rules import IMPORTS, REQUIRED
 from .storage_types import RoundToType, held_dtype, narrow_dtype, onnx_type, to_held
 
-_REQUIRED = object()
 FOLD_BYTES = 256 << 20  # what computing on the spot may allocate in one import, all nodes together
 _ATTRIBUTE_KINDS = ("FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS", "TENSORS", "GRAPHS")
 
@@ -102,6 +101,22 @@ class ImportContext:
                                "it when the graph is built (a constant, an initializer, or computed from static "
                                "shapes)")
 
+    def known_ints(self, i):
+        """Input i's entries as ints if all are known when the graph is built: a constant, or shape arithmetic on
+        sizes that are static even when others are not (x.shape[1] of an input of shape (None, 7)); else None."""
+        value = self.value(i)
+        entries = known_entries(self.input(i)) if value is None else value.reshape(-1).tolist()
+        return None if entries is None or None in entries else [int(v) for v in entries]
+
+    def ints(self, i, what, attribute=None, default=None):
+        """Ints from input i (which must be known when the graph is built), else from the attribute (older opsets),
+        else `default`."""
+        if self.has_input(i):
+            entries = self.known_ints(i)
+            return entries if entries is not None else self.static(i, what)  # (static raises: it is not known)
+        value = None if attribute is None else self.attr(attribute, None)
+        return default if value is None else [int(v) for v in np.reshape(value, -1)]
+
     def input_shape(self, i, what=None):
         """The static shape of input i (None dims unknown; None when the rank is unknown or the input omitted);
         given `what` the rule does with it ("slicing"), an unknown rank is unsupported."""
@@ -122,13 +137,13 @@ class ImportContext:
         """True when output k is named (an optional output nobody reads has an empty name)."""
         return k < len(self.node.output) and bool(self.node.output[k])
 
-    def attr(self, name, default=_REQUIRED):
+    def attr(self, name, default=REQUIRED):
         """The attribute as a Python value (int, float, str, list, numpy array, GraphProto), required without a
         default. Every attribute the node carries must be read: an unread one is unsupported."""
         self._read.add(name)
         attr = self._attributes.get(name)
         if attr is None:
-            if default is _REQUIRED:
+            if default is REQUIRED:
                 raise self.fail(f"it lacks the required attribute '{name}'")
             return default
         onnx = onnx_module()

@@ -15,7 +15,7 @@ from ...graph import get_default_graph
 from ...nodes import Constant
 from ...errors import OnnxExportError
 from ..storage_types import onnx_type
-from .rule_tables import exports, imports
+from . import exports, imports
 
 
 # ---------------------------------------------------------------- import
