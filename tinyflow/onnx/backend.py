@@ -19,8 +19,7 @@ class TinyflowRep(BackendRep):
         self._fixed, self._programs = [], {}  # the graph inputs the import needs fixed; their values -> program
 
     def program(self, feeds):
-        """The imported program for these feeds (the inputs it must fix taken from them, one program per their
-        values)."""
+        """The program imported for these feeds (one per the values of the inputs it must fix)."""
         program = self._programs.get(self._key(feeds))
         if program is None:
             program = load_fixing(self.model, feeds, self._fixed)  # it may fix more inputs: keyed after it

@@ -113,8 +113,7 @@ def export(layer_or_fn, path, input_spec=None, opset=OPSET):
 
 
 def export_graph(inputs, outputs, path=None, name="tinyflow"):
-    """The graph from the Placeholders `inputs` to the nodes `outputs` as an ONNX model (written to `path` if
-    given), its inputs and outputs named after the nodes; returns the onnx.ModelProto."""
+    """The graph from the Placeholders `inputs` to the nodes `outputs` as an ONNX model (written to `path`)."""
     inputs, outputs = ([v] if isinstance(v, Node) else list(v) for v in (inputs, outputs))
     bad = [n for n in inputs if not isinstance(n, Placeholder)]
     if bad:

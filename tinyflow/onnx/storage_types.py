@@ -69,8 +69,7 @@ def to_held(array):
 
 
 class RoundToType(Operation):
-    """x rounded to the values of a narrow ONNX type, kept in x's dtype: what a Cast to that type computes (round
-    to nearest even; float8 casts saturate unless `saturate` is false). Piecewise constant: not differentiable."""
+    """x rounded to the values of a narrow ONNX type, kept in x's dtype: what a Cast to that type computes."""
 
     def __init__(self, x, elem_type, saturate=True, round_mode="up", name=None):
         check = Arguments(self, name, x)

@@ -53,8 +53,7 @@ def int64s(ex, values, hint):
 
 
 def same_op(onnx_type, vectors=(), **attributes):
-    """An export rule emitting one ONNX op on the node's inputs, then int64 vectors of its fields `vectors`;
-    {ONNX attribute: node field, or a function of the node}."""
+    """An export rule: one ONNX op on the node's inputs, then on int64 vectors of its fields `vectors`."""
     def rule(ex, node):
         inputs = [ex.name_of(i) for i in node.inputs] + [int64s(ex, getattr(node, f), f) for f in vectors]
         values = {key: field(node) if callable(field) else getattr(node, field) for key, field in attributes.items()}

@@ -113,8 +113,7 @@ for _onnx_type, _rows in _BY_ONNX_TYPE.items():
 # ---------------------------------------------------------------- where ONNX and numpy differ, or one op is several
 @imports("Div", "Pow")
 def import_div_pow(ctx, node):
-    """a / b and a ** b in a's element type, as ONNX keeps it (tinyflow would promote): integers divide truncating
-    toward zero (as in C), and the exponent may have another type."""
+    """a / b and a ** b in a's element type, as ONNX keeps it (tinyflow would promote); ints divide as C does."""
     _legacy_broadcast(ctx)
     a, b = ctx.input(0), ctx.input(1)
     if ctx.op_type == "Div":  # an integer quotient is computed as a float, truncated by the cast

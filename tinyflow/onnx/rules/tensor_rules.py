@@ -15,8 +15,7 @@ from . import REQUIRED, exports, imports, int64s, op_rule, same_op
 
 @imports("Reshape")
 def import_reshape(ctx, node):
-    """x with a new shape; a 0 copies the input's dimension (unless allowzero), one -1 is inferred. A ReshapeTo
-    resolves at run time a shape computed then, or 0 / -1 standing for sizes known only then."""
+    """x with a new shape (0 copies a dimension unless allowzero); ReshapeTo for sizes known only at run time."""
     x = ctx.input(0)
     allow_zero = bool(ctx.attr("allowzero", 0))
     shape = ctx.value(1) if ctx.has_input(1) else np.asarray(ctx.attr("shape"))
@@ -80,8 +79,7 @@ def import_squeeze(ctx, node):
 
 @imports("Slice")
 def import_slice(ctx, node):
-    """x[start:end:step] on the given axes, clamped as Python slices; bounds computed at run time (a Loop's
-    iteration number, a size of an unknown dimension) make a RuntimeSlice."""
+    """x[start:end:step] on the given axes; bounds computed at run time (a Loop's counter) make a RuntimeSlice."""
     x = ctx.input(0)
     if ctx.opset >= 10 and any(ctx.has_input(i) and ctx.known_ints(i) is None for i in (1, 2)):
         starts, ends = (ops.cast(ctx.input(i), np.int64) for i in (1, 2))
@@ -205,8 +203,7 @@ def _squeeze(ex, node):
 
 @exports("Flatten")
 def _flatten(ex, node):
-    """Reshape to the merged shape: constant sizes, 0 (copy) for the axes before the merged ones and -1 for
-    those, when the axes after them are known; else the shape computed from Shape at run time."""
+    """Reshape to the merged shape: constant (0 copies, -1 merges) when the later axes are known, else from Shape."""
     x = node.inputs[0]
     start, end, rank = node.start_axis, node.end_axis, len(x.shape)
     after = node.shape[start + 1:]
