@@ -236,7 +236,7 @@ def _triangle(ex, node):
 
 @exports("GetItem")
 def _get_item(ex, node):
-    """x[key] for keys of ints, slices, None, ... and one integer array: Slice, Gather, Squeeze, Unsqueeze."""
+    """x[key] for keys of ints, slices, None, ... and one integer array: Slice, Gather, Unsqueeze."""
     key, big = list(node.key), np.iinfo(np.int64).max
     if any(k is Ellipsis for k in key):  # (`in` would compare arrays elementwise)
         at = next(i for i, k in enumerate(key) if k is Ellipsis)
@@ -247,7 +247,7 @@ def _get_item(ex, node):
         raise OnnxExportError(f"GetItem '{node.name}' indexes with several arrays, a boolean mask or an array next "
                               "to ints; ONNX export takes ints, slices, None and ..., or one integer array with "
                               "slices")
-    slices, squeeze, new_axes, gather, axis, out_axis = [], [], [], None, 0, 0  # slices: (start, end, axis, step)
+    slices, gathers, new_axes, axis, out_axis = [], [], [], 0, 0  # slices: (start, end, axis, step)
     for k in key:
         if k is None:
             new_axes.append(out_axis)
@@ -258,25 +258,18 @@ def _get_item(ex, node):
             if k != slice(None):
                 slices.append((k.start if k.start is not None else (0 if step > 0 else big),
                                k.stop if k.stop is not None else (big if step > 0 else -big - 1), axis, step))
-            out_axis += 1
-        elif isinstance(k, np.ndarray):
-            gather, out_axis = (axis, k), out_axis + k.ndim
-        else:  # an int: a slice of one, squeezed
-            slices.append((int(k), int(k) + 1 if int(k) != -1 else big, axis, 1))
-            squeeze.append(axis)
+        else:  # an int or an integer array: a Gather (a 0-d index drops the axis)
+            gathers.append((axis, np.asarray(k, np.int64)))
+        out_axis += 1 if isinstance(k, slice) else np.ndim(k)
         axis += 1
     name = ex.name_of(node.inputs[0])
     if slices:
         bounds = [int64s(ex, v, h) for v, h in zip(zip(*slices), ("starts", "ends", "axes", "steps"))]
         name = ex.emit("Slice", [name] + bounds, "Slice")
-    if gather is not None:
-        gathered_axis, index = gather
-        name = ex.emit("Gather", [name, ex.constant(index.astype(np.int64), "indices")], "Gather",
-                       axis=gathered_axis)
-        squeeze = [a if a < gathered_axis else a + index.ndim - 1 for a in squeeze]
-    for op_type, axes in (("Squeeze", squeeze), ("Unsqueeze", new_axes)):
-        if axes:
-            name = ex.emit(op_type, [name, int64s(ex, axes, "axes")], op_type)
+    for gathered_axis, index in reversed(gathers):  # the last axis first: the earlier ones keep their numbers
+        name = ex.emit("Gather", [name, ex.constant(index, "indices")], "Gather", axis=gathered_axis)
+    if new_axes:
+        name = ex.emit("Unsqueeze", [name, int64s(ex, new_axes, "axes")], "Unsqueeze")
     return name if name != ex.name_of(node.inputs[0]) else ex.emit("Identity", [name], "GetItem")
 
 
