@@ -1,7 +1,6 @@
-"""tinyflow as an ONNX backend (onnx.backend.base.Backend), the interface ONNX's conformance cases run on:
-`TinyflowBackend.prepare(model, backend="c").run([x, y])` gives the outputs in the model's order. Inputs tinyflow
-needs when the graph is built (shapes, axes, pads) are fixed to the values fed (tfl.onnx.load(..., constants=...)):
-the model is imported once per distinct value."""
+"""tinyflow as an ONNX backend (onnx.backend.base.Backend), which ONNX's conformance cases run on:
+`TinyflowBackend.prepare(model, backend="c").run([x, y])`. Inputs needed when the graph is built (shapes, axes,
+pads) are fixed to the values fed: the model is imported once per distinct value."""
 import numpy as np
 from onnx.backend.base import Backend, BackendRep
 

@@ -1,8 +1,7 @@
 """tfl.onnx.export: a traced program as an ONNX model (opset 17), with dynamic dimensions kept symbolic.
 
-Each tinyflow op type maps to ONNX nodes through its export rule (rules/). The program is traced in evaluation
-mode, and values fixed there (the training flag) fold away: dropout disappears, batch norm becomes one
-BatchNormalization. tfl.cond becomes If and tfl.while_loop Loop, their subgraphs reading outer values by name.
+Each op type maps to ONNX nodes through its export rule (rules/). Traced in evaluation mode, the training flag
+folds away: dropout disappears, batch norm becomes one BatchNormalization. cond and while_loop become If and Loop.
 """
 import types
 

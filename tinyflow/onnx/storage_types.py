@@ -1,9 +1,7 @@
 """ONNX element types as numpy dtypes, and ONNX's narrow storage types (bfloat16, float8, float4, int4, int2).
 
-tinyflow computes in bool, integer and IEEE float dtypes. A tensor of a narrow type is imported as
-holding its *values* in a wider dtype (bfloat16 in float32, int4 in int8); a Cast to a narrow type
-rounds to its values (RoundToType, as ONNX rounds), and a model's inputs and outputs of narrow types
-are converted at the boundary (ml_dtypes arrays in and out, as onnx's numpy_helper gives them).
+A tensor of a narrow type holds its *values* in a wider dtype (bfloat16 in float32, int4 in int8); a Cast to one
+rounds to its values (RoundToType), and a model's inputs and outputs of narrow types are ml_dtypes arrays.
 """
 import numpy as np
 

@@ -1,7 +1,5 @@
-"""Elementwise ops both ways: the table's ops (ops/elementwise.py) by their `onnx` entry or their expression,
-then the rules where ONNX and tinyflow differ, and ONNX activations that are compositions of tinyflow ops.
-ONNX broadcasts like numpy since opset 7, as tinyflow does.
-"""
+"""Elementwise ops both ways: the table's ops (ops/elementwise.py) by their `onnx` entry or their expression, the
+rules where ONNX and tinyflow differ, and ONNX activations composed of tinyflow ops (broadcasting as numpy's)."""
 import ast
 import functools
 

@@ -1,6 +1,5 @@
-"""Ops that move data (reshape, slice, gather, pad, ...). Their sizes, axes, pads and bounds are inputs in recent
-opsets; tinyflow needs most of them when the graph is built: constants, initializers or values folded from static
-shapes."""
+"""Ops that move data (reshape, slice, gather, pad, ...); the sizes, axes, pads and bounds recent opsets give as
+inputs tinyflow mostly needs when the graph is built (ctx.ints: constants, or folded from static shapes)."""
 import numpy as np
 
 from ... import ops
