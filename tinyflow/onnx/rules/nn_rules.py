@@ -193,24 +193,20 @@ def import_resize(ctx, node):
         return [given.get(a, fill) for a in range(rank)]
     scales = sizes = None
     if sizes_input is not None and ctx.has_input(sizes_input) and np.size(ctx.input_shape(sizes_input) or (1,)):
-        known = ctx.value(sizes_input)
-        if known is None and len(axes) == rank:  # sizes computed at run time: the op reads the vector then
+        if ctx.known_ints(sizes_input) is None and len(axes) == rank:  # the op reads sizes computed at run time
             sizes = ops.cast(ctx.input(sizes_input), np.int64)
         else:
-            known = ctx.static(sizes_input, "sizes") if known is None else known
-            sizes = per_axis([int(v) for v in known.reshape(-1)], None)
+            sizes = per_axis(ctx.ints(sizes_input, "sizes"), None)
     elif ctx.has_input(scales_input):
         scales = per_axis([float(v) for v in ctx.static(scales_input, "scales").reshape(-1)], 1.0)
     elif ctx.has_attr("scales"):  # Upsample before opset 9
         scales = per_axis(ctx.attr("scales"), 1.0)
     else:
         raise ctx.fail("it has neither scales nor sizes")
-    if roi is not None and np.size(roi):  # (starts..., ends...) on `axes`
-        roi = np.asarray(roi, np.float64).reshape(2, -1)
+    roi = np.asarray(roi, np.float64).reshape(2, -1) if roi is not None and np.size(roi) else None
+    if roi is not None:  # (starts..., ends...) on `axes`
         roi = tuple(zip(*roi) if roi.shape[1] != len(axes) or len(axes) == rank else
                     zip(per_axis(roi[0], 0.0), per_axis(roi[1], 1.0)))
-    else:
-        roi = None
     return Resize(x, sizes=sizes, scales=scales, mode=mode, roi=roi, name=ctx.name, **options)
 
 

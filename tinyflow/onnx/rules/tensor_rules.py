@@ -138,11 +138,8 @@ def import_pad(ctx, node):
     """x padded (or cropped, for negative pads) in mode constant, reflect, edge or wrap."""
     x, rank = ctx.input(0), len(ctx.input_shape(0, "padding"))
     mode = ctx.attr("mode", "constant")
-    if ctx.opset < 11:
-        pads, value = ctx.attr("pads" if ctx.opset >= 2 else "paddings"), ctx.attr("value", 0.0)
-    else:
-        pads = ctx.ints(1, "pads")
-        value = np.asarray(ctx.static(2, "constant value")).reshape(-1)[0] if ctx.has_input(2) else 0
+    pads = ctx.ints(1, "pads", "pads" if ctx.opset >= 2 else "paddings")  # attributes before opset 11
+    value = ctx.static(2, "constant value").reshape(-1)[0] if ctx.has_input(2) else ctx.attr("value", 0.0)
     axes = ctx.ints(3, "axes", default=list(range(rank)))
     if len(pads) != 2 * len(axes):
         raise ctx.fail(f"pads {pads} do not hold a (begin, end) pair for each of the axes {axes}")
