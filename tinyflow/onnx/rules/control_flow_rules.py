@@ -13,7 +13,7 @@ from ...graph import get_default_graph
 from ...nodes import Constant
 from ...errors import OnnxExportError
 from ..storage_types import onnx_type
-from . import exports, imports
+from .rule_tables import exports, imports
 
 
 # ---------------------------------------------------------------- import

@@ -9,7 +9,7 @@ from ...ops import runtime_shapes
 from ...shapes import is_fully_known
 from ...errors import OnnxExportError
 from ..storage_types import RoundToType, held_dtype, numpy_dtype, onnx_type, onnx_type_name
-from . import exports, imports, op_rule, same_op
+from .rule_tables import exports, imports, op_rule, same_op
 
 _CONSTANT_FORMS = {"value": None, "value_float": np.float32, "value_floats": np.float32,
                    "value_int": np.int64, "value_ints": np.int64}

@@ -7,7 +7,7 @@ import numpy as np
 
 from ... import ops
 from ...ops.elementwise_ops import GRADIENTS as GRADIENT_OPS_BY_TYPE, OPS as ELEMENTWISE_OPS
-from . import OPSET, exports, imports, op_rule, same_op
+from .rule_tables import OPSET, exports, imports, op_rule, same_op
 from .nn_rules import batch_norm_parts
 
 

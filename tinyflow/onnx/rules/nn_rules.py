@@ -12,7 +12,7 @@ from ...ops.random_ops import DropoutMask
 from ...ops.resize import Resize
 from ...ops.windows import resolve_padding
 from ...errors import OnnxExportError
-from . import OPSET, exports, imports, op_rule, same_op
+from .rule_tables import OPSET, exports, imports, op_rule, same_op
 
 
 @imports("MatMul")

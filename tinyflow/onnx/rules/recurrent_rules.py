@@ -10,7 +10,7 @@ import numpy as np
 
 from ... import ops
 from ...nn.recurrent import gru_cell, lstm_cell, rnn_cell, unroll
-from . import imports
+from .rule_tables import imports
 
 _TORCH_ORDER = {"LSTM": [0, 2, 3, 1], "GRU": [1, 0, 2], "RNN": [0]}  # ONNX gate blocks in torch's gate order
 _ACTIVATIONS = {"LSTM": ["sigmoid", "tanh", "tanh"], "GRU": ["sigmoid", "tanh"], "RNN": ["tanh"]}

@@ -3,7 +3,7 @@ be known when the graph is built; before, they are an attribute. ONNX keeps the 
 from ... import ops
 from ...errors import OnnxExportError
 from ..storage_types import onnx_type
-from . import exports, imports, int64s, op_rule
+from .rule_tables import exports, imports, int64s, op_rule
 
 _REDUCTIONS = {  # ONNX op type -> fn(x, axes, keepdims=, name=)
     "ReduceSum": ops.reduce_sum, "ReduceMean": ops.reduce_mean, "ReduceMax": ops.reduce_max,

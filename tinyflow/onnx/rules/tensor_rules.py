@@ -9,7 +9,7 @@ from ...ops.runtime_slice import RuntimeSlice
 from ...ops.linalg import Einsum
 from ...ops.shape_ops import ReshapeTo
 from ...errors import OnnxExportError
-from . import REQUIRED, exports, imports, int64s, op_rule, same_op
+from .rule_tables import REQUIRED, exports, imports, int64s, op_rule, same_op
 
 
 @imports("Reshape")
