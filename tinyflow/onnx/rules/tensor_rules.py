@@ -37,7 +37,8 @@ imports("Gather")(op_rule(ops.gather, axis=("axis", 0)))
 imports("GatherElements")(op_rule(ops.take_along_axis, axis=("axis", 0)))
 imports("Range")(op_rule(runtime_shapes.arange))  # an Arange op when a bound is known only at run time
 imports("Einsum")(op_rule(Einsum, equation=("equation", REQUIRED)))
-imports("Concat")(op_rule(lambda *xs, axis, name: ops.concat(list(xs), axis, name=name), axis=("axis", REQUIRED)))
+imports("Concat")(op_rule(lambda *xs, axis, name: ops.concat([x for x in xs if x is not None], axis, name=name),
+                          axis=("axis", REQUIRED)))  # (an omitted input is skipped)
 exports("RuntimeSlice")(same_op("Slice", ["axes", "steps"]))
 exports("Reshape")(same_op("Reshape", ["target"]))
 exports("BroadcastTo")(same_op("Expand", ["target"]))
