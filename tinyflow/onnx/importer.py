@@ -375,7 +375,7 @@ class OnnxProgram:
         counts = collections.Counter(n.op_type for order in importer.check.order.values() for n in order)
         # ONNX op type -> number of nodes (subgraphs included), most frequent first
         self.op_counts = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
-        declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.output if v.type.HasField("tensor_type")}
+        declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.output}  # (0 for other types)
         self.narrow_outputs = {name: narrow_dtype(code) for name, code in declared.items()
                                if held_dtype(code) is not None}  # returned as onnx's numpy_helper gives them
         self._sessions = {}

@@ -88,11 +88,11 @@ def _spell_onnx(ex, tree, values, dtype):
                 return ex.emit("Not", [ex.emit("Equal", [a, b], "Equal")], "NotEqual")
             return ex.emit(_OPERATORS[type(t.ops[0])], [a, b], "compare")
         word, args = t.func.id, [visit(a) for a in t.args]
-        one = ex.constant(np.asarray(1, dtype), "one")
+        one = np.asarray(1, dtype)  # an initializer only where used
         if word == "log1p":
-            return ex.emit("Log", [ex.emit("Add", [args[0], one], "Add")], "Log1p")
+            return ex.emit("Log", [ex.emit("Add", [args[0], ex.constant(one, "one")], "Add")], "Log1p")
         if word == "expm1":
-            return ex.emit("Sub", [ex.emit("Exp", args, "Exp"), one], "Expm1")
+            return ex.emit("Sub", [ex.emit("Exp", args, "Exp"), ex.constant(one, "one")], "Expm1")
         if word in ("fmod", "pymod"):
             return _mod(ex, *args, word == "fmod", dtype)
         return ex.emit(_WORDS[word], args, word)
