@@ -111,8 +111,7 @@ class ImportContext:
                                "shapes)")
 
     def known_ints(self, i):
-        """Input i's entries as ints if all are known when the graph is built: a constant, or shape arithmetic on
-        sizes that are static even when others are not (x.shape[1] of an input of shape (None, 7)); else None."""
+        """Input i's entries as ints if known when the graph is built (constants, shape arithmetic on static sizes)."""
         value = self.value(i)
         entries = known_entries(self.input(i)) if value is None else value.reshape(-1).tolist()
         return None if entries is None or None in entries else [int(v) for v in entries]
