@@ -146,7 +146,8 @@ def test_an_expression_spelled_as_onnx_ops_adds_no_unused_initializers():
 
 INDEX_KEYS = {"negative-int": (-1,), "ints-around-a-slice": (0, slice(1, 3), -2),
               "new-axes": (None, 1, None, slice(None, None, -1)), "int-ellipsis": (2, Ellipsis, None),
-              "array": (np.array([[0, 2], [1, 1]]), slice(1, 3)), "new-axis-array": (slice(None), None, np.array([[1], [2]]))}
+              "array": (np.array([[0, 2], [1, 1]]), slice(1, 3)),
+              "new-axis-array": (slice(None), None, np.array([[1], [2]]))}
 
 
 @pytest.mark.parametrize("key", INDEX_KEYS.values(), ids=INDEX_KEYS.keys())
