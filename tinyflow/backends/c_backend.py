@@ -15,7 +15,6 @@ from ..ops.cross_entropy import check_labels
 from ..shapes import reduced_shape
 from . import native
 from .base import DECLINE, Backend, Kernel
-from .buffer_pool import BufferPool
 from .fused import CFusedKernel, plan_layout
 from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis, conv_geometry,
                            fits_conv, fits_pool, inner_dims_match, labels_fit, layout_code, pool_geometry,
@@ -361,6 +360,7 @@ class CBackend(Backend):
     name = "c"
     kernels = KERNELS
     small_size = host_below = SMALL
+    pool_bytes = None  # $TINYFLOW_POOL_MB, else 256 MiB
 
     @classmethod
     def why_unavailable(cls):
@@ -372,24 +372,11 @@ class CBackend(Backend):
         self.threads = native.configure_threads()
         # BLAS through numpy is the fastest correct matmul; TINYFLOW_GEMM=tinyflow selects ours
         self.use_gemm = os.environ.get("TINYFLOW_GEMM", "blas").lower() == "tinyflow"
-        self.pool = BufferPool()
         # optimizer update op -> its UpdateState; weak, as eager optimizers come and go while the eager backend stays
         self.update_state = weakref.WeakKeyDictionary()
-        self.recycle = self.pool.recycle  # bound directly: the pool counts the references its caller holds
-        self.hand_out = self.pool.lend  # fetched arrays the caller drops become output buffers again
-        self.may_recycle = self.pool.worth_keeping
 
     def __repr__(self):
         return f"<tinyflow backend 'c' threads={self.threads} gemm={'tinyflow' if self.use_gemm else 'blas'}>"
-
-    def begin_run(self):
-        """Reset the run report and take back the fetched arrays of earlier runs that the caller dropped."""
-        super().begin_run()
-        self.pool.reclaim()
-
-    def buffer_stats(self):
-        """(buffers reused, buffers allocated) by the buffer pool so far."""
-        return self.pool.reused, self.pool.allocated
 
     def fused_kernel(self, node):
         """The node's members as one generated C kernel (compiled once it has run a few times)."""
@@ -410,5 +397,5 @@ class CBackend(Backend):
 
     def close(self):
         """Empty the buffer pool and forget the update ops' pointers."""
-        self.pool.clear()
+        super().close()
         self.update_state.clear()

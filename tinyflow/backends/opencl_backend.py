@@ -15,7 +15,7 @@ from ..ops.expressions import OPENCL_HELPERS, spell, takes_conditions
 from ..ops.cross_entropy import check_labels
 from ..shapes import reduced_shape
 from . import opencl_runtime as rt
-from .base import DECLINE, FLOATS, Backend, Kernel, source_kernel
+from .base import DECLINE, FLOATS, Backend, Kernel
 from .fused import OpenCLFusedKernel, plan_layout
 from .kernel_codes import (ENUMS, LAYOUT_KINDS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
                            conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit, layout_code,
@@ -138,7 +138,7 @@ class OpenCLBackend(Backend):
                     self._constants[node] = self.runtime.upload(node.value)
                 return self._constants[node]
             return constant
-        return source_kernel(node)
+        return super().source_kernel(node)
 
     def launch(self, name, dtype, size, *args):
         """Run kernel `name` of the `dtype` program over `size` work-items."""
@@ -146,6 +146,7 @@ class OpenCLBackend(Backend):
 
     def close(self):
         """Drop the cached device copies of Constants and this run's uploads."""
+        super().close()
         self._constants.clear()
         self._uploads.clear()
 

@@ -113,7 +113,7 @@ class ExecutionPlan:
         self._compiled = {}  # feed shapes -> (compiled run function, its static routes); see `run`
         self._general = None  # the compiled form for any further feed shapes; see `run`
         self.source = None  # the Python source of the last compiled form
-        self._backend, self._recycle = backend, backend.recycle
+        self._backend, self._pool = backend, backend.pool
 
     def _tell_outputs_read(self):
         """Kernels of ops with several outputs (control flow) learn which steps read them, so they compute only
@@ -232,7 +232,7 @@ class ExecutionPlan:
             lines.append(f"s = {position}; v{step.slot} = {value}  # {comment}")
             assigned.add(step.slot)
             if step.release:  # values known to be too small for the backend's buffer pool are not offered to it
-                poolable = [s for s in step.release if self._backend.may_recycle(self.order[s].shape)]
+                poolable = [s for s in step.release if self._pool.worth_keeping(self.order[s].shape)]
                 if poolable:
                     lines.append("; ".join(f"recycle(v{s})" for s in poolable))
                 lines.append("del " + ", ".join(f"v{s}" for s in step.release))
@@ -243,7 +243,7 @@ class ExecutionPlan:
                   "    s = -1\n    try:\n" + "".join(f"        {line}\n" for line in lines) +
                   "    except Exception as exc:\n        fail(s, locals(), exc)\n")
         namespace = dict(bound, protect=lambda *fetched: tuple(map(self._protect, fetched)), fail=self._fail,
-                         recycle=self._recycle)
+                         recycle=self._pool.recycle)
         exec(compile(source, f"<tinyflow plan of {len(self.steps)} steps>", "exec"), namespace)  # noqa: S102
         self.source = source
         return namespace["run"]
@@ -274,7 +274,7 @@ class ExecutionPlan:
             if observer is not None:
                 observer(step, values[step.slot], [values[s] for s in step.release])
             for slot in step.release:
-                self._recycle(values[slot])
+                self._pool.recycle(values[slot])
                 values[slot] = None
         return [values[s] for s in self.fetch_slots]
 
