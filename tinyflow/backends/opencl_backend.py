@@ -33,8 +33,7 @@ class DeviceMirror:
 
     def download(self):
         """The device copy as a host array (counted in the backend's transfer report)."""
-        self.backend.report.to_host += self.array.nbytes
-        return self.array.get()
+        return self.backend.to_host(self.array)
 
 
 class OpenCLBackend(Backend):
