@@ -51,6 +51,7 @@ class Backend:
     small_size = 0          # inputs all smaller than this go to numpy (for entries with small=True)
     host_below = 0          # eager ops on fewer elements compute with numpy at once, before any table lookup
     pool_bytes = 0          # the buffer pool's bound (None: $TINYFLOW_POOL_MB or 256 MiB; 0: no pool)
+    fused = None            # the FusedKernel class running fused nodes with one generated kernel (None: numpy)
 
     def __init__(self):
         self.report = RunReport()
@@ -97,8 +98,8 @@ class Backend:
         return lambda *values: self.call(entry, op, values)
 
     def fused_kernel(self, node):
-        """The callable computing a fused elementwise node (passes/fusion.py): here numpy runs its members in turn."""
-        return node.compute
+        """The callable computing a fused elementwise node (passes/fusion.py): a `fused` kernel, else numpy."""
+        return node.compute if self.fused is None else self.fused(node, self)
 
     def compute(self, op, values):
         """op's value now, from host input values (eager mode): the table's kernel when it accepts them, else numpy."""

@@ -361,6 +361,7 @@ class CBackend(Backend):
     kernels = KERNELS
     small_size = host_below = SMALL
     pool_bytes = None  # $TINYFLOW_POOL_MB, else 256 MiB
+    fused = CFusedKernel  # compiled once a node has run a few times
 
     @classmethod
     def why_unavailable(cls):
@@ -377,10 +378,6 @@ class CBackend(Backend):
 
     def __repr__(self):
         return f"<tinyflow backend 'c' threads={self.threads} gemm={'tinyflow' if self.use_gemm else 'blas'}>"
-
-    def fused_kernel(self, node):
-        """The node's members as one generated C kernel (compiled once it has run a few times)."""
-        return CFusedKernel(node, self)
 
     def multi_update(self, node, values):
         """A MultiTensorUpdate's members in one C call; False when a gradient does not fit (then one by one)."""

@@ -40,6 +40,7 @@ class OpenCLBackend(Backend):
     """Runs ops with the kernels of ckernels/opencl on one OpenCL device; numpy for the rest."""
 
     name = "opencl"
+    fused = OpenCLFusedKernel  # built once a node has run a few times
 
     @classmethod
     def why_unavailable(cls):
@@ -66,10 +67,6 @@ class OpenCLBackend(Backend):
             log.debug("%s", self.report)
         super().begin_run()
         self._uploads.clear()
-
-    def fused_kernel(self, node):
-        """The node's members as one generated OpenCL kernel (built once it has run a few times)."""
-        return OpenCLFusedKernel(node, self)
 
     def compute(self, op, values):
         """One eager op: its inputs uploaded for it alone, its value downloaded."""
