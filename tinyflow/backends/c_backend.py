@@ -181,9 +181,14 @@ def _im2col(backend, x, geometry):
     return cols
 
 
-def _per_group(matrix, groups):
-    """(G·R, M) rows as (G, R, M): a group's rows are one block of the filters, of im2col's rows, of the planes."""
-    return matrix.reshape(groups, -1, matrix.shape[-1])
+def _grouped_product(backend, a, b, groups, transpose_a=False, transpose_b=False):
+    """a @ b (a.T, b.T where asked) as a 2-D array; with several groups, each group's block of rows of a (of the
+    filters, of im2col's rows, of the planes) times the same block of b."""
+    if groups == 1:
+        return matmul(backend, None, a.T if transpose_a else a, b.T if transpose_b else b)
+    a, b = a.reshape(groups, -1, a.shape[-1]), b.reshape(groups, -1, b.shape[-1])
+    product = np.matmul(a.transpose(0, 2, 1) if transpose_a else a, b.transpose(0, 2, 1) if transpose_b else b)
+    return product.reshape(-1, product.shape[-1])
 
 
 def _swap_leading(backend, y, first, second, shape):
@@ -217,10 +222,7 @@ def conv(backend, op, x, w):
             matmul(backend, None, filters, image, planes)
         return out
     cols = _im2col(backend, x, geometry)
-    if op.groups == 1:
-        rows = matmul(backend, None, filters, cols)  # (O, N·P)
-    else:
-        rows = np.matmul(_per_group(filters, op.groups), _per_group(cols, op.groups)).reshape(o, -1)
+    rows = _grouped_product(backend, filters, cols, op.groups)  # (O, N·P)
     backend.pool.recycle(cols)
     out = _swap_leading(backend, rows, n, o, shape)
     backend.pool.recycle(rows)
@@ -233,12 +235,7 @@ def conv_back_input(backend, op, g, w, x=None):
     shape = transposed_input_shape(op, g, w) if x is None else x.shape
     geometry = conv_geometry(op, shape, w.shape, g.shape)
     rows = _planes(backend, g)
-    filters = w.reshape(w.shape[0], -1)
-    if op.groups == 1:
-        cols = matmul(backend, None, filters.T, rows)
-    else:
-        cols = np.matmul(_per_group(filters, op.groups).transpose(0, 2, 1), _per_group(rows, op.groups))
-        cols = cols.reshape(-1, rows.shape[1])
+    cols = _grouped_product(backend, w.reshape(w.shape[0], -1), rows, op.groups, transpose_a=True)  # (C·K, N·P)
     backend.pool.recycle(rows)
     out = backend.pool.empty(shape, cols.dtype)
     _fn("tf_col2im", cols)(_buf(cols), _buf(out), *geometry)
@@ -250,10 +247,7 @@ def conv_back_filter(backend, op, x, g, w):
     """The filter gradient: the gradient's planes times im2col of the input, transposed, per group."""
     cols = _im2col(backend, x, conv_geometry(op, x.shape, w.shape, g.shape))
     rows = _planes(backend, g)
-    if op.groups == 1:
-        out = matmul(backend, None, rows, cols.T).reshape(w.shape)
-    else:
-        out = np.matmul(_per_group(rows, op.groups), _per_group(cols, op.groups).transpose(0, 2, 1)).reshape(w.shape)
+    out = _grouped_product(backend, rows, cols, op.groups, transpose_b=True).reshape(w.shape)
     backend.pool.recycle(rows)
     backend.pool.recycle(cols)
     return out
