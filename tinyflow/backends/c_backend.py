@@ -275,18 +275,17 @@ class UpdateState:
         self.arrays = [var.writable_value() for var in self.variables]
         self.count, self.kind = len(ops), ENUMS["tf_update_kind"][kind]
         self.function = _fn("tf_update_multi", self.arrays[0])
-        arrays = iter(self.arrays)
-        by_op = [dict(zip(("param",) + op.slot_names, arrays)) for op in ops]
         self.keep = [ffi.from_buffer("int64_t[]" if a.dtype.kind == "i" else f"{ctype}[]", a)
                      for a in self.arrays]  # the pointers below point into these (step counts are int64)
-        pointer = dict(zip(map(id, self.arrays), self.keep))
+        buffers = iter(self.keep)
+        by_op = [dict(zip(("param",) + op.slot_names, buffers)) for op in ops]  # name -> that Variable's buffer
 
         def pointers(name, ctype_name):
-            return ffi.new(f"{ctype_name} *[]", [pointer[id(d[name])] if name in d else ffi.NULL for d in by_op])
+            return ffi.new(f"{ctype_name} *[]", [d.get(name, ffi.NULL) for d in by_op])
         self.params = pointers("param", ctype)
         self.slots = [pointers(name, ctype) for name in (slots + (None, None))[:3]]
         self.steps = pointers("step", "int64_t")
-        self.sizes = ffi.new("long[]", [d["param"].size for d in by_op])
+        self.sizes = ffi.new("long[]", [len(d["param"]) for d in by_op])  # a buffer's length counts its elements
         self.hyper = ffi.new("double[]", 5)  # lr and the hyper-parameters, filled at each step
         self.grads = ffi.new(f"{ctype} *[]", len(ops))
         self.ctype = f"{ctype}[]"
