@@ -64,9 +64,11 @@ def backprop(seeds, pending, walk, trace=None):
             parents = grads = ()
         else:
             parents, grads = step
-        for parent, g in zip(parents, grads):
+        for index in range(len(parents)):
+            parent = parents[index]
             if parent is None:
                 continue
+            g = grads[index]
             known = pending.get(parent)
             left = (count(parent) if known is None else known) - 1
             if left or known is not None:  # (an eager op released by its first contribution is never stored)
