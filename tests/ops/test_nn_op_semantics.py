@@ -121,3 +121,13 @@ def test_resize_sizes_scales_and_kept_axes():
 def test_bad_windows_and_sizes_are_errors_that_say_what_to_fix(build, message):
     with pytest.raises(tfl.ShapeError, match=message):
         build()
+
+
+def test_resize_names_an_unknown_option_instead_of_a_type_error():
+    with pytest.raises(tfl.ArgumentError, match="bogus=1 is not an option of Resize"):
+        Resize(tfl.Placeholder((1, 2, 3)), sizes=(1, 2, 3), bogus=1)
+
+
+def test_interpolate_names_a_scale_factor_that_is_not_a_number():
+    with pytest.raises(tfl.ArgumentError, match="scales='a' is not a number"):
+        tfl.interpolate(tfl.Placeholder((1, 2, 3, 3)), scale_factor="a")
