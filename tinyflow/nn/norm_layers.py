@@ -10,9 +10,9 @@ import numpy as np
 from ..control_flow.subgraph import is_eager
 from ..errors import ShapeError
 from ..nodes import Variable
-from ..ops.array_ops import checks, identity, reshape
-from ..ops.elementwise_ops import add, greater, maximum, multiply, ones_like, sqrt, square, where
-from ..ops.normalization import group_norm, instance_norm, layer_norm
+from ..ops.array_ops import checks, reshape
+from ..ops.elementwise_ops import greater, maximum, ones_like, sqrt, square, where
+from ..ops.normalization import affine, group_norm, instance_norm, layer_norm
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
 from .layer import Layer, ranked, sizes, training_flag
@@ -40,27 +40,18 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     else:
         frozen = (x - reshape(running_mean, shape)) / sqrt(reshape(running_var, shape) + eps)
     if training is False:
-        return _scale_shift(frozen, weight, bias, shape, name)
+        return affine(frozen, weight, bias, shape, name)
     mean, var = batch_statistics(x)
     from_batch = (x - mean) / sqrt(var + eps)
     x_hat = from_batch if training is True else where(training, from_batch, frozen)
     if momentum is not None and isinstance(running_mean, Variable) and isinstance(running_var, Variable):
         _update_running_statistics(x, running_mean, running_var, mean, var, momentum)
-    return _scale_shift(x_hat, weight, bias, shape, name)
+    return affine(x_hat, weight, bias, shape, name)
 
 
 def _array(value):
     """A Variable's, eager Tensor's or array's value as a numpy array."""
     return value.value if isinstance(value, Variable) else np.asarray(getattr(value, "numpy", lambda: value)())
-
-
-def _scale_shift(x_hat, weight, bias, shape, name=None):
-    """x̂ · γ + β (either may be None); the last op gets `name`."""
-    if weight is not None:
-        x_hat = multiply(x_hat, reshape(weight, shape), name=None if bias is not None else name)
-    if bias is not None:
-        x_hat = add(x_hat, reshape(bias, shape), name=name)
-    return x_hat if name is None or weight is not None or bias is not None else identity(x_hat, name=name)
 
 
 def _update_running_statistics(x, running_mean, running_var, mean, var, m):

@@ -331,8 +331,10 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     if (size is None) == (scale_factor is None):
         check.fail("size", size, "and scale_factor are both given or both missing", "pass one of them")
 
-    def per_axis(value, kept):
-        return None if value is None else kept + (list(value) if isinstance(value, (tuple, list)) else [value] * spatial)
+    def per_axis(value, kept):  # the two leading axes `kept`, then one entry per spatial axis
+        if value is None:
+            return None
+        return kept + (list(value) if isinstance(value, (tuple, list)) else [value] * spatial)
     return Resize(x, sizes=per_axis(size, [None, None]), scales=per_axis(scale_factor, [1.0, 1.0]), mode=kind,
                   coordinate_transformation_mode="align_corners" if align_corners else coordinates,
                   nearest_mode=nearest, name=name)
