@@ -15,7 +15,7 @@ from ..shapes import shapes_compatible
 from .elementwise_ops import extreme
 from .reductions import ReduceMax, ReduceMean, reduce_max, reduce_mean
 from .registry import not_differentiable, register_gradient
-from .windows import WindowOperation, scatter_windows, sliding_windows, span, spatial_rank
+from .windows import WindowOperation, per_rank, scatter_windows, sliding_windows, span, spatial_rank
 
 
 class PoolOperation(WindowOperation):
@@ -239,7 +239,7 @@ def _kernel(op_class, name, x, kernel_size, rank):
     return Arguments(op_class, name, x).ints("kernel_size", kernel_size, rank, minimum=1)
 
 
-def _max_pool_nd(rank):
+def _max_pool(rank):
     def max_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False,
                  name=None):
         kernel = _kernel(MaxPool, name, x, kernel_size, rank)
@@ -248,25 +248,23 @@ def _max_pool_nd(rank):
             return y
         return y, MaxPoolIndices(x, kernel, stride, padding, dilation, ceil_mode,
                                  name=None if name is None else name + "_indices")
-    max_pool.__name__ = max_pool.__qualname__ = f"max_pool{rank}d"
-    max_pool.__doc__ = (f"{rank}-D max pooling over kernel_size windows (stride defaults to kernel_size); with "
-                        "return_indices, also each maximum's flat index in its plane, as torch.")
     return max_pool
 
 
-def _avg_pool_nd(rank):
+def _avg_pool(rank):
     def avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, dilation=1,
                  name=None):
         kernel = _kernel(AvgPool, name, x, kernel_size, rank)
         return AvgPool(x, kernel, stride, padding, dilation, ceil_mode, count_include_pad, name=name)
-    avg_pool.__name__ = avg_pool.__qualname__ = f"avg_pool{rank}d"
-    avg_pool.__doc__ = (f"{rank}-D average pooling over kernel_size windows (stride defaults to kernel_size); "
-                        "zero padding counted unless count_include_pad=False, as torch.")
     return avg_pool
 
 
-max_pool1d, max_pool2d, max_pool3d = _max_pool_nd(1), _max_pool_nd(2), _max_pool_nd(3)
-avg_pool1d, avg_pool2d, avg_pool3d = _avg_pool_nd(1), _avg_pool_nd(2), _avg_pool_nd(3)
+max_pool1d, max_pool2d, max_pool3d = per_rank(
+    _max_pool, "max_pool{rank}d", "{rank}-D max pooling of {layout} over kernel_size windows (stride defaults to "
+    "kernel_size); with return_indices, also each maximum's flat index in its plane, as torch.")
+avg_pool1d, avg_pool2d, avg_pool3d = per_rank(
+    _avg_pool, "avg_pool{rank}d", "{rank}-D average pooling of {layout} over kernel_size windows (stride defaults to "
+    "kernel_size); zero padding counted unless count_include_pad=False, as torch.")
 
 
 def _spatial_axes(op_class, name, x):
