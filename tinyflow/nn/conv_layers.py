@@ -71,7 +71,8 @@ class _MaxPoolNd(Layer):
         super().__init__(name)
 
     def forward(self, x):
-        return MaxPool(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+        return MaxPool(x, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding,
+                       dilation=self.dilation, ceil_mode=self.ceil_mode)
 
 
 class _AvgPoolNd(Layer):
@@ -83,7 +84,8 @@ class _AvgPoolNd(Layer):
         super().__init__(name)
 
     def forward(self, x):
-        return AvgPool(x, self.kernel_size, self.stride, self.padding, 1, self.ceil_mode, self.count_include_pad)
+        return AvgPool(x, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding,
+                       ceil_mode=self.ceil_mode, count_include_pad=self.count_include_pad)
 
 
 Conv1D, Conv2D, Conv3D = ranked(_ConvNd, "Conv{}D", "Convolution layer")

@@ -20,8 +20,6 @@ from .windows import WindowOperation, columns, per_rank, scatter_windows, slidin
 def filter_rows(cols, w, groups):
     """im2col rows (M, C·K) times the filters w (O, C/G, *kernel), group by group: (M, O)."""
     o, m = w.shape[0], cols.shape[0]
-    if groups == 1:
-        return cols @ w.reshape(o, -1).T
     per_group = cols.reshape(m, groups, -1).transpose(1, 0, 2)            # (G, M, C/G·K)
     product = np.matmul(per_group, w.reshape(groups, o // groups, -1).transpose(0, 2, 1))  # (G, M, O/G)
     return product.transpose(1, 0, 2).reshape(m, o)
@@ -30,8 +28,6 @@ def filter_rows(cols, w, groups):
 def rows_through_filters(rows, w, groups):
     """The adjoint of filter_rows: output-gradient rows (M, O) back to im2col rows (M, C·K)."""
     o, m = w.shape[0], rows.shape[0]
-    if groups == 1:
-        return rows @ w.reshape(o, -1)
     per_group = rows.reshape(m, groups, o // groups).transpose(1, 0, 2)  # (G, M, O/G)
     product = np.matmul(per_group, w.reshape(groups, o // groups, -1))   # (G, M, C/G·K)
     return product.transpose(1, 0, 2).reshape(m, -1)
@@ -40,8 +36,6 @@ def rows_through_filters(rows, w, groups):
 def filter_gradient(rows, cols, w_shape, groups):
     """dL/dw from output-gradient rows (M, O) and im2col rows (M, C·K), group by group."""
     m = rows.shape[0]
-    if groups == 1:
-        return (rows.T @ cols).reshape(w_shape)
     per_rows = rows.reshape(m, groups, -1).transpose(1, 2, 0)             # (G, O/G, M)
     per_cols = cols.reshape(m, groups, -1).transpose(1, 0, 2)             # (G, M, C/G·K)
     return np.matmul(per_rows, per_cols).reshape(w_shape)

@@ -112,10 +112,6 @@ class MaxPoolOperation(PoolOperation):
 class MaxPool(MaxPoolOperation):
     """The maximum of each window (padding ignored).  Gradient: g to each window's first maximum (as PyTorch)."""
 
-    def __init__(self, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, name=None):
-        super().__init__(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
-                         ceil_mode=ceil_mode, name=name)
-
     def compute(self, x):
         windows = self.windows(x, extreme(x.dtype, largest=False))
         return windows.max(axis=tuple(range(-len(self.kernel), 0)))
@@ -211,11 +207,6 @@ class AvgPoolOperation(PoolOperation):
 class AvgPool(AvgPoolOperation):
     """The mean of each window: Σ window / divisor (see `divisor`).  Gradient: g/divisor to every tap of its window."""
 
-    def __init__(self, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, count_include_pad=True,
-                 name=None):
-        super().__init__(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
-                         ceil_mode=ceil_mode, count_include_pad=count_include_pad, name=name)
-
     def compute(self, x):
         total = self.windows(x, 0).sum(axis=tuple(range(-len(self.kernel), 0)))
         return (total / self.divisor(x.shape, x.dtype)).astype(x.dtype, copy=False)
@@ -242,20 +233,20 @@ def _kernel(op_class, name, x, kernel_size, rank):
 def _max_pool(rank):
     def max_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False,
                  name=None):
-        kernel = _kernel(MaxPool, name, x, kernel_size, rank)
-        y = MaxPool(x, kernel, stride, padding, dilation, ceil_mode, name=name)
+        window = dict(kernel_size=_kernel(MaxPool, name, x, kernel_size, rank), stride=stride, padding=padding,
+                      dilation=dilation, ceil_mode=ceil_mode)
+        y = MaxPool(x, **window, name=name)
         if not return_indices:
             return y
-        return y, MaxPoolIndices(x, kernel, stride, padding, dilation, ceil_mode,
-                                 name=None if name is None else name + "_indices")
+        return y, MaxPoolIndices(x, **window, name=None if name is None else name + "_indices")
     return max_pool
 
 
 def _avg_pool(rank):
     def avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, dilation=1,
                  name=None):
-        kernel = _kernel(AvgPool, name, x, kernel_size, rank)
-        return AvgPool(x, kernel, stride, padding, dilation, ceil_mode, count_include_pad, name=name)
+        return AvgPool(x, kernel_size=_kernel(AvgPool, name, x, kernel_size, rank), stride=stride, padding=padding,
+                       dilation=dilation, ceil_mode=ceil_mode, count_include_pad=count_include_pad, name=name)
     return avg_pool
 
 
