@@ -78,35 +78,20 @@ class MaxPoolOperation(PoolOperation):
 
     abstract = True
 
-    def first_maximum(self, x):
-        """(flat index in its (N, C) plane of each window's first maximum, whether that lies in x): (N, C, *out)."""
-        rank = len(self.kernel)
-        windows = self.windows(x, extreme(x.dtype, largest=False))
-        inside = self.windows(np.ones((1, 1) + x.shape[2:], bool), False)
-        taps = windows.reshape(windows.shape[:2 + rank] + (-1,))
-        top = taps.max(axis=-1, keepdims=True)
-        is_top = taps == top
+    def first_maximum(self, x, index=None):
+        """Of each window's first maximum, (N, C, *out): its entry in `index` (broadcasting to x's shape; by default
+        its index in x.reshape(-1)), and whether the window has one."""
+        def taps(windows):  # (N, C, *out, kernel taps)
+            return windows.reshape(windows.shape[:2 + len(self.kernel)] + (-1,))
+        values = taps(self.windows(x, extreme(x.dtype, largest=False)))
+        where = taps(self.windows(np.arange(x.size).reshape(x.shape) if index is None else index, -1))  # -1: padding
+        top = values.max(axis=-1, keepdims=True)
+        is_top = values == top
         if x.dtype.kind == "f":
-            is_top |= np.isnan(taps) & np.isnan(top)
-        is_top &= inside.reshape(inside.shape[:2 + rank] + (-1,))  # padding never wins, even against -inf
-        tap = np.unravel_index(is_top.argmax(axis=-1), self.kernel)
-        out = windows.shape[2:2 + rank]
-        pads = self.pads(x.shape[2:], self.kernel)
-        coords, found = [], is_top.any(axis=-1)
-        for axis, (t, o, s, d, (before, _), n) in enumerate(zip(tap, out, self.stride, self.dilation, pads,
-                                                               x.shape[2:])):
-            start = (np.arange(o) * s - before).reshape((o,) + (1,) * (rank - 1 - axis))
-            coord = start + t * d
-            found &= (coord >= 0) & (coord < n)
-            coords.append(np.clip(coord, 0, n - 1))
-        return np.ravel_multi_index(coords, x.shape[2:]), found
-
-    def flat_positions(self, x):
-        """(index of each window's first maximum in x.reshape(-1), whether that lies in x)."""
-        flat, found = self.first_maximum(x)
-        n, c = x.shape[:2]
-        planes = np.arange(n * c).reshape((n, c) + (1,) * len(self.kernel)) * math.prod(x.shape[2:])
-        return planes + flat, found
+            is_top |= np.isnan(values) & np.isnan(top)
+        is_top &= where >= 0  # padding never wins, even against -inf
+        first = np.take_along_axis(where, is_top.argmax(axis=-1)[..., None], axis=-1)[..., 0]
+        return np.maximum(first, 0), is_top.any(axis=-1)
 
 
 class MaxPool(MaxPoolOperation):
@@ -121,7 +106,7 @@ class MaxPoolGrad(PoolGradient, MaxPoolOperation):
     """Scatter g (pooled shape) onto x's grid at each window's first maximum (overlaps add up)."""
 
     def compute(self, x, grad):
-        index, found = self.flat_positions(x)
+        index, found = self.first_maximum(x)
         total = np.bincount(index[found], weights=grad[found], minlength=x.size)
         return total.astype(grad.dtype).reshape(x.shape)
 
@@ -130,7 +115,7 @@ class MaxPoolGather(MaxPoolOperation):
     """Pick h (x's shape) at each window's first maximum: the adjoint of MaxPoolGrad."""
 
     def compute(self, x, h):
-        index, found = self.flat_positions(x)
+        index, found = self.first_maximum(x)
         return np.where(found, h.reshape(-1)[index], np.zeros((), h.dtype))
 
     def infer_shape(self, x_shape, h_shape):
@@ -157,14 +142,13 @@ class MaxPoolIndices(MaxPoolOperation):
                          ceil_mode=ceil_mode, name=name)
 
     def compute(self, x):
-        flat, _ = self.first_maximum(x)
         spatial = x.shape[2:]
-        if self.storage_order:
-            flat = np.ravel_multi_index(np.unravel_index(flat, spatial)[::-1], spatial[::-1])
+        size = math.prod(spatial)
+        plane = np.arange(size).reshape(spatial[::-1]).T if self.storage_order else np.arange(size).reshape(spatial)
+        index = plane.reshape((1, 1) + spatial)
         if self.whole_tensor:
-            n, c = x.shape[:2]
-            flat = flat + np.arange(n * c).reshape((n, c) + (1,) * len(spatial)) * math.prod(spatial)
-        return flat.astype(np.int64)
+            index = index + size * np.arange(x.shape[0] * x.shape[1]).reshape(x.shape[:2] + (1,) * len(spatial))
+        return self.first_maximum(x, index)[0].astype(np.int64)
 
     def infer_dtype(self, x):
         return np.dtype(np.int64)
