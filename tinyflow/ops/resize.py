@@ -108,14 +108,9 @@ def interpolation_matrix(size, out, scale, mode, coordinates, nearest_mode, cubi
     n = coeffs.shape[1]
     # the n neighbours nearest to x (ties to the smaller index), as ONNX's reference finds them
     pad = math.ceil(n / 2)
-    padded = x + pad
-    base = np.floor(padded)
-    frac = padded - base
-    if n % 2 == 0:
-        start = base + np.where(frac == 0, -(n // 2), -(n // 2) + 1)
-    else:
-        start = base + np.where(frac <= 0.5, -((n - 1) // 2), -((n - 1) // 2) + 1)
-    neighbours = start[:, None].astype(np.int64) + np.arange(n)[None, :] - pad
+    base = np.floor(x + pad)
+    past = (x + pad - base != 0) if n % 2 == 0 else (x + pad - base > 0.5)  # the first neighbour one further on
+    neighbours = (base + past - n // 2 - pad).astype(np.int64)[:, None] + np.arange(n)
     if exclude_outside:
         coeffs = np.where((neighbours < 0) | (neighbours >= size), 0.0, coeffs)
         total = coeffs.sum(axis=1, keepdims=True)
