@@ -131,3 +131,8 @@ def test_resize_names_an_unknown_option_instead_of_a_type_error():
 def test_interpolate_names_a_scale_factor_that_is_not_a_number():
     with pytest.raises(tfl.ArgumentError, match="scales='a' is not a number"):
         tfl.interpolate(tfl.Placeholder((1, 2, 3, 3)), scale_factor="a")
+
+
+def test_layer_norm_names_a_normalized_shape_that_is_not_a_size():
+    with pytest.raises(tfl.ArgumentError, match="normalized_shape=2.5 is not a size"):
+        tfl.layer_norm(tfl.Placeholder((2, 3)), 2.5)

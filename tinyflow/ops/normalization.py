@@ -102,7 +102,8 @@ def affine(y, weight=None, bias=None, shape=None, name=None):
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, name=None):
     """Layer normalization over the trailing axes `normalized_shape`, then · weight + bias (of that shape), as torch."""
     check = Arguments(LayerNorm, name, x)
-    trailing = (normalized_shape,) if is_int(normalized_shape) else tuple(normalized_shape)
+    trailing = tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list, np.ndarray)) else \
+        (normalized_shape,)
     if not trailing or not all(is_int(d) and d >= 1 for d in trailing):
         check.fail("normalized_shape", normalized_shape, "is not a size or a tuple of sizes >= 1",
                    "pass the sizes of the trailing axes to normalize, e.g. x.shape[-1:]")
