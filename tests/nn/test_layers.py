@@ -156,3 +156,18 @@ def test_flatten_merges_axes_of_unknown_size_at_run_time():
     assert run(y, {x: np.ones((2, 3, 4), np.float32)}).shape == (2, 12)
     with pytest.raises(tfl.ArgumentError, match="needs an input of known rank"):
         tfl.nn.Flatten()(tfl.Placeholder(None))
+
+
+def test_batch_norm_names_a_momentum_or_eps_that_is_not_a_number():
+    x = tfl.Placeholder((2, 3))
+    with pytest.raises(tfl.ArgumentError, match="momentum='a' is not a number"):
+        tfl.nn.BatchNorm1d(3, momentum="a")(x)
+    with pytest.raises(tfl.ArgumentError, match="eps='a' is not a number"):
+        tfl.batch_norm(x, np.zeros(3), np.ones(3), eps="a")
+
+
+def test_normalization_layers_check_eps_when_built():
+    for build in (lambda: tfl.nn.LayerNorm(4, eps=-1.0), lambda: tfl.nn.GroupNorm(2, 4, eps=-1.0),
+                  lambda: tfl.nn.InstanceNorm2d(4, eps=-1.0), lambda: tfl.nn.BatchNorm2d(4, eps=-1.0)):
+        with pytest.raises(tfl.ArgumentError, match="eps=-1.0 is out of range"):
+            build()

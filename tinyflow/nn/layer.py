@@ -174,11 +174,6 @@ class Layer:
         self._variables.append(var)
         return var
 
-    def add_affine(self, shape, affine=True, bias=True):
-        """A normalization's scale γ (ones) and shift β (zeros) of `shape`: None where not wanted."""
-        weight = self.add_variable("weight", shape, "ones") if affine else None
-        return weight, self.add_variable("bias", shape, "zeros") if affine and bias else None
-
     def check_rank(self, x):
         """ShapeError unless x has the input rank this layer class takes (`rank`)."""
         if x.shape is None or len(x.shape) != self.rank:
