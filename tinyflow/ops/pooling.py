@@ -60,24 +60,6 @@ class PoolOperation(WindowOperation):
         if not shapes_compatible(shape, expected):
             raise ShapeError(f"{what} has shape {shape}, but this window needs {expected}")
 
-
-class PoolGradient:
-    """Of a pooling gradient op of (x, g): its value has x's shape and g's dtype (g is the pooled shape)."""
-
-    def infer_shape(self, x_shape, grad_shape):
-        self.check_same_shape(grad_shape, self.pooled_shape(x_shape), "the pooled gradient")
-        return x_shape
-
-    def infer_dtype(self, x, grad):
-        return grad
-
-
-# ------------------------------------------------------------ max pooling
-class MaxPoolOperation(PoolOperation):
-    """Shared by the max pooling ops: where each window's first maximum is."""
-
-    abstract = True
-
     def first_maximum(self, x, index=None):
         """Of each window's first maximum, (N, C, *out): its entry in `index` (broadcasting to x's shape; by default
         its index in x.reshape(-1)), and whether the window has one."""
@@ -94,7 +76,19 @@ class MaxPoolOperation(PoolOperation):
         return np.maximum(first, 0), is_top.any(axis=-1)
 
 
-class MaxPool(MaxPoolOperation):
+class PoolGradient:
+    """Of a pooling gradient op of (x, g): its value has x's shape and g's dtype (g is the pooled shape)."""
+
+    def infer_shape(self, x_shape, grad_shape):
+        self.check_same_shape(grad_shape, self.pooled_shape(x_shape), "the pooled gradient")
+        return x_shape
+
+    def infer_dtype(self, x, grad):
+        return grad
+
+
+# ------------------------------------------------------------ max pooling
+class MaxPool(PoolOperation):
     """The maximum of each window (padding ignored).  Gradient: g to each window's first maximum (as PyTorch)."""
 
     def compute(self, x):
@@ -102,7 +96,7 @@ class MaxPool(MaxPoolOperation):
         return windows.max(axis=tuple(range(-len(self.kernel), 0)))
 
 
-class MaxPoolGrad(PoolGradient, MaxPoolOperation):
+class MaxPoolGrad(PoolGradient, PoolOperation):
     """Scatter g (pooled shape) onto x's grid at each window's first maximum (overlaps add up)."""
 
     def compute(self, x, grad):
@@ -111,7 +105,7 @@ class MaxPoolGrad(PoolGradient, MaxPoolOperation):
         return total.astype(grad.dtype).reshape(x.shape)
 
 
-class MaxPoolGather(MaxPoolOperation):
+class MaxPoolGather(PoolOperation):
     """Pick h (x's shape) at each window's first maximum: the adjoint of MaxPoolGrad."""
 
     def compute(self, x, h):
@@ -126,7 +120,7 @@ class MaxPoolGather(MaxPoolOperation):
         return h
 
 
-class MaxPoolIndices(MaxPoolOperation):
+class MaxPoolIndices(PoolOperation):
     """Where each window's first maximum is, as int64: flat in its (N, C) plane (PyTorch's return_indices), or
     flat in the whole tensor (whole_tensor, ONNX's Indices), its spatial axes read in reverse order when
     storage_order=1 (ONNX's column-major)."""
