@@ -36,34 +36,29 @@ CHOICES = {"mode": ("nearest", "linear", "cubic"),
            "keep_aspect_ratio_policy": ("stretch", "not_larger", "not_smaller")}
 
 
-# ------------------------------------------------------------ the taps of one output position
-def _nearest(ratio, scale, mode):
-    if ratio == 1:  # an integer coordinate: the pixel itself (ONNX counts it as ratio 1 of the left one)
-        return [0.0, 1.0]
-    pick_right = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5, "floor": False,
-                  "ceil": True}[mode]
-    return [0.0, 1.0] if pick_right else [1.0, 0.0]
-
-
-def _linear_weight(t):
-    return max(0.0, 1 - abs(t))
+# ------------------------------------------------------------ the taps of the output positions
+def _nearest(ratios, mode):
+    """Weights of the pixel before and after each position `ratios` past a pixel: 1 for the nearest."""
+    right = {"round_prefer_floor": ratios > 0.5, "round_prefer_ceil": ratios >= 0.5,
+             "floor": np.zeros(ratios.shape, bool), "ceil": np.ones(ratios.shape, bool)}[mode]
+    right |= ratios == 1  # an integer coordinate: the pixel itself (ONNX counts it as ratio 1 of the left one)
+    return np.stack([~right, right], axis=1).astype(np.float64)
 
 
 def _cubic_weight(t, a):
     """Keys' cubic convolution kernel with coefficient a."""
-    t = abs(t)
-    if t <= 1:
-        return (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1
-    return a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a if t < 2 else 0.0
+    t = np.abs(t)
+    return np.where(t <= 1, (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1,
+                    np.where(t < 2, a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a, 0.0))
 
 
-def _filter(ratio, scale, weight, support, antialias):
-    """weight(distance) of the taps around an output position `ratio` past a pixel, out to `support` pixels; when
+def _filter(ratios, scale, weight, support, antialias):
+    """weight(distance) of the taps around each position `ratios` past a pixel, out to `support` pixels; when
     antialias shrinks (scale < 1), the filter widens by 1/scale and its weights are normalised to sum to 1."""
     scale = min(scale, 1.0) if antialias else 1.0
     start = int(np.floor(-support / scale) + 1)
-    coeffs = [weight(scale * (i - ratio)) for i in range(start, 2 - start)]
-    return [c / sum(coeffs) for c in coeffs] if antialias else coeffs
+    coeffs = weight(scale * (np.arange(start, 2 - start) - ratios[:, None]))
+    return coeffs / coeffs.sum(axis=1, keepdims=True) if antialias else coeffs
 
 
 def _source_coordinates(mode, size, out, scale, roi):
@@ -94,17 +89,15 @@ def interpolation_matrix(size, out, scale, mode, coordinates, nearest_mode, cubi
                          antialias, roi):
     """The (out × in) matrix resizing one axis of length `size` to `out`, and the rows (a boolean array, or None)
     that fall outside a tf_crop_and_resize region and take the extrapolation value instead."""
-    if mode == "nearest":
-        taps = functools.partial(_nearest, mode=nearest_mode)
-    elif mode == "linear":
-        taps = functools.partial(_filter, weight=_linear_weight, support=1, antialias=antialias)
-    else:
-        cubic = functools.partial(_cubic_weight, a=cubic_coeff_a)
-        taps = functools.partial(_filter, weight=cubic, support=2, antialias=antialias)
     x, outside = _source_coordinates(coordinates, size, out, scale, roi)
     floor = np.floor(x)
     ratios = np.where(x == floor, 1.0, x - floor)
-    coeffs = np.array([taps(float(r), scale) for r in ratios], dtype=np.float64).reshape(out, -1)
+    if mode == "nearest":
+        coeffs = _nearest(ratios, nearest_mode)
+    elif mode == "linear":
+        coeffs = _filter(ratios, scale, lambda t: np.maximum(0.0, 1 - np.abs(t)), 1, antialias)
+    else:
+        coeffs = _filter(ratios, scale, functools.partial(_cubic_weight, a=cubic_coeff_a), 2, antialias)
     n = coeffs.shape[1]
     # the n neighbours nearest to x (ties to the smaller index), as ONNX's reference finds them
     pad = math.ceil(n / 2)
