@@ -66,26 +66,24 @@ class _MaxPoolNd(Layer):
     """Max pooling over kernel_size windows, as torch.nn.MaxPoolNd."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, name=None):
-        self.kernel_size, self.stride, self.padding = _kernel(self, name, kernel_size), stride, padding
-        self.dilation, self.ceil_mode = dilation, ceil_mode
+        self.window = dict(kernel_size=_kernel(self, name, kernel_size), stride=stride, padding=padding,
+                           dilation=dilation, ceil_mode=ceil_mode)
         super().__init__(name)
 
     def forward(self, x):
-        return MaxPool(x, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding,
-                       dilation=self.dilation, ceil_mode=self.ceil_mode)
+        return MaxPool(x, **self.window)
 
 
 class _AvgPoolNd(Layer):
     """Average pooling over kernel_size windows (zero padding counted unless count_include_pad=False), as torch."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, name=None):
-        self.kernel_size, self.stride, self.padding = _kernel(self, name, kernel_size), stride, padding
-        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        self.window = dict(kernel_size=_kernel(self, name, kernel_size), stride=stride, padding=padding,
+                           ceil_mode=ceil_mode, count_include_pad=count_include_pad)
         super().__init__(name)
 
     def forward(self, x):
-        return AvgPool(x, kernel_size=self.kernel_size, stride=self.stride, padding=self.padding,
-                       ceil_mode=self.ceil_mode, count_include_pad=self.count_include_pad)
+        return AvgPool(x, **self.window)
 
 
 Conv1D, Conv2D, Conv3D = ranked(_ConvNd, "Conv{}D", "Convolution layer")

@@ -13,7 +13,7 @@ from ..errors import ShapeError
 from ..shapes import dims_compatible, shapes_compatible
 from .array_ops import reshape
 from .registry import register_gradient
-from .windows import WindowOperation, columns, per_rank, scatter_windows, sliding_windows, span, spatial_rank
+from .windows import WindowOperation, columns, per_rank, scatter_windows, span, spatial_rank
 
 
 # ------------------------------------------------------------ the numpy backend's kernels
@@ -117,8 +117,8 @@ class Conv(ConvOperation):
 
     def compute(self, x, w):
         out = self.out_spatial(x.shape, w.shape[2:])
-        windows = sliding_windows(x, w.shape[2:], self.stride, self.pads(x.shape[2:], w.shape[2:]), self.dilation, out)
-        return channels_first(filter_rows(columns(windows), w, self.groups), x.shape[0], out)
+        rows = filter_rows(columns(self.windows(x, w.shape[2:], out)), w, self.groups)
+        return channels_first(rows, x.shape[0], out)
 
     def infer_shape(self, x_shape, w_shape):
         return (x_shape[0], self.check_filter(x_shape, w_shape)) + self.out_spatial(x_shape, w_shape[2:])
@@ -151,8 +151,7 @@ class ConvBackFilter(ConvOperation):
         super().__init__(x, grad, w, name=name)
 
     def compute(self, x, grad, w):
-        windows = sliding_windows(x, w.shape[2:], self.stride, self.pads(x.shape[2:], w.shape[2:]), self.dilation,
-                                  grad.shape[2:])
+        windows = self.windows(x, w.shape[2:], grad.shape[2:])
         return filter_gradient(channels_last_rows(grad), columns(windows), w.shape, self.groups)
 
     def infer_shape(self, x_shape, grad_shape, w_shape):

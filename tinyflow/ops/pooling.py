@@ -44,11 +44,6 @@ class PoolOperation(WindowOperation):
         return dict(kernel_size=self.kernel, stride=self.stride, padding=self.padding, dilation=self.dilation,
                     ceil_mode=self.ceil_mode)
 
-    def windows(self, x, fill):
-        """x's windows: an (N, C, *out, *kernel) view."""
-        return sliding_windows(x, self.kernel, self.stride, self.pads(x.shape[2:], self.kernel), self.dilation,
-                               self.out_spatial(x.shape, self.kernel), fill)
-
     def pooled_shape(self, x_shape):
         return x_shape[:2] + self.out_spatial(x_shape, self.kernel)
 
@@ -65,8 +60,9 @@ class PoolOperation(WindowOperation):
         its index in x.reshape(-1)), and whether the window has one."""
         def taps(windows):  # (N, C, *out, kernel taps)
             return windows.reshape(windows.shape[:2 + len(self.kernel)] + (-1,))
-        values = taps(self.windows(x, extreme(x.dtype, largest=False)))
-        where = taps(self.windows(np.arange(x.size).reshape(x.shape) if index is None else index, -1))  # -1: padding
+        values = taps(self.windows(x, self.kernel, fill=extreme(x.dtype, largest=False)))
+        index = np.arange(x.size).reshape(x.shape) if index is None else index
+        where = taps(self.windows(index, self.kernel, fill=-1))  # each tap's entry in index, -1 in the padding
         top = values.max(axis=-1, keepdims=True)
         is_top = values == top
         if x.dtype.kind == "f":
@@ -92,7 +88,7 @@ class MaxPool(PoolOperation):
     """The maximum of each window (padding ignored).  Gradient: g to each window's first maximum (as PyTorch)."""
 
     def compute(self, x):
-        windows = self.windows(x, extreme(x.dtype, largest=False))
+        windows = self.windows(x, self.kernel, fill=extreme(x.dtype, largest=False))
         return windows.max(axis=tuple(range(-len(self.kernel), 0)))
 
 
@@ -186,7 +182,7 @@ class AvgPool(AvgPoolOperation):
     """The mean of each window: Σ window / divisor (see `divisor`).  Gradient: g/divisor to every tap of its window."""
 
     def compute(self, x):
-        total = self.windows(x, 0).sum(axis=tuple(range(-len(self.kernel), 0)))
+        total = self.windows(x, self.kernel).sum(axis=tuple(range(-len(self.kernel), 0)))
         return (total / self.divisor(x.shape, x.dtype)).astype(x.dtype, copy=False)
 
 

@@ -131,6 +131,11 @@ class WindowOperation(Operation):
         """((before, after), ...) of this op's padding for inputs of these spatial sizes (None if unknown)."""
         return resolve_padding(self.padding, spatial, kernel, self.stride, self.dilation)
 
+    def windows(self, x, kernel, out=None, fill=0):
+        """x's windows (padded with `fill`): an (N, C, *out, *kernel) view; `out` defaults to this op's output size."""
+        out = self.out_spatial(x.shape, kernel) if out is None else out
+        return sliding_windows(x, kernel, self.stride, self.pads(x.shape[2:], kernel), self.dilation, out, fill)
+
     @staticmethod
     def spatial(x_shape, rank):
         """The spatial sizes of x_shape, raising ShapeError unless it is (N, C, *spatial) with `rank` spatial axes."""
