@@ -171,3 +171,10 @@ def test_normalization_layers_check_eps_when_built():
                   lambda: tfl.nn.InstanceNorm2d(4, eps=-1.0), lambda: tfl.nn.BatchNorm2d(4, eps=-1.0)):
         with pytest.raises(tfl.ArgumentError, match="eps=-1.0 is out of range"):
             build()
+
+
+def test_an_activation_or_initializer_that_is_not_a_name_is_an_argument_error():
+    with pytest.raises(tfl.ArgumentError, match=r"unknown activation \['relu'\]"):
+        tfl.nn.Linear(2, 3, act=["relu"])
+    with pytest.raises(tfl.ArgumentError, match=r"unknown initializer \['x'\]"):
+        tfl.nn.Linear(2, 3, weight_init=["x"])

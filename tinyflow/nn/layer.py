@@ -59,7 +59,7 @@ def _adding_to(table, name):
 
 def _look_up(table, kind, name):
     """table[name], or an ArgumentError listing the registered names and how to register another."""
-    if name not in table:
+    if not isinstance(name, str) or name not in table:
         raise ArgumentError(f"unknown {kind} {name!r}; registered {kind}s: {sorted(table)}. Register your own "
                             f"with @tfl.nn.register_{kind}(name).")
     return table[name]
