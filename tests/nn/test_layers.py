@@ -178,3 +178,18 @@ def test_an_activation_or_initializer_that_is_not_a_name_is_an_argument_error():
         tfl.nn.Linear(2, 3, act=["relu"])
     with pytest.raises(tfl.ArgumentError, match=r"unknown initializer \['x'\]"):
         tfl.nn.Linear(2, 3, weight_init=["x"])
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: tfl.nn.Linear(2, 3, bias="yes"), "bias='yes' is not a bool"),
+    (lambda: tfl.nn.Conv2D(2, 3, 3, bias=np.array([1, 2])), "bias=array"),
+    (lambda: tfl.nn.LSTM(2, 3, batch_first=np.array([1, 2])), "batch_first=array"),
+    (lambda: tfl.nn.GRU(2, 3, bidirectional="no"), "bidirectional='no' is not a bool"),
+    (lambda: tfl.nn.RNN(2, 3, nonlinearity=np.array([1, 2])), "nonlinearity=array"),
+    (lambda: tfl.nn.mse_loss(tfl.Placeholder((2,)), tfl.Placeholder((2,)), reduction=np.array([1, 2])),
+     "reduction=array"),
+    (lambda: tfl.pad(tfl.Placeholder((2,)), 1, mode=np.array([1, 2])), "mode=array"),
+])
+def test_a_flag_or_choice_of_the_wrong_type_is_an_argument_error(build, message):
+    with pytest.raises(tfl.ArgumentError, match=message):
+        build()

@@ -136,3 +136,8 @@ def test_interpolate_names_a_scale_factor_that_is_not_a_number():
 def test_layer_norm_names_a_normalized_shape_that_is_not_a_size():
     with pytest.raises(tfl.ArgumentError, match="normalized_shape=2.5 is not a size"):
         tfl.layer_norm(tfl.Placeholder((2, 3)), 2.5)
+
+
+def test_interpolate_names_a_mode_that_is_not_a_string():
+    with pytest.raises(tfl.ArgumentError, match=r"mode=\[1.5\] is not an interpolation mode"):
+        tfl.interpolate(tfl.Placeholder((1, 2, 3, 3)), size=4, mode=[1.5])

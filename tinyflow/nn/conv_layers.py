@@ -4,7 +4,7 @@ import math
 from ..ops.array_ops import checks, reshape
 from ..ops.conv import Conv, ConvTranspose
 from ..ops.pooling import AvgPool, MaxPool
-from .layer import Layer, get_activation, ranked, sizes
+from .layer import Layer, flags, get_activation, ranked, sizes
 
 
 def _kernel(layer, name, kernel_size):
@@ -22,6 +22,7 @@ class _ConvNd(Layer):
         self.act = get_activation(act)
         in_channels, out_channels, groups = sizes(self, name, in_channels=in_channels, out_channels=out_channels,
                                                   groups=groups)
+        bias, = flags(self, name, bias=bias)
         if in_channels % groups or out_channels % groups:
             checks(type(self).__name__, name).fail("groups", groups, f"does not divide in_channels={in_channels} "
                                                    f"and out_channels={out_channels}", "pass a common divisor")

@@ -102,6 +102,12 @@ def sizes(layer, name, **values):
     return [check.integer(argument, value, minimum=1) for argument, value in values.items()]
 
 
+def flags(layer, name, **values):
+    """The layer's bool arguments (an ArgumentError naming the layer otherwise)."""
+    check = checks(type(layer).__name__, name)
+    return [check.flag(argument, value) for argument, value in values.items()]
+
+
 def training_flag(graph=None):
     """The graph's boolean `training` placeholder (False unless fed): dropout and batch norm read it."""
     graph = graph if graph is not None else get_default_graph()
@@ -205,6 +211,7 @@ class Linear(Layer):
                  name=None, dtype="float32"):
         self.act = get_activation(act)  # checked first: a bad argument fails before any Variable exists
         in_features, out_features = sizes(self, name, in_features=in_features, out_features=out_features)
+        bias, = flags(self, name, bias=bias)
         super().__init__(name, dtype)
         self.in_features, self.out_features = in_features, out_features
         self.weight = self.add_variable("weight", (in_features, out_features), weight_init, in_features, out_features)

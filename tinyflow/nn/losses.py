@@ -37,7 +37,7 @@ def _pair(function, pred, target):
 
 def _reduced(function, losses, reduction, name):
     """The losses averaged ('mean'), summed ('sum') or each kept ('none'), as torch's `reduction`."""
-    if reduction not in ("mean", "sum", "none"):
+    if not isinstance(reduction, str) or reduction not in ("mean", "sum", "none"):
         checks(function, name).fail("reduction", reduction, "is not a reduction", "pass 'mean', 'sum' or 'none'")
     if reduction == "none":
         return losses if name is None else identity(losses, name=name)

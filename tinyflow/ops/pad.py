@@ -32,7 +32,7 @@ class Pad(Operation):
     def __init__(self, x, pad_width, mode="constant", value=0.0, name=None):
         check = Arguments(self, name, x)
         self.pad_width = _pad_widths(check, pad_width, rank_of(x))
-        if mode not in MODES:
+        if not isinstance(mode, str) or mode not in MODES:
             check.fail("mode", mode, "is not a padding mode", f"pass one of {', '.join(MODES)}")
         self.mode = mode
         self.value = check.number("value", value, low=-np.inf) if mode == "constant" else 0.0

@@ -304,7 +304,7 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     'linear', 'bilinear', 'trilinear' or 'bicubic'; size or scale_factor (an int/float or one per spatial axis). (The
     Resize op also has ONNX's antialias, which is not torch's.)"""
     check = Arguments(Resize, name, x)
-    if mode not in _TORCH_MODES:
+    if not isinstance(mode, str) or mode not in _TORCH_MODES:
         check.fail("mode", mode, "is not an interpolation mode", f"pick one of {', '.join(_TORCH_MODES)}")
     kind, coordinates, nearest, needed = _TORCH_MODES[mode]
     rank = rank_of(x)
