@@ -46,11 +46,6 @@ def channels_last_rows(y):
     return np.moveaxis(y, 1, -1).reshape(-1, y.shape[1])
 
 
-def channels_first(rows, n, spatial):
-    """(N·P, O) rows as a contiguous (N, O, *spatial) array."""
-    return np.ascontiguousarray(np.moveaxis(rows.reshape((n,) + tuple(spatial) + (-1,)), -1, 1))
-
-
 def conv_adjoint(g, w, x_shape, stride, pads, dilation, groups):
     """g (N, O, *out) scattered back through the filters onto an x of shape x_shape: the input gradient of a
     convolution, and the value of a transposed one."""
@@ -117,8 +112,8 @@ class Conv(ConvOperation):
 
     def compute(self, x, w):
         out = self.out_spatial(x.shape, w.shape[2:])
-        rows = filter_rows(columns(self.windows(x, w.shape[2:], out)), w, self.groups)
-        return channels_first(rows, x.shape[0], out)
+        rows = filter_rows(columns(self.windows(x, w.shape[2:], out)), w, self.groups)  # (N·P, O)
+        return np.ascontiguousarray(np.moveaxis(rows.reshape((x.shape[0],) + out + (-1,)), -1, 1))
 
     def infer_shape(self, x_shape, w_shape):
         return (x_shape[0], self.check_filter(x_shape, w_shape)) + self.out_spatial(x_shape, w_shape[2:])

@@ -18,7 +18,6 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
-from ..errors import ShapeError
 from ..nodes import Node, Operation
 from ..shapes import shapes_compatible
 from .broadcasting import ShapedLike
@@ -212,20 +211,6 @@ class ResizeOperation(Operation):
         return [(a, n, o, s) for a, n, o, s in plan
                 if not (o == n and math.isclose(s, 1.0) and (self.roi is None or self.roi[a] == (0.0, 1.0)))]
 
-    def out_shape(self, shape):
-        """The output shape for an input shape (None dims stay unknown where they matter)."""
-        if self.dynamic:
-            return (None,) * len(shape) if self.keep_aspect_ratio_policy != "stretch" else tuple(self.size_entries)
-        if None not in shape:
-            out = list(shape)
-            for a, _, o, _ in self.resized(shape):
-                out[a] = o
-            return tuple(out)
-        if self.scales is not None:
-            return tuple(None if n is None else int(np.floor(n * s)) for n, s in zip(shape, self.scales))
-        stretch = self.keep_aspect_ratio_policy == "stretch"
-        return tuple(n if t is None else t if stretch else None for n, t in zip(shape, self.sizes))
-
     def matrix(self, axis, size, out, scale):
         return interpolation_matrix(size, out, float(scale), self.mode, self.coordinate_transformation_mode,
                                     self.nearest_mode, self.cubic_coeff_a, self.exclude_outside, self.antialias,
@@ -257,10 +242,19 @@ class Resize(ResizeOperation):
             y = np.clip(np.rint(y), np.iinfo(x.dtype).min, np.iinfo(x.dtype).max)
         return y.astype(x.dtype)
 
-    def infer_shape(self, x_shape, *sizes_shape):
-        if x_shape is None:
-            raise ShapeError("needs an input of known rank")
-        return self.out_shape(x_shape)
+    def infer_shape(self, shape, *sizes_shape):
+        """The output shape for an input shape (None dims stay unknown where they matter)."""
+        if self.dynamic:
+            return (None,) * len(shape) if self.keep_aspect_ratio_policy != "stretch" else tuple(self.size_entries)
+        if None not in shape:
+            out = list(shape)
+            for a, _, o, _ in self.resized(shape):
+                out[a] = o
+            return tuple(out)
+        if self.scales is not None:
+            return tuple(None if n is None else int(np.floor(n * s)) for n, s in zip(shape, self.scales))
+        stretch = self.keep_aspect_ratio_policy == "stretch"
+        return tuple(n if t is None else t if stretch else None for n, t in zip(shape, self.sizes))
 
     def infer_dtype(self, x, *sizes):
         return x
