@@ -141,3 +141,8 @@ def test_layer_norm_names_a_normalized_shape_that_is_not_a_size():
 def test_interpolate_names_a_mode_that_is_not_a_string():
     with pytest.raises(tfl.ArgumentError, match=r"mode=\[1.5\] is not an interpolation mode"):
         tfl.interpolate(tfl.Placeholder((1, 2, 3, 3)), size=4, mode=[1.5])
+
+
+def test_resize_names_a_mode_that_is_an_array():
+    with pytest.raises(tfl.ArgumentError, match="mode=array.* is not one of the choices"):
+        Resize(tfl.Placeholder((1, 2, 3)), sizes=(1, 2, 3), mode=np.array([1, 2]))

@@ -161,7 +161,7 @@ class ResizeOperation(Operation):
                 check.fail(option, value, "is not an option of Resize", f"pass sizes, scales, {', '.join(OPTIONS)}")
         options = dict(OPTIONS, **options)
         for option, choices in CHOICES.items():
-            if options[option] not in choices:
+            if not isinstance(options[option], str) or options[option] not in choices:
                 check.fail(option, options[option], "is not one of the choices", f"pick one of {', '.join(choices)}")
             setattr(self, option, options[option])
         self.size_entries = None  # a sizes vector node: its entries as far as they are known when built
