@@ -185,6 +185,7 @@ def test_an_activation_or_initializer_that_is_not_a_name_is_an_argument_error():
     (lambda: tfl.nn.Conv2D(2, 3, 3, bias=np.array([1, 2])), "bias=array"),
     (lambda: tfl.nn.LSTM(2, 3, batch_first=np.array([1, 2])), "batch_first=array"),
     (lambda: tfl.nn.GRU(2, 3, bidirectional="no"), "bidirectional='no' is not a bool"),
+    (lambda: tfl.nn.BatchNorm2d(3, affine="x"), "affine='x' is not a bool"),
     (lambda: tfl.nn.RNN(2, 3, nonlinearity=np.array([1, 2])), "nonlinearity=array"),
     (lambda: tfl.nn.mse_loss(tfl.Placeholder((2,)), tfl.Placeholder((2,)), reduction=np.array([1, 2])),
      "reduction=array"),

@@ -15,7 +15,7 @@ from ..ops.elementwise_ops import greater, maximum, ones_like, sqrt, square, whe
 from ..ops.normalization import affine, group_norm, instance_norm, layer_norm
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
-from .layer import Layer, ranked, sizes, training_flag
+from .layer import Layer, flags, ranked, sizes, training_flag
 
 
 def batch_statistics(x):
@@ -79,6 +79,7 @@ class _Normalization(Layer):
 
     def __init__(self, shape, eps, affine, bias=True, name=None, dtype="float32"):
         self.eps = checks(type(self).__name__, name).number("eps", eps, 0.0)
+        affine, bias = flags(self, name, affine=affine, bias=bias)
         super().__init__(name, dtype)
         self.weight = self.add_variable("weight", shape, "ones") if affine else None
         self.bias = self.add_variable("bias", shape, "zeros") if affine and bias else None
