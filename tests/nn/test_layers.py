@@ -156,3 +156,41 @@ def test_flatten_merges_axes_of_unknown_size_at_run_time():
     assert run(y, {x: np.ones((2, 3, 4), np.float32)}).shape == (2, 12)
     with pytest.raises(tfl.ArgumentError, match="needs an input of known rank"):
         tfl.nn.Flatten()(tfl.Placeholder(None))
+
+
+def test_batch_norm_names_a_momentum_or_eps_that_is_not_a_number():
+    x = tfl.Placeholder((2, 3))
+    with pytest.raises(tfl.ArgumentError, match="momentum='a' is not a number"):
+        tfl.nn.BatchNorm1d(3, momentum="a")(x)
+    with pytest.raises(tfl.ArgumentError, match="eps='a' is not a number"):
+        tfl.batch_norm(x, np.zeros(3), np.ones(3), eps="a")
+
+
+def test_normalization_layers_check_eps_when_built():
+    for build in (lambda: tfl.nn.LayerNorm(4, eps=-1.0), lambda: tfl.nn.GroupNorm(2, 4, eps=-1.0),
+                  lambda: tfl.nn.InstanceNorm2d(4, eps=-1.0), lambda: tfl.nn.BatchNorm2d(4, eps=-1.0)):
+        with pytest.raises(tfl.ArgumentError, match="eps=-1.0 is out of range"):
+            build()
+
+
+def test_an_activation_or_initializer_that_is_not_a_name_is_an_argument_error():
+    with pytest.raises(tfl.ArgumentError, match=r"unknown activation \['relu'\]"):
+        tfl.nn.Linear(2, 3, act=["relu"])
+    with pytest.raises(tfl.ArgumentError, match=r"unknown initializer \['x'\]"):
+        tfl.nn.Linear(2, 3, weight_init=["x"])
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: tfl.nn.Linear(2, 3, bias="yes"), "bias='yes' is not a bool"),
+    (lambda: tfl.nn.Conv2D(2, 3, 3, bias=np.array([1, 2])), "bias=array"),
+    (lambda: tfl.nn.LSTM(2, 3, batch_first=np.array([1, 2])), "batch_first=array"),
+    (lambda: tfl.nn.GRU(2, 3, bidirectional="no"), "bidirectional='no' is not a bool"),
+    (lambda: tfl.nn.BatchNorm2d(3, affine="x"), "affine='x' is not a bool"),
+    (lambda: tfl.nn.RNN(2, 3, nonlinearity=np.array([1, 2])), "nonlinearity=array"),
+    (lambda: tfl.nn.mse_loss(tfl.Placeholder((2,)), tfl.Placeholder((2,)), reduction=np.array([1, 2])),
+     "reduction=array"),
+    (lambda: tfl.pad(tfl.Placeholder((2,)), 1, mode=np.array([1, 2])), "mode=array"),
+])
+def test_a_flag_or_choice_of_the_wrong_type_is_an_argument_error(build, message):
+    with pytest.raises(tfl.ArgumentError, match=message):
+        build()

@@ -121,3 +121,28 @@ def test_resize_sizes_scales_and_kept_axes():
 def test_bad_windows_and_sizes_are_errors_that_say_what_to_fix(build, message):
     with pytest.raises(tfl.ShapeError, match=message):
         build()
+
+
+def test_resize_names_an_unknown_option_instead_of_a_type_error():
+    with pytest.raises(tfl.ArgumentError, match="bogus=1 is not an option of Resize"):
+        Resize(tfl.Placeholder((1, 2, 3)), sizes=(1, 2, 3), bogus=1)
+
+
+def test_interpolate_names_a_scale_factor_that_is_not_a_number():
+    with pytest.raises(tfl.ArgumentError, match="scales='a' is not a number"):
+        tfl.interpolate(tfl.Placeholder((1, 2, 3, 3)), scale_factor="a")
+
+
+def test_layer_norm_names_a_normalized_shape_that_is_not_a_size():
+    with pytest.raises(tfl.ArgumentError, match="normalized_shape=2.5 is not a size"):
+        tfl.layer_norm(tfl.Placeholder((2, 3)), 2.5)
+
+
+def test_interpolate_names_a_mode_that_is_not_a_string():
+    with pytest.raises(tfl.ArgumentError, match=r"mode=\[1.5\] is not an interpolation mode"):
+        tfl.interpolate(tfl.Placeholder((1, 2, 3, 3)), size=4, mode=[1.5])
+
+
+def test_resize_names_a_mode_that_is_an_array():
+    with pytest.raises(tfl.ArgumentError, match="mode=array.* is not one of the choices"):
+        Resize(tfl.Placeholder((1, 2, 3)), sizes=(1, 2, 3), mode=np.array([1, 2]))

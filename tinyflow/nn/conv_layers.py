@@ -4,7 +4,7 @@ import math
 from ..ops.array_ops import checks, reshape
 from ..ops.conv import Conv, ConvTranspose
 from ..ops.pooling import AvgPool, MaxPool
-from .layer import Layer, get_activation, ranked, sizes
+from .layer import Layer, flags, get_activation, ranked, sizes
 
 
 def _kernel(layer, name, kernel_size):
@@ -22,6 +22,7 @@ class _ConvNd(Layer):
         self.act = get_activation(act)
         in_channels, out_channels, groups = sizes(self, name, in_channels=in_channels, out_channels=out_channels,
                                                   groups=groups)
+        bias, = flags(self, name, bias=bias)
         if in_channels % groups or out_channels % groups:
             checks(type(self).__name__, name).fail("groups", groups, f"does not divide in_channels={in_channels} "
                                                    f"and out_channels={out_channels}", "pass a common divisor")
@@ -66,24 +67,24 @@ class _MaxPoolNd(Layer):
     """Max pooling over kernel_size windows, as torch.nn.MaxPoolNd."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, name=None):
-        self.kernel_size, self.stride, self.padding = _kernel(self, name, kernel_size), stride, padding
-        self.dilation, self.ceil_mode = dilation, ceil_mode
+        self.window = dict(kernel_size=_kernel(self, name, kernel_size), stride=stride, padding=padding,
+                           dilation=dilation, ceil_mode=ceil_mode)
         super().__init__(name)
 
     def forward(self, x):
-        return MaxPool(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+        return MaxPool(x, **self.window)
 
 
 class _AvgPoolNd(Layer):
     """Average pooling over kernel_size windows (zero padding counted unless count_include_pad=False), as torch."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, name=None):
-        self.kernel_size, self.stride, self.padding = _kernel(self, name, kernel_size), stride, padding
-        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        self.window = dict(kernel_size=_kernel(self, name, kernel_size), stride=stride, padding=padding,
+                           ceil_mode=ceil_mode, count_include_pad=count_include_pad)
         super().__init__(name)
 
     def forward(self, x):
-        return AvgPool(x, self.kernel_size, self.stride, self.padding, 1, self.ceil_mode, self.count_include_pad)
+        return AvgPool(x, **self.window)
 
 
 Conv1D, Conv2D, Conv3D = ranked(_ConvNd, "Conv{}D", "Convolution layer")

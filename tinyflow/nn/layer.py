@@ -59,7 +59,7 @@ def _adding_to(table, name):
 
 def _look_up(table, kind, name):
     """table[name], or an ArgumentError listing the registered names and how to register another."""
-    if name not in table:
+    if not isinstance(name, str) or name not in table:
         raise ArgumentError(f"unknown {kind} {name!r}; registered {kind}s: {sorted(table)}. Register your own "
                             f"with @tfl.nn.register_{kind}(name).")
     return table[name]
@@ -100,6 +100,12 @@ def sizes(layer, name, **values):
     """The layer's size arguments as ints, each at least 1 (an ArgumentError naming the layer otherwise)."""
     check = checks(type(layer).__name__, name)
     return [check.integer(argument, value, minimum=1) for argument, value in values.items()]
+
+
+def flags(layer, name, **values):
+    """The layer's bool arguments (an ArgumentError naming the layer otherwise)."""
+    check = checks(type(layer).__name__, name)
+    return [check.flag(argument, value) for argument, value in values.items()]
 
 
 def training_flag(graph=None):
@@ -174,11 +180,6 @@ class Layer:
         self._variables.append(var)
         return var
 
-    def add_affine(self, shape, affine=True, bias=True):
-        """A normalization's scale γ (ones) and shift β (zeros) of `shape`: None where not wanted."""
-        weight = self.add_variable("weight", shape, "ones") if affine else None
-        return weight, self.add_variable("bias", shape, "zeros") if affine and bias else None
-
     def check_rank(self, x):
         """ShapeError unless x has the input rank this layer class takes (`rank`)."""
         if x.shape is None or len(x.shape) != self.rank:
@@ -210,6 +211,7 @@ class Linear(Layer):
                  name=None, dtype="float32"):
         self.act = get_activation(act)  # checked first: a bad argument fails before any Variable exists
         in_features, out_features = sizes(self, name, in_features=in_features, out_features=out_features)
+        bias, = flags(self, name, bias=bias)
         super().__init__(name, dtype)
         self.in_features, self.out_features = in_features, out_features
         self.weight = self.add_variable("weight", (in_features, out_features), weight_init, in_features, out_features)

@@ -1,5 +1,6 @@
 """Loss functions, with torch.nn.functional's names and `reduction`. The two cross-entropies on logits of one class
-per sample are single fused ops (tinyflow/ops/cross_entropy.py), stable for extreme logits; the others are built of ops."""
+per sample are single fused ops (tinyflow/ops/cross_entropy.py), stable for extreme logits; the others are built of
+ops."""
 from ..arguments import rank_of
 from ..errors import ShapeError
 from ..nodes import as_node
@@ -36,7 +37,7 @@ def _pair(function, pred, target):
 
 def _reduced(function, losses, reduction, name):
     """The losses averaged ('mean'), summed ('sum') or each kept ('none'), as torch's `reduction`."""
-    if reduction not in ("mean", "sum", "none"):
+    if not isinstance(reduction, str) or reduction not in ("mean", "sum", "none"):
         checks(function, name).fail("reduction", reduction, "is not a reduction", "pass 'mean', 'sum' or 'none'")
     if reduction == "none":
         return losses if name is None else identity(losses, name=name)

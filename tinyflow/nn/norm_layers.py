@@ -10,12 +10,12 @@ import numpy as np
 from ..control_flow.subgraph import is_eager
 from ..errors import ShapeError
 from ..nodes import Variable
-from ..ops.array_ops import checks, identity, reshape
-from ..ops.elementwise_ops import add, greater, maximum, multiply, ones_like, sqrt, square, where
-from ..ops.normalization import group_norm, instance_norm, layer_norm
+from ..ops.array_ops import checks, reshape
+from ..ops.elementwise_ops import greater, maximum, ones_like, sqrt, square, where
+from ..ops.normalization import affine, group_norm, instance_norm, layer_norm
 from ..ops.reductions import reduce_mean, reduce_sum
 from ..ops.state_ops import assign, group
-from .layer import Layer, ranked, sizes, training_flag
+from .layer import Layer, flags, ranked, sizes, training_flag
 
 
 def batch_statistics(x):
@@ -32,6 +32,9 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     (None: not at all) when they are Variables."""
     if x.shape is None or len(x.shape) < 2:
         raise ShapeError(f"batch_norm needs an (N, C, ...) input, got shape {x.shape}")
+    check = checks("batch_norm", name, x)
+    eps = check.number("eps", eps, 0.0)
+    momentum = None if momentum is None else check.number("momentum", momentum, 0.0, 1.0)
     shape = (1, -1) + (1,) * (len(x.shape) - 2)
     if is_eager(x):  # the running statistics are read (and moved) as arrays, outside autograd
         training, name = bool(training), None
@@ -40,27 +43,18 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     else:
         frozen = (x - reshape(running_mean, shape)) / sqrt(reshape(running_var, shape) + eps)
     if training is False:
-        return _scale_shift(frozen, weight, bias, shape, name)
+        return affine(frozen, weight, bias, shape, name)
     mean, var = batch_statistics(x)
     from_batch = (x - mean) / sqrt(var + eps)
     x_hat = from_batch if training is True else where(training, from_batch, frozen)
     if momentum is not None and isinstance(running_mean, Variable) and isinstance(running_var, Variable):
         _update_running_statistics(x, running_mean, running_var, mean, var, momentum)
-    return _scale_shift(x_hat, weight, bias, shape, name)
+    return affine(x_hat, weight, bias, shape, name)
 
 
 def _array(value):
     """A Variable's, eager Tensor's or array's value as a numpy array."""
     return value.value if isinstance(value, Variable) else np.asarray(getattr(value, "numpy", lambda: value)())
-
-
-def _scale_shift(x_hat, weight, bias, shape, name=None):
-    """x̂ · γ + β (either may be None); the last op gets `name`."""
-    if weight is not None:
-        x_hat = multiply(x_hat, reshape(weight, shape), name=None if bias is not None else name)
-    if bias is not None:
-        x_hat = add(x_hat, reshape(bias, shape), name=name)
-    return x_hat if name is None or weight is not None or bias is not None else identity(x_hat, name=name)
 
 
 def _update_running_statistics(x, running_mean, running_var, mean, var, m):
@@ -80,7 +74,18 @@ def _update_running_statistics(x, running_mean, running_var, mean, var, m):
         assign(running_var, where(greater(count, 1.0), (1 - m) * running_var + m * flat_var, running_var))))
 
 
-class _BatchNorm(Layer):
+class _Normalization(Layer):
+    """A normalization layer: its eps, and (when affine) a scale γ (ones) and a shift β (zeros, unless not bias)."""
+
+    def __init__(self, shape, eps, affine, bias=True, name=None, dtype="float32"):
+        self.eps = checks(type(self).__name__, name).number("eps", eps, 0.0)
+        affine, bias = flags(self, name, affine=affine, bias=bias)
+        super().__init__(name, dtype)
+        self.weight = self.add_variable("weight", shape, "ones") if affine else None
+        self.bias = self.add_variable("bias", shape, "zeros") if affine and bias else None
+
+
+class _BatchNorm(_Normalization):
     """y = γ (x - μ) / √(σ² + ε) + β over all axes but the channel axis 1 (see batch_norm).
 
     Graph mode reads the graph's training flag (fed True to train); eager mode `layer.train()` /
@@ -89,9 +94,8 @@ class _BatchNorm(Layer):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, name=None, dtype="float32"):
         num_features, = sizes(self, name, num_features=num_features)
-        super().__init__(name, dtype)
-        self.eps, self.momentum = eps, momentum
-        self.weight, self.bias = self.add_affine((num_features,), affine)
+        super().__init__((num_features,), eps, affine, name=name, dtype=dtype)
+        self.momentum = momentum
         self.running_mean = self.add_variable("running_mean", (num_features,), "zeros", trainable=False)
         self.running_var = self.add_variable("running_var", (num_features,), "ones", trainable=False)
 
@@ -105,45 +109,39 @@ class _BatchNorm(Layer):
 BatchNorm1d, BatchNorm2d, BatchNorm3d = ranked(_BatchNorm, "BatchNorm{}d", "Batch normalization", ranks=(2, 4, 5))
 
 
-class LayerNorm(Layer):
+class LayerNorm(_Normalization):
     """Normalizes the trailing axes `normalized_shape`, then · weight + bias of that shape, as torch.nn.LayerNorm."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, name=None, dtype="float32"):
         shape = normalized_shape if isinstance(normalized_shape, (tuple, list)) else (normalized_shape,)
         self.normalized_shape = tuple(sizes(self, name, **{f"normalized_shape[{i}]": d for i, d in enumerate(shape)}))
-        super().__init__(name, dtype)
-        self.eps = eps
-        self.weight, self.bias = self.add_affine(self.normalized_shape, elementwise_affine, bias)
+        super().__init__(self.normalized_shape, eps, elementwise_affine, bias, name, dtype)
 
     def forward(self, x):
         return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
-class GroupNorm(Layer):
+class GroupNorm(_Normalization):
     """Normalizes `num_groups` groups of channels of each sample, then a per-channel γ, β, as torch.nn.GroupNorm."""
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, name=None, dtype="float32"):
-        num_groups, num_channels = sizes(self, name, num_groups=num_groups, num_channels=num_channels)
-        if num_channels % num_groups:
+        self.num_groups, num_channels = sizes(self, name, num_groups=num_groups, num_channels=num_channels)
+        if num_channels % self.num_groups:
             checks("GroupNorm", name).fail("num_groups", num_groups, f"does not divide num_channels={num_channels}",
                                            "pass a divisor of the number of channels")
-        super().__init__(name, dtype)
-        self.num_groups, self.eps = num_groups, eps
-        self.weight, self.bias = self.add_affine((num_channels,), affine)
+        super().__init__((num_channels,), eps, affine, name=name, dtype=dtype)
 
     def forward(self, x):
         return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
 
-class _InstanceNorm(Layer):
+class _InstanceNorm(_Normalization):
     """Normalizes each (sample, channel) over its spatial axes, then (affine) a per-channel γ, β, as
     torch.nn.InstanceNormNd (no running statistics)."""
 
     def __init__(self, num_features, eps=1e-5, affine=False, name=None, dtype="float32"):
         num_features, = sizes(self, name, num_features=num_features)
-        super().__init__(name, dtype)
-        self.eps = eps
-        self.weight, self.bias = self.add_affine((num_features,), affine)
+        super().__init__((num_features,), eps, affine, name=name, dtype=dtype)
 
     def forward(self, x):
         self.check_rank(x)

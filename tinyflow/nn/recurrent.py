@@ -11,7 +11,7 @@ from ..ops.elementwise_ops import relu, sigmoid, tanh, zeros_like
 from ..ops.array_ops import checks, concat, get_item, reshape, transpose
 from ..ops.matmul import matmul
 from ..ops.shape_ops import split, stack
-from .layer import Layer, sizes
+from .layer import Layer, flags, sizes
 
 
 def _linear(x, w_t, b):
@@ -70,10 +70,11 @@ class _Recurrent(Layer):
                  name=None, dtype="float32"):
         self.input_size, self.hidden_size, self.num_layers = sizes(self, name, input_size=input_size,
                                                                    hidden_size=hidden_size, num_layers=num_layers)
+        self.bias, self.batch_first, self.bidirectional = flags(self, name, bias=bias, batch_first=batch_first,
+                                                                bidirectional=bidirectional)
         super().__init__(name, dtype)
-        self.bias, self.batch_first, self.bidirectional = bias, batch_first, bidirectional
         self.weights = []  # per layer and direction: (weight_ih, weight_hh, bias_ih, bias_hh)
-        directions = 2 if bidirectional else 1
+        directions = 2 if self.bidirectional else 1
         for layer in range(self.num_layers):
             for suffix in ["", "_reverse"][:directions]:
                 size = self.input_size if layer == 0 else self.hidden_size * directions
@@ -132,7 +133,7 @@ class RNN(_Recurrent):
 
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
                  bidirectional=False, name=None, dtype="float32"):
-        if nonlinearity not in ("tanh", "relu"):
+        if not isinstance(nonlinearity, str) or nonlinearity not in ("tanh", "relu"):
             checks("RNN", name).fail("nonlinearity", nonlinearity, "is not one", "pass 'tanh' or 'relu'")
         self.cell = functools.partial(rnn_cell, nonlinearity=nonlinearity)
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, bidirectional, name, dtype)

@@ -13,15 +13,13 @@ from ..errors import ShapeError
 from ..shapes import dims_compatible, shapes_compatible
 from .array_ops import reshape
 from .registry import register_gradient
-from .windows import WindowOperation, columns, scatter_windows, sliding_windows, span, spatial_rank
+from .windows import WindowOperation, columns, per_rank, scatter_windows, span, spatial_rank
 
 
 # ------------------------------------------------------------ the numpy backend's kernels
 def filter_rows(cols, w, groups):
     """im2col rows (M, C·K) times the filters w (O, C/G, *kernel), group by group: (M, O)."""
     o, m = w.shape[0], cols.shape[0]
-    if groups == 1:
-        return cols @ w.reshape(o, -1).T
     per_group = cols.reshape(m, groups, -1).transpose(1, 0, 2)            # (G, M, C/G·K)
     product = np.matmul(per_group, w.reshape(groups, o // groups, -1).transpose(0, 2, 1))  # (G, M, O/G)
     return product.transpose(1, 0, 2).reshape(m, o)
@@ -30,8 +28,6 @@ def filter_rows(cols, w, groups):
 def rows_through_filters(rows, w, groups):
     """The adjoint of filter_rows: output-gradient rows (M, O) back to im2col rows (M, C·K)."""
     o, m = w.shape[0], rows.shape[0]
-    if groups == 1:
-        return rows @ w.reshape(o, -1)
     per_group = rows.reshape(m, groups, o // groups).transpose(1, 0, 2)  # (G, M, O/G)
     product = np.matmul(per_group, w.reshape(groups, o // groups, -1))   # (G, M, C/G·K)
     return product.transpose(1, 0, 2).reshape(m, -1)
@@ -40,8 +36,6 @@ def rows_through_filters(rows, w, groups):
 def filter_gradient(rows, cols, w_shape, groups):
     """dL/dw from output-gradient rows (M, O) and im2col rows (M, C·K), group by group."""
     m = rows.shape[0]
-    if groups == 1:
-        return (rows.T @ cols).reshape(w_shape)
     per_rows = rows.reshape(m, groups, -1).transpose(1, 2, 0)             # (G, O/G, M)
     per_cols = cols.reshape(m, groups, -1).transpose(1, 0, 2)             # (G, M, C/G·K)
     return np.matmul(per_rows, per_cols).reshape(w_shape)
@@ -50,11 +44,6 @@ def filter_gradient(rows, cols, w_shape, groups):
 def channels_last_rows(y):
     """(N, O, *spatial) as (N·P, O) rows."""
     return np.moveaxis(y, 1, -1).reshape(-1, y.shape[1])
-
-
-def channels_first(rows, n, spatial):
-    """(N·P, O) rows as a contiguous (N, O, *spatial) array."""
-    return np.ascontiguousarray(np.moveaxis(rows.reshape((n,) + tuple(spatial) + (-1,)), -1, 1))
 
 
 def conv_adjoint(g, w, x_shape, stride, pads, dilation, groups):
@@ -81,24 +70,32 @@ class ConvOperation(WindowOperation):
         """The window's arguments, to build the ops of the gradient on the same windows."""
         return dict(stride=self.stride, padding=self.padding, dilation=self.dilation, groups=self.groups)
 
-    def check_filter(self, x_shape, w_shape):
-        """Raise ShapeError unless w is (C_out, C_in / groups, *kernel) with a known kernel, for an input x."""
-        rank, what = len(self.stride), "(C_out, C_in / groups, *kernel)"
+    def check_filter(self, x_shape, w_shape, transposed=False):
+        """The output channels, raising ShapeError unless w is (C_out, C_in / groups, *kernel) (transposed:
+        (C_in, C_out / groups, *kernel)) with known kernel sizes, for an input x."""
+        rank, g = len(self.stride), self.groups
+        layout = "(C_in, C_out / groups, *kernel)" if transposed else "(C_out, C_in / groups, *kernel)"
         in_channels = None if x_shape is None or len(x_shape) < 2 else x_shape[1]
         if w_shape is None or len(w_shape) != rank + 2 or any(k is None or k < 1 for k in w_shape[2:]):
-            raise ShapeError(f"needs a filter of shape {what} with {rank} known kernel sizes >= 1, "
-                             f"got {w_shape}")
-        g = self.groups
-        if in_channels is not None and in_channels % g:
+            raise ShapeError(f"needs a filter of shape {layout} with {rank} known kernel sizes >= 1, got {w_shape}")
+        if transposed and not dims_compatible(in_channels, w_shape[0]):
+            raise ShapeError(f"the input has {in_channels} channels but the filter {layout} has {w_shape[0]} "
+                             f"(shape {w_shape})")
+        if not transposed and in_channels is not None and in_channels % g:
             raise ShapeError(f"{in_channels} input channels do not split into groups={g}")
-        if not dims_compatible(None if in_channels is None else in_channels // g, w_shape[1]):
+        if not transposed and not dims_compatible(None if in_channels is None else in_channels // g, w_shape[1]):
             raise ShapeError(f"the input has {in_channels} channels, so with groups={g} the filter "
-                             f"{what} needs {in_channels // g} at axis 1, got filter shape {w_shape}")
+                             f"{layout} needs {in_channels // g} at axis 1, got filter shape {w_shape}")
+        if w_shape[0] is not None and w_shape[0] % g:
+            raise ShapeError(f"{w_shape[0]} {'input' if transposed else 'output'} channels (filter {w_shape}) do not "
+                             f"split into groups={g}")
+        if transposed:
+            return None if w_shape[1] is None else w_shape[1] * g
+        return w_shape[0]
 
     def check_output_gradient(self, x_shape, w_shape, grad_shape):
         """Raise ShapeError unless grad may have the shape of the convolution of x by w."""
-        self.check_filter(x_shape, w_shape)
-        expected = (x_shape[0], w_shape[0]) + self.out_spatial(x_shape, w_shape[2:])
+        expected = (x_shape[0], self.check_filter(x_shape, w_shape)) + self.out_spatial(x_shape, w_shape[2:])
         if not shapes_compatible(expected, grad_shape):
             raise ShapeError(f"the output gradient has shape {grad_shape}, but the convolution of an input "
                              f"{x_shape} by a filter {w_shape} has shape {expected}")
@@ -115,16 +112,11 @@ class Conv(ConvOperation):
 
     def compute(self, x, w):
         out = self.out_spatial(x.shape, w.shape[2:])
-        windows = sliding_windows(x, w.shape[2:], self.stride, self.pads(x.shape[2:], w.shape[2:]), self.dilation, out)
-        return channels_first(filter_rows(columns(windows), w, self.groups), x.shape[0], out)
+        rows = filter_rows(columns(self.windows(x, w.shape[2:], out)), w, self.groups)  # (N·P, O)
+        return np.ascontiguousarray(np.moveaxis(rows.reshape((x.shape[0],) + out + (-1,)), -1, 1))
 
     def infer_shape(self, x_shape, w_shape):
-        self.check_filter(x_shape, w_shape)
-        spatial = self.out_spatial(x_shape, w_shape[2:])
-        if w_shape[0] is not None and w_shape[0] % self.groups:
-            raise ShapeError(f"{w_shape[0]} output channels (filter {w_shape}) do not split into "
-                             f"groups={self.groups}")
-        return (x_shape[0], w_shape[0]) + spatial
+        return (x_shape[0], self.check_filter(x_shape, w_shape)) + self.out_spatial(x_shape, w_shape[2:])
 
 
 class ConvBackInput(ConvOperation):
@@ -154,8 +146,7 @@ class ConvBackFilter(ConvOperation):
         super().__init__(x, grad, w, name=name)
 
     def compute(self, x, grad, w):
-        windows = sliding_windows(x, w.shape[2:], self.stride, self.pads(x.shape[2:], w.shape[2:]), self.dilation,
-                                  grad.shape[2:])
+        windows = self.windows(x, w.shape[2:], grad.shape[2:])
         return filter_gradient(channels_last_rows(grad), columns(windows), w.shape, self.groups)
 
     def infer_shape(self, x_shape, grad_shape, w_shape):
@@ -200,15 +191,11 @@ class ConvTranspose(ConvOperation):
                        "a strided convolution maps to one input size)")
         super().__init__(x, w, name=name)
 
-    def out_spatial(self, x_shape, kernel, what="input"):
-        rank = len(kernel)
-        if x_shape is None or len(x_shape) != rank + 2:
-            raise ShapeError(f"needs an input of rank {rank + 2} (N, C and {rank} spatial axes), "
-                             f"got shape {x_shape}")
-        pads = self.pads(x_shape[2:], kernel)
+    def out_spatial(self, x_shape, kernel):
+        spatial = self.spatial(x_shape, len(kernel))
         out = tuple(None if n is None else s * (n - 1) + span(k, d) + extra - before - after
                     for n, k, s, d, extra, (before, after) in
-                    zip(x_shape[2:], kernel, self.stride, self.dilation, self.output_padding, pads))
+                    zip(spatial, kernel, self.stride, self.dilation, self.output_padding, self.pads(spatial, kernel)))
         if any(o is not None and o < 1 for o in out):
             raise ShapeError(f"padding {self.padding} crops away the whole output of input "
                              f"{x_shape}; pad less")
@@ -220,18 +207,8 @@ class ConvTranspose(ConvOperation):
         return conv_adjoint(x, w, y_shape, self.stride, self.pads(out, w.shape[2:]), self.dilation, self.groups)
 
     def infer_shape(self, x_shape, w_shape):
-        in_channels = None if x_shape is None or len(x_shape) < 2 else x_shape[1]
-        rank = len(self.stride)
-        if w_shape is None or len(w_shape) != rank + 2 or any(k is None or k < 1 for k in w_shape[2:]):
-            raise ShapeError(f"needs a filter of shape (C_in, C_out / groups, *kernel) with {rank} "
-                             f"known kernel sizes >= 1, got {w_shape}")
-        if not dims_compatible(in_channels, w_shape[0]):
-            raise ShapeError(f"the input has {in_channels} channels but the filter "
-                             f"(C_in, C_out / groups, *kernel) has {w_shape[0]} (shape {w_shape})")
-        if w_shape[0] is not None and w_shape[0] % self.groups:
-            raise ShapeError(f"{w_shape[0]} input channels do not split into groups={self.groups}")
-        out_channels = None if w_shape[1] is None else w_shape[1] * self.groups
-        return (x_shape[0], out_channels) + self.out_spatial(x_shape, w_shape[2:])
+        channels = self.check_filter(x_shape, w_shape, transposed=True)
+        return (x_shape[0], channels) + self.out_spatial(x_shape, w_shape[2:])
 
 
 @register_gradient(ConvTranspose)
@@ -253,27 +230,23 @@ def _check_filter_rank(op_class, name, x, w, rank, function):
             f"pass a filter with {rank} kernel sizes after its two channel axes")
 
 
-def _conv_nd(rank):
+def _conv(rank):
     def conv(x, w, stride=1, padding=0, dilation=1, groups=1, bias=None, name=None):
         _check_filter_rank(Conv, name, x, w, rank, f"conv{rank}d")
         return _bias(Conv(x, w, stride, padding, dilation, groups, name=name), bias, rank)
-    conv.__name__ = conv.__qualname__ = f"conv{rank}d"
-    layout = {1: "NCL", 2: "NCHW", 3: "NCDHW"}[rank]
-    conv.__doc__ = (f"{rank}-D convolution (cross-correlation, as in every framework): x {layout}, w (C_out, C_in / "
-                    f"groups, *kernel); padding an int, per-axis ints or pairs, 'valid' or 'same'.")
     return conv
 
 
-def _conv_transpose_nd(rank):
+def _conv_transpose(rank):
     def conv_transpose(x, w, stride=1, padding=0, output_padding=0, groups=1, dilation=1, bias=None, name=None):
         _check_filter_rank(ConvTranspose, name, x, w, rank, f"conv_transpose{rank}d")
         return _bias(ConvTranspose(x, w, stride, padding, output_padding, dilation, groups, name=name), bias, rank)
-    conv_transpose.__name__ = conv_transpose.__qualname__ = f"conv_transpose{rank}d"
-    conv_transpose.__doc__ = (f"{rank}-D transposed convolution (the gradient of conv{rank}d with respect to its "
-                              "input, as torch's): w (C_in, C_out / groups, *kernel).")
     return conv_transpose
 
 
-conv1d, conv2d, conv3d = _conv_nd(1), _conv_nd(2), _conv_nd(3)
-conv_transpose1d, conv_transpose2d, conv_transpose3d = _conv_transpose_nd(1), _conv_transpose_nd(2), \
-    _conv_transpose_nd(3)
+conv1d, conv2d, conv3d = per_rank(
+    _conv, "conv{rank}d", "{rank}-D convolution (cross-correlation, as in every framework): x {layout}, w (C_out, "
+    "C_in / groups, *kernel); padding an int, per-axis ints or pairs, 'valid' or 'same'.")
+conv_transpose1d, conv_transpose2d, conv_transpose3d = per_rank(
+    _conv_transpose, "conv_transpose{rank}d", "{rank}-D transposed convolution of {layout} (the gradient of "
+    "conv{rank}d with respect to its input, as torch's): w (C_in, C_out / groups, *kernel).")

@@ -25,9 +25,6 @@ class SoftmaxCrossEntropy(Operation):
     """mean_n( logsumexp(z_n) - z_n[label_n] ) for logits z (N, C) and int labels (N,).
     Gradient wrt z: (softmax(z) - onehot(labels)) · g / N; labels get none."""
 
-    def __init__(self, logits, labels, name=None):
-        super().__init__(logits, labels, name=name)
-
     def compute(self, logits, labels):
         check_labels(labels, logits.shape[1])
         log_probs = stable_log_softmax(logits, axis=1)
@@ -51,9 +48,6 @@ class SoftmaxCrossEntropy(Operation):
 
 class SoftmaxCrossEntropyGrad(Operation):
     """(softmax(z) - onehot(labels)) · g / N: the gradient of SoftmaxCrossEntropy wrt its logits."""
-
-    def __init__(self, logits, labels, grad, name=None):
-        super().__init__(logits, labels, grad, name=name)
 
     def compute(self, logits, labels, grad):
         probs = np.exp(stable_log_softmax(logits, axis=1))
@@ -82,9 +76,6 @@ def _softmax_cross_entropy_grad_grad(op, grad):
 class SigmoidCrossEntropy(Operation):
     """mean( max(z, 0) - z·t + log(1 + e^-|z|) ): binary cross-entropy on logits z, targets t in [0, 1].
     Gradient: ((σ(z) - t) · g / n, -z · g / n) with n the number of elements."""
-
-    def __init__(self, logits, labels, name=None):
-        super().__init__(logits, labels, name=name)
 
     def compute(self, logits, labels):
         losses = np.maximum(logits, 0) - logits * labels + np.log1p(np.exp(-np.abs(logits)))

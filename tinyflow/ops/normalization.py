@@ -12,8 +12,8 @@ import numpy as np
 from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
 from ..shapes import dims_compatible
-from .array_ops import ReshapeLike, reshape
-from .elementwise_ops import multiply, sqrt, square
+from .array_ops import ReshapeLike, identity, reshape
+from .elementwise_ops import add, multiply, sqrt, square
 from .reductions import reduce_mean
 from .registry import register_gradient
 from .softmax import AxisOperation
@@ -90,19 +90,20 @@ def _layer_norm_grad_grad(op, grad):
 
 
 # ------------------------------------------------------------ the public functions
-def _affine(y, weight, bias, shape=None):
-    """y · γ + β, γ and β reshaped to `shape` when given."""
+def affine(y, weight=None, bias=None, shape=None, name=None):
+    """y · γ + β (either may be None), γ and β reshaped to `shape` when given; the last op gets `name`."""
     if weight is not None:
-        y = multiply(y, weight if shape is None else reshape(weight, shape))
+        y = multiply(y, weight if shape is None else reshape(weight, shape), name=None if bias is not None else name)
     if bias is not None:
-        y = y + (bias if shape is None else reshape(bias, shape))
-    return y
+        y = add(y, bias if shape is None else reshape(bias, shape), name=name)
+    return y if name is None or weight is not None or bias is not None else identity(y, name=name)
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, name=None):
     """Layer normalization over the trailing axes `normalized_shape`, then · weight + bias (of that shape), as torch."""
     check = Arguments(LayerNorm, name, x)
-    trailing = (normalized_shape,) if is_int(normalized_shape) else tuple(normalized_shape)
+    trailing = tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list, np.ndarray)) else \
+        (normalized_shape,)
     if not trailing or not all(is_int(d) and d >= 1 for d in trailing):
         check.fail("normalized_shape", normalized_shape, "is not a size or a tuple of sizes >= 1",
                    "pass the sizes of the trailing axes to normalize, e.g. x.shape[-1:]")
@@ -111,7 +112,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, name=None)
             dims_compatible(a, b) for a, b in zip(shape[len(shape) - len(trailing):], trailing))):
         raise ShapeError(f"layer_norm: normalized_shape {trailing} is not the trailing shape of the input {shape}; "
                          "pass the sizes of the input's last axes")
-    return _affine(LayerNorm(x, axis=-len(trailing), eps=eps, name=name), weight, bias)
+    return affine(LayerNorm(x, axis=-len(trailing), eps=eps, name=name), weight, bias)
 
 
 def _channels(function, name, x):
@@ -125,7 +126,7 @@ def _channels(function, name, x):
 def instance_norm(x, weight=None, bias=None, eps=1e-5, name=None):
     """Instance normalization: each (sample, channel) over its spatial axes, then a per-channel γ, β, as torch."""
     shape = _channels("instance_norm", name, x)
-    return _affine(LayerNorm(x, axis=2, eps=eps, name=name), weight, bias, shape)
+    return affine(LayerNorm(x, axis=2, eps=eps, name=name), weight, bias, shape)
 
 
 def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, name=None):
@@ -138,7 +139,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, name=None):
     if channels is not None and channels % groups:
         check.fail("num_groups", num_groups, f"does not divide the {channels} channels", "pick a divisor of C")
     grouped = LayerNorm(_grouped(x, groups), axis=2, eps=eps)
-    return _affine(ReshapeLike(grouped, x, name=name), weight, bias, shape)
+    return affine(ReshapeLike(grouped, x, name=name), weight, bias, shape)
 
 
 def _grouped(x, groups):

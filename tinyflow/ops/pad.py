@@ -15,22 +15,13 @@ MODES = ("constant", "reflect", "edge", "wrap")
 
 def _pad_widths(check, pad_width, rank):
     """np.pad's pad_width (an int, a (before, after) pair, or one pair per axis) as one pair per axis."""
-    def pair(value):
-        if is_int(value):
-            return int(value), int(value)
-        if isinstance(value, (tuple, list, np.ndarray)) and len(value) == 2 and all(is_int(v) for v in value):
-            return int(value[0]), int(value[1])
-        return None
     if rank is None:
         check.fail("pad_width", pad_width, "needs an input of known rank", "give the input a shape")
-    single = pair(pad_width)
-    if single is not None:
-        return (single,) * rank
-    pairs = [pair(p) for p in pad_width] if isinstance(pad_width, (tuple, list, np.ndarray)) else [None]
-    if None in pairs or len(pairs) != rank:
+    widths = np.asarray(pad_width, dtype=object)
+    if widths.shape not in ((), (2,), (rank, 2)) or not all(is_int(w) for w in widths.flat):
         check.fail("pad_width", pad_width, f"is not an int, a pair or {rank} (before, after) pairs",
                    "pass e.g. 1, (1, 2) or ((0, 0), (1, 2)) with one pair per axis")
-    return tuple(pairs)
+    return tuple((int(before), int(after)) for before, after in np.broadcast_to(widths, (rank, 2)))
 
 
 class Pad(Operation):
@@ -41,7 +32,7 @@ class Pad(Operation):
     def __init__(self, x, pad_width, mode="constant", value=0.0, name=None):
         check = Arguments(self, name, x)
         self.pad_width = _pad_widths(check, pad_width, rank_of(x))
-        if mode not in MODES:
+        if not isinstance(mode, str) or mode not in MODES:
             check.fail("mode", mode, "is not a padding mode", f"pass one of {', '.join(MODES)}")
         self.mode = mode
         self.value = check.number("value", value, low=-np.inf) if mode == "constant" else 0.0

@@ -15,7 +15,7 @@ from ..shapes import shapes_compatible
 from .elementwise_ops import extreme
 from .reductions import ReduceMax, ReduceMean, reduce_max, reduce_mean
 from .registry import not_differentiable, register_gradient
-from .windows import WindowOperation, scatter_windows, sliding_windows, span, spatial_rank
+from .windows import WindowOperation, per_rank, scatter_windows, sliding_windows, span, spatial_rank
 
 
 class PoolOperation(WindowOperation):
@@ -44,11 +44,6 @@ class PoolOperation(WindowOperation):
         return dict(kernel_size=self.kernel, stride=self.stride, padding=self.padding, dilation=self.dilation,
                     ceil_mode=self.ceil_mode)
 
-    def windows(self, x, fill):
-        """x's windows: an (N, C, *out, *kernel) view."""
-        return sliding_windows(x, self.kernel, self.stride, self.pads(x.shape[2:], self.kernel), self.dilation,
-                               self.out_spatial(x.shape, self.kernel), fill)
-
     def pooled_shape(self, x_shape):
         return x_shape[:2] + self.out_spatial(x_shape, self.kernel)
 
@@ -59,6 +54,22 @@ class PoolOperation(WindowOperation):
         """Raise ShapeError unless `shape` may equal `expected`."""
         if not shapes_compatible(shape, expected):
             raise ShapeError(f"{what} has shape {shape}, but this window needs {expected}")
+
+    def first_maximum(self, x, index=None):
+        """Of each window's first maximum, (N, C, *out): its entry in `index` (broadcasting to x's shape; by default
+        its index in x.reshape(-1)), and whether the window has one."""
+        def taps(windows):  # (N, C, *out, kernel taps)
+            return windows.reshape(windows.shape[:2 + len(self.kernel)] + (-1,))
+        values = taps(self.windows(x, self.kernel, fill=extreme(x.dtype, largest=False)))
+        index = np.arange(x.size).reshape(x.shape) if index is None else index
+        where = taps(self.windows(index, self.kernel, fill=-1))  # each tap's entry in index, -1 in the padding
+        top = values.max(axis=-1, keepdims=True)
+        is_top = values == top
+        if x.dtype.kind == "f":
+            is_top |= np.isnan(values) & np.isnan(top)
+        is_top &= where >= 0  # padding never wins, even against -inf
+        first = np.take_along_axis(where, is_top.argmax(axis=-1)[..., None], axis=-1)[..., 0]
+        return np.maximum(first, 0), is_top.any(axis=-1)
 
 
 class PoolGradient:
@@ -73,68 +84,28 @@ class PoolGradient:
 
 
 # ------------------------------------------------------------ max pooling
-class MaxPoolOperation(PoolOperation):
-    """Shared by the max pooling ops: where each window's first maximum is."""
-
-    abstract = True
-
-    def first_maximum(self, x):
-        """(flat index in its (N, C) plane of each window's first maximum, whether that lies in x): (N, C, *out)."""
-        rank = len(self.kernel)
-        windows = self.windows(x, extreme(x.dtype, largest=False))
-        inside = self.windows(np.ones((1, 1) + x.shape[2:], bool), False)
-        taps = windows.reshape(windows.shape[:2 + rank] + (-1,))
-        top = taps.max(axis=-1, keepdims=True)
-        is_top = taps == top
-        if x.dtype.kind == "f":
-            is_top |= np.isnan(taps) & np.isnan(top)
-        is_top &= inside.reshape(inside.shape[:2 + rank] + (-1,))  # padding never wins, even against -inf
-        tap = np.unravel_index(is_top.argmax(axis=-1), self.kernel)
-        out = windows.shape[2:2 + rank]
-        pads = self.pads(x.shape[2:], self.kernel)
-        coords, found = [], is_top.any(axis=-1)
-        for axis, (t, o, s, d, (before, _), n) in enumerate(zip(tap, out, self.stride, self.dilation, pads,
-                                                               x.shape[2:])):
-            start = (np.arange(o) * s - before).reshape((o,) + (1,) * (rank - 1 - axis))
-            coord = start + t * d
-            found &= (coord >= 0) & (coord < n)
-            coords.append(np.clip(coord, 0, n - 1))
-        return np.ravel_multi_index(coords, x.shape[2:]), found
-
-    def flat_positions(self, x):
-        """(index of each window's first maximum in x.reshape(-1), whether that lies in x)."""
-        flat, found = self.first_maximum(x)
-        n, c = x.shape[:2]
-        planes = np.arange(n * c).reshape((n, c) + (1,) * len(self.kernel)) * math.prod(x.shape[2:])
-        return planes + flat, found
-
-
-class MaxPool(MaxPoolOperation):
+class MaxPool(PoolOperation):
     """The maximum of each window (padding ignored).  Gradient: g to each window's first maximum (as PyTorch)."""
 
-    def __init__(self, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, name=None):
-        super().__init__(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
-                         ceil_mode=ceil_mode, name=name)
-
     def compute(self, x):
-        windows = self.windows(x, extreme(x.dtype, largest=False))
+        windows = self.windows(x, self.kernel, fill=extreme(x.dtype, largest=False))
         return windows.max(axis=tuple(range(-len(self.kernel), 0)))
 
 
-class MaxPoolGrad(PoolGradient, MaxPoolOperation):
+class MaxPoolGrad(PoolGradient, PoolOperation):
     """Scatter g (pooled shape) onto x's grid at each window's first maximum (overlaps add up)."""
 
     def compute(self, x, grad):
-        index, found = self.flat_positions(x)
+        index, found = self.first_maximum(x)
         total = np.bincount(index[found], weights=grad[found], minlength=x.size)
         return total.astype(grad.dtype).reshape(x.shape)
 
 
-class MaxPoolGather(MaxPoolOperation):
+class MaxPoolGather(PoolOperation):
     """Pick h (x's shape) at each window's first maximum: the adjoint of MaxPoolGrad."""
 
     def compute(self, x, h):
-        index, found = self.flat_positions(x)
+        index, found = self.first_maximum(x)
         return np.where(found, h.reshape(-1)[index], np.zeros((), h.dtype))
 
     def infer_shape(self, x_shape, h_shape):
@@ -145,7 +116,7 @@ class MaxPoolGather(MaxPoolOperation):
         return h
 
 
-class MaxPoolIndices(MaxPoolOperation):
+class MaxPoolIndices(PoolOperation):
     """Where each window's first maximum is, as int64: flat in its (N, C) plane (PyTorch's return_indices), or
     flat in the whole tensor (whole_tensor, ONNX's Indices), its spatial axes read in reverse order when
     storage_order=1 (ONNX's column-major)."""
@@ -161,14 +132,13 @@ class MaxPoolIndices(MaxPoolOperation):
                          ceil_mode=ceil_mode, name=name)
 
     def compute(self, x):
-        flat, _ = self.first_maximum(x)
         spatial = x.shape[2:]
-        if self.storage_order:
-            flat = np.ravel_multi_index(np.unravel_index(flat, spatial)[::-1], spatial[::-1])
+        size = math.prod(spatial)
+        plane = np.arange(size).reshape(spatial[::-1]).T if self.storage_order else np.arange(size).reshape(spatial)
+        index = plane.reshape((1, 1) + spatial)
         if self.whole_tensor:
-            n, c = x.shape[:2]
-            flat = flat + np.arange(n * c).reshape((n, c) + (1,) * len(spatial)) * math.prod(spatial)
-        return flat.astype(np.int64)
+            index = index + size * np.arange(x.shape[0] * x.shape[1]).reshape(x.shape[:2] + (1,) * len(spatial))
+        return self.first_maximum(x, index)[0].astype(np.int64)
 
     def infer_dtype(self, x):
         return np.dtype(np.int64)
@@ -211,13 +181,8 @@ class AvgPoolOperation(PoolOperation):
 class AvgPool(AvgPoolOperation):
     """The mean of each window: Σ window / divisor (see `divisor`).  Gradient: g/divisor to every tap of its window."""
 
-    def __init__(self, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, count_include_pad=True,
-                 name=None):
-        super().__init__(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
-                         ceil_mode=ceil_mode, count_include_pad=count_include_pad, name=name)
-
     def compute(self, x):
-        total = self.windows(x, 0).sum(axis=tuple(range(-len(self.kernel), 0)))
+        total = self.windows(x, self.kernel).sum(axis=tuple(range(-len(self.kernel), 0)))
         return (total / self.divisor(x.shape, x.dtype)).astype(x.dtype, copy=False)
 
 
@@ -239,34 +204,32 @@ def _kernel(op_class, name, x, kernel_size, rank):
     return Arguments(op_class, name, x).ints("kernel_size", kernel_size, rank, minimum=1)
 
 
-def _max_pool_nd(rank):
+def _max_pool(rank):
     def max_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False,
                  name=None):
-        kernel = _kernel(MaxPool, name, x, kernel_size, rank)
-        y = MaxPool(x, kernel, stride, padding, dilation, ceil_mode, name=name)
+        window = dict(kernel_size=_kernel(MaxPool, name, x, kernel_size, rank), stride=stride, padding=padding,
+                      dilation=dilation, ceil_mode=ceil_mode)
+        y = MaxPool(x, **window, name=name)
         if not return_indices:
             return y
-        return y, MaxPoolIndices(x, kernel, stride, padding, dilation, ceil_mode,
-                                 name=None if name is None else name + "_indices")
-    max_pool.__name__ = max_pool.__qualname__ = f"max_pool{rank}d"
-    max_pool.__doc__ = (f"{rank}-D max pooling over kernel_size windows (stride defaults to kernel_size); with "
-                        "return_indices, also each maximum's flat index in its plane, as torch.")
+        return y, MaxPoolIndices(x, **window, name=None if name is None else name + "_indices")
     return max_pool
 
 
-def _avg_pool_nd(rank):
+def _avg_pool(rank):
     def avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, dilation=1,
                  name=None):
-        kernel = _kernel(AvgPool, name, x, kernel_size, rank)
-        return AvgPool(x, kernel, stride, padding, dilation, ceil_mode, count_include_pad, name=name)
-    avg_pool.__name__ = avg_pool.__qualname__ = f"avg_pool{rank}d"
-    avg_pool.__doc__ = (f"{rank}-D average pooling over kernel_size windows (stride defaults to kernel_size); "
-                        "zero padding counted unless count_include_pad=False, as torch.")
+        return AvgPool(x, kernel_size=_kernel(AvgPool, name, x, kernel_size, rank), stride=stride, padding=padding,
+                       dilation=dilation, ceil_mode=ceil_mode, count_include_pad=count_include_pad, name=name)
     return avg_pool
 
 
-max_pool1d, max_pool2d, max_pool3d = _max_pool_nd(1), _max_pool_nd(2), _max_pool_nd(3)
-avg_pool1d, avg_pool2d, avg_pool3d = _avg_pool_nd(1), _avg_pool_nd(2), _avg_pool_nd(3)
+max_pool1d, max_pool2d, max_pool3d = per_rank(
+    _max_pool, "max_pool{rank}d", "{rank}-D max pooling of {layout} over kernel_size windows (stride defaults to "
+    "kernel_size); with return_indices, also each maximum's flat index in its plane, as torch.")
+avg_pool1d, avg_pool2d, avg_pool3d = per_rank(
+    _avg_pool, "avg_pool{rank}d", "{rank}-D average pooling of {layout} over kernel_size windows (stride defaults to "
+    "kernel_size); zero padding counted unless count_include_pad=False, as torch.")
 
 
 def _spatial_axes(op_class, name, x):

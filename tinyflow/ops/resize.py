@@ -18,50 +18,46 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
-from ..errors import ShapeError
 from ..nodes import Node, Operation
 from ..shapes import shapes_compatible
 from .broadcasting import ShapedLike
 from .registry import register_gradient
 from .shape_ops import known_entries
 
-MODES = ("nearest", "linear", "cubic")
-COORDINATES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize",
-               "half_pixel_symmetric")
-NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
-ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
-OPTIONS = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside", "antialias",
-           "roi", "extrapolation_value", "keep_aspect_ratio_policy")  # Resize's arguments after sizes and scales
+# Resize's options after sizes and scales, with their defaults (saved graphs read them as the op's attributes)
+OPTIONS = {"mode": "nearest", "coordinate_transformation_mode": "half_pixel", "nearest_mode": "round_prefer_floor",
+           "cubic_coeff_a": -0.75, "exclude_outside": False, "antialias": False, "roi": None,
+           "extrapolation_value": 0.0, "keep_aspect_ratio_policy": "stretch"}
+CHOICES = {"mode": ("nearest", "linear", "cubic"),
+           "coordinate_transformation_mode": ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                                              "tf_crop_and_resize", "half_pixel_symmetric"),
+           "nearest_mode": ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"),
+           "keep_aspect_ratio_policy": ("stretch", "not_larger", "not_smaller")}
 
 
-# ------------------------------------------------------------ the taps of one output position
-def _nearest(ratio, scale, mode):
-    if ratio == 1:  # an integer coordinate: the pixel itself (ONNX counts it as ratio 1 of the left one)
-        return [0.0, 1.0]
-    pick_right = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5, "floor": False,
-                  "ceil": True}[mode]
-    return [0.0, 1.0] if pick_right else [1.0, 0.0]
-
-
-def _linear_weight(t):
-    return max(0.0, 1 - abs(t))
+# ------------------------------------------------------------ the taps of the output positions
+def _nearest(ratios, mode):
+    """Weights of the pixel before and after each position `ratios` past a pixel: 1 for the nearest."""
+    right = {"round_prefer_floor": ratios > 0.5, "round_prefer_ceil": ratios >= 0.5,
+             "floor": np.zeros(ratios.shape, bool), "ceil": np.ones(ratios.shape, bool)}[mode]
+    right |= ratios == 1  # an integer coordinate: the pixel itself (ONNX counts it as ratio 1 of the left one)
+    return np.stack([~right, right], axis=1).astype(np.float64)
 
 
 def _cubic_weight(t, a):
     """Keys' cubic convolution kernel with coefficient a."""
-    t = abs(t)
-    if t <= 1:
-        return (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1
-    return a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a if t < 2 else 0.0
+    t = np.abs(t)
+    return np.where(t <= 1, (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1,
+                    np.where(t < 2, a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a, 0.0))
 
 
-def _filter(ratio, scale, weight, support, antialias):
-    """weight(distance) of the taps around an output position `ratio` past a pixel, out to `support` pixels; when
+def _filter(ratios, scale, weight, support, antialias):
+    """weight(distance) of the taps around each position `ratios` past a pixel, out to `support` pixels; when
     antialias shrinks (scale < 1), the filter widens by 1/scale and its weights are normalised to sum to 1."""
     scale = min(scale, 1.0) if antialias else 1.0
     start = int(np.floor(-support / scale) + 1)
-    coeffs = [weight(scale * (i - ratio)) for i in range(start, 2 - start)]
-    return [c / sum(coeffs) for c in coeffs] if antialias else coeffs
+    coeffs = weight(scale * (np.arange(start, 2 - start) - ratios[:, None]))
+    return coeffs / coeffs.sum(axis=1, keepdims=True) if antialias else coeffs
 
 
 def _source_coordinates(mode, size, out, scale, roi):
@@ -92,28 +88,21 @@ def interpolation_matrix(size, out, scale, mode, coordinates, nearest_mode, cubi
                          antialias, roi):
     """The (out × in) matrix resizing one axis of length `size` to `out`, and the rows (a boolean array, or None)
     that fall outside a tf_crop_and_resize region and take the extrapolation value instead."""
-    if mode == "nearest":
-        taps = functools.partial(_nearest, mode=nearest_mode)
-    elif mode == "linear":
-        taps = functools.partial(_filter, weight=_linear_weight, support=1, antialias=antialias)
-    else:
-        cubic = functools.partial(_cubic_weight, a=cubic_coeff_a)
-        taps = functools.partial(_filter, weight=cubic, support=2, antialias=antialias)
     x, outside = _source_coordinates(coordinates, size, out, scale, roi)
     floor = np.floor(x)
     ratios = np.where(x == floor, 1.0, x - floor)
-    coeffs = np.array([taps(float(r), scale) for r in ratios], dtype=np.float64).reshape(out, -1)
+    if mode == "nearest":
+        coeffs = _nearest(ratios, nearest_mode)
+    elif mode == "linear":
+        coeffs = _filter(ratios, scale, lambda t: np.maximum(0.0, 1 - np.abs(t)), 1, antialias)
+    else:
+        coeffs = _filter(ratios, scale, functools.partial(_cubic_weight, a=cubic_coeff_a), 2, antialias)
     n = coeffs.shape[1]
     # the n neighbours nearest to x (ties to the smaller index), as ONNX's reference finds them
     pad = math.ceil(n / 2)
-    padded = x + pad
-    base = np.floor(padded)
-    frac = padded - base
-    if n % 2 == 0:
-        start = base + np.where(frac == 0, -(n // 2), -(n // 2) + 1)
-    else:
-        start = base + np.where(frac <= 0.5, -((n - 1) // 2), -((n - 1) // 2) + 1)
-    neighbours = start[:, None].astype(np.int64) + np.arange(n)[None, :] - pad
+    base = np.floor(x + pad)
+    past = (x + pad - base != 0) if n % 2 == 0 else (x + pad - base > 0.5)  # the first neighbour one further on
+    neighbours = (base + past - n // 2 - pad).astype(np.int64)[:, None] + np.arange(n)
     if exclude_outside:
         coeffs = np.where((neighbours < 0) | (neighbours >= size), 0.0, coeffs)
         total = coeffs.sum(axis=1, keepdims=True)
@@ -134,12 +123,6 @@ def _along(matrix, x, axis):
 
 
 # ------------------------------------------------------------ the ops
-def _choice(check, argument, value, choices):
-    if value not in choices:
-        check.fail(argument, value, "is not one of the choices", f"pick one of {', '.join(choices)}")
-    return value
-
-
 def _size(check, value):
     """A size >= 0, or None (the axis keeps its size)."""
     if value is None or (is_int(value) and value >= 0):
@@ -165,14 +148,22 @@ class ResizeOperation(Operation):
     """Shared by Resize and ResizeGrad: the arguments, checked when built, and each axis's output size and matrix."""
 
     abstract = True
+    attributes = OPTIONS  # the keyword options (**options), as the elementwise ops' attributes
 
-    def _set_resize(self, check, rank, sizes, scales, mode, coordinate_transformation_mode, nearest_mode,
-                    cubic_coeff_a, exclude_outside, antialias, roi, extrapolation_value, keep_aspect_ratio_policy):
+    def _set_resize(self, check, rank, sizes, scales, options):
         if (sizes is None) == (scales is None):
             check.fail("sizes", sizes, "and scales are both given or both missing", "pass one of them")
         if rank is None:
             check.fail("sizes" if scales is None else "scales", sizes if scales is None else scales,
                        "needs an input of known rank", "give the input a shape")
+        for option, value in options.items():
+            if option not in OPTIONS:
+                check.fail(option, value, "is not an option of Resize", f"pass sizes, scales, {', '.join(OPTIONS)}")
+        options = dict(OPTIONS, **options)
+        for option, choices in CHOICES.items():
+            if not isinstance(options[option], str) or options[option] not in choices:
+                check.fail(option, options[option], "is not one of the choices", f"pick one of {', '.join(choices)}")
+            setattr(self, option, options[option])
         self.size_entries = None  # a sizes vector node: its entries as far as they are known when built
         if isinstance(sizes, Node) or getattr(sizes, "graph", False) is None:  # a graph node or an eager Tensor
             if not shapes_compatible(sizes.shape, (rank,)) or np.dtype(sizes.dtype).kind not in "iu":
@@ -184,23 +175,18 @@ class ResizeOperation(Operation):
         self.sizes = None if sizes is None else tuple(_size(check, n) for n in _per_axis(check, "sizes", sizes, rank))
         self.scales = None if scales is None else tuple(
             check.number("scales", s, 0.0) for s in _per_axis(check, "scales", scales, rank))
-        self.mode = _choice(check, "mode", mode, MODES)
-        self.coordinate_transformation_mode = _choice(check, "coordinate_transformation_mode",
-                                                           coordinate_transformation_mode, COORDINATES)
-        self.nearest_mode = _choice(check, "nearest_mode", nearest_mode, NEAREST_MODES)
-        self.cubic_coeff_a = check.number("cubic_coeff_a", cubic_coeff_a)
-        self.exclude_outside = check.flag("exclude_outside", exclude_outside)
-        self.antialias = check.flag("antialias", antialias)
+        self.cubic_coeff_a = check.number("cubic_coeff_a", options["cubic_coeff_a"])
+        self.extrapolation_value = check.number("extrapolation_value", options["extrapolation_value"])
+        self.exclude_outside = check.flag("exclude_outside", options["exclude_outside"])
+        self.antialias = check.flag("antialias", options["antialias"])
         if self.antialias and self.mode == "nearest":
-            check.fail("antialias", antialias, "does not go with mode 'nearest'", "use mode 'linear' or 'cubic'")
-        self.keep_aspect_ratio_policy = _choice(check, "keep_aspect_ratio_policy", keep_aspect_ratio_policy,
-                                                     ASPECT_POLICIES)
+            check.fail("antialias", self.antialias, "does not go with mode 'nearest'", "use mode 'linear' or 'cubic'")
         if self.keep_aspect_ratio_policy != "stretch" and self.sizes is None and self.size_entries is None:
-            check.fail("keep_aspect_ratio_policy", keep_aspect_ratio_policy, "needs sizes", "pass sizes, not scales")
-        self.extrapolation_value = check.number("extrapolation_value", extrapolation_value)
+            check.fail("keep_aspect_ratio_policy", self.keep_aspect_ratio_policy, "needs sizes",
+                       "pass sizes, not scales")
         self.roi = None
         if self.coordinate_transformation_mode == "tf_crop_and_resize":
-            self.roi = tuple(_region(check, r) for r in _per_axis(check, "roi", roi, rank))
+            self.roi = tuple(_region(check, r) for r in _per_axis(check, "roi", options["roi"], rank))
 
     @property
     def dynamic(self):
@@ -225,29 +211,12 @@ class ResizeOperation(Operation):
         return [(a, n, o, s) for a, n, o, s in plan
                 if not (o == n and math.isclose(s, 1.0) and (self.roi is None or self.roi[a] == (0.0, 1.0)))]
 
-    def out_shape(self, shape):
-        """The output shape for an input shape (None dims stay unknown where they matter)."""
-        if self.dynamic:
-            if self.keep_aspect_ratio_policy != "stretch":
-                return (None,) * len(shape)
-            return tuple(self.size_entries)
-        if self.scales is not None:
-            return tuple(None if n is None else int(np.floor(n * s)) for n, s in zip(shape, self.scales))
-        if self.keep_aspect_ratio_policy == "stretch" or None not in shape:
-            if None in shape:
-                return tuple(n if t is None else t for n, t in zip(shape, self.sizes))
-            out = list(shape)
-            for a, _, o, _ in self.resized(shape):
-                out[a] = o
-            return tuple(out)
-        return tuple(n if t is None else None for n, t in zip(shape, self.sizes))
-
     def matrix(self, axis, size, out, scale):
         return interpolation_matrix(size, out, float(scale), self.mode, self.coordinate_transformation_mode,
                                     self.nearest_mode, self.cubic_coeff_a, self.exclude_outside, self.antialias,
                                     None if self.roi is None else self.roi[axis])
 
-    def attributes(self):
+    def arguments(self):
         """The resize's arguments, to build its gradient ops (sizes: the tuple, or the sizes vector node)."""
         return dict(sizes=self.inputs[-1] if self.dynamic else self.sizes, scales=self.scales,
                     **{option: getattr(self, option) for option in OPTIONS})
@@ -258,12 +227,8 @@ class Resize(ResizeOperation):
     (out = ⌊in·scale⌋), one interpolation matrix M per resized axis (see the module docstring): y = M_k ⋯ M_1 x.
     Gradient: M_1ᵀ ⋯ M_kᵀ g (ResizeGrad)."""
 
-    def __init__(self, x, sizes=None, scales=None, mode="nearest", coordinate_transformation_mode="half_pixel",
-                 nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=False, antialias=False,
-                 roi=None, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch", name=None):
-        self._set_resize(Arguments(self, name, x), rank_of(x), sizes, scales, mode, coordinate_transformation_mode,
-                         nearest_mode, cubic_coeff_a, exclude_outside, antialias, roi, extrapolation_value,
-                         keep_aspect_ratio_policy)
+    def __init__(self, x, sizes=None, scales=None, name=None, **options):
+        self._set_resize(Arguments(self, name, x), rank_of(x), sizes, scales, options)
         super().__init__(x, *([sizes] if self.dynamic else []), name=name)
 
     def compute(self, x, *sizes):
@@ -277,10 +242,19 @@ class Resize(ResizeOperation):
             y = np.clip(np.rint(y), np.iinfo(x.dtype).min, np.iinfo(x.dtype).max)
         return y.astype(x.dtype)
 
-    def infer_shape(self, x_shape, *sizes_shape):
-        if x_shape is None:
-            raise ShapeError("needs an input of known rank")
-        return self.out_shape(x_shape)
+    def infer_shape(self, shape, *sizes_shape):
+        """The output shape for an input shape (None dims stay unknown where they matter)."""
+        if self.dynamic:
+            return (None,) * len(shape) if self.keep_aspect_ratio_policy != "stretch" else tuple(self.size_entries)
+        if None not in shape:
+            out = list(shape)
+            for a, _, o, _ in self.resized(shape):
+                out[a] = o
+            return tuple(out)
+        if self.scales is not None:
+            return tuple(None if n is None else int(np.floor(n * s)) for n, s in zip(shape, self.scales))
+        stretch = self.keep_aspect_ratio_policy == "stretch"
+        return tuple(n if t is None else t if stretch else None for n, t in zip(shape, self.sizes))
 
     def infer_dtype(self, x, *sizes):
         return x
@@ -289,12 +263,8 @@ class Resize(ResizeOperation):
 class ResizeGrad(ResizeOperation, ShapedLike):
     """dL/dx of Resize: the gradient (the resized shape) taken back through each axis's matrix transposed."""
 
-    def __init__(self, grad, x, sizes=None, scales=None, mode="nearest", coordinate_transformation_mode="half_pixel",
-                 nearest_mode="round_prefer_floor", cubic_coeff_a=-0.75, exclude_outside=False, antialias=False,
-                 roi=None, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch", name=None):
-        self._set_resize(Arguments(self, name, grad, x), rank_of(x), sizes, scales, mode,
-                         coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, antialias, roi,
-                         extrapolation_value, keep_aspect_ratio_policy)
+    def __init__(self, grad, x, sizes=None, scales=None, name=None, **options):
+        self._set_resize(Arguments(self, name, grad, x), rank_of(x), sizes, scales, options)
         super().__init__(grad, x, *([sizes] if self.dynamic else []), name=name)
 
     def compute(self, grad, x, *sizes):
@@ -304,17 +274,23 @@ class ResizeGrad(ResizeOperation, ShapedLike):
         return g.astype(grad.dtype)
 
 
-register_gradient(Resize)(lambda op, grad: [ResizeGrad(grad, op.inputs[0], **op.attributes())] + [None] * op.dynamic)
+register_gradient(Resize)(lambda op, grad: [ResizeGrad(grad, op.inputs[0], **op.arguments())] + [None] * op.dynamic)
 
 
 @register_gradient(ResizeGrad)
 def _resize_grad_grad(op, grad):
     # ResizeGrad is linear in g: its adjoint is Resize without the constant the crop mode writes outside its region
-    return [Resize(grad, **dict(op.attributes(), extrapolation_value=0.0)), None] + [None] * op.dynamic
+    return [Resize(grad, **dict(op.arguments(), extrapolation_value=0.0)), None] + [None] * op.dynamic
 
 
 # ------------------------------------------------------------ the public function
-_TORCH_MODES = {"nearest": 0, "nearest-exact": 0, "linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
+# torch's modes: (Resize's mode, coordinate_transformation_mode, nearest_mode, spatial axes needed, 0 for any)
+_TORCH_MODES = {"nearest": ("nearest", "asymmetric", "floor", 0),
+                "nearest-exact": ("nearest", "half_pixel", "round_prefer_ceil", 0),
+                "linear": ("linear", "half_pixel", "round_prefer_floor", 1),
+                "bilinear": ("linear", "half_pixel", "round_prefer_floor", 2),
+                "trilinear": ("linear", "half_pixel", "round_prefer_floor", 3),
+                "bicubic": ("cubic", "half_pixel", "round_prefer_floor", 2)}
 
 
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None, name=None):
@@ -322,30 +298,25 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     'linear', 'bilinear', 'trilinear' or 'bicubic'; size or scale_factor (an int/float or one per spatial axis). (The
     Resize op also has ONNX's antialias, which is not torch's.)"""
     check = Arguments(Resize, name, x)
-    if mode not in _TORCH_MODES:
+    if not isinstance(mode, str) or mode not in _TORCH_MODES:
         check.fail("mode", mode, "is not an interpolation mode", f"pick one of {', '.join(_TORCH_MODES)}")
+    kind, coordinates, nearest, needed = _TORCH_MODES[mode]
     rank = rank_of(x)
     if rank is None or rank < 3:
         check.fail("x", f"an input of rank {rank}", "has no spatial axes", "pass (N, C, *spatial) inputs")
     spatial = rank - 2
-    if _TORCH_MODES[mode] and _TORCH_MODES[mode] != spatial:
+    if needed and needed != spatial:
         check.fail("mode", mode, f"does not fit an input with {spatial} spatial axes",
                    "use linear for 1, bilinear or bicubic for 2, trilinear for 3")
-    if align_corners and mode.startswith("nearest"):
+    if align_corners and kind == "nearest":
         check.fail("align_corners", align_corners, f"does not go with mode {mode!r}", "leave it None")
-
-    def per_axis(value):
-        return list(value) if isinstance(value, (tuple, list)) else [value] * spatial
     if (size is None) == (scale_factor is None):
         check.fail("size", size, "and scale_factor are both given or both missing", "pass one of them")
-    sizes = None if size is None else [None, None] + per_axis(size)
-    scales = None if scale_factor is None else [1.0, 1.0] + [float(s) for s in per_axis(scale_factor)]
-    if mode == "nearest":
-        coordinates, nearest = "asymmetric", "floor"
-    elif mode == "nearest-exact":
-        coordinates, nearest = "half_pixel", "round_prefer_ceil"
-    else:
-        coordinates, nearest = ("align_corners" if align_corners else "half_pixel"), "round_prefer_floor"
-    kind = "nearest" if mode.startswith("nearest") else "cubic" if mode == "bicubic" else "linear"
-    return Resize(x, sizes=sizes, scales=scales, mode=kind, coordinate_transformation_mode=coordinates,
+
+    def per_axis(value, kept):  # the two leading axes `kept`, then one entry per spatial axis
+        if value is None:
+            return None
+        return kept + (list(value) if isinstance(value, (tuple, list)) else [value] * spatial)
+    return Resize(x, sizes=per_axis(size, [None, None]), scales=per_axis(scale_factor, [1.0, 1.0]), mode=kind,
+                  coordinate_transformation_mode="align_corners" if align_corners else coordinates,
                   nearest_mode=nearest, name=name)

@@ -105,6 +105,17 @@ def spatial_rank(check, argument, value, *inputs, offset=2):
                "give the input a shape, or pass one size per spatial axis")
 
 
+def per_rank(make, name, doc):
+    """The functions make(1), make(2) and make(3), named `name` and documented `doc` ({rank} and {layout} filled in)."""
+    made = []
+    for rank, layout in zip((1, 2, 3), ("NCL", "NCHW", "NCDHW")):
+        function = make(rank)
+        function.__name__ = function.__qualname__ = name.format(rank=rank)
+        function.__doc__ = doc.format(rank=rank, layout=layout)
+        made.append(function)
+    return made
+
+
 class WindowOperation(Operation):
     """Shared by conv and pooling ops: stride, padding and dilation, checked when built, and the output size rule."""
 
@@ -120,18 +131,27 @@ class WindowOperation(Operation):
         """((before, after), ...) of this op's padding for inputs of these spatial sizes (None if unknown)."""
         return resolve_padding(self.padding, spatial, kernel, self.stride, self.dilation)
 
-    def out_spatial(self, x_shape, kernel, what="input"):
+    def windows(self, x, kernel, out=None, fill=0):
+        """x's windows (padded with `fill`): an (N, C, *out, *kernel) view; `out` defaults to this op's output size."""
+        out = self.out_spatial(x.shape, kernel) if out is None else out
+        return sliding_windows(x, kernel, self.stride, self.pads(x.shape[2:], kernel), self.dilation, out, fill)
+
+    @staticmethod
+    def spatial(x_shape, rank):
+        """The spatial sizes of x_shape, raising ShapeError unless it is (N, C, *spatial) with `rank` spatial axes."""
+        if x_shape is None or len(x_shape) != rank + 2:
+            raise ShapeError(f"needs an input of rank {rank + 2} (N, C and {rank} spatial axes), got shape {x_shape}")
+        return x_shape[2:]
+
+    def out_spatial(self, x_shape, kernel):
         """Output spatial sizes for an (N, C, *spatial) input shape, raising ShapeError when the window does not fit."""
         rank = len(kernel)
-        if x_shape is None or len(x_shape) != rank + 2:
-            raise ShapeError(f"needs an {what} of rank {rank + 2} (N, C and {rank} spatial axes), "
-                             f"got shape {x_shape}")
-        spatial = x_shape[2:]
+        spatial = self.spatial(x_shape, rank)
         pads = self.pads(spatial, kernel)
         out = tuple(window_output_size(n, k, s, p, d, self.ceil_mode) for n, k, s, p, d in
                     zip(spatial, kernel, self.stride, pads or [None] * rank, self.dilation))
         if any(o is not None and o < 1 for o in out):
-            raise ShapeError(f"a window of {tuple(kernel)} taps (dilation {self.dilation}) does not fit the {what} "
+            raise ShapeError(f"a window of {tuple(kernel)} taps (dilation {self.dilation}) does not fit the input "
                              f"{x_shape} with padding {self.padding}; use a smaller kernel or more padding")
         return out
 
