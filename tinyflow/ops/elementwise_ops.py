@@ -11,6 +11,7 @@ import ast
 import functools
 import inspect
 import math
+import operator
 import os
 
 import numpy as np
@@ -145,41 +146,40 @@ def make_op(op_type, input_names, expression, attributes=(), dtype="same", gradi
     cls.gradients = expressions.gradients(tree, input_names, gradients)
     cls.__doc__ += "\n    " + "; ".join(f"gradient for {x}: {expressions.text(t)}" for x, t in
                                          zip(input_names, cls.gradients) if t is not None)
-
-    def first_call(op, grad):  # the gradient ops of a gradient op are made when first needed, not all at once
-        function = register_gradient(cls)(_gradient_function(cls))
-        return function(op, grad)
-    register_gradient(cls)(first_call)
+    register_gradient(cls)(functools.partial(_gradient, cls))
     return cls
 
 
-def _gradient_function(cls):
-    """`gradient(op, g)` of cls as Python source: one expression per input, e.g. for Sigmoid
-        def gradient(op, g):
-            x, = op.inputs
-            y = op
-            return [SigmoidGrad(y, g)]
-    """
-    items, namespace = [], {"zeros_like": zeros_like}
+_BUILD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+
+
+def _build(tree, values):
+    """The nodes of a name, a number or one arithmetic operation ("g * b", "-g"), names read from `values`."""
+    if isinstance(tree, ast.Name):
+        return values[tree.id]
+    if isinstance(tree, ast.Constant):
+        return tree.value
+    if isinstance(tree, ast.UnaryOp):
+        return -_build(tree.operand, values)
+    return _BUILD[type(tree.op)](_build(tree.left, values), _build(tree.right, values))
+
+
+def _gradient(cls, op, g):
+    """The gradient of an op of class cls: per input, its gradient expression of the inputs, the output `y` and g,
+    as one op ("g * b") or as one gradient op (Sigmoid: SigmoidGrad(y, g)), made when first needed."""
+    values = dict(zip(cls.input_names, op.inputs), y=op, g=g, **{a: getattr(op, a) for a in cls.attributes})
+    grads = []
     for index, tree in enumerate(cls.gradients):
         if tree is None:
-            items.append("None")
+            grads.append(None)
         elif isinstance(tree, ast.Constant):  # a constant derivative: 0 for floor, ceil, sign
-            items.append("zeros_like(g)")
+            grads.append(zeros_like(g))
         elif expressions.is_one_operation(tree):
-            items.append(expressions.text(tree))
+            grads.append(_build(tree, values))
         else:
-            grad_op, names = _gradient_op(cls, index, tree)
-            namespace[grad_op.op_type] = grad_op
-            arguments = [*names, *(f"{a}={a}" for a in grad_op.attributes)]
-            items.append(f"{grad_op.op_type}({', '.join(arguments)})")
-    returned = f"[{', '.join(items)}]"
-    used = set(expressions.names(ast.parse(returned, mode="eval")))
-    inputs = [n if n in used else "_" for n in cls.input_names]
-    source = ("def gradient(op, g):\n" + (f"    {''.join(n + ', ' for n in inputs)}= op.inputs\n" if used - {"g"} else "")
-              + ("    y = op\n" if "y" in used else "")
-              + "".join(f"    {a} = op.{a}\n" for a in cls.attributes if a in used) + f"    return {returned}\n")
-    return _define(source, f"gradient of {cls.op_type}", namespace)["gradient"]
+            grad_op, reads = _gradient_op(cls, index, tree)
+            grads.append(grad_op(*[values[n] for n in reads], **{a: values[a] for a in grad_op.attributes}))
+    return grads
 
 
 GRADIENT_OPS = {}  # (op class, input index) -> (gradient op class, the names its inputs are given)
