@@ -12,8 +12,17 @@ from .broadcasting import ShapedLike, SumToShapeOf
 from .registry import op_function, register_gradient
 
 
-class Squeeze(Operation):
-    """x without the size-1 axes `axis` (every size-1 axis when None).  Gradient: g reshaped back."""
+class Reshaping(Operation):
+    """A reshape whose new shape follows from the input's (squeeze, unsqueeze, flatten).  Gradient: g reshaped back."""
+
+    abstract = True
+
+    def compute(self, x):
+        return np.reshape(x, self.infer_shape(x.shape))
+
+
+class Squeeze(Reshaping):
+    """x without the size-1 axes `axis` (every size-1 axis when None)."""
 
     def __init__(self, x, axis=None, name=None):
         check = Arguments(self, name, x)
@@ -29,9 +38,6 @@ class Squeeze(Operation):
                 check.fail("axis", axis, f"names axis {a} of size {shape[a]}", "squeeze only axes of size 1")
         super().__init__(x, name=name)
 
-    def compute(self, x):
-        return np.squeeze(x, self.axis)
-
     def infer_shape(self, x_shape):
         return tuple(d for i, d in enumerate(x_shape) if i not in self.axis)
 
@@ -40,17 +46,14 @@ squeeze = op_function(Squeeze, "squeeze",
                        "x without size-1 axes: those in `axis` (an int or a tuple), or all of them when None.")
 
 
-class Unsqueeze(Operation):
-    """x with new size-1 axes at positions `axis` of the result.  Gradient: g reshaped back."""
+class Unsqueeze(Reshaping):
+    """x with new size-1 axes at positions `axis` of the result."""
 
     def __init__(self, x, axis, name=None):
         rank = rank_of(x)
         count = 1 if is_int(axis) else len(axis) if isinstance(axis, (tuple, list)) else 0
         self.axis = Arguments(self, name, x).axes("axis", axis, None if rank is None else rank + count)
         super().__init__(x, name=name)
-
-    def compute(self, x):
-        return np.expand_dims(x, self.axis)
 
     def infer_shape(self, x_shape):
         dims = iter(x_shape)
@@ -61,8 +64,8 @@ unsqueeze = op_function(Unsqueeze, "unsqueeze",
                          "x with a new size-1 axis at `axis` (an int, or a tuple of positions in the result).")
 
 
-class Flatten(Operation):
-    """x with the axes start_axis..end_axis (inclusive) merged into one.  Gradient: g reshaped back."""
+class Flatten(Reshaping):
+    """x with the axes start_axis..end_axis (inclusive) merged into one."""
 
     def __init__(self, x, start_axis=0, end_axis=-1, name=None):
         check = Arguments(self, name, x)
@@ -77,28 +80,17 @@ class Flatten(Operation):
                        "pass an end axis at or after the start axis")
         super().__init__(x, name=name)
 
-    def _merged(self, shape):
-        shape = tuple(shape) or (1,)
+    def infer_shape(self, x_shape):
+        shape = tuple(x_shape) or (1,)
         merged = shape[self.start_axis:self.end_axis + 1]
         size = None if None in merged else math.prod(merged)
         return shape[:self.start_axis] + (size,) + shape[self.end_axis + 1:]
 
-    def compute(self, x):
-        return np.reshape(x, self._merged(x.shape))
-
-    def infer_shape(self, x_shape):
-        return self._merged(x_shape)
-
 
 flatten = op_function(Flatten, "flatten",
                        "x with axes start_axis..end_axis merged into one (torch.flatten); all axes by default.")
-
-
-@register_gradient(Squeeze)
-@register_gradient(Unsqueeze)
-@register_gradient(Flatten)
-def _reshaping_grad(op, grad):
-    return [ReshapeLike(grad, op.inputs[0])]
+for _reshaping in (Squeeze, Unsqueeze, Flatten):
+    register_gradient(_reshaping)(lambda op, grad: [ReshapeLike(grad, op.inputs[0])])
 
 
 class BroadcastTo(Operation):
