@@ -11,7 +11,6 @@ import ast
 import functools
 import inspect
 import math
-import operator
 import os
 
 import numpy as np
@@ -49,13 +48,6 @@ NUMPY = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "sq
          "logical_or": np.logical_or, "logical_xor": np.logical_xor, "logical_not": np.logical_not}
 # words whose value numpy may warn about in a branch `where` then discards (0 ** -1, log(0))
 _WARNS = {"log", "log1p", "exp", "expm1", "sqrt"}
-
-
-def _define(source, label, namespace):
-    """Run generated source (a function definition) into namespace. Its file name lies inside the package, so
-    creation sites and error messages skip it and name the user's line, as for hand-written ops."""
-    exec(compile(source, os.path.join(os.path.dirname(__file__), f"<{label}>"), "exec"), namespace)  # noqa: S102
-    return namespace
 
 
 DTYPE_RULES = {"same": promote, "float": promote_to_float, "bool": lambda *d: np.dtype(bool)}
@@ -110,7 +102,6 @@ _ACCEPTED = {}  # (op class, input dtypes) -> output dtype, once numpy's kernel 
 def _numpy_kernel(cls):
     """The class's `compute`: the expression as numpy code, its result in the op's dtype."""
     source = expressions.text(cls.expression)
-    words = {w: NUMPY[w] for w in expressions.names(ast.parse(source, mode="eval")) if w in NUMPY}
     guarded = any(isinstance(n, ast.Call) and n.func.id in _WARNS or isinstance(n, ast.BinOp) and isinstance(
         n.op, (ast.Pow, ast.Div)) for n in ast.walk(cls.expression)) and \
         any(isinstance(n, ast.Call) and n.func.id == "where" for n in ast.walk(cls.expression))
@@ -126,7 +117,9 @@ def _numpy_kernel(cls):
     if not cls.attributes and not guarded:  # the bare expression, for callers that know the dtype comes out right
         code += f"def kernel(self, {', '.join(cls.input_names)}):\n    return {source}\n"
     namespace = dict(NUMPY, errstate=np.errstate, asarray=np.asarray, float32=np.float32)
-    namespace = _define(code, f"{cls.op_type}.compute: {source}", namespace)
+    # a file name inside the package: creation sites and error messages skip it and name the user's line
+    exec(compile(code, os.path.join(os.path.dirname(__file__), f"<{cls.op_type}.compute: {source}>"), "exec"),
+         namespace)  # noqa: S102
     namespace["compute"].__doc__ = f"y = {source}, with numpy."
     cls.kernel = namespace.get("kernel")
     return namespace["compute"]
@@ -150,20 +143,6 @@ def make_op(op_type, input_names, expression, attributes=(), dtype="same", gradi
     return cls
 
 
-_BUILD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-
-
-def _build(tree, values):
-    """The nodes of a name, a number or one arithmetic operation ("g * b", "-g"), names read from `values`."""
-    if isinstance(tree, ast.Name):
-        return values[tree.id]
-    if isinstance(tree, ast.Constant):
-        return tree.value
-    if isinstance(tree, ast.UnaryOp):
-        return -_build(tree.operand, values)
-    return _BUILD[type(tree.op)](_build(tree.left, values), _build(tree.right, values))
-
-
 def _gradient(cls, op, g):
     """The gradient of an op of class cls: per input, its gradient expression of the inputs, the output `y` and g,
     as one op ("g * b") or as one gradient op (Sigmoid: SigmoidGrad(y, g)), made when first needed."""
@@ -175,7 +154,7 @@ def _gradient(cls, op, g):
         elif isinstance(tree, ast.Constant):  # a constant derivative: 0 for floor, ceil, sign
             grads.append(zeros_like(g))
         elif expressions.is_one_operation(tree):
-            grads.append(_build(tree, values))
+            grads.append(eval(expressions.text(tree), {}, values))  # noqa: S307 - a checked table expression
         else:
             grad_op, reads = _gradient_op(cls, index, tree)
             grads.append(grad_op(*[values[n] for n in reads], **{a: values[a] for a in grad_op.attributes}))
