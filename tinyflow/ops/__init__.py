@@ -18,8 +18,7 @@ from .reductions import (argmax, argmin, cumprod, cumsum, norm, reduce_logsumexp
 from .reductions import reduce_all as all, reduce_any as any  # noqa: A004 - torch's names (tfl.any, tfl.all)
 from .reductions import reduce_logsumexp as logsumexp, reduce_max as max, reduce_min as min  # noqa: A004
 from .resize import interpolate
-from .runtime_shapes import fill, shape, size
-from .runtime_slice import runtime_slice
+from .runtime_shapes import fill, runtime_slice, shape, size
 from .shape_ops import broadcast_to, expand, flatten, flip, roll, split, squeeze, stack, tile, unsqueeze
 from .softmax import log_softmax, softmax
 from .state_ops import assign, assign_add, assign_sub, group

@@ -1,8 +1,8 @@
-"""Ops whose values are shapes, or arrays of a run-time shape: shape, size, fill, arange.
+"""Ops whose values are shapes, or arrays of a run-time shape: shape, size, fill, arange; runtime_slice.
 
 They are what ONNX models compute shapes with (Shape, Size, ConstantOfShape, Range). When the input's shape is fully
 known while the graph is built, the ONNX importer folds them into constants; these ops compute what is only known at run
-time. None of them is differentiable (integer results, or a value that does not depend on any input's value).
+time. Only runtime_slice is differentiable (the others give integers, or values that depend on no input's value).
 """
 import math
 
@@ -11,7 +11,8 @@ import numpy as np
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
 from ..nodes import Constant, Operation
-from .registry import not_differentiable, op_function
+from .broadcasting import ShapedLike
+from .registry import not_differentiable, op_function, register_gradient
 from .shape_ops import MAX_RANK, known_entries
 
 
@@ -137,3 +138,88 @@ def arange(start, limit, delta=1, name=None):
 
 
 not_differentiable(Shape, Size, Fill, Arange)
+
+
+class RuntimeSliceOperation(Operation):
+    """Shared by RuntimeSlice and its gradient: the fixed axes and steps, and the slice key from run-time bounds."""
+
+    abstract = True
+
+    def _set_slice(self, check, x, starts, axes, steps):
+        bounds_shape = getattr(starts, "shape", None)
+        count = bounds_shape[0] if bounds_shape is not None and len(bounds_shape) == 1 else None
+        axes = tuple(check.integer("axes", a) for a in axes)
+        steps = (1,) * len(axes) if steps is None else tuple(check.integer("steps", s) for s in steps)
+        if len(steps) != len(axes) or (count is not None and count != len(axes)):
+            check.fail("axes", axes, f"do not match the {len(steps)} steps and {count} bounds",
+                       "pass one axis, one step and one start and end per sliced axis")
+        if 0 in steps:
+            check.fail("steps", steps, "holds a 0", "slice with steps other than 0")
+        rank = rank_of(x)
+        if rank is not None and (any(not -rank <= a < rank for a in axes) or
+                                 len({a % rank for a in axes}) != len(axes)):
+            check.fail("axes", axes, f"are out of range or repeated for an input of rank {rank}",
+                       f"pass distinct axes in [-{rank}, {rank})")
+        self.axes, self.steps = axes, steps
+
+    def key(self, rank, starts, ends):
+        """The slice tuple for an input of this rank and these run-time bounds."""
+        starts, ends = np.asarray(starts).reshape(-1), np.asarray(ends).reshape(-1)
+        if starts.dtype.kind not in "iu" or ends.dtype.kind not in "iu" or len(starts) != len(self.axes) \
+                or len(ends) != len(self.axes):
+            raise ValueError(f"the bounds must be {len(self.axes)} integers each, got starts {starts.tolist()} and "
+                             f"ends {ends.tolist()}")
+        key = [slice(None)] * rank
+        for axis, start, end, step in zip(self.axes, starts.tolist(), ends.tolist(), self.steps):
+            key[axis % rank] = slice(start, end, step)
+        return tuple(key)
+
+
+
+class RuntimeSlice(RuntimeSliceOperation):
+    """x[start_i:end_i:step_i] along axes[i], start and end int vectors read at run time (ONNX Slice with bounds the
+    graph computes: a Loop's iteration number, a length of an unknown dimension); bounds clamp as Python's do.
+    Gradient: g put back where the slice came from, in zeros of x's shape (RuntimeSliceGrad)."""
+
+    def __init__(self, x, starts, ends, axes, steps=None, name=None):
+        self._set_slice(Arguments(self, name, x, starts, ends), x, starts, axes, steps)
+        super().__init__(x, starts, ends, name=name)
+
+    def compute(self, x, starts, ends):
+        return x[self.key(x.ndim, starts, ends)]
+
+    def infer_shape(self, x_shape, starts_shape, ends_shape):
+        if x_shape is None:
+            return None
+        sliced = {a % len(x_shape) for a in self.axes}  # their sizes depend on the run-time bounds
+        return tuple(None if i in sliced else d for i, d in enumerate(x_shape))
+
+    def infer_dtype(self, x, starts, ends):
+        return x
+
+
+class RuntimeSliceGrad(RuntimeSliceOperation, ShapedLike):
+    """Zeros of x's shape with g written at x[start:end:step] (the adjoint of RuntimeSlice)."""
+
+    def __init__(self, grad, x, starts, ends, axes, steps=None, name=None):
+        self._set_slice(Arguments(self, name, grad, x, starts, ends), x, starts, axes, steps)
+        super().__init__(grad, x, starts, ends, name=name)
+
+    def compute(self, grad, x, starts, ends):
+        out = np.zeros(np.shape(x), grad.dtype)
+        out[self.key(np.ndim(x), starts, ends)] = grad
+        return out
+
+    def infer_shape(self, grad_shape, x_shape, starts_shape, ends_shape):
+        if grad_shape is not None and x_shape is not None and len(grad_shape) != len(x_shape):
+            raise ShapeError(f"the gradient of a slice of shape {x_shape} has rank {len(x_shape)}, got {grad_shape}")
+        return x_shape
+
+
+runtime_slice = op_function(RuntimeSlice, "runtime_slice", "x[start:end:step] along `axes`, starts and ends int vectors"
+                                                           " read at run time (Python clamping).")
+
+
+register_gradient(RuntimeSlice)(lambda op, grad: [RuntimeSliceGrad(grad, *op.inputs, op.axes, op.steps), None, None])
+register_gradient(RuntimeSliceGrad)(lambda op, grad: [RuntimeSlice(grad, *op.inputs[2:], op.axes, op.steps), None, None,
+                                                      None])

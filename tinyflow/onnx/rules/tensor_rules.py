@@ -6,7 +6,7 @@ import numpy as np
 from ... import ops
 from ...nodes import Constant
 from ...ops import runtime_shapes
-from ...ops.runtime_slice import RuntimeSlice
+from ...ops.runtime_shapes import RuntimeSlice
 from ...ops.shape_ops import ReshapeTo, known_entries
 from ...errors import OnnxExportError
 from .rule_tables import exports, imports, int64s, op_rule, same_op
