@@ -1,9 +1,6 @@
-"""Reductions over axes (sum, mean, max, min, prod, logsumexp; any, all, var, std and norm built of them), argmax and
-argmin, and the running sums and products (cumsum, cumprod).
-
-Each reduction and its gradient differentiate each other. Empty reductions follow ONNX and numpy's identities: a sum is
-0, a product 1, a max -inf (the dtype's lowest for integers), a min +inf, a logsumexp -inf.
-"""
+"""Reductions over axes (sum, mean, max, min, prod, logsumexp; any, all, var, std and norm built of them), argmax,
+argmin, cumsum and cumprod. Empty reductions give ONNX's and numpy's identities: a sum 0, a product 1, a max -inf (the
+dtype's lowest for integers), a min +inf, a logsumexp -inf."""
 import math
 
 import numpy as np
@@ -264,11 +261,8 @@ class ArgExtreme(Operation):
         pick = type(self).pick
         if not self.select_last_index:
             return np.asarray(pick(x, axis=self.axis, keepdims=self.keepdims), dtype=np.int64)
-        if self.axis is None:  # the last of ties in the flattened order
-            last = x.size - 1 - pick(x.reshape(-1)[::-1])
-            return np.asarray(last, np.int64).reshape((1,) * x.ndim if self.keepdims else ())
-        count = x.shape[self.axis]
-        return (count - 1 - pick(np.flip(x, self.axis), axis=self.axis, keepdims=self.keepdims)).astype(np.int64)
+        count = x.size if self.axis is None else x.shape[self.axis]  # the first of ties counted from the end
+        return np.asarray(count - 1 - pick(np.flip(x, self.axis), axis=self.axis, keepdims=self.keepdims), np.int64)
 
     def infer_shape(self, x_shape):
         if x_shape is None:
