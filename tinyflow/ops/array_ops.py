@@ -199,8 +199,7 @@ def normalize_key(key, check=None):
 
 
 def _basic_index_shape(shape, key):
-    """Static result shape of basic indexing (ints, slices, None, ...) on a shape with None dims.  One integer array
-    among slices, None and ... (no ints) indexes in place: its shape replaces the axis."""
+    """The static shape of x[key] for a shape with None dims: ints, slices, None, ... and one in-place integer array."""
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > len(shape):
         raise ShapeError(f"too many indices ({consumed}) for a node of shape {shape}")
@@ -228,8 +227,7 @@ def _basic_index_shape(shape, key):
 
 
 class GetItem(Operation):
-    """x[key] with numpy semantics (ints, slices, None, ..., integer or boolean arrays).  Gradient: g scattered back
-    into zeros of x's shape (summing repeated indices)."""
+    """x[key] with numpy semantics (ints, slices, None, ..., integer or boolean arrays).  Gradient: GetItemGrad."""
 
     def __init__(self, x, key, name=None):
         self.key = normalize_key(key, Arguments(self, name, x))
@@ -259,7 +257,7 @@ get_item = op_function(GetItem, "get_item", "x[key], numpy-style indexing and sl
 
 
 class GetItemGrad(ShapedLike):
-    """zeros like x, with g added at x[key] (the gradient of GetItem)."""
+    """Zeros like x with g added at x[key], repeated indices summed (the gradient of GetItem)."""
 
     def __init__(self, grad, x, key, name=None):
         self.key = key
@@ -313,10 +311,7 @@ class AddN(Operation):
         super().__init__(*xs, name=name)
 
     def compute(self, *xs):
-        total = xs[0]
-        for x in xs[1:]:
-            total = total + x
-        return total
+        return sum(xs[1:], xs[0])
 
 
 def add_n(xs, name=None):
