@@ -1,15 +1,10 @@
 """The scalar expressions elementwise ops are written in: parsed once, differentiated, and spelled for C and OpenCL.
 
-An elementwise op is one expression in Python syntax over scalar names, such as `where(x > 0, x, alpha * x)`: its inputs
-(x), its numeric attributes (alpha) and, in a gradient, `y` (the op's output) and `g` (the gradient arriving at it). The
-words it may use are FUNCTIONS, besides `+ - * / **`, unary `-` and the comparisons. From that one text:
-
-    numpy        the expression itself, compiled with numpy's functions (ops/elementwise_ops.py)
-    gradients    `derivative(tree, name)`, where the table gives none (and for every higher order)
-    C, OpenCL    `spell(tree, dialect, operand)`: one `const T tN = ...;` statement per operation
-    ONNX         one ONNX node per operation (onnx/export.py)
-
-This module uses only the standard library: the C build (ckernels/build_ckernels.py) reads it too.
+An expression is Python syntax over scalar names, such as `where(x > 0, x, alpha * x)`: the op's inputs (x), its numeric
+attributes (alpha) and, in a gradient, `y` (the op's output) and `g` (the gradient arriving at it); its words are
+FUNCTIONS, `+ - * / **`, unary `-` and the comparisons. numpy computes it as it is (ops/elementwise_ops.py), `derivative`
+differentiates it, `spell` writes it as C or OpenCL, onnx/export.py as ONNX nodes. Only the standard library is used
+here: the C build (ckernels/build_ckernels.py) reads this file too.
 """
 import ast
 import math
@@ -91,11 +86,6 @@ def names(tree):
         if isinstance(node, ast.Name) and node.id not in found and node.id not in FUNCTIONS:
             found.append(node.id)
     return found
-
-
-def size(tree):
-    """How many operations the expression has (what one generated statement costs)."""
-    return sum(isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call)) for n in ast.walk(tree))
 
 
 # ---------------------------------------------------------------- building trees, folding zeros and ones
@@ -239,12 +229,10 @@ def literal(value, single):
 
 
 def spell(tree, operand, single, opencl=False, prefix="t", ctype="T", overrides=None, calls=None):
-    """C statements computing the expression, one `const <ctype> <prefix>N = ...;` per operation; (lines, result).
+    """(C statements computing the expression, one `const <ctype> <prefix>N = ...;` per operation, the result's name).
 
-    `operand(name)` spells a free name (an input's value, an attribute's literal); `single` picks float (else double),
-    `opencl` OpenCL's spellings of the words. `overrides` (word -> spelling) replace some; `calls` (a dict), if given,
-    collects the spelled arguments of each word's calls.
-    """
+    `operand(name)` spells a free name; `single` picks float (else double), `opencl` OpenCL's spellings, `overrides`
+    (word -> spelling) replace some; `calls`, a dict if given, collects the spelled arguments of each word's calls."""
     column = 3 if opencl else 1 if single else 2
     lines = []
 
@@ -306,11 +294,8 @@ def is_one_operation(tree):
 
 def gradient_op(op_type, input_names, attributes, index, tree):
     """(op type, input names, expression, attributes, what each input is) of the op computing input `index`'s gradient
-    expression in one kernel: "SigmoidGrad", ["out", "grad"], "grad * out * (1 - out)", {}, ["y", "g"].
-
-    Its inputs are the names the expression reads; `y` and `g` are called `out` and `grad` in it (its own gradients read
-    a `y` and a `g` of their own).
-    """
+    expression, e.g. "SigmoidGrad", ["out", "grad"], "grad * out * (1 - out)", {}, ["y", "g"]: its inputs are the
+    names the expression reads, `y` and `g` renamed (its own gradients read a `y` and a `g` of their own)."""
     used = names(tree)
     order = list(input_names) + ["y", "g"]
     reads = sorted((n for n in used if n in order), key=order.index)
