@@ -94,8 +94,7 @@ for _reshaping in (Squeeze, Unsqueeze, Flatten):
 
 
 class BroadcastTo(Operation):
-    """x broadcast against `shape` (both ways, as ONNX Expand: a 1 in shape keeps x's size).  Gradient: g summed back to
-    x's shape."""
+    """x broadcast against `shape` both ways (ONNX Expand: 1 keeps x's size).  Gradient: g summed back to x's shape."""
 
     def __init__(self, x, shape, name=None):
         check = Arguments(self, name, x)
@@ -139,10 +138,8 @@ MAX_RANK = 64  # numpy's most dimensions
 
 
 def known_entries(node):
-    """The entries of an int vector (or scalar) node as far as they are known when the graph is built: a list of ints
-    and None (unknown), or None when not even the length is known.  Follows what shape arithmetic is made of (ONNX
-    exporters write x.view(n, 3, 2) as Shape -> Gather -> Unsqueeze -> Concat): constants, shapes of nodes, picking
-    entries, concat, casts and reshapes."""
+    """The entries of an int vector (or scalar) node known when the graph is built: ints and None, or None when not
+    even the length is known. Follows shape arithmetic (x.view(n, 3, 2) in ONNX: Shape, Gather, Unsqueeze, Concat)."""
     from ..nodes import Constant
     if not isinstance(node, Node) or node.shape is None or len(node.shape) > 1 or None in node.shape:
         return None
@@ -184,9 +181,8 @@ class ToRuntimeShape(Operation):
 
 
 class ReshapeTo(ToRuntimeShape):
-    """x reshaped to the shape held by the int vector node `dims`, known only at run time (ONNX Reshape).  One -1 is
-    inferred; a 0 copies x's size at that position unless `allowzero` (then it means 0). Gradient: g reshaped back to
-    x's shape."""
+    """x reshaped to the run-time shape in `dims` (ONNX Reshape: one -1 inferred; 0 copies x's size unless `allowzero`).
+    Gradient: g reshaped back."""
 
     def __init__(self, x, dims, allowzero=True, name=None):
         self.allowzero = Arguments(self, name, x, dims).flag("allowzero", allowzero)
@@ -218,8 +214,7 @@ class ReshapeTo(ToRuntimeShape):
 
 
 class ExpandTo(ToRuntimeShape):
-    """x broadcast against the shape held by the int vector node `dims`, known only at run time (ONNX Expand).
-    Gradient: g summed back to x's shape."""
+    """x broadcast against the run-time shape in `dims` (ONNX Expand).  Gradient: g summed back to x's shape."""
 
     def compute(self, x, dims):
         return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(int(d) for d in dims)))
@@ -233,8 +228,7 @@ register_gradient(ExpandTo)(lambda op, grad: [SumToShapeOf(grad, op.inputs[0]), 
 
 
 class Tile(Operation):
-    """x repeated `reps[i]` times along axis i (np.tile: a longer reps adds leading axes).  Gradient: g cut into its
-    tiles, summed."""
+    """x repeated `reps[i]` times along axis i (np.tile: a longer reps adds axes).  Gradient: g's tiles summed."""
 
     def __init__(self, x, reps, name=None):
         check = Arguments(self, name, x)
@@ -319,8 +313,7 @@ def flip(x, axis, name=None):
 
 
 def roll(x, shift, axis=None, name=None):
-    """x shifted by `shift` places along `axis` (ints or tuples of them), what leaves one end entering at the other
-    (torch.roll, np.roll); without an axis, over the flattened x."""
+    """x shifted cyclically by `shift` places along `axis` (ints or tuples; np.roll: none means the flattened x)."""
     x = as_node(x)
     check = checks("roll", name, x)
     if axis is None:
