@@ -3,8 +3,8 @@
 An expression is Python syntax over scalar names, such as `where(x > 0, x, alpha * x)`: the op's inputs (x), its numeric
 attributes (alpha) and, in a gradient, `y` (the op's output) and `g` (the gradient arriving at it); its words are
 FUNCTIONS, `+ - * / **`, unary `-` and the comparisons. numpy computes it as it is (ops/elementwise_ops.py),
-`derivative` differentiates it, `spell` writes it as C or OpenCL, onnx/export.py as ONNX nodes. Only the standard library is used
-here: the C build (ckernels/build_ckernels.py) reads this file too.
+`derivative` differentiates it, `spell` writes it as C or OpenCL, onnx/export.py as ONNX nodes. Only the standard
+library is used here: the C build (ckernels/build_ckernels.py) reads this file too.
 """
 import ast
 import math
