@@ -1,8 +1,7 @@
 """The gradient-function table: op class -> function(op, grad) returning one gradient per input.
 
-It sits below the ops (each op file registers its gradients here) and below autodiff (which looks them up), so neither
-imports the other's internals. The table is keyed by class, not by name: a user's op class can never take over the
-gradient of another class that happens to share its name. `op_function` makes an op class's `tfl.` function.
+Op files register their gradients here and autodiff looks them up. It is keyed by class, not by name: a user's op class
+can never take over the gradient of another class that shares its name. `op_function` makes an op's `tfl.` function.
 """
 import inspect
 
@@ -62,8 +61,7 @@ def gradient_function(op):
 
 
 def op_function(cls, name, doc, signature=None):
-    """The `tfl.` function `name` building op class cls (tfl.squeeze for Squeeze), with the constructor's signature
-    unless another is given."""
+    """The `tfl.` function `name` building op class cls, with the constructor's signature unless another is given."""
     def function(*args, **kwargs):
         return cls(*args, **kwargs)
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]  # without self
