@@ -1,6 +1,6 @@
 """Operator overloading, defined once for graph nodes and eager Tensors.
 
-`install(cls)` gives a class `+ - * / // % ** @`, unary `- + abs`, indexing, `.T`, the comparisons `< <= > >=` and method
+`install(cls)` gives a class `+ - * / // % ** @`, unary `- + abs`, indexing, `.T`, the comparisons `< <= > >=`, method
 forms of ops (`x.sum()`); this module installs them on Node, the eager package the very same functions on Tensor. Nodes
 keep `==` and `!=` as identity on purpose: they live in lists, dicts and sets throughout the engine. numpy ufuncs on a
 node (`np.exp(node)`) raise a TinyflowError naming the tfl function to use, except those of `array + node`.
