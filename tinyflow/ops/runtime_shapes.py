@@ -140,12 +140,25 @@ def arange(start, limit, delta=1, name=None):
 not_differentiable(Shape, Size, Fill, Arange)
 
 
-class RuntimeSliceOperation(Operation):
-    """Shared by RuntimeSlice and its gradient: the fixed axes and steps, and the slice key from run-time bounds."""
+def slice_key(rank, axes, steps, starts, ends):
+    """The slice tuple of x[start_i:end_i:step_i] along axes[i] for an input of this rank and these run-time bounds."""
+    starts, ends = np.asarray(starts).reshape(-1), np.asarray(ends).reshape(-1)
+    if starts.dtype.kind not in "iu" or ends.dtype.kind not in "iu" or not len(starts) == len(ends) == len(axes):
+        raise ValueError(f"the bounds must be {len(axes)} integers each, got starts {starts.tolist()} and "
+                         f"ends {ends.tolist()}")
+    key = [slice(None)] * rank
+    for axis, start, end, step in zip(axes, starts.tolist(), ends.tolist(), steps):
+        key[axis % rank] = slice(start, end, step)
+    return tuple(key)
 
-    abstract = True
 
-    def _set_slice(self, check, x, starts, axes, steps):
+class RuntimeSlice(Operation):
+    """x[start_i:end_i:step_i] along axes[i], start and end int vectors read at run time (ONNX Slice with bounds the
+    graph computes: a Loop's iteration number, a length of an unknown dimension); bounds clamp as Python's do.
+    Gradient: g put back where the slice came from, in zeros of x's shape (RuntimeSliceGrad)."""
+
+    def __init__(self, x, starts, ends, axes, steps=None, name=None):
+        check = Arguments(self, name, x, starts, ends)
         bounds_shape = getattr(starts, "shape", None)
         count = bounds_shape[0] if bounds_shape is not None and len(bounds_shape) == 1 else None
         axes = tuple(check.integer("axes", a) for a in axes)
@@ -161,32 +174,10 @@ class RuntimeSliceOperation(Operation):
             check.fail("axes", axes, f"are out of range or repeated for an input of rank {rank}",
                        f"pass distinct axes in [-{rank}, {rank})")
         self.axes, self.steps = axes, steps
-
-    def key(self, rank, starts, ends):
-        """The slice tuple for an input of this rank and these run-time bounds."""
-        starts, ends = np.asarray(starts).reshape(-1), np.asarray(ends).reshape(-1)
-        if starts.dtype.kind not in "iu" or ends.dtype.kind not in "iu" or len(starts) != len(self.axes) \
-                or len(ends) != len(self.axes):
-            raise ValueError(f"the bounds must be {len(self.axes)} integers each, got starts {starts.tolist()} and "
-                             f"ends {ends.tolist()}")
-        key = [slice(None)] * rank
-        for axis, start, end, step in zip(self.axes, starts.tolist(), ends.tolist(), self.steps):
-            key[axis % rank] = slice(start, end, step)
-        return tuple(key)
-
-
-
-class RuntimeSlice(RuntimeSliceOperation):
-    """x[start_i:end_i:step_i] along axes[i], start and end int vectors read at run time (ONNX Slice with bounds the
-    graph computes: a Loop's iteration number, a length of an unknown dimension); bounds clamp as Python's do.
-    Gradient: g put back where the slice came from, in zeros of x's shape (RuntimeSliceGrad)."""
-
-    def __init__(self, x, starts, ends, axes, steps=None, name=None):
-        self._set_slice(Arguments(self, name, x, starts, ends), x, starts, axes, steps)
         super().__init__(x, starts, ends, name=name)
 
     def compute(self, x, starts, ends):
-        return x[self.key(x.ndim, starts, ends)]
+        return x[slice_key(x.ndim, self.axes, self.steps, starts, ends)]
 
     def infer_shape(self, x_shape, starts_shape, ends_shape):
         if x_shape is None:
@@ -198,16 +189,16 @@ class RuntimeSlice(RuntimeSliceOperation):
         return x
 
 
-class RuntimeSliceGrad(RuntimeSliceOperation, ShapedLike):
-    """Zeros of x's shape with g written at x[start:end:step] (the adjoint of RuntimeSlice)."""
+class RuntimeSliceGrad(ShapedLike):
+    """Zeros of x's shape with g written at x[start:end:step] (the adjoint of RuntimeSlice, its axes and steps)."""
 
-    def __init__(self, grad, x, starts, ends, axes, steps=None, name=None):
-        self._set_slice(Arguments(self, name, grad, x, starts, ends), x, starts, axes, steps)
+    def __init__(self, grad, x, starts, ends, axes, steps, name=None):
+        self.axes, self.steps = axes, steps
         super().__init__(grad, x, starts, ends, name=name)
 
     def compute(self, grad, x, starts, ends):
         out = np.zeros(np.shape(x), grad.dtype)
-        out[self.key(np.ndim(x), starts, ends)] = grad
+        out[slice_key(np.ndim(x), self.axes, self.steps, starts, ends)] = grad
         return out
 
     def infer_shape(self, grad_shape, x_shape, starts_shape, ends_shape):
@@ -218,8 +209,6 @@ class RuntimeSliceGrad(RuntimeSliceOperation, ShapedLike):
 
 runtime_slice = op_function(RuntimeSlice, "runtime_slice", "x[start:end:step] along `axes`, starts and ends int vectors"
                                                            " read at run time (Python clamping).")
-
-
 register_gradient(RuntimeSlice)(lambda op, grad: [RuntimeSliceGrad(grad, *op.inputs, op.axes, op.steps), None, None])
 register_gradient(RuntimeSliceGrad)(lambda op, grad: [RuntimeSlice(grad, *op.inputs[2:], op.axes, op.steps), None, None,
                                                       None])
