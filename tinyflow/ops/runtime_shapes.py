@@ -1,9 +1,6 @@
-"""Ops whose values are shapes, or arrays of a run-time shape: shape, size, fill, arange; runtime_slice.
-
-They are what ONNX models compute shapes with (Shape, Size, ConstantOfShape, Range). When the input's shape is fully
-known while the graph is built, the ONNX importer folds them into constants; these ops compute what is only known at run
-time. Only runtime_slice is differentiable (the others give integers, or values that depend on no input's value).
-"""
+"""Ops whose values are shapes, or arrays of a run-time shape: shape, size, fill, arange; runtime_slice. ONNX models
+compute shapes with them (Shape, Size, ConstantOfShape, Range, Slice) where a shape is known only at run time.
+Only runtime_slice is differentiable (the others give integers, or values that depend on no input's value)."""
 import math
 
 import numpy as np
