@@ -26,8 +26,7 @@ def reduced_axes(check, axis, x):
 
 
 class Reduction(Operation):
-    """Base of reductions: `axis` None (all), an int or a tuple; `keepdims` keeps size-1 axes; `axes` the sorted
-    tuple of reduced axes (None when the input's rank is unknown)."""
+    """Base of reductions over `axis` (None: all, an int or a tuple), keeping size-1 axes if `keepdims`."""
 
     abstract = True
 
@@ -90,8 +89,7 @@ class ReduceMin(ReduceMax):
 
 
 class ExpandReduced(ShapedLike):
-    """g (the gradient of a reduction of x) broadcast back to x's shape, divided by the count if `mean`; its own
-    gradient is the matching reduction."""
+    """g (of a reduction of x) broadcast back to x's shape, divided by the count if `mean`.  Gradient: the reduction."""
 
     def __init__(self, grad, x, axes, keepdims, mean, name=None):
         self.axes, self.keepdims, self.mean = axes, keepdims, mean
@@ -152,8 +150,8 @@ class ReduceProd(Reduction):
 
 
 class ProdOfOthers(Operation):
-    """For each element, the product of the other elements of its slice over `axes` (zeros handled exactly).
-    Gradient (through y / x, so exact where x has no zero): h -> P (Σ h / x - h / x) per slice."""
+    """Each element's product of the other elements of its slice over `axes` (exact with zeros).  Gradient: through
+    y / x (exact where x has no zero), h -> P (Σ h / x - h / x) per slice."""
 
     def __init__(self, x, axes=None, name=None):
         self.axes = axes
@@ -294,8 +292,7 @@ not_differentiable(ArgMax, ArgMin)
 
 
 class CumSum(Operation):
-    """Running sums along `axis`, from its end when `reverse` (torch.cumsum, ONNX CumSum).  Gradient: the running
-    sums of g the other way."""
+    """Running sums along `axis`, from its end if `reverse` (ONNX CumSum).  Gradient: g's running sums the other way."""
 
     scan = staticmethod(np.cumsum)
 
