@@ -1,4 +1,5 @@
 """Ops that move data around: reshape, transpose, concat, slicing, identity, stop_gradient, add_n."""
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -48,20 +49,21 @@ class Reshape(Operation):
         return is_fully_known(x_shape) and self.infer_shape(x_shape) == tuple(x_shape)
 
     def infer_shape(self, x_shape):
-        target = self.target
-        known = int(np.prod([d for d in target if d != -1]))
-        if not is_fully_known(x_shape):
-            return tuple(None if d == -1 else d for d in target)
-        size = int(np.prod(x_shape))
-        if -1 in target:
-            if known == 0 or size % known:
-                raise ShapeError(f"cannot reshape {x_shape} (size {size}) into {target}: "
-                                 f"{size} is not a multiple of {known}")
-            return tuple(size // known if d == -1 else d for d in target)
-        if known != size:
-            raise ShapeError(f"cannot reshape {x_shape} (size {size}) into {target} (size {known}); "
-                             "the sizes must match, or use -1 for one dimension")
-        return target
+        return reshaped(x_shape, self.target)
+
+
+def reshaped(x_shape, target):
+    """The shape of x reshaped to `target` (one -1 inferred, None unknown), or ShapeError when no reshape fits."""
+    rest = [d for d in target if d != -1]
+    if not is_fully_known(x_shape) or None in rest:
+        return tuple(None if d == -1 else d for d in target)
+    size, known = math.prod(x_shape), math.prod(rest)
+    if -1 in target and (known == 0 or size % known):
+        raise ShapeError(f"cannot reshape {x_shape} (size {size}) into {target}: {size} is not a multiple of {known}")
+    if -1 not in target and known != size:
+        raise ShapeError(f"cannot reshape {x_shape} (size {size}) into {target} (size {known}); "
+                         "the sizes must match, or use -1 for one dimension")
+    return tuple(size // known if d == -1 else d for d in target)
 
 
 def reshape(x, shape, name=None):

@@ -7,7 +7,7 @@ import numpy as np
 from ..arguments import Arguments, is_int, rank_of
 from ..nodes import Node, Operation, as_node
 from ..shapes import broadcast_shapes
-from .array_ops import Reshape, ReshapeLike, _node_list, axis_size, checks, concat, get_item, identity
+from .array_ops import Reshape, ReshapeLike, _node_list, axis_size, checks, concat, get_item, identity, reshaped
 from .broadcasting import ShapedLike, SumToShapeOf
 from .registry import op_function, register_gradient
 
@@ -204,13 +204,7 @@ class ReshapeTo(ToRuntimeShape):
             return None
         if x_shape is None and not self.allowzero and 0 in self.known:
             return (None,) * len(self.known)
-        target = self.target(x_shape, self.known)
-        if -1 not in target:
-            return target
-        rest = [d for d in target if d != -1]
-        if x_shape is None or None in x_shape or None in rest or 0 in rest:
-            return tuple(None if d == -1 else d for d in target)
-        return tuple(math.prod(x_shape) // math.prod(rest) if d == -1 else d for d in target)
+        return reshaped(x_shape, self.target(x_shape, self.known))
 
 
 class ExpandTo(ToRuntimeShape):
