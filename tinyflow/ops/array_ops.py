@@ -128,16 +128,15 @@ class Concat(Operation):
         if any(len(s) != rank for s in shapes):
             raise ShapeError(f"concat inputs must have the same rank, got shapes {shapes}")
         out = []
-        for i in range(rank):
-            dims = [s[i] for s in shapes]
+        for i, dims in enumerate(zip(*shapes)):
+            known = {d for d in dims if d is not None}
             if i == self.axis:
                 out.append(None if None in dims else sum(dims))
-                continue
-            known = {d for d in dims if d is not None}
-            if len(known) > 1:
+            elif len(known) > 1:
                 raise ShapeError(f"concat inputs of shapes {shapes} differ on axis {i}; "
                                  f"only the concat axis ({self.axis}) may differ")
-            out.append(known.pop() if known else None)
+            else:
+                out.append(known.pop() if known else None)
         return tuple(out)
 
 
