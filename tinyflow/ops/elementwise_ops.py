@@ -1,11 +1,9 @@
 """The op classes and `tfl.` functions made from the rows of ops/elementwise.py, and their gradients.
 
-Each row becomes one `ElementwiseOp` class: its numpy kernel is the row's expression compiled with numpy's functions
-(`Relu.compute` is `np.maximum(x, 0)`), its shape the inputs' broadcast shape, its dtype the row's rule
-(tinyflow/dtypes.py). Its gradient builds, for each input, the row's gradient expression (or the derivative of the
-expression) in the inputs, the output `y` and the arriving gradient `g`: one operation ("g * b", "-g") as that op, a
-longer one ("g * y * (1 - y)") as one node of a gradient op made from it (SigmoidGrad of y and g), an elementwise op
-like any other: it has a C kernel, fuses, and its own gradient is its derivative, so every order of derivative exists.
+Each row becomes one `ElementwiseOp` class whose numpy kernel is the row's expression (`Relu.compute` is
+`np.maximum(x, 0)`). Its gradient for each input is one operation ("g * b", "-g") built as that op, or a gradient op
+made from the longer expression (SigmoidGrad(y, g): g * y * (1 - y)), an elementwise op like any other: it has a C
+kernel, fuses, and its own gradient is its derivative, so every order of derivative exists.
 """
 import ast
 import functools
@@ -48,8 +46,6 @@ NUMPY = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "sq
          "logical_or": np.logical_or, "logical_xor": np.logical_xor, "logical_not": np.logical_not}
 # words whose value numpy may warn about in a branch `where` then discards (0 ** -1, log(0))
 _WARNS = {"log", "log1p", "exp", "expm1", "sqrt"}
-
-
 DTYPE_RULES = {"same": promote, "float": promote_to_float, "bool": lambda *d: np.dtype(bool)}
 
 
@@ -226,12 +222,8 @@ def cast(x, dtype, name=None):
     return Cast(x, dtype, name=name)
 
 
-@register_gradient(Cast)
-def _cast_grad(op, grad):
-    source = op.inputs[0].dtype
-    if not (np.issubdtype(source, np.floating) and np.issubdtype(op.dtype, np.floating)):
-        return [None]
-    return [cast(grad, source)]
+register_gradient(Cast)(lambda op, grad: [  # only between float types
+    cast(grad, op.inputs[0].dtype) if op.inputs[0].dtype.kind == op.dtype.kind == "f" else None])
 
 
 class ZerosLike(Operation):
