@@ -53,8 +53,7 @@ class Gather(IndexOperation):
         return tuple(x_shape[:self.axis]) + tuple(indices_shape) + tuple(x_shape[self.axis + 1:])
 
 
-gather = op_function(Gather, "gather", "The slices of x at `indices` along `axis` (np.take, torch.index_select, ONNX "
-                                       "Gather).")
+gather = op_function(Gather, "gather")
 
 
 class GatherGrad(ScatterOperation):

@@ -202,8 +202,7 @@ reduce_mean = op_function(ReduceMean, "reduce_mean", "Mean over `axis` (all axes
 reduce_max = op_function(ReduceMax, "reduce_max", "Maximum over `axis` (all axes by default).")
 reduce_min = op_function(ReduceMin, "reduce_min", "Minimum over `axis` (all axes by default).")
 reduce_prod = op_function(ReduceProd, "reduce_prod", "Product over `axis` (all axes by default).")
-reduce_logsumexp = op_function(ReduceLogSumExp, "reduce_logsumexp",
-                               "log Σ exp(x) over `axis` without overflow (all axes by default).")
+reduce_logsumexp = op_function(ReduceLogSumExp, "reduce_logsumexp")
 
 
 def reduce_any(x, axis=None, keepdims=False, name=None):
@@ -284,10 +283,8 @@ class ArgMin(ArgExtreme):
     pick = staticmethod(np.argmin)
 
 
-argmax = op_function(ArgMax, "argmax", "Index of the largest entry along `axis` (in the flattened x when None; the "
-                                       "first of ties).")
-argmin = op_function(ArgMin, "argmin", "Index of the smallest entry along `axis` (in the flattened x when None; the "
-                                       "first of ties).")
+argmax = op_function(ArgMax, "argmax")
+argmin = op_function(ArgMin, "argmin")
 not_differentiable(ArgMax, ArgMin)
 
 

@@ -60,12 +60,13 @@ def gradient_function(op):
             "tfl.stop_gradient().") from None
 
 
-def op_function(cls, name, doc, signature=None):
-    """The `tfl.` function `name` building op class cls, with the constructor's signature unless another is given."""
+def op_function(cls, name, doc=None, signature=None):
+    """The `tfl.` function `name` building op class cls; signature and doc default to its constructor's and class's."""
     def function(*args, **kwargs):
         return cls(*args, **kwargs)
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]  # without self
     function.__signature__ = signature or inspect.Signature(parameters)
     function.__name__ = function.__qualname__ = name
-    function.__doc__, function.__module__ = doc, cls.__module__
+    function.__doc__ = doc or cls.__doc__.split(".  ")[0].rstrip(".") + "."
+    function.__module__ = cls.__module__
     return function

@@ -34,8 +34,7 @@ class Shape(Operation):
         return np.dtype(np.int64)
 
 
-shape = op_function(Shape, "shape",
-                     "The run-time shape of x as an int64 vector (optionally only the dims [start:end]).")
+shape = op_function(Shape, "shape")
 
 
 class Size(Operation):

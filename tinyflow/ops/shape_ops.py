@@ -42,8 +42,7 @@ class Squeeze(Reshaping):
         return tuple(d for i, d in enumerate(x_shape) if i not in self.axis)
 
 
-squeeze = op_function(Squeeze, "squeeze",
-                       "x without size-1 axes: those in `axis` (an int or a tuple), or all of them when None.")
+squeeze = op_function(Squeeze, "squeeze")
 
 
 class Unsqueeze(Reshaping):
@@ -60,8 +59,7 @@ class Unsqueeze(Reshaping):
         return tuple(1 if i in self.axis else next(dims) for i in range(len(x_shape) + len(self.axis)))
 
 
-unsqueeze = op_function(Unsqueeze, "unsqueeze",
-                         "x with a new size-1 axis at `axis` (an int, or a tuple of positions in the result).")
+unsqueeze = op_function(Unsqueeze, "unsqueeze")
 
 
 class Flatten(Reshaping):
@@ -87,8 +85,7 @@ class Flatten(Reshaping):
         return shape[:self.start_axis] + (size,) + shape[self.end_axis + 1:]
 
 
-flatten = op_function(Flatten, "flatten",
-                       "x with axes start_axis..end_axis merged into one (torch.flatten); all axes by default.")
+flatten = op_function(Flatten, "flatten")
 for _reshaping in (Squeeze, Unsqueeze, Flatten):
     register_gradient(_reshaping)(lambda op, grad: [ReshapeLike(grad, op.inputs[0])])
 
