@@ -328,7 +328,5 @@ for _row in ELEMENTWISE:
 GRADIENTS = gradient_ops()  # SigmoidGrad, ReluGrad, DivideGrad1, ...: op type -> class
 PUBLIC.update(cast=cast, zeros_like=zeros_like, ones_like=ones_like, clip=clip, gelu=gelu, selu=selu,
               hard_sigmoid=hard_sigmoid, hard_swish=hard_swish)
-globals().update(OPS)
-globals().update(GRADIENTS)
-globals().update(PUBLIC)
+globals().update(**OPS, **GRADIENTS, **PUBLIC)
 __all__ = [*OPS, *GRADIENTS, *PUBLIC, "Cast", "ZerosLike", "OnesLike", "ElementwiseOp", "OPS", "PUBLIC"]
