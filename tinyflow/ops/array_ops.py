@@ -1,4 +1,4 @@
-"""Ops that move data around: reshape, transpose, concat, slicing, identity, stop_gradient, add_n."""
+"""Ops that move data around: reshape, transpose, concat, slicing (get_item), identity, stop_gradient, add_n."""
 import math
 from types import SimpleNamespace
 
@@ -34,7 +34,6 @@ def _node_list(function, name, xs):
     return list(xs)
 
 
-# ------------------------------------------------------------ reshape
 class Reshape(Operation):
     """x with a new shape of the same size; one dimension may be -1 (inferred).  Gradient: g reshaped back."""
 
@@ -85,7 +84,6 @@ register_gradient(Reshape)(lambda op, grad: [ReshapeLike(grad, op.inputs[0])])
 register_gradient(ReshapeLike)(lambda op, grad: [ReshapeLike(grad, op.inputs[0]), None])
 
 
-# ------------------------------------------------------------ transpose
 class Transpose(Operation):
     """x with its axes permuted (reversed when axes is None).  Gradient: g with the inverse permutation."""
 
@@ -107,7 +105,6 @@ register_gradient(Transpose)(lambda op, grad: [  # the inverse permutation (a re
     Transpose(grad, None if op.axes is None else tuple(int(a) for a in np.argsort(op.axes)))])
 
 
-# ------------------------------------------------------------ concat
 class Concat(Operation):
     """The inputs joined along `axis`.  Gradient: g split back into the inputs' pieces."""
 
@@ -175,7 +172,6 @@ def _concat_split_grad(op, grad):
     return [Concat(pieces, op.axis)] + [None] * len(xs)
 
 
-# ------------------------------------------------------------ slicing
 def normalize_key(key, check=None):
     """A tuple of index entries, with lists turned into integer/boolean arrays."""
     check = check or Arguments(GetItem)
@@ -277,7 +273,6 @@ register_gradient(GetItem)(lambda op, grad: [GetItemGrad(grad, op.inputs[0], op.
 register_gradient(GetItemGrad)(lambda op, grad: [GetItem(grad, op.key), None])
 
 
-# ------------------------------------------------------------ identity, stop_gradient, add_n
 class Identity(Operation):
     """x unchanged.  Gradient: g."""
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
-from ..nodes import Node, Operation, as_node
+from ..nodes import Constant, Node, Operation, as_node
 from ..shapes import broadcast_shapes
 from .array_ops import Reshape, ReshapeLike, _node_list, axis_size, checks, concat, get_item, identity, reshaped
 from .broadcasting import ShapedLike, SumToShapeOf
@@ -137,7 +137,6 @@ MAX_RANK = 64  # numpy's most dimensions
 def known_entries(node):
     """The entries of an int vector (or scalar) node known when the graph is built: ints and None, or None when not
     even the length is known. Follows shape arithmetic (x.view(n, 3, 2) in ONNX: Shape, Gather, Unsqueeze, Concat)."""
-    from ..nodes import Constant
     if not isinstance(node, Node) or node.shape is None or len(node.shape) > 1 or None in node.shape:
         return None
     if node.shape and node.shape[0] > MAX_RANK and not isinstance(node, Constant):
