@@ -73,9 +73,6 @@ assign_sub = op_function(AssignSub, "assign_sub", "An op that subtracts value fr
 class Group(Operation):
     """Runs all its inputs; has no value (sess.run returns None for it). Train ops are groups."""
 
-    def __init__(self, *ops, name=None):
-        super().__init__(*ops, name=name)
-
     def compute(self, *values):
         return None
 
