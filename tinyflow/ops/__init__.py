@@ -1,7 +1,5 @@
 """All ops, one module per op family; each op class has its snake_case function and its gradient right below it.
-
-The elementwise ops are the rows of one table (elementwise.py), made into classes by elementwise_ops.py.
-"""
+The elementwise ops are the rows of one table (elementwise.py), made into classes by elementwise_ops.py."""
 from .elementwise_ops import *  # noqa: F401,F403 - every op of the table, its function, and clip, cast, gelu, ...
 from .array_ops import add_n, concat, get_item, identity, reshape, stop_gradient, transpose
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d

@@ -140,8 +140,7 @@ def make_op(op_type, input_names, expression, attributes=(), dtype="same", gradi
 
 
 def _gradient(cls, op, g):
-    """The gradient of an op of class cls: per input, its gradient expression of the inputs, the output `y` and g,
-    as one op ("g * b") or as one gradient op (Sigmoid: SigmoidGrad(y, g)), made when first needed."""
+    """The gradient of an op of class cls: each input's expression as one op ("g * b") or one gradient op."""
     values = dict(zip(cls.input_names, op.inputs), y=op, g=g, **{a: getattr(op, a) for a in cls.attributes})
     grads = []
     for index, tree in enumerate(cls.gradients):
@@ -306,11 +305,8 @@ def _checked_row(op_type, signature, expression, gradients, dtype):
 def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dtype="same", doc=""):
     """A new elementwise op from one expression, as each row of ops/elementwise.py is; returns its function.
 
-    `swish = tfl.elementwise_op("Swish", "swish(x, beta=1.0)", "x * sigmoid(beta * x)")`: a numpy kernel, the gradient
-    (the derivative of the expression unless `gradients` give it), fused C and OpenCL kernels and the ONNX export come
-    with it (only the C library's prebuilt kernels are the table's alone). A signature without a function name,
-    "(x, low, high)", returns the op class.
-    """
+    `swish = tfl.elementwise_op("Swish", "swish(x, beta=1.0)", "x * sigmoid(beta * x)")` comes with a numpy kernel, its
+    gradient, fused C and OpenCL kernels and the ONNX export. A signature "(x, low, high)" returns the op class."""
     name, inputs, attributes = _checked_row(op_type, signature, expression, gradients, dtype)
     cls = make_op(op_type, inputs, expression, attributes, dtype, gradients, doc)
     cls.onnx = onnx

@@ -277,8 +277,7 @@ def signature(text):
 
 
 def gradients(tree, input_names, given):
-    """One gradient tree per input, in the inputs, `y` and `g` (None: no gradient): the row's, or g times the
-    derivative of the expression where the row gives none."""
+    """One gradient tree per input (None: none), in the inputs, `y` and `g`: the row's, or g times the derivative."""
     if given is None:
         return [mul(parse("g"), derivative(tree, x)) for x in input_names]
     return [None if g is False else parse(g) for g in given]
@@ -319,16 +318,14 @@ def takes_conditions(tree):
 
 
 def fingerprint(op_type, inputs, expression, attributes):
-    """What identifies a generated kernel: an op uses the C library's kernel only when their fingerprints agree
-    (a library built from an older table is never used for an op whose expression has changed since)."""
+    """What identifies a generated kernel: an op uses the C library's only if their fingerprints agree (same table)."""
     import hashlib
     spelled = f"{op_type}({', '.join(inputs)}; {', '.join(sorted(attributes))}) = {text(parse(expression))}"
     return hashlib.sha256(spelled.encode()).hexdigest()[:12]
 
 
 def kernels(rows):
-    """(op type, input names, expression, attributes) of every row and of its gradient ops (what the C build
-    generates kernels for)."""
+    """(op type, input names, expression, attributes) of every row and its gradient ops: the C build's kernels."""
     found = []
     for row in rows:
         _, inputs, attributes = signature(row["signature"])
