@@ -63,7 +63,8 @@ def parse(text):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS or node.keywords:
-                raise ExpressionError(f"{text!r}: unknown function {ast.unparse(node.func)}; known: {sorted(FUNCTIONS)}")
+                raise ExpressionError(f"{text!r}: unknown function {ast.unparse(node.func)}; "
+                                      f"known: {sorted(FUNCTIONS)}")
             if len(node.args) != FUNCTIONS[node.func.id][0]:
                 raise ExpressionError(f"{text!r}: {node.func.id} takes {FUNCTIONS[node.func.id][0]} arguments")
         elif isinstance(node, ast.Compare) and len(node.ops) != 1:
