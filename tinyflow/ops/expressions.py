@@ -137,10 +137,6 @@ def call(word, *args):
     return ast.Call(ast.Name(word, ast.Load()), list(args), [])
 
 
-def compare(a, op, b):
-    return ast.Compare(a, [op], [b])
-
-
 def where(condition, a, b):
     if _value(a) == 0 and _value(b) == 0:
         return constant(0)
@@ -149,7 +145,8 @@ def where(condition, a, b):
 
 def _share(a, b, wins):
     """1 where a wins, 1/2 where a and b tie, 0 elsewhere: how max and min split their gradient (as PyTorch)."""
-    return where(compare(a, wins, b), constant(1), where(compare(a, ast.Eq(), b), constant(0.5), constant(0)))
+    ties = where(ast.Compare(a, [ast.Eq()], [b]), constant(0.5), constant(0))
+    return where(ast.Compare(a, [wins], [b]), constant(1), ties)
 
 
 # d word(u) / du, given the call tree t = word(u) and its arguments
