@@ -99,8 +99,6 @@ class Transpose(Operation):
 
 
 transpose = op_function(Transpose, "transpose", "x with permuted axes (reversed by default).")
-
-
 register_gradient(Transpose)(lambda op, grad: [  # the inverse permutation (a reversal of unknown rank is its own)
     Transpose(grad, None if op.axes is None else tuple(int(a) for a in np.argsort(op.axes)))])
 

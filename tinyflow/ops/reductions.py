@@ -196,7 +196,6 @@ class ReduceLogSumExp(Reduction):
 
 register_gradient(ReduceLogSumExp)(lambda op, grad: [spread(op, grad) * Exp(op.inputs[0] - spread(op, op))])
 
-
 reduce_sum = op_function(ReduceSum, "reduce_sum", "Sum over `axis` (all axes by default).")
 reduce_mean = op_function(ReduceMean, "reduce_mean", "Mean over `axis` (all axes by default).")
 reduce_max = op_function(ReduceMax, "reduce_max", "Maximum over `axis` (all axes by default).")

@@ -130,7 +130,6 @@ def broadcast_to(x, shape, name=None):
 
 register_gradient(BroadcastTo)(lambda op, grad: [SumToShapeOf(grad, op.inputs[0])])
 
-
 MAX_RANK = 64  # numpy's most dimensions
 
 
