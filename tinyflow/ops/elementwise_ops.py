@@ -46,6 +46,15 @@ NUMPY = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "sq
          "logical_or": np.logical_or, "logical_xor": np.logical_xor, "logical_not": np.logical_not}
 # words whose value numpy may warn about in a branch `where` then discards (0 ** -1, log(0))
 _WARNS = {"log", "log1p", "exp", "expm1", "sqrt"}
+
+
+def _define(source, label, namespace):
+    """Run generated source (a function definition) into namespace. Its file name lies inside the package, so
+    creation sites and error messages skip it and name the user's line, as for hand-written ops."""
+    exec(compile(source, os.path.join(os.path.dirname(__file__), f"<{label}>"), "exec"), namespace)  # noqa: S102
+    return namespace
+
+
 DTYPE_RULES = {"same": promote, "float": promote_to_float, "bool": lambda *d: np.dtype(bool)}
 
 
@@ -112,10 +121,8 @@ def _numpy_kernel(cls):
             "    return out if out.dtype is self.dtype else asarray(out, self.dtype)\n")
     if not cls.attributes and not guarded:  # the bare expression, for callers that know the dtype comes out right
         code += f"def kernel(self, {', '.join(cls.input_names)}):\n    return {source}\n"
-    namespace = dict(NUMPY, errstate=np.errstate, asarray=np.asarray, float32=np.float32)
-    # a file name inside the package: creation sites and error messages skip it and name the user's line
-    exec(compile(code, os.path.join(os.path.dirname(__file__), f"<{cls.op_type}.compute: {source}>"), "exec"),
-         namespace)  # noqa: S102
+    namespace = _define(code, f"{cls.op_type}.compute: {source}",
+                        dict(NUMPY, errstate=np.errstate, asarray=np.asarray, float32=np.float32))
     namespace["compute"].__doc__ = f"y = {source}, with numpy."
     cls.kernel = namespace.get("kernel")
     return namespace["compute"]
@@ -135,25 +142,41 @@ def make_op(op_type, input_names, expression, attributes=(), dtype="same", gradi
     cls.gradients = expressions.gradients(tree, input_names, gradients)
     cls.__doc__ += "\n    " + "; ".join(f"gradient for {x}: {expressions.text(t)}" for x, t in
                                          zip(input_names, cls.gradients) if t is not None)
-    register_gradient(cls)(functools.partial(_gradient, cls))
+
+    def first_call(op, grad):  # the gradient ops of a gradient op are made when first needed, not all at once
+        function = register_gradient(cls)(_gradient_function(cls))
+        return function(op, grad)
+    register_gradient(cls)(first_call)
     return cls
 
 
-def _gradient(cls, op, g):
-    """The gradient of an op of class cls: each input's expression as one op ("g * b") or one gradient op."""
-    values = dict(zip(cls.input_names, op.inputs), y=op, g=g, **{a: getattr(op, a) for a in cls.attributes})
-    grads = []
+def _gradient_function(cls):
+    """`gradient(op, g)` of cls as Python source: one expression per input, e.g. for Sigmoid
+        def gradient(op, g):
+            x, = op.inputs
+            y = op
+            return [SigmoidGrad(y, g)]
+    """
+    items, namespace = [], {"zeros_like": zeros_like}
     for index, tree in enumerate(cls.gradients):
         if tree is None:
-            grads.append(None)
+            items.append("None")
         elif isinstance(tree, ast.Constant):  # a constant derivative: 0 for floor, ceil, sign
-            grads.append(zeros_like(g))
+            items.append("zeros_like(g)")
         elif expressions.is_one_operation(tree):
-            grads.append(eval(expressions.text(tree), {}, values))  # noqa: S307 - a checked table expression
+            items.append(expressions.text(tree))
         else:
-            grad_op, reads = _gradient_op(cls, index, tree)
-            grads.append(grad_op(*[values[n] for n in reads], **{a: values[a] for a in grad_op.attributes}))
-    return grads
+            grad_op, names = _gradient_op(cls, index, tree)
+            namespace[grad_op.op_type] = grad_op
+            arguments = [*names, *(f"{a}={a}" for a in grad_op.attributes)]
+            items.append(f"{grad_op.op_type}({', '.join(arguments)})")
+    returned = f"[{', '.join(items)}]"
+    used = set(expressions.names(ast.parse(returned, mode="eval")))
+    inputs = [n if n in used else "_" for n in cls.input_names]
+    source = ("def gradient(op, g):\n" + (f"    {''.join(n + ', ' for n in inputs)}= op.inputs\n" if used - {"g"} else "")
+              + ("    y = op\n" if "y" in used else "")
+              + "".join(f"    {a} = op.{a}\n" for a in cls.attributes if a in used) + f"    return {returned}\n")
+    return _define(source, f"gradient of {cls.op_type}", namespace)["gradient"]
 
 
 GRADIENT_OPS = {}  # (op class, input index) -> (gradient op class, the names its inputs are given)
