@@ -1,8 +1,5 @@
-"""tinyflow: a small, readable TensorFlow-1-style deep-learning framework.
-
-Build a graph of nodes, run it in a Session, let an optimizer backpropagate.
-The public API is the explicit list below.
-"""
+"""tinyflow: a small, readable TensorFlow-1-style deep-learning framework. Build a graph of nodes, run it in a
+Session, let an optimizer backpropagate. The public API is the explicit list below."""
 import importlib
 
 from . import backends, data, nn, optim, plot, viz
@@ -36,21 +33,18 @@ from . import passes  # the graph optimiser Session runs (tinyflow/passes; fused
 
 __version__ = "0.1.0"
 
-# subpackages imported when first named: the board (tfl.board, `tinyflow board`) brings http.server, ssl and
-# email, a sixth of what `import tinyflow` took, and Model.fit(log_dir=...) imports what it needs of it itself
-_ON_FIRST_USE = {"board"}
-
 
 def __getattr__(name):
-    """The subpackages of _ON_FIRST_USE, imported when first asked for."""
-    if name in _ON_FIRST_USE:
-        return importlib.import_module(f"{__name__}.{name}")
+    """tfl.board, imported when first named: it brings http.server, ssl and email, a sixth of what `import tinyflow`
+    took (Model.fit(log_dir=...) imports what it needs of it itself)."""
+    if name == "board":
+        return importlib.import_module(f"{__name__}.board")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    """The package's names, the subpackages not imported yet included (for tab completion)."""
-    return sorted(set(globals()) | _ON_FIRST_USE)
+    """The package's names, tfl.board included before its import (for tab completion)."""
+    return sorted(set(globals()) | {"board"})
 
 
 __all__ = [

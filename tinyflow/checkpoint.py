@@ -19,9 +19,9 @@ STATE_TYPES = {"epoch": int, "seed": int, "variables": str, "random_states": dic
                "history_epochs": list}
 
 
-def _write_atomically(path, write):
+def write_atomically(path, write):
     """write(f) into a temporary file beside `path`, flushed to the disk, then renamed into place (returns the path):
-    a crash mid-save leaves any previous file intact."""
+    a crash mid-save leaves any previous file intact, and a reader sees the old file or the new one, never half."""
     path = os.fspath(path)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tinyflow-", suffix=".tmp")
     try:
@@ -47,7 +47,7 @@ def save_variables(path, graph=None):
             for name, value in arrays.items():
                 with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, np.asarray(value), allow_pickle=False)
-    return _write_atomically(path, write)
+    return write_atomically(path, write)
 
 
 def load_variables(path, graph=None):
@@ -155,7 +155,7 @@ class FitCheckpoint:
                  "random_states": {name: rng.bit_generator.state for name, rng in self._generators().items()},
                  "history": history.history, "history_epochs": history.epochs}
         text = json.dumps(state, default=_plain).encode("utf-8")
-        _write_atomically(self.folder / STATE_FILE, lambda f: f.write(text))
+        write_atomically(self.folder / STATE_FILE, lambda f: f.write(text))
         for old in self.folder.glob("variables-*.npz"):
             if old.name != variables:
                 old.unlink()

@@ -1,8 +1,5 @@
-"""The exceptions tinyflow raises: one base class, one subclass per kind of mistake.
-
-Every message names the node, its op type, the shapes involved and where the
-node was created, and ends with how to fix the problem.
-"""
+"""The exceptions tinyflow raises: one base class, one subclass per kind of mistake. Every message names the node,
+its op type, the shapes involved and where the node was created, and ends with how to fix the problem."""
 
 
 class TinyflowError(Exception):

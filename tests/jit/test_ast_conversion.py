@@ -260,3 +260,32 @@ def test_a_user_layer_called_inside_a_converted_function_is_converted_too(data):
     f = tfl.jit.to_static(calls_a_user_layer)
     np.testing.assert_allclose(f(x).numpy(), calls_a_user_layer(tfl.tensor(x)).numpy())
     assert any(n.op_type == "Cond" and n.name.startswith(f"{gate.scope}/") for n in f.concrete_programs[0].graph.nodes)
+
+
+def float_of_a_one_branch_variable(x):
+    if tfl.reduce_sum(x) > 0:    # float-of-one-branch
+        y = 1.0
+    return x * float(y)
+
+
+def test_float_of_a_variable_assigned_in_one_branch_raises_conversion_error():
+    """float() of a variable with no value after a tensor `if` says why (it was a raw TypeError)."""
+    with open(__file__) as f:
+        source = f.read()
+    line = source[:source.index("# float-of-one-branch")].count("\n") + 1
+    with pytest.raises(ConversionError, match=r"variable 'y' is assigned in only one branch") as info:
+        tfl.jit.to_static(float_of_a_one_branch_variable)(np.ones(2, np.float32))
+    assert f"{HERE}:{line}" in str(info.value)
+
+
+def subtracts_from_a_popped_collected_item(x):
+    ys = []
+    for row in x:
+        ys.append(row)
+    return ys.pop() - 1.0
+
+
+def test_arithmetic_on_an_item_a_tensor_loop_collected_raises_conversion_error():
+    """`ys.pop() - 1` of a list a tensor loop appended to says how to use it (it was a raw TypeError)."""
+    with pytest.raises(ConversionError, match=r"use it through tfl.stack\(ys\)"):
+        tfl.jit.to_static(subtracts_from_a_popped_collected_item)(np.ones((3, 2), np.float32))

@@ -91,6 +91,16 @@ def test_input_spec_mismatch_and_bad_arguments_raise():
         tfl.jit.to_static(lambda x: x, input_spec=[(None, 3)])
 
 
+def test_bad_to_static_and_input_spec_arguments_raise_tinyflow_errors():
+    """A spec that is not an InputSpec, a non-function and a spec without a shape: TinyflowError subclasses."""
+    with pytest.raises(tfl.ArgumentError, match="input_spec entries must be tfl.jit.InputSpec"):
+        tfl.jit.to_static(lambda x: x, input_spec=[(None, 3)])
+    with pytest.raises(tfl.ArgumentError, match="to_static takes a function or a tfl.nn.Layer, got 3"):
+        tfl.jit.to_static(3)
+    with pytest.raises(tfl.ShapeError, match="InputSpec needs a shape"):
+        InputSpec(None)
+
+
 def test_structured_outputs_and_python_values_come_back_as_written():
     @tfl.jit.to_static
     def stats(x):

@@ -133,3 +133,28 @@ def test_an_op_made_with_elementwise_op_exports_as_the_onnx_ops_of_its_expressio
     model = tfl.onnx.export_graph([x], [y])
     got = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": values})[0]
     np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_an_expression_spelled_as_onnx_ops_adds_no_unused_initializers():
+    """Only log1p and expm1 need the constant 1: other functions of an expression add no initializer for it."""
+    softsign = tfl.elementwise_op("SpelledSoftsign", "spelled_softsign(x)", "x / (1 + abs(x)) + log1p(exp(x))")
+    x = tfl.Placeholder((2, 3), "float32", name="x")
+    model = tfl.onnx.export_graph([x], [softsign(x)])
+    read = {name for node in model.graph.node for name in node.input}
+    assert [t.name for t in model.graph.initializer if t.name not in read] == []
+
+
+INDEX_KEYS = {"negative-int": (-1,), "ints-around-a-slice": (0, slice(1, 3), -2),
+              "new-axes": (None, 1, None, slice(None, None, -1)), "int-ellipsis": (2, Ellipsis, None),
+              "array": (np.array([[0, 2], [1, 1]]), slice(1, 3)),
+              "new-axis-array": (slice(None), None, np.array([[1], [2]]))}
+
+
+@pytest.mark.parametrize("key", INDEX_KEYS.values(), ids=INDEX_KEYS.keys())
+def test_indexing_with_ints_new_axes_and_an_array_exports_as_numpy_indexes(key):
+    onnxruntime = pytest.importorskip("onnxruntime")
+    values = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    x = tfl.Placeholder(values.shape, "float32", name="x")
+    model = tfl.onnx.export_graph([x], [x[key]])
+    got = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": values})[0]
+    np.testing.assert_array_equal(got, values[key])

@@ -7,7 +7,7 @@ import pytest
 import tinyflow as tfl
 from op_cases import VALUE_CASES, all_cases, case, normal, positive
 from tinyflow.control_flow.sequences import Length
-from tinyflow.jit.undefined import UndefinedValue
+from tinyflow.jit.values import UndefinedValue
 from tinyflow.onnx.storage_types import RoundToType
 from tinyflow.ops.elementwise_ops import GRADIENTS
 

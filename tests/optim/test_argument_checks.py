@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from tinyflow.optim.checks import HyperParameterError
+from tinyflow.optim.optimizer import HyperParameterError
 
 NAN, INF = math.nan, math.inf
 

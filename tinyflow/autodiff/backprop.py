@@ -37,11 +37,14 @@ def backprop(seeds, pending, walk, trace=None):
     # breadth-first: first ready, first out. Nodes nobody waits on start ready, gradient or not: those off the
     # roots' paths still count their parents down
     ready = deque(node for node, left in pending.items() if left == 0)
-    following = None  # (node, its one contribution): released while nothing was queued, so it is next anyway
+    # a node released while nothing else was ready is next anyway: with its one contribution (following_grad) it
+    # skips the queue and the dict of contributions, so a chain never touches them
+    following = following_grad = None
     while True:
-        if following is not None:  # a chain never goes through the queue and the dict of contributions
-            (node, grad), following = following, None
-            received = (grad,)
+        if following is not None:
+            node = following
+            grad = following_grad
+            following = received = None
         elif ready:
             node = ready.popleft()
             received = contributions.pop(node, ())
@@ -69,7 +72,8 @@ def backprop(seeds, pending, walk, trace=None):
             if left or known is not None:  # (an eager op released by its first contribution is never stored)
                 pending[parent] = left
             if not left and following is None and not ready and parent not in contributions:
-                following = (parent, g)
+                following = parent
+                following_grad = g
                 continue
             waiting = contributions.get(parent)
             if waiting is None:
@@ -80,7 +84,7 @@ def backprop(seeds, pending, walk, trace=None):
                 ready.append(parent)
         if trace is not None:  # live structures: a copy per step would make tracing quadratic
             delivered = [(p, g) for p, g in zip(parents, grads) if p is not None]
-            trace(dict(node=node, grad=grad, received=list(received), delivered=delivered,
+            trace(dict(node=node, grad=grad, received=[grad] if received is None else list(received), delivered=delivered,
                        released=list(dict.fromkeys(p for p, _ in delivered if pending.get(p) == 0)),
                        pending=pending, contributions=contributions,
-                       queue=([following[0]] if following else []) + list(ready)))
+                       queue=([] if following is None else [following]) + list(ready)))

@@ -7,31 +7,20 @@ from .base import Backend, NumpyBackend
 from .c_backend import CBackend
 from .opencl_backend import OpenCLBackend
 
-# name -> class; OpenCL is optional and never the default: on a CPU the C backend is faster, a GPU is chosen explicitly
-_BACKENDS = {"c": CBackend, "numpy": NumpyBackend, "opencl": OpenCLBackend}
-
-
-def register_backend(cls):
-    """Add a Backend subclass to the ones `get_backend` knows."""
-    _BACKENDS[cls.name] = cls
-    return cls
-
-
-def _ranked():
-    """Every known backend's name, the preferred one first (the numpy reference last)."""
-    return sorted(_BACKENDS, key=lambda n: {"c": 0, "opencl": 1, "numpy": 2}.get(n, 1))
+# name -> class, the preferred first; OpenCL is never the default: on a CPU the C backend is faster, a GPU is chosen
+# explicitly (and its availability check compiles a kernel)
+_BACKENDS = {"c": CBackend, "opencl": OpenCLBackend, "numpy": NumpyBackend}
 
 
 def available():
     """Names of the backends that can run on this machine, the preferred one first."""
-    return [name for name in _ranked() if _BACKENDS[name].is_available()]
+    return [name for name, cls in _BACKENDS.items() if cls.is_available()]
 
 
 def get_backend(name=None):
     """A backend instance: `name`, else $TINYFLOW_BACKEND, else the best available one but OpenCL."""
-    # OpenCL is chosen explicitly only (and its availability check compiles a kernel)
     name = name or os.environ.get("TINYFLOW_BACKEND") or next(
-        n for n in _ranked() if n != "opencl" and _BACKENDS[n].is_available())
+        n for n, cls in _BACKENDS.items() if n != "opencl" and cls.is_available())
     base = name.split(":", 1)[0]  # "opencl:1" selects a device
     if base not in _BACKENDS:
         raise BackendError(f"unknown backend '{name}'; known backends: {sorted(_BACKENDS)}, "
@@ -42,4 +31,4 @@ def get_backend(name=None):
     return cls(name) if base == "opencl" else cls()
 
 
-__all__ = ["available", "get_backend", "register_backend", "Backend", "NumpyBackend", "CBackend", "OpenCLBackend"]
+__all__ = ["available", "get_backend", "Backend", "NumpyBackend", "CBackend", "OpenCLBackend"]

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..nodes import Constant, Placeholder, Variable
 from ..shapes import is_fully_known
+from .buffer_pool import BufferPool
 from .run_report import RunReport
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -42,18 +43,6 @@ class Kernel:
         return f"<Kernel {getattr(self.run, '__name__', self.run)}>"
 
 
-def source_kernel(node):
-    """The kernel reading a node without inputs; `.leaf` names the node, so compiled plans can read it inline."""
-    if isinstance(node, (Variable, Constant)):
-        def read():
-            return node.value
-    else:
-        def read():
-            return node.default  # a Placeholder with a default (others are checked before running)
-    read.leaf = node
-    return read
-
-
 class Backend:
     """A named table of `Kernel`s by op type; ops it lacks, or inputs a kernel refuses, run the op's numpy `compute`."""
 
@@ -61,10 +50,14 @@ class Backend:
     kernels = {}            # op type -> Kernel
     small_size = 0          # inputs all smaller than this go to numpy (for entries with small=True)
     host_below = 0          # eager ops on fewer elements compute with numpy at once, before any table lookup
+    pool_bytes = 0          # the buffer pool's bound (None: $TINYFLOW_POOL_MB or 256 MiB; 0: no pool)
+    fused = None            # the FusedKernel class running fused nodes with one generated kernel (None: numpy)
 
     def __init__(self):
         self.report = RunReport()
         self.lock = threading.RLock()  # held by Session.run: kernels and the report are not shared by threads
+        # arrays a plan drops come back as kernel outputs; fetched arrays the caller drops too (`lend`)
+        self.pool = BufferPool(self.pool_bytes)
 
     @classmethod
     def is_available(cls):
@@ -105,8 +98,8 @@ class Backend:
         return lambda *values: self.call(entry, op, values)
 
     def fused_kernel(self, node):
-        """The callable computing a fused elementwise node (passes/fusion.py): here numpy runs its members in turn."""
-        return node.compute
+        """The callable computing a fused elementwise node (passes/fusion.py): a `fused` kernel, else numpy."""
+        return node.compute if self.fused is None else self.fused(node, self)
 
     def compute(self, op, values):
         """op's value now, from host input values (eager mode): the table's kernel when it accepts them, else numpy."""
@@ -172,8 +165,15 @@ class Backend:
 
     # ------------------------------------------------------------ what subclasses adapt
     def source_kernel(self, node):
-        """The kernel of a Variable, Constant or Placeholder (device backends keep them on the device)."""
-        return source_kernel(node)
+        """The kernel reading a node without inputs; `.leaf` names the node, so compiled plans can read it inline."""
+        if isinstance(node, (Variable, Constant)):
+            def read():
+                return node.value
+        else:
+            def read():
+                return node.default  # a Placeholder with a default (others are checked before running)
+        read.leaf = node
+        return read
 
     def float_dtypes(self):
         """The float dtypes this backend's kernels handle."""
@@ -196,29 +196,21 @@ class Backend:
         return op.compute(*values)
 
     def begin_run(self):
-        """Called by Session.run before a run: resets the run report."""
+        """Called by Session.run before a run: resets the run report, takes back the fetched arrays dropped since."""
         self.report.clear()
-
-    def hand_out(self, values):
-        """Called by Session.run with the fetched values it returns (backends with a buffer pool lend them)."""
+        self.pool.reclaim()
 
     def to_host(self, value):
         """A fetched value as a numpy array (backends holding device arrays download here)."""
         return value
 
-    def may_recycle(self, shape):
-        """Whether a dropped value of this static shape may be worth handing to `recycle` (see buffer pools)."""
-        return False
-
-    def recycle(self, value):
-        """Take back an array a plan has dropped (backends that reuse buffers keep it)."""
-
     def buffer_stats(self):
         """(buffers reused, buffers allocated) by this backend's buffer pool so far."""
-        return 0, 0
+        return self.pool.reused, self.pool.allocated
 
     def close(self):
         """Release what the backend holds (buffers, device memory); called by Session.close."""
+        self.pool.clear()
 
     def __repr__(self):
         return f"<tinyflow backend '{self.name}'>"

@@ -82,7 +82,7 @@ class BufferPool:
 
     def lend(self, values):
         """Remember the large arrays among fetched `values`: when the caller drops them, `reclaim` takes them back."""
-        for value in values:
+        for value in values if self.max_bytes > 0 else ():
             if type(value) is np.ndarray and value.base is None and value.nbytes >= MIN_BYTES:
                 self._lent.append((0, value))
 

@@ -15,7 +15,6 @@ from ..ops.cross_entropy import check_labels
 from ..shapes import reduced_shape
 from . import native
 from .base import DECLINE, Backend, Kernel
-from .buffer_pool import BufferPool
 from .fused import CFusedKernel, plan_layout
 from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis, conv_geometry,
                            fits_conv, fits_pool, inner_dims_match, labels_fit, layout_code, pool_geometry,
@@ -182,9 +181,14 @@ def _im2col(backend, x, geometry):
     return cols
 
 
-def _per_group(matrix, groups):
-    """(G·R, M) rows as (G, R, M): a group's rows are one block of the filters, of im2col's rows, of the planes."""
-    return matrix.reshape(groups, -1, matrix.shape[-1])
+def _grouped_product(backend, a, b, groups, transpose_a=False, transpose_b=False):
+    """a @ b (a.T, b.T where asked) as a 2-D array; with several groups, each group's block of rows of a (of the
+    filters, of im2col's rows, of the planes) times the same block of b."""
+    if groups == 1:
+        return matmul(backend, None, a.T if transpose_a else a, b.T if transpose_b else b)
+    a, b = a.reshape(groups, -1, a.shape[-1]), b.reshape(groups, -1, b.shape[-1])
+    product = np.matmul(a.transpose(0, 2, 1) if transpose_a else a, b.transpose(0, 2, 1) if transpose_b else b)
+    return product.reshape(-1, product.shape[-1])
 
 
 def _swap_leading(backend, y, first, second, shape):
@@ -218,10 +222,7 @@ def conv(backend, op, x, w):
             matmul(backend, None, filters, image, planes)
         return out
     cols = _im2col(backend, x, geometry)
-    if op.groups == 1:
-        rows = matmul(backend, None, filters, cols)  # (O, N·P)
-    else:
-        rows = np.matmul(_per_group(filters, op.groups), _per_group(cols, op.groups)).reshape(o, -1)
+    rows = _grouped_product(backend, filters, cols, op.groups)  # (O, N·P)
     backend.pool.recycle(cols)
     out = _swap_leading(backend, rows, n, o, shape)
     backend.pool.recycle(rows)
@@ -234,12 +235,7 @@ def conv_back_input(backend, op, g, w, x=None):
     shape = transposed_input_shape(op, g, w) if x is None else x.shape
     geometry = conv_geometry(op, shape, w.shape, g.shape)
     rows = _planes(backend, g)
-    filters = w.reshape(w.shape[0], -1)
-    if op.groups == 1:
-        cols = matmul(backend, None, filters.T, rows)
-    else:
-        cols = np.matmul(_per_group(filters, op.groups).transpose(0, 2, 1), _per_group(rows, op.groups))
-        cols = cols.reshape(-1, rows.shape[1])
+    cols = _grouped_product(backend, w.reshape(w.shape[0], -1), rows, op.groups, transpose_a=True)  # (C·K, N·P)
     backend.pool.recycle(rows)
     out = backend.pool.empty(shape, cols.dtype)
     _fn("tf_col2im", cols)(_buf(cols), _buf(out), *geometry)
@@ -251,10 +247,7 @@ def conv_back_filter(backend, op, x, g, w):
     """The filter gradient: the gradient's planes times im2col of the input, transposed, per group."""
     cols = _im2col(backend, x, conv_geometry(op, x.shape, w.shape, g.shape))
     rows = _planes(backend, g)
-    if op.groups == 1:
-        out = matmul(backend, None, rows, cols.T).reshape(w.shape)
-    else:
-        out = np.matmul(_per_group(rows, op.groups), _per_group(cols, op.groups).transpose(0, 2, 1)).reshape(w.shape)
+    out = _grouped_product(backend, rows, cols, op.groups, transpose_b=True).reshape(w.shape)
     backend.pool.recycle(rows)
     backend.pool.recycle(cols)
     return out
@@ -282,18 +275,17 @@ class UpdateState:
         self.arrays = [var.writable_value() for var in self.variables]
         self.count, self.kind = len(ops), ENUMS["tf_update_kind"][kind]
         self.function = _fn("tf_update_multi", self.arrays[0])
-        arrays = iter(self.arrays)
-        by_op = [dict(zip(("param",) + op.slot_names, arrays)) for op in ops]
         self.keep = [ffi.from_buffer("int64_t[]" if a.dtype.kind == "i" else f"{ctype}[]", a)
                      for a in self.arrays]  # the pointers below point into these (step counts are int64)
-        pointer = dict(zip(map(id, self.arrays), self.keep))
+        buffers = iter(self.keep)
+        by_op = [dict(zip(("param",) + op.slot_names, buffers)) for op in ops]  # name -> that Variable's buffer
 
         def pointers(name, ctype_name):
-            return ffi.new(f"{ctype_name} *[]", [pointer[id(d[name])] if name in d else ffi.NULL for d in by_op])
+            return ffi.new(f"{ctype_name} *[]", [d.get(name, ffi.NULL) for d in by_op])
         self.params = pointers("param", ctype)
         self.slots = [pointers(name, ctype) for name in (slots + (None, None))[:3]]
         self.steps = pointers("step", "int64_t")
-        self.sizes = ffi.new("long[]", [d["param"].size for d in by_op])
+        self.sizes = ffi.new("long[]", [len(d["param"]) for d in by_op])  # a buffer's length counts its elements
         self.hyper = ffi.new("double[]", 5)  # lr and the hyper-parameters, filled at each step
         self.grads = ffi.new(f"{ctype} *[]", len(ops))
         self.ctype = f"{ctype}[]"
@@ -361,6 +353,8 @@ class CBackend(Backend):
     name = "c"
     kernels = KERNELS
     small_size = host_below = SMALL
+    pool_bytes = None  # $TINYFLOW_POOL_MB, else 256 MiB
+    fused = CFusedKernel  # compiled once a node has run a few times
 
     @classmethod
     def why_unavailable(cls):
@@ -372,28 +366,11 @@ class CBackend(Backend):
         self.threads = native.configure_threads()
         # BLAS through numpy is the fastest correct matmul; TINYFLOW_GEMM=tinyflow selects ours
         self.use_gemm = os.environ.get("TINYFLOW_GEMM", "blas").lower() == "tinyflow"
-        self.pool = BufferPool()
         # optimizer update op -> its UpdateState; weak, as eager optimizers come and go while the eager backend stays
         self.update_state = weakref.WeakKeyDictionary()
-        self.recycle = self.pool.recycle  # bound directly: the pool counts the references its caller holds
-        self.hand_out = self.pool.lend  # fetched arrays the caller drops become output buffers again
-        self.may_recycle = self.pool.worth_keeping
 
     def __repr__(self):
         return f"<tinyflow backend 'c' threads={self.threads} gemm={'tinyflow' if self.use_gemm else 'blas'}>"
-
-    def begin_run(self):
-        """Reset the run report and take back the fetched arrays of earlier runs that the caller dropped."""
-        super().begin_run()
-        self.pool.reclaim()
-
-    def buffer_stats(self):
-        """(buffers reused, buffers allocated) by the buffer pool so far."""
-        return self.pool.reused, self.pool.allocated
-
-    def fused_kernel(self, node):
-        """The node's members as one generated C kernel (compiled once it has run a few times)."""
-        return CFusedKernel(node, self)
 
     def multi_update(self, node, values):
         """A MultiTensorUpdate's members in one C call; False when a gradient does not fit (then one by one)."""
@@ -410,5 +387,5 @@ class CBackend(Backend):
 
     def close(self):
         """Empty the buffer pool and forget the update ops' pointers."""
-        self.pool.clear()
+        super().close()
         self.update_state.clear()

@@ -1,4 +1,5 @@
-"""The source of a fused node's kernel: C (one loop over the output on tinyflow's thread pool), or OpenCL.
+"""Generated kernel source: a fused node's, in C (one loop over the output on tinyflow's thread pool) or OpenCL, and
+the OpenCL kernels of the elementwise table.
 
 The C kernel `tf_fused(x0.., out, outer, inner, parallel)` splits its loop across `parallel`, the C library's
 tf_parallel_for (never an OpenMP runtime). Math calls go to tf_math.h (pasted in), which GCC vectorizes (libm's
@@ -13,7 +14,9 @@ import pathlib
 
 import numpy as np
 
-from ..ops.expressions import C_HELPERS, OPENCL_HELPERS, is_arithmetic, literal, spell
+from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
+from ..ops.expressions import C_HELPERS, OPENCL_HELPERS, is_arithmetic, literal, spell, takes_conditions
+from .kernel_codes import LAYOUT_KINDS
 
 _CTYPE = {"float32": "float", "float64": "double"}
 LANES_BYTES = 64          # a block of the vector form: four SSE registers (or two AVX ones)
@@ -178,3 +181,29 @@ def opencl_source(node, kinds):
     if any(kind == "row" or kind.startswith("col") for kind in kinds):
         lines.append("    const long r = i / inner, c = i - r * inner;")
     return "\n".join(lines + statements + [f"    out[i] = {result};", "}"]) + "\n"
+
+
+def device_ops():
+    """The elementwise table's op classes with a device kernel (comparisons and `where`: booleans stay with numpy)."""
+    return [cls for cls in [*ELEMENTWISE_OPS.values(), *GRADIENT_OPS.values()]
+            if cls.dtype_rule(np.float32) == np.float32 and not takes_conditions(cls.expression)]
+
+
+def elementwise_source(single):
+    """One OpenCL kernel `ew_<op type>(x0.., out, cols, kinds[, attributes])` per op of the elementwise table, one
+    work-item per value; tf_at reads input k as a full array, a row, a column or a scalar by its kind."""
+    lines = [OPENCL_HELPERS, "long tf_at(int kinds, int k, long i, long r, long c) {",
+             "    int kind = (kinds >> (2 * k)) & 3;",
+             f"    return kind == {LAYOUT_KINDS['full']} ? i : kind == {LAYOUT_KINDS['row']} ? c : "
+             f"kind == {LAYOUT_KINDS['col']} ? r : 0;", "}"]
+    for cls in device_ops():
+        names = {x: f"a{k}" for k, x in enumerate(cls.input_names)}
+        names.update({a: a for a in cls.attributes})
+        statements, result = spell(cls.expression, names.__getitem__, single, opencl=True)
+        params = [*(f"__global const T *x{k}" for k in range(len(cls.input_names))), "__global T *out",
+                  "const long cols", "const int kinds", *(f"const T {a}" for a in cls.attributes)]
+        lines += [f"__kernel void ew_{cls.op_type}({', '.join(params)}) {{",
+                  "    const long i = get_global_id(0), r = i / cols, c = i - r * cols;",
+                  *[f"    const T a{k} = x{k}[tf_at(kinds, {k}, i, r, c)];" for k in range(len(cls.input_names))],
+                  *[f"    {line}" for line in statements], f"    out[i] = {result};", "}"]
+    return "\n".join(lines) + "\n"

@@ -67,31 +67,31 @@ def member_runner(backend, node):
     """A callable(*inputs) computing fused `node` member by member with `backend`'s kernels: what a plan without
     fusion does (the same kernels, on the device for OpenCL), so a node that runs once or twice never pays a compile."""
     kernels = [backend.kernel(m) for m in node.members]
-    constants = [[backend.kernel(m.inputs[p]) if kind == "c" else None for p, (kind, _) in enumerate(args)]
-                 for m, (_, args) in zip(node.members, node.program)]
-
-    def run(*inputs):
-        values = []
-        for member, kernel, (_, args), sources in zip(node.members, kernels, node.program, constants):
-            operands = [inputs[i] if kind == "x" else values[i] if kind == "t" else source()
-                        for (kind, i), source in zip(args, sources)]
-            try:
-                values.append(kernel(*operands))
-            except Exception as exc:  # noqa: BLE001 - name the member the user wrote
-                raise node.member_error(member, operands, exc) from exc
-        return values[-1]
-    return run
+    return lambda *inputs: node.run_members(inputs, kernels)
 
 
 class FusedKernel:
-    """The callable a plan step runs for a fused node; `_prepare` makes what runs each input shapes."""
+    """The callable a plan step runs for a fused node: the members' kernels for its first runs, then per input shapes
+    one generated kernel (a subclass's `build` makes it, its `launch` calls it)."""
 
     def __init__(self, node, backend):
         self.node, self.backend, self.runs = node, backend, 0
         value = os.environ.get("TINYFLOW_FUSION_JIT_AFTER", "2").strip()  # runs before the kernel is built
         self.threshold = int(value) if value.isdigit() else 2
         self.unfused = member_runner(backend, node)
-        self._by_shapes = {}
+        self._by_shapes = {}  # input shapes -> (kernel, out_shape, kinds, outer, inner), or None, _SMALL, PENDING
+
+    def __call__(self, *values):
+        if self.runs < self.threshold:
+            self.runs += 1
+            return self.unfused(*values)
+        arrays = self.inputs(values)
+        entry = None if arrays is None else self.prepared(tuple([a.shape for a in arrays]))
+        if entry is _SMALL:  # a C call costs more than numpy's few small loops
+            return self.node.compute(*arrays)
+        if entry is None or entry is PENDING:  # (PENDING: compiling in the background, the members run meanwhile)
+            return self.unfused(*values)
+        return self.launch(entry, arrays)
 
     def prepared(self, shapes):
         """What `_prepare` made of these input shapes, made at their first run."""
@@ -100,9 +100,9 @@ class FusedKernel:
             entry = self._by_shapes[shapes] = self._prepare(shapes)
         return entry
 
-    def layout(self, shapes):
-        """(out_shape, kinds, outer, inner, kinds to generate: "expand" as "full") of these input shapes; None when
-        the members' kernels must run (an empty output, or inputs that do not broadcast: the members say which)."""
+    def _prepare(self, shapes):
+        """(kernel, out_shape, kinds, outer, inner) of these input shapes, or what `build` said instead; None when the
+        members' kernels must run (an empty output, or inputs that do not broadcast: the members say which)."""
         try:
             out_shape = np.broadcast_shapes(*shapes, (1,) * len(self.node.shape))
         except ValueError:
@@ -110,7 +110,10 @@ class FusedKernel:
         if 0 in out_shape:
             return None
         kinds, outer, inner = plan_layout(shapes, out_shape)
-        return out_shape, kinds, outer, inner, tuple("full" if k == "expand" else k for k in kinds)
+        kernel = self.build(out_shape, tuple("full" if k == "expand" else k for k in kinds))
+        if kernel is None or isinstance(kernel, str):  # None, _SMALL or PENDING
+            return kernel
+        return kernel, out_shape, kinds, outer, inner
 
 
 class CFusedKernel(FusedKernel):
@@ -122,24 +125,20 @@ class CFusedKernel(FusedKernel):
         self.small = backend.small_size // 4  # below it numpy may win (see NUMPY_MAX_MEMBERS)
         self._compiling = {}  # input kinds -> Future of their kernel (tiered runs)
 
-    def __call__(self, *values):
-        if self.runs < self.threshold:
-            self.runs += 1
-            return self.unfused(*values)
+    def inputs(self, values):
+        """The values as numpy arrays, or None when one is not of the node's dtype."""
         # plain loops and no dtype.name (numpy computes it in Python): this runs once per step of every run
         arrays = [v if isinstance(v, np.ndarray) else np.asarray(v) for v in values]
-        entry = self.prepared(tuple([a.shape for a in arrays]))
-        if entry is PENDING:  # compiling in the background: the members' kernels run meanwhile
-            return self.unfused(*values)
-        if entry is _SMALL:  # a C call costs more than numpy's few small loops
-            return self.node.compute(*arrays)
         dtype = self.node.dtype
         for a in arrays:
             if a.dtype != dtype:
-                entry = None
-        if entry is None:
-            return self.unfused(*values)
-        module, out_shape, outer, inner, kinds = entry
+                return None
+        return arrays
+
+    def launch(self, entry, arrays):
+        """The generated kernel on the arrays, into a buffer from the pool."""
+        module, out_shape, kinds, outer, inner = entry
+        dtype = self.node.dtype
         ctype, ptr = _CTYPE[dtype], module.ffi.from_buffer
         pointers = []
         for a, kind in zip(arrays, kinds):
@@ -150,13 +149,9 @@ class CFusedKernel(FusedKernel):
         module.lib.tf_fused(*pointers, ptr(ctype, out), outer, inner, module.parallel)
         return out
 
-    def _prepare(self, shapes):
-        """The compiled kernel and loop bounds for these input shapes; _SMALL or None to use numpy, PENDING while the
-        kernel compiles."""
-        layout = self.layout(shapes)
-        if layout is None:
-            return None
-        out_shape, kinds, outer, inner, generated = layout
+    def build(self, out_shape, generated):
+        """The compiled module for inputs read as `generated`; _SMALL or None to use numpy, PENDING while the kernel
+        compiles."""
         if math.prod(out_shape) < self.small and len(self.node.members) <= NUMPY_MAX_MEMBERS:
             return _SMALL
         node = self.node
@@ -170,41 +165,34 @@ class CFusedKernel(FusedKernel):
             module = future.result()
         else:  # $TINYFLOW_FUSION_JIT_AFTER=0: compiled before the first run
             module = compiler.load(c_source(node, generated), c_declaration(node, generated))
-        if module is None:
-            return None
-        if not hasattr(module, "parallel"):  # the C library's thread pool, shared by every generated kernel
+        if module is not None and not hasattr(module, "parallel"):  # the C library's thread pool, shared by all
             address = native.ffi.cast("uintptr_t", native.ffi.addressof(native.lib, "tf_parallel_for"))
             module.parallel = module.ffi.cast("void *", int(address))
-        return module, out_shape, outer, inner, kinds
+        return module
 
 
 class OpenCLFusedKernel(FusedKernel):
     """A fused node on the OpenCL backend: a generated kernel, one work-item per element (device arrays in and out)."""
 
-    def __call__(self, *values):
-        backend, node = self.backend, self.node
-        on_device = node.dtype == np.float32 or node.dtype == np.float64 and backend.runtime.has_fp64
-        if self.runs < self.threshold or not on_device or any(v.dtype != node.dtype for v in values):
-            self.runs += 1
-            return self.unfused(*values)
-        entry = self.prepared(tuple(tuple(v.shape) for v in values))
-        if entry is None:
-            return self.unfused(*values)
-        kernel, out_shape, kinds, _, inner, _ = entry
+    def inputs(self, values):
+        """The values when the device computes in their dtype, the node's, else None."""
+        dtype = self.node.dtype
+        on_device = dtype == np.float32 or dtype == np.float64 and self.backend.runtime.has_fp64
+        return values if on_device and all(v.dtype == dtype for v in values) else None
+
+    def launch(self, entry, values):
+        """The generated kernel on the device arrays (a broadcast it cannot index is expanded on the host)."""
+        backend, (kernel, out_shape, kinds, _, inner) = self.backend, entry
         args = []
         for value, kind in zip(values, kinds):
-            if kind == "expand":  # a broadcast the kernel does not index directly: expanded on the host
+            if kind == "expand":
                 value = np.ascontiguousarray(np.broadcast_to(backend.to_host(value), out_shape))
             args.append(backend.device(value).data)
-        out = backend.runtime.empty(out_shape, node.dtype)
+        out = backend.runtime.empty(out_shape, self.node.dtype)
         kernel(backend.runtime.queue, (int(out.size),), None, *args, out.data, np.int64(inner))
-        backend.report.kernel_ops[node.op_type] += 1
+        backend.report.kernel_ops[self.node.op_type] += 1
         return out
 
-    def _prepare(self, shapes):
-        """The built kernel and the layout of these input shapes; None to run the members' kernels."""
-        layout = self.layout(shapes)
-        if layout is None:
-            return None
-        source = opencl_source(self.node, layout[-1])
-        return (self.backend.runtime.kernel("tf_fused", self.node.dtype, source), *layout)
+    def build(self, out_shape, generated):
+        """The built kernel for inputs read as `generated`."""
+        return self.backend.runtime.kernel("tf_fused", self.node.dtype, opencl_source(self.node, generated))

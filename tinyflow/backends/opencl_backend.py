@@ -10,14 +10,14 @@ import numpy as np
 
 from ..errors import BackendError
 from ..nodes import Constant, Variable
-from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
-from ..ops.expressions import OPENCL_HELPERS, spell, takes_conditions
+from ..ops.elementwise_ops import OPS as ELEMENTWISE_OPS
 from ..ops.cross_entropy import check_labels
 from ..shapes import reduced_shape
 from . import opencl_runtime as rt
-from .base import DECLINE, FLOATS, Backend, Kernel, source_kernel
+from .base import DECLINE, FLOATS, Backend, Kernel
+from .c_codegen import device_ops
 from .fused import OpenCLFusedKernel, plan_layout
-from .kernel_codes import (ENUMS, LAYOUT_KINDS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
+from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
                            conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit, layout_code,
                            pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
@@ -33,14 +33,14 @@ class DeviceMirror:
 
     def download(self):
         """The device copy as a host array (counted in the backend's transfer report)."""
-        self.backend.report.to_host += self.array.nbytes
-        return self.array.get()
+        return self.backend.to_host(self.array)
 
 
 class OpenCLBackend(Backend):
     """Runs ops with the kernels of ckernels/opencl on one OpenCL device; numpy for the rest."""
 
     name = "opencl"
+    fused = OpenCLFusedKernel  # built once a node has run a few times
 
     @classmethod
     def why_unavailable(cls):
@@ -67,10 +67,6 @@ class OpenCLBackend(Backend):
             log.debug("%s", self.report)
         super().begin_run()
         self._uploads.clear()
-
-    def fused_kernel(self, node):
-        """The node's members as one generated OpenCL kernel (built once it has run a few times)."""
-        return OpenCLFusedKernel(node, self)
 
     def compute(self, op, values):
         """One eager op: its inputs uploaded for it alone, its value downloaded."""
@@ -138,7 +134,7 @@ class OpenCLBackend(Backend):
                     self._constants[node] = self.runtime.upload(node.value)
                 return self._constants[node]
             return constant
-        return source_kernel(node)
+        return super().source_kernel(node)
 
     def launch(self, name, dtype, size, *args):
         """Run kernel `name` of the `dtype` program over `size` work-items."""
@@ -146,6 +142,7 @@ class OpenCLBackend(Backend):
 
     def close(self):
         """Drop the cached device copies of Constants and this run's uploads."""
+        super().close()
         self._constants.clear()
         self._uploads.clear()
 
@@ -155,35 +152,6 @@ def _scalar(dtype, value):
 
 
 # ---------------------------------------------------------------- elementwise: the table's ops, generated
-def _device_ops():
-    """The elementwise table's op classes with a device kernel (comparisons and `where`: booleans stay with numpy)."""
-    return [cls for cls in [*ELEMENTWISE_OPS.values(), *GRADIENT_OPS.values()]
-            if cls.dtype_rule(np.float32) == np.float32 and not takes_conditions(cls.expression)]
-
-
-def elementwise_source(single):
-    """One OpenCL kernel `ew_<op type>(x0.., out, cols, kinds[, attributes])` per op of the elementwise table, one
-    work-item per value; tf_at reads input k as a full array, a row, a column or a scalar by its kind."""
-    lines = [OPENCL_HELPERS, "long tf_at(int kinds, int k, long i, long r, long c) {",
-             "    int kind = (kinds >> (2 * k)) & 3;",
-             f"    return kind == {LAYOUT_KINDS['full']} ? i : kind == {LAYOUT_KINDS['row']} ? c : "
-             f"kind == {LAYOUT_KINDS['col']} ? r : 0;", "}"]
-    for cls in _device_ops():
-        names = {x: f"a{k}" for k, x in enumerate(cls.input_names)}
-        names.update({a: a for a in cls.attributes})
-        statements, result = spell(cls.expression, names.__getitem__, single, opencl=True)
-        params = [*(f"__global const T *x{k}" for k in range(len(cls.input_names))), "__global T *out",
-                  "const long cols", "const int kinds", *(f"const T {a}" for a in cls.attributes)]
-        lines += [f"__kernel void ew_{cls.op_type}({', '.join(params)}) {{",
-                  "    const long i = get_global_id(0), r = i / cols, c = i - r * cols;",
-                  *[f"    const T a{k} = x{k}[tf_at(kinds, {k}, i, r, c)];" for k in range(len(cls.input_names))],
-                  *[f"    {line}" for line in statements], f"    out[i] = {result};", "}"]
-    return "\n".join(lines) + "\n"
-
-
-rt.GENERATED_SOURCES.append(elementwise_source)
-
-
 def elementwise(backend, op, *arrays):
     """An op of the elementwise table on the device; inputs broadcast as full arrays, rows, columns or scalars."""
     shapes = tuple(tuple(a.shape) for a in arrays)
@@ -412,7 +380,7 @@ _UPDATE = dict(floats=(0, 1), same_shape=True)  # parameter (its device copy) an
 _UNGROUPED = dict(accepts=lambda op, *arrays: op.groups == 1 and fits_conv(op, *arrays))  # kernels multiply one matrix
 
 OpenCLBackend.kernels = {
-    **{cls.op_type: Kernel(elementwise) for cls in _device_ops()},
+    **{cls.op_type: Kernel(elementwise) for cls in device_ops()},
     **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
     **{op_type: Kernel(row_kernel, same_shape=True, accepts=None if name.startswith("layer") else along_last_axis)
        for op_type, name in ROW_KERNELS.items()},

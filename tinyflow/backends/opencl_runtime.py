@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ..errors import BackendError
+from .c_codegen import elementwise_source
 from .kernel_codes import opencl_defines
 
 
@@ -130,10 +131,6 @@ def choose_device(spec):
     return chosen
 
 
-# functions `source(single)` giving OpenCL source generated at run time (the backend adds the elementwise table's)
-GENERATED_SOURCES = []
-
-
 class DeviceRuntime:
     """A context, a queue and the compiled kernel programs (per element type) of one device."""
 
@@ -165,7 +162,7 @@ class DeviceRuntime:
             folder = _kernel_folder()
             source = "\n".join((folder / name).read_text() for name in
                                ["common.h.cl"] + sorted(p.name for p in folder.glob("*.cl") if p.name != "common.h.cl"))
-            source += "".join(generate(dtype == np.float32) for generate in GENERATED_SOURCES)
+            source += elementwise_source(dtype == np.float32)  # generated at run time from the ops' expressions
             options = ["-DT=double", "-DUSE_FP64"] if dtype == np.float64 else ["-DT=float"]
             self._programs[dtype] = _build(self.context, source, options + opencl_defines())  # the header's codes
         return self._programs[dtype]

@@ -63,7 +63,7 @@ class ScalarWriter:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._synced = time.monotonic()
         if log._line:  # a line cut by a crash stays alone on its line (and is skipped)
-            self._append(b"\n")
+            os.write(self._fd, b"\n")
 
     def header(self, first_epoch):
         """Mark the start of a fit; returns the writer."""
@@ -76,10 +76,8 @@ class ScalarWriter:
         return self._append({"epoch": int(epoch), "time": time.time(), "scalars": values})
 
     def _append(self, record):
-        """Append a record (a dict, as one JSON line) or bytes; flushed to the disk at most SYNC_SECONDS later."""
-        data = record if isinstance(record, bytes) else (json.dumps(record, allow_nan=False, ensure_ascii=False)
-                                                         + "\n").encode("utf-8")
-        view = memoryview(data)
+        """Append a record as one JSON line; flushed to the disk at most SYNC_SECONDS later."""
+        view = memoryview((json.dumps(record, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8"))
         while view:  # one call writes it all for a regular file; the loop only guards against a short write
             view = view[os.write(self._fd, view):]
         if time.monotonic() - self._synced >= SYNC_SECONDS:

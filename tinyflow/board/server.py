@@ -15,13 +15,12 @@ import json
 import os
 import pathlib
 import socket
-import string
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from ..viz.explorer import inline_text
+from ..viz.explorer import fill_page
 from .runlog import FILE_NAME, GRAPH_PAGE, BoardError, ScalarLog, find_runs, fs_path, is_text, open_regular
 
 DEFAULT_PORT = 6006
@@ -69,8 +68,7 @@ class RunCatalog:
 @functools.lru_cache(maxsize=None)
 def board_page():
     """The board's HTML (static/board.html), its script and styles inline."""
-    return string.Template((STATIC / "board.html").read_text(encoding="utf-8")).substitute(
-        css=inline_text(STATIC / "board.css"), script=inline_text(STATIC / "board.js")).encode("utf-8")
+    return fill_page(STATIC, "board").encode("utf-8")
 
 
 class BoardHandler(BaseHTTPRequestHandler):

@@ -74,12 +74,10 @@ def cond(pred, true_fn, false_fn, name=None):
     """
     if is_eager(pred):  # eager mode: Python decides, and autograd records the branch that ran
         return true_fn() if bool(np.asarray(pred)) else false_fn()
-    graph = get_default_graph()
-    pred = as_node(pred)
-    with graph.name_scope(name or "cond"):
+    with get_default_graph().name_scope(name or "cond"):
         true_branch = Subgraph.trace(true_fn, scope="true")
         false_branch = Subgraph.trace(false_fn, scope="false")
-        op = Cond(pred, true_branch, false_branch, name="Cond")
+        op = Cond(as_node(pred), true_branch, false_branch, name="Cond")
         outputs = [op.output(i) for i in range(op.output_count)]
     return outputs[0] if true_branch.single and false_branch.single else outputs
 

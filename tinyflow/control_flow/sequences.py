@@ -5,7 +5,7 @@
     for k, row in enumerate(x): ...   for a, b in zip(x, y): ...   (stops at the shorter)
 
 A sequence answers, for position k (an int64 scalar node), `valid(k)` (is k inside it) and `item(k)` (its
-element there); to_static turns such a `for` into a while_loop over k (tinyflow/jit/loops.py).
+element there); to_static turns such a `for` into a while_loop over k (tinyflow/jit/dispatch.py).
 """
 import builtins
 

@@ -152,8 +152,8 @@ def is_eager(value):
 
 
 def typeless(node):
-    """A value with no type yet (tinyflow/jit/undefined.py): a variable with no value on this path."""
-    return getattr(node, "typeless", False)
+    """A graph value with no type yet (tinyflow/jit/values.py): a variable with no value on this path."""
+    return isinstance(node, Node) and getattr(node, "typeless", False)
 
 
 class ControlFlowOp(Operation):

@@ -130,7 +130,7 @@ def trace_loop(cond_fn, body_fn, loop_vars, scope, also=None):
     names body nodes the loop will record besides the loop variables (see Subgraph.trace)."""
     inputs = [Placeholder(v.shape, v.dtype or "float32", name=f"loop_var{i}") for i, v in enumerate(loop_vars)]
     for start, p in zip(loop_vars, inputs):
-        if typeless(start):  # no value yet (tinyflow/jit/undefined.py): typed by the body
+        if typeless(start):  # no value yet (tinyflow/jit/values.py): typed by the body
             p.shape, p.dtype, p.typeless = None, None, True
     test = Subgraph.trace(cond_fn, inputs, scope="cond")
     body = Subgraph.trace(body_fn, inputs, scope="body", also=also)
@@ -178,8 +178,7 @@ def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
             values = list(out) if isinstance(out, (list, tuple)) else [out]
             steps += 1
         return values[0] if single else values
-    graph = get_default_graph()
-    with graph.name_scope(name or "while") as scope:
+    with get_default_graph().name_scope(name or "while") as scope:
         test, body = trace_loop(cond_fn, body_fn, loop_vars, scope)
         op = WhileLoop(loop_vars, test, body, maximum_iterations, name="While")
         outputs = [op.output(i) for i in range(op.n_vars)]

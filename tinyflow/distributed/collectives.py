@@ -1,8 +1,7 @@
-"""Collectives on numpy arrays: barrier, all_reduce, broadcast, all_gather (MPI's buffer interface, in place where
-the array allows it, no pickling), each under the watchdog (watchdog.py) and checked first by `agree`: ranks in
-different collectives, out of step, or passing arrays of different shapes or dtypes all raise the same
-DistributedError naming each rank's call, where MPI would return garbage or hang (docs/distributed.md).
-"""
+"""Collectives on numpy arrays (MPI's buffer interface, in place where possible, no pickling), each under the
+watchdog and checked first by `agree`: ranks in different collectives, out of step, or passing arrays of different
+shapes or dtypes all raise the same DistributedError naming each rank's call, where MPI would return garbage or hang."""
+import functools
 import hashlib
 import math
 from collections import Counter
@@ -10,13 +9,13 @@ from collections import Counter
 import numpy as np
 
 from ..arguments import is_int
+from ..nodes.node import site_text, user_site
 from .mpi import DistributedError, _state, communicator
-from .watchdog import call_site, guarded
+from .watchdog import guarded
 
 REDUCE_OPS = ("sum", "mean", "max", "min")
 
 _calls, _bytes = Counter(), Counter()
-_hashes = {}  # call or data description -> its 56-bit hash (blake2b: the same in every process)
 
 
 def communication_stats():
@@ -24,23 +23,16 @@ def communication_stats():
     return {name: {"calls": _calls[name], "bytes": _bytes[name]} for name in sorted(_calls)}
 
 
+@functools.lru_cache(maxsize=4096)
 def _hash(value):
-    found = _hashes.get(value)
-    if found is None:
-        if len(_hashes) > 4096:
-            _hashes.clear()
-        found = _hashes[value] = int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=7).digest(),
-                                                "little") or 1  # 0 means "no array"
-    return found
+    """A call's or data description's 56-bit hash, the same in every process (blake2b); never 0 ("no array")."""
+    return int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=7).digest(), "little") or 1
 
 
 def agree(comm, name, options="", data=None, first_dim=0, root=None, describe=None):
-    """Check that every rank is in this call; the (world × 4) records (None for one process). DistributedError on
-    every rank if not.
-
-    `data` is a hashable summary of what must match (shape and dtype; None for "no array"); with `root`, ranks
-    must match the root's data or pass none. `describe()` phrases this rank's data, for the error message only.
-    """
+    """The (world × 4) records of this call (None for one process); DistributedError on every rank unless all are
+    in it with the same `data` (a hashable summary such as shape and dtype; None: no array; with `root`, the root's
+    or none). `describe()` phrases this rank's data for the message."""
     if comm.Get_size() == 1:
         return None
     _state.collectives += 1
@@ -63,7 +55,8 @@ def agree(comm, name, options="", data=None, first_dim=0, root=None, describe=No
 def _disagreement(comm, name, options, root, same_call, describe):
     """Gather every rank's description of its call and raise the same DistributedError on every rank."""
     data = describe() if describe is not None else ""
-    mine = f"{name}({options}){' of ' + data if data else ''} (collective #{_state.collectives}, at {call_site()})"
+    site = site_text(user_site(1))
+    mine = f"{name}({options}){' of ' + data if data else ''} (collective #{_state.collectives}, at {site})"
     listing = "; ".join(f"rank {r}: {text}" for r, text in enumerate(comm.allgather(mine)))
     if not same_call:
         raise DistributedError(
@@ -107,11 +100,8 @@ def barrier():
 
 
 def all_reduce(array, op="sum"):
-    """The element-wise sum/mean/max/min of `array` over all processes, as a numpy array on every process.
-
-    A writable C-contiguous numpy array is reduced in place and returned (integer arrays averaged with "mean"
-    come back as a new float64 array); anything else is copied first.
-    """
+    """The element-wise sum/mean/max/min of `array` over all processes, on every process: in place for a writable
+    C-contiguous array (integers averaged come back as a new float64 array), else on a copy."""
     if op not in REDUCE_OPS:
         raise DistributedError(f"all_reduce op must be one of {REDUCE_OPS}, got {op!r}")
     buffer = _as_buffer(array, "all_reduce")

@@ -20,8 +20,7 @@ class DataParallel:
         self.enabled = bool(enabled)
         if self.enabled:
             init()
-        self.rank = rank() if self.enabled else 0
-        self.world = world_size() if self.enabled else 1
+        self.rank, self.world = (rank(), world_size()) if self.enabled else (0, 1)
 
     @property
     def is_chief(self):

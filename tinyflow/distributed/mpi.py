@@ -1,10 +1,6 @@
-"""The process group: MPI start-up through mpi4py, rank and world size, and fail-fast fault handling.
-
-A launcher (`tinyflow launch`, `mpirun`, `mpiexec`) starts every process of the same script and tells each its
-rank through environment variables; `init()` starts MPI. MPI does not survive a dead peer, so tinyflow fails
-fast instead of hanging: an uncaught exception on any rank prints its traceback and aborts the whole job, and so
-does a collective waiting past the timeout (watchdog.py).
-"""
+"""The process group: MPI start-up through mpi4py, rank and world size, and fail-fast fault handling: MPI does not
+survive a dead peer, so an uncaught exception on any rank, or a collective waiting past the timeout (watchdog.py),
+prints why and aborts the whole job instead of letting it hang."""
 import math
 import os
 import sys
@@ -79,11 +75,9 @@ def library_version():
 
 
 def init(timeout=None):
-    """Start MPI (once) and install fail-fast fault handling; returns the rank.
-
-    `timeout` (seconds, default TINYFLOW_COLLECTIVE_TIMEOUT or 600) bounds how long a collective waits for the
-    other ranks before the job is aborted. Without a launcher this is a group of one process (plain `python`).
-    """
+    """Start MPI (once) and fail-fast fault handling; returns the rank. A collective waiting for the other ranks
+    longer than `timeout` seconds (default TINYFLOW_COLLECTIVE_TIMEOUT or 600) aborts the job. Without a launcher
+    this is a group of one process."""
     if timeout is None:
         timeout = os.environ.get("TINYFLOW_COLLECTIVE_TIMEOUT", DEFAULT_TIMEOUT)
     try:

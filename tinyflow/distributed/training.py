@@ -1,10 +1,6 @@
-"""Data-parallel training: DistributedOptimizer (gradients averaged in one packed all_reduce per step)
-and broadcast_variables (every process starts from rank 0's parameters and optimizer state).
-
-Each process computes gradients on its own shard of the batch; their average is the gradient of the whole
-batch, so all processes apply the same update and stay identical. One all_reduce of all gradients packed into
-a flat buffer costs one latency per step instead of one per variable (Horovod's "tensor fusion").
-"""
+"""Data-parallel training: DistributedOptimizer averages the gradients of every process's shard (the gradient of the
+whole batch, so all processes stay identical) and broadcast_variables starts them all from rank 0's state. All
+gradients go packed in one all_reduce per step: one latency, not one per variable (Horovod's "tensor fusion")."""
 import math
 
 import numpy as np
@@ -24,10 +20,14 @@ def _signature(params):
     return tuple((tuple(map(int, p.shape)), np.dtype(p.dtype).str) for p in params)
 
 
-def _summary(variables, names=None):
+def _names(variables):
+    """Each parameter's name ("tensor 3" for an eager Tensor, which has none)."""
+    return [getattr(v, "name", f"tensor {i}") for i, v in enumerate(variables)]
+
+
+def _summary(variables):
     """'3 variables: w (5, 8) float64, b (8,) float64, ...' for messages about models that differ."""
-    names = names or [getattr(v, "name", f"tensor {i}") for i, v in enumerate(variables)]
-    parts = [f"{name} {tuple(v.shape)} {np.dtype(v.dtype)}" for name, v in zip(names, variables)]
+    parts = [f"{name} {tuple(v.shape)} {np.dtype(v.dtype)}" for name, v in zip(_names(variables), variables)]
     shown = ", ".join(parts[:8]) + (f", ... ({len(parts) - 8} more)" if len(parts) > 8 else "")
     return f"{len(parts)} variable{'s' * (len(parts) != 1)}: {shown}"
 
@@ -108,11 +108,8 @@ def average_gradients(parameters):
 
 
 class DistributedOptimizer:
-    """Wraps an optimizer so each step applies the gradient averaged over all processes.
-
-    Graph mode: `minimize`/`compute_gradients` insert one AllReduceGradients op averaging every gradient packed
-    in one buffer; eager mode: `step()` averages every `.grad` the same way. The rest is the wrapped optimizer's.
-    """
+    """Wraps an optimizer so each step applies the gradient averaged over all processes (graph mode: one
+    AllReduceGradients op; eager mode: `step()`); the rest is the wrapped optimizer's."""
 
     def __init__(self, optimizer):
         if isinstance(optimizer, DistributedOptimizer):
@@ -161,19 +158,13 @@ class DistributedOptimizer:
 
 
 def broadcast_variables(graph=None, root=0):
-    """Set every Variable of the graph (weights, optimizer slots, moving statistics) to rank `root`'s values.
-
-    `graph` may also be a list of parameters: Variables (`layer.parameters()`) or eager leaf Tensors, sent in
-    the list's order. Values are packed by dtype: one broadcast per dtype. Every process must have built the
-    same model; a mismatch raises DistributedError on every process.
-    """
-    comm = communicator()
+    """Set every Variable of the graph (weights, optimizer slots, moving statistics), or of a list of Variables or
+    eager leaf Tensors, to rank `root`'s values: one broadcast per dtype; a model that differs between processes
+    raises DistributedError on every process."""
     if isinstance(graph, (list, tuple)):
         variables = list(graph)
-        names = [getattr(v, "name", f"tensor {i}") for i, v in enumerate(variables)]
     else:
         variables = sorted((graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
-        names = [v.name for v in variables]
-    agree(comm, "broadcast_variables", f"root={root}", tuple(zip(names, _signature(variables))),
-          describe=lambda: _summary(variables, names))
+    agree(communicator(), "broadcast_variables", f"root={root}", tuple(zip(_names(variables), _signature(variables))),
+          describe=lambda: _summary(variables))
     exchange_packed(variables, lambda flat: broadcast(flat, root=root))

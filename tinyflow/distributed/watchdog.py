@@ -6,24 +6,15 @@ at); at the timeout the job is aborted with the answers (an example: docs/distri
 answer has probably died. Asking needs MPI_THREAD_MULTIPLE; without it the job is still aborted, without answers.
 """
 import atexit
-import os
+import contextlib
 import sys
 import threading
 import time
 
+from ..nodes.node import site_text, user_site
 from .mpi import _state, abort, rank, world_size
 
 QUESTION, ANSWER = 7001, 7002  # tags on the watchdog's own communicator
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def call_site(frame=None):
-    """'file.py:12': the innermost frame outside tinyflow (the user's line that led to a collective)."""
-    frame = innermost = frame or sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back
-    frame = frame or innermost
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 class Watchdog:
@@ -99,7 +90,7 @@ class Watchdog:
 
     def _site(self):
         frame = sys._current_frames().get(self.main)
-        return call_site(frame) if frame is not None else "an unknown line (the main thread has ended)"
+        return site_text(user_site(frame=frame)) if frame is not None else "an unknown line (the main thread has ended)"
 
     def _where(self):
         """This rank's answer: in which collective it waits, or where it is and its last collective."""
@@ -145,16 +136,14 @@ def _describe(other, answer):
     return f"rank {other} is not in a collective: it is at {answer['site']}; {done}"
 
 
-class guarded:
+@contextlib.contextmanager
+def guarded(what, array=None):
     """`with guarded("all_reduce", array):` runs a collective under the watchdog (no-op for one process)."""
-
-    def __init__(self, what, array=None):
-        self.what, self.array = what, array  # formatted only on a timeout: str(dtype) costs microseconds
-
-    def __enter__(self):
-        if _state.watchdog is not None:
-            _state.watchdog.arm(self.what, self.array)
-
-    def __exit__(self, *exc_info):
-        if _state.watchdog is not None:
-            _state.watchdog.disarm()
+    watchdog = _state.watchdog
+    if watchdog is not None:
+        watchdog.arm(what, array)  # the array is described only on a timeout: str(dtype) costs microseconds
+    try:
+        yield
+    finally:
+        if watchdog is not None:
+            watchdog.disarm()

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..autodiff.backprop import backprop
 from ..autodiff.gradients import fit_to_shape
+from ..ops.elementwise_ops import TABLE_GRADIENTS
 from ..ops.registry import GRADIENT_FUNCTIONS, NOT_DIFFERENTIABLE, gradient_function
 from ..errors import GradientError, TinyflowError
 from .grad_mode import GradMode
@@ -125,6 +126,16 @@ def _one_per_input(result, fn):
     return list(result)
 
 
+def _unusual_call(gradient, fn, grad):
+    """The gradients of fn when the plain call does not do: its class is not differentiable, has no gradient
+    function (the GradientError naming it), or tensors changed in place since fn was recorded (_guarded_call)."""
+    if gradient.__class__ is not FunctionType:
+        gradient = gradient_function(fn)
+        if gradient is NOT_DIFFERENTIABLE:
+            return [None] * len(fn._next)
+    return _guarded_call(gradient, fn, grad)
+
+
 def _guarded_call(gradient, fn, grad):
     """The gradient function's call when tensors changed in place since fn was recorded: stale saved
     inputs (and outputs, see runtime.output_of) become tainted stand-ins."""
@@ -150,6 +161,19 @@ def _fit(grad, fn, index):
     return fit_to_shape(grad, fn, index, grad._data.shape, inp._data.shape)
 
 
+def _fitted(input_grads, fn, grad):
+    """One gradient per input of fn, each summed to its input's shape where broadcasting widened it."""
+    if input_grads.__class__ is not list or len(input_grads) != len(fn._next):
+        input_grads = _one_per_input(input_grads, fn)
+    same, edges = fn._same_shapes, fn._next  # same: the output's gradient fits every input
+    for index, g in enumerate(input_grads):
+        if g is not None and (g is not grad or not same) and edges[index] is not None and (
+                g.__class__ is not Tensor or g._taint is not None
+                or g._data.shape != fn.inputs[index]._data.shape):
+            input_grads[index] = _fit(g, fn, index)
+    return input_grads
+
+
 class EagerWalk:
     """What the backward walk (autodiff/backprop.py) needs from eager mode: the recorded ops are the graph. An op's
     parents are its edges `_next`; a leaf Tensor has none and takes each contribution as it comes (`count` 1). An op
@@ -162,31 +186,25 @@ class EagerWalk:
     def parents(self, fn, grad):
         """(edges, gradients) of a recorded op: its registered gradient function's, fit to each input's shape."""
         edges = fn._next
-        if not edges:
+        gradient = GRADIENT_FUNCTIONS.get(fn.__class__)
+        if edges and grad is not None and fn._epoch == Clock.now and not Taint.active \
+                and gradient.__class__ is FunctionType:
+            input_grads = gradient(fn, grad)  # the plain call: nothing changed in place since fn ran
+            # a table op's gradients on inputs of the output's shape have that shape: nothing to fit
+            if not (fn._same_shapes and gradient in TABLE_GRADIENTS):
+                input_grads = _fitted(input_grads, fn, grad)
+        elif not edges:
             if edges is None:
                 raise _freed_error(fn)
             return None  # a leaf Tensor (whose _next is ())
-        if grad is None:
+        elif grad is None:
             return edges, (None,) * len(edges)
-        gradient = GRADIENT_FUNCTIONS.get(fn.__class__)
-        if gradient.__class__ is not FunctionType:
-            gradient = gradient_function(fn)  # the GradientError naming the op when it has none
-        if gradient is NOT_DIFFERENTIABLE:
-            input_grads = [None] * len(edges)
-        elif fn._epoch == Clock.now and not Taint.active:
-            input_grads = gradient(fn, grad)  # the plain call: nothing changed in place since fn ran
         else:
-            input_grads = _guarded_call(gradient, fn, grad)
-        if input_grads.__class__ is not list or len(input_grads) != len(edges):
-            input_grads = _one_per_input(input_grads, fn)
-        same = fn._same_shapes  # the output's gradient fits every input
-        for index, g in enumerate(input_grads):
-            if g is not None and (g is not grad or not same) and edges[index] is not None and (
-                    g.__class__ is not Tensor or g._taint is not None
-                    or g._data.shape != fn.inputs[index]._data.shape):
-                input_grads[index] = _fit(g, fn, index)
+            input_grads = _fitted(_unusual_call(gradient, fn, grad), fn, grad)
         if not self.retain_graph:  # free what fn saved: its gradient is done
-            fn._next, fn.inputs, fn._out = None, (), None
+            fn._next = None
+            fn.inputs = ()
+            fn._out = None
         return edges, input_grads
 
     @staticmethod

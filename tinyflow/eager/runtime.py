@@ -81,11 +81,11 @@ _INFERRED = {}  # (attribute-free op class, *input shapes, *input dtypes) -> (ou
 
 def _plain_dtype(cls, dtypes, tensors):
     """(output dtype, records, kernel) of plain class cls on these tensors (of one dtype), remembered in dtypes."""
-    op = cls.__new__(cls)
-    dtype = _infer(op, tensors)[1]
+    op = cls.__new__(cls)  # compute's `self`: plain ops read only its dtype
+    op.dtype = dtype = _infer(op, tensors)[1]
     ones = [np.ones(1, t._data.dtype) for t in tensors]
     with np.errstate(all="ignore"):  # the bare expression does when numpy's own result dtype is the op's
-        kernel = cls.kernel if cls.kernel is not None and cls.kernel(op, *ones).dtype == dtype else cls.compute
+        kernel = cls.kernel if cls.kernel is not None and cls.kernel(*ones).dtype == dtype else op.compute
     entry = dtypes[tensors[0]._data.dtype] = (dtype, dtype.kind == "f" and _differentiable(op), kernel)
     return entry
 
@@ -137,7 +137,7 @@ def _op_shortcuts(cls, fallback):
         op.shape = shape
         op.dtype = entry[0]
         if size < Active.host_below:  # the backend would hand it to numpy: do so at once
-            out = entry[2](op, da, db)
+            out = entry[2](da, db)
             if out.__class__ is not ndarray:
                 out = np.asarray(out)
         else:
@@ -183,7 +183,7 @@ def _op_shortcuts(cls, fallback):
         op = new(cls)
         op.graph, op.inputs, op.shape, op.dtype = None, (x,), data.shape, entry[0]
         if data.size < Active.host_below:
-            out = np.asarray(entry[2](op, data))
+            out = np.asarray(entry[2](data))
         else:
             out = (Active.backend or set_backend(None)).compute(op, [data])
         return _tensor_of(op, (x,), out, entry[1], same_shapes=True)

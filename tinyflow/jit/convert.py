@@ -28,14 +28,12 @@ from ..nodes.node import notebook_cell, default_dtype_for
 from ..ops import elementwise_ops, identity
 from ..ops.elementwise_ops import cast, equal, where
 # helpers the converted code calls (as _tfl_jit_.<name>)
-from .branches import convert_ifelse, convert_ifexp  # noqa: F401
-from .loops import convert_for, convert_while  # noqa: F401
-from .values import as_bool, return_value, returned, symbolic  # noqa: F401
+from .dispatch import convert_for, convert_ifelse, convert_ifexp, convert_while  # noqa: F401
+from .values import Undefined, as_bool, return_value, returned, symbolic  # noqa: F401
 from ..errors import ConversionError
 from .escapes import HELPER, Lowering, ast_name, helper_call, walk_here
 from .inplace_tracing import OPS, assigns_into, inplace  # noqa: F401
 from .tensor_lists import convert_subscript, tensor_aware  # noqa: F401 - convert_subscript for the converted code
-from .undefined import Undefined
 
 _CACHE = {}          # code object -> factory of the converted function (or None: leave it unconverted)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

@@ -104,7 +104,7 @@ def call_recorded(program, session, arrays, tensors_in):
     """Run `program` as a recorded eager op when something it depends on requires grad; else None."""
     if not is_grad_enabled() or not any(isinstance(t, Tensor) for t in tensors_in) or why_not_recordable(program):
         return None
-    function = program.__dict__.get("_function")
+    function = program.function
     if function is None:
         flag = program.graph.training_flag
         function = GraphFunction(session, program.inputs, program.outputs[0],
@@ -112,5 +112,5 @@ def call_recorded(program, session, arrays, tensors_in):
     tensors = [t if isinstance(t, Tensor) else Tensor(a) for t, a in zip(tensors_in, arrays)]
     if not function.parameters and not any(t.requires_grad for t in tensors):
         return None
-    program._function = function
+    program.function = function
     return RunProgram(function, tensors)

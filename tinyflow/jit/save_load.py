@@ -19,10 +19,9 @@ from ..errors import CheckpointError, TinyflowError
 from ..graph import Graph, ancestors
 from ..nodes import Constant, Node, Operation, Placeholder, Variable
 from ..session import Session
-from ..shapes import shapes_compatible
-from .input_spec import InputSpec
+from ..shapes import normalize_shape, shapes_compatible
 from .ops_io import build_op, decode, encode, op_attributes
-from .static_function import StaticFunction
+from .static_function import InputSpec, StaticFunction
 
 FORMAT = "tinyflow.jit"
 VERSION = 2  # 2: a cond or loop is one op with several outputs, read by Output nodes
@@ -235,11 +234,7 @@ def _build_program(description, arrays):
 def _build_node(entry, built, arrays):
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(entry.get("type"), str):
         _fail(f"bad node entry {str(entry)[:80]}")
-    name, kind, shape = entry["name"], entry["type"], entry.get("shape")
-    if shape is not None and (not isinstance(shape, list) or
-                              not all(d is None or (isinstance(d, int) and d >= 0) for d in shape)):
-        _fail(f"bad shape {str(shape)[:80]}")
-    shape = None if shape is None else tuple(shape)
+    name, kind, shape = entry["name"], entry["type"], normalize_shape(entry.get("shape"))
     dtype = decode({"dtype": entry["dtype"]}) if entry.get("dtype") is not None else None
     for input_name in entry.get("inputs", []):
         if input_name not in built:
@@ -275,8 +270,7 @@ def _subgraph(data, built, label):
         _fail(f"control flow '{label}' names nodes that are not defined before it")
     sub = Subgraph(outputs[0].graph if outputs else None, nodes, outputs, inputs, label)
     sub.single = len(outputs) == 1
-    for node in list(sub.nodes) + list(sub.inputs):
-        node.subgraph = sub
+    sub.claim(list(sub.nodes) + list(sub.inputs))
     return sub
 
 

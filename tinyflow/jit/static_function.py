@@ -15,31 +15,68 @@ from collections import OrderedDict
 import numpy as np
 
 from ..eager import Tensor, is_grad_enabled
-from ..errors import ConversionError, TinyflowError
+from ..errors import ArgumentError, ConversionError, FeedError, ShapeError, TinyflowError
 from ..graph import PICTURES, ancestors, get_default_graph
 from ..nodes import Node, Placeholder
 from ..session import Session
+from ..shapes import matches, normalize_shape
 from .convert import convert_function
 from .eager_call import call_recorded, why_not_recordable
 from .inplace_tracing import current, newest, tracing
-from .input_spec import InputSpec
 from .tensor_lists import Stacked
-from .undefined import Undefined
-from .values import flatten, rebuild
+from .values import Undefined, flatten, rebuild
 
 log = logging.getLogger("tinyflow.jit")
 MAX_PROGRAMS = 8
 
 
+class InputSpec:
+    """Describes one input of a to_static program; `None` dims stay unknown, so one program serves them all."""
+
+    def __init__(self, shape, dtype="float32", name=None):
+        self.shape = normalize_shape(shape)
+        if self.shape is None:
+            raise ShapeError("InputSpec needs a shape: a list of ints, with None for dimensions of any size")
+        self.dtype = np.dtype(dtype)
+        self.name = name
+
+    def __repr__(self):
+        return f"InputSpec(shape={list(self.shape)}, dtype='{self.dtype.name}', name={self.name!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, InputSpec) and self.to_json() == other.to_json()
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.name))
+
+    def check(self, array, what):
+        """Raise FeedError unless `array` fits this spec (shape and a dtype castable without surprise)."""
+        if not matches(self.shape, array.shape):
+            raise FeedError(f"{what} has shape {array.shape} but its InputSpec says {list(self.shape)} "
+                            "(None = any size); pass an array of that shape or change the input_spec")
+        if array.dtype.kind not in "biuf":
+            raise FeedError(f"{what} has dtype {array.dtype}; its InputSpec says {self.dtype}")
+
+    def to_json(self):
+        """A JSON-ready description (jit.save writes it)."""
+        return {"shape": list(self.shape), "dtype": self.dtype.name, "name": self.name}
+
+    @classmethod
+    def from_json(cls, data):
+        """The inverse of to_json."""
+        return cls(data["shape"], data["dtype"], data.get("name"))
+
+
 class ConcreteProgram:
     """One traced signature: its Placeholders, output nodes (and their nesting), side effects, and the run."""
 
-    def __init__(self, key, graph, inputs, specs, outputs, structure, side_effects, training, fn_name):
-        self.key, self.graph, self.inputs, self.specs = key, graph, inputs, specs
+    def __init__(self, graph, inputs, specs, outputs, structure, side_effects, training, fn_name, built):
+        self.graph, self.inputs, self.specs, self.built = graph, inputs, specs, built  # built: the nodes it made
         self.outputs, self.structure, self.side_effects = outputs, structure, side_effects
         self.training, self.fn_name = training, fn_name
         # the nodes one run fetches (outputs, then state updates): draw them with tfl.viz.to_graphviz
         self.fetches = [o for o in outputs if isinstance(o, Node)] + list(side_effects)
+        self.function = None  # how eager autograd calls it, once it did (eager_call.py)
 
     def __repr__(self):
         shapes = ", ".join(f"{p.name}: {list(p.shape)} {p.dtype.name}" for p in self.inputs)
@@ -70,13 +107,13 @@ class StaticFunction:
         elif callable(fn_or_layer):
             self._layer, self._function = None, fn_or_layer
         else:
-            raise TypeError(f"to_static takes a function or a tfl.nn.Layer, got {fn_or_layer!r}")
+            raise ArgumentError(f"to_static takes a function or a tfl.nn.Layer, got {fn_or_layer!r}")
         if isinstance(self._function, StaticFunction):
             self._function = self._function._function
         self.input_spec = None if input_spec is None else list(input_spec)
         for spec in self.input_spec or []:
             if spec is not None and not isinstance(spec, InputSpec):
-                raise TypeError(f"input_spec entries must be tfl.jit.InputSpec (or None), got {spec!r}")
+                raise ArgumentError(f"input_spec entries must be tfl.jit.InputSpec (or None), got {spec!r}")
         try:
             self._params = list(inspect.signature(self._function).parameters)[1 if self._layer is not None else 0:]
         except (TypeError, ValueError):
@@ -241,16 +278,15 @@ class StaticFunction:
         excluded = ancestors(new_updates)
         side_effects = [n for n in created if getattr(n, "stateful", False) and getattr(n, "subgraph", None) is None
                         and n not in excluded and not any(getattr(c, "stateful", False) for c in n.consumers)]
-        program = ConcreteProgram(key, graph, placeholders, specs, outputs, structure,
-                                  side_effects + (new_updates if training else []), training, self.__name__)
-        program.built = placeholders + created
-        return program
+        return ConcreteProgram(graph, placeholders, specs, outputs, structure,
+                               side_effects + (new_updates if training else []), training, self.__name__,
+                               placeholders + created)
 
 
 def _release(program, session):
     """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so that
     retracing again and again keeps memory flat."""
-    built, functions = list(program.built), [program.__dict__.get("_function")]
+    built, functions = list(program.built), [program.function]
     while functions:  # the backward graphs eager autograd built for it (eager_call.py)
         function = functions.pop()
         if function is not None:

@@ -25,20 +25,10 @@ from ..ops.indexing import gather
 from ..ops.reductions import reduce_sum
 from ..ops.shape_ops import stack
 from ..errors import ConversionError
+from .values import Unusable
 
 
-class _ListItem:
-    """An item only the list helpers can read: used as a value, it raises a ConversionError saying why."""
-
-    misuse = ""
-
-    def __array__(self, *args, **kwargs):
-        raise ConversionError(self.misuse)
-
-    __float__ = __bool__ = __iter__ = __add__ = __radd__ = __mul__ = __rmul__ = __array__
-
-
-class Stacked(_ListItem):
+class Stacked(Unusable):
     """The values a tensor loop appended to a list, one row per iteration (an item of that list)."""
 
     misuse = ("this list holds the values a loop over a tensor appended, stacked (their number is known at run time "
@@ -52,7 +42,7 @@ class Stacked(_ListItem):
         return f"<the rows a tensor loop appended: {self.rows!r}>"
 
 
-class Guarded(_ListItem):
+class Guarded(Unusable):
     """A value appended after a `break` on a tensor, and whether the append ran (else the loop drops its last row)."""
 
     misuse = ("a list got a value appended after a `break` on a tensor, in a loop that is not a loop over a tensor; "

@@ -1,19 +1,85 @@
 """What converted code carries through branches and loops: nested values, conditions, return values, lists.
 
 A variable may hold a tensor, a number, a nested tuple/list of those, or any other Python object (which a tensor branch
-or loop must then leave unchanged).
+or loop must then leave unchanged). Values that do not exist yet: `Undefined`, a Python value (a variable before its
+first assignment, a return value before the `return`), and `UndefinedValue`, a graph node filling a slot that a cond or
+loop carries though no path reads it (flags see to it), typed like the value beside it (`resolve`).
 """
 import re
 
 import numpy as np
 
-from ..nodes import Node
+from ..control_flow.subgraph import typeless
+from ..nodes import Node, Operation
 from ..ops.elementwise_ops import cast
+from ..ops.registry import not_differentiable
 from ..errors import ConversionError
-from .undefined import Undefined, is_typeless
 
 RETURN_VALUE = "_tfl_retval"  # the converted function's return value (escapes.py)
 NUMBERS = (bool, int, float, np.number, np.bool_)
+
+
+class Unusable:
+    """A value converted code may carry but not compute with: using it raises a ConversionError saying why."""
+
+    misuse = ""
+
+    def _fail(self, *args, **kwargs):
+        raise ConversionError(self.misuse)
+
+    __array__ = __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __rsub__ = __truediv__ = __call__ = _fail
+    __getitem__ = __matmul__ = __rmatmul__ = __neg__ = __bool__ = __iter__ = __float__ = _fail
+
+
+class Undefined(Unusable):
+    """A variable without a value: not yet assigned, or assigned in only one branch of an `if` on a tensor."""
+
+    def __init__(self, name, site=None):
+        self.name, self.site = name, site
+
+    def __repr__(self):
+        return f"<undefined variable '{self.name}'>"
+
+    @property
+    def misuse(self):
+        where = f"{self.site}: " if self.site else ""
+        return (f"{where}variable '{self.name}' is assigned in only one branch of an `if` on a tensor, so it has no "
+                "value after the `if`; assign it in both branches or before the if")
+
+    __getattr__ = Unusable._fail
+
+
+class UndefinedValue(Operation):
+    """A placeholder value no path reads (see the module docstring): zeros of its type, once it has one."""
+
+    def __init__(self, value_shape=None, value_dtype=None, name=None):
+        self.value_shape = value_shape
+        self.value_dtype = None if value_dtype is None else np.dtype(value_dtype)
+        super().__init__(name=name)
+
+    @property
+    def typeless(self):
+        """True until `resolve` gave it a type."""
+        return self.dtype is None
+
+    def resolve(self, shape, dtype):
+        """Take the type of the value this one stands next to (only before anything reads it)."""
+        self.value_shape, self.value_dtype = shape, dtype
+        self.shape, self.dtype = shape, dtype
+
+    def infer_shape(self):
+        return self.value_shape
+
+    def infer_dtype(self):
+        return self.value_dtype
+
+    def compute(self):
+        if self.dtype is None:
+            return None
+        return np.zeros(tuple(0 if d is None else d for d in self.shape or ()), self.dtype)
+
+
+not_differentiable(UndefinedValue)
 
 
 def flatten(value, dicts=False):
@@ -82,7 +148,7 @@ def returned(value, site):
 
 def return_value(value):
     """What the converted function returns: its return value (None if no `return` ran)."""
-    return None if isinstance(value, Undefined) or is_typeless(value) else value
+    return None if isinstance(value, Undefined) or typeless(value) else value
 
 
 class Lists:

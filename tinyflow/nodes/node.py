@@ -16,14 +16,15 @@ _INSIDE = {}  # code filename -> whether it belongs to the tinyflow package (few
 USER_SITES = {}  # code object -> {offset: (code, offset)}: a loop's ops share one site tuple (no garbage)
 
 
-def user_site(depth, _getframe=sys._getframe):
-    """(code object, instruction offset) of the innermost frame outside tinyflow, from `depth` frames above the
-    caller outwards (None if there is none). Cheap enough for every eager op; the frame itself is not kept (its
-    locals would stay alive): `site_text` makes the pair "file:line" only when a message needs it."""
-    try:
-        frame = _getframe(depth + 1)
-    except ValueError:  # a shallower stack than the caller expected
-        frame = _getframe(1)
+def user_site(depth=0, frame=None, _getframe=sys._getframe):
+    """(code object, instruction offset) of the innermost frame outside tinyflow, from `frame` (default: `depth`
+    frames above the caller) outwards (None if there is none). Cheap enough for every eager op; the frame itself is
+    not kept (its locals would stay alive): `site_text` makes the pair "file:line" only when a message needs it."""
+    if frame is None:
+        try:
+            frame = _getframe(depth + 1)
+        except ValueError:  # a shallower stack than the caller expected
+            frame = _getframe(1)
     while frame is not None:
         code = frame.f_code
         inside = _INSIDE.get(code.co_filename)

@@ -1,8 +1,5 @@
-"""Operation: the base class of every op. A subclass says how to compute and how to infer shapes.
-
-One op class serves both modes. Called on graph nodes (or numbers, arrays) it builds a node; called on eager Tensors it
-computes at once and returns a Tensor (the eager runtime, tinyflow/eager, installs itself as `Operation.eager`).
-"""
+"""Operation: the base class of every op, in both modes: called on graph nodes (or numbers, arrays) it builds a node,
+on eager Tensors it computes at once and returns a Tensor (tinyflow/eager installs itself as `Operation.eager`)."""
 import numpy as np
 
 from ..errors import GraphError, ShapeError
@@ -29,12 +26,9 @@ class OperationType(type):
 
 
 class Operation(Node, metaclass=OperationType):
-    """A node computed from its inputs.
-
-    Subclasses implement `compute(*input_values)` (the numpy reference kernel) and `infer_shape(*input_shapes)`; they
-    may override `infer_dtype`. Attributes an op needs for shape inference (axis, stride, ...) are set before calling
-    `super().__init__(*inputs, name=name)`.
-    """
+    """A node computed from its inputs: subclasses implement `compute(*input_values)` (the numpy reference kernel)
+    and `infer_shape(*input_shapes)` (maybe `infer_dtype`), and set what shape inference needs (axis, stride, ...)
+    before calling `super().__init__(*inputs, name=name)`."""
 
     stateful = False  # True for ops that change Variables; the Session runs them after pure ops
     abstract = True   # bases of op families say so too; concrete ops go into OP_TYPES

@@ -1,7 +1,6 @@
-"""tinyflow as an ONNX backend (onnx.backend.base.Backend), the interface ONNX's conformance cases run on:
-`TinyflowBackend.prepare(model, backend="c").run([x, y])` gives the outputs in the model's order. Inputs tinyflow
-needs when the graph is built (shapes, axes, pads) are fixed to the values fed (tfl.onnx.load(..., constants=...)):
-the model is imported once per distinct value."""
+"""tinyflow as an ONNX backend (onnx.backend.base.Backend), which ONNX's conformance cases run on:
+`TinyflowBackend.prepare(model, backend="c").run([x, y])`. Inputs needed when the graph is built (shapes, axes,
+pads) are fixed to the values fed: the model is imported once per distinct value."""
 import numpy as np
 from onnx.backend.base import Backend, BackendRep
 
@@ -19,8 +18,7 @@ class TinyflowRep(BackendRep):
         self._fixed, self._programs = [], {}  # the graph inputs the import needs fixed; their values -> program
 
     def program(self, feeds):
-        """The imported program for these feeds (the inputs it must fix taken from them, one program per their
-        values)."""
+        """The program imported for these feeds (one per the values of the inputs it must fix)."""
         program = self._programs.get(self._key(feeds))
         if program is None:
             program = load_fixing(self.model, feeds, self._fixed)  # it may fix more inputs: keyed after it

@@ -1,8 +1,7 @@
 """tfl.onnx.export: a traced program as an ONNX model (opset 17), with dynamic dimensions kept symbolic.
 
-Each tinyflow op type maps to ONNX nodes through its export rule (rules/). The program is traced in evaluation
-mode, and values fixed there (the training flag) fold away: dropout disappears, batch norm becomes one
-BatchNormalization. tfl.cond becomes If and tfl.while_loop Loop, their subgraphs reading outer values by name.
+Each op type maps to ONNX nodes through its export rule (rules/). Traced in evaluation mode, the training flag
+folds away: dropout disappears, batch norm becomes one BatchNormalization. cond and while_loop become If and Loop.
 """
 import types
 
@@ -113,8 +112,7 @@ def export(layer_or_fn, path, input_spec=None, opset=OPSET):
 
 
 def export_graph(inputs, outputs, path=None, name="tinyflow"):
-    """The graph from the Placeholders `inputs` to the nodes `outputs` as an ONNX model (written to `path` if
-    given), its inputs and outputs named after the nodes; returns the onnx.ModelProto."""
+    """The graph from the Placeholders `inputs` to the nodes `outputs` as an ONNX model (written to `path`)."""
     inputs, outputs = ([v] if isinstance(v, Node) else list(v) for v in (inputs, outputs))
     bad = [n for n in inputs if not isinstance(n, Placeholder)]
     if bad:

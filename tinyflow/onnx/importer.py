@@ -2,9 +2,8 @@
 
 The model is read and checked whole first (model_file.py), then built in topological order: graph inputs become
 Placeholders, float initializers Variables, other known values Constants, and each node what its rule (rules/)
-builds, named after the ONNX node ("/layer1/conv/Conv" is "Conv" in the name scope "layer1/conv", so pictures draw
-the model's modules as clusters). A node whose inputs are all known at import time is computed on the spot while
-that fits in what is left of FOLD_BYTES.
+builds, named after the ONNX node ("/layer1/conv/Conv" is "Conv" in the name scope "layer1/conv"). A node whose
+inputs are all known at import time is computed on the spot while that fits in what is left of FOLD_BYTES.
 """
 import collections
 
@@ -13,13 +12,13 @@ import numpy as np
 from ..errors import ArgumentError, FeedError, OnnxImportError, TinyflowError
 from ..graph import Graph, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
+from ..ops.shape_ops import known_entries
 from ..shapes import shapes_compatible
 from .model_file import (GraphCheck, declared_type, default_opset, describe, onnx_module, read_model, tensor_bytes,
                          tensor_to_array)
-from .rules import IMPORTS
+from .rules import IMPORTS, REQUIRED
 from .storage_types import RoundToType, held_dtype, narrow_dtype, onnx_type, to_held
 
-_REQUIRED = object()
 FOLD_BYTES = 256 << 20  # what computing on the spot may allocate in one import, all nodes together
 _ATTRIBUTE_KINDS = ("FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS", "TENSORS", "GRAPHS")
 
@@ -42,6 +41,15 @@ class _Value:
         self.narrow = narrow  # the ONNX code of a narrow type whose values this holds (storage_types.py), or None
         if array is not None:
             array.flags.writeable = False  # shared by every rule that reads it
+
+    @classmethod
+    def of(cls, name, result, producer=None):
+        """The value a rule made: a node (a Constant's array known), an array, or None (an output not computed)."""
+        if result is None:
+            return cls(name, missing=describe(producer))
+        if isinstance(result, Node):
+            return cls(name, node=result, array=result.value if isinstance(result, Constant) else None)
+        return cls(name, array=np.array(result))
 
     def known(self, field):
         """Its "shape" or "dtype": the array's when known, else the node's."""
@@ -102,9 +110,22 @@ class ImportContext:
                                "it when the graph is built (a constant, an initializer, or computed from static "
                                "shapes)")
 
+    def known_ints(self, i):
+        """Input i's entries as ints if known when the graph is built (constants, shape arithmetic on static sizes)."""
+        value = self.value(i)
+        entries = known_entries(self.input(i)) if value is None else value.reshape(-1).tolist()
+        return None if entries is None or None in entries else [int(v) for v in entries]
+
+    def ints(self, i, what, attribute=None, default=None):
+        """Ints from input i (known when the graph is built), else from `attribute` (older opsets), else `default`."""
+        if self.has_input(i):
+            entries = self.known_ints(i)
+            return entries if entries is not None else self.static(i, what)  # (static raises: it is not known)
+        value = None if attribute is None else self.attr(attribute, None)
+        return default if value is None else [int(v) for v in np.reshape(value, -1)]
+
     def input_shape(self, i, what=None):
-        """The static shape of input i (None dims unknown; None when the rank is unknown or the input omitted);
-        given `what` the rule does with it ("slicing"), an unknown rank is unsupported."""
+        """Input i's static shape (None: unknown rank or omitted; unsupported then if `what` it is for is given)."""
         value = self._value(i)
         shape = None if value is None else value.known("shape")
         if shape is None and what is not None:
@@ -122,13 +143,12 @@ class ImportContext:
         """True when output k is named (an optional output nobody reads has an empty name)."""
         return k < len(self.node.output) and bool(self.node.output[k])
 
-    def attr(self, name, default=_REQUIRED):
-        """The attribute as a Python value (int, float, str, list, numpy array, GraphProto), required without a
-        default. Every attribute the node carries must be read: an unread one is unsupported."""
+    def attr(self, name, default=REQUIRED):
+        """The attribute as a Python value (int, float, str, list, array, GraphProto); required without a default."""
         self._read.add(name)
         attr = self._attributes.get(name)
         if attr is None:
-            if default is _REQUIRED:
+            if default is REQUIRED:
                 raise self.fail(f"it lacks the required attribute '{name}'")
             return default
         onnx = onnx_module()
@@ -162,15 +182,13 @@ class ImportContext:
         return OnnxImportError(f"{self._where()}: {message} (not supported by tinyflow's import)", unsupported=True)
 
     def import_graph(self, graph, inputs=()):
-        """Import an ONNX subgraph (If branch, Loop body) inside the function tfl.cond / tfl.while_loop traces, its
-        formal inputs bound to `inputs` (nodes or arrays), other names read from outside; returns its outputs."""
+        """Import an ONNX subgraph (If branch, Loop body) with its inputs bound to `inputs`; returns its outputs."""
         inputs, importer = list(inputs), self._importer
         if len(graph.input) != len(inputs):
             raise self.fail(f"its subgraph '{graph.name}' takes {len(graph.input)} inputs, but {len(inputs)} are given")
         scope = self._scope.new_child()
         for value_info, given in zip(graph.input, inputs):
-            given = {"node": given} if isinstance(given, Node) else {"array": np.array(given)}
-            scope[value_info.name] = _Value(value_info.name, **given)
+            scope[value_info.name] = _Value.of(value_info.name, given)
         importer._bind_initializers(graph, scope)
         base, importer.base = importer.base, importer.graph.current_scope  # its nodes go in the current scope
         try:
@@ -274,16 +292,10 @@ class _Importer:
         if unread:
             raise ctx.unsupported(f"the attribute(s) {unread} are not handled by the import rule of {node.op_type}")
         for out, result in zip(node.output, results):
-            if not out:
-                continue
-            if result is None:
-                scope[out] = _Value(out, missing=describe(node))
-            elif isinstance(result, Node):
-                scope[out] = _Value(out, node=result, array=result.value if isinstance(result, Constant) else None)
-            else:
-                scope[out] = _Value(out, array=np.array(result))
-            if out in declared:
-                self._check_declared(scope[out], declared[out], ctx)
+            if out:  # (an omitted optional output has an empty name)
+                scope[out] = _Value.of(out, result, node)
+                if out in declared:
+                    self._check_declared(scope[out], declared[out], ctx)
 
     def _fold(self, rule, ctx):
         """Run the rule on constants in a scratch graph and compute its outputs now (None: too big to)."""
@@ -362,7 +374,7 @@ class OnnxProgram:
         counts = collections.Counter(n.op_type for order in importer.check.order.values() for n in order)
         # ONNX op type -> number of nodes (subgraphs included), most frequent first
         self.op_counts = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
-        declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.output if v.type.HasField("tensor_type")}
+        declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.output}  # (0 for other types)
         self.narrow_outputs = {name: narrow_dtype(code) for name, code in declared.items()
                                if held_dtype(code) is not None}  # returned as onnx's numpy_helper gives them
         self._sessions = {}
@@ -407,8 +419,7 @@ class OnnxProgram:
         return feed_dict
 
     def session(self, backend=None, optimize=None):
-        """The Session the program runs in on a backend (made at first use, then kept; `.backend.report` says what ran
-        where)."""
+        """The Session the program runs in on a backend (made at first use, then kept)."""
         from ..session import Session
         key = (backend, repr(optimize))
         if key not in self._sessions:
@@ -425,10 +436,8 @@ class OnnxProgram:
 def load(model, trainable=True, scope=None, constants=None, graph=None):
     """Import an ONNX model (path, bytes or onnx.ModelProto) into a tinyflow graph; returns an OnnxProgram.
 
-    `trainable`: whether the Variables made from float initializers are trainable. `scope`: a name scope for
-    every node (to import two models into one graph). `constants`: {graph input name: value} fixed when the
-    graph is built (inputs that must be known then, e.g. a shape). `graph`: default: the default graph.
-    """
+    `trainable`: for the Variables of float initializers. `scope`: a name scope for every node (two models in one
+    graph). `constants`: {graph input name: value} fixed when the graph is built (a shape, say)."""
     proto, folder = read_model(model)
     graph = graph if graph is not None else get_default_graph()
     importer = _Importer(proto, folder, graph, scope, trainable, constants)
@@ -442,15 +451,13 @@ def load(model, trainable=True, scope=None, constants=None, graph=None):
 
 
 def run(model, inputs, backend=None):
-    """Import a model into a fresh graph and run it once: {input name: array} -> {output name: array}; graph inputs
-    the import needs when it builds the graph (axes, pads, a shape) are fixed to the values given."""
+    """Import a model into a fresh graph and run it once (inputs it needs fixed, e.g. axes, bound to the values)."""
     program = load_fixing(model, inputs, [])
     return program({name: value for name, value in inputs.items() if name in program.inputs}, backend=backend)
 
 
 def load_fixing(model, feeds, fixed):
-    """The model imported into a fresh graph, the graph inputs named in `fixed` taken as constants from `feeds`;
-    an input the import turns out to need as a constant is added to `fixed` (the caller's list) and it tries again."""
+    """The model imported into a fresh graph with the inputs named in `fixed` (a list it extends) bound to `feeds`."""
     while True:
         try:
             return load(model, constants={name: np.asarray(feeds[name]) for name in fixed}, graph=Graph())

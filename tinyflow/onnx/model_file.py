@@ -114,12 +114,9 @@ def _external_array(tensor, folder, what, dtype, expected):
     if "\0" in location:
         raise OnnxImportError(f"{what}: the external data path {location!r} holds a NUL character, which no file "
                               "name can (the file is damaged)")
-    if os.path.isabs(location) or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
-        raise OnnxImportError(f"{what}: the external data path '{location}' is absolute; an ONNX model may only "
-                              "read data files inside its own folder")
-    if ".." in location.replace("\\", "/").split("/"):
-        raise OnnxImportError(f"{what}: the external data path '{location}' leaves the model's folder ('..'); "
-                              "an ONNX model may only read data files inside its own folder")
+    if location.startswith(("/", "\\")) or location[1:2] == ":" or ".." in location.replace("\\", "/").split("/"):
+        raise OnnxImportError(f"{what}: the external data path '{location}' is absolute or leaves the model's folder "
+                              "('..'); an ONNX model may only read data files inside its own folder")
     path, root = os.path.realpath(os.path.join(folder, location)), os.path.realpath(folder)
     if os.path.commonpath([root, path]) != root:
         raise OnnxImportError(f"{what}: the external data path '{location}' resolves to '{path}', outside the "

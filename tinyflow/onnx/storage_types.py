@@ -1,9 +1,7 @@
 """ONNX element types as numpy dtypes, and ONNX's narrow storage types (bfloat16, float8, float4, int4, int2).
 
-tinyflow computes in bool, integer and IEEE float dtypes. A tensor of a narrow type is imported as
-holding its *values* in a wider dtype (bfloat16 in float32, int4 in int8); a Cast to a narrow type
-rounds to its values (RoundToType, as ONNX rounds), and a model's inputs and outputs of narrow types
-are converted at the boundary (ml_dtypes arrays in and out, as onnx's numpy_helper gives them).
+A tensor of a narrow type holds its *values* in a wider dtype (bfloat16 in float32, int4 in int8); a Cast to one
+rounds to its values (RoundToType), and a model's inputs and outputs of narrow types are ml_dtypes arrays.
 """
 import numpy as np
 
@@ -69,8 +67,7 @@ def to_held(array):
 
 
 class RoundToType(Operation):
-    """x rounded to the values of a narrow ONNX type, kept in x's dtype: what a Cast to that type computes (round
-    to nearest even; float8 casts saturate unless `saturate` is false). Piecewise constant: not differentiable."""
+    """x rounded to the values of a narrow ONNX type, kept in x's dtype: what a Cast to that type computes."""
 
     def __init__(self, x, elem_type, saturate=True, round_mode="up", name=None):
         check = Arguments(self, name, x)

@@ -120,12 +120,31 @@ def _numpy_kernel(cls):
     code = (f"def compute(self, {', '.join(cls.input_names)}):\n{attributes}    {body}\n"
             "    return out if out.dtype is self.dtype else asarray(out, self.dtype)\n")
     if not cls.attributes and not guarded:  # the bare expression, for callers that know the dtype comes out right
-        code += f"def kernel(self, {', '.join(cls.input_names)}):\n    return {source}\n"
+        code += f"def kernel({', '.join(cls.input_names)}):\n    return {source}\n"
     namespace = _define(code, f"{cls.op_type}.compute: {source}",
                         dict(NUMPY, errstate=np.errstate, asarray=np.asarray, float32=np.float32))
     namespace["compute"].__doc__ = f"y = {source}, with numpy."
-    cls.kernel = namespace.get("kernel")
+    cls.kernel = namespace.get("kernel") and (_ufunc_of(cls.expression, cls.input_names) or namespace["kernel"])
     return namespace["compute"]
+
+
+_OPERATOR_UFUNCS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
+                    ast.USub: np.negative}
+
+
+def _ufunc_of(tree, input_names):
+    """The numpy ufunc that is the whole expression applied to the inputs in order (a + b: np.add, exp(x): np.exp), or
+    None: eager mode calls it without a Python frame in between."""
+    if isinstance(tree, ast.BinOp):
+        function, args = _OPERATOR_UFUNCS.get(type(tree.op)), [tree.left, tree.right]
+    elif isinstance(tree, ast.UnaryOp):
+        function, args = _OPERATOR_UFUNCS.get(type(tree.op)), [tree.operand]
+    elif isinstance(tree, ast.Call) and not tree.keywords:
+        function, args = NUMPY.get(tree.func.id), tree.args
+    else:
+        return None
+    names = [arg.id if isinstance(arg, ast.Name) else None for arg in args]
+    return function if isinstance(function, np.ufunc) and names == list(input_names) else None
 
 
 def make_op(op_type, input_names, expression, attributes=(), dtype="same", gradients=None, doc=""):
@@ -176,7 +195,12 @@ def _gradient_function(cls):
     source = ("def gradient(op, g):\n" + (f"    {''.join(n + ', ' for n in inputs)}= op.inputs\n" if used - {"g"} else "")
               + ("    y = op\n" if "y" in used else "")
               + "".join(f"    {a} = op.{a}\n" for a in cls.attributes if a in used) + f"    return {returned}\n")
-    return _define(source, f"gradient of {cls.op_type}", namespace)["gradient"]
+    function = _define(source, f"gradient of {cls.op_type}", namespace)["gradient"]
+    TABLE_GRADIENTS.add(function)
+    return function
+
+
+TABLE_GRADIENTS = set()  # the gradient functions made from the table: on inputs of one shape, each has that shape
 
 
 GRADIENT_OPS = {}  # (op class, input index) -> (gradient op class, the names its inputs are given)

@@ -62,11 +62,9 @@ class Adam(Optimizer):
     """Adam (with the AMSGrad option) with the hyper-parameters and defaults of torch.optim.Adam."""
 
     update_op = ApplyAdam
-    decoupled_weight_decay = False
 
     def __init__(self, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False):
-        super().__init__(lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                         decoupled=self.decoupled_weight_decay)
+        super().__init__(lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, decoupled=False)
         self.hyper["betas"] = tuple(float(b) for b in betas)
         self.slot_names = ("step", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
 
@@ -74,10 +72,9 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """AdamW (decoupled weight decay) with the defaults of torch.optim.AdamW."""
 
-    decoupled_weight_decay = True
-
     def __init__(self, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, amsgrad=False):
         super().__init__(lr, betas, eps, weight_decay, amsgrad)
+        self.hyper["decoupled"] = True
 
 
 class ApplyRMSProp(ApplyUpdate):

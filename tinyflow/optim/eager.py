@@ -1,10 +1,6 @@
-"""The eager form of every optimizer: `opt = tfl.optim.Adam(params, lr=...)`, `opt.zero_grad()`, `opt.step()`.
-
-A step runs each parameter's update op (the graph-mode op class and backend kernel) on the gradient `backward()`
-left in `.grad`; the updates of one dtype run as one MultiTensorUpdate (one C call). Ops and slot Variables are
-built once per parameter, so the optimizer state is Variables as in graph mode (`tfl.save_variables` saves it).
-Parameters are Variables (`layer.parameters()`) or leaf Tensors.
-"""
+"""The eager form of every optimizer, `opt = tfl.optim.Adam(params, lr=...)`, `opt.zero_grad()`, `opt.step()`: a step
+runs each parameter's update op (built once, on slot Variables as in graph mode) on its `.grad`, the updates of one
+dtype as one MultiTensorUpdate (one C call). Parameters are Variables (`layer.parameters()`) or leaf Tensors."""
 import numpy as np
 
 from ..errors import TinyflowError

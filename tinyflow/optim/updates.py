@@ -1,11 +1,6 @@
 """Update ops: ApplyUpdate, the base of every optimizer's fused update, and MultiTensorUpdate, the update ops of one
-train op as one node (PyTorch's "foreach"), which the C backend runs in one call (on a small model a call per parameter
-cost a fifth of a training step).
-
-The optimiser pass "multi_tensor" merges the ApplyUpdate inputs of one op (a train op's Group) that share update type,
-hyper-parameters, learning-rate node and dtype, and that nobody else reads or fetches, into one MultiTensorUpdate in the
-place of the last of them; stateful ops run last anyway, so only the number of calls changes.
-"""
+train op as one node (PyTorch's "foreach") that the C backend runs in one call (on a small model a call per parameter
+cost a fifth of a training step); the optimiser pass "multi_tensor" makes them."""
 from ..errors import ShapeError
 from ..nodes import Operation
 from ..passes import register_pass
@@ -99,7 +94,9 @@ def multi_tensor_update(members):
 
 
 def merge_updates(graph):
-    """A copy of `graph` with each set of mergeable update ops replaced by one MultiTensorUpdate; (graph, counts)."""
+    """A copy of `graph` in which the ApplyUpdate inputs of one op (a train op's Group) that share update type,
+    hyper-parameters, learning-rate node and dtype, and that nothing else reads or fetches, are one MultiTensorUpdate
+    in the place of the last of them (stateful ops run last anyway); (graph, counts)."""
     graph = graph.copy()
     consumers = graph.consumers()
     merged, nodes_merged = {}, 0

@@ -6,9 +6,9 @@ from .constant_folding import fold_constants
 from .cse import eliminate_common_subexpressions
 from .fusion import fuse_elementwise
 from .ir import OptGraph
-from .pipeline import PASS_NAMES, PASSES, OptimizationReport, optimize, prune_dead_nodes, register_pass, resolve_options
+from .pipeline import PASSES, OptimizationReport, optimize, prune_dead_nodes, register_pass, resolve_options
 from .simplify import simplify
 
-__all__ = ["optimize", "resolve_options", "register_pass", "PASSES", "PASS_NAMES", "OptimizationReport", "OptGraph",
+__all__ = ["optimize", "resolve_options", "register_pass", "PASSES", "OptimizationReport", "OptGraph",
            "fold_constants", "eliminate_common_subexpressions", "simplify", "prune_dead_nodes",
            "fuse_elementwise"]

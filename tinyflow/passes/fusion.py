@@ -29,14 +29,18 @@ class FusedElementwise(Operation):
 
     def compute(self, *inputs):
         """Run the members' numpy kernels in order (the reference, and the fallback without a compiler)."""
+        return np.asarray(self.run_members(inputs))
+
+    def run_members(self, inputs, kernels=None):
+        """The last member's value, each member computed in turn by its kernel (default: its numpy compute)."""
         values = []
-        for member, (_, args) in zip(self.members, self.program):
+        for j, (member, (_, args)) in enumerate(zip(self.members, self.program)):
             operands = [inputs[i] if kind == "x" else values[i] if kind == "t" else i for kind, i in args]
             try:
-                values.append(member.compute(*operands))
+                values.append(member.compute(*operands) if kernels is None else kernels[j](*operands))
             except Exception as exc:  # noqa: BLE001 - name the member the user wrote
                 raise self.member_error(member, operands, exc) from exc
-        return np.asarray(values[-1])
+        return values[-1]
 
     def bind_kernel(self, backend):
         """The callable running this node on `backend`: each backend says how it runs fused nodes."""
@@ -45,14 +49,11 @@ class FusedElementwise(Operation):
     def member_error(self, member, operands, exc):
         """An ExecutionError naming the failing member (its creation site) and the fused kernel."""
         shapes = ", ".join(str(getattr(v, "shape", ())) for v in operands)
+        summary = " -> ".join(f"{m.op_type} '{m.name}' ({m.creation_site})" for m in self.members)
         return ExecutionError(
             f"{describe(getattr(member, 'original', member))} failed inside the fused kernel '{self.name}' "
-            f"(which computes {self.member_summary()}): {type(exc).__name__}: {exc}. Its inputs had shapes "
+            f"(which computes {summary}): {type(exc).__name__}: {exc}. Its inputs had shapes "
             f"{shapes}. Run with tfl.Session(optimize=False) to run the ops one by one.")
-
-    def member_summary(self):
-        """'Add a (x.py:3) -> Sigmoid s (x.py:4)': the member ops with their creation sites."""
-        return " -> ".join(f"{m.op_type} '{m.name}' ({m.creation_site})" for m in self.members)
 
     def __repr__(self):
         return f"<FusedElementwise '{self.name}' of {len(self.members)} ops: {[m.op_type for m in self.members]}>"

@@ -22,22 +22,14 @@ def prune_dead_nodes(graph):
     return graph, {"pruned": graph.prune()}
 
 
-# (name, pass) in the order they run; higher layers add theirs with register_pass (tinyflow.optim: multi_tensor)
-PASSES = [
-    ("constant_folding", fold_constants),
-    ("cse", eliminate_common_subexpressions),
-    ("simplify", simplify),
-    ("prune", prune_dead_nodes),
-    ("fusion", fuse_elementwise),
-]
-PASS_NAMES = [name for name, _ in PASSES]
+# name -> pass, in the order they run; higher layers add theirs with register_pass (tinyflow.optim: multi_tensor)
+PASSES = {"constant_folding": fold_constants, "cse": eliminate_common_subexpressions, "simplify": simplify,
+          "prune": prune_dead_nodes, "fusion": fuse_elementwise}
 
 
 def register_pass(name, run_pass):
     """Run `run_pass(OptGraph) -> (OptGraph, counts)` after the passes so far, switched by `name` in `optimize`."""
-    if name not in PASS_NAMES:
-        PASSES.append((name, run_pass))
-        PASS_NAMES.append(name)
+    PASSES.setdefault(name, run_pass)
 
 
 def resolve_options(optimize):
@@ -48,32 +40,28 @@ def resolve_options(optimize):
     if optimize is False:
         return None
     if optimize is True:
-        return {name: True for name in PASS_NAMES}
+        return dict.fromkeys(PASSES, True)
     if isinstance(optimize, dict):
-        unknown = sorted(set(optimize) - set(PASS_NAMES))
+        unknown = sorted(set(optimize) - set(PASSES))
         if unknown:
-            raise ArgumentError(f"unknown optimiser pass(es) {unknown}; the passes are {list(PASS_NAMES)}")
-        return {name: bool(optimize.get(name, True)) for name in PASS_NAMES}
+            raise ArgumentError(f"unknown optimiser pass(es) {unknown}; the passes are {list(PASSES)}")
+        return {name: bool(optimize.get(name, True)) for name in PASSES}
     raise ArgumentError(f"optimize must be True, False, None or a dict of pass switches like {{'fusion': False}}, "
-                    f"got {optimize!r}")
+                        f"got {optimize!r}")
 
 
 class OptimizationReport:
     """What each pass did: its counts and the number of op nodes before and after it."""
 
     def __init__(self, rows, ops_before):
-        self.rows, self.ops_before = rows, ops_before
-
-    @property
-    def ops_after(self):
-        return self.rows[-1][3] if self.rows else self.ops_before
+        self.rows, self.ops_before = rows, ops_before  # rows: (pass name, counts, ops before, ops after)
 
     def counts(self):
         """{pass name: {count name: value}}."""
         return {name: counts for name, counts, _, _ in self.rows}
 
     def __str__(self):
-        lines = [f"optimiser: {self.ops_before} ops -> {self.ops_after} ops"]
+        lines = [f"optimiser: {self.ops_before} ops -> {self.rows[-1][3] if self.rows else self.ops_before} ops"]
         for name, counts, before, after in self.rows:
             what = ", ".join(f"{k} {v}" for k, v in counts.items())
             lines.append(f"  {name:<17} {what:<34} ops {before} -> {after}")
@@ -87,7 +75,7 @@ def optimize(fetches, fed=frozenset(), options=True):
     options = resolve_options(options)
     graph = OptGraph.from_fetches(list(fetches), frozenset(fed))
     ops_before, rows = graph.op_count(), []
-    for name, run_pass in PASSES:
+    for name, run_pass in PASSES.items():
         if options and options.get(name):
             before = graph.op_count()
             graph, counts = run_pass(graph)

@@ -95,8 +95,7 @@ class ExecutionPlan:
         self.fetch_slots = [self.slot_of[f] for f in fetches]
         self.steps = [Step(node, backend.kernel(node), tuple(self.slot_of[i] for i in node.inputs), self.slot_of[node])
                       for node in self.order if node not in fed]
-        self._tell_outputs_read()
-        self._plan_releases()
+        self._link_readers()
         # ops numpy runs, decided once here: counted into the backend's run report at each run
         self.static_routes = Counter((route, step.node.op_type) for step in self.steps
                                      for route in [backend.static_route(step.node)] if route is not None)
@@ -113,28 +112,25 @@ class ExecutionPlan:
         self._compiled = {}  # feed shapes -> (compiled run function, its static routes); see `run`
         self._general = None  # the compiled form for any further feed shapes; see `run`
         self.source = None  # the Python source of the last compiled form
-        self._backend, self._recycle = backend, backend.recycle
+        self._backend, self._pool = backend, backend.pool
 
-    def _tell_outputs_read(self):
-        """Kernels of ops with several outputs (control flow) learn which steps read them, so they compute only
-        what this plan needs: a cond the outputs read, a loop the stacks only a gradient plan pops."""
-        readers = {}
-        for step in self.steps:
+    def _link_readers(self):
+        """Give each step the slots it reads for the last time (fetched slots are kept), and tell the kernels of ops
+        with several outputs (control flow) which steps read them, so they compute only what this plan needs: a cond
+        the outputs read, a loop the stacks only a gradient plan pops."""
+        readers, last_reader, fetched = {}, {}, set(self.fetch_slots)
+        for position, step in enumerate(self.steps):
             for slot in step.input_slots:
                 readers.setdefault(slot, []).append(step.node)
-        for step in self.steps:
-            if hasattr(step.kernel, "select_outputs"):
-                step.kernel.select_outputs(readers.get(step.slot, []), fetched=step.slot in self.fetch_slots)
-
-    def _plan_releases(self):
-        """Give each step the slots it reads for the last time (fetched slots are kept)."""
-        last_reader = {slot: position for position, step in enumerate(self.steps) for slot in step.input_slots}
-        releases, fetched = {}, set(self.fetch_slots)
+                last_reader[slot] = position
+        releases = {}
         for slot, position in last_reader.items():
             if slot not in fetched:
                 releases.setdefault(position, []).append(slot)
-        for position, slots in releases.items():
-            self.steps[position].release = tuple(sorted(slots))
+        for position, step in enumerate(self.steps):
+            step.release = tuple(sorted(releases.get(position, ())))
+            if hasattr(step.kernel, "select_outputs"):
+                step.kernel.select_outputs(readers.get(step.slot, []), fetched=step.slot in fetched)
 
     def _protect(self, value):
         """`value`, or a copy if it shares memory with a Variable about to be updated in place."""
@@ -232,7 +228,7 @@ class ExecutionPlan:
             lines.append(f"s = {position}; v{step.slot} = {value}  # {comment}")
             assigned.add(step.slot)
             if step.release:  # values known to be too small for the backend's buffer pool are not offered to it
-                poolable = [s for s in step.release if self._backend.may_recycle(self.order[s].shape)]
+                poolable = [s for s in step.release if self._pool.worth_keeping(self.order[s].shape)]
                 if poolable:
                     lines.append("; ".join(f"recycle(v{s})" for s in poolable))
                 lines.append("del " + ", ".join(f"v{s}" for s in step.release))
@@ -243,7 +239,7 @@ class ExecutionPlan:
                   "    s = -1\n    try:\n" + "".join(f"        {line}\n" for line in lines) +
                   "    except Exception as exc:\n        fail(s, locals(), exc)\n")
         namespace = dict(bound, protect=lambda *fetched: tuple(map(self._protect, fetched)), fail=self._fail,
-                         recycle=self._recycle)
+                         recycle=self._pool.recycle)
         exec(compile(source, f"<tinyflow plan of {len(self.steps)} steps>", "exec"), namespace)  # noqa: S102
         self.source = source
         return namespace["run"]
@@ -274,7 +270,7 @@ class ExecutionPlan:
             if observer is not None:
                 observer(step, values[step.slot], [values[s] for s in step.release])
             for slot in step.release:
-                self._recycle(values[slot])
+                self._pool.recycle(values[slot])
                 values[slot] = None
         return [values[s] for s in self.fetch_slots]
 

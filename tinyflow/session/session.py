@@ -85,7 +85,7 @@ class Session:
             plan, checked = self.prepare(fetches, feed_dict)
             self.backend.begin_run()
             values = _caller_owned([self.backend.to_host(v) for v in plan.run(checked)], plan)
-            self.backend.hand_out(values)
+            self.backend.pool.lend(values)  # fetched arrays the caller drops become output buffers again
             return rebuild(fetches, iter(values))
 
     def prepare(self, fetches, feed_dict):

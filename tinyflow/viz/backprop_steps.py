@@ -6,6 +6,7 @@ import base64
 import html
 import io
 import os
+import pathlib
 from collections.abc import Mapping
 from itertools import islice
 
@@ -19,10 +20,7 @@ DONE = dict(style="filled", fillcolor="#d3f0d3", color="#2e7d32")
 PARTIAL = dict(style="filled", fillcolor="#ffe3e3", color="#b33a3a")
 WAITING = dict(style="filled", fillcolor="#ffffff", color="#555555")
 QUEUE_SHOWN = 12  # names of the queue kept per step (the rest is counted)
-PAGER = ("<script>function tfStep(id,d){var r=document.getElementById(id),s=r.getElementsByClassName('tf-step'),"
-         "i=0;for(;i<s.length;i++){if(s[i].style.display!='none')break;}s[i].style.display='none';"
-         "i=Math.min(Math.max(i+d,0),s.length-1);s[i].style.display='block';"
-         "r.getElementsByClassName('tf-pos')[0].textContent=(i+1)+' / '+s.length;}</script>")
+PAGER = pathlib.Path(__file__).with_name("explorer") / "static" / "steps.js"  # the Previous / Next buttons' script
 
 
 class BackpropSteps(list):
@@ -38,8 +36,7 @@ class BackpropSteps(list):
         os.makedirs(folder, exist_ok=True)
         paths = [os.path.join(folder, f"frame_{i:03d}.{fmt}") for i in range(len(self))]
         for path, frame in zip(paths, self):
-            with open(path, "wb") as f:
-                f.write(frame.pipe(format=fmt))
+            pathlib.Path(path).write_bytes(frame.pipe(format=fmt))
         return paths
 
     def save_gif(self, path, seconds_per_frame=1.5):
@@ -63,7 +60,7 @@ class BackpropSteps(list):
         uid = f"tfsteps{id(self)}"
         return (f'<div id="{uid}">{slides}<p><button onclick="tfStep(\'{uid}\',-1)">Previous</button> '
                 f'<button onclick="tfStep(\'{uid}\',1)">Next</button> <span class="tf-pos">1 / {len(self)}</span></p>'
-                f"{PAGER}</div>")
+                f"<script>{PAGER.read_text(encoding='utf-8')}</script></div>")
 
     def save_html(self, path):
         """Write `to_html()` as a page."""

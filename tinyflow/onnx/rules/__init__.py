@@ -11,8 +11,10 @@
 An import rule gets an ImportContext (importer.py: its methods are the rule API) and the NodeProto, and returns
 per ONNX output a tinyflow node, a numpy array (known at import time) or None (an optional output nobody reads).
 A node whose inputs are all known is folded (its rule runs on constants aside), so rules never special-case
-constants. An export rule gets the exporter (export.py) and a tinyflow node, and returns the ONNX value's name.
+constants. Every attribute a node carries must be read (ctx.attr), or it is unsupported. An export rule gets the
+exporter (export.py) and a tinyflow node, and returns the ONNX value's name. Rules that differ only in data are
+rows: op_rule(fn, keyword=(attribute, default)) imports, same_op(onnx_type, ...) exports.
 """
-from .rule_tables import EXPORTS, IMPORTS, OPSET, exports, imports, op_rule, same_op  # noqa: F401 - the tables
+from .rule_tables import EXPORTS, IMPORTS, OPSET, REQUIRED, exports, imports, op_rule, same_op  # noqa: F401
 from . import (control_flow_rules, core_rules, elementwise_rules, nn_rules,  # noqa: F401 - they register
                recurrent_rules, reductions_rules, tensor_rules)

@@ -1,9 +1,7 @@
-"""Control flow: tfl.cond <-> If, tfl.while_loop <-> Loop, with branches and bodies as subgraphs reading outer
-values by name, both ways (an import rule builds one with `ctx.import_graph(graph_proto, inputs)`).
-
-ONNX's Loop carries an iteration number and a condition besides its loop variables; its body's *scan outputs*
-(one value per iteration, stacked) are the values tinyflow's while_loop records on a stack, as a list appended
-to in a converted tensor loop does: the same thing, both ways.
+"""Control flow: tfl.cond <-> If, tfl.while_loop <-> Loop, branches and bodies being subgraphs reading outer values by
+name (an import rule builds one with `ctx.import_graph(graph_proto, inputs)`). ONNX's Loop carries an iteration
+number and a condition besides its loop variables; its body's *scan outputs* (one value per iteration, stacked) are
+the values tinyflow's while_loop records on a stack, as a list appended to in a converted loop: both ways.
 """
 import numpy as np
 

@@ -23,12 +23,11 @@ exports("Size")(same_op("Size"))
 @imports("Constant")
 def import_constant(ctx, node):
     """A value known at import time (it becomes a tinyflow Constant where a node needs it)."""
-    for form in ("sparse_value", "value_string", "value_strings"):
-        if ctx.has_attr(form):
-            raise ctx.unsupported(f"a Constant given as '{form}'")
     for form, dtype in _CONSTANT_FORMS.items():
         if ctx.has_attr(form):
             return np.asarray(ctx.attr(form), dtype=dtype)
+    if node.attribute:  # sparse_value, value_string(s)
+        raise ctx.unsupported(f"a Constant given as '{node.attribute[0].name}'")
     raise ctx.fail("it carries no value attribute")
 
 

@@ -1,7 +1,5 @@
-"""Elementwise ops both ways: the table's ops (ops/elementwise.py) by their `onnx` entry or their expression,
-then the rules where ONNX and tinyflow differ, and ONNX activations that are compositions of tinyflow ops.
-ONNX broadcasts like numpy since opset 7, as tinyflow does.
-"""
+"""Elementwise ops both ways: the table's ops (ops/elementwise.py) by their `onnx` entry or their expression, the
+rules where ONNX and tinyflow differ, and ONNX activations composed of tinyflow ops (broadcasting as numpy's)."""
 import ast
 import functools
 
@@ -90,11 +88,11 @@ def _spell_onnx(ex, tree, values, dtype):
                 return ex.emit("Not", [ex.emit("Equal", [a, b], "Equal")], "NotEqual")
             return ex.emit(_OPERATORS[type(t.ops[0])], [a, b], "compare")
         word, args = t.func.id, [visit(a) for a in t.args]
-        one = ex.constant(np.asarray(1, dtype), "one")
+        one = np.asarray(1, dtype)  # an initializer only where used
         if word == "log1p":
-            return ex.emit("Log", [ex.emit("Add", [args[0], one], "Add")], "Log1p")
+            return ex.emit("Log", [ex.emit("Add", [args[0], ex.constant(one, "one")], "Add")], "Log1p")
         if word == "expm1":
-            return ex.emit("Sub", [ex.emit("Exp", args, "Exp"), one], "Expm1")
+            return ex.emit("Sub", [ex.emit("Exp", args, "Exp"), ex.constant(one, "one")], "Expm1")
         if word in ("fmod", "pymod"):
             return _mod(ex, *args, word == "fmod", dtype)
         return ex.emit(_WORDS[word], args, word)
@@ -113,8 +111,7 @@ for _onnx_type, _rows in _BY_ONNX_TYPE.items():
 # ---------------------------------------------------------------- where ONNX and numpy differ, or one op is several
 @imports("Div", "Pow")
 def import_div_pow(ctx, node):
-    """a / b and a ** b in a's element type, as ONNX keeps it (tinyflow would promote): integers divide truncating
-    toward zero (as in C), and the exponent may have another type."""
+    """a / b and a ** b in a's element type, as ONNX keeps it (tinyflow would promote); ints divide as C does."""
     _legacy_broadcast(ctx)
     a, b = ctx.input(0), ctx.input(1)
     if ctx.op_type == "Div":  # an integer quotient is computed as a float, truncated by the cast

@@ -56,8 +56,7 @@ def import_gemm(ctx, node):
 
 
 def window_attributes(ctx, kernel_shape, ceil_mode=False):
-    """(stride, padding, dilation) from strides / pads / auto_pad / dilations; padding ((before, after), ...) or a
-    mode ('same_upper', 'same_lower', 'valid') tinyflow resolves as ONNX does (here, with ceil_mode)."""
+    """(stride, padding, dilation) from strides / pads / auto_pad / dilations; auto_pad as tinyflow's padding mode."""
     rank = len(kernel_shape)
     auto_pad = ctx.attr("auto_pad", "NOTSET")
     strides = tuple(ctx.attr("strides", [1] * rank))
@@ -141,8 +140,7 @@ imports("InstanceNormalization")(op_rule(ops.instance_norm, eps=("epsilon", 1e-5
 
 @imports("Dropout")
 def import_dropout(ctx, node):
-    """Identity unless training_mode is true; then a random keep-mask (numpy's RandomState(seed) draws, as ONNX's
-    reference). The optional mask output is where the input was kept."""
+    """Identity unless training_mode is true; then a random keep-mask (drawn as ONNX's reference draws it)."""
     x = ctx.input(0)
     ctx.attr("is_test", 0)  # opsets < 7: inference is what tinyflow imports unless training_mode says otherwise
     rate = _value_or_node(ctx, 1, ctx.attr("ratio", 0.5))  # an attribute before opset 12, an input since
@@ -174,8 +172,7 @@ _RESIZE_ATTRIBUTES = {"coordinate_transformation_mode": "half_pixel", "cubic_coe
 
 @imports("Resize", "Upsample")
 def import_resize(ctx, node):
-    """Nearest, linear or cubic resizing by scales or to sizes (on all axes or on `axes`), ONNX's conventions;
-    opset 10's Resize and Upsample take (X, scales) and the asymmetric coordinates of that time."""
+    """Nearest, linear or cubic resizing by scales or to sizes; opset 10's Resize and Upsample take (X, scales)."""
     x, rank = ctx.input(0), len(ctx.input_shape(0, "resizing"))
     mode = ctx.attr("mode", "nearest")
     mode = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
@@ -196,24 +193,20 @@ def import_resize(ctx, node):
         return [given.get(a, fill) for a in range(rank)]
     scales = sizes = None
     if sizes_input is not None and ctx.has_input(sizes_input) and np.size(ctx.input_shape(sizes_input) or (1,)):
-        known = ctx.value(sizes_input)
-        if known is None and len(axes) == rank:  # sizes computed at run time: the op reads the vector then
+        if ctx.known_ints(sizes_input) is None and len(axes) == rank:  # the op reads sizes computed at run time
             sizes = ops.cast(ctx.input(sizes_input), np.int64)
         else:
-            known = ctx.static(sizes_input, "sizes") if known is None else known
-            sizes = per_axis([int(v) for v in known.reshape(-1)], None)
+            sizes = per_axis(ctx.ints(sizes_input, "sizes"), None)
     elif ctx.has_input(scales_input):
         scales = per_axis([float(v) for v in ctx.static(scales_input, "scales").reshape(-1)], 1.0)
     elif ctx.has_attr("scales"):  # Upsample before opset 9
         scales = per_axis(ctx.attr("scales"), 1.0)
     else:
         raise ctx.fail("it has neither scales nor sizes")
-    if roi is not None and np.size(roi):  # (starts..., ends...) on `axes`
-        roi = np.asarray(roi, np.float64).reshape(2, -1)
+    roi = np.asarray(roi, np.float64).reshape(2, -1) if roi is not None and np.size(roi) else None
+    if roi is not None:  # (starts..., ends...) on `axes`
         roi = tuple(zip(*roi) if roi.shape[1] != len(axes) or len(axes) == rank else
                     zip(per_axis(roi[0], 0.0), per_axis(roi[1], 1.0)))
-    else:
-        roi = None
     return Resize(x, sizes=sizes, scales=scales, mode=mode, roi=roi, name=ctx.name, **options)
 
 
@@ -254,37 +247,31 @@ def import_group_norm(ctx, node):
     return ops.group_norm(x, groups, scale, bias, eps=eps, name=ctx.name)
 
 
-def _onnx_pads(node):
-    """The op's padding as ONNX attributes: auto_pad for the modes, else pads [begin..., end...]."""
-    return ({"auto_pad": node.padding.upper()} if isinstance(node.padding, str) else
-            {"pads": [p[0] for p in node.padding] + [p[1] for p in node.padding]})
-
-
-@exports("Conv")
-def _export_conv(ex, node):
-    w = node.inputs[1]
-    return ex.emit("Conv", [ex.name_of(node.inputs[0]), ex.name_of(w)], "Conv", kernel_shape=list(w.shape[2:]),
-                   strides=list(node.stride), dilations=list(node.dilation), group=node.groups, **_onnx_pads(node))
-
-
-@exports("MaxPool", "AvgPool")
-def _export_pool(ex, node):
+@exports("Conv", "MaxPool", "AvgPool")
+def _export_window(ex, node):
+    """Conv, MaxPool, AveragePool: the window's strides, dilations and pads (auto_pad for the padding modes)."""
+    window = dict(strides=list(node.stride), dilations=list(node.dilation))
+    window.update({"auto_pad": node.padding.upper()} if isinstance(node.padding, str) else
+                  {"pads": [p[0] for p in node.padding] + [p[1] for p in node.padding]})
+    if node.op_type == "Conv":
+        x, w = node.inputs
+        return ex.emit("Conv", [ex.name_of(x), ex.name_of(w)], "Conv", kernel_shape=list(w.shape[2:]),
+                       group=node.groups, **window)
     onnx_type = "AveragePool" if node.op_type == "AvgPool" else "MaxPool"
-    extra = {"count_include_pad": int(node.count_include_pad)} if onnx_type == "AveragePool" else {}
-    if any(d != 1 for d in node.dilation):
-        if onnx_type == "AveragePool":  # AveragePool has dilations from opset 19 on
+    if onnx_type == "AveragePool":  # AveragePool has dilations from opset 19 on
+        if any(d != 1 for d in window.pop("dilations")):
             raise OnnxExportError(f"AvgPool '{node.name}' is dilated {node.dilation}; opset {OPSET}'s "
                                   "AveragePool has no dilations")
-        extra["dilations"] = list(node.dilation)
+        window["count_include_pad"] = int(node.count_include_pad)
     return ex.emit(onnx_type, [ex.name_of(node.inputs[0])], onnx_type, kernel_shape=list(node.kernel),
-                   strides=list(node.stride), ceil_mode=int(node.ceil_mode), **_onnx_pads(node), **extra)
+                   ceil_mode=int(node.ceil_mode), **window)
 
 
 @imports("BatchNormalization")
 def import_batch_norm(ctx, node):
-    """scale·(x - mean)/sqrt(var + ε) + B per channel on the running statistics (non-trainable Variables, as
-    torch's buffers), or on the batch's with training_mode (also giving the updated running statistics). Built as
-    tfl.nn.BatchNorm2d builds it for evaluation, so it exports back to one BatchNormalization."""
+    """scale·(x - mean)/sqrt(var + ε) + B per channel on the running statistics, or the batch's with training_mode.
+
+    Built as tfl.nn.BatchNorm2d builds it for evaluation, so it exports back to one BatchNormalization."""
     training = bool(ctx.attr("training_mode", 0))
     if any(ctx.output_used(k) for k in (3, 4)) or (ctx.opset < 14 and any(ctx.output_used(k) for k in (1, 2))):
         raise ctx.unsupported("the saved-statistics outputs of opsets before 14")

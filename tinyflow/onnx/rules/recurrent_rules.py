@@ -21,10 +21,10 @@ def import_recurrent(ctx, node):
     """One recurrent layer, forward, reverse or bidirectional; outputs Y, Y_h (and Y_c for LSTM)."""
     kind = node.op_type
     x, w, r, b = ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3)
-    directions = ["forward", "reverse"] if ctx.attr("direction", "forward") == "bidirectional" else \
-        [ctx.attr("direction", "forward")]
-    if directions[0] not in ("forward", "reverse"):
-        raise ctx.fail(f"direction={directions[0]!r} is not forward, reverse or bidirectional")
+    direction = ctx.attr("direction", "forward")
+    directions = ["forward", "reverse"] if direction == "bidirectional" else [direction]
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise ctx.fail(f"direction={direction!r} is not forward, reverse or bidirectional")
     cell = _cell(ctx, kind, len(directions))
     for attribute in ("clip", "activation_alpha", "activation_beta") + (("input_forget",) if kind == "LSTM" else ()):
         if ctx.attr(attribute, None) not in (None, 0, []):
@@ -43,7 +43,12 @@ def import_recurrent(ctx, node):
     if x.shape[0] is None:
         raise ctx.unsupported(f"X of shape {ctx.input_shape(0)} has no fixed sequence length, and tinyflow unrolls "
                               "the time steps; export the model with a fixed sequence length (no dynamic time axis)")
-    _check_sequence_lens(ctx, x.shape[0])
+    lengths = ctx.value(4) if ctx.has_input(4) else x.shape[0]  # supported when all are full length (a no-op)
+    if lengths is None:
+        raise ctx.unsupported("sequence_lens computed at run time (give every sequence the full length and drop it)")
+    if np.any(lengths != x.shape[0]):
+        raise ctx.unsupported(f"sequence_lens {lengths.tolist()} on sequences of length {x.shape[0]}: tinyflow runs "
+                              "every sequence over all time steps (export the model for full-length sequences only)")
     gates = len(_TORCH_ORDER[kind])
     rows = np.concatenate([np.arange(g * hidden, (g + 1) * hidden) for g in _TORCH_ORDER[kind]])
     initial = [ctx.input(i) for i in ((5, 6) if kind == "LSTM" else (5,))]
@@ -74,15 +79,3 @@ def _cell(ctx, kind, directions):
     if kind == "GRU":
         return functools.partial(gru_cell, linear_before_reset=bool(ctx.attr("linear_before_reset", 0)))
     return lstm_cell
-
-
-def _check_sequence_lens(ctx, steps):
-    """sequence_lens is supported when every sequence has the full length (then it changes nothing)."""
-    if not ctx.has_input(4):
-        return
-    lengths = ctx.value(4)
-    if lengths is None:
-        raise ctx.unsupported("sequence_lens computed at run time (give every sequence the full length and drop it)")
-    if np.any(lengths != steps):
-        raise ctx.unsupported(f"sequence_lens {lengths.tolist()} on sequences of length {steps}: tinyflow runs every "
-                              "sequence over all time steps (export the model for full-length sequences only)")

@@ -18,17 +18,12 @@ _REDUCTIONS = {  # ONNX op type -> fn(x, axes, keepdims=, name=)
 def import_reduce(ctx, node):
     """The reduction over the axes (an input or an attribute); no axes: all of them, or none with noop."""
     keepdims = bool(ctx.attr("keepdims", 1))
-    noop = ctx.attr("noop_with_empty_axes", 0)
-    axes = ctx.static(1, "axes") if ctx.has_input(1) else ctx.attr("axes", None)
-    x = ctx.input(0)
-    if axes is None or len(axes) == 0:
-        if noop:
-            return ops.identity(x, name=ctx.name)
-        if keepdims and x.shape is None:
-            raise ctx.unsupported("keepdims=1 over all axes of an input of unknown rank")
-        axes = None
-    result = _REDUCTIONS[ctx.op_type](x, None if axes is None else tuple(int(a) for a in axes), keepdims=keepdims,
-                                      name=ctx.name)
+    noop, axes, x = ctx.attr("noop_with_empty_axes", 0), ctx.ints(1, "axes", "axes"), ctx.input(0)
+    if not axes and noop:
+        return ops.identity(x, name=ctx.name)
+    if not axes and keepdims and x.shape is None:
+        raise ctx.unsupported("keepdims=1 over all axes of an input of unknown rank")
+    result = _REDUCTIONS[ctx.op_type](x, tuple(axes) if axes else None, keepdims=keepdims, name=ctx.name)
     return ops.cast(result, x.dtype)  # numpy sums small ints as int64 and averages ints as floats
 
 

@@ -4,6 +4,7 @@ import numpy as np
 OPSET = 17  # the opset tfl.onnx.export writes
 IMPORTS = {}  # ONNX op type -> fn(ctx, node)
 EXPORTS = {}  # tinyflow op type -> fn(exporter, node)
+REQUIRED = object()  # the default of an attribute the node must carry (ctx.attr, op_rule)
 
 
 def _registrar(table):
@@ -36,8 +37,7 @@ def int64s(ex, values, hint):
 
 
 def same_op(onnx_type, vectors=(), **attributes):
-    """An export rule for a tinyflow op that is one ONNX op on the same inputs, then on int64 vectors of the node's
-    fields `vectors` (Reshape's shape, Slice's axes); {ONNX attribute: node field, or a function of the node}."""
+    """An export rule: one ONNX op on the node's inputs, then on int64 vectors of its fields `vectors`."""
     def rule(ex, node):
         inputs = [ex.name_of(i) for i in node.inputs] + [int64s(ex, getattr(node, f), f) for f in vectors]
         values = {key: field(node) if callable(field) else getattr(node, field) for key, field in attributes.items()}

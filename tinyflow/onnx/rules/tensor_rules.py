@@ -1,21 +1,20 @@
-"""Ops that move data (reshape, slice, gather, pad, ...). Their sizes, axes, pads and bounds are inputs in recent
-opsets; tinyflow needs most of them when the graph is built: constants, initializers or values folded from static
-shapes."""
+"""Ops that move data (reshape, slice, gather, pad, ...); the sizes, axes, pads and bounds recent opsets give as
+inputs tinyflow mostly needs when the graph is built (ctx.ints: constants, or folded from static shapes)."""
 import numpy as np
 
 from ... import ops
 from ...nodes import Constant
 from ...ops import runtime_shapes
 from ...ops.runtime_shapes import RuntimeSlice
-from ...ops.shape_ops import ReshapeTo, known_entries
+from ...ops.linalg import Einsum
+from ...ops.shape_ops import ReshapeTo
 from ...errors import OnnxExportError
-from .rule_tables import exports, imports, int64s, op_rule, same_op
+from .rule_tables import REQUIRED, exports, imports, int64s, op_rule, same_op
 
 
 @imports("Reshape")
 def import_reshape(ctx, node):
-    """x with a new shape; a 0 copies the input's dimension (unless allowzero), one -1 is inferred. A ReshapeTo
-    resolves at run time a shape computed then, or 0 / -1 standing for sizes known only then."""
+    """x with a new shape (0 copies a dimension unless allowzero); ReshapeTo for sizes known only at run time."""
     x = ctx.input(0)
     allow_zero = bool(ctx.attr("allowzero", 0))
     shape = ctx.value(1) if ctx.has_input(1) else np.asarray(ctx.attr("shape"))
@@ -37,6 +36,9 @@ imports("Transpose")(op_rule(ops.transpose, axes=("perm", None)))
 imports("Gather")(op_rule(ops.gather, axis=("axis", 0)))
 imports("GatherElements")(op_rule(ops.take_along_axis, axis=("axis", 0)))
 imports("Range")(op_rule(runtime_shapes.arange))  # an Arange op when a bound is known only at run time
+imports("Einsum")(op_rule(Einsum, equation=("equation", REQUIRED)))
+imports("Concat")(op_rule(lambda *xs, axis, name: ops.concat([x for x in xs if x is not None], axis, name=name),
+                          axis=("axis", REQUIRED)))  # (an omitted input is skipped)
 exports("RuntimeSlice")(same_op("Slice", ["axes", "steps"]))
 exports("Reshape")(same_op("Reshape", ["target"]))
 exports("BroadcastTo")(same_op("Expand", ["target"]))
@@ -49,11 +51,6 @@ exports("TakeAlongAxis")(same_op("GatherElements", axis="axis"))
 exports("Einsum")(same_op("Einsum", equation="spelled"))
 exports("Arange")(same_op("Range"))
 exports("ExpandTo")(same_op("Expand"))
-
-
-@imports("Concat")
-def import_concat(ctx, node):
-    return ops.concat([x for x in ctx.inputs() if x is not None], ctx.attr("axis"), name=ctx.name)
 
 
 @imports("Flatten")
@@ -71,32 +68,9 @@ def import_flatten(ctx, node):
     return ops.flatten(ops.flatten(x, axis, -1), 0, axis - 1, name=ctx.name)
 
 
-def _entries(ctx, i):
-    """Input i's entries if they are all known when the graph is built: a constant, or shape arithmetic on sizes
-    that are static even when others are not (x.shape[1] of an input of shape (None, 7)); else None."""
-    value = ctx.value(i)
-    if value is None:
-        value = known_entries(ctx.input(i))
-        if value is None or None in value:
-            return None
-    return [int(v) for v in np.asarray(value).reshape(-1)]
-
-
-def _ints(ctx, i, what, attribute=None, default=None):
-    """Ints from input i (known when the graph is built), else from an attribute (older opsets), else `default`."""
-    if ctx.has_input(i):
-        entries = _entries(ctx, i)
-        return entries if entries is not None else ctx.static(i, what)  # (static raises: it is not known)
-    if attribute is not None:
-        value = ctx.attr(attribute, None)
-        if value is not None:
-            return [int(v) for v in value]
-    return default
-
-
 @imports("Squeeze", "Unsqueeze")
 def import_squeeze(ctx, node):
-    axes = _ints(ctx, 1, "axes", "axes")
+    axes = ctx.ints(1, "axes", "axes")
     if axes is None and ctx.op_type == "Unsqueeze":
         raise ctx.fail("it has no axes")
     fn = ops.squeeze if ctx.op_type == "Squeeze" else ops.unsqueeze
@@ -105,22 +79,21 @@ def import_squeeze(ctx, node):
 
 @imports("Slice")
 def import_slice(ctx, node):
-    """x[start:end:step] on the given axes, clamped as Python slices; bounds computed at run time (a Loop's
-    iteration number, a size of an unknown dimension) make a RuntimeSlice."""
+    """x[start:end:step] on the given axes; bounds computed at run time (a Loop's counter) make a RuntimeSlice."""
     x = ctx.input(0)
-    if ctx.opset >= 10 and any(ctx.has_input(i) and _entries(ctx, i) is None for i in (1, 2)):
+    if ctx.opset >= 10 and any(ctx.has_input(i) and ctx.known_ints(i) is None for i in (1, 2)):
         starts, ends = (ops.cast(ctx.input(i), np.int64) for i in (1, 2))
         count = starts.shape[0] if starts.shape is not None and len(starts.shape) == 1 else None
-        axes = _ints(ctx, 3, "axes", default=None if count is None else list(range(count)))
+        axes = ctx.ints(3, "axes", default=None if count is None else list(range(count)))
         if axes is None:
             raise ctx.unsupported("run-time bounds of unknown length without axes")
-        steps = _ints(ctx, 4, "steps", default=[1] * len(axes))
+        steps = ctx.ints(4, "steps", default=[1] * len(axes))
         return RuntimeSlice(x, starts, ends, axes, steps, name=ctx.name)
     rank = len(ctx.input_shape(0, "slicing"))
-    starts = _ints(ctx, 1, "starts", "starts")
-    ends = _ints(ctx, 2, "ends", "ends")
-    axes = _ints(ctx, 3, "axes", "axes", default=list(range(len(starts))))
-    steps = _ints(ctx, 4, "steps", default=[1] * len(starts))
+    starts = ctx.ints(1, "starts", "starts")
+    ends = ctx.ints(2, "ends", "ends")
+    axes = ctx.ints(3, "axes", "axes", default=list(range(len(starts))))
+    steps = ctx.ints(4, "steps", default=[1] * len(starts))
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise ctx.fail(f"starts {starts}, ends {ends}, axes {axes} and steps {steps} differ in length")
     key = [slice(None)] * rank
@@ -136,7 +109,7 @@ def import_split(ctx, node):
     """Parts along `axis`: the sizes given, or num_outputs parts (the last one smaller when uneven)."""
     x, shape = ctx.input(0), ctx.input_shape(0, "splitting")
     axis = ctx.attr("axis", 0)
-    sizes = _ints(ctx, 1, "split", "split")
+    sizes = ctx.ints(1, "split", "split")
     count = ctx.attr("num_outputs", ctx.num_outputs)
     if count != ctx.num_outputs:
         raise ctx.fail(f"its num_outputs is {count}, but it has {ctx.num_outputs} outputs")
@@ -151,13 +124,13 @@ def import_split(ctx, node):
 
 @imports("Tile")
 def import_tile(ctx, node):
-    return ops.tile(ctx.input(0), tuple(_ints(ctx, 1, "repeats")), name=ctx.name)
+    return ops.tile(ctx.input(0), tuple(ctx.ints(1, "repeats")), name=ctx.name)
 
 
 @imports("Expand")
 def import_expand(ctx, node):
     """x broadcast against a shape: known at import time (tfl.expand), or computed at run time (ExpandTo)."""
-    shape = _entries(ctx, 1)
+    shape = ctx.known_ints(1)
     return ops.expand(ctx.input(0), ctx.input(1) if shape is None else tuple(shape), name=ctx.name)
 
 
@@ -166,12 +139,9 @@ def import_pad(ctx, node):
     """x padded (or cropped, for negative pads) in mode constant, reflect, edge or wrap."""
     x, rank = ctx.input(0), len(ctx.input_shape(0, "padding"))
     mode = ctx.attr("mode", "constant")
-    if ctx.opset < 11:
-        pads, value = ctx.attr("pads" if ctx.opset >= 2 else "paddings"), ctx.attr("value", 0.0)
-    else:
-        pads = _ints(ctx, 1, "pads")
-        value = np.asarray(ctx.static(2, "constant value")).reshape(-1)[0] if ctx.has_input(2) else 0
-    axes = _ints(ctx, 3, "axes", default=list(range(rank)))
+    pads = ctx.ints(1, "pads", "pads" if ctx.opset >= 2 else "paddings")  # attributes before opset 11
+    value = ctx.static(2, "constant value").reshape(-1)[0] if ctx.has_input(2) else ctx.attr("value", 0.0)
+    axes = ctx.ints(3, "axes", default=list(range(rank)))
     if len(pads) != 2 * len(axes):
         raise ctx.fail(f"pads {pads} do not hold a (begin, end) pair for each of the axes {axes}")
     widths = [(0, 0)] * rank
@@ -183,20 +153,15 @@ def import_pad(ctx, node):
 @imports("TopK")
 def import_topk(ctx, node):
     """(values, indices) of the k largest (or smallest) along `axis`, sorted; ties by lower index."""
-    k = ctx.attr("k") if ctx.opset < 10 else _ints(ctx, 1, "k")[0]
+    k = ctx.ints(1, "k", "k")[0]
     largest, ordered = bool(ctx.attr("largest", 1)), bool(ctx.attr("sorted", 1))
     return ops.topk(ctx.input(0), k, axis=ctx.attr("axis", -1), largest=largest, sorted=ordered, name=ctx.name)
 
 
 @imports("Trilu")
 def import_trilu(ctx, node):
-    k = _ints(ctx, 1, "k")[0] if ctx.has_input(1) else 0
+    k = ctx.ints(1, "k", default=[0])[0]
     return (ops.triu if ctx.attr("upper", 1) else ops.tril)(ctx.input(0), k, name=ctx.name)
-
-
-@imports("Einsum")
-def import_einsum(ctx, node):
-    return ops.einsum(ctx.attr("equation"), *ctx.inputs(), name=ctx.name)
 
 
 @exports("ReshapeLike")
@@ -235,8 +200,7 @@ def _squeeze(ex, node):
 
 @exports("Flatten")
 def _flatten(ex, node):
-    """Reshape to the merged shape: constant sizes, 0 (copy) for the axes before the merged ones and -1 for
-    those, when the axes after them are known; else the shape computed from Shape at run time."""
+    """Reshape to the merged shape: constant (0 copies, -1 merges) when the later axes are known, else from Shape."""
     x = node.inputs[0]
     start, end, rank = node.start_axis, node.end_axis, len(x.shape)
     after = node.shape[start + 1:]
@@ -269,7 +233,7 @@ def _triangle(ex, node):
 
 @exports("GetItem")
 def _get_item(ex, node):
-    """x[key] for keys of ints, slices, None, ... and one integer array: Slice, Gather, Squeeze, Unsqueeze."""
+    """x[key] for keys of ints, slices, None, ... and one integer array: Slice, Gather, Unsqueeze."""
     key, big = list(node.key), np.iinfo(np.int64).max
     if any(k is Ellipsis for k in key):  # (`in` would compare arrays elementwise)
         at = next(i for i, k in enumerate(key) if k is Ellipsis)
@@ -280,7 +244,7 @@ def _get_item(ex, node):
         raise OnnxExportError(f"GetItem '{node.name}' indexes with several arrays, a boolean mask or an array next "
                               "to ints; ONNX export takes ints, slices, None and ..., or one integer array with "
                               "slices")
-    slices, squeeze, new_axes, gather, axis, out_axis = [], [], [], None, 0, 0  # slices: (start, end, axis, step)
+    slices, gathers, new_axes, axis, out_axis = [], [], [], 0, 0  # slices: (start, end, axis, step)
     for k in key:
         if k is None:
             new_axes.append(out_axis)
@@ -291,25 +255,18 @@ def _get_item(ex, node):
             if k != slice(None):
                 slices.append((k.start if k.start is not None else (0 if step > 0 else big),
                                k.stop if k.stop is not None else (big if step > 0 else -big - 1), axis, step))
-            out_axis += 1
-        elif isinstance(k, np.ndarray):
-            gather, out_axis = (axis, k), out_axis + k.ndim
-        else:  # an int: a slice of one, squeezed
-            slices.append((int(k), int(k) + 1 if int(k) != -1 else big, axis, 1))
-            squeeze.append(axis)
+        else:  # an int or an integer array: a Gather (a 0-d index drops the axis)
+            gathers.append((axis, np.asarray(k, np.int64)))
+        out_axis += 1 if isinstance(k, slice) else np.ndim(k)
         axis += 1
     name = ex.name_of(node.inputs[0])
     if slices:
         bounds = [int64s(ex, v, h) for v, h in zip(zip(*slices), ("starts", "ends", "axes", "steps"))]
         name = ex.emit("Slice", [name] + bounds, "Slice")
-    if gather is not None:
-        gathered_axis, index = gather
-        name = ex.emit("Gather", [name, ex.constant(index.astype(np.int64), "indices")], "Gather",
-                       axis=gathered_axis)
-        squeeze = [a if a < gathered_axis else a + index.ndim - 1 for a in squeeze]
-    for op_type, axes in (("Squeeze", squeeze), ("Unsqueeze", new_axes)):
-        if axes:
-            name = ex.emit(op_type, [name, int64s(ex, axes, "axes")], op_type)
+    for gathered_axis, index in reversed(gathers):  # the last axis first: the earlier ones keep their numbers
+        name = ex.emit("Gather", [name, ex.constant(index, "indices")], "Gather", axis=gathered_axis)
+    if new_axes:
+        name = ex.emit("Unsqueeze", [name, int64s(ex, new_axes, "axes")], "Unsqueeze")
     return name if name != ex.name_of(node.inputs[0]) else ex.emit("Identity", [name], "GetItem")
 
 

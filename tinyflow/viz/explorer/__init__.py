@@ -1,9 +1,6 @@
-"""The interactive graph explorer: `tfl.viz.explore(target, feed_dict)` writes one self-contained HTML page that
-lays the graph out in the browser and steps through the forward pass and the backprop walk (README, "In the
-browser"); the data it draws is JSON inside it, documented in docs/explorer_and_board.md. The page is
-static/explorer.html with its data, dagre (the layout library, MIT, vendored in static/), its script and styles
-inline, nothing fetched (its Content-Security-Policy forbids network access: it cannot call home).
-"""
+"""The interactive graph explorer: `tfl.viz.explore(target, feed_dict)` writes one self-contained HTML page that lays
+the graph out and steps through the forward pass and the backprop walk: static/explorer.html with its data (JSON,
+docs/explorer_and_board.md), dagre, script and styles inline, nothing fetched (its CSP forbids network access)."""
 import functools
 import html
 import json
@@ -11,14 +8,13 @@ import os
 import pathlib
 import string
 
+from ...checkpoint import write_atomically
 from ...errors import TinyflowError
 from ...graph import Graph, get_default_graph
 from ...nodes import Node
 from ..graphviz_render import as_list
 
 STATIC = pathlib.Path(__file__).with_name("static")
-DAGRE_NOTICE = "/*! dagre 3.1.3 (npm @dagrejs/dagre, bundles @dagrejs/graphlib) | MIT License | " \
-               "Copyright (c) 2012-2014 Chris Pettitt */\n"
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,11 +34,10 @@ def embed_json(data):
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def page_html(data, title):
-    """The whole page: data, layout library, explorer script and styles."""
-    return string.Template((STATIC / "explorer.html").read_text(encoding="utf-8")).substitute(
-        title=html.escape(title), css=inline_text(STATIC / "explorer.css"), data=embed_json(data),
-        dagre=DAGRE_NOTICE + inline_text(STATIC / "dagre.min.js"), script=inline_text(STATIC / "explorer.js"))
+def fill_page(folder, name, **fields):
+    """`folder`/<name>.html with <name>.css and <name>.js inline (as $css and $script) and `fields` filled in."""
+    return string.Template((folder / f"{name}.html").read_text(encoding="utf-8")).substitute(
+        css=inline_text(folder / f"{name}.css"), script=inline_text(folder / f"{name}.js"), **fields)
 
 
 class ExplorerError(TinyflowError):
@@ -77,13 +72,10 @@ def explore(target=None, feed_dict=None, path="graph.html", *, loss=None, wrt=No
                             f"{type(feed_dict).__name__}")
     data, default_title = _data(target, feed_dict, loss, wrt, backend)
     data["title"] = title = title or default_title
-    text = page_html(data, title)
-    path = os.fspath(path)
+    text = fill_page(STATIC, "explorer", title=html.escape(title), data=embed_json(data),
+                     dagre=inline_text(STATIC / "dagre.min.js"))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(temporary, path)  # a reader (the board) sees the old page or the new one, never half of one
+    path = write_atomically(path, lambda f: f.write(text.encode("utf-8")))  # the board may be reading it
     return ExplorerPage(path, data, text)
 
 
