@@ -215,3 +215,10 @@ def test_a_bad_elementwise_op_row_is_an_argument_error_naming_the_op(signature, 
     with pytest.raises(tfl.ArgumentError, match="elementwise_op 'BadRow'") as err:
         tfl.elementwise_op("BadRow", signature, expression, gradients, dtype=dtype)
     assert says in str(err.value)
+
+
+def test_a_reshape_to_a_known_run_time_shape_of_another_size_fails_when_built():
+    x = tfl.Placeholder((2, 3), name="x")
+    with pytest.raises(tfl.ShapeError, match=r"ReshapeTo: cannot reshape \(2, 3\) \(size 6\) into \(4, 2\)"):
+        tfl.reshape(x, tfl.Constant(np.array([4, 2])))
+    assert tfl.reshape(x, tfl.Constant(np.array([3, -1]))).shape == (3, 2)

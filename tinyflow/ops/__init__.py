@@ -1,7 +1,5 @@
 """All ops, one module per op family; each op class has its snake_case function and its gradient right below it.
-
-The elementwise ops are the rows of one table (elementwise.py), made into classes by elementwise_ops.py.
-"""
+The elementwise ops are the rows of one table (elementwise.py), made into classes by elementwise_ops.py."""
 from .elementwise_ops import *  # noqa: F401,F403 - every op of the table, its function, and clip, cast, gelu, ...
 from .array_ops import add_n, concat, get_item, identity, reshape, stop_gradient, transpose
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
@@ -18,8 +16,7 @@ from .reductions import (argmax, argmin, cumprod, cumsum, norm, reduce_logsumexp
 from .reductions import reduce_all as all, reduce_any as any  # noqa: A004 - torch's names (tfl.any, tfl.all)
 from .reductions import reduce_logsumexp as logsumexp, reduce_max as max, reduce_min as min  # noqa: A004
 from .resize import interpolate
-from .runtime_shapes import fill, shape, size
-from .runtime_slice import runtime_slice
+from .runtime_shapes import fill, runtime_slice, shape, size
 from .shape_ops import broadcast_to, expand, flatten, flip, roll, split, squeeze, stack, tile, unsqueeze
 from .softmax import log_softmax, softmax
 from .state_ops import assign, assign_add, assign_sub, group

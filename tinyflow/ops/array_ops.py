@@ -1,4 +1,5 @@
-"""Ops that move data around: reshape, transpose, concat, slicing, identity, stop_gradient, add_n."""
+"""Ops that move data around: reshape, transpose, concat, slicing (get_item), identity, stop_gradient, add_n."""
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -33,7 +34,6 @@ def _node_list(function, name, xs):
     return list(xs)
 
 
-# ------------------------------------------------------------ reshape
 class Reshape(Operation):
     """x with a new shape of the same size; one dimension may be -1 (inferred).  Gradient: g reshaped back."""
 
@@ -48,20 +48,21 @@ class Reshape(Operation):
         return is_fully_known(x_shape) and self.infer_shape(x_shape) == tuple(x_shape)
 
     def infer_shape(self, x_shape):
-        target = self.target
-        known = int(np.prod([d for d in target if d != -1]))
-        if not is_fully_known(x_shape):
-            return tuple(None if d == -1 else d for d in target)
-        size = int(np.prod(x_shape))
-        if -1 in target:
-            if known == 0 or size % known:
-                raise ShapeError(f"cannot reshape {x_shape} (size {size}) into {target}: "
-                                 f"{size} is not a multiple of {known}")
-            return tuple(size // known if d == -1 else d for d in target)
-        if known != size:
-            raise ShapeError(f"cannot reshape {x_shape} (size {size}) into {target} (size {known}); "
-                             "the sizes must match, or use -1 for one dimension")
-        return target
+        return reshaped(x_shape, self.target)
+
+
+def reshaped(x_shape, target):
+    """The shape of x reshaped to `target` (one -1 inferred, None unknown), or ShapeError when no reshape fits."""
+    rest = [d for d in target if d != -1]
+    if not is_fully_known(x_shape) or None in rest:
+        return tuple(None if d == -1 else d for d in target)
+    size, known = math.prod(x_shape), math.prod(rest)
+    if -1 in target and (known == 0 or size % known):
+        raise ShapeError(f"cannot reshape {x_shape} (size {size}) into {target}: {size} is not a multiple of {known}")
+    if -1 not in target and known != size:
+        raise ShapeError(f"cannot reshape {x_shape} (size {size}) into {target} (size {known}); "
+                         "the sizes must match, or use -1 for one dimension")
+    return tuple(size // known if d == -1 else d for d in target)
 
 
 def reshape(x, shape, name=None):
@@ -83,7 +84,6 @@ register_gradient(Reshape)(lambda op, grad: [ReshapeLike(grad, op.inputs[0])])
 register_gradient(ReshapeLike)(lambda op, grad: [ReshapeLike(grad, op.inputs[0]), None])
 
 
-# ------------------------------------------------------------ transpose
 class Transpose(Operation):
     """x with its axes permuted (reversed when axes is None).  Gradient: g with the inverse permutation."""
 
@@ -99,13 +99,10 @@ class Transpose(Operation):
 
 
 transpose = op_function(Transpose, "transpose", "x with permuted axes (reversed by default).")
-
-
 register_gradient(Transpose)(lambda op, grad: [  # the inverse permutation (a reversal of unknown rank is its own)
     Transpose(grad, None if op.axes is None else tuple(int(a) for a in np.argsort(op.axes)))])
 
 
-# ------------------------------------------------------------ concat
 class Concat(Operation):
     """The inputs joined along `axis`.  Gradient: g split back into the inputs' pieces."""
 
@@ -126,16 +123,15 @@ class Concat(Operation):
         if any(len(s) != rank for s in shapes):
             raise ShapeError(f"concat inputs must have the same rank, got shapes {shapes}")
         out = []
-        for i in range(rank):
-            dims = [s[i] for s in shapes]
+        for i, dims in enumerate(zip(*shapes)):
+            known = {d for d in dims if d is not None}
             if i == self.axis:
                 out.append(None if None in dims else sum(dims))
-                continue
-            known = {d for d in dims if d is not None}
-            if len(known) > 1:
+            elif len(known) > 1:
                 raise ShapeError(f"concat inputs of shapes {shapes} differ on axis {i}; "
                                  f"only the concat axis ({self.axis}) may differ")
-            out.append(known.pop() if known else None)
+            else:
+                out.append(known.pop() if known else None)
         return tuple(out)
 
 
@@ -174,7 +170,6 @@ def _concat_split_grad(op, grad):
     return [Concat(pieces, op.axis)] + [None] * len(xs)
 
 
-# ------------------------------------------------------------ slicing
 def normalize_key(key, check=None):
     """A tuple of index entries, with lists turned into integer/boolean arrays."""
     check = check or Arguments(GetItem)
@@ -199,8 +194,7 @@ def normalize_key(key, check=None):
 
 
 def _basic_index_shape(shape, key):
-    """Static result shape of basic indexing (ints, slices, None, ...) on a shape with None dims.  One integer array
-    among slices, None and ... (no ints) indexes in place: its shape replaces the axis."""
+    """The static shape of x[key] for a shape with None dims: ints, slices, None, ... and one in-place integer array."""
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > len(shape):
         raise ShapeError(f"too many indices ({consumed}) for a node of shape {shape}")
@@ -228,8 +222,7 @@ def _basic_index_shape(shape, key):
 
 
 class GetItem(Operation):
-    """x[key] with numpy semantics (ints, slices, None, ..., integer or boolean arrays).  Gradient: g scattered back
-    into zeros of x's shape (summing repeated indices)."""
+    """x[key] with numpy semantics (ints, slices, None, ..., integer or boolean arrays).  Gradient: GetItemGrad."""
 
     def __init__(self, x, key, name=None):
         self.key = normalize_key(key, Arguments(self, name, x))
@@ -259,7 +252,7 @@ get_item = op_function(GetItem, "get_item", "x[key], numpy-style indexing and sl
 
 
 class GetItemGrad(ShapedLike):
-    """zeros like x, with g added at x[key] (the gradient of GetItem)."""
+    """Zeros like x with g added at x[key], repeated indices summed (the gradient of GetItem)."""
 
     def __init__(self, grad, x, key, name=None):
         self.key = key
@@ -278,7 +271,6 @@ register_gradient(GetItem)(lambda op, grad: [GetItemGrad(grad, op.inputs[0], op.
 register_gradient(GetItemGrad)(lambda op, grad: [GetItem(grad, op.key), None])
 
 
-# ------------------------------------------------------------ identity, stop_gradient, add_n
 class Identity(Operation):
     """x unchanged.  Gradient: g."""
 
@@ -313,10 +305,7 @@ class AddN(Operation):
         super().__init__(*xs, name=name)
 
     def compute(self, *xs):
-        total = xs[0]
-        for x in xs[1:]:
-            total = total + x
-        return total
+        return sum(xs[1:], xs[0])
 
 
 def add_n(xs, name=None):

@@ -1,8 +1,5 @@
-"""Unbroadcasting: the one place where gradients of broadcast inputs are summed back to the input's shape.
-
-The backprop engine inserts `SumToShapeOf` after a gradient function returned a gradient wider than its input;
-`BroadcastLike` is its adjoint.
-"""
+"""Unbroadcasting: backprop's `SumToShapeOf` sums a gradient wider than its input back to the input's shape;
+`BroadcastLike` is its adjoint."""
 import numpy as np
 
 from ..nodes import Operation
@@ -36,8 +33,7 @@ def sum_to_shape(value, shape):
 
 
 class ShapedLike(Operation):
-    """An op of (x, like, ...) whose output has the run-time shape of `like` and the dtype of x (most gradient ops:
-    g taken back to the shape of an input)."""
+    """An op of (x, like, ...) with the run-time shape of `like` and the dtype of x (g taken back to an input)."""
 
     abstract = True
 

@@ -1,22 +1,16 @@
 """Every elementwise op, each written once: its name, its function, its expression and its gradients.
 
-One row is everything tinyflow needs to know about an elementwise op. From it come the op class and its `tfl.` function
-with numpy as the kernel (ops/elementwise_ops.py), its gradient (the expressions below, or the derivative of its
-expression where a row gives none), the C kernel (generated when the package is built, ckernels/build_ckernels.py), the
-OpenCL kernel, its part of a fused kernel, and its ONNX form. Adding an op is adding a row here (plus its test case in
-tests/op_cases.py and its line in the README).
+From one row come the op class and its `tfl.` function with numpy as the kernel (ops/elementwise_ops.py), its gradient,
+the C kernel (generated when the package is built, ckernels/build_ckernels.py), the OpenCL kernel, its part of a fused
+kernel, and its ONNX form. Adding an op is adding a row here (plus its case in tests/op_cases.py and its README line).
 
-A row: op(OpType, "function(inputs, attribute=default)", "expression", gradients, onnx=..., dtype=...)
+A row: op(OpType, "function(inputs, attribute=default)", "expression", gradients, onnx=..., dtype=..., doc=...)
   expression  Python syntax over the inputs and attributes, with the words of ops/expressions.py
-  gradients   one expression per input in the inputs, the attributes, `y` (the output) and `g` (the
-              gradient arriving at the output); None: the derivative of the expression, worked out;
-              False: not differentiable (the op has no gradient on purpose)
+  gradients   one expression per input, in the inputs, the attributes, `y` (the output) and `g` (the gradient
+              arriving at it); None: the derivative of the expression; False: not differentiable on purpose
   onnx        the ONNX operator with the same meaning and attribute names, if there is one
-  dtype       "same": the inputs' promoted type; "float": the same, at least float32 (ints give float32,
-              as in PyTorch); "bool": a comparison
-  doc         the function's docstring
+  dtype       "same": the inputs' promoted type; "float": at least float32 (ints give float32, as in PyTorch); "bool"
 A function name in parentheses, "(x, low, high)", makes no `tfl.` function (one is written by hand).
-
 This file imports nothing: the C build reads it without importing tinyflow.
 """
 

@@ -1,11 +1,9 @@
 """The op classes and `tfl.` functions made from the rows of ops/elementwise.py, and their gradients.
 
-Each row becomes one `ElementwiseOp` class: its numpy kernel is the row's expression compiled with numpy's functions
-(`Relu.compute` is `np.maximum(x, 0)`), its shape the inputs' broadcast shape, its dtype the row's rule
-(tinyflow/dtypes.py). Its gradient builds, for each input, the row's gradient expression (or the derivative of the
-expression) in the inputs, the output `y` and the arriving gradient `g`: one operation ("g * b", "-g") as that op, a
-longer one ("g * y * (1 - y)") as one node of a gradient op made from it (SigmoidGrad of y and g), an elementwise op
-like any other: it has a C kernel, fuses, and its own gradient is its derivative, so every order of derivative exists.
+Each row becomes one `ElementwiseOp` class whose numpy kernel is the row's expression (`Relu.compute` is
+`np.maximum(x, 0)`). Its gradient for each input is one operation ("g * b", "-g") built as that op, or a gradient op
+made from the longer expression (SigmoidGrad(y, g): g * y * (1 - y)), an elementwise op like any other: it has a C
+kernel, fuses, and its own gradient is its derivative, so every order of derivative exists.
 """
 import ast
 import functools
@@ -109,7 +107,6 @@ _ACCEPTED = {}  # (op class, input dtypes) -> output dtype, once numpy's kernel 
 def _numpy_kernel(cls):
     """The class's `compute`: the expression as numpy code, its result in the op's dtype."""
     source = expressions.text(cls.expression)
-    words = {w: NUMPY[w] for w in expressions.names(ast.parse(source, mode="eval")) if w in NUMPY}
     guarded = any(isinstance(n, ast.Call) and n.func.id in _WARNS or isinstance(n, ast.BinOp) and isinstance(
         n.op, (ast.Pow, ast.Div)) for n in ast.walk(cls.expression)) and \
         any(isinstance(n, ast.Call) and n.func.id == "where" for n in ast.walk(cls.expression))
@@ -124,8 +121,8 @@ def _numpy_kernel(cls):
             "    return out if out.dtype is self.dtype else asarray(out, self.dtype)\n")
     if not cls.attributes and not guarded:  # the bare expression, for callers that know the dtype comes out right
         code += f"def kernel({', '.join(cls.input_names)}):\n    return {source}\n"
-    namespace = dict(NUMPY, errstate=np.errstate, asarray=np.asarray, float32=np.float32)
-    namespace = _define(code, f"{cls.op_type}.compute: {source}", namespace)
+    namespace = _define(code, f"{cls.op_type}.compute: {source}",
+                        dict(NUMPY, errstate=np.errstate, asarray=np.asarray, float32=np.float32))
     namespace["compute"].__doc__ = f"y = {source}, with numpy."
     cls.kernel = namespace.get("kernel") and (_ufunc_of(cls.expression, cls.input_names) or namespace["kernel"])
     return namespace["compute"]
@@ -271,12 +268,8 @@ def cast(x, dtype, name=None):
     return Cast(x, dtype, name=name)
 
 
-@register_gradient(Cast)
-def _cast_grad(op, grad):
-    source = op.inputs[0].dtype
-    if not (np.issubdtype(source, np.floating) and np.issubdtype(op.dtype, np.floating)):
-        return [None]
-    return [cast(grad, source)]
+register_gradient(Cast)(lambda op, grad: [  # only between float types
+    cast(grad, op.inputs[0].dtype) if op.inputs[0].dtype.kind == op.dtype.kind == "f" else None])
 
 
 class ZerosLike(Operation):
@@ -359,11 +352,8 @@ def _checked_row(op_type, signature, expression, gradients, dtype):
 def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dtype="same", doc=""):
     """A new elementwise op from one expression, as each row of ops/elementwise.py is; returns its function.
 
-    `swish = tfl.elementwise_op("Swish", "swish(x, beta=1.0)", "x * sigmoid(beta * x)")`: a numpy kernel, the gradient
-    (the derivative of the expression unless `gradients` give it), fused C and OpenCL kernels and the ONNX export come
-    with it (only the C library's prebuilt kernels are the table's alone). A signature without a function name,
-    "(x, low, high)", returns the op class.
-    """
+    `swish = tfl.elementwise_op("Swish", "swish(x, beta=1.0)", "x * sigmoid(beta * x)")` comes with a numpy kernel, its
+    gradient, fused C and OpenCL kernels and the ONNX export. A signature "(x, low, high)" returns the op class."""
     name, inputs, attributes = _checked_row(op_type, signature, expression, gradients, dtype)
     cls = make_op(op_type, inputs, expression, attributes, dtype, gradients, doc)
     cls.onnx = onnx
@@ -381,7 +371,5 @@ for _row in ELEMENTWISE:
 GRADIENTS = gradient_ops()  # SigmoidGrad, ReluGrad, DivideGrad1, ...: op type -> class
 PUBLIC.update(cast=cast, zeros_like=zeros_like, ones_like=ones_like, clip=clip, gelu=gelu, selu=selu,
               hard_sigmoid=hard_sigmoid, hard_swish=hard_swish)
-globals().update(OPS)
-globals().update(GRADIENTS)
-globals().update(PUBLIC)
+globals().update(**OPS, **GRADIENTS, **PUBLIC)
 __all__ = [*OPS, *GRADIENTS, *PUBLIC, "Cast", "ZerosLike", "OnesLike", "ElementwiseOp", "OPS", "PUBLIC"]

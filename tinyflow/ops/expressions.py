@@ -1,15 +1,10 @@
 """The scalar expressions elementwise ops are written in: parsed once, differentiated, and spelled for C and OpenCL.
 
-An elementwise op is one expression in Python syntax over scalar names, such as `where(x > 0, x, alpha * x)`: its inputs
-(x), its numeric attributes (alpha) and, in a gradient, `y` (the op's output) and `g` (the gradient arriving at it). The
-words it may use are FUNCTIONS, besides `+ - * / **`, unary `-` and the comparisons. From that one text:
-
-    numpy        the expression itself, compiled with numpy's functions (ops/elementwise_ops.py)
-    gradients    `derivative(tree, name)`, where the table gives none (and for every higher order)
-    C, OpenCL    `spell(tree, dialect, operand)`: one `const T tN = ...;` statement per operation
-    ONNX         one ONNX node per operation (onnx/export.py)
-
-This module uses only the standard library: the C build (ckernels/build_ckernels.py) reads it too.
+An expression is Python syntax over scalar names, such as `where(x > 0, x, alpha * x)`: the op's inputs (x), its numeric
+attributes (alpha) and, in a gradient, `y` (the op's output) and `g` (the gradient arriving at it); its words are
+FUNCTIONS, `+ - * / **`, unary `-` and the comparisons. numpy computes it as it is (ops/elementwise_ops.py),
+`derivative` differentiates it, `spell` writes it as C or OpenCL, onnx/export.py as ONNX nodes. Only the standard
+library is used here: the C build (ckernels/build_ckernels.py) reads this file too.
 """
 import ast
 import math
@@ -68,7 +63,8 @@ def parse(text):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS or node.keywords:
-                raise ExpressionError(f"{text!r}: unknown function {ast.unparse(node.func)}; known: {sorted(FUNCTIONS)}")
+                raise ExpressionError(f"{text!r}: unknown function {ast.unparse(node.func)}; "
+                                      f"known: {sorted(FUNCTIONS)}")
             if len(node.args) != FUNCTIONS[node.func.id][0]:
                 raise ExpressionError(f"{text!r}: {node.func.id} takes {FUNCTIONS[node.func.id][0]} arguments")
         elif isinstance(node, ast.Compare) and len(node.ops) != 1:
@@ -91,11 +87,6 @@ def names(tree):
         if isinstance(node, ast.Name) and node.id not in found and node.id not in FUNCTIONS:
             found.append(node.id)
     return found
-
-
-def size(tree):
-    """How many operations the expression has (what one generated statement costs)."""
-    return sum(isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call)) for n in ast.walk(tree))
 
 
 # ---------------------------------------------------------------- building trees, folding zeros and ones
@@ -146,10 +137,6 @@ def call(word, *args):
     return ast.Call(ast.Name(word, ast.Load()), list(args), [])
 
 
-def compare(a, op, b):
-    return ast.Compare(a, [op], [b])
-
-
 def where(condition, a, b):
     if _value(a) == 0 and _value(b) == 0:
         return constant(0)
@@ -158,7 +145,8 @@ def where(condition, a, b):
 
 def _share(a, b, wins):
     """1 where a wins, 1/2 where a and b tie, 0 elsewhere: how max and min split their gradient (as PyTorch)."""
-    return where(compare(a, wins, b), constant(1), where(compare(a, ast.Eq(), b), constant(0.5), constant(0)))
+    ties = where(ast.Compare(a, [ast.Eq()], [b]), constant(0.5), constant(0))
+    return where(ast.Compare(a, [wins], [b]), constant(1), ties)
 
 
 # d word(u) / du, given the call tree t = word(u) and its arguments
@@ -239,12 +227,10 @@ def literal(value, single):
 
 
 def spell(tree, operand, single, opencl=False, prefix="t", ctype="T", overrides=None, calls=None):
-    """C statements computing the expression, one `const <ctype> <prefix>N = ...;` per operation; (lines, result).
+    """(C statements computing the expression, one `const <ctype> <prefix>N = ...;` per operation, the result's name).
 
-    `operand(name)` spells a free name (an input's value, an attribute's literal); `single` picks float (else double),
-    `opencl` OpenCL's spellings of the words. `overrides` (word -> spelling) replace some; `calls` (a dict), if given,
-    collects the spelled arguments of each word's calls.
-    """
+    `operand(name)` spells a free name; `single` picks float (else double), `opencl` OpenCL's spellings, `overrides`
+    (word -> spelling) replace some; `calls`, a dict if given, collects the spelled arguments of each word's calls."""
     column = 3 if opencl else 1 if single else 2
     lines = []
 
@@ -289,8 +275,7 @@ def signature(text):
 
 
 def gradients(tree, input_names, given):
-    """One gradient tree per input, in the inputs, `y` and `g` (None: no gradient): the row's, or g times the
-    derivative of the expression where the row gives none."""
+    """One gradient tree per input (None: none), in the inputs, `y` and `g`: the row's, or g times the derivative."""
     if given is None:
         return [mul(parse("g"), derivative(tree, x)) for x in input_names]
     return [None if g is False else parse(g) for g in given]
@@ -306,11 +291,8 @@ def is_one_operation(tree):
 
 def gradient_op(op_type, input_names, attributes, index, tree):
     """(op type, input names, expression, attributes, what each input is) of the op computing input `index`'s gradient
-    expression in one kernel: "SigmoidGrad", ["out", "grad"], "grad * out * (1 - out)", {}, ["y", "g"].
-
-    Its inputs are the names the expression reads; `y` and `g` are called `out` and `grad` in it (its own gradients read
-    a `y` and a `g` of their own).
-    """
+    expression, e.g. "SigmoidGrad", ["out", "grad"], "grad * out * (1 - out)", {}, ["y", "g"]: its inputs are the
+    names the expression reads, `y` and `g` renamed (its own gradients read a `y` and a `g` of their own)."""
     used = names(tree)
     order = list(input_names) + ["y", "g"]
     reads = sorted((n for n in used if n in order), key=order.index)
@@ -334,16 +316,14 @@ def takes_conditions(tree):
 
 
 def fingerprint(op_type, inputs, expression, attributes):
-    """What identifies a generated kernel: an op uses the C library's kernel only when their fingerprints agree
-    (a library built from an older table is never used for an op whose expression has changed since)."""
+    """What identifies a generated kernel: an op uses the C library's only if their fingerprints agree (same table)."""
     import hashlib
     spelled = f"{op_type}({', '.join(inputs)}; {', '.join(sorted(attributes))}) = {text(parse(expression))}"
     return hashlib.sha256(spelled.encode()).hexdigest()[:12]
 
 
 def kernels(rows):
-    """(op type, input names, expression, attributes) of every row and of its gradient ops (what the C build
-    generates kernels for)."""
+    """(op type, input names, expression, attributes) of every row and its gradient ops: the C build's kernels."""
     found = []
     for row in rows:
         _, inputs, attributes = signature(row["signature"])

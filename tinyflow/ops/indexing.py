@@ -1,9 +1,5 @@
-"""Indexing with index tensors: gather (np.take), take_along_axis (ONNX GatherElements), topk; and one_hot,
-masked_fill and repeat_interleave built of other ops.
-
-The indices are graph values (token ids, the positions topk found), so these ops take them as inputs; negative indices
-count from the end. Each gradient scatters g back into zeros of x's shape, adding where an index repeats.
-"""
+"""Indexing with index tensors (graph values: token ids, the positions topk found; negatives count from the end):
+gather, take_along_axis, topk; and one_hot, masked_fill and repeat_interleave built of other ops."""
 import numpy as np
 
 from ..arguments import Arguments, rank_of
@@ -31,7 +27,7 @@ class IndexOperation(Operation):
 
 
 class ScatterOperation(ShapedLike):
-    """The gradient of an IndexOperation: zeros of x's run-time shape with g added where it read (repeats add up)."""
+    """The gradient of an IndexOperation: zeros of x's run-time shape with g added where it read."""
 
     abstract = True
 
@@ -39,10 +35,14 @@ class ScatterOperation(ShapedLike):
         self.axis = axis
         super().__init__(grad, x, indices, name=name)
 
+    def compute(self, grad, x, indices):
+        out = np.zeros(x.shape, grad.dtype)
+        np.add.at(out, self.positions(indices, x.shape), grad)  # a repeated index (a token used twice) adds up
+        return out
+
 
 class Gather(IndexOperation):
-    """x[..., indices, ...] with the index tensor on `axis` (np.take): shape x[:axis] + indices + x[axis+1:].  Gradient:
-    g added into zeros of x's shape at the gathered positions (repeats add up)."""
+    """x[..., indices, ...] with the index tensor on `axis` (np.take): shape x[:axis] + indices + x[axis+1:]."""
 
     def compute(self, x, indices):
         return np.take(x, indices, axis=self.axis)
@@ -53,19 +53,14 @@ class Gather(IndexOperation):
         return tuple(x_shape[:self.axis]) + tuple(indices_shape) + tuple(x_shape[self.axis + 1:])
 
 
-gather = op_function(Gather, "gather", "The slices of x at `indices` along `axis` (np.take, torch.index_select, ONNX "
-                                       "Gather).")
+gather = op_function(Gather, "gather")
 
 
 class GatherGrad(ScatterOperation):
-    """Zeros of x's run-time shape with g added at the positions Gather read (the gradient of Gather)."""
+    """Zeros of x's run-time shape with g added at the positions Gather read."""
 
-    def compute(self, grad, x, indices):
-        out = np.zeros((x.shape[self.axis],) + x.shape[:self.axis] + x.shape[self.axis + 1:], grad.dtype)
-        lead = np.moveaxis(grad.reshape(x.shape[:self.axis] + (indices.size,) + x.shape[self.axis + 1:]),
-                           self.axis, 0)
-        np.add.at(out, indices.reshape(-1), lead)  # a repeated index (a token used twice) adds up
-        return np.moveaxis(out, 0, self.axis)
+    def positions(self, indices, shape):
+        return (slice(None),) * self.axis + (indices,)
 
 
 register_gradient(Gather)(lambda op, grad: [GatherGrad(grad, *op.inputs, op.axis), None])
@@ -73,8 +68,7 @@ register_gradient(GatherGrad)(lambda op, grad: [Gather(grad, op.inputs[2], op.ax
 
 
 class TakeAlongAxis(IndexOperation):
-    """x picked elementwise along `axis` by an index tensor of x's rank (np.take_along_axis, ONNX GatherElements).
-    Gradient: g added into zeros of x's shape at the picked positions."""
+    """x picked elementwise along `axis` by an index tensor of x's rank (np.take_along_axis, ONNX GatherElements)."""
 
     def compute(self, x, indices):
         return np.take_along_axis(x, indices, axis=self.axis)
@@ -91,20 +85,13 @@ def take_along_axis(x, indices, axis, name=None):
     return TakeAlongAxis(x, indices, axis, name=name)
 
 
-def _positions(indices, axis, dim):
-    """The full index tuple that take_along_axis reads, for np.add.at."""
-    grid = list(np.ogrid[tuple(slice(n) for n in indices.shape)])
-    grid[axis] = np.where(indices < 0, indices + dim, indices)
-    return tuple(grid)
-
-
 class TakeAlongAxisGrad(ScatterOperation):
     """Zeros of x's run-time shape with g added at the positions TakeAlongAxis read."""
 
-    def compute(self, grad, x, indices):
-        out = np.zeros(x.shape, grad.dtype)
-        np.add.at(out, _positions(indices, self.axis, x.shape[self.axis]), grad)
-        return out
+    def positions(self, indices, shape):
+        grid = list(np.ogrid[tuple(slice(n) for n in indices.shape)])
+        grid[self.axis] = indices
+        return tuple(grid)
 
 
 register_gradient(TakeAlongAxis)(lambda op, grad: [TakeAlongAxisGrad(grad, *op.inputs, op.axis), None])
@@ -112,8 +99,7 @@ register_gradient(TakeAlongAxisGrad)(lambda op, grad: [TakeAlongAxis(grad, op.in
 
 
 class TopKIndices(Operation):
-    """The positions of the k largest (or smallest) entries along `axis`, best first; ties: lower index first.  Not
-    differentiable (topk's values are take_along_axis of these, which is)."""
+    """The positions of the k largest (or smallest) entries along `axis`, best first; ties: lower index first."""
 
     def __init__(self, x, k, axis=-1, largest=True, name=None):
         check = Arguments(self, name, x)
@@ -149,13 +135,11 @@ not_differentiable(TopKIndices)
 
 
 def topk(x, k, axis=-1, largest=True, sorted=True, name=None):  # noqa: A002 - torch.topk's argument name
-    """(values, indices) of the k largest (smallest if not `largest`) entries along `axis`, best first.  Ties go to the
-    lower index first (as ONNX TopK); the values carry gradients, the indices do not. Results are always sorted
-    (`sorted=False` is accepted, as torch allows any order then)."""
+    """(values, indices) of the k largest (smallest if not `largest`) entries along `axis`, best first, ties by lower
+    index (ONNX TopK); only the values carry gradients. Always sorted (torch allows any order for sorted=False)."""
     Arguments(TopKIndices, name, x).flag("sorted", sorted)
     indices = TopKIndices(x, k, axis, largest, name=None if name is None else f"{name}_indices")
     return take_along_axis(x, indices, axis, name=name), indices
-
 
 
 def one_hot(indices, depth, dtype="float32", name=None):

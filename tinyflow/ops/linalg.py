@@ -1,9 +1,4 @@
-"""Einsum, triangular masks (tril / triu), and outer and diag built of other ops.
-
-einsum's gradient is an einsum too: the gradient of operand i contracts g with the other operands onto operand i's
-subscripts. Subscripts that only operand i has (summed away) are brought back by a ones-like operand, and a repeated
-subscript (a diagonal, "ii->i") by an identity matrix, so every rule stays one np.einsum call.
-"""
+"""Einsum, triangular masks (tril / triu), and outer and diag built of other ops."""
 import string
 
 import numpy as np
@@ -44,11 +39,11 @@ def _parse(check, equation, ranks):
             if extra < 0:
                 fail(f"names more axes than the operand's rank {rank}")
             widest = max(widest, extra)
-            term = term.replace("...", "".join(free[len(free) - extra:]) if extra else "")
+            term = term.replace("...", "".join(free[len(free) - extra:]))
         elif rank is not None and len(term) != rank:
             fail(f"gives '{term}' {len(term)} subscripts for an operand of rank {rank}")
         spelled.append(term)
-    ellipsis = "".join(free[len(free) - widest:]) if widest else ""
+    ellipsis = "".join(free[len(free) - widest:])
     if arrow:
         out = rhs.replace("...", ellipsis)
     else:  # implicit output: the ellipsis axes, then the letters used once, alphabetically
@@ -60,8 +55,7 @@ def _parse(check, equation, ranks):
 
 
 class Einsum(Operation):
-    """np.einsum(equation, *operands): sums of products over the subscripts missing from the output.  Gradient of
-    operand i: einsum of g and the other operands onto operand i's subscripts."""
+    """np.einsum(equation, *operands): sums of products over the subscripts missing from the output."""
 
     def __init__(self, *operands, equation, name=None):
         check = Arguments(self, name, *operands)
@@ -95,6 +89,8 @@ def einsum(equation, *operands, name=None):
 
 @register_gradient(Einsum)
 def _einsum_grad(op, grad):
+    # operand i's gradient contracts g with the other operands onto its subscripts; the subscripts only it has
+    # (summed away) come back by a ones-like operand, a repeated one (a diagonal, "ii->i") by an identity matrix
     grads = []
     for i, (x, term) in enumerate(zip(op.inputs, op.terms)):
         if x.dtype.kind != "f":
@@ -122,8 +118,7 @@ def _einsum_grad(op, grad):
 
 
 class Triangle(Operation):
-    """The lower (tril) or upper (triu) triangle of the last two axes from diagonal k, zeros elsewhere.  k > 0 moves the
-    diagonal up (right), k < 0 down. Gradient: the same triangle of g."""
+    """The lower (tril) or upper (triu) triangle of the last two axes from diagonal k (> 0: up), zeros elsewhere."""
 
     def __init__(self, x, k=0, upper=False, name=None):
         check = Arguments(self, name, x)

@@ -10,8 +10,7 @@ from .registry import register_gradient
 
 
 class MatMul(Operation):
-    """a @ b for a (..., n, k) and b (..., k, m); leading axes broadcast.
-    Gradient: (g @ bᵀ, aᵀ @ g), with ᵀ swapping the last two axes."""
+    """a @ b for a (..., n, k) and b (..., k, m); leading axes broadcast.  Gradient: (g @ bᵀ, aᵀ @ g)."""
 
     def __init__(self, a, b, name=None):
         super().__init__(a, b, name=name)
@@ -33,8 +32,7 @@ class MatMul(Operation):
 
 
 def matmul(a, b, name=None):
-    """Matrix product a @ b, batched over leading axes (which broadcast), as numpy's and torch's: a 1-D operand is a
-    row (left) or a column (right) vector, and that axis is dropped from the result."""
+    """Matrix product a @ b, batched over broadcast leading axes; a 1-D operand is a vector (as numpy's @)."""
     a_rank, b_rank = rank_of(a), rank_of(b)
     if a_rank != 1 and b_rank != 1:
         return MatMul(a, b, name=name)

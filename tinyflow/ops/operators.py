@@ -1,13 +1,9 @@
 """Operator overloading, defined once for graph nodes and eager Tensors.
 
-`install(cls)` gives a class `+ - * / // % ** @`, unary `- + abs`, indexing, `.T`, the comparisons `< <= > >=` (boolean
-results) and a few method forms of ops (`x.sum()`, `x.reshape(...)`). This module installs them on Node; the eager
-package installs the very same functions on Tensor (the operators computing one op class, `+ - * / ** @` and unary `-`,
-are the eager runtime's shortcut for that class, see `connect_eager`). Nodes keep `==` and `!=` as identity on purpose:
-they live in lists, dicts and sets throughout the engine (eager Tensors compare elementwise, see eager/tensor.py).
-
-numpy ufuncs called on a node (`np.exp(node)`) raise a TinyflowError naming the tinyflow function to use, except the
-ones numpy calls for `array + node`, which become the matching op.
+`install(cls)` gives a class `+ - * / // % ** @`, unary `- + abs`, indexing, `.T`, the comparisons `< <= > >=`, method
+forms of ops (`x.sum()`); this module installs them on Node, the eager package the very same functions on Tensor. Nodes
+keep `==` and `!=` as identity on purpose: they live in lists, dicts and sets throughout the engine. numpy ufuncs on a
+node (`np.exp(node)`) raise a TinyflowError naming the tfl function to use, except those of `array + node`.
 """
 import numpy as np
 
@@ -26,9 +22,8 @@ _OP_OPERATORS = {"__add__": (Add, add), "__sub__": (Subtract, subtract), "__mul_
 
 
 def connect_eager(tensor_class, operator):
-    """Make the operators computing one op class the eager runtime's: `operator(cls, fn)` computes cls at
-    once on Tensors and calls fn for anything else, so that `a + b` on Tensors is one Python call.
-    Node and Tensor keep sharing each operator (tinyflow/eager/runtime.py calls this when it loads)."""
+    """Give Node and Tensor the eager runtime's `operator(cls, fn)` for the operators computing one op class: cls at
+    once on Tensors (`a + b` is one Python call), fn for anything else (tinyflow/eager/runtime.py calls this)."""
     for name, (cls, fn) in _OP_OPERATORS.items():
         OPERATORS[name] = method = operator(cls, fn)
         for owner in (Node, tensor_class):

@@ -9,8 +9,7 @@ from .registry import not_differentiable
 
 
 def legacy_stream(seed):
-    """A numpy Generator drawing what np.random.RandomState(seed) draws (numpy's legacy seeding of MT19937), whose
-    state fit checkpoints save like any Generator's."""
+    """A numpy Generator drawing what np.random.RandomState(seed) draws (checkpoints save it like any Generator)."""
     state = np.random.RandomState(seed).get_state(legacy=False)
     bits = np.random.MT19937()
     bits.state = {"bit_generator": state["bit_generator"], "state": state["state"]}
@@ -18,11 +17,9 @@ def legacy_stream(seed):
 
 
 class DropoutMask(Operation):
-    """Random keep-mask (0 or 1/(1-rate)) of x's run-time shape; all ones when `training` is false.  Dropout multiplies
-    x by this mask, so its gradient is the same mask times g and the mask is drawn once per run for both the forward and
-    backward pass. `rate` is a number, or a scalar node read when the mask is drawn (ONNX's Dropout takes it as an
-    input). The draws are numpy's RandomState(seed) stream (legacy_stream), uniform in [0, 1), kept where >= rate: for a
-    given seed the first mask is the one ONNX's reference implementation draws."""
+    """Random keep-mask (0 or 1/(1-rate)) of x's run-time shape, all ones when `training` is false; drawn once per run,
+    so dropout's gradient (g times the mask) sees the forward pass's. `rate` is a number or a scalar node (ONNX's
+    Dropout input). Uniform draws of RandomState(seed) kept where >= rate: ONNX's reference implementation's mask."""
 
     def __init__(self, x, rate, training=None, seed=None, name=None):
         check = Arguments(self, name, x)
@@ -62,8 +59,7 @@ not_differentiable(DropoutMask)
 
 
 def dropout(x, rate, training=True, seed=None, name=None):
-    """x with each entry zeroed with probability `rate` and the rest scaled by 1/(1-rate).  `training` is a bool or a
-    boolean node (e.g. a Placeholder with a default), so one graph serves training and evaluation."""
+    """x with each entry zeroed with probability `rate`, the rest scaled by 1/(1-rate); `training` may be a node."""
     check = Arguments(DropoutMask, name, x)
     rate = check.number("rate", rate, 0.0, 1.0, high_open=True)
     if not isinstance(training, Node):

@@ -1,9 +1,6 @@
-"""Reductions over axes (sum, mean, max, min, prod, logsumexp; any, all, var, std and norm built of them), argmax and
-argmin, and the running sums and products (cumsum, cumprod).
-
-Each reduction and its gradient differentiate each other. Empty reductions follow ONNX and numpy's identities: a sum is
-0, a product 1, a max -inf (the dtype's lowest for integers), a min +inf, a logsumexp -inf.
-"""
+"""Reductions over axes (sum, mean, max, min, prod, logsumexp; any, all, var, std and norm built of them), argmax,
+argmin, cumsum and cumprod. Empty reductions give ONNX's and numpy's identities: a sum 0, a product 1, a max -inf (the
+dtype's lowest for integers), a min +inf, a logsumexp -inf."""
 import math
 
 import numpy as np
@@ -29,8 +26,7 @@ def reduced_axes(check, axis, x):
 
 
 class Reduction(Operation):
-    """Base of reductions: `axis` None (all), an int or a tuple; `keepdims` keeps size-1 axes; `axes` the sorted
-    tuple of reduced axes (None when the input's rank is unknown)."""
+    """Base of reductions over `axis` (None: all, an int or a tuple), keeping size-1 axes if `keepdims`."""
 
     abstract = True
 
@@ -93,8 +89,7 @@ class ReduceMin(ReduceMax):
 
 
 class ExpandReduced(ShapedLike):
-    """g (the gradient of a reduction of x) broadcast back to x's shape, divided by the count if `mean`; its own
-    gradient is the matching reduction."""
+    """g (of a reduction of x) broadcast back to x's shape, divided by the count if `mean`.  Gradient: the reduction."""
 
     def __init__(self, grad, x, axes, keepdims, mean, name=None):
         self.axes, self.keepdims, self.mean = axes, keepdims, mean
@@ -155,8 +150,8 @@ class ReduceProd(Reduction):
 
 
 class ProdOfOthers(Operation):
-    """For each element, the product of the other elements of its slice over `axes` (zeros handled exactly).
-    Gradient (through y / x, so exact where x has no zero): h -> P (Σ h / x - h / x) per slice."""
+    """Each element's product of the other elements of its slice over `axes` (exact with zeros).  Gradient: through
+    y / x (exact where x has no zero), h -> P (Σ h / x - h / x) per slice."""
 
     def __init__(self, x, axes=None, name=None):
         self.axes = axes
@@ -201,14 +196,12 @@ class ReduceLogSumExp(Reduction):
 
 register_gradient(ReduceLogSumExp)(lambda op, grad: [spread(op, grad) * Exp(op.inputs[0] - spread(op, op))])
 
-
 reduce_sum = op_function(ReduceSum, "reduce_sum", "Sum over `axis` (all axes by default).")
 reduce_mean = op_function(ReduceMean, "reduce_mean", "Mean over `axis` (all axes by default).")
 reduce_max = op_function(ReduceMax, "reduce_max", "Maximum over `axis` (all axes by default).")
 reduce_min = op_function(ReduceMin, "reduce_min", "Minimum over `axis` (all axes by default).")
 reduce_prod = op_function(ReduceProd, "reduce_prod", "Product over `axis` (all axes by default).")
-reduce_logsumexp = op_function(ReduceLogSumExp, "reduce_logsumexp",
-                               "log Σ exp(x) over `axis` without overflow (all axes by default).")
+reduce_logsumexp = op_function(ReduceLogSumExp, "reduce_logsumexp")
 
 
 def reduce_any(x, axis=None, keepdims=False, name=None):
@@ -264,11 +257,8 @@ class ArgExtreme(Operation):
         pick = type(self).pick
         if not self.select_last_index:
             return np.asarray(pick(x, axis=self.axis, keepdims=self.keepdims), dtype=np.int64)
-        if self.axis is None:  # the last of ties in the flattened order
-            last = x.size - 1 - pick(x.reshape(-1)[::-1])
-            return np.asarray(last, np.int64).reshape((1,) * x.ndim if self.keepdims else ())
-        count = x.shape[self.axis]
-        return (count - 1 - pick(np.flip(x, self.axis), axis=self.axis, keepdims=self.keepdims)).astype(np.int64)
+        count = x.size if self.axis is None else x.shape[self.axis]  # the first of ties counted from the end
+        return np.asarray(count - 1 - pick(np.flip(x, self.axis), axis=self.axis, keepdims=self.keepdims), np.int64)
 
     def infer_shape(self, x_shape):
         if x_shape is None:
@@ -292,16 +282,13 @@ class ArgMin(ArgExtreme):
     pick = staticmethod(np.argmin)
 
 
-argmax = op_function(ArgMax, "argmax", "Index of the largest entry along `axis` (in the flattened x when None; the "
-                                       "first of ties).")
-argmin = op_function(ArgMin, "argmin", "Index of the smallest entry along `axis` (in the flattened x when None; the "
-                                       "first of ties).")
+argmax = op_function(ArgMax, "argmax")
+argmin = op_function(ArgMin, "argmin")
 not_differentiable(ArgMax, ArgMin)
 
 
 class CumSum(Operation):
-    """Running sums along `axis`, from its end when `reverse` (torch.cumsum, ONNX CumSum).  Gradient: the running
-    sums of g the other way."""
+    """Running sums along `axis`, from its end if `reverse` (ONNX CumSum).  Gradient: g's running sums the other way."""
 
     scan = staticmethod(np.cumsum)
 

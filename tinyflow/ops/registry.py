@@ -1,8 +1,7 @@
 """The gradient-function table: op class -> function(op, grad) returning one gradient per input.
 
-It sits below the ops (each op file registers its gradients here) and below autodiff (which looks them up), so neither
-imports the other's internals. The table is keyed by class, not by name: a user's op class can never take over the
-gradient of another class that happens to share its name. `op_function` makes an op class's `tfl.` function.
+Op files register their gradients here and autodiff looks them up. It is keyed by class, not by name: a user's op class
+can never take over the gradient of another class that shares its name. `op_function` makes an op's `tfl.` function.
 """
 import inspect
 
@@ -61,13 +60,13 @@ def gradient_function(op):
             "tfl.stop_gradient().") from None
 
 
-def op_function(cls, name, doc, signature=None):
-    """The `tfl.` function `name` building op class cls (tfl.squeeze for Squeeze), with the constructor's signature
-    unless another is given."""
+def op_function(cls, name, doc=None, signature=None):
+    """The `tfl.` function `name` building op class cls; signature and doc default to its constructor's and class's."""
     def function(*args, **kwargs):
         return cls(*args, **kwargs)
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]  # without self
     function.__signature__ = signature or inspect.Signature(parameters)
     function.__name__ = function.__qualname__ = name
-    function.__doc__, function.__module__ = doc, cls.__module__
+    function.__doc__ = doc or cls.__doc__.split(".  ")[0].rstrip(".") + "."
+    function.__module__ = cls.__module__
     return function

@@ -1,9 +1,6 @@
-"""Ops whose values are shapes, or arrays of a run-time shape: shape, size, fill, arange.
-
-They are what ONNX models compute shapes with (Shape, Size, ConstantOfShape, Range). When the input's shape is fully
-known while the graph is built, the ONNX importer folds them into constants; these ops compute what is only known at run
-time. None of them is differentiable (integer results, or a value that does not depend on any input's value).
-"""
+"""Ops whose values are shapes, or arrays of a run-time shape: shape, size, fill, arange; runtime_slice. ONNX models
+compute shapes with them (Shape, Size, ConstantOfShape, Range, Slice) where a shape is known only at run time.
+Only runtime_slice is differentiable (the others give integers, or values that depend on no input's value)."""
 import math
 
 import numpy as np
@@ -11,7 +8,8 @@ import numpy as np
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
 from ..nodes import Constant, Operation
-from .registry import not_differentiable, op_function
+from .broadcasting import ShapedLike
+from .registry import not_differentiable, op_function, register_gradient
 from .shape_ops import MAX_RANK, known_entries
 
 
@@ -36,8 +34,7 @@ class Shape(Operation):
         return np.dtype(np.int64)
 
 
-shape = op_function(Shape, "shape",
-                     "The run-time shape of x as an int64 vector (optionally only the dims [start:end]).")
+shape = op_function(Shape, "shape")
 
 
 class Size(Operation):
@@ -137,3 +134,77 @@ def arange(start, limit, delta=1, name=None):
 
 
 not_differentiable(Shape, Size, Fill, Arange)
+
+
+def slice_key(rank, axes, steps, starts, ends):
+    """The slice tuple of x[start_i:end_i:step_i] along axes[i] for an input of this rank and these run-time bounds."""
+    starts, ends = np.asarray(starts).reshape(-1), np.asarray(ends).reshape(-1)
+    if starts.dtype.kind not in "iu" or ends.dtype.kind not in "iu" or not len(starts) == len(ends) == len(axes):
+        raise ValueError(f"the bounds must be {len(axes)} integers each, got starts {starts.tolist()} and "
+                         f"ends {ends.tolist()}")
+    key = [slice(None)] * rank
+    for axis, start, end, step in zip(axes, starts.tolist(), ends.tolist(), steps):
+        key[axis % rank] = slice(start, end, step)
+    return tuple(key)
+
+
+class RuntimeSlice(Operation):
+    """x[start_i:end_i:step_i] along axes[i], start and end int vectors read at run time (ONNX Slice with bounds the
+    graph computes: a Loop's iteration number, a length of an unknown dimension); bounds clamp as Python's do.
+    Gradient: g put back where the slice came from, in zeros of x's shape (RuntimeSliceGrad)."""
+
+    def __init__(self, x, starts, ends, axes, steps=None, name=None):
+        check = Arguments(self, name, x, starts, ends)
+        bounds_shape = getattr(starts, "shape", None)
+        count = bounds_shape[0] if bounds_shape is not None and len(bounds_shape) == 1 else None
+        axes = tuple(check.integer("axes", a) for a in axes)
+        steps = (1,) * len(axes) if steps is None else tuple(check.integer("steps", s) for s in steps)
+        if len(steps) != len(axes) or (count is not None and count != len(axes)):
+            check.fail("axes", axes, f"do not match the {len(steps)} steps and {count} bounds",
+                       "pass one axis, one step and one start and end per sliced axis")
+        if 0 in steps:
+            check.fail("steps", steps, "holds a 0", "slice with steps other than 0")
+        rank = rank_of(x)
+        if rank is not None and (any(not -rank <= a < rank for a in axes) or
+                                 len({a % rank for a in axes}) != len(axes)):
+            check.fail("axes", axes, f"are out of range or repeated for an input of rank {rank}",
+                       f"pass distinct axes in [-{rank}, {rank})")
+        self.axes, self.steps = axes, steps
+        super().__init__(x, starts, ends, name=name)
+
+    def compute(self, x, starts, ends):
+        return x[slice_key(x.ndim, self.axes, self.steps, starts, ends)]
+
+    def infer_shape(self, x_shape, starts_shape, ends_shape):
+        if x_shape is None:
+            return None
+        sliced = {a % len(x_shape) for a in self.axes}  # their sizes depend on the run-time bounds
+        return tuple(None if i in sliced else d for i, d in enumerate(x_shape))
+
+    def infer_dtype(self, x, starts, ends):
+        return x
+
+
+class RuntimeSliceGrad(ShapedLike):
+    """Zeros of x's shape with g written at x[start:end:step] (the adjoint of RuntimeSlice, its axes and steps)."""
+
+    def __init__(self, grad, x, starts, ends, axes, steps, name=None):
+        self.axes, self.steps = axes, steps
+        super().__init__(grad, x, starts, ends, name=name)
+
+    def compute(self, grad, x, starts, ends):
+        out = np.zeros(np.shape(x), grad.dtype)
+        out[slice_key(np.ndim(x), self.axes, self.steps, starts, ends)] = grad
+        return out
+
+    def infer_shape(self, grad_shape, x_shape, starts_shape, ends_shape):
+        if grad_shape is not None and x_shape is not None and len(grad_shape) != len(x_shape):
+            raise ShapeError(f"the gradient of a slice of shape {x_shape} has rank {len(x_shape)}, got {grad_shape}")
+        return x_shape
+
+
+runtime_slice = op_function(RuntimeSlice, "runtime_slice", "x[start:end:step] along `axes`, starts and ends int vectors"
+                                                           " read at run time (Python clamping).")
+register_gradient(RuntimeSlice)(lambda op, grad: [RuntimeSliceGrad(grad, *op.inputs, op.axes, op.steps), None, None])
+register_gradient(RuntimeSliceGrad)(lambda op, grad: [RuntimeSlice(grad, *op.inputs[2:], op.axes, op.steps), None, None,
+                                                      None])

@@ -5,15 +5,24 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
-from ..nodes import Node, Operation, as_node
+from ..nodes import Constant, Node, Operation, as_node
 from ..shapes import broadcast_shapes
-from .array_ops import Reshape, ReshapeLike, _node_list, axis_size, checks, concat, get_item, identity
+from .array_ops import Reshape, ReshapeLike, _node_list, axis_size, checks, concat, get_item, identity, reshaped
 from .broadcasting import ShapedLike, SumToShapeOf
 from .registry import op_function, register_gradient
 
 
-class Squeeze(Operation):
-    """x without the size-1 axes `axis` (every size-1 axis when None).  Gradient: g reshaped back."""
+class Reshaping(Operation):
+    """A reshape whose new shape follows from the input's (squeeze, unsqueeze, flatten).  Gradient: g reshaped back."""
+
+    abstract = True
+
+    def compute(self, x):
+        return np.reshape(x, self.infer_shape(x.shape))
+
+
+class Squeeze(Reshaping):
+    """x without the size-1 axes `axis` (every size-1 axis when None)."""
 
     def __init__(self, x, axis=None, name=None):
         check = Arguments(self, name, x)
@@ -29,19 +38,15 @@ class Squeeze(Operation):
                 check.fail("axis", axis, f"names axis {a} of size {shape[a]}", "squeeze only axes of size 1")
         super().__init__(x, name=name)
 
-    def compute(self, x):
-        return np.squeeze(x, self.axis)
-
     def infer_shape(self, x_shape):
         return tuple(d for i, d in enumerate(x_shape) if i not in self.axis)
 
 
-squeeze = op_function(Squeeze, "squeeze",
-                       "x without size-1 axes: those in `axis` (an int or a tuple), or all of them when None.")
+squeeze = op_function(Squeeze, "squeeze")
 
 
-class Unsqueeze(Operation):
-    """x with new size-1 axes at positions `axis` of the result.  Gradient: g reshaped back."""
+class Unsqueeze(Reshaping):
+    """x with new size-1 axes at positions `axis` of the result."""
 
     def __init__(self, x, axis, name=None):
         rank = rank_of(x)
@@ -49,20 +54,16 @@ class Unsqueeze(Operation):
         self.axis = Arguments(self, name, x).axes("axis", axis, None if rank is None else rank + count)
         super().__init__(x, name=name)
 
-    def compute(self, x):
-        return np.expand_dims(x, self.axis)
-
     def infer_shape(self, x_shape):
         dims = iter(x_shape)
         return tuple(1 if i in self.axis else next(dims) for i in range(len(x_shape) + len(self.axis)))
 
 
-unsqueeze = op_function(Unsqueeze, "unsqueeze",
-                         "x with a new size-1 axis at `axis` (an int, or a tuple of positions in the result).")
+unsqueeze = op_function(Unsqueeze, "unsqueeze")
 
 
-class Flatten(Operation):
-    """x with the axes start_axis..end_axis (inclusive) merged into one.  Gradient: g reshaped back."""
+class Flatten(Reshaping):
+    """x with the axes start_axis..end_axis (inclusive) merged into one."""
 
     def __init__(self, x, start_axis=0, end_axis=-1, name=None):
         check = Arguments(self, name, x)
@@ -77,33 +78,20 @@ class Flatten(Operation):
                        "pass an end axis at or after the start axis")
         super().__init__(x, name=name)
 
-    def _merged(self, shape):
-        shape = tuple(shape) or (1,)
+    def infer_shape(self, x_shape):
+        shape = tuple(x_shape) or (1,)
         merged = shape[self.start_axis:self.end_axis + 1]
         size = None if None in merged else math.prod(merged)
         return shape[:self.start_axis] + (size,) + shape[self.end_axis + 1:]
 
-    def compute(self, x):
-        return np.reshape(x, self._merged(x.shape))
 
-    def infer_shape(self, x_shape):
-        return self._merged(x_shape)
-
-
-flatten = op_function(Flatten, "flatten",
-                       "x with axes start_axis..end_axis merged into one (torch.flatten); all axes by default.")
-
-
-@register_gradient(Squeeze)
-@register_gradient(Unsqueeze)
-@register_gradient(Flatten)
-def _reshaping_grad(op, grad):
-    return [ReshapeLike(grad, op.inputs[0])]
+flatten = op_function(Flatten, "flatten")
+for _reshaping in (Squeeze, Unsqueeze, Flatten):
+    register_gradient(_reshaping)(lambda op, grad: [ReshapeLike(grad, op.inputs[0])])
 
 
 class BroadcastTo(Operation):
-    """x broadcast against `shape` (both ways, as ONNX Expand: a 1 in shape keeps x's size).  Gradient: g summed back to
-    x's shape."""
+    """x broadcast against `shape` both ways (ONNX Expand: 1 keeps x's size).  Gradient: g summed back to x's shape."""
 
     def __init__(self, x, shape, name=None):
         check = Arguments(self, name, x)
@@ -142,16 +130,12 @@ def broadcast_to(x, shape, name=None):
 
 register_gradient(BroadcastTo)(lambda op, grad: [SumToShapeOf(grad, op.inputs[0])])
 
-
 MAX_RANK = 64  # numpy's most dimensions
 
 
 def known_entries(node):
-    """The entries of an int vector (or scalar) node as far as they are known when the graph is built: a list of ints
-    and None (unknown), or None when not even the length is known.  Follows what shape arithmetic is made of (ONNX
-    exporters write x.view(n, 3, 2) as Shape -> Gather -> Unsqueeze -> Concat): constants, shapes of nodes, picking
-    entries, concat, casts and reshapes."""
-    from ..nodes import Constant
+    """The entries of an int vector (or scalar) node known when the graph is built: ints and None, or None when not
+    even the length is known. Follows shape arithmetic (x.view(n, 3, 2) in ONNX: Shape, Gather, Unsqueeze, Concat)."""
     if not isinstance(node, Node) or node.shape is None or len(node.shape) > 1 or None in node.shape:
         return None
     if node.shape and node.shape[0] > MAX_RANK and not isinstance(node, Constant):
@@ -192,9 +176,8 @@ class ToRuntimeShape(Operation):
 
 
 class ReshapeTo(ToRuntimeShape):
-    """x reshaped to the shape held by the int vector node `dims`, known only at run time (ONNX Reshape).  One -1 is
-    inferred; a 0 copies x's size at that position unless `allowzero` (then it means 0). Gradient: g reshaped back to
-    x's shape."""
+    """x reshaped to the run-time shape in `dims` (ONNX Reshape: one -1 inferred; 0 copies x's size unless `allowzero`).
+    Gradient: g reshaped back."""
 
     def __init__(self, x, dims, allowzero=True, name=None):
         self.allowzero = Arguments(self, name, x, dims).flag("allowzero", allowzero)
@@ -216,18 +199,11 @@ class ReshapeTo(ToRuntimeShape):
             return None
         if x_shape is None and not self.allowzero and 0 in self.known:
             return (None,) * len(self.known)
-        target = self.target(x_shape, self.known)
-        if -1 not in target:
-            return target
-        rest = [d for d in target if d != -1]
-        if x_shape is None or None in x_shape or None in rest or 0 in rest:
-            return tuple(None if d == -1 else d for d in target)
-        return tuple(math.prod(x_shape) // math.prod(rest) if d == -1 else d for d in target)
+        return reshaped(x_shape, self.target(x_shape, self.known))
 
 
 class ExpandTo(ToRuntimeShape):
-    """x broadcast against the shape held by the int vector node `dims`, known only at run time (ONNX Expand).
-    Gradient: g summed back to x's shape."""
+    """x broadcast against the run-time shape in `dims` (ONNX Expand).  Gradient: g summed back to x's shape."""
 
     def compute(self, x, dims):
         return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(int(d) for d in dims)))
@@ -241,8 +217,7 @@ register_gradient(ExpandTo)(lambda op, grad: [SumToShapeOf(grad, op.inputs[0]), 
 
 
 class Tile(Operation):
-    """x repeated `reps[i]` times along axis i (np.tile: a longer reps adds leading axes).  Gradient: g cut into its
-    tiles, summed."""
+    """x repeated `reps[i]` times along axis i (np.tile: a longer reps adds axes).  Gradient: g's tiles summed."""
 
     def __init__(self, x, reps, name=None):
         check = Arguments(self, name, x)
@@ -327,8 +302,7 @@ def flip(x, axis, name=None):
 
 
 def roll(x, shift, axis=None, name=None):
-    """x shifted by `shift` places along `axis` (ints or tuples of them), what leaves one end entering at the other
-    (torch.roll, np.roll); without an axis, over the flattened x."""
+    """x shifted cyclically by `shift` places along `axis` (ints or tuples; np.roll: none means the flattened x)."""
     x = as_node(x)
     check = checks("roll", name, x)
     if axis is None:

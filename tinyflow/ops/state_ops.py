@@ -1,8 +1,7 @@
 """Ops that change Variables (assign, assign_add, assign_sub) and group, which bundles ops into one.
 
-State-changing ops are `stateful`: the Session runs them after every pure op of the same run, so all reads of a Variable
-in one run see its value from before the update (what an optimizer step needs).
-"""
+They are `stateful`: the Session runs them after every pure op of the same run, so every read of a Variable in one run
+sees its value from before the update (what an optimizer step needs)."""
 import numpy as np
 
 from ..arguments import Arguments
@@ -73,9 +72,6 @@ assign_sub = op_function(AssignSub, "assign_sub", "An op that subtracts value fr
 
 class Group(Operation):
     """Runs all its inputs; has no value (sess.run returns None for it). Train ops are groups."""
-
-    def __init__(self, *ops, name=None):
-        super().__init__(*ops, name=name)
 
     def compute(self, *values):
         return None

@@ -5,7 +5,7 @@ import numpy as np
 from ... import ops
 from ...nodes import Constant
 from ...ops import runtime_shapes
-from ...ops.runtime_slice import RuntimeSlice
+from ...ops.runtime_shapes import RuntimeSlice
 from ...ops.linalg import Einsum
 from ...ops.shape_ops import ReshapeTo
 from ...errors import OnnxExportError
