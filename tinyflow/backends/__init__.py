@@ -12,6 +12,12 @@ from .opencl_backend import OpenCLBackend
 _BACKENDS = {"c": CBackend, "opencl": OpenCLBackend, "numpy": NumpyBackend}
 
 
+def register_backend(cls):
+    """Add a Backend subclass to the ones `get_backend` knows, under its `name` (a course's own backend)."""
+    _BACKENDS[cls.name] = cls
+    return cls
+
+
 def available():
     """Names of the backends that can run on this machine, the preferred one first."""
     return [name for name, cls in _BACKENDS.items() if cls.is_available()]
@@ -31,4 +37,4 @@ def get_backend(name=None):
     return cls(name) if base == "opencl" else cls()
 
 
-__all__ = ["available", "get_backend", "Backend", "NumpyBackend", "CBackend", "OpenCLBackend"]
+__all__ = ["available", "get_backend", "register_backend", "Backend", "NumpyBackend", "CBackend", "OpenCLBackend"]

@@ -49,11 +49,14 @@ class FusedElementwise(Operation):
     def member_error(self, member, operands, exc):
         """An ExecutionError naming the failing member (its creation site) and the fused kernel."""
         shapes = ", ".join(str(getattr(v, "shape", ())) for v in operands)
-        summary = " -> ".join(f"{m.op_type} '{m.name}' ({m.creation_site})" for m in self.members)
         return ExecutionError(
             f"{describe(getattr(member, 'original', member))} failed inside the fused kernel '{self.name}' "
-            f"(which computes {summary}): {type(exc).__name__}: {exc}. Its inputs had shapes "
+            f"(which computes {self.member_summary()}): {type(exc).__name__}: {exc}. Its inputs had shapes "
             f"{shapes}. Run with tfl.Session(optimize=False) to run the ops one by one.")
+
+    def member_summary(self):
+        """'Add a (x.py:3) -> Sigmoid s (x.py:4)': the member ops with their creation sites."""
+        return " -> ".join(f"{m.op_type} '{m.name}' ({m.creation_site})" for m in self.members)
 
     def __repr__(self):
         return f"<FusedElementwise '{self.name}' of {len(self.members)} ops: {[m.op_type for m in self.members]}>"
