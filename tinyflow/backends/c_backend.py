@@ -226,11 +226,15 @@ def conv(backend, op, x, w, *bias):
                 _fn("tf_conv_epilogue", x)(_buf(planes), _buf(planes), 1, o, planes.shape[1], *epilogue)
         return out
     cols = _im2col(backend, x, geometry)
-    rows = _grouped_product(backend, filters, cols, op.groups)  # (O, N·P)
+    out = backend.pool.empty(shape, x.dtype)
+    in_place = n == 1 and op.groups == 1  # the product's rows (O, P) are the output's planes: written there
+    rows = matmul(backend, None, filters, cols, out.reshape(o, -1)) if in_place else \
+        _grouped_product(backend, filters, cols, op.groups)  # (O, N·P)
     backend.pool.recycle(cols)
-    out = backend.pool.empty(shape, x.dtype)  # rows' planes image-major, in the pass adding the bias
-    _fn("tf_conv_epilogue", x)(_buf(rows), _buf(out), n, o, rows.shape[1] // n, *epilogue)
-    backend.pool.recycle(rows)
+    if not in_place or op.op_type == "ConvBiasAct":  # rows' planes image-major, in the pass adding the bias
+        _fn("tf_conv_epilogue", x)(_buf(rows), _buf(out), n, o, rows.shape[1] // n, *epilogue)
+    if not in_place:
+        backend.pool.recycle(rows)
     return out
 
 
