@@ -191,17 +191,12 @@ def _grouped_product(backend, a, b, groups, transpose_a=False, transpose_b=False
     return product.reshape(-1, product.shape[-1])
 
 
-def _swap_leading(backend, y, first, second, shape):
-    """y's data read as (second, first, P), as a contiguous array of `shape` laid out as (first, second, P)."""
-    out = backend.pool.empty(shape, y.dtype)
-    np.copyto(out.reshape(first, second, -1), y.reshape(second, first, -1).transpose(1, 0, 2))
-    return out
-
-
 def _planes(backend, y):
     """(N, O, *spatial) as contiguous (O, N·P) rows: each channel's planes, image after image."""
     n, o = y.shape[:2]
-    return _swap_leading(backend, y, o, n, (o, y.size // o))
+    out = backend.pool.empty((o, y.size // o), y.dtype)
+    np.copyto(out.reshape(o, n, -1), y.reshape(n, o, -1).transpose(1, 0, 2))
+    return out
 
 
 def conv(backend, op, x, w, *bias):
