@@ -191,42 +191,51 @@ def _grouped_product(backend, a, b, groups, transpose_a=False, transpose_b=False
     return product.reshape(-1, product.shape[-1])
 
 
-def _swap_leading(backend, y, first, second, shape):
-    """y's data read as (second, first, P), as a contiguous array of `shape` laid out as (first, second, P)."""
-    out = backend.pool.empty(shape, y.dtype)
-    np.copyto(out.reshape(first, second, -1), y.reshape(second, first, -1).transpose(1, 0, 2))
-    return out
-
-
 def _planes(backend, y):
     """(N, O, *spatial) as contiguous (O, N·P) rows: each channel's planes, image after image."""
     n, o = y.shape[:2]
-    return _swap_leading(backend, y, o, n, (o, y.size // o))
+    out = backend.pool.empty((o, y.size // o), y.dtype)
+    np.copyto(out.reshape(o, n, -1), y.reshape(n, o, -1).transpose(1, 0, 2))
+    return out
 
 
-def conv(backend, op, x, w):
+def conv(backend, op, x, w, *bias):
     """Convolution: direct kernels for depthwise and pointwise (1x1) filters, else tap-major im2col then one matrix
-    product per group, whose rows are the output planes."""
+    product per group, whose rows are the output planes. A ConvBiasAct's bias and clipping are applied in the same
+    loops, while each plane is in cache."""
     geometry = conv_geometry(op, x.shape, w.shape)
     n, o = x.shape[0], w.shape[0]
     shape, filters = pooled_shape((n, o) + x.shape[2:], geometry), w.reshape(o, -1)
+    epilogue = (_buf(bias[0]) if bias else native.ffi.NULL, *getattr(op, "bounds", (-math.inf, math.inf)))
     if op.groups == x.shape[1] and w.shape[1] == 1:
         # depthwise (MobileNet): per channel a (1 x taps) by (taps x pixels) product, nothing for a GEMM to block
         out = backend.pool.empty(shape, x.dtype)
-        _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), o // op.groups, *geometry)
+        _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), o // op.groups, *geometry, *epilogue)
         return out
     if op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]:
         # pointwise: each image's (C, H·W) data already is im2col's matrix, and the product is the output's layout
         out = backend.pool.empty(shape, x.dtype)
         for image, planes in zip(x.reshape(n, x.shape[1], -1), out.reshape(n, o, -1)):
             matmul(backend, None, filters, image, planes)
+            if op.op_type == "ConvBiasAct":
+                _fn("tf_conv_epilogue", x)(_buf(planes), _buf(planes), 1, o, planes.shape[1], *epilogue)
         return out
     cols = _im2col(backend, x, geometry)
-    rows = _grouped_product(backend, filters, cols, op.groups)  # (O, N·P)
+    out = backend.pool.empty(shape, x.dtype)
+    in_place = n == 1 and op.groups == 1  # the product's rows (O, P) are the output's planes: written there
+    rows = matmul(backend, None, filters, cols, out.reshape(o, -1)) if in_place else \
+        _grouped_product(backend, filters, cols, op.groups)  # (O, N·P)
     backend.pool.recycle(cols)
-    out = _swap_leading(backend, rows, n, o, shape)
-    backend.pool.recycle(rows)
+    if not in_place or op.op_type == "ConvBiasAct":  # rows' planes image-major, in the pass adding the bias
+        _fn("tf_conv_epilogue", x)(_buf(rows), _buf(out), n, o, rows.shape[1] // n, *epilogue)
+    if not in_place:
+        backend.pool.recycle(rows)
     return out
+
+
+def fits_conv_bias(op, x, w, *bias):
+    """A convolution's input and filter fit, and its bias (if any) has one value per output channel."""
+    return fits_conv(op, x, w) and all(b.size == w.shape[0] for b in bias)
 
 
 def conv_back_input(backend, op, g, w, x=None):
@@ -339,7 +348,8 @@ KERNELS = {
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit, small=False),
     "GatherGrad": Kernel(scatter_add, floats=(0,), accepts=integer_indices),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
-    "Conv": Kernel(conv, accepts=fits_conv), "ConvBackInput": Kernel(conv_back_input, accepts=fits_conv),
+    "Conv": Kernel(conv, accepts=fits_conv), "ConvBiasAct": Kernel(conv, accepts=fits_conv_bias),
+    "ConvBackInput": Kernel(conv_back_input, accepts=fits_conv),
     "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_conv),
     "ConvTranspose": Kernel(conv_back_input, accepts=fits_conv),
     **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},

@@ -191,7 +191,8 @@ def fits_pool(op, x, *other):
 
 
 # op type -> positions of (convolution input, filter, output gradient) among the op's inputs
-CONV_ROLES = {"Conv": (0, 1, None), "ConvBackInput": (2, 1, 0), "ConvBackFilter": (0, 2, 1)}
+CONV_ROLES = {"Conv": (0, 1, None), "ConvBiasAct": (0, 1, None), "ConvBackInput": (2, 1, 0),
+              "ConvBackFilter": (0, 2, 1)}
 
 
 def fits_conv(op, *arrays):

@@ -1,0 +1,111 @@
+"""Convolution epilogues: Conv → bias Add → Relu / Clip runs as one ConvBiasAct, computing what the three ops compute."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tinyflow as tfl
+from tinyflow.backends.c_backend import fits_conv_bias
+from tinyflow.ops.conv import Conv
+
+from helpers import assert_close, op_types, run_both
+
+pytestmark = pytest.mark.usefixtures("backend")  # kernels: run once per available backend
+
+RNG = np.random.default_rng(0)
+# (input channels, output channels, kernel, stride, groups): odd channels, stride 2, groups, depthwise (with a
+# channel multiplier too), pointwise 1x1 and a strided 1x1 (which goes through im2col)
+SHAPES = [(3, 5, 3, 1, 1), (4, 6, 3, 2, 2), (5, 5, 3, 1, 5), (3, 6, 3, 2, 3), (5, 7, 1, 1, 1), (7, 5, 1, 2, 1)]
+EPILOGUES = [("bias", None), ("bias", "relu"), ("bias", "relu6"), (None, "relu"), (None, "relu6")]
+
+
+def computing(plan):
+    """The op types a plan runs, less its leaves and the bias's reshape (a view)."""
+    return [t for t in op_types(plan) if t not in ("Variable", "Constant", "Reshape")]
+
+
+def conv_chain(x, channels, out, kernel, stride, groups, bias, act, dtype):
+    w = tfl.Constant(RNG.standard_normal((out, channels // groups, kernel, kernel)).astype(dtype))
+    y = Conv(x, w, stride, kernel // 2, 1, groups)
+    if bias:
+        y = y + tfl.reshape(tfl.Variable(RNG.standard_normal(out).astype(dtype)), (1, -1, 1, 1))
+    return {None: y, "relu": tfl.relu(y) if act == "relu" else None, "relu6": tfl.clip(y, 0.0, 6.0)}[act]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("bias, act", EPILOGUES)
+def test_conv_bias_and_activation_run_as_one_op_with_the_values_of_the_three(backend, dtype, batch, shape, bias, act):
+    x = tfl.Placeholder((None, shape[0], 9, 7), dtype, name="x")
+    y = conv_chain(x, *shape, bias, act, dtype)
+    feed = {x: (3 * RNG.standard_normal((batch, shape[0], 9, 7))).astype(dtype)}
+    ref, sess = tfl.Session(optimize=False).run(y, feed), tfl.Session()
+    out = sess.run(y, feed)
+    assert computing(sess.plan([y], {x})) == ["ConvBiasAct"]
+    if backend == "c":
+        assert sess.backend.report.kernel_ops["ConvBiasAct"] == 1  # the C kernel, not the numpy fallback
+    tight = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
+    assert_close(out, ref, **tight)
+    assert out.dtype == dtype and (act is None or out.min() >= 0) and (act != "relu6" or out.max() <= 6)
+
+
+def test_an_intermediate_that_is_fetched_or_read_elsewhere_is_not_fused():
+    x = tfl.Placeholder((None, 2, 5, 5), name="x")
+    conv = Conv(x, tfl.Constant(RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)), padding=1)
+    biased = conv + tfl.Constant(RNG.standard_normal((3, 1, 1)).astype(np.float32))
+    y = tfl.clip(biased, 0.0, 6.0)
+    feed = {x: RNG.standard_normal((2, 2, 5, 5)).astype(np.float32)}
+    out, ref, plan = run_both([conv, y], feed)
+    assert "ConvBiasAct" not in op_types(plan)
+    assert_close(out, ref)
+    out, ref, plan = run_both([y, biased * 2.0], feed)  # the Clip's input has another reader: the bias alone fuses
+    assert computing(plan)[0] == "ConvBiasAct" and "Clip" in computing(plan)
+    assert_close(out, ref)
+
+
+def test_a_bias_not_per_channel_is_not_fused():
+    x = tfl.Placeholder((2, 3, 4, 4), name="x")
+    conv = Conv(x, tfl.Constant(RNG.standard_normal((3, 3, 1, 1)).astype(np.float32)))
+    y = tfl.relu(conv + tfl.Constant(RNG.standard_normal((1, 1, 4, 1)).astype(np.float32)))
+    out, ref, plan = run_both(y, {x: RNG.standard_normal((2, 3, 4, 4)).astype(np.float32)})
+    assert "Add" in str(plan.optimized.nodes) and "Relu" not in op_types(plan)  # Conv, then Add+Relu fused
+    assert_close(out, ref)
+
+
+def test_training_graph_fuses_conv_bias_relu_and_keeps_its_gradients():
+    x = tfl.Placeholder((2, 3, 6, 6), "float64", name="x")
+    conv = tfl.nn.Conv2D(3, 4, 3, padding=1, act="relu", bias_init="uniform", dtype="float64")
+    loss = tfl.reduce_sum(tfl.square(conv(x)))
+    grads = tfl.gradients(loss, [x, conv.weight, conv.bias])
+    out, ref, plan = run_both([loss] + grads, {x: RNG.standard_normal((2, 3, 6, 6))})
+    assert "ConvBiasAct" in op_types(plan)
+    assert_close(out, ref, rtol=1e-12)
+
+
+def test_c_kernel_refuses_a_bias_without_one_value_per_output_channel():
+    x = tfl.Placeholder((1, 2, 4, 4), name="x")
+    op = Conv(x, tfl.Constant(np.ones((3, 2, 1, 1), np.float32)))
+    arrays = np.ones((1, 2, 4, 4), np.float32), np.ones((3, 2, 1, 1), np.float32)
+    assert fits_conv_bias(op, *arrays, np.ones(3, np.float32))
+    assert not fits_conv_bias(op, *arrays, np.ones(2, np.float32))
+
+
+def test_imported_conv_with_bias_and_relu_runs_as_one_op():
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    model = helper.make_model(helper.make_graph(
+        nodes, "conv_relu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [_tensor("w", (4, 3, 3, 3)), _tensor("b", (4,))]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    prog = tfl.onnx.load(model)
+    y, x = prog.outputs["y"], prog.inputs["x"]
+    out, ref, plan = run_both(y, {x: RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)})
+    unfused = tfl.Session(optimize={"conv_epilogue": False}).plan([y], {x})
+    assert computing(unfused) == ["Conv", "FusedElementwise"]
+    assert computing(plan) == ["ConvBiasAct"]
+    assert_close(out, ref)
+
+
+def _tensor(name, shape):
+    return numpy_helper.from_array(RNG.standard_normal(shape).astype(np.float32), name)
