@@ -86,7 +86,7 @@ def backprop(seeds, pending, walk, trace=None):
                 ready.append(parent)
         if trace is not None:  # live structures: a copy per step would make tracing quadratic
             delivered = [(p, g) for p, g in zip(parents, grads) if p is not None]
-            trace(dict(node=node, grad=grad, received=[grad] if received is None else list(received), delivered=delivered,
-                       released=list(dict.fromkeys(p for p, _ in delivered if pending.get(p) == 0)),
+            trace(dict(node=node, grad=grad, received=[grad] if received is None else list(received),
+                       delivered=delivered, released=list(dict.fromkeys(p for p, _ in delivered if pending.get(p) == 0)),
                        pending=pending, contributions=contributions,
                        queue=([] if following is None else [following]) + list(ready)))

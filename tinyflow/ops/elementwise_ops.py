@@ -192,7 +192,8 @@ def _gradient_function(cls):
     returned = f"[{', '.join(items)}]"
     used = set(expressions.names(ast.parse(returned, mode="eval")))
     inputs = [n if n in used else "_" for n in cls.input_names]
-    source = ("def gradient(op, g):\n" + (f"    {''.join(n + ', ' for n in inputs)}= op.inputs\n" if used - {"g"} else "")
+    unpack = f"    {''.join(n + ', ' for n in inputs)}= op.inputs\n" if used - {"g"} else ""
+    source = ("def gradient(op, g):\n" + unpack
               + ("    y = op\n" if "y" in used else "")
               + "".join(f"    {a} = op.{a}\n" for a in cls.attributes if a in used) + f"    return {returned}\n")
     function = _define(source, f"gradient of {cls.op_type}", namespace)["gradient"]
