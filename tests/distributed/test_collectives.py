@@ -60,14 +60,19 @@ def test_collectives_give_the_same_correct_values_on_every_process(tmp_path, n):
     assert sorted(f'"rank": {r},' in result.stdout for r in range(n)) == [True] * n, result.stdout
 
 
-def test_a_single_process_without_a_launcher_is_a_group_of_one(tmp_path):
+def _run_alone(tmp_path, name, source):
+    """The finished process of `source` run as one plain Python process (no launcher)."""
     import subprocess
     from launching import environment
     pytest.importorskip("mpi4py", reason="needs mpi4py")
-    script = tmp_path / "single.py"
-    script.write_text(WORKER)
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
-                            env=environment(), cwd=tmp_path)
+    script = tmp_path / name
+    script.write_text(source)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env=environment(), cwd=tmp_path)
+
+
+def test_a_single_process_without_a_launcher_is_a_group_of_one(tmp_path):
+    result = _run_alone(tmp_path, "single.py", WORKER)
     assert result.returncode == 0, result.stderr
     assert '"rank": 0' in result.stdout
 
@@ -130,13 +135,7 @@ for call in (lambda: tfl.distributed.broadcast([1.0], root="a"), lambda: tfl.dis
 
 
 def test_a_root_that_is_not_a_rank_raises_distributed_error(tmp_path):
-    import subprocess
-    from launching import environment
-    pytest.importorskip("mpi4py", reason="needs mpi4py")
-    script = tmp_path / "roots.py"
-    script.write_text(ROOTS)
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
-                            env=environment(), cwd=tmp_path)
+    result = _run_alone(tmp_path, "roots.py", ROOTS)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines == [f"{what} root {root} is not a rank of this 1-process group; pass an int in 0..0"
