@@ -49,6 +49,20 @@ def test_every_fusible_op_matches(backend):
     assert_close(out, ref, rtol=2e-5, atol=1e-5)
 
 
+def test_a_chain_longer_than_one_kernel_holds_becomes_several_kernels_with_the_same_values(monkeypatch):
+    """MAX_GROUP bounds one generated kernel (its compile time): a longer chain is cut into consecutive kernels."""
+    from tinyflow.passes import fusion
+    monkeypatch.setattr(fusion, "MAX_GROUP", 4)
+    x = tfl.Placeholder((3, 5), name="x")
+    y = x
+    for i in range(10):
+        y = y * 0.5 if i % 2 else y + x
+    out, ref, plan = run_both(y, {x: RNG.standard_normal((3, 5)).astype(np.float32)})
+    sizes = [len(s.node.members) for s in plan.steps if s.node.op_type == "FusedElementwise"]
+    assert sum(sizes) == 10 and max(sizes) == 4 and len(sizes) == 3
+    assert_close(out, ref)
+
+
 # every float op of the elementwise table (and every gradient op made from it): what fusion can take
 TABLE = sorted(t for t, cls in OP_TYPES.items() if issubclass(cls, ElementwiseOp) and t in CASES
                and cls.dtype_rule(np.float32) == np.float32 and not takes_conditions(cls.expression))

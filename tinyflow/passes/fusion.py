@@ -17,7 +17,7 @@ from ..nodes import Constant, Operation
 from .ir import is_leaf, make_node
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-MAX_GROUP = 256  # ops per kernel: a longer chain becomes several kernels (each compiles in about a second)
+MAX_GROUP = 1024  # ops per kernel: a longer chain becomes several kernels (1,024 compile in 1.5-3 s, off the run)
 
 
 class FusedElementwise(Operation):
