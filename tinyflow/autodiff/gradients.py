@@ -114,8 +114,13 @@ def _call_gradient_function(op, grad, on_path):
         return [None] * len(op.inputs)
     if getattr(op, "skips_inputs_off_path", False):  # control flow builds gradients only for the inputs needed
         op.skip_input_indices = frozenset(range(len(op.inputs))) - frozenset(on_path)  # (TF's name)
-    result = fn(op, grad)
-    result = [result] if result is None or isinstance(result, Node) else list(result)
+    return one_per_input(fn(op, grad), op)
+
+
+def one_per_input(result, op):
+    """A gradient function's result as a list of one gradient per input of `op` (graph or eager), or the
+    GradientError saying why not."""
+    result = list(result) if isinstance(result, (list, tuple)) else [result]
     if len(result) != len(op.inputs):
         raise GradientError(
             f"the gradient function of {describe(op)} returned {len(result)} gradient(s) for "

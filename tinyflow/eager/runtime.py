@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import backends as _backends
 from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
-from ..errors import GradientError, ShapeError, TinyflowError
+from ..errors import GradientError, ShapeError, TinyflowError, describe
 from ..shapes import broadcast_shapes
 from ..nodes import Node, Operation, Variable
 from ..nodes.node import USER_SITES, user_site
@@ -391,11 +391,6 @@ def stale_stand_in(tensor, op, what, changed_by):
 def change_phrase(fn):
     """" (the in-place Add op at train.py:12)" for the recorded op `fn` that changed a tensor, "" for none."""
     return f" (the in-place {fn.op_type} op at {fn.creation_site})" if fn is not None else ""
-
-
-def describe(op):
-    """"Multiply (created at train.py:12)": an eager op and where the user's code made it."""
-    return op.op_type + (f" (created at {op.creation_site})" if getattr(op, "site", None) else "")
 
 
 def variable_leaf(var):

@@ -296,12 +296,7 @@ def _release(program, session):
     for node in sorted(gone, key=lambda n: n.creation_index, reverse=True):
         if node is graph.training_flag or any(c not in gone for c in node.consumers):
             gone.discard(node)  # still read by a node that stays
-    graph.nodes[:] = [n for n in graph.nodes if n not in gone]
-    for index, node in enumerate(graph.nodes):
-        node.creation_index = index  # creation order stays a topological order for the nodes built next
-        node.consumers[:] = [c for c in node.consumers if c not in gone]
-    graph.release_names(gone)
-    graph.update_ops[:] = [n for n in graph.update_ops if n not in gone]
+    graph.discard(gone)
     if session is not None:
         session.drop_plans(gone)
 

@@ -57,8 +57,11 @@ def site_text(site):
     """"file:line" of a `user_site` ("cell 5, line 3" in a notebook), or "<unknown>"."""
     if site is None:
         return "<unknown>"
-    code, offset = site
-    filename, line = code.co_filename, _line_at(code, offset)
+    return source_line(site[0].co_filename, _line_at(*site))
+
+
+def source_line(filename, line):
+    """"file:line" of the user's code for messages ("cell 5, line 3" in a notebook)."""
     cell = notebook_cell(filename)
     if cell is not None:
         return f"cell {cell}, line {line}"
