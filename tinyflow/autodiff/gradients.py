@@ -21,7 +21,8 @@ from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
 from .backprop import backprop
 
 
-def _is_float(dtype):
+def is_float(dtype):
+    """Whether values of `dtype` (None: unknown) are floating point: only those get gradients."""
     return dtype is not None and np.issubdtype(dtype, np.floating)
 
 
@@ -34,7 +35,7 @@ def _is_differentiable_value(node):
     """Whether a gradient can flow through `node`: a float value, a float stack (a loop's per-iteration values),
     or an op with several outputs one of which is a float."""
     dtypes = _output_dtypes(node) or (node.dtype, getattr(node, "stack_dtype", None))
-    return any(_is_float(d) for d in dtypes)
+    return any(is_float(d) for d in dtypes)
 
 
 def nodes_between(ys, xs, stop=frozenset()):

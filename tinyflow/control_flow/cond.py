@@ -7,13 +7,13 @@ the captures and seeded with the gradients of the outputs.
 """
 import numpy as np
 
-from ..autodiff.gradients import gradients
+from ..autodiff.gradients import gradients, is_float
 from ..errors import ShapeError, TinyflowError
 from ..graph import get_default_graph
 from ..nodes import as_node
 from ..ops.elementwise_ops import zeros_like
 from ..ops.registry import register_gradient
-from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, is_eager, is_float, merged_captures, truth,
+from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, is_eager, merged_captures, truth,
                        typeless, unaliased)
 
 
@@ -92,7 +92,7 @@ def _gradient_in(branch, indices, seeds, wrt):
 @register_gradient(Cond)
 def _cond_grad(op, grads):
     skip = getattr(op, "skip_input_indices", frozenset())
-    wrt = [c for i, c in enumerate(op.captures, 1) if is_float(c) and i not in skip]
+    wrt = [c for i, c in enumerate(op.captures, 1) if is_float(c.dtype) and i not in skip]
     seeded = [i for i, g in enumerate(grads) if g is not None]
     if not wrt or not seeded:
         return [None] * len(op.inputs)

@@ -124,10 +124,3 @@ def _python_int(tensor):
     if value.size != 1 or value.dtype.kind not in "iub":
         raise TinyflowError(f"range() takes integers; got a tensor of shape {value.shape} and dtype {value.dtype}")
     return int(value.reshape(()))
-
-
-def sequence_of(iterable):
-    """The tensor sequence a `for` loop iterates over, or None for a Python iterable."""
-    if isinstance(iterable, Sequence):
-        return iterable
-    return rows(iterable) if isinstance(iterable, Node) else None

@@ -118,17 +118,12 @@ def _freed_error(fn):
 
 def _unusual_call(gradient, fn, grad):
     """The gradients of fn when the plain call does not do: its class is not differentiable, has no gradient
-    function (the GradientError naming it), or tensors changed in place since fn was recorded (_guarded_call)."""
+    function (the GradientError naming it), or tensors changed in place since fn was recorded: then stale saved
+    inputs (and outputs, see runtime.output_of) become tainted stand-ins."""
     if gradient.__class__ is not FunctionType:
         gradient = gradient_function(fn)
         if gradient is NOT_DIFFERENTIABLE:
             return [None] * len(fn._next)
-    return _guarded_call(gradient, fn, grad)
-
-
-def _guarded_call(gradient, fn, grad):
-    """The gradient function's call when tensors changed in place since fn was recorded: stale saved
-    inputs (and outputs, see runtime.output_of) become tainted stand-ins."""
     stale = any(t._version > fn._epoch for t in fn.inputs)
     saved = fn.inputs
     if stale:  # some saved input changed in place since: hand out tainted stand-ins
