@@ -286,13 +286,9 @@ class StaticFunction:
 def _release(program, session):
     """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so that
     retracing again and again keeps memory flat."""
-    built, functions = list(program.built), [program.function]
-    while functions:  # the backward graphs eager autograd built for it (eager_call.py)
-        function = functions.pop()
-        if function is not None:
-            built += function.built
-            functions += function._derivatives or ()
-    graph, gone = program.graph, set(built)
+    graph, gone = program.graph, set(program.built)
+    if program.function is not None:  # the backward graphs eager autograd built for it (eager_call.py)
+        gone.update(program.function.all_built())
     for node in sorted(gone, key=lambda n: n.creation_index, reverse=True):
         if node is graph.training_flag or any(c not in gone for c in node.consumers):
             gone.discard(node)  # still read by a node that stays
