@@ -5,7 +5,6 @@ outputs (a tuple, read by Output nodes). Only the taken branch runs, and only th
 Gradient: d cond = cond(pred, d true branch, d false branch), each branch's gradient taken with respect to
 the captures and seeded with the gradients of the outputs.
 """
-import numpy as np
 
 from ..autodiff.gradients import gradients, is_float
 from ..errors import ShapeError, TinyflowError
@@ -73,7 +72,7 @@ def cond(pred, true_fn, false_fn, name=None):
     Both take no arguments and return a node or a list/tuple of nodes of matching dtypes (the structure returned).
     """
     if is_eager(pred):  # eager mode: Python decides, and autograd records the branch that ran
-        return true_fn() if bool(np.asarray(pred)) else false_fn()
+        return true_fn() if pred else false_fn()  # (Tensor.__bool__ says why a tensor of several values fails)
     with get_default_graph().name_scope(name or "cond"):
         true_branch = Subgraph.trace(true_fn, scope="true")
         false_branch = Subgraph.trace(false_fn, scope="false")

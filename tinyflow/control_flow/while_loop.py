@@ -173,7 +173,7 @@ def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
     if any(is_eager(v) for v in loop_vars):  # a Python loop (constants among the loop variables become Tensors)
         values = [v if is_eager(v) else Operation.eager.Tensor(v.value) for v in loop_vars]
         steps = 0
-        while (maximum_iterations is None or steps < maximum_iterations) and bool(np.asarray(cond_fn(*values))):
+        while (maximum_iterations is None or steps < maximum_iterations) and cond_fn(*values):
             out = body_fn(*values)
             values = list(out) if isinstance(out, (list, tuple)) else [out]
             steps += 1

@@ -23,6 +23,7 @@ import types
 import numpy as np
 
 from ..eager import Tensor, tensor
+from ..eager.inplace import ARITHMETIC
 from ..nodes import Constant, Node, as_node
 from ..nodes.node import default_dtype_for, source_line
 from ..ops import elementwise_ops, identity
@@ -32,7 +33,7 @@ from .dispatch import convert_for, convert_ifelse, convert_ifexp, convert_while 
 from .values import Undefined, as_bool, return_value, returned, symbolic  # noqa: F401
 from ..errors import ConversionError
 from .escapes import HELPER, Lowering, ast_name, helper_call, walk_here
-from .inplace_tracing import OPS, assigns_into, inplace  # noqa: F401
+from .inplace_tracing import assigns_into, inplace  # noqa: F401
 from .tensor_lists import convert_subscript, tensor_aware  # noqa: F401 - convert_subscript for the converted code
 
 _CACHE = {}          # code object -> factory of the converted function (or None: leave it unconverted)
@@ -259,7 +260,7 @@ class _Rewriter(ast.NodeTransformer):
     def visit_AugAssign(self, node):
         """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace_tracing)."""
         target = node.target
-        if type(node.op).__name__ not in OPS or not (isinstance(target, ast.Name) or _simple(target)):
+        if type(node.op).__name__ not in ARITHMETIC or not (isinstance(target, ast.Name) or _simple(target)):
             self.generic_visit(node)
             return node
         load = copy.deepcopy(target)
