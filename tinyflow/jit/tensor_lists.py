@@ -59,15 +59,15 @@ def collected(values):
 
 def stack_collected(loop_op, values, appended):
     """Append to `values` the Stacked rows of `appended`, the (Guarded) node of the loop's body that it collects."""
-    def rows(node):
+    def per_iteration(node):
         stack_ = loop_op.output(loop_op.stack_index(loop_op.record(node)), name="collected")
         return StackToTensor(stack_, node.shape, node.dtype, name="stacked")
     if isinstance(appended, Guarded):
-        every, valid = rows(appended.value), cast(rows(appended.valid), "int64")
+        every, valid = per_iteration(appended.value), cast(per_iteration(appended.valid), "int64")
         complete = equal(reduce_sum(valid), Length(valid))  # no break skipped the last iteration's append
         values.append(Stacked(cond(complete, lambda: every, lambda: every[:-1])))
     else:
-        values.append(Stacked(rows(appended)))
+        values.append(Stacked(per_iteration(appended)))
 
 
 def as_tensor(values):
