@@ -10,9 +10,10 @@ from ..autodiff.gradients import gradients, is_float
 from ..errors import ShapeError, TinyflowError
 from ..graph import get_default_graph
 from ..nodes import as_node
+from ..nodes.node import is_eager
 from ..ops.elementwise_ops import zeros_like
 from ..ops.registry import register_gradient
-from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, is_eager, merged_captures, truth,
+from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, merged_captures, truth,
                        typeless, unaliased)
 
 

@@ -14,11 +14,11 @@ import numpy as np
 
 from ..errors import ShapeError, TinyflowError
 from ..nodes import Node, Operation, as_node
+from ..nodes.node import is_eager
 from ..ops.array_ops import checks
 from ..ops.elementwise_ops import cast, greater, less, where
 from ..ops.indexing import gather
 from ..ops.registry import not_differentiable
-from .subgraph import is_eager
 
 
 class Length(Operation):

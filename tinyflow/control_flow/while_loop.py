@@ -28,12 +28,13 @@ from ..autodiff.gradients import gradients, is_float
 from ..errors import ShapeError, TinyflowError
 from ..graph import get_default_graph
 from ..nodes import Operation, Placeholder, as_node
+from ..nodes.node import is_eager
 from ..ops.array_ops import checks
 from ..ops.elementwise_ops import cast, greater, zeros_like
 from ..ops.registry import register_gradient
 from ..shapes import is_fully_known, shapes_compatible
 from .stacks import StackInput, StackPop, StackPush, StackValue
-from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, is_eager, merged_captures, owner, saving,
+from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, merged_captures, owner, saving,
                        truth, typeless, unaliased)
 
 Recorded = namedtuple("Recorded", "node stack push")  # a body node, the stack input it is pushed on, the push

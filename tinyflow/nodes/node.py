@@ -166,12 +166,17 @@ class Newest:
     of = None
 
 
+def is_eager(value):
+    """An eager Tensor or op: it computes at once and belongs to no graph (tinyflow/eager)."""
+    return getattr(value, "graph", False) is None
+
+
 def as_node(value, like=None):
     """`value` if it is a Node, else a Constant of it: a Python number takes the dtype of `like` (the other
     operand), so `x * 2.0` stays float32 when x is float32."""
     if isinstance(value, Node):
         return value if Newest.of is None else Newest.of(value)
-    if getattr(value, "graph", False) is None:  # an eager Tensor
+    if is_eager(value):
         if like is None or like.graph is None:
             return value
         if value.requires_grad:  # as a constant it would lose its gradient without a word
