@@ -136,12 +136,19 @@ class Graph:
 
     def discard_nodes_from(self, index):
         """Forget the nodes created at position `index` and later (what a failed import built), and their names."""
-        discarded = set(self.nodes[index:])
-        readers = {inp for node in discarded for inp in node.inputs if inp not in discarded}
-        for node in readers:
-            node.consumers[:] = [c for c in node.consumers if c not in discarded]
-        del self.nodes[index:]
-        self.release_names(discarded)
+        self.discard(self.nodes[index:])
+
+    def discard(self, nodes):
+        """Take `nodes`, which no node left reads, out of the graph and free their names (a dropped to_static
+        program's); the others keep their creation order."""
+        gone = set(nodes)
+        for reader in {inp for node in gone for inp in node.inputs} - gone:
+            reader.consumers[:] = [c for c in reader.consumers if c not in gone]
+        self.nodes[:] = [n for n in self.nodes if n not in gone]
+        for index, node in enumerate(self.nodes):
+            node.creation_index = index  # still a topological order for the nodes built next
+        self.update_ops[:] = [n for n in self.update_ops if n not in gone]
+        self.release_names(gone)
 
     def release_names(self, nodes):
         """Free the names of nodes taken out of the graph, and the scopes only they used, for new nodes to take."""

@@ -157,3 +157,15 @@ def test_range_of_non_integers_or_a_zero_step_raises_argument_error():
         with pytest.raises(tfl.ArgumentError, match="range: step=0 is zero"):
             tfl.range(0, stop, 0)
     assert list(tfl.range(np.int64(2), 8, 3)) == [2, 5]
+
+
+def test_cond_and_while_loop_on_an_eager_condition_of_several_values_say_to_reduce_it():
+    """Eager tfl.cond / tfl.while_loop decide in Python; a condition tensor of several values raises tinyflow's error
+    (naming tfl.any / tfl.all), not numpy's raw ValueError; one value decides as in Python."""
+    x = tfl.tensor([1.0, -1.0])
+    with pytest.raises(TinyflowError, match="tfl.any"):
+        tfl.cond(x > 0, lambda: x, lambda: -x)
+    with pytest.raises(TinyflowError, match="tfl.any"):
+        tfl.while_loop(lambda v: v > 0, lambda v: v - 1.0, [x])
+    assert tfl.cond(tfl.tensor(True), lambda: x, lambda: -x) is x
+    assert float(tfl.while_loop(lambda v: v > 0, lambda v: v - 1.0, tfl.tensor(2.5))) == -0.5

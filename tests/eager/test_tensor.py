@@ -1,4 +1,6 @@
 """Tensors: creation, values, every public op computing at once on the active backend, readable errors."""
+import re
+
 import numpy as np
 import pytest
 
@@ -103,3 +105,15 @@ def test_set_backend_chooses_where_eager_ops_run():
     assert backend.name == "numpy" and tfl.eager.get_backend() is backend
     with pytest.raises(tfl.BackendError):
         tfl.eager.set_backend("nonsense")
+
+
+def test_a_tensor_that_is_not_one_integer_used_as_an_int_raises_an_argument_error_naming_it():
+    """list[t], range(t), tfl.range(t) and len(scalar) raise tinyflow's ArgumentError (still a TypeError, as Python's
+    protocols expect), naming the tensor's shape and dtype; a tensor of one integer works as an int."""
+    for bad in (tfl.tensor([1, 2]), tfl.tensor(1.5)):
+        for use in (lambda t: [0, 1, 2][t], range, tfl.range):
+            with pytest.raises(tfl.ArgumentError, match=re.escape(f"shape {bad.shape} and dtype {bad.dtype}")):
+                use(bad)
+    with pytest.raises(tfl.ArgumentError, match="0-d tensor"):
+        len(tfl.tensor(1.0))
+    assert list(tfl.range(tfl.tensor(3))) == [0, 1, 2] and [5, 6, 7][tfl.tensor([1])] == 6

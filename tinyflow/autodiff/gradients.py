@@ -21,7 +21,8 @@ from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
 from .backprop import backprop
 
 
-def _is_float(dtype):
+def is_float(dtype):
+    """Whether values of `dtype` (None: unknown) are floating point: only those get gradients."""
     return dtype is not None and np.issubdtype(dtype, np.floating)
 
 
@@ -34,7 +35,7 @@ def _is_differentiable_value(node):
     """Whether a gradient can flow through `node`: a float value, a float stack (a loop's per-iteration values),
     or an op with several outputs one of which is a float."""
     dtypes = _output_dtypes(node) or (node.dtype, getattr(node, "stack_dtype", None))
-    return any(_is_float(d) for d in dtypes)
+    return any(is_float(d) for d in dtypes)
 
 
 def nodes_between(ys, xs, stop=frozenset()):
@@ -114,8 +115,13 @@ def _call_gradient_function(op, grad, on_path):
         return [None] * len(op.inputs)
     if getattr(op, "skips_inputs_off_path", False):  # control flow builds gradients only for the inputs needed
         op.skip_input_indices = frozenset(range(len(op.inputs))) - frozenset(on_path)  # (TF's name)
-    result = fn(op, grad)
-    result = [result] if result is None or isinstance(result, Node) else list(result)
+    return one_per_input(fn(op, grad), op)
+
+
+def one_per_input(result, op):
+    """A gradient function's result as a list of one gradient per input of `op` (graph or eager), or the
+    GradientError saying why not."""
+    result = list(result) if isinstance(result, (list, tuple)) else [result]
     if len(result) != len(op.inputs):
         raise GradientError(
             f"the gradient function of {describe(op)} returned {len(result)} gradient(s) for "

@@ -5,15 +5,15 @@ outputs (a tuple, read by Output nodes). Only the taken branch runs, and only th
 Gradient: d cond = cond(pred, d true branch, d false branch), each branch's gradient taken with respect to
 the captures and seeded with the gradients of the outputs.
 """
-import numpy as np
 
-from ..autodiff.gradients import gradients
+from ..autodiff.gradients import gradients, is_float
 from ..errors import ShapeError, TinyflowError
 from ..graph import get_default_graph
 from ..nodes import as_node
+from ..nodes.node import is_eager
 from ..ops.elementwise_ops import zeros_like
 from ..ops.registry import register_gradient
-from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, is_eager, is_float, merged_captures, truth,
+from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, merged_captures, truth,
                        typeless, unaliased)
 
 
@@ -73,7 +73,7 @@ def cond(pred, true_fn, false_fn, name=None):
     Both take no arguments and return a node or a list/tuple of nodes of matching dtypes (the structure returned).
     """
     if is_eager(pred):  # eager mode: Python decides, and autograd records the branch that ran
-        return true_fn() if bool(np.asarray(pred)) else false_fn()
+        return true_fn() if pred else false_fn()  # (Tensor.__bool__ says why a tensor of several values fails)
     with get_default_graph().name_scope(name or "cond"):
         true_branch = Subgraph.trace(true_fn, scope="true")
         false_branch = Subgraph.trace(false_fn, scope="false")
@@ -92,7 +92,7 @@ def _gradient_in(branch, indices, seeds, wrt):
 @register_gradient(Cond)
 def _cond_grad(op, grads):
     skip = getattr(op, "skip_input_indices", frozenset())
-    wrt = [c for i, c in enumerate(op.captures, 1) if is_float(c) and i not in skip]
+    wrt = [c for i, c in enumerate(op.captures, 1) if is_float(c.dtype) and i not in skip]
     seeded = [i for i, g in enumerate(grads) if g is not None]
     if not wrt or not seeded:
         return [None] * len(op.inputs)

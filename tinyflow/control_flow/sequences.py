@@ -8,16 +8,17 @@ A sequence answers, for position k (an int64 scalar node), `valid(k)` (is k insi
 element there); to_static turns such a `for` into a while_loop over k (tinyflow/jit/dispatch.py).
 """
 import builtins
+import operator
 
 import numpy as np
 
 from ..errors import ShapeError, TinyflowError
 from ..nodes import Node, Operation, as_node
+from ..nodes.node import is_eager
 from ..ops.array_ops import checks
 from ..ops.elementwise_ops import cast, greater, less, where
 from ..ops.indexing import gather
 from ..ops.registry import not_differentiable
-from .subgraph import is_eager
 
 
 class Length(Operation):
@@ -109,25 +110,10 @@ def range(start, stop=None, step=1):  # noqa: A001 - tfl.range, as Python's
     if stop is None:
         start, stop = 0, start
     check = checks("range", None)
-    values = [v if isinstance(v, Node) else check.integer(argument, _python_int(v) if is_eager(v) else v)
+    values = [v if isinstance(v, Node) else check.integer(argument, operator.index(v) if is_eager(v) else v)
               for argument, v in zip(("start", "stop", "step"), (start, stop, step))]  # eager Tensors: values known
     if not isinstance(values[2], Node) and values[2] == 0:
         check.fail("step", 0, "is zero", "pass a step other than 0")
     if not any(isinstance(v, Node) for v in values):
         return builtins.range(*values)
     return graph_range(*values)
-
-
-def _python_int(tensor):
-    """The int an eager Tensor of one integer (shape () or [1], as torch allows) holds."""
-    value = np.asarray(tensor)
-    if value.size != 1 or value.dtype.kind not in "iub":
-        raise TinyflowError(f"range() takes integers; got a tensor of shape {value.shape} and dtype {value.dtype}")
-    return int(value.reshape(()))
-
-
-def sequence_of(iterable):
-    """The tensor sequence a `for` loop iterates over, or None for a Python iterable."""
-    if isinstance(iterable, Sequence):
-        return iterable
-    return rows(iterable) if isinstance(iterable, Node) else None

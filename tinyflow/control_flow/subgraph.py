@@ -141,16 +141,6 @@ def merged_captures(*subgraphs):
     return tuple(sorted(set().union(*[sub.captures for sub in subgraphs]), key=lambda n: n.creation_index))
 
 
-def is_float(node):
-    """Whether a node holds floating-point values (only those get gradients)."""
-    return node.dtype is not None and np.issubdtype(node.dtype, np.floating)
-
-
-def is_eager(value):
-    """An eager Tensor (it computes at once and belongs to no graph)."""
-    return getattr(value, "graph", False) is None
-
-
 def typeless(node):
     """A graph value with no type yet (tinyflow/jit/values.py): a variable with no value on this path."""
     return isinstance(node, Node) and getattr(node, "typeless", False)

@@ -24,16 +24,17 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..autodiff.gradients import gradients
+from ..autodiff.gradients import gradients, is_float
 from ..errors import ShapeError, TinyflowError
 from ..graph import get_default_graph
 from ..nodes import Operation, Placeholder, as_node
+from ..nodes.node import is_eager
 from ..ops.array_ops import checks
 from ..ops.elementwise_ops import cast, greater, zeros_like
 from ..ops.registry import register_gradient
 from ..shapes import is_fully_known, shapes_compatible
 from .stacks import StackInput, StackPop, StackPush, StackValue
-from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, is_eager, is_float, merged_captures, owner, saving,
+from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, merged_captures, owner, saving,
                        truth, typeless, unaliased)
 
 Recorded = namedtuple("Recorded", "node stack push")  # a body node, the stack input it is pushed on, the push
@@ -173,7 +174,7 @@ def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
     if any(is_eager(v) for v in loop_vars):  # a Python loop (constants among the loop variables become Tensors)
         values = [v if is_eager(v) else Operation.eager.Tensor(v.value) for v in loop_vars]
         steps = 0
-        while (maximum_iterations is None or steps < maximum_iterations) and bool(np.asarray(cond_fn(*values))):
+        while (maximum_iterations is None or steps < maximum_iterations) and cond_fn(*values):
             out = body_fn(*values)
             values = list(out) if isinstance(out, (list, tuple)) else [out]
             steps += 1
@@ -202,15 +203,15 @@ def _pop(stack, step, like, name):
 @register_gradient(WhileLoop)
 def _while_grad(op, grads):
     body = op.body
-    floats = [i for i in range(op.n_vars) if is_float(body.inputs[i])]
+    floats = [i for i in range(op.n_vars) if is_float(body.inputs[i].dtype)]
     stacked = [(op.recorded[j].node, grads[op.stack_index(j)]) for j in range(len(op.recorded))
                if grads[op.stack_index(j)] is not None]  # second order: gradients of the values it recorded
     if not any(grads[i] is not None for i in floats) and not stacked:
         return [None] * len(op.inputs)
     skip = getattr(op, "skip_input_indices", frozenset())
-    wrt = [c for c in op.captures if is_float(c) and c in body.captures  # what only the test reads gets none
+    wrt = [c for c in op.captures if is_float(c.dtype) and c in body.captures  # what only the test reads gets none
            and op.n_vars + op.captures.index(c) not in skip]
-    restored = [node for _, node in body.restores if is_float(node)]  # op is itself a gradient loop
+    restored = [node for _, node in body.restores if is_float(node.dtype)]  # op is itself a gradient loop
     adjoints = [_like(grads[i], op.output(i)) if grads[i] is not None else zeros_like(op.output(i)) for i in floats]
     start = [op.output(op.iterations_index, name="iterations")] + adjoints + [zeros_like(c) for c in wrt]
     made = {}

@@ -11,12 +11,12 @@ from types import FunctionType
 import numpy as np
 
 from ..autodiff.backprop import backprop
-from ..autodiff.gradients import fit_to_shape
+from ..autodiff.gradients import fit_to_shape, one_per_input
 from ..ops.elementwise_ops import TABLE_GRADIENTS
 from ..ops.registry import GRADIENT_FUNCTIONS, NOT_DIFFERENTIABLE, gradient_function
-from ..errors import GradientError, TinyflowError
+from ..errors import TinyflowError, describe
 from .grad_mode import GradMode
-from .runtime import Clock, Taint, change_phrase, describe, stale_stand_in
+from .runtime import Clock, Taint, change_phrase, stale_stand_in
 from .tensor import Tensor, make
 
 
@@ -116,29 +116,14 @@ def _freed_error(fn):
         "recompute the forward pass.")
 
 
-def _one_per_input(result, fn):
-    """A gradient function's result as a list of one gradient per input, or the GradientError saying why not."""
-    if result is None or not isinstance(result, (list, tuple)):
-        result = [result]
-    if len(result) != len(fn.inputs):
-        raise GradientError(f"the gradient function of {describe(fn)} returned {len(result)} gradient(s) for "
-                            f"{len(fn.inputs)} input(s); return exactly one per input (None where there is none).")
-    return list(result)
-
-
 def _unusual_call(gradient, fn, grad):
     """The gradients of fn when the plain call does not do: its class is not differentiable, has no gradient
-    function (the GradientError naming it), or tensors changed in place since fn was recorded (_guarded_call)."""
+    function (the GradientError naming it), or tensors changed in place since fn was recorded: then stale saved
+    inputs (and outputs, see runtime.output_of) become tainted stand-ins."""
     if gradient.__class__ is not FunctionType:
         gradient = gradient_function(fn)
         if gradient is NOT_DIFFERENTIABLE:
             return [None] * len(fn._next)
-    return _guarded_call(gradient, fn, grad)
-
-
-def _guarded_call(gradient, fn, grad):
-    """The gradient function's call when tensors changed in place since fn was recorded: stale saved
-    inputs (and outputs, see runtime.output_of) become tainted stand-ins."""
     stale = any(t._version > fn._epoch for t in fn.inputs)
     saved = fn.inputs
     if stale:  # some saved input changed in place since: hand out tainted stand-ins
@@ -164,7 +149,7 @@ def _fit(grad, fn, index):
 def _fitted(input_grads, fn, grad):
     """One gradient per input of fn, each summed to its input's shape where broadcasting widened it."""
     if input_grads.__class__ is not list or len(input_grads) != len(fn._next):
-        input_grads = _one_per_input(input_grads, fn)
+        input_grads = one_per_input(input_grads, fn)
     same, edges = fn._same_shapes, fn._next  # same: the output's gradient fits every input
     for index, g in enumerate(input_grads):
         if g is not None and (g is not grad or not same) and edges[index] is not None and (

@@ -13,27 +13,21 @@ def is_grad_enabled():
     return GradMode.enabled
 
 
-class _GradSwitch(contextlib.ContextDecorator):
-    """A context manager (or decorator: each call enters it anew) setting the recording switch, restoring it on exit."""
-
-    def __init__(self, enabled):
-        self.enabled = enabled
-        self._previous = []
-
-    def __enter__(self):
-        self._previous.append(GradMode.enabled)
-        GradMode.enabled = self.enabled
-        return self
-
-    def __exit__(self, *exc_info):
-        GradMode.enabled = self._previous.pop()
+@contextlib.contextmanager
+def _switched(enabled):
+    """Set the recording switch for a block, restoring it on exit (as a decorator, each call enters it anew)."""
+    previous, GradMode.enabled = GradMode.enabled, enabled
+    try:
+        yield
+    finally:
+        GradMode.enabled = previous
 
 
 def no_grad():
     """`with tfl.no_grad():` (or `@tfl.no_grad()`): eager ops inside record nothing, as in torch.no_grad."""
-    return _GradSwitch(False)
+    return _switched(False)
 
 
 def enable_grad():
     """`with tfl.enable_grad():` turns recording back on inside a no_grad block."""
-    return _GradSwitch(True)
+    return _switched(True)

@@ -56,9 +56,10 @@ def _arithmetic(name, symbol, combine):
     return method
 
 
-add_, sub_, mul_, div_ = (_arithmetic(name, symbol, combine) for name, symbol, combine in (
-    ("add_", "+", operator.add), ("sub_", "-", operator.sub), ("mul_", "*", operator.mul),
-    ("div_", "/", operator.truediv)))
+# by the name Python's AST gives each operator: to_static turns `a += v` into the same op (jit/inplace_tracing.py)
+ARITHMETIC = {"Add": ("add_", "+", operator.add), "Sub": ("sub_", "-", operator.sub),
+              "Mult": ("mul_", "*", operator.mul), "Div": ("div_", "/", operator.truediv)}
+add_, sub_, mul_, div_ = (_arithmetic(*entry) for entry in ARITHMETIC.values())
 
 
 def zero_(self):

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import backends as _backends
 from ..ops.registry import NOT_DIFFERENTIABLE, gradient_function
-from ..errors import GradientError, ShapeError, TinyflowError
+from ..errors import GradientError, ShapeError, TinyflowError, describe
 from ..shapes import broadcast_shapes
 from ..nodes import Node, Operation, Variable
 from ..nodes.node import USER_SITES, user_site
@@ -182,11 +182,7 @@ def _op_shortcuts(cls, fallback):
         entry = dtypes.get(data.dtype) or _plain_dtype(cls, dtypes, (x,))
         op = new(cls)
         op.graph, op.inputs, op.shape, op.dtype = None, (x,), data.shape, entry[0]
-        if data.size < Active.host_below:
-            out = np.asarray(entry[2](data))
-        else:
-            out = (Active.backend or set_backend(None)).compute(op, [data])
-        return _tensor_of(op, (x,), out, entry[1], same_shapes=True)
+        return _tensor_of(op, (x,), _computed(op, [data], entry[2]), entry[1], same_shapes=True)
 
     if len(cls.input_names) == 2:
         return None, binary
@@ -276,13 +272,7 @@ class EagerRuntime:
     @staticmethod
     def run(op):
         """Compute the op's value now; record the op as the result's grad_fn if an input requires grad."""
-        values = [t._data for t in op.inputs]
-        for value in values:
-            if value.size >= Active.host_below:  # the backend's table: its checks, kernels and numpy fallback
-                out = (Active.backend or set_backend(None)).compute(op, values)
-                break
-        else:  # every input is smaller than what the backend would hand to numpy anyway: compute at once
-            out = np.asarray(op.compute(*values))
+        out = _computed(op, [t._data for t in op.inputs], op.compute)
         return _tensor_of(op, op.inputs, out, out.dtype.kind == "f" and _differentiable(op))
 
     @staticmethod
@@ -300,6 +290,15 @@ class EagerRuntime:
         elif len(args) == 1 and unary is not None:
             return unary(args[0], None)
         return None
+
+
+def _computed(op, values, kernel):
+    """op's value now: through the backend's kernel table (its checks, kernels and numpy fallback), or `kernel` at
+    once when every input is smaller than what the backend would hand to numpy anyway."""
+    for value in values:
+        if value.size >= Active.host_below:
+            return (Active.backend or set_backend(None)).compute(op, values)
+    return np.asarray(kernel(*values))
 
 
 def _tensor_of(op, inputs, out, records, same_shapes=False):
@@ -391,11 +390,6 @@ def stale_stand_in(tensor, op, what, changed_by):
 def change_phrase(fn):
     """" (the in-place Add op at train.py:12)" for the recorded op `fn` that changed a tensor, "" for none."""
     return f" (the in-place {fn.op_type} op at {fn.creation_site})" if fn is not None else ""
-
-
-def describe(op):
-    """"Multiply (created at train.py:12)": an eager op and where the user's code made it."""
-    return op.op_type + (f" (created at {op.creation_site})" if getattr(op, "site", None) else "")
 
 
 def variable_leaf(var):

@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from ..errors import TinyflowError
+from ..errors import ArgumentError, TinyflowError
 from ..nodes import Node
 from ..nodes.node import default_dtype_for
 from ..dtypes import promote
@@ -63,7 +63,7 @@ class Tensor:
 
     def __len__(self):
         if not self._data.ndim:
-            raise TypeError("len() of a 0-d tensor")
+            raise ArgumentError("len() of a 0-d tensor: it holds one value, not a sequence; use .item()")
         return len(self._data)
 
     def __iter__(self):
@@ -91,8 +91,9 @@ class Tensor:
 
     def __index__(self):
         if self._data.dtype.kind not in "iu" or self._data.size != 1:
-            raise TypeError(f"only integer tensors of one element can be used as an index, got {self!r}")
-        return int(self._data)
+            raise ArgumentError(f"an int is needed here (an index, a range bound, a size), and only a tensor of one "
+                                f"integer can stand for one; got a tensor of shape {self.shape} and dtype {self.dtype}")
+        return int(self._data.item())  # shape () or [1], as torch allows
 
     __hash__ = object.__hash__
 

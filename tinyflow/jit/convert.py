@@ -23,8 +23,9 @@ import types
 import numpy as np
 
 from ..eager import Tensor, tensor
+from ..eager.inplace import ARITHMETIC
 from ..nodes import Constant, Node, as_node
-from ..nodes.node import notebook_cell, default_dtype_for
+from ..nodes.node import default_dtype_for, source_line
 from ..ops import elementwise_ops, identity
 from ..ops.elementwise_ops import cast, equal, where
 # helpers the converted code calls (as _tfl_jit_.<name>)
@@ -32,7 +33,7 @@ from .dispatch import convert_for, convert_ifelse, convert_ifexp, convert_while 
 from .values import Undefined, as_bool, return_value, returned, symbolic  # noqa: F401
 from ..errors import ConversionError
 from .escapes import HELPER, Lowering, ast_name, helper_call, walk_here
-from .inplace_tracing import OPS, assigns_into, inplace  # noqa: F401
+from .inplace_tracing import assigns_into, inplace  # noqa: F401
 from .tensor_lists import convert_subscript, tensor_aware  # noqa: F401 - convert_subscript for the converted code
 
 _CACHE = {}          # code object -> factory of the converted function (or None: leave it unconverted)
@@ -208,7 +209,7 @@ class _Rewriter(ast.NodeTransformer):
 
     def site(self, node):
         """"file:line" of a node (an expression the lowering made has its statement's line)."""
-        return ast.Constant(site_of(self.filename, getattr(node, "lineno", self.line)))
+        return ast.Constant(source_line(self.filename, getattr(node, "lineno", self.line)))
 
     def visit_FunctionDef(self, node):
         outer, self.locals = self.locals, _local_names(node)
@@ -259,7 +260,7 @@ class _Rewriter(ast.NodeTransformer):
     def visit_AugAssign(self, node):
         """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace_tracing)."""
         target = node.target
-        if type(node.op).__name__ not in OPS or not (isinstance(target, ast.Name) or _simple(target)):
+        if type(node.op).__name__ not in ARITHMETIC or not (isinstance(target, ast.Name) or _simple(target)):
             self.generic_visit(node)
             return node
         load = copy.deepcopy(target)
@@ -327,12 +328,6 @@ class _Rewriter(ast.NodeTransformer):
         return helper_call("convert_subscript", node.value, node.slice, self.site(node))
 
 
-def site_of(filename, line):
-    """"file:line" of the user's code for messages ("cell 5, line 3" in a notebook)."""
-    cell = notebook_cell(filename)
-    return f"cell {cell}, line {line}" if cell is not None else f"{filename}:{line}"
-
-
 def _factory(fn):
     """The converted `fn`'s factory (of the helpers and closure values), compiled once; _NO_SOURCE or None."""
     code = fn.__code__
@@ -354,7 +349,7 @@ def _factory(fn):
             factory = None  # a generator runs as written: its values cannot become one graph
         else:
             ast.increment_lineno(tree, first - 1)
-            lowering = Lowering(lambda line: site_of(filename, line))
+            lowering = Lowering(lambda line: source_line(filename, line))
             for function in [n for n in ast.walk(definition) if isinstance(n, ast.FunctionDef)]:
                 function.body = lowering.function_body(function.body, function.end_lineno)
             _evaluated_once(definition)
@@ -402,7 +397,7 @@ def _without_source(fn):
             if last.name not in ("__bool__", "__iter__") or not last.filename.startswith(_PACKAGE_DIR):
                 raise
             raise ConversionError(
-                f"{site_of(user.filename, user.lineno)}: {fn.__qualname__} has no source code that "
+                f"{source_line(user.filename, user.lineno)}: {fn.__qualname__} has no source code that "
                 "to_static can read (it was defined with `python -c`, in the interactive interpreter or by exec, its "
                 "file changed since, or it is a lambda sharing its lines with another of the same arguments), so its "
                 "Python `if`/`while`/`for` on tensors could not be converted. Define it in a file or a notebook cell, "

@@ -53,6 +53,10 @@ class GraphFunction:
                                  for g in grads]
         return self._derivatives
 
+    def all_built(self):
+        """The nodes of its backward graphs, those of its derivatives' included."""
+        return self.built + [n for d in self._derivatives or () if d is not None for n in d.all_built()]
+
     def gradient_values(self, values, seed):
         """The gradients (numpy, or None) for every input then every parameter, from one run."""
         derivatives = self.derivatives()

@@ -8,16 +8,15 @@ Arguments, Variables and eager Tensors from outside never change in place (the c
 import contextlib
 import operator
 
+from ..eager.inplace import ARITHMETIC
 from ..graph import get_default_graph
 from ..nodes import Node, Variable
-from ..nodes.node import Newest
+from ..nodes.node import Newest, is_eager
 from ..ops.elementwise_ops import cast
 from ..shapes import shapes_compatible
 from ..errors import ConversionError
 
 _records = []  # the running trace's in-place changes: the function's record, then one per tensor branch / loop body
-OPS = {"Add": ("+", operator.add, operator.iadd), "Sub": ("-", operator.sub, operator.isub),
-       "Mult": ("*", operator.mul, operator.imul), "Div": ("/", operator.truediv, operator.itruediv)}  # as Tensor's
 
 
 class _Record:
@@ -118,9 +117,9 @@ def joined(output, a, b):
 
 def inplace(target, op, operand, site, text):
     """`target op= operand` for + - * / in converted code: in place for a tensor, Python's meaning otherwise."""
-    symbol, compute, python = OPS[op]
-    if not _records or not (isinstance(target, Node) or getattr(target, "graph", False) is None):
-        return python(target, operand)
+    _, symbol, compute = ARITHMETIC[op]
+    if not _records or not (isinstance(target, Node) or is_eager(target)):
+        return getattr(operator, f"i{compute.__name__}")(target, operand)  # operator.iadd: a list grows in place
     if not isinstance(target, Node):
         raise ConversionError(f"{site}: `{text} {symbol}= ...` changes in place an eager Tensor from outside the "
                               "function: to_static would do it once, while tracing, not on every call. Pass it as an "
@@ -147,7 +146,7 @@ def inplace(target, op, operand, site, text):
 
 def assigns_into(obj, site, text, item=False):
     """Before `obj.attr = v` / `obj[k] = v`: refused into a tensor, and inside a tensor branch or loop."""
-    if item and (isinstance(obj, Node) or getattr(obj, "graph", False) is None and _records):
+    if item and (isinstance(obj, Node) or is_eager(obj) and _records):
         raise ConversionError(f"{site}: `{text} = ...` assigns into a tensor; inside to_static build a new one "
                               "(tfl.where(mask, value, x), tfl.concat) instead")
     for record_ in _records[1:]:

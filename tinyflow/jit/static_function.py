@@ -286,22 +286,13 @@ class StaticFunction:
 def _release(program, session):
     """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so that
     retracing again and again keeps memory flat."""
-    built, functions = list(program.built), [program.function]
-    while functions:  # the backward graphs eager autograd built for it (eager_call.py)
-        function = functions.pop()
-        if function is not None:
-            built += function.built
-            functions += function._derivatives or ()
-    graph, gone = program.graph, set(built)
+    graph, gone = program.graph, set(program.built)
+    if program.function is not None:  # the backward graphs eager autograd built for it (eager_call.py)
+        gone.update(program.function.all_built())
     for node in sorted(gone, key=lambda n: n.creation_index, reverse=True):
         if node is graph.training_flag or any(c not in gone for c in node.consumers):
             gone.discard(node)  # still read by a node that stays
-    graph.nodes[:] = [n for n in graph.nodes if n not in gone]
-    for index, node in enumerate(graph.nodes):
-        node.creation_index = index  # creation order stays a topological order for the nodes built next
-        node.consumers[:] = [c for c in node.consumers if c not in gone]
-    graph.release_names(gone)
-    graph.update_ops[:] = [n for n in graph.update_ops if n not in gone]
+    graph.discard(gone)
     if session is not None:
         session.drop_plans(gone)
 

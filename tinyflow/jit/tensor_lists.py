@@ -14,8 +14,8 @@ import builtins
 
 import numpy as np
 
-from ..control_flow.sequences import Length, enumerated, length as tensor_length, range as tensor_range, zipped, \
-    sequence_of
+from ..control_flow.sequences import Length, Sequence, enumerated, length as tensor_length, range as tensor_range, \
+    rows, zipped
 from ..control_flow import cond
 from ..control_flow.stacks import StackToTensor
 from ..nodes import Node
@@ -59,15 +59,15 @@ def collected(values):
 
 def stack_collected(loop_op, values, appended):
     """Append to `values` the Stacked rows of `appended`, the (Guarded) node of the loop's body that it collects."""
-    def rows(node):
+    def per_iteration(node):
         stack_ = loop_op.output(loop_op.stack_index(loop_op.record(node)), name="collected")
         return StackToTensor(stack_, node.shape, node.dtype, name="stacked")
     if isinstance(appended, Guarded):
-        every, valid = rows(appended.value), cast(rows(appended.valid), "int64")
+        every, valid = per_iteration(appended.value), cast(per_iteration(appended.valid), "int64")
         complete = equal(reduce_sum(valid), Length(valid))  # no break skipped the last iteration's append
         values.append(Stacked(cond(complete, lambda: every, lambda: every[:-1])))
     else:
-        values.append(Stacked(rows(appended)))
+        values.append(Stacked(per_iteration(appended)))
 
 
 def as_tensor(values):
@@ -109,8 +109,11 @@ def convert_subscript(value, key, site):
 
 # -------------------------------------------------------- functions that take a tensor or a collected list
 def tensor_sequence(iterable):
-    """The tensor sequence of a tensor, a collected list (its stacked values) or a tensor range; None otherwise."""
-    return sequence_of(as_tensor(iterable) if collected(iterable) else iterable)
+    """The tensor sequence a `for` loop iterates over: a tensor's rows, a collected list's (stacked) values, a tensor
+    range; None for a Python iterable."""
+    if collected(iterable):
+        iterable = as_tensor(iterable)
+    return iterable if isinstance(iterable, Sequence) else rows(iterable) if isinstance(iterable, Node) else None
 
 
 def _enumerate(iterable, start=0):

@@ -8,10 +8,10 @@ each time it is called on a node (calling it twice shares its weights). On an ea
 """
 import numpy as np
 
-from ..control_flow.subgraph import is_eager
 from ..errors import ArgumentError, ShapeError
 from ..graph import get_default_graph
 from ..nodes import Operation, Placeholder, Variable, as_node
+from ..nodes.node import is_eager
 from ..ops.array_ops import checks
 from ..ops.elementwise_ops import leaky_relu, relu, sigmoid, softplus, tanh
 from ..ops.matmul import matmul

@@ -7,9 +7,9 @@ convention, unbiased variance): in graph mode through update ops (tfl.nn.update_
 """
 import numpy as np
 
-from ..control_flow.subgraph import is_eager
 from ..errors import ShapeError
 from ..nodes import Variable
+from ..nodes.node import is_eager
 from ..ops.array_ops import checks, reshape
 from ..ops.elementwise_ops import greater, maximum, ones_like, sqrt, square, where
 from ..ops.normalization import affine, group_norm, instance_norm, layer_norm

@@ -57,8 +57,11 @@ def site_text(site):
     """"file:line" of a `user_site` ("cell 5, line 3" in a notebook), or "<unknown>"."""
     if site is None:
         return "<unknown>"
-    code, offset = site
-    filename, line = code.co_filename, _line_at(code, offset)
+    return source_line(site[0].co_filename, _line_at(*site))
+
+
+def source_line(filename, line):
+    """"file:line" of the user's code for messages ("cell 5, line 3" in a notebook)."""
     cell = notebook_cell(filename)
     if cell is not None:
         return f"cell {cell}, line {line}"
@@ -163,12 +166,17 @@ class Newest:
     of = None
 
 
+def is_eager(value):
+    """An eager Tensor or op: it computes at once and belongs to no graph (tinyflow/eager)."""
+    return getattr(value, "graph", False) is None
+
+
 def as_node(value, like=None):
     """`value` if it is a Node, else a Constant of it: a Python number takes the dtype of `like` (the other
     operand), so `x * 2.0` stays float32 when x is float32."""
     if isinstance(value, Node):
         return value if Newest.of is None else Newest.of(value)
-    if getattr(value, "graph", False) is None:  # an eager Tensor
+    if is_eager(value):
         if like is None or like.graph is None:
             return value
         if value.requires_grad:  # as a constant it would lose its gradient without a word
