@@ -173,7 +173,8 @@ def attention(backend, op, q, k, v, *mask):
 
 
 def same_batch(op, q, k, v, *mask):
-    """q, k and v share their batch axes (the C attention does not broadcast them)."""
+    """The shapes fit (else ShapeError, before C), and q, k and v share their batch axes (C does not broadcast)."""
+    op.check_values(q, k, v, *mask)
     return q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
 
 

@@ -46,8 +46,15 @@ class ScaledDotProductAttention(Operation):
                              f"{v}{f' and {mask}' if mask is not None else ''}; cast them (tfl.cast)")
         return q
 
+    def check_values(self, *values):
+        """ShapeError naming this node when values' shapes do not fit (static shapes may have been unknown)."""
+        try:
+            self.infer_shape(*[value.shape for value in values])
+        except ShapeError as err:
+            raise ShapeError(f"{self.op_type} '{self.name}': {err}") from None
+
     def compute(self, q, k, v, *mask):
-        self.infer_shape(q.shape, k.shape, v.shape, *[m.shape for m in mask])  # shapes known only at run time
+        self.check_values(q, k, v, *mask)
         scores = np.matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(self.scale)
         if mask:
             scores = np.where(mask[0], scores, -np.inf) if mask[0].dtype == bool else scores + mask[0]
