@@ -40,8 +40,8 @@ def fuse_attention(graph):
         if scores.op_type == "Add" and graph.only_read_by(scores, weights, consumers):
             for position, summand in enumerate(scores.inputs):
                 other = scores.inputs[1 - position]
-                if unscaled(summand, scores)[0].op_type == "MatMul" and summand.shape == scores.shape \
-                        and other.dtype == scores.dtype:  # the mask: added, of the scores' dtype, not widening
+                if unscaled(summand, scores)[0].op_type == "MatMul" and _within(other.shape, summand.shape) \
+                        and other.dtype == scores.dtype:  # the mask: added, of the scores' dtype
                     mask, reader, scores = (other,), scores, summand
                     break
         product, reader, scale = unscaled(scores, reader)
@@ -59,3 +59,9 @@ def fuse_attention(graph):
     graph.rewrite(rule, fresh=True)
     return graph, {"fused_attention": sum(isinstance(node, ScaledDotProductAttention) for node in graph.nodes)}
 
+
+def _within(mask, scores):
+    """Whether a mask of this static shape broadcasts to scores of that one without widening them, for certain."""
+    if mask is None or scores is None or len(mask) > len(scores):
+        return False
+    return all(m == 1 or m == s is not None for m, s in zip(mask[::-1], scores[::-1]))
