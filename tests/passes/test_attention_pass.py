@@ -90,3 +90,17 @@ def test_imported_transformer_encoder_runs_each_layers_attention_as_one_op(causa
     assert "Softmax" not in op_types(plan) and op_types(unfused.plan([y], {x_node})).count("Softmax") == 3
     assert_close(out, unfused.run(y, {x_node: x.numpy()}), rtol=1e-5, atol=1e-5)
     assert_close(out, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mask", [None, "float", "bool"])
+def test_exported_attention_imports_with_its_values_and_fuses_again(mask):
+    q, k, v = (tfl.Placeholder((2, 3, 6, 8), name=n) for n in "qkv")
+    masks = {"float": RNG.standard_normal((6, 6)).astype(np.float32), "bool": np.tril(np.ones((6, 6), bool))}
+    y = tfl.nn.scaled_dot_product_attention(q, k, v, masks.get(mask), scale=0.3)
+    values = feed((q, k, v))
+    prog = tfl.onnx.load(tfl.onnx.export_graph([q, k, v], [y]))
+    fed = {prog.inputs[x.name]: values[x] for x in (q, k, v)}
+    out, ref, plan = run_both(prog.outputs[y.name], fed)
+    assert ("ScaledDotProductAttention" in op_types(plan)) == (mask != "bool")  # a Where is not an added mask
+    assert_close(out, tfl.Session().run(y, values), rtol=1e-5, atol=1e-6)
+    assert_close(ref, out, rtol=1e-5, atol=1e-6)
