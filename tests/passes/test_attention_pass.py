@@ -57,6 +57,14 @@ def test_a_mask_that_may_widen_the_scores_is_not_fused():
     assert_close(out, ref, rtol=1e-5, atol=1e-5)
 
 
+def test_attention_over_mixed_dtypes_is_not_fused():
+    q, k, v = tfl.Placeholder((2, 6, 8), "float64"), tfl.Placeholder((2, 6, 8)), tfl.Placeholder((2, 6, 8))
+    y = tfl.matmul(tfl.softmax(tfl.matmul(q, tfl.transpose(k, (0, 2, 1))) * 0.5), v)  # q promotes the product
+    out, ref, plan = run_both(y, {x: RNG.standard_normal((2, 6, 8)).astype(x.dtype) for x in (q, k, v)})
+    assert "ScaledDotProductAttention" not in op_types(plan) and out.dtype == np.float64
+    assert_close(out, ref)
+
+
 def test_training_graph_keeps_the_softmax_its_gradient_reads():
     inputs, _, _, y = hand_written()
     grads = tfl.gradients(tfl.reduce_sum(y * y), list(inputs))

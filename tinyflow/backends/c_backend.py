@@ -165,7 +165,7 @@ def attention(backend, op, q, k, v, *mask):
         # where each batch entry's (L, S) mask starts in `added`, and its row and column steps (0 where broadcast)
         index = np.broadcast_to(np.arange(added.size).reshape(added.shape), batch + (length, k.shape[-2]))
         starts = np.ascontiguousarray(index[..., 0, 0], np.int64).reshape(-1)
-        masking = (_buf(added), native.ffi.from_buffer("long[]", starts), *(s // 8 for s in index.strides[-2:]))
+        masking = (_buf(added), native.ffi.from_buffer("long[]", starts), *(s // index.itemsize for s in index.strides[-2:]))
     if _fn("tf_attention", q)(_buf(q), _buf(k), _buf(v), *masking, _buf(out), math.prod(batch), length, k.shape[-2],
                               width, value_width, op.scale) != 0:
         raise MemoryError("tf_attention could not allocate its scratch rows")

@@ -62,20 +62,15 @@ class ScaledDotProductAttention(Operation):
         return np.matmul(weights / np.sum(weights, axis=-1, keepdims=True), v).astype(q.dtype, copy=False)
 
 
-def attention_weights(q, k, scale, mask=()):
-    """softmax(q kᵀ · scale + mask) as graph ops (the gradient's, and what the fused op stands for)."""
-    scores = matmul(q, swap_last_axes(k)) * scale
-    if mask:
-        scores = where(mask[0], scores, -np.inf) if mask[0].dtype == bool else scores + mask[0]
-    return softmax(scores)
-
-
 @register_gradient(ScaledDotProductAttention)
 def _attention_grad(op, grad):
     # y = P v, P = softmax(S), S = q kᵀ · scale (+ mask): dv = Pᵀ g, dS = SoftmaxGrad(P, g vᵀ), dq = dS k · scale,
     # dk = dSᵀ q · scale, a float mask's = dS (autodiff sums each to its input's shape over broadcast axes)
     q, k, v, *mask = op.inputs
-    weights = attention_weights(q, k, op.scale, mask)
+    scores = matmul(q, swap_last_axes(k)) * op.scale
+    if mask:
+        scores = where(mask[0], scores, -np.inf) if mask[0].dtype == bool else scores + mask[0]
+    weights = softmax(scores)
     d_scores = SoftmaxGrad(weights, matmul(grad, swap_last_axes(v)), axis=-1)
     d_mask = [None if mask[0].dtype == bool else d_scores] if mask else []
     return [matmul(d_scores, k) * op.scale, matmul(swap_last_axes(d_scores), q) * op.scale,

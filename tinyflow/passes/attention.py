@@ -33,7 +33,7 @@ def fuse_attention(graph):
 
     def rule(node):
         weights = node.inputs[0] if node.op_type == "MatMul" else None
-        if weights is None or weights.op_type != "Softmax" or weights.axis != len(weights.shape) - 1 \
+        if weights is None or weights.op_type != "Softmax" or weights.axis != len(weights.shape or ()) - 1 \
                 or not graph.only_read_by(weights, node, consumers):
             return None
         scores, reader, mask = weights.inputs[0], weights, ()
@@ -53,8 +53,10 @@ def fuse_attention(graph):
         if k_transposed.op_type != "Transpose" or k_transposed.axes != (*range(rank - 2), rank - 1, rank - 2) \
                 or not graph.only_read_by(k_transposed, transpose_reader, consumers):
             return None
-        return make_node(ScaledDotProductAttention, (q, k_transposed.inputs[0], node.inputs[1], *mask), node,
-                         scale=scale * q_factor * k_factor)
+        inputs = (q, k_transposed.inputs[0], node.inputs[1])
+        if any(x.dtype != node.dtype for x in inputs) or node.dtype.kind != "f":  # the op's q, k, v: one float dtype
+            return None
+        return make_node(ScaledDotProductAttention, inputs + mask, node, scale=scale * q_factor * k_factor)
 
     graph.rewrite(rule, fresh=True)
     return graph, {"fused_attention": sum(isinstance(node, ScaledDotProductAttention) for node in graph.nodes)}
