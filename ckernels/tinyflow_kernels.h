@@ -86,7 +86,7 @@ void tf_scatter_add_f64(const int64_t *index, long n, const double *g, double *o
 void tf_reduce_f32(int op, const float *x, float *out, long outer, long n, long inner);
 void tf_reduce_f64(int op, const double *x, double *out, long outer, long n, long inner);
 
-/* softmax.c: row-wise softmax, log-softmax, their backward kernels, fused softmax cross-entropy */
+/* softmax.c: row-wise softmax, log-softmax, their backward kernels, fused softmax cross-entropy, attention */
 void tf_softmax_f32(const float *x, float *y, long rows, long cols);
 void tf_softmax_f64(const double *x, double *y, long rows, long cols);
 void tf_log_softmax_f32(const float *x, float *y, long rows, long cols);
@@ -103,6 +103,11 @@ void tf_softmax_xent_back_f32(const float *logits, const int64_t *labels, long r
                               float *out);
 void tf_softmax_xent_back_f64(const double *logits, const int64_t *labels, long rows, long cols, double grad,
                               double *out);
+int tf_attention_f32(const float *q, const float *k, const float *v, const float *mask, const long *mask_offsets,
+                     long mask_row, long mask_col, float *out, long batch, long l, long s, long e, long ev, float scale);
+int tf_attention_f64(const double *q, const double *k, const double *v, const double *mask, const long *mask_offsets,
+                     long mask_row, long mask_col, double *out, long batch, long l, long s, long e, long ev,
+                     double scale);
 
 /* conv.c: im2col / col2im, depthwise convolution and max pooling, NCHW, with strides, leading pads and dilations */
 void tf_im2col_f32(const float *x, float *cols, long n, long c, long h, long w, long kh, long kw, long sh, long sw,

@@ -134,6 +134,10 @@ CASES = {
     "SoftmaxGrad": [case(lambda y, g: SoftmaxGrad(y, g, axis=-1), probabilities(3, 4),
                          normal(3, 4))],
     "LogSoftmaxGrad": [case(lambda y, g: LogSoftmaxGrad(y, g, axis=-1), -positive(3, 4), normal(3, 4))],
+    "ScaledDotProductAttention": [case(tfl.nn.scaled_dot_product_attention, normal(2, 3, 4), normal(2, 5, 4),
+                                       normal(2, 5, 3)),
+                                  case(lambda q, k, v, m: tfl.nn.scaled_dot_product_attention(q, k, v, m, scale=0.6),
+                                       normal(1, 4, 2), normal(1, 3, 2), normal(1, 3, 2), normal(4, 3))],
     # shapes
     "Reshape": [case(lambda a: tfl.reshape(a, (4, -1)), normal(2, 6)), case(lambda a: tfl.reshape(a, (6,)), normal(2, 3))],
     "ReshapeTo": [case(tfl.reshape, normal(2, 6), np.array([3, -1])),

@@ -10,6 +10,10 @@
  *     scratch holds rows*cols values; returns -1, or the first row whose label is outside [0, cols)
  * tf_softmax_xent_back(logits, labels, rows, cols, grad, out)
  *     out = (softmax(logits) - onehot(labels)) * grad / rows; labels must be valid
+ * tf_attention(q, k, v, mask, mask_offsets, mask_row, mask_col, out, batch, l, s, e, ev, scale)
+ *     out (batch, l, ev) = softmax(q kᵀ · scale + mask) v for q (batch, l, e), k (batch, s, e), v (batch, s, ev);
+ *     mask (or NULL) is added: entry (b, i, j) at mask_offsets[b] + i * mask_row + j * mask_col; returns 0, or -1
+ *     if scratch memory could not be allocated
  * Each exists as _f32 and _f64.
  */
 #include "common.h"

@@ -136,3 +136,96 @@ long NAME(tf_softmax_xent)(const T *logits, const int64_t *labels, long rows, lo
 void NAME(tf_softmax_xent_back)(const T *logits, const int64_t *labels, long rows, long cols, double grad, T *out) {
     NAME(rows)(NAME(XENT_BACK), logits, NULL, labels, out, NULL, rows, cols, (T)(grad / (double)rows));
 }
+
+/* Scaled-dot-product attention, AR query rows at a time: their scores against every key (kept in `s`, AR x sp, in
+ * cache), softmax, and the product with v, each product in registers as the GEMM's micro-kernel keeps its tile. */
+enum { NAME(AR) = 4, NAME(AW) = 64 / (int)sizeof(T) };
+
+typedef struct {
+    const T *q, *k, *v, *mask;
+    const long *mask_offsets; /* per batch entry, where its (L, S) mask starts; rows and columns mask_row, mask_col */
+    T *out;
+    long blocks, l, s, e, ev, sp, evp, mask_row, mask_col;
+    T scale;
+    int failed;
+} NAME(attention_args);
+
+TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(attention_rows)(
+    const NAME(attention_args) *a, long b, long i0, long rows, const T *restrict kt, const T *restrict vp, T *s) {
+    enum { R = NAME(AR), W = NAME(AW) };
+    long sp = a->sp, evp = a->evp, e_len = a->e;
+    const T *q[R];
+    for (int r = 0; r < R; r++) q[r] = a->q + (b * a->l + i0 + (r < rows ? r : rows - 1)) * e_len; /* past the end:
+                                                                                            a row again, not stored */
+    for (long j0 = 0; j0 < sp; j0 += W) { /* s = q kt (kt: k transposed, E x sp, zero columns past S) */
+        T acc[R][W] = {{0}};
+        for (long e = 0; e < e_len; e++) {
+            const T *kr = kt + e * sp + j0;
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                T qr = q[r][e];
+#pragma omp simd
+                for (int j = 0; j < W; j++) acc[r][j] += qr * kr[j];
+            }
+        }
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < W; j++) s[r * sp + j0 + j] = acc[r][j] * a->scale;
+    }
+    T inv[R];
+    for (long r = 0; r < R; r++) { /* softmax of each row: e^(s - max), normalised at the end */
+        T *row = s + r * sp;
+        if (a->mask) {
+            const T *m = a->mask + a->mask_offsets[b] + (i0 + (r < rows ? r : rows - 1)) * a->mask_row;
+            for (long j = 0; j < a->s; j++) row[j] += m[j * a->mask_col];
+        }
+        inv[r] = (T)1 / NAME(row_exp)(row, row, a->s, NAME(row_max)(row, a->s));
+    }
+    for (long c0 = 0; c0 < evp; c0 += W) { /* out = p vp (vp: v with zero columns up to evp) */
+        T acc[R][W] = {{0}};
+        for (long j = 0; j < a->s; j++) {
+            const T *vr = vp + j * evp + c0;
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                T p = s[r * sp + j];
+#pragma omp simd
+                for (int c = 0; c < W; c++) acc[r][c] += p * vr[c];
+            }
+        }
+        for (long r = 0; r < rows; r++) {
+            T *o = a->out + (b * a->l + i0 + r) * a->ev + c0;
+            for (long c = 0; c < W && c0 + c < a->ev; c++) o[c] = acc[r][c] * inv[r];
+        }
+    }
+}
+
+/* Units [start, stop) of (batch entry, AR-row block); k and v of a batch entry are laid out for the products once. */
+static void NAME(attention_chunk)(void *p, long start, long stop) {
+    NAME(attention_args) *a = p;
+    long sp = a->sp, evp = a->evp, loaded = -1;
+    T *kt = calloc(a->e * sp + a->s * evp + NAME(AR) * sp, sizeof(T)), *vp = kt + a->e * sp, *s = vp + a->s * evp;
+    if (!kt) {
+        __atomic_store_n(&a->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (long unit = start; unit < stop; unit++) {
+        long b = unit / a->blocks, i0 = unit % a->blocks * NAME(AR);
+        if (b != loaded) {
+            const T *k = a->k + b * a->s * a->e, *v = a->v + b * a->s * a->ev;
+            for (long j = 0; j < a->s; j++)
+                for (long e = 0; e < a->e; e++) kt[e * sp + j] = k[j * a->e + e];
+            for (long j = 0; j < a->s; j++) memcpy(vp + j * evp, v + j * a->ev, sizeof(T) * a->ev);
+            loaded = b;
+        }
+        NAME(attention_rows)(a, b, i0, a->l - i0 < NAME(AR) ? a->l - i0 : NAME(AR), kt, vp, s);
+    }
+    free(kt);
+}
+
+int NAME(tf_attention)(const T *q, const T *k, const T *v, const T *mask, const long *mask_offsets, long mask_row,
+                       long mask_col, T *out, long batch, long l, long s, long e, long ev, T scale) {
+    long w = NAME(AW), blocks = (l + NAME(AR) - 1) / NAME(AR);
+    NAME(attention_args) a = {q, k, v, mask, mask_offsets, out, blocks, l, s, e, ev, (s + w - 1) / w * w,
+                              (ev + w - 1) / w * w, mask_row, mask_col, scale, 0};
+    tf_parallel_for(batch * blocks, batch * l * s * (e + ev), NAME(attention_chunk), &a);
+    return a.failed ? -1 : 0;
+}

@@ -154,6 +154,30 @@ def integer_indices(op, grad, x, indices):
         math.prod(x.shape[:op.axis]) * np.size(indices) * math.prod(x.shape[op.axis + 1:]))
 
 
+def attention(backend, op, q, k, v, *mask):
+    """softmax(q kᵀ · scale + mask) v in one C pass per block of query rows; a boolean mask becomes 0 / -inf first."""
+    batch, (length, width), value_width = q.shape[:-2], q.shape[-2:], v.shape[-1]
+    out = backend.pool.empty(batch + (length, value_width), q.dtype)
+    masking = (native.ffi.NULL, native.ffi.NULL, 0, 0)
+    if mask:
+        added = np.where(mask[0], 0, -np.inf).astype(q.dtype) if mask[0].dtype == bool else \
+            np.ascontiguousarray(mask[0], q.dtype)
+        # where each batch entry's (L, S) mask starts in `added`, and its row and column steps (0 where broadcast)
+        index = np.broadcast_to(np.arange(added.size).reshape(added.shape), batch + (length, k.shape[-2]))
+        starts = np.ascontiguousarray(index[..., 0, 0], np.int64).reshape(-1)
+        masking = (_buf(added), native.ffi.from_buffer("long[]", starts), *(s // index.itemsize for s in index.strides[-2:]))
+    if _fn("tf_attention", q)(_buf(q), _buf(k), _buf(v), *masking, _buf(out), math.prod(batch), length, k.shape[-2],
+                              width, value_width, op.scale) != 0:
+        raise MemoryError("tf_attention could not allocate its scratch rows")
+    return out
+
+
+def same_batch(op, q, k, v, *mask):
+    """The shapes fit (else ShapeError, before C), and q, k and v share their batch axes (C does not broadcast)."""
+    op.check_values(q, k, v, *mask)
+    return q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
+
+
 # ---------------------------------------------------------------- matmul
 def gemm(a, b, out=None):
     """a @ b for 2-D float arrays of one dtype with the hand-written C GEMM."""
@@ -347,6 +371,7 @@ KERNELS = {
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit, small=False),
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit, small=False),
     "GatherGrad": Kernel(scatter_add, floats=(0,), accepts=integer_indices),
+    "ScaledDotProductAttention": Kernel(attention, floats=(0, 1, 2), accepts=same_batch),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
     "Conv": Kernel(conv, accepts=fits_conv), "ConvBiasAct": Kernel(conv, accepts=fits_conv_bias),
     "ConvBackInput": Kernel(conv_back_input, accepts=fits_conv),

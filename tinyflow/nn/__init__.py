@@ -6,11 +6,12 @@ from .conv_layers import (AvgPool1D, AvgPool2D, AvgPool3D, Conv1D, Conv2D, Conv3
 from .layer import (Dropout, Flatten, Layer, Linear, Sequential, get_activation, register_activation,
                     register_initializer, registered_activations, registered_initializers, training_flag, update_ops)
 from .recurrent import GRU, LSTM, RNN
+from ..ops.attention import scaled_dot_product_attention
 from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits, l1_loss, mse_loss, nll_loss,
                      sigmoid_cross_entropy, smooth_l1_loss, softmax_cross_entropy)
 
 __all__ = ["mse_loss", "softmax_cross_entropy", "sigmoid_cross_entropy", "nll_loss", "l1_loss", "smooth_l1_loss",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "scaled_dot_product_attention",
            "register_activation", "get_activation", "registered_activations",
            "register_initializer", "registered_initializers",
            "Layer", "Linear", "Conv1D", "Conv2D", "Conv3D", "ConvTranspose1D", "ConvTranspose2D", "ConvTranspose3D",

@@ -2,6 +2,7 @@
 
 See pipeline.py for the order, the options and dead-node pruning; one file per other pass for its rewrite rule.
 """
+from .attention import fuse_attention
 from .constant_folding import fold_constants
 from .conv_epilogue import fuse_conv_epilogues
 from .cse import eliminate_common_subexpressions
@@ -12,4 +13,4 @@ from .simplify import simplify
 
 __all__ = ["optimize", "resolve_options", "register_pass", "PASSES", "OptimizationReport", "OptGraph",
            "fold_constants", "eliminate_common_subexpressions", "simplify", "prune_dead_nodes",
-           "fuse_elementwise", "fuse_conv_epilogues"]
+           "fuse_elementwise", "fuse_conv_epilogues", "fuse_attention"]

@@ -8,9 +8,8 @@ so a Clip is fused only where nothing else reads that input (inference).
 """
 import numpy as np
 
-from ..nodes import Constant
 from ..ops.conv import Conv
-from .ir import NODE_FIELDS, make_node
+from .ir import NODE_FIELDS, make_node, scalar_constant
 
 _NO_BOUNDS = (-np.inf, np.inf)
 
@@ -57,8 +56,7 @@ def fuse_conv_epilogues(graph):
     standing_for = {}  # ConvBiasAct -> the node it replaced (whose readers and fetches count)
 
     def only_read_by(node, reader):
-        node = standing_for.get(node, node)
-        return node not in graph.fed and consumers[node] == [reader] and not graph.is_fetched(node)
+        return graph.only_read_by(standing_for.get(node, node), reader, consumers)
 
     def rule(node):
         if node.op_type == "Add" and node.dtype == node.inputs[0].dtype == node.inputs[1].dtype:
@@ -102,7 +100,5 @@ def _bounds(node):
     """(low, high) of a Relu or of a Clip by scalar constants of its input's dtype, else None."""
     if node.op_type == "Relu":
         return (0.0, np.inf)
-    if node.op_type == "Clip" and all(isinstance(b, Constant) and b.value.size == 1 and b.dtype == node.dtype
-                                      and b.value.ndim <= len(node.shape or ()) for b in node.inputs[1:]):
-        return tuple(float(b.value.reshape(())) for b in node.inputs[1:])
-    return None
+    bounds = tuple(scalar_constant(b, node) for b in node.inputs[1:]) if node.op_type == "Clip" else (None,)
+    return None if None in bounds else bounds

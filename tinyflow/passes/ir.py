@@ -61,6 +61,15 @@ def folded_constant(value, like):
     return make_node(Constant, (), like, shape=value.shape, value=value)
 
 
+def scalar_constant(node, like):
+    """The value of `node` as a float when it is a one-value Constant of `like`'s dtype that does not raise its rank,
+    else None (the constant factors and bounds fusion rules fold in)."""
+    if isinstance(node, Constant) and node.value.size == 1 and node.dtype == like.dtype \
+            and node.value.ndim <= len(like.shape or ()):
+        return float(node.value.reshape(()))
+    return None
+
+
 def attribute_key(node):
     """A hashable summary of an op's attributes (axis, alpha, target shape, ...) for CSE."""
     return tuple(sorted((k, _freeze(v)) for k, v in vars(node).items() if k not in NODE_FIELDS))
@@ -116,6 +125,11 @@ class OptGraph:
 
     def is_fetched(self, node):
         return any(node is f for f in self.fetches)
+
+    def only_read_by(self, node, reader, consumers):
+        """Whether `reader` is all that reads `node` (`consumers`: this graph's) and it is neither fed nor fetched:
+        a rule may then fold `node` into `reader`'s replacement."""
+        return node not in self.fed and consumers[node] == [reader] and not self.is_fetched(node)
 
     def rewrite(self, rule, fresh=False):
         """Visit the nodes in order, each with its inputs already rewritten; `rule(node)` returns the node that

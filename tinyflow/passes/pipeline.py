@@ -1,7 +1,7 @@
 """The optimiser: passes run in order over a private copy of the fetched subgraph, with a report.
 
     fetches ──▶ prune & copy ──▶ constant folding ──▶ CSE ──▶ simplification ──▶ dead-node pruning
-            ──▶ convolution epilogues ──▶ elementwise fusion ──▶ multi-tensor updates (tinyflow.optim's)
+            ──▶ convolution epilogues ──▶ attention ──▶ elementwise fusion ──▶ multi-tensor updates (tinyflow.optim's)
             ──▶ OptGraph (what the plan runs)
 
 Every pass is a function OptGraph -> (new OptGraph, counts); none changes its argument or the user's graph. Options:
@@ -10,6 +10,7 @@ True (every pass), False/None (off), or a dict of per-pass switches, e.g. {"fusi
 import os
 
 from ..errors import ArgumentError
+from .attention import fuse_attention
 from .constant_folding import fold_constants
 from .conv_epilogue import fuse_conv_epilogues
 from .cse import eliminate_common_subexpressions
@@ -26,7 +27,8 @@ def prune_dead_nodes(graph):
 
 # name -> pass, in the order they run; higher layers add theirs with register_pass (tinyflow.optim: multi_tensor)
 PASSES = {"constant_folding": fold_constants, "cse": eliminate_common_subexpressions, "simplify": simplify,
-          "prune": prune_dead_nodes, "conv_epilogue": fuse_conv_epilogues, "fusion": fuse_elementwise}
+          "prune": prune_dead_nodes, "conv_epilogue": fuse_conv_epilogues, "attention": fuse_attention,
+          "fusion": fuse_elementwise}
 
 
 def register_pass(name, run_pass):

@@ -130,6 +130,25 @@ def import_pool(ctx, node):
     return (y, MaxPoolIndices(x, **window, whole_tensor=True, storage_order=storage_order)) if ctx.output_used(1) else y
 
 
+@exports("ScaledDotProductAttention")
+def export_attention(ex, node):
+    """softmax(q kᵀ · scale + mask) v as MatMul, Mul, Add or Where, Softmax, MatMul (the importing optimiser fuses them
+    again)."""
+    from onnx import numpy_helper
+
+    def constant(value, hint):  # a Constant node, not an initializer: a trainable import keeps it a constant
+        return ex.emit("Constant", [], hint, value=numpy_helper.from_array(np.array(value, node.dtype)))
+    q, k, v, *mask = [ex.name_of(i) for i in node.inputs]
+    rank = len(node.inputs[1].shape)
+    keys = ex.emit("Transpose", [k], "keys", perm=[*range(rank - 2), rank - 1, rank - 2])
+    scores = ex.emit("Mul", [ex.emit("MatMul", [q, keys], "scores"), constant(node.scale, "scale")], "scaled")
+    if mask and node.inputs[3].dtype == bool:
+        scores = ex.emit("Where", [mask[0], scores, constant(-np.inf, "masked")], "masked")
+    elif mask:
+        scores = ex.emit("Add", [scores, mask[0]], "masked")
+    return ex.emit("MatMul", [ex.emit("Softmax", [scores], "weights", axis=-1), v], "attention")
+
+
 exports("MatMul")(same_op("MatMul"))
 exports("Softmax")(same_op("Softmax", axis="axis"))
 exports("LogSoftmax")(same_op("LogSoftmax", axis="axis"))

@@ -1,0 +1,69 @@
+"""Attention: MatMul(q, kᵀ) → scale → Add(mask) → Softmax(last axis) → MatMul(·, v) becomes one
+ScaledDotProductAttention node, so a backend computes each block of query rows' scores, softmax and product with v
+while the scores are in cache, instead of writing and reading the (L, S) scores four times.
+
+Rule: at a MatMul(weights, v) whose weights are a Softmax along the last axis of scores, where scores are an optional
+Add of a mask (one that does not widen them) to MatMul(a, b) times or divided by scalar constants (any number, in any
+order), a is q times scalar constants and b is kᵀ (a Transpose of the last two axes) times scalar constants, as
+torch's ONNX exporter writes it (q·√scale @ kᵀ·√scale). Each intermediate is read by the next op only, not fetched
+and not fed: training graphs, whose gradients read the softmax, keep their ops.
+"""
+from ..ops.attention import ScaledDotProductAttention
+from .ir import make_node, scalar_constant
+
+
+def fuse_attention(graph):
+    """A copy of `graph` with each attention pattern as one ScaledDotProductAttention node; (graph, counts)."""
+    graph = graph.copy()
+    consumers = graph.consumers()
+
+    def unscaled(node, reader):
+        """(x, factor): node is x times `factor` through Multiply / Divide by scalar constants read only in turn."""
+        factor = 1.0
+        while node.op_type in ("Multiply", "Divide") and graph.only_read_by(node, reader, consumers):
+            constants = [scalar_constant(x, node) for x in node.inputs]
+            if constants[1] is not None:
+                factor = factor * constants[1] if node.op_type == "Multiply" else factor / constants[1]
+                node, reader = node.inputs[0], node
+            elif constants[0] is not None and node.op_type == "Multiply":
+                factor, node, reader = factor * constants[0], node.inputs[1], node
+            else:
+                break
+        return node, reader, factor
+
+    def rule(node):
+        weights = node.inputs[0] if node.op_type == "MatMul" else None
+        if weights is None or weights.op_type != "Softmax" or weights.axis != len(weights.shape or ()) - 1 \
+                or not graph.only_read_by(weights, node, consumers):
+            return None
+        scores, reader, mask = weights.inputs[0], weights, ()
+        if scores.op_type == "Add" and graph.only_read_by(scores, weights, consumers):
+            for position, summand in enumerate(scores.inputs):
+                other = scores.inputs[1 - position]
+                if unscaled(summand, scores)[0].op_type == "MatMul" and _within(other.shape, summand.shape) \
+                        and other.dtype == scores.dtype:  # the mask: added, of the scores' dtype
+                    mask, reader, scores = (other,), scores, summand
+                    break
+        product, reader, scale = unscaled(scores, reader)
+        if product.op_type != "MatMul" or not graph.only_read_by(product, reader, consumers):
+            return None
+        q, _, q_factor = unscaled(product.inputs[0], product)
+        k_transposed, transpose_reader, k_factor = unscaled(product.inputs[1], product)
+        rank = len(k_transposed.shape or ())
+        if k_transposed.op_type != "Transpose" or k_transposed.axes != (*range(rank - 2), rank - 1, rank - 2) \
+                or not graph.only_read_by(k_transposed, transpose_reader, consumers):
+            return None
+        inputs = (q, k_transposed.inputs[0], node.inputs[1])
+        if any(x.dtype != node.dtype for x in inputs) or node.dtype.kind != "f":  # the op's q, k, v: one float dtype
+            return None
+        return make_node(ScaledDotProductAttention, inputs + mask, node, scale=scale * q_factor * k_factor)
+
+    graph.rewrite(rule, fresh=True)
+    return graph, {"fused_attention": sum(isinstance(node, ScaledDotProductAttention) for node in graph.nodes)}
+
+
+def _within(mask, scores):
+    """Whether a mask of this static shape broadcasts to scores of that one without widening them, for certain."""
+    if mask is None or scores is None or len(mask) > len(scores):
+        return False
+    return all(m == 1 or m == s is not None for m, s in zip(mask[::-1], scores[::-1]))
