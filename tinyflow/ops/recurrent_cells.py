@@ -31,16 +31,34 @@ def gru_activations(x_gates, h_gates):
 
 
 class CellOperation(Operation):
-    """A recurrent cell's op on (x_gates, h_gates, state): gates (N, gates·H), a state of `state_shape(N, H)`."""
+    """A recurrent cell's op on (x_gates, h_gates, state): gates (N, gates·H), a state (N, H), or (2, N, H) packed."""
 
     abstract = True
-    gates = packs = 0  # packs: 1 when the state holds several (N, H) values along a leading axis
+    gates = packs = 0  # packs: 1 when the state holds h and c along a leading axis of 2
 
-    def infer_shape(self, x_shape, h_shape, state_shape, *grad_shape):
-        if any(s is not None and len(s) != n for s, n in ((x_shape, 2), (h_shape, 2), (state_shape, 2 + self.packs))):
-            raise ShapeError(f"{self.op_type} takes gates (N, {self.gates}·H) twice and a state "
-                             f"{'(2, N, H)' if self.packs else '(N, H)'}, got {x_shape}, {h_shape}, {state_shape}")
-        return state_shape
+    def infer_shape(self, *shapes):
+        return checked_state_shape(type(self), *shapes)
+
+
+def cell_shapes_fit(cell, x_shape, h_shape, state_shape, grad_shape=None):
+    """Whether the shapes (None dims match anything) fit a cell op class: gates (N, gates·H), state, its gradient."""
+    if None in (x_shape, h_shape, state_shape) or len(state_shape) != 2 + cell.packs:
+        return state_shape is None or x_shape is None or h_shape is None
+    n, h = state_shape[-2:]
+    expected = (n, None if h is None else cell.gates * h)
+    return all(len(s) == 2 and all(None in (a, b) or a == b for a, b in zip(s, expected)) for s in (x_shape, h_shape)) \
+        and tuple(state_shape[:cell.packs]) in ((), (2,), (None,)) \
+        and (grad_shape is None or len(grad_shape) == len(state_shape)
+             and all(None in (a, b) or a == b for a, b in zip(grad_shape, state_shape)))
+
+
+def checked_state_shape(cell, x_shape, h_shape, state_shape, grad_shape=None):
+    """The state's shape, or a ShapeError saying what the cell op (class `cell`) takes."""
+    if not cell_shapes_fit(cell, x_shape, h_shape, state_shape, grad_shape):
+        raise ShapeError(f"expected gates (N, {cell.gates}·H) twice, a state {'(2, N, H)' if cell.packs else '(N, H)'}"
+                         f"{' and its gradient' if grad_shape else ''}, got {x_shape}, {h_shape}, {state_shape}"
+                         f"{f', {grad_shape}' if grad_shape else ''}; pass the gates of one step")
+    return state_shape
 
 
 class LSTMCell(CellOperation):
@@ -72,6 +90,7 @@ class CellGrad(Operation):
         super().__init__(x_gates, h_gates, state, grad, name=name)
 
     def infer_shape(self, x_shape, h_shape, state_shape, grad_shape):
+        checked_state_shape(CELLS[self.cell], x_shape, h_shape, state_shape, grad_shape)
         return (x_shape, h_shape, state_shape)[self.index]
 
     def compute(self, x_gates, h_gates, state, grad):
@@ -89,6 +108,9 @@ class CellGrad(Operation):
         d_n = grad * (1 - z) * (1 - n * n)  # of n's pre-activation x_n + r h_n
         return np.concatenate([d_n * h_n * r * (1 - r), grad * (state - n) * z * (1 - z),
                                d_n if self.index == 0 else d_n * r], axis=-1)
+
+
+CELLS = {"LSTMCell": LSTMCell, "GRUCell": GRUCell}
 
 
 @register_gradient(LSTMCell)
