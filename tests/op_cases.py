@@ -19,6 +19,7 @@ from tinyflow.ops.conv import ConvBackFilter, ConvBackInput
 from tinyflow.ops.indexing import GatherGrad, TakeAlongAxisGrad
 from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
 from tinyflow.ops.pad import PadGrad
+from tinyflow.ops.recurrent_cells import GRUCell, LSTMCell
 from tinyflow.ops.pooling import AvgPoolGrad, MaxPoolGather, MaxPoolGrad
 from tinyflow.ops.reductions import CumProd, CumSum, ExpandReduced, ProdOfOthers
 from tinyflow.ops.resize import Resize, ResizeGrad
@@ -249,6 +250,11 @@ CASES = {
                   case(lambda x, w, b: tfl.group_norm(x, 2, w, b), normal(2, 4, 3), normal(4), normal(4))],
     "LayerNormGrad": [case(lambda x, g: LayerNormGrad(x, g), normal(3, 4), normal(3, 4)),
                       case(lambda x, g: LayerNormGrad(x, g, axis=1, eps=0.1), normal(2, 3, 2), normal(2, 3, 2))],
+    # recurrent cells (their CellGrad kernels run in the gradient checks)
+    "LSTMCell": [case(LSTMCell, normal(3, 8), normal(3, 8), normal(2, 3, 2)),
+                 case(LSTMCell, normal(1, 4) * 3, normal(1, 4), normal(2, 1, 1))],
+    "GRUCell": [case(GRUCell, normal(3, 6), normal(3, 6), normal(3, 2)),
+                case(GRUCell, normal(1, 3) * 3, normal(1, 3), normal(1, 1))],
     # resizing
     "Resize": [case(lambda x: tfl.interpolate(x, scale_factor=2), normal(1, 2, 2, 3)),
                case(lambda x: tfl.interpolate(x, size=(3, 5), mode="bilinear"), normal(2, 1, 4, 3)),
