@@ -155,7 +155,9 @@ CASES = {
                 case(lambda a: a[np.array([0, 2, 0])], normal(4, 3)), case(lambda a: a[..., None, ::2], normal(2, 5)),
                 case(lambda a: tfl.split(a, [1, 3], axis=1)[1], normal(2, 4)), case(lambda a: a[3:0:-2, ::-1], normal(5, 2))],
     "GetItemGrad": [case(lambda g, x: GetItemGrad(g, x, normalize_key((slice(1, 3), 0))), normal(2), normal(4, 3)),
-                    case(lambda g, x: GetItemGrad(g, x, normalize_key(np.array([0, 2, 0]))), normal(3, 3), normal(4, 3))],
+                    case(lambda g, x: GetItemGrad(g, x, normalize_key(np.array([0, 2, 0]))), normal(3, 3), normal(4, 3)),
+                    case(lambda g, x, h: GetItemGrad(g, x, normalize_key(1), h, more_keys=[normalize_key(([1, 1],))]),
+                         normal(3), normal(4, 3), normal(2, 3))],  # summed slice gradients, overlapping
     "Identity": [case(tfl.identity, normal(3, 4))],
     "Squeeze": [case(lambda a: tfl.squeeze(a, 1), normal(3, 1, 4)), case(lambda a: tfl.squeeze(a, (-1, 1)), normal(2, 1, 1))],
     "Unsqueeze": [case(lambda a: tfl.unsqueeze(a, 1), normal(3, 4)), case(lambda a: tfl.unsqueeze(a, (0, -1)), normal(3))],

@@ -278,7 +278,8 @@ def recurrent_cell(backend, op, x_gates, h_gates, state, *grad):
     out = backend.pool.empty(op.infer_shape(x_gates.shape, h_gates.shape, state.shape, *[g.shape for g in grad]),
                              x_gates.dtype)
     kernel = _fn(f"tf_{cell[:-4].lower()}_cell{'_back' if grad else ''}", out)  # tf_lstm_cell_back, ...
-    kernel(*[_buf(a) for a in (x_gates, h_gates, state, *grad, out)], *state.shape[-2:], *[op.index][:len(grad)])
+    index = [op.index] if grad else []
+    kernel(*[_buf(a) for a in (x_gates, h_gates, state, *grad, out)], *state.shape[-2:], *index)
     return out
 
 

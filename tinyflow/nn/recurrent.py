@@ -20,8 +20,8 @@ def _linear(x, w_t, b):
 
 
 def lstm_cell(x_gates, state, w_hh_t, b_hh):
-    """One LSTM step: x_gates = x W_ihᵀ + b_ih, state (h, [h, c]) -> (h', [h', c']), gates i, f, g, o as torch:
-    c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c'), computed by one op (LSTMCell) that keeps h and c together."""
+    """One LSTM step: x_gates = x W_ihᵀ + b_ih (+ b_hh), state (h, [h, c]) -> (h', [h', c']), gates i, f, g, o as
+    torch: c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c'), computed by one op (LSTMCell) keeping h and c together."""
     h, packed = state
     packed = LSTMCell(x_gates, _linear(h, w_hh_t, b_hh), packed)
     return get_item(packed, 0), packed
@@ -64,11 +64,15 @@ def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False):
     state = tuple(zeros if s is None else s for s in state)
     if len(state) == 2:  # LSTM: its cell op reads c from [h, c]
         state = (state[0], stack(state, 0))
-    w_hh_t, outputs = transpose(w_hh), [None] * steps
+    w_hh_t, states = transpose(w_hh), [None] * steps
     for t in reversed(range(steps)) if reverse else range(steps):
         state = cell(get_item(x_gates, t), state, w_hh_t, b_hh)
-        outputs[t] = state[0]
-    return stack(outputs, 0), state if len(state) == 1 else (state[0], get_item(state[1], 1))
+        states[t] = state[-1]
+    if len(state) == 1:
+        return stack(states, 0), state
+    # LSTM: the steps' [h, c] joined in one op, (T·2, N, H), and their h read as one view
+    outputs = get_item(reshape(concat(states, 0), (steps, 2, -1, hidden)), (slice(None), 0))
+    return outputs, (state[0], get_item(state[1], 1))
 
 
 class _Recurrent(Layer):

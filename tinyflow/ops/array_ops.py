@@ -252,23 +252,38 @@ get_item = op_function(GetItem, "get_item", "x[key], numpy-style indexing and sl
 
 
 class GetItemGrad(ShapedLike):
-    """Zeros like x with g added at x[key], repeated indices summed (the gradient of GetItem)."""
+    """Zeros like x with g added at x[key], repeated indices summed (the gradient of GetItem); the gradients `more`
+    are added at their `more_keys` (the sum of the gradients of several GetItems of x: an unrolled loop's steps)."""
 
-    def __init__(self, grad, x, key, name=None):
-        self.key = key
-        super().__init__(grad, x, name=name)
+    def __init__(self, grad, x, key, *more, more_keys=(), name=None):
+        self.key, self.more_keys = key, tuple(more_keys)
+        super().__init__(grad, x, *more, name=name)
 
-    def compute(self, grad, x):
+    def compute(self, grad, x, *more):
         out = np.zeros(x.shape, dtype=grad.dtype)
-        if any(isinstance(k, np.ndarray) for k in self.key):
-            np.add.at(out, self.key, grad)  # repeated indices must accumulate
-        else:
-            out[self.key] = grad
+        for g, key in zip((grad,) + more, (self.key,) + self.more_keys):
+            if any(isinstance(k, np.ndarray) for k in key):
+                np.add.at(out, key, g)  # repeated indices must accumulate
+            else:
+                out[key] += g
         return out
 
 
+def summed_slice_gradients(contributions):
+    """`contributions` to one node's gradient with its GetItemGrads merged into one op: T steps' slices of a
+    sequence then cost one pass over it, not T passes over mostly zeros and an AddN of them."""
+    slices = [c for c in contributions if type(c) is GetItemGrad and len(c.inputs) == 2]
+    if len(slices) < 2:
+        return contributions
+    first, rest = slices[0], slices[1:]
+    merged = GetItemGrad(first.inputs[0], first.inputs[1], first.key, *[c.inputs[0] for c in rest],
+                         more_keys=[c.key for c in rest])
+    return [merged] + [c for c in contributions if not any(c is s for s in slices)]
+
+
 register_gradient(GetItem)(lambda op, grad: [GetItemGrad(grad, op.inputs[0], op.key)])
-register_gradient(GetItemGrad)(lambda op, grad: [GetItem(grad, op.key), None])
+register_gradient(GetItemGrad)(lambda op, grad: [GetItem(grad, op.key), None] + [GetItem(grad, k)
+                                                                                 for k in op.more_keys])
 
 
 class Identity(Operation):
