@@ -11,7 +11,7 @@ import numpy as np
 import tinyflow as tfl
 from tinyflow.ops.cross_entropy import SoftmaxCrossEntropyGrad
 from tinyflow.ops.elementwise_ops import GRADIENT_OPS
-from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, ReshapeLike, normalize_key
+from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, GetItemGrads, ReshapeLike, normalize_key
 from tinyflow.ops.broadcasting import BroadcastLike, SumToShapeOf
 from tinyflow.control_flow import cond, while_loop
 from tinyflow.control_flow.stacks import StackToTensor, TensorToStack
@@ -155,9 +155,9 @@ CASES = {
                 case(lambda a: a[np.array([0, 2, 0])], normal(4, 3)), case(lambda a: a[..., None, ::2], normal(2, 5)),
                 case(lambda a: tfl.split(a, [1, 3], axis=1)[1], normal(2, 4)), case(lambda a: a[3:0:-2, ::-1], normal(5, 2))],
     "GetItemGrad": [case(lambda g, x: GetItemGrad(g, x, normalize_key((slice(1, 3), 0))), normal(2), normal(4, 3)),
-                    case(lambda g, x: GetItemGrad(g, x, normalize_key(np.array([0, 2, 0]))), normal(3, 3), normal(4, 3)),
-                    case(lambda g, x, h: GetItemGrad(g, x, normalize_key(1), h, more_keys=[normalize_key(([1, 1],))]),
-                         normal(3), normal(4, 3), normal(2, 3))],  # summed slice gradients, overlapping
+                    case(lambda g, x: GetItemGrad(g, x, normalize_key(np.array([0, 2, 0]))), normal(3, 3), normal(4, 3))],
+    "GetItemGrads": [case(lambda g, x, h: GetItemGrads(g, x, h, keys=[normalize_key(1), normalize_key(([1, 1],))]),
+                          normal(3), normal(4, 3), normal(2, 3))],  # overlapping keys
     "Identity": [case(tfl.identity, normal(3, 4))],
     "Squeeze": [case(lambda a: tfl.squeeze(a, 1), normal(3, 1, 4)), case(lambda a: tfl.squeeze(a, (-1, 1)), normal(2, 1, 1))],
     "Unsqueeze": [case(lambda a: tfl.unsqueeze(a, 1), normal(3, 4)), case(lambda a: tfl.unsqueeze(a, (0, -1)), normal(3))],

@@ -251,17 +251,17 @@ class GetItem(Operation):
 get_item = op_function(GetItem, "get_item", "x[key], numpy-style indexing and slicing.")
 
 
-class GetItemGrad(ShapedLike):
-    """Zeros like x with g added at x[key], repeated indices summed (the gradient of GetItem); the gradients `more`
-    are added at their `more_keys` (the sum of the gradients of several GetItems of x: an unrolled loop's steps)."""
+class GetItemGrads(ShapedLike):
+    """Zeros like x with each gradient added at its key in `keys`, repeated indices summed: the sum of the gradients
+    of several GetItems of x (an unrolled loop's steps) in one pass."""
 
-    def __init__(self, grad, x, key, *more, more_keys=(), name=None):
-        self.key, self.more_keys = key, tuple(more_keys)
+    def __init__(self, grad, x, *more, keys, name=None):
+        self.keys = tuple(keys)
         super().__init__(grad, x, *more, name=name)
 
     def compute(self, grad, x, *more):
         out = np.zeros(x.shape, dtype=grad.dtype)
-        for g, key in zip((grad,) + more, (self.key,) + self.more_keys):
+        for g, key in zip((grad,) + more, self.keys):
             if any(isinstance(k, np.ndarray) for k in key):
                 np.add.at(out, key, g)  # repeated indices must accumulate
             else:
@@ -269,21 +269,29 @@ class GetItemGrad(ShapedLike):
         return out
 
 
+class GetItemGrad(GetItemGrads):
+    """Zeros like x with g added at x[key], repeated indices summed (the gradient of GetItem)."""
+
+    def __init__(self, grad, x, key, name=None):
+        self.key = key
+        super().__init__(grad, x, keys=(key,), name=name)
+
+
 def summed_slice_gradients(contributions):
     """`contributions` to one node's gradient with its GetItemGrads merged into one op: T steps' slices of a
     sequence then cost one pass over it, not T passes over mostly zeros and an AddN of them."""
-    slices = [c for c in contributions if type(c) is GetItemGrad and len(c.inputs) == 2]
+    slices = [c for c in contributions if type(c) is GetItemGrad]
     if len(slices) < 2:
         return contributions
-    first, rest = slices[0], slices[1:]
-    merged = GetItemGrad(first.inputs[0], first.inputs[1], first.key, *[c.inputs[0] for c in rest],
-                         more_keys=[c.key for c in rest])
+    grads = [c.inputs[0] for c in slices]
+    merged = GetItemGrads(grads[0], slices[0].inputs[1], *grads[1:], keys=[c.key for c in slices])
     return [merged] + [c for c in contributions if not any(c is s for s in slices)]
 
 
 register_gradient(GetItem)(lambda op, grad: [GetItemGrad(grad, op.inputs[0], op.key)])
-register_gradient(GetItemGrad)(lambda op, grad: [GetItem(grad, op.key), None] + [GetItem(grad, k)
-                                                                                 for k in op.more_keys])
+for _cls in (GetItemGrad, GetItemGrads):
+    register_gradient(_cls)(lambda op, grad: [GetItem(grad, op.keys[0]), None] + [GetItem(grad, k)
+                                                                                  for k in op.keys[1:]])
 
 
 class Identity(Operation):
