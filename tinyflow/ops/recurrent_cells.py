@@ -120,4 +120,4 @@ def _lstm_cell_grad(op, grad):
 
 
 register_gradient(GRUCell)(lambda op, grad: [CellGrad(*op.inputs, grad, "GRUCell", k) for k in range(3)])
-not_differentiable(CellGrad)  # the cells' second derivatives: unroll with the graph-op cells (nn/recurrent.py)
+not_differentiable(CellGrad)  # no second derivatives through a fused cell: backprop passes nothing back from here
