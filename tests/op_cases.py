@@ -11,7 +11,7 @@ import numpy as np
 import tinyflow as tfl
 from tinyflow.ops.cross_entropy import SoftmaxCrossEntropyGrad
 from tinyflow.ops.elementwise_ops import GRADIENT_OPS
-from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, ReshapeLike, normalize_key
+from tinyflow.ops.array_ops import ConcatSplit, GetItemGrad, GetItemGrads, ReshapeLike, normalize_key
 from tinyflow.ops.broadcasting import BroadcastLike, SumToShapeOf
 from tinyflow.control_flow import cond, while_loop
 from tinyflow.control_flow.stacks import StackToTensor, TensorToStack
@@ -19,6 +19,7 @@ from tinyflow.ops.conv import ConvBackFilter, ConvBackInput
 from tinyflow.ops.indexing import GatherGrad, TakeAlongAxisGrad
 from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
 from tinyflow.ops.pad import PadGrad
+from tinyflow.ops.recurrent_cells import GRUCell, LSTMCell
 from tinyflow.ops.pooling import AvgPoolGrad, MaxPoolGather, MaxPoolGrad
 from tinyflow.ops.reductions import CumProd, CumSum, ExpandReduced, ProdOfOthers
 from tinyflow.ops.resize import Resize, ResizeGrad
@@ -159,6 +160,8 @@ CASES = {
                 case(lambda a: tfl.split(a, [1, 3], axis=1)[1], normal(2, 4)), case(lambda a: a[3:0:-2, ::-1], normal(5, 2))],
     "GetItemGrad": [case(lambda g, x: GetItemGrad(g, x, normalize_key((slice(1, 3), 0))), normal(2), normal(4, 3)),
                     case(lambda g, x: GetItemGrad(g, x, normalize_key(np.array([0, 2, 0]))), normal(3, 3), normal(4, 3))],
+    "GetItemGrads": [case(lambda g, x, h: GetItemGrads(g, x, h, keys=[normalize_key(1), normalize_key(([1, 1],))]),
+                          normal(3), normal(4, 3), normal(2, 3))],  # overlapping keys
     "Identity": [case(tfl.identity, normal(3, 4))],
     "Squeeze": [case(lambda a: tfl.squeeze(a, 1), normal(3, 1, 4)), case(lambda a: tfl.squeeze(a, (-1, 1)), normal(2, 1, 1))],
     "Unsqueeze": [case(lambda a: tfl.unsqueeze(a, 1), normal(3, 4)), case(lambda a: tfl.unsqueeze(a, (0, -1)), normal(3))],
@@ -253,6 +256,11 @@ CASES = {
                   case(lambda x, w, b: tfl.group_norm(x, 2, w, b), normal(2, 4, 3), normal(4), normal(4))],
     "LayerNormGrad": [case(lambda x, g: LayerNormGrad(x, g), normal(3, 4), normal(3, 4)),
                       case(lambda x, g: LayerNormGrad(x, g, axis=1, eps=0.1), normal(2, 3, 2), normal(2, 3, 2))],
+    # recurrent cells (their CellGrad kernels run in the gradient checks)
+    "LSTMCell": [case(LSTMCell, normal(3, 8), normal(3, 8), normal(2, 3, 2)),
+                 case(LSTMCell, normal(1, 4) * 3, normal(1, 4), normal(2, 1, 1))],
+    "GRUCell": [case(GRUCell, normal(3, 6), normal(3, 6), normal(3, 2)),
+                case(GRUCell, normal(1, 3) * 3, normal(1, 3), normal(1, 1))],
     # resizing
     "Resize": [case(lambda x: tfl.interpolate(x, scale_factor=2), normal(1, 2, 2, 3)),
                case(lambda x: tfl.interpolate(x, size=(3, 5), mode="bilinear"), normal(2, 1, 4, 3)),

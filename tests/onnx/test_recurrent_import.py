@@ -210,3 +210,17 @@ REFUSED = [
 def test_unsupported_recurrent_attributes_are_refused_naming_node_and_attribute(spec, what):
     with pytest.raises(OnnxImportError, match=f"rnn_node.*{what}"):
         tfl.onnx.load(recurrent_model(**spec))
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_exported_recurrent_layer_runs_in_onnxruntime_as_in_tinyflow(kind, tmp_path):
+    """The fused cell ops export as the ONNX nodes of their formulas."""
+    layer = getattr(tfl.nn, kind)(4, 3, num_layers=2, batch_first=True, bidirectional=True)
+    x = tfl.Placeholder((2, 5, 4))
+    output = layer(x)[0]
+    tfl.onnx.export_graph(x, output, str(tmp_path / "layer.onnx"))
+    value = RNG.standard_normal((2, 5, 4)).astype(np.float32)
+    with tfl.Session() as sess:
+        expected = sess.run(output, {x: value})
+    got = ort.InferenceSession(str(tmp_path / "layer.onnx")).run(None, {x.name: value})[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import ArgumentError, GradientError, describe
 from ..graph import ancestors
 from ..nodes import Node, as_node
-from ..ops.array_ops import AddN
+from ..ops.array_ops import AddN, summed_slice_gradients
 from ..ops.broadcasting import SumToShapeOf
 from ..ops.elementwise_ops import OnesLike
 from ..shapes import can_reduce_to, is_fully_known, shapes_compatible
@@ -59,7 +59,8 @@ def _sum(contributions):
         return contributions[0] if contributions else None
     if getattr(contributions[0], "stack_dtype", None) is not None:  # a stack's gradients: summed iteration by iteration
         return contributions[0].add_stacks(contributions)
-    return AddN(*contributions)
+    contributions = summed_slice_gradients(contributions)
+    return AddN(*contributions) if len(contributions) > 1 else contributions[0]
 
 
 def _same_shape_at_run_time(op, index):

@@ -12,6 +12,7 @@ import numpy as np
 from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
 from ..ops.expressions import fingerprint, text
 from ..ops.cross_entropy import check_labels
+from ..ops.recurrent_cells import CELLS, cell_shapes_fit
 from ..shapes import reduced_shape
 from . import native
 from .base import DECLINE, Backend, Kernel
@@ -294,6 +295,23 @@ def max_pool(backend, op, x, *other):
     return out
 
 
+# ---------------------------------------------------------------- recurrent cells
+def recurrent_cell(backend, op, x_gates, h_gates, state, *grad):
+    """An LSTM or GRU cell op, or with a gradient its CellGrad, in one pass over the gates."""
+    cell = getattr(op, "cell", op.op_type)
+    out = backend.pool.empty(op.infer_shape(x_gates.shape, h_gates.shape, state.shape, *[g.shape for g in grad]),
+                             x_gates.dtype)
+    kernel = _fn(f"tf_{cell[:-4].lower()}_cell{'_back' if grad else ''}", out)  # tf_lstm_cell_back, ...
+    index = [op.index] if grad else []
+    kernel(*[_buf(a) for a in (x_gates, h_gates, state, *grad, out)], *state.shape[-2:], *index)
+    return out
+
+
+def cell_fits(op, *arrays):
+    """The arrays' shapes fit the cell op (run time: the static shapes may have had unknown sizes)."""
+    return cell_shapes_fit(CELLS[getattr(op, "cell", op.op_type)], *[a.shape for a in arrays])
+
+
 # ---------------------------------------------------------------- fused optimizer updates, in place
 class UpdateState:
     """C pointer arrays to the parameters and slots of some update ops (one optimizer's, of one dtype), kept while
@@ -379,6 +397,9 @@ KERNELS = {
     "ConvTranspose": Kernel(conv_back_input, accepts=fits_conv),
     **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},
     **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
+    # one C call replaces a dozen numpy ones at any size
+    **{op_type: Kernel(recurrent_cell, accepts=cell_fits, small=False) for op_type in ("LSTMCell", "GRUCell",
+                                                                                       "CellGrad")},
 }
 
 

@@ -10,6 +10,7 @@ from ..errors import ArgumentError, ShapeError
 from ..ops.elementwise_ops import relu, sigmoid, tanh, zeros_like
 from ..ops.array_ops import checks, concat, get_item, reshape, transpose
 from ..ops.matmul import matmul
+from ..ops.recurrent_cells import GRUCell, LSTMCell
 from ..ops.shape_ops import split, stack
 from .layer import Layer, flags, sizes
 
@@ -19,23 +20,27 @@ def _linear(x, w_t, b):
 
 
 def lstm_cell(x_gates, state, w_hh_t, b_hh):
-    """One LSTM step: x_gates = x W_ihᵀ + b_ih, state (h, c) -> (h', c'), gates i, f, g, o as torch."""
-    h, c = state
-    i, f, g, o = split(x_gates + _linear(h, w_hh_t, b_hh), 4, axis=-1)
-    c = sigmoid(f) * c + sigmoid(i) * tanh(g)
-    return sigmoid(o) * tanh(c), c
+    """One LSTM step: x_gates = x W_ihᵀ + b_ih (+ b_hh), state (h, [h, c]) -> (h', [h', c']), gates i, f, g, o as
+    torch: c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c'), computed by one op (LSTMCell) keeping h and c together."""
+    h, packed = state
+    packed = LSTMCell(x_gates, _linear(h, w_hh_t, b_hh), packed)
+    return get_item(packed, 0), packed
 
 
 def gru_cell(x_gates, state, w_hh_t, b_hh, linear_before_reset=True):
-    """One GRU step, gates r, z, n as torch; linear_before_reset=False: ONNX's n = tanh(x_n + (r h) W_hnᵀ + b_hn)."""
+    """One GRU step, gates r, z, n as torch: r = σ(x_r + h_r), z = σ(x_z + h_z), n = tanh(x_n + r h_n),
+    h' = (1 - z) n + z h, computed by one op (GRUCell); linear_before_reset=False: ONNX's
+    n = tanh(x_n + (r h) W_hnᵀ + b_hn), whose product comes after r, as graph ops."""
     h, = state
+    if linear_before_reset:
+        return (GRUCell(x_gates, _linear(h, w_hh_t, b_hh), h),)
     x_r, x_z, x_n = split(x_gates, 3, axis=-1)
     size = x_n.shape[-1]
     w_rz, w_n = split(w_hh_t, [2 * size, size], axis=-1)
     b_rz, b_n = (None, None) if b_hh is None else split(b_hh, [2 * size, size], axis=-1)
     h_r, h_z = split(_linear(h, w_rz, b_rz), 2, axis=-1)
     r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z)
-    n = tanh(x_n + (r * _linear(h, w_n, b_n) if linear_before_reset else _linear(r * h, w_n, b_n)))
+    n = tanh(x_n + _linear(r * h, w_n, b_n))
     return (n + z * (h - n),)  # (1 - z) n + z h
 
 
@@ -46,19 +51,28 @@ def rnn_cell(x_gates, state, w_hh_t, b_hh, nonlinearity="tanh"):
 
 def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False):
     """One direction of one layer over time-major x (T, N, I) from `state` ((N, H) nodes, None for zeros):
-    (outputs (T, N, H), final state tuple). The input projection of all steps is one matrix product."""
+    (outputs (T, N, H), final state tuple). The input projection of all steps is one matrix product, and it adds
+    b_hh too, except for a GRU (whose n gate multiplies its part by r)."""
     steps, size, hidden = x.shape[0], x.shape[-1], w_hh.shape[-1]
     if steps is None:
         raise ShapeError(f"a recurrent layer needs a known sequence length, got an input of shape {x.shape}; "
                          "give the time axis a fixed size (it is unrolled step by step)")
+    if b_hh is not None and getattr(cell, "func", cell) is not gru_cell:
+        b_ih, b_hh = b_ih + b_hh, None
     x_gates = reshape(_linear(reshape(x, (-1, size)), transpose(w_ih), b_ih), (steps, -1, w_ih.shape[0]))
     zeros = zeros_like(get_item(x_gates, (0, slice(None), slice(0, hidden)))) if None in state else None
     state = tuple(zeros if s is None else s for s in state)
-    w_hh_t, outputs = transpose(w_hh), [None] * steps
+    if len(state) == 2:  # LSTM: its cell op reads c from [h, c]
+        state = (state[0], stack(state, 0))
+    w_hh_t, states = transpose(w_hh), [None] * steps
     for t in reversed(range(steps)) if reverse else range(steps):
         state = cell(get_item(x_gates, t), state, w_hh_t, b_hh)
-        outputs[t] = state[0]
-    return stack(outputs, 0), state
+        states[t] = state[-1]
+    if len(state) == 1:
+        return stack(states, 0), state
+    # LSTM: the steps' [h, c] joined in one op, (T·2, N, H), and their h read as one view
+    outputs = get_item(reshape(concat(states, 0), (steps, 2, -1, hidden)), (slice(None), 0))
+    return outputs, (state[0], get_item(state[1], 1))
 
 
 class _Recurrent(Layer):

@@ -251,24 +251,47 @@ class GetItem(Operation):
 get_item = op_function(GetItem, "get_item", "x[key], numpy-style indexing and slicing.")
 
 
-class GetItemGrad(ShapedLike):
+class GetItemGrads(ShapedLike):
+    """Zeros like x with each gradient added at its key in `keys`, repeated indices summed: the sum of the gradients
+    of several GetItems of x (an unrolled loop's steps) in one pass."""
+
+    def __init__(self, grad, x, *more, keys, name=None):
+        self.keys = tuple(keys)
+        super().__init__(grad, x, *more, name=name)
+
+    def compute(self, grad, x, *more):
+        out = np.zeros(x.shape, dtype=grad.dtype)
+        for g, key in zip((grad,) + more, self.keys):
+            if any(isinstance(k, np.ndarray) for k in key):
+                np.add.at(out, key, g)  # repeated indices must accumulate
+            else:
+                out[key] += g
+        return out
+
+
+class GetItemGrad(GetItemGrads):
     """Zeros like x with g added at x[key], repeated indices summed (the gradient of GetItem)."""
 
     def __init__(self, grad, x, key, name=None):
         self.key = key
-        super().__init__(grad, x, name=name)
+        super().__init__(grad, x, keys=(key,), name=name)
 
-    def compute(self, grad, x):
-        out = np.zeros(x.shape, dtype=grad.dtype)
-        if any(isinstance(k, np.ndarray) for k in self.key):
-            np.add.at(out, self.key, grad)  # repeated indices must accumulate
-        else:
-            out[self.key] = grad
-        return out
+
+def summed_slice_gradients(contributions):
+    """`contributions` to one node's gradient with its GetItemGrads merged into one op: T steps' slices of a
+    sequence then cost one pass over it, not T passes over mostly zeros and an AddN of them."""
+    slices = [c for c in contributions if type(c) is GetItemGrad]
+    if len(slices) < 2:
+        return contributions
+    grads = [c.inputs[0] for c in slices]
+    merged = GetItemGrads(grads[0], slices[0].inputs[1], *grads[1:], keys=[c.key for c in slices])
+    return [merged] + [c for c in contributions if not any(c is s for s in slices)]
 
 
 register_gradient(GetItem)(lambda op, grad: [GetItemGrad(grad, op.inputs[0], op.key)])
-register_gradient(GetItemGrad)(lambda op, grad: [GetItem(grad, op.key), None])
+for _cls in (GetItemGrad, GetItemGrads):
+    register_gradient(_cls)(lambda op, grad: [GetItem(grad, op.keys[0]), None] + [GetItem(grad, k)
+                                                                                  for k in op.keys[1:]])
 
 
 class Identity(Operation):

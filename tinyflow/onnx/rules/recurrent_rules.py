@@ -3,6 +3,7 @@
 ONNX packs one layer's directions in W (D, gates·H, I), R (D, gates·H, H) and B (D, 2·gates·H) with gates
 i, o, f, c (LSTM) and z, r, h (GRU); the rule gathers each direction's rows into torch's order (i, f, g, o and
 r, z, n), which the cells use. The gathers are ops on the Variables, so gradients reach the initializers.
+The cells' fused ops (LSTMCell, GRUCell) export as the ONNX nodes of their formulas, so an exported layer runs anywhere.
 """
 import functools
 
@@ -10,7 +11,8 @@ import numpy as np
 
 from ... import ops
 from ...nn.recurrent import gru_cell, lstm_cell, rnn_cell, unroll
-from .rule_tables import imports
+from ...errors import OnnxExportError
+from .rule_tables import exports, imports
 
 _TORCH_ORDER = {"LSTM": [0, 2, 3, 1], "GRU": [1, 0, 2], "RNN": [0]}  # ONNX gate blocks in torch's gate order
 _ACTIVATIONS = {"LSTM": ["sigmoid", "tanh", "tanh"], "GRU": ["sigmoid", "tanh"], "RNN": ["tanh"]}
@@ -79,3 +81,35 @@ def _cell(ctx, kind, directions):
     if kind == "GRU":
         return functools.partial(gru_cell, linear_before_reset=bool(ctx.attr("linear_before_reset", 0)))
     return lstm_cell
+
+
+def _gate(ex, node, name, k, axis=1):
+    """Block k of the hidden size H along `axis` of the ONNX value `name` (a gate of the gates, or c of [h, c])."""
+    hidden = node.inputs[2].shape[-1]
+    if hidden is None:
+        raise OnnxExportError(f"{node.op_type} '{node.name}' has a state of unknown hidden size "
+                              f"{node.inputs[2].shape}; give the layer a fixed hidden size")
+    size = 1 if axis == 0 else hidden
+    bounds = [ex.constant(np.array([v], np.int64), "gate") for v in (k * size, (k + 1) * size, axis)]
+    return ex.emit("Slice", [name] + bounds, "gate")
+
+
+@exports("LSTMCell")
+def _export_lstm_cell(ex, node):
+    """[h', c'] from Slice, Sigmoid, Tanh, Mul, Add, Concat nodes: c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c')."""
+    x, h_gates, state = (ex.name_of(i) for i in node.inputs)
+    gates = ex.emit("Add", [x, h_gates], "gates")
+    i, f, g, o = (ex.emit("Tanh" if k == 2 else "Sigmoid", [_gate(ex, node, gates, k)], "gate") for k in range(4))
+    c = ex.emit("Add", [ex.emit("Mul", [f, _gate(ex, node, state, 1, axis=0)], "Mul"), ex.emit("Mul", [i, g], "Mul")],
+                "c")  # (1, N, H): the previous c keeps its leading axis
+    return ex.emit("Concat", [ex.emit("Mul", [o, ex.emit("Tanh", [c], "Tanh")], "h"), c], "LSTMCell", axis=0)
+
+
+@exports("GRUCell")
+def _export_gru_cell(ex, node):
+    """h' = n + z (h - n) from Slice, Sigmoid, Tanh, Mul, Add and Sub nodes (linear_before_reset: n's r h_n)."""
+    x, h_gates, h = (ex.name_of(i) for i in node.inputs)
+    xs, hs = ([_gate(ex, node, name, k) for k in range(3)] for name in (x, h_gates))
+    r, z = (ex.emit("Sigmoid", [ex.emit("Add", [xs[k], hs[k]], "Add")], "gate") for k in range(2))
+    n = ex.emit("Tanh", [ex.emit("Add", [xs[2], ex.emit("Mul", [r, hs[2]], "Mul")], "Add")], "n")
+    return ex.emit("Add", [n, ex.emit("Mul", [z, ex.emit("Sub", [h, n], "Sub")], "Mul")], "GRUCell")
