@@ -62,3 +62,13 @@ def test_gradients_of_a_sequences_slices_are_summed_in_one_op():
     expected = np.arange(1.0, 5.0)[:, None] + np.pad(2 * value[1:3], ((1, 1), (0, 0)))
     np.testing.assert_allclose(got, expected)
     assert op_types.count("GetItemGrads") == 1 and not {"GetItemGrad", "AddN"} & set(op_types)
+
+
+def test_a_second_derivative_through_a_fused_cell_raises_a_gradient_error_naming_it():
+    """No silent zero: the gradient of CellGrad (a gradient penalty through an LSTM) is refused by name."""
+    x = tfl.Placeholder((2, 3, 4), name="x")
+    lstm = tfl.nn.LSTM(4, 5)
+    output, _ = lstm(x)
+    first = tfl.gradients(tfl.reduce_sum(output * output), [x])[0]
+    with pytest.raises(tfl.GradientError, match="fused recurrent cell .LSTMCell.*no second derivative"):
+        tfl.gradients(tfl.reduce_sum(first * first), [x])

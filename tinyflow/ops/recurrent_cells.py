@@ -10,10 +10,10 @@ CellGrad(*inputs, grad, cell=..., index=k) is the gradient of input k.
 """
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import GradientError, ShapeError, describe
 from ..nodes import Operation
 from .elementwise_ops import stable_sigmoid
-from .registry import not_differentiable, register_gradient
+from .registry import register_gradient
 
 
 def lstm_activations(x_gates, h_gates):
@@ -120,4 +120,9 @@ def _lstm_cell_grad(op, grad):
 
 
 register_gradient(GRUCell)(lambda op, grad: [CellGrad(*op.inputs, grad, "GRUCell", k) for k in range(3)])
-not_differentiable(CellGrad)  # no second derivatives through a fused cell: backprop passes nothing back from here
+@register_gradient(CellGrad)
+def _no_second_derivative(op, grad):
+    # loud rather than silently zero: a gradient penalty through a recurrent layer would otherwise be wrong
+    raise GradientError(f"{describe(op)} is the gradient of a fused recurrent cell ({op.cell}); tinyflow has no second "
+                        "derivative of it. Differentiate the recurrent layer once (no gradient of its gradient), or "
+                        "write the step with tfl ops (sigmoid, tanh, split) where a second derivative is needed")
