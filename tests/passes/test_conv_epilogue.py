@@ -23,12 +23,25 @@ def computing(plan):
     return [t for t in op_types(plan) if t not in ("Variable", "Constant", "Reshape")]
 
 
-def conv_chain(x, channels, out, kernel, stride, groups, bias, act, dtype):
+def conv_chain(x, channels, out, kernel, stride, groups, bias, act, dtype, residual=None):
+    """Conv, then bias, then residual: a Placeholder "r" of the output's shape added as operand `residual` ("first",
+    "second" or None), then act."""
     w = tfl.Constant(RNG.standard_normal((out, channels // groups, kernel, kernel)).astype(dtype))
     y = Conv(x, w, stride, kernel // 2, 1, groups)
     if bias:
         y = y + tfl.reshape(tfl.Variable(RNG.standard_normal(out).astype(dtype)), (1, -1, 1, 1))
+    if residual:
+        r = tfl.Placeholder(y.shape, dtype, name="r")
+        y = r + y if residual == "first" else y + r
+    return activation(y, act)
+
+
+def activation(y, act):
     return {None: y, "relu": tfl.relu(y) if act == "relu" else None, "relu6": tfl.clip(y, 0.0, 6.0)}[act]
+
+
+def fused_nodes(plan):
+    return [step.node for step in plan.steps if step.node.op_type == "ConvBiasAct"]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -47,6 +60,70 @@ def test_conv_bias_and_activation_run_as_one_op_with_the_values_of_the_three(bac
     tight = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
     assert_close(out, ref, **tight)
     assert out.dtype == dtype and (act is None or out.min() >= 0) and (act != "relu6" or out.max() <= 6)
+
+
+RESIDUALS = [("bias", "relu", "first"), ("bias", "relu6", "second"), ("bias", None, "first"), (None, "relu", "second"),
+             (None, None, "first")]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("bias, act, order", RESIDUALS)
+def test_residual_add_in_either_operand_order_runs_in_the_convolutions_epilogue(backend, dtype, batch, shape, bias,
+                                                                                act, order):
+    x = tfl.Placeholder((None, shape[0], 9, 7), dtype, name="x")
+    y = conv_chain(x, *shape, bias, act, dtype, residual=order)
+    r = tfl.get_default_graph().get_node("r")
+    feed = {x: (3 * RNG.standard_normal((batch, shape[0], 9, 7))).astype(dtype)}
+    feed[r] = (3 * RNG.standard_normal((batch,) + r.shape[1:])).astype(dtype)
+    ref, sess = tfl.Session(optimize=False).run(y, feed), tfl.Session()
+    out = sess.run(y, feed)
+    plan = sess.plan([y], {x, r})
+    assert computing(plan) == ["ConvBiasAct"] and fused_nodes(plan)[0].residual
+    if backend == "c":
+        assert sess.backend.report.kernel_ops["ConvBiasAct"] == 1  # the C kernel, not the numpy fallback
+    tight = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
+    assert_close(out, ref, **tight)
+
+
+def test_residual_broadcast_at_run_time_is_added_by_numpy_not_the_c_epilogue(backend):
+    x = tfl.Placeholder((None, 3, 6, 6), name="x")
+    y = conv_chain(x, 3, 4, 3, 1, 1, "bias", "relu", "float32", residual="second")
+    r = tfl.get_default_graph().get_node("r")  # (None, 4, 6, 6): fed one image for a batch of three
+    feed = {x: RNG.standard_normal((3, 3, 6, 6)).astype(np.float32), r: RNG.standard_normal((1, 4, 6, 6))
+            .astype(np.float32)}
+    ref, sess = tfl.Session(optimize=False).run(y, feed), tfl.Session()
+    out = sess.run(y, feed)
+    assert computing(sess.plan([y], {x, r})) == ["ConvBiasAct"] and out.shape == (3, 4, 6, 6)
+    assert sess.backend.report.kernel_ops["ConvBiasAct"] == 0
+    assert_close(out, ref)
+
+
+def test_c_kernel_refuses_a_residual_of_another_shape_than_the_output():
+    x = tfl.Placeholder((None, 2, 4, 4), name="x")
+    y = tfl.relu(Conv(x, tfl.Constant(np.ones((3, 2, 1, 1), np.float32))) + tfl.Placeholder((None, 3, 4, 4)))
+    plan = tfl.Session().plan([y], {x, tfl.get_default_graph().get_node("Placeholder")})
+    op, = fused_nodes(plan)
+    arrays = np.ones((2, 2, 4, 4), np.float32), np.ones((3, 2, 1, 1), np.float32)
+    assert fits_conv_bias(op, *arrays, np.ones((2, 3, 4, 4), np.float32))
+    assert not fits_conv_bias(op, *arrays, np.ones((1, 3, 4, 4), np.float32))
+    assert not fits_conv_bias(op, *arrays, np.ones((2, 3, 4, 1), np.float32))
+
+
+def test_residual_sum_or_biased_value_read_elsewhere_stops_the_chain_there():
+    x = tfl.Placeholder((None, 2, 5, 5), name="x")
+    biased = Conv(x, tfl.Constant(RNG.standard_normal((2, 2, 3, 3)).astype(np.float32)), padding=1) + \
+        tfl.Constant(RNG.standard_normal((2, 1, 1)).astype(np.float32))
+    total = biased + x
+    y = tfl.relu(total)
+    feed = {x: RNG.standard_normal((2, 2, 5, 5)).astype(np.float32)}
+    out, ref, plan = run_both([y, total * 2.0], feed)  # the sum has another reader: the Relu stays out
+    assert [n.residual for n in fused_nodes(plan)] == [True] and fused_nodes(plan)[0].bounds[0] == -np.inf
+    assert_close(out, ref)
+    out, ref, plan = run_both([y, biased * 2.0], feed)  # the biased value has another reader: the residual stays out
+    assert [n.residual for n in fused_nodes(plan)] == [False] and "Relu" not in op_types(plan)
+    assert_close(out, ref)
 
 
 def test_an_intermediate_that_is_fetched_or_read_elsewhere_is_not_fused():
