@@ -158,7 +158,8 @@ def _folded_batch_norm(node, graph, consumers, standing_for):
     def op(cls, *inputs, **attributes):
         shape = attributes.pop("shape", None) or broadcast_shapes(*[i.shape for i in inputs])
         new = make_node(cls, inputs, node, shape=shape, **attributes)
-        return folded(new) or new
+        constant = folded(new)
+        return new if constant is None else constant
     x, weight = conv.inputs[:2]
     scale = op(Divide, gamma, root)
     filters = (weight.shape[0],) + (1,) * (len(weight.shape) - 1)
