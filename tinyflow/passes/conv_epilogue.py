@@ -140,13 +140,13 @@ def _fused(conv, inputs, like, members, bounds, swapped, residual=False):
 def _folded_batch_norm(node, graph, consumers, standing_for):
     """The ConvBiasAct computing `node` if it is an inference batch norm of a convolution read by nothing else (see
     the module's docstring), else None."""
-    parts = _batch_norm(node, graph.fed)
+    parts = inference_batch_norm(node, graph.fed)
     if parts is None:
         return None
     conv, mean, root, gamma, beta = parts
     bias = conv.inputs[2:] if isinstance(conv, ConvBiasAct) and not conv.residual else ()
     if not (type(conv) is Conv or bias) or isinstance(conv, ConvBiasAct) and conv.bounds != _NO_BOUNDS:
-        return None
+        return None  # (a Conv, or one with its bias only)
     params = (mean, root, gamma, beta)
     if conv in ancestors(params, stop=graph.fed | {conv}):
         return None  # statistics of the batch (training): they change with every input
@@ -170,9 +170,10 @@ def _folded_batch_norm(node, graph, consumers, standing_for):
     return _fused(conv, (x, weight, shift), node, [first, add], _NO_BOUNDS, (False,))
 
 
-def _batch_norm(node, fed):
-    """(convolution, μ, r, γ, β) if `node` is γ·(conv - μ)/r + β with μ, r, γ, β per channel (a Where between
-    them on an unfed training flag left at False), else None."""
+def inference_batch_norm(node, fed):
+    """(x, μ, r, γ, β) if `node` is γ·(x - μ)/r + β with μ, r, γ, β shaped (1, C, 1, ...) (a Where between them on a
+    training flag that is fixed False, a Constant or a Placeholder not in `fed`), else None: what tfl.nn's batch
+    norms build for inference, and the ONNX import of BatchNormalization. μ and r may be the batch's statistics."""
     if node.op_type != "Add" or node.inputs[0].op_type != "Multiply":
         return None
     (normalized, gamma), beta = node.inputs[0].inputs, node.inputs[1]
@@ -180,10 +181,10 @@ def _batch_norm(node, fed):
         normalized = normalized.inputs[2]
     if normalized.op_type != "Divide" or normalized.inputs[0].op_type != "Subtract":
         return None
-    (conv, mean), root = normalized.inputs[0].inputs, normalized.inputs[1]
-    if not isinstance(conv, Conv) or not all(_per_channel(p, conv, exact=True) for p in (mean, root, gamma, beta)):
+    (x, mean), root = normalized.inputs[0].inputs, normalized.inputs[1]
+    if not all(_per_channel(p, x, exact=True) for p in (mean, root, gamma, beta)):
         return None
-    return conv, mean, root, gamma, beta
+    return x, mean, root, gamma, beta
 
 
 def _fixed_false(flag, fed):
@@ -194,7 +195,7 @@ def _fixed_false(flag, fed):
 
 
 def _per_channel(bias, conv, exact=False):
-    """Whether `bias` holds one value per output channel of `conv`, laid out to broadcast along its channel axis
+    """Whether `bias` holds one value per channel of `conv` (any node), laid out to broadcast along its channel axis
     (`exact`: shaped (1, C, 1, ...))."""
     shape, out = bias.shape, conv.shape
     if shape is None or out is None or len(out) < 2 or out[1] is None or len(shape) > len(out):
