@@ -11,18 +11,23 @@ typedef struct {
     int mode;        /* pooling: see NAME(pool) */
     long multiplier; /* depthwise convolution: filters per input channel */
     const T *bias;   /* convolution epilogue: per output channel, or NULL (none) */
+    const T *residual; /* convolution epilogue: added value by value, laid out as the output (n, o, ...), or NULL */
     T low, high;     /* convolution epilogue: the output clipped to [low, high] (relu: 0, inf; none: -inf, inf) */
 } NAME(window_args);
 
 /* The convolution's epilogue on n values of one channel: + bias (-0.0 for none: x + -0.0 is x, even for x = -0.0),
- * then clipped to [low, high] as the elementwise kernels' max and min do (a NaN stays NaN; only the sign of a zero
- * equal to a bound may differ). */
-static inline void NAME(bias_clip)(const T *src, T *dst, long n, T bias, T low, T high) {
-    for (long j = 0; j < n; j++) {
-        T v = src[j] + bias;
-        v = v < low ? low : v; /* no || in the test: a branch per value (random signs) cost 4x the convolution */
-        dst[j] = v > high ? high : v;
-    }
+ * + the residual's values (if any), then clipped to [low, high] as the elementwise kernels' max and min do (a NaN
+ * stays NaN; only the sign of a zero equal to a bound may differ). The sums are rounded in the fused ops' order. */
+static inline T NAME(clip)(T v, T low, T high) {
+    v = v < low ? low : v; /* no || in the test: a branch per value (random signs) cost 4x the convolution */
+    return v > high ? high : v;
+}
+
+static inline void NAME(bias_clip)(const T *src, const T *residual, T *dst, long n, T bias, T low, T high) {
+    if (residual)
+        for (long j = 0; j < n; j++) dst[j] = NAME(clip)(src[j] + bias + residual[j], low, high);
+    else
+        for (long j = 0; j < n; j++) dst[j] = NAME(clip)(src[j] + bias, low, high);
 }
 
 /* The output columns j in [*first, *last) whose tap at column j * sw + offset lies inside 0 .. w - 1; the others
@@ -126,17 +131,18 @@ TF_CLONES static void NAME(depthwise_chunk)(void *p, long start, long stop) {
                         for (long j = first; j < last; j++) out[j] += weight * in[j * sw + offset];
                 }
             }
-            if (k->bias || k->low > -INFINITY || k->high < INFINITY)
-                NAME(bias_clip)(out, out, wo, k->bias ? k->bias[o] : (T)-0.0, k->low, k->high);
+            if (k->bias || k->residual || k->low > -INFINITY || k->high < INFINITY)
+                NAME(bias_clip)(out, k->residual ? k->residual + (out - k->dst) : NULL, out, wo,
+                                k->bias ? k->bias[o] : (T)-0.0, k->low, k->high);
         }
     }
 }
 
 void NAME(tf_depthwise_conv)(const T *x, const T *filters, T *out, long multiplier, long n, long c, long h, long w,
                              long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,
-                             long wo, const T *bias, T low, T high) {
+                             long wo, const T *bias, const T *residual, T low, T high) {
     NAME(window_args) k = {x, filters, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, 0, multiplier,
-                           bias, low, high};
+                           bias, residual, low, high};
     tf_parallel_for(n * c * multiplier, n * c * multiplier * ho * wo * kh * kw, NAME(depthwise_chunk), &k);
 }
 
@@ -373,19 +379,22 @@ void NAME(tf_maxpool_gather)(const T *x, const T *src, T *out, long n, long c, l
     NAME(pool)(2, x, src, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo);
 }
 
-/* One (image, channel) plane per step of dst (n, o, p) = clip(src + bias[channel]), src laid out (o, n, p): the
- * GEMM's rows of output planes, channel-major (with n == 1, src may be dst). */
+/* One (image, channel) plane per step of dst (n, o, p) = clip(src + bias[channel] + residual), src laid out (o, n, p):
+ * the GEMM's rows of output planes, channel-major (with n == 1, src may be dst); the residual is laid out as dst. */
 TF_CLONES static void NAME(bias_clip_chunk)(void *p, long start, long stop) {
     const NAME(window_args) *k = p;
     long n = k->n, o = k->c, size = k->ho;
     for (long plane = start; plane < stop; plane++) {
         long b = plane / o, ch = plane % o;
         T bias = k->bias ? k->bias[ch] : (T)-0.0;
-        NAME(bias_clip)(k->src + (ch * n + b) * size, k->dst + plane * size, size, bias, k->low, k->high);
+        NAME(bias_clip)(k->src + (ch * n + b) * size, k->residual ? k->residual + plane * size : NULL,
+                        k->dst + plane * size, size, bias, k->low, k->high);
     }
 }
 
-void NAME(tf_conv_epilogue)(const T *src, T *dst, long n, long o, long p, const T *bias, T low, T high) {
-    NAME(window_args) k = {.src = src, .dst = dst, .n = n, .c = o, .ho = p, .bias = bias, .low = low, .high = high};
+void NAME(tf_conv_epilogue)(const T *src, T *dst, long n, long o, long p, const T *bias, const T *residual, T low,
+                            T high) {
+    NAME(window_args) k = {.src = src, .dst = dst, .n = n, .c = o, .ho = p, .bias = bias, .residual = residual,
+                           .low = low, .high = high};
     tf_parallel_for(n * o, n * o * p, NAME(bias_clip_chunk), &k);
 }

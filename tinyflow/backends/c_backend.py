@@ -31,8 +31,8 @@ SMALL = 4096
 
 
 def _buf(array):
-    """A C pointer to a contiguous float array's data (the caller keeps the array alive)."""
-    return native.ffi.from_buffer(_CTYPE[array.dtype], array)
+    """A C pointer to a contiguous float array's data (the caller keeps the array alive); NULL for None."""
+    return native.ffi.NULL if array is None else native.ffi.from_buffer(_CTYPE[array.dtype], array)
 
 
 def _fn(name, array):
@@ -224,26 +224,29 @@ def _planes(backend, y):
     return out
 
 
-def conv(backend, op, x, w, *bias):
+def conv(backend, op, x, w, *extras):
     """Convolution: direct kernels for depthwise and pointwise (1x1) filters, else tap-major im2col then one matrix
-    product per group, whose rows are the output planes. A ConvBiasAct's bias and clipping are applied in the same
-    loops, while each plane is in cache."""
+    product per group, whose rows are the output planes. A ConvBiasAct's bias, residual and clipping are applied in
+    the same loops, while each plane is in cache."""
     geometry = conv_geometry(op, x.shape, w.shape)
     n, o = x.shape[0], w.shape[0]
     shape, filters = pooled_shape((n, o) + x.shape[2:], geometry), w.reshape(o, -1)
-    epilogue = (_buf(bias[0]) if bias else native.ffi.NULL, *getattr(op, "bounds", (-math.inf, math.inf)))
+    bias, residual = _epilogue_operands(op, extras)
+    bounds = getattr(op, "bounds", (-math.inf, math.inf))
     if op.groups == x.shape[1] and w.shape[1] == 1:
         # depthwise (MobileNet): per channel a (1 x taps) by (taps x pixels) product, nothing for a GEMM to block
         out = backend.pool.empty(shape, x.dtype)
-        _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), o // op.groups, *geometry, *epilogue)
+        _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), o // op.groups, *geometry, _buf(bias),
+                                    _buf(residual), *bounds)
         return out
     if op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]:
         # pointwise: each image's (C, H·W) data already is im2col's matrix, and the product is the output's layout
         out = backend.pool.empty(shape, x.dtype)
-        for image, planes in zip(x.reshape(n, x.shape[1], -1), out.reshape(n, o, -1)):
+        for b, (image, planes) in enumerate(zip(x.reshape(n, x.shape[1], -1), out.reshape(n, o, -1))):
             matmul(backend, None, filters, image, planes)
             if op.op_type == "ConvBiasAct":
-                _fn("tf_conv_epilogue", x)(_buf(planes), _buf(planes), 1, o, planes.shape[1], *epilogue)
+                _fn("tf_conv_epilogue", x)(_buf(planes), _buf(planes), 1, o, planes.shape[1], _buf(bias),
+                                           _buf(None if residual is None else residual[b]), *bounds)
         return out
     cols = _im2col(backend, x, geometry)
     out = backend.pool.empty(shape, x.dtype)
@@ -252,15 +255,28 @@ def conv(backend, op, x, w, *bias):
         _grouped_product(backend, filters, cols, op.groups)  # (O, N·P)
     backend.pool.recycle(cols)
     if not in_place or op.op_type == "ConvBiasAct":  # rows' planes image-major, in the pass adding the bias
-        _fn("tf_conv_epilogue", x)(_buf(rows), _buf(out), n, o, rows.shape[1] // n, *epilogue)
+        _fn("tf_conv_epilogue", x)(_buf(rows), _buf(out), n, o, rows.shape[1] // n, _buf(bias), _buf(residual),
+                                   *bounds)
     if not in_place:
         backend.pool.recycle(rows)
     return out
 
 
-def fits_conv_bias(op, x, w, *bias):
-    """A convolution's input and filter fit, and its bias (if any) has one value per output channel."""
-    return fits_conv(op, x, w) and all(b.size == w.shape[0] for b in bias)
+def _epilogue_operands(op, extras):
+    """(bias, residual) of a ConvBiasAct's extra inputs, None where absent."""
+    residual = extras[-1] if getattr(op, "residual", False) else None
+    bias = extras[0] if len(extras) > (residual is not None) else None
+    return bias, residual
+
+
+def fits_conv_bias(op, x, w, *extras):
+    """A convolution's input and filter fit, its bias (if any) has one value per output channel and its residual (if
+    any) the output's shape: a broadcast residual is numpy's to add."""
+    if not fits_conv(op, x, w):
+        return False
+    bias, residual = _epilogue_operands(op, extras)
+    return (bias is None or bias.size == w.shape[0]) and (residual is None or residual.shape == pooled_shape(
+        (x.shape[0], w.shape[0]) + x.shape[2:], conv_geometry(op, x.shape, w.shape)))
 
 
 def conv_back_input(backend, op, g, w, x=None):

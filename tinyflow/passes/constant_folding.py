@@ -30,11 +30,11 @@ def fold_constants(graph):
     def rule(node):
         if getattr(node, "stateful", False) or any(i in with_effects for i in node.inputs):
             with_effects.add(node)
-        return _folded(node, with_effects)
+        return folded(node, with_effects)
     return graph, {"folded": graph.rewrite(rule)}
 
 
-def _folded(node, with_effects):
+def folded(node, with_effects=frozenset()):
     """The Constant holding `node`'s value, or None when it is not foldable."""
     if not is_pure(node) or not node.inputs or not is_fully_known(node.shape) or math.prod(node.shape) > FOLD_LIMIT:
         return None  # (leaves are not pure: they are never folded)

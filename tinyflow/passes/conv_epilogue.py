@@ -1,37 +1,55 @@
-"""Convolution epilogues: Conv → Add(per-channel bias) → Relu / Clip(constant bounds) becomes one ConvBiasAct node, so
-a backend adds the bias and clips while the convolution's output is still in cache, instead of one more pass over it.
+"""Convolution epilogues: Conv → Add(per-channel bias) → Add(residual) → Relu / Clip(constant bounds) becomes one
+ConvBiasAct node, so a backend adds the bias and the residual and clips while the convolution's output is still in
+cache, instead of one more pass over it per op; an inference batch norm of a convolution is folded into its filters.
 
-Rule: an Add of a Conv and a bias of shape (1, C, 1, ...) (or (C, 1, ...)), then a Relu or a Clip by scalar constants
-of that (or of a bare Conv), each intermediate read by the next op only, not fetched and not fed. Training graphs
-keep their gradients: the Relu's gradient reads its output, which the fused node computes; a Clip's reads its input,
-so a Clip is fused only where nothing else reads that input (inference).
+Rule: an Add of a Conv and a bias of shape (1, C, 1, ...) (or (C, 1, ...)), then an Add of a tensor of the output's
+shape (a ResNet block's identity, either operand order), then a Relu or a Clip by scalar constants, each part
+optional, each intermediate read by the next op only, not fetched and not fed. Training graphs keep their gradients:
+the Relu's gradient reads its output, which the fused node computes, and an Add's reads none of its operands; a Clip's
+reads its input, so a Clip is fused only where nothing else reads that input (inference).
+
+Rule: γ·(conv(x, W) + b - μ)/r + β, an inference batch norm (r = √(σ² + ε); μ, r, γ, β per channel and not computed
+from the convolution, as the batch's statistics are; a Where on an unfed training flag left at False picks it) of a
+convolution read by nothing else, becomes conv(x, W·s) + (b - μ)·s + β, s = γ/r. s, W·s and the bias are graph ops
+over the parameters (weight-sized, recomputed each run: the weights may be Variables being fine-tuned), folded to
+constants where the parameters are constants.
 """
 import numpy as np
 
+from ..graph import ancestors
+from ..nodes import Constant, Placeholder
+from ..ops.array_ops import Reshape
 from ..ops.conv import Conv
-from .ir import NODE_FIELDS, make_node, scalar_constant
+from ..ops.elementwise_ops import Add, Divide, Multiply, Subtract
+from ..shapes import broadcast_shapes
+from .constant_folding import folded
+from .ir import NODE_FIELDS, folded_constant, make_node, scalar_constant
 
 _NO_BOUNDS = (-np.inf, np.inf)
 
 
 class ConvBiasAct(Conv):
-    """min(max(conv(x, w) + bias, low), high): inputs (x, w) or (x, w, bias), the Conv's window attributes, `bounds`
-    (low, high) ((0, inf) for a relu, (-inf, inf) for none), and `members`, the Conv, Add and Relu/Clip it stands for:
-    the numpy reference, and what backends without a kernel of their own for it run."""
+    """min(max(conv(x, w) + bias + residual, low), high): inputs (x, w, *extras), the extras a per-channel bias and
+    a residual of the output's shape, each optional, in that order (`residual`: whether the last is one), `swapped`
+    per extra whether it is its Add's first operand; the Conv's window attributes, `bounds` (low, high) ((0, inf)
+    for a relu, (-inf, inf) for none), and `members`, the Conv, Adds and Relu/Clip it stands for: the numpy
+    reference, and what backends without a kernel of their own for it run."""
 
     abstract = True  # built by the optimiser only: kept out of the op registry the op tests walk
 
-    def compute(self, x, w, *bias):
+    def compute(self, x, w, *extras):
         """The members' numpy kernels in turn (the reference, and the C backend's fallback)."""
-        return self.run_members((x, w, *bias), [member.compute for member in self.members])
+        return self.run_members((x, w, *extras), [member.compute for member in self.members])
 
     def run_members(self, values, kernels):
         """The last member's value, each member computed by its kernel in `kernels`."""
-        x, w, *bias = values
+        x, w, *extras = values
+        extras = iter(zip(extras, self.swapped))
         y = kernels[0](x, w)
         for member, kernel in zip(self.members[1:], kernels[1:]):
             if member.op_type == "Add":
-                y = kernel(bias[0], y) if self.bias_first else kernel(y, bias[0])
+                extra, swapped = next(extras)
+                y = kernel(extra, y) if swapped else kernel(y, extra)
             else:  # Relu, or Clip by its constant bounds
                 y = kernel(y, *[bound.value for bound in member.inputs[1:]])
         return y
@@ -49,49 +67,139 @@ class ConvBiasAct(Conv):
 
 
 def fuse_conv_epilogues(graph):
-    """A copy of `graph` with each Conv → bias Add → Relu / Clip chain (or part of it) as one ConvBiasAct; (graph,
-    counts)."""
+    """A copy of `graph` with each inference batch norm of a convolution folded into it, and each Conv → bias Add →
+    residual Add → Relu / Clip chain (or part of it) as one ConvBiasAct; (graph, counts)."""
     graph = graph.copy()
     consumers = graph.consumers()
     standing_for = {}  # ConvBiasAct -> the node it replaced (whose readers and fetches count)
+    folded_norms = 0
 
     def only_read_by(node, reader):
         return graph.only_read_by(standing_for.get(node, node), reader, consumers)
 
+    def extends(source, node, bias=False, residual=False):
+        """Whether `node` may join `source`'s chain: the bias only a Conv's, the residual before any activation."""
+        if isinstance(source, ConvBiasAct):
+            chain = not bias and not (residual and source.residual) and source.bounds == _NO_BOUNDS
+        else:
+            chain = type(source) is Conv
+        return chain and only_read_by(source, node)
+
     def rule(node):
+        nonlocal folded_norms
         if node.op_type == "Add" and node.dtype == node.inputs[0].dtype == node.inputs[1].dtype:
-            for position, conv in enumerate(node.inputs):
-                bias = node.inputs[1 - position]
-                if type(conv) is Conv and only_read_by(conv, node) and _per_channel(bias, conv):
-                    fused = _fused(conv, (bias,), node, [conv, node], _NO_BOUNDS, bias_first=position == 1)
-                    standing_for[fused] = node
-                    return fused
+            for position, source in enumerate(node.inputs):
+                extra, chain = node.inputs[1 - position], _chain(source)
+                if _per_channel(extra, source) and extends(source, node, bias=True):
+                    fused = _fused(source, source.inputs[:2] + (extra,), node, [source, node], _NO_BOUNDS,
+                                   (position == 1,))
+                elif extra.shape == source.shape == node.shape and extends(source, node, residual=True):
+                    fused = _fused(source, source.inputs + (extra,), node, chain + [node], _NO_BOUNDS,
+                                   _swapped(source) + (position == 1,), residual=True)
+                else:
+                    continue
+                standing_for[fused] = node
+                return fused
+            fused = _folded_batch_norm(node, graph, consumers, standing_for)
+            if fused is not None:
+                folded_norms += 1
+                standing_for[fused] = node
+            return fused
         bounds = _bounds(node)
         source = node.inputs[0] if bounds else None
-        if type(source) is Conv and only_read_by(source, node):
-            fused = _fused(source, (), node, [source, node], bounds, bias_first=False)
-        elif isinstance(source, ConvBiasAct) and source.bounds == _NO_BOUNDS and only_read_by(source, node):
-            fused = _fused(source, source.inputs[2:], node, source.members + [node], bounds, source.bias_first)
-        else:
+        if source is None or not extends(source, node):
             return None
+        fused = _fused(source, source.inputs, node, _chain(source) + [node], bounds, _swapped(source),
+                       getattr(source, "residual", False))
         standing_for[fused] = node
         return fused
 
     graph.rewrite(rule, fresh=True)
-    return graph, {"fused_convolutions": sum(isinstance(node, ConvBiasAct) for node in graph.nodes)}
+    return graph, {"fused_convolutions": sum(isinstance(node, ConvBiasAct) for node in graph.nodes),
+                   "folded_batch_norms": folded_norms}
 
 
-def _fused(conv, bias, like, members, bounds, bias_first):
-    """The ConvBiasAct of `conv` (a Conv or a ConvBiasAct) with `bias` and `bounds`, standing for `like`."""
-    window = {k: v for k, v in vars(conv).items() if k not in NODE_FIELDS | {"bounds", "bias_first"}}
-    return make_node(ConvBiasAct, conv.inputs[:2] + tuple(bias), like, members=members, bounds=bounds,
-                     bias_first=bias_first, **window)
+def _chain(source):
+    """The members of a Conv or ConvBiasAct."""
+    return list(source.members) if isinstance(source, ConvBiasAct) else [source]
 
 
-def _per_channel(bias, conv):
-    """Whether `bias` holds one value per output channel of `conv`, laid out to broadcast along its channel axis."""
+def _swapped(source):
+    return source.swapped if isinstance(source, ConvBiasAct) else ()
+
+
+def _fused(conv, inputs, like, members, bounds, swapped, residual=False):
+    """The ConvBiasAct of `inputs` with `conv`'s window (a Conv or a ConvBiasAct) and this epilogue, standing for
+    `like`."""
+    window = {k: v for k, v in vars(conv).items() if k not in NODE_FIELDS | {"bounds", "swapped", "residual"}}
+    return make_node(ConvBiasAct, inputs, like, members=members, bounds=bounds, swapped=swapped, residual=residual,
+                     **window)
+
+
+def _folded_batch_norm(node, graph, consumers, standing_for):
+    """The ConvBiasAct computing `node` if it is an inference batch norm of a convolution read by nothing else (see
+    the module's docstring), else None."""
+    parts = inference_batch_norm(node, graph.fed)
+    if parts is None:
+        return None
+    conv, mean, root, gamma, beta = parts
+    bias = conv.inputs[2:] if isinstance(conv, ConvBiasAct) and not conv.residual else ()
+    if not (type(conv) is Conv or bias) or isinstance(conv, ConvBiasAct) and conv.bounds != _NO_BOUNDS:
+        return None  # (a Conv, or one with its bias only)
+    params = (mean, root, gamma, beta)
+    if conv in ancestors(params, stop=graph.fed | {conv}):
+        return None  # statistics of the batch (training): they change with every input
+    replaced = standing_for.get(conv, conv)
+    inside = ancestors([node], stop=graph.fed | {conv})  # a tfl.nn batch norm's Where also reads the batch's
+    if replaced in graph.fed or graph.is_fetched(replaced) or not all(r in inside for r in consumers[replaced]):
+        return None
+
+    def op(cls, *inputs, **attributes):
+        shape = attributes.pop("shape", None) or broadcast_shapes(*[i.shape for i in inputs])
+        new = make_node(cls, inputs, node, shape=shape, **attributes)
+        constant = folded(new)
+        return new if constant is None else constant
+    x, weight = conv.inputs[:2]
+    scale = op(Divide, gamma, root)
+    filters = (weight.shape[0],) + (1,) * (len(weight.shape) - 1)
+    weight = op(Multiply, weight, op(Reshape, scale, target=filters, shape=filters))
+    shift = op(Add, op(Multiply, op(Subtract, bias[0] if bias else folded_constant(0, node), mean), scale), beta)
+    first = _chain(conv)[0]
+    add = make_node(Add, (first, shift), node)
+    return _fused(conv, (x, weight, shift), node, [first, add], _NO_BOUNDS, (False,))
+
+
+def inference_batch_norm(node, fed):
+    """(x, μ, r, γ, β) if `node` is γ·(x - μ)/r + β with μ, r, γ, β shaped (1, C, 1, ...) (a Where between them on a
+    training flag that is fixed False, a Constant or a Placeholder not in `fed`), else None: what tfl.nn's batch
+    norms build for inference, and the ONNX import of BatchNormalization. μ and r may be the batch's statistics."""
+    if node.op_type != "Add" or node.inputs[0].op_type != "Multiply":
+        return None
+    (normalized, gamma), beta = node.inputs[0].inputs, node.inputs[1]
+    if normalized.op_type == "Where" and _fixed_false(normalized.inputs[0], fed):
+        normalized = normalized.inputs[2]
+    if normalized.op_type != "Divide" or normalized.inputs[0].op_type != "Subtract":
+        return None
+    (x, mean), root = normalized.inputs[0].inputs, normalized.inputs[1]
+    if not all(_per_channel(p, x, exact=True) for p in (mean, root, gamma, beta)):
+        return None
+    return x, mean, root, gamma, beta
+
+
+def _fixed_false(flag, fed):
+    """Whether `flag` is False in every run of the plan: a Constant, or an unfed Placeholder's default."""
+    value = flag.value if isinstance(flag, Constant) else flag.default if isinstance(flag, Placeholder) and \
+        flag not in fed else None
+    return value is not None and np.ndim(value) == 0 and not bool(value)
+
+
+def _per_channel(bias, conv, exact=False):
+    """Whether `bias` holds one value per channel of `conv` (any node), laid out to broadcast along its channel axis
+    (`exact`: shaped (1, C, 1, ...))."""
     shape, out = bias.shape, conv.shape
     if shape is None or out is None or len(out) < 2 or out[1] is None or len(shape) > len(out):
+        return False
+    if exact and len(shape) != len(out):
         return False
     return (1,) * (len(out) - len(shape)) + tuple(shape) == (1, out[1]) + (1,) * (len(out) - 2)
 

@@ -138,15 +138,20 @@ class OptGraph:
         must stay its own array, not a Variable's or another fetch's."""
         fetched, existing = {id(f) for f in self.fetches}, {id(n) for n in self.nodes}
         mapping, order, placed, replaced = {}, [], set(), 0
+
+        def place(new):  # a new node, after the new nodes it reads (a rule may build several), rewired too
+            if id(new) not in placed and id(new) not in existing:
+                for inp in new.inputs:
+                    place(inp)
+                new.inputs = tuple(mapping.get(i, i) for i in new.inputs)
+                order.append(new)
+                placed.add(id(new))
         for node in self.nodes:
             if not is_leaf(node) and node not in self.fed:
                 node.inputs = tuple(mapping.get(i, i) for i in node.inputs)
             new = None if node in self.fed else rule(node)  # a fed node's value comes from the feed
             if new is not None and new is not node and (fresh or id(node) not in fetched):
-                if id(new) not in placed and id(new) not in existing:
-                    new.inputs = tuple(mapping.get(i, i) for i in new.inputs)  # a new node: rewire it too
-                    order.append(new)
-                    placed.add(id(new))
+                place(new)
                 mapping[node] = new
                 replaced += 1
             order.append(node)

@@ -12,6 +12,7 @@ from ...ops.random_ops import DropoutMask
 from ...ops.resize import Resize
 from ...ops.windows import resolve_padding
 from ...errors import OnnxExportError
+from ...passes.conv_epilogue import inference_batch_norm
 from .rule_tables import OPSET, exports, imports, op_rule, same_op
 
 
@@ -320,29 +321,18 @@ def import_batch_norm(ctx, node):
 
 
 def batch_norm_parts(ex, node):
-    """(x, γ, β, mean, var, ε) if `node` is γ·(x - mean)/sqrt(var + ε) + β on 1-D Variables, else None: what
-    tfl.nn.BatchNorm1d/2d build for evaluation (the training flag folded to False), and the import rule builds."""
+    """(x, γ, β, mean, var, ε) if `node` is γ·(x - mean)/sqrt(var + ε) + β on 1-D Variables (what tfl.nn's batch norms
+    build for evaluation, and the import rule builds), else None."""
+    parts = inference_batch_norm(node, ex.inputs)
+    if parts is None or parts[2].op_type != "Sqrt" or parts[2].inputs[0].op_type != "Add":
+        return None
+
     def variable(n):
-        n = n.inputs[0] if n.op_type == "Reshape" and n.target[:2] == (1, -1) else None
+        n = n.inputs[0] if n.op_type == "Reshape" else None
         return n if isinstance(n, Variable) and n.shape is not None and len(n.shape) == 1 else None
-    scaled, shift = node.inputs
-    if scaled.op_type != "Multiply" or variable(shift) is None or variable(scaled.inputs[1]) is None:
+    x, mean, root, gamma, beta = parts
+    var, eps = root.inputs[0].inputs
+    eps, found = ex.static_value(eps), [variable(n) for n in (gamma, beta, mean, var)]
+    if eps is None or np.size(eps) != 1 or None in found:
         return None
-    normalized = scaled.inputs[0]
-    if normalized.op_type == "Where":
-        flag = ex.static_value(normalized.inputs[0])
-        if flag is None or np.ndim(flag) != 0 or bool(flag):
-            return None
-        normalized = normalized.inputs[2]
-    if normalized.op_type != "Divide":
-        return None
-    centered, root = normalized.inputs
-    if centered.op_type != "Subtract" or root.op_type != "Sqrt" or root.inputs[0].op_type != "Add":
-        return None
-    var_plus_eps = root.inputs[0]
-    eps = ex.static_value(var_plus_eps.inputs[1])
-    mean, var = variable(centered.inputs[1]), variable(var_plus_eps.inputs[0])
-    x = centered.inputs[0]
-    if mean is None or var is None or eps is None or np.size(eps) != 1 or x.shape is None or len(x.shape) < 2:
-        return None
-    return x, variable(scaled.inputs[1]), variable(shift), mean, var, float(np.asarray(eps).reshape(()))
+    return (x, *found, float(np.asarray(eps).reshape(())))
