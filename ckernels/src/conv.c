@@ -5,8 +5,9 @@
  *     after image (column (b, i, j)), zeros where it covers padding. A convolution is then one matrix
  *     product, the filters (o, c*kh*kw) times cols, whose rows are the output channels' planes.
  * tf_col2im(cols, x, ...)  the adjoint: x (n, c, h, w) = sum of every window entry back at its pixel
- * tf_depthwise_conv(x, filters, out, multiplier, ..., bias, low, high)   groups == c: out (n, c * multiplier, ho,
- *     wo), directly; with a bias (else NULL) each output row then gets + bias[channel], clipped to [low, high]
+ * tf_depthwise_conv(x, filters, out, taps, multiplier, ..., bias, low, high)   groups == c: out (n, c * multiplier,
+ *     ho, wo), with room for n * c * kh * kw tap blocks (ho x wo) in taps; with a bias (else NULL) each output plane
+ *     then gets + bias[channel], clipped to [low, high]
  * tf_conv_epilogue(src, dst, n, o, p, bias, low, high)   dst (n, o, p) = clip(src (o, n, p) + bias[o], low, high):
  *     a convolution's GEMM output (channel-major rows) to NCHW, with its bias and activation, in one pass
  * tf_maxpool(x, out, ...)                 out (n, c, ho, wo) = max of each window (padding ignored)
