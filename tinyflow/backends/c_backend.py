@@ -15,10 +15,10 @@ from ..ops.cross_entropy import check_labels
 from ..shapes import reduced_shape
 from . import native
 from .base import DECLINE, Backend, Kernel
-from .fused import CFusedKernel, plan_layout
+from .fused import CFusedKernel, elementwise_layout
 from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis, conv_geometry,
-                           fits_conv, fits_pool, inner_dims_match, labels_fit, layout_code, pool_geometry,
-                           pooled_shape, reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
+                           fits_conv, fits_pool, inner_dims_match, labels_fit, pool_geometry, pooled_shape,
+                           reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
@@ -66,10 +66,7 @@ GENERATED = _generated_kernels()
 
 def elementwise(backend, op, *arrays):
     """An op of the elementwise table by its generated kernel, inputs read as full arrays, rows, columns or scalars."""
-    shapes = tuple(a.shape for a in arrays)
-    out_shape = np.broadcast_shapes(*shapes)
-    kinds, rows, cols = plan_layout(shapes, out_shape)
-    code = layout_code(kinds)
+    out_shape, code, rows, cols = elementwise_layout(tuple([a.shape for a in arrays]))
     if code is None or len(arrays) > 4:
         return DECLINE
     out = backend.pool.empty(out_shape, arrays[0].dtype)
