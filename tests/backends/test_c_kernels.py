@@ -334,6 +334,31 @@ def test_depthwise_and_pointwise_convolutions_skip_im2col(c_backend, monkeypatch
     check(c_backend, op, x, w, tolerance=dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else None)
 
 
+
+def test_a_depthwise_convolution_of_small_planes_costs_per_value_what_one_of_a_large_plane_costs(c_backend):
+    """The digits convnet's first layer (64 images 8x8, one channel into 8, 3x3 "same") against one 64x64 image of as
+    many values: a loop per output row and tap paid its set-up per row of 8 (3.3x the large plane's time per value;
+    tap blocks over whole planes: 0.6x)."""
+    import timeit
+    w = values(np.float32, (8, 1, 3, 3), seed=1)
+
+    def seconds(x):
+        op = build(conv.Conv, x, w, padding=1)
+        kernel = c_kernel(c_backend, op)
+        return min(timeit.repeat(lambda: c_backend.pool.recycle(kernel(x, w)), number=20, repeat=15))
+    small, large = values(np.float32, (64, 1, 8, 8)), values(np.float32, (1, 1, 64, 64))
+    ratio = min(seconds(small) / seconds(large) for _ in range(3))
+    assert ratio < 1.5, f"64 planes of 8x8 took {ratio:.1f}x the time of one 64x64 plane"
+
+
+def test_table_ops_work_out_their_broadcast_layout_once_per_input_shapes(c_backend, monkeypatch):
+    """The broadcast and its layout cost more than a small op's kernel: calls with shapes seen before reuse them."""
+    a, b = values(np.float32, (7, 13)), values(np.float32, (13,), seed=1)
+    op = build(math_ops.Add, a, b)
+    c_kernel(c_backend, op)(a, b)
+    monkeypatch.setattr(np, "broadcast_shapes", lambda *shapes: pytest.fail("the layout was worked out again"))
+    check(c_backend, op, a, b)
+
 @SETTINGS
 @given(g=geometry, dtype=st.sampled_from(DTYPES), non_contiguous=st.booleans(), ceil_mode=st.booleans())
 def test_pooling_kernels(c_backend, g, dtype, non_contiguous, ceil_mode):
