@@ -205,10 +205,9 @@ def conv(backend, op, x, w, *bias):
     shape, filters = pooled_shape((n, o) + x.shape[2:], geometry), w.reshape(o, -1)
     epilogue = (_buf(bias[0]) if bias else native.ffi.NULL, *getattr(op, "bounds", (-math.inf, math.inf)))
     if op.groups == x.shape[1] and w.shape[1] == 1:
-        # depthwise (MobileNet; and any filters of one input channel): per channel a (1 x taps) by (taps x pixels)
-        # product, nothing for a GEMM to block; `taps` holds the tap blocks of each (image, channel) (im2col's)
-        out, taps = backend.pool.empty(shape, x.dtype), backend.pool.empty((n * x.shape[1], *w.shape[2:], *shape[2:]),
-                                                                            x.dtype)
+        # depthwise (MobileNet; any filters of one input channel): `taps` holds each (image, channel)'s tap blocks
+        out = backend.pool.empty(shape, x.dtype)
+        taps = backend.pool.empty((n * x.shape[1], w[0].size) + shape[2:], x.dtype)
         _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), _buf(taps), o // op.groups, *geometry, *epilogue)
         backend.pool.recycle(taps)
         return out

@@ -66,8 +66,7 @@ def plan_layout(shapes, out_shape):
 
 @functools.lru_cache(maxsize=1024)
 def elementwise_layout(shapes):
-    """(output shape, the kernels' `kinds` code or None, outer, inner) of a table op on inputs of these shapes:
-    remembered, as a broadcast and its layout cost more than a small op's kernel."""
+    """(output shape, kinds code or None, outer, inner) of a table op's inputs: remembered (costlier than small ops)."""
     out_shape = np.broadcast_shapes(*shapes)
     kinds, outer, inner = plan_layout(shapes, out_shape)
     return out_shape, layout_code(kinds), outer, inner
