@@ -118,12 +118,12 @@ void tf_col2im_f32(const float *cols, float *x, long n, long c, long h, long w, 
                    long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_col2im_f64(const double *cols, double *x, long n, long c, long h, long w, long kh, long kw, long sh,
                    long sw, long ph, long pw, long dh, long dw, long ho, long wo);
-void tf_depthwise_conv_f32(const float *x, const float *filters, float *out, long multiplier, long n, long c, long h,
-                           long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,
-                           long wo, const float *bias, const float *residual, float low, float high);
-void tf_depthwise_conv_f64(const double *x, const double *filters, double *out, long multiplier, long n, long c,
-                           long h, long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw,
-                           long ho, long wo, const double *bias, const double *residual, double low,
+void tf_depthwise_conv_f32(const float *x, const float *filters, float *out, float *taps, long multiplier, long n,
+                           long c, long h, long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh,
+                           long dw, long ho, long wo, const float *bias, const float *residual, float low, float high);
+void tf_depthwise_conv_f64(const double *x, const double *filters, double *out, double *taps, long multiplier, long n,
+                           long c, long h, long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh,
+                           long dw, long ho, long wo, const double *bias, const double *residual, double low,
                            double high);
 void tf_conv_epilogue_f32(const float *src, float *dst, long n, long o, long p, const float *bias,
                           const float *residual, float low, float high);

@@ -334,6 +334,15 @@ def test_depthwise_and_pointwise_convolutions_skip_im2col(c_backend, monkeypatch
     check(c_backend, op, x, w, tolerance=dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else None)
 
 
+def test_table_ops_work_out_their_broadcast_layout_once_per_input_shapes(c_backend, monkeypatch):
+    """The broadcast and its layout cost more than a small op's kernel: calls with shapes seen before reuse them."""
+    a, b = values(np.float32, (7, 13)), values(np.float32, (13,), seed=1)
+    op = build(math_ops.Add, a, b)
+    c_kernel(c_backend, op)(a, b)
+    monkeypatch.setattr(np, "broadcast_shapes", lambda *shapes: pytest.fail("the layout was worked out again"))
+    check(c_backend, op, a, b)
+
+
 @SETTINGS
 @given(g=geometry, dtype=st.sampled_from(DTYPES), non_contiguous=st.booleans(), ceil_mode=st.booleans())
 def test_pooling_kernels(c_backend, g, dtype, non_contiguous, ceil_mode):

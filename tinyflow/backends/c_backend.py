@@ -16,10 +16,10 @@ from ..ops.recurrent_cells import CELLS, cell_shapes_fit
 from ..shapes import reduced_shape
 from . import native
 from .base import DECLINE, Backend, Kernel
-from .fused import CFusedKernel, plan_layout
+from .fused import CFusedKernel, elementwise_layout
 from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis, conv_geometry,
-                           fits_conv, fits_pool, inner_dims_match, labels_fit, layout_code, pool_geometry,
-                           pooled_shape, reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
+                           fits_conv, fits_pool, inner_dims_match, labels_fit, pool_geometry, pooled_shape,
+                           reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
@@ -67,10 +67,7 @@ GENERATED = _generated_kernels()
 
 def elementwise(backend, op, *arrays):
     """An op of the elementwise table by its generated kernel, inputs read as full arrays, rows, columns or scalars."""
-    shapes = tuple(a.shape for a in arrays)
-    out_shape = np.broadcast_shapes(*shapes)
-    kinds, rows, cols = plan_layout(shapes, out_shape)
-    code = layout_code(kinds)
+    out_shape, code, rows, cols = elementwise_layout(tuple([a.shape for a in arrays]))
     if code is None or len(arrays) > 4:
         return DECLINE
     out = backend.pool.empty(out_shape, arrays[0].dtype)
@@ -234,10 +231,12 @@ def conv(backend, op, x, w, *extras):
     bias, residual = _epilogue_operands(op, extras)
     bounds = getattr(op, "bounds", (-math.inf, math.inf))
     if op.groups == x.shape[1] and w.shape[1] == 1:
-        # depthwise (MobileNet): per channel a (1 x taps) by (taps x pixels) product, nothing for a GEMM to block
+        # depthwise (MobileNet; any filters of one input channel): `taps` holds each (image, channel)'s tap blocks
         out = backend.pool.empty(shape, x.dtype)
-        _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), o // op.groups, *geometry, _buf(bias),
+        taps = backend.pool.empty((n * x.shape[1], w[0].size) + shape[2:], x.dtype)
+        _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), _buf(taps), o // op.groups, *geometry, _buf(bias),
                                     _buf(residual), *bounds)
+        backend.pool.recycle(taps)
         return out
     if op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]:
         # pointwise: each image's (C, H·W) data already is im2col's matrix, and the product is the output's layout

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import compiler, native
 from .c_codegen import c_declaration, c_source, opencl_source
+from .kernel_codes import layout_code
 
 _SMALL = "small"  # marks input shapes whose output is below the backend's small-array threshold
 PENDING = "pending"  # marks input shapes whose kernel is being generated and compiled in the background
@@ -61,6 +62,14 @@ def plan_layout(shapes, out_shape):
     if inner is None or inner == 0:
         return tuple(kinds), 1, total
     return tuple(kinds), total // inner, inner
+
+
+@functools.lru_cache(maxsize=1024)
+def elementwise_layout(shapes):
+    """(output shape, kinds code or None, outer, inner) of a table op's inputs: remembered (costlier than small ops)."""
+    out_shape = np.broadcast_shapes(*shapes)
+    kinds, outer, inner = plan_layout(shapes, out_shape)
+    return out_shape, layout_code(kinds), outer, inner
 
 
 def member_runner(backend, node):

@@ -16,9 +16,9 @@ from ..shapes import reduced_shape
 from . import opencl_runtime as rt
 from .base import DECLINE, FLOATS, Backend, Kernel
 from .c_codegen import device_ops
-from .fused import OpenCLFusedKernel, plan_layout
+from .fused import OpenCLFusedKernel, elementwise_layout, plan_layout
 from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
-                           conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit, layout_code,
+                           conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit,
                            pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
 log = logging.getLogger("tinyflow.opencl")
@@ -154,10 +154,7 @@ def _scalar(dtype, value):
 # ---------------------------------------------------------------- elementwise: the table's ops, generated
 def elementwise(backend, op, *arrays):
     """An op of the elementwise table on the device; inputs broadcast as full arrays, rows, columns or scalars."""
-    shapes = tuple(tuple(a.shape) for a in arrays)
-    out_shape = np.broadcast_shapes(*shapes)
-    kinds, _, cols = plan_layout(shapes, out_shape)
-    code = layout_code(kinds)
+    out_shape, code, _, cols = elementwise_layout(tuple([tuple(a.shape) for a in arrays]))
     if code is None or 0 in out_shape:
         return DECLINE
     dtype = arrays[0].dtype
