@@ -19,7 +19,7 @@ from tinyflow.ops.conv import ConvBackFilter, ConvBackInput
 from tinyflow.ops.indexing import GatherGrad, TakeAlongAxisGrad
 from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
 from tinyflow.ops.pad import PadGrad
-from tinyflow.ops.recurrent_cells import GRUCell, LSTMCell
+from tinyflow.ops.recurrent_cells import CellGrad, GRUCell, LSTMCell
 from tinyflow.ops.pooling import AvgPoolGrad, MaxPoolGather, MaxPoolGrad
 from tinyflow.ops.reductions import CumProd, CumSum, ExpandReduced, ProdOfOthers
 from tinyflow.ops.resize import Resize, ResizeGrad
@@ -261,6 +261,10 @@ CASES = {
                  case(LSTMCell, normal(1, 4) * 3, normal(1, 4), normal(2, 1, 1))],
     "GRUCell": [case(GRUCell, normal(3, 6), normal(3, 6), normal(3, 2)),
                 case(GRUCell, normal(1, 3) * 3, normal(1, 3), normal(1, 1))],
+    "CellGrad": [case(lambda x, h, s, g, k=k: CellGrad(x, h, s, g, "LSTMCell", k), normal(2, 8), normal(2, 8),
+                      normal(2, 2, 2), normal(2, 2, 2)) for k in (0, 2)]
+                + [case(lambda x, h, s, g, k=k: CellGrad(x, h, s, g, "GRUCell", k), normal(2, 6), normal(2, 6),
+                        normal(2, 2), normal(2, 2)) for k in (0, 1, 2)],
     # resizing
     "Resize": [case(lambda x: tfl.interpolate(x, scale_factor=2), normal(1, 2, 2, 3)),
                case(lambda x: tfl.interpolate(x, size=(3, 5), mode="bilinear"), normal(2, 1, 4, 3)),

@@ -64,11 +64,15 @@ def test_gradients_of_a_sequences_slices_are_summed_in_one_op():
     assert op_types.count("GetItemGrads") == 1 and not {"GetItemGrad", "AddN"} & set(op_types)
 
 
-def test_a_second_derivative_through_a_fused_cell_raises_a_gradient_error_naming_it():
-    """No silent zero: the gradient of CellGrad (a gradient penalty through an LSTM) is refused by name."""
-    x = tfl.Placeholder((2, 3, 4), name="x")
-    lstm = tfl.nn.LSTM(4, 5)
-    output, _ = lstm(x)
-    first = tfl.gradients(tfl.reduce_sum(output * output), [x])[0]
-    with pytest.raises(tfl.GradientError, match="fused recurrent cell .LSTMCell.*no second derivative"):
-        tfl.gradients(tfl.reduce_sum(first * first), [x])
+
+@pytest.mark.parametrize("kind", [tfl.nn.LSTM, tfl.nn.GRU])
+def test_a_gradient_penalty_through_a_recurrent_layer_reaches_its_weights(kind):
+    """A second derivative goes through CellGrad (whose gradient differentiates the cell written with ops; the
+    CellGrad cases of tests/op_cases.py check it against finite differences): no silent zero or None."""
+    x = tfl.Placeholder((3, 2, 4), "float64", name="x")
+    layer = kind(4, 5, dtype="float64")
+    first = tfl.gradients(tfl.reduce_sum(tfl.square(layer(x)[0])), [x])[0]
+    second = tfl.gradients(tfl.reduce_sum(first * first), [layer.weight_hh_l0])[0]
+    assert second is not None
+    value = tfl.Session().run(second, {x: np.random.default_rng(3).standard_normal((3, 2, 4))})
+    assert np.all(np.isfinite(value)) and np.abs(value).max() > 0

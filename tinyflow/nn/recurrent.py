@@ -6,11 +6,13 @@ n): weight_ih (gates·H, I), weight_hh (gates·H, H), biases (gates·H,), so tor
 """
 import functools
 
+from ..autodiff.gradients import gradients
 from ..errors import ArgumentError, ShapeError
 from ..ops.elementwise_ops import relu, sigmoid, tanh, zeros_like
 from ..ops.array_ops import checks, concat, get_item, reshape, transpose
 from ..ops.matmul import matmul
-from ..ops.recurrent_cells import GRUCell, LSTMCell
+from ..ops.recurrent_cells import CellGrad, GRUCell, LSTMCell
+from ..ops.registry import register_gradient
 from ..ops.shape_ops import split, stack
 from .layer import Layer, flags, sizes
 
@@ -25,6 +27,27 @@ def lstm_cell(x_gates, state, w_hh_t, b_hh):
     h, packed = state
     packed = LSTMCell(x_gates, _linear(h, w_hh_t, b_hh), packed)
     return get_item(packed, 0), packed
+
+
+def cell_by_ops(cell, x_gates, h_gates, state):
+    """What the cell op `cell` ("LSTMCell" or "GRUCell") computes, written with elementwise ops."""
+    if cell == "LSTMCell":
+        i, f, g, o = split(x_gates + h_gates, 4, axis=-1)
+        c = sigmoid(f) * get_item(state, 1) + sigmoid(i) * tanh(g)
+        return stack([sigmoid(o) * tanh(c), c], 0)
+    (x_r, x_z, x_n), (h_r, h_z, h_n) = split(x_gates, 3, axis=-1), split(h_gates, 3, axis=-1)
+    r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z)
+    n = tanh(x_n + r * h_n)
+    return n + z * (state - n)
+
+
+@register_gradient(CellGrad)
+def _second_derivative(op, grad):
+    """CellGrad's gradient (a gradient penalty through a recurrent layer): the cell written with ops, differentiated
+    twice. Slow, but a second derivative is rare; the fused kernels serve the first."""
+    x_gates, h_gates, state, seed = op.inputs
+    first = gradients(cell_by_ops(op.cell, x_gates, h_gates, state), [x_gates, h_gates, state], seed)[op.index]
+    return gradients(first, list(op.inputs), grad)
 
 
 def gru_cell(x_gates, state, w_hh_t, b_hh, linear_before_reset=True):

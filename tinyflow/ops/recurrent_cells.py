@@ -10,7 +10,7 @@ CellGrad(*inputs, grad, cell=..., index=k) is the gradient of input k.
 """
 import numpy as np
 
-from ..errors import GradientError, ShapeError, describe
+from ..errors import ShapeError
 from ..nodes import Operation
 from .elementwise_ops import stable_sigmoid
 from .registry import register_gradient
@@ -120,9 +120,5 @@ def _lstm_cell_grad(op, grad):
 
 
 register_gradient(GRUCell)(lambda op, grad: [CellGrad(*op.inputs, grad, "GRUCell", k) for k in range(3)])
-@register_gradient(CellGrad)
-def _no_second_derivative(op, grad):
-    # loud rather than silently zero: a gradient penalty through a recurrent layer would otherwise be wrong
-    raise GradientError(f"{describe(op)} is the gradient of a fused recurrent cell ({op.cell}); tinyflow has no second "
-                        "derivative of it. Differentiate the recurrent layer once (no gradient of its gradient), or "
-                        "write the step with tfl ops (sigmoid, tanh, split) where a second derivative is needed")
+# CellGrad's own gradient (a second derivative through a cell) is nn/recurrent.py's: it differentiates the cell
+# written with elementwise ops, which takes the gradient walk (a layer above this one)
