@@ -7,10 +7,13 @@ n): weight_ih (gates·H, I), weight_hh (gates·H, H), biases (gates·H,), so tor
 import functools
 
 from ..autodiff.gradients import gradients
+from ..eager.autograd import grad as eager_grad
+from ..eager.grad_mode import enable_grad
 from ..errors import ArgumentError, ShapeError
 from ..ops.elementwise_ops import relu, sigmoid, tanh, zeros_like
 from ..ops.array_ops import checks, concat, get_item, reshape, transpose
 from ..ops.matmul import matmul
+from ..nodes.node import is_eager
 from ..ops.recurrent_cells import CellGrad, GRUCell, LSTMCell
 from ..ops.registry import register_gradient
 from ..ops.shape_ops import split, stack
@@ -45,6 +48,11 @@ def cell_by_ops(cell, x_gates, h_gates, state):
 def _second_derivative(op, grad):
     """CellGrad's gradient (a gradient penalty through a recurrent layer): the cell written with ops, differentiated
     twice. Slow, but a second derivative is rare; the fused kernels serve the first."""
+    if is_eager(op):  # eager: the same on leaves holding the inputs' values (so no third derivative)
+        leaves = [value.detach().requires_grad_(True) for value in op.inputs]
+        with enable_grad():
+            first = eager_grad([cell_by_ops(op.cell, *leaves[:3])], [leaves[op.index]], [leaves[3]], create_graph=True)
+            return list(eager_grad(first, leaves, [grad], allow_unused=True))
     x_gates, h_gates, state, seed = op.inputs
     first = gradients(cell_by_ops(op.cell, x_gates, h_gates, state), [x_gates, h_gates, state], seed)[op.index]
     return gradients(first, list(op.inputs), grad)
