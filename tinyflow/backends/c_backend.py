@@ -12,7 +12,7 @@ import numpy as np
 from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
 from ..ops.expressions import fingerprint, text
 from ..ops.cross_entropy import check_labels
-from ..ops.recurrent_cells import CELLS, cell_shapes_fit
+from ..ops.recurrent_cells import CELLS
 from ..shapes import reduced_shape
 from . import native
 from .base import DECLINE, Backend, Kernel
@@ -314,17 +314,22 @@ def max_pool(backend, op, x, *other):
 def recurrent_cell(backend, op, x_gates, h_gates, state, *grad):
     """An LSTM or GRU cell op, or with a gradient its CellGrad, in one pass over the gates."""
     cell = getattr(op, "cell", op.op_type)
-    out = backend.pool.empty(op.infer_shape(x_gates.shape, h_gates.shape, state.shape, *[g.shape for g in grad]),
-                             x_gates.dtype)
+    out = backend.pool.empty((x_gates, h_gates, state)[op.index].shape if grad else state.shape, x_gates.dtype)
     kernel = _fn(f"tf_{cell[:-4].lower()}_cell{'_back' if grad else ''}", out)  # tf_lstm_cell_back, ...
     index = [op.index] if grad else []
     kernel(*[_buf(a) for a in (x_gates, h_gates, state, *grad, out)], *state.shape[-2:], *index)
     return out
 
 
-def cell_fits(op, *arrays):
-    """The arrays' shapes fit the cell op (run time: the static shapes may have had unknown sizes)."""
-    return cell_shapes_fit(CELLS[getattr(op, "cell", op.op_type)], *[a.shape for a in arrays])
+def cell_fits(op, x_gates, h_gates, state, *grad):
+    """The arrays' shapes fit the cell op (run time: the static shapes may have had unknown sizes). Plain
+    comparisons of known shapes: this runs at every step of a sequence."""
+    cell = CELLS[getattr(op, "cell", op.op_type)]
+    if len(state.shape) != 2 + cell.packs:
+        return False
+    n, size = state.shape[-2:]
+    return (x_gates.shape == h_gates.shape == (n, cell.gates * size) and state.shape[:cell.packs] in ((), (2,))
+            and all(g.shape == state.shape for g in grad))
 
 
 # ---------------------------------------------------------------- fused optimizer updates, in place
