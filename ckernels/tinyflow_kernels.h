@@ -148,19 +148,16 @@ void tf_layer_norm_f64(const double *x, double *y, long rows, long cols, double 
 void tf_layer_norm_back_f32(const float *x, const float *g, float *out, long rows, long cols, double eps);
 void tf_layer_norm_back_f64(const double *x, const double *g, double *out, long rows, long cols, double eps);
 
-/* recurrent.c: the pointwise part of an LSTM and a GRU step, and its backward (the gradient of input `index`) */
-void tf_lstm_cell_f32(const float *x, const float *hg, const float *state, float *out, long n, long h);
-void tf_lstm_cell_f64(const double *x, const double *hg, const double *state, double *out, long n, long h);
-void tf_lstm_cell_back_f32(const float *x, const float *hg, const float *state, const float *grad, float *out, long n,
-                           long h, int index);
-void tf_lstm_cell_back_f64(const double *x, const double *hg, const double *state, const double *grad, double *out,
-                           long n, long h, int index);
-void tf_gru_cell_f32(const float *x, const float *hg, const float *hprev, float *out, long n, long h);
-void tf_gru_cell_f64(const double *x, const double *hg, const double *hprev, double *out, long n, long h);
-void tf_gru_cell_back_f32(const float *x, const float *hg, const float *hprev, const float *grad, float *out, long n,
-                          long h, int index);
-void tf_gru_cell_back_f64(const double *x, const double *hg, const double *hprev, const double *grad, double *out,
-                          long n, long h, int index);
+/* recurrent.c: the pointwise part of an LSTM and a GRU step (grad NULL), or its backward: the gradient of input
+ * `index` for the gradient `grad` of the cell's output */
+void tf_lstm_cell_f32(const float *x, const float *hg, const float *state, const float *grad, float *out, long n,
+                      long h, int index);
+void tf_lstm_cell_f64(const double *x, const double *hg, const double *state, const double *grad, double *out,
+                      long n, long h, int index);
+void tf_gru_cell_f32(const float *x, const float *hg, const float *hprev, const float *grad, float *out, long n,
+                     long h, int index);
+void tf_gru_cell_f64(const double *x, const double *hg, const double *hprev, const double *grad, double *out,
+                     long n, long h, int index);
 
 /* optim.c: fused optimizer updates, in place */
 void tf_sgd_f32(float *p, const float *g, float *buf, long n, double lr, double momentum, double dampening,

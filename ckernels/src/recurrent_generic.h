@@ -5,7 +5,7 @@ typedef struct {
     const T *x, *hg, *state, *grad;
     T *out;
     long n, h;
-    int index, back;
+    int index; /* with grad: the input whose gradient is computed */
 } NAME(cell_args);
 
 TF_CLONES static void NAME(lstm_row)(const T *restrict x, const T *restrict hg, const T *restrict c,
@@ -44,7 +44,7 @@ TF_CLONES static void NAME(lstm_chunk)(void *p, long start, long stop) {
     long n = k->n, h = k->h;
     for (long row = start; row < stop; row++) {
         const T *x = k->x + row * 4 * h, *hg = k->hg + row * 4 * h, *c = k->state + (n + row) * h;
-        if (!k->back) {
+        if (!k->grad) {
             NAME(lstm_row)(x, hg, c, k->out + row * h, k->out + (n + row) * h, h);
         } else if (k->index < 2) {
             NAME(lstm_back_row)(x, hg, c, k->grad + row * h, k->grad + (n + row) * h, k->out + row * 4 * h, NULL, h);
@@ -75,32 +75,19 @@ TF_CLONES static void NAME(gru_row)(const T *restrict x, const T *restrict hg, c
 
 TF_CLONES static void NAME(gru_chunk)(void *p, long start, long stop) {
     const NAME(cell_args) *k = p;
-    long h = k->h, width = k->back && k->index < 2 ? 3 * h : h;
+    long h = k->h, width = k->grad && k->index < 2 ? 3 * h : h;
     for (long row = start; row < stop; row++)
         NAME(gru_row)(k->x + row * 3 * h, k->hg + row * 3 * h, k->state + row * h,
-                      k->back ? k->grad + row * h : NULL, k->out + row * width, h, k->index);
+                      k->grad ? k->grad + row * h : NULL, k->out + row * width, h, k->index);
 }
 
-void NAME(tf_lstm_cell)(const T *x, const T *hg, const T *state, T *out, long n, long h) {
-    NAME(cell_args) k = {.x = x, .hg = hg, .state = state, .out = out, .n = n, .h = h};
-    tf_parallel_for(n, n * h * 8, NAME(lstm_chunk), &k);
+/* grad NULL: the cell's output; else the gradient of its input `index` for the gradient `grad` of the output */
+void NAME(tf_lstm_cell)(const T *x, const T *hg, const T *state, const T *grad, T *out, long n, long h, int index) {
+    NAME(cell_args) k = {.x = x, .hg = hg, .state = state, .grad = grad, .out = out, .n = n, .h = h, .index = index};
+    tf_parallel_for(n, n * h * (grad ? 10 : 8), NAME(lstm_chunk), &k);
 }
 
-void NAME(tf_lstm_cell_back)(const T *x, const T *hg, const T *state, const T *grad, T *out, long n, long h,
-                             int index) {
-    NAME(cell_args) k = {.x = x, .hg = hg, .state = state, .grad = grad, .out = out, .n = n, .h = h,
-                         .index = index, .back = 1};
-    tf_parallel_for(n, n * h * 10, NAME(lstm_chunk), &k);
-}
-
-void NAME(tf_gru_cell)(const T *x, const T *hg, const T *hprev, T *out, long n, long h) {
-    NAME(cell_args) k = {.x = x, .hg = hg, .state = hprev, .out = out, .n = n, .h = h};
-    tf_parallel_for(n, n * h * 7, NAME(gru_chunk), &k);
-}
-
-void NAME(tf_gru_cell_back)(const T *x, const T *hg, const T *hprev, const T *grad, T *out, long n, long h,
-                            int index) {
-    NAME(cell_args) k = {.x = x, .hg = hg, .state = hprev, .grad = grad, .out = out, .n = n, .h = h,
-                         .index = index, .back = 1};
-    tf_parallel_for(n, n * h * 8, NAME(gru_chunk), &k);
+void NAME(tf_gru_cell)(const T *x, const T *hg, const T *hprev, const T *grad, T *out, long n, long h, int index) {
+    NAME(cell_args) k = {.x = x, .hg = hg, .state = hprev, .grad = grad, .out = out, .n = n, .h = h, .index = index};
+    tf_parallel_for(n, n * h * (grad ? 8 : 7), NAME(gru_chunk), &k);
 }

@@ -315,9 +315,9 @@ def recurrent_cell(backend, op, x_gates, h_gates, state, *grad):
     """An LSTM or GRU cell op, or with a gradient its CellGrad, in one pass over the gates."""
     cell = getattr(op, "cell", op.op_type)
     out = backend.pool.empty((x_gates, h_gates, state)[op.index].shape if grad else state.shape, x_gates.dtype)
-    kernel = _fn(f"tf_{cell[:-4].lower()}_cell{'_back' if grad else ''}", out)  # tf_lstm_cell_back, ...
-    index = [op.index] if grad else []
-    kernel(*[_buf(a) for a in (x_gates, h_gates, state, *grad, out)], *state.shape[-2:], *index)
+    kernel = _fn(f"tf_{cell[:-4].lower()}_cell", out)  # tf_lstm_cell or tf_gru_cell; no grad (NULL): forward
+    kernel(*[_buf(a) for a in (x_gates, h_gates, state, *(grad or [None]), out)], *state.shape[-2:],
+           op.index if grad else 0)
     return out
 
 
