@@ -14,8 +14,7 @@ What differs between modes is behind the methods of a `walk` object:
     add(node, contribs)  -> the sum of several contributions (graph mode: one AddN node), None for none
     deliver(node, g)     -> the complete gradient of a leaf (graph mode keeps it for xs; eager mode accumulates it into
                             `.grad`)
-    count(node)          -> how many consumers a node not in `pending` waits for (eager mode counts them as ops are
-                            recorded); recount(waiting) -> exact counts when the walk runs dry while nodes still wait
+    recount(waiting)     -> exact counts when the walk runs dry while nodes still wait
                             (eager: a consumer that never leads to the roots)
 
 `trace(step)` (tfl.viz.backprop_steps and the explorer draw it) sees each processed node as a dict: `node`, its summed
@@ -28,12 +27,13 @@ from collections import deque
 
 def backprop(seeds, pending, walk, trace=None):
     """Walk back from `seeds` ({root: gradient}); `pending` ({node: consumers it still waits for}, counted down)
-    holds every node of graph mode's walk, and starts empty in eager mode (walk.count guesses)."""
-    parents_of, add, deliver, count = walk.parents, walk.add, walk.deliver, walk.count
+    holds every node of graph mode's walk, and starts empty in eager mode: a node not in it waits for `node.uses`
+    consumers, the guess eager mode counted as ops were recorded (an attribute: this is the walk's hot loop)."""
+    parents_of, add, deliver = walk.parents, walk.add, walk.deliver
     contributions = {root: [grad] for root, grad in seeds.items()}
     for root in seeds:  # a root may also feed another root (y and y * 2): it waits for that one
         if root not in pending:
-            pending[root] = count(root)
+            pending[root] = root.uses
     # breadth-first: first ready, first out. Nodes nobody waits on start ready, gradient or not: those off the
     # roots' paths still count their parents down
     ready = deque(node for node, left in pending.items() if left == 0)
@@ -64,15 +64,17 @@ def backprop(seeds, pending, walk, trace=None):
             parents = grads = ()
         else:
             parents, grads = step
-        for index in range(len(parents)):
-            parent = parents[index]
+        for index, parent in enumerate(parents):
             if parent is None:
                 continue
             g = grads[index]
             known = pending.get(parent)
-            left = (count(parent) if known is None else known) - 1
-            if left or known is not None:  # (an eager op released by its first contribution is never stored)
-                pending[parent] = left
+            if known is None:  # an eager op reached first: its count is a guess
+                left = parent.uses - 1
+                if left:  # (an eager op released by its first contribution is never stored)
+                    pending[parent] = left
+            else:
+                left = pending[parent] = known - 1
             if not left and following is None and not ready and parent not in contributions:
                 following = parent
                 following_grad = g

@@ -166,9 +166,6 @@ class GraphWalk:
     def deliver(self, node, grad):
         self.grads[node] = grad
 
-    def count(self, node):
-        raise AssertionError(f"{node!r} is not on the path")  # graph mode counts every node up front
-
     def recount(self, waiting):
         return {node: 1 for node in waiting}  # exact from the start: nothing more becomes ready
 

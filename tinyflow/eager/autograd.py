@@ -161,19 +161,21 @@ def _fitted(input_grads, fn, grad):
 
 class EagerWalk:
     """What the backward walk (autodiff/backprop.py) needs from eager mode: the recorded ops are the graph. An op's
-    parents are its edges `_next`; a leaf Tensor has none and takes each contribution as it comes (`count` 1). An op
-    waits for as many contributions as recorded ops took its output (`_uses`): right when all of them lead to the
+    parents are its edges `_next`; a leaf Tensor has none and takes each contribution as it comes (`uses` 1). An op
+    waits for as many contributions as recorded ops took its output (`uses`): right when all of them lead to the
     roots, as in a training step; when the walk runs dry, the rest is counted exactly (`recount`)."""
 
     def __init__(self, sink, retain_graph, create_graph):
         self.sink, self.retain_graph, self.create_graph = sink, retain_graph, create_graph
+        # ops recorded at this stamp take the plain call (nothing changed in place since); none does inside a
+        # gradient function running on tainted stand-ins. The stamp cannot move while the walk runs
+        self.plain_epoch = -1 if Taint.active else Clock.now
 
     def parents(self, fn, grad):
         """(edges, gradients) of a recorded op: its registered gradient function's, fit to each input's shape."""
         edges = fn._next
         gradient = GRADIENT_FUNCTIONS.get(fn.__class__)
-        if edges and grad is not None and fn._epoch == Clock.now and not Taint.active \
-                and gradient.__class__ is FunctionType:
+        if edges and fn._epoch == self.plain_epoch and grad is not None and gradient.__class__ is FunctionType:
             input_grads = gradient(fn, grad)  # the plain call: nothing changed in place since fn ran
             # a table op's gradients on inputs of the output's shape have that shape: nothing to fit
             if not (fn._same_shapes and gradient in TABLE_GRADIENTS):
@@ -204,8 +206,6 @@ class EagerWalk:
         elif leaf in self.sink:
             old = self.sink[leaf]
             self.sink[leaf] = grad if old is None else old + grad
-
-    count = staticmethod(operator.attrgetter("_uses"))  # a leaf Tensor's is 1: it takes each contribution as it comes
     recount = staticmethod(_dependencies)
 
 

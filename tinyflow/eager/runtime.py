@@ -151,16 +151,16 @@ def _op_shortcuts(cls, fallback):
             result.grad_fn = op
             edge_a = a.grad_fn if a.requires_grad else None  # the edges, counted on the ops they lead to
             if edge_a is not None:
-                edge_a._uses += 1
+                edge_a.uses += 1
             elif a.requires_grad:
                 edge_a = a
             edge_b = b.grad_fn if b.requires_grad else None
             if edge_b is not None:
-                edge_b._uses += 1
+                edge_b.uses += 1
             elif b.requires_grad:
                 edge_b = b
             op._next = (edge_a, edge_b)
-            op._uses = 0
+            op.uses = 0
             op._epoch = Clock.now
             op._out = out
             op._same_shapes = same
@@ -305,15 +305,15 @@ def _tensor_of(op, inputs, out, records, same_shapes=False):
     """A Tensor of op's value `out`; op becomes its grad_fn when it `records` gradients and an input requires grad,
     keeping the edges to its inputs' grad_fns (or leaves), its output value (the Tensor would be a cycle) and the
     user's line. `_same_shapes`: every input has the output's shape, so the output's gradient fits them unchecked.
-    `_uses` counts the recorded ops taking its output: backward's first guess of the contributions it waits for."""
+    `uses` counts the recorded ops taking its output: backward's first guess of the contributions it waits for."""
     result = make(out)
     if records and GradMode.enabled and any(t.requires_grad for t in inputs):
         result.requires_grad, result.grad_fn = True, op
         op._next = tuple([(t if t.grad_fn is None else t.grad_fn) if t.requires_grad else None for t in inputs])
         for edge in op._next:
             if edge is not None and edge.__class__ is not Tensor:
-                edge._uses += 1
-        op._uses, op._epoch, op._out, op._same_shapes = 0, Clock.now, out, same_shapes
+                edge.uses += 1
+        op.uses, op._epoch, op._out, op._same_shapes = 0, Clock.now, out, same_shapes
         op.site = user_site(2)  # (it walks out of tinyflow's frames to the user's)
     if Taint.active:
         Taint.spread(inputs, result)

@@ -23,7 +23,7 @@ class Tensor:
     __slots__ = ("_data", "requires_grad", "grad_fn", "_grad", "_version", "_owner", "_taint", "__weakref__")
     graph = None          # not a graph node: ops meeting a Tensor compute at once
     op_type = "Tensor"    # how error messages and pictures call a leaf
-    _uses = 1             # the backward walk hands a leaf each gradient contribution as it comes
+    uses = 1              # the backward walk hands a leaf each gradient contribution as it comes
     _next = ()            # and finds no parents to go on to (a recorded op's are its inputs' grad_fns)
 
     def __init__(self, data, requires_grad=False, dtype=None):
