@@ -23,9 +23,10 @@ STORAGE_TYPES = {16: ("bfloat16", np.float32), 17: ("float8_e4m3fn", np.float32)
 _SATURATING = {17, 18, 19, 20}  # the float8 types, whose casts saturate unless told not to
 
 
-def numpy_dtype(elem_type):
-    """The numpy dtype of an ONNX element type code, or None when tinyflow has no such dtype."""
-    return _NUMPY_OF.get(int(elem_type))
+def numpy_dtype(elem_type, narrow=False):
+    """The numpy dtype of an ONNX element type (`narrow`: also a narrow type's holding dtype), or None."""
+    entry = STORAGE_TYPES.get(int(elem_type)) if narrow else None
+    return _NUMPY_OF.get(int(elem_type)) if entry is None else np.dtype(entry[1])
 
 
 def onnx_type_name(elem_type):
@@ -43,12 +44,6 @@ def onnx_type(dtype):
     if code is None:
         raise OnnxExportError(f"dtype {dtype} has no ONNX equivalent here; cast to float32, float64, int64 or bool")
     return code
-
-
-def held_dtype(elem_type):
-    """The numpy dtype holding the values of a narrow ONNX type, or None when the type is not one."""
-    entry = STORAGE_TYPES.get(int(elem_type))
-    return None if entry is None else np.dtype(entry[1])
 
 
 def narrow_dtype(elem_type):
