@@ -55,10 +55,8 @@ def narrow_dtype(elem_type):
 def to_held(array):
     """A numpy array of a narrow type (an ml_dtypes dtype) as its holding dtype; other arrays as they are."""
     array = np.asarray(array)
-    for name, held in STORAGE_TYPES.values():
-        if array.dtype.name == name:
-            return array.astype(held)
-    return array
+    held = dict(STORAGE_TYPES.values()).get(array.dtype.name)
+    return array if held is None else array.astype(held)
 
 
 class RoundToType(Operation):
