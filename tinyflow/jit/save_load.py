@@ -29,8 +29,7 @@ MAX_JSON_BYTES = 64 << 20   # a description bigger than this is not a model we w
 
 
 def _paths(path):
-    root = os.fspath(path)
-    root = root[:-5] if root.endswith(".json") else root
+    root = os.fspath(path).removesuffix(".json")
     return root + ".json", root + ".npz"
 
 

@@ -43,12 +43,6 @@ class InputSpec:
     def __repr__(self):
         return f"InputSpec(shape={list(self.shape)}, dtype='{self.dtype.name}', name={self.name!r})"
 
-    def __eq__(self, other):
-        return isinstance(other, InputSpec) and self.to_json() == other.to_json()
-
-    def __hash__(self):
-        return hash((self.shape, self.dtype, self.name))
-
     def check(self, array, what):
         """Raise FeedError unless `array` fits this spec (shape and a dtype castable without surprise)."""
         if not matches(self.shape, array.shape):

@@ -50,11 +50,11 @@ class _Exporter:
         sub = self.child({})
         return sub.graph(label, [sub.name_of(out) for out in outputs], [out.dtype for out in outputs])
 
-    def emit(self, op_type, inputs, hint, **attrs):
-        """Add one ONNX node; returns its output name."""
-        out = self.fresh(hint)
-        self.nodes.append(self.helper.make_node(op_type, list(inputs), [out], name=out, **attrs))
-        return out
+    def emit(self, op_type, inputs, hint, outputs=None, **attrs):
+        """Add one ONNX node (its outputs named `outputs`, else one fresh name); returns its first output's name."""
+        outputs = outputs or [self.fresh(hint)]
+        self.nodes.append(self.helper.make_node(op_type, list(inputs), outputs, name=outputs[0], **attrs))
+        return outputs[0]
 
     def constant(self, array, hint):
         """An initializer holding `array`; returns its name."""
@@ -99,10 +99,8 @@ class _Exporter:
         return self.helper.make_tensor_value_info(name, onnx_type(node.dtype), dims)
 
 
-def export(layer_or_fn, path, input_spec=None, opset=OPSET):
+def export(layer_or_fn, path, input_spec=None):
     """Trace `layer_or_fn` (evaluation mode) and write an ONNX model to `path`; returns the onnx.ModelProto."""
-    if opset != OPSET:
-        raise OnnxExportError(f"tinyflow exports opset {OPSET} only (asked for {opset})")
     from ..jit.save_load import program_of
     program = program_of(layer_or_fn, input_spec, "tfl.onnx.export", OnnxExportError)
     outputs = list(program.outputs)

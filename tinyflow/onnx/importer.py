@@ -17,7 +17,7 @@ from ..shapes import shapes_compatible
 from .model_file import (GraphCheck, declared_type, default_opset, describe, onnx_module, read_model, tensor_bytes,
                          tensor_to_array)
 from .rules import IMPORTS, REQUIRED
-from .storage_types import RoundToType, held_dtype, narrow_dtype, onnx_type, to_held
+from .storage_types import STORAGE_TYPES, RoundToType, narrow_dtype, onnx_type, to_held
 
 FOLD_BYTES = 256 << 20  # what computing on the spot may allocate in one import, all nodes together
 _ATTRIBUTE_KINDS = ("FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS", "TENSORS", "GRAPHS")
@@ -253,8 +253,7 @@ class _Importer:
             with self.graph.name_scope(self.base):
                 inputs[name] = Placeholder(shape, dtype, name=_clean(name))
             elem_type = value_info.type.tensor_type.elem_type  # a narrow type's values are held in a wider dtype
-            narrow = elem_type if held_dtype(elem_type) is not None else None
-            scope[name] = _Value(name, node=inputs[name], narrow=narrow)
+            scope[name] = _Value(name, node=inputs[name], narrow=elem_type if elem_type in STORAGE_TYPES else None)
             self.graph_inputs.add(name)
         return inputs
 
@@ -376,7 +375,7 @@ class OnnxProgram:
         self.op_counts = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
         declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.output}  # (0 for other types)
         self.narrow_outputs = {name: narrow_dtype(code) for name, code in declared.items()
-                               if held_dtype(code) is not None}  # returned as onnx's numpy_helper gives them
+                               if code in STORAGE_TYPES}  # returned as onnx's numpy_helper gives them
         self._sessions = {}
 
     def __repr__(self):

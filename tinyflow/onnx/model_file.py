@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from ..errors import OnnxImportError
-from .storage_types import held_dtype, numpy_dtype, onnx_type_name
+from .storage_types import numpy_dtype, onnx_type_name
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit: a bigger file cannot be one ModelProto
@@ -157,8 +157,7 @@ def declared_type(value_info, what):
 
 def _dtype(elem_type, what, narrow=False):
     """The numpy dtype of an ONNX element type (`narrow`: also a narrow type's, holding its values)."""
-    dtype = numpy_dtype(elem_type)
-    dtype = held_dtype(elem_type) if dtype is None and narrow else dtype
+    dtype = numpy_dtype(elem_type, narrow)
     if dtype is None:
         raise OnnxImportError(f"{what} has element type {onnx_type_name(elem_type)}, which tinyflow does not compute "
                               "with (float16/32/64, signed and unsigned ints and bool are supported)", unsupported=True)

@@ -23,9 +23,10 @@ STORAGE_TYPES = {16: ("bfloat16", np.float32), 17: ("float8_e4m3fn", np.float32)
 _SATURATING = {17, 18, 19, 20}  # the float8 types, whose casts saturate unless told not to
 
 
-def numpy_dtype(elem_type):
-    """The numpy dtype of an ONNX element type code, or None when tinyflow has no such dtype."""
-    return _NUMPY_OF.get(int(elem_type))
+def numpy_dtype(elem_type, narrow=False):
+    """The numpy dtype of an ONNX element type (`narrow`: also a narrow type's holding dtype), or None."""
+    entry = STORAGE_TYPES.get(int(elem_type)) if narrow else None
+    return _NUMPY_OF.get(int(elem_type)) if entry is None else np.dtype(entry[1])
 
 
 def onnx_type_name(elem_type):
@@ -45,12 +46,6 @@ def onnx_type(dtype):
     return code
 
 
-def held_dtype(elem_type):
-    """The numpy dtype holding the values of a narrow ONNX type, or None when the type is not one."""
-    entry = STORAGE_TYPES.get(int(elem_type))
-    return None if entry is None else np.dtype(entry[1])
-
-
 def narrow_dtype(elem_type):
     """The ml_dtypes dtype of a narrow ONNX type (what onnx's numpy_helper uses for it)."""
     import ml_dtypes
@@ -60,10 +55,8 @@ def narrow_dtype(elem_type):
 def to_held(array):
     """A numpy array of a narrow type (an ml_dtypes dtype) as its holding dtype; other arrays as they are."""
     array = np.asarray(array)
-    for name, held in STORAGE_TYPES.values():
-        if array.dtype.name == name:
-            return array.astype(held)
-    return array
+    held = dict(STORAGE_TYPES.values()).get(array.dtype.name)
+    return array if held is None else array.astype(held)
 
 
 class RoundToType(Operation):

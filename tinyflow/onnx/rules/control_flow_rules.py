@@ -90,10 +90,7 @@ def export_output(ex, node):
     return names[node.index]
 
 
-@exports("StackToTensor")
-def export_stack_to_tensor(ex, node):
-    """The values a loop collected, stacked: the Loop's scan output itself."""
-    return ex.name_of(node.inputs[0])
+exports("StackToTensor")(lambda ex, node: ex.name_of(node.inputs[0]))  # a loop's stack: its scan output
 
 
 @exports("Cond")
@@ -103,8 +100,7 @@ def export_cond(ex, node):
     then_graph = ex.subgraph("then", node.true_branch.outputs)
     else_graph = ex.subgraph("else", node.false_branch.outputs)
     results = [ex.fresh("If") for _ in node.true_branch.outputs]
-    ex.nodes.append(ex.helper.make_node("If", [pred], results, name=results[0], then_branch=then_graph,
-                                        else_branch=else_graph))
+    ex.emit("If", [pred], "If", results, then_branch=then_graph, else_branch=else_graph)
     return results
 
 
@@ -142,8 +138,7 @@ def export_while(ex, node):
     count_name = ex.fresh("iterations") if count else None
     scan_names = {node.stack_index(j): ex.fresh("scan") for j in scans}
     onnx_outputs = finals + ([count_name] if count else []) + [scan_names[node.stack_index(j)] for j in scans]
-    ex.nodes.append(ex.helper.make_node("Loop", [limit, first] + initial, onnx_outputs, name=onnx_outputs[0],
-                                        body=graph))
+    ex.emit("Loop", [limit, first] + initial, "Loop", onnx_outputs, body=graph)
     return finals + [count_name] + [scan_names.get(node.stack_index(j)) for j in range(len(node.recorded))]
 
 

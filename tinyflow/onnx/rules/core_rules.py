@@ -8,7 +8,7 @@ from ... import ops
 from ...ops import runtime_shapes
 from ...shapes import is_fully_known
 from ...errors import OnnxExportError
-from ..storage_types import RoundToType, held_dtype, numpy_dtype, onnx_type, onnx_type_name
+from ..storage_types import STORAGE_TYPES, RoundToType, numpy_dtype, onnx_type, onnx_type_name
 from .rule_tables import exports, imports, op_rule, same_op
 
 _CONSTANT_FORMS = {"value": None, "value_float": np.float32, "value_floats": np.float32,
@@ -44,13 +44,12 @@ def import_cast(ctx, node):
     """A cast to `to`, or to input 1's element type (a narrow one if input 1 holds a narrow type's values)."""
     to = ctx.attr("to") if ctx.op_type == "Cast" else ctx.elem_type(1)
     saturate, round_mode = ctx.attr("saturate", 1), ctx.attr("round_mode", "up")  # for float8 types only
-    dtype = numpy_dtype(to)
-    if dtype is not None:
-        return ops.cast(ctx.input(0), dtype, name=ctx.name)
-    held = held_dtype(to)
-    if held is None:
+    dtype = numpy_dtype(to, narrow=True)
+    if dtype is None:
         raise ctx.unsupported(f"a cast to {onnx_type_name(to)}")
-    return RoundToType(ops.cast(ctx.input(0), held), to, bool(saturate), round_mode, name=ctx.name)
+    if to not in STORAGE_TYPES:
+        return ops.cast(ctx.input(0), dtype, name=ctx.name)
+    return RoundToType(ops.cast(ctx.input(0), dtype), to, bool(saturate), round_mode, name=ctx.name)
 
 
 @exports("RoundToType")

@@ -133,8 +133,7 @@ def import_pool(ctx, node):
 
 @exports("ScaledDotProductAttention")
 def export_attention(ex, node):
-    """softmax(q kᵀ · scale + mask) v as MatMul, Mul, Add or Where, Softmax, MatMul (the importing optimiser fuses them
-    again)."""
+    """softmax(q kᵀ · scale + mask) v as MatMul, Mul, Add or Where, Softmax, MatMul (re-fused on import)."""
     from onnx import numpy_helper
 
     def constant(value, hint):  # a Constant node, not an initializer: a trainable import keeps it a constant

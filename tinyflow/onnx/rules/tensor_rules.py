@@ -51,6 +51,7 @@ exports("TakeAlongAxis")(same_op("GatherElements", axis="axis"))
 exports("Einsum")(same_op("Einsum", equation="spelled"))
 exports("Arange")(same_op("Range"))
 exports("ExpandTo")(same_op("Expand"))
+imports("Tile")(lambda ctx, node: ops.tile(ctx.input(0), tuple(ctx.ints(1, "repeats")), name=ctx.name))
 
 
 @imports("Flatten")
@@ -122,11 +123,6 @@ def import_split(ctx, node):
     return tuple(ops.split(x, sizes, axis=axis, name=ctx.name))
 
 
-@imports("Tile")
-def import_tile(ctx, node):
-    return ops.tile(ctx.input(0), tuple(ctx.ints(1, "repeats")), name=ctx.name)
-
-
 @imports("Expand")
 def import_expand(ctx, node):
     """x broadcast against a shape: known at import time (tfl.expand), or computed at run time (ExpandTo)."""
@@ -174,9 +170,8 @@ def _reshape_like(ex, node):
 def _topk_indices(ex, node):
     """TopK's second output: topk's values are a GatherElements of these indices."""
     values, indices = ex.fresh("TopK_values"), ex.fresh("TopK_indices")
-    k = int64s(ex, [node.k], "k")
-    ex.nodes.append(ex.helper.make_node("TopK", [ex.name_of(node.inputs[0]), k], [values, indices], name=indices,
-                                        axis=int(node.axis), largest=int(node.largest), sorted=1))
+    ex.emit("TopK", [ex.name_of(node.inputs[0]), int64s(ex, [node.k], "k")], "TopK", [values, indices],
+            axis=int(node.axis), largest=int(node.largest), sorted=1)
     return indices
 
 
@@ -193,9 +188,8 @@ def _pad(ex, node):
 
 @exports("Squeeze")
 def _squeeze(ex, node):
-    if not node.axis:  # nothing squeezed; ONNX reads empty axes as every axis of size 1
-        return ex.emit("Identity", [ex.name_of(node.inputs[0])], "Squeeze")
-    return same_op("Squeeze", ["axis"])(ex, node)
+    # nothing squeezed is an Identity: ONNX reads empty axes as every axis of size 1
+    return same_op("Squeeze", ["axis"])(ex, node) if node.axis else same_op("Identity")(ex, node)
 
 
 @exports("Flatten")
