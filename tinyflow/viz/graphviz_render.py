@@ -133,13 +133,13 @@ def label(node, values=None, name=None, shape=False):
     return lines
 
 
-def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradients=True, graph=None, values=None,
+def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradients=True, graph=None,
                 feed_dict=None, session=None, collapse=()):
     """A graphviz.Digraph of the graph (or only what `target` needs, or an optimised plan from `sess.plan(...)`, its
-    fused kernels as clusters), with a legend; same graph, same DOT text. `show_values` shows values (from `values`,
-    or one run with `feed_dict` / `session`); `collapse` names scopes drawn as one box each."""
+    fused kernels as clusters), with a legend; same graph, same DOT text. `show_values` shows values (with
+    `feed_dict` / `session`: from one run); `collapse` names scopes drawn as one box each."""
     import graphviz
-    plan = getattr(target, "optimized", None)
+    plan, values = getattr(target, "optimized", None), {}
     if plan is not None:  # a plan's private copies: each fused kernel drawn as its members
         nodes, fused_of, reads = expand_fused(plan.nodes)
         reads.update(dict.fromkeys(plan.fed, ()))  # a fed node's value comes from the feed
@@ -148,9 +148,8 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
         if graph is None:
             graph = targets[0].graph if targets and isinstance(targets[0], Node) else get_default_graph()
         nodes, fused_of, reads = nodes_to_draw(graph, targets, show_gradients), {}, {}
-        if show_values and values is None and (feed_dict is not None or session is not None):
-            gradients = [g for g in map(gradient_of, nodes) if g is not None]
-            values = run_values({*nodes, *gradients}, feed_dict, session)
+        if show_values and (feed_dict is not None or session is not None):
+            values = run_values({*nodes, *filter(None, map(gradient_of, nodes))}, feed_dict, session)
     collapse = (collapse,) if isinstance(collapse, str) else tuple(collapse)
     boxed = {n: next((c for c in collapse if n.name.startswith(c + "/")), None) for n in nodes}  # collapsed scope
     ids = {n: f"scope_{boxed[n]}" if boxed[n] else f"n{i}" for i, n in enumerate(nodes)}
@@ -176,7 +175,7 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
                                             fillcolor=STYLES[kind_of(members[0])]["fillcolor"])
     for node in nodes:
         if not boxed[node]:
-            lines = label(node, (values or {}) if show_values else None)
+            lines = label(node, values if show_values else None)
             cluster = fused_clusters[fused_of[node]] if node in fused_of else container(scope_of(node.name))
             cluster.node(ids[node], "\\n".join(lines), **STYLES[kind_of(node)])
     # attach clusters innermost first (graphviz copies a subgraph when attached), so each lands in its parent
