@@ -98,12 +98,9 @@ def owner(node):
 
 
 def _captures(sub, also=()):
-    """Outer nodes the subgraph reads, in creation order.
-
-    A node built inside *another, finished* subgraph (a forward branch read by its gradient branch) is recomputed
-    here, not captured: capturing it would make the outer plan run a branch that was not taken. The nodes of a
-    loop body whose gradient is being built are the exception: they are saved values, captured.
-    """
+    """Outer nodes the subgraph reads, in creation order. A node built inside *another, finished* subgraph
+    (a forward branch read by its gradient branch) is recomputed here, not captured (capturing it would make
+    the outer plan run a branch not taken), except in a loop body whose gradient is built (saved values)."""
     own = set(sub.nodes) | set(sub.inputs)
     captured, stack, seen = set(), list(sub.outputs) + list(also), set()
     while stack:

@@ -34,10 +34,7 @@ class SGD(Optimizer):
 
 class ApplyAdam(ApplyUpdate):
     """t ← t+1;  m ← β1·m + (1-β1)·g;  v ← β2·v + (1-β2)·g²;  p ← p - lr/(1-β1ᵗ) · m / (√v/√(1-β2ᵗ) + ε).
-
-    Adam adds wd·p to g; AdamW instead shrinks p by (1 - lr·wd) first (decoupled weight decay).
-    AMSGrad uses the running maximum of v.
-    """
+    Adam adds wd·p to g; AdamW instead shrinks p by (1 - lr·wd) first; AMSGrad uses the running max of v."""
 
     def update(self, param, grad, lr, step, exp_avg, exp_avg_sq, max_exp_avg_sq=None):
         (beta1, beta2), eps = self.hyper["betas"], self.hyper["eps"]

@@ -120,8 +120,7 @@ def gradient_of(node):
 
 
 def label(node, values=None, name=None, shape=False):
-    """A node's label lines: its op type and `name` (one line when they agree), with `shape` its static shape, with
-    `values` its value's summary (and a trained Variable's gradient's)."""
+    """A node's label lines: op type and `name`, with `shape` its shape, with `values` value and gradient."""
     name = node.name.rsplit("/", 1)[-1] if name is None else name
     lines = [name] if name == node.op_type else [node.op_type, name]
     if shape and node.shape is not None:
@@ -195,7 +194,7 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
         for out in getattr(node, "branch_outputs", ()):
             if out in ids and ids[out] != ids[node]:
                 dot.edge(ids[out], ids[node], style="dashed")
-        for pop, value in getattr(node, "restored_values", ()):  # a gradient loop: a pop stands for a forward value
+        for pop, value in getattr(getattr(node, "body", None), "restores", ()):  # a pop stands for a value
             if pop in ids and value in ids:
                 dot.edge(ids[pop], ids[value], style="dotted", color="#b33a3a", label="restores", constraint="false")
     # the legend: one HTML-like table naming each kind of node drawn, in its colours (one node: no edges to upset
@@ -282,8 +281,7 @@ def digraph(name, **graph_attr):
 
 
 def render(target, path, **options):
-    """Draw `target` (a node, a list of nodes, or a Graph) to `path`: .png (at most PNG_MAX_SIDE pixels), .svg or
-    .pdf by suffix."""
+    """Draw `target` (a node, nodes, or a Graph) to a .png (PNG_MAX_SIDE pixels at most), .svg or .pdf."""
     fmt = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     if fmt not in ("png", "svg", "pdf"):
         raise VizError(f"cannot render to '{path}': use a .png, .svg or .pdf file name")

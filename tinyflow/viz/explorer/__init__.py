@@ -27,8 +27,7 @@ def inline_text(path):
 
 
 def embed_json(data):
-    """JSON for a <script type="application/json"> element: '<', '>' and '&' escaped, so that no name or
-    value can close the element or start markup (JSON.parse reads the escapes back)."""
+    """JSON for a <script type="application/json"> element, escaped so no value closes it or starts markup."""
     text = json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))

@@ -28,8 +28,7 @@ def record(name, op, shape, dtype, site, kind, scope, inputs, value=None, grad=N
 
 
 def node_records(nodes, values, grads=None, group_of=None, reads=None):
-    """The records of graph nodes, each in its `group_of` (default: its scope), reading `reads[node]` (default: its
-    inputs) of `nodes`."""
+    """The records of graph nodes, each in its `group_of` group (else its scope), reading `reads[node]`."""
     index_of = {node: i for i, node in enumerate(nodes)}
     sites, records = {}, []  # creation sites' texts by site: the nodes a loop built share a few
     for node in nodes:
