@@ -100,11 +100,8 @@ class WhileLoop(ControlFlowOp):
 
     def output_spec(self, index):
         if index < self.n_vars:
-            var = self.body.inputs[index]
-            return var.shape, var.dtype
-        if index == self.n_vars:
-            return (), np.dtype(np.int64)
-        return None, None  # a stack
+            return self.body.inputs[index].shape, self.body.inputs[index].dtype
+        return ((), np.dtype(np.int64)) if index == self.n_vars else (None, None)  # the count, or a stack
 
     def stack_dtype(self, index):
         return None if index <= self.n_vars else self.recorded[index - self.n_vars - 1].node.dtype

@@ -32,9 +32,7 @@ def flavour(mpirun):
         raise DistributedError(f"cannot run the MPI launcher {mpirun}: {err}") from None
     if "Open MPI" in text or "OpenRTE" in text:
         return "openmpi"
-    if "HYDRA" in text or "MPICH" in text or "Intel" in text:
-        return "mpich"
-    return "unknown"
+    return "mpich" if "HYDRA" in text or "MPICH" in text or "Intel" in text else "unknown"
 
 
 def usable_cores():

@@ -161,10 +161,8 @@ def broadcast_variables(graph=None, root=0):
     """Set every Variable of the graph (weights, optimizer slots, moving statistics), or of a list of Variables or
     eager leaf Tensors, to rank `root`'s values: one broadcast per dtype; a model that differs between processes
     raises DistributedError on every process."""
-    if isinstance(graph, (list, tuple)):
-        variables = list(graph)
-    else:
-        variables = sorted((graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
+    variables = list(graph) if isinstance(graph, (list, tuple)) else sorted(
+        (graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
     agree(communicator(), "broadcast_variables", f"root={root}", tuple(zip(_names(variables), _signature(variables))),
           describe=lambda: _summary(variables))
     exchange_packed(variables, lambda flat: broadcast(flat, root=root))

@@ -7,6 +7,7 @@ import shutil
 
 import numpy as np
 
+from ..checkpoint import write_atomically
 from ..errors import TinyflowError
 from ..graph import ancestors, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
@@ -68,9 +69,7 @@ def summarize(value):
 
 def as_list(value):
     """`value` as a list of nodes: [] for None, a list or tuple as a list, anything else alone."""
-    if value is None:
-        return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+    return [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def nodes_to_draw(graph, targets, show_gradients=True):
@@ -289,11 +288,8 @@ def render(target, path, **options):
     dot = to_graphviz(None, graph=target, **options) if is_graph else to_graphviz(target, **options)
     if fmt == "png":
         dot.graph_attr["size"] = f"{PNG_MAX_SIDE / 96:g},{PNG_MAX_SIDE / 96:g}"  # inches; scales down only
-    picture = dot.pipe(format=fmt)  # render first: a failure must not leave an empty file behind
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(picture)
-    return path
+    picture = dot.pipe(format=fmt)  # render first: a failure must not leave an empty folder or file behind
+    return write_atomically(path, lambda f: f.write(picture))
 
 
 def svg(target=None, *, graph=None):

@@ -107,10 +107,9 @@ def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None
 def plan_data(plan, feed_dict=None, backend=None):
     """The page's data for an ExecutionPlan: each fused kernel a group of its members, inside the scope they share;
     values of the user's nodes its private copies stand for (`original`), from one run of the user's graph."""
-    if plan.optimized is not None:
-        nodes, fed = plan.optimized.nodes, plan.optimized.fed
-    else:
-        nodes, fed = sorted(plan.slot_of, key=plan.slot_of.get), frozenset(plan.fed_slots)
+    optimized = plan.optimized
+    nodes, fed = ((optimized.nodes, optimized.fed) if optimized is not None
+                  else (sorted(plan.slot_of, key=plan.slot_of.get), frozenset(plan.fed_slots)))
     drawn, fused_of, reads = expand_fused(nodes)
     groups, group_of, kernels = {}, {}, dict.fromkeys(fused_of.values())
     for fused in kernels:
