@@ -147,7 +147,8 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
             graph = targets[0].graph if targets and isinstance(targets[0], Node) else get_default_graph()
         nodes, fused_of, reads = nodes_to_draw(graph, targets, show_gradients), {}, {}
         if show_values and (feed_dict is not None or session is not None):
-            values = run_values({*nodes, *filter(None, map(gradient_of, nodes))}, feed_dict, session)
+            gradients = [g for g in map(gradient_of, nodes) if g is not None]
+            values = run_values({*nodes, *gradients}, feed_dict, session)
     collapse = (collapse,) if isinstance(collapse, str) else tuple(collapse)
     boxed = {n: next((c for c in collapse if n.name.startswith(c + "/")), None) for n in nodes}  # collapsed scope
     ids = {n: f"scope_{boxed[n]}" if boxed[n] else f"n{i}" for i, n in enumerate(nodes)}
