@@ -136,7 +136,7 @@ class DistributedOptimizer:
         graph = present[0][1].graph
         with graph.role("optimizer"), graph.name_scope("DistributedOptimizer"):
             flat = AllReduceGradients([g for g, _ in present], [v for _, v in present], name="all_reduce_gradients")
-            averaged = {var: cast(reshape(part, var.shape, name=f"grad_{var.name}"), var.dtype)  # a slice each
+            averaged = {var: cast(reshape(part, var.shape, name=f"grad_{var.name}"), var.dtype)
                         for part, (_, var) in zip(split(flat, flat.sizes), present)}
         return [(averaged.get(v) if g is not None else None, v) for g, v in pairs]
 
