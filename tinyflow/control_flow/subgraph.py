@@ -90,10 +90,8 @@ def saving(body):
 def owner(node):
     """The subgraph a node's value comes from (None for the outer graph): the one it was built in, except for
     the forward values a gradient loop's body restores from stacks (those come from that body)."""
-    for body in _saving:
-        if any(node is restored for _, restored in body.restores):
-            return body
-    owned_by = getattr(node, "subgraph", None)
+    saved_by = next((body for body in _saving if any(node is value for _, value in body.restores)), None)
+    owned_by = saved_by or getattr(node, "subgraph", None)
     return owned_by if isinstance(owned_by, Subgraph) else None
 
 

@@ -154,9 +154,7 @@ def all_gather(array):
     """Every process's array concatenated along axis 0 in rank order (first dimensions may differ; a scalar from
     each process gives a vector of `world_size()` values)."""
     comm = communicator()
-    buffer = _as_buffer(array, "all_gather")
-    if buffer.ndim == 0:
-        buffer = buffer.reshape(1)
+    buffer = np.atleast_1d(_as_buffer(array, "all_gather"))  # a scalar: a vector of one
     with guarded("all_gather", buffer):
         if comm.Get_size() == 1:
             out = buffer.copy()

@@ -32,11 +32,8 @@ _state = _State()
 
 
 def _environment_int(names):
-    for name in names:
-        value = os.environ.get(name)
-        if value is not None and value.strip().isdigit():
-            return int(value)
-    return None
+    values = [os.environ.get(name, "") for name in names]
+    return next((int(value) for value in values if value.strip().isdigit()), None)
 
 
 def import_mpi(initialize=True):

@@ -112,10 +112,8 @@ def run_values(nodes, feed_dict=None, session=None, backend=None, notes=None):
 
 def gradient_of(node):
     """The gradient node an optimizer update applies to Variable `node`, if there is one."""
-    for consumer in node.consumers if isinstance(node, Variable) else ():
-        if consumer.role == "optimizer" and getattr(consumer, "stateful", False) and consumer.inputs[0] is node:
-            return consumer.inputs[1]
-    return None
+    return next((c.inputs[1] for c in (node.consumers if isinstance(node, Variable) else ())
+                 if c.role == "optimizer" and getattr(c, "stateful", False) and c.inputs[0] is node), None)
 
 
 def label(node, values=None, name=None, shape=False):
