@@ -77,12 +77,10 @@ def nodes_to_draw(graph, targets, show_gradients=True):
     if targets is None:
         nodes = list(graph.nodes)
     else:
-        found = ancestors(targets)
-        subgraphs = [n for n in found if hasattr(n, "subgraph_nodes")]
-        while subgraphs:  # control flow: draw the branches / loop bodies it runs, inside their clusters
-            inner = ancestors([m for n in subgraphs for m in n.subgraph_nodes]) - found
-            found |= inner
-            subgraphs = [n for n in inner if hasattr(n, "subgraph_nodes")]
+        found, new = set(), ancestors(targets)
+        while new:  # control flow: draw the branches / loop bodies it runs, inside their clusters
+            found |= new
+            new = ancestors([m for n in new for m in getattr(n, "subgraph_nodes", ())]) - found
         nodes = sorted(found, key=lambda n: n.creation_index)
     return nodes if show_gradients else [n for n in nodes if n.role == "forward"]
 
