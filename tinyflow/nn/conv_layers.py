@@ -1,9 +1,8 @@
 """Convolution, transposed convolution and pooling layers over 1, 2 or 3 spatial axes (N, C, *spatial)."""
 import math
 
-from ..ops.array_ops import checks
+from ..ops.array_ops import checks, reshape
 from ..ops.conv import Conv, ConvTranspose
-from ..ops.normalization import affine
 from ..ops.pooling import AvgPool, MaxPool
 from .layer import Layer, flags, get_activation, ranked, sizes
 
@@ -41,7 +40,9 @@ class _ConvNd(Layer):
         return Conv(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, x):
-        y = affine(self.convolve(x), None, self.bias, (1, -1) + (1,) * (self.rank - 2))
+        y = self.convolve(x)
+        if self.bias is not None:
+            y = y + reshape(self.bias, (1, -1) + (1,) * (self.rank - 2))
         return self.act(y) if self.act else y
 
 

@@ -15,7 +15,6 @@ from ..nodes.node import is_eager
 from ..ops.array_ops import checks
 from ..ops.elementwise_ops import leaky_relu, relu, sigmoid, softplus, tanh
 from ..ops.matmul import matmul
-from ..ops.normalization import affine
 from ..ops.random_ops import dropout
 from ..ops.shape_ops import flatten
 from ..ops.softmax import log_softmax, softmax
@@ -219,7 +218,9 @@ class Linear(Layer):
         self.bias = self.add_variable("bias", (out_features,), bias_init, in_features, out_features) if bias else None
 
     def forward(self, x):
-        y = affine(matmul(x, self.weight), None, self.bias)
+        y = matmul(x, self.weight)
+        if self.bias is not None:
+            y = y + self.bias
         return self.act(y) if self.act else y
 
 
