@@ -1,6 +1,7 @@
 """tinyflow: a small, readable TensorFlow-1-style deep-learning framework. Build a graph of nodes, run it in a
-Session, let an optimizer backpropagate. The public API is the explicit list below."""
+Session, let an optimizer backpropagate. The public API is what is imported below, and the subpackages."""
 import importlib
+import types
 
 from . import backends, data, nn, optim, plot, viz
 from . import distributed
@@ -47,40 +48,9 @@ def __dir__():
     return sorted(set(globals()) | {"board"})
 
 
-__all__ = [
-    # graph and nodes
-    "Graph", "get_default_graph", "reset_default_graph", "name_scope",
-    "Node", "Placeholder", "Variable", "Constant", "Operation",
-    # ops (the elementwise ones come from their table, see the end)
-    "matmul", "softmax", "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "argmax",
-    "reshape", "transpose", "concat", "identity", "stop_gradient", "add_n", "conv2d", "max_pool2d", "avg_pool2d", "dropout", "assign", "assign_add", "assign_sub", "group",
-    "reduce_min", "reduce_prod", "reduce_logsumexp", "norm", "argmin",
-    "gather", "take_along_axis", "topk", "pad", "split", "stack", "squeeze", "unsqueeze", "flatten",
-    "expand", "broadcast_to", "tile", "einsum", "tril", "triu",
-    "conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-    "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d", "global_avg_pool", "global_max_pool",
-    "layer_norm", "batch_norm", "instance_norm", "group_norm", "interpolate",
-    "shape", "size", "fill",
-    "min", "max", "any", "all", "var", "std", "cumsum", "cumprod", "logsumexp", "flip", "roll", "outer", "diag",
-    "masked_fill", "one_hot", "repeat_interleave", "arange", "linspace", "eye", "full",
-    # autodiff, running, state
-    "gradients", "register_gradient", "not_differentiable", "elementwise_op", "Session",
-    "save_variables", "load_variables", "set_seed",
-    # training with layers
-    "Model", "History", "EarlyStopping", "get_metric",
-    # errors
-    "TinyflowError", "ShapeError", "FeedError", "GradientError", "BackendError", "GraphError",
-    "ExecutionError", "CheckpointError", "ArgumentError",
-    # subpackages
-    "nn", "optim", "backends", "data", "plot", "viz",
-    # dynamic to static, control flow, deployment
-    "jit", "onnx", "cond", "while_loop", "range",
-    "distributed",
-    # eager mode
-    "Tensor", "tensor", "no_grad", "enable_grad", "eager",
-    # graph optimiser
-    "passes",
-    # training runs in the browser
-    "board",
-]
-__all__ += list(_ELEMENTWISE)
+# the public API: every function, class and error imported above (the elementwise table's ops too), and the
+# subpackages
+__all__ = [name for name, value in globals().items()
+           if not name.startswith("_") and not isinstance(value, types.ModuleType)]
+__all__ += ["nn", "optim", "backends", "data", "plot", "viz", "jit", "onnx", "distributed", "eager", "passes",
+            "board"]

@@ -20,9 +20,11 @@ STATE_TYPES = {"epoch": int, "seed": int, "variables": str, "random_states": dic
 
 
 def write_atomically(path, write):
-    """write(f) into a temporary file beside `path`, flushed to the disk, then renamed into place (returns the path):
-    a crash mid-save leaves any previous file intact, and a reader sees the old file or the new one, never half."""
+    """write(f) into a temporary file beside `path` (its folder made if need be), flushed to the disk, then
+    renamed into place (returns the path): a crash mid-save leaves any previous file intact, and a reader sees
+    the old file or the new one, never half."""
     path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tinyflow-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -148,7 +150,6 @@ class FitCheckpoint:
 
     def save(self, epoch, seed, history):
         """Record that `epoch` finished: variables first, then the state naming them (atomically)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
         variables = f"variables-{epoch:06d}.npz"
         save_variables(self.folder / variables, self.graph)
         state = {"epoch": epoch, "seed": seed, "variables": variables,

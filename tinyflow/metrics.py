@@ -34,10 +34,8 @@ def mae(pred, target):
 def accuracy(pred, target):
     """Share of correct classes: argmax of (N, C) scores, or logits > 0 for one binary column."""
     pred, target = np.asarray(pred), np.asarray(target)
-    if pred.ndim == 2 and pred.shape[1] > 1:
-        classes = pred.argmax(axis=1)
-    else:
-        classes = (pred.reshape(len(pred)) > 0).astype(np.int64)
+    two_columns_or_more = pred.ndim == 2 and pred.shape[1] > 1
+    classes = pred.argmax(axis=1) if two_columns_or_more else (pred.reshape(len(pred)) > 0).astype(np.int64)
     return float(np.mean(classes == target.reshape(len(target))))
 
 

@@ -38,12 +38,9 @@ class GradcheckReport:
 
 def gradcheck(build, inputs, eps=1e-6, atol=1e-6, rtol=1e-4, directions=3, seed=0, backend=None,
               raise_on_failure=True):
-    """Compare tfl.gradients of `build(*input_nodes)` with central finite differences in float64.
-
-    `build` receives one Placeholder per input and returns a node; its output is projected on a random
-    tensor and the derivatives along random directions are compared. On failure every element is checked
-    to report the worst one. Integer inputs (labels) are fed but not differentiated.
-    """
+    """Compare tfl.gradients of `build(*input_nodes)` with central finite differences in float64: `build` gets
+    one Placeholder per input and returns a node, whose derivatives along random directions are compared; on
+    failure every element is checked to report the worst one. Integer inputs (labels) are fed, not checked."""
     inputs = [np.asarray(v).astype(np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v) for v in inputs]
     checked = [i for i, v in enumerate(inputs) if v.dtype.kind == "f"]
     if not checked:

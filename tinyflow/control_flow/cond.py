@@ -68,10 +68,8 @@ class Cond(ControlFlowOp):
 
 
 def cond(pred, true_fn, false_fn, name=None):
-    """`true_fn()` if the scalar boolean node `pred` is true at run time, else `false_fn()` (graph control flow).
-
-    Both take no arguments and return a node or a list/tuple of nodes of matching dtypes (the structure returned).
-    """
+    """`true_fn()` if the scalar boolean node `pred` is true at run time, else `false_fn()` (control flow);
+    both take no arguments and return a node or a list/tuple of nodes of matching dtypes (as returned)."""
     if is_eager(pred):  # eager mode: Python decides, and autograd records the branch that ran
         return true_fn() if pred else false_fn()  # (Tensor.__bool__ says why a tensor of several values fails)
     with get_default_graph().name_scope(name or "cond"):

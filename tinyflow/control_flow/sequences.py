@@ -41,9 +41,7 @@ not_differentiable(Length)
 
 def length(x):
     """len(x) for a graph node: a Python int when its first dimension is known, else a Length node."""
-    if x.shape is not None and len(x.shape) and x.shape[0] is not None:
-        return x.shape[0]
-    return Length(x)
+    return x.shape[0] if x.shape is not None and len(x.shape) and x.shape[0] is not None else Length(x)
 
 
 class Sequence:
@@ -114,6 +112,4 @@ def range(start, stop=None, step=1):  # noqa: A001 - tfl.range, as Python's
               for argument, v in zip(("start", "stop", "step"), (start, stop, step))]  # eager Tensors: values known
     if not isinstance(values[2], Node) and values[2] == 0:
         check.fail("step", 0, "is zero", "pass a step other than 0")
-    if not any(isinstance(v, Node) for v in values):
-        return builtins.range(*values)
-    return graph_range(*values)
+    return graph_range(*values) if any(isinstance(v, Node) for v in values) else builtins.range(*values)

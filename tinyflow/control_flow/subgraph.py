@@ -90,20 +90,15 @@ def saving(body):
 def owner(node):
     """The subgraph a node's value comes from (None for the outer graph): the one it was built in, except for
     the forward values a gradient loop's body restores from stacks (those come from that body)."""
-    for body in _saving:
-        if any(node is restored for _, restored in body.restores):
-            return body
-    owned_by = getattr(node, "subgraph", None)
+    saved_by = next((body for body in _saving if any(node is value for _, value in body.restores)), None)
+    owned_by = saved_by or getattr(node, "subgraph", None)
     return owned_by if isinstance(owned_by, Subgraph) else None
 
 
 def _captures(sub, also=()):
-    """Outer nodes the subgraph reads, in creation order.
-
-    A node built inside *another, finished* subgraph (a forward branch read by its gradient branch) is recomputed
-    here, not captured: capturing it would make the outer plan run a branch that was not taken. The nodes of a
-    loop body whose gradient is being built are the exception: they are saved values, captured.
-    """
+    """Outer nodes the subgraph reads, in creation order. A node built inside *another, finished* subgraph
+    (a forward branch read by its gradient branch) is recomputed here, not captured (capturing it would make
+    the outer plan run a branch not taken), except in a loop body whose gradient is built (saved values)."""
     own = set(sub.nodes) | set(sub.inputs)
     captured, stack, seen = set(), list(sub.outputs) + list(also), set()
     while stack:

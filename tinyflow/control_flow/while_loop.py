@@ -83,8 +83,6 @@ class WhileLoop(ControlFlowOp):
         self.n_vars = self.iterations_index = len(loop_vars)  # the output after the loop variables counts iterations
         self.captures = merged_captures(test, body)
         self.recorded = []  # Recorded entries, one per stack (added when the gradient is built)
-        # a gradient loop's (StackPop, forward node) pairs: the pop's value stands for the node's (pictures)
-        self.restored_values = body.restores
         super().__init__(*loop_vars, *self.captures, name=name)
 
     @property
@@ -102,11 +100,8 @@ class WhileLoop(ControlFlowOp):
 
     def output_spec(self, index):
         if index < self.n_vars:
-            var = self.body.inputs[index]
-            return var.shape, var.dtype
-        if index == self.n_vars:
-            return (), np.dtype(np.int64)
-        return None, None  # a stack
+            return self.body.inputs[index].shape, self.body.inputs[index].dtype
+        return ((), np.dtype(np.int64)) if index == self.n_vars else (None, None)  # the count, or a stack
 
     def stack_dtype(self, index):
         return None if index <= self.n_vars else self.recorded[index - self.n_vars - 1].node.dtype
@@ -161,12 +156,10 @@ def trace_loop(cond_fn, body_fn, loop_vars, scope, also=None):
 
 
 def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
-    """Repeat `loop_vars = body_fn(*loop_vars)` while `cond_fn(*loop_vars)` is true (graph control flow).
-
+    """Repeat `loop_vars = body_fn(*loop_vars)` while `cond_fn(*loop_vars)` is true (graph control flow):
     `cond_fn` returns a scalar boolean node; `body_fn` one node per loop variable, of its dtype and a compatible
     shape. With `maximum_iterations=N` the loop stops after N steps (as TensorFlow's). Returns the final loop
-    variables (one node if `loop_vars` was one node); loops are differentiable.
-    """
+    variables (one node if `loop_vars` was one node); loops are differentiable."""
     single = not isinstance(loop_vars, (list, tuple))
     loop_vars = [as_node(v) for v in ([loop_vars] if single else loop_vars)]
     if maximum_iterations is not None:
@@ -184,11 +177,6 @@ def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
         op = WhileLoop(loop_vars, test, body, maximum_iterations, name="While")
         outputs = [op.output(i) for i in range(op.n_vars)]
     return outputs[0] if single else outputs
-
-
-def _zeros_for(var, adjoint):
-    """Zeros for a loop variable the body's outputs do not depend on (its own shape, each iteration)."""
-    return zeros_like(adjoint) if is_fully_known(var.shape) else zeros_like(var)
 
 
 def _like(grad, node):
@@ -230,7 +218,9 @@ def _while_grad(op, grads):
         seeds = list(adjoint) + [seed for _, seed in made["seeds"]]
         xs = [body.inputs[i] for i in floats] + wrt + restored
         found = gradients(ys, xs, grad_ys=seeds, stop_gradients=wrt + restored)
-        new_adjoint = [_like(g, body.inputs[i]) if g is not None else _zeros_for(body.inputs[i], a)
+        # a loop variable the body's outputs do not depend on: zeros of its own shape, each iteration
+        new_adjoint = [_like(g, body.inputs[i]) if g is not None
+                       else zeros_like(a if is_fully_known(body.inputs[i].shape) else body.inputs[i])
                        for i, g, a in zip(floats, found, adjoint)]
         new_accumulated = [total if g is None else total + _like(g, c)
                            for total, g, c in zip(accumulated, found[len(floats):len(floats) + len(wrt)], wrt)]

@@ -3,11 +3,9 @@ shard of the data, gradients averaged by DistributedOptimizer (docs/distributed.
 `import tinyflow` never needs MPI."""
 from .collectives import (REDUCE_OPS, all_gather, all_reduce, barrier, broadcast, broadcast_object,
                           communication_stats)
-from .mpi import (DistributedError, init, is_initialized, launcher_rank, launcher_world_size, library_version,
-                      rank, world_size)
+from .mpi import DistributedError, init, is_initialized, library_version, rank, world_size
 from .training import DistributedOptimizer, average_gradients, broadcast_variables
 
 __all__ = ["init", "is_initialized", "rank", "world_size", "barrier", "all_reduce", "broadcast", "all_gather",
            "broadcast_object", "DistributedOptimizer", "broadcast_variables", "average_gradients",
-           "communication_stats", "library_version", "launcher_rank", "launcher_world_size", "DistributedError",
-           "REDUCE_OPS"]
+           "communication_stats", "library_version", "DistributedError", "REDUCE_OPS"]

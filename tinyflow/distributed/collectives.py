@@ -43,10 +43,8 @@ def agree(comm, name, options="", data=None, first_dim=0, root=None, describe=No
     rows = records.tolist()
     reference = rows[root or 0]
     same_call = all(r[0] == reference[0] and r[1] == reference[1] for r in rows)
-    if root is None:
-        same_data = all(r[2] == reference[2] for r in rows)
-    else:
-        same_data = reference[2] != 0 and all(r[2] in (0, reference[2]) for r in rows)
+    same_data = (all(r[2] == reference[2] for r in rows) if root is None
+                 else reference[2] != 0 and all(r[2] in (0, reference[2]) for r in rows))
     if not (same_call and same_data):
         _disagreement(comm, name, options, root, same_call, describe)
     return records
@@ -156,9 +154,7 @@ def all_gather(array):
     """Every process's array concatenated along axis 0 in rank order (first dimensions may differ; a scalar from
     each process gives a vector of `world_size()` values)."""
     comm = communicator()
-    buffer = _as_buffer(array, "all_gather")
-    if buffer.ndim == 0:
-        buffer = buffer.reshape(1)
+    buffer = np.atleast_1d(_as_buffer(array, "all_gather"))  # a scalar: a vector of one
     with guarded("all_gather", buffer):
         if comm.Get_size() == 1:
             out = buffer.copy()

@@ -14,16 +14,14 @@ LAUNCHER_NAMES = ("mpirun", "mpiexec")
 
 def find_mpirun():
     """Path of the MPI launcher: $TINYFLOW_MPIRUN, the one beside this Python, else one on PATH."""
-    chosen = os.environ.get("TINYFLOW_MPIRUN")
-    if chosen:
-        return chosen
     folders = (Path(sys.executable).parent, Path(sys.prefix) / "bin")
     beside = [folder / name for folder in folders for name in LAUNCHER_NAMES]
-    for found in [str(path) for path in beside if path.is_file()] + [shutil.which(name) for name in LAUNCHER_NAMES]:
-        if found:
-            return found
-    raise DistributedError(f"no MPI launcher (mpirun or mpiexec) found beside {sys.executable} or on PATH. "
-                           f"Install one with: {INSTALL_HINT}")
+    beside = [str(path) for path in beside if path.is_file()]
+    found = [os.environ.get("TINYFLOW_MPIRUN"), *beside, *map(shutil.which, LAUNCHER_NAMES)]
+    if not any(found):
+        raise DistributedError(f"no MPI launcher (mpirun or mpiexec) found beside {sys.executable} or on "
+                               f"PATH. Install one with: {INSTALL_HINT}")
+    return next(filter(None, found))
 
 
 def flavour(mpirun):
@@ -34,9 +32,7 @@ def flavour(mpirun):
         raise DistributedError(f"cannot run the MPI launcher {mpirun}: {err}") from None
     if "Open MPI" in text or "OpenRTE" in text:
         return "openmpi"
-    if "HYDRA" in text or "MPICH" in text or "Intel" in text:
-        return "mpich"
-    return "unknown"
+    return "mpich" if "HYDRA" in text or "MPICH" in text or "Intel" in text else "unknown"
 
 
 def usable_cores():

@@ -32,21 +32,8 @@ _state = _State()
 
 
 def _environment_int(names):
-    for name in names:
-        value = os.environ.get(name)
-        if value is not None and value.strip().isdigit():
-            return int(value)
-    return None
-
-
-def launcher_rank():
-    """This process's rank as the launcher's environment gives it (0 without a launcher)."""
-    return _environment_int(RANK_VARIABLES) or 0
-
-
-def launcher_world_size():
-    """The number of processes the launcher started (1 without a launcher)."""
-    return _environment_int(SIZE_VARIABLES) or 1
+    values = [os.environ.get(name, "") for name in names]
+    return next((int(value) for value in values if value.strip().isdigit()), None)
 
 
 def import_mpi(initialize=True):
@@ -103,13 +90,13 @@ def is_initialized():
 
 
 def rank():
-    """This process's rank, 0 .. world_size()-1 (from the launcher's environment before init())."""
-    return _state.comm.Get_rank() if _state.comm is not None else launcher_rank()
+    """This process's rank, 0 .. world_size()-1 (before init(): the launcher's environment's, else 0)."""
+    return _state.comm.Get_rank() if _state.comm is not None else _environment_int(RANK_VARIABLES) or 0
 
 
 def world_size():
-    """The number of processes (from the launcher's environment before init())."""
-    return _state.comm.Get_size() if _state.comm is not None else launcher_world_size()
+    """The number of processes (from the launcher's environment before init(), 1 without one)."""
+    return _state.comm.Get_size() if _state.comm is not None else _environment_int(SIZE_VARIABLES) or 1
 
 
 def communicator():

@@ -8,9 +8,10 @@ import numpy as np
 from ..eager import Tensor, no_grad
 from ..graph import get_default_graph
 from ..nodes import Operation
-from ..ops.array_ops import get_item, reshape
+from ..ops.array_ops import reshape
 from ..ops.elementwise_ops import cast
 from ..ops.registry import not_differentiable
+from ..ops.shape_ops import split
 from .collectives import agree, broadcast, reduce_checked
 from .mpi import DistributedError, communicator, world_size
 
@@ -135,11 +136,8 @@ class DistributedOptimizer:
         graph = present[0][1].graph
         with graph.role("optimizer"), graph.name_scope("DistributedOptimizer"):
             flat = AllReduceGradients([g for g, _ in present], [v for _, v in present], name="all_reduce_gradients")
-            averaged, offset = {}, 0
-            for size, (_, var) in zip(flat.sizes, present):  # each gradient: a reshaped slice of the buffer
-                part = get_item(flat, slice(offset, offset + size))
-                averaged[var] = cast(reshape(part, var.shape, name=f"grad_{var.name}"), var.dtype)
-                offset += size
+            averaged = {var: cast(reshape(part, var.shape, name=f"grad_{var.name}"), var.dtype)
+                        for part, (_, var) in zip(split(flat, flat.sizes), present)}
         return [(averaged.get(v) if g is not None else None, v) for g, v in pairs]
 
     def minimize(self, loss, var_list=None, name=None):
@@ -161,10 +159,8 @@ def broadcast_variables(graph=None, root=0):
     """Set every Variable of the graph (weights, optimizer slots, moving statistics), or of a list of Variables or
     eager leaf Tensors, to rank `root`'s values: one broadcast per dtype; a model that differs between processes
     raises DistributedError on every process."""
-    if isinstance(graph, (list, tuple)):
-        variables = list(graph)
-    else:
-        variables = sorted((graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
+    variables = list(graph) if isinstance(graph, (list, tuple)) else sorted(
+        (graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
     agree(communicator(), "broadcast_variables", f"root={root}", tuple(zip(_names(variables), _signature(variables))),
           describe=lambda: _summary(variables))
     exchange_packed(variables, lambda flat: broadcast(flat, root=root))

@@ -66,15 +66,11 @@ class Watchdog:
                 now, number = time.monotonic(), _state.collectives
                 ask_from = deadline - min(2.0, _state.timeout / 2)  # time for the answers to come back
                 if self.control is not None and self.asked != number and now > ask_from:
-                    self._ask(number)
+                    self.asked = number  # ask the other ranks where they are
+                    self.sending += [self.control.isend(number, dest=other, tag=QUESTION)
+                                     for other in range(world_size()) if other != rank()]
                 if now > deadline and self.deadline == deadline:
                     abort(self._report(number))
-
-    def _ask(self, number):
-        self.asked = number
-        for other in range(world_size()):
-            if other != rank():
-                self.sending.append(self.control.isend(number, dest=other, tag=QUESTION))
 
     def _exchange(self):
         """Answer the other ranks' questions and collect the answers to ours."""

@@ -86,11 +86,8 @@ class _Normalization(Layer):
 
 
 class _BatchNorm(_Normalization):
-    """y = γ (x - μ) / √(σ² + ε) + β over all axes but the channel axis 1 (see batch_norm).
-
-    Graph mode reads the graph's training flag (fed True to train); eager mode `layer.train()` /
-    `layer.eval()`. The moving statistics are non-trainable Variables.
-    """
+    """y = γ (x - μ) / √(σ² + ε) + β over all axes but the channel axis 1 (see batch_norm). Graph mode reads
+    the graph's training flag (fed True to train), eager mode `layer.train()` / `layer.eval()`."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, name=None, dtype="float32"):
         num_features, = sizes(self, name, num_features=num_features)

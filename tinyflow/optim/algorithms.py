@@ -34,10 +34,7 @@ class SGD(Optimizer):
 
 class ApplyAdam(ApplyUpdate):
     """t ← t+1;  m ← β1·m + (1-β1)·g;  v ← β2·v + (1-β2)·g²;  p ← p - lr/(1-β1ᵗ) · m / (√v/√(1-β2ᵗ) + ε).
-
-    Adam adds wd·p to g; AdamW instead shrinks p by (1 - lr·wd) first (decoupled weight decay).
-    AMSGrad uses the running maximum of v.
-    """
+    Adam adds wd·p to g; AdamW instead shrinks p by (1 - lr·wd) first; AMSGrad uses the running max of v."""
 
     def update(self, param, grad, lr, step, exp_avg, exp_avg_sq, max_exp_avg_sq=None):
         (beta1, beta2), eps = self.hyper["betas"], self.hyper["eps"]
@@ -49,8 +46,7 @@ class ApplyAdam(ApplyUpdate):
             grad = grad + weight_decay * param
         exp_avg = beta1 * exp_avg + (1 - beta1) * grad
         exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * grad * grad
-        bias_correction1 = 1 - beta1 ** int(step)
-        bias_correction2 = 1 - beta2 ** int(step)
+        bias_correction1, bias_correction2 = 1 - beta1 ** int(step), 1 - beta2 ** int(step)
         if max_exp_avg_sq is not None:
             max_exp_avg_sq = np.maximum(max_exp_avg_sq, exp_avg_sq)
         denom = np.sqrt(exp_avg_sq if max_exp_avg_sq is None else max_exp_avg_sq) / np.sqrt(bias_correction2) + eps
@@ -88,14 +84,10 @@ class ApplyRMSProp(ApplyUpdate):
         square_avg = alpha * square_avg + (1 - alpha) * grad * grad
         if grad_avg is not None:
             grad_avg = alpha * grad_avg + (1 - alpha) * grad
-            avg = np.sqrt(square_avg - grad_avg * grad_avg) + eps
-        else:
-            avg = np.sqrt(square_avg) + eps
+        avg = np.sqrt(square_avg if grad_avg is None else square_avg - grad_avg * grad_avg) + eps
         if momentum_buffer is not None:
             momentum_buffer = self.hyper["momentum"] * momentum_buffer + grad / avg
-            param = param - lr * momentum_buffer
-        else:
-            param = param - lr * grad / avg
+        param = param - lr * (grad / avg if momentum_buffer is None else momentum_buffer)
         return tuple(v for v in (param, square_avg, grad_avg, momentum_buffer) if v is not None)
 
 

@@ -8,8 +8,7 @@ from .graphviz_render import STYLES, digraph, label, summarize
 
 
 def recorded(tensor):
-    """(ops, leaves) reachable from the tensor's grad_fn, ops in the order they ran (each after the ops it read: a
-    depth-first postorder), leaves as first reached."""
+    """(ops, leaves) reachable from the tensor's grad_fn: ops in depth-first postorder, leaves as met."""
     if not isinstance(tensor, Tensor):
         raise TinyflowError(f"backward_graph draws an eager Tensor's recorded graph, got {tensor!r}; "
                             "for graph nodes use tfl.viz.to_graphviz")
@@ -94,8 +93,7 @@ def eager_backprop_steps(tensor, grad=None):
 
 
 def eager_walk(tensor, seed, sink, names):
-    """`trace_walk` of the eager engine's backward from `tensor` into `sink` (a private one: the tensors' `.grad`
-    stay as they were; the graph is retained for their own backward)."""
+    """`trace_walk` of the eager backward from `tensor` into a private `sink` (`.grad`s stay unchanged)."""
     return trace_walk(lambda trace: backward([tensor], seed, retain_graph=True, sink=sink, trace=trace), names,
                       leaf_step)
 

@@ -7,6 +7,7 @@ import shutil
 
 import numpy as np
 
+from ..checkpoint import write_atomically
 from ..errors import TinyflowError
 from ..graph import ancestors, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
@@ -68,9 +69,7 @@ def summarize(value):
 
 def as_list(value):
     """`value` as a list of nodes: [] for None, a list or tuple as a list, anything else alone."""
-    if value is None:
-        return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+    return [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def nodes_to_draw(graph, targets, show_gradients=True):
@@ -78,12 +77,10 @@ def nodes_to_draw(graph, targets, show_gradients=True):
     if targets is None:
         nodes = list(graph.nodes)
     else:
-        found = ancestors(targets)
-        subgraphs = [n for n in found if hasattr(n, "subgraph_nodes")]
-        while subgraphs:  # control flow: draw the branches / loop bodies it runs, inside their clusters
-            inner = ancestors([m for n in subgraphs for m in n.subgraph_nodes]) - found
-            found |= inner
-            subgraphs = [n for n in inner if hasattr(n, "subgraph_nodes")]
+        found, new = set(), ancestors(targets)
+        while new:  # control flow: draw the branches / loop bodies it runs, inside their clusters
+            found |= new
+            new = ancestors([m for n in new for m in getattr(n, "subgraph_nodes", ())]) - found
         nodes = sorted(found, key=lambda n: n.creation_index)
     return nodes if show_gradients else [n for n in nodes if n.role == "forward"]
 
@@ -113,15 +110,12 @@ def run_values(nodes, feed_dict=None, session=None, backend=None, notes=None):
 
 def gradient_of(node):
     """The gradient node an optimizer update applies to Variable `node`, if there is one."""
-    for consumer in node.consumers if isinstance(node, Variable) else ():
-        if consumer.role == "optimizer" and getattr(consumer, "stateful", False) and consumer.inputs[0] is node:
-            return consumer.inputs[1]
-    return None
+    return next((c.inputs[1] for c in (node.consumers if isinstance(node, Variable) else ())
+                 if c.role == "optimizer" and getattr(c, "stateful", False) and c.inputs[0] is node), None)
 
 
 def label(node, values=None, name=None, shape=False):
-    """A node's label lines: its op type and `name` (one line when they agree), with `shape` its static shape, with
-    `values` its value's summary (and a trained Variable's gradient's)."""
+    """A node's label lines: op type and `name`, with `shape` its shape, with `values` value and gradient."""
     name = node.name.rsplit("/", 1)[-1] if name is None else name
     lines = [name] if name == node.op_type else [node.op_type, name]
     if shape and node.shape is not None:
@@ -133,13 +127,13 @@ def label(node, values=None, name=None, shape=False):
     return lines
 
 
-def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradients=True, graph=None, values=None,
+def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradients=True, graph=None,
                 feed_dict=None, session=None, collapse=()):
     """A graphviz.Digraph of the graph (or only what `target` needs, or an optimised plan from `sess.plan(...)`, its
-    fused kernels as clusters), with a legend; same graph, same DOT text. `show_values` shows values (from `values`,
-    or one run with `feed_dict` / `session`); `collapse` names scopes drawn as one box each."""
+    fused kernels as clusters), with a legend; same graph, same DOT text. `show_values` shows values (with
+    `feed_dict` / `session`: from one run); `collapse` names scopes drawn as one box each."""
     import graphviz
-    plan = getattr(target, "optimized", None)
+    plan, values = getattr(target, "optimized", None), {}
     if plan is not None:  # a plan's private copies: each fused kernel drawn as its members
         nodes, fused_of, reads = expand_fused(plan.nodes)
         reads.update(dict.fromkeys(plan.fed, ()))  # a fed node's value comes from the feed
@@ -148,7 +142,7 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
         if graph is None:
             graph = targets[0].graph if targets and isinstance(targets[0], Node) else get_default_graph()
         nodes, fused_of, reads = nodes_to_draw(graph, targets, show_gradients), {}, {}
-        if show_values and values is None and (feed_dict is not None or session is not None):
+        if show_values and (feed_dict is not None or session is not None):
             gradients = [g for g in map(gradient_of, nodes) if g is not None]
             values = run_values({*nodes, *gradients}, feed_dict, session)
     collapse = (collapse,) if isinstance(collapse, str) else tuple(collapse)
@@ -176,7 +170,7 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
                                             fillcolor=STYLES[kind_of(members[0])]["fillcolor"])
     for node in nodes:
         if not boxed[node]:
-            lines = label(node, (values or {}) if show_values else None)
+            lines = label(node, values if show_values else None)
             cluster = fused_clusters[fused_of[node]] if node in fused_of else container(scope_of(node.name))
             cluster.node(ids[node], "\\n".join(lines), **STYLES[kind_of(node)])
     # attach clusters innermost first (graphviz copies a subgraph when attached), so each lands in its parent
@@ -196,7 +190,7 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
         for out in getattr(node, "branch_outputs", ()):
             if out in ids and ids[out] != ids[node]:
                 dot.edge(ids[out], ids[node], style="dashed")
-        for pop, value in getattr(node, "restored_values", ()):  # a gradient loop: a pop stands for a forward value
+        for pop, value in getattr(getattr(node, "body", None), "restores", ()):  # a pop stands for a value
             if pop in ids and value in ids:
                 dot.edge(ids[pop], ids[value], style="dotted", color="#b33a3a", label="restores", constraint="false")
     # the legend: one HTML-like table naming each kind of node drawn, in its colours (one node: no edges to upset
@@ -283,8 +277,7 @@ def digraph(name, **graph_attr):
 
 
 def render(target, path, **options):
-    """Draw `target` (a node, a list of nodes, or a Graph) to `path`: .png (at most PNG_MAX_SIDE pixels), .svg or
-    .pdf by suffix."""
+    """Draw `target` (a node, nodes, or a Graph) to a .png (PNG_MAX_SIDE pixels at most), .svg or .pdf."""
     fmt = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     if fmt not in ("png", "svg", "pdf"):
         raise VizError(f"cannot render to '{path}': use a .png, .svg or .pdf file name")
@@ -292,11 +285,8 @@ def render(target, path, **options):
     dot = to_graphviz(None, graph=target, **options) if is_graph else to_graphviz(target, **options)
     if fmt == "png":
         dot.graph_attr["size"] = f"{PNG_MAX_SIDE / 96:g},{PNG_MAX_SIDE / 96:g}"  # inches; scales down only
-    picture = dot.pipe(format=fmt)  # render first: a failure must not leave an empty file behind
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(picture)
-    return path
+    picture = dot.pipe(format=fmt)  # render first: a failure must not leave an empty folder or file behind
+    return write_atomically(path, lambda f: f.write(picture))
 
 
 def svg(target=None, *, graph=None):

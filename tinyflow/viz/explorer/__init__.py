@@ -27,8 +27,7 @@ def inline_text(path):
 
 
 def embed_json(data):
-    """JSON for a <script type="application/json"> element: '<', '>' and '&' escaped, so that no name or
-    value can close the element or start markup (JSON.parse reads the escapes back)."""
+    """JSON for a <script type="application/json"> element, escaped so no value closes it or starts markup."""
     text = json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
@@ -74,7 +73,6 @@ def explore(target=None, feed_dict=None, path="graph.html", *, loss=None, wrt=No
     data["title"] = title = title or default_title
     text = fill_page(STATIC, "explorer", title=html.escape(title), data=embed_json(data),
                      dagre=inline_text(STATIC / "dagre.min.js"))
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     path = write_atomically(path, lambda f: f.write(text.encode("utf-8")))  # the board may be reading it
     return ExplorerPage(path, data, text)
 
@@ -82,18 +80,16 @@ def explore(target=None, feed_dict=None, path="graph.html", *, loss=None, wrt=No
 def _data(target, feed_dict, loss, wrt, backend):
     """(data, title) for whatever `target` is."""
     from ...eager import Tensor
+    from .data import eager_data, graph_data, plan_data
     if isinstance(target, Tensor):
         if feed_dict or loss is not None or wrt is not None:
             raise ExplorerError("explore(tensor): an eager Tensor already holds its values; feed_dict, loss "
                                 "and wrt apply to graph nodes")
-        from .data import eager_data
         return eager_data(target), "eager tensor: recorded ops"
     if hasattr(target, "steps") and hasattr(target, "slot_of"):  # an ExecutionPlan
         if loss is not None or wrt is not None:
             raise ExplorerError("explore(plan): a plan is drawn forward only; pass loss/wrt with graph nodes")
-        from .data import plan_data
         return plan_data(target, feed_dict, backend), f"{'optimised' if target.optimized else 'execution'} plan"
-    from .data import graph_data
     if target is None or isinstance(target, Graph):
         graph, nodes, title = target or get_default_graph(), None, "graph"
     else:

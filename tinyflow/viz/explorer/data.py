@@ -28,8 +28,7 @@ def record(name, op, shape, dtype, site, kind, scope, inputs, value=None, grad=N
 
 
 def node_records(nodes, values, grads=None, group_of=None, reads=None):
-    """The records of graph nodes, each in its `group_of` (default: its scope), reading `reads[node]` (default: its
-    inputs) of `nodes`."""
+    """The records of graph nodes, each in its `group_of` group (else its scope), reading `reads[node]`."""
     index_of = {node: i for i, node in enumerate(nodes)}
     sites, records = {}, []  # creation sites' texts by site: the nodes a loop built share a few
     for node in nodes:
@@ -108,10 +107,9 @@ def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None
 def plan_data(plan, feed_dict=None, backend=None):
     """The page's data for an ExecutionPlan: each fused kernel a group of its members, inside the scope they share;
     values of the user's nodes its private copies stand for (`original`), from one run of the user's graph."""
-    if plan.optimized is not None:
-        nodes, fed = plan.optimized.nodes, plan.optimized.fed
-    else:
-        nodes, fed = sorted(plan.slot_of, key=plan.slot_of.get), frozenset(plan.fed_slots)
+    optimized = plan.optimized
+    nodes, fed = ((optimized.nodes, optimized.fed) if optimized is not None
+                  else (sorted(plan.slot_of, key=plan.slot_of.get), frozenset(plan.fed_slots)))
     drawn, fused_of, reads = expand_fused(nodes)
     groups, group_of, kernels = {}, {}, dict.fromkeys(fused_of.values())
     for fused in kernels:

@@ -12,9 +12,7 @@ SMALL = 64          # arrays up to this size are summarised in plain Python (fas
 def json_number(x):
     """A float as JSON can hold it: the number, or "NaN" / "Infinity" / "-Infinity"."""
     x = float(x)
-    if math.isfinite(x):
-        return x
-    return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    return x if math.isfinite(x) else "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
 
 
 @functools.lru_cache(maxsize=None)
