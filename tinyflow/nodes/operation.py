@@ -35,6 +35,8 @@ class Operation(Node, metaclass=OperationType):
     elementwise = False  # True: the output has the broadcast shape of the inputs, value by value
     eager = None      # the eager runtime: `Tensor`, `call`, `adopt` and `run` (installed by tinyflow.eager)
     eager_variables = 0  # > 0 while a layer runs on a Tensor: ops on its Variables compute eagerly too
+    shape_of = None   # the index of the input whose static shape the output has, if one's (else: broadcasting)
+    dtype_of = None   # the index of the input whose dtype the output has, or a fixed dtype (else: promotion)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -68,11 +70,13 @@ class Operation(Node, metaclass=OperationType):
         raise NotImplementedError(f"{type(self).__name__} must implement compute(*input_values)")
 
     def infer_shape(self, *input_shapes):
-        """The static output shape (None dims allowed); broadcasting by default."""
-        return broadcast_shapes(*input_shapes)
+        """The static output shape (None dims allowed): input `shape_of`'s, else the inputs' broadcast."""
+        return broadcast_shapes(*input_shapes) if self.shape_of is None else input_shapes[self.shape_of]
 
     def infer_dtype(self, *input_dtypes):
-        """The output dtype; numpy's promotion of the input dtypes by default."""
+        """The output dtype: input `dtype_of`'s (or that dtype), else numpy's promotion of the input dtypes."""
+        if self.dtype_of is not None:
+            return input_dtypes[self.dtype_of] if type(self.dtype_of) is int else self.dtype_of
         dtypes = [d for d in input_dtypes if d is not None]
         return np.result_type(*dtypes) if dtypes else np.dtype(np.float32)
 

@@ -54,6 +54,8 @@ class LayerNorm(NormOperation):
 class LayerNormGrad(NormOperation):
     """dL/dx of LayerNorm for an output gradient g: r (g - ⟨g⟩ - x̂ ⟨g x̂⟩), r = 1/√(σ² + ε), ⟨·⟩ the row means."""
 
+    dtype_of = 1
+
     def compute(self, x, grad):
         if x.size == 0:
             return np.zeros_like(grad)
@@ -62,9 +64,6 @@ class LayerNormGrad(NormOperation):
         axes = self.axes(x.ndim)
         return inv_std * (grad - grad.mean(axis=axes, keepdims=True)
                           - x_hat * (grad * x_hat).mean(axis=axes, keepdims=True))
-
-    def infer_dtype(self, x, grad):
-        return grad
 
 
 register_gradient(LayerNorm)(lambda op, grad: [LayerNormGrad(op.inputs[0], grad, axis=op.axis, eps=op.eps)])

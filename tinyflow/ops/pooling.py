@@ -75,12 +75,11 @@ class PoolOperation(WindowOperation):
 class PoolGradient:
     """Of a pooling gradient op of (x, g): its value has x's shape and g's dtype (g is the pooled shape)."""
 
+    dtype_of = 1
+
     def infer_shape(self, x_shape, grad_shape):
         self.check_same_shape(grad_shape, self.pooled_shape(x_shape), "the pooled gradient")
         return x_shape
-
-    def infer_dtype(self, x, grad):
-        return grad
 
 
 # ------------------------------------------------------------ max pooling
@@ -104,6 +103,8 @@ class MaxPoolGrad(PoolGradient, PoolOperation):
 class MaxPoolGather(PoolOperation):
     """Pick h (x's shape) at each window's first maximum: the adjoint of MaxPoolGrad."""
 
+    dtype_of = 1
+
     def compute(self, x, h):
         index, found = self.first_maximum(x)
         return np.where(found, h.reshape(-1)[index], np.zeros((), h.dtype))
@@ -112,14 +113,13 @@ class MaxPoolGather(PoolOperation):
         self.check_same_shape(h_shape, x_shape, "the gathered input")
         return self.pooled_shape(x_shape)
 
-    def infer_dtype(self, x, h):
-        return h
-
 
 class MaxPoolIndices(PoolOperation):
     """Where each window's first maximum is, as int64: flat in its (N, C) plane (PyTorch's return_indices), or
     flat in the whole tensor (whole_tensor, ONNX's Indices), its spatial axes read in reverse order when
     storage_order=1 (ONNX's column-major)."""
+
+    dtype_of = np.dtype(np.int64)
 
     def __init__(self, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, whole_tensor=False,
                  storage_order=0, name=None):
@@ -139,9 +139,6 @@ class MaxPoolIndices(PoolOperation):
         if self.whole_tensor:
             index = index + size * np.arange(x.shape[0] * x.shape[1]).reshape(x.shape[:2] + (1,) * len(spatial))
         return self.first_maximum(x, index)[0].astype(np.int64)
-
-    def infer_dtype(self, x):
-        return np.dtype(np.int64)
 
 
 not_differentiable(MaxPoolIndices)

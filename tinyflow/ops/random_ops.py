@@ -21,6 +21,8 @@ class DropoutMask(Operation):
     so dropout's gradient (g times the mask) sees the forward pass's. `rate` is a number or a scalar node (ONNX's
     Dropout input). Uniform draws of RandomState(seed) kept where >= rate: ONNX's reference implementation's mask."""
 
+    shape_of = 0
+
     def __init__(self, x, rate, training=None, seed=None, name=None):
         check = Arguments(self, name, x)
         tensor = isinstance(rate, Node) or getattr(rate, "graph", False) is None  # a graph node or an eager Tensor
@@ -50,9 +52,6 @@ class DropoutMask(Operation):
             return np.ones_like(x)
         keep = self.rng.random(x.shape) >= rate
         return keep.astype(x.dtype) / np.asarray(1.0 - rate, x.dtype)
-
-    def infer_shape(self, x_shape, *other_shapes):
-        return x_shape
 
 
 not_differentiable(DropoutMask)

@@ -227,6 +227,8 @@ class Resize(ResizeOperation):
     (out = ⌊in·scale⌋), one interpolation matrix M per resized axis (see the module docstring): y = M_k ⋯ M_1 x.
     Gradient: M_1ᵀ ⋯ M_kᵀ g (ResizeGrad)."""
 
+    dtype_of = 0
+
     def __init__(self, x, sizes=None, scales=None, name=None, **options):
         self._set_resize(Arguments(self, name, x), rank_of(x), sizes, scales, options)
         super().__init__(x, *([sizes] if self.dynamic else []), name=name)
@@ -255,9 +257,6 @@ class Resize(ResizeOperation):
             return tuple(None if n is None else int(np.floor(n * s)) for n, s in zip(shape, self.scales))
         stretch = self.keep_aspect_ratio_policy == "stretch"
         return tuple(n if t is None else t if stretch else None for n, t in zip(shape, self.sizes))
-
-    def infer_dtype(self, x, *sizes):
-        return x
 
 
 class ResizeGrad(ResizeOperation, ShapedLike):

@@ -15,6 +15,7 @@ class Assign(Operation):
     """var ← value; outputs the new value."""
 
     stateful = True
+    dtype_of = 0
 
     def __init__(self, var, value, name=None):
         if not isinstance(var, Variable):
@@ -33,9 +34,6 @@ class Assign(Operation):
             raise ShapeError(f"cannot assign a value of shape {value_shape} to a Variable of shape {var_shape}: "
                              "the value must have the Variable's shape or broadcast to it")
         return var_shape
-
-    def infer_dtype(self, var_dtype, value_dtype):
-        return var_dtype
 
     def new_value(self, old, value):
         """The Variable's next value."""
