@@ -45,19 +45,13 @@ def user_site(depth=0, frame=None, _getframe=sys._getframe):
     return None
 
 
-def _line_at(code, offset):
-    """The source line of the instruction at byte `offset` in `code` (what frame.f_lineno said there)."""
-    for start, end, line in code.co_lines():
-        if start <= offset < end and line is not None:
-            return line
-    return code.co_firstlineno
-
-
 def site_text(site):
     """"file:line" of a `user_site` ("cell 5, line 3" in a notebook), or "<unknown>"."""
     if site is None:
         return "<unknown>"
-    return source_line(site[0].co_filename, _line_at(*site))
+    code, offset = site  # its line is what frame.f_lineno said at that instruction
+    line = next((n for start, end, n in code.co_lines() if start <= offset < end and n is not None), code.co_firstlineno)
+    return source_line(code.co_filename, line)
 
 
 def source_line(filename, line):
