@@ -23,6 +23,7 @@ from ..shapes import shapes_compatible
 from .broadcasting import ShapedLike
 from .registry import register_gradient
 from .shape_ops import known_entries
+from .windows import spatial_rank
 
 # Resize's options after sizes and scales, with their defaults (saved graphs read them as the op's attributes)
 OPTIONS = {"mode": "nearest", "coordinate_transformation_mode": "half_pixel", "nearest_mode": "round_prefer_floor",
@@ -300,10 +301,7 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     if not isinstance(mode, str) or mode not in _TORCH_MODES:
         check.fail("mode", mode, "is not an interpolation mode", f"pick one of {', '.join(_TORCH_MODES)}")
     kind, coordinates, nearest, needed = _TORCH_MODES[mode]
-    rank = rank_of(x)
-    if rank is None or rank < 3:
-        check.fail("x", f"an input of rank {rank}", "has no spatial axes", "pass (N, C, *spatial) inputs")
-    spatial = rank - 2
+    spatial = spatial_rank(check, "x", "(N, C, *spatial)", x)
     if needed and needed != spatial:
         check.fail("mode", mode, f"does not fit an input with {spatial} spatial axes",
                    "use linear for 1, bilinear or bicubic for 2, trilinear for 3")
