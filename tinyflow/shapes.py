@@ -16,7 +16,7 @@ def normalize_shape(shape):
                          "(None for a dimension known only at run time)")
     shape = tuple(shape)
     for dim in shape:
-        if dim is not None and not (isinstance(dim, numbers.Integral) and not isinstance(dim, bool) and dim >= 0):
+        if not (dim is None or isinstance(dim, numbers.Integral) and not isinstance(dim, bool) and dim >= 0):
             raise ShapeError(f"invalid dimension {dim!r} in shape {shape!r}: "
                              "use a non-negative int, or None for a dimension known only at run time")
     return tuple(None if dim is None else int(dim) for dim in shape)

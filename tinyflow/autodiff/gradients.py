@@ -31,20 +31,16 @@ def _output_dtypes(node):
     return getattr(node, "output_dtypes", None)
 
 
-def _is_differentiable_value(node):
-    """Whether a gradient can flow through `node`: a float value, a float stack (a loop's per-iteration values),
-    or an op with several outputs one of which is a float."""
-    dtypes = _output_dtypes(node) or (node.dtype, getattr(node, "stack_dtype", None))
-    return any(is_float(d) for d in dtypes)
-
-
 def nodes_between(ys, xs, stop=frozenset()):
     """The float-valued nodes that lie on some path from an x to a y (x and y included), not entering `stop`."""
     needed = ancestors(ys)
     between, stack = set(), [x for x in xs if x in needed]
     while stack:
         node = stack.pop()
-        if node not in between and _is_differentiable_value(node):
+        # a gradient flows through a float value, a float stack (a loop's per-iteration values), or an op with
+        # several outputs one of which is a float
+        dtypes = _output_dtypes(node) or (node.dtype, getattr(node, "stack_dtype", None))
+        if node not in between and any(is_float(d) for d in dtypes):
             between.add(node)
             stack.extend(c for c in node.consumers if c in needed and c not in stop)
     return between
@@ -139,7 +135,8 @@ class GraphWalk:
         fn = gradient_function(node)
         if fn is NOT_DIFFERENTIABLE:
             return parents, [None] * len(parents)
-        if getattr(node, "skips_inputs_off_path", False):  # control flow builds gradients only for the inputs needed
+        # control flow builds gradients only for the inputs needed
+        if getattr(node, "skips_inputs_off_path", False):
             node.skip_input_indices = frozenset(i for i, p in enumerate(parents) if p is None)  # (TF's name)
         with node.graph.name_scope(f"{node.name}_grad"):
             grads = [None if g is None or p is None else _fit_to_input(g, node, i)

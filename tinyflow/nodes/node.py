@@ -50,7 +50,8 @@ def site_text(site):
     if site is None:
         return "<unknown>"
     code, offset = site  # its line is what frame.f_lineno said at that instruction
-    line = next((n for start, end, n in code.co_lines() if start <= offset < end and n is not None), code.co_firstlineno)
+    lines = (n for start, end, n in code.co_lines() if start <= offset < end and n is not None)
+    line = next(lines, code.co_firstlineno)
     return source_line(code.co_filename, line)
 
 

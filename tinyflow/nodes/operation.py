@@ -35,8 +35,8 @@ class Operation(Node, metaclass=OperationType):
     elementwise = False  # True: the output has the broadcast shape of the inputs, value by value
     eager = None      # the eager runtime: `Tensor`, `call`, `adopt` and `run` (installed by tinyflow.eager)
     eager_variables = 0  # > 0 while a layer runs on a Tensor: ops on its Variables compute eagerly too
-    shape_of = None   # the index of the input whose static shape the output has, if one's (else: broadcasting)
-    dtype_of = None   # the index of the input whose dtype the output has, or a fixed dtype (else: promotion)
+    shape_of = None   # the index of the input whose static shape the output has (None: broadcasting)
+    dtype_of = None   # the index of the input whose dtype the output has, or a fixed dtype (None: promotion)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -74,7 +74,7 @@ class Operation(Node, metaclass=OperationType):
         return broadcast_shapes(*input_shapes) if self.shape_of is None else input_shapes[self.shape_of]
 
     def infer_dtype(self, *input_dtypes):
-        """The output dtype: input `dtype_of`'s (or that dtype), else numpy's promotion of the input dtypes."""
+        """The output dtype: input `dtype_of`'s (or that dtype), else numpy's promotion of the inputs'."""
         if self.dtype_of is not None:
             return input_dtypes[self.dtype_of] if type(self.dtype_of) is int else self.dtype_of
         dtypes = [d for d in input_dtypes if d is not None]

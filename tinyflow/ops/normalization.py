@@ -137,15 +137,11 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, name=None):
     channels = x.shape[1] if x.shape is not None else None
     if channels is not None and channels % groups:
         check.fail("num_groups", num_groups, f"does not divide the {channels} channels", "pick a divisor of C")
-    grouped = LayerNorm(_grouped(x, groups), axis=2, eps=eps)
-    return affine(ReshapeLike(grouped, x, name=name), weight, bias, shape)
-
-
-def _grouped(x, groups):
-    """x (N, C, *spatial) as (N, groups, C/groups · spatial), whatever N is."""
+    # x (N, C, *spatial) as (N, groups, C/groups · spatial), whatever N is
     if x.shape is not None and x.shape[0] is not None:
-        return reshape(x, (x.shape[0], groups, -1))
-    rest = None if x.shape is None or None in x.shape[1:] else math.prod(x.shape[1:]) // groups
-    if rest is None:
+        grouped = reshape(x, (x.shape[0], groups, -1))
+    elif x.shape is None or None in x.shape[1:]:
         raise ShapeError(f"group_norm needs the channel and spatial sizes of its input, got shape {x.shape}")
-    return reshape(x, (-1, groups, rest))
+    else:
+        grouped = reshape(x, (-1, groups, math.prod(x.shape[1:]) // groups))
+    return affine(ReshapeLike(LayerNorm(grouped, axis=2, eps=eps), x, name=name), weight, bias, shape)

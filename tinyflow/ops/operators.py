@@ -74,20 +74,16 @@ def tfl_name_for(ufunc):
     return f"tfl.{name}" if callable(getattr(ops, name, None)) and not name.startswith("_") else None
 
 
-def ufunc_hint(ufunc, operand):
-    """The message for a numpy ufunc applied to a symbolic value."""
-    name = tfl_name_for(ufunc)
-    use = f"use {name}(...) instead of np.{ufunc.__name__}(...)" if name else \
-        f"tinyflow has no op for np.{ufunc.__name__}: build it from tfl ops (tfl.exp, tfl.log, ...)"
-    return (f"np.{ufunc.__name__} cannot compute on {operand!r}: numpy works on values, and this is a "
-            f"graph node whose value exists only when a Session runs it. To build the op in the graph, {use}.")
-
-
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     op = OPERATOR_UFUNCS.get(ufunc)
     if op is not None and method == "__call__" and len(inputs) == 2 and not kwargs:
         return op(*inputs)
-    raise TinyflowError(ufunc_hint(ufunc, self))
+    name = tfl_name_for(ufunc)
+    use = f"use {name}(...) instead of np.{ufunc.__name__}(...)" if name else \
+        f"tinyflow has no op for np.{ufunc.__name__}: build it from tfl ops (tfl.exp, tfl.log, ...)"
+    raise TinyflowError(f"np.{ufunc.__name__} cannot compute on {self!r}: numpy works on values, and this is "
+                        "a graph node whose value exists only when a Session runs it. To build the op in the "
+                        f"graph, {use}.")
 
 
 def install(cls, array_ufunc=_array_ufunc):

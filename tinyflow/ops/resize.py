@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ..arguments import Arguments, is_int, rank_of
+from ..arguments import Arguments, rank_of
 from ..nodes import Node, Operation
 from ..shapes import shapes_compatible
 from .broadcasting import ShapedLike
@@ -124,19 +124,6 @@ def _along(matrix, x, axis):
 
 
 # ------------------------------------------------------------ the ops
-def _size(check, value):
-    """A size >= 0, or None (the axis keeps its size)."""
-    if value is None or (is_int(value) and value >= 0):
-        return None if value is None else int(value)
-    check.fail("sizes", value, "is not a size", "pass sizes >= 0 (None keeps an axis as it is)")
-
-
-def _region(check, value):
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return (check.number("roi", value[0]), check.number("roi", value[1]))
-    check.fail("roi", value, "is not a (start, end) pair", "pass one (start, end) pair per axis")
-
-
 def _per_axis(check, argument, value, rank):
     """The entries of `value`, one per axis."""
     items = list(value) if isinstance(value, (tuple, list, np.ndarray)) else None
@@ -173,7 +160,9 @@ class ResizeOperation(Operation):
             self.size_entries = (known_entries(sizes) if isinstance(sizes, Node) and sizes.shape == (rank,) else
                                  [None] * rank)
             sizes = None
-        self.sizes = None if sizes is None else tuple(_size(check, n) for n in _per_axis(check, "sizes", sizes, rank))
+        self.sizes = None if sizes is None else tuple(  # None keeps an axis's size
+            None if n is None else check.integer("sizes", n, minimum=0)
+            for n in _per_axis(check, "sizes", sizes, rank))
         self.scales = None if scales is None else tuple(
             check.number("scales", s, 0.0) for s in _per_axis(check, "scales", scales, rank))
         self.cubic_coeff_a = check.number("cubic_coeff_a", options["cubic_coeff_a"])
@@ -187,7 +176,10 @@ class ResizeOperation(Operation):
                        "pass sizes, not scales")
         self.roi = None
         if self.coordinate_transformation_mode == "tf_crop_and_resize":
-            self.roi = tuple(_region(check, r) for r in _per_axis(check, "roi", options["roi"], rank))
+            regions = _per_axis(check, "roi", options["roi"], rank)
+            if not all(isinstance(r, (tuple, list)) and len(r) == 2 for r in regions):
+                check.fail("roi", options["roi"], "is not one (start, end) pair per axis", "pass such pairs")
+            self.roi = tuple((check.number("roi", start), check.number("roi", end)) for start, end in regions)
 
     @property
     def dynamic(self):

@@ -90,7 +90,7 @@ def scatter_windows(taps, shape, stride, pads, dilation):
 
 
 def spatial_rank(check, argument, value, *inputs):
-    """The number of spatial axes: the length of a sequence `value`, else the first known input rank minus 2."""
+    """The number of spatial axes: the length of a sequence `value`, else the first known input rank - 2."""
     if isinstance(value, (tuple, list)):
         return len(value)
     for x in inputs:
