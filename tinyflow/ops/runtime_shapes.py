@@ -163,11 +163,8 @@ class RuntimeSlice(Operation):
                        "pass one axis, one step and one start and end per sliced axis")
         if 0 in steps:
             check.fail("steps", steps, "holds a 0", "slice with steps other than 0")
-        rank = rank_of(x)
-        if rank is not None and (any(not -rank <= a < rank for a in axes) or
-                                 len({a % rank for a in axes}) != len(axes)):
-            check.fail("axes", axes, f"are out of range or repeated for an input of rank {rank}",
-                       f"pass distinct axes in [-{rank}, {rank})")
+        if rank_of(x) is not None:  # in range and distinct (self.axes keeps their order: each has its step)
+            check.axes("axes", axes, rank_of(x))
         self.axes, self.steps = axes, steps
         super().__init__(x, starts, ends, name=name)
 
