@@ -184,7 +184,5 @@ def as_node(value, like=None):
         return like.constant(value, like=like)  # next to an eager Tensor, a constant is a Tensor too
     # Constant refuses what no kernel can compute (strings, None, ragged lists) when the graph is built
     from .leaves import Constant
-    graph = like.graph if like is not None else None
-    if like is not None and like.dtype is not None and type(value) in (int, float):
-        return Constant(np.asarray(value, dtype=default_dtype_for(value, like.dtype)), graph=graph)
-    return Constant(value, graph=graph)
+    dtype = default_dtype_for(value, like.dtype) if like is not None and type(value) in (int, float) else None
+    return Constant(value, dtype=dtype, graph=like.graph if like is not None else None)
