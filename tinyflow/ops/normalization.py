@@ -11,7 +11,7 @@ import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
-from ..shapes import dims_compatible
+from ..shapes import shapes_compatible
 from .array_ops import ReshapeLike, identity, reshape
 from .elementwise_ops import add, multiply, sqrt, square
 from .reductions import reduce_mean
@@ -107,8 +107,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, name=None)
         check.fail("normalized_shape", normalized_shape, "is not a size or a tuple of sizes >= 1",
                    "pass the sizes of the trailing axes to normalize, e.g. x.shape[-1:]")
     shape = x.shape
-    if shape is not None and (len(shape) < len(trailing) or not all(
-            dims_compatible(a, b) for a, b in zip(shape[len(shape) - len(trailing):], trailing))):
+    if shape is not None and not shapes_compatible(shape[len(shape) - len(trailing):], trailing):
         raise ShapeError(f"layer_norm: normalized_shape {trailing} is not the trailing shape of the input {shape}; "
                          "pass the sizes of the input's last axes")
     return affine(LayerNorm(x, axis=-len(trailing), eps=eps, name=name), weight, bias)
