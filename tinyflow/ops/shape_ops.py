@@ -95,10 +95,9 @@ class BroadcastTo(Operation):
 
     def __init__(self, x, shape, name=None):
         check = Arguments(self, name, x)
-        target = check.new_shape("shape", shape)
-        if -1 in target:
+        self.target = check.new_shape("shape", shape)
+        if -1 in self.target:
             check.fail("shape", shape, "holds -1", "give every size (1 keeps the input's size)")
-        self.target = target
         super().__init__(x, name=name)
 
     def compute(self, x):
