@@ -178,7 +178,8 @@ class ResizeOperation(Operation):
         if self.coordinate_transformation_mode == "tf_crop_and_resize":
             regions = _per_axis(check, "roi", options["roi"], rank)
             if not all(isinstance(r, (tuple, list)) and len(r) == 2 for r in regions):
-                check.fail("roi", options["roi"], "is not one (start, end) pair per axis", "pass such pairs")
+                check.fail("roi", options["roi"], "holds an entry that is not a (start, end) pair",
+                           "pass one (start, end) pair per axis")
             self.roi = tuple((check.number("roi", start), check.number("roi", end)) for start, end in regions)
 
     @property

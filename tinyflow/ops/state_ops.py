@@ -38,9 +38,9 @@ class Assign(Operation):
 
     def compute(self, old, value):
         # read the Variable itself, not the `old` snapshot: two assign_adds in one run both count
-        old = self.variable.value
-        self.variable.value = np.broadcast_to(value, old.shape).copy() if self.update is None else \
-            self.update(old, value)
+        current = self.variable.value
+        self.variable.value = np.broadcast_to(value, current.shape).copy() if self.update is None else \
+            self.update(current, value)
         return self.variable.value
 
 
