@@ -72,9 +72,10 @@ class PoolOperation(WindowOperation):
         return np.maximum(first, 0), is_top.any(axis=-1)
 
 
-class PoolGradient:
-    """Of a pooling gradient op of (x, g): its value has x's shape and g's dtype (g is the pooled shape)."""
+class PoolGradient(PoolOperation):
+    """A pooling gradient op of (x, g): its value has x's shape and g's dtype (g is the pooled shape)."""
 
+    abstract = True
     dtype_of = 1
 
     def infer_shape(self, x_shape, grad_shape):
@@ -91,7 +92,7 @@ class MaxPool(PoolOperation):
         return windows.max(axis=tuple(range(-len(self.kernel), 0)))
 
 
-class MaxPoolGrad(PoolGradient, PoolOperation):
+class MaxPoolGrad(PoolGradient):
     """Scatter g (pooled shape) onto x's grid at each window's first maximum (overlaps add up)."""
 
     def compute(self, x, grad):
