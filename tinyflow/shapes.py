@@ -19,7 +19,7 @@ def normalize_shape(shape):
         if not (dim is None or isinstance(dim, numbers.Integral) and not isinstance(dim, bool) and dim >= 0):
             raise ShapeError(f"invalid dimension {dim!r} in shape {shape!r}: "
                              "use a non-negative int, or None for a dimension known only at run time")
-    return tuple(None if dim is None else int(dim) for dim in shape)
+    return tuple([None if dim is None else int(dim) for dim in shape])
 
 
 def is_fully_known(shape):
