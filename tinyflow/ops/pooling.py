@@ -47,8 +47,7 @@ class PoolOperation(WindowOperation):
     def pooled_shape(self, x_shape):
         return x_shape[:2] + self.out_spatial(x_shape, self.kernel)
 
-    def infer_shape(self, x_shape):
-        return self.pooled_shape(x_shape)
+    infer_shape = pooled_shape  # (the gradient ops infer x's shape, and check g's against this one)
 
     def check_same_shape(self, shape, expected, what):
         """Raise ShapeError unless `shape` may equal `expected`."""
