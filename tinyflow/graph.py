@@ -43,7 +43,7 @@ class Graph:
         return len(self.nodes)
 
     def __contains__(self, node):
-        """True for a node registered in this graph and not taken out again (`scratch`, `release_names`)."""
+        """True for a node registered in this graph and not taken out again (`scratch`, `discard`)."""
         return self._by_name.get(getattr(node, "name", None)) is node
 
     def _repr_svg_(self):
@@ -148,13 +148,9 @@ class Graph:
         for index, node in enumerate(self.nodes):
             node.creation_index = index  # still a topological order for the nodes built next
         self.update_ops[:] = [n for n in self.update_ops if n not in gone]
-        self.release_names(gone)
-
-    def release_names(self, nodes):
-        """Free the names of nodes taken out of the graph, and the scopes only they used, for new nodes to take."""
-        for node in nodes:
+        for node in gone:  # their names, and the scopes only they used, are free for new nodes to take
             self._by_name.pop(node.name, None)
-        self._used_names -= _scopes(n.name for n in nodes) - _scopes(self._by_name)
+        self._used_names -= _scopes(n.name for n in gone) - _scopes(self._by_name)
         self._name_counts = {k: v for k, v in self._name_counts.items() if k in self._used_names}
 
     def register(self, node, name):

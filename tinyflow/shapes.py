@@ -14,16 +14,12 @@ def normalize_shape(shape):
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
         raise ShapeError(f"invalid shape {shape!r}: use None, an int, or a sequence of ints "
                          "(None for a dimension known only at run time)")
-    dims = []
+    shape = tuple(shape)
     for dim in shape:
-        if dim is None:
-            dims.append(None)
-        elif isinstance(dim, numbers.Integral) and not isinstance(dim, bool) and int(dim) >= 0:
-            dims.append(int(dim))
-        else:
-            raise ShapeError(f"invalid dimension {dim!r} in shape {tuple(shape)!r}: "
+        if not (dim is None or isinstance(dim, numbers.Integral) and not isinstance(dim, bool) and dim >= 0):
+            raise ShapeError(f"invalid dimension {dim!r} in shape {shape!r}: "
                              "use a non-negative int, or None for a dimension known only at run time")
-    return tuple(dims)
+    return tuple([None if dim is None else int(dim) for dim in shape])
 
 
 def is_fully_known(shape):
@@ -68,12 +64,7 @@ def broadcast_shapes(*shapes, what="operands"):
             raise ShapeError(f"cannot broadcast {what} of shapes "
                              f"{', '.join(str(s) for s in shapes)}: sizes {sorted(known)} clash on axis "
                              f"{axis - rank}")
-        if known:
-            result.append(known.pop())
-        elif any(d is None for d in dims):
-            result.append(None)
-        else:
-            result.append(1)
+        result.append(known.pop() if known else None if None in dims else 1)
     return tuple(result)
 
 

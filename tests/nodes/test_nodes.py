@@ -104,3 +104,25 @@ def test_user_defined_op_as_in_the_contract():
     np.testing.assert_allclose(value, [1, 8])
     np.testing.assert_allclose(grad, [3, 12])
     assert y.op_type == "Cube"
+
+
+def test_an_op_declaring_shape_of_and_dtype_of_takes_that_inputs_shape_and_dtype(fresh_graph):
+    """`shape_of` / `dtype_of` stand for infer_shape / infer_dtype (inherited too); a method written out still wins."""
+    class Pick(tfl.Operation):
+        op_type = "PickForShapeOfTest"
+        shape_of, dtype_of = 1, 0
+
+        def compute(self, a, b):
+            return a[:1]
+
+    class Indices(Pick):
+        op_type = "IndicesForShapeOfTest"
+        dtype_of = np.dtype(np.int64)
+
+        def infer_shape(self, a_shape, b_shape):
+            return (7,)
+
+    a, b = tfl.Placeholder((2, 3), dtype="float32"), tfl.Placeholder((1, 3), dtype="int64")
+    assert (Pick(a, b).shape, Pick(a, b).dtype) == ((1, 3), np.float32)  # broadcasting would say (2, 3), float64
+    assert (Indices(a, b).shape, Indices(a, b).dtype) == ((7,), np.int64)
+    assert tfl.Operation.infer_shape(Pick(a, b), (2,), (3, 1)) == (3, 2)  # the default still broadcasts

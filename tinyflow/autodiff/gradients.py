@@ -31,20 +31,16 @@ def _output_dtypes(node):
     return getattr(node, "output_dtypes", None)
 
 
-def _is_differentiable_value(node):
-    """Whether a gradient can flow through `node`: a float value, a float stack (a loop's per-iteration values),
-    or an op with several outputs one of which is a float."""
-    dtypes = _output_dtypes(node) or (node.dtype, getattr(node, "stack_dtype", None))
-    return any(is_float(d) for d in dtypes)
-
-
 def nodes_between(ys, xs, stop=frozenset()):
     """The float-valued nodes that lie on some path from an x to a y (x and y included), not entering `stop`."""
     needed = ancestors(ys)
     between, stack = set(), [x for x in xs if x in needed]
     while stack:
         node = stack.pop()
-        if node not in between and _is_differentiable_value(node):
+        # a gradient flows through a float value, a float stack (a loop's per-iteration values), or an op with
+        # several outputs one of which is a float
+        dtypes = _output_dtypes(node) or (node.dtype, getattr(node, "stack_dtype", None))
+        if node not in between and any(is_float(d) for d in dtypes):
             between.add(node)
             stack.extend(c for c in node.consumers if c in needed and c not in stop)
     return between
@@ -110,15 +106,6 @@ def _named(node):
     return f"'{name}', " if name else ""
 
 
-def _call_gradient_function(op, grad, on_path):
-    fn = gradient_function(op)
-    if fn is NOT_DIFFERENTIABLE:
-        return [None] * len(op.inputs)
-    if getattr(op, "skips_inputs_off_path", False):  # control flow builds gradients only for the inputs needed
-        op.skip_input_indices = frozenset(range(len(op.inputs))) - frozenset(on_path)  # (TF's name)
-    return one_per_input(fn(op, grad), op)
-
-
 def one_per_input(result, op):
     """A gradient function's result as a list of one gradient per input of `op` (graph or eager), or the
     GradientError saying why not."""
@@ -145,11 +132,15 @@ class GraphWalk:
         self.grads[node] = grad
         if grad is None:
             return parents, [None] * len(parents)
-        on_path = [i for i, p in enumerate(parents) if p is not None]
+        fn = gradient_function(node)
+        if fn is NOT_DIFFERENTIABLE:
+            return parents, [None] * len(parents)
+        # control flow builds gradients only for the inputs needed
+        if getattr(node, "skips_inputs_off_path", False):
+            node.skip_input_indices = frozenset(i for i, p in enumerate(parents) if p is None)  # (TF's name)
         with node.graph.name_scope(f"{node.name}_grad"):
-            grads = _call_gradient_function(node, grad, on_path)
             grads = [None if g is None or p is None else _fit_to_input(g, node, i)
-                     for i, (p, g) in enumerate(zip(parents, grads))]
+                     for i, (p, g) in enumerate(zip(parents, one_per_input(fn(node, grad), node)))]
         # an input with several outputs (control flow) collects its contributions per output
         return parents, [(node.output_index, g) if g is not None and _output_dtypes(p) is not None else g
                          for p, g in zip(parents, grads)]

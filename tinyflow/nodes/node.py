@@ -45,19 +45,14 @@ def user_site(depth=0, frame=None, _getframe=sys._getframe):
     return None
 
 
-def _line_at(code, offset):
-    """The source line of the instruction at byte `offset` in `code` (what frame.f_lineno said there)."""
-    for start, end, line in code.co_lines():
-        if start <= offset < end and line is not None:
-            return line
-    return code.co_firstlineno
-
-
 def site_text(site):
     """"file:line" of a `user_site` ("cell 5, line 3" in a notebook), or "<unknown>"."""
     if site is None:
         return "<unknown>"
-    return source_line(site[0].co_filename, _line_at(*site))
+    code, offset = site  # its line is what frame.f_lineno said at that instruction
+    lines = (n for start, end, n in code.co_lines() if start <= offset < end and n is not None)
+    line = next(lines, code.co_firstlineno)
+    return source_line(code.co_filename, line)
 
 
 def source_line(filename, line):
@@ -189,7 +184,5 @@ def as_node(value, like=None):
         return like.constant(value, like=like)  # next to an eager Tensor, a constant is a Tensor too
     # Constant refuses what no kernel can compute (strings, None, ragged lists) when the graph is built
     from .leaves import Constant
-    graph = like.graph if like is not None else None
-    if like is not None and like.dtype is not None and type(value) in (int, float):
-        return Constant(np.asarray(value, dtype=default_dtype_for(value, like.dtype)), graph=graph)
-    return Constant(value, graph=graph)
+    dtype = default_dtype_for(value, like.dtype) if like is not None and type(value) in (int, float) else None
+    return Constant(value, dtype=dtype, graph=like.graph if like is not None else None)

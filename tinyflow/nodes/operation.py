@@ -7,6 +7,7 @@ from ..shapes import broadcast_shapes, normalize_shape
 from .node import Node, as_node
 
 OP_TYPES = {}  # op_type -> class, filled as op classes are defined (the registry tests walk it)
+_INPUT = (lambda self, first, *rest: first, lambda self, first, second, *rest: second)  # an op's shape_of, dtype_of
 
 
 class OperationType(type):
@@ -35,9 +36,17 @@ class Operation(Node, metaclass=OperationType):
     elementwise = False  # True: the output has the broadcast shape of the inputs, value by value
     eager = None      # the eager runtime: `Tensor`, `call`, `adopt` and `run` (installed by tinyflow.eager)
     eager_variables = 0  # > 0 while a layer runs on a Tensor: ops on its Variables compute eagerly too
+    shape_of = None   # the input (0 or 1) whose static shape the output has (None: broadcasting)
+    dtype_of = None   # the input (0 or 1) whose dtype the output has, or a fixed dtype (None: promotion)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        # shape_of / dtype_of become the class's infer_shape / infer_dtype (the defaults stay as fast as they are)
+        shape_of, dtype_of = cls.__dict__.get("shape_of"), cls.__dict__.get("dtype_of")
+        if shape_of is not None and "infer_shape" not in cls.__dict__:
+            cls.infer_shape = _INPUT[shape_of]
+        if dtype_of is not None and "infer_dtype" not in cls.__dict__:
+            cls.infer_dtype = _INPUT[dtype_of] if type(dtype_of) is int else lambda self, *dtypes: dtype_of
         if cls.__dict__.get("abstract", False):
             return
         # backends pick kernels by op type name: a user's op named like a built-in one would run its kernel
@@ -68,11 +77,11 @@ class Operation(Node, metaclass=OperationType):
         raise NotImplementedError(f"{type(self).__name__} must implement compute(*input_values)")
 
     def infer_shape(self, *input_shapes):
-        """The static output shape (None dims allowed); broadcasting by default."""
+        """The static output shape (None dims allowed); broadcasting by default (see shape_of)."""
         return broadcast_shapes(*input_shapes)
 
     def infer_dtype(self, *input_dtypes):
-        """The output dtype; numpy's promotion of the input dtypes by default."""
+        """The output dtype; numpy's promotion of the input dtypes by default (see dtype_of)."""
         dtypes = [d for d in input_dtypes if d is not None]
         return np.result_type(*dtypes) if dtypes else np.dtype(np.float32)
 

@@ -36,12 +36,7 @@ class ShapedLike(Operation):
     """An op of (x, like, ...) with the run-time shape of `like` and the dtype of x (g taken back to an input)."""
 
     abstract = True
-
-    def infer_shape(self, x_shape, like_shape, *others):
-        return like_shape
-
-    def infer_dtype(self, x, like, *others):
-        return x
+    shape_of, dtype_of = 1, 0
 
 
 class LikeOperation(ShapedLike):

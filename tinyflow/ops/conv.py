@@ -122,6 +122,8 @@ class Conv(ConvOperation):
 class ConvBackInput(ConvOperation):
     """dL/dx of conv: the gradient scattered back through the filters onto x's grid (x gives the shape)."""
 
+    dtype_of = 0
+
     def __init__(self, grad, w, x, stride, padding, dilation=1, groups=1, name=None):
         self._set_conv(Arguments(self, name, grad, w, x), x, w, stride, padding, dilation, groups)
         super().__init__(grad, w, x, name=name)
@@ -134,12 +136,11 @@ class ConvBackInput(ConvOperation):
         self.check_output_gradient(x_shape, w_shape, grad_shape)
         return x_shape
 
-    def infer_dtype(self, grad, w, x):
-        return grad
-
 
 class ConvBackFilter(ConvOperation):
     """dL/dw of conv: each filter tap correlated with the gradient over the batch, group by group."""
+
+    dtype_of = 1
 
     def __init__(self, x, grad, w, stride, padding, dilation=1, groups=1, name=None):
         self._set_conv(Arguments(self, name, x, grad, w), x, w, stride, padding, dilation, groups)
@@ -152,9 +153,6 @@ class ConvBackFilter(ConvOperation):
     def infer_shape(self, x_shape, grad_shape, w_shape):
         self.check_output_gradient(x_shape, w_shape, grad_shape)
         return w_shape
-
-    def infer_dtype(self, x, grad, w):
-        return grad
 
 
 @register_gradient(Conv)

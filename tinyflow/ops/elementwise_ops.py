@@ -332,9 +332,12 @@ def hard_swish(x, name=None):
     return PUBLIC["multiply"](x, hard_sigmoid(x), name=name)
 
 
-def _checked_row(op_type, signature, expression, gradients, dtype):
-    """(function name, inputs, attributes) of a row, or ArgumentError naming what in it is not in the language."""
-    try:
+def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dtype="same", doc=""):
+    """A new elementwise op from one expression, as each row of ops/elementwise.py is; returns its function.
+
+    `swish = tfl.elementwise_op("Swish", "swish(x, beta=1.0)", "x * sigmoid(beta * x)")` comes with a numpy kernel, its
+    gradient, fused C and OpenCL kernels and the ONNX export. A signature "(x, low, high)" returns the op class."""
+    try:  # the row must be in the expression language: else an ArgumentError naming what is not
         name, inputs, attributes = expressions.signature(signature)
         texts = [(expression, set())] + [(g, {"y", "g"}) for g in gradients or () if isinstance(g, str)]
         for text, more in texts:
@@ -347,15 +350,6 @@ def _checked_row(op_type, signature, expression, gradients, dtype):
                             "(a gradient may also read y and g)") from None
     if dtype not in DTYPE_RULES:
         raise ArgumentError(f"elementwise_op {op_type!r}: dtype={dtype!r} is not one of {sorted(DTYPE_RULES)}")
-    return name, inputs, attributes
-
-
-def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dtype="same", doc=""):
-    """A new elementwise op from one expression, as each row of ops/elementwise.py is; returns its function.
-
-    `swish = tfl.elementwise_op("Swish", "swish(x, beta=1.0)", "x * sigmoid(beta * x)")` comes with a numpy kernel, its
-    gradient, fused C and OpenCL kernels and the ONNX export. A signature "(x, low, high)" returns the op class."""
-    name, inputs, attributes = _checked_row(op_type, signature, expression, gradients, dtype)
     cls = make_op(op_type, inputs, expression, attributes, dtype, gradients, doc)
     cls.onnx = onnx
     if not name:

@@ -82,11 +82,7 @@ def text(tree):
 
 def names(tree):
     """The free names of an expression, in order of first appearance."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id not in found and node.id not in FUNCTIONS:
-            found.append(node.id)
-    return found
+    return list(dict.fromkeys(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in FUNCTIONS))
 
 
 # ---------------------------------------------------------------- building trees, folding zeros and ones

@@ -101,6 +101,8 @@ register_gradient(TakeAlongAxisGrad)(lambda op, grad: [TakeAlongAxis(grad, op.in
 class TopKIndices(Operation):
     """The positions of the k largest (or smallest) entries along `axis`, best first; ties: lower index first."""
 
+    dtype_of = np.dtype(np.int64)
+
     def __init__(self, x, k, axis=-1, largest=True, name=None):
         check = Arguments(self, name, x)
         self.k = check.integer("k", k, minimum=0)
@@ -126,9 +128,6 @@ class TopKIndices(Operation):
         if x_shape is None:
             return None
         return tuple(self.k if i == self.axis else d for i, d in enumerate(x_shape))
-
-    def infer_dtype(self, x):
-        return np.dtype(np.int64)
 
 
 not_differentiable(TopKIndices)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
-from ..shapes import dims_compatible
+from ..shapes import shapes_compatible
 from .array_ops import ReshapeLike, identity, reshape
 from .elementwise_ops import add, multiply, sqrt, square
 from .reductions import reduce_mean
@@ -54,6 +54,8 @@ class LayerNorm(NormOperation):
 class LayerNormGrad(NormOperation):
     """dL/dx of LayerNorm for an output gradient g: r (g - ⟨g⟩ - x̂ ⟨g x̂⟩), r = 1/√(σ² + ε), ⟨·⟩ the row means."""
 
+    dtype_of = 1
+
     def compute(self, x, grad):
         if x.size == 0:
             return np.zeros_like(grad)
@@ -62,9 +64,6 @@ class LayerNormGrad(NormOperation):
         axes = self.axes(x.ndim)
         return inv_std * (grad - grad.mean(axis=axes, keepdims=True)
                           - x_hat * (grad * x_hat).mean(axis=axes, keepdims=True))
-
-    def infer_dtype(self, x, grad):
-        return grad
 
 
 register_gradient(LayerNorm)(lambda op, grad: [LayerNormGrad(op.inputs[0], grad, axis=op.axis, eps=op.eps)])
@@ -108,8 +107,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, name=None)
         check.fail("normalized_shape", normalized_shape, "is not a size or a tuple of sizes >= 1",
                    "pass the sizes of the trailing axes to normalize, e.g. x.shape[-1:]")
     shape = x.shape
-    if shape is not None and (len(shape) < len(trailing) or not all(
-            dims_compatible(a, b) for a, b in zip(shape[len(shape) - len(trailing):], trailing))):
+    if shape is not None and not shapes_compatible(shape[len(shape) - len(trailing):], trailing):
         raise ShapeError(f"layer_norm: normalized_shape {trailing} is not the trailing shape of the input {shape}; "
                          "pass the sizes of the input's last axes")
     return affine(LayerNorm(x, axis=-len(trailing), eps=eps, name=name), weight, bias)
@@ -138,15 +136,11 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, name=None):
     channels = x.shape[1] if x.shape is not None else None
     if channels is not None and channels % groups:
         check.fail("num_groups", num_groups, f"does not divide the {channels} channels", "pick a divisor of C")
-    grouped = LayerNorm(_grouped(x, groups), axis=2, eps=eps)
-    return affine(ReshapeLike(grouped, x, name=name), weight, bias, shape)
-
-
-def _grouped(x, groups):
-    """x (N, C, *spatial) as (N, groups, C/groups · spatial), whatever N is."""
+    # x (N, C, *spatial) as (N, groups, C/groups · spatial), whatever N is
     if x.shape is not None and x.shape[0] is not None:
-        return reshape(x, (x.shape[0], groups, -1))
-    rest = None if x.shape is None or None in x.shape[1:] else math.prod(x.shape[1:]) // groups
-    if rest is None:
+        grouped = reshape(x, (x.shape[0], groups, -1))
+    elif x.shape is None or None in x.shape[1:]:
         raise ShapeError(f"group_norm needs the channel and spatial sizes of its input, got shape {x.shape}")
-    return reshape(x, (-1, groups, rest))
+    else:
+        grouped = reshape(x, (-1, groups, math.prod(x.shape[1:]) // groups))
+    return affine(ReshapeLike(LayerNorm(grouped, axis=2, eps=eps), x, name=name), weight, bias, shape)

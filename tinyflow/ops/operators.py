@@ -30,13 +30,6 @@ def connect_eager(tensor_class, operator):
             setattr(owner, name, method)
 
 
-def _method(name, fn):
-    def method(self, *args, **kwargs):
-        return fn(self, *args, **kwargs)
-    method.__name__, method.__doc__ = name, fn.__doc__  # x.sum() says what tfl.reduce_sum(x) says
-    return method
-
-
 def _reshape(x, *shape):
     """x with a new shape: x.reshape(2, 3) and x.reshape((2, 3)) both work (one entry may be -1)."""
     return reshape(x, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
@@ -58,12 +51,12 @@ for _name, _fn in (("add", add), ("sub", subtract), ("mul", multiply), ("truediv
     OPERATORS[f"__{_name}__"] = lambda self, other, fn=_fn: fn(self, other)
     OPERATORS[f"__r{_name}__"] = lambda self, other, fn=_fn: fn(other, self)
 
-# method forms: x.sum(axis) is tfl.reduce_sum(x, axis), and so on
-METHODS = {name: _method(name, fn) for name, fn in (
+# method forms: x.sum(axis) is tfl.reduce_sum(x, axis) (the function itself, its doc included), and so on
+METHODS = dict((
     ("sum", reduce_sum), ("mean", reduce_mean), ("max", reduce_max), ("min", reduce_min), ("argmax", argmax),
     ("reshape", _reshape), ("transpose", transpose), ("exp", exp), ("log", log), ("sqrt", sqrt), ("square", square),
     ("abs", _abs), ("relu", relu), ("sigmoid", sigmoid), ("tanh", tanh), ("softmax", softmax),
-    ("log_softmax", log_softmax), ("matmul", matmul))}
+    ("log_softmax", log_softmax), ("matmul", matmul)))
 
 # the ufuncs numpy calls for `array <op> node`: they become the op (the node's reflected operator)
 OPERATOR_UFUNCS = {
@@ -81,20 +74,16 @@ def tfl_name_for(ufunc):
     return f"tfl.{name}" if callable(getattr(ops, name, None)) and not name.startswith("_") else None
 
 
-def ufunc_hint(ufunc, operand):
-    """The message for a numpy ufunc applied to a symbolic value."""
-    name = tfl_name_for(ufunc)
-    use = f"use {name}(...) instead of np.{ufunc.__name__}(...)" if name else \
-        f"tinyflow has no op for np.{ufunc.__name__}: build it from tfl ops (tfl.exp, tfl.log, ...)"
-    return (f"np.{ufunc.__name__} cannot compute on {operand!r}: numpy works on values, and this is a "
-            f"graph node whose value exists only when a Session runs it. To build the op in the graph, {use}.")
-
-
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     op = OPERATOR_UFUNCS.get(ufunc)
     if op is not None and method == "__call__" and len(inputs) == 2 and not kwargs:
         return op(*inputs)
-    raise TinyflowError(ufunc_hint(ufunc, self))
+    name = tfl_name_for(ufunc)
+    use = f"use {name}(...) instead of np.{ufunc.__name__}(...)" if name else \
+        f"tinyflow has no op for np.{ufunc.__name__}: build it from tfl ops (tfl.exp, tfl.log, ...)"
+    raise TinyflowError(f"np.{ufunc.__name__} cannot compute on {self!r}: numpy works on values, and this is "
+                        "a graph node whose value exists only when a Session runs it. To build the op in the "
+                        f"graph, {use}.")
 
 
 def install(cls, array_ufunc=_array_ufunc):

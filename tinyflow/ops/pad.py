@@ -13,25 +13,20 @@ from .registry import op_function, register_gradient
 MODES = ("constant", "reflect", "edge", "wrap")
 
 
-def _pad_widths(check, pad_width, rank):
-    """np.pad's pad_width (an int, a (before, after) pair, or one pair per axis) as one pair per axis."""
-    if rank is None:
-        check.fail("pad_width", pad_width, "needs an input of known rank", "give the input a shape")
-    widths = np.asarray(pad_width, dtype=object)
-    if widths.shape not in ((), (2,), (rank, 2)) or not all(is_int(w) for w in widths.flat):
-        check.fail("pad_width", pad_width, f"is not an int, a pair or {rank} (before, after) pairs",
-                   "pass e.g. 1, (1, 2) or ((0, 0), (1, 2)) with one pair per axis")
-    return tuple((int(before), int(after)) for before, after in np.broadcast_to(widths, (rank, 2)))
-
-
 class Pad(Operation):
     """x with pad_width[i] = (before, after) entries added along axis i (removed where negative).  mode "constant" fills
     with `value`; "reflect" mirrors without the edge, "edge" repeats it, "wrap" continues from the other side (np.pad's
     modes). Gradient: g summed into the positions each output entry copies."""
 
     def __init__(self, x, pad_width, mode="constant", value=0.0, name=None):
-        check = Arguments(self, name, x)
-        self.pad_width = _pad_widths(check, pad_width, rank_of(x))
+        check, rank = Arguments(self, name, x), rank_of(x)
+        if rank is None:
+            check.fail("pad_width", pad_width, "needs an input of known rank", "give the input a shape")
+        widths = np.asarray(pad_width, dtype=object)  # an int, a pair (before, after) or one per axis
+        if widths.shape not in ((), (2,), (rank, 2)) or not all(is_int(w) for w in widths.flat):
+            check.fail("pad_width", pad_width, f"is not an int, a pair or {rank} (before, after) pairs",
+                       "pass e.g. 1, (1, 2) or ((0, 0), (1, 2)) with one pair per axis")
+        self.pad_width = tuple((int(b), int(a)) for b, a in np.broadcast_to(widths, (rank, 2)))
         if not isinstance(mode, str) or mode not in MODES:
             check.fail("mode", mode, "is not a padding mode", f"pass one of {', '.join(MODES)}")
         self.mode = mode

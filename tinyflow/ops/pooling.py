@@ -47,8 +47,7 @@ class PoolOperation(WindowOperation):
     def pooled_shape(self, x_shape):
         return x_shape[:2] + self.out_spatial(x_shape, self.kernel)
 
-    def infer_shape(self, x_shape):
-        return self.pooled_shape(x_shape)
+    infer_shape = pooled_shape  # (the gradient ops infer x's shape, and check g's against this one)
 
     def check_same_shape(self, shape, expected, what):
         """Raise ShapeError unless `shape` may equal `expected`."""
@@ -72,15 +71,15 @@ class PoolOperation(WindowOperation):
         return np.maximum(first, 0), is_top.any(axis=-1)
 
 
-class PoolGradient:
-    """Of a pooling gradient op of (x, g): its value has x's shape and g's dtype (g is the pooled shape)."""
+class PoolGradient(PoolOperation):
+    """A pooling gradient op of (x, g): its value has x's shape and g's dtype (g is the pooled shape)."""
+
+    abstract = True
+    dtype_of = 1
 
     def infer_shape(self, x_shape, grad_shape):
         self.check_same_shape(grad_shape, self.pooled_shape(x_shape), "the pooled gradient")
         return x_shape
-
-    def infer_dtype(self, x, grad):
-        return grad
 
 
 # ------------------------------------------------------------ max pooling
@@ -92,7 +91,7 @@ class MaxPool(PoolOperation):
         return windows.max(axis=tuple(range(-len(self.kernel), 0)))
 
 
-class MaxPoolGrad(PoolGradient, PoolOperation):
+class MaxPoolGrad(PoolGradient):
     """Scatter g (pooled shape) onto x's grid at each window's first maximum (overlaps add up)."""
 
     def compute(self, x, grad):
@@ -104,6 +103,8 @@ class MaxPoolGrad(PoolGradient, PoolOperation):
 class MaxPoolGather(PoolOperation):
     """Pick h (x's shape) at each window's first maximum: the adjoint of MaxPoolGrad."""
 
+    dtype_of = 1
+
     def compute(self, x, h):
         index, found = self.first_maximum(x)
         return np.where(found, h.reshape(-1)[index], np.zeros((), h.dtype))
@@ -112,14 +113,13 @@ class MaxPoolGather(PoolOperation):
         self.check_same_shape(h_shape, x_shape, "the gathered input")
         return self.pooled_shape(x_shape)
 
-    def infer_dtype(self, x, h):
-        return h
-
 
 class MaxPoolIndices(PoolOperation):
     """Where each window's first maximum is, as int64: flat in its (N, C) plane (PyTorch's return_indices), or
     flat in the whole tensor (whole_tensor, ONNX's Indices), its spatial axes read in reverse order when
     storage_order=1 (ONNX's column-major)."""
+
+    dtype_of = np.dtype(np.int64)
 
     def __init__(self, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, whole_tensor=False,
                  storage_order=0, name=None):
@@ -139,9 +139,6 @@ class MaxPoolIndices(PoolOperation):
         if self.whole_tensor:
             index = index + size * np.arange(x.shape[0] * x.shape[1]).reshape(x.shape[:2] + (1,) * len(spatial))
         return self.first_maximum(x, index)[0].astype(np.int64)
-
-    def infer_dtype(self, x):
-        return np.dtype(np.int64)
 
 
 not_differentiable(MaxPoolIndices)

@@ -8,18 +8,12 @@ from .elementwise_ops import multiply
 from .registry import not_differentiable
 
 
-def legacy_stream(seed):
-    """A numpy Generator drawing what np.random.RandomState(seed) draws (checkpoints save it like any Generator)."""
-    state = np.random.RandomState(seed).get_state(legacy=False)
-    bits = np.random.MT19937()
-    bits.state = {"bit_generator": state["bit_generator"], "state": state["state"]}
-    return np.random.Generator(bits)
-
-
 class DropoutMask(Operation):
     """Random keep-mask (0 or 1/(1-rate)) of x's run-time shape, all ones when `training` is false; drawn once per run,
     so dropout's gradient (g times the mask) sees the forward pass's. `rate` is a number or a scalar node (ONNX's
     Dropout input). Uniform draws of RandomState(seed) kept where >= rate: ONNX's reference implementation's mask."""
+
+    shape_of = 0
 
     def __init__(self, x, rate, training=None, seed=None, name=None):
         check = Arguments(self, name, x)
@@ -29,7 +23,11 @@ class DropoutMask(Operation):
             self.seed = check.integer("seed", seed, minimum=0)
             if self.seed >= 2 ** 32:
                 check.fail("seed", seed, "is not below 2**32", "pass a seed in [0, 2**32)")
-        self.rng = legacy_stream(next_seed() if seed is None else self.seed)
+        # a Generator drawing what RandomState(seed) draws (checkpoints save it like any Generator)
+        state = np.random.RandomState(next_seed() if seed is None else self.seed).get_state(legacy=False)
+        bits = np.random.MT19937()
+        bits.state = {"bit_generator": state["bit_generator"], "state": state["state"]}
+        self.rng = np.random.Generator(bits)
         inputs = (x,) + (() if self.rate is not None else (rate,)) + (() if training is None else (training,))
         super().__init__(*inputs, name=name)
 
@@ -50,9 +48,6 @@ class DropoutMask(Operation):
             return np.ones_like(x)
         keep = self.rng.random(x.shape) >= rate
         return keep.astype(x.dtype) / np.asarray(1.0 - rate, x.dtype)
-
-    def infer_shape(self, x_shape, *other_shapes):
-        return x_shape
 
 
 not_differentiable(DropoutMask)

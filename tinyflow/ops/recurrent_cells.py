@@ -11,6 +11,7 @@ CellGrad(*inputs, grad, cell=..., index=k) is the gradient of input k.
 import numpy as np
 
 from ..errors import ShapeError
+from ..shapes import shapes_compatible
 from ..nodes import Operation
 from .elementwise_ops import stable_sigmoid
 from .registry import register_gradient
@@ -46,10 +47,8 @@ def cell_shapes_fit(cell, x_shape, h_shape, state_shape, grad_shape=None):
         return state_shape is None or x_shape is None or h_shape is None
     n, h = state_shape[-2:]
     expected = (n, None if h is None else cell.gates * h)
-    return all(len(s) == 2 and all(None in (a, b) or a == b for a, b in zip(s, expected)) for s in (x_shape, h_shape)) \
-        and tuple(state_shape[:cell.packs]) in ((), (2,), (None,)) \
-        and (grad_shape is None or len(grad_shape) == len(state_shape)
-             and all(None in (a, b) or a == b for a, b in zip(grad_shape, state_shape)))
+    return shapes_compatible(x_shape, expected) and shapes_compatible(h_shape, expected) \
+        and tuple(state_shape[:cell.packs]) in ((), (2,), (None,)) and shapes_compatible(grad_shape, state_shape)
 
 
 def checked_state_shape(cell, x_shape, h_shape, state_shape, grad_shape=None):

@@ -110,6 +110,8 @@ class ExpandReduced(ShapedLike):
 class MaxMask(Operation):
     """1/k where x equals its reduced extreme y (max or min; k = ties in that slice), else 0."""
 
+    shape_of = 0
+
     def __init__(self, x, y, axes, keepdims, name=None):
         self.axes, self.keepdims = axes, keepdims
         super().__init__(x, y, name=name)
@@ -119,9 +121,6 @@ class MaxMask(Operation):
         y = y if self.keepdims else np.expand_dims(y, axes)
         hits = (x == y).astype(x.dtype)
         return hits / hits.sum(axis=axes, keepdims=True)
-
-    def infer_shape(self, x_shape, y_shape):
-        return x_shape
 
 
 def spread(op, value, mean=False):
@@ -241,6 +240,7 @@ class ArgExtreme(Operation):
 
     abstract = True
     pick = None  # np.argmax or np.argmin
+    dtype_of = np.dtype(np.int64)
 
     def __init__(self, x, axis=None, keepdims=False, select_last_index=False, name=None):
         check = Arguments(self, name, x)
@@ -265,9 +265,6 @@ class ArgExtreme(Operation):
             return None if self.keepdims else ()
         axes = tuple(range(len(x_shape))) if self.axis is None else (self.axis,)
         return reduced_shape(x_shape, axes, self.keepdims)
-
-    def infer_dtype(self, x):
-        return np.dtype(np.int64)
 
 
 class ArgMax(ArgExtreme):

@@ -17,12 +17,13 @@ import math
 
 import numpy as np
 
-from ..arguments import Arguments, is_int, rank_of
+from ..arguments import Arguments, rank_of
 from ..nodes import Node, Operation
 from ..shapes import shapes_compatible
 from .broadcasting import ShapedLike
 from .registry import register_gradient
 from .shape_ops import known_entries
+from .windows import spatial_rank
 
 # Resize's options after sizes and scales, with their defaults (saved graphs read them as the op's attributes)
 OPTIONS = {"mode": "nearest", "coordinate_transformation_mode": "half_pixel", "nearest_mode": "round_prefer_floor",
@@ -123,19 +124,6 @@ def _along(matrix, x, axis):
 
 
 # ------------------------------------------------------------ the ops
-def _size(check, value):
-    """A size >= 0, or None (the axis keeps its size)."""
-    if value is None or (is_int(value) and value >= 0):
-        return None if value is None else int(value)
-    check.fail("sizes", value, "is not a size", "pass sizes >= 0 (None keeps an axis as it is)")
-
-
-def _region(check, value):
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return (check.number("roi", value[0]), check.number("roi", value[1]))
-    check.fail("roi", value, "is not a (start, end) pair", "pass one (start, end) pair per axis")
-
-
 def _per_axis(check, argument, value, rank):
     """The entries of `value`, one per axis."""
     items = list(value) if isinstance(value, (tuple, list, np.ndarray)) else None
@@ -172,7 +160,9 @@ class ResizeOperation(Operation):
             self.size_entries = (known_entries(sizes) if isinstance(sizes, Node) and sizes.shape == (rank,) else
                                  [None] * rank)
             sizes = None
-        self.sizes = None if sizes is None else tuple(_size(check, n) for n in _per_axis(check, "sizes", sizes, rank))
+        self.sizes = None if sizes is None else tuple(  # None keeps an axis's size
+            None if n is None else check.integer("sizes", n, minimum=0)
+            for n in _per_axis(check, "sizes", sizes, rank))
         self.scales = None if scales is None else tuple(
             check.number("scales", s, 0.0) for s in _per_axis(check, "scales", scales, rank))
         self.cubic_coeff_a = check.number("cubic_coeff_a", options["cubic_coeff_a"])
@@ -186,7 +176,11 @@ class ResizeOperation(Operation):
                        "pass sizes, not scales")
         self.roi = None
         if self.coordinate_transformation_mode == "tf_crop_and_resize":
-            self.roi = tuple(_region(check, r) for r in _per_axis(check, "roi", options["roi"], rank))
+            regions = _per_axis(check, "roi", options["roi"], rank)
+            if not all(isinstance(r, (tuple, list)) and len(r) == 2 for r in regions):
+                check.fail("roi", options["roi"], "holds an entry that is not a (start, end) pair",
+                           "pass one (start, end) pair per axis")
+            self.roi = tuple((check.number("roi", start), check.number("roi", end)) for start, end in regions)
 
     @property
     def dynamic(self):
@@ -227,6 +221,8 @@ class Resize(ResizeOperation):
     (out = ⌊in·scale⌋), one interpolation matrix M per resized axis (see the module docstring): y = M_k ⋯ M_1 x.
     Gradient: M_1ᵀ ⋯ M_kᵀ g (ResizeGrad)."""
 
+    dtype_of = 0
+
     def __init__(self, x, sizes=None, scales=None, name=None, **options):
         self._set_resize(Arguments(self, name, x), rank_of(x), sizes, scales, options)
         super().__init__(x, *([sizes] if self.dynamic else []), name=name)
@@ -255,9 +251,6 @@ class Resize(ResizeOperation):
             return tuple(None if n is None else int(np.floor(n * s)) for n, s in zip(shape, self.scales))
         stretch = self.keep_aspect_ratio_policy == "stretch"
         return tuple(n if t is None else t if stretch else None for n, t in zip(shape, self.sizes))
-
-    def infer_dtype(self, x, *sizes):
-        return x
 
 
 class ResizeGrad(ResizeOperation, ShapedLike):
@@ -301,10 +294,7 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     if not isinstance(mode, str) or mode not in _TORCH_MODES:
         check.fail("mode", mode, "is not an interpolation mode", f"pick one of {', '.join(_TORCH_MODES)}")
     kind, coordinates, nearest, needed = _TORCH_MODES[mode]
-    rank = rank_of(x)
-    if rank is None or rank < 3:
-        check.fail("x", f"an input of rank {rank}", "has no spatial axes", "pass (N, C, *spatial) inputs")
-    spatial = rank - 2
+    spatial = spatial_rank(check, "x", "(N, C, *spatial)", x)
     if needed and needed != spatial:
         check.fail("mode", mode, f"does not fit an input with {spatial} spatial axes",
                    "use linear for 1, bilinear or bicubic for 2, trilinear for 3")

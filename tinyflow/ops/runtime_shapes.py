@@ -16,6 +16,8 @@ from .shape_ops import MAX_RANK, known_entries
 class Shape(Operation):
     """The run-time shape of x as an int64 vector, entries [start:end] (Python slice rules)."""
 
+    dtype_of = np.dtype(np.int64)
+
     def __init__(self, x, start=0, end=None, name=None):
         check = Arguments(self, name, x)
         self.start = check.integer("start", start)
@@ -30,15 +32,14 @@ class Shape(Operation):
             return (None,)
         return (len(range(len(x_shape))[self.start:self.end]),)
 
-    def infer_dtype(self, x):
-        return np.dtype(np.int64)
-
 
 shape = op_function(Shape, "shape")
 
 
 class Size(Operation):
     """The number of elements of x (an int64 scalar)."""
+
+    dtype_of = np.dtype(np.int64)
 
     def __init__(self, x, name=None):
         super().__init__(x, name=name)
@@ -48,9 +49,6 @@ class Size(Operation):
 
     def infer_shape(self, x_shape):
         return ()
-
-    def infer_dtype(self, x):
-        return np.dtype(np.int64)
 
 
 size = op_function(Size, "size", "The number of elements of x, as an int64 scalar.")
@@ -94,6 +92,8 @@ fill = op_function(Fill, "fill", "An array of run-time shape `dims` (an int64 ve
 class Arange(Operation):
     """start, start + delta, ... up to (not including) limit, three scalars read at run time (np.arange)."""
 
+    dtype_of = 0
+
     def __init__(self, start, limit, delta, name=None):
         check = Arguments(self, name, start, limit, delta)
         for argument, node in (("start", start), ("limit", limit), ("delta", delta)):
@@ -116,9 +116,6 @@ class Arange(Operation):
         if delta == 0 or not all(math.isfinite(v) for v in (start, limit, delta)):
             return (None,)
         return (max(0, math.ceil((limit - start) / delta)),)
-
-    def infer_dtype(self, start, limit, delta):
-        return start
 
 
 def _static(x):
@@ -153,6 +150,8 @@ class RuntimeSlice(Operation):
     graph computes: a Loop's iteration number, a length of an unknown dimension); bounds clamp as Python's do.
     Gradient: g put back where the slice came from, in zeros of x's shape (RuntimeSliceGrad)."""
 
+    dtype_of = 0
+
     def __init__(self, x, starts, ends, axes, steps=None, name=None):
         check = Arguments(self, name, x, starts, ends)
         bounds_shape = getattr(starts, "shape", None)
@@ -164,11 +163,8 @@ class RuntimeSlice(Operation):
                        "pass one axis, one step and one start and end per sliced axis")
         if 0 in steps:
             check.fail("steps", steps, "holds a 0", "slice with steps other than 0")
-        rank = rank_of(x)
-        if rank is not None and (any(not -rank <= a < rank for a in axes) or
-                                 len({a % rank for a in axes}) != len(axes)):
-            check.fail("axes", axes, f"are out of range or repeated for an input of rank {rank}",
-                       f"pass distinct axes in [-{rank}, {rank})")
+        if rank_of(x) is not None:  # in range and distinct (self.axes keeps their order: each has its step)
+            check.axes("axes", axes, rank_of(x))
         self.axes, self.steps = axes, steps
         super().__init__(x, starts, ends, name=name)
 
@@ -180,9 +176,6 @@ class RuntimeSlice(Operation):
             return None
         sliced = {a % len(x_shape) for a in self.axes}  # their sizes depend on the run-time bounds
         return tuple(None if i in sliced else d for i, d in enumerate(x_shape))
-
-    def infer_dtype(self, x, starts, ends):
-        return x
 
 
 class RuntimeSliceGrad(ShapedLike):

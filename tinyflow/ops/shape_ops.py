@@ -95,10 +95,9 @@ class BroadcastTo(Operation):
 
     def __init__(self, x, shape, name=None):
         check = Arguments(self, name, x)
-        target = check.new_shape("shape", shape)
-        if -1 in target:
+        self.target = check.new_shape("shape", shape)
+        if -1 in self.target:
             check.fail("shape", shape, "holds -1", "give every size (1 keeps the input's size)")
-        self.target = target
         super().__init__(x, name=name)
 
     def compute(self, x):
@@ -162,6 +161,7 @@ class ToRuntimeShape(Operation):
     """An op of (x, dims) whose output shape comes from the int vector node `dims` (known at run time), in x's dtype."""
 
     abstract = True
+    dtype_of = 0
 
     def __init__(self, x, dims, name=None):
         check = Arguments(self, name, x, dims)
@@ -170,9 +170,6 @@ class ToRuntimeShape(Operation):
             check.fail("dims", dims_shape, "is not a 1-D vector of sizes", "pass a 1-D int64 node")
         self.known = known_entries(dims)  # ints and None (known at run time only)
         super().__init__(x, dims, name=name)
-
-    def infer_dtype(self, x, dims):
-        return x
 
 
 class ReshapeTo(ToRuntimeShape):

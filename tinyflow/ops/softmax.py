@@ -19,13 +19,11 @@ class AxisOperation(Operation):
     """An op with one `axis` argument whose output has its first input's shape."""
 
     abstract = True
+    shape_of = 0
 
     def __init__(self, *inputs, axis=-1, name=None):
         self.axis = Arguments(self, name, *inputs).axis("axis", axis, rank_of(inputs[0]))
         super().__init__(*inputs, name=name)
-
-    def infer_shape(self, x_shape, *other_shapes):
-        return x_shape
 
 
 class Softmax(AxisOperation):

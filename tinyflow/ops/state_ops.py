@@ -15,6 +15,8 @@ class Assign(Operation):
     """var ← value; outputs the new value."""
 
     stateful = True
+    dtype_of = 0
+    update = None  # how the old value and the value make the new one (np.add, np.subtract); None: the value
 
     def __init__(self, var, value, name=None):
         if not isinstance(var, Variable):
@@ -34,16 +36,11 @@ class Assign(Operation):
                              "the value must have the Variable's shape or broadcast to it")
         return var_shape
 
-    def infer_dtype(self, var_dtype, value_dtype):
-        return var_dtype
-
-    def new_value(self, old, value):
-        """The Variable's next value."""
-        return np.broadcast_to(value, old.shape).copy()
-
     def compute(self, old, value):
         # read the Variable itself, not the `old` snapshot: two assign_adds in one run both count
-        self.variable.value = self.new_value(self.variable.value, value)
+        current = self.variable.value
+        self.variable.value = np.broadcast_to(value, current.shape).copy() if self.update is None else \
+            self.update(current, value)
         return self.variable.value
 
 
@@ -53,8 +50,7 @@ assign = op_function(Assign, "assign", "An op that sets var to value when run.")
 class AssignAdd(Assign):
     """var ← var + value; outputs the new value."""
 
-    def new_value(self, old, value):
-        return old + value
+    update = staticmethod(np.add)
 
 
 assign_add = op_function(AssignAdd, "assign_add", "An op that adds value to var when run.")
@@ -63,8 +59,7 @@ assign_add = op_function(AssignAdd, "assign_add", "An op that adds value to var 
 class AssignSub(Assign):
     """var ← var - value; outputs the new value."""
 
-    def new_value(self, old, value):
-        return old - value
+    update = staticmethod(np.subtract)
 
 
 assign_sub = op_function(AssignSub, "assign_sub", "An op that subtracts value from var when run.")

@@ -89,18 +89,17 @@ def scatter_windows(taps, shape, stride, pads, dilation):
     return np.ascontiguousarray(padded[(slice(None), slice(None)) + crop])
 
 
-def spatial_rank(check, argument, value, *inputs, offset=2):
-    """The number of spatial axes: the length of a sequence `value`, else the rank of the first input of known
-    rank minus `offset`."""
+def spatial_rank(check, argument, value, *inputs):
+    """The number of spatial axes: the length of a sequence `value`, else the first known input rank - 2."""
     if isinstance(value, (tuple, list)):
         return len(value)
     for x in inputs:
         rank = rank_of(x)
         if rank is not None:
-            if rank - offset < 1:
+            if rank < 3:
                 check.fail(argument, value, f"needs an input with spatial axes, got rank {rank}",
                            "pass (N, C, *spatial) inputs, e.g. NCHW")
-            return rank - offset
+            return rank - 2
     check.fail(argument, value, "cannot tell the number of spatial axes (input of unknown rank)",
                "give the input a shape, or pass one size per spatial axis")
 
