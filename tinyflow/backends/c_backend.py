@@ -16,13 +16,12 @@ from ..ops.recurrent_cells import CELLS
 from ..shapes import reduced_shape
 from . import native
 from .base import DECLINE, Backend, Kernel
-from .fused import CFusedKernel, elementwise_layout
+from .fused import CTYPE, CFusedKernel, elementwise_layout
 from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis, conv_geometry,
                            fits_conv, fits_pool, inner_dims_match, labels_fit, pool_geometry, pooled_shape,
                            reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
-_CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
 
 # Below this many elements in every input, numpy's own loop beats a call into C (cffi and the
 # checks cost a few microseconds; measured by benchmarks/kernels.py); in-place optimizer updates
@@ -32,7 +31,7 @@ SMALL = 4096
 
 def _buf(array):
     """A C pointer to a contiguous float array's data (the caller keeps the array alive); NULL for None."""
-    return native.ffi.NULL if array is None else native.ffi.from_buffer(_CTYPE[array.dtype], array)
+    return native.ffi.NULL if array is None else native.ffi.from_buffer(CTYPE[array.dtype], array)
 
 
 def _fn(name, array):

@@ -18,7 +18,6 @@ from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_
 from ..ops.expressions import C_HELPERS, OPENCL_HELPERS, is_arithmetic, literal, spell, takes_conditions
 from .kernel_codes import LAYOUT_KINDS
 
-_CTYPE = {"float32": "float", "float64": "double"}
 LANES_BYTES = 64          # a block of the vector form: four SSE registers (or two AVX ones)
 LANES_MIN_MEMBERS = 8     # shorter chains give the CPU enough independent work as they are
 
@@ -64,8 +63,8 @@ def load(kind, k, full, scalar):
 
 def c_source(node, kinds):
     """The kernel `tf_fused(x0.., out, outer, inner, parallel)` for `node` with inputs read as `kinds`."""
-    ctype = _CTYPE[node.dtype.name]
-    single = ctype == "float"
+    single = node.dtype == np.float32
+    ctype = "float" if single else "double"
 
     inputs = range(len(kinds))
     fields = " ".join(f"const T *x{k};" for k in inputs)
@@ -163,7 +162,7 @@ def _lanes_loop(node, kinds, single):
 
 def c_declaration(node, kinds):
     """The cdef line of the kernel (no `restrict`: cffi's parser does not need it)."""
-    ctype = _CTYPE[node.dtype.name]
+    ctype = "float" if node.dtype == np.float32 else "double"
     params = "".join(f"const {ctype} *x{k}, " for k in range(len(kinds)))
     return f"void tf_fused({params}{ctype} *out, long outer, long inner, void *parallel);"
 

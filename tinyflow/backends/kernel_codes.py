@@ -190,9 +190,8 @@ def fits_pool(op, x, *other):
     return pool_geometry(op, x, *other) is not None
 
 
-# op type -> positions of (convolution input, filter, output gradient) among the op's inputs
-CONV_ROLES = {"Conv": (0, 1, None), "ConvBiasAct": (0, 1, None), "ConvBackInput": (2, 1, 0),
-              "ConvBackFilter": (0, 2, 1)}
+# op type -> positions of (convolution input, filter[, output gradient]) among the op's inputs
+CONV_ROLES = {"Conv": (0, 1), "ConvBiasAct": (0, 1), "ConvBackInput": (2, 1, 0), "ConvBackFilter": (0, 2, 1)}
 
 
 def fits_conv(op, *arrays):
@@ -201,5 +200,5 @@ def fits_conv(op, *arrays):
         x, w = arrays
         shape = transposed_input_shape(op, x, w)
         return shape is not None and conv_geometry(op, shape, w.shape, x.shape) is not None
-    roles = [role for role in CONV_ROLES[op.op_type] if role is not None]  # the call of the kernel, as it is memoised
-    return conv_geometry(op, *[arrays[role].shape for role in roles]) is not None
+    # called as the kernel calls it (with shapes), which finds it memoised
+    return conv_geometry(op, *[arrays[role].shape for role in CONV_ROLES[op.op_type]]) is not None

@@ -95,7 +95,7 @@ def fuse_conv_epilogues(graph):
                                    (position == 1,))
                 elif extra.shape == source.shape == node.shape and extends(source, node, residual=True):
                     fused = _fused(source, source.inputs + (extra,), node, chain + [node], _NO_BOUNDS,
-                                   _swapped(source) + (position == 1,), residual=True)
+                                   getattr(source, "swapped", ()) + (position == 1,), residual=True)
                 else:
                     continue
                 standing_for[fused] = node
@@ -109,8 +109,8 @@ def fuse_conv_epilogues(graph):
         source = node.inputs[0] if bounds else None
         if source is None or not extends(source, node):
             return None
-        fused = _fused(source, source.inputs, node, _chain(source) + [node], bounds, _swapped(source),
-                       getattr(source, "residual", False))
+        fused = _fused(source, source.inputs, node, _chain(source) + [node], bounds,
+                       getattr(source, "swapped", ()), getattr(source, "residual", False))
         standing_for[fused] = node
         return fused
 
@@ -122,10 +122,6 @@ def fuse_conv_epilogues(graph):
 def _chain(source):
     """The members of a Conv or ConvBiasAct."""
     return list(source.members) if isinstance(source, ConvBiasAct) else [source]
-
-
-def _swapped(source):
-    return source.swapped if isinstance(source, ConvBiasAct) else ()
 
 
 def _fused(conv, inputs, like, members, bounds, swapped, residual=False):
