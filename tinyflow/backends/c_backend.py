@@ -397,8 +397,6 @@ def update(backend, op, param, grad, lr, *slots):
 
 
 # ---------------------------------------------------------------- the table
-_UPDATE = dict(floats=(0, 1), same_shape=True, small=False)  # parameter and gradient; in place at any size
-
 KERNELS = {
     **{op_type: Kernel(elementwise) for op_type in GENERATED},
     **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
@@ -415,7 +413,8 @@ KERNELS = {
     "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_conv),
     "ConvTranspose": Kernel(conv_back_input, accepts=fits_conv),
     **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},
-    **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
+    # parameter and gradient; in place at any size
+    **{op_type: Kernel(update, floats=(0, 1), same_shape=True, small=False) for op_type in UPDATES},
     # one C call replaces a dozen numpy ones at any size
     **{op_type: Kernel(recurrent_cell, accepts=cell_fits, small=False) for op_type in ("LSTMCell", "GRUCell",
                                                                                        "CellGrad")},

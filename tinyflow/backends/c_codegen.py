@@ -78,7 +78,7 @@ def c_source(node, kinds):
     lines += ["    T *restrict out = k->out;", "    long inner = k->inner;", "    (void)inner;"]
     tail, scalars = [], [f"    const T s{k} = x{k}[0];" for k, kind in enumerate(kinds) if kind == "scalar"]
     lines += scalars
-    vectorised = _vectorisable(node, kinds)
+    vectorised, count = _vectorisable(node, kinds), "n"
     if vectorised:
         lanes = LANES_BYTES // (4 if single else 8)
         lines[4:4] = [f"enum {{ LANES = {lanes} }};", "typedef T V __attribute__((vector_size(sizeof(T) * LANES)));"]
@@ -92,10 +92,8 @@ def c_source(node, kinds):
             tail = scalars + ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last ones */", *loop]
         elif single and _has_sigmoid(node):
             lines += _blocks_loop(node, loads, loop) + ["}"]
-            count = "n"
         else:
             lines += ["    long i;", "#pragma omp simd", "    for (i = start; i < stop; i++) {", *loop, "}"]
-            count = "n"
     else:
         loads = {k: load(kind, k, f"x{k}[r * inner + c]", f"s{k}") for k, kind in enumerate(kinds)}
         statements, result = body(node, loads, single, " " * 12)

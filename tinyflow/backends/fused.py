@@ -152,17 +152,13 @@ class CFusedKernel(FusedKernel):
         compiles."""
         if math.prod(out_shape) < self.small and len(self.node.members) <= NUMPY_MAX_MEMBERS:
             return _SMALL
-        node = self.node
-        if self.threshold:  # tiered: the source is generated and compiled off the run's thread
-            future = self._compiling.get(generated)
-            if future is None:
-                future = self._compiling[generated] = compiler.in_background(
-                    lambda: compiler.load(c_source(node, generated), c_declaration(node, generated)))
-            if not future.done():
-                return PENDING
-            module = future.result()
-        else:  # $TINYFLOW_FUSION_JIT_AFTER=0: compiled before the first run
-            module = compiler.load(c_source(node, generated), c_declaration(node, generated))
+        node, future = self.node, self._compiling.get(generated)
+        if future is None:  # the source is generated and compiled off the run's thread
+            future = self._compiling[generated] = compiler.in_background(
+                lambda: compiler.load(c_source(node, generated), c_declaration(node, generated)))
+        if self.threshold and not future.done():  # tiered: the members run meanwhile
+            return PENDING
+        module = future.result()  # ($TINYFLOW_FUSION_JIT_AFTER=0: compiled before the first run)
         if module is not None and not hasattr(module, "parallel"):  # the C library's thread pool, shared by all
             address = native.ffi.cast("uintptr_t", native.ffi.addressof(native.lib, "tf_parallel_for"))
             module.parallel = module.ffi.cast("void *", int(address))

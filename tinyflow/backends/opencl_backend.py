@@ -361,7 +361,6 @@ def reshape(backend, op, x, *like):
 
 
 _FIRST = dict(floats=(0,))  # only the first input is data; the others give shapes or labels
-_UPDATE = dict(floats=(0, 1), same_shape=True)  # parameter (its device copy) and gradient
 _UNGROUPED = dict(accepts=lambda op, *arrays: op.groups == 1 and fits_conv(op, *arrays))  # kernels multiply one matrix
 
 OpenCLBackend.kernels = {
@@ -377,7 +376,7 @@ OpenCLBackend.kernels = {
     "Conv": Kernel(conv, **_UNGROUPED), "ConvBackInput": Kernel(conv_back_input, **_UNGROUPED),
     "ConvBackFilter": Kernel(conv_back_filter, **_UNGROUPED), "ConvTranspose": Kernel(conv_back_input, **_UNGROUPED),
     **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},
-    **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
+    **{op_type: Kernel(update, floats=(0, 1), same_shape=True) for op_type in UPDATES},  # parameter, gradient
     "Transpose": Kernel(lambda backend, op, x: permute(backend, x, op.axes), accepts=lambda op, x: len(x.shape) <= 4),
     "Reshape": Kernel(reshape, **_FIRST), "ReshapeLike": Kernel(reshape, **_FIRST),
     **dict.fromkeys(("Identity", "StopGradient"), Kernel(lambda backend, op, x: x)),  # no copy on the device
