@@ -227,11 +227,11 @@ def conv(backend, op, x, w, *extras):
     geometry = conv_geometry(op, x.shape, w.shape)
     n, o = x.shape[0], w.shape[0]
     shape, filters = pooled_shape((n, o) + x.shape[2:], geometry), w.reshape(o, -1)
+    out = backend.pool.empty(shape, x.dtype)
     bias, residual = _epilogue_operands(op, extras)
     bounds = getattr(op, "bounds", (-math.inf, math.inf))
     if op.groups == x.shape[1] and w.shape[1] == 1:
         # depthwise (MobileNet; any filters of one input channel): `taps` holds each (image, channel)'s tap blocks
-        out = backend.pool.empty(shape, x.dtype)
         taps = backend.pool.empty((n * x.shape[1], w[0].size) + shape[2:], x.dtype)
         _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), _buf(taps), o // op.groups, *geometry, _buf(bias),
                                     _buf(residual), *bounds)
@@ -239,7 +239,6 @@ def conv(backend, op, x, w, *extras):
         return out
     if op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]:
         # pointwise: each image's (C, H·W) data already is im2col's matrix, and the product is the output's layout
-        out = backend.pool.empty(shape, x.dtype)
         for b, (image, planes) in enumerate(zip(x.reshape(n, x.shape[1], -1), out.reshape(n, o, -1))):
             matmul(backend, None, filters, image, planes)
             if op.op_type == "ConvBiasAct":
@@ -247,7 +246,6 @@ def conv(backend, op, x, w, *extras):
                                            _buf(None if residual is None else residual[b]), *bounds)
         return out
     cols = _im2col(backend, x, geometry)
-    out = backend.pool.empty(shape, x.dtype)
     in_place = n == 1 and op.groups == 1  # the product's rows (O, P) are the output's planes: written there
     rows = matmul(backend, None, filters, cols, out.reshape(o, -1)) if in_place else \
         _grouped_product(backend, filters, cols, op.groups)  # (O, N·P)

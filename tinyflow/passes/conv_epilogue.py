@@ -87,31 +87,27 @@ def fuse_conv_epilogues(graph):
 
     def rule(node):
         nonlocal folded_norms
+        fused = None
         if node.op_type == "Add" and node.dtype == node.inputs[0].dtype == node.inputs[1].dtype:
             for position, source in enumerate(node.inputs):
-                extra, chain = node.inputs[1 - position], _chain(source)
+                extra = node.inputs[1 - position]
                 if _per_channel(extra, source) and extends(source, node, bias=True):
                     fused = _fused(source, source.inputs[:2] + (extra,), node, [source, node], _NO_BOUNDS,
                                    (position == 1,))
-                elif extra.shape == source.shape == node.shape and extends(source, node, residual=True):
-                    fused = _fused(source, source.inputs + (extra,), node, chain + [node], _NO_BOUNDS,
+                    break
+                if extra.shape == source.shape == node.shape and extends(source, node, residual=True):
+                    fused = _fused(source, source.inputs + (extra,), node, _chain(source) + [node], _NO_BOUNDS,
                                    getattr(source, "swapped", ()) + (position == 1,), residual=True)
-                else:
-                    continue
-                standing_for[fused] = node
-                return fused
-            fused = _folded_batch_norm(node, graph, consumers, standing_for)
-            if fused is not None:
-                folded_norms += 1
-                standing_for[fused] = node
-            return fused
-        bounds = _bounds(node)
-        source = node.inputs[0] if bounds else None
-        if source is None or not extends(source, node):
-            return None
-        fused = _fused(source, source.inputs, node, _chain(source) + [node], bounds,
-                       getattr(source, "swapped", ()), getattr(source, "residual", False))
-        standing_for[fused] = node
+                    break
+            else:
+                fused = _folded_batch_norm(node, graph, consumers, standing_for)
+                folded_norms += fused is not None
+        elif (bounds := _bounds(node)) and extends(node.inputs[0], node):
+            source = node.inputs[0]
+            fused = _fused(source, source.inputs, node, _chain(source) + [node], bounds,
+                           getattr(source, "swapped", ()), getattr(source, "residual", False))
+        if fused is not None:
+            standing_for[fused] = node
         return fused
 
     graph.rewrite(rule, fresh=True)
