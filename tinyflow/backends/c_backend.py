@@ -261,8 +261,7 @@ def conv(backend, op, x, w, *extras):
 def _epilogue_operands(op, extras):
     """(bias, residual) of a ConvBiasAct's extra inputs, None where absent."""
     residual = extras[-1] if getattr(op, "residual", False) else None
-    bias = extras[0] if len(extras) > (residual is not None) else None
-    return bias, residual
+    return extras[0] if len(extras) > (residual is not None) else None, residual
 
 
 def fits_conv_bias(op, x, w, *extras):

@@ -34,7 +34,7 @@ def math_header():
 
 def body(node, loads, single, indent, vector=None, opencl=False, overrides=None, calls=None):
     """The statements computing each member's expression into t0, t1, ... from inputs a<k>; (lines, result name).
-    With `vector` (the ("x", k) inputs loaded as vectors), members reading one are of vector type V and join it."""
+    With `vector` (the ("x", k) inputs loaded as vectors), members reading one are vectors (V) and join it."""
     lines = [f"{indent}const T a{k} = {load};" for k, load in loads.items()]
     for j, (member, (_, args)) in enumerate(zip(node.members, node.program)):
         # input k is a<k>, member j's value t<j>, a constant its literal

@@ -77,8 +77,8 @@ class FusedKernel:
         self.node, self.backend, self.runs = node, backend, 0
         value = os.environ.get("TINYFLOW_FUSION_JIT_AFTER", "2").strip()  # runs before the kernel is built
         self.threshold = int(value) if value.isdigit() else 2
-        # the members by `backend`'s kernels, as a plan without fusion runs them (on the device for OpenCL): a node
-        # that runs once or twice never pays a compile
+        # the members by `backend`'s kernels, as a plan without fusion runs them (on the device for OpenCL):
+        # a node that runs once or twice never pays a compile
         kernels = [backend.kernel(m) for m in node.members]
         self.unfused = lambda *inputs: node.run_members(inputs, kernels)
         self._by_shapes = {}  # input shapes -> (kernel, out_shape, kinds, outer, inner), or None, _SMALL, PENDING
@@ -90,7 +90,7 @@ class FusedKernel:
         arrays = self.inputs(values)
         shapes = None if arrays is None else tuple([a.shape for a in arrays])
         entry = self._by_shapes.get(shapes, False)
-        if entry is False or entry is PENDING:  # first run of these shapes, or asked again while the kernel compiles
+        if entry is False or entry is PENDING:  # new shapes, or asked again while their kernel compiles
             entry = self._by_shapes[shapes] = None if arrays is None else self._prepare(shapes)
         if entry is _SMALL:  # a C call costs more than numpy's few small loops
             return self.node.compute(*arrays)

@@ -90,13 +90,13 @@ def fuse_conv_epilogues(graph):
         fused = None
         if node.op_type == "Add" and node.dtype == node.inputs[0].dtype == node.inputs[1].dtype:
             for position, source in enumerate(node.inputs):
-                extra = node.inputs[1 - position]
+                extra, chain = node.inputs[1 - position], _chain(source)
                 if _per_channel(extra, source) and extends(source, node, bias=True):
                     fused = _fused(source, source.inputs[:2] + (extra,), node, [source, node], _NO_BOUNDS,
                                    (position == 1,))
                     break
                 if extra.shape == source.shape == node.shape and extends(source, node, residual=True):
-                    fused = _fused(source, source.inputs + (extra,), node, _chain(source) + [node], _NO_BOUNDS,
+                    fused = _fused(source, source.inputs + (extra,), node, chain + [node], _NO_BOUNDS,
                                    getattr(source, "swapped", ()) + (position == 1,), residual=True)
                     break
             else:
@@ -138,8 +138,7 @@ def _folded_batch_norm(node, graph, consumers, standing_for):
     bias = conv.inputs[2:] if isinstance(conv, ConvBiasAct) and not conv.residual else ()
     if not (type(conv) is Conv or bias) or isinstance(conv, ConvBiasAct) and conv.bounds != _NO_BOUNDS:
         return None  # (a Conv, or one with its bias only)
-    params = (mean, root, gamma, beta)
-    if conv in ancestors(params, stop=graph.fed | {conv}):
+    if conv in ancestors((mean, root, gamma, beta), stop=graph.fed | {conv}):
         return None  # statistics of the batch (training): they change with every input
     replaced = standing_for.get(conv, conv)
     inside = ancestors([node], stop=graph.fed | {conv})  # a tfl.nn batch norm's Where also reads the batch's
