@@ -25,9 +25,10 @@ GROWTH_RUNS_BEFORE_WARNING = 5
 
 def flatten(structure):
     """The leaves (nodes or names) of a fetch structure (nested lists, tuples, dicts), in order."""
-    if isinstance(structure, (dict, list, tuple)):
-        return [leaf for item in (structure.values() if isinstance(structure, dict) else structure)
-                for leaf in flatten(item)]
+    if isinstance(structure, dict):
+        return [leaf for key in structure for leaf in flatten(structure[key])]
+    if isinstance(structure, (list, tuple)):
+        return [leaf for item in structure for leaf in flatten(item)]
     return [structure]
 
 
@@ -35,10 +36,12 @@ def rebuild(structure, values):
     """The fetch structure with its leaves replaced, in order, by `values` (an iterator)."""
     if isinstance(structure, dict):
         return type(structure)((key, rebuild(structure[key], values)) for key in structure)
-    if not isinstance(structure, (list, tuple)):
-        return next(values)
-    items = [rebuild(item, values) for item in structure]
-    return type(structure)(*items) if hasattr(structure, "_fields") else type(structure)(items)
+    if isinstance(structure, list):
+        return [rebuild(item, values) for item in structure]
+    if isinstance(structure, tuple):
+        items = [rebuild(item, values) for item in structure]
+        return type(structure)(*items) if hasattr(structure, "_fields") else tuple(items)
+    return next(values)
 
 
 class Session:
