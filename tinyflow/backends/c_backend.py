@@ -18,7 +18,7 @@ from . import native
 from .base import DECLINE, Backend, Kernel
 from .fused import CTYPE, CFusedKernel, elementwise_layout
 from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis, conv_geometry,
-                           fits_conv, fits_pool, inner_dims_match, labels_fit, pool_geometry, pooled_shape,
+                           fits_conv, inner_dims_match, labels_fit, pool_geometry, pooled_shape,
                            reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -409,7 +409,7 @@ KERNELS = {
     "ConvBackInput": Kernel(conv_back_input, accepts=fits_conv),
     "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_conv),
     "ConvTranspose": Kernel(conv_back_input, accepts=fits_conv),
-    **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},
+    **{op_type: Kernel(max_pool, accepts=pool_geometry) for op_type in POOL_KERNELS},
     # parameter and gradient; in place at any size
     **{op_type: Kernel(update, floats=(0, 1), same_shape=True, small=False) for op_type in UPDATES},
     # one C call replaces a dozen numpy ones at any size

@@ -174,7 +174,8 @@ def transposed_input_shape(op, x, w):
 
 @memoised_on_shapes
 def pool_geometry(op, x, *other):
-    """The pooling window's geometry for x (N, C, *spatial), with `other` of the shape the op needs, or None."""
+    """The pooling window's geometry for x (N, C, *spatial), with `other` of the shape the op needs, or None (the
+    kernels' `accepts`: the window does not fit)."""
     x_shape = tuple(x.shape)
     out = spatial_out(op, x_shape, op.kernel) if len(x_shape) in (3, 4) else None
     if out is None:
@@ -183,11 +184,6 @@ def pool_geometry(op, x, *other):
     if other and tuple(other[0].shape) != needed:
         return None
     return window_geometry(x_shape, op.kernel, op.stride, op.pads(x_shape[2:], op.kernel), op.dilation, out)
-
-
-def fits_pool(op, x, *other):
-    """The pooling window fits x (1-D or 2-D), and the other input has the shape the op needs."""
-    return pool_geometry(op, x, *other) is not None
 
 
 # op type -> positions of (convolution input, filter[, output gradient]) among the op's inputs

@@ -19,7 +19,7 @@ from .base import DECLINE, FLOATS, Backend, Kernel
 from .c_codegen import device_ops
 from .fused import OpenCLFusedKernel, elementwise_layout, plan_layout
 from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
-                           conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit,
+                           conv_geometry, fits_conv, inner_dims_match, labels_fit,
                            pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
 log = logging.getLogger("tinyflow.opencl")
@@ -375,7 +375,7 @@ OpenCLBackend.kernels = {
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match),
     "Conv": Kernel(conv, **_UNGROUPED), "ConvBackInput": Kernel(conv_back_input, **_UNGROUPED),
     "ConvBackFilter": Kernel(conv_back_filter, **_UNGROUPED), "ConvTranspose": Kernel(conv_back_input, **_UNGROUPED),
-    **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},
+    **{op_type: Kernel(max_pool, accepts=pool_geometry) for op_type in POOL_KERNELS},
     **{op_type: Kernel(update, floats=(0, 1), same_shape=True) for op_type in UPDATES},  # parameter, gradient
     "Transpose": Kernel(lambda backend, op, x: permute(backend, x, op.axes), accepts=lambda op, x: len(x.shape) <= 4),
     "Reshape": Kernel(reshape, **_FIRST), "ReshapeLike": Kernel(reshape, **_FIRST),
