@@ -421,11 +421,7 @@ def clear():
     where = folder()
     files = size = 0
     failures = []
-    if not os.path.isdir(where):
-        return files, size, failures
-    for name in os.listdir(where):
-        if not _ours(name):
-            continue
+    for name in filter(_ours, os.listdir(where) if os.path.isdir(where) else ()):
         path = os.path.join(where, name)
         try:
             count, nbytes = _files(path)
