@@ -166,12 +166,8 @@ class Backend:
     # ------------------------------------------------------------ what subclasses adapt
     def source_kernel(self, node):
         """The kernel reading a node without inputs; `.leaf` names the node, so compiled plans can read it inline."""
-        if isinstance(node, (Variable, Constant)):
-            def read():
-                return node.value
-        else:
-            def read():
-                return node.default  # a Placeholder with a default (others are checked before running)
+        # a Placeholder's default (Placeholders without one are checked before running)
+        read = (lambda: node.value) if isinstance(node, (Variable, Constant)) else (lambda: node.default)
         read.leaf = node
         return read
 

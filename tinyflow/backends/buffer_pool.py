@@ -51,12 +51,8 @@ class BufferPool:
 
     def worth_keeping(self, shape):
         """Whether arrays of this static shape (None dims: unknown) may be large enough to be kept."""
-        if self.max_bytes <= 0:
-            return False
-        if shape is None:  # unknown rank
-            return True
-        known = [d for d in shape if d is not None]
-        return len(known) < len(shape) or int(np.prod(known, dtype=np.int64)) * 8 >= MIN_BYTES  # float64 at most
+        # (an unknown rank or size may be large; 8 bytes: float64 at most)
+        return self.max_bytes > 0 and (shape is None or None in shape or math.prod(shape) * 8 >= MIN_BYTES)
 
     def recycle(self, value, references=3):
         """Keep `value` if it is a large float array owning its memory that nobody else holds (more than

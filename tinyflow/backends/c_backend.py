@@ -16,13 +16,12 @@ from ..ops.recurrent_cells import CELLS
 from ..shapes import reduced_shape
 from . import native
 from .base import DECLINE, Backend, Kernel
-from .fused import CFusedKernel, elementwise_layout
+from .fused import CTYPE, CFusedKernel, elementwise_layout
 from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis, conv_geometry,
-                           fits_conv, fits_pool, inner_dims_match, labels_fit, pool_geometry, pooled_shape,
+                           fits_conv, inner_dims_match, labels_fit, pool_geometry, pooled_shape,
                            reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
-_CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
 
 # Below this many elements in every input, numpy's own loop beats a call into C (cffi and the
 # checks cost a few microseconds; measured by benchmarks/kernels.py); in-place optimizer updates
@@ -32,7 +31,7 @@ SMALL = 4096
 
 def _buf(array):
     """A C pointer to a contiguous float array's data (the caller keeps the array alive); NULL for None."""
-    return native.ffi.NULL if array is None else native.ffi.from_buffer(_CTYPE[array.dtype], array)
+    return native.ffi.NULL if array is None else native.ffi.from_buffer(CTYPE[array.dtype], array)
 
 
 def _fn(name, array):
@@ -228,11 +227,11 @@ def conv(backend, op, x, w, *extras):
     geometry = conv_geometry(op, x.shape, w.shape)
     n, o = x.shape[0], w.shape[0]
     shape, filters = pooled_shape((n, o) + x.shape[2:], geometry), w.reshape(o, -1)
+    out = backend.pool.empty(shape, x.dtype)
     bias, residual = _epilogue_operands(op, extras)
     bounds = getattr(op, "bounds", (-math.inf, math.inf))
     if op.groups == x.shape[1] and w.shape[1] == 1:
         # depthwise (MobileNet; any filters of one input channel): `taps` holds each (image, channel)'s tap blocks
-        out = backend.pool.empty(shape, x.dtype)
         taps = backend.pool.empty((n * x.shape[1], w[0].size) + shape[2:], x.dtype)
         _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), _buf(taps), o // op.groups, *geometry, _buf(bias),
                                     _buf(residual), *bounds)
@@ -240,7 +239,6 @@ def conv(backend, op, x, w, *extras):
         return out
     if op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]:
         # pointwise: each image's (C, H·W) data already is im2col's matrix, and the product is the output's layout
-        out = backend.pool.empty(shape, x.dtype)
         for b, (image, planes) in enumerate(zip(x.reshape(n, x.shape[1], -1), out.reshape(n, o, -1))):
             matmul(backend, None, filters, image, planes)
             if op.op_type == "ConvBiasAct":
@@ -248,7 +246,6 @@ def conv(backend, op, x, w, *extras):
                                            _buf(None if residual is None else residual[b]), *bounds)
         return out
     cols = _im2col(backend, x, geometry)
-    out = backend.pool.empty(shape, x.dtype)
     in_place = n == 1 and op.groups == 1  # the product's rows (O, P) are the output's planes: written there
     rows = matmul(backend, None, filters, cols, out.reshape(o, -1)) if in_place else \
         _grouped_product(backend, filters, cols, op.groups)  # (O, N·P)
@@ -264,8 +261,7 @@ def conv(backend, op, x, w, *extras):
 def _epilogue_operands(op, extras):
     """(bias, residual) of a ConvBiasAct's extra inputs, None where absent."""
     residual = extras[-1] if getattr(op, "residual", False) else None
-    bias = extras[0] if len(extras) > (residual is not None) else None
-    return bias, residual
+    return extras[0] if len(extras) > (residual is not None) else None, residual
 
 
 def fits_conv_bias(op, x, w, *extras):
@@ -398,8 +394,6 @@ def update(backend, op, param, grad, lr, *slots):
 
 
 # ---------------------------------------------------------------- the table
-_UPDATE = dict(floats=(0, 1), same_shape=True, small=False)  # parameter and gradient; in place at any size
-
 KERNELS = {
     **{op_type: Kernel(elementwise) for op_type in GENERATED},
     **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
@@ -415,8 +409,9 @@ KERNELS = {
     "ConvBackInput": Kernel(conv_back_input, accepts=fits_conv),
     "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_conv),
     "ConvTranspose": Kernel(conv_back_input, accepts=fits_conv),
-    **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},
-    **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
+    **{op_type: Kernel(max_pool, accepts=pool_geometry) for op_type in POOL_KERNELS},
+    # parameter and gradient; in place at any size
+    **{op_type: Kernel(update, floats=(0, 1), same_shape=True, small=False) for op_type in UPDATES},
     # one C call replaces a dozen numpy ones at any size
     **{op_type: Kernel(recurrent_cell, accepts=cell_fits, small=False) for op_type in ("LSTMCell", "GRUCell",
                                                                                        "CellGrad")},

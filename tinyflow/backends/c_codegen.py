@@ -18,7 +18,6 @@ from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_
 from ..ops.expressions import C_HELPERS, OPENCL_HELPERS, is_arithmetic, literal, spell, takes_conditions
 from .kernel_codes import LAYOUT_KINDS
 
-_CTYPE = {"float32": "float", "float64": "double"}
 LANES_BYTES = 64          # a block of the vector form: four SSE registers (or two AVX ones)
 LANES_MIN_MEMBERS = 8     # shorter chains give the CPU enough independent work as they are
 
@@ -35,10 +34,7 @@ def math_header():
 
 def body(node, loads, single, indent, vector=None, opencl=False, overrides=None, calls=None):
     """The statements computing each member's expression into t0, t1, ... from inputs a<k>; (lines, result name).
-
-    With `vector` (the set of ("x", k) inputs loaded as vectors), members reading a vector are of the vector type V
-    and are added to it, the others stay scalars of type T.
-    """
+    With `vector` (the ("x", k) inputs loaded as vectors), members reading one are vectors (V) and join it."""
     lines = [f"{indent}const T a{k} = {load};" for k, load in loads.items()]
     for j, (member, (_, args)) in enumerate(zip(node.members, node.program)):
         # input k is a<k>, member j's value t<j>, a constant its literal
@@ -64,8 +60,8 @@ def load(kind, k, full, scalar):
 
 def c_source(node, kinds):
     """The kernel `tf_fused(x0.., out, outer, inner, parallel)` for `node` with inputs read as `kinds`."""
-    ctype = _CTYPE[node.dtype.name]
-    single = ctype == "float"
+    single = node.dtype == np.float32
+    ctype = "float" if single else "double"
 
     inputs = range(len(kinds))
     fields = " ".join(f"const T *x{k};" for k in inputs)
@@ -79,7 +75,7 @@ def c_source(node, kinds):
     lines += ["    T *restrict out = k->out;", "    long inner = k->inner;", "    (void)inner;"]
     tail, scalars = [], [f"    const T s{k} = x{k}[0];" for k, kind in enumerate(kinds) if kind == "scalar"]
     lines += scalars
-    vectorised = _vectorisable(node, kinds)
+    vectorised, count = _vectorisable(node, kinds), "n"
     if vectorised:
         lanes = LANES_BYTES // (4 if single else 8)
         lines[4:4] = [f"enum {{ LANES = {lanes} }};", "typedef T V __attribute__((vector_size(sizeof(T) * LANES)));"]
@@ -93,10 +89,8 @@ def c_source(node, kinds):
             tail = scalars + ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last ones */", *loop]
         elif single and _has_sigmoid(node):
             lines += _blocks_loop(node, loads, loop) + ["}"]
-            count = "n"
         else:
             lines += ["    long i;", "#pragma omp simd", "    for (i = start; i < stop; i++) {", *loop, "}"]
-            count = "n"
     else:
         loads = {k: load(kind, k, f"x{k}[r * inner + c]", f"s{k}") for k, kind in enumerate(kinds)}
         statements, result = body(node, loads, single, " " * 12)
@@ -163,7 +157,7 @@ def _lanes_loop(node, kinds, single):
 
 def c_declaration(node, kinds):
     """The cdef line of the kernel (no `restrict`: cffi's parser does not need it)."""
-    ctype = _CTYPE[node.dtype.name]
+    ctype = "float" if node.dtype == np.float32 else "double"
     params = "".join(f"const {ctype} *x{k}, " for k in range(len(kinds)))
     return f"void tf_fused({params}{ctype} *out, long outer, long inner, void *parallel);"
 

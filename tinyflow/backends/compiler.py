@@ -258,16 +258,14 @@ def _compiler_identity(command):
 def cpu_identity():
     """(the CPU's model name, a digest of its model and feature flags): kernels are built for one CPU."""
     fields = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
-            for line in info:
-                if not line.strip():
-                    break  # the first processor's block is enough
-                name, _, value = line.partition(":")
-                if name.strip() in CPU_FIELDS:
-                    fields[name.strip()] = " ".join(value.split())
-    except OSError:  # not Linux: what Python knows
-        pass
+    # (not Linux: what Python knows)
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+        for line in info:
+            if not line.strip():
+                break  # the first processor's block is enough
+            name, _, value = line.partition(":")
+            if name.strip() in CPU_FIELDS:
+                fields[name.strip()] = " ".join(value.split())
     model = fields.get("model name") or fields.get("cpu") or platform.processor() or platform.machine()
     described = [platform.machine(), platform.processor(), model] + [f"{k}={v}" for k, v in sorted(fields.items())]
     return model, hashlib.sha256("\n".join(described).encode()).hexdigest()[:16]
@@ -423,11 +421,7 @@ def clear():
     where = folder()
     files = size = 0
     failures = []
-    if not os.path.isdir(where):
-        return files, size, failures
-    for name in os.listdir(where):
-        if not _ours(name):
-            continue
+    for name in filter(_ours, os.listdir(where) if os.path.isdir(where) else ()):
         path = os.path.join(where, name)
         try:
             count, nbytes = _files(path)

@@ -25,7 +25,7 @@ PENDING = "pending"  # marks input shapes whose kernel is being generated and co
 # A C call with its Python glue (~3 µs) costs about two small numpy loops (~1.3 µs each): fused groups of
 # at most two members on tiny arrays (a quarter of the backend's small size) run their members with numpy.
 NUMPY_MAX_MEMBERS = 2
-_CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}
+CTYPE = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]"}  # cffi buffer types
 
 
 def classify(shape, out_shape):
@@ -54,11 +54,8 @@ def plan_layout(shapes, out_shape):
     inner = next((p for k, p in found if k == "row"), None)
     if inner is None:
         inner = next((p for k, p in found if k.startswith("col")), None)
-    kinds = []
-    for kind, period in found:
-        if kind in ("row", "other") or kind.startswith("col"):
-            kind = kind if kind != "other" and period == inner else "expand"
-        kinds.append(kind)
+    # other broadcasts, and rows or columns of another period than `inner`, are expanded first
+    kinds = [k if k in ("full", "scalar") or k != "other" and p == inner else "expand" for k, p in found]
     if inner is None or inner == 0:
         return tuple(kinds), 1, total
     return tuple(kinds), total // inner, inner
@@ -72,13 +69,6 @@ def elementwise_layout(shapes):
     return out_shape, layout_code(kinds), outer, inner
 
 
-def member_runner(backend, node):
-    """A callable(*inputs) computing fused `node` member by member with `backend`'s kernels: what a plan without
-    fusion does (the same kernels, on the device for OpenCL), so a node that runs once or twice never pays a compile."""
-    kernels = [backend.kernel(m) for m in node.members]
-    return lambda *inputs: node.run_members(inputs, kernels)
-
-
 class FusedKernel:
     """The callable a plan step runs for a fused node: the members' kernels for its first runs, then per input shapes
     one generated kernel (a subclass's `build` makes it, its `launch` calls it)."""
@@ -87,7 +77,10 @@ class FusedKernel:
         self.node, self.backend, self.runs = node, backend, 0
         value = os.environ.get("TINYFLOW_FUSION_JIT_AFTER", "2").strip()  # runs before the kernel is built
         self.threshold = int(value) if value.isdigit() else 2
-        self.unfused = member_runner(backend, node)
+        # the members by `backend`'s kernels, as a plan without fusion runs them (on the device for OpenCL):
+        # a node that runs once or twice never pays a compile
+        kernels = [backend.kernel(m) for m in node.members]
+        self.unfused = lambda *inputs: node.run_members(inputs, kernels)
         self._by_shapes = {}  # input shapes -> (kernel, out_shape, kinds, outer, inner), or None, _SMALL, PENDING
 
     def __call__(self, *values):
@@ -95,19 +88,15 @@ class FusedKernel:
             self.runs += 1
             return self.unfused(*values)
         arrays = self.inputs(values)
-        entry = None if arrays is None else self.prepared(tuple([a.shape for a in arrays]))
+        shapes = None if arrays is None else tuple([a.shape for a in arrays])
+        entry = self._by_shapes.get(shapes, False)
+        if entry is False or entry is PENDING:  # new shapes, or asked again while their kernel compiles
+            entry = self._by_shapes[shapes] = None if arrays is None else self._prepare(shapes)
         if entry is _SMALL:  # a C call costs more than numpy's few small loops
             return self.node.compute(*arrays)
         if entry is None or entry is PENDING:  # (PENDING: compiling in the background, the members run meanwhile)
             return self.unfused(*values)
         return self.launch(entry, arrays)
-
-    def prepared(self, shapes):
-        """What `_prepare` made of these input shapes, made at their first run."""
-        entry = self._by_shapes.get(shapes, False)
-        if entry is False or entry is PENDING:  # (asked again while its kernel compiles)
-            entry = self._by_shapes[shapes] = self._prepare(shapes)
-        return entry
 
     def _prepare(self, shapes):
         """(kernel, out_shape, kinds, outer, inner) of these input shapes, or what `build` said instead; None when the
@@ -148,7 +137,7 @@ class CFusedKernel(FusedKernel):
         """The generated kernel on the arrays, into a buffer from the pool."""
         module, out_shape, kinds, outer, inner = entry
         dtype = self.node.dtype
-        ctype, ptr = _CTYPE[dtype], module.ffi.from_buffer
+        ctype, ptr = CTYPE[dtype], module.ffi.from_buffer
         pointers = []
         for a, kind in zip(arrays, kinds):
             if kind == "expand":
@@ -163,17 +152,13 @@ class CFusedKernel(FusedKernel):
         compiles."""
         if math.prod(out_shape) < self.small and len(self.node.members) <= NUMPY_MAX_MEMBERS:
             return _SMALL
-        node = self.node
-        if self.threshold:  # tiered: the source is generated and compiled off the run's thread
-            future = self._compiling.get(generated)
-            if future is None:
-                future = self._compiling[generated] = compiler.in_background(
-                    lambda: compiler.load(c_source(node, generated), c_declaration(node, generated)))
-            if not future.done():
-                return PENDING
-            module = future.result()
-        else:  # $TINYFLOW_FUSION_JIT_AFTER=0: compiled before the first run
-            module = compiler.load(c_source(node, generated), c_declaration(node, generated))
+        node, future = self.node, self._compiling.get(generated)
+        if future is None:  # the source is generated and compiled off the run's thread
+            future = self._compiling[generated] = compiler.in_background(
+                lambda: compiler.load(c_source(node, generated), c_declaration(node, generated)))
+        if self.threshold and not future.done():  # tiered: the members run meanwhile
+            return PENDING
+        module = future.result()  # ($TINYFLOW_FUSION_JIT_AFTER=0: compiled before the first run)
         if module is not None and not hasattr(module, "parallel"):  # the C library's thread pool, shared by all
             address = native.ffi.cast("uintptr_t", native.ffi.addressof(native.lib, "tf_parallel_for"))
             module.parallel = module.ffi.cast("void *", int(address))

@@ -174,7 +174,8 @@ def transposed_input_shape(op, x, w):
 
 @memoised_on_shapes
 def pool_geometry(op, x, *other):
-    """The pooling window's geometry for x (N, C, *spatial), with `other` of the shape the op needs, or None."""
+    """The pooling window's geometry for x (N, C, *spatial), with `other` of the shape the op needs, or None (the
+    kernels' `accepts`: the window does not fit)."""
     x_shape = tuple(x.shape)
     out = spatial_out(op, x_shape, op.kernel) if len(x_shape) in (3, 4) else None
     if out is None:
@@ -185,14 +186,8 @@ def pool_geometry(op, x, *other):
     return window_geometry(x_shape, op.kernel, op.stride, op.pads(x_shape[2:], op.kernel), op.dilation, out)
 
 
-def fits_pool(op, x, *other):
-    """The pooling window fits x (1-D or 2-D), and the other input has the shape the op needs."""
-    return pool_geometry(op, x, *other) is not None
-
-
-# op type -> positions of (convolution input, filter, output gradient) among the op's inputs
-CONV_ROLES = {"Conv": (0, 1, None), "ConvBiasAct": (0, 1, None), "ConvBackInput": (2, 1, 0),
-              "ConvBackFilter": (0, 2, 1)}
+# op type -> positions of (convolution input, filter[, output gradient]) among the op's inputs
+CONV_ROLES = {"Conv": (0, 1), "ConvBiasAct": (0, 1), "ConvBackInput": (2, 1, 0), "ConvBackFilter": (0, 2, 1)}
 
 
 def fits_conv(op, *arrays):
@@ -201,5 +196,5 @@ def fits_conv(op, *arrays):
         x, w = arrays
         shape = transposed_input_shape(op, x, w)
         return shape is not None and conv_geometry(op, shape, w.shape, x.shape) is not None
-    roles = [role for role in CONV_ROLES[op.op_type] if role is not None]  # the call of the kernel, as it is memoised
-    return conv_geometry(op, *[arrays[role].shape for role in roles]) is not None
+    # called as the kernel calls it (with shapes), which finds it memoised
+    return conv_geometry(op, *[arrays[role].shape for role in CONV_ROLES[op.op_type]]) is not None

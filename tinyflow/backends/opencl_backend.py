@@ -4,6 +4,7 @@ Only feeds (uploaded once per run), fetches and the inputs of ops without a kern
 keep a device copy across runs (their *mirror*), synchronised with `.value` whenever either side changes.
 """
 import logging
+import math
 import weakref
 
 import numpy as np
@@ -18,7 +19,7 @@ from .base import DECLINE, FLOATS, Backend, Kernel
 from .c_codegen import device_ops
 from .fused import OpenCLFusedKernel, elementwise_layout, plan_layout
 from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
-                           conv_geometry, fits_conv, fits_pool, inner_dims_match, labels_fit,
+                           conv_geometry, fits_conv, inner_dims_match, labels_fit,
                            pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
 log = logging.getLogger("tinyflow.opencl")
@@ -194,7 +195,7 @@ def expand_reduced(backend, op, grad, x):
     """The gradient of a reduction: grad broadcast back over the reduced axes (divided by their size for means)."""
     axes = tuple(range(len(x.shape))) if op.axes is None else op.axes
     kept = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    count = math.prod(x.shape[a] for a in axes)
     return broadcast_scaled(backend, grad.reshape(kept), x.shape, 1.0 / max(count, 1) if op.mean else 1.0)
 
 
@@ -203,11 +204,8 @@ def permute(backend, x, axes):
     """x (rank <= 4, on the device) with its axes permuted, by the `permute` kernel."""
     rank = len(x.shape)
     out_shape = tuple(x.shape[a] for a in axes)
-    out_strides = [0] * rank
-    stride = 1
-    for position in reversed(range(rank)):  # where input axis axes[position] lands in the output
-        out_strides[axes[position]] = stride
-        stride *= out_shape[position]
+    # input axis axes[p] lands at output position p, whose step is the product of the output sizes after p
+    out_strides = [math.prod(out_shape[p + 1:]) for p in np.argsort(axes)]
     out, long4 = backend.empty(out_shape, x.dtype), rt.pyopencl().cltypes.make_long4
     backend.launch("permute", x.dtype, x.size, x.data, out.data, long4(*(1,) * (4 - rank), *x.shape),
                    long4(*(0,) * (4 - rank), *out_strides))
@@ -221,11 +219,6 @@ def reduce_axes(backend, x, axes, keepdims, code):
     out = backend.empty(reduced_shape(x.shape, axes, keepdims), x.dtype)
     backend.launch("reduce", x.dtype, outer * inner, np.int32(code), x.data, out.data, np.int64(n), np.int64(inner))
     return out
-
-
-def reduce(backend, op, x):
-    """Sum, mean or max over a contiguous run of axes."""
-    return reduce_axes(backend, x, reduced_axes(op, x), op.keepdims, REDUCE[op.op_type])
 
 
 def sum_to_shape(backend, op, grad, like):
@@ -243,7 +236,7 @@ def row_kernel(backend, op, x, *others):
     """The op's row kernel `<name>(*inputs, out, cols[, eps])`, one work-item per row of x's axes from op.axis on."""
     name = ROW_KERNELS[op.op_type]
     out = backend.empty(x.shape, x.dtype)
-    cols = int(np.prod(x.shape[op.axis % len(x.shape):], dtype=np.int64))
+    cols = math.prod(x.shape[op.axis % len(x.shape):])
     eps = [_scalar(x.dtype, op.eps)] if name.startswith("layer_norm") else []
     backend.launch(name, x.dtype, x.size // cols, x.data, *[a.data for a in others], out.data, np.int64(cols), *eps)
     return out
@@ -367,18 +360,14 @@ def reshape(backend, op, x, *like):
     return x.reshape(like[0].shape if like else op.target)
 
 
-def identity(backend, op, x):
-    """The input itself (no copy on the device)."""
-    return x
-
-
 _FIRST = dict(floats=(0,))  # only the first input is data; the others give shapes or labels
-_UPDATE = dict(floats=(0, 1), same_shape=True)  # parameter (its device copy) and gradient
 _UNGROUPED = dict(accepts=lambda op, *arrays: op.groups == 1 and fits_conv(op, *arrays))  # kernels multiply one matrix
 
 OpenCLBackend.kernels = {
     **{cls.op_type: Kernel(elementwise) for cls in device_ops()},
-    **{op_type: Kernel(reduce, accepts=reduced_axes) for op_type in REDUCE},
+    **{op_type: Kernel(lambda backend, op, x: reduce_axes(backend, x, reduced_axes(op, x), op.keepdims,
+                                                          REDUCE[op.op_type]), accepts=reduced_axes)
+       for op_type in REDUCE},  # sum, mean or max over a contiguous run of axes
     **{op_type: Kernel(row_kernel, same_shape=True, accepts=None if name.startswith("layer") else along_last_axis)
        for op_type, name in ROW_KERNELS.items()},
     "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
@@ -386,11 +375,11 @@ OpenCLBackend.kernels = {
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match),
     "Conv": Kernel(conv, **_UNGROUPED), "ConvBackInput": Kernel(conv_back_input, **_UNGROUPED),
     "ConvBackFilter": Kernel(conv_back_filter, **_UNGROUPED), "ConvTranspose": Kernel(conv_back_input, **_UNGROUPED),
-    **{op_type: Kernel(max_pool, accepts=fits_pool) for op_type in POOL_KERNELS},
-    **{op_type: Kernel(update, **_UPDATE) for op_type in UPDATES},
+    **{op_type: Kernel(max_pool, accepts=pool_geometry) for op_type in POOL_KERNELS},
+    **{op_type: Kernel(update, floats=(0, 1), same_shape=True) for op_type in UPDATES},  # parameter, gradient
     "Transpose": Kernel(lambda backend, op, x: permute(backend, x, op.axes), accepts=lambda op, x: len(x.shape) <= 4),
     "Reshape": Kernel(reshape, **_FIRST), "ReshapeLike": Kernel(reshape, **_FIRST),
-    "Identity": Kernel(identity), "StopGradient": Kernel(identity),
+    **dict.fromkeys(("Identity", "StopGradient"), Kernel(lambda backend, op, x: x)),  # no copy on the device
     "SumToShapeOf": Kernel(sum_to_shape, **_FIRST), "ExpandReduced": Kernel(expand_reduced, **_FIRST),
     "BroadcastLike": Kernel(lambda backend, op, value, like: broadcast_scaled(backend, value, like.shape, 1.0),
                             **_FIRST),

@@ -3,6 +3,7 @@
 Devices are numbered in one flat list over all platforms, so `opencl:N` names one device even when two platforms
 share a name.
 """
+import contextlib
 import functools
 import os
 import pathlib
@@ -52,10 +53,8 @@ def devices():
         return []
     found = []
     for platform in platforms:
-        try:
+        with contextlib.suppress(cl.Error):  # a platform whose devices cannot be listed
             found += [(platform.name.strip(), device.name.strip(), device) for device in platform.get_devices()]
-        except cl.Error:
-            continue
     return [(index, *entry) for index, entry in enumerate(found)]
 
 

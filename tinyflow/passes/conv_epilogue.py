@@ -87,31 +87,27 @@ def fuse_conv_epilogues(graph):
 
     def rule(node):
         nonlocal folded_norms
+        fused = None
         if node.op_type == "Add" and node.dtype == node.inputs[0].dtype == node.inputs[1].dtype:
             for position, source in enumerate(node.inputs):
                 extra, chain = node.inputs[1 - position], _chain(source)
                 if _per_channel(extra, source) and extends(source, node, bias=True):
                     fused = _fused(source, source.inputs[:2] + (extra,), node, [source, node], _NO_BOUNDS,
                                    (position == 1,))
-                elif extra.shape == source.shape == node.shape and extends(source, node, residual=True):
+                    break
+                if extra.shape == source.shape == node.shape and extends(source, node, residual=True):
                     fused = _fused(source, source.inputs + (extra,), node, chain + [node], _NO_BOUNDS,
-                                   _swapped(source) + (position == 1,), residual=True)
-                else:
-                    continue
-                standing_for[fused] = node
-                return fused
-            fused = _folded_batch_norm(node, graph, consumers, standing_for)
-            if fused is not None:
-                folded_norms += 1
-                standing_for[fused] = node
-            return fused
-        bounds = _bounds(node)
-        source = node.inputs[0] if bounds else None
-        if source is None or not extends(source, node):
-            return None
-        fused = _fused(source, source.inputs, node, _chain(source) + [node], bounds, _swapped(source),
-                       getattr(source, "residual", False))
-        standing_for[fused] = node
+                                   getattr(source, "swapped", ()) + (position == 1,), residual=True)
+                    break
+            else:
+                fused = _folded_batch_norm(node, graph, consumers, standing_for)
+                folded_norms += fused is not None
+        elif (bounds := _bounds(node)) and extends(node.inputs[0], node):
+            source = node.inputs[0]
+            fused = _fused(source, source.inputs, node, _chain(source) + [node], bounds,
+                           getattr(source, "swapped", ()), getattr(source, "residual", False))
+        if fused is not None:
+            standing_for[fused] = node
         return fused
 
     graph.rewrite(rule, fresh=True)
@@ -122,10 +118,6 @@ def fuse_conv_epilogues(graph):
 def _chain(source):
     """The members of a Conv or ConvBiasAct."""
     return list(source.members) if isinstance(source, ConvBiasAct) else [source]
-
-
-def _swapped(source):
-    return source.swapped if isinstance(source, ConvBiasAct) else ()
 
 
 def _fused(conv, inputs, like, members, bounds, swapped, residual=False):
@@ -146,8 +138,7 @@ def _folded_batch_norm(node, graph, consumers, standing_for):
     bias = conv.inputs[2:] if isinstance(conv, ConvBiasAct) and not conv.residual else ()
     if not (type(conv) is Conv or bias) or isinstance(conv, ConvBiasAct) and conv.bounds != _NO_BOUNDS:
         return None  # (a Conv, or one with its bias only)
-    params = (mean, root, gamma, beta)
-    if conv in ancestors(params, stop=graph.fed | {conv}):
+    if conv in ancestors((mean, root, gamma, beta), stop=graph.fed | {conv}):
         return None  # statistics of the batch (training): they change with every input
     replaced = standing_for.get(conv, conv)
     inside = ancestors([node], stop=graph.fed | {conv})  # a tfl.nn batch norm's Where also reads the batch's

@@ -8,7 +8,7 @@ stateful ops are never merged (two dropout masks differ), nor is a fetched node 
 import numpy as np
 
 from ..nodes import Constant
-from .ir import attribute_key, is_leaf, is_pure
+from .ir import attribute_key, is_pure
 
 COMMUTATIVE = frozenset({"Add", "Multiply", "Maximum", "Minimum", "Equal"})
 SMALL_CONSTANT = 64  # elements; bigger constants are compared by identity only
@@ -31,7 +31,7 @@ def _key(node, graph):
         if value.size > SMALL_CONSTANT:
             return None
         return ("Constant", value.dtype.str, value.shape, np.ascontiguousarray(value).tobytes())
-    if is_leaf(node) or node in graph.fed or not is_pure(node):
+    if node in graph.fed or not is_pure(node):  # (leaves are not pure)
         return None
     inputs = [id(i) for i in node.inputs]
     if node.op_type in COMMUTATIVE:

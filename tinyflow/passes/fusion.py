@@ -83,8 +83,7 @@ def fuse_elementwise(graph):
         if len(members) > 1:
             assigned |= members
             groups.append((root, sorted(members, key=position.get)))
-    fused = {root: _fused_node(root, members) for root, members in groups}
-    graph.rewrite(fused.get, fresh=True)
+    graph.rewrite({root: _fused_node(root, members) for root, members in groups}.get, fresh=True)
     return graph, {"fused_groups": len(groups), "fused_ops": sum(len(m) for _, m in groups)}
 
 

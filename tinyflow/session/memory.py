@@ -77,8 +77,7 @@ def memory_profile(session, fetches, feed_dict=None):
 
     def observe(step, value, released):
         nonlocal live
-        persistent = isinstance(step.node, (Variable, Constant))
-        new = 0 if persistent else hold(value)
+        new = 0 if isinstance(step.node, (Variable, Constant)) else hold(value)  # (memory outliving the run)
         during = live + new
         freed = sum(drop(v) for v in released)
         live = during - freed
