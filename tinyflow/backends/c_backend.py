@@ -231,12 +231,7 @@ def conv(backend, op, x, w, *extras):
     bias, residual = _epilogue_operands(op, extras)
     bounds = getattr(op, "bounds", (-math.inf, math.inf))
     if op.groups == x.shape[1] and w.shape[1] == 1:
-        # depthwise (MobileNet; any filters of one input channel): `taps` holds each (image, channel)'s tap blocks
-        taps = backend.pool.empty((n * x.shape[1], w[0].size) + shape[2:], x.dtype)
-        _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), _buf(taps), o // op.groups, *geometry, _buf(bias),
-                                    _buf(residual), *bounds)
-        backend.pool.recycle(taps)
-        return out
+        return _depthwise(backend, x, w, out, o // op.groups, geometry, bias, residual, bounds)
     if op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]:
         # pointwise: each image's (C, H·W) data already is im2col's matrix, and the product is the output's layout
         for b, (image, planes) in enumerate(zip(x.reshape(n, x.shape[1], -1), out.reshape(n, o, -1))):
@@ -255,6 +250,17 @@ def conv(backend, op, x, w, *extras):
                                    *bounds)
     if not in_place:
         backend.pool.recycle(rows)
+    return out
+
+
+def _depthwise(backend, x, w, out, multiplier, geometry, bias=None, residual=None, bounds=(-math.inf, math.inf)):
+    """out = the direct depthwise kernel's convolution of x by filters of one input channel each (MobileNet); its
+    scratch `taps` holds each (image, channel)'s tap blocks."""
+    n, c, kh, kw, ho, wo = (geometry[i] for i in (0, 1, 4, 5, 12, 13))
+    taps = backend.pool.empty((n * c, kh * kw, ho, wo), x.dtype)
+    _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), _buf(taps), multiplier, *geometry, _buf(bias),
+                                _buf(residual), *bounds)
+    backend.pool.recycle(taps)
     return out
 
 
@@ -289,12 +295,8 @@ def conv_back_input(backend, op, g, w, x=None):
             spread[:, :, ::sh, ::sw] = g.reshape(n, c, ho, wo)
             g, ho, wo = spread, spread.shape[2], spread.shape[3]
         flipped = np.ascontiguousarray(np.flip(w, tuple(range(2, w.ndim))))
-        out, taps = backend.pool.empty(shape, g.dtype), backend.pool.empty((n * c, kh * kw, h, width), g.dtype)
-        _fn("tf_depthwise_conv", g)(_buf(g), _buf(flipped), _buf(out), _buf(taps), 1, n, c, ho, wo, kh, kw, 1, 1,
-                                    dh * (kh - 1) - ph, dw * (kw - 1) - pw, dh, dw, h, width, _buf(None), _buf(None),
-                                    -math.inf, math.inf)
-        backend.pool.recycle(taps)
-        return out
+        return _depthwise(backend, g, flipped, backend.pool.empty(shape, g.dtype), 1, (
+            n, c, ho, wo, kh, kw, 1, 1, dh * (kh - 1) - ph, dw * (kw - 1) - pw, dh, dw, h, width))
     rows = _planes(backend, g)
     cols = _grouped_product(backend, w.reshape(w.shape[0], -1), rows, op.groups, transpose_a=True)  # (C·K, N·P)
     backend.pool.recycle(rows)
