@@ -125,6 +125,12 @@ void tf_depthwise_conv_f64(const double *x, const double *filters, double *out, 
                            long c, long h, long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh,
                            long dw, long ho, long wo, const double *bias, const double *residual, double low,
                            double high);
+void tf_depthwise_back_filter_f32(const float *x, const float *g, float *grad, float *taps, long multiplier, long n,
+                                  long c, long h, long w, long kh, long kw, long sh, long sw, long ph, long pw,
+                                  long dh, long dw, long ho, long wo);
+void tf_depthwise_back_filter_f64(const double *x, const double *g, double *grad, double *taps, long multiplier,
+                                  long n, long c, long h, long w, long kh, long kw, long sh, long sw, long ph, long pw,
+                                  long dh, long dw, long ho, long wo);
 void tf_conv_epilogue_f32(const float *src, float *dst, long n, long o, long p, const float *bias,
                           const float *residual, float low, float high);
 void tf_conv_epilogue_f64(const double *src, double *dst, long n, long o, long p, const double *bias,

@@ -5,20 +5,14 @@
  *     after image (column (b, i, j)), zeros where it covers padding. A convolution is then one matrix
  *     product, the filters (o, c*kh*kw) times cols, whose rows are the output channels' planes.
  * tf_col2im(cols, x, ...)  the adjoint: x (n, c, h, w) = sum of every window entry back at its pixel
-<<<<<<< HEAD
- * tf_depthwise_conv(x, filters, out, multiplier, ..., bias, residual, low, high)   groups == c: out (n, c *
- *     multiplier, ho, wo), directly; each output row then gets + bias[channel] and + the residual's row (each
- *     where not NULL), clipped to [low, high]
+ * tf_depthwise_conv(x, filters, out, taps, multiplier, ..., bias, residual, low, high)   groups == c: out (n,
+ *     c * multiplier, ho, wo), directly, with room for n * c * kh * kw tap blocks (ho x wo) in taps; each output
+ *     row then gets + bias[channel] and + the residual's row (each where not NULL), clipped to [low, high]
+ * tf_depthwise_back_filter(x, g, grad, taps, multiplier, ...)   its filter gradient, grad (c * multiplier, 1, kh,
+ *     kw), directly, with room for c * kh * kw tap blocks in taps
  * tf_conv_epilogue(src, dst, n, o, p, bias, residual, low, high)   dst (n, o, p) = clip(src (o, n, p) + bias[o] +
  *     residual (n, o, p), low, high): a convolution's GEMM output (channel-major rows) to NCHW, with its bias,
  *     residual and activation, in one pass
-=======
- * tf_depthwise_conv(x, filters, out, taps, multiplier, ..., bias, low, high)   groups == c: out (n, c * multiplier,
- *     ho, wo), with room for n * c * kh * kw tap blocks (ho x wo) in taps; with a bias (else NULL) each output plane
- *     then gets + bias[channel], clipped to [low, high]
- * tf_conv_epilogue(src, dst, n, o, p, bias, low, high)   dst (n, o, p) = clip(src (o, n, p) + bias[o], low, high):
- *     a convolution's GEMM output (channel-major rows) to NCHW, with its bias and activation, in one pass
->>>>>>> perf34
  * tf_maxpool(x, out, ...)                 out (n, c, ho, wo) = max of each window (padding ignored)
  * tf_maxpool_back(x, g, dx, ...)          dx (x's shape) gets g at each window's first maximum
  * tf_maxpool_gather(x, h, out, ...)       out (pooled shape) = h at each window's first maximum

@@ -313,7 +313,8 @@ def test_convolution_of_shifted_planes(c_backend, x_shape, w_shape, stride, padd
 
 
 # depthwise filters (one group per input channel) and pointwise ones (1x1, stride 1, no padding) skip im2col:
-# a direct kernel and a product per image, checked against numpy where im2col would have been used
+# direct kernels (a depthwise filter gradient too) and a product per image, checked against numpy where im2col
+# would have been used
 @pytest.mark.parametrize("x_shape, w_shape, groups, stride, padding, dilation", [
     ((2, 3, 7, 6), (3, 1, 3, 3), 3, 1, 1, 1),                   # MobileNet's 3x3 "same"
     ((1, 4, 9, 8), (4, 1, 3, 3), 4, 2, 1, 1),                   # stride 2
@@ -331,7 +332,12 @@ def test_depthwise_and_pointwise_convolutions_skip_im2col(c_backend, monkeypatch
     x, w = values(dtype, x_shape), values(dtype, w_shape, seed=1)
     op = build(conv.Conv, x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
     monkeypatch.setattr(c_backend_module, "_im2col", lambda *a: pytest.fail("im2col used"))
-    check(c_backend, op, x, w, tolerance=dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else None)
+    tolerance = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else None
+    check(c_backend, op, x, w, tolerance=tolerance)
+    if groups == x_shape[1]:  # a depthwise filter gradient has its direct kernel too
+        grad = values(dtype, op.shape, seed=2)
+        check(c_backend, build(conv.ConvBackFilter, x, grad, w, stride=stride, padding=padding, dilation=dilation,
+                               groups=groups), x, grad, w, tolerance=dict(rtol=1e-4, atol=1e-4) if tolerance else None)
 
 
 # the input gradient of a depthwise convolution is the depthwise convolution with stride 1 of the output gradient

@@ -307,8 +307,16 @@ def conv_back_input(backend, op, g, w, x=None):
 
 
 def conv_back_filter(backend, op, x, g, w):
-    """The filter gradient: the gradient's planes times im2col of the input, transposed, per group."""
-    cols = _im2col(backend, x, conv_geometry(op, x.shape, w.shape, g.shape))
+    """The filter gradient: the gradient's planes times im2col of the input, transposed, per group (depthwise: its
+    direct kernel)."""
+    geometry = conv_geometry(op, x.shape, w.shape, g.shape)
+    if op.groups == x.shape[1] and w.shape[1] == 1:
+        n, c, kh, kw, ho, wo = (geometry[i] for i in (0, 1, 4, 5, 12, 13))
+        out, taps = np.empty(w.shape, x.dtype), backend.pool.empty((c, kh * kw, ho, wo), x.dtype)
+        _fn("tf_depthwise_back_filter", x)(_buf(x), _buf(g), _buf(out), _buf(taps), w.shape[0] // c, *geometry)
+        backend.pool.recycle(taps)
+        return out
+    cols = _im2col(backend, x, geometry)
     rows = _planes(backend, g)
     out = _grouped_product(backend, rows, cols, op.groups, transpose_b=True).reshape(w.shape)
     backend.pool.recycle(rows)
