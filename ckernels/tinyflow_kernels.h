@@ -118,19 +118,18 @@ void tf_col2im_f32(const float *cols, float *x, long n, long c, long h, long w, 
                    long ph, long pw, long dh, long dw, long ho, long wo);
 void tf_col2im_f64(const double *cols, double *x, long n, long c, long h, long w, long kh, long kw, long sh,
                    long sw, long ph, long pw, long dh, long dw, long ho, long wo);
-void tf_depthwise_conv_f32(const float *x, const float *filters, float *out, float *taps, long multiplier, long n,
-                           long c, long h, long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh,
-                           long dw, long ho, long wo, const float *bias, const float *residual, float low, float high);
-void tf_depthwise_conv_f64(const double *x, const double *filters, double *out, double *taps, long multiplier, long n,
-                           long c, long h, long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh,
-                           long dw, long ho, long wo, const double *bias, const double *residual, double low,
-                           double high);
-void tf_depthwise_back_filter_f32(const float *x, const float *g, float *grad, float *taps, long multiplier, long n,
-                                  long c, long h, long w, long kh, long kw, long sh, long sw, long ph, long pw,
-                                  long dh, long dw, long ho, long wo);
-void tf_depthwise_back_filter_f64(const double *x, const double *g, double *grad, double *taps, long multiplier,
-                                  long n, long c, long h, long w, long kh, long kw, long sh, long sw, long ph, long pw,
-                                  long dh, long dw, long ho, long wo);
+int tf_depthwise_conv_f32(const float *x, const float *filters, float *out, long multiplier, long n, long c, long h,
+                          long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,
+                          long wo, const float *bias, const float *residual, float low, float high);
+int tf_depthwise_conv_f64(const double *x, const double *filters, double *out, long multiplier, long n, long c, long h,
+                          long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,
+                          long wo, const double *bias, const double *residual, double low, double high);
+int tf_depthwise_back_filter_f32(const float *x, const float *g, float *grad, long multiplier, long n, long c, long h,
+                                 long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw,
+                                 long ho, long wo);
+int tf_depthwise_back_filter_f64(const double *x, const double *g, double *grad, long multiplier, long n, long c,
+                                 long h, long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw,
+                                 long ho, long wo);
 void tf_conv_epilogue_f32(const float *src, float *dst, long n, long o, long p, const float *bias,
                           const float *residual, float low, float high);
 void tf_conv_epilogue_f64(const double *src, double *dst, long n, long o, long p, const double *bias,

@@ -5,11 +5,11 @@
  *     after image (column (b, i, j)), zeros where it covers padding. A convolution is then one matrix
  *     product, the filters (o, c*kh*kw) times cols, whose rows are the output channels' planes.
  * tf_col2im(cols, x, ...)  the adjoint: x (n, c, h, w) = sum of every window entry back at its pixel
- * tf_depthwise_conv(x, filters, out, taps, multiplier, ..., bias, residual, low, high)   groups == c: out (n,
- *     c * multiplier, ho, wo), directly, with room for n * c * kh * kw tap blocks (ho x wo) in taps; each output
- *     row then gets + bias[channel] and + the residual's row (each where not NULL), clipped to [low, high]
- * tf_depthwise_back_filter(x, g, grad, taps, multiplier, ...)   its filter gradient, grad (c * multiplier, 1, kh,
- *     kw), directly, with room for c * kh * kw tap blocks in taps
+ * tf_depthwise_conv(x, filters, out, multiplier, ..., bias, residual, low, high)   groups == c: out (n, c *
+ *     multiplier, ho, wo), directly; each output row then gets + bias[channel] and + the residual's row (each
+ *     where not NULL), clipped to [low, high]; nonzero when it could not allocate its scratch
+ * tf_depthwise_back_filter(x, g, grad, multiplier, ...)   its filter gradient, grad (c * multiplier, 1, kh, kw),
+ *     directly; nonzero when it could not allocate its scratch
  * tf_conv_epilogue(src, dst, n, o, p, bias, residual, low, high)   dst (n, o, p) = clip(src (o, n, p) + bias[o] +
  *     residual (n, o, p), low, high): a convolution's GEMM output (channel-major rows) to NCHW, with its bias,
  *     residual and activation, in one pass

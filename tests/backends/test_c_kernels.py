@@ -322,6 +322,10 @@ def test_convolution_of_shifted_planes(c_backend, x_shape, w_shape, stride, padd
     ((3, 5, 1, 1), (5, 1, 3, 3), 5, 1, 1, 1),                   # one pixel: only the centre tap
     ((2, 3, 11), (3, 1, 5), 3, 2, 2, 1),                        # 1-D
     ((2, 64, 17, 19), (64, 1, 3, 3), 64, 1, 1, 1),              # on the thread pool
+    # rows of 16 inner values or more: read straight from the input rows (16, then 8, then one at a time; the edges)
+    ((2, 3, 6, 45), (3, 1, 3, 3), 3, 1, 1, 1),
+    ((2, 3, 7, 60), (6, 1, 3, 3), 3, 2, ((1, 0), (2, 1)), 1),   # stride 2, multiplier 2, uneven pads
+    ((1, 2, 5, 70), (2, 1, 3, 5), 2, (1, 3), 2, (1, 2)),        # stride 3 along the rows, dilation, wide pads
     ((2, 3, 5, 6), (4, 3, 1, 1), 1, 1, 0, 1),                   # pointwise
     ((1, 7, 3, 5), (2, 7, 1, 1), 1, 1, 0, 1),
     ((2, 5, 9), (3, 5, 1), 1, 1, 0, 1),                         # pointwise 1-D

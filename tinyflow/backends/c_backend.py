@@ -254,13 +254,10 @@ def conv(backend, op, x, w, *extras):
 
 
 def _depthwise(backend, x, w, out, multiplier, geometry, bias=None, residual=None, bounds=(-math.inf, math.inf)):
-    """out = the direct depthwise kernel's convolution of x by filters of one input channel each (MobileNet); its
-    scratch `taps` holds each (image, channel)'s tap blocks."""
-    n, c, kh, kw, ho, wo = (geometry[i] for i in (0, 1, 4, 5, 12, 13))
-    taps = backend.pool.empty((n * c, kh * kw, ho, wo), x.dtype)
-    _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), _buf(taps), multiplier, *geometry, _buf(bias),
-                                _buf(residual), *bounds)
-    backend.pool.recycle(taps)
+    """out = the direct depthwise kernel's convolution of x by filters of one input channel each (MobileNet)."""
+    if _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), multiplier, *geometry, _buf(bias), _buf(residual),
+                                   *bounds) != 0:
+        raise MemoryError("tf_depthwise_conv could not allocate its scratch tap blocks")
     return out
 
 
@@ -311,10 +308,9 @@ def conv_back_filter(backend, op, x, g, w):
     direct kernel)."""
     geometry = conv_geometry(op, x.shape, w.shape, g.shape)
     if op.groups == x.shape[1] and w.shape[1] == 1:
-        n, c, kh, kw, ho, wo = (geometry[i] for i in (0, 1, 4, 5, 12, 13))
-        out, taps = np.empty(w.shape, x.dtype), backend.pool.empty((c, kh * kw, ho, wo), x.dtype)
-        _fn("tf_depthwise_back_filter", x)(_buf(x), _buf(g), _buf(out), _buf(taps), w.shape[0] // c, *geometry)
-        backend.pool.recycle(taps)
+        out = np.empty(w.shape, x.dtype)
+        if _fn("tf_depthwise_back_filter", x)(_buf(x), _buf(g), _buf(out), w.shape[0] // x.shape[1], *geometry):
+            raise MemoryError("tf_depthwise_back_filter could not allocate its scratch tap blocks")
         return out
     cols = _im2col(backend, x, geometry)
     rows = _planes(backend, g)
