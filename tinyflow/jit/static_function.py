@@ -51,15 +51,6 @@ class InputSpec:
         if array.dtype.kind not in "biuf":
             raise FeedError(f"{what} has dtype {array.dtype}; its InputSpec says {self.dtype}")
 
-    def to_json(self):
-        """A JSON-ready description (jit.save writes it)."""
-        return {"shape": list(self.shape), "dtype": self.dtype.name, "name": self.name}
-
-    @classmethod
-    def from_json(cls, data):
-        """The inverse of to_json."""
-        return cls(data["shape"], data["dtype"], data.get("name"))
-
 
 class ConcreteProgram:
     """One traced signature: its Placeholders, output nodes (and their nesting), side effects, and the run."""
@@ -183,8 +174,7 @@ class StaticFunction:
         return functools.partial(fn, self._layer) if self._layer is not None else fn
 
     def _signature(self, args, kwargs):
-        """The cache key's entry per argument, (name, nesting, its leaves' entries), and the tensor arguments' arrays
-        (checked against the input_spec) and values."""
+        """The cache key's (name, nesting, leaf entries) per argument, and the tensor arguments' arrays and values."""
         names = [self._params[i] if i < len(self._params) else f"arg{i}" for i in range(len(args))] + sorted(kwargs)
         specs, entries, arrays, sources = self.input_spec or [], [], [], []
         for i, (name, value) in enumerate(zip(names, list(args) + [kwargs[k] for k in sorted(kwargs)])):
@@ -278,8 +268,7 @@ class StaticFunction:
 
 
 def _release(program, session):
-    """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so that
-    retracing again and again keeps memory flat."""
+    """Drop a program's nodes (forward and backward) and plans, so that retracing again and again keeps memory flat."""
     graph, gone = program.graph, set(program.built)
     if program.function is not None:  # the backward graphs eager autograd built for it (eager_call.py)
         gone.update(program.function.all_built())
@@ -292,9 +281,8 @@ def _release(program, session):
 
 
 def _identity(value):
-    """What tells equal Python values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign (a TypeError
-    for an unhashable value)."""
-    hash(value)
+    """What tells equal values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign."""
+    hash(value)  # a TypeError for an unhashable value
     return type(value), repr(value) if isinstance(value, float) else None
 
 
