@@ -110,9 +110,7 @@ def call_recorded(program, session, arrays, tensors_in):
         return None
     function = program.function
     if function is None:
-        flag = program.graph.training_flag
-        function = GraphFunction(session, program.inputs, program.outputs[0],
-                                 {} if flag is None else {flag: program.training}, program.fn_name)
+        function = GraphFunction(session, program.inputs, program.outputs[0], program.training_feed, program.fn_name)
     tensors = [t if isinstance(t, Tensor) else Tensor(a) for t, a in zip(tensors_in, arrays)]
     if not function.parameters and not any(t.requires_grad for t in tensors):
         return None

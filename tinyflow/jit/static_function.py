@@ -59,6 +59,7 @@ class ConcreteProgram:
         self.graph, self.inputs, self.specs, self.built = graph, inputs, specs, built  # built: the nodes it made
         self.outputs, self.structure, self.side_effects = outputs, structure, side_effects
         self.training, self.fn_name = training, fn_name
+        self.training_feed = {} if graph.training_flag is None else {graph.training_flag: training}
         # the nodes one run fetches (outputs, then state updates): draw them with tfl.viz.to_graphviz
         self.fetches = [o for o in outputs if isinstance(o, Node)] + list(side_effects)
         self.function = None  # how eager autograd calls it, once it did (eager_call.py)
@@ -73,10 +74,7 @@ class ConcreteProgram:
 
     def run(self, session, arrays):
         """Run the compiled plan on input arrays; the outputs in the traced structure (array results as Tensors)."""
-        feed = dict(zip(self.inputs, arrays))
-        if self.graph.training_flag is not None:
-            feed[self.graph.training_flag] = self.training
-        values = iter(session.run(self.fetches, feed))
+        values = iter(session.run(self.fetches, {**dict(zip(self.inputs, arrays)), **self.training_feed}))
         return rebuild(self.structure, iter([Tensor(next(values)) if isinstance(o, Node) else o for o in self.outputs]))
 
 
