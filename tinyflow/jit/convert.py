@@ -59,9 +59,7 @@ def convert_call(fn, site):
     """The function converted code calls for `fn`: builtins needing a value raise, user functions are converted."""
     if fn is builtins.bool or fn is builtins.int or fn is builtins.float:
         return functools.partial(_checked_builtin, fn, site)
-    if fn is Tensor or fn is tensor:
-        return _graph_tensor
-    replacement = tensor_aware(fn)
+    replacement = _graph_tensor if fn is Tensor or fn is tensor else tensor_aware(fn)
     if replacement is not None:
         return replacement
     if isinstance(fn, types.FunctionType) and _user_code(fn):
@@ -95,8 +93,8 @@ def _checked_builtin(fn, site, *args):
 
 
 def convert_attribute_call(obj, attr, site):
-    """`x.numpy()` and `x.item()` of a graph node raise; any other attribute is looked up normally."""
-    if isinstance(obj, Node) and attr in ("numpy", "item", "tolist"):
+    """`x.numpy()`, `x.item()`, `x.tolist()`: a graph node's value is not known while tracing."""
+    if isinstance(obj, Node):
         raise symbolic(site, f".{attr}()")
     return getattr(obj, attr)
 
@@ -146,8 +144,7 @@ def convert_assert(test, message_fn, site):
 
 # ---------------------------------------------------------------- the AST rewrite
 def _assigned_names(statements, local_names=()):
-    """Names a block assigns, then the `local_names` lists it appends to (not a global's or an attribute's list: an
-    append changes it, whoever holds it)."""
+    """Names a block assigns, then the `local_names` lists it appends to (others change for whoever holds them)."""
     names, grown = [], []
     for node in (n for statement in statements for n in walk_here(statement, root=False)):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -203,15 +200,19 @@ class _Rewriter(ast.NodeTransformer):
         self.filename, self.count, self.line, self.locals = filename, 0, 0, set()
 
     def visit(self, node):
+        """Children first, then the node's rewrite_<type>; a function and `a += v` visit their children themselves."""
         if isinstance(node, ast.stmt):
             self.line = getattr(node, "lineno", self.line)
-        return super().visit(node)
+        rewrite = getattr(self, f"rewrite_{type(node).__name__}", None)
+        if not isinstance(node, (ast.FunctionDef, ast.AugAssign)):
+            self.generic_visit(node)
+        return node if rewrite is None else rewrite(node)
 
     def site(self, node):
         """"file:line" of a node (an expression the lowering made has its statement's line)."""
         return ast.Constant(source_line(self.filename, getattr(node, "lineno", self.line)))
 
-    def visit_FunctionDef(self, node):
+    def rewrite_FunctionDef(self, node):
         outer, self.locals = self.locals, _local_names(node)
         self.generic_visit(node)
         self.locals = outer
@@ -229,8 +230,7 @@ class _Rewriter(ast.NodeTransformer):
         target = ast.Tuple([ast_name(n, store=True) for n in names], ast.Store())
         return definitions + [ast.Assign([target], call, lineno=node.lineno)]
 
-    def visit_If(self, node):
-        self.generic_visit(node)
+    def rewrite_If(self, node):
         self.count += 1
         names = _assigned_names(node.body + node.orelse, self.locals)
         escape = ast.Constant(getattr(node, "escape", None))  # guarding what follows an escape (escapes.py)
@@ -238,15 +238,13 @@ class _Rewriter(ast.NodeTransformer):
         return self.dispatch("convert_ifelse", node, [node.test], names, ("true", names, true), ("false", names, false),
                              last=[escape])
 
-    def visit_While(self, node):
-        self.generic_visit(node)
+    def rewrite_While(self, node):
         self.count += 1
         names = _assigned_names(node.body, self.locals)
         return self.dispatch("convert_while", node, [], names, ("test", names, [ast.Return(node.test)]),
                              ("body", names, node.body + [_returning(names)]))
 
-    def visit_For(self, node):
-        self.generic_visit(node)
+    def rewrite_For(self, node):
         self.count += 1
         item = f"{HELPER}item_{self.count}"
         bind = ast.Assign([node.target], ast_name(item), lineno=node.lineno)
@@ -257,7 +255,7 @@ class _Rewriter(ast.NodeTransformer):
                              ("for_body", [item] + names, [bind] + node.body + [_returning(names)]))
 
     # -- assignments ------------------------------------------------------------------
-    def visit_AugAssign(self, node):
+    def rewrite_AugAssign(self, node):
         """`a += v` becomes `a = _tfl_jit_.inplace(a, "Add", v, ...)`: a tensor changes in place (inplace_tracing)."""
         target = node.target
         if type(node.op).__name__ not in ARITHMETIC or not (isinstance(target, ast.Name) or _simple(target)):
@@ -269,9 +267,8 @@ class _Rewriter(ast.NodeTransformer):
                            ast.Constant(ast.unparse(target)))
         return self.visit(ast.Assign([target], call, lineno=node.lineno))
 
-    def visit_Assign(self, node):
+    def rewrite_Assign(self, node):
         """An attribute or item assigned is checked first (refused inside a tensor branch or loop)."""
-        self.generic_visit(node)
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         checks = [ast.Expr(helper_call("assigns_into", copy.deepcopy(t.value), self.site(node),
                                        ast.Constant(ast.unparse(t)), ast.Constant(isinstance(t, ast.Subscript))),
@@ -279,40 +276,34 @@ class _Rewriter(ast.NodeTransformer):
                   for target in targets for t in walk_here(target) if _simple(t) and isinstance(t.ctx, ast.Store)]
         return checks + [node]
 
-    visit_AnnAssign = visit_Assign
+    rewrite_AnnAssign = rewrite_Assign
 
     # -- expressions ----------------------------------------------------------------
-    def visit_Compare(self, node):
-        self.generic_visit(node)
+    def rewrite_Compare(self, node):
         if any(type(op).__name__ not in _COMPARE for op in node.ops):
             return node  # `is`, `in`: Python's meaning
         steps = [ast.Tuple([ast.Constant(type(op).__name__), _thunk(right)], ast.Load())
                  for op, right in zip(node.ops, node.comparators)]
         return helper_call("convert_chain", self.site(node), node.left, *steps)
 
-    def visit_BoolOp(self, node):
-        self.generic_visit(node)
+    def rewrite_BoolOp(self, node):
         result = node.values[0]
         for value in node.values[1:]:
             result = helper_call("convert_boolop", ast.Constant(isinstance(node.op, ast.And)), result, _thunk(value),
                                  self.site(node))
         return result
 
-    def visit_UnaryOp(self, node):
-        self.generic_visit(node)
+    def rewrite_UnaryOp(self, node):
         return helper_call("convert_not", node.operand, self.site(node)) if isinstance(node.op, ast.Not) else node
 
-    def visit_IfExp(self, node):
-        self.generic_visit(node)
+    def rewrite_IfExp(self, node):
         return helper_call("convert_ifexp", node.test, _thunk(node.body), _thunk(node.orelse), self.site(node))
 
-    def visit_Assert(self, node):
-        self.generic_visit(node)
+    def rewrite_Assert(self, node):
         message = node.msg if node.msg is not None else ast.Constant(None)
         return ast.Expr(helper_call("convert_assert", node.test, _thunk(message), self.site(node)), lineno=node.lineno)
 
-    def visit_Call(self, node):
-        self.generic_visit(node)
+    def rewrite_Call(self, node):
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("numpy", "item", "tolist"):
             node.func = helper_call("convert_attribute_call", node.func.value, ast.Constant(node.func.attr),
                                     self.site(node))
@@ -321,8 +312,7 @@ class _Rewriter(ast.NodeTransformer):
             node.func = helper_call("convert_call", node.func, self.site(node))
         return node
 
-    def visit_Subscript(self, node):
-        self.generic_visit(node)
+    def rewrite_Subscript(self, node):
         if not isinstance(node.ctx, ast.Load):
             return node
         return helper_call("convert_subscript", node.value, node.slice, self.site(node))

@@ -29,10 +29,8 @@ _WHERE = {None: "an `if` on a tensor", "stops": _AFTER.format("break` or `return
 
 
 def convert_ifelse(test, true_fn, false_fn, values, names, site, escape=None):
-    """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables.
-
-    `escape` marks the guard of the code after a `continue` ("continues"), or a `break` or `return` ("stops": a tensor
-    loop collects a value a list gets appended there, unless it was skipped)."""
+    """Run one branch (Python bool) or build tfl.cond (graph node); returns the branch's variables. `escape`: it
+    guards the code after a `continue` ("continues") or a `break`/`return` ("stops": a loop collects appends there)."""
     where, collects = _WHERE[escape], escape == "stops"
     if not isinstance(test, Node):
         return true_fn(*values) if test else false_fn(*values)

@@ -30,13 +30,7 @@ class GraphFunction:
 
     def __call__(self, values):
         """The output's value (numpy) for these input values."""
-        return self.session.run(self.output, self._feed(values))
-
-    def _feed(self, values, seed=None):
-        feed = {**dict(zip(self.inputs, values)), **self.training_feed}
-        if seed is not None:
-            feed[self._seed] = np.asarray(seed)
-        return feed
+        return self.session.run(self.output, {**dict(zip(self.inputs, values)), **self.training_feed})
 
     def derivatives(self):
         """Per input, then per parameter: the GraphFunction (of the inputs and the output's seed) of its gradient."""
@@ -61,7 +55,8 @@ class GraphFunction:
         """The gradients (numpy, or None) for every input then every parameter, from one run."""
         derivatives = self.derivatives()
         fetches = [d.output for d in derivatives if d is not None]
-        results = iter(self.session.run(fetches, self._feed(values, seed)) if fetches else [])
+        feed = {**dict(zip(self.inputs + [self._seed], [*values, np.asarray(seed)])), **self.training_feed}
+        results = iter(self.session.run(fetches, feed) if fetches else [])
         return [None if d is None else next(results) for d in derivatives]
 
 
@@ -110,9 +105,7 @@ def call_recorded(program, session, arrays, tensors_in):
         return None
     function = program.function
     if function is None:
-        flag = program.graph.training_flag
-        function = GraphFunction(session, program.inputs, program.outputs[0],
-                                 {} if flag is None else {flag: program.training}, program.fn_name)
+        function = GraphFunction(session, program.inputs, program.outputs[0], program.training_feed, program.fn_name)
     tensors = [t if isinstance(t, Tensor) else Tensor(a) for t, a in zip(tensors_in, arrays)]
     if not function.parameters and not any(t.requires_grad for t in tensors):
         return None

@@ -87,10 +87,10 @@ class Lowering:
     def function_body(self, body, end_line):
         """The lowered body; a nested `return` makes it return `_tfl_retval` at the end."""
         if not any(not isinstance(s, ast.Return) and "return" in escapes_in([s]) for s in body):
-            return self.block(body, {})
+            return self.block(body, {})[0]
         lowered = [assign(RETURNED, ast.Constant(False)),
                    assign(RETURN_VALUE, helper_call("Undefined", ast.Constant(RETURN_VALUE)))]
-        lowered += self.block(body, {"return": RETURNED})
+        lowered += self.block(body, {"return": RETURNED})[0]
         if not always_returns(body):  # falling off the end returns None, as in Python
             lowered.append(ast.If(_not_any({RETURNED}), self.returning(None, end_line), [], lineno=end_line))
         return lowered + [ast.Return(helper_call("return_value", ast_name(RETURN_VALUE)))]
@@ -102,13 +102,14 @@ class Lowering:
         return [assign(RETURN_VALUE, returned), assign(RETURNED, ast.Constant(True))]
 
     def block(self, statements, flags):
-        """Lower a block: each escape sets its flag, and whatever follows a statement that may set one is guarded."""
-        out = []
+        """(the lowered block, the flags it may set): each escape sets its flag, and what follows it is guarded."""
+        out, all_set = [], set()
         for index, statement in enumerate(statements):
             lowered, may_set = self.statement(statement, flags)
             out.extend(lowered)
+            all_set |= may_set
             if may_set:
-                rest = self.block(statements[index + 1:], flags)
+                rest, set_later = self.block(statements[index + 1:], flags)
                 if rest:
                     guard = ast.If(_not_any(may_set), rest, [], lineno=statement.lineno)
                     # read by convert.py: after a break or return the guard is skipped only in the iteration that
@@ -116,8 +117,8 @@ class Lowering:
                     guard.escape = "stops" if all(f == RETURNED or f.startswith("_tfl_break_") for f in may_set) \
                         else "continues"
                     out.append(guard)
-                return out
-        return out
+                return out, all_set | set_later
+        return out, all_set
 
     def statement(self, node, flags):
         """(statements replacing `node`, the flags they may set)."""
@@ -135,15 +136,10 @@ class Lowering:
             for part in [node] + getattr(node, "handlers", []):
                 for field in ("body", "orelse", "finalbody"):
                     if getattr(part, field, None):
-                        lowered, flags_set = self.guarded(getattr(part, field), flags)
+                        lowered, flags_set = self.block(getattr(part, field), flags)
                         setattr(part, field, lowered)
                         may_set |= flags_set
         return [node], may_set
-
-    def guarded(self, statements, flags):
-        """(lowered statements, the flags they may set)."""
-        may_set = {flags[k] for k in escapes_in(statements) if k in flags}
-        return self.block(statements, flags), may_set
 
     def test_in_body(self, node):
         """`while (v := f()) < n: body` as `while True: if not ((v := f()) < n): break; body` (v a loop variable)."""
@@ -163,7 +159,7 @@ class Lowering:
             if kind in own:
                 inner[kind] = f"_tfl_{kind}_{self.count}"
                 before.append(assign(inner[kind], ast.Constant(False)))
-        body = self.block(node.body, inner)
+        body = self.block(node.body, inner)[0]
         if "continue" in inner:
             body.insert(0, assign(inner["continue"], ast.Constant(False)))
         node.body = body or [ast.Pass()]
@@ -175,7 +171,7 @@ class Lowering:
             node.extra_test = _not_any(stops)  # read by the if/while/for conversion (convert.py)
         after, set_in_else = [], set()
         if node.orelse:  # runs when the loop ends without break (or return)
-            orelse, set_in_else = self.guarded(node.orelse, flags)
+            orelse, set_in_else = self.block(node.orelse, flags)
             after = [ast.If(_not_any(stops), orelse, [], lineno=node.lineno)] if stops else orelse
             node.orelse = []
         return before + [node] + after, returns | set_in_else

@@ -117,12 +117,10 @@ def build_op(op_type, inputs, attrs, name=None):
 # ------------------------------------------------------------ JSON encoding of attribute values
 def encode(value):
     """An attribute value as JSON data (tuples, slices, None, Ellipsis, dtypes and small arrays included)."""
-    if value is None or isinstance(value, (bool, str)):
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    if value is None or isinstance(value, (bool, str, int, float)):
         return value
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value)
     if isinstance(value, np.dtype) or isinstance(value, type) and issubclass(value, np.generic):
         return {"dtype": np.dtype(value).str}
     if value is Ellipsis:
@@ -157,11 +155,8 @@ def decode(data):
         if keys == {"tuple"} and isinstance(data["tuple"], list):
             return tuple(decode(v) for v in data["tuple"])
         if keys == {"array", "array_dtype", "array_shape"}:
-            dtype = _dtype(data["array_dtype"])
-            if dtype.kind not in "biuf":
-                raise CheckpointError(f"array attribute of dtype {dtype} is not allowed")
-            try:
-                return np.array(data["array"], dtype=dtype).reshape(data["array_shape"])
+            try:  # _dtype allows numbers only
+                return np.array(data["array"], dtype=_dtype(data["array_dtype"])).reshape(data["array_shape"])
             except (TypeError, ValueError) as err:
                 raise CheckpointError(f"bad array attribute: {err}") from None
     raise CheckpointError(f"unexpected attribute value in the model file: {str(data)[:80]!r}")

@@ -121,7 +121,8 @@ def save(layer_or_fn, path, input_spec=None):
     arrays = {}
     description = {
         "format": FORMAT, "version": VERSION,
-        "inputs": [{"node": p.name, "spec": s.to_json()} for p, s in zip(program.inputs, program.specs)],
+        "inputs": [{"node": p.name, "spec": {"shape": list(s.shape), "dtype": s.dtype.name, "name": s.name}}
+                   for p, s in zip(program.inputs, program.specs)],
         "outputs": [o.name for o in program.outputs], "single_output": program.structure is None,
         "nodes": [_node_json(n, arrays) for n in nodes], "parameters": os.path.basename(npz_path),
     }
@@ -138,7 +139,7 @@ class LoadedProgram:
 
     def __init__(self, graph, inputs, specs, outputs, single):
         self.graph, self.inputs, self.input_specs, self.outputs, self._single = graph, inputs, specs, outputs, single
-        self._session = None
+        self._session = Session(graph)
 
     def __repr__(self):
         return (f"<tfl.jit loaded program: {len(self.inputs)} input(s) {self.input_specs}, "
@@ -153,8 +154,6 @@ class LoadedProgram:
             raise TinyflowError(f"this program takes {len(self.inputs)} input(s) {self.input_specs}, got {len(arrays)}")
         for spec, array, p in zip(self.input_specs, arrays, self.inputs):
             spec.check(np.asarray(array), f"input '{p.name}'")
-        if self._session is None:
-            self._session = Session(self.graph)
         values = self._session.run(self.outputs, dict(zip(self.inputs, arrays)))
         return values[0] if self._single else values
 
@@ -221,7 +220,7 @@ def _build_program(description, arrays):
             built[entry["name"]] = node
     try:
         inputs = [built[i["node"]] for i in description["inputs"]]
-        specs = [InputSpec.from_json(i["spec"]) for i in description["inputs"]]
+        specs = [InputSpec(**i["spec"]) for i in description["inputs"]]
         outputs = [built[o] for o in description["outputs"]]
     except (KeyError, TypeError, ValueError) as err:
         _fail(f"inputs/outputs name unknown nodes or bad specs ({err})")

@@ -51,15 +51,6 @@ class InputSpec:
         if array.dtype.kind not in "biuf":
             raise FeedError(f"{what} has dtype {array.dtype}; its InputSpec says {self.dtype}")
 
-    def to_json(self):
-        """A JSON-ready description (jit.save writes it)."""
-        return {"shape": list(self.shape), "dtype": self.dtype.name, "name": self.name}
-
-    @classmethod
-    def from_json(cls, data):
-        """The inverse of to_json."""
-        return cls(data["shape"], data["dtype"], data.get("name"))
-
 
 class ConcreteProgram:
     """One traced signature: its Placeholders, output nodes (and their nesting), side effects, and the run."""
@@ -68,6 +59,7 @@ class ConcreteProgram:
         self.graph, self.inputs, self.specs, self.built = graph, inputs, specs, built  # built: the nodes it made
         self.outputs, self.structure, self.side_effects = outputs, structure, side_effects
         self.training, self.fn_name = training, fn_name
+        self.training_feed = {} if graph.training_flag is None else {graph.training_flag: training}
         # the nodes one run fetches (outputs, then state updates): draw them with tfl.viz.to_graphviz
         self.fetches = [o for o in outputs if isinstance(o, Node)] + list(side_effects)
         self.function = None  # how eager autograd calls it, once it did (eager_call.py)
@@ -82,10 +74,7 @@ class ConcreteProgram:
 
     def run(self, session, arrays):
         """Run the compiled plan on input arrays; the outputs in the traced structure (array results as Tensors)."""
-        feed = dict(zip(self.inputs, arrays))
-        if self.graph.training_flag is not None:
-            feed[self.graph.training_flag] = self.training
-        values = iter(session.run(self.fetches, feed))
+        values = iter(session.run(self.fetches, {**dict(zip(self.inputs, arrays)), **self.training_feed}))
         return rebuild(self.structure, iter([Tensor(next(values)) if isinstance(o, Node) else o for o in self.outputs]))
 
 
@@ -183,8 +172,7 @@ class StaticFunction:
         return functools.partial(fn, self._layer) if self._layer is not None else fn
 
     def _signature(self, args, kwargs):
-        """The cache key's entry per argument, (name, nesting, its leaves' entries), and the tensor arguments' arrays
-        (checked against the input_spec) and values."""
+        """The cache key's (name, nesting, leaf entries) per argument, and the tensor arguments' arrays and values."""
         names = [self._params[i] if i < len(self._params) else f"arg{i}" for i in range(len(args))] + sorted(kwargs)
         specs, entries, arrays, sources = self.input_spec or [], [], [], []
         for i, (name, value) in enumerate(zip(names, list(args) + [kwargs[k] for k in sorted(kwargs)])):
@@ -278,8 +266,7 @@ class StaticFunction:
 
 
 def _release(program, session):
-    """Take a dropped program's nodes (forward and backward) out of its graph and its plans out of the session, so that
-    retracing again and again keeps memory flat."""
+    """Drop a program's nodes (forward and backward) and plans, so that retracing again and again keeps memory flat."""
     graph, gone = program.graph, set(program.built)
     if program.function is not None:  # the backward graphs eager autograd built for it (eager_call.py)
         gone.update(program.function.all_built())
@@ -292,9 +279,8 @@ def _release(program, session):
 
 
 def _identity(value):
-    """What tells equal Python values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign (a TypeError
-    for an unhashable value)."""
-    hash(value)
+    """What tells equal values apart in the cache key: 1 / True / 1.0 by type, 0.0 / -0.0 by sign."""
+    hash(value)  # a TypeError for an unhashable value
     return type(value), repr(value) if isinstance(value, float) else None
 
 

@@ -109,8 +109,7 @@ def convert_subscript(value, key, site):
 
 # -------------------------------------------------------- functions that take a tensor or a collected list
 def tensor_sequence(iterable):
-    """The tensor sequence a `for` loop iterates over: a tensor's rows, a collected list's (stacked) values, a tensor
-    range; None for a Python iterable."""
+    """What a `for` over a tensor, a collected list or a tensor range steps through; None for a Python iterable."""
     if collected(iterable):
         iterable = as_tensor(iterable)
     return iterable if isinstance(iterable, Sequence) else rows(iterable) if isinstance(iterable, Node) else None
@@ -146,11 +145,9 @@ def _concat(xs, axis=0, name=None):
 
 def _stack(xs, axis=0, name=None):
     full = as_tensor(xs)
-    if axis == 0:
-        return full
-    rank = len(full.shape)
-    axis = axis % rank
-    return transpose(full, tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, rank)))
+    order = list(range(1, len(full.shape)))
+    order.insert(axis % len(full.shape), 0)  # the iterations' axis moves to `axis`
+    return transpose(full, tuple(order)) if axis else full
 
 
 def _add_n(xs, name=None):
@@ -158,21 +155,19 @@ def _add_n(xs, name=None):
     return add_n(parts, name=name) if len(parts) > 1 else parts[0]
 
 
-_BUILTINS = {builtins.enumerate: _enumerate, builtins.zip: _zip, builtins.range: tensor_range, builtins.len: _length}
-_LIST_TAKING = {concat: _concat, stack: _stack, add_n: _add_n}  # on a collected list; the op itself on any other
+def _unless_collected(op, on_list):
+    """`op`, but `on_list` when its first argument is a collected list."""
+    return lambda xs, *args, **kwargs: (on_list if collected(xs) else op)(xs, *args, **kwargs)
+
+
+_TENSOR_AWARE = {builtins.enumerate: _enumerate, builtins.zip: _zip, builtins.range: tensor_range,
+                 builtins.len: _length, concat: _unless_collected(concat, _concat),
+                 stack: _unless_collected(stack, _stack), add_n: _unless_collected(add_n, _add_n)}
 
 
 def tensor_aware(fn):
     """enumerate / zip / range / len taking tensors, tfl.concat / stack / add_n taking collected lists; else None."""
     try:
-        if fn in _BUILTINS:
-            return _BUILTINS[fn]
-        on_list = _LIST_TAKING.get(fn)
+        return _TENSOR_AWARE.get(fn)
     except TypeError:  # an unhashable callable
         return None
-    if on_list is None:
-        return None
-
-    def call(xs, *args, **kwargs):
-        return (on_list if collected(xs) else fn)(xs, *args, **kwargs)
-    return call
