@@ -71,9 +71,7 @@ def window_attributes(ctx, kernel_shape, ceil_mode=False):
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER", "VALID"):
         padding = auto_pad.lower()
         if ceil_mode and padding != "valid":
-            shape = ctx.input_shape(0)
-            if shape is None or None in shape[2:]:
-                raise ctx.unsupported(f"auto_pad={auto_pad} with ceil_mode on an input of unknown spatial size")
+            shape = ctx.input_shape(0, f"auto_pad={auto_pad} with ceil_mode on", known=slice(2, None))
             padding = resolve_padding(padding, shape[2:], kernel_shape, strides, dilations)
     else:
         raise ctx.fail(f"auto_pad={auto_pad!r} is not NOTSET, SAME_UPPER, SAME_LOWER or VALID")
@@ -84,8 +82,7 @@ def window_attributes(ctx, kernel_shape, ceil_mode=False):
 def import_convolution(ctx, node):
     """N-d (transposed) convolution with groups, dilations, explicit or automatic pads, the bias added per channel."""
     x, w, bias = ctx.input(0), ctx.input(1), ctx.input(2)
-    if w.shape is None or None in w.shape[2:]:
-        raise ctx.unsupported(f"a filter of unknown shape {w.shape}")
+    ctx.input_shape(1, "a filter (input 1) being", known=slice(2, None))
     kernel = ctx.attr("kernel_shape", list(w.shape[2:]))
     if list(kernel) != list(w.shape[2:]):
         raise ctx.fail(f"kernel_shape {kernel} differs from the filter's shape {w.shape}")
@@ -102,9 +99,7 @@ def _conv_transpose(ctx, x, w, kernel, name):
     extra = list(ctx.attr("output_padding", [0] * rank))
     output_shape = ctx.attr("output_shape", None)
     if output_shape is not None or padding in ("same_upper", "same_lower"):
-        shape = ctx.input_shape(0)
-        if shape is None or None in shape[2:]:
-            raise ctx.unsupported("output_shape or auto_pad SAME_* on an input of unknown spatial size")
+        shape = ctx.input_shape(0, "output_shape or auto_pad SAME_* on", known=slice(2, None))
         wanted = list(output_shape)[-rank:] if output_shape is not None else [n * s for n, s in zip(shape[2:], stride)]
         pads = []
         for i, (n, k, s, d, want) in enumerate(zip(shape[2:], kernel, stride, dilation, wanted)):
