@@ -275,9 +275,6 @@ class _Importer:
                     ctx = ImportContext(self, node, scope, name or None)
                 with self.graph.name_scope(scope_name):
                     results = _as_outputs(rule(ctx, node), ctx)
-            for out, result in zip(node.output, results):
-                if isinstance(result, Node) and result.shape is not None:
-                    tensor_bytes(result.shape, result.dtype, f"{ctx._where()}: its output '{out}'")
         except OnnxImportError:
             raise
         except ArgumentError as err:  # a valid ONNX attribute value that tinyflow's op does not take
@@ -290,6 +287,8 @@ class _Importer:
         if unread:
             raise ctx.unsupported(f"the attribute(s) {unread} are not handled by the import rule of {node.op_type}")
         for out, result in zip(node.output, results):
+            if isinstance(result, Node) and result.shape is not None:
+                tensor_bytes(result.shape, result.dtype, f"{ctx._where()}: its output '{out}'")
             if out:  # (an omitted optional output has an empty name)
                 scope[out] = _Value.of(out, result, node)
                 if out in declared:
@@ -372,9 +371,8 @@ class OnnxProgram:
         counts = collections.Counter(n.op_type for _, order, _ in importer.graphs.values() for n in order)
         # ONNX op type -> number of nodes (subgraphs included), most frequent first
         self.op_counts = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
-        declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.output}  # (0 for other types)
-        self.narrow_outputs = {name: narrow_dtype(code) for name, code in declared.items()
-                               if code in STORAGE_TYPES}  # returned as onnx's numpy_helper gives them
+        self.narrow_outputs = {v.name: narrow_dtype(v.type.tensor_type.elem_type) for v in model.graph.output
+                               if v.type.tensor_type.elem_type in STORAGE_TYPES}  # as onnx's numpy_helper gives them
         self._sessions = {}
 
     def __repr__(self):
