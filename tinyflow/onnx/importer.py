@@ -353,11 +353,9 @@ def _clean(name):
 def _as_outputs(result, ctx):
     """A rule's result as a list with one entry per ONNX output."""
     results = list(result) if isinstance(result, (tuple, list)) else [result]
-    if len(results) != ctx.num_outputs:
-        if len(results) > ctx.num_outputs and all(r is None for r in results[ctx.num_outputs:]):
-            return results[:ctx.num_outputs]
+    if len(results) < ctx.num_outputs or any(r is not None for r in results[ctx.num_outputs:]):  # (None: unused)
         raise ctx.fail(f"its import rule returned {len(results)} result(s) for {ctx.num_outputs} output(s)")
-    return results
+    return results[:ctx.num_outputs]
 
 
 class OnnxProgram:

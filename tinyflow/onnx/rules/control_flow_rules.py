@@ -106,9 +106,8 @@ def export_cond(ex, node):
 
 @exports("WhileLoop")
 def export_while(ex, node):
-    """tfl.while_loop -> Loop: the body computes the new loop variables, then the test on them; the iteration count,
-    when read, is one more loop-carried value, and the values recorded for a list (read through StackToTensor) are
-    the Loop's scan outputs."""
+    """tfl.while_loop -> Loop: the body computes the new loop variables, then the test on them; a read iteration count
+    is one more loop-carried value, values recorded for a list (read by StackToTensor) the Loop's scan outputs."""
     initial = [ex.name_of(v) for v in node.inputs][:node.n_vars]  # the captured values named outside the body
     outputs_read = [c for c in node.consumers if getattr(c, "output_index", None) is not None]
     scanned = {c.output_index for c in outputs_read if any(s.op_type == "StackToTensor" for s in c.consumers)}

@@ -283,9 +283,8 @@ def _export_window(ex, node):
 
 @imports("BatchNormalization")
 def import_batch_norm(ctx, node):
-    """scale·(x - mean)/sqrt(var + ε) + B per channel on the running statistics, or the batch's with training_mode.
-
-    Built as tfl.nn.BatchNorm2d builds it for evaluation, so it exports back to one BatchNormalization."""
+    """scale·(x - mean)/sqrt(var + ε) + B per channel, built as tfl.nn.BatchNorm2d builds it (so it exports back to
+    one BatchNormalization) on the running statistics, or the batch's with training_mode."""
     training = bool(ctx.attr("training_mode", 0))
     if any(ctx.output_used(k) for k in (3, 4)) or (ctx.opset < 14 and any(ctx.output_used(k) for k in (1, 2))):
         raise ctx.unsupported("the saved-statistics outputs of opsets before 14")
