@@ -101,7 +101,7 @@ class ImportContext:
             raise self.fail(f"its {what} (input {i}) is missing")
         if value.array is not None:
             return value.array
-        if isinstance(value.node, Placeholder) and value.name in self._importer.graph_inputs:
+        if isinstance(value.node, Placeholder) and value.name in self._importer.inputs:
             raise NeedsConstantInput(
                 f"{self._where()}: its {what} (input {i}) is the graph input '{value.name}', but tinyflow needs it "
                 f"when the graph is built; fix it with tfl.onnx.load(..., constants={{'{value.name}': value}})",
@@ -207,7 +207,7 @@ class _Importer:
         self.base = f"{scope.strip('/')}/" if scope else ""
         self.opset = default_opset(model)
         self.graphs = check_graphs(model, self.opset, IMPORTS)  # id(graph) -> (graph, node order, free names)
-        self.variables, self.graph_inputs, self.fold_left = [], set(), FOLD_BYTES
+        self.variables, self.inputs, self.fold_left = [], {}, FOLD_BYTES  # inputs: ONNX name -> Placeholder
 
     def build(self):
         """(inputs, outputs): ONNX name -> node dicts, in the model's order."""
@@ -215,10 +215,10 @@ class _Importer:
         scope = collections.ChainMap()  # ONNX name -> _Value; a subgraph's scope reads its parents'
         with self.graph.as_default():
             self._bind_initializers(g, scope)
-            inputs = self._bind_inputs(g, scope)
+            self._bind_inputs(g, scope)
             self._walk(g, scope)
             outputs = {out.name: self.node_of(scope[out.name], None) for out in g.output}
-        return inputs, outputs
+        return self.inputs, outputs
 
     def _walk(self, graph, scope):
         declared = {v.name: v for v in list(graph.value_info) + list(graph.output)}
@@ -236,7 +236,6 @@ class _Importer:
         if unknown:
             raise OnnxImportError(f"constants= names {sorted(unknown)}, which are not inputs of the model; its "
                                   f"inputs are {[v.name for v in graph.input]}")
-        inputs = {}
         for value_info in graph.input:
             name = value_info.name
             if name in scope:  # an initializer listed as an input too (older exporters): a default value
@@ -250,11 +249,9 @@ class _Importer:
                 scope[name] = _Value(name, array=np.array(array))
                 continue
             with self.graph.name_scope(self.base):
-                inputs[name] = Placeholder(shape, dtype, name=_clean(name))
+                node = self.inputs[name] = Placeholder(shape, dtype, name=_clean(name))
             elem_type = value_info.type.tensor_type.elem_type  # a narrow type's values are held in a wider dtype
-            scope[name] = _Value(name, node=inputs[name], narrow=elem_type if elem_type in STORAGE_TYPES else None)
-            self.graph_inputs.add(name)
-        return inputs
+            scope[name] = _Value(name, node=node, narrow=elem_type if elem_type in STORAGE_TYPES else None)
 
     def _import_node(self, node, scope, declared):
         rule = IMPORTS[node.op_type]
