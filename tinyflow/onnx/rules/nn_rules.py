@@ -104,9 +104,8 @@ def _conv_transpose(ctx, x, w, kernel, name):
         pads = []
         for i, (n, k, s, d, want) in enumerate(zip(shape[2:], kernel, stride, dilation, wanted)):
             total = s * (n - 1) + extra[i] + (k - 1) * d + 1 - want
-            if total < 0:  # the output is larger than the strided windows reach: padded at the end
-                extra[i] -= total
-                total = 0
+            extra[i] -= min(total, 0)  # an output larger than the strided windows reach is padded at the end
+            total = max(total, 0)
             small, large = total // 2, total - total // 2
             pads.append((small, large) if padding == "same_upper" else (large, small))
         padding = tuple(pads)
