@@ -267,9 +267,8 @@ def _export_window(ex, node):
     window.update({"auto_pad": node.padding.upper()} if isinstance(node.padding, str) else
                   {"pads": [p[0] for p in node.padding] + [p[1] for p in node.padding]})
     if node.op_type == "Conv":
-        x, w = node.inputs
-        return ex.emit("Conv", [ex.name_of(x), ex.name_of(w)], "Conv", kernel_shape=list(w.shape[2:]),
-                       group=node.groups, **window)
+        return ex.emit("Conv", [ex.name_of(i) for i in node.inputs], "Conv",
+                       kernel_shape=list(node.inputs[1].shape[2:]), group=node.groups, **window)
     onnx_type = "AveragePool" if node.op_type == "AvgPool" else "MaxPool"
     if onnx_type == "AveragePool":  # AveragePool has dilations from opset 19 on
         if any(d != 1 for d in window.pop("dilations")):
