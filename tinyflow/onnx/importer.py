@@ -14,8 +14,8 @@ from ..graph import Graph, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
 from ..ops.shape_ops import known_entries
 from ..shapes import shapes_compatible
-from .model_file import (GraphCheck, declared_type, default_opset, describe, onnx_module, read_model, tensor_bytes,
-                         tensor_to_array)
+from .model_file import (check_graphs, declared_type, default_opset, describe, onnx_module, read_model, subgraphs,
+                         tensor_bytes, tensor_to_array)
 from .rules import IMPORTS, REQUIRED
 from .storage_types import STORAGE_TYPES, RoundToType, narrow_dtype, onnx_type, to_held
 
@@ -68,7 +68,7 @@ class ImportContext:
 
     def _value(self, i):
         name = self.node.input[i] if i < len(self.node.input) else ""
-        return self._scope[name] if name else None  # GraphCheck made sure every name read is defined
+        return self._scope[name] if name else None  # check_graphs made sure every name read is defined
 
     def input(self, i, trainable=None):
         """The tinyflow node of input i (None when omitted); trainable=False: an initializer's frozen Variable."""
@@ -101,7 +101,7 @@ class ImportContext:
             raise self.fail(f"its {what} (input {i}) is missing")
         if value.array is not None:
             return value.array
-        if isinstance(value.node, Placeholder) and value.name in self._importer.graph_inputs:
+        if isinstance(value.node, Placeholder) and value.name in self._importer.inputs:
             raise NeedsConstantInput(
                 f"{self._where()}: its {what} (input {i}) is the graph input '{value.name}', but tinyflow needs it "
                 f"when the graph is built; fix it with tfl.onnx.load(..., constants={{'{value.name}': value}})",
@@ -124,12 +124,13 @@ class ImportContext:
         value = None if attribute is None else self.attr(attribute, None)
         return default if value is None else [int(v) for v in np.reshape(value, -1)]
 
-    def input_shape(self, i, what=None):
-        """Input i's static shape (None: unknown rank or omitted; unsupported then if `what` it is for is given)."""
+    def input_shape(self, i, what=None, known=slice(0)):
+        """Input i's static shape (None: unknown rank or omitted); given `what` it is for, unsupported then, or
+        when a dim of shape[known] is unknown."""
         value = self._value(i)
         shape = None if value is None else value.known("shape")
-        if shape is None and what is not None:
-            raise self.unsupported(f"{what} an input of unknown rank")
+        if what is not None and (shape is None or None in shape[known]):
+            raise self.unsupported(f"{what} an input of {'unknown rank' if shape is None else f'shape {shape}'}")
         return shape
 
     def elem_type(self, i):
@@ -155,16 +156,15 @@ class ImportContext:
         kind = onnx.AttributeProto.AttributeType.Name(attr.type)
         if kind not in _ATTRIBUTE_KINDS:
             raise self.unsupported(f"its attribute '{name}' is of type {kind}")
-        raw = onnx.helper.get_attribute_value(attr)  # a list for the plural kinds
-        values = [self._attribute_item(item, name) for item in (raw if kind.endswith("S") else [raw])]
-        return values if kind.endswith("S") else values[0]
 
-    def _attribute_item(self, item, name):
-        if isinstance(item, bytes):
-            return item.decode("utf-8", "replace")
-        if isinstance(item, onnx_module().TensorProto):
-            return tensor_to_array(item, self._importer.folder, f"the attribute '{name}' of {describe(self.node)}")
-        return item
+        def python(item):  # strings decoded, tensors as arrays
+            if isinstance(item, bytes):
+                return item.decode("utf-8", "replace")
+            if isinstance(item, onnx.TensorProto):
+                return tensor_to_array(item, self._importer.folder, f"the attribute '{name}' of {describe(self.node)}")
+            return item
+        raw = onnx.helper.get_attribute_value(attr)  # a list for the plural kinds
+        return [python(item) for item in raw] if kind.endswith("S") else python(raw)
 
     def has_attr(self, name):
         """True when the node carries the attribute."""
@@ -206,24 +206,23 @@ class _Importer:
         self.constants = dict(constants or {})
         self.base = f"{scope.strip('/')}/" if scope else ""
         self.opset = default_opset(model)
-        self.check = GraphCheck(model, self.opset, IMPORTS)
-        self.variables, self.graph_inputs, self.fold_left = [], set(), FOLD_BYTES
+        self.graphs = check_graphs(model, self.opset, IMPORTS)  # id(graph) -> (graph, node order, free names)
+        self.variables, self.inputs, self.fold_left = [], {}, FOLD_BYTES  # inputs: ONNX name -> Placeholder
 
     def build(self):
         """(inputs, outputs): ONNX name -> node dicts, in the model's order."""
         g = self.model.graph
-        self.check.check(g)
         scope = collections.ChainMap()  # ONNX name -> _Value; a subgraph's scope reads its parents'
         with self.graph.as_default():
             self._bind_initializers(g, scope)
-            inputs = self._bind_inputs(g, scope)
+            self._bind_inputs(g, scope)
             self._walk(g, scope)
             outputs = {out.name: self.node_of(scope[out.name], None) for out in g.output}
-        return inputs, outputs
+        return self.inputs, outputs
 
     def _walk(self, graph, scope):
         declared = {v.name: v for v in list(graph.value_info) + list(graph.output)}
-        for node in self.check.order[id(graph)]:
+        for node in self.graphs[id(graph)][1]:
             self._import_node(node, scope, declared)
 
     def _bind_initializers(self, graph, scope):
@@ -237,7 +236,6 @@ class _Importer:
         if unknown:
             raise OnnxImportError(f"constants= names {sorted(unknown)}, which are not inputs of the model; its "
                                   f"inputs are {[v.name for v in graph.input]}")
-        inputs = {}
         for value_info in graph.input:
             name = value_info.name
             if name in scope:  # an initializer listed as an input too (older exporters): a default value
@@ -251,22 +249,20 @@ class _Importer:
                 scope[name] = _Value(name, array=np.array(array))
                 continue
             with self.graph.name_scope(self.base):
-                inputs[name] = Placeholder(shape, dtype, name=_clean(name))
+                node = self.inputs[name] = Placeholder(shape, dtype, name=_clean(name))
             elem_type = value_info.type.tensor_type.elem_type  # a narrow type's values are held in a wider dtype
-            scope[name] = _Value(name, node=inputs[name], narrow=elem_type if elem_type in STORAGE_TYPES else None)
-            self.graph_inputs.add(name)
-        return inputs
+            scope[name] = _Value(name, node=node, narrow=elem_type if elem_type in STORAGE_TYPES else None)
 
     def _import_node(self, node, scope, declared):
         rule = IMPORTS[node.op_type]
         prefix, _, name = _clean(node.name).rpartition("/")  # the node's name scope and its nodes' name
         scope_name = f"{self.base}{prefix}/" if prefix else self.base
-        subgraphs = self.check.subgraphs(node)
+        subs = subgraphs(node)
         known = [scope[i] for i in node.input if i]
-        folding = bool(known) and not subgraphs and all(v.array is not None and not v.parameter for v in known)
+        folding = bool(known) and not subs and all(v.array is not None and not v.parameter for v in known)
         ctx = ImportContext(self, node, scope, name or None, folding=folding)
-        for sub in subgraphs:  # parameters a branch or body reads are made outside it, where they belong
-            for free in self.check.free_names[id(sub)]:
+        for sub in subs:  # parameters a branch or body reads are made outside it, where they belong
+            for free in self.graphs[id(sub)][2]:
                 if scope[free].parameter:
                     self.node_of(scope[free], ctx)
         try:
@@ -276,9 +272,6 @@ class _Importer:
                     ctx = ImportContext(self, node, scope, name or None)
                 with self.graph.name_scope(scope_name):
                     results = _as_outputs(rule(ctx, node), ctx)
-            for out, result in zip(node.output, results):
-                if isinstance(result, Node) and result.shape is not None:
-                    tensor_bytes(result.shape, result.dtype, f"{ctx._where()}: its output '{out}'")
         except OnnxImportError:
             raise
         except ArgumentError as err:  # a valid ONNX attribute value that tinyflow's op does not take
@@ -291,6 +284,8 @@ class _Importer:
         if unread:
             raise ctx.unsupported(f"the attribute(s) {unread} are not handled by the import rule of {node.op_type}")
         for out, result in zip(node.output, results):
+            if isinstance(result, Node) and result.shape is not None:
+                tensor_bytes(result.shape, result.dtype, f"{ctx._where()}: its output '{out}'")
             if out:  # (an omitted optional output has an empty name)
                 scope[out] = _Value.of(out, result, node)
                 if out in declared:
@@ -355,11 +350,9 @@ def _clean(name):
 def _as_outputs(result, ctx):
     """A rule's result as a list with one entry per ONNX output."""
     results = list(result) if isinstance(result, (tuple, list)) else [result]
-    if len(results) != ctx.num_outputs:
-        if len(results) > ctx.num_outputs and all(r is None for r in results[ctx.num_outputs:]):
-            return results[:ctx.num_outputs]
+    if len(results) < ctx.num_outputs or any(r is not None for r in results[ctx.num_outputs:]):  # (None: unused)
         raise ctx.fail(f"its import rule returned {len(results)} result(s) for {ctx.num_outputs} output(s)")
-    return results
+    return results[:ctx.num_outputs]
 
 
 class OnnxProgram:
@@ -370,12 +363,11 @@ class OnnxProgram:
         self.graph, self.inputs, self.outputs, self.variables = importer.graph, inputs, outputs, importer.variables
         self.producer = f"{model.producer_name} {model.producer_version}".strip() or "unknown"
         self.model_name = model.graph.name
-        counts = collections.Counter(n.op_type for order in importer.check.order.values() for n in order)
+        counts = collections.Counter(n.op_type for _, order, _ in importer.graphs.values() for n in order)
         # ONNX op type -> number of nodes (subgraphs included), most frequent first
         self.op_counts = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
-        declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.output}  # (0 for other types)
-        self.narrow_outputs = {name: narrow_dtype(code) for name, code in declared.items()
-                               if code in STORAGE_TYPES}  # returned as onnx's numpy_helper gives them
+        self.narrow_outputs = {v.name: narrow_dtype(v.type.tensor_type.elem_type) for v in model.graph.output
+                               if v.type.tensor_type.elem_type in STORAGE_TYPES}  # as onnx's numpy_helper gives them
         self._sessions = {}
 
     def __repr__(self):
@@ -387,18 +379,15 @@ class OnnxProgram:
         """A few lines about the model: inputs, outputs, ONNX op counts, parameters."""
         def described(items):
             return [f"  {name}: {n.dtype} {'unknown shape' if n.shape is None else n.shape}" for name, n in items]
-
-        def size(variables):
-            return sum(int(np.prod(v.shape)) for v in variables)
-        trainable = [v for v in self.variables if v.trainable]
-        frozen = [v for v in self.variables if not v.trainable]
+        sizes = {kind: [int(np.prod(v.shape)) for v in self.variables if v.trainable == kind]
+                 for kind in (True, False)}
         return "\n".join([
             f"graph '{self.model_name}', ONNX opset {self.opset}, produced by {self.producer}", "inputs:",
             *(described(self.inputs.items()) or ["  (none)"]), "outputs:", *described(self.outputs.items()),
             f"ONNX ops ({sum(self.op_counts.values())} nodes): "
             + ", ".join(f"{op} {n}" for op, n in self.op_counts.items()),
-            f"parameters: {size(trainable):,} in {len(trainable)} trainable Variables"
-            + (f", {size(frozen):,} more in {len(frozen)} non-trainable ones" if frozen else ""),
+            f"parameters: {sum(sizes[True]):,} in {len(sizes[True])} trainable Variables"
+            + (f", {sum(sizes[False]):,} more in {len(sizes[False])} non-trainable ones" if sizes[False] else ""),
             f"tinyflow graph: {len(self.graph.nodes)} nodes"])
 
     def feed_dict(self, feeds):

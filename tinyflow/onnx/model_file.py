@@ -180,25 +180,22 @@ def default_opset(model):
     return version
 
 
-class GraphCheck:
-    """Checks one ONNX graph and its subgraphs; `order[id(graph)]` is then each graph's nodes, topologically."""
+def subgraphs(node):
+    """The graphs a node carries in attributes (If branches, Loop bodies)."""
+    graph = onnx_module().AttributeProto.GRAPH
+    return [g for attr in node.attribute for g in ([attr.g] if attr.type == graph else attr.graphs)]
 
-    def __init__(self, model, opset, rules):
-        onnx = onnx_module()
-        self.opset, self.rules = opset, rules
-        self.checker = onnx.checker
-        self.context = onnx.checker.C.CheckerContext()
-        self.context.ir_version = min(max(int(model.ir_version), 3), onnx.IR_VERSION)  # the checker's range
-        self.context.opset_imports = {op.domain: int(op.version) for op in model.opset_import}
-        self.order, self.free_names, self.graphs = {}, {}, []  # by id(graph): `graphs` keeps them alive, ids theirs
-        self.graph_type = onnx.AttributeProto.GRAPH
 
-    def subgraphs(self, node):
-        """The graphs a node carries in attributes (If branches, Loop bodies)."""
-        return [g for attr in node.attribute for g in ([attr.g] if attr.type == self.graph_type else attr.graphs)]
+def check_graphs(model, opset, rules):
+    """Check names, cycles, domains and rules of the graph and its subgraphs: {id(graph): (graph, its nodes in
+    topological order, the names it reads from outside)}."""
+    onnx = onnx_module()
+    context = onnx.checker.C.CheckerContext()
+    context.ir_version = min(max(int(model.ir_version), 3), onnx.IR_VERSION)  # the checker's range
+    context.opset_imports = {op.domain: int(op.version) for op in model.opset_import}
+    checked = {}  # (holding each graph keeps its id its own)
 
-    def check(self, graph, outer=frozenset(), where="the model's graph"):
-        """Check names, cycles, domains and rules; record the topological order and the names read from outside."""
+    def check(graph, outer, where):
         for kind, values in (("input", graph.input), ("initializer", graph.initializer)):
             counts = collections.Counter(v.name for v in values)
             bad = next((name for name, count in counts.items() if count > 1 or not name), None)
@@ -212,7 +209,7 @@ class GraphCheck:
         producers = {}  # value name -> index of the node producing it
         nodes = list(graph.node)
         for index, node in enumerate(nodes):
-            self._check_node(node, where)
+            _check_node(node, where, opset, rules, onnx.checker, context)
             for out in filter(None, node.output):  # (an omitted optional output has an empty name)
                 if out in producers or out in defined:
                     raise OnnxImportError(f"{where}: the value '{out}' is produced twice (by {describe(node)} and "
@@ -222,65 +219,65 @@ class GraphCheck:
         needs, free = [], set()
         for node in nodes:
             reads = {i for i in node.input if i}
-            for sub in self.subgraphs(node):
-                reads |= self.check(sub, outer | known, where=f"a subgraph of {describe(node)}")
-            for name in reads:
-                if name not in known and name not in outer:
-                    raise OnnxImportError(f"{describe(node)} reads '{name}', which is not a graph input, an "
-                                          f"initializer or the output of any node in {where}; the model is "
-                                          "incomplete (truncated?) or was edited by hand")
-            free |= {n for n in reads if n not in known}
+            for sub in subgraphs(node):
+                reads |= check(sub, outer | known, f"a subgraph of {describe(node)}")
+            for name in reads - known - outer:
+                raise OnnxImportError(f"{describe(node)} reads '{name}', which is not a graph input, an "
+                                      f"initializer or the output of any node in {where}; the model is "
+                                      "incomplete (truncated?) or was edited by hand")
+            free |= reads - known
             needs.append({producers[n] for n in reads if n in producers})
-        self.order[id(graph)] = self._sorted(nodes, needs, where)
-        for out in graph.output:
-            if out.name not in known and out.name not in outer:
-                raise OnnxImportError(f"{where} declares the output '{out.name}', but nothing produces it")
-            if out.name not in known:
-                free.add(out.name)
-        self.free_names[id(graph)] = free
-        self.graphs.append(graph)
+        order = _sorted(nodes, needs, where)
+        for name in {out.name for out in graph.output} - known - outer:
+            raise OnnxImportError(f"{where} declares the output '{name}', but nothing produces it")
+        free |= {out.name for out in graph.output} - known
+        checked[id(graph)] = (graph, order, free)
         return free
+    check(model.graph, frozenset(), "the model's graph")
+    return checked
 
-    def _check_node(self, node, where):
-        if node.domain not in DEFAULT_DOMAINS:
-            raise OnnxImportError(f"{describe(node)} belongs to the operator domain '{node.domain}', which tinyflow "
-                                  "does not import (only the default ONNX domain); export the model with standard "
-                                  "ONNX ops", unsupported=True)
-        if node.op_type not in self.rules:
-            raise OnnxImportError(
-                f"{describe(node)} in {where}: tinyflow has no import rule for the ONNX op '{node.op_type}' "
-                f"(opset {self.opset}). tinyflow.onnx.rules.IMPORTS lists the {len(self.rules)} ops it imports "
-                "(docs/onnx.md: how each fares); an import rule is one function (see tinyflow/onnx/rules)",
-                unsupported=True)
-        if self.subgraphs(node):
-            return  # the checker cannot see the outer names a subgraph reads; its nodes are checked one by one
-        try:
-            self.checker.check_node(node, self.context)
-        except self.checker.ValidationError as err:
-            raise OnnxImportError(f"{describe(node)} is not valid ONNX (opset {self.opset}): "
-                                  f"{str(err).strip().splitlines()[0]}") from None
 
-    def _sorted(self, nodes, needs, where):
-        """Kahn's algorithm over the nodes (`needs[i]`: indices of the nodes node i reads); cycles are errors."""
-        waiting = [len(n) for n in needs]
-        users = [[] for _ in nodes]
-        for i, producers in enumerate(needs):
-            for p in producers:
-                users[p].append(i)
-        ready = [i for i, w in enumerate(waiting) if w == 0]  # a heap of indices: a sorted graph keeps its order
-        order = []
-        while ready:
-            i = heapq.heappop(ready)
-            order.append(nodes[i])
-            for j in users[i]:
-                waiting[j] -= 1
-                if waiting[j] == 0:
-                    heapq.heappush(ready, j)
-        if len(order) < len(nodes):
-            stuck = [describe(nodes[i]) for i, w in enumerate(waiting) if w > 0][:4]
-            raise OnnxImportError(f"{where} has a cycle: {', '.join(stuck)} wait on each other's outputs; an ONNX "
-                                  "graph must be acyclic (loops are written with the Loop op)")
-        return order
+def _check_node(node, where, opset, rules, checker, context):
+    if node.domain not in DEFAULT_DOMAINS:
+        raise OnnxImportError(f"{describe(node)} belongs to the operator domain '{node.domain}', which tinyflow "
+                              "does not import (only the default ONNX domain); export the model with standard "
+                              "ONNX ops", unsupported=True)
+    if node.op_type not in rules:
+        raise OnnxImportError(
+            f"{describe(node)} in {where}: tinyflow has no import rule for the ONNX op '{node.op_type}' "
+            f"(opset {opset}). tinyflow.onnx.rules.IMPORTS lists the {len(rules)} ops it imports "
+            "(docs/onnx.md: how each fares); an import rule is one function (see tinyflow/onnx/rules)",
+            unsupported=True)
+    if subgraphs(node):
+        return  # the checker cannot see the outer names a subgraph reads; its nodes are checked one by one
+    try:
+        checker.check_node(node, context)
+    except checker.ValidationError as err:
+        raise OnnxImportError(f"{describe(node)} is not valid ONNX (opset {opset}): "
+                              f"{str(err).strip().splitlines()[0]}") from None
+
+
+def _sorted(nodes, needs, where):
+    """Kahn's algorithm over the nodes (`needs[i]`: indices of the nodes node i reads); cycles are errors."""
+    waiting = [len(n) for n in needs]
+    users = [[] for _ in nodes]
+    for i, producers in enumerate(needs):
+        for p in producers:
+            users[p].append(i)
+    ready = [i for i, w in enumerate(waiting) if w == 0]  # a heap of indices: a sorted graph keeps its order
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(nodes[i])
+        for j in users[i]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                heapq.heappush(ready, j)
+    if len(order) < len(nodes):
+        stuck = [describe(nodes[i]) for i, w in enumerate(waiting) if w > 0][:4]
+        raise OnnxImportError(f"{where} has a cycle: {', '.join(stuck)} wait on each other's outputs; an ONNX "
+                              "graph must be acyclic (loops are written with the Loop op)")
+    return order
 
 
 def describe(node):

@@ -106,9 +106,8 @@ def export_cond(ex, node):
 
 @exports("WhileLoop")
 def export_while(ex, node):
-    """tfl.while_loop -> Loop: the body computes the new loop variables, then the test on them; the iteration count,
-    when read, is one more loop-carried value, and the values recorded for a list (read through StackToTensor) are
-    the Loop's scan outputs."""
+    """tfl.while_loop -> Loop: the body computes the new loop variables, then the test on them; a read iteration count
+    is one more loop-carried value, values recorded for a list (read by StackToTensor) the Loop's scan outputs."""
     initial = [ex.name_of(v) for v in node.inputs][:node.n_vars]  # the captured values named outside the body
     outputs_read = [c for c in node.consumers if getattr(c, "output_index", None) is not None]
     scanned = {c.output_index for c in outputs_read if any(s.op_type == "StackToTensor" for s in c.consumers)}
@@ -121,25 +120,22 @@ def export_while(ex, node):
     new_values = [body.name_of(o) for o in node.body.outputs]
     scan_values = [body.name_of(node.recorded[j].node) for j in scans]
     values = [body.child(dict(zip(loop_inputs, new_values)), shared=True).name_of(node.test.outputs[0])] + new_values
-    types = [np.bool_] + [v.dtype for v in loop_inputs]
-    # the body's inputs, (name, dtype, shape): the iteration number, the condition, the loop variables
+    # the body's inputs (name, dtype, shape): iteration number, condition, loop variables; [1:]: its outputs' types
     body_inputs = [(step, np.int64, []), (keep, np.bool_, [])] + [(c, v.dtype, None)
                                                                   for c, v in zip(carried, loop_inputs)]
     if count:  # the number of iterations run: step + 1 after each one
         body_inputs.append((ex.fresh("count"), np.int64, []))
         values.append(body.emit("Add", [step, ex.constant(np.array(1, np.int64), "one")], "count_next"))
-        types.append(np.int64)
         initial = initial + [ex.constant(np.array(0, np.int64), "count_start")]
-    graph = body.graph("loop_body", values + scan_values, types + [node.recorded[j].node.dtype for j in scans],
+    graph = body.graph("loop_body", values + scan_values,
+                       [t for _, t, _ in body_inputs[1:]] + [node.recorded[j].node.dtype for j in scans],
                        [ex.helper.make_tensor_value_info(n, onnx_type(t), shape) for n, t, shape in body_inputs])
     limit = "" if node.maximum_iterations is None else ex.constant(np.array(node.maximum_iterations, np.int64),
                                                                     "max_trips")
-    finals = [ex.fresh("loop_result") for _ in loop_inputs]
-    count_name = ex.fresh("iterations") if count else None
-    scan_names = {node.stack_index(j): ex.fresh("scan") for j in scans}
-    onnx_outputs = finals + ([count_name] if count else []) + [scan_names[node.stack_index(j)] for j in scans]
-    ex.emit("Loop", [limit, first] + initial, "Loop", onnx_outputs, body=graph)
-    return finals + [count_name] + [scan_names.get(node.stack_index(j)) for j in range(len(node.recorded))]
+    finals = [ex.fresh("loop_result") for _ in loop_inputs] + [ex.fresh("iterations") if count else None]
+    scan_names = [ex.fresh("scan") if j in scans else None for j in range(len(node.recorded))]
+    ex.emit("Loop", [limit, first] + initial, "Loop", [n for n in finals + scan_names if n], body=graph)
+    return finals + scan_names
 
 
 @exports("Length")

@@ -62,13 +62,14 @@ def _in_opset(onnx_type):
         return False
 
 
-# expression words -> ONNX ops; log1p, expm1 and pymod are spelled below
+# expression words -> ONNX ops; log1p and expm1 are spelled as expressions, fmod and pymod by _mod
 _WORDS = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "sign": "Sign", "tanh": "Tanh",
           "sigmoid": "Sigmoid", "erf": "Erf", "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil",
           "max": "Max", "min": "Min", "where": "Where", "logical_and": "And", "logical_or": "Or",
           "logical_xor": "Xor", "logical_not": "Not"}
 _OPERATORS = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div", ast.Pow: "Pow", ast.Gt: "Greater",
               ast.GtE: "GreaterOrEqual", ast.Lt: "Less", ast.LtE: "LessOrEqual", ast.Eq: "Equal"}
+_SPELLED = {"log1p": "log(x + 1)", "expm1": "exp(x) - 1"}
 
 
 def _spell_onnx(ex, tree, values, dtype):
@@ -88,11 +89,8 @@ def _spell_onnx(ex, tree, values, dtype):
                 return ex.emit("Not", [ex.emit("Equal", [a, b], "Equal")], "NotEqual")
             return ex.emit(_OPERATORS[type(t.ops[0])], [a, b], "compare")
         word, args = t.func.id, [visit(a) for a in t.args]
-        one = np.asarray(1, dtype)  # an initializer only where used
-        if word == "log1p":
-            return ex.emit("Log", [ex.emit("Add", [args[0], ex.constant(one, "one")], "Add")], "Log1p")
-        if word == "expm1":
-            return ex.emit("Sub", [ex.emit("Exp", args, "Exp"), ex.constant(one, "one")], "Expm1")
+        if word in _SPELLED:
+            return _spell_onnx(ex, ast.parse(_SPELLED[word], mode="eval").body, {"x": args[0]}, dtype)
         if word in ("fmod", "pymod"):
             return _mod(ex, *args, word == "fmod", dtype)
         return ex.emit(_WORDS[word], args, word)

@@ -71,9 +71,7 @@ def window_attributes(ctx, kernel_shape, ceil_mode=False):
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER", "VALID"):
         padding = auto_pad.lower()
         if ceil_mode and padding != "valid":
-            shape = ctx.input_shape(0)
-            if shape is None or None in shape[2:]:
-                raise ctx.unsupported(f"auto_pad={auto_pad} with ceil_mode on an input of unknown spatial size")
+            shape = ctx.input_shape(0, f"auto_pad={auto_pad} with ceil_mode on", known=slice(2, None))
             padding = resolve_padding(padding, shape[2:], kernel_shape, strides, dilations)
     else:
         raise ctx.fail(f"auto_pad={auto_pad!r} is not NOTSET, SAME_UPPER, SAME_LOWER or VALID")
@@ -84,8 +82,7 @@ def window_attributes(ctx, kernel_shape, ceil_mode=False):
 def import_convolution(ctx, node):
     """N-d (transposed) convolution with groups, dilations, explicit or automatic pads, the bias added per channel."""
     x, w, bias = ctx.input(0), ctx.input(1), ctx.input(2)
-    if w.shape is None or None in w.shape[2:]:
-        raise ctx.unsupported(f"a filter of unknown shape {w.shape}")
+    ctx.input_shape(1, "a filter (input 1) being", known=slice(2, None))
     kernel = ctx.attr("kernel_shape", list(w.shape[2:]))
     if list(kernel) != list(w.shape[2:]):
         raise ctx.fail(f"kernel_shape {kernel} differs from the filter's shape {w.shape}")
@@ -102,16 +99,13 @@ def _conv_transpose(ctx, x, w, kernel, name):
     extra = list(ctx.attr("output_padding", [0] * rank))
     output_shape = ctx.attr("output_shape", None)
     if output_shape is not None or padding in ("same_upper", "same_lower"):
-        shape = ctx.input_shape(0)
-        if shape is None or None in shape[2:]:
-            raise ctx.unsupported("output_shape or auto_pad SAME_* on an input of unknown spatial size")
+        shape = ctx.input_shape(0, "output_shape or auto_pad SAME_* on", known=slice(2, None))
         wanted = list(output_shape)[-rank:] if output_shape is not None else [n * s for n, s in zip(shape[2:], stride)]
         pads = []
         for i, (n, k, s, d, want) in enumerate(zip(shape[2:], kernel, stride, dilation, wanted)):
             total = s * (n - 1) + extra[i] + (k - 1) * d + 1 - want
-            if total < 0:  # the output is larger than the strided windows reach: padded at the end
-                extra[i] -= total
-                total = 0
+            extra[i] -= min(total, 0)  # an output larger than the strided windows reach is padded at the end
+            total = max(total, 0)
             small, large = total // 2, total - total // 2
             pads.append((small, large) if padding == "same_upper" else (large, small))
         padding = tuple(pads)
@@ -273,9 +267,8 @@ def _export_window(ex, node):
     window.update({"auto_pad": node.padding.upper()} if isinstance(node.padding, str) else
                   {"pads": [p[0] for p in node.padding] + [p[1] for p in node.padding]})
     if node.op_type == "Conv":
-        x, w = node.inputs
-        return ex.emit("Conv", [ex.name_of(x), ex.name_of(w)], "Conv", kernel_shape=list(w.shape[2:]),
-                       group=node.groups, **window)
+        return ex.emit("Conv", [ex.name_of(i) for i in node.inputs], "Conv",
+                       kernel_shape=list(node.inputs[1].shape[2:]), group=node.groups, **window)
     onnx_type = "AveragePool" if node.op_type == "AvgPool" else "MaxPool"
     if onnx_type == "AveragePool":  # AveragePool has dilations from opset 19 on
         if any(d != 1 for d in window.pop("dilations")):
@@ -288,9 +281,8 @@ def _export_window(ex, node):
 
 @imports("BatchNormalization")
 def import_batch_norm(ctx, node):
-    """scale·(x - mean)/sqrt(var + ε) + B per channel on the running statistics, or the batch's with training_mode.
-
-    Built as tfl.nn.BatchNorm2d builds it for evaluation, so it exports back to one BatchNormalization."""
+    """scale·(x - mean)/sqrt(var + ε) + B per channel, built as tfl.nn.BatchNorm2d builds it (so it exports back to
+    one BatchNormalization) on the running statistics, or the batch's with training_mode."""
     training = bool(ctx.attr("training_mode", 0))
     if any(ctx.output_used(k) for k in (3, 4)) or (ctx.opset < 14 and any(ctx.output_used(k) for k in (1, 2))):
         raise ctx.unsupported("the saved-statistics outputs of opsets before 14")

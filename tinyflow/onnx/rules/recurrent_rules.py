@@ -54,14 +54,13 @@ def import_recurrent(ctx, node):
     gates = len(_TORCH_ORDER[kind])
     rows = np.concatenate([np.arange(g * hidden, (g + 1) * hidden) for g in _TORCH_ORDER[kind]])
     initial = [ctx.input(i) for i in ((5, 6) if kind == "LSTM" else (5,))]
-    outputs, finals = [], []
-    for d, direction in enumerate(directions):
+
+    def run(d, direction):  # one direction: (its outputs, its final state)
         biases = [None, None] if b is None else [ops.get_item(b, (d, rows + k * gates * hidden)) for k in (0, 1)]
         weights = [ops.get_item(w, (d, rows)), ops.get_item(r, (d, rows))] + biases
         state = tuple(None if s is None else ops.get_item(s, (slice(None), d) if layout else d) for s in initial)
-        output, state = unroll(cell, x, *weights, state, reverse=direction == "reverse")
-        outputs.append(output)
-        finals.append(state)
+        return unroll(cell, x, *weights, state, reverse=direction == "reverse")
+    outputs, finals = zip(*[run(d, direction) for d, direction in enumerate(directions)])
     y = ops.stack(outputs, 1)  # (T, D, N, H)
     results = [ops.transpose(y, (2, 0, 1, 3)) if layout else y]  # layout 1: (N, T, D, H)
     results += [ops.stack(list(s), 1 if layout else 0) for s in zip(*finals)]  # (D, N, H) or (N, D, H)

@@ -242,17 +242,15 @@ def _get_item(ex, node):
     for k in key:
         if k is None:
             new_axes.append(out_axis)
-            out_axis += 1
-            continue
-        if isinstance(k, slice):
+        elif isinstance(k, slice):
             step = 1 if k.step is None else k.step
             if k != slice(None):
                 slices.append((k.start if k.start is not None else (0 if step > 0 else big),
                                k.stop if k.stop is not None else (big if step > 0 else -big - 1), axis, step))
         else:  # an int or an integer array: a Gather (a 0-d index drops the axis)
             gathers.append((axis, np.asarray(k, np.int64)))
-        out_axis += 1 if isinstance(k, slice) else np.ndim(k)
-        axis += 1
+        out_axis += 1 if k is None or isinstance(k, slice) else np.ndim(k)
+        axis += k is not None
     name = ex.name_of(node.inputs[0])
     if slices:
         bounds = [int64s(ex, v, h) for v, h in zip(zip(*slices), ("starts", "ends", "axes", "steps"))]
