@@ -174,19 +174,18 @@ static inline void NAME(inner_columns)(const NAME(window_args) *k, long *inner0,
     *inner1 = *inner1 < *inner0 ? *inner0 : *inner1;
 }
 
-/* Output values [j0, j1) of one output row (i) of the plane `out` (16 at a time where the range allows): the weighted
- * sum of their taps in rows [di0, di1), every tap's column inside the input row (stride `sw`: the caller passes a
- * literal 1 where it is 1, so the loads are contiguous and vectorize). */
-static inline void NAME(depthwise_run)(const NAME(window_args) *k, const T *plane, const T *weights, T *out, long i,
+/* Output values [j0, j1) of one output row, whose taps start at input row `top` (the rows [di0, di1) of them inside
+ * the plane), 16 at a time where the range allows: the weighted sum of their taps, every tap's column inside the
+ * input row (stride `sw`: the caller passes a literal 1 or 2 where it is one, so that the loads vectorize). */
+static inline void NAME(depthwise_run)(const NAME(window_args) *k, const T *plane, const T *weights, T *out, long top,
                                        long di0, long di1, long j0, long j1, long sw) {
-    long kw = k->kw, w = k->w, dw = k->dw;
-    const T *base = plane + (i * k->sh - k->ph) * w - k->pw;
+    long kw = k->kw, dw = k->dw, pw = k->pw;
     long j = j0;
     for (; j + 16 <= j1; j += 16) {
         T sum[16] = {0};
         for (long di = di0; di < di1; di++)
             for (long dj = 0; dj < kw; dj++) {
-                const T *src = base + di * k->dh * w + dj * dw + j * sw;
+                const T *src = plane + (top + di * k->dh) * k->w + j * sw + dj * dw - pw;
                 T weight = weights[di * kw + dj];
                 for (long l = 0; l < 16; l++) sum[l] += weight * src[l * sw];
             }
@@ -196,7 +195,7 @@ static inline void NAME(depthwise_run)(const NAME(window_args) *k, const T *plan
         T sum[8] = {0};
         for (long di = di0; di < di1; di++)
             for (long dj = 0; dj < kw; dj++) {
-                const T *src = base + di * k->dh * w + dj * dw + j * sw;
+                const T *src = plane + (top + di * k->dh) * k->w + j * sw + dj * dw - pw;
                 T weight = weights[di * kw + dj];
                 for (long l = 0; l < 8; l++) sum[l] += weight * src[l * sw];
             }
@@ -205,7 +204,8 @@ static inline void NAME(depthwise_run)(const NAME(window_args) *k, const T *plan
     for (; j < j1; j++) {
         T sum = 0;
         for (long di = di0; di < di1; di++)
-            for (long dj = 0; dj < kw; dj++) sum += weights[di * kw + dj] * base[di * k->dh * w + dj * dw + j * sw];
+            for (long dj = 0; dj < kw; dj++)
+                sum += weights[di * kw + dj] * plane[(top + di * k->dh) * k->w + j * sw + dj * dw - pw];
         out[j] = sum;
     }
 }
@@ -246,11 +246,11 @@ TF_CLONES static void NAME(depthwise_direct_chunk)(void *p, long start, long sto
                 while (di1 > di0 && top + (di1 - 1) * k->dh >= k->h) di1--;
                 T *row = out + i * wo;
                 if (k->sw == 1)
-                    NAME(depthwise_run)(k, plane, weights, row, i, di0, di1, inner0, inner1, 1);
+                    NAME(depthwise_run)(k, plane, weights, row, top, di0, di1, inner0, inner1, 1);
                 else if (k->sw == 2)
-                    NAME(depthwise_run)(k, plane, weights, row, i, di0, di1, inner0, inner1, 2);
+                    NAME(depthwise_run)(k, plane, weights, row, top, di0, di1, inner0, inner1, 2);
                 else
-                    NAME(depthwise_run)(k, plane, weights, row, i, di0, di1, inner0, inner1, k->sw);
+                    NAME(depthwise_run)(k, plane, weights, row, top, di0, di1, inner0, inner1, k->sw);
                 NAME(depthwise_edge)(k, plane, weights, row, top, di0, di1, 0, inner0);
                 NAME(depthwise_edge)(k, plane, weights, row, top, di0, di1, inner1, wo);
             }
@@ -309,12 +309,62 @@ TF_CLONES static void NAME(depthwise_filter_chunk)(void *p, long start, long sto
     free(blocks);
 }
 
+/* Tap (di, dj)'s sum of a gradient plane times the input plane its window reads: over the output rows whose tap row
+ * lies inside the plane, the inner columns 16 at a time (stride `sw`: a literal where it is 1 or 2, as above), then
+ * the edge columns whose tap lands inside. */
+static inline T NAME(tap_dot)(const NAME(window_args) *k, const T *plane, const T *g, long di, long dj, long inner0,
+                              long inner1, long sw) {
+    long offset = dj * k->dw - k->pw;
+    T sum[16] = {0}, total = 0;
+    for (long i = 0; i < k->ho; i++) {
+        long row = i * k->sh - k->ph + di * k->dh;
+        if (row < 0 || row >= k->h) continue;
+        const T *src = plane + row * k->w, *grad = g + i * k->wo;
+        long j = inner0;
+        for (; j + 16 <= inner1; j += 16)
+            for (long l = 0; l < 16; l++) sum[l] += grad[j + l] * src[(j + l) * sw + offset];
+        for (; j < inner1; j++) total += grad[j] * src[j * sw + offset];
+        for (long e = 0; e < k->wo; e++) {
+            e = e == inner0 ? inner1 : e; /* the edges: the columns left and right of the inner ones */
+            long col = e * sw + offset;
+            if (e < k->wo && col >= 0 && col < k->w) total += grad[e] * src[col];
+        }
+    }
+    for (long l = 0; l < 16; l++) total += sum[l];
+    return total;
+}
+
+/* The filter gradient read straight from the rows, for rows of 16 inner values or more (as the convolution): no tap
+ * blocks, whose 9 planes outgrew the cache (112x112: 450 KB). One input channel per step. */
+TF_CLONES static void NAME(depthwise_filter_direct_chunk)(void *p, long start, long stop) {
+    const NAME(window_args) *k = p;
+    long taps = k->kh * k->kw, multiplier = k->multiplier, size = k->ho * k->wo, inner0, inner1;
+    NAME(inner_columns)(k, &inner0, &inner1);
+    for (long ch = start; ch < stop; ch++) {
+        T *grad = k->dst + ch * multiplier * taps;
+        memset(grad, 0, sizeof(T) * multiplier * taps);
+        for (long b = 0; b < k->n; b++) {
+            const T *plane = k->x + (b * k->c + ch) * k->h * k->w;
+            for (long j = 0; j < multiplier * taps; j++) { /* filter j / taps, tap j % taps */
+                const T *g = k->src + ((b * k->c + ch) * multiplier + j / taps) * size;
+                long di = j % taps / k->kw, dj = j % k->kw;
+                grad[j] += k->sw == 1   ? NAME(tap_dot)(k, plane, g, di, dj, inner0, inner1, 1)
+                           : k->sw == 2 ? NAME(tap_dot)(k, plane, g, di, dj, inner0, inner1, 2)
+                                        : NAME(tap_dot)(k, plane, g, di, dj, inner0, inner1, k->sw);
+            }
+        }
+    }
+}
+
 int NAME(tf_depthwise_back_filter)(const T *x, const T *g, T *grad, long multiplier, long n, long c, long h, long w,
                                    long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,
                                    long wo) {
     NAME(window_args) k = {x, g, grad, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, 0, multiplier,
                            NULL, NULL, 0, 0, 0};
-    tf_parallel_for(c, n * c * multiplier * ho * wo * kh * kw, NAME(depthwise_filter_chunk), &k);
+    long inner0, inner1;
+    NAME(inner_columns)(&k, &inner0, &inner1);
+    tf_parallel_for(c, n * c * multiplier * ho * wo * kh * kw,
+                    inner1 - inner0 >= 16 ? NAME(depthwise_filter_direct_chunk) : NAME(depthwise_filter_chunk), &k);
     return k.failed;
 }
 
