@@ -124,6 +124,12 @@ int tf_depthwise_conv_f32(const float *x, const float *filters, float *out, long
 int tf_depthwise_conv_f64(const double *x, const double *filters, double *out, long multiplier, long n, long c, long h,
                           long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,
                           long wo, const double *bias, const double *residual, double low, double high);
+void tf_depthwise_back_input_f32(const float *g, const float *filters, float *dx, long multiplier, long n, long c,
+                                long h, long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw,
+                                long ho, long wo);
+void tf_depthwise_back_input_f64(const double *g, const double *filters, double *dx, long multiplier, long n, long c,
+                                long h, long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw,
+                                long ho, long wo);
 int tf_depthwise_back_filter_f32(const float *x, const float *g, float *grad, long multiplier, long n, long c, long h,
                                  long w, long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw,
                                  long ho, long wo);

@@ -8,6 +8,7 @@
  * tf_depthwise_conv(x, filters, out, multiplier, ..., bias, residual, low, high)   groups == c: out (n, c *
  *     multiplier, ho, wo), directly; each output row then gets + bias[channel] and + the residual's row (each
  *     where not NULL), clipped to [low, high]; nonzero when it could not allocate its scratch
+ * tf_depthwise_back_input(g, filters, dx, multiplier, ...)   its input gradient, dx (n, c, h, w), directly
  * tf_depthwise_back_filter(x, g, grad, multiplier, ...)   its filter gradient, grad (c * multiplier, 1, kh, kw),
  *     directly; nonzero when it could not allocate its scratch
  * tf_conv_epilogue(src, dst, n, o, p, bias, residual, low, high)   dst (n, o, p) = clip(src (o, n, p) + bias[o] +

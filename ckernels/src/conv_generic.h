@@ -309,6 +309,61 @@ TF_CLONES static void NAME(depthwise_filter_chunk)(void *p, long start, long sto
     free(blocks);
 }
 
+/* Output-gradient values [j0, j1) of one row, times the tap's weight, added back to the input row values the tap read
+ * (columns j * sw + offset; `sw` a literal where it is 1 or 2, so that the loop vectorizes). */
+static inline void NAME(tap_scatter)(T *restrict row, const T *restrict grad, T weight, long offset, long j0, long j1,
+                                     long sw) {
+    for (long j = j0; j < j1; j++) row[j * sw + offset] += weight * grad[j];
+}
+
+/* The input gradient of a depthwise convolution, its exact adjoint: each output gradient value, times each tap's
+ * weight, added back to the input value that tap read (the inner columns in one loop per tap and row, the edge
+ * columns tested). Any stride, padding and multiplier, and no multiply-add by the zeros that spreading the gradient
+ * out by the stride for a convolution with the flipped filters made (3 in 4 at stride 2). src holds the filters,
+ * x the output gradient (n, c * multiplier, ho, wo), dst the input gradient. One (image, input channel) per step:
+ * its plane is written by that step alone. */
+TF_CLONES static void NAME(depthwise_back_input_chunk)(void *p, long start, long stop) {
+    const NAME(window_args) *k = p;
+    long kh = k->kh, kw = k->kw, taps = kh * kw, multiplier = k->multiplier, ho = k->ho, wo = k->wo, inner0, inner1;
+    NAME(inner_columns)(k, &inner0, &inner1);
+    for (long unit = start; unit < stop; unit++) {
+        long ch = unit % k->c;
+        T *plane = k->dst + unit * k->h * k->w;
+        memset(plane, 0, sizeof(T) * k->h * k->w);
+        for (long m = 0; m < multiplier; m++) {
+            const T *weights = k->src + (ch * multiplier + m) * taps, *g = k->x + (unit * multiplier + m) * ho * wo;
+            for (long i = 0; i < ho; i++)
+                for (long di = 0; di < kh; di++) {
+                    long row = i * k->sh - k->ph + di * k->dh;
+                    if (row < 0 || row >= k->h) continue;
+                    for (long dj = 0; dj < kw; dj++) {
+                        long offset = dj * k->dw - k->pw;
+                        T weight = weights[di * kw + dj], *dst = plane + row * k->w;
+                        if (k->sw == 1)
+                            NAME(tap_scatter)(dst, g + i * wo, weight, offset, inner0, inner1, 1);
+                        else if (k->sw == 2)
+                            NAME(tap_scatter)(dst, g + i * wo, weight, offset, inner0, inner1, 2);
+                        else
+                            NAME(tap_scatter)(dst, g + i * wo, weight, offset, inner0, inner1, k->sw);
+                        for (long j = 0; j < wo; j++) {
+                            j = j == inner0 ? inner1 : j; /* the edge columns */
+                            long col = j * k->sw + offset;
+                            if (j < wo && col >= 0 && col < k->w) dst[col] += weight * g[i * wo + j];
+                        }
+                    }
+                }
+        }
+    }
+}
+
+void NAME(tf_depthwise_back_input)(const T *g, const T *filters, T *dx, long multiplier, long n, long c, long h, long w,
+                                  long kh, long kw, long sh, long sw, long ph, long pw, long dh, long dw, long ho,
+                                  long wo) {
+    NAME(window_args) k = {g, filters, dx, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, 0, multiplier,
+                           NULL, NULL, 0, 0, 0};
+    tf_parallel_for(n * c, n * c * multiplier * ho * wo * kh * kw, NAME(depthwise_back_input_chunk), &k);
+}
+
 /* Tap (di, dj)'s sum of a gradient plane times the input plane its window reads: over the output rows whose tap row
  * lies inside the plane, the inner columns 16 at a time (stride `sw`: a literal where it is 1 or 2, as above), then
  * the edge columns whose tap lands inside. */

@@ -230,8 +230,11 @@ def conv(backend, op, x, w, *extras):
     out = backend.pool.empty(shape, x.dtype)
     bias, residual = _epilogue_operands(op, extras)
     bounds = getattr(op, "bounds", (-math.inf, math.inf))
-    if op.groups == x.shape[1] and w.shape[1] == 1:
-        return _depthwise(backend, x, w, out, o // op.groups, geometry, bias, residual, bounds)
+    if op.groups == x.shape[1] and w.shape[1] == 1:  # depthwise (MobileNet): its direct kernel
+        if _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), o // op.groups, *geometry, _buf(bias),
+                                       _buf(residual), *bounds):
+            raise MemoryError("tf_depthwise_conv could not allocate its scratch tap blocks")
+        return out
     if op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]:
         # pointwise: each image's (C, H·W) data already is im2col's matrix, and the product is the output's layout
         for b, (image, planes) in enumerate(zip(x.reshape(n, x.shape[1], -1), out.reshape(n, o, -1))):
@@ -253,14 +256,6 @@ def conv(backend, op, x, w, *extras):
     return out
 
 
-def _depthwise(backend, x, w, out, multiplier, geometry, bias=None, residual=None, bounds=(-math.inf, math.inf)):
-    """out = the direct depthwise kernel's convolution of x by filters of one input channel each (MobileNet)."""
-    if _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), multiplier, *geometry, _buf(bias), _buf(residual),
-                                   *bounds) != 0:
-        raise MemoryError("tf_depthwise_conv could not allocate its scratch tap blocks")
-    return out
-
-
 def _epilogue_operands(op, extras):
     """(bias, residual) of a ConvBiasAct's extra inputs, None where absent."""
     residual = extras[-1] if getattr(op, "residual", False) else None
@@ -279,21 +274,15 @@ def fits_conv_bias(op, x, w, *extras):
 
 def conv_back_input(backend, op, g, w, x=None):
     """The input gradient of a convolution whose output gradient g is (ConvBackInput: x gives the shape; a
-    ConvTranspose is that): g's planes back through the filters (the adjoint of conv's product), then col2im."""
+    ConvTranspose is that): g's planes back through the filters (the adjoint of conv's product), then col2im
+    (depthwise: its direct kernel)."""
     shape = transposed_input_shape(op, g, w) if x is None else x.shape
     geometry = conv_geometry(op, shape, w.shape, g.shape)
     n, c, h, width, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo = geometry
-    if op.groups == c == w.shape[0] and 0 <= ph <= dh * (kh - 1) and 0 <= pw <= dw * (kw - 1):
-        # depthwise: the adjoint is the depthwise convolution, with stride 1, of g (its rows and columns spread out
-        # by the stride, zeros between) by the flipped filters, padded by what the window reaches past the input
-        # (4-5x faster than the product of one-row groups and col2im)
-        if (sh, sw) != (1, 1):
-            spread = np.zeros((n, c, (ho - 1) * sh + 1, (wo - 1) * sw + 1), g.dtype)
-            spread[:, :, ::sh, ::sw] = g.reshape(n, c, ho, wo)
-            g, ho, wo = spread, spread.shape[2], spread.shape[3]
-        flipped = np.ascontiguousarray(np.flip(w, tuple(range(2, w.ndim))))
-        return _depthwise(backend, g, flipped, backend.pool.empty(shape, g.dtype), 1, (
-            n, c, ho, wo, kh, kw, 1, 1, dh * (kh - 1) - ph, dw * (kw - 1) - pw, dh, dw, h, width))
+    if op.groups == c and w.shape[1] == 1:  # depthwise: the direct kernel of its adjoint
+        out = backend.pool.empty(shape, g.dtype)
+        _fn("tf_depthwise_back_input", g)(_buf(g), _buf(w), _buf(out), w.shape[0] // c, *geometry)
+        return out
     rows = _planes(backend, g)
     cols = _grouped_product(backend, w.reshape(w.shape[0], -1), rows, op.groups, transpose_a=True)  # (C·K, N·P)
     backend.pool.recycle(rows)
