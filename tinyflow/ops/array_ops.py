@@ -150,8 +150,7 @@ class ConcatSplit(Operation):
     def compute(self, grad, *xs):
         start = sum(x.shape[self.axis] for x in xs[:self.index])
         stop = start + xs[self.index].shape[self.axis]
-        key = (slice(None),) * self.axis + (slice(start, stop),)
-        return grad[key]
+        return grad[(slice(None),) * self.axis + (slice(start, stop),)]
 
     dtype_of = 0
 

@@ -17,28 +17,27 @@ from .windows import WindowOperation, columns, per_rank, scatter_windows, span, 
 
 
 # ------------------------------------------------------------ the numpy backend's kernels
+def _per_group(rows, groups):
+    """(M, G·n) rows as (G, M, n): the columns of each group on their own."""
+    return rows.reshape(rows.shape[0], groups, -1).transpose(1, 0, 2)
+
+
 def filter_rows(cols, w, groups):
     """im2col rows (M, C·K) times the filters w (O, C/G, *kernel), group by group: (M, O)."""
-    o, m = w.shape[0], cols.shape[0]
-    per_group = cols.reshape(m, groups, -1).transpose(1, 0, 2)            # (G, M, C/G·K)
-    product = np.matmul(per_group, w.reshape(groups, o // groups, -1).transpose(0, 2, 1))  # (G, M, O/G)
-    return product.transpose(1, 0, 2).reshape(m, o)
+    filters = w.reshape(groups, w.shape[0] // groups, -1)                           # (G, O/G, C/G·K)
+    product = np.matmul(_per_group(cols, groups), filters.transpose(0, 2, 1))     # (G, M, O/G)
+    return product.transpose(1, 0, 2).reshape(len(cols), -1)
 
 
 def rows_through_filters(rows, w, groups):
     """The adjoint of filter_rows: output-gradient rows (M, O) back to im2col rows (M, C·K)."""
-    o, m = w.shape[0], rows.shape[0]
-    per_group = rows.reshape(m, groups, o // groups).transpose(1, 0, 2)  # (G, M, O/G)
-    product = np.matmul(per_group, w.reshape(groups, o // groups, -1))   # (G, M, C/G·K)
-    return product.transpose(1, 0, 2).reshape(m, -1)
+    filters = w.reshape(groups, w.shape[0] // groups, -1)
+    return np.matmul(_per_group(rows, groups), filters).transpose(1, 0, 2).reshape(len(rows), -1)
 
 
 def filter_gradient(rows, cols, w_shape, groups):
     """dL/dw from output-gradient rows (M, O) and im2col rows (M, C·K), group by group."""
-    m = rows.shape[0]
-    per_rows = rows.reshape(m, groups, -1).transpose(1, 2, 0)             # (G, O/G, M)
-    per_cols = cols.reshape(m, groups, -1).transpose(1, 0, 2)             # (G, M, C/G·K)
-    return np.matmul(per_rows, per_cols).reshape(w_shape)
+    return np.matmul(_per_group(rows, groups).transpose(0, 2, 1), _per_group(cols, groups)).reshape(w_shape)
 
 
 def channels_last_rows(y):

@@ -163,8 +163,7 @@ def make_op(op_type, input_names, expression, attributes=(), dtype="same", gradi
                                          zip(input_names, cls.gradients) if t is not None)
 
     def first_call(op, grad):  # the gradient ops of a gradient op are made when first needed, not all at once
-        function = register_gradient(cls)(_gradient_function(cls))
-        return function(op, grad)
+        return register_gradient(cls)(_gradient_function(cls))(op, grad)
     register_gradient(cls)(first_call)
     return cls
 
@@ -237,12 +236,9 @@ def _signature(cls):
 # ---------------------------------------------------------------- elementwise ops that are not one expression
 def extreme(dtype, largest):
     """The largest value of `dtype` (the identity of min), or the lowest (of max; what max pooling pads with)."""
-    if dtype.kind == "f":
-        return np.inf if largest else -np.inf
-    if dtype.kind == "b":
-        return largest
-    info = np.iinfo(dtype)
-    return info.max if largest else info.min
+    if dtype.kind in "fb":
+        return largest if dtype.kind == "b" else np.inf if largest else -np.inf
+    return np.iinfo(dtype).max if largest else np.iinfo(dtype).min
 
 
 class Cast(Operation):

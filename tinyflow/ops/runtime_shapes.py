@@ -94,7 +94,7 @@ class Arange(Operation):
 
     dtype_of = 0
 
-    def __init__(self, start, limit, delta, name=None):
+    def __init__(self, start, limit, delta=1, name=None):
         check = Arguments(self, name, start, limit, delta)
         for argument, node in (("start", start), ("limit", limit), ("delta", delta)):
             if rank_of(node) not in (None, 0):
@@ -125,10 +125,7 @@ def _static(x):
     return np.asarray(x).item() if isinstance(x, (int, float, np.number, np.ndarray)) else None
 
 
-def arange(start, limit, delta=1, name=None):
-    """np.arange(start, limit, delta) of scalars known at run time (nodes), in start's dtype."""
-    return Arange(start, limit, delta, name=name)
-
+arange = op_function(Arange, "arange", "np.arange(start, limit, delta) of run-time scalars (start's dtype).")
 
 not_differentiable(Shape, Size, Fill, Arange)
 
