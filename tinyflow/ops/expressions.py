@@ -160,6 +160,15 @@ _CHAIN = {
     "cos": lambda t, u: neg(call("sin", u)),
 }
 _FLAT = ("sign", "floor", "ceil", "logical_and", "logical_or", "logical_xor", "logical_not")
+# d (a op b), given the tree t = a op b, its operands and their derivatives da, db
+_BINARY = {
+    ast.Add: lambda t, a, b, da, db: add(da, db),
+    ast.Sub: lambda t, a, b, da, db: sub(da, db),
+    ast.Mult: lambda t, a, b, da, db: add(mul(da, b), mul(a, db)),
+    ast.Div: lambda t, a, b, da, db: sub(div(da, b), div(mul(a, db), mul(b, b))),
+    ast.Pow: lambda t, a, b, da, db: add(mul(mul(b, ast.BinOp(a, ast.Pow(), sub(b, constant(1)))), da),
+                                         mul(mul(t, call("log", a)), db)),  # b a**(b-1) da + a**b log(a) db
+}
 
 
 def derivative(tree, name):
@@ -172,17 +181,7 @@ def derivative(tree, name):
     if isinstance(tree, ast.UnaryOp):
         return neg(d(tree.operand))
     if isinstance(tree, ast.BinOp):
-        a, b, op = tree.left, tree.right, tree.op
-        if isinstance(op, ast.Add):
-            return add(d(a), d(b))
-        if isinstance(op, ast.Sub):
-            return sub(d(a), d(b))
-        if isinstance(op, ast.Mult):
-            return add(mul(d(a), b), mul(a, d(b)))
-        if isinstance(op, ast.Div):
-            return sub(div(d(a), b), div(mul(a, d(b)), mul(b, b)))
-        power = mul(mul(b, ast.BinOp(a, ast.Pow(), sub(b, constant(1)))), d(a))  # d a**b = b a**(b-1) da + ...
-        return add(power, mul(mul(tree, call("log", a)), d(b)))
+        return _BINARY[type(tree.op)](tree, tree.left, tree.right, d(tree.left), d(tree.right))
     if isinstance(tree, ast.Compare):
         return constant(0)
     word, args = tree.func.id, tree.args
