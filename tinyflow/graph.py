@@ -118,7 +118,7 @@ class Graph:
 
     def variables(self, trainable_only=False):
         """The Variables of this graph in creation order."""
-        from .nodes.leaves import Variable
+        from .nodes.node import Variable
         return [n for n in self.nodes
                 if isinstance(n, Variable) and (n.trainable or not trainable_only)]
 
