@@ -114,6 +114,7 @@ ROWS = [
         lambda x: torch.split(x, [1, 3], 1)[1] * torch.split(x, 2, 1)[0][:, :1], normal(2, 4)),
     row("Stack", lambda a, b: tfl.stack([a, b], axis=-1), lambda a, b: torch.stack([a, b], -1), normal(2, 3),
         normal(2, 3)),
+    row("MatMul", tfl.matmul, torch.matmul, normal(2, 3, 4), normal(4, 2)),
     row("Einsum", lambda a, b: tfl.einsum("bij,bjk->bik", a, b), lambda a, b: torch.einsum("bij,bjk->bik", a, b),
         normal(2, 3, 4), normal(2, 4, 2)),
     row("Einsum-diagonal", lambda a: tfl.einsum("...ii->...i", a), lambda a: torch.einsum("...ii->...i", a),
@@ -228,7 +229,7 @@ def test_eager_and_to_static_value_and_gradient_equal_torch(mode, tfl_fn, torch_
 # the differentiable forward ops added for ONNX import (their backward ops are checked through them)
 ONNX_ROUND_OPS = {"Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Erf", "Mod", "Clip", "ReduceMin", "ReduceProd",
                   "ReduceLogSumExp"}
-ONNX_ROUND_MODULES = ("elementwise_ops", "indexing", "pad", "linalg", "shape_ops")
+ONNX_ROUND_MODULES = ("elementwise_ops", "indexing", "pad", "matmul", "shape_ops")
 
 
 def test_every_differentiable_op_added_for_onnx_has_a_torch_row():
