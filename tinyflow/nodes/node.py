@@ -1,6 +1,6 @@
-"""Node, the base of every graph element, and the three kinds of leaf node: Constant (a fixed value), Placeholder
-(fed at run time), Variable (state). Operators (`+ - * / @ ...`) are installed by tinyflow/ops/operators.py, Jupyter
-pictures (`_repr_svg_`) by tinyflow/viz: this layer knows neither ops nor pictures."""
+"""Node, the base of every graph element, and the three kinds of leaf node: Constant (a fixed value),
+Placeholder (fed at run time), Variable (state). Operators (`+ - * / @ ...`) are installed by
+tinyflow/ops/operators.py, Jupyter pictures (`_repr_svg_`) by tinyflow/viz: this layer knows neither."""
 import os
 import re
 import sys

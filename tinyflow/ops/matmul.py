@@ -1,5 +1,5 @@
-"""Matrix products: matmul (batched over leading axes like numpy's `@`) and einsum; triangular masks (tril, triu);
-outer and diag built of other ops."""
+"""Matrix products: matmul (batched over leading axes like numpy's `@`) and einsum; triangular masks
+(tril, triu); outer and diag built of other ops."""
 import string
 
 import numpy as np
