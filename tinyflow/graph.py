@@ -188,8 +188,7 @@ def reset_default_graph():
 
 
 def ancestors(nodes, stop=frozenset()):
-    """Every node the given nodes depend on (themselves included), not walking past `stop` nodes (an explicit stack,
-    never recursion: graphs of a hundred thousand nodes are fine)."""
+    """Every node the given nodes depend on (themselves included), not past `stop` (a stack, no recursion)."""
     found, stack = set(), list(nodes)
     while stack:
         node = stack.pop()

@@ -89,8 +89,8 @@ def _fit_to_input(grad, op, index):
 
 
 def fit_to_shape(grad, op, index, grad_shape, input_shape, known=True):
-    """The gradient for input `index` of op, summed down to the input's shape where broadcasting widened it
-    (graph and eager mode alike); GradientError for a shape broadcasting cannot have made from the input's."""
+    """Input `index`'s gradient summed down to its shape (graph and eager mode), or GradientError for a
+    shape broadcasting cannot have made from the input's."""
     if known and grad_shape == input_shape:
         return grad
     if not can_reduce_to(grad_shape, input_shape):
@@ -104,8 +104,7 @@ def fit_to_shape(grad, op, index, grad_shape, input_shape, known=True):
 
 
 def one_per_input(result, op):
-    """A gradient function's result as a list of one gradient per input of `op` (graph or eager), or the
-    GradientError saying why not."""
+    """A gradient function's result as one gradient per input of `op` (graph or eager), or GradientError."""
     result = list(result) if isinstance(result, (list, tuple)) else [result]
     if len(result) != len(op.inputs):
         raise GradientError(

@@ -170,8 +170,7 @@ def is_eager(value):
 
 
 def as_node(value, like=None):
-    """`value` if it is a Node, else a Constant of it: a Python number takes the dtype of `like` (the other
-    operand), so `x * 2.0` stays float32 when x is float32."""
+    """`value` if it is a Node, else a Constant of it; numbers take `like`'s dtype (x * 2.0 stays float32)."""
     if isinstance(value, Node):
         return value if Newest.of is None else Newest.of(value)
     if is_eager(value):

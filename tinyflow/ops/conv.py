@@ -46,8 +46,7 @@ def channels_last_rows(y):
 
 
 def conv_adjoint(g, w, x_shape, stride, pads, dilation, groups):
-    """g (N, O, *out) scattered back through the filters onto an x of shape x_shape: the input gradient of a
-    convolution, and the value of a transposed one."""
+    """g (N, O, *out) back through the filters onto x_shape: conv's input gradient, conv_transpose's value."""
     rank = g.ndim - 2
     cols = rows_through_filters(channels_last_rows(g), w, groups)       # (N·P, C·K)
     taps = cols.reshape((g.shape[0],) + g.shape[2:] + (x_shape[1],) + w.shape[2:])
