@@ -260,9 +260,7 @@ class Cast(Operation):
 def cast(x, dtype, name=None):
     """x converted to dtype (returns x itself when it already has it)."""
     x = as_node(x)
-    if x.dtype == Arguments(Cast, name, x).dtype("dtype", dtype):
-        return x
-    return Cast(x, dtype, name=name)
+    return x if x.dtype == Arguments(Cast, name, x).dtype("dtype", dtype) else Cast(x, dtype, name=name)
 
 
 register_gradient(Cast)(lambda op, grad: [  # only between float types
@@ -348,9 +346,7 @@ def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dt
         raise ArgumentError(f"elementwise_op {op_type!r}: dtype={dtype!r} is not one of {sorted(DTYPE_RULES)}")
     cls = make_op(op_type, inputs, expression, attributes, dtype, gradients, doc)
     cls.onnx = onnx
-    if not name:
-        return cls
-    return op_function(cls, name, doc or f"{op_type}: {expression}.", _signature(cls))
+    return op_function(cls, name, doc or f"{op_type}: {expression}.", _signature(cls)) if name else cls
 
 
 OPS, PUBLIC = {}, {}  # op type -> class of the table; function name -> tfl. function

@@ -95,15 +95,11 @@ def _value(tree):
 
 
 def add(a, b):
-    if _value(a) == 0:
-        return b
-    return a if _value(b) == 0 else ast.BinOp(a, ast.Add(), b)
+    return b if _value(a) == 0 else a if _value(b) == 0 else ast.BinOp(a, ast.Add(), b)
 
 
 def sub(a, b):
-    if _value(b) == 0:
-        return a
-    return neg(b) if _value(a) == 0 else ast.BinOp(a, ast.Sub(), b)
+    return a if _value(b) == 0 else neg(b) if _value(a) == 0 else ast.BinOp(a, ast.Sub(), b)
 
 
 def mul(a, b):
@@ -116,17 +112,13 @@ def mul(a, b):
 
 
 def div(a, b):
-    if _value(a) == 0:
-        return constant(0)
-    return a if _value(b) == 1 else ast.BinOp(a, ast.Div(), b)
+    return constant(0) if _value(a) == 0 else a if _value(b) == 1 else ast.BinOp(a, ast.Div(), b)
 
 
 def neg(a):
     if isinstance(a, ast.Constant):
         return constant(-a.value)
-    if isinstance(a, ast.UnaryOp):
-        return a.operand
-    return ast.UnaryOp(ast.USub(), a)
+    return a.operand if isinstance(a, ast.UnaryOp) else ast.UnaryOp(ast.USub(), a)
 
 
 def call(word, *args):
@@ -134,9 +126,7 @@ def call(word, *args):
 
 
 def where(condition, a, b):
-    if _value(a) == 0 and _value(b) == 0:
-        return constant(0)
-    return call("where", condition, a, b)
+    return constant(0) if _value(a) == 0 and _value(b) == 0 else call("where", condition, a, b)
 
 
 def _share(a, b, wins):

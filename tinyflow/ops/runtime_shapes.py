@@ -28,9 +28,7 @@ class Shape(Operation):
         return np.array(np.shape(x)[self.start:self.end], dtype=np.int64)
 
     def infer_shape(self, x_shape):
-        if x_shape is None:
-            return (None,)
-        return (len(range(len(x_shape))[self.start:self.end]),)
+        return (None,) if x_shape is None else (len(range(len(x_shape))[self.start:self.end]),)
 
 
 shape = op_function(Shape, "shape")
