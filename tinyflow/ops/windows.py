@@ -31,12 +31,9 @@ def resolve_padding(padding, spatial, kernel, stride, dilation):
         return ((0, 0),) * len(kernel)
     if any(n is None for n in spatial):
         return None
-    pads = []
-    for n, k, s, d in zip(spatial, kernel, stride, dilation):
-        total = max(0, (-(-n // s) - 1) * s + span(k, d) - n)
-        small, large = total // 2, total - total // 2
-        pads.append((small, large) if padding == "same_upper" else (large, small))
-    return tuple(pads)
+    totals = [max(0, (-(-n // s) - 1) * s + span(k, d) - n)  # out = ⌈n / s⌉
+              for n, k, s, d in zip(spatial, kernel, stride, dilation)]
+    return tuple((t // 2, t - t // 2) if padding == "same_upper" else (t - t // 2, t // 2) for t in totals)
 
 
 def window_output_size(size, kernel, stride=1, pads=(0, 0), dilation=1, ceil_mode=False):
