@@ -87,9 +87,7 @@ class ConvOperation(WindowOperation):
         if w_shape[0] is not None and w_shape[0] % g:
             raise ShapeError(f"{w_shape[0]} {'input' if transposed else 'output'} channels (filter {w_shape}) do not "
                              f"split into groups={g}")
-        if transposed:
-            return None if w_shape[1] is None else w_shape[1] * g
-        return w_shape[0]
+        return (None if w_shape[1] is None else w_shape[1] * g) if transposed else w_shape[0]
 
     def check_output_gradient(self, x_shape, w_shape, grad_shape):
         """Raise ShapeError unless grad may have the shape of the convolution of x by w."""

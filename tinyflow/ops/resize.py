@@ -154,8 +154,10 @@ class ResizeOperation(Operation):
             if not isinstance(options[option], str) or options[option] not in choices:
                 check.fail(option, options[option], "is not one of the choices", f"pick one of {', '.join(choices)}")
             setattr(self, option, options[option])
-        self.size_entries = None  # a sizes vector node: its entries as far as they are known when built
-        if isinstance(sizes, Node) or getattr(sizes, "graph", False) is None:  # a graph node or an eager Tensor
+        # sizes may be an int vector (a graph node or an eager Tensor) read at run time, the op's last input
+        self.dynamic = isinstance(sizes, Node) or getattr(sizes, "graph", False) is None
+        self.size_entries = None  # its entries as far as they are known when built
+        if self.dynamic:
             if not shapes_compatible(sizes.shape, (rank,)) or np.dtype(sizes.dtype).kind not in "iu":
                 check.fail("sizes", sizes, f"is not an int vector of {rank} sizes (shape {sizes.shape}, {sizes.dtype})",
                            f"pass {rank} sizes, one per axis")
@@ -172,7 +174,7 @@ class ResizeOperation(Operation):
         self.antialias = check.flag("antialias", options["antialias"])
         if self.antialias and self.mode == "nearest":
             check.fail("antialias", self.antialias, "does not go with mode 'nearest'", "use mode 'linear' or 'cubic'")
-        if self.keep_aspect_ratio_policy != "stretch" and self.sizes is None and self.size_entries is None:
+        if self.keep_aspect_ratio_policy != "stretch" and self.sizes is None and not self.dynamic:
             check.fail("keep_aspect_ratio_policy", self.keep_aspect_ratio_policy, "needs sizes",
                        "pass sizes, not scales")
         self.roi = None
@@ -183,11 +185,6 @@ class ResizeOperation(Operation):
                            "pass one (start, end) pair per axis")
             self.roi = tuple((check.number("roi", start), check.number("roi", end)) for start, end in regions)
         super().__init__(*inputs, *([size_node] if self.dynamic else []), name=name)
-
-    @property
-    def dynamic(self):
-        """True when the sizes are a vector node read at run time (the op's last input)."""
-        return self.size_entries is not None
 
     def resized(self, shape, sizes=None):
         """[(axis, in size, out size, scale)] of the axes that change (input shape; `sizes`: at run time)."""
