@@ -23,8 +23,7 @@ def span(kernel, dilation):
 
 
 def resolve_padding(padding, spatial, kernel, stride, dilation):
-    """((before, after), ...) for inputs of spatial sizes `spatial`: explicit pads as they are, modes from the
-    sizes; None when a mode meets an unknown size."""
+    """((before, after), ...) for these spatial sizes: explicit pads as given, modes resolved (None: size unknown)."""
     if not isinstance(padding, str):
         return padding
     if padding == "valid":
