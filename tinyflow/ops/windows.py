@@ -23,7 +23,7 @@ def span(kernel, dilation):
 
 
 def resolve_padding(padding, spatial, kernel, stride, dilation):
-    """((before, after), ...) for these spatial sizes: pads as given, modes resolved (None: a size unknown)."""
+    """((before, after), ...) for these spatial sizes: pads as given, modes resolved (None: size unknown)."""
     if not isinstance(padding, str):
         return padding
     if padding == "valid":
