@@ -212,29 +212,27 @@ def _conv_transpose_grad(op, grad):
 
 
 # ------------------------------------------------------------ the public functions
-def _bias(y, bias, rank):
-    return y if bias is None else y + reshape(bias, (1, -1) + (1,) * rank)
-
-
-def _check_filter_rank(op_class, name, x, w, rank, function):
+def _filtered(op_class, function, rank, x, w, bias, name, *window):
+    """op_class(x, w, *window), plus a bias per channel, once w has the rank of `function`'s filters."""
     known = rank_of(w)
     if known is not None and known != rank + 2:
         Arguments(op_class, name, x, w).fail(
             "w", f"a filter of rank {known}", f"does not fit {function}, whose filters have rank {rank + 2}",
             f"pass a filter with {rank} kernel sizes after its two channel axes")
+    y = op_class(x, w, *window, name=name)
+    return y if bias is None else y + reshape(bias, (1, -1) + (1,) * rank)
 
 
 def _conv(rank):
     def conv(x, w, stride=1, padding=0, dilation=1, groups=1, bias=None, name=None):
-        _check_filter_rank(Conv, name, x, w, rank, f"conv{rank}d")
-        return _bias(Conv(x, w, stride, padding, dilation, groups, name=name), bias, rank)
+        return _filtered(Conv, f"conv{rank}d", rank, x, w, bias, name, stride, padding, dilation, groups)
     return conv
 
 
 def _conv_transpose(rank):
     def conv_transpose(x, w, stride=1, padding=0, output_padding=0, groups=1, dilation=1, bias=None, name=None):
-        _check_filter_rank(ConvTranspose, name, x, w, rank, f"conv_transpose{rank}d")
-        return _bias(ConvTranspose(x, w, stride, padding, output_padding, dilation, groups, name=name), bias, rank)
+        return _filtered(ConvTranspose, f"conv_transpose{rank}d", rank, x, w, bias, name, stride, padding,
+                         output_padding, dilation, groups)
     return conv_transpose
 
 
