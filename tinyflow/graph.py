@@ -119,8 +119,7 @@ class Graph:
     def variables(self, trainable_only=False):
         """The Variables of this graph in creation order."""
         from .nodes.node import Variable
-        return [n for n in self.nodes
-                if isinstance(n, Variable) and (n.trainable or not trainable_only)]
+        return [n for n in self.nodes if isinstance(n, Variable) and (n.trainable or not trainable_only)]
 
     def discard_nodes_from(self, index):
         """Forget the nodes created at position `index` and later (what a failed import built), and their names."""
