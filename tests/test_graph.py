@@ -105,6 +105,6 @@ def test_scratch_removes_the_nodes_built_inside_and_keeps_the_graph_as_it_was():
     for name in built:
         with pytest.raises(tfl.GraphError, match="no node named"):
             graph.get_node(name)
-    graph._finalized = False
+    graph.finalized = False
     again = tfl.square(x, name="y")  # names used only inside the block are free again; "y" is still taken
     assert again.name == "y_1" and again.creation_index == len(before[0])

@@ -12,10 +12,8 @@ PICTURES = {}
 
 
 class _DefaultGraphs(threading.local):
-    """The `as_default()` graphs of this thread, innermost last."""
-
     def __init__(self):
-        self.stack = []
+        self.stack = []  # the `as_default()` graphs of this thread, innermost last
 
 
 _defaults = _DefaultGraphs()
@@ -29,9 +27,9 @@ class Graph:
         self._by_name = {}
         self._used_names = set()   # node names and scope names share one namespace, as in TF
         self._name_counts = {}
-        self._scope = ""
+        self.current_scope = ""  # the name scope of nodes created now: "" at the top, else e.g. "layer1/"
         self._roles = ["forward"]  # what kind of node is being built: forward, gradient, optimizer
-        self._finalized = False
+        self.finalized = False  # True once `finalize()` was called
         self.training_flag = None  # the boolean `training` Placeholder, created on demand by tfl.nn.training_flag
         self.update_ops = []  # ops training steps must also run (batch-norm moving statistics)
         self.run_lock = threading.RLock()  # every Session.run of the graph holds it (a run may start another run)
@@ -63,17 +61,17 @@ class Graph:
     @contextlib.contextmanager
     def name_scope(self, name):
         """Prefix the names of nodes created inside with `name/`; yields the scope's full name."""
-        previous = self._scope
+        previous = self.current_scope
         if not name:
-            self._scope = ""
+            self.current_scope = ""
         elif name.endswith("/"):  # "scope/" re-enters an existing scope exactly, as in TF
-            self._scope = name
+            self.current_scope = name
         else:
-            self._scope = self._unique(self._scope + name) + "/"
+            self.current_scope = self._unique(self.current_scope + name) + "/"
         try:
-            yield self._scope.rstrip("/")
+            yield self.current_scope.rstrip("/")
         finally:
-            self._scope = previous
+            self.current_scope = previous
 
     @contextlib.contextmanager
     def role(self, role):
@@ -83,11 +81,6 @@ class Graph:
             yield
         finally:
             self._roles.pop()
-
-    @property
-    def current_scope(self):
-        """The name scope of nodes created right now: "" at the top, else e.g. "layer1/dense/"."""
-        return self._scope
 
     @property
     def current_role(self):
@@ -107,32 +100,26 @@ class Graph:
     def scratch(self):
         """Nodes built inside the block are removed again at its end (tools that build temporary nodes,
         such as the explorer's gradients): the graph's nodes, names and consumers are as before."""
-        start, finalized = len(self.nodes), self._finalized
-        saved = (set(self._used_names), dict(self._name_counts), self._scope, list(self._roles),
-                 self.training_flag, list(self.update_ops))
-        self._finalized = False  # the net change is nil, so even a finalized graph allows it
+        start, updates = len(self.nodes), list(self.update_ops)
+        saved = dict(_used_names=set(self._used_names), _name_counts=dict(self._name_counts),
+                     _roles=list(self._roles), current_scope=self.current_scope,
+                     training_flag=self.training_flag, finalized=self.finalized)
+        self.finalized = False  # the net change is nil, so even a finalized graph allows it
         try:
             yield self
         finally:
             self.discard_nodes_from(start)
-            self._used_names, self._name_counts, self._scope, self._roles, self.training_flag, updates = saved
+            vars(self).update(saved)  # the attributes as they were
             self.update_ops[:] = updates
-            self._finalized = finalized
 
     def finalize(self):
         """Forbid adding nodes from now on (catches ops accidentally built inside a training loop)."""
-        self._finalized = True
-
-    @property
-    def finalized(self):
-        """True once `finalize()` was called."""
-        return self._finalized
+        self.finalized = True
 
     def variables(self, trainable_only=False):
         """The Variables of this graph in creation order."""
-        from .nodes.leaves import Variable
-        return [n for n in self.nodes
-                if isinstance(n, Variable) and (n.trainable or not trainable_only)]
+        from .nodes.node import Variable
+        return [n for n in self.nodes if isinstance(n, Variable) and (n.trainable or not trainable_only)]
 
     def discard_nodes_from(self, index):
         """Forget the nodes created at position `index` and later (what a failed import built), and their names."""
@@ -155,11 +142,11 @@ class Graph:
 
     def register(self, node, name):
         """Register a new node and return its unique, scoped name."""
-        if self._finalized:
+        if self.finalized:
             raise GraphError(
                 f"cannot add {node.op_type} node (created at {node.creation_site}): the graph is finalized. "
                 "Build every op before the training loop and only call sess.run inside it.")
-        full = self._unique(self._scope + (name or node.op_type))
+        full = self._unique(self.current_scope + (name or node.op_type))
         self.nodes.append(node)
         self._by_name[full] = node
         return full
@@ -200,8 +187,7 @@ def reset_default_graph():
 
 
 def ancestors(nodes, stop=frozenset()):
-    """Every node the given nodes depend on (themselves included), not walking past `stop` nodes (an explicit stack,
-    never recursion: graphs of a hundred thousand nodes are fine)."""
+    """Every node the given nodes depend on (themselves included), not past `stop` (a stack, no recursion)."""
     found, stack = set(), list(nodes)
     while stack:
         node = stack.pop()

@@ -89,26 +89,22 @@ def _fit_to_input(grad, op, index):
 
 
 def fit_to_shape(grad, op, index, grad_shape, input_shape, known=True):
-    """The gradient for input `index` of op, summed down to the input's shape where broadcasting widened it
-    (graph and eager mode alike); GradientError for a shape broadcasting cannot have made from the input's."""
+    """Input `index`'s gradient summed down to its shape (graph and eager mode), or GradientError for a
+    shape broadcasting cannot have made from the input's."""
     if known and grad_shape == input_shape:
         return grad
     if not can_reduce_to(grad_shape, input_shape):
+        name = getattr(op.inputs[index], "name", None)  # an eager Tensor has none
+        named = f"{name!r}, " if name else ""
         raise GradientError(
             f"the gradient function of {describe(op)} returned a gradient of shape {grad_shape} for input "
-            f"{index} ({_named(op.inputs[index])}shape {input_shape}); it must have the input's shape, or a shape "
+            f"{index} ({named}shape {input_shape}); it must have the input's shape, or a shape "
             f"that broadcasting made from it. Fix the gradient function registered for '{op.op_type}'.")
     return SumToShapeOf(grad, op.inputs[index])
 
 
-def _named(node):
-    name = getattr(node, "name", None)  # an eager Tensor has none
-    return f"'{name}', " if name else ""
-
-
 def one_per_input(result, op):
-    """A gradient function's result as a list of one gradient per input of `op` (graph or eager), or the
-    GradientError saying why not."""
+    """A gradient function's result as one gradient per input of `op` (graph or eager), or GradientError."""
     result = list(result) if isinstance(result, (list, tuple)) else [result]
     if len(result) != len(op.inputs):
         raise GradientError(
@@ -130,10 +126,8 @@ class GraphWalk:
         if isinstance(grad, tuple):  # the one contribution to an op with several outputs: per output
             grad = self.add(node, [grad])
         self.grads[node] = grad
-        if grad is None:
-            return parents, [None] * len(parents)
-        fn = gradient_function(node)
-        if fn is NOT_DIFFERENTIABLE:
+        fn = None if grad is None else gradient_function(node)
+        if fn is None or fn is NOT_DIFFERENTIABLE:
             return parents, [None] * len(parents)
         # control flow builds gradients only for the inputs needed
         if getattr(node, "skips_inputs_off_path", False):

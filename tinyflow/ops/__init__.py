@@ -4,8 +4,7 @@ from .elementwise_ops import *  # noqa: F401,F403 - every op of the table, its f
 from .array_ops import add_n, concat, get_item, identity, reshape, stop_gradient, transpose
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from .indexing import gather, masked_fill, one_hot, repeat_interleave, take_along_axis, topk
-from .linalg import diag, einsum, outer, tril, triu
-from .matmul import matmul
+from .matmul import diag, einsum, matmul, outer, tril, triu
 from .normalization import group_norm, instance_norm, layer_norm
 from .pad import pad
 from .pooling import (avg_pool1d, avg_pool2d, avg_pool3d, global_avg_pool, global_max_pool, max_pool1d, max_pool2d,

@@ -150,8 +150,7 @@ class ConcatSplit(Operation):
     def compute(self, grad, *xs):
         start = sum(x.shape[self.axis] for x in xs[:self.index])
         stop = start + xs[self.index].shape[self.axis]
-        key = (slice(None),) * self.axis + (slice(start, stop),)
-        return grad[key]
+        return grad[(slice(None),) * self.axis + (slice(start, stop),)]
 
     dtype_of = 0
 
@@ -201,22 +200,20 @@ def _basic_index_shape(shape, key):
     for k in key:
         if k is None:
             out.append(1)
-        elif k is Ellipsis:
+            continue
+        if k is Ellipsis:
             n = len(shape) - consumed
             out.extend(shape[dim:dim + n])
             dim += n
-        elif isinstance(k, slice):
-            size = shape[dim]
+            continue
+        size = shape[dim]  # ints, slices and arrays each take one axis
+        if isinstance(k, slice):
             out.append(None if size is None else len(range(*k.indices(size))))
-            dim += 1
         elif isinstance(k, np.ndarray):
             out.extend(k.shape)
-            dim += 1
-        else:
-            size = shape[dim]
-            if size is not None and not -size <= k < size:
-                raise ShapeError(f"index {k} is out of bounds for axis {dim} of size {size}")
-            dim += 1
+        elif size is not None and not -size <= k < size:
+            raise ShapeError(f"index {k} is out of bounds for axis {dim} of size {size}")
+        dim += 1
     return tuple(out) + tuple(shape[dim:])
 
 

@@ -17,28 +17,27 @@ from .windows import WindowOperation, columns, per_rank, scatter_windows, span, 
 
 
 # ------------------------------------------------------------ the numpy backend's kernels
+def _per_group(rows, groups):
+    """(M, G·n) rows as (G, M, n): the columns of each group on their own."""
+    return rows.reshape(rows.shape[0], groups, -1).transpose(1, 0, 2)
+
+
 def filter_rows(cols, w, groups):
     """im2col rows (M, C·K) times the filters w (O, C/G, *kernel), group by group: (M, O)."""
-    o, m = w.shape[0], cols.shape[0]
-    per_group = cols.reshape(m, groups, -1).transpose(1, 0, 2)            # (G, M, C/G·K)
-    product = np.matmul(per_group, w.reshape(groups, o // groups, -1).transpose(0, 2, 1))  # (G, M, O/G)
-    return product.transpose(1, 0, 2).reshape(m, o)
+    filters = w.reshape(groups, w.shape[0] // groups, -1)                           # (G, O/G, C/G·K)
+    product = np.matmul(_per_group(cols, groups), filters.transpose(0, 2, 1))     # (G, M, O/G)
+    return product.transpose(1, 0, 2).reshape(len(cols), -1)
 
 
 def rows_through_filters(rows, w, groups):
     """The adjoint of filter_rows: output-gradient rows (M, O) back to im2col rows (M, C·K)."""
-    o, m = w.shape[0], rows.shape[0]
-    per_group = rows.reshape(m, groups, o // groups).transpose(1, 0, 2)  # (G, M, O/G)
-    product = np.matmul(per_group, w.reshape(groups, o // groups, -1))   # (G, M, C/G·K)
-    return product.transpose(1, 0, 2).reshape(m, -1)
+    filters = w.reshape(groups, w.shape[0] // groups, -1)
+    return np.matmul(_per_group(rows, groups), filters).transpose(1, 0, 2).reshape(len(rows), -1)
 
 
 def filter_gradient(rows, cols, w_shape, groups):
     """dL/dw from output-gradient rows (M, O) and im2col rows (M, C·K), group by group."""
-    m = rows.shape[0]
-    per_rows = rows.reshape(m, groups, -1).transpose(1, 2, 0)             # (G, O/G, M)
-    per_cols = cols.reshape(m, groups, -1).transpose(1, 0, 2)             # (G, M, C/G·K)
-    return np.matmul(per_rows, per_cols).reshape(w_shape)
+    return np.matmul(_per_group(rows, groups).transpose(0, 2, 1), _per_group(cols, groups)).reshape(w_shape)
 
 
 def channels_last_rows(y):
@@ -47,8 +46,7 @@ def channels_last_rows(y):
 
 
 def conv_adjoint(g, w, x_shape, stride, pads, dilation, groups):
-    """g (N, O, *out) scattered back through the filters onto an x of shape x_shape: the input gradient of a
-    convolution, and the value of a transposed one."""
+    """g (N, O, *out) back through the filters onto x_shape: conv's input gradient, conv_transpose's value."""
     rank = g.ndim - 2
     cols = rows_through_filters(channels_last_rows(g), w, groups)       # (N·P, C·K)
     taps = cols.reshape((g.shape[0],) + g.shape[2:] + (x_shape[1],) + w.shape[2:])
@@ -89,9 +87,7 @@ class ConvOperation(WindowOperation):
         if w_shape[0] is not None and w_shape[0] % g:
             raise ShapeError(f"{w_shape[0]} {'input' if transposed else 'output'} channels (filter {w_shape}) do not "
                              f"split into groups={g}")
-        if transposed:
-            return None if w_shape[1] is None else w_shape[1] * g
-        return w_shape[0]
+        return (None if w_shape[1] is None else w_shape[1] * g) if transposed else w_shape[0]
 
     def check_output_gradient(self, x_shape, w_shape, grad_shape):
         """Raise ShapeError unless grad may have the shape of the convolution of x by w."""
@@ -216,29 +212,27 @@ def _conv_transpose_grad(op, grad):
 
 
 # ------------------------------------------------------------ the public functions
-def _bias(y, bias, rank):
-    return y if bias is None else y + reshape(bias, (1, -1) + (1,) * rank)
-
-
-def _check_filter_rank(op_class, name, x, w, rank, function):
+def _filtered(op_class, function, rank, x, w, bias, name, *window):
+    """op_class(x, w, *window), plus a bias per channel, once w has the rank of `function`'s filters."""
     known = rank_of(w)
     if known is not None and known != rank + 2:
         Arguments(op_class, name, x, w).fail(
             "w", f"a filter of rank {known}", f"does not fit {function}, whose filters have rank {rank + 2}",
             f"pass a filter with {rank} kernel sizes after its two channel axes")
+    y = op_class(x, w, *window, name=name)
+    return y if bias is None else y + reshape(bias, (1, -1) + (1,) * rank)
 
 
 def _conv(rank):
     def conv(x, w, stride=1, padding=0, dilation=1, groups=1, bias=None, name=None):
-        _check_filter_rank(Conv, name, x, w, rank, f"conv{rank}d")
-        return _bias(Conv(x, w, stride, padding, dilation, groups, name=name), bias, rank)
+        return _filtered(Conv, f"conv{rank}d", rank, x, w, bias, name, stride, padding, dilation, groups)
     return conv
 
 
 def _conv_transpose(rank):
     def conv_transpose(x, w, stride=1, padding=0, output_padding=0, groups=1, dilation=1, bias=None, name=None):
-        _check_filter_rank(ConvTranspose, name, x, w, rank, f"conv_transpose{rank}d")
-        return _bias(ConvTranspose(x, w, stride, padding, output_padding, dilation, groups, name=name), bias, rank)
+        return _filtered(ConvTranspose, f"conv_transpose{rank}d", rank, x, w, bias, name, stride, padding,
+                         output_padding, dilation, groups)
     return conv_transpose
 
 

@@ -163,8 +163,7 @@ def make_op(op_type, input_names, expression, attributes=(), dtype="same", gradi
                                          zip(input_names, cls.gradients) if t is not None)
 
     def first_call(op, grad):  # the gradient ops of a gradient op are made when first needed, not all at once
-        function = register_gradient(cls)(_gradient_function(cls))
-        return function(op, grad)
+        return register_gradient(cls)(_gradient_function(cls))(op, grad)
     register_gradient(cls)(first_call)
     return cls
 
@@ -237,12 +236,9 @@ def _signature(cls):
 # ---------------------------------------------------------------- elementwise ops that are not one expression
 def extreme(dtype, largest):
     """The largest value of `dtype` (the identity of min), or the lowest (of max; what max pooling pads with)."""
-    if dtype.kind == "f":
-        return np.inf if largest else -np.inf
-    if dtype.kind == "b":
-        return largest
-    info = np.iinfo(dtype)
-    return info.max if largest else info.min
+    if dtype.kind in "fb":
+        return largest if dtype.kind == "b" else np.inf if largest else -np.inf
+    return np.iinfo(dtype).max if largest else np.iinfo(dtype).min
 
 
 class Cast(Operation):
@@ -264,9 +260,7 @@ class Cast(Operation):
 def cast(x, dtype, name=None):
     """x converted to dtype (returns x itself when it already has it)."""
     x = as_node(x)
-    if x.dtype == Arguments(Cast, name, x).dtype("dtype", dtype):
-        return x
-    return Cast(x, dtype, name=name)
+    return x if x.dtype == Arguments(Cast, name, x).dtype("dtype", dtype) else Cast(x, dtype, name=name)
 
 
 register_gradient(Cast)(lambda op, grad: [  # only between float types
@@ -352,9 +346,7 @@ def elementwise_op(op_type, signature, expression, gradients=None, onnx=None, dt
         raise ArgumentError(f"elementwise_op {op_type!r}: dtype={dtype!r} is not one of {sorted(DTYPE_RULES)}")
     cls = make_op(op_type, inputs, expression, attributes, dtype, gradients, doc)
     cls.onnx = onnx
-    if not name:
-        return cls
-    return op_function(cls, name, doc or f"{op_type}: {expression}.", _signature(cls))
+    return op_function(cls, name, doc or f"{op_type}: {expression}.", _signature(cls)) if name else cls
 
 
 OPS, PUBLIC = {}, {}  # op type -> class of the table; function name -> tfl. function

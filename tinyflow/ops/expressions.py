@@ -95,15 +95,11 @@ def _value(tree):
 
 
 def add(a, b):
-    if _value(a) == 0:
-        return b
-    return a if _value(b) == 0 else ast.BinOp(a, ast.Add(), b)
+    return b if _value(a) == 0 else a if _value(b) == 0 else ast.BinOp(a, ast.Add(), b)
 
 
 def sub(a, b):
-    if _value(b) == 0:
-        return a
-    return neg(b) if _value(a) == 0 else ast.BinOp(a, ast.Sub(), b)
+    return a if _value(b) == 0 else neg(b) if _value(a) == 0 else ast.BinOp(a, ast.Sub(), b)
 
 
 def mul(a, b):
@@ -116,17 +112,13 @@ def mul(a, b):
 
 
 def div(a, b):
-    if _value(a) == 0:
-        return constant(0)
-    return a if _value(b) == 1 else ast.BinOp(a, ast.Div(), b)
+    return constant(0) if _value(a) == 0 else a if _value(b) == 1 else ast.BinOp(a, ast.Div(), b)
 
 
 def neg(a):
     if isinstance(a, ast.Constant):
         return constant(-a.value)
-    if isinstance(a, ast.UnaryOp):
-        return a.operand
-    return ast.UnaryOp(ast.USub(), a)
+    return a.operand if isinstance(a, ast.UnaryOp) else ast.UnaryOp(ast.USub(), a)
 
 
 def call(word, *args):
@@ -134,9 +126,7 @@ def call(word, *args):
 
 
 def where(condition, a, b):
-    if _value(a) == 0 and _value(b) == 0:
-        return constant(0)
-    return call("where", condition, a, b)
+    return constant(0) if _value(a) == 0 and _value(b) == 0 else call("where", condition, a, b)
 
 
 def _share(a, b, wins):
@@ -160,6 +150,15 @@ _CHAIN = {
     "cos": lambda t, u: neg(call("sin", u)),
 }
 _FLAT = ("sign", "floor", "ceil", "logical_and", "logical_or", "logical_xor", "logical_not")
+# d (a op b), given the tree t = a op b, its operands and their derivatives da, db
+_BINARY = {
+    ast.Add: lambda t, a, b, da, db: add(da, db),
+    ast.Sub: lambda t, a, b, da, db: sub(da, db),
+    ast.Mult: lambda t, a, b, da, db: add(mul(da, b), mul(a, db)),
+    ast.Div: lambda t, a, b, da, db: sub(div(da, b), div(mul(a, db), mul(b, b))),
+    ast.Pow: lambda t, a, b, da, db: add(mul(mul(b, ast.BinOp(a, ast.Pow(), sub(b, constant(1)))), da),
+                                         mul(mul(t, call("log", a)), db)),  # b a**(b-1) da + a**b log(a) db
+}
 
 
 def derivative(tree, name):
@@ -172,17 +171,7 @@ def derivative(tree, name):
     if isinstance(tree, ast.UnaryOp):
         return neg(d(tree.operand))
     if isinstance(tree, ast.BinOp):
-        a, b, op = tree.left, tree.right, tree.op
-        if isinstance(op, ast.Add):
-            return add(d(a), d(b))
-        if isinstance(op, ast.Sub):
-            return sub(d(a), d(b))
-        if isinstance(op, ast.Mult):
-            return add(mul(d(a), b), mul(a, d(b)))
-        if isinstance(op, ast.Div):
-            return sub(div(d(a), b), div(mul(a, d(b)), mul(b, b)))
-        power = mul(mul(b, ast.BinOp(a, ast.Pow(), sub(b, constant(1)))), d(a))  # d a**b = b a**(b-1) da + ...
-        return add(power, mul(mul(tree, call("log", a)), d(b)))
+        return _BINARY[type(tree.op)](tree, tree.left, tree.right, d(tree.left), d(tree.right))
     if isinstance(tree, ast.Compare):
         return constant(0)
     word, args = tree.func.id, tree.args

@@ -161,8 +161,7 @@ def masked_fill(x, mask, value, name=None):
 
 
 def repeat_interleave(x, repeats, axis=None, name=None):
-    """Each entry of x along `axis` repeated `repeats` times (an int, or one count per entry), as torch's; without
-    an axis, over the flattened x."""
+    """Each entry of x along `axis` (None: of flat x) repeated `repeats` times (an int, or one per entry)."""
     x = as_node(x)
     check = checks("repeat_interleave", name, x)
     if axis is None:

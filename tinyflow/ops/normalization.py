@@ -19,15 +19,6 @@ from .registry import register_gradient
 from .softmax import AxisOperation
 
 
-def normalize_rows(x, axis, eps):
-    """(x - mean) and 1/√(var + ε) over the axes from `axis` on (biased variance), both keeping x's rank."""
-    if x.size == 0:  # nothing to normalize (and numpy warns about the mean of nothing)
-        return x.copy(), np.ones_like(x)
-    axes = tuple(range(axis % x.ndim, x.ndim))
-    centered = x - x.mean(axis=axes, keepdims=True)
-    return centered, 1 / np.sqrt((centered * centered).mean(axis=axes, keepdims=True) + np.asarray(eps, x.dtype))
-
-
 class NormOperation(AxisOperation):
     """An op over the axes from `axis` on, with a variance epsilon; its output has its first input's shape."""
 
@@ -41,13 +32,22 @@ class NormOperation(AxisOperation):
         """The normalized axes of an input of this rank."""
         return tuple(range(self.axis % rank, rank))
 
+    def normalized(self, x):
+        """(x - mean) and 1/√(var + ε) over the normalized axes (biased variance), both keeping x's rank."""
+        if x.size == 0:  # nothing to normalize (and numpy warns about the mean of nothing)
+            return x.copy(), np.ones_like(x)
+        axes = self.axes(x.ndim)
+        centered = x - x.mean(axis=axes, keepdims=True)
+        variance = (centered * centered).mean(axis=axes, keepdims=True)
+        return centered, 1 / np.sqrt(variance + np.asarray(self.eps, x.dtype))
+
 
 class LayerNorm(NormOperation):
     """x̂ = (x - μ) / √(σ² + ε), μ and σ² the mean and biased variance over the axes from `axis` on.
     Gradient: (g - mean(g) - x̂ · mean(g x̂)) / √(σ² + ε) (LayerNormGrad), means over the same axes."""
 
     def compute(self, x):
-        centered, inv_std = normalize_rows(x, self.axis, self.eps)
+        centered, inv_std = self.normalized(x)
         return centered * inv_std
 
 
@@ -59,7 +59,7 @@ class LayerNormGrad(NormOperation):
     def compute(self, x, grad):
         if x.size == 0:
             return np.zeros_like(grad)
-        centered, inv_std = normalize_rows(x, self.axis, self.eps)
+        centered, inv_std = self.normalized(x)
         x_hat = centered * inv_std
         axes = self.axes(x.ndim)
         return inv_std * (grad - grad.mean(axis=axes, keepdims=True)

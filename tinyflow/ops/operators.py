@@ -35,20 +35,13 @@ def _reshape(x, *shape):
     return reshape(x, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
 
 
-OPERATORS = {
-    "__neg__": lambda self: negative(self),
-    "__pos__": lambda self: self,
-    "__abs__": lambda self: _abs(self),
-    "__getitem__": lambda self, key: get_item(self, key),
-    "__lt__": lambda self, other: less(self, other),
-    "__le__": lambda self, other: less_equal(self, other),
-    "__gt__": lambda self, other: greater(self, other),
-    "__ge__": lambda self, other: greater_equal(self, other),
-    "T": property(lambda self: transpose(self), doc="The transpose (all axes reversed)."),
-}
+# the functions themselves: `a < b` calls less(a, b)
+OPERATORS = dict(__neg__=negative, __pos__=lambda self: self, __abs__=_abs, __getitem__=get_item, __lt__=less,
+                 __le__=less_equal, __gt__=greater, __ge__=greater_equal,
+                 T=property(transpose, doc="The transpose (all axes reversed)."))
 for _name, _fn in (("add", add), ("sub", subtract), ("mul", multiply), ("truediv", divide), ("pow", power),
                    ("matmul", matmul), ("mod", mod), ("floordiv", floor_divide)):
-    OPERATORS[f"__{_name}__"] = lambda self, other, fn=_fn: fn(self, other)
+    OPERATORS[f"__{_name}__"] = _fn
     OPERATORS[f"__r{_name}__"] = lambda self, other, fn=_fn: fn(other, self)
 
 # method forms: x.sum(axis) is tfl.reduce_sum(x, axis) (the function itself, its doc included), and so on

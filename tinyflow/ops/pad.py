@@ -41,11 +41,7 @@ class Pad(Operation):
         super().__init__(x, name=name)
 
     def compute(self, x):
-        cropped = x[tuple(slice(-min(b, 0), x.shape[i] + min(a, 0)) for i, (b, a) in enumerate(self.pad_width))]
-        grow = [(max(b, 0), max(a, 0)) for b, a in self.pad_width]
-        if self.mode == "constant":
-            return np.pad(cropped, grow, constant_values=np.asarray(self.value).astype(x.dtype))
-        return np.pad(cropped, grow, mode=self.mode)
+        return padded(x, self.pad_width, self.mode, np.asarray(self.value).astype(x.dtype))
 
     def infer_shape(self, x_shape):
         if x_shape is None:
@@ -57,13 +53,13 @@ pad = op_function(Pad, "pad",
                    "x padded by pad_width (np.pad's forms; negative widths crop) in mode constant/reflect/edge/wrap.")
 
 
-def source_positions(size, before, after, mode):
-    """For one axis: the input position each output position copies (-1: the constant)."""
-    positions = np.arange(size)[-min(before, 0):size + min(after, 0)]
-    grow = (max(before, 0), max(after, 0))
+def padded(x, pad_width, mode, value):
+    """np.pad of x in `mode` (constant: `value`), where a negative width crops instead."""
+    cropped = x[tuple(slice(-min(b, 0), n + min(a, 0)) for n, (b, a) in zip(x.shape, pad_width))]
+    grow = [(max(b, 0), max(a, 0)) for b, a in pad_width]
     if mode == "constant":
-        return np.pad(positions, grow, constant_values=-1)
-    return np.pad(positions, grow, mode=mode)
+        return np.pad(cropped, grow, constant_values=value)
+    return np.pad(cropped, grow, mode=mode)
 
 
 class PadGrad(ShapedLike):
@@ -77,7 +73,7 @@ class PadGrad(ShapedLike):
         for axis, (before, after) in enumerate(self.pad_width):
             if before == after == 0:
                 continue
-            source = source_positions(x.shape[axis], before, after, self.mode)
+            source = padded(np.arange(x.shape[axis]), [(before, after)], self.mode, -1)  # the entries copied
             kept = source >= 0
             moved = np.moveaxis(np.compress(kept, grad, axis=axis), axis, 0)
             summed = np.zeros((x.shape[axis],) + moved.shape[1:], grad.dtype)

@@ -197,15 +197,12 @@ register_gradient(AvgPoolGrad)(lambda op, grad: [None, AvgPool(grad, **op.window
 
 
 # ------------------------------------------------------------ the public functions
-def _kernel(op_class, name, x, kernel_size, rank):
-    return Arguments(op_class, name, x).ints("kernel_size", kernel_size, rank, minimum=1)
-
-
 def _max_pool(rank):
     def max_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False,
                  name=None):
-        window = dict(kernel_size=_kernel(MaxPool, name, x, kernel_size, rank), stride=stride, padding=padding,
-                      dilation=dilation, ceil_mode=ceil_mode)
+        kernel = Arguments(MaxPool, name, x).ints("kernel_size", kernel_size, rank, minimum=1)
+        window = dict(kernel_size=kernel, stride=stride, padding=padding, dilation=dilation,
+                      ceil_mode=ceil_mode)
         y = MaxPool(x, **window, name=name)
         if not return_indices:
             return y
@@ -216,8 +213,9 @@ def _max_pool(rank):
 def _avg_pool(rank):
     def avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, dilation=1,
                  name=None):
-        return AvgPool(x, kernel_size=_kernel(AvgPool, name, x, kernel_size, rank), stride=stride, padding=padding,
-                       dilation=dilation, ceil_mode=ceil_mode, count_include_pad=count_include_pad, name=name)
+        kernel = Arguments(AvgPool, name, x).ints("kernel_size", kernel_size, rank, minimum=1)
+        return AvgPool(x, kernel_size=kernel, stride=stride, padding=padding, dilation=dilation,
+                       ceil_mode=ceil_mode, count_include_pad=count_include_pad, name=name)
     return avg_pool
 
 
@@ -230,8 +228,7 @@ avg_pool1d, avg_pool2d, avg_pool3d = per_rank(
 
 
 def _spatial_axes(op_class, name, x):
-    check = Arguments(op_class, name, x)
-    return tuple(range(2, 2 + spatial_rank(check, "x", "(N, C, *spatial)", x)))
+    return tuple(range(2, 2 + spatial_rank(Arguments(op_class, name, x), "x", "(N, C, *spatial)", x)))
 
 
 def global_avg_pool(x, name=None):

@@ -41,19 +41,16 @@ class CellOperation(Operation):
         return checked_state_shape(type(self), *shapes)
 
 
-def cell_shapes_fit(cell, x_shape, h_shape, state_shape, grad_shape=None):
-    """Whether the shapes (None dims match anything) fit a cell op class: gates (N, gates·H), state, its gradient."""
-    if None in (x_shape, h_shape, state_shape) or len(state_shape) != 2 + cell.packs:
-        return state_shape is None or x_shape is None or h_shape is None
-    n, h = state_shape[-2:]
-    expected = (n, None if h is None else cell.gates * h)
-    return shapes_compatible(x_shape, expected) and shapes_compatible(h_shape, expected) \
-        and tuple(state_shape[:cell.packs]) in ((), (2,), (None,)) and shapes_compatible(grad_shape, state_shape)
-
-
 def checked_state_shape(cell, x_shape, h_shape, state_shape, grad_shape=None):
-    """The state's shape, or a ShapeError saying what the cell op (class `cell`) takes."""
-    if not cell_shapes_fit(cell, x_shape, h_shape, state_shape, grad_shape):
+    """The state's shape, or a ShapeError saying what the cell op (class `cell`) takes (None fits all)."""
+    fits = None in (x_shape, h_shape, state_shape)
+    if not fits and len(state_shape) == 2 + cell.packs:  # gates (N, gates·H), the state, its gradient
+        n, h = state_shape[-2:]
+        expected = (n, None if h is None else cell.gates * h)
+        pairs = ((x_shape, expected), (h_shape, expected), (grad_shape, state_shape))
+        fits = tuple(state_shape[:cell.packs]) in ((), (2,), (None,)) and all(
+            shapes_compatible(*pair) for pair in pairs)
+    if not fits:
         raise ShapeError(f"expected gates (N, {cell.gates}·H) twice, a state {'(2, N, H)' if cell.packs else '(N, H)'}"
                          f"{' and its gradient' if grad_shape else ''}, got {x_shape}, {h_shape}, {state_shape}"
                          f"{f', {grad_shape}' if grad_shape else ''}; pass the gates of one step")

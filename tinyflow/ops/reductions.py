@@ -263,7 +263,7 @@ class ArgExtreme(Operation):
     def infer_shape(self, x_shape):
         if x_shape is None:
             return None if self.keepdims else ()
-        axes = tuple(range(len(x_shape))) if self.axis is None else (self.axis,)
+        axes = range(len(x_shape)) if self.axis is None else (self.axis,)
         return reduced_shape(x_shape, axes, self.keepdims)
 
 

@@ -138,7 +138,9 @@ class ResizeOperation(Operation):
     abstract = True
     attributes = OPTIONS  # the keyword options (**options), as the elementwise ops' attributes
 
-    def _set_resize(self, check, rank, sizes, scales, options):
+    def __init__(self, *inputs, sizes=None, scales=None, name=None, **options):
+        """Op(*inputs, sizes=... or scales=..., **options): the inputs (the last is x), checked when built."""
+        check, rank, size_node = Arguments(self, name, *inputs), rank_of(inputs[-1]), sizes
         if (sizes is None) == (scales is None):
             check.fail("sizes", sizes, "and scales are both given or both missing", "pass one of them")
         if rank is None:
@@ -152,13 +154,14 @@ class ResizeOperation(Operation):
             if not isinstance(options[option], str) or options[option] not in choices:
                 check.fail(option, options[option], "is not one of the choices", f"pick one of {', '.join(choices)}")
             setattr(self, option, options[option])
-        self.size_entries = None  # a sizes vector node: its entries as far as they are known when built
-        if isinstance(sizes, Node) or getattr(sizes, "graph", False) is None:  # a graph node or an eager Tensor
+        # sizes may be an int vector (a graph node or an eager Tensor) read at run time, the op's last input
+        self.dynamic = isinstance(sizes, Node) or getattr(sizes, "graph", False) is None
+        self.size_entries = None  # its entries as far as they are known when built
+        if self.dynamic:
             if not shapes_compatible(sizes.shape, (rank,)) or np.dtype(sizes.dtype).kind not in "iu":
                 check.fail("sizes", sizes, f"is not an int vector of {rank} sizes (shape {sizes.shape}, {sizes.dtype})",
                            f"pass {rank} sizes, one per axis")
-            self.size_entries = (known_entries(sizes) if isinstance(sizes, Node) and sizes.shape == (rank,) else
-                                 [None] * rank)
+            self.size_entries = known_entries(sizes) or [None] * rank
             sizes = None
         self.sizes = None if sizes is None else tuple(  # None keeps an axis's size
             None if n is None else check.integer("sizes", n, minimum=0)
@@ -171,7 +174,7 @@ class ResizeOperation(Operation):
         self.antialias = check.flag("antialias", options["antialias"])
         if self.antialias and self.mode == "nearest":
             check.fail("antialias", self.antialias, "does not go with mode 'nearest'", "use mode 'linear' or 'cubic'")
-        if self.keep_aspect_ratio_policy != "stretch" and self.sizes is None and self.size_entries is None:
+        if self.keep_aspect_ratio_policy != "stretch" and self.sizes is None and not self.dynamic:
             check.fail("keep_aspect_ratio_policy", self.keep_aspect_ratio_policy, "needs sizes",
                        "pass sizes, not scales")
         self.roi = None
@@ -181,15 +184,10 @@ class ResizeOperation(Operation):
                 check.fail("roi", options["roi"], "holds an entry that is not a (start, end) pair",
                            "pass one (start, end) pair per axis")
             self.roi = tuple((check.number("roi", start), check.number("roi", end)) for start, end in regions)
-
-    @property
-    def dynamic(self):
-        """True when the sizes are a vector node read at run time (the op's last input)."""
-        return self.size_entries is not None
+        super().__init__(*inputs, *([size_node] if self.dynamic else []), name=name)
 
     def resized(self, shape, sizes=None):
-        """[(axis, in size, out size, scale)] of the axes that change, for an input of this (known) shape; `sizes`:
-        the run-time sizes vector of a dynamic resize."""
+        """[(axis, in size, out size, scale)] of the axes that change (input shape; `sizes`: at run time)."""
         if self.scales is not None:
             plan = [(a, n, int(np.floor(n * s)), s) for a, (n, s) in enumerate(zip(shape, self.scales))]
         else:
@@ -223,10 +221,6 @@ class Resize(ResizeOperation):
 
     dtype_of = 0
 
-    def __init__(self, x, sizes=None, scales=None, name=None, **options):
-        self._set_resize(Arguments(self, name, x), rank_of(x), sizes, scales, options)
-        super().__init__(x, *([sizes] if self.dynamic else []), name=name)
-
     def compute(self, x, *sizes):
         y = x.astype(np.float64)
         for axis, size, out, scale in self.resized(x.shape, *sizes):
@@ -256,10 +250,6 @@ class Resize(ResizeOperation):
 class ResizeGrad(ResizeOperation, ShapedLike):
     """dL/dx of Resize: the gradient (the resized shape) taken back through each axis's matrix transposed."""
 
-    def __init__(self, grad, x, sizes=None, scales=None, name=None, **options):
-        self._set_resize(Arguments(self, name, grad, x), rank_of(x), sizes, scales, options)
-        super().__init__(grad, x, *([sizes] if self.dynamic else []), name=name)
-
     def compute(self, grad, x, *sizes):
         g = grad.astype(np.float64)
         for axis, size, out, scale in reversed(self.resized(x.shape, *sizes)):
@@ -268,12 +258,9 @@ class ResizeGrad(ResizeOperation, ShapedLike):
 
 
 register_gradient(Resize)(lambda op, grad: [ResizeGrad(grad, op.inputs[0], **op.arguments())] + [None] * op.dynamic)
-
-
-@register_gradient(ResizeGrad)
-def _resize_grad_grad(op, grad):
-    # ResizeGrad is linear in g: its adjoint is Resize without the constant the crop mode writes outside its region
-    return [Resize(grad, **dict(op.arguments(), extrapolation_value=0.0)), None] + [None] * op.dynamic
+# ResizeGrad is linear in g: its adjoint is Resize without the constant crop mode writes outside the region
+register_gradient(ResizeGrad)(lambda op, grad: [Resize(grad, **dict(op.arguments(), extrapolation_value=0.0)),
+                                                None] + [None] * op.dynamic)
 
 
 # ------------------------------------------------------------ the public function

@@ -28,9 +28,7 @@ class Shape(Operation):
         return np.array(np.shape(x)[self.start:self.end], dtype=np.int64)
 
     def infer_shape(self, x_shape):
-        if x_shape is None:
-            return (None,)
-        return (len(range(len(x_shape))[self.start:self.end]),)
+        return (None,) if x_shape is None else (len(range(len(x_shape))[self.start:self.end]),)
 
 
 shape = op_function(Shape, "shape")
@@ -94,7 +92,7 @@ class Arange(Operation):
 
     dtype_of = 0
 
-    def __init__(self, start, limit, delta, name=None):
+    def __init__(self, start, limit, delta=1, name=None):
         check = Arguments(self, name, start, limit, delta)
         for argument, node in (("start", start), ("limit", limit), ("delta", delta)):
             if rank_of(node) not in (None, 0):
@@ -125,10 +123,7 @@ def _static(x):
     return np.asarray(x).item() if isinstance(x, (int, float, np.number, np.ndarray)) else None
 
 
-def arange(start, limit, delta=1, name=None):
-    """np.arange(start, limit, delta) of scalars known at run time (nodes), in start's dtype."""
-    return Arange(start, limit, delta, name=name)
-
+arange = op_function(Arange, "arange", "np.arange(start, limit, delta) of run-time scalars (start's dtype).")
 
 not_differentiable(Shape, Size, Fill, Arange)
 

@@ -24,11 +24,6 @@ class Assign(Operation):
                                        "pass the tfl.Variable to change as the first argument")
         super().__init__(var, value, name=name)
 
-    @property
-    def variable(self):
-        """The Variable this op changes."""
-        return self.inputs[0]
-
     def infer_shape(self, var_shape, value_shape):
         # the value may broadcast to the Variable's shape (v += 1), never widen it
         if not shapes_compatible(broadcast_shapes(var_shape, value_shape), var_shape):
@@ -38,10 +33,11 @@ class Assign(Operation):
 
     def compute(self, old, value):
         # read the Variable itself, not the `old` snapshot: two assign_adds in one run both count
-        current = self.variable.value
-        self.variable.value = np.broadcast_to(value, current.shape).copy() if self.update is None else \
+        variable = self.inputs[0]
+        current = variable.value
+        variable.value = np.broadcast_to(value, current.shape).copy() if self.update is None else \
             self.update(current, value)
-        return self.variable.value
+        return variable.value
 
 
 assign = op_function(Assign, "assign", "An op that sets var to value when run.")

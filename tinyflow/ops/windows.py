@@ -23,20 +23,16 @@ def span(kernel, dilation):
 
 
 def resolve_padding(padding, spatial, kernel, stride, dilation):
-    """((before, after), ...) for inputs of spatial sizes `spatial`: explicit pads as they are, modes from the
-    sizes; None when a mode meets an unknown size."""
+    """((before, after), ...) for these spatial sizes: pads as given, modes resolved (None: size unknown)."""
     if not isinstance(padding, str):
         return padding
     if padding == "valid":
         return ((0, 0),) * len(kernel)
     if any(n is None for n in spatial):
         return None
-    pads = []
-    for n, k, s, d in zip(spatial, kernel, stride, dilation):
-        total = max(0, (-(-n // s) - 1) * s + span(k, d) - n)
-        small, large = total // 2, total - total // 2
-        pads.append((small, large) if padding == "same_upper" else (large, small))
-    return tuple(pads)
+    totals = [max(0, (-(-n // s) - 1) * s + span(k, d) - n)  # out = ⌈n / s⌉
+              for n, k, s, d in zip(spatial, kernel, stride, dilation)]
+    return tuple((t // 2, t - t // 2) if padding == "same_upper" else (t - t // 2, t // 2) for t in totals)
 
 
 def window_output_size(size, kernel, stride=1, pads=(0, 0), dilation=1, ceil_mode=False):

@@ -6,7 +6,7 @@ from ... import ops
 from ...nodes import Constant
 from ...ops import runtime_shapes
 from ...ops.runtime_shapes import RuntimeSlice
-from ...ops.linalg import Einsum
+from ...ops.matmul import Einsum
 from ...ops.shape_ops import ReshapeTo
 from ...errors import OnnxExportError
 from .rule_tables import REQUIRED, exports, imports, int64s, op_rule, same_op
