@@ -43,10 +43,7 @@ class OpenCLBackend(Backend):
     name = "opencl"
     fused = OpenCLFusedKernel  # built once a node has run a few times
 
-    @classmethod
-    def why_unavailable(cls):
-        """'' when pyopencl, a device and the kernel sources are all there, else what is missing and how to get it."""
-        return rt.why_unavailable()
+    why_unavailable = staticmethod(rt.why_unavailable)  # pyopencl, a device that compiles, the kernel sources
 
     def __init__(self, spec="opencl"):
         if not self.is_available():

@@ -63,12 +63,6 @@ PROBE_SOURCE = "__kernel void probe(__global float *a) { a[get_global_id(0)] = e
 _build_errors = {}  # device pointer -> '' or why the device cannot run a kernel
 
 
-def _first_error(err):
-    """The line of an OpenCL error that says what went wrong (a build log's first 'error:' line)."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return next((line for line in lines if "error:" in line), lines[0] if lines else repr(err))
-
-
 def _build(context, source, options=()):
     """The built program of `source` (compiler chatter is not for users; errors still raise)."""
     cl = pyopencl()
@@ -87,8 +81,10 @@ def build_error(device):
             failed = "cannot compile a kernel"  # e.g. pocl's LLVM does not know this CPU: "unknown target CPU"
             _build(context, PROBE_SOURCE)
             _build_errors[key] = ""
-        except cl.Error as err:
-            _build_errors[key] = f"{failed}: {_first_error(err)}"
+        except cl.Error as err:  # said by its first line naming an error (a build log's first 'error:')
+            lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+            first = next((line for line in lines if "error:" in line), lines[0] if lines else repr(err))
+            _build_errors[key] = f"{failed}: {first}"
     return _build_errors[key]
 
 

@@ -121,16 +121,14 @@ def _chain(source):
 
 
 def _fused(conv, inputs, like, members, bounds, swapped, residual=False):
-    """The ConvBiasAct of `inputs` with `conv`'s window (a Conv or a ConvBiasAct) and this epilogue, standing for
-    `like`."""
+    """The ConvBiasAct of `inputs` with `conv`'s window and this epilogue, standing for `like`."""
     window = {k: v for k, v in vars(conv).items() if k not in NODE_FIELDS | {"bounds", "swapped", "residual"}}
     return make_node(ConvBiasAct, inputs, like, members=members, bounds=bounds, swapped=swapped, residual=residual,
                      **window)
 
 
 def _folded_batch_norm(node, graph, consumers, standing_for):
-    """The ConvBiasAct computing `node` if it is an inference batch norm of a convolution read by nothing else (see
-    the module's docstring), else None."""
+    """The ConvBiasAct computing `node` if it is an inference batch norm of a lone convolution, else None."""
     parts = inference_batch_norm(node, graph.fed)
     if parts is None:
         return None
@@ -185,8 +183,7 @@ def _fixed_false(flag, fed):
 
 
 def _per_channel(bias, conv, exact=False):
-    """Whether `bias` holds one value per channel of `conv` (any node), laid out to broadcast along its channel axis
-    (`exact`: shaped (1, C, 1, ...))."""
+    """Whether `bias` holds a value per channel of `conv` (any node), `exact`ly shaped (1, C, 1, ...)."""
     shape, out = bias.shape, conv.shape
     if shape is None or out is None or len(out) < 2 or out[1] is None or len(shape) > len(out):
         return False
