@@ -44,17 +44,13 @@ def _kernel_folder():
 
 def devices():
     """[(index, platform name, device name, cl.Device)] for every OpenCL device on this machine."""
-    cl = pyopencl()
+    cl, found = pyopencl(), []
     if isinstance(cl, ImportError):
         return []
-    try:
-        platforms = cl.get_platforms()
-    except cl.Error:  # an ICD loader with no platform registered
-        return []
-    found = []
-    for platform in platforms:
-        with contextlib.suppress(cl.Error):  # a platform whose devices cannot be listed
-            found += [(platform.name.strip(), device.name.strip(), device) for device in platform.get_devices()]
+    with contextlib.suppress(cl.Error):  # an ICD loader with no platform registered
+        for platform in cl.get_platforms():
+            with contextlib.suppress(cl.Error):  # a platform whose devices cannot be listed
+                found += [(platform.name.strip(), d.name.strip(), d) for d in platform.get_devices()]
     return [(index, *entry) for index, entry in enumerate(found)]
 
 

@@ -228,13 +228,11 @@ class ExecutionPlan:
                     lines.append("; ".join(f"recycle(v{s})" for s in poolable))
                 lines.append("del " + ", ".join(f"v{s}" for s in step.release))
         lines.append(f"return [{', '.join(f'v{s}' for s in self.fetch_slots)}]")
-        defaults = ", ".join(f"{name}={name}" for name in bound)
-        source = (f"def run(feeds, {defaults}{', ' if defaults else ''}protect=protect, fail=fail, "
-                  "recycle=recycle):\n"
-                  "    s = -1\n    try:\n" + "".join(f"        {line}\n" for line in lines) +
-                  "    except Exception as exc:\n        fail(s, locals(), exc)\n")
         namespace = dict(bound, protect=lambda *fetched: tuple(map(self._protect, fetched)), fail=self._fail,
                          recycle=self._pool.recycle)
+        source = (f"def run(feeds, {', '.join(f'{name}={name}' for name in namespace)}):\n    s = -1\n"
+                  + "    try:\n" + "".join(f"        {line}\n" for line in lines)
+                  + "    except Exception as exc:\n        fail(s, locals(), exc)\n")
         exec(compile(source, f"<tinyflow plan of {len(self.steps)} steps>", "exec"), namespace)  # noqa: S102
         self.source = source
         return namespace["run"]
