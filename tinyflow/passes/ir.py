@@ -114,10 +114,8 @@ class OptGraph:
         """A copy whose op nodes are new objects (leaves and fed nodes are shared)."""
         mapping = {}
         for node in self.nodes:
-            if is_leaf(node) or node in self.fed:
-                mapping[node] = node
-            else:
-                mapping[node] = clone(node, [mapping[i] for i in node.inputs])
+            shared = is_leaf(node) or node in self.fed
+            mapping[node] = node if shared else clone(node, [mapping[i] for i in node.inputs])
         return OptGraph([mapping[n] for n in self.nodes], [mapping[f] for f in self.fetches], self.fed)
 
     def consumers(self):
