@@ -97,6 +97,10 @@ class Backend:
         entry = self.kernels[op.op_type]
         return lambda *values: self.call(entry, op, values)
 
+    def fused_kernel(self, node):
+        """The callable computing a fused elementwise node (passes/fusion.py): a `fused` kernel, else numpy."""
+        return node.compute if self.fused is None else self.fused(node, self)
+
     def compute(self, op, values):
         """op's value now, from host input values (eager mode): the table's kernel when it accepts them, else numpy."""
         entry = self.kernels.get(op.op_type)

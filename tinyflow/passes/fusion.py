@@ -39,17 +39,21 @@ class FusedElementwise(Operation):
             try:
                 values.append(member.compute(*operands) if kernels is None else kernels[j](*operands))
             except Exception as exc:  # noqa: BLE001 - name the member the user wrote, and its creation site
-                chain = " -> ".join(f"{m.op_type} '{m.name}' ({m.creation_site})" for m in self.members)
+                shapes = ", ".join(str(getattr(v, "shape", ())) for v in operands)
                 raise ExecutionError(
                     f"{describe(getattr(member, 'original', member))} failed inside the fused kernel "
-                    f"'{self.name}' (which computes {chain}): {type(exc).__name__}: {exc}. Its inputs had "
-                    f"shapes {', '.join(str(getattr(v, 'shape', ())) for v in operands)}. Run with "
-                    "tfl.Session(optimize=False) to run the ops one by one.") from exc
+                    f"'{self.name}' (which computes {self.member_summary()}): {type(exc).__name__}: {exc}. "
+                    f"Its inputs had shapes {shapes}. Run with tfl.Session(optimize=False) to run the ops "
+                    "one by one.") from exc
         return values[-1]
 
     def bind_kernel(self, backend):
-        """The callable running this node on `backend`: its `fused` kernel class (C, OpenCL), else numpy."""
-        return self.compute if backend.fused is None else backend.fused(self, backend)
+        """The callable running this node on `backend`: each backend says how it runs fused nodes."""
+        return backend.fused_kernel(self)
+
+    def member_summary(self):
+        """'Add a (x.py:3) -> Sigmoid s (x.py:4)': the member ops with their creation sites."""
+        return " -> ".join(f"{m.op_type} '{m.name}' ({m.creation_site})" for m in self.members)
 
     def __repr__(self):
         return f"<FusedElementwise '{self.name}' of {len(self.members)} ops: {[m.op_type for m in self.members]}>"

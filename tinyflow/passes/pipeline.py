@@ -60,13 +60,17 @@ class OptimizationReport:
     def __init__(self, rows, ops_before):
         self.rows, self.ops_before = rows, ops_before  # rows: (pass name, counts, ops before, ops after)
 
+    @property
+    def ops_after(self):
+        """How many op nodes the optimised graph runs."""
+        return self.rows[-1][3] if self.rows else self.ops_before
+
     def counts(self):
         """{pass name: {count name: value}}."""
         return {name: counts for name, counts, _, _ in self.rows}
 
     def __str__(self):
-        ops_after = self.rows[-1][3] if self.rows else self.ops_before
-        lines = [f"optimiser: {self.ops_before} ops -> {ops_after} ops"]
+        lines = [f"optimiser: {self.ops_before} ops -> {self.ops_after} ops"]
         for name, counts, before, after in self.rows:
             what = ", ".join(f"{k} {v}" for k, v in counts.items())
             lines.append(f"  {name:<17} {what:<34} ops {before} -> {after}")
