@@ -27,10 +27,9 @@ GROWTH_RUNS_BEFORE_WARNING = 5
 
 def flatten(structure):
     """The leaves (nodes or names) of a fetch structure (nested lists, tuples, dicts), in order."""
-    if isinstance(structure, dict):
-        return [leaf for key in structure for leaf in flatten(structure[key])]
-    if isinstance(structure, (list, tuple)):
-        return [leaf for item in structure for leaf in flatten(item)]
+    if isinstance(structure, (dict, list, tuple)):
+        items = structure.values() if isinstance(structure, dict) else structure
+        return [leaf for item in items for leaf in flatten(item)]
     return [structure]
 
 
