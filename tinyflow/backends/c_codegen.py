@@ -75,7 +75,10 @@ def c_source(node, kinds):
     lines += ["    T *restrict out = k->out;", "    long inner = k->inner;", "    (void)inner;"]
     tail, scalars = [], [f"    const T s{k} = x{k}[0];" for k, kind in enumerate(kinds) if kind == "scalar"]
     lines += scalars
-    vectorised, count = _vectorisable(node, kinds), "n"
+    # the vector form: a long chain of arithmetic on full arrays
+    vectorised = (len(node.members) >= LANES_MIN_MEMBERS and "full" in kinds
+                  and all(is_arithmetic(m.expression) for m in node.members))
+    count = "n"
     if vectorised:
         lanes = LANES_BYTES // (4 if single else 8)
         lines[4:4] = [f"enum {{ LANES = {lanes} }};", "typedef T V __attribute__((vector_size(sizeof(T) * LANES)));"]
@@ -87,7 +90,8 @@ def c_source(node, kinds):
             lines += _lanes_loop(node, kinds, single) + ["}"]
             count = "n / LANES"
             tail = scalars + ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last ones */", *loop]
-        elif single and _has_sigmoid(node):
+        elif single and any(isinstance(n, ast.Call) and n.func.id == "sigmoid"  # a cheaper form for |x| <= 86
+                            for m in node.members for n in ast.walk(m.expression)):
             lines += _blocks_loop(node, loads, loop) + ["}"]
         else:
             lines += ["    long i;", "#pragma omp simd", "    for (i = start; i < stop; i++) {", *loop, "}"]
@@ -110,11 +114,6 @@ def c_source(node, kinds):
     return "\n".join(lines) + "\n"
 
 
-def _has_sigmoid(node):
-    """Whether a member calls sigmoid, which has a cheaper common form (tf_math.h) for |x| <= 86."""
-    return any(isinstance(n, ast.Call) and n.func.id == "sigmoid" for m in node.members for n in ast.walk(m.expression))
-
-
 def _blocks_loop(node, loads, full_loop):
     """The flat loop in blocks of TF_MATH_BLOCK: sigmoid's common form while taking the largest magnitude of its
     arguments, then the block again with the full form if one was out of the common range (out is never an input)."""
@@ -130,12 +129,6 @@ def _blocks_loop(node, loads, full_loop):
             f"            out[i] = {result};", "        }",
             "        if (widest <= TF_SIGMOID_COMMON_BITS) continue;", "#pragma omp simd",
             "        for (i = b; i < end; i++) {", *["    " + line for line in full_loop], "    }"]
-
-
-def _vectorisable(node, kinds):
-    """Whether the flat loop of `node` takes the vector form: a long chain of arithmetic on full arrays."""
-    return (len(node.members) >= LANES_MIN_MEMBERS and "full" in kinds
-            and all(is_arithmetic(m.expression) for m in node.members))
 
 
 def _lanes_loop(node, kinds, single):

@@ -85,8 +85,7 @@ def _accepts_native():
 
 
 def load(source, cdef):
-    """The cffi module (with .ffi and .lib) of this C source: from memory, from disk, or compiled now; None when it
-    cannot be compiled (no compiler): the caller then computes with numpy."""
+    """The cffi module (.ffi, .lib) of this C source: from memory, disk, or compiled now, else None."""
     flags = compile_flags()
     key = kernel_key(source, flags)
     module = _loaded.get(key)
@@ -137,18 +136,18 @@ def _load_or_build(name, source, cdef, flags):
     start = time.perf_counter()
     try:
         path = lookup(name)
-    except DamagedEntry as damaged:
-        _warn_damaged(damaged)
-        path = None
-    if path is not None:
-        try:
-            module = native.import_file(name, path)
+        if path is not None:
+            try:
+                module = native.import_file(name, path)
+            except Exception as exc:  # noqa: BLE001 - sound bytes that do not load (a library is gone)
+                reason = f"it does not load ({type(exc).__name__}: {exc})"
+                raise set_aside([path, entry_path(name)], reason) from None
             STATS["loaded_from_disk"] += 1
             STATS["load_seconds"] += time.perf_counter() - start
             return module
-        except Exception as exc:  # noqa: BLE001 - sound bytes that do not load here (a library it needs is gone)
-            reason = f"it does not load ({type(exc).__name__}: {exc})"
-            _warn_damaged(set_aside([path, entry_path(name)], reason))
+    except DamagedEntry as damaged:
+        STATS["quarantined"] += 1
+        warnings.warn(str(damaged), KernelCacheWarning, stacklevel=4)
     try:
         os.makedirs(folder(), exist_ok=True)
         return _build(name, source, cdef, flags, folder())
@@ -168,11 +167,6 @@ def _load_or_build(name, source, cdef, flags):
                "are compiled for this process only (each new process compiles them again). Free some space, make "
                "the folder writable, or set TINYFLOW_CACHE_DIR to a writable folder.", KernelCacheWarning)
     return module
-
-
-def _warn_damaged(damaged):
-    STATS["quarantined"] += 1
-    warnings.warn(str(damaged), KernelCacheWarning, stacklevel=5)
 
 
 def _warn_once(kind, message, category):
@@ -199,9 +193,8 @@ class CompileError(Exception):
 
 
 def _build(name, source, cdef, flags, cache):
-    """Compile in a child process, in a private temporary folder (inside the `cache` folder, then stored there with
-    atomic renames; or in the system's temporary space, deleted after loading: a loaded library stays mapped), and
-    load it."""
+    """Compile in a child process in a private temporary folder (inside `cache`, then stored there with atomic
+    renames; or in the system's temporary space, deleted once loaded: a loaded library stays mapped)."""
     scratch = tempfile.mkdtemp(prefix=f".{name}-" if cache else f"tinyflow-{name}-", dir=cache)
     try:
         start = time.perf_counter()
@@ -392,27 +385,23 @@ def info():
     """What the cache holds: counts and bytes of kernels (for this machine or others), quarantined and other files."""
     where = folder()
     report = {"folder": where, "exists": os.path.isdir(where), "kernels": 0, "kernel_bytes": 0, "this_machine": 0,
-              "quarantined": 0, "quarantined_bytes": 0, "other": 0, "other_bytes": 0,
               "cpu": cpu_identity()[0], "compiler": compiler_identity()}
-    names = {n for n in os.listdir(where) if _ours(n)} if report["exists"] else set()
-    here, counted = (cpu_identity()[1], compiler_identity()), set()
-    for name in names:
-        if name.startswith("tf_fused_") and name.endswith(".json"):
-            try:
-                with open(os.path.join(where, name), "rb") as f:
-                    entry = json.loads(f.read(1 << 16))
-                size = os.path.getsize(os.path.join(where, entry["file"])) + os.path.getsize(os.path.join(where, name))
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # counted below with the other files
-            counted.update([name, entry["file"]])
-            report["kernels"] += 1
-            report["kernel_bytes"] += size
-            report["this_machine"] += (entry.get("cpu_id"), entry.get("compiler")) == here
-    for name in names - counted:
-        kind = "quarantined" if name == QUARANTINE else "other"
-        count, size = _files(os.path.join(where, name))
-        report[kind] += count
-        report[f"{kind}_bytes"] += size
+    names = set(filter(_ours, os.listdir(where))) if report["exists"] else set()
+    here = (cpu_identity()[1], compiler_identity())
+    for name in sorted(n for n in names if n.startswith("tf_fused_") and n.endswith(".json")):
+        try:
+            with open(os.path.join(where, name), "rb") as f:
+                entry = json.loads(f.read(1 << 16))
+            size = sum(os.path.getsize(os.path.join(where, n)) for n in (name, entry["file"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # counted below with the other files
+        names -= {name, entry["file"]}
+        report["kernels"] += 1
+        report["kernel_bytes"] += size
+        report["this_machine"] += (entry.get("cpu_id"), entry.get("compiler")) == here
+    for kind, found in (("quarantined", names & {QUARANTINE}), ("other", names - {QUARANTINE})):
+        counts = [_files(os.path.join(where, name)) for name in found]
+        report[kind], report[f"{kind}_bytes"] = sum(c for c, _ in counts), sum(b for _, b in counts)
     return report
 
 

@@ -51,14 +51,11 @@ def plan_layout(shapes, out_shape):
     """(kinds, outer, inner): how to read each input; "full" also for inputs to expand first (shapes: tuples)."""
     total = math.prod(out_shape)
     found = [classify(s, out_shape) for s in shapes]
-    inner = next((p for k, p in found if k == "row"), None)
-    if inner is None:
-        inner = next((p for k, p in found if k.startswith("col")), None)
+    periods = [p for k, p in found if k == "row"] + [p for k, p in found if k.startswith("col")]
+    inner = periods[0] if periods else None
     # other broadcasts, and rows or columns of another period than `inner`, are expanded first
     kinds = [k if k in ("full", "scalar") or k != "other" and p == inner else "expand" for k, p in found]
-    if inner is None or inner == 0:
-        return tuple(kinds), 1, total
-    return tuple(kinds), total // inner, inner
+    return (tuple(kinds), total // inner, inner) if inner else (tuple(kinds), 1, total)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -148,8 +145,7 @@ class CFusedKernel(FusedKernel):
         return out
 
     def build(self, out_shape, generated):
-        """The compiled module for inputs read as `generated`; _SMALL or None to use numpy, PENDING while the kernel
-        compiles."""
+        """The compiled module for inputs read as `generated`; _SMALL or None: numpy; PENDING: it compiles."""
         if math.prod(out_shape) < self.small and len(self.node.members) <= NUMPY_MAX_MEMBERS:
             return _SMALL
         node, future = self.node, self._compiling.get(generated)

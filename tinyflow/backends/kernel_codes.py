@@ -15,19 +15,15 @@ HEADER = pathlib.Path(__file__).resolve().parents[2] / "ckernels" / "tinyflow_ke
 ENUM_NAMES = ("tf_layout_kind", "tf_broadcast_pattern", "tf_reduce_op", "tf_update_kind", "tf_limits")
 
 
-def _parse_enums(text):
-    """{enum name: {constant: value}} for every `enum name { A = 0, ... };` in C source text."""
-    enums = {}
-    for name, body in re.findall(r"enum\s+(\w+)\s*\{(.*?)\}", text, re.S):
-        body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
-        enums[name] = {key: int(value) for key, value in re.findall(r"(\w+)\s*=\s*(-?\d+)", body)}
-    return enums
-
-
 def _load():
-    """The header's enums; without the header (an installed wheel), the built library's copy of them."""
+    """{enum name: {constant: value}} for every `enum name { A = 0, ... };` of the header; without the header
+    (an installed wheel), the built library's copy of them."""
     if HEADER.is_file():
-        return _parse_enums(HEADER.read_text())
+        enums = {}
+        for name, body in re.findall(r"enum\s+(\w+)\s*\{(.*?)\}", HEADER.read_text(), re.S):
+            body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+            enums[name] = {key: int(value) for key, value in re.findall(r"(\w+)\s*=\s*(-?\d+)", body)}
+        return enums
     from . import native
     if native.ffi is None:
         raise ImportError(f"neither {HEADER} nor the built C library is there to read the kernel codes from")
@@ -174,8 +170,7 @@ def transposed_input_shape(op, x, w):
 
 @memoised_on_shapes
 def pool_geometry(op, x, *other):
-    """The pooling window's geometry for x (N, C, *spatial), with `other` of the shape the op needs, or None (the
-    kernels' `accepts`: the window does not fit)."""
+    """The window's geometry for x (N, C, *spatial) and `other` of the op's shape; None: it does not fit."""
     x_shape = tuple(x.shape)
     out = spatial_out(op, x_shape, op.kernel) if len(x_shape) in (3, 4) else None
     if out is None:

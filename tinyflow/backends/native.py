@@ -55,8 +55,7 @@ def why_not_built():
 
 
 def configure_threads():
-    """Apply TINYFLOW_NUM_THREADS (else OMP_NUM_THREADS, clamped to 1..MAX_THREADS) to the C library; returns
-    the thread count. Values that are not whole numbers are ignored."""
+    """Apply TINYFLOW_NUM_THREADS (else OMP_NUM_THREADS; clamped to 1..MAX_THREADS); the count."""
     if lib is None:
         return 1
     wanted = (os.environ.get("TINYFLOW_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "").strip()

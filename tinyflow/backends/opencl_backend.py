@@ -43,10 +43,7 @@ class OpenCLBackend(Backend):
     name = "opencl"
     fused = OpenCLFusedKernel  # built once a node has run a few times
 
-    @classmethod
-    def why_unavailable(cls):
-        """'' when pyopencl, a device and the kernel sources are all there, else what is missing and how to get it."""
-        return rt.why_unavailable()
+    why_unavailable = staticmethod(rt.why_unavailable)  # pyopencl, a device that compiles, the kernel sources
 
     def __init__(self, spec="opencl"):
         if not self.is_available():
@@ -242,29 +239,16 @@ def row_kernel(backend, op, x, *others):
     return out
 
 
-def _labels(backend, labels, cols):
-    host = np.ascontiguousarray(backend.to_host(labels), dtype=np.int64)
+def softmax_xent(backend, op, logits, labels, *grad):
+    """Per-row losses on the device, then their mean with the reduce kernel; with `grad`, the gradient
+    (softmax(logits) - onehot(labels)) * grad / N."""
+    (n, cols), host = logits.shape, np.ascontiguousarray(backend.to_host(labels), dtype=np.int64)
     check_labels(host, cols)
-    return backend.device(host)
-
-
-def softmax_xent(backend, op, logits, labels):
-    """Per-row losses on the device, then their mean with the reduce kernel."""
-    labels = _labels(backend, labels, logits.shape[1])
-    losses = backend.empty((logits.shape[0],), logits.dtype)
-    backend.launch("softmax_xent", logits.dtype, logits.shape[0], logits.data, labels.data, losses.data,
-                   np.int64(logits.shape[1]))
-    return reduce_axes(backend, losses, (0,), False, REDUCE["ReduceMean"])
-
-
-def softmax_xent_back(backend, op, logits, labels, grad):
-    """(softmax(logits) - onehot(labels)) * grad / N."""
-    labels = _labels(backend, labels, logits.shape[1])
-    scale = _scalar(logits.dtype, float(np.asarray(backend.to_host(grad)).reshape(())) / logits.shape[0])
-    out = backend.empty(logits.shape, logits.dtype)
-    backend.launch("softmax_xent_back", logits.dtype, logits.shape[0], logits.data, labels.data, scale, out.data,
-                   np.int64(logits.shape[1]))
-    return out
+    scale = [_scalar(logits.dtype, float(np.asarray(backend.to_host(g)).reshape(())) / n) for g in grad]
+    out = backend.empty(logits.shape if grad else (n,), logits.dtype)
+    backend.launch("softmax_xent_back" if grad else "softmax_xent", logits.dtype, n, logits.data,
+                   backend.device(host).data, *scale, out.data, np.int64(cols))
+    return out if grad else reduce_axes(backend, out, (0,), False, REDUCE["ReduceMean"])
 
 
 # ---------------------------------------------------------------- matmul, convolution, pooling
@@ -370,8 +354,8 @@ OpenCLBackend.kernels = {
        for op_type in REDUCE},  # sum, mean or max over a contiguous run of axes
     **{op_type: Kernel(row_kernel, same_shape=True, accepts=None if name.startswith("layer") else along_last_axis)
        for op_type, name in ROW_KERNELS.items()},
-    "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit),
-    "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit),
+    **dict.fromkeys(("SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad"),
+                    Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit)),
     "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match),
     "Conv": Kernel(conv, **_UNGROUPED), "ConvBackInput": Kernel(conv_back_input, **_UNGROUPED),
     "ConvBackFilter": Kernel(conv_back_filter, **_UNGROUPED), "ConvTranspose": Kernel(conv_back_input, **_UNGROUPED),

@@ -44,29 +44,19 @@ def _kernel_folder():
 
 def devices():
     """[(index, platform name, device name, cl.Device)] for every OpenCL device on this machine."""
-    cl = pyopencl()
+    cl, found = pyopencl(), []
     if isinstance(cl, ImportError):
         return []
-    try:
-        platforms = cl.get_platforms()
-    except cl.Error:  # an ICD loader with no platform registered
-        return []
-    found = []
-    for platform in platforms:
-        with contextlib.suppress(cl.Error):  # a platform whose devices cannot be listed
-            found += [(platform.name.strip(), device.name.strip(), device) for device in platform.get_devices()]
+    with contextlib.suppress(cl.Error):  # an ICD loader with no platform registered
+        for platform in cl.get_platforms():
+            with contextlib.suppress(cl.Error):  # a platform whose devices cannot be listed
+                found += [(platform.name.strip(), d.name.strip(), d) for d in platform.get_devices()]
     return [(index, *entry) for index, entry in enumerate(found)]
 
 
 # a kernel that calls the built-in library: compiling it proves the device's compiler works on this CPU
 PROBE_SOURCE = "__kernel void probe(__global float *a) { a[get_global_id(0)] = exp(a[get_global_id(0)]); }"
 _build_errors = {}  # device pointer -> '' or why the device cannot run a kernel
-
-
-def _first_error(err):
-    """The line of an OpenCL error that says what went wrong (a build log's first 'error:' line)."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return next((line for line in lines if "error:" in line), lines[0] if lines else repr(err))
 
 
 def _build(context, source, options=()):
@@ -87,8 +77,10 @@ def build_error(device):
             failed = "cannot compile a kernel"  # e.g. pocl's LLVM does not know this CPU: "unknown target CPU"
             _build(context, PROBE_SOURCE)
             _build_errors[key] = ""
-        except cl.Error as err:
-            _build_errors[key] = f"{failed}: {_first_error(err)}"
+        except cl.Error as err:  # said by its first line naming an error (a build log's first 'error:')
+            lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+            first = next((line for line in lines if "error:" in line), lines[0] if lines else repr(err))
+            _build_errors[key] = f"{failed}: {first}"
     return _build_errors[key]
 
 

@@ -15,8 +15,7 @@ class RunReport(Mapping):
     """Which ops ran with a table kernel, which with numpy (no kernel, inputs it does not accept, or small inputs),
     and the bytes moved to and from a device, during the last run; read as attributes (`report.kernel_ops`) or as a
     dict (`report["kernel_ops"]`, `dict(report)`, `report.as_dict()` for a plain copy json.dumps takes). Ops a plan
-    routed to numpy once for all are summed only when read: a run should not pay for a report nobody reads.
-    """
+    routed to numpy once for all are summed only when read: a run should not pay for a report nobody reads."""
 
     KEYS = ("kernel_ops", "host_ops", "small_ops", "to_device", "to_host")
 
@@ -48,16 +47,6 @@ class RunReport(Mapping):
             self.host_calls, self.small_calls = self.host_ops, self.small_ops
             self._static.clear()
 
-    @property
-    def host_ops(self):
-        """Ops numpy ran as a fallback (no kernel, or inputs the kernel does not accept), by op type."""
-        return self._with_static(self.host_calls, "host")
-
-    @property
-    def small_ops(self):
-        """Ops numpy ran because their inputs were too small to be worth a kernel call, by op type."""
-        return self._with_static(self.small_calls, "small")
-
     def _with_static(self, counts, route):
         total = Counter(counts)
         for routes in self._static:
@@ -66,12 +55,15 @@ class RunReport(Mapping):
                     total[op_type] += count
         return total
 
+    # by op type: ops numpy ran as a fallback (no kernel, or inputs the kernel does not accept), and ops
+    # numpy ran because their inputs were too small to be worth a kernel call
+    host_ops = property(lambda self: self._with_static(self.host_calls, "host"))
+    small_ops = property(lambda self: self._with_static(self.small_calls, "small"))
+
     def clear(self):
         """Start a new run (the counters emptied in place: new ones would cost microseconds a run)."""
-        self.kernel_ops.clear()
-        self.host_calls.clear()
-        self.small_calls.clear()
-        self._static.clear()
+        for counts in (self.kernel_ops, self.host_calls, self.small_calls, self._static):
+            counts.clear()
         self.to_device = self.to_host = 0
 
     def __str__(self):

@@ -9,7 +9,7 @@ torch's ONNX exporter writes it (q·√scale @ kᵀ·√scale). Each intermediat
 and not fed: training graphs, whose gradients read the softmax, keep their ops.
 """
 from ..ops.attention import ScaledDotProductAttention
-from .ir import make_node, scalar_constant
+from .ir import broadcasts_into, make_node, scalar_constant
 
 
 def fuse_attention(graph):
@@ -39,9 +39,9 @@ def fuse_attention(graph):
         scores, reader, mask = weights.inputs[0], weights, ()
         if scores.op_type == "Add" and graph.only_read_by(scores, weights, consumers):
             for position, summand in enumerate(scores.inputs):
-                other = scores.inputs[1 - position]
-                if unscaled(summand, scores)[0].op_type == "MatMul" and _within(other.shape, summand.shape) \
-                        and other.dtype == scores.dtype:  # the mask: added, of the scores' dtype
+                other = scores.inputs[1 - position]  # the mask: added, not widening scores, of their dtype
+                if unscaled(summand, scores)[0].op_type == "MatMul" and other.dtype == scores.dtype \
+                        and broadcasts_into(other.shape, summand.shape):
                     mask, reader, scores = (other,), scores, summand
                     break
         product, reader, scale = unscaled(scores, reader)
@@ -60,10 +60,3 @@ def fuse_attention(graph):
 
     graph.rewrite(rule, fresh=True)
     return graph, {"fused_attention": sum(isinstance(node, ScaledDotProductAttention) for node in graph.nodes)}
-
-
-def _within(mask, scores):
-    """Whether a mask of this static shape broadcasts to scores of that one without widening them, for certain."""
-    if mask is None or scores is None or len(mask) > len(scores):
-        return False
-    return all(m == 1 or m == s is not None for m, s in zip(mask[::-1], scores[::-1]))

@@ -74,38 +74,32 @@ def fuse_conv_epilogues(graph):
     standing_for = {}  # ConvBiasAct -> the node it replaced (whose readers and fetches count)
     folded_norms = 0
 
-    def only_read_by(node, reader):
-        return graph.only_read_by(standing_for.get(node, node), reader, consumers)
-
     def extends(source, node, bias=False, residual=False):
         """Whether `node` may join `source`'s chain: the bias only a Conv's, the residual before any activation."""
         if isinstance(source, ConvBiasAct):
             chain = not bias and not (residual and source.residual) and source.bounds == _NO_BOUNDS
         else:
             chain = type(source) is Conv
-        return chain and only_read_by(source, node)
+        return chain and graph.only_read_by(standing_for.get(source, source), node, consumers)
 
     def rule(node):
         nonlocal folded_norms
         fused = None
         if node.op_type == "Add" and node.dtype == node.inputs[0].dtype == node.inputs[1].dtype:
             for position, source in enumerate(node.inputs):
-                extra, chain = node.inputs[1 - position], _chain(source)
-                if _per_channel(extra, source) and extends(source, node, bias=True):
-                    fused = _fused(source, source.inputs[:2] + (extra,), node, [source, node], _NO_BOUNDS,
-                                   (position == 1,))
-                    break
-                if extra.shape == source.shape == node.shape and extends(source, node, residual=True):
-                    fused = _fused(source, source.inputs + (extra,), node, chain + [node], _NO_BOUNDS,
-                                   getattr(source, "swapped", ()) + (position == 1,), residual=True)
+                extra = node.inputs[1 - position]  # a Conv's bias, or a residual
+                bias = _per_channel(extra, source) and extends(source, node, bias=True)
+                if bias or extra.shape == source.shape == node.shape and extends(source, node, residual=True):
+                    fused = _fused(source, source.inputs + (extra,), node, _chain(source) + [node],
+                                   getattr(source, "swapped", ()) + (position == 1,), residual=not bias)
                     break
             else:
                 fused = _folded_batch_norm(node, graph, consumers, standing_for)
                 folded_norms += fused is not None
         elif (bounds := _bounds(node)) and extends(node.inputs[0], node):
             source = node.inputs[0]
-            fused = _fused(source, source.inputs, node, _chain(source) + [node], bounds,
-                           getattr(source, "swapped", ()), getattr(source, "residual", False))
+            fused = _fused(source, source.inputs, node, _chain(source) + [node],
+                           getattr(source, "swapped", ()), bounds, getattr(source, "residual", False))
         if fused is not None:
             standing_for[fused] = node
         return fused
@@ -120,17 +114,15 @@ def _chain(source):
     return list(source.members) if isinstance(source, ConvBiasAct) else [source]
 
 
-def _fused(conv, inputs, like, members, bounds, swapped, residual=False):
-    """The ConvBiasAct of `inputs` with `conv`'s window (a Conv or a ConvBiasAct) and this epilogue, standing for
-    `like`."""
+def _fused(conv, inputs, like, members, swapped, bounds=_NO_BOUNDS, residual=False):
+    """The ConvBiasAct of `inputs` with `conv`'s window and this epilogue, standing for `like`."""
     window = {k: v for k, v in vars(conv).items() if k not in NODE_FIELDS | {"bounds", "swapped", "residual"}}
     return make_node(ConvBiasAct, inputs, like, members=members, bounds=bounds, swapped=swapped, residual=residual,
                      **window)
 
 
 def _folded_batch_norm(node, graph, consumers, standing_for):
-    """The ConvBiasAct computing `node` if it is an inference batch norm of a convolution read by nothing else (see
-    the module's docstring), else None."""
+    """The ConvBiasAct computing `node` if it is an inference batch norm of a lone convolution, else None."""
     parts = inference_batch_norm(node, graph.fed)
     if parts is None:
         return None
@@ -157,7 +149,7 @@ def _folded_batch_norm(node, graph, consumers, standing_for):
     shift = op(Add, op(Multiply, op(Subtract, bias[0] if bias else folded_constant(0, node), mean), scale), beta)
     first = _chain(conv)[0]
     add = make_node(Add, (first, shift), node)
-    return _fused(conv, (x, weight, shift), node, [first, add], _NO_BOUNDS, (False,))
+    return _fused(conv, (x, weight, shift), node, [first, add], (False,))
 
 
 def inference_batch_norm(node, fed):
@@ -185,8 +177,7 @@ def _fixed_false(flag, fed):
 
 
 def _per_channel(bias, conv, exact=False):
-    """Whether `bias` holds one value per channel of `conv` (any node), laid out to broadcast along its channel axis
-    (`exact`: shaped (1, C, 1, ...))."""
+    """Whether `bias` holds a value per channel of `conv` (any node), `exact`ly shaped (1, C, 1, ...)."""
     shape, out = bias.shape, conv.shape
     if shape is None or out is None or len(out) < 2 or out[1] is None or len(shape) > len(out):
         return False

@@ -38,21 +38,18 @@ class FusedElementwise(Operation):
             operands = [inputs[i] if kind == "x" else values[i] if kind == "t" else i for kind, i in args]
             try:
                 values.append(member.compute(*operands) if kernels is None else kernels[j](*operands))
-            except Exception as exc:  # noqa: BLE001 - name the member the user wrote
-                raise self.member_error(member, operands, exc) from exc
+            except Exception as exc:  # noqa: BLE001 - name the member the user wrote, and its creation site
+                shapes = ", ".join(str(getattr(v, "shape", ())) for v in operands)
+                raise ExecutionError(
+                    f"{describe(getattr(member, 'original', member))} failed inside the fused kernel "
+                    f"'{self.name}' (which computes {self.member_summary()}): {type(exc).__name__}: {exc}. "
+                    f"Its inputs had shapes {shapes}. Run with tfl.Session(optimize=False) to run the ops "
+                    "one by one.") from exc
         return values[-1]
 
     def bind_kernel(self, backend):
         """The callable running this node on `backend`: each backend says how it runs fused nodes."""
         return backend.fused_kernel(self)
-
-    def member_error(self, member, operands, exc):
-        """An ExecutionError naming the failing member (its creation site) and the fused kernel."""
-        shapes = ", ".join(str(getattr(v, "shape", ())) for v in operands)
-        return ExecutionError(
-            f"{describe(getattr(member, 'original', member))} failed inside the fused kernel '{self.name}' "
-            f"(which computes {self.member_summary()}): {type(exc).__name__}: {exc}. Its inputs had shapes "
-            f"{shapes}. Run with tfl.Session(optimize=False) to run the ops one by one.")
 
     def member_summary(self):
         """'Add a (x.py:3) -> Sigmoid s (x.py:4)': the member ops with their creation sites."""
@@ -96,7 +93,7 @@ def _fusible(node, graph):
 def _fused_node(root, members):
     """The FusedElementwise node computing `root` from the group's outside inputs."""
     position = {m: j for j, m in enumerate(members)}
-    inputs, program = [], []
+    inputs, program = {}, []  # the outside inputs, each -> its position
     for member in members:
         args = []
         for inp in member.inputs:
@@ -105,8 +102,6 @@ def _fused_node(root, members):
             elif isinstance(inp, Constant) and inp.value.size == 1 and inp.value.ndim <= len(root.shape):
                 args.append(("c", inp.value))  # written into the kernel as a literal
             else:
-                if not any(inp is i for i in inputs):
-                    inputs.append(inp)
-                args.append(("x", next(k for k, i in enumerate(inputs) if i is inp)))
+                args.append(("x", inputs.setdefault(inp, len(inputs))))
         program.append((member.op_type, tuple(args)))
-    return make_node(FusedElementwise, inputs, root, members=members, program=program)
+    return make_node(FusedElementwise, list(inputs), root, members=members, program=program)

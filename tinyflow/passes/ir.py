@@ -62,12 +62,18 @@ def folded_constant(value, like):
 
 
 def scalar_constant(node, like):
-    """The value of `node` as a float when it is a one-value Constant of `like`'s dtype that does not raise its rank,
-    else None (the constant factors and bounds fusion rules fold in)."""
+    """The float value of `node` if it is a one-value Constant of `like`'s dtype not raising its rank."""
     if isinstance(node, Constant) and node.value.size == 1 and node.dtype == like.dtype \
             and node.value.ndim <= len(like.shape or ()):
         return float(node.value.reshape(()))
     return None
+
+
+def broadcasts_into(shape, target):
+    """Whether static `shape` broadcasts to `target` without widening it, for certain (a mask, a constant)."""
+    target = target or ()
+    return shape is not None and len(shape) <= len(target) and all(
+        m == 1 or m == t is not None for m, t in zip(shape[::-1], target[::-1]))
 
 
 def attribute_key(node):
@@ -108,10 +114,8 @@ class OptGraph:
         """A copy whose op nodes are new objects (leaves and fed nodes are shared)."""
         mapping = {}
         for node in self.nodes:
-            if is_leaf(node) or node in self.fed:
-                mapping[node] = node
-            else:
-                mapping[node] = clone(node, [mapping[i] for i in node.inputs])
+            shared = is_leaf(node) or node in self.fed
+            mapping[node] = node if shared else clone(node, [mapping[i] for i in node.inputs])
         return OptGraph([mapping[n] for n in self.nodes], [mapping[f] for f in self.fetches], self.fed)
 
     def consumers(self):
@@ -127,8 +131,7 @@ class OptGraph:
         return any(node is f for f in self.fetches)
 
     def only_read_by(self, node, reader, consumers):
-        """Whether `reader` is all that reads `node` (`consumers`: this graph's) and it is neither fed nor fetched:
-        a rule may then fold `node` into `reader`'s replacement."""
+        """Whether only `reader` reads `node` (`consumers`: this graph's), neither fed nor fetched."""
         return node not in self.fed and consumers[node] == [reader] and not self.is_fetched(node)
 
     def rewrite(self, rule, fresh=False):

@@ -15,7 +15,7 @@ import numpy as np
 from ..nodes import Constant
 from ..ops.elementwise_ops import ZerosLike
 from ..shapes import is_fully_known
-from .ir import clone, make_node
+from .ir import broadcasts_into, clone, make_node
 
 _NEUTRAL_RIGHT = {"Multiply": 1, "Divide": 1, "Power": 1, "Add": 0, "Subtract": 0}
 _NEUTRAL_LEFT = {"Multiply": 1, "Add": 0}
@@ -41,7 +41,9 @@ def _rewrite(node):
         return inputs[0]
     if op in _NEUTRAL_LEFT and _is_neutral(inputs[0], _NEUTRAL_LEFT[op], inputs[1], node):
         return inputs[1]
-    if op == "Subtract" and inputs[0] is inputs[1] and _provably_finite(inputs[0]):
+    if op == "Subtract" and inputs[0] is inputs[1] and (  # x holds no inf or NaN
+            inputs[0].op_type in ("ZerosLike", "OnesLike")
+            or isinstance(inputs[0], Constant) and np.all(np.isfinite(inputs[0].value))):
         return make_node(ZerosLike, (inputs[0],), node)
     if op == "Negative" and inputs[0].op_type == "Negative":
         return inputs[0].inputs[0]
@@ -68,15 +70,4 @@ def _is_neutral(constant, neutral, other, node):
     """Whether `constant` is all `neutral` and leaves `other` unchanged in shape and dtype."""
     if not isinstance(constant, Constant) or other.dtype != node.dtype or other.shape != node.shape:
         return False
-    value = constant.value
-    if value.ndim > len(other.shape or ()) or not np.all(value == neutral):
-        return False
-    # the constant must broadcast into `other` without stretching it
-    return all(c == 1 or c == o for c, o in zip(value.shape[::-1], (other.shape or ())[::-1]))
-
-
-def _provably_finite(node):
-    """True for values that can hold no inf or NaN: finite constants, zeros_like / ones_like."""
-    if isinstance(node, Constant):
-        return bool(np.all(np.isfinite(node.value)))
-    return node.op_type in ("ZerosLike", "OnesLike")
+    return broadcasts_into(constant.value.shape, other.shape) and bool(np.all(constant.value == neutral))

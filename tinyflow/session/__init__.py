@@ -1,9 +1,8 @@
 """Running graphs: Session, its execution plans, feed validation."""
 from .memory import MemoryProfile, memory_profile
 from .plan import ExecutionPlan
-from .session import GraphGrowthWarning, Session
+from .session import GraphGrowthWarning, Session, check_feed
 from ..nodes import Placeholder
-from .feeds import check_feed
 
 # a Placeholder's default value obeys the rules of feeds
 Placeholder.check_default = staticmethod(lambda node, value: check_feed(node, value, needed_by=None))

@@ -57,11 +57,10 @@ def schedule(needed, fed):
                        (node.creation_index, id(node), node))
     # readers within `needed` (an optimised plan's leaves are the user's nodes, whose `consumers` name user ops)
     consumers = {node: [] for node in needed}
-    indegree = {node: 0 if node in fed else sum(1 for inp in node.inputs if inp in needed) for node in needed}
+    indegree = {node: 0 if node in fed else len(node.inputs) for node in needed}  # `prune` kept every input
     for node in needed:
-        if node not in fed:
-            for inp in node.inputs:
-                consumers[inp].append(node)
+        for inp in () if node in fed else node.inputs:
+            consumers[inp].append(node)
         if indegree[node] == 0:
             ready(node)
     order = []
@@ -69,10 +68,9 @@ def schedule(needed, fed):
         _, _, node = heapq.heappop(ready_pure if ready_pure else ready_stateful)
         order.append(node)
         for consumer in consumers[node]:
-            if consumer not in fed:
-                indegree[consumer] -= 1
-                if indegree[consumer] == 0:
-                    ready(consumer)
+            indegree[consumer] -= 1
+            if indegree[consumer] == 0:
+                ready(consumer)
     return order
 
 
@@ -123,12 +121,9 @@ class ExecutionPlan:
             for slot in step.input_slots:
                 readers.setdefault(slot, []).append(step.node)
                 last_reader[slot] = position
-        releases = {}
-        for slot, position in last_reader.items():
-            if slot not in fetched:
-                releases.setdefault(position, []).append(slot)
         for position, step in enumerate(self.steps):
-            step.release = tuple(sorted(releases.get(position, ())))
+            last_read = {s for s in step.input_slots if last_reader[s] == position}
+            step.release = tuple(sorted(last_read - fetched))
             if hasattr(step.kernel, "select_outputs"):
                 step.kernel.select_outputs(readers.get(step.slot, []), fetched=step.slot in fetched)
 
@@ -233,13 +228,11 @@ class ExecutionPlan:
                     lines.append("; ".join(f"recycle(v{s})" for s in poolable))
                 lines.append("del " + ", ".join(f"v{s}" for s in step.release))
         lines.append(f"return [{', '.join(f'v{s}' for s in self.fetch_slots)}]")
-        defaults = ", ".join(f"{name}={name}" for name in bound)
-        source = (f"def run(feeds, {defaults}{', ' if defaults else ''}protect=protect, fail=fail, "
-                  "recycle=recycle):\n"
-                  "    s = -1\n    try:\n" + "".join(f"        {line}\n" for line in lines) +
-                  "    except Exception as exc:\n        fail(s, locals(), exc)\n")
         namespace = dict(bound, protect=lambda *fetched: tuple(map(self._protect, fetched)), fail=self._fail,
                          recycle=self._pool.recycle)
+        source = (f"def run(feeds, {', '.join(f'{name}={name}' for name in namespace)}):\n    s = -1\n"
+                  + "    try:\n" + "".join(f"        {line}\n" for line in lines)
+                  + "    except Exception as exc:\n        fail(s, locals(), exc)\n")
         exec(compile(source, f"<tinyflow plan of {len(self.steps)} steps>", "exec"), namespace)  # noqa: S102
         self.source = source
         return namespace["run"]
@@ -252,8 +245,7 @@ class ExecutionPlan:
         raise _execution_error(step.node, [frame_locals.get(f"v{s}") for s in step.input_slots], exc) from None
 
     def interpret(self, feeds, observer=None, verify=False):
-        """Run the steps one by one (the readable reference of `compile`); with `verify`, check each op's value
-        against its static shape and dtype (see `verify_value`)."""
+        """Run the steps one by one (the readable reference of `compile`); `verify`: see `verify_value`."""
         values = [None] * len(self.order)
         for node, slot in self.fed_slots.items():
             values[slot] = feeds[node]

@@ -1,4 +1,5 @@
-"""Session: runs the part of a graph that some fetches need, with values fed for placeholders.
+"""Session: runs the part of a graph that some fetches need, with values fed for placeholders (validated here:
+known node, representable dtype, matching shape).
 
 Threads: runs of one graph are serialised by its `run_lock` (so optimizer updates of its Variables never interleave,
 whichever Sessions run them), and runs on one OpenCL device by a lock per device; runs of different graphs on the C or
@@ -9,10 +10,11 @@ import warnings
 import numpy as np
 
 from ..backends import get_backend
-from ..errors import TinyflowError
+from ..errors import FeedError, GraphError, TinyflowError
 from ..graph import get_default_graph
+from ..nodes import Node
 from ..passes import optimize, resolve_options
-from .feeds import check_feed, resolve_key
+from ..shapes import matches
 from .memory import memory_profile
 from .plan import ExecutionPlan
 
@@ -25,10 +27,9 @@ GROWTH_RUNS_BEFORE_WARNING = 5
 
 def flatten(structure):
     """The leaves (nodes or names) of a fetch structure (nested lists, tuples, dicts), in order."""
-    if isinstance(structure, dict):
-        return [leaf for key in structure for leaf in flatten(structure[key])]
-    if isinstance(structure, (list, tuple)):
-        return [leaf for item in structure for leaf in flatten(item)]
+    if isinstance(structure, (dict, list, tuple)):
+        items = structure.values() if isinstance(structure, dict) else structure
+        return [leaf for item in items for leaf in flatten(item)]
     return [structure]
 
 
@@ -42,6 +43,66 @@ def rebuild(structure, values):
         items = [rebuild(item, values) for item in structure]
         return type(structure)(*items) if hasattr(structure, "_fields") else tuple(items)
     return next(values)
+
+
+def resolve_key(graph, key, fetch=False):
+    """The node a feed_dict key (or a fetch) names: a node of `graph`, or a node name."""
+    if isinstance(key, str):
+        return graph.get_node(key)
+    if isinstance(key, Node) and key.graph is graph:
+        return key
+    what, error = ("fetch", GraphError) if fetch else ("feed_dict key", FeedError)
+    if hasattr(key, "graph"):  # a node of another graph, or an eager Tensor
+        raise error(f"{what} {key!r} belongs to another graph than this Session's; "
+                    "create the Session for the graph the node is in: tfl.Session(graph=node.graph)")
+    raise error(f"cannot use {key!r} as a {what}: use graph nodes or node names"
+                + (" (or lists, tuples and dicts of them)" if fetch else ""))
+
+
+def _fail(node, needed_by, problem, fix):
+    who = f"{node.op_type} '{node.name}' (shape {node.shape}, dtype {node.dtype})"
+    need = f" It is needed by fetch '{needed_by.name}'." if needed_by is not None else ""
+    raise FeedError(f"cannot feed {who}: {problem}.{need} {fix}")
+
+
+def check_feed(node, value, needed_by):
+    """`value` as an array of the node's dtype, or FeedError saying what is wrong. Conversions must keep every
+    value: fractional or out-of-range numbers for an integer node, and finite numbers too large for a float
+    node (1e39 for float32), are refused instead of silently becoming something else."""
+    if isinstance(value, Node):
+        _fail(node, needed_by, f"got the graph node {value!r}", "Feed numpy arrays; run the node first.")
+    if node.dtype is None:
+        _fail(node, needed_by, "it has no value to replace", "Feed only nodes that produce values.")
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        _fail(node, needed_by, f"the value cannot become an array ({err})", "Feed a numpy array.")
+    target = node.dtype
+    if array.dtype != target:
+        if array.dtype.kind not in "biuf":
+            _fail(node, needed_by, f"values of dtype {array.dtype} are not numbers",
+                  f"Feed numbers convertible to {target}.")
+        if target.kind in "iub":
+            if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+                _fail(node, needed_by, "the value has NaN or infinite entries", "Feed finite whole numbers.")
+            converted = array.astype(target)
+            if not np.array_equal(converted, array):
+                _fail(node, needed_by, f"some values of dtype {array.dtype} cannot be represented as {target}"
+                      " (fractional or out of range)", "Round them, or use a Placeholder of a wider dtype.")
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                converted = array.astype(target)
+            overflowed = np.isinf(converted) & np.isfinite(array)
+            if overflowed.any():
+                _fail(node, needed_by, f"{int(overflowed.sum())} value(s) of dtype {array.dtype}, such as "
+                      f"{array[overflowed].flat[0]!r}, lie outside the range of {target} and would become "
+                      "inf",
+                      f"Rescale the data, or use a Placeholder of a wider dtype (e.g. dtype='float64').")
+        array = converted
+    if not matches(node.shape, array.shape):
+        _fail(node, needed_by, f"the value has shape {array.shape}",
+              f"Feed an array of shape {node.shape} (None = any size).")
+    return array
 
 
 class Session:

@@ -12,7 +12,7 @@ from ...errors import TinyflowError
 from ...graph import ancestors
 from ...nodes import Constant, Placeholder, Variable
 from ...passes.ir import original
-from ...session.feeds import resolve_key
+from ...session.session import resolve_key
 from ...session.plan import prune, schedule
 from ..backprop_steps import trace_walk
 from ..eager_graph import eager_names, eager_walk, recorded, tensor_value
