@@ -122,9 +122,9 @@ class Model:
             early_stopping=None, distributed=False, checkpoint_dir=None, log_dir=None):
         """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics. distributed=True:
         data parallelism over MPI, rank 0 showing progress and writing checkpoints and logs
-        (tinyflow/distributed/data_parallel.py). checkpoint_dir: save the training state after every epoch, and
+        (tinyflow/distributed/training.py). checkpoint_dir: save the training state after every epoch, and
         resume from it (`epochs` is the total). log_dir: the scalar log and explorer page `tinyflow board` shows."""
-        from .distributed.data_parallel import DataParallel
+        from .distributed.training import DataParallel
         X, y = np.asarray(X), np.asarray(y)
         parallel = DataParallel(distributed)
         self._ensure_built(X, y, distributed)

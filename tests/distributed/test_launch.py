@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tinyflow.cli import main
-from tinyflow.distributed.data_parallel import DataParallel
+from tinyflow.distributed.training import DataParallel
 
 
 
