@@ -1,7 +1,6 @@
 """The `tinyflow` command: `info`, `demo boston`, `launch -n 2 script.py`, `board runs/`, `cache info|clear`,
 `onnx show model.onnx [-o graph.svg]`, `assignments make-student OUT/`, `grade assignmentN [path]`."""
 import argparse
-import importlib
 import json
 import pathlib
 import platform
@@ -163,15 +162,15 @@ def main(argv=None):
 def _run(args):
     """Run the parsed command; returns the exit status."""
     import tinyflow as tfl
-    from tinyflow import teaching
+    from tinyflow import demos, teaching
     if args.command == "info":
         info()
     elif args.command == "cache":
         return cache(args.action)
     elif args.command == "demo":
         options = {k: v for k in ("epochs", "batch_size", "out", "export") if (v := getattr(args, k)) is not None}
-        demo = importlib.import_module(f"tinyflow.demos.{args.name}")
-        demo.main(backend=args.backend, seed=args.seed, verbose=0 if args.quiet else 1, **options)
+        demo = getattr(demos, args.name)  # demos.boston or demos.digits
+        demo(backend=args.backend, seed=args.seed, verbose=0 if args.quiet else 1, **options)
     elif args.command == "board":
         from tinyflow.board.server import main as serve_board
         return serve_board(args.logdir, host=args.host, port=args.port)

@@ -2,12 +2,13 @@
 whole batch, so all processes stay identical) and broadcast_variables starts them all from rank 0's state. All
 gradients go packed in one all_reduce per step: one latency, not one per variable (Horovod's "tensor fusion").
 
-What Model.fit(distributed=True) needs besides (DataParallel): this process's shard of the data and agreement between
-processes. Each epoch's order (a permutation shared by every process, or 0..n-1) is cut to a multiple of the world
-size and dealt out as order[rank::world], so the k-th batches of all processes together are exactly the k-th batch of
-one process using batch_size × world_size. The n % world_size rows at the end of the order sit out that epoch (with
-shuffling, different rows every epoch). Moving statistics (batch norm), updated by each process from its own batches,
-are averaged after every epoch, so all processes evaluate and checkpoint alike.
+What Model.fit(distributed=True) needs besides (DataParallel): this process's shard of the data and agreement
+between processes. Each epoch's order (a permutation shared by every process, or 0..n-1) is cut to a multiple
+of the world size and dealt out as order[rank::world], so the k-th batches of all processes together are
+exactly the k-th batch of one process using batch_size × world_size. The n % world_size rows at the end of the
+order sit out that epoch (with shuffling, different rows every epoch). Moving statistics (batch norm), updated
+by each process from its own batches, are averaged after every epoch, so all processes evaluate and checkpoint
+alike.
 """
 import math
 

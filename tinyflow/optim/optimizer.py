@@ -3,8 +3,8 @@ hyper-parameters are checked when it is made: a NaN, an infinity or a negative v
 into NaN weights many steps later, far from the line that caused it.
 
 The eager form, `opt = tfl.optim.Adam(params, lr=...)`, `opt.zero_grad()`, `opt.step()`: a step runs each
-parameter's update op (built once, on slot Variables as in graph mode) on its `.grad`, the updates of one dtype as one
-MultiTensorUpdate (one C call). Parameters are Variables (`layer.parameters()`) or leaf Tensors."""
+parameter's update op (built once, on slot Variables as in graph mode) on its `.grad`, the updates of one
+dtype as one MultiTensorUpdate (one C call). Parameters are Variables (`layer.parameters()`) or leaf Tensors."""
 import math
 import numbers
 
@@ -167,7 +167,8 @@ class Optimizer(metaclass=OptimizerType):
                 raise TinyflowError(f"{name} takes Variables (layer.parameters()) or leaf Tensors as parameters, "
                                     f"got {p!r}")
         if isinstance(self.lr, Node):
-            raise TinyflowError("an eager optimizer needs a number as lr (a graph node has no value outside a Session)")
+            raise TinyflowError("an eager optimizer needs a number as lr (a graph node has no value outside a "
+                                "Session)")
         self.params = params
         self._eager_slots = [Slot(self, p, i) for i, p in enumerate(params)]
         self._eager_kernels = {}  # (backend, slots with a gradient) -> the kernel updating them
