@@ -2,7 +2,7 @@
 import numpy as np
 
 from .checkpoint import FitCheckpoint, load_variables, save_variables
-from .data.helpers import batches
+from .data import batches
 from .errors import ArgumentError, GraphError
 from .metrics import get_metric
 from .nn.layer import Layer, training_flag
