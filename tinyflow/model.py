@@ -144,7 +144,7 @@ class Model:
         progress = Progress(epochs, steps_per_epoch, verbose if parallel.is_chief else 0, first_epoch=first_epoch)
         watchers = [progress]  # each sees start_epoch(epoch), end_epoch(epoch, logs) and close()
         if log_dir is not None and parallel.is_chief:
-            from .board.fit_log import FitLog
+            from .board.runlog import FitLog
             watchers.append(FitLog(log_dir, self, X, y, first_epoch))
         for epoch in range(first_epoch, epochs + 1):
             for watcher in watchers:
