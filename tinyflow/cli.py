@@ -57,7 +57,7 @@ def oversubscription(threads):
     """A warning when the thread pools in this process (tinyflow's, BLAS, OpenMP) hold more threads than the
     process has cores, else ''. Their idle threads spin for a while after each call, so two pools sized for
     every core slow each other down (a kernel waits for a worker the OS gave to another pool's spinning one)."""
-    from tinyflow.distributed.launch import usable_cores
+    from tinyflow.distributed.mpi import usable_cores
     cores = usable_cores()
     pools = [("tinyflow", threads["tinyflow"]["threads"])] + [
         (other.get("internal_api") or other.get("user_api"), other.get("num_threads") or 0) for other in threads["others"]]
@@ -149,7 +149,7 @@ def main(argv=None):
     if args.command == "demo" and args.export and args.name != "boston":
         parser.error("--export is available for the boston demo")
     if args.command == "launch":  # its errors reach the caller
-        from tinyflow.distributed.launch import launch as run_launch
+        from tinyflow.distributed.mpi import launch as run_launch
         return run_launch(args.np, args.program)
     from tinyflow.errors import TinyflowError
     try:
