@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from tinyflow.viz.eager_graph import leaf_step
+from tinyflow.viz.backprop_steps import leaf_step
 
 
 

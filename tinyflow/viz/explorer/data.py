@@ -14,8 +14,7 @@ from ...nodes import Constant, Placeholder, Variable
 from ...passes.ir import original
 from ...session.feeds import resolve_key
 from ...session.plan import prune, schedule
-from ..backprop_steps import trace_walk
-from ..eager_graph import eager_names, eager_walk, recorded, tensor_value
+from ..backprop_steps import eager_names, eager_walk, recorded, tensor_value, trace_walk
 from ..graphviz_render import as_list, expand_fused, kind_of, nodes_to_draw, run_values, scope_of
 from .summary import dtype_name, summary
 
