@@ -13,8 +13,6 @@ class ApplySGD(ApplyUpdate):
 
     def update(self, param, grad, lr, step=None, momentum_buffer=None):
         momentum, dampening = self.hyper["momentum"], self.hyper["dampening"]
-        if self.hyper["weight_decay"]:
-            grad = grad + self.hyper["weight_decay"] * param
         if not momentum:
             return (param - lr * grad,)
         momentum_buffer = grad if step == 0 else momentum * momentum_buffer + (1 - dampening) * grad
@@ -38,12 +36,9 @@ class ApplyAdam(ApplyUpdate):
 
     def update(self, param, grad, lr, step, exp_avg, exp_avg_sq, max_exp_avg_sq=None):
         (beta1, beta2), eps = self.hyper["betas"], self.hyper["eps"]
-        weight_decay, decoupled = self.hyper["weight_decay"], self.hyper["decoupled"]
         step = step + 1
-        if weight_decay and decoupled:
-            param = param * (1 - lr * weight_decay)
-        elif weight_decay:
-            grad = grad + weight_decay * param
+        if self.hyper["decoupled"]:  # (the L2 form, decoupled=False, is ApplyUpdate's)
+            param = param * (1 - lr * self.hyper["weight_decay"])
         exp_avg = beta1 * exp_avg + (1 - beta1) * grad
         exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * grad * grad
         bias_correction1, bias_correction2 = 1 - beta1 ** int(step), 1 - beta2 ** int(step)
@@ -79,8 +74,6 @@ class ApplyRMSProp(ApplyUpdate):
 
     def update(self, param, grad, lr, square_avg, grad_avg=None, momentum_buffer=None):
         alpha, eps = self.hyper["alpha"], self.hyper["eps"]
-        if self.hyper["weight_decay"]:
-            grad = grad + self.hyper["weight_decay"] * param
         square_avg = alpha * square_avg + (1 - alpha) * grad * grad
         if grad_avg is not None:
             grad_avg = alpha * grad_avg + (1 - alpha) * grad
@@ -107,8 +100,6 @@ class ApplyAdaGrad(ApplyUpdate):
 
     def update(self, param, grad, lr, step, state_sum):
         step = step + 1
-        if self.hyper["weight_decay"]:
-            grad = grad + self.hyper["weight_decay"] * param
         clr = lr / (1 + (int(step) - 1) * self.hyper["lr_decay"])
         state_sum = state_sum + grad * grad
         return param - clr * grad / (np.sqrt(state_sum) + self.hyper["eps"]), step, state_sum
