@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import TinyflowError
 from ..nodes import Constant, Node, Variable
-from ..viz.explorer.summary import json_number
+from ..viz.explorer.data import json_number
 
 FILE_NAME = "scalars.jsonl"
 GRAPH_PAGE = "graph.html"  # the explorer page of the run's model, beside its scalars
