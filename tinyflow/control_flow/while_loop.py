@@ -204,9 +204,6 @@ def _while_grad(op, grads):
     start = [op.output(op.iterations_index, name="iterations")] + adjoints + [zeros_like(c) for c in wrt]
     made = {}
 
-    def test(k, *state):
-        return greater(k, 0)
-
     def backward_body(k, *state):
         step = made["step"] = k - 1
         adjoint, accumulated = state[:len(floats)], state[len(floats):]
@@ -228,7 +225,7 @@ def _while_grad(op, grads):
         return [step] + new_adjoint + new_accumulated
 
     with saving(body):  # the forward body's values read by the gradient body are saved values, not recomputed
-        back_test, back_body = trace_loop(test, backward_body, start, "while_grad",
+        back_test, back_body = trace_loop(lambda k, *state: greater(k, 0), backward_body, start, "while_grad",
                                           also=lambda: [g for g in made["restored"] if g is not None]
                                           + [pop for pop, _ in made["seeds"]])
         back_body.restores.extend(made["seeds"])
