@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from ...autodiff.gradients import gradients
+from ...autodiff.gradients import gradients, is_float
 from ...eager.autograd import recorded_inputs, recorded_output
 from ...eager.tensor import Tensor
 from ...errors import TinyflowError
@@ -157,11 +157,11 @@ def walk_data(steps, pending, names, value_of, loss, wrt=()):
 
 def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None):
     """The page's data for a list of nodes, or a whole Graph (`targets` None)."""
-    if loss is None and targets and len(targets) == 1 and targets[0].dtype is not None and targets[0].dtype.kind == "f":
+    if loss is None and targets and len(targets) == 1 and is_float(targets[0].dtype):
         loss = targets[0]  # one float target: the walk starts there
     if loss is not None and wrt is None:  # the float Variables (trained ones) and Placeholders the loss depends on
-        wrt = sorted((n for n in ancestors([loss]) if isinstance(n, (Variable, Placeholder)) and n.dtype is not None
-                      and n.dtype.kind == "f" and getattr(n, "trainable", True)), key=lambda n: n.creation_index)
+        wrt = sorted((n for n in ancestors([loss]) if isinstance(n, (Variable, Placeholder)) and is_float(n.dtype)
+                      and getattr(n, "trainable", True)), key=lambda n: n.creation_index)
     wrt = as_list(wrt)
     nodes = nodes_to_draw(graph, targets)
     if loss is not None:  # every node the walk visits is drawn
