@@ -183,11 +183,7 @@ class DataParallel:
         if self.enabled:
             init()
         self.rank, self.world = (rank(), world_size()) if self.enabled else (0, 1)
-
-    @property
-    def is_chief(self):
-        """Rank 0 shows progress and writes checkpoints."""
-        return self.rank == 0
+        self.is_chief = self.rank == 0  # it shows progress and writes checkpoints
 
     def shard(self, order):
         """This process's equal share of `order` (all of it for one process)."""
