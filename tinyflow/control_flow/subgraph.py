@@ -239,6 +239,4 @@ class Output(Operation):
         return self.compute
 
 
-@register_gradient(Output)
-def _output_grad(op, grad):
-    return [grad]  # the engine files it under output `op.index` of the op
+register_gradient(Output)(lambda op, grad: [grad])  # the engine files it under output `op.index` of the op
