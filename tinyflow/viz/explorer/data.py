@@ -32,10 +32,8 @@ def json_number(x):
     return x if math.isfinite(x) else "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
 
 
-@functools.lru_cache(maxsize=None)
-def dtype_name(dtype):
-    """str(dtype), cached (numpy builds the text anew at each call: slow for ten thousand nodes)."""
-    return str(dtype)
+# str(dtype), cached: numpy builds the text anew at each call, slow for ten thousand nodes
+dtype_name = functools.lru_cache(maxsize=None)(str)
 
 
 def summary(value, with_heatmap=True):
