@@ -1,5 +1,5 @@
-"""Model: a network, a loss and an optimizer, trained with `fit` (the layered API of tinynn); and the metrics it
-reports, by name, computed with numpy on predictions and targets (after a run)."""
+"""Model: a network, a loss and an optimizer, trained with `fit` (the layered API of tinynn); and the metrics
+it reports, by name, computed with numpy on predictions and targets (after a run)."""
 import numpy as np
 
 from .checkpoint import FitCheckpoint, load_variables, save_variables

@@ -1,7 +1,8 @@
-"""The scalar log of a training run, `scalars.jsonl`: append-only JSON Lines that a killed run leaves readable, and
-read without ever executing anything (the format and its guarantees: docs/explorer_and_board.md); and what
-`Model.fit(..., log_dir=...)` writes: each epoch's logs, learning rate (`lr`) and duration (`epoch_time`), and the
-explorer page of the model's loss on the first batch, at the start and again with the trained weights.
+"""The scalar log of a training run, `scalars.jsonl`: append-only JSON Lines that a killed run leaves
+readable, and read without ever executing anything (the format and its guarantees:
+docs/explorer_and_board.md); and what `Model.fit(..., log_dir=...)` writes: each epoch's logs, learning
+rate (`lr`) and duration (`epoch_time`), and the explorer page of the model's loss on the first batch, at
+the start and again with the trained weights.
 """
 import json
 import math

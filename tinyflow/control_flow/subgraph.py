@@ -222,7 +222,7 @@ class Output(Operation):
     def __init__(self, op, index, name=None):
         self.index = self.output_index = index  # output_index: what the gradient engine and plans look for
         self._of = op
-        self.stack_dtype = op.stack_dtype(index)  # of the stack's values, or None (a stack's gradient is a stack)
+        self.stack_dtype = op.stack_dtype(index)  # a stack's value dtype, or None (its gradient is a stack)
         super().__init__(op, name=name)
 
     def infer_shape(self, op_shape):

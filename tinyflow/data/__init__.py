@@ -1,5 +1,5 @@
-"""Small data sets shipped inside the package (no downloads), see PROVENANCE.md beside this file; and splitting,
-scaling, encoding and batching arrays: the data plumbing every demo needs."""
+"""Small data sets shipped inside the package (no downloads), see PROVENANCE.md beside this file; and
+splitting, scaling, encoding and batching arrays: the data plumbing every demo needs."""
 import gzip
 import os
 

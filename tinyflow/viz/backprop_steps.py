@@ -1,8 +1,8 @@
-"""Backprop, step by step: one picture per node the backward walk takes (graph nodes, or eager tensors), replayed
-from the walk's own trace: the node just taken yellow, finished ones green with their gradient, waiting ones with
-their pending count and the contributions they received. And the picture of eager mode's backward graph: the ops a
-Tensor recorded (like torchviz's make_dot), where the user's code made them, arrows from inputs to the op that used
-them.
+"""Backprop, step by step: one picture per node the backward walk takes (graph nodes, or eager tensors),
+replayed from the walk's own trace: the node just taken yellow, finished ones green with their gradient,
+waiting ones with their pending count and the contributions they received. And the picture of eager mode's
+backward graph: the ops a Tensor recorded (like torchviz's make_dot), where the user's code made them,
+arrows from inputs to the op that used them.
 """
 import base64
 import html
@@ -18,8 +18,8 @@ from ..eager.tensor import Tensor
 from ..errors import TinyflowError
 from ..graph import ancestors
 from ..nodes import Node
-from .graphviz_render import (STYLES, VizError, digraph, dot_available, label, no_dot_html, require_dot, run_values,
-                              summarize)
+from .graphviz_render import (STYLES, VizError, digraph, dot_available, label, no_dot_html, require_dot,
+                              run_values, summarize)
 
 CURRENT = dict(style="filled,bold", fillcolor="#ffe066", color="#b8860b", penwidth="2.5")
 DONE = dict(style="filled", fillcolor="#d3f0d3", color="#2e7d32")

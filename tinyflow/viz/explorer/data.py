@@ -158,8 +158,9 @@ def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None
     if loss is None and targets and len(targets) == 1 and is_float(targets[0].dtype):
         loss = targets[0]  # one float target: the walk starts there
     if loss is not None and wrt is None:  # the float Variables (trained ones) and Placeholders the loss depends on
-        wrt = sorted((n for n in ancestors([loss]) if isinstance(n, (Variable, Placeholder)) and is_float(n.dtype)
-                      and getattr(n, "trainable", True)), key=lambda n: n.creation_index)
+        wrt = sorted((n for n in ancestors([loss]) if isinstance(n, (Variable, Placeholder))
+                      and is_float(n.dtype) and getattr(n, "trainable", True)),
+                     key=lambda n: n.creation_index)
     wrt = as_list(wrt)
     nodes = nodes_to_draw(graph, targets)
     if loss is not None:  # every node the walk visits is drawn
