@@ -82,13 +82,9 @@ class WhileLoop(ControlFlowOp):
         self.maximum_iterations = maximum_iterations
         self.n_vars = self.iterations_index = len(loop_vars)  # the output after the loop variables counts iterations
         self.captures = merged_captures(test, body)
+        self.branch_outputs = [test.outputs[0], *body.outputs]  # pictures: dashed edges to the op
         self.recorded = []  # Recorded entries, one per stack (added when the gradient is built)
         super().__init__(*loop_vars, *self.captures, name=name)
-
-    @property
-    def branch_outputs(self):
-        """The test and what the body returns (pictures draw dashed edges from them to the op)."""
-        return [self.test.outputs[0]] + list(self.body.outputs)
 
     @property
     def output_count(self):
