@@ -92,7 +92,7 @@ def main():
     if args.worker:
         return worker(args.repeats)
     from harness import load_note, summary
-    from tinyflow.distributed.launch import command, environment
+    from tinyflow.distributed.mpi import command, environment
     env = environment(args.processes)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")])
     cmd = command(args.processes, [str(Path(__file__).resolve()), "--worker", "--repeats", str(args.repeats)])

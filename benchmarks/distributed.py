@@ -89,7 +89,7 @@ def epoch_worker(epochs):
 # ---------------------------------------------------------------- parent
 def launch(n, *args, threads=None):
     """Run this script's worker in n processes (`threads` OpenMP threads each); the JSON rank 0 printed."""
-    from tinyflow.distributed.launch import command, environment
+    from tinyflow.distributed.mpi import command, environment
     env = environment(n)
     if threads is not None:
         env["OMP_NUM_THREADS"] = env["TINYFLOW_NUM_THREADS"] = str(threads)
@@ -123,7 +123,7 @@ def main():
 
     import tinyflow as tfl
     from harness import fmt_time, load_note
-    from tinyflow.distributed.launch import usable_cores
+    from tinyflow.distributed.mpi import usable_cores
     p = args.processes
     print(f"tinyflow {tfl.__version__}, {tfl.distributed.library_version()}, {p} processes, "
           f"{args.repeats} interleaved repeats; medians over ranks' slowest")

@@ -8,8 +8,8 @@ import pytest
 
 from tinyflow import cli
 from tinyflow.teaching import SOURCE, grade, make_student
-from tinyflow.teaching.grader import GradingError, assignments
-from tinyflow.teaching.student import AssignmentSourceError, strip_solutions
+from tinyflow.teaching import GradingError, assignments
+from tinyflow.teaching import AssignmentSourceError, strip_solutions
 
 
 SOLVED = '''def area(w, h):

@@ -92,7 +92,7 @@ def test_plots_write_non_empty_pngs(tmp_path):
 @pytest.mark.slow
 def test_digits_demo_reaches_97_percent(tmp_path, capsys):
     from tinyflow.demos import digits
-    accuracy = digits.main(verbose=0, out=str(tmp_path))
+    accuracy = digits(verbose=0, out=str(tmp_path))
     assert accuracy >= 0.97
     assert (tmp_path / "confusion.png").stat().st_size > 5000
 

@@ -22,7 +22,7 @@ from .ops.elementwise_ops import PUBLIC as _ELEMENTWISE, elementwise_op
 
 globals().update(_ELEMENTWISE)  # add, exp, relu, ..., silu: the functions of the elementwise table
 from . import shapes
-from .metrics import get_metric
+from .model import get_metric
 from .model import EarlyStopping, History, Model
 from .random import set_seed
 from .session import Session

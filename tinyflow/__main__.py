@@ -1,6 +1,4 @@
 """`python -m tinyflow ...` is the `tinyflow` command."""
-import sys
-
 from .cli import main
 
-sys.exit(main())
+raise SystemExit(main())

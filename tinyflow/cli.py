@@ -1,7 +1,6 @@
 """The `tinyflow` command: `info`, `demo boston`, `launch -n 2 script.py`, `board runs/`, `cache info|clear`,
 `onnx show model.onnx [-o graph.svg]`, `assignments make-student OUT/`, `grade assignmentN [path]`."""
 import argparse
-import importlib
 import json
 import pathlib
 import platform
@@ -58,7 +57,7 @@ def oversubscription(threads):
     """A warning when the thread pools in this process (tinyflow's, BLAS, OpenMP) hold more threads than the
     process has cores, else ''. Their idle threads spin for a while after each call, so two pools sized for
     every core slow each other down (a kernel waits for a worker the OS gave to another pool's spinning one)."""
-    from tinyflow.distributed.launch import usable_cores
+    from tinyflow.distributed.mpi import usable_cores
     cores = usable_cores()
     pools = [("tinyflow", threads["tinyflow"]["threads"])] + [
         (other.get("internal_api") or other.get("user_api"), other.get("num_threads") or 0) for other in threads["others"]]
@@ -150,7 +149,7 @@ def main(argv=None):
     if args.command == "demo" and args.export and args.name != "boston":
         parser.error("--export is available for the boston demo")
     if args.command == "launch":  # its errors reach the caller
-        from tinyflow.distributed.launch import launch as run_launch
+        from tinyflow.distributed.mpi import launch as run_launch
         return run_launch(args.np, args.program)
     from tinyflow.errors import TinyflowError
     try:
@@ -163,15 +162,15 @@ def main(argv=None):
 def _run(args):
     """Run the parsed command; returns the exit status."""
     import tinyflow as tfl
-    from tinyflow import teaching
+    from tinyflow import demos, teaching
     if args.command == "info":
         info()
     elif args.command == "cache":
         return cache(args.action)
     elif args.command == "demo":
         options = {k: v for k in ("epochs", "batch_size", "out", "export") if (v := getattr(args, k)) is not None}
-        demo = importlib.import_module(f"tinyflow.demos.{args.name}")
-        demo.main(backend=args.backend, seed=args.seed, verbose=0 if args.quiet else 1, **options)
+        demo = getattr(demos, args.name)  # demos.boston or demos.digits
+        demo(backend=args.backend, seed=args.seed, verbose=0 if args.quiet else 1, **options)
     elif args.command == "board":
         from tinyflow.board.server import main as serve_board
         return serve_board(args.logdir, host=args.host, port=args.port)

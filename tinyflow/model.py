@@ -1,10 +1,10 @@
-"""Model: a network, a loss and an optimizer, trained with `fit` (the layered API of tinynn)."""
+"""Model: a network, a loss and an optimizer, trained with `fit` (the layered API of tinynn); and the metrics
+it reports, by name, computed with numpy on predictions and targets (after a run)."""
 import numpy as np
 
 from .checkpoint import FitCheckpoint, load_variables, save_variables
-from .data.helpers import batches
-from .errors import ArgumentError, GraphError
-from .metrics import get_metric
+from .data import batches
+from .errors import ArgumentError, GraphError, ShapeError
 from .nn.layer import Layer, training_flag
 from .nn.losses import mse_loss, sigmoid_cross_entropy, softmax_cross_entropy
 from .nodes import Placeholder
@@ -16,6 +16,54 @@ from .session import Session
 
 LOSSES = {"mse": mse_loss, "softmax_cross_entropy": softmax_cross_entropy,
           "cross_entropy": softmax_cross_entropy, "sigmoid_cross_entropy": sigmoid_cross_entropy}
+
+
+def _aligned(pred, target):
+    """Float64 arrays of one shape: (N, 1) predictions against (N,) targets must not broadcast to (N, N)."""
+    pred, target = np.asarray(pred, np.float64), np.asarray(target, np.float64)
+    if pred.shape != target.shape:
+        if pred.size != target.size:
+            raise ShapeError(f"predictions of shape {pred.shape} do not match targets of shape {target.shape}")
+        pred = pred.reshape(target.shape)
+    return pred, target
+
+
+def mse(pred, target):
+    """Mean squared error."""
+    pred, target = _aligned(pred, target)
+    return float(np.mean((pred - target) ** 2))
+
+
+def rmse(pred, target):
+    """Root mean squared error."""
+    return float(np.sqrt(mse(pred, target)))
+
+
+def mae(pred, target):
+    """Mean absolute error."""
+    pred, target = _aligned(pred, target)
+    return float(np.mean(np.abs(pred - target)))
+
+
+def accuracy(pred, target):
+    """Share of correct classes: argmax of (N, C) scores, or logits > 0 for one binary column."""
+    pred, target = np.asarray(pred), np.asarray(target)
+    two_columns_or_more = pred.ndim == 2 and pred.shape[1] > 1
+    classes = pred.argmax(axis=1) if two_columns_or_more else (pred.reshape(len(pred)) > 0).astype(np.int64)
+    return float(np.mean(classes == target.reshape(len(target))))
+
+
+METRICS = {"mse": mse, "rmse": rmse, "mae": mae, "accuracy": accuracy}
+
+
+def get_metric(name):
+    """A metric function by name (or a callable `fn(pred, target) -> float` as is)."""
+    if callable(name):
+        return name
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise ArgumentError(f"unknown metric {name!r}; known metrics: {sorted(METRICS)}") from None
 
 
 class History:
@@ -122,9 +170,9 @@ class Model:
             early_stopping=None, distributed=False, checkpoint_dir=None, log_dir=None):
         """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics. distributed=True:
         data parallelism over MPI, rank 0 showing progress and writing checkpoints and logs
-        (tinyflow/distributed/data_parallel.py). checkpoint_dir: save the training state after every epoch, and
+        (tinyflow/distributed/training.py). checkpoint_dir: save the training state after every epoch, and
         resume from it (`epochs` is the total). log_dir: the scalar log and explorer page `tinyflow board` shows."""
-        from .distributed.data_parallel import DataParallel
+        from .distributed.training import DataParallel
         X, y = np.asarray(X), np.asarray(y)
         parallel = DataParallel(distributed)
         self._ensure_built(X, y, distributed)
@@ -144,7 +192,7 @@ class Model:
         progress = Progress(epochs, steps_per_epoch, verbose if parallel.is_chief else 0, first_epoch=first_epoch)
         watchers = [progress]  # each sees start_epoch(epoch), end_epoch(epoch, logs) and close()
         if log_dir is not None and parallel.is_chief:
-            from .board.fit_log import FitLog
+            from .board.runlog import FitLog
             watchers.append(FitLog(log_dir, self, X, y, first_epoch))
         for epoch in range(first_epoch, epochs + 1):
             for watcher in watchers:

@@ -60,7 +60,7 @@ def test_a_second_fit_continues_the_curves_and_a_resumed_fit_keeps_its_epochs(tm
 
 
 def test_a_learning_rate_the_graph_computes_is_left_out():
-    from tinyflow.board.fit_log import learning_rate
+    from tinyflow.board.runlog import learning_rate
     assert learning_rate(tfl.optim.Adam(lr=0.003)) == 0.003
     assert learning_rate(tfl.optim.SGD(tfl.Variable(np.float32(0.5)))) == 0.5
     graph = tfl.get_default_graph()

@@ -13,7 +13,7 @@ ROOT = HERE.parents[1]
 
 def _mpi_or_skip():
     pytest.importorskip("mpi4py", reason="the distributed tests need mpi4py (pip install -e '.[mpi]')")
-    from tinyflow.distributed.launch import find_mpirun
+    from tinyflow.distributed.mpi import find_mpirun
     from tinyflow.errors import TinyflowError
     try:
         find_mpirun()
@@ -38,7 +38,7 @@ def launch(tmp_path, source, n, *args, timeout=90, check=True, env=None, via_cli
     if via_cli:
         cmd = [sys.executable, "-m", "tinyflow", "launch", "-n", str(n), str(script), *map(str, args)]
     else:  # the same command line, without paying for one more Python start-up
-        from tinyflow.distributed.launch import command
+        from tinyflow.distributed.mpi import command
         cmd = command(n, [str(script), *map(str, args)])
         cmd[1:1] = list(mpirun_flags)
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp_path,

@@ -125,7 +125,7 @@ def _seconds_after_start(result, finished):
 
 def test_ranks_that_never_arrive_end_the_job_at_the_timeout_naming_them_and_where_they_are(tmp_path):
     """Rank 1 sleeps, rank 2 dies (Open MPI's --enable-recovery keeps the job running): rank 0 waits, then says so."""
-    from tinyflow.distributed.launch import find_mpirun, flavour
+    from tinyflow.distributed.mpi import find_mpirun, flavour
     if flavour(find_mpirun()) != "openmpi":
         pytest.skip("needs Open MPI's mpirun --enable-recovery (a launcher that does not end the job when a rank dies)")
     result = launch(tmp_path, STUCK, 3, check=False, timeout=90, env={"TINYFLOW_COLLECTIVE_TIMEOUT": 3},

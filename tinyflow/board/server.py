@@ -152,12 +152,8 @@ class Board:
         handler = type("Handler", (BoardHandler,), {"catalog": RunCatalog(logdir), "hosts": frozenset(hosts)})
         self.server = _bind(host, port, handler)
         self.host, self.port = host, self.server.server_address[1]
+        self.url = f"http://{f'[{host}]' if ':' in host else host}:{self.port}/"
         self._thread = None
-
-    @property
-    def url(self):
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/"
 
     def serve_forever(self):
         """Serve until interrupted (Ctrl+C)."""

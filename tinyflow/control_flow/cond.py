@@ -45,6 +45,7 @@ class Cond(ControlFlowOp):
                 raise ShapeError(f"cond: output {i} of the branches has dtype {a.dtype} in the true branch and "
                                  f"{b.dtype} in the false one; cast one of them with tfl.cast so both agree")
         self.captures = merged_captures(true_branch, false_branch)
+        self.branch_outputs = [*true_branch.outputs, *false_branch.outputs]  # pictures: dashed edges to the op
         super().__init__(pred, *self.captures, name=name)
 
     def output_spec(self, index):
@@ -54,11 +55,6 @@ class Cond(ControlFlowOp):
         if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
             return None, a.dtype
         return tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype  # disagreeing dims: unknown
-
-    @property
-    def branch_outputs(self):
-        """What the branches return (pictures draw dashed edges from them to the op)."""
-        return list(self.true_branch.outputs) + list(self.false_branch.outputs)
 
     def infer_shape(self, pred_shape, *capture_shapes):
         if pred_shape is not None and any(d is not None and d != 1 for d in pred_shape):

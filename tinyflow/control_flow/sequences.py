@@ -8,12 +8,13 @@ A sequence answers, for position k (an int64 scalar node), `valid(k)` (is k insi
 element there); to_static turns such a `for` into a while_loop over k (tinyflow/jit/dispatch.py).
 """
 import builtins
+import functools
 import operator
 
 import numpy as np
 
 from ..errors import ShapeError, TinyflowError
-from ..nodes import Node, Operation, as_node
+from ..nodes import Node, Operation
 from ..nodes.node import is_eager
 from ..ops.array_ops import checks
 from ..ops.elementwise_ops import cast, greater, less, where
@@ -64,17 +65,12 @@ def rows(x):
     return Sequence(lambda k: less(k, length(x)), lambda k: gather(x, k))
 
 
-def _as_dtype(value, dtype):
-    if isinstance(value, Node):
-        return value if value.dtype == dtype else cast(value, dtype)
-    return as_node(np.asarray(value, dtype))
-
-
 def graph_range(start, stop, step):
     """range(start, stop, step) whose bounds are graph nodes: tfl.range's value when one of them is a tensor."""
     rising = step > 0 if not isinstance(step, Node) else None  # a tensor step: its sign at run time
     dtype = np.result_type(*[v.dtype if isinstance(v, Node) else np.asarray(v).dtype for v in (start, stop, step)])
-    start, stop, step = (_as_dtype(v, dtype) for v in (start, stop, step))
+    start, stop, step = (cast(v if isinstance(v, Node) else np.asarray(v, dtype), dtype)
+                         for v in (start, stop, step))
 
     def item(k):
         return start + cast(k, dtype) * step
@@ -94,12 +90,9 @@ def enumerated(sequence, start=0):
 
 def zipped(sequences):
     """zip(*sequences): stops at the shortest."""
-    def valid(k):
-        result = sequences[0].valid(k)
-        for sequence in sequences[1:]:
-            result = where(result, sequence.valid(k), False)
-        return result
-    return Sequence(valid, lambda k: tuple(s.item(k) for s in sequences))
+    return Sequence(lambda k: functools.reduce(lambda ok, s: where(ok, s.valid(k), False), sequences[1:],
+                                               sequences[0].valid(k)),
+                    lambda k: tuple(s.item(k) for s in sequences))
 
 
 def range(start, stop=None, step=1):  # noqa: A001 - tfl.range, as Python's

@@ -153,14 +153,9 @@ class StackToTensor(Operation):
         return lambda stack: self.compute(StackValue(stack.name, [backend.to_host(v) for v in stack.values]))
 
 
-@register_gradient(StackToTensor)
-def _stack_to_tensor_grad(op, grad):
-    return [TensorToStack(grad)]
-
-
-@register_gradient(TensorToStack)
-def _tensor_to_stack_grad(op, grad):
-    return [StackToTensor(grad, op.inputs[0].shape[1:] if op.inputs[0].shape else None, op.inputs[0].dtype)]
+register_gradient(StackToTensor)(lambda op, grad: [TensorToStack(grad)])
+register_gradient(TensorToStack)(lambda op, grad: [
+    StackToTensor(grad, op.inputs[0].shape[1:] if op.inputs[0].shape else None, op.inputs[0].dtype)])
 
 
 not_differentiable(StackPush, StackPop, StackAddN)

@@ -222,12 +222,8 @@ class Output(Operation):
     def __init__(self, op, index, name=None):
         self.index = self.output_index = index  # output_index: what the gradient engine and plans look for
         self._of = op
+        self.stack_dtype = op.stack_dtype(index)  # a stack's value dtype, or None (its gradient is a stack)
         super().__init__(op, name=name)
-
-    @property
-    def stack_dtype(self):
-        """The dtype of the values of the stack this node reads, or None (a stack's gradient is a stack)."""
-        return self._of.stack_dtype(self.index)
 
     def infer_shape(self, op_shape):
         return self._of.output_spec(self.index)[0]
@@ -243,6 +239,4 @@ class Output(Operation):
         return self.compute
 
 
-@register_gradient(Output)
-def _output_grad(op, grad):
-    return [grad]  # the engine files it under output `op.index` of the op
+register_gradient(Output)(lambda op, grad: [grad])  # the engine files it under output `op.index` of the op

@@ -82,13 +82,9 @@ class WhileLoop(ControlFlowOp):
         self.maximum_iterations = maximum_iterations
         self.n_vars = self.iterations_index = len(loop_vars)  # the output after the loop variables counts iterations
         self.captures = merged_captures(test, body)
+        self.branch_outputs = [test.outputs[0], *body.outputs]  # pictures: dashed edges to the op
         self.recorded = []  # Recorded entries, one per stack (added when the gradient is built)
         super().__init__(*loop_vars, *self.captures, name=name)
-
-    @property
-    def branch_outputs(self):
-        """The test and what the body returns (pictures draw dashed edges from them to the op)."""
-        return [self.test.outputs[0]] + list(self.body.outputs)
 
     @property
     def output_count(self):
@@ -204,9 +200,6 @@ def _while_grad(op, grads):
     start = [op.output(op.iterations_index, name="iterations")] + adjoints + [zeros_like(c) for c in wrt]
     made = {}
 
-    def test(k, *state):
-        return greater(k, 0)
-
     def backward_body(k, *state):
         step = made["step"] = k - 1
         adjoint, accumulated = state[:len(floats)], state[len(floats):]
@@ -228,7 +221,7 @@ def _while_grad(op, grads):
         return [step] + new_adjoint + new_accumulated
 
     with saving(body):  # the forward body's values read by the gradient body are saved values, not recomputed
-        back_test, back_body = trace_loop(test, backward_body, start, "while_grad",
+        back_test, back_body = trace_loop(lambda k, *state: greater(k, 0), backward_body, start, "while_grad",
                                           also=lambda: [g for g in made["restored"] if g is not None]
                                           + [pop for pop, _ in made["seeds"]])
         back_body.restores.extend(made["seeds"])

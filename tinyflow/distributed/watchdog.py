@@ -106,30 +106,24 @@ class Watchdog:
             return (f"{headline}; they could not be asked where they are (this MPI library has no thread support): "
                     f"one of them has probably failed or stopped calling the same collectives. {advice}")
         missing, lines = [], []
-        for other in range(world_size()):
-            if other == rank():
-                continue
+        for other in (r for r in range(world_size()) if r != rank()):
             asked, answer = self.answers.get(other, (None, None))
-            if asked != number:
-                missing.append(other)
-                lines.append(f"rank {other} did not answer (it has probably died, or is stuck in C code)")
-            elif answer["waiting"] == number:
+            if asked == number and answer["waiting"] == number:
                 lines.append(f"rank {other} waits in {answer['what']} at {answer['site']} too")
+                continue
+            missing.append(other)
+            if asked != number:
+                lines.append(f"rank {other} did not answer (it has probably died, or is stuck in C code)")
+            elif answer["waiting"]:
+                lines.append(f"rank {other} waits in another collective, {answer['what']} (collective "
+                             f"#{answer['waiting']}, at {answer['site']}), for {answer['for']:.1f} s")
             else:
-                missing.append(other)
-                lines.append(_describe(other, answer))
+                last = answer["last"]
+                done = (f"its last collective was #{last[1]}, {last[0]}, {last[2]:.1f} s ago" if last
+                        else "it has made no collective call yet")
+                lines.append(f"rank {other} is not in a collective: it is at {answer['site']}; {done}")
         names = f"rank {missing[0]}" if len(missing) == 1 else "ranks " + ", ".join(map(str, missing))
         return f"{headline}: {names} never arrived. {'; '.join(lines)}. {advice}"
-
-
-def _describe(other, answer):
-    if answer["waiting"]:
-        return (f"rank {other} waits in another collective, {answer['what']} (collective #{answer['waiting']}, "
-                f"at {answer['site']}), for {answer['for']:.1f} s")
-    last = answer["last"]
-    done = (f"its last collective was #{last[1]}, {last[0]}, {last[2]:.1f} s ago" if last
-            else "it has made no collective call yet")
-    return f"rank {other} is not in a collective: it is at {answer['site']}; {done}"
 
 
 @contextlib.contextmanager

@@ -18,13 +18,6 @@ from ..ops.state_ops import assign, group
 from .layer import Layer, flags, ranked, sizes, training_flag
 
 
-def batch_statistics(x):
-    """(mean, biased variance) of x over every axis but the channel axis 1, both keeping x's rank."""
-    axes = (0,) + tuple(range(2, len(x.shape)))
-    mean = reduce_mean(x, axes, keepdims=True)
-    return mean, reduce_mean(square(x - mean), axes, keepdims=True)
-
-
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5,
                name=None):
     """γ (x - μ) / √(σ² + ε) + β per channel (axis 1), as torch.nn.functional.batch_norm: μ, σ² of the batch when
@@ -44,7 +37,9 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         frozen = (x - reshape(running_mean, shape)) / sqrt(reshape(running_var, shape) + eps)
     if training is False:
         return affine(frozen, weight, bias, shape, name)
-    mean, var = batch_statistics(x)
+    axes = (0,) + tuple(range(2, len(x.shape)))  # every axis but the channel axis 1
+    mean = reduce_mean(x, axes, keepdims=True)
+    var = reduce_mean(square(x - mean), axes, keepdims=True)  # biased: the batch's own variance
     from_batch = (x - mean) / sqrt(var + eps)
     x_hat = from_batch if training is True else where(training, from_batch, frozen)
     if momentum is not None and isinstance(running_mean, Variable) and isinstance(running_var, Variable):

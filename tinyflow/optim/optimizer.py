@@ -1,6 +1,10 @@
 """The Optimizer base class: a loss to a train op (graph mode), or `step()` on parameters (eager mode); its
 hyper-parameters are checked when it is made: a NaN, an infinity or a negative value would otherwise train silently
-into NaN weights many steps later, far from the line that caused it."""
+into NaN weights many steps later, far from the line that caused it.
+
+The eager form, `opt = tfl.optim.Adam(params, lr=...)`, `opt.zero_grad()`, `opt.step()`: a step runs each
+parameter's update op (built once, on slot Variables as in graph mode) on its `.grad`, the updates of one
+dtype as one MultiTensorUpdate (one C call). Parameters are Variables (`layer.parameters()`) or leaf Tensors."""
 import math
 import numbers
 
@@ -8,10 +12,9 @@ import numpy as np
 
 from ..autodiff.gradients import gradients
 from ..errors import GradientError, GraphError, TinyflowError, describe
-from ..nodes import Node, Variable, as_node
+from ..nodes import Node, Placeholder, Variable, as_node
 from ..ops.state_ops import group
-from . import eager
-from .updates import ApplyUpdate
+from .updates import ApplyUpdate, multi_tensor_update
 
 
 class HyperParameterError(TinyflowError, ValueError):
@@ -67,20 +70,27 @@ def check_hyper_parameters(optimizer, **hyper):
                                   f"(got momentum={momentum!r}, dampening={dampening!r})")
 
 
+def is_parameter_list(value):
+    """True for what an eager optimizer takes first: a list, tuple or generator of parameters (not a number)."""
+    if isinstance(value, (Node, str, bytes, np.ndarray)) or np.isscalar(value):
+        return False
+    return hasattr(value, "__iter__")
+
+
 class OptimizerType(type):
     """Eager optimizers take the parameters first, `Adam(layer.parameters(), lr=1e-3)`; a number first is lr."""
 
     def __call__(cls, *args, **kwargs):
-        if args and eager.is_parameter_list(args[0]):
+        if args and is_parameter_list(args[0]):
             optimizer = super().__call__(*args[1:], **kwargs)
-            eager.attach(optimizer, args[0])
+            optimizer.attach(args[0])
             return optimizer
         return super().__call__(*args, **kwargs)
 
 
 class Optimizer(metaclass=OptimizerType):
     """Turns a loss into a train op: gradients by backprop, then one fused update per Variable. Eager form: created
-    with the parameters first, then `zero_grad()` and `step()` (see optim/eager.py)."""
+    with the parameters first, then `zero_grad()` and `step()`."""
 
     update_op = ApplyUpdate
     slot_names = ()  # names of the per-variable state Variables, in `update` order
@@ -92,8 +102,6 @@ class Optimizer(metaclass=OptimizerType):
     def __repr__(self):
         args = ", ".join(f"{k}={v}" for k, v in {"lr": self.lr, **self.hyper}.items())
         return f"{type(self).__name__}({args})"
-
-    zero_grad, step = eager.zero_grad, eager.step  # the eager form's methods
 
     def compute_gradients(self, loss, var_list=None):
         """[(gradient node or None, variable)] for `var_list` (default: all trainable Variables)."""
@@ -143,3 +151,92 @@ class Optimizer(metaclass=OptimizerType):
     def initial_slot_value(self, var, slot):
         """The starting value of a slot: a step counter starts at 0, every other slot at zeros."""
         return np.zeros((), np.int64) if slot == "step" else np.zeros_like(var.value)
+
+    def attach(self, params):
+        """Give a freshly made optimizer its parameters (the eager form)."""
+        from ..eager.tensor import Tensor
+        params, name = list(params), type(self).__name__
+        if not params:
+            raise TinyflowError(f"{name} got an empty parameter list; pass e.g. layer.parameters()")
+        for p in params:
+            if isinstance(p, Tensor):
+                if not (p.is_leaf and p.requires_grad):
+                    raise TinyflowError(f"{name} can only update leaf tensors that require grad, got {p!r}; "
+                                        "create parameters with tfl.tensor(..., requires_grad=True)")
+            elif not isinstance(p, Variable):
+                raise TinyflowError(f"{name} takes Variables (layer.parameters()) or leaf Tensors as "
+                                    f"parameters, got {p!r}")
+        if isinstance(self.lr, Node):
+            raise TinyflowError("an eager optimizer needs a number as lr (a graph node has no value outside "
+                                "a Session)")
+        self.params = params
+        self._eager_slots = [Slot(self, p, i) for i, p in enumerate(params)]
+        self._eager_kernels = {}  # (backend, slots with a gradient) -> the kernel updating them
+
+    def step(self):
+        """Eager mode: update every parameter that has a `.grad`, on the eager backend, with the fused kernels."""
+        from ..eager import get_backend
+        slots = getattr(self, "_eager_slots", None)
+        if slots is None:
+            name = type(self).__name__
+            raise TinyflowError(f"{name}.step() is the eager form: create the optimizer with the parameters "
+                                f"first, e.g. tfl.optim.{name}(layer.parameters(), lr=0.01); in graph mode "
+                                "use train_op = opt.minimize(loss) and sess.run(train_op)")
+        backend = get_backend()
+        by_dtype = {}
+        for slot in slots:
+            if slot.param.grad is not None:
+                by_dtype.setdefault(slot.variable.dtype, []).append(slot)
+        backend.begin_run()
+        for ready in by_dtype.values():  # each dtype's updates in one kernel call (one C call on the C backend)
+            key = (backend, tuple(ready))
+            kernel = self._eager_kernels.get(key)
+            if kernel is None:
+                ops = [slot.op for slot in ready]
+                kernel = backend.kernel(ops[0] if len(ops) == 1 else multi_tensor_update(ops))
+                if len(self._eager_kernels) >= 8:  # the set of parameters with gradients keeps changing
+                    self._eager_kernels.clear()
+                self._eager_kernels[key] = kernel
+            kernel(*[value for slot in ready for value in slot.values(self.lr)])
+            for slot in ready:
+                slot.updated()
+
+    def zero_grad(self):
+        """Eager mode: forget every parameter's gradient (`p.grad = None`), before the next backward()."""
+        for p in getattr(self, "params", ()):
+            p.grad = None
+
+
+class Slot:
+    """One parameter's update: its Variable, the update op built on it, and the kernel per backend."""
+
+    def __init__(self, optimizer, param, index):
+        self.param = param
+        if isinstance(param, Variable):
+            self.variable = param
+        else:  # a leaf Tensor: a Variable shares its value array, so the fused kernels update it in place
+            self.variable = Variable(param.numpy(), trainable=True, name=f"eager_param_{index}")
+            self.variable.share_array(param.numpy())
+        var = self.variable
+        with var.graph.role("optimizer"), var.graph.name_scope(type(optimizer).__name__):
+            self.grad_input = Placeholder(var.shape, var.dtype, name=f"grad_{var.name}", graph=var.graph)
+            self.lr_input = Placeholder((), var.dtype, name=f"lr_{var.name}", graph=var.graph)
+            self.op = optimizer.update_op(var, self.grad_input, self.lr_input, optimizer._slots(var), optimizer,
+                                          name=f"update_{var.name}")
+
+    def values(self, lr):
+        """The update op's input values for this step (the Variable first synced with its Tensor)."""
+        var, param = self.variable, self.param
+        if param is not var and param.numpy() is not var.host_array:
+            var.value = param.numpy()  # the Tensor got a new value since the last step (e.g. in no_grad)
+        return [var.value, np.asarray(param.grad, var.dtype), np.asarray(lr, var.dtype),
+                *[slot.value for slot in self.op.variables[1:]]]
+
+    def updated(self):
+        """After the kernel changed the parameter in place: device copies are old, saved graphs outdated."""
+        var, param = self.variable, self.param
+        mirror = var.device_mirror
+        if mirror is not None and not mirror.host_stale:  # a host kernel changed the array in place: the device
+            mirror.device_stale = True                    # copy an OpenCL session keeps is the old value now
+        from ..eager.autograd import changed_in_place
+        changed_in_place(param, var.value if param is not var else None)

@@ -10,8 +10,9 @@ from ..shapes import shapes_compatible
 
 class ApplyUpdate(Operation):
     """Updates one Variable and its slots in one op (TF's ApplyAdam): inputs (variable, gradient, lr, *slots).
-    Subclasses write the formula as `update(param, grad, lr, **slots) -> (new_param, *new_slots in slot order)`; a
-    fast backend may replace it with one fused pass."""
+    Subclasses write the formula as `update(param, grad, lr, **slots) -> (new_param, *new_slots in slot
+    order)`, given the gradient with the L2 weight decay (`weight_decay`, unless `decoupled`) added; a fast
+    backend may replace it with one fused pass."""
 
     abstract = True
     stateful = True
@@ -40,7 +41,10 @@ class ApplyUpdate(Operation):
         variables = self.variables
         # current values, not the run's snapshots, so several updates of one Variable compose
         slots = {name: var.value for name, var in zip(self.slot_names, variables[1:])}
-        new_values = self.update(variables[0].value, grad, lr.item(), **slots)
+        param, decay = variables[0].value, self.hyper.get("weight_decay")
+        if decay and not self.hyper.get("decoupled"):  # g ← g + wd·p
+            grad = grad + decay * param
+        new_values = self.update(param, grad, lr.item(), **slots)
         for var, value in zip(variables, new_values):
             var.value = value
         return None

@@ -1,8 +1,7 @@
 """Pictures of graphs (graphviz) and the interactive explorer page (tfl.viz.explore)."""
 from ..graph import PICTURES
 from ..plot import plot_memory
-from .backprop_steps import BackpropSteps, backprop_steps
-from .eager_graph import backward_graph, eager_backprop_steps
+from .backprop_steps import BackpropSteps, backprop_steps, backward_graph, eager_backprop_steps
 from .explorer import ExplorerError, ExplorerPage, explore
 from .graphviz_render import STYLES, VizError, dot_available, render, summarize, svg, to_graphviz
 

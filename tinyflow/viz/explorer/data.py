@@ -1,11 +1,16 @@
 """What an explorer page draws (docs/explorer_and_board.md), for graph nodes, an execution plan or an eager Tensor:
 values from one run that updates no state, and the engine's own backward walk, traced in a scratch block
-(`Graph.scratch`) or into a private sink, so that the user's graph and the tensors' `.grad` stay as they were."""
+(`Graph.scratch`) or into a private sink, so that the user's graph and the tensors' `.grad` stay as they were.
+
+What the page shows of an array: shape, statistics, and a small heat map for 2-D values, as plain JSON
+(NaN and ±infinity as the strings "NaN", "Infinity" and "-Infinity": the page parses its data with JSON.parse)."""
+import functools
+import math
 import os
 
 import numpy as np
 
-from ...autodiff.gradients import gradients
+from ...autodiff.gradients import gradients, is_float
 from ...eager.autograd import recorded_inputs, recorded_output
 from ...eager.tensor import Tensor
 from ...errors import TinyflowError
@@ -14,10 +19,84 @@ from ...nodes import Constant, Placeholder, Variable
 from ...passes.ir import original
 from ...session.session import resolve_key
 from ...session.plan import prune, schedule
-from ..backprop_steps import trace_walk
-from ..eager_graph import eager_names, eager_walk, recorded, tensor_value
+from ..backprop_steps import eager_names, eager_walk, recorded, tensor_value, trace_walk
 from ..graphviz_render import as_list, expand_fused, kind_of, nodes_to_draw, run_values, scope_of
-from .summary import dtype_name, summary
+
+HEATMAP_CELLS = 32  # a heat map has at most this many rows and columns (blocks of the value are averaged)
+SMALL = 64          # arrays up to this size are summarised in plain Python (faster for a few numbers)
+
+
+def json_number(x):
+    """A float as JSON can hold it: the number, or "NaN" / "Infinity" / "-Infinity"."""
+    x = float(x)
+    return x if math.isfinite(x) else "NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity"
+
+
+# str(dtype), cached: numpy builds the text anew at each call, slow for ten thousand nodes
+dtype_name = functools.lru_cache(maxsize=None)(str)
+
+
+def summary(value, with_heatmap=True):
+    """{"shape", "dtype", "size", "mean", "std", "min", "max", "nan", "inf", "value" (scalars), "heatmap" (2-D)};
+    None for no value (None, or the several values of a control-flow op)."""
+    if value is None or isinstance(value, (list, tuple)):
+        return None
+    array = np.asarray(value)
+    result = {"shape": list(array.shape), "dtype": dtype_name(array.dtype), "size": int(array.size)}
+    if array.size == 0 or array.dtype.kind not in "biuf":
+        return result
+    numbers = array.astype(np.float64)
+    stats, result["nan"], result["inf"] = (_small_statistics if array.size <= SMALL else _statistics)(numbers)
+    result.update(zip(("mean", "std", "min", "max"), map(json_number, stats)))
+    if array.size == 1:
+        result["value"] = json_number(numbers.reshape(()))
+    if with_heatmap and array.ndim == 2:
+        result["heatmap"] = heatmap(numbers)
+    return result
+
+
+def _statistics(numbers):
+    """((mean, std, min, max) of the finite entries, NaN count, infinity count) with numpy."""
+    finite = np.isfinite(numbers)
+    nan = int(np.isnan(numbers).sum())
+    shown = numbers[finite]
+    if not shown.size:
+        return (math.nan,) * 4, nan, numbers.size - nan
+    with np.errstate(over="ignore", invalid="ignore"):  # values near the float64 limit: the std may overflow
+        return (shown.mean(), shown.std(), shown.min(), shown.max()), nan, numbers.size - shown.size - nan
+
+
+def _small_statistics(numbers):
+    """The same as `_statistics` in plain Python: for a few numbers, ten numpy calls cost more than the maths."""
+    values = numbers.ravel().tolist()
+    shown = [v for v in values if math.isfinite(v)]
+    nan = sum(1 for v in values if v != v)
+    if not shown:
+        return (math.nan,) * 4, nan, len(values) - nan
+    mean = math.fsum(shown) / len(shown)
+    try:
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in shown) / len(shown))
+    except OverflowError:  # values near the float64 limit
+        std = math.inf
+    return (mean, std, min(shown), max(shown)), nan, len(values) - len(shown) - nan
+
+
+def heatmap(matrix):
+    """The matrix as at most HEATMAP_CELLS x HEATMAP_CELLS cells, each the mean of its block of entries."""
+    rows, cols = matrix.shape
+    row_starts, col_starts = _block_starts(rows), _block_starts(cols)
+    with np.errstate(invalid="ignore", over="ignore"):
+        sums = np.add.reduceat(np.add.reduceat(matrix, row_starts, axis=0), col_starts, axis=1)
+        counts = np.outer(np.diff(np.append(row_starts, rows)), np.diff(np.append(col_starts, cols)))
+        cells = sums / counts
+    return {"rows": int(rows), "cols": int(cols),
+            "cells": [[json_number(x) for x in row] for row in cells]}
+
+
+def _block_starts(length):
+    """The first index of each of at most HEATMAP_CELLS nearly equal blocks covering range(length)."""
+    count = min(length, HEATMAP_CELLS)
+    return np.unique((np.arange(count) * length) // count)
 
 
 def record(name, op, shape, dtype, site, kind, scope, inputs, value=None, grad=None):
@@ -76,11 +155,12 @@ def walk_data(steps, pending, names, value_of, loss, wrt=()):
 
 def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None):
     """The page's data for a list of nodes, or a whole Graph (`targets` None)."""
-    if loss is None and targets and len(targets) == 1 and targets[0].dtype is not None and targets[0].dtype.kind == "f":
+    if loss is None and targets and len(targets) == 1 and is_float(targets[0].dtype):
         loss = targets[0]  # one float target: the walk starts there
     if loss is not None and wrt is None:  # the float Variables (trained ones) and Placeholders the loss depends on
-        wrt = sorted((n for n in ancestors([loss]) if isinstance(n, (Variable, Placeholder)) and n.dtype is not None
-                      and n.dtype.kind == "f" and getattr(n, "trainable", True)), key=lambda n: n.creation_index)
+        wrt = sorted((n for n in ancestors([loss]) if isinstance(n, (Variable, Placeholder))
+                      and is_float(n.dtype) and getattr(n, "trainable", True)),
+                     key=lambda n: n.creation_index)
     wrt = as_list(wrt)
     nodes = nodes_to_draw(graph, targets)
     if loss is not None:  # every node the walk visits is drawn
