@@ -5,9 +5,9 @@
  *     after image (column (b, i, j)), zeros where it covers padding. A convolution is then one matrix
  *     product, the filters (o, c*kh*kw) times cols, whose rows are the output channels' planes.
  * tf_col2im(cols, x, ...)  the adjoint: x (n, c, h, w) = sum of every window entry back at its pixel
- * tf_depthwise_conv(x, filters, out, multiplier, ..., bias, residual, low, high)   groups == c: out (n, c *
- *     multiplier, ho, wo), directly; each output row then gets + bias[channel] and + the residual's row (each
- *     where not NULL), clipped to [low, high]; nonzero when it could not allocate its scratch
+ * tf_depthwise_conv(x, filters, out, multiplier, ..., bias, residual, low, high)   (in depthwise_generic.h)
+ *     groups == c: out (n, c * multiplier, ho, wo), directly; each output row then gets + bias[channel] and + the
+ *     residual's row (each where not NULL), clipped to [low, high]; nonzero when it could not allocate its scratch
  * tf_depthwise_back_input(g, filters, dx, multiplier, ...)   its input gradient, dx (n, c, h, w), directly
  * tf_depthwise_back_filter(x, g, grad, multiplier, ...)   its filter gradient, grad (c * multiplier, 1, kh, kw),
  *     directly; nonzero when it could not allocate its scratch
@@ -28,6 +28,7 @@
 #define LANE_INT int32_t /* a signed integer of T's size: what comparing two T vectors gives */
 #define NAME(x) x##_f32
 #include "conv_generic.h"
+#include "depthwise_generic.h"
 #undef T
 #undef LANE_INT
 #undef NAME
@@ -36,6 +37,7 @@
 #define LANE_INT int64_t
 #define NAME(x) x##_f64
 #include "conv_generic.h"
+#include "depthwise_generic.h"
 #undef T
 #undef LANE_INT
 #undef NAME
