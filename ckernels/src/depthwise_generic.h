@@ -132,17 +132,23 @@ static inline void NAME(plane_by_blocks)(const NAME(window_args) *k, const T *bl
     }
 }
 
+/* *blocks = the chunk's own scratch for the tap blocks of one plane when `mode` computes through them, else NULL;
+ * 0 (and `failed` set) when it cannot be had. */
+static inline int NAME(chunk_blocks)(NAME(window_args) *k, T **blocks) {
+    *blocks = k->mode == DEPTHWISE_BLOCKS ? malloc(sizeof(T) * k->kh * k->kw * k->ho * k->wo) : NULL;
+    int missing = k->mode == DEPTHWISE_BLOCKS && !*blocks;
+    if (missing) k->failed = 1;
+    return !missing;
+}
+
 /* One (image, input channel) per step: its planes in the way `mode` says, then each gets the epilogue (bias,
  * residual, clipping). Tap blocks are the chunk's own scratch. */
 TF_CLONES static void NAME(depthwise_chunk)(void *p, long start, long stop) {
     NAME(window_args) *k = p;
     long taps = k->kh * k->kw, multiplier = k->multiplier, size = k->ho * k->wo, inner0, inner1;
     NAME(inner_columns)(k, &inner0, &inner1);
-    T *blocks = k->mode == DEPTHWISE_BLOCKS ? malloc(sizeof(T) * taps * size) : NULL;
-    if (k->mode == DEPTHWISE_BLOCKS && !blocks) {
-        k->failed = 1;
-        return;
-    }
+    T *blocks;
+    if (!NAME(chunk_blocks)(k, &blocks)) return;
     for (long unit = start; unit < stop; unit++) {
         long ch = unit % k->c;
         const T *plane = k->x + unit * k->h * k->w;
@@ -269,11 +275,8 @@ TF_CLONES static void NAME(depthwise_filter_chunk)(void *p, long start, long sto
     NAME(window_args) *k = p;
     long taps = k->kh * k->kw, multiplier = k->multiplier, size = k->ho * k->wo, inner0, inner1;
     NAME(inner_columns)(k, &inner0, &inner1);
-    T *blocks = k->mode == DEPTHWISE_BLOCKS ? malloc(sizeof(T) * taps * size) : NULL;
-    if (k->mode == DEPTHWISE_BLOCKS && !blocks) {
-        k->failed = 1;
-        return;
-    }
+    T *blocks;
+    if (!NAME(chunk_blocks)(k, &blocks)) return;
     for (long ch = start; ch < stop; ch++) {
         T *grad = k->dst + ch * multiplier * taps;
         memset(grad, 0, sizeof(T) * multiplier * taps);

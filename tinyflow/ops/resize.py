@@ -221,6 +221,9 @@ class Resize(ResizeOperation):
 
     dtype_of = 0
 
+    def __init__(self, x, sizes=None, scales=None, name=None, **options):  # saved graphs rebuild it by these names
+        super().__init__(x, sizes=sizes, scales=scales, name=name, **options)
+
     def compute(self, x, *sizes):
         y = x.astype(np.float64)
         for axis, size, out, scale in self.resized(x.shape, *sizes):
@@ -249,6 +252,9 @@ class Resize(ResizeOperation):
 
 class ResizeGrad(ResizeOperation, ShapedLike):
     """dL/dx of Resize: the gradient (the resized shape) taken back through each axis's matrix transposed."""
+
+    def __init__(self, grad, x, sizes=None, scales=None, name=None, **options):
+        super().__init__(grad, x, sizes=sizes, scales=scales, name=name, **options)
 
     def compute(self, grad, x, *sizes):
         g = grad.astype(np.float64)
