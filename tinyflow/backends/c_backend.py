@@ -230,7 +230,7 @@ def conv(backend, op, x, w, *extras):
     out = backend.pool.empty(shape, x.dtype)
     bias, residual = _epilogue_operands(op, extras)
     bounds = getattr(op, "bounds", (-math.inf, math.inf))
-    if op.groups == x.shape[1] and w.shape[1] == 1:  # depthwise (MobileNet): its direct kernel
+    if _depthwise(w):  # its direct kernel
         if _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), o // op.groups, *geometry, _buf(bias),
                                        _buf(residual), *bounds):
             raise MemoryError("tf_depthwise_conv could not allocate its scratch tap blocks")
@@ -256,6 +256,12 @@ def conv(backend, op, x, w, *extras):
     return out
 
 
+def _depthwise(w):
+    """Whether a convolution's filters each read one input channel: one group per channel (MobileNet's depthwise
+    convolution, any multiplier), as the input has groups · w.shape[1] channels (fits_conv checked it)."""
+    return w.shape[1] == 1
+
+
 def _epilogue_operands(op, extras):
     """(bias, residual) of a ConvBiasAct's extra inputs, None where absent."""
     residual = extras[-1] if getattr(op, "residual", False) else None
@@ -278,10 +284,9 @@ def conv_back_input(backend, op, g, w, x=None):
     (depthwise: its direct kernel)."""
     shape = transposed_input_shape(op, g, w) if x is None else x.shape
     geometry = conv_geometry(op, shape, w.shape, g.shape)
-    n, c, h, width, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo = geometry
-    if op.groups == c and w.shape[1] == 1:  # depthwise: the direct kernel of its adjoint
+    if _depthwise(w):  # the direct kernel of its adjoint
         out = backend.pool.empty(shape, g.dtype)
-        _fn("tf_depthwise_back_input", g)(_buf(g), _buf(w), _buf(out), w.shape[0] // c, *geometry)
+        _fn("tf_depthwise_back_input", g)(_buf(g), _buf(w), _buf(out), w.shape[0] // shape[1], *geometry)
         return out
     rows = _planes(backend, g)
     cols = _grouped_product(backend, w.reshape(w.shape[0], -1), rows, op.groups, transpose_a=True)  # (C·K, N·P)
@@ -296,7 +301,7 @@ def conv_back_filter(backend, op, x, g, w):
     """The filter gradient: the gradient's planes times im2col of the input, transposed, per group (depthwise: its
     direct kernel)."""
     geometry = conv_geometry(op, x.shape, w.shape, g.shape)
-    if op.groups == x.shape[1] and w.shape[1] == 1:
+    if _depthwise(w):
         out = np.empty(w.shape, x.dtype)
         if _fn("tf_depthwise_back_filter", x)(_buf(x), _buf(g), _buf(out), w.shape[0] // x.shape[1], *geometry):
             raise MemoryError("tf_depthwise_back_filter could not allocate its scratch tap blocks")
