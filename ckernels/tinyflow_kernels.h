@@ -47,6 +47,14 @@ enum tf_update_kind {
     TF_UPDATE_ADAGRAD = 3
 };
 
+/* the cells of tf_recurrence (recurrent.c), torch's mode names */
+enum tf_recurrent_cell {
+    TF_LSTM = 0,
+    TF_GRU = 1,
+    TF_RNN_TANH = 2,
+    TF_RNN_RELU = 3
+};
+
 /* tuning constants shared by the C kernels and Python */
 enum tf_limits {
     TF_PARALLEL_MIN = 262144,
@@ -159,16 +167,11 @@ void tf_layer_norm_f64(const double *x, double *y, long rows, long cols, double 
 void tf_layer_norm_back_f32(const float *x, const float *g, float *out, long rows, long cols, double eps);
 void tf_layer_norm_back_f64(const double *x, const double *g, double *out, long rows, long cols, double eps);
 
-/* recurrent.c: the pointwise part of an LSTM and a GRU step (grad NULL), or its backward: the gradient of input
- * `index` for the gradient `grad` of the cell's output */
-void tf_lstm_cell_f32(const float *x, const float *hg, const float *state, const float *grad, float *out, long n,
-                      long h, int index);
-void tf_lstm_cell_f64(const double *x, const double *hg, const double *state, const double *grad, double *out,
-                      long n, long h, int index);
-void tf_gru_cell_f32(const float *x, const float *hg, const float *hprev, const float *grad, float *out, long n,
-                     long h, int index);
-void tf_gru_cell_f64(const double *x, const double *hg, const double *hprev, const double *grad, double *out,
-                     long n, long h, int index);
+/* recurrent.c: a recurrent layer's loop over time (grad NULL), or its backward through time */
+int tf_recurrence_f32(int cell, const float *x, const float *w, const float *bias, const float *state,
+                      const float *grad, float *out, long steps, long n, long h, int reverse);
+int tf_recurrence_f64(int cell, const double *x, const double *w, const double *bias, const double *state,
+                      const double *grad, double *out, long steps, long n, long h, int reverse);
 
 /* optim.c: fused optimizer updates, in place */
 void tf_sgd_f32(float *p, const float *g, float *buf, long n, double lr, double momentum, double dampening,

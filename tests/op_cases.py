@@ -19,7 +19,7 @@ from tinyflow.ops.conv import ConvBackFilter, ConvBackInput
 from tinyflow.ops.indexing import GatherGrad, TakeAlongAxisGrad
 from tinyflow.ops.normalization import LayerNorm, LayerNormGrad
 from tinyflow.ops.pad import PadGrad
-from tinyflow.ops.recurrent_cells import CellGrad, GRUCell, LSTMCell
+from tinyflow.ops.recurrent_cells import Recurrence, RecurrenceGrad
 from tinyflow.ops.pooling import AvgPoolGrad, MaxPoolGather, MaxPoolGrad
 from tinyflow.ops.reductions import CumProd, CumSum, ExpandReduced, ProdOfOthers
 from tinyflow.ops.resize import Resize, ResizeGrad
@@ -256,15 +256,20 @@ CASES = {
                   case(lambda x, w, b: tfl.group_norm(x, 2, w, b), normal(2, 4, 3), normal(4), normal(4))],
     "LayerNormGrad": [case(lambda x, g: LayerNormGrad(x, g), normal(3, 4), normal(3, 4)),
                       case(lambda x, g: LayerNormGrad(x, g, axis=1, eps=0.1), normal(2, 3, 2), normal(2, 3, 2))],
-    # recurrent cells (their CellGrad kernels run in the gradient checks)
-    "LSTMCell": [case(LSTMCell, normal(3, 8), normal(3, 8), normal(2, 3, 2)),
-                 case(LSTMCell, normal(1, 4) * 3, normal(1, 4), normal(2, 1, 1))],
-    "GRUCell": [case(GRUCell, normal(3, 6), normal(3, 6), normal(3, 2)),
-                case(GRUCell, normal(1, 3) * 3, normal(1, 3), normal(1, 1))],
-    "CellGrad": [case(lambda x, h, s, g, k=k: CellGrad(x, h, s, g, "LSTMCell", k), normal(2, 8), normal(2, 8),
-                      normal(2, 2, 2), normal(2, 2, 2)) for k in (0, 2)]
-                + [case(lambda x, h, s, g, k=k: CellGrad(x, h, s, g, "GRUCell", k), normal(2, 6), normal(2, 6),
-                        normal(2, 2), normal(2, 2)) for k in (0, 1, 2)],
+    # the recurrent loop (its RecurrenceGrad kernels run in the gradient checks)
+    "Recurrence": [case(lambda x, w, s: Recurrence(x, w, s, cell="LSTM"), normal(3, 2, 8), normal(2, 8), normal(2, 2, 2)),
+                   case(lambda x, w, s, b: Recurrence(x, w, s, b, cell="GRU", reverse=True), normal(2, 3, 6) * 3,
+                        normal(2, 6), normal(3, 2), normal(6)),
+                   case(lambda x, w, s: Recurrence(x, w, s, cell="RNN_TANH"), normal(3, 1, 2), normal(2, 2),
+                        normal(1, 2)),
+                   case(lambda x, w, s: Recurrence(x, w, s, cell="RNN_RELU", reverse=True), normal(2, 2, 3),
+                        normal(3, 3), normal(2, 3))],
+    "RecurrenceGrad": [case(lambda x, w, s, g: RecurrenceGrad(x, w, s, g, cell="LSTM"), normal(2, 2, 8),
+                            normal(2, 8), normal(2, 2, 2), normal(2, 2, 2, 2)),
+                       case(lambda x, w, s, b, g: RecurrenceGrad(x, w, s, b, g, cell="GRU", reverse=True),
+                            normal(2, 2, 6), normal(2, 6), normal(2, 2), normal(6), normal(2, 2, 2)),
+                       case(lambda x, w, s, g: RecurrenceGrad(x, w, s, g, cell="RNN_TANH"), normal(3, 1, 2),
+                            normal(2, 2), normal(1, 2), normal(3, 1, 2))],
     # resizing
     "Resize": [case(lambda x: tfl.interpolate(x, scale_factor=2), normal(1, 2, 2, 3)),
                case(lambda x: tfl.interpolate(x, size=(3, 5), mode="bilinear"), normal(2, 1, 4, 3)),

@@ -1,14 +1,22 @@
-/* The pointwise part of one LSTM or GRU step (tinyflow/ops/recurrent_cells.py) and its backward, one pass over
- * the gates per row; the step's matrix products are done before (x_gates = x W_ihᵀ + b, h_gates = h W_hhᵀ + b).
+/* A recurrent layer's loop over time (tinyflow/ops/recurrent_cells.py's Recurrence), and its backward.
  *
- * tf_lstm_cell(x, hg, state, out, n, h)      gates x + hg (n, 4h) in the order i, f, g, o; state and out (2, n, h)
- *     hold [h, c]: c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c')
- * tf_lstm_cell_back(x, hg, state, grad, out, n, h, index)   grad (2, n, h) of [h', c']; index 0 or 1: out (n, 4h)
- *     the gates' gradient, index 2: out (2, n, h) the state's, [0, dc f]
- * tf_gru_cell(x, hg, hprev, out, n, h)       gates r, z, n (n, 3h each): r = σ(x_r + hg_r), z = σ(x_z + hg_z),
- *     n = tanh(x_n + r hg_n), h' = n + z (hprev - n)
- * tf_gru_cell_back(x, hg, hprev, grad, out, n, h, index)    gradient of input index (x, hg or hprev)
- * Each exists as _f32 and _f64.
+ * tf_recurrence(cell, x, w, bias, state, NULL, out, steps, n, h, reverse)      forward
+ *     x (steps, n, G·h): every step's input gates x W_ihᵀ + b, computed before by one matrix product;
+ *     w (h, G·h): W_hhᵀ; bias (G·h) or NULL: b_hh; state (S, n, h): the initial state ([h, c] for an LSTM, S = 2);
+ *     out (steps, S, n, h): the state after each step. Step t (last to first if reverse) computes
+ *     h_gates = h W_hhᵀ + b_hh and the cell (enum tf_recurrent_cell):
+ *       LSTM      gates i, f, g, o: c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c')
+ *       GRU       gates r, z, n: r = σ(x_r + hg_r), z = σ(x_z + hg_z), n = tanh(x_n + r hg_n), h' = n + z (h - n)
+ *       RNN_TANH, RNN_RELU    h' = act(x + hg)
+ * tf_recurrence(cell, x, w, bias, state, grad, out, ...)                       backward (through time)
+ *     grad (steps, S, n, h): the gradient of the forward's out; out (steps, n, 2·G·h + S·h): per step and row the
+ *     gradient of its x gates, of its h gates, and of the whole state it started from. It runs the forward again
+ *     first, keeping each step's h gates, then walks the steps back.
+ * Both return 0, or -1 when scratch memory could not be allocated. Each exists as _f32 and _f64.
+ *
+ * A step's matrix product and its cell run together, one block of U hidden units at a time (the threads split
+ * the blocks): the block's rows of W_hhᵀ, packed once per call so that each gate's U columns are contiguous,
+ * stay in cache while the rows of the batch go by four at a time, their U sums of each gate held in registers.
  */
 #include "common.h"
 #include "tinyflow_kernels.h"

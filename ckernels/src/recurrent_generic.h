@@ -1,93 +1,272 @@
-/* LSTM and GRU cell kernels for the type T (see recurrent.c). Rows (batch entries) are independent: threads split
- * them; within a row each loop runs over the h values of every gate at once, without branches, so it vectorizes. */
+/* The recurrent loop for the type T (see recurrent.c). */
+
+enum { NAME(U) = 64 / (int)sizeof(T) }; /* hidden units per block: one cache line of each gate's weights */
+#define U NAME(U)
+#define ROWS 4 /* rows of the batch per product: ROWS x U sums of a gate in registers */
 
 typedef struct {
-    const T *x, *hg, *state, *grad;
-    T *out;
-    long n, h;
-    int index; /* with grad: the input whose gradient is computed */
-} NAME(cell_args);
+    int cell, gates, packs; /* packs: the state's parts (2: an LSTM's h and c) */
+    long n, h, blocks;      /* blocks of U hidden units */
+    const T *wp, *wtp, *bias; /* W_hhᵀ packed by block and gate (h gates); W_hh packed by block (the carry back) */
+    const T *x, *prev;      /* the step's x gates (n, G·h) and the state before it (S, n, h) */
+    T *next, *hg;           /* forward: the state after the step; its h gates (n, G·h) kept for the backward, or NULL */
+    const T *hgs, *dh, *dc; /* backward: the step's h gates, and the gradient of the state after it (rows ld apart) */
+    long ld;
+    const T *grad_before;   /* the forward output's gradient at the state before the step; NULL at the first step */
+    T *d;                   /* the step's gradients (n, 2·G·h + S·h) */
+} NAME(loop_args);
 
-TF_CLONES static void NAME(lstm_row)(const T *restrict x, const T *restrict hg, const T *restrict c,
-                                     T *restrict h_out, T *restrict c_out, long h) {
-    for (long j = 0; j < h; j++) {
-        T i = SIGMOID(x[j] + hg[j]), f = SIGMOID(x[h + j] + hg[h + j]);
-        T g = TANH(x[2 * h + j] + hg[2 * h + j]), o = SIGMOID(x[3 * h + j] + hg[3 * h + j]);
-        T c_next = f * c[j] + i * g;
-        c_out[j] = c_next;
-        h_out[j] = o * TANH(c_next);
+/* out[i][j] = Σ_p a[i·lda + p] b[p·U + j] over `rows` rows (a constant where it is inlined: the sums stay in
+ * registers). With fewer than ROWS rows each row's sum is split in ROWS / rows partial sums over alternate p:
+ * one chain of additions alone would wait for each addition to finish. */
+static inline __attribute__((always_inline)) void NAME(product)(const T *restrict a, long lda, const T *restrict b,
+                                                                 long k, int rows, T out[ROWS][U]) {
+    const int split = ROWS / rows;
+    T acc[ROWS][U] = {{0}};
+    long p = 0;
+    for (; p + split <= k; p += split)
+        for (int s = 0; s < split; s++)
+            for (int i = 0; i < rows; i++) {
+                T ai = a[i * lda + p + s];
+                const T *bp = b + (p + s) * U;
+#pragma omp simd
+                for (int j = 0; j < U; j++) acc[s * rows + i][j] += ai * bp[j];
+            }
+    for (; p < k; p++)
+        for (int i = 0; i < rows; i++) {
+            T ai = a[i * lda + p];
+#pragma omp simd
+            for (int j = 0; j < U; j++) acc[i][j] += ai * b[p * U + j];
+        }
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < U; j++) {
+            T sum = acc[i][j];
+            for (int s = 1; s < split; s++) sum += acc[s * rows + i][j];
+            out[i][j] = sum;
+        }
+}
+
+static inline __attribute__((always_inline)) void NAME(products)(const T *a, long lda, const T *b, long k, int rows,
+                                                                  T acc[ROWS][U]) {
+    switch (rows) {
+    case 1: NAME(product)(a, lda, b, k, 1, acc); break;
+    case 2: NAME(product)(a, lda, b, k, 2, acc); break;
+    case 3: NAME(product)(a, lda, b, k, 3, acc); break;
+    default: NAME(product)(a, lda, b, k, ROWS, acc);
     }
 }
 
-/* The gradient of the gates (d_gates, 4h values) or of c (d_gates NULL: d_c_prev, h values) of one row. */
-TF_CLONES static void NAME(lstm_back_row)(const T *restrict x, const T *restrict hg, const T *restrict c,
-                                          const T *restrict dh, const T *restrict dc, T *restrict d_gates,
-                                          T *restrict d_c_prev, long h) {
-    for (long j = 0; j < h; j++) {
-        T i = SIGMOID(x[j] + hg[j]), f = SIGMOID(x[h + j] + hg[h + j]);
-        T g = TANH(x[2 * h + j] + hg[2 * h + j]), o = SIGMOID(x[3 * h + j] + hg[3 * h + j]);
-        T tanh_c = TANH(f * c[j] + i * g);
-        T d_c = dc[j] + dh[j] * o * (1 - tanh_c * tanh_c);
-        if (d_gates) {
-            d_gates[j] = d_c * g * i * (1 - i);
-            d_gates[h + j] = d_c * c[j] * f * (1 - f);
-            d_gates[2 * h + j] = d_c * i * (1 - g * g);
-            d_gates[3 * h + j] = dh[j] * tanh_c * o * (1 - o);
-        } else {
-            d_c_prev[j] = d_c * f;
+/* The cells on `width` units of one row: x's gates are h apart, hg's U apart (restrict: the loops vectorize). */
+static inline __attribute__((always_inline)) void NAME(lstm_cells)(const T *restrict x, long h, const T *restrict hg,
+                                                                    const T *restrict cp, T *restrict hn,
+                                                                    T *restrict cn, long width) {
+#pragma omp simd
+    for (long j = 0; j < width; j++) {
+        T ig = SIGMOID(x[j] + hg[j]), fg = SIGMOID(x[h + j] + hg[ROWS * U + j]);
+        T gg = TANH(x[2 * h + j] + hg[2 * ROWS * U + j]), og = SIGMOID(x[3 * h + j] + hg[3 * ROWS * U + j]);
+        T c = fg * cp[j] + ig * gg;
+        cn[j] = c;
+        hn[j] = og * TANH(c);
+    }
+}
+
+static inline __attribute__((always_inline)) void NAME(gru_cells)(const T *restrict x, long h, const T *restrict hg,
+                                                                   const T *restrict hp, T *restrict hn, long width) {
+#pragma omp simd
+    for (long j = 0; j < width; j++) {
+        T rg = SIGMOID(x[j] + hg[j]), zg = SIGMOID(x[h + j] + hg[ROWS * U + j]);
+        T ng = TANH(x[2 * h + j] + rg * hg[2 * ROWS * U + j]);
+        hn[j] = ng + zg * (hp[j] - ng);
+    }
+}
+
+static inline __attribute__((always_inline)) void NAME(rnn_cells)(const T *restrict x, const T *restrict hg,
+                                                                   T *restrict hn, long width, int relu) {
+    if (relu)
+#pragma omp simd
+        for (long j = 0; j < width; j++) hn[j] = x[j] + hg[j] < 0 ? 0 : x[j] + hg[j]; /* NaN stays, as np.maximum */
+    else
+#pragma omp simd
+        for (long j = 0; j < width; j++) hn[j] = TANH(x[j] + hg[j]);
+}
+
+/* One step's blocks [start, stop): the h gates of the block's units (+ b_hh), then the cell on them. */
+TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(forward_chunk)(void *p, long start,
+                                                                                      long stop) {
+    const NAME(loop_args) *k = p;
+    long n = k->n, h = k->h, gh = k->gates * h;
+    for (long block = start; block < stop; block++) {
+        long j0 = block * U, width = h - j0 < U ? h - j0 : U;
+        for (long r0 = 0; r0 < n; r0 += ROWS) {
+            int rows = n - r0 < ROWS ? (int)(n - r0) : ROWS;
+            T hg[4][ROWS][U];
+            for (int g = 0; g < k->gates; g++) {
+                NAME(products)(k->prev + r0 * h, h, k->wp + (block * k->gates + g) * h * U, h, rows, hg[g]);
+                for (int i = 0; k->bias && i < rows; i++)
+                    for (long j = 0; j < width; j++) hg[g][i][j] += k->bias[g * h + j0 + j];
+            }
+            for (int i = 0; i < rows; i++) {
+                long r = r0 + i;
+                const T *x = k->x + r * gh + j0, *hp = k->prev + r * h + j0, *cp = hp + n * h;
+                T *hn = k->next + r * h + j0, *cn = hn + n * h;
+                if (k->cell == TF_LSTM)
+                    NAME(lstm_cells)(x, h, hg[0][i], cp, hn, cn, width);
+                else if (k->cell == TF_GRU)
+                    NAME(gru_cells)(x, h, hg[0][i], hp, hn, width);
+                else
+                    NAME(rnn_cells)(x, hg[0][i], hn, width, k->cell == TF_RNN_RELU);
+                for (int g = 0; k->hg && g < k->gates; g++)
+                    memcpy(k->hg + r * gh + g * h + j0, hg[g][i], width * sizeof(T));
+            }
         }
     }
 }
 
-TF_CLONES static void NAME(lstm_chunk)(void *p, long start, long stop) {
-    const NAME(cell_args) *k = p;
-    long n = k->n, h = k->h;
-    for (long row = start; row < stop; row++) {
-        const T *x = k->x + row * 4 * h, *hg = k->hg + row * 4 * h, *c = k->state + (n + row) * h;
-        if (!k->grad) {
-            NAME(lstm_row)(x, hg, c, k->out + row * h, k->out + (n + row) * h, h);
-        } else if (k->index < 2) {
-            NAME(lstm_back_row)(x, hg, c, k->grad + row * h, k->grad + (n + row) * h, k->out + row * 4 * h, NULL, h);
-        } else {
-            memset(k->out + row * h, 0, h * sizeof(T)); /* h reaches the cell through h_gates only */
-            NAME(lstm_back_row)(x, hg, c, k->grad + row * h, k->grad + (n + row) * h, NULL, k->out + (n + row) * h, h);
+/* A row's gradients on `width` units: of the x gates (dx), of the h gates (dhg, both h apart), and of the state
+ * before the step but for the carry through W_hh (dhp, dcp: they hold the output's gradient there already). */
+static inline __attribute__((always_inline)) void NAME(lstm_back)(const T *restrict x, const T *restrict hg, long h,
+                                                                   const T *restrict cp, const T *restrict dh,
+                                                                   const T *restrict dc, T *restrict dx,
+                                                                   T *restrict dhg, T *restrict dcp, long width) {
+#pragma omp simd
+    for (long j = 0; j < width; j++) {
+        T ig = SIGMOID(x[j] + hg[j]), fg = SIGMOID(x[h + j] + hg[h + j]);
+        T gg = TANH(x[2 * h + j] + hg[2 * h + j]), og = SIGMOID(x[3 * h + j] + hg[3 * h + j]);
+        T tc = TANH(fg * cp[j] + ig * gg);
+        T d_c = dc[j] + dh[j] * og * (1 - tc * tc); /* through c' and through h' = σ(o) tanh(c') */
+        dhg[j] = dx[j] = d_c * gg * ig * (1 - ig);
+        dhg[h + j] = dx[h + j] = d_c * cp[j] * fg * (1 - fg);
+        dhg[2 * h + j] = dx[2 * h + j] = d_c * ig * (1 - gg * gg);
+        dhg[3 * h + j] = dx[3 * h + j] = dh[j] * tc * og * (1 - og);
+        dcp[j] += d_c * fg;
+    }
+}
+
+static inline __attribute__((always_inline)) void NAME(gru_back)(const T *restrict x, const T *restrict hg, long h,
+                                                                  const T *restrict hp, const T *restrict dh,
+                                                                  T *restrict dx, T *restrict dhg, T *restrict dhp,
+                                                                  long width) {
+#pragma omp simd
+    for (long j = 0; j < width; j++) {
+        T rg = SIGMOID(x[j] + hg[j]), zg = SIGMOID(x[h + j] + hg[h + j]);
+        T ng = TANH(x[2 * h + j] + rg * hg[2 * h + j]);
+        T d_n = dh[j] * (1 - zg) * (1 - ng * ng); /* of n's pre-activation x_n + r hg_n */
+        dhg[j] = dx[j] = d_n * hg[2 * h + j] * rg * (1 - rg);
+        dhg[h + j] = dx[h + j] = dh[j] * (hp[j] - ng) * zg * (1 - zg);
+        dx[2 * h + j] = d_n;
+        dhg[2 * h + j] = d_n * rg;
+        dhp[j] += dh[j] * zg;
+    }
+}
+
+static inline __attribute__((always_inline)) void NAME(rnn_back)(const T *restrict x, const T *restrict hg,
+                                                                  const T *restrict dh, T *restrict dx,
+                                                                  T *restrict dhg, long width, int relu) {
+#pragma omp simd
+    for (long j = 0; j < width; j++) {
+        T a = x[j] + hg[j], t = TANH(a);
+        dhg[j] = dx[j] = relu ? (a > 0 ? dh[j] : 0) : dh[j] * (1 - t * t);
+    }
+}
+
+/* One step back, blocks [start, stop) of its units: the rows' gradients (above); the carry is carry_chunk's. */
+TF_CLONES static void NAME(back_chunk)(void *p, long start, long stop) {
+    const NAME(loop_args) *k = p;
+    long n = k->n, h = k->h, gh = k->gates * h, slab = 2 * gh + k->packs * h;
+    for (long block = start; block < stop; block++) {
+        long j0 = block * U, width = h - j0 < U ? h - j0 : U;
+        for (long r = 0; r < n; r++) {
+            const T *x = k->x + r * gh + j0, *hg = k->hgs + r * gh + j0, *hp = k->prev + r * h + j0;
+            const T *dh = k->dh + r * k->ld + j0, *before = k->grad_before ? k->grad_before + r * h + j0 : NULL;
+            T *dx = k->d + r * slab + j0, *dhg = dx + gh, *dhp = dx + 2 * gh;
+            for (int part = 0; part < k->packs; part++) /* the output's own gradient at the state before */
+                for (long j = 0; j < width; j++) dhp[part * h + j] = before ? before[part * n * h + j] : 0;
+            if (k->cell == TF_LSTM)
+                NAME(lstm_back)(x, hg, h, hp + n * h, dh, k->dc + r * k->ld + j0, dx, dhg, dhp + h, width);
+            else if (k->cell == TF_GRU)
+                NAME(gru_back)(x, hg, h, hp, dh, dx, dhg, dhp, width);
+            else
+                NAME(rnn_back)(x, hg, dh, dx, dhg, width, k->cell == TF_RNN_RELU);
         }
     }
 }
 
-TF_CLONES static void NAME(gru_row)(const T *restrict x, const T *restrict hg, const T *restrict hprev,
-                                    const T *restrict grad, T *restrict out, long h, int index) {
-    for (long j = 0; j < h; j++) {
-        T r = SIGMOID(x[j] + hg[j]), z = SIGMOID(x[h + j] + hg[h + j]);
-        T nn = TANH(x[2 * h + j] + r * hg[2 * h + j]);
-        if (!grad) {
-            out[j] = nn + z * (hprev[j] - nn);
-        } else if (index == 2) {
-            out[j] = grad[j] * z;
-        } else {
-            T d_n = grad[j] * (1 - z) * (1 - nn * nn);
-            out[j] = d_n * hg[2 * h + j] * r * (1 - r);
-            out[h + j] = grad[j] * (hprev[j] - nn) * z * (1 - z);
-            out[2 * h + j] = index == 0 ? d_n : d_n * r;
+/* The carry back, blocks [start, stop) of the units of h: dh_before += dhg W_hh. */
+TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(carry_chunk)(void *p, long start,
+                                                                                    long stop) {
+    const NAME(loop_args) *k = p;
+    long n = k->n, h = k->h, gh = k->gates * h, slab = 2 * gh + k->packs * h;
+    for (long block = start; block < stop; block++) {
+        long j0 = block * U, width = h - j0 < U ? h - j0 : U;
+        for (long r0 = 0; r0 < n; r0 += ROWS) {
+            int rows = n - r0 < ROWS ? (int)(n - r0) : ROWS;
+            T acc[ROWS][U];
+            NAME(products)(k->d + r0 * slab + gh, slab, k->wtp + block * gh * U, gh, rows, acc);
+            for (int i = 0; i < rows; i++)
+                for (long j = 0; j < width; j++) k->d[(r0 + i) * slab + 2 * gh + j0 + j] += acc[i][j];
         }
     }
 }
 
-TF_CLONES static void NAME(gru_chunk)(void *p, long start, long stop) {
-    const NAME(cell_args) *k = p;
-    long h = k->h, width = k->grad && k->index < 2 ? 3 * h : h;
-    for (long row = start; row < stop; row++)
-        NAME(gru_row)(k->x + row * 3 * h, k->hg + row * 3 * h, k->state + row * h,
-                      k->grad ? k->grad + row * h : NULL, k->out + row * width, h, k->index);
+/* The forward loop, every step's state into `states` (and its h gates into `hgs` unless NULL). */
+static void NAME(run_forward)(NAME(loop_args) *k, const T *x, const T *state, T *states, T *hgs, long steps,
+                              int reverse) {
+    long gh = k->gates * k->h, size = k->packs * k->n * k->h;
+    for (long s = 0; s < steps; s++) {
+        long t = reverse ? steps - 1 - s : s;
+        k->x = x + t * k->n * gh;
+        k->prev = s == 0 ? state : states + (reverse ? t + 1 : t - 1) * size;
+        k->next = states + t * size;
+        k->hg = hgs ? hgs + t * k->n * gh : NULL;
+        tf_parallel_for(k->blocks, k->n * gh * k->h, NAME(forward_chunk), k);
+    }
 }
 
-/* grad NULL: the cell's output; else the gradient of its input `index` for the gradient `grad` of the output */
-void NAME(tf_lstm_cell)(const T *x, const T *hg, const T *state, const T *grad, T *out, long n, long h, int index) {
-    NAME(cell_args) k = {.x = x, .hg = hg, .state = state, .grad = grad, .out = out, .n = n, .h = h, .index = index};
-    tf_parallel_for(n, n * h * (grad ? 10 : 8), NAME(lstm_chunk), &k);
+int NAME(tf_recurrence)(int cell, const T *x, const T *w, const T *bias, const T *state, const T *grad, T *out,
+                        long steps, long n, long h, int reverse) {
+    int gates = cell == TF_LSTM ? 4 : cell == TF_GRU ? 3 : 1, packs = cell == TF_LSTM ? 2 : 1;
+    long blocks = (h + U - 1) / U, gh = gates * h, size = packs * n * h, slab = 2 * gh + packs * h;
+    T *wp = malloc(sizeof(T) * blocks * gh * U), *wtp = NULL, *states = NULL, *hgs = NULL;
+    if (!wp) return -1;
+    for (long block = 0; block < blocks; block++) /* W_hhᵀ (h, G·h): each gate's U columns of the block, row by row */
+        for (int g = 0; g < gates; g++)
+            for (long q = 0; q < h; q++)
+                for (long j = 0, j0 = block * U; j < U; j++)
+                    wp[((block * gates + g) * h + q) * U + j] = j0 + j < h ? w[q * gh + g * h + j0 + j] : 0;
+    NAME(loop_args) k = {.cell = cell, .gates = gates, .packs = packs, .n = n, .h = h, .blocks = blocks, .wp = wp,
+                         .bias = bias};
+    if (!grad) {
+        NAME(run_forward)(&k, x, state, out, NULL, steps, reverse);
+        free(wp);
+        return 0;
+    }
+    wtp = malloc(sizeof(T) * blocks * gh * U);
+    states = malloc(sizeof(T) * steps * size);
+    hgs = malloc(sizeof(T) * steps * n * gh);
+    if (wtp && states && hgs) {
+        for (long block = 0; block < blocks; block++) /* W_hh (G·h, h): the block's U columns, row by row */
+            for (long q = 0; q < gh; q++)
+                for (long j = 0, j0 = block * U; j < U; j++)
+                    wtp[(block * gh + q) * U + j] = j0 + j < h ? w[(j0 + j) * gh + q] : 0;
+        NAME(run_forward)(&k, x, state, states, hgs, steps, reverse);
+        k.wtp = wtp;
+        for (long s = steps - 1; s >= 0; s--) { /* s: the step's place in the forward order */
+            long t = reverse ? steps - 1 - s : s, before = reverse ? t + 1 : t - 1, after = reverse ? t - 1 : t + 1;
+            k.x = x + t * n * gh, k.hgs = hgs + t * n * gh;
+            k.prev = s == 0 ? state : states + before * size;
+            if (s == steps - 1) /* the last step: only the output's gradient; else the total the step after found */
+                k.dh = grad + t * size, k.dc = k.dh + n * h, k.ld = h;
+            else
+                k.dh = out + after * n * slab + 2 * gh, k.dc = k.dh + h, k.ld = slab;
+            k.grad_before = s == 0 ? NULL : grad + before * size;
+            k.d = out + t * n * slab;
+            tf_parallel_for(blocks, n * gh * 8, NAME(back_chunk), &k);
+            tf_parallel_for(blocks, n * gh * h, NAME(carry_chunk), &k);
+        }
+    }
+    int failed = !(wtp && states && hgs);
+    free(wp), free(wtp), free(states), free(hgs);
+    return failed ? -1 : 0;
 }
-
-void NAME(tf_gru_cell)(const T *x, const T *hg, const T *hprev, const T *grad, T *out, long n, long h, int index) {
-    NAME(cell_args) k = {.x = x, .hg = hg, .state = hprev, .grad = grad, .out = out, .n = n, .h = h, .index = index};
-    tf_parallel_for(n, n * h * (grad ? 8 : 7), NAME(gru_chunk), &k);
-}
+#undef U
+#undef ROWS

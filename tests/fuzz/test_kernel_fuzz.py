@@ -35,7 +35,7 @@ FINITE_ONLY = {"ApplySGD", "ApplyAdam", "ApplyRMSProp", "ApplyAdaGrad"}
 # so their inputs get the other special values only (NaN, inf and overflow still reach them)
 ACCUMULATING = {"ReduceSum", "ReduceMean", "MatMul", "Conv", "ConvBackInput", "ConvBackFilter", "ConvTranspose", "AddN",
                 "SumToShapeOf", "SoftmaxGrad", "LogSoftmaxGrad", "SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad",
-                "MaxPoolGrad", "LayerNorm", "LayerNormGrad"}
+                "MaxPoolGrad", "LayerNorm", "LayerNormGrad", "Recurrence", "RecurrenceGrad"}
 
 
 def table_op_types(backend):

@@ -1,53 +1,67 @@
-"""The recurrent cell ops (LSTMCell, GRUCell) and their backward op (CellGrad): every backend's kernels equal the
-numpy reference in float32 and float64 on awkward shapes, bad shapes are refused by name, an unrolled layer runs one
-cell op per step, and the gradients of an unrolled sequence's slices are summed in one op."""
+"""The recurrent loop op (Recurrence) and its backward (RecurrenceGrad): every backend's kernels equal the numpy
+reference in float32 and float64 on awkward shapes, in both directions, bad shapes are refused by name, a layer runs
+one loop op, and the gradients of a sequence's slices are summed in one op."""
 import numpy as np
 import pytest
 
 import tinyflow as tfl
-from tinyflow.ops.recurrent_cells import CellGrad, GRUCell, LSTMCell
+from tinyflow.ops.recurrent_cells import GATES, Recurrence, RecurrenceGrad
 
 RNG = np.random.default_rng(36)
 
 
-def cell_values(cell, n, h, dtype):
-    """x_gates, h_gates, state and a gradient of the state for a cell op class, pre-activations spread over ±4."""
-    state = (2, n, h) if cell is LSTMCell else (n, h)
-    gates = [RNG.uniform(-4, 4, (n, cell.gates * h)).astype(dtype) for _ in range(2)]
-    return gates + [RNG.standard_normal(state).astype(dtype) for _ in range(2)]
+def loop_values(cell, steps, n, h, dtype, bias):
+    """x_gates, w_hh_t, the state, maybe a bias, and a gradient of every state; pre-activations spread over ±4."""
+    state = (2, n, h) if cell == "LSTM" else (n, h)
+    width = GATES[cell] * h
+    values = [RNG.uniform(-4, 4, (steps, n, width)), RNG.uniform(-1, 1, (h, width)), RNG.standard_normal(state)]
+    values += [RNG.uniform(-1, 1, width)] * bias + [RNG.standard_normal((steps,) + state)]
+    return [v.astype(dtype) for v in values]
 
 
-@pytest.mark.parametrize("cell", [LSTMCell, GRUCell])
+@pytest.mark.parametrize("cell", sorted(GATES))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n, h", [(1, 1), (5, 7), (300, 130)])  # one value; odd sizes; rows split over threads
-def test_cell_kernels_equal_the_numpy_reference(backend, cell, dtype, n, h):
-    values = cell_values(cell, n, h, dtype)
+@pytest.mark.parametrize("steps, n, h, bias, reverse", [(1, 1, 1, False, False), (3, 5, 7, True, True),
+                                                       (2, 9, 37, False, True), (4, 70, 130, True, False)])
+def test_loop_kernels_equal_the_numpy_reference(backend, cell, dtype, steps, n, h, bias, reverse):
+    """Odd sizes; rows in fours and a remainder; hidden sizes across blocks of units; rows and blocks split over
+    threads."""
+    values = loop_values(cell, steps, n, h, dtype, bias)
     feeds = [tfl.Placeholder(v.shape, dtype) for v in values]
-    outputs = [cell(*feeds[:3])] + [CellGrad(*feeds, cell.op_type, k) for k in range(3)]
+    outputs = [Recurrence(*feeds[:-1], cell=cell, reverse=reverse), RecurrenceGrad(*feeds, cell=cell, reverse=reverse)]
     with tfl.Session() as sess:
         got = sess.run(outputs, dict(zip(feeds, values)))
-    expected = [outputs[0].compute(*values[:3])] + [op.compute(*values) for op in outputs[1:]]
-    tolerance = 2e-6 if dtype == np.float32 else 1e-13
-    for g, e in zip(got, expected):
-        assert g.dtype == dtype
+    expected = [outputs[0].compute(*values[:-1]), outputs[1].compute(*values)]
+    for g, e in zip(got, expected):  # float32: sums of up to 130 products, carried back over the steps
+        tolerance = (3e-5 if dtype == np.float32 else 1e-12) * max(1, np.abs(e).max())
+        assert g.dtype == dtype and g.shape == e.shape
         np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance)
 
 
-@pytest.mark.parametrize("cell, shapes", [(LSTMCell, [(3, 8), (3, 8), (3, 2)]), (LSTMCell, [(3, 8), (3, 4), (2, 3, 2)]),
-                                          (GRUCell, [(3, 6), (3, 6), (3, 3)])])
-def test_cell_op_on_gates_that_do_not_fit_the_state_names_the_shapes(cell, shapes):
-    with pytest.raises(tfl.ShapeError, match=rf"{cell.op_type}.*gates \(N, {cell.gates}·H\).*{shapes[2]}"):
-        cell(*[tfl.Placeholder(s) for s in shapes])
+@pytest.mark.parametrize("cell, shapes", [("LSTM", [(2, 3, 8), (2, 8), (3, 2)]), ("LSTM", [(2, 3, 8), (2, 4), (2, 3, 2)]),
+                                          ("GRU", [(2, 3, 6), (2, 6), (3, 3)]), ("RNN_TANH", [(2, 3, 2), (2, 2), (3, 2), (3,)])])
+def test_a_loop_on_gates_that_do_not_fit_the_state_names_the_shapes(cell, shapes):
+    with pytest.raises(tfl.ShapeError, match=rf"Recurrence.*x_gates \(T, N, {GATES[cell]}·H\).*{shapes[2]}"):
+        Recurrence(*[tfl.Placeholder(s) for s in shapes], cell=cell)
 
 
-def test_lstm_layer_runs_one_cell_op_per_step_and_no_separate_activations():
-    lstm = tfl.nn.LSTM(4, 3, num_layers=2)
+def test_an_unknown_cell_is_refused_with_the_choices():
+    with pytest.raises(tfl.ArgumentError, match="cell= one of.*'LSTM'.*got cell='lstm'"):
+        Recurrence(*[tfl.Placeholder(s) for s in [(2, 3, 8), (2, 8), (2, 3, 2)]], cell="lstm")
+
+
+def test_a_layer_runs_one_loop_op_per_layer_and_direction_and_no_step_ops():
+    lstm = tfl.nn.LSTM(4, 3, num_layers=2, bidirectional=True)
     x = tfl.Placeholder((6, 2, 4))
     output, _ = lstm(x)
+    loss = tfl.reduce_sum(output * output)
+    grads = tfl.gradients(loss, lstm.parameters())
     with tfl.Session() as sess:
-        sess.run(output, {x: RNG.standard_normal((6, 2, 4)).astype(np.float32)})
+        sess.run(grads, {x: RNG.standard_normal((6, 2, 4)).astype(np.float32)})
         op_types = [step.node.op_type for plan in sess._plans.values() for step in plan.steps]
-    assert op_types.count("LSTMCell") == 12
+    assert op_types.count("Recurrence") == op_types.count("RecurrenceGrad") == 4
+    # per loop: the input projection and the gradients of W_ih, W_hh and (second layer) of its input
+    assert op_types.count("MatMul") == 2 * 3 + 2 * 4
     assert not {"Sigmoid", "Tanh", "Unsqueeze"} & set(op_types)
 
 
@@ -67,8 +81,8 @@ def test_gradients_of_a_sequences_slices_are_summed_in_one_op():
 
 @pytest.mark.parametrize("kind", [tfl.nn.LSTM, tfl.nn.GRU])
 def test_a_gradient_penalty_through_a_recurrent_layer_reaches_its_weights(kind):
-    """A second derivative goes through CellGrad (whose gradient differentiates the cell written with ops; the
-    CellGrad cases of tests/op_cases.py check it against finite differences): no silent zero or None."""
+    """A second derivative goes through RecurrenceGrad (whose gradient differentiates the steps written with ops;
+    the RecurrenceGrad cases of tests/op_cases.py check it against finite differences): no silent zero or None."""
     x = tfl.Placeholder((3, 2, 4), "float64", name="x")
     layer = kind(4, 5, dtype="float64")
     first = tfl.gradients(tfl.reduce_sum(tfl.square(layer(x)[0])), [x])[0]

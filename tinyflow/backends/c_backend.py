@@ -12,7 +12,7 @@ import numpy as np
 from ..ops.elementwise_ops import GRADIENTS as GRADIENT_OPS, OPS as ELEMENTWISE_OPS
 from ..ops.expressions import fingerprint, text
 from ..ops.cross_entropy import check_labels
-from ..ops.recurrent_cells import CELLS
+from ..ops.recurrent_cells import GATES
 from ..shapes import reduced_shape
 from . import native
 from .base import DECLINE, Backend, Kernel
@@ -322,26 +322,30 @@ def max_pool(backend, op, x, *other):
     return out
 
 
-# ---------------------------------------------------------------- recurrent cells
-def recurrent_cell(backend, op, x_gates, h_gates, state, *grad):
-    """An LSTM or GRU cell op, or with a gradient its CellGrad, in one pass over the gates."""
-    cell = getattr(op, "cell", op.op_type)
-    out = backend.pool.empty((x_gates, h_gates, state)[op.index].shape if grad else state.shape, x_gates.dtype)
-    kernel = _fn(f"tf_{cell[:-4].lower()}_cell", out)  # tf_lstm_cell or tf_gru_cell; no grad (NULL): forward
-    kernel(*[_buf(a) for a in (x_gates, h_gates, state, *(grad or [None]), out)], *state.shape[-2:],
-           op.index if grad else 0)
+# ---------------------------------------------------------------- recurrent layers
+CELL_CODES = {cell: ENUMS["tf_recurrent_cell"][f"TF_{cell}"] for cell in GATES}
+
+
+def recurrence(backend, op, x_gates, w_hh_t, state, *rest):
+    """A Recurrence's loop over time, or with the gradient of its value its RecurrenceGrad, in one C call."""
+    bias, grad = (rest[:-1], rest[-1]) if op.op_type == "RecurrenceGrad" else (rest, None)
+    steps, n, width = x_gates.shape
+    shape = (steps,) + state.shape if grad is None else (steps, n, 2 * width + state.size // n)
+    out = backend.pool.empty(shape, x_gates.dtype)
+    arrays = (x_gates, w_hh_t, bias[0] if bias else None, state, grad, out)
+    if _fn("tf_recurrence", out)(CELL_CODES[op.cell], *map(_buf, arrays), steps, n, state.shape[-1], op.reverse):
+        raise MemoryError(f"{op.op_type} '{op.name}' could not allocate its scratch memory")
     return out
 
 
-def cell_fits(op, x_gates, h_gates, state, *grad):
-    """The arrays' shapes fit the cell op (run time: the static shapes may have had unknown sizes). Plain
-    comparisons of known shapes: this runs at every step of a sequence."""
-    cell = CELLS[getattr(op, "cell", op.op_type)]
-    if len(state.shape) != 2 + cell.packs:
-        return False
-    n, size = state.shape[-2:]
-    return (x_gates.shape == h_gates.shape == (n, cell.gates * size) and state.shape[:cell.packs] in ((), (2,))
-            and all(g.shape == state.shape for g in grad))
+def recurrence_fits(op, x_gates, w_hh_t, state, *rest):
+    """The arrays' shapes fit the op (run time: the static shapes may have had unknown sizes)."""
+    grad = rest[-1] if op.op_type == "RecurrenceGrad" else None
+    steps, n, hidden = len(x_gates), state.shape[-2], state.shape[-1]
+    width = GATES[op.cell] * hidden
+    return (state.shape == ((2, n, hidden) if op.cell == "LSTM" else (n, hidden)) and x_gates.shape == (steps, n, width)
+            and w_hh_t.shape == (hidden, width) and all(b.shape == (width,) for b in rest[:len(rest) - (grad is not None)])
+            and (grad is None or grad.shape == (steps,) + state.shape))
 
 
 # ---------------------------------------------------------------- fused optimizer updates, in place
@@ -429,8 +433,8 @@ KERNELS = {
     # parameter and gradient; in place at any size
     **{op_type: Kernel(update, floats=(0, 1), same_shape=True, small=False) for op_type in UPDATES},
     # one C call replaces a dozen numpy ones at any size
-    **{op_type: Kernel(recurrent_cell, accepts=cell_fits, small=False) for op_type in ("LSTMCell", "GRUCell",
-                                                                                       "CellGrad")},
+    **{op_type: Kernel(recurrence, accepts=recurrence_fits, small=False) for op_type in ("Recurrence",
+                                                                                          "RecurrenceGrad")},
 }
 
 

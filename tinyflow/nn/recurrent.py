@@ -1,11 +1,9 @@
-"""Recurrent layers LSTM, GRU and RNN as torch.nn's, unrolled over the (known) sequence length.
+"""Recurrent layers LSTM, GRU and RNN as torch.nn's, over a known sequence length.
 
-One cell function per kind (`lstm_cell`, `gru_cell`, `rnn_cell`) and one driver, `unroll`, serve the layers and
-the ONNX import (onnx/rules/recurrent_rules.py). Weights keep torch's layout and gate order (LSTM i, f, g, o; GRU r, z,
+One driver, `unroll`, serves the layers and the ONNX import (onnx/rules/recurrent_rules.py): the input projection
+of every step as one matrix product, then the loop over time as one op (ops/recurrent_cells.py's Recurrence). Weights keep torch's layout and gate order (LSTM i, f, g, o; GRU r, z,
 n): weight_ih (gates·H, I), weight_hh (gates·H, H), biases (gates·H,), so torch weights load one to one.
 """
-import functools
-
 from ..autodiff.gradients import gradients
 from ..eager.autograd import grad as eager_grad
 from ..eager.grad_mode import enable_grad
@@ -14,7 +12,7 @@ from ..ops.elementwise_ops import relu, sigmoid, tanh, zeros_like
 from ..ops.array_ops import checks, concat, get_item, reshape, transpose
 from ..ops.matmul import matmul
 from ..nodes.node import is_eager
-from ..ops.recurrent_cells import CellGrad, GRUCell, LSTMCell
+from ..ops.recurrent_cells import Recurrence, RecurrenceGrad, step_order
 from ..ops.registry import register_gradient
 from ..ops.shape_ops import split, stack
 from .layer import Layer, flags, sizes
@@ -24,86 +22,105 @@ def _linear(x, w_t, b):
     return matmul(x, w_t) if b is None else matmul(x, w_t) + b
 
 
-def lstm_cell(x_gates, state, w_hh_t, b_hh):
-    """One LSTM step: x_gates = x W_ihᵀ + b_ih (+ b_hh), state (h, [h, c]) -> (h', [h', c']), gates i, f, g, o as
-    torch: c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c'), computed by one op (LSTMCell) keeping h and c together."""
-    h, packed = state
-    packed = LSTMCell(x_gates, _linear(h, w_hh_t, b_hh), packed)
-    return get_item(packed, 0), packed
-
-
 def cell_by_ops(cell, x_gates, h_gates, state):
-    """What the cell op `cell` ("LSTMCell" or "GRUCell") computes, written with elementwise ops."""
-    if cell == "LSTMCell":
+    """One step of the Recurrence cell `cell` (its state after the step), written with elementwise ops."""
+    if cell == "LSTM":
         i, f, g, o = split(x_gates + h_gates, 4, axis=-1)
         c = sigmoid(f) * get_item(state, 1) + sigmoid(i) * tanh(g)
         return stack([sigmoid(o) * tanh(c), c], 0)
-    (x_r, x_z, x_n), (h_r, h_z, h_n) = split(x_gates, 3, axis=-1), split(h_gates, 3, axis=-1)
-    r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z)
-    n = tanh(x_n + r * h_n)
-    return n + z * (state - n)
+    if cell == "GRU":
+        (x_r, x_z, x_n), (h_r, h_z, h_n) = split(x_gates, 3, axis=-1), split(h_gates, 3, axis=-1)
+        r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z)
+        n = tanh(x_n + r * h_n)
+        return n + z * (state - n)
+    return (tanh if cell == "RNN_TANH" else relu)(x_gates + h_gates)
 
 
-@register_gradient(CellGrad)
+def _probe(like, eager):
+    """A zero added where a gradient is wanted: the gradient walk delivers to leaves (eager) or to any node."""
+    zero = zeros_like(like)
+    return zero.detach().requires_grad_(True) if eager else zero
+
+
+def _backprop_by_ops(op, x_gates, w_hh_t, state, *bias_and_seed):
+    """What RecurrenceGrad `op` computes, as ops: the steps written with ops, each one's x gates, h gates and state
+    before it probed, differentiated once (recorded, to be differentiated again)."""
+    *bias, seed = bias_and_seed
+    eager, lstm, steps = is_eager(op), op.cell == "LSTM", x_gates.shape[0]
+    states, probes = [None] * steps, [None] * steps
+    for t in step_order(steps, op.reverse):
+        x, probes[t] = get_item(x_gates, t), [_probe(state, eager)]
+        before = state + probes[t][0]
+        h_gates = _linear(get_item(before, 0) if lstm else before, w_hh_t, bias[0] if bias else None)
+        probes[t] = [_probe(x, eager), _probe(h_gates, eager)] + probes[t]
+        state = states[t] = cell_by_ops(op.cell, x + probes[t][0], h_gates + probes[t][1], before)
+    flat = [p for step in probes for p in step]
+    if eager:
+        grads = eager_grad([stack(states, 0)], flat, [seed], create_graph=True, allow_unused=True)
+    else:
+        grads = gradients(stack(states, 0), flat, seed)
+    grads = [zeros_like(p) if g is None else g for g, p in zip(grads, flat)]
+    order, per_step = list(step_order(steps, op.reverse)), [None] * steps
+    for k, t in enumerate(order):
+        d_x, d_h, d_state = grads[3 * t: 3 * t + 3]
+        if k > 0:  # the whole state's gradient: the value's own at the state before, too
+            d_state = d_state + get_item(seed, order[k - 1])
+        if lstm:  # [dh, dc] per row
+            d_state = reshape(transpose(d_state, (1, 0, 2)), (-1, 2 * d_state.shape[-1]))
+        per_step[t] = concat([d_x, d_h, d_state], -1)
+    return stack(per_step, 0)
+
+
+@register_gradient(RecurrenceGrad)
 def _second_derivative(op, grad):
-    """CellGrad's gradient (a gradient penalty through a recurrent layer): the cell written with ops, differentiated
-    twice. Slow, but a second derivative is rare; the fused kernels serve the first."""
+    """RecurrenceGrad's gradient (a gradient penalty through a recurrent layer): the steps written with ops,
+    differentiated twice. Slow, but a second derivative is rare; the C loop serves the first."""
     if is_eager(op):  # eager: the same on leaves holding the inputs' values (so no third derivative)
         leaves = [value.detach().requires_grad_(True) for value in op.inputs]
         with enable_grad():
-            first = eager_grad([cell_by_ops(op.cell, *leaves[:3])], [leaves[op.index]], [leaves[3]], create_graph=True)
-            return list(eager_grad(first, leaves, [grad], allow_unused=True))
-    x_gates, h_gates, state, seed = op.inputs
-    first = gradients(cell_by_ops(op.cell, x_gates, h_gates, state), [x_gates, h_gates, state], seed)[op.index]
-    return gradients(first, list(op.inputs), grad)
+            return list(eager_grad([_backprop_by_ops(op, *leaves)], leaves, [grad], allow_unused=True))
+    return gradients(_backprop_by_ops(op, *op.inputs), list(op.inputs), grad)
 
 
-def gru_cell(x_gates, state, w_hh_t, b_hh, linear_before_reset=True):
-    """One GRU step, gates r, z, n as torch: r = σ(x_r + h_r), z = σ(x_z + h_z), n = tanh(x_n + r h_n),
-    h' = (1 - z) n + z h, computed by one op (GRUCell); linear_before_reset=False: ONNX's
-    n = tanh(x_n + (r h) W_hnᵀ + b_hn), whose product comes after r, as graph ops."""
-    h, = state
-    if linear_before_reset:
-        return (GRUCell(x_gates, _linear(h, w_hh_t, b_hh), h),)
-    x_r, x_z, x_n = split(x_gates, 3, axis=-1)
-    size = x_n.shape[-1]
-    w_rz, w_n = split(w_hh_t, [2 * size, size], axis=-1)
+def _gru_reset_first(x_gates, h, w_hh, b_hh, reverse):
+    """ONNX's GRU with linear_before_reset=0, n = tanh(x_n + (r h) W_hnᵀ + b_hn): the product comes after r, so its
+    steps are graph ops, one step after the other. Returns every step's h (T, N, H) and the last."""
+    size = w_hh.shape[-1]
+    w_rz, w_n = split(transpose(w_hh), [2 * size, size], axis=-1)
     b_rz, b_n = (None, None) if b_hh is None else split(b_hh, [2 * size, size], axis=-1)
-    h_r, h_z = split(_linear(h, w_rz, b_rz), 2, axis=-1)
-    r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z)
-    n = tanh(x_n + _linear(r * h, w_n, b_n))
-    return (n + z * (h - n),)  # (1 - z) n + z h
-
-
-def rnn_cell(x_gates, state, w_hh_t, b_hh, nonlinearity="tanh"):
-    """One Elman RNN step: h' = act(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh), act tanh or relu."""
-    return ((tanh if nonlinearity == "tanh" else relu)(x_gates + _linear(state[0], w_hh_t, b_hh)),)
+    outputs = [None] * x_gates.shape[0]
+    for t in step_order(len(outputs), reverse):
+        x_r, x_z, x_n = split(get_item(x_gates, t), 3, axis=-1)
+        h_r, h_z = split(_linear(h, w_rz, b_rz), 2, axis=-1)
+        r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z)
+        n = tanh(x_n + _linear(r * h, w_n, b_n))
+        outputs[t] = h = n + z * (h - n)  # (1 - z) n + z h
+    return stack(outputs, 0), h
 
 
 def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False):
     """One direction of one layer over time-major x (T, N, I) from `state` ((N, H) nodes, None for zeros):
-    (outputs (T, N, H), final state tuple). The input projection of all steps is one matrix product, and it adds
-    b_hh too, except for a GRU (whose n gate multiplies its part by r)."""
+    (outputs (T, N, H), final state tuple). `cell` is a Recurrence's ("LSTM", "GRU", "RNN_TANH", "RNN_RELU"), or
+    "GRU_RESET_FIRST", ONNX's GRU with linear_before_reset=0. The input projection of all steps is one matrix
+    product, and it adds b_hh too, except for a GRU (whose n gate multiplies its part by r)."""
     steps, size, hidden = x.shape[0], x.shape[-1], w_hh.shape[-1]
     if steps is None:
         raise ShapeError(f"a recurrent layer needs a known sequence length, got an input of shape {x.shape}; "
-                         "give the time axis a fixed size (it is unrolled step by step)")
-    if b_hh is not None and getattr(cell, "func", cell) is not gru_cell:
+                         "give the time axis a fixed size (the loop over time runs step by step)")
+    if b_hh is not None and not cell.startswith("GRU"):
         b_ih, b_hh = b_ih + b_hh, None
     x_gates = reshape(_linear(reshape(x, (-1, size)), transpose(w_ih), b_ih), (steps, -1, w_ih.shape[0]))
     zeros = zeros_like(get_item(x_gates, (0, slice(None), slice(0, hidden)))) if None in state else None
     state = tuple(zeros if s is None else s for s in state)
-    if len(state) == 2:  # LSTM: its cell op reads c from [h, c]
-        state = (state[0], stack(state, 0))
-    w_hh_t, states = transpose(w_hh), [None] * steps
-    for t in reversed(range(steps)) if reverse else range(steps):
-        state = cell(get_item(x_gates, t), state, w_hh_t, b_hh)
-        states[t] = state[-1]
-    if len(state) == 1:
-        return stack(states, 0), state
-    # LSTM: the steps' [h, c] joined in one op, (T·2, N, H), and their h read as one view
-    outputs = get_item(reshape(concat(states, 0), (steps, 2, -1, hidden)), (slice(None), 0))
-    return outputs, (state[0], get_item(state[1], 1))
+    if cell == "GRU_RESET_FIRST":
+        outputs, h = _gru_reset_first(x_gates, state[0], w_hh, b_hh, reverse)
+        return outputs, (h,)
+    states = Recurrence(x_gates, transpose(w_hh), stack(state, 0) if cell == "LSTM" else state[0],
+                        *([] if b_hh is None else [b_hh]), cell=cell, reverse=reverse)
+    last = get_item(states, 0 if reverse else -1)
+    if cell == "LSTM":  # every step's h as one view of the states' [h, c]
+        return get_item(states, (slice(None), 0)), (get_item(last, 0), get_item(last, 1))
+    return states, (last,)
 
 
 class _Recurrent(Layer):
@@ -162,13 +179,13 @@ class _Recurrent(Layer):
 class LSTM(_Recurrent):
     """Long short-term memory, as torch.nn.LSTM: (output, (h_n, c_n)) = lstm(x, (h_0, c_0))."""
 
-    gates, states, cell = 4, 2, staticmethod(lstm_cell)
+    gates, states, cell = 4, 2, "LSTM"
 
 
 class GRU(_Recurrent):
     """Gated recurrent unit, as torch.nn.GRU: (output, h_n) = gru(x, h_0)."""
 
-    gates, states, cell = 3, 1, staticmethod(gru_cell)
+    gates, states, cell = 3, 1, "GRU"
 
 
 class RNN(_Recurrent):
@@ -180,5 +197,5 @@ class RNN(_Recurrent):
                  bidirectional=False, name=None, dtype="float32"):
         if not isinstance(nonlinearity, str) or nonlinearity not in ("tanh", "relu"):
             checks("RNN", name).fail("nonlinearity", nonlinearity, "is not one", "pass 'tanh' or 'relu'")
-        self.cell = functools.partial(rnn_cell, nonlinearity=nonlinearity)
+        self.cell = f"RNN_{nonlinearity.upper()}"
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, bidirectional, name, dtype)

@@ -1,120 +1,182 @@
-"""The pointwise part of one recurrent step as one op (nn/recurrent.py's cells), and its backward as one op.
+"""A recurrent layer's loop over time as one op (nn/recurrent.py's layers), and its backward as one op.
 
-A step's matrix products stay MatMul ops; a cell op takes their results and does the rest in one pass over the gates:
-    LSTMCell(x_gates, h_gates, state) -> (2, N, H) state: gates i, f, g, o = x_gates + h_gates (N, 4H, torch's order),
-        state (2, N, H) holds h and c; c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c'), out = [h', c']
-    GRUCell(x_gates, h_gates, h) -> h': x_gates = x W_ihᵀ + b_ih, h_gates = h W_hhᵀ + b_hh (N, 3H), gates r, z, n;
-        r = σ(x_r + h_r), z = σ(x_z + h_z), n = tanh(x_n + r h_n), h' = n + z (h - n)  (ONNX linear_before_reset=1)
-Their gradients are CellGrad ops recomputing the activations from the same inputs (nothing else is kept per step):
-CellGrad(*inputs, grad, cell=..., index=k) is the gradient of input k.
+Recurrence(x_gates, w_hh_t, state, *bias, cell=..., reverse=False): x_gates (T, N, G·H) holds every step's input
+gates x W_ihᵀ + b (one matrix product before the loop), w_hh_t is W_hhᵀ (H, G·H), state the initial state, bias b_hh
+(G·H,) where it cannot be folded into x_gates (a GRU's: r multiplies h_n). Step t (last to first when reverse)
+computes h_gates = h W_hhᵀ (+ b_hh), then its cell (torch's mode names and gate orders):
+    LSTM      gates i, f, g, o: c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c'); the state (2, N, H) holds h and c
+    GRU       gates r, z, n: r = σ(x_r + h_r), z = σ(x_z + h_z), n = tanh(x_n + r h_n), h' = n + z (h - n)
+    RNN_TANH, RNN_RELU   h' = act(x_gates + h_gates)
+Its value is the state after every step: (T, 2, N, H) for an LSTM, (T, N, H) otherwise.
+
+RecurrenceGrad(x_gates, w_hh_t, state, *bias, grad, ...) is backpropagation through time: given the gradient of the
+value, it runs the steps again and walks them back to (T, N, 2·G·H + S·H): per step, the gradient of its x gates, of
+its h gates and of the whole state it started from (S = 2 for an LSTM's [h, c]). The gradient function turns those
+into the inputs' gradients with a few ops: the weights' is one matrix product over all steps.
+A loop written in C runs T steps without going back to Python: an unrolled graph ran T matrix products and T cell ops.
 """
 import numpy as np
 
-from ..errors import ShapeError
-from ..shapes import shapes_compatible
+from ..errors import ArgumentError, ShapeError
 from ..nodes import Operation
+from ..shapes import shapes_compatible
+from .array_ops import concat, get_item, reshape, transpose
 from .elementwise_ops import stable_sigmoid
+from .matmul import matmul
+from .reductions import reduce_sum
 from .registry import register_gradient
+from .shape_ops import unsqueeze
+
+GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
-def lstm_activations(x_gates, h_gates):
-    """σ(i), σ(f), tanh(g), σ(o) of the gates x_gates + h_gates (torch's order)."""
-    i, f, g, o = np.split(x_gates + h_gates, 4, axis=-1)
-    return stable_sigmoid(i), stable_sigmoid(f), np.tanh(g), stable_sigmoid(o)
+def _packs(cell):
+    return 2 if cell == "LSTM" else 1
 
 
-def gru_activations(x_gates, h_gates):
-    """r, z, n and h_n (the hidden part of n's pre-activation, which n's gradient needs) of a GRU step."""
-    x_r, x_z, x_n = np.split(x_gates, 3, axis=-1)
-    h_r, h_z, h_n = np.split(h_gates, 3, axis=-1)
-    r, z = stable_sigmoid(x_r + h_r), stable_sigmoid(x_z + h_z)
-    return r, z, np.tanh(x_n + r * h_n), h_n
+def cell_step(cell, x, hg, state):
+    """The state after one step from its gates x and hg (N, G·H) and the state before it (numpy)."""
+    if cell == "LSTM":
+        i, f, g, o = np.split(x + hg, 4, axis=-1)
+        c = stable_sigmoid(f) * state[1] + stable_sigmoid(i) * np.tanh(g)
+        return np.stack([stable_sigmoid(o) * np.tanh(c), c])
+    if cell == "GRU":
+        (x_r, x_z, x_n), (h_r, h_z, h_n) = np.split(x, 3, axis=-1), np.split(hg, 3, axis=-1)
+        r, z = stable_sigmoid(x_r + h_r), stable_sigmoid(x_z + h_z)
+        n = np.tanh(x_n + r * h_n)
+        return n + z * (state - n)
+    return np.tanh(x + hg) if cell == "RNN_TANH" else np.maximum(x + hg, 0)
 
 
-class CellOperation(Operation):
-    """A recurrent cell's op on (x_gates, h_gates, state): gates (N, gates·H), a state (N, H), or (2, N, H) packed."""
-
-    abstract = True
-    gates = packs = 0  # packs: 1 when the state holds h and c along a leading axis of 2
-
-    def infer_shape(self, *shapes):
-        return checked_state_shape(type(self), *shapes)
-
-
-def checked_state_shape(cell, x_shape, h_shape, state_shape, grad_shape=None):
-    """The state's shape, or a ShapeError saying what the cell op (class `cell`) takes (None fits all)."""
-    fits = None in (x_shape, h_shape, state_shape)
-    if not fits and len(state_shape) == 2 + cell.packs:  # gates (N, gates·H), the state, its gradient
-        n, h = state_shape[-2:]
-        expected = (n, None if h is None else cell.gates * h)
-        pairs = ((x_shape, expected), (h_shape, expected), (grad_shape, state_shape))
-        fits = tuple(state_shape[:cell.packs]) in ((), (2,), (None,)) and all(
-            shapes_compatible(*pair) for pair in pairs)
-    if not fits:
-        raise ShapeError(f"expected gates (N, {cell.gates}·H) twice, a state {'(2, N, H)' if cell.packs else '(N, H)'}"
-                         f"{' and its gradient' if grad_shape else ''}, got {x_shape}, {h_shape}, {state_shape}"
-                         f"{f', {grad_shape}' if grad_shape else ''}; pass the gates of one step")
-    return state_shape
-
-
-class LSTMCell(CellOperation):
-    """One LSTM step's pointwise part: (x_gates, h_gates, [h, c]) -> [h', c'] (see the module).  Gradient: CellGrad."""
-
-    gates, packs = 4, 1  # the state packs h and c along a leading axis of 2
-
-    def compute(self, x_gates, h_gates, state):
-        i, f, g, o = lstm_activations(x_gates, h_gates)
-        c = f * state[1] + i * g
-        return np.stack([o * np.tanh(c), c])
-
-
-class GRUCell(CellOperation):
-    """One GRU step's pointwise part: (x_gates, h_gates, h) -> h' (see the module).  Gradient: CellGrad."""
-
-    gates, packs = 3, 0
-
-    def compute(self, x_gates, h_gates, h):
-        r, z, n, _ = gru_activations(x_gates, h_gates)
-        return n + z * (h - n)
-
-
-class CellGrad(Operation):
-    """The gradient of input `index` of a cell op (`cell` its op type) for the gradient `grad` of its output."""
-
-    def __init__(self, x_gates, h_gates, state, grad, cell, index, name=None):
-        self.cell, self.index = cell, index
-        super().__init__(x_gates, h_gates, state, grad, name=name)
-
-    def infer_shape(self, x_shape, h_shape, state_shape, grad_shape):
-        checked_state_shape(CELLS[self.cell], x_shape, h_shape, state_shape, grad_shape)
-        return (x_shape, h_shape, state_shape)[self.index]
-
-    def compute(self, x_gates, h_gates, state, grad):
-        if self.cell == "LSTMCell":
-            i, f, g, o = lstm_activations(x_gates, h_gates)
-            tanh_c = np.tanh(f * state[1] + i * g)
-            d_c = grad[1] + grad[0] * o * (1 - tanh_c * tanh_c)  # through c' and through h' = σ(o) tanh(c')
-            if self.index == 2:
-                return np.stack([np.zeros_like(d_c), d_c * f])  # h reaches the cell through h_gates only
-            return np.concatenate([d_c * g * i * (1 - i), d_c * state[1] * f * (1 - f), d_c * i * (1 - g * g),
-                                   grad[0] * tanh_c * o * (1 - o)], axis=-1)
-        r, z, n, h_n = gru_activations(x_gates, h_gates)
-        if self.index == 2:
-            return grad * z
+def cell_step_back(cell, x, hg, state, grad):
+    """(d x gates, d h gates, d state before but for the carry through W_hh) of one step, for the gradient `grad` of
+    the state after it (numpy)."""
+    if cell == "LSTM":
+        i, f, g, o = (act(v) for act, v in zip((stable_sigmoid, stable_sigmoid, np.tanh, stable_sigmoid),
+                                                np.split(x + hg, 4, axis=-1)))
+        tanh_c = np.tanh(f * state[1] + i * g)
+        d_c = grad[1] + grad[0] * o * (1 - tanh_c * tanh_c)  # through c' and through h' = σ(o) tanh(c')
+        d_gates = np.concatenate([d_c * g * i * (1 - i), d_c * state[1] * f * (1 - f), d_c * i * (1 - g * g),
+                                  grad[0] * tanh_c * o * (1 - o)], axis=-1)
+        return d_gates, d_gates, np.stack([np.zeros_like(d_c), d_c * f])  # h reaches the step through h_gates only
+    if cell == "GRU":
+        (x_r, x_z, x_n), (h_r, h_z, h_n) = np.split(x, 3, axis=-1), np.split(hg, 3, axis=-1)
+        r, z = stable_sigmoid(x_r + h_r), stable_sigmoid(x_z + h_z)
+        n = np.tanh(x_n + r * h_n)
         d_n = grad * (1 - z) * (1 - n * n)  # of n's pre-activation x_n + r h_n
-        return np.concatenate([d_n * h_n * r * (1 - r), grad * (state - n) * z * (1 - z),
-                               d_n if self.index == 0 else d_n * r], axis=-1)
+        d_r, d_z = d_n * h_n * r * (1 - r), grad * (state - n) * z * (1 - z)
+        return (np.concatenate([d_r, d_z, d_n], axis=-1), np.concatenate([d_r, d_z, d_n * r], axis=-1), grad * z)
+    a = x + hg
+    d_a = grad * (1 - np.tanh(a) ** 2) if cell == "RNN_TANH" else grad * (a > 0)
+    return d_a, d_a, np.zeros_like(grad)
 
 
-CELLS = {"LSTMCell": LSTMCell, "GRUCell": GRUCell}
+def step_order(steps, reverse):
+    """The time indices in the order the loop runs them."""
+    return range(steps - 1, -1, -1) if reverse else range(steps)
 
 
-@register_gradient(LSTMCell)
-def _lstm_cell_grad(op, grad):
-    gates = CellGrad(*op.inputs, grad, "LSTMCell", 0)  # x_gates and h_gates are added first: one gradient
-    return [gates, gates, CellGrad(*op.inputs, grad, "LSTMCell", 2)]
+def run_steps(cell, x_gates, w_hh_t, state, bias, reverse):
+    """(every step's state, every step's h gates) of the loop (numpy)."""
+    states = np.empty((len(x_gates),) + state.shape, x_gates.dtype)
+    h_gates = np.empty_like(x_gates)
+    for t in step_order(len(x_gates), reverse):
+        h_gates[t] = (state[0] if cell == "LSTM" else state) @ w_hh_t + (0 if bias is None else bias)
+        states[t] = state = cell_step(cell, x_gates[t], h_gates[t], state)
+    return states, h_gates
 
 
-register_gradient(GRUCell)(lambda op, grad: [CellGrad(*op.inputs, grad, "GRUCell", k) for k in range(3)])
-# CellGrad's own gradient (a second derivative through a cell) is nn/recurrent.py's: it differentiates the cell
-# written with elementwise ops, which takes the gradient walk (a layer above this one)
+def checked_state(op, x_shape, w_shape, state_shape, bias_shape, grad_shape=None):
+    """A ShapeError naming the shapes a Recurrence (or its RecurrenceGrad `op`) takes, unless they fit (None fits)."""
+    packs, gates = _packs(op.cell), GATES[op.cell]
+    fits = state_shape is None or len(state_shape) == 1 + packs
+    if state_shape is not None and fits:
+        n, h = state_shape[-2:]
+        width = None if h is None else gates * h
+        fits = (tuple(state_shape[:-2]) in ((), (2,), (None,))
+                and shapes_compatible(x_shape, (None, n, width)) and shapes_compatible(w_shape, (h, width))
+                and (bias_shape is None or shapes_compatible(bias_shape, (width,)))
+                and (grad_shape is None or shapes_compatible(grad_shape, (None,) + tuple(state_shape))))
+    if not fits:
+        state = "(2, N, H)" if packs == 2 else "(N, H)"
+        raise ShapeError(f"expected x_gates (T, N, {gates}·H), w_hh_t (H, {gates}·H), a state {state}, a bias "
+                         f"({gates}·H,){' and the gradient of every state' if grad_shape else ''}; got "
+                         f"{x_shape}, {w_shape}, {state_shape}{f', {bias_shape}' if bias_shape else ''}"
+                         f"{f', {grad_shape}' if grad_shape else ''}; pass the gates of a {op.cell} layer")
+
+
+class Recurrence(Operation):
+    """A recurrent layer's steps over time in one op (see the module).  Gradient: RecurrenceGrad and a few ops."""
+
+    def __init__(self, x_gates, w_hh_t, state, *bias, cell, reverse=False, name=None):
+        if cell not in GATES or len(bias) > 1:
+            raise ArgumentError(f"{type(self).__name__} takes cell= one of {sorted(GATES)} and at most one bias, got "
+                                f"cell={cell!r} and {len(bias)} biases")
+        self.cell, self.reverse = cell, bool(reverse)
+        super().__init__(x_gates, w_hh_t, state, *bias, name=name)
+
+    def infer_shape(self, x_shape, w_shape, state_shape, bias_shape=None):
+        checked_state(self, x_shape, w_shape, state_shape, bias_shape)
+        return None if state_shape is None else (None if x_shape is None else x_shape[0],) + tuple(state_shape)
+
+    def compute(self, x_gates, w_hh_t, state, bias=None):
+        return run_steps(self.cell, x_gates, w_hh_t, state, bias, self.reverse)[0]
+
+
+class RecurrenceGrad(Operation):
+    """Backpropagation through a Recurrence's steps for the gradient `grad` of its value (see the module)."""
+
+    def __init__(self, x_gates, w_hh_t, state, *bias_and_grad, cell, reverse=False, name=None):
+        self.cell, self.reverse = cell, bool(reverse)
+        super().__init__(x_gates, w_hh_t, state, *bias_and_grad, name=name)
+
+    def infer_shape(self, x_shape, w_shape, state_shape, *bias_and_grad):
+        *bias, grad_shape = bias_and_grad
+        checked_state(self, x_shape, w_shape, state_shape, bias[0] if bias else None, grad_shape)
+        h = None if state_shape is None else state_shape[-1]
+        return (tuple(x_shape[:2]) if x_shape is not None else (None, None)) + (
+            None if h is None else (2 * GATES[self.cell] + _packs(self.cell)) * h,)
+
+    def compute(self, x_gates, w_hh_t, state, *bias_and_grad):
+        *bias, grad = bias_and_grad
+        cell, steps = self.cell, len(x_gates)
+        states, h_gates = run_steps(cell, x_gates, w_hh_t, state, bias[0] if bias else None, self.reverse)
+        out = np.empty(x_gates.shape[:2] + (2 * x_gates.shape[-1] + _packs(cell) * state.shape[-1],), x_gates.dtype)
+        order = list(step_order(steps, self.reverse))
+        total = grad[order[-1]]  # the gradient of the state after the step: the last one's is the output's alone
+        for k in reversed(range(steps)):
+            t = order[k]
+            before = state if k == 0 else states[order[k - 1]]
+            d_x, d_h, d_before = cell_step_back(cell, x_gates[t], h_gates[t], before, total)
+            d_before = d_before + (0 if k == 0 else grad[order[k - 1]])
+            if cell == "LSTM":
+                d_before[0] += d_h @ w_hh_t.T
+                flat = np.concatenate(list(d_before), axis=-1)  # per row [dh, dc]
+            else:
+                d_before = flat = d_before + d_h @ w_hh_t.T
+            out[t] = np.concatenate([d_x, d_h, flat], axis=-1)
+            total = d_before
+        return out
+
+
+@register_gradient(Recurrence)
+def _recurrence_grad(op, grad):
+    """The inputs' gradients from RecurrenceGrad's per-step gradients: the weights' and the bias's are sums over
+    every step, the state's is the first step's."""
+    x_gates, w_hh_t, state, *bias = op.inputs
+    back = RecurrenceGrad(*op.inputs, grad, cell=op.cell, reverse=op.reverse)
+    hidden, width = w_hh_t.shape
+    every = slice(None)
+    d_x, d_h = (get_item(back, (every, every, slice(k * width, (k + 1) * width))) for k in (0, 1))
+    lstm = op.cell == "LSTM"
+    h0, hs = (get_item(state, 0), get_item(op, (every, 0))) if lstm else (state, op)
+    # the h before each step: the initial one, then every step's but the last (in the loop's order)
+    before = (concat([get_item(hs, slice(1, None)), unsqueeze(h0, 0)], 0) if op.reverse
+              else concat([unsqueeze(h0, 0), get_item(hs, slice(None, -1))], 0))
+    d_w = matmul(transpose(reshape(before, (-1, hidden))), reshape(d_h, (-1, width)))
+    d_state = get_item(back, (-1 if op.reverse else 0, every, slice(2 * width, None)))
+    if lstm:  # per row [dh, dc] -> (2, N, H)
+        d_state = transpose(reshape(d_state, (-1, 2, hidden)), (1, 0, 2))
+    return [d_x, d_w, d_state] + [reduce_sum(d_h, (0, 1))] * len(bias)
+# RecurrenceGrad's own gradient (a second derivative through a recurrent layer) is nn/recurrent.py's: it
+# differentiates the steps written with ops, which takes the gradient walk (a layer above this one)

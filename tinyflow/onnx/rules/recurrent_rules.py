@@ -1,16 +1,15 @@
 """Recurrent ops: LSTM, GRU, RNN, imported onto tinyflow's cells (tinyflow/nn/recurrent.py), so they train.
 
 ONNX packs one layer's directions in W (D, gates·H, I), R (D, gates·H, H) and B (D, 2·gates·H) with gates
-i, o, f, c (LSTM) and z, r, h (GRU); the rule gathers each direction's rows into torch's order (i, f, g, o and
-r, z, n), which the cells use. The gathers are ops on the Variables, so gradients reach the initializers.
-The cells' fused ops (LSTMCell, GRUCell) export as the ONNX nodes of their formulas, so an exported layer runs anywhere.
+i, o, f, c (LSTM) and z, r, h (GRU); the rule joins each direction's gate blocks in torch's order (i, f, g, o and
+r, z, n), which the cells use. The slices are ops on the Variables, so gradients reach the initializers.
+A Recurrence exports unrolled, each step's cell as the ONNX nodes of its formulas, so an exported layer runs anywhere.
 """
-import functools
-
 import numpy as np
 
 from ... import ops
-from ...nn.recurrent import gru_cell, lstm_cell, rnn_cell, unroll
+from ...nn.recurrent import unroll
+from ...ops.recurrent_cells import step_order
 from ...errors import OnnxExportError
 from .rule_tables import exports, imports
 
@@ -52,12 +51,16 @@ def import_recurrent(ctx, node):
         raise ctx.unsupported(f"sequence_lens {lengths.tolist()} on sequences of length {x.shape[0]}: tinyflow runs "
                               "every sequence over all time steps (export the model for full-length sequences only)")
     gates = len(_TORCH_ORDER[kind])
-    rows = np.concatenate([np.arange(g * hidden, (g + 1) * hidden) for g in _TORCH_ORDER[kind]])
     initial = [ctx.input(i) for i in ((5, 6) if kind == "LSTM" else (5,))]
 
+    def reordered(value, d, first=0):  # direction d's gate blocks from block `first` on, in torch's order
+        blocks = [ops.get_item(value, (d, slice((first + g) * hidden, (first + g + 1) * hidden)))
+                  for g in _TORCH_ORDER[kind]]  # slices: their gradients add up in one pass (no scatter)
+        return ops.concat(blocks, 0) if len(blocks) > 1 else blocks[0]
+
     def run(d, direction):  # one direction: (its outputs, its final state)
-        biases = [None, None] if b is None else [ops.get_item(b, (d, rows + k * gates * hidden)) for k in (0, 1)]
-        weights = [ops.get_item(w, (d, rows)), ops.get_item(r, (d, rows))] + biases
+        biases = [None, None] if b is None else [reordered(b, d, k * gates) for k in (0, 1)]
+        weights = [reordered(w, d), reordered(r, d)] + biases
         state = tuple(None if s is None else ops.get_item(s, (slice(None), d) if layout else d) for s in initial)
         return unroll(cell, x, *weights, state, reverse=direction == "reverse")
     outputs, finals = zip(*[run(d, direction) for d, direction in enumerate(directions)])
@@ -68,47 +71,59 @@ def import_recurrent(ctx, node):
 
 
 def _cell(ctx, kind, directions):
-    """The tinyflow cell for the node's activations (only the defaults, and Relu for RNN, are supported)."""
+    """The Recurrence cell for the node's activations (only the defaults, and Relu for RNN, are supported)."""
     default = _ACTIVATIONS[kind] * directions
     activations = [a.lower() for a in ctx.attr("activations", default)]
     if kind == "RNN" and activations in (["relu"] * directions, ["tanh"] * directions):
-        return functools.partial(rnn_cell, nonlinearity=activations[0])
+        return f"RNN_{activations[0].upper()}"
     if activations != default:
         computes = "Tanh or Relu" if kind == "RNN" else ", ".join(a.title() for a in _ACTIVATIONS[kind])
         raise ctx.unsupported(f"the attribute activations={ctx.attr('activations')} (tinyflow's {kind} cell "
                               f"computes {computes} in each direction)")
     if kind == "GRU":
-        return functools.partial(gru_cell, linear_before_reset=bool(ctx.attr("linear_before_reset", 0)))
-    return lstm_cell
+        return "GRU" if ctx.attr("linear_before_reset", 0) else "GRU_RESET_FIRST"
+    return "LSTM"
 
 
-def _gate(ex, node, name, k, axis=1):
-    """Block k of the hidden size H along `axis` of the ONNX value `name` (a gate of the gates, or c of [h, c])."""
-    hidden = node.inputs[2].shape[-1]
-    if hidden is None:
-        raise OnnxExportError(f"{node.op_type} '{node.name}' has a state of unknown hidden size "
-                              f"{node.inputs[2].shape}; give the layer a fixed hidden size")
-    size = 1 if axis == 0 else hidden
-    bounds = [ex.constant(np.array([v], np.int64), "gate") for v in (k * size, (k + 1) * size, axis)]
-    return ex.emit("Slice", [name] + bounds, "gate")
+def _split(ex, name, count, axis=-1):
+    """The names of `count` equal parts of the ONNX value `name` along `axis` (one Split node)."""
+    outputs = [ex.fresh("gate") for _ in range(count)]
+    ex.emit("Split", [name], "gate", outputs=outputs, axis=axis)
+    return outputs
 
 
-@exports("LSTMCell")
-def _export_lstm_cell(ex, node):
-    """[h', c'] from Slice, Sigmoid, Tanh, Mul, Add, Concat nodes: c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c')."""
-    x, h_gates, state = (ex.name_of(i) for i in node.inputs)
-    gates = ex.emit("Add", [x, h_gates], "gates")
-    i, f, g, o = (ex.emit("Tanh" if k == 2 else "Sigmoid", [_gate(ex, node, gates, k)], "gate") for k in range(4))
-    c = ex.emit("Add", [ex.emit("Mul", [f, _gate(ex, node, state, 1, axis=0)], "Mul"), ex.emit("Mul", [i, g], "Mul")],
-                "c")  # (1, N, H): the previous c keeps its leading axis
-    return ex.emit("Concat", [ex.emit("Mul", [o, ex.emit("Tanh", [c], "Tanh")], "h"), c], "LSTMCell", axis=0)
+def _export_step(ex, cell, x, h_gates, state):
+    """The ONNX nodes of one step's cell: the state after it (an LSTM's [h, c] as (2, N, H), else h)."""
+    if cell == "LSTM":
+        i, f, g, o = (ex.emit("Tanh" if k == 2 else "Sigmoid", [gate], "gate")
+                      for k, gate in enumerate(_split(ex, ex.emit("Add", [x, h_gates], "gates"), 4)))
+        c_before = _split(ex, state, 2, axis=0)[1]  # (1, N, H): the state's c keeps its leading axis
+        c = ex.emit("Add", [ex.emit("Mul", [f, c_before], "Mul"), ex.emit("Mul", [i, g], "Mul")], "c")
+        return ex.emit("Concat", [ex.emit("Mul", [o, ex.emit("Tanh", [c], "Tanh")], "h"), c], "state", axis=0)
+    if cell == "GRU":
+        xs, hs = _split(ex, x, 3), _split(ex, h_gates, 3)
+        r, z = (ex.emit("Sigmoid", [ex.emit("Add", [xs[k], hs[k]], "Add")], "gate") for k in range(2))
+        n = ex.emit("Tanh", [ex.emit("Add", [xs[2], ex.emit("Mul", [r, hs[2]], "Mul")], "Add")], "n")
+        return ex.emit("Add", [n, ex.emit("Mul", [z, ex.emit("Sub", [state, n], "Sub")], "Mul")], "h")
+    return ex.emit("Tanh" if cell == "RNN_TANH" else "Relu", [ex.emit("Add", [x, h_gates], "Add")], "h")
 
 
-@exports("GRUCell")
-def _export_gru_cell(ex, node):
-    """h' = n + z (h - n) from Slice, Sigmoid, Tanh, Mul, Add and Sub nodes (linear_before_reset: n's r h_n)."""
-    x, h_gates, h = (ex.name_of(i) for i in node.inputs)
-    xs, hs = ([_gate(ex, node, name, k) for k in range(3)] for name in (x, h_gates))
-    r, z = (ex.emit("Sigmoid", [ex.emit("Add", [xs[k], hs[k]], "Add")], "gate") for k in range(2))
-    n = ex.emit("Tanh", [ex.emit("Add", [xs[2], ex.emit("Mul", [r, hs[2]], "Mul")], "Add")], "n")
-    return ex.emit("Add", [n, ex.emit("Mul", [z, ex.emit("Sub", [h, n], "Sub")], "Mul")], "GRUCell")
+@exports("Recurrence")
+def _export_recurrence(ex, node):
+    """The loop unrolled: per step a Gather of its x gates, the MatMul (and Add) of its h gates, the cell's nodes;
+    the states joined along a new time axis."""
+    x_gates, w_hh_t, state, *bias = (ex.name_of(i) for i in node.inputs)
+    steps = node.inputs[0].shape[0]
+    if steps is None:
+        raise OnnxExportError(f"Recurrence '{node.name}' runs over {node.inputs[0].shape}, of unknown length; "
+                              "give the sequence a fixed length")
+    lstm, states = node.cell == "LSTM", [None] * steps
+    for t in step_order(steps, node.reverse):
+        h = ex.emit("Gather", [state, ex.constant(np.array(0, np.int64), "h")], "h", axis=0) if lstm else state
+        h_gates = ex.emit("MatMul", [h, w_hh_t], "h_gates")
+        if bias:
+            h_gates = ex.emit("Add", [h_gates, bias[0]], "h_gates")
+        x = ex.emit("Gather", [x_gates, ex.constant(np.array(t, np.int64), "step")], "x_gates", axis=0)
+        state = states[t] = _export_step(ex, node.cell, x, h_gates, state)
+    axes = ex.constant(np.array([0], np.int64), "axes")
+    return ex.emit("Concat", [ex.emit("Unsqueeze", [s, axes], "state") for s in states], "Recurrence", axis=0)
