@@ -268,7 +268,7 @@ def measure(args, frameworks):
         for batch in args.batches:
             tables[f"{name} inference, batch {batch}"] = timed(
                 candidates(name, batch, frameworks, args.threads, folder), args.repeats)
-        if args.train and (name != "lstm" or "tinyflow" in frameworks):
+        if args.train:
             trainers = training_step(name, frameworks, folder)
             if trainers:
                 tables[f"{name} training step, batch 8"] = timed(trainers, max(3, args.repeats // 2), warmup=1)

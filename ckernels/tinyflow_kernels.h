@@ -168,10 +168,10 @@ void tf_layer_norm_back_f32(const float *x, const float *g, float *out, long row
 void tf_layer_norm_back_f64(const double *x, const double *g, double *out, long rows, long cols, double eps);
 
 /* recurrent.c: a recurrent layer's loop over time (grad NULL), or its backward through time */
-int tf_recurrence_f32(int cell, const float *x, const float *w, const float *bias, const float *state,
-                      const float *grad, float *out, long steps, long n, long h, int reverse);
-int tf_recurrence_f64(int cell, const double *x, const double *w, const double *bias, const double *state,
-                      const double *grad, double *out, long steps, long n, long h, int reverse);
+int tf_recurrence_f32(int cell, const int *order, const float *x, const float *w, const float *bias,
+                      const float *state, const float *grad, float *out, long steps, long n, long h, int reverse);
+int tf_recurrence_f64(int cell, const int *order, const double *x, const double *w, const double *bias,
+                      const double *state, const double *grad, double *out, long steps, long n, long h, int reverse);
 
 /* optim.c: fused optimizer updates, in place */
 void tf_sgd_f32(float *p, const float *g, float *buf, long n, double lr, double momentum, double dampening,

@@ -260,6 +260,11 @@ CASES = {
     "Recurrence": [case(lambda x, w, s: Recurrence(x, w, s, cell="LSTM"), normal(3, 2, 8), normal(2, 8), normal(2, 2, 2)),
                    case(lambda x, w, s, b: Recurrence(x, w, s, b, cell="GRU", reverse=True), normal(2, 3, 6) * 3,
                         normal(2, 6), normal(3, 2), normal(6)),
+                   # ONNX's gate orders
+                   case(lambda x, w, s: Recurrence(x, w, s, cell="LSTM", order=(0, 2, 3, 1)), normal(2, 2, 8),
+                        normal(2, 8), normal(2, 2, 2)),
+                   case(lambda x, w, s, b: Recurrence(x, w, s, b, cell="GRU", order=(1, 0, 2)), normal(2, 3, 6),
+                        normal(2, 6), normal(3, 2), normal(6)),
                    case(lambda x, w, s: Recurrence(x, w, s, cell="RNN_TANH"), normal(3, 1, 2), normal(2, 2),
                         normal(1, 2)),
                    case(lambda x, w, s: Recurrence(x, w, s, cell="RNN_RELU", reverse=True), normal(2, 2, 3),
@@ -268,6 +273,8 @@ CASES = {
                             normal(2, 8), normal(2, 2, 2), normal(2, 2, 2, 2)),
                        case(lambda x, w, s, b, g: RecurrenceGrad(x, w, s, b, g, cell="GRU", reverse=True),
                             normal(2, 2, 6), normal(2, 6), normal(2, 2), normal(6), normal(2, 2, 2)),
+                       case(lambda x, w, s, g: RecurrenceGrad(x, w, s, g, cell="LSTM", reverse=True, order=(0, 2, 3, 1)),
+                            normal(2, 1, 8), normal(2, 8), normal(2, 1, 2), normal(2, 2, 1, 2)),
                        case(lambda x, w, s, g: RecurrenceGrad(x, w, s, g, cell="RNN_TANH"), normal(3, 1, 2),
                             normal(2, 2), normal(1, 2), normal(3, 1, 2))],
     # resizing

@@ -7,6 +7,7 @@ enum { NAME(U) = 64 / (int)sizeof(T) }; /* hidden units per block: one cache lin
 typedef struct {
     int cell, gates, packs; /* packs: the state's parts (2: an LSTM's h and c) */
     long n, h, blocks;      /* blocks of U hidden units */
+    long off[4];            /* where each gate (torch's order) starts in a row of x, of the kept h gates, of dx, dhg */
     const T *wp, *wtp, *bias; /* W_hhᵀ packed by block and gate (h gates); W_hh packed by block (the carry back) */
     const T *x, *prev;      /* the step's x gates (n, G·h) and the state before it (S, n, h) */
     T *next, *hg;           /* forward: the state after the step; its h gates (n, G·h) kept for the backward, or NULL */
@@ -56,26 +57,27 @@ static inline __attribute__((always_inline)) void NAME(products)(const T *a, lon
     }
 }
 
-/* The cells on `width` units of one row: x's gates are h apart, hg's U apart (restrict: the loops vectorize). */
-static inline __attribute__((always_inline)) void NAME(lstm_cells)(const T *restrict x, long h, const T *restrict hg,
-                                                                    const T *restrict cp, T *restrict hn,
+/* The cells on `width` units of one row: x's gates start at off[g], hg's are ROWS·U apart (restrict: the loops
+ * vectorize). */
+static inline __attribute__((always_inline)) void NAME(lstm_cells)(const T *restrict x, const long *off,
+                                                                    const T *restrict hg, const T *restrict cp, T *restrict hn,
                                                                     T *restrict cn, long width) {
 #pragma omp simd
     for (long j = 0; j < width; j++) {
-        T ig = SIGMOID(x[j] + hg[j]), fg = SIGMOID(x[h + j] + hg[ROWS * U + j]);
-        T gg = TANH(x[2 * h + j] + hg[2 * ROWS * U + j]), og = SIGMOID(x[3 * h + j] + hg[3 * ROWS * U + j]);
+        T ig = SIGMOID(x[off[0] + j] + hg[j]), fg = SIGMOID(x[off[1] + j] + hg[ROWS * U + j]);
+        T gg = TANH(x[off[2] + j] + hg[2 * ROWS * U + j]), og = SIGMOID(x[off[3] + j] + hg[3 * ROWS * U + j]);
         T c = fg * cp[j] + ig * gg;
         cn[j] = c;
         hn[j] = og * TANH(c);
     }
 }
 
-static inline __attribute__((always_inline)) void NAME(gru_cells)(const T *restrict x, long h, const T *restrict hg,
-                                                                   const T *restrict hp, T *restrict hn, long width) {
+static inline __attribute__((always_inline)) void NAME(gru_cells)(const T *restrict x, const long *off,
+                                                                   const T *restrict hg, const T *restrict hp, T *restrict hn, long width) {
 #pragma omp simd
     for (long j = 0; j < width; j++) {
-        T rg = SIGMOID(x[j] + hg[j]), zg = SIGMOID(x[h + j] + hg[ROWS * U + j]);
-        T ng = TANH(x[2 * h + j] + rg * hg[2 * ROWS * U + j]);
+        T rg = SIGMOID(x[off[0] + j] + hg[j]), zg = SIGMOID(x[off[1] + j] + hg[ROWS * U + j]);
+        T ng = TANH(x[off[2] + j] + rg * hg[2 * ROWS * U + j]);
         hn[j] = ng + zg * (hp[j] - ng);
     }
 }
@@ -103,58 +105,58 @@ TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(forward
             for (int g = 0; g < k->gates; g++) {
                 NAME(products)(k->prev + r0 * h, h, k->wp + (block * k->gates + g) * h * U, h, rows, hg[g]);
                 for (int i = 0; k->bias && i < rows; i++)
-                    for (long j = 0; j < width; j++) hg[g][i][j] += k->bias[g * h + j0 + j];
+                    for (long j = 0; j < width; j++) hg[g][i][j] += k->bias[k->off[g] + j0 + j];
             }
             for (int i = 0; i < rows; i++) {
                 long r = r0 + i;
                 const T *x = k->x + r * gh + j0, *hp = k->prev + r * h + j0, *cp = hp + n * h;
                 T *hn = k->next + r * h + j0, *cn = hn + n * h;
                 if (k->cell == TF_LSTM)
-                    NAME(lstm_cells)(x, h, hg[0][i], cp, hn, cn, width);
+                    NAME(lstm_cells)(x, k->off, hg[0][i], cp, hn, cn, width);
                 else if (k->cell == TF_GRU)
-                    NAME(gru_cells)(x, h, hg[0][i], hp, hn, width);
+                    NAME(gru_cells)(x, k->off, hg[0][i], hp, hn, width);
                 else
                     NAME(rnn_cells)(x, hg[0][i], hn, width, k->cell == TF_RNN_RELU);
                 for (int g = 0; k->hg && g < k->gates; g++)
-                    memcpy(k->hg + r * gh + g * h + j0, hg[g][i], width * sizeof(T));
+                    memcpy(k->hg + r * gh + k->off[g] + j0, hg[g][i], width * sizeof(T));
             }
         }
     }
 }
 
-/* A row's gradients on `width` units: of the x gates (dx), of the h gates (dhg, both h apart), and of the state
+/* A row's gradients on `width` units: of the x gates (dx), of the h gates (dhg, both laid out as x), and of the state
  * before the step but for the carry through W_hh (dhp, dcp: they hold the output's gradient there already). */
-static inline __attribute__((always_inline)) void NAME(lstm_back)(const T *restrict x, const T *restrict hg, long h,
-                                                                   const T *restrict cp, const T *restrict dh,
+static inline __attribute__((always_inline)) void NAME(lstm_back)(const T *restrict x, const T *restrict hg,
+                                                                   const long *off, const T *restrict cp, const T *restrict dh,
                                                                    const T *restrict dc, T *restrict dx,
                                                                    T *restrict dhg, T *restrict dcp, long width) {
 #pragma omp simd
     for (long j = 0; j < width; j++) {
-        T ig = SIGMOID(x[j] + hg[j]), fg = SIGMOID(x[h + j] + hg[h + j]);
-        T gg = TANH(x[2 * h + j] + hg[2 * h + j]), og = SIGMOID(x[3 * h + j] + hg[3 * h + j]);
+        T ig = SIGMOID(x[off[0] + j] + hg[off[0] + j]), fg = SIGMOID(x[off[1] + j] + hg[off[1] + j]);
+        T gg = TANH(x[off[2] + j] + hg[off[2] + j]), og = SIGMOID(x[off[3] + j] + hg[off[3] + j]);
         T tc = TANH(fg * cp[j] + ig * gg);
         T d_c = dc[j] + dh[j] * og * (1 - tc * tc); /* through c' and through h' = σ(o) tanh(c') */
-        dhg[j] = dx[j] = d_c * gg * ig * (1 - ig);
-        dhg[h + j] = dx[h + j] = d_c * cp[j] * fg * (1 - fg);
-        dhg[2 * h + j] = dx[2 * h + j] = d_c * ig * (1 - gg * gg);
-        dhg[3 * h + j] = dx[3 * h + j] = dh[j] * tc * og * (1 - og);
+        dhg[off[0] + j] = dx[off[0] + j] = d_c * gg * ig * (1 - ig);
+        dhg[off[1] + j] = dx[off[1] + j] = d_c * cp[j] * fg * (1 - fg);
+        dhg[off[2] + j] = dx[off[2] + j] = d_c * ig * (1 - gg * gg);
+        dhg[off[3] + j] = dx[off[3] + j] = dh[j] * tc * og * (1 - og);
         dcp[j] += d_c * fg;
     }
 }
 
-static inline __attribute__((always_inline)) void NAME(gru_back)(const T *restrict x, const T *restrict hg, long h,
-                                                                  const T *restrict hp, const T *restrict dh,
+static inline __attribute__((always_inline)) void NAME(gru_back)(const T *restrict x, const T *restrict hg,
+                                                                  const long *off, const T *restrict hp, const T *restrict dh,
                                                                   T *restrict dx, T *restrict dhg, T *restrict dhp,
                                                                   long width) {
 #pragma omp simd
     for (long j = 0; j < width; j++) {
-        T rg = SIGMOID(x[j] + hg[j]), zg = SIGMOID(x[h + j] + hg[h + j]);
-        T ng = TANH(x[2 * h + j] + rg * hg[2 * h + j]);
+        T rg = SIGMOID(x[off[0] + j] + hg[off[0] + j]), zg = SIGMOID(x[off[1] + j] + hg[off[1] + j]);
+        T ng = TANH(x[off[2] + j] + rg * hg[off[2] + j]);
         T d_n = dh[j] * (1 - zg) * (1 - ng * ng); /* of n's pre-activation x_n + r hg_n */
-        dhg[j] = dx[j] = d_n * hg[2 * h + j] * rg * (1 - rg);
-        dhg[h + j] = dx[h + j] = dh[j] * (hp[j] - ng) * zg * (1 - zg);
-        dx[2 * h + j] = d_n;
-        dhg[2 * h + j] = d_n * rg;
+        dhg[off[0] + j] = dx[off[0] + j] = d_n * hg[off[2] + j] * rg * (1 - rg);
+        dhg[off[1] + j] = dx[off[1] + j] = dh[j] * (hp[j] - ng) * zg * (1 - zg);
+        dx[off[2] + j] = d_n;
+        dhg[off[2] + j] = d_n * rg;
         dhp[j] += dh[j] * zg;
     }
 }
@@ -182,9 +184,9 @@ TF_CLONES static void NAME(back_chunk)(void *p, long start, long stop) {
             for (int part = 0; part < k->packs; part++) /* the output's own gradient at the state before */
                 for (long j = 0; j < width; j++) dhp[part * h + j] = before ? before[part * n * h + j] : 0;
             if (k->cell == TF_LSTM)
-                NAME(lstm_back)(x, hg, h, hp + n * h, dh, k->dc + r * k->ld + j0, dx, dhg, dhp + h, width);
+                NAME(lstm_back)(x, hg, k->off, hp + n * h, dh, k->dc + r * k->ld + j0, dx, dhg, dhp + h, width);
             else if (k->cell == TF_GRU)
-                NAME(gru_back)(x, hg, h, hp, dh, dx, dhg, dhp, width);
+                NAME(gru_back)(x, hg, k->off, hp, dh, dx, dhg, dhp, width);
             else
                 NAME(rnn_back)(x, hg, dh, dx, dhg, width, k->cell == TF_RNN_RELU);
         }
@@ -222,8 +224,8 @@ static void NAME(run_forward)(NAME(loop_args) *k, const T *x, const T *state, T 
     }
 }
 
-int NAME(tf_recurrence)(int cell, const T *x, const T *w, const T *bias, const T *state, const T *grad, T *out,
-                        long steps, long n, long h, int reverse) {
+int NAME(tf_recurrence)(int cell, const int *order, const T *x, const T *w, const T *bias, const T *state,
+                        const T *grad, T *out, long steps, long n, long h, int reverse) {
     int gates = cell == TF_LSTM ? 4 : cell == TF_GRU ? 3 : 1, packs = cell == TF_LSTM ? 2 : 1;
     long blocks = (h + U - 1) / U, gh = gates * h, size = packs * n * h, slab = 2 * gh + packs * h;
     T *wp = malloc(sizeof(T) * blocks * gh * U), *wtp = NULL, *states = NULL, *hgs = NULL;
@@ -232,9 +234,10 @@ int NAME(tf_recurrence)(int cell, const T *x, const T *w, const T *bias, const T
         for (int g = 0; g < gates; g++)
             for (long q = 0; q < h; q++)
                 for (long j = 0, j0 = block * U; j < U; j++)
-                    wp[((block * gates + g) * h + q) * U + j] = j0 + j < h ? w[q * gh + g * h + j0 + j] : 0;
+                    wp[((block * gates + g) * h + q) * U + j] = j0 + j < h ? w[q * gh + order[g] * h + j0 + j] : 0;
     NAME(loop_args) k = {.cell = cell, .gates = gates, .packs = packs, .n = n, .h = h, .blocks = blocks, .wp = wp,
                          .bias = bias};
+    for (int g = 0; g < gates; g++) k.off[g] = order[g] * h;
     if (!grad) {
         NAME(run_forward)(&k, x, state, out, NULL, steps, reverse);
         free(wp);

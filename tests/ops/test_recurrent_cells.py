@@ -21,14 +21,17 @@ def loop_values(cell, steps, n, h, dtype, bias):
 
 @pytest.mark.parametrize("cell", sorted(GATES))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("steps, n, h, bias, reverse", [(1, 1, 1, False, False), (3, 5, 7, True, True),
-                                                       (2, 9, 37, False, True), (4, 70, 130, True, False)])
-def test_loop_kernels_equal_the_numpy_reference(backend, cell, dtype, steps, n, h, bias, reverse):
+@pytest.mark.parametrize("steps, n, h, bias, reverse, onnx", [(1, 1, 1, False, False, False),
+                                                             (3, 5, 7, True, True, True), (2, 9, 37, False, True, False),
+                                                             (4, 70, 130, True, False, True)])
+def test_loop_kernels_equal_the_numpy_reference(backend, cell, dtype, steps, n, h, bias, reverse, onnx):
     """Odd sizes; rows in fours and a remainder; hidden sizes across blocks of units; rows and blocks split over
-    threads."""
+    threads; torch's gate order and ONNX's."""
     values = loop_values(cell, steps, n, h, dtype, bias)
     feeds = [tfl.Placeholder(v.shape, dtype) for v in values]
-    outputs = [Recurrence(*feeds[:-1], cell=cell, reverse=reverse), RecurrenceGrad(*feeds, cell=cell, reverse=reverse)]
+    order = {"LSTM": (0, 2, 3, 1), "GRU": (1, 0, 2)}.get(cell) if onnx else None
+    outputs = [Recurrence(*feeds[:-1], cell=cell, reverse=reverse, order=order),
+               RecurrenceGrad(*feeds, cell=cell, reverse=reverse, order=order)]
     with tfl.Session() as sess:
         got = sess.run(outputs, dict(zip(feeds, values)))
     expected = [outputs[0].compute(*values[:-1]), outputs[1].compute(*values)]
@@ -45,9 +48,10 @@ def test_a_loop_on_gates_that_do_not_fit_the_state_names_the_shapes(cell, shapes
         Recurrence(*[tfl.Placeholder(s) for s in shapes], cell=cell)
 
 
-def test_an_unknown_cell_is_refused_with_the_choices():
-    with pytest.raises(tfl.ArgumentError, match="cell= one of.*'LSTM'.*got cell='lstm'"):
-        Recurrence(*[tfl.Placeholder(s) for s in [(2, 3, 8), (2, 8), (2, 3, 2)]], cell="lstm")
+@pytest.mark.parametrize("cell, order", [("lstm", None), ("LSTM", (0, 1, 2, 2)), ("GRU", (0, 1, 2, 3))])
+def test_an_unknown_cell_or_gate_order_is_refused_with_the_choices(cell, order):
+    with pytest.raises(tfl.ArgumentError, match=rf"cell= one of.*'LSTM'.*order of its gates; got cell='{cell}'"):
+        Recurrence(*[tfl.Placeholder(s) for s in [(2, 3, 8), (2, 8), (2, 3, 2)]], cell=cell, order=order)
 
 
 def test_a_layer_runs_one_loop_op_per_layer_and_direction_and_no_step_ops():

@@ -333,7 +333,9 @@ def recurrence(backend, op, x_gates, w_hh_t, state, *rest):
     shape = (steps,) + state.shape if grad is None else (steps, n, 2 * width + state.size // n)
     out = backend.pool.empty(shape, x_gates.dtype)
     arrays = (x_gates, w_hh_t, bias[0] if bias else None, state, grad, out)
-    if _fn("tf_recurrence", out)(CELL_CODES[op.cell], *map(_buf, arrays), steps, n, state.shape[-1], op.reverse):
+    order = native.ffi.new("int[]", op.order or tuple(range(GATES[op.cell])))
+    if _fn("tf_recurrence", out)(CELL_CODES[op.cell], order, *map(_buf, arrays), steps, n, state.shape[-1],
+                                 op.reverse):
         raise MemoryError(f"{op.op_type} '{op.name}' could not allocate its scratch memory")
     return out
 

@@ -4,6 +4,8 @@ One driver, `unroll`, serves the layers and the ONNX import (onnx/rules/recurren
 of every step as one matrix product, then the loop over time as one op (ops/recurrent_cells.py's Recurrence). Weights keep torch's layout and gate order (LSTM i, f, g, o; GRU r, z,
 n): weight_ih (gates·H, I), weight_hh (gates·H, H), biases (gates·H,), so torch weights load one to one.
 """
+import numpy as np
+
 from ..autodiff.gradients import gradients
 from ..eager.autograd import grad as eager_grad
 from ..eager.grad_mode import enable_grad
@@ -12,7 +14,7 @@ from ..ops.elementwise_ops import relu, sigmoid, tanh, zeros_like
 from ..ops.array_ops import checks, concat, get_item, reshape, transpose
 from ..ops.matmul import matmul
 from ..nodes.node import is_eager
-from ..ops.recurrent_cells import Recurrence, RecurrenceGrad, step_order
+from ..ops.recurrent_cells import Recurrence, RecurrenceGrad, gate_columns, step_order
 from ..ops.registry import register_gradient
 from ..ops.shape_ops import split, stack
 from .layer import Layer, flags, sizes
@@ -47,6 +49,8 @@ def _backprop_by_ops(op, x_gates, w_hh_t, state, *bias_and_seed):
     before it probed, differentiated once (recorded, to be differentiated again)."""
     *bias, seed = bias_and_seed
     eager, lstm, steps = is_eager(op), op.cell == "LSTM", x_gates.shape[0]
+    if op.order is not None:  # the steps as ops run in torch's gate order
+        x_gates, w_hh_t, *bias = _torch_order(op.order, w_hh_t.shape[0], x_gates, w_hh_t, *bias)
     states, probes = [None] * steps, [None] * steps
     for t in step_order(steps, op.reverse):
         x, probes[t] = get_item(x_gates, t), [_probe(state, eager)]
@@ -67,6 +71,9 @@ def _backprop_by_ops(op, x_gates, w_hh_t, state, *bias_and_seed):
             d_state = d_state + get_item(seed, order[k - 1])
         if lstm:  # [dh, dc] per row
             d_state = reshape(transpose(d_state, (1, 0, 2)), (-1, 2 * d_state.shape[-1]))
+        if op.order is not None:  # the gates' gradients laid out as the gates
+            back = np.argsort(gate_columns(op.order, d_state.shape[-1] // (2 if lstm else 1)))
+            d_x, d_h = (get_item(d, (slice(None), back)) for d in (d_x, d_h))
         per_step[t] = concat([d_x, d_h, d_state], -1)
     return stack(per_step, 0)
 
@@ -80,6 +87,13 @@ def _second_derivative(op, grad):
         with enable_grad():
             return list(eager_grad([_backprop_by_ops(op, *leaves)], leaves, [grad], allow_unused=True))
     return gradients(_backprop_by_ops(op, *op.inputs), list(op.inputs), grad)
+
+
+def _torch_order(order, hidden, x_gates, w_t, *biases):
+    """x_gates, W_hhᵀ (gates along their last axis) and biases with their gate blocks in torch's order."""
+    columns = gate_columns(order, hidden)
+    return (get_item(x_gates, (slice(None), slice(None), columns)), get_item(w_t, (slice(None), columns)),
+            *[None if b is None else get_item(b, columns) for b in biases])
 
 
 def _gru_reset_first(x_gates, h, w_hh, b_hh, reverse):
@@ -98,11 +112,12 @@ def _gru_reset_first(x_gates, h, w_hh, b_hh, reverse):
     return stack(outputs, 0), h
 
 
-def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False):
+def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False, order=None):
     """One direction of one layer over time-major x (T, N, I) from `state` ((N, H) nodes, None for zeros):
     (outputs (T, N, H), final state tuple). `cell` is a Recurrence's ("LSTM", "GRU", "RNN_TANH", "RNN_RELU"), or
-    "GRU_RESET_FIRST", ONNX's GRU with linear_before_reset=0. The input projection of all steps is one matrix
-    product, and it adds b_hh too, except for a GRU (whose n gate multiplies its part by r)."""
+    "GRU_RESET_FIRST", ONNX's GRU with linear_before_reset=0; `order` a Recurrence's order of the weights' gate
+    blocks. The input projection of all steps is one matrix product, and it adds b_hh too, except for a GRU (whose
+    n gate multiplies its part by r)."""
     steps, size, hidden = x.shape[0], x.shape[-1], w_hh.shape[-1]
     if steps is None:
         raise ShapeError(f"a recurrent layer needs a known sequence length, got an input of shape {x.shape}; "
@@ -113,10 +128,13 @@ def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False):
     zeros = zeros_like(get_item(x_gates, (0, slice(None), slice(0, hidden)))) if None in state else None
     state = tuple(zeros if s is None else s for s in state)
     if cell == "GRU_RESET_FIRST":
+        if order is not None:
+            x_gates, w_hh_t, b_hh = _torch_order(order, hidden, x_gates, transpose(w_hh), b_hh)
+            w_hh = transpose(w_hh_t)
         outputs, h = _gru_reset_first(x_gates, state[0], w_hh, b_hh, reverse)
         return outputs, (h,)
     states = Recurrence(x_gates, transpose(w_hh), stack(state, 0) if cell == "LSTM" else state[0],
-                        *([] if b_hh is None else [b_hh]), cell=cell, reverse=reverse)
+                        *([] if b_hh is None else [b_hh]), cell=cell, reverse=reverse, order=order)
     last = get_item(states, 0 if reverse else -1)
     if cell == "LSTM":  # every step's h as one view of the states' [h, c]
         return get_item(states, (slice(None), 0)), (get_item(last, 0), get_item(last, 1))

@@ -1,9 +1,11 @@
 """A recurrent layer's loop over time as one op (nn/recurrent.py's layers), and its backward as one op.
 
-Recurrence(x_gates, w_hh_t, state, *bias, cell=..., reverse=False): x_gates (T, N, G·H) holds every step's input
-gates x W_ihᵀ + b (one matrix product before the loop), w_hh_t is W_hhᵀ (H, G·H), state the initial state, bias b_hh
-(G·H,) where it cannot be folded into x_gates (a GRU's: r multiplies h_n). Step t (last to first when reverse)
-computes h_gates = h W_hhᵀ (+ b_hh), then its cell (torch's mode names and gate orders):
+Recurrence(x_gates, w_hh_t, state, *bias, cell=..., reverse=False, order=None): x_gates (T, N, G·H) holds every
+step's input gates x W_ihᵀ + b (one matrix product before the loop), w_hh_t is W_hhᵀ (H, G·H), state the initial
+state, bias b_hh (G·H,) where it cannot be folded into x_gates (a GRU's: r multiplies h_n). The gate blocks are in
+torch's order, or gate g is block order[g] (ONNX's LSTM: (0, 2, 3, 1), GRU: (1, 0, 2)), so imported weights are used
+as they are. Step t (last to first when reverse) computes h_gates = h W_hhᵀ (+ b_hh), then its cell (torch's mode
+names and gate orders):
     LSTM      gates i, f, g, o: c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c'); the state (2, N, H) holds h and c
     GRU       gates r, z, n: r = σ(x_r + h_r), z = σ(x_z + h_z), n = tanh(x_n + r h_n), h' = n + z (h - n)
     RNN_TANH, RNN_RELU   h' = act(x_gates + h_gates)
@@ -71,6 +73,11 @@ def cell_step_back(cell, x, hg, state, grad):
     return d_a, d_a, np.zeros_like(grad)
 
 
+def gate_columns(order, hidden):
+    """The columns of the gate blocks in torch's order, from blocks ordered as `order` says (see the module)."""
+    return np.concatenate([np.arange(k * hidden, (k + 1) * hidden) for k in order])
+
+
 def step_order(steps, reverse):
     """The time indices in the order the loop runs them."""
     return range(steps - 1, -1, -1) if reverse else range(steps)
@@ -108,27 +115,37 @@ def checked_state(op, x_shape, w_shape, state_shape, bias_shape, grad_shape=None
 class Recurrence(Operation):
     """A recurrent layer's steps over time in one op (see the module).  Gradient: RecurrenceGrad and a few ops."""
 
-    def __init__(self, x_gates, w_hh_t, state, *bias, cell, reverse=False, name=None):
-        if cell not in GATES or len(bias) > 1:
-            raise ArgumentError(f"{type(self).__name__} takes cell= one of {sorted(GATES)} and at most one bias, got "
-                                f"cell={cell!r} and {len(bias)} biases")
-        self.cell, self.reverse = cell, bool(reverse)
+    def __init__(self, x_gates, w_hh_t, state, *bias, cell, reverse=False, order=None, name=None):
+        if cell not in GATES or len(bias) > 1 or (order is not None and sorted(order) != list(range(GATES[cell]))):
+            raise ArgumentError(f"{type(self).__name__} takes cell= one of {sorted(GATES)}, at most one bias and an "
+                                f"order of its gates; got cell={cell!r}, {len(bias)} biases, order={order}")
+        self.cell, self.reverse, self.order = cell, bool(reverse), None if order is None else tuple(order)
         super().__init__(x_gates, w_hh_t, state, *bias, name=name)
+
+    def in_torch_order(self, x_gates, w_hh_t, bias):
+        """The numpy values with their gate blocks in torch's order, and the columns that took them there."""
+        if self.order is None:
+            return x_gates, w_hh_t, bias, None
+        columns = gate_columns(self.order, w_hh_t.shape[0])
+        return x_gates[..., columns], w_hh_t[:, columns], None if bias is None else bias[columns], columns
 
     def infer_shape(self, x_shape, w_shape, state_shape, bias_shape=None):
         checked_state(self, x_shape, w_shape, state_shape, bias_shape)
         return None if state_shape is None else (None if x_shape is None else x_shape[0],) + tuple(state_shape)
 
     def compute(self, x_gates, w_hh_t, state, bias=None):
+        x_gates, w_hh_t, bias, _ = self.in_torch_order(x_gates, w_hh_t, bias)
         return run_steps(self.cell, x_gates, w_hh_t, state, bias, self.reverse)[0]
 
 
 class RecurrenceGrad(Operation):
     """Backpropagation through a Recurrence's steps for the gradient `grad` of its value (see the module)."""
 
-    def __init__(self, x_gates, w_hh_t, state, *bias_and_grad, cell, reverse=False, name=None):
-        self.cell, self.reverse = cell, bool(reverse)
+    def __init__(self, x_gates, w_hh_t, state, *bias_and_grad, cell, reverse=False, order=None, name=None):
+        self.cell, self.reverse, self.order = cell, bool(reverse), None if order is None else tuple(order)
         super().__init__(x_gates, w_hh_t, state, *bias_and_grad, name=name)
+
+    in_torch_order = Recurrence.in_torch_order
 
     def infer_shape(self, x_shape, w_shape, state_shape, *bias_and_grad):
         *bias, grad_shape = bias_and_grad
@@ -140,15 +157,16 @@ class RecurrenceGrad(Operation):
     def compute(self, x_gates, w_hh_t, state, *bias_and_grad):
         *bias, grad = bias_and_grad
         cell, steps = self.cell, len(x_gates)
-        states, h_gates = run_steps(cell, x_gates, w_hh_t, state, bias[0] if bias else None, self.reverse)
+        x_gates, w_hh_t, bias, columns = self.in_torch_order(x_gates, w_hh_t, bias[0] if bias else None)
+        states, h_gates = run_steps(cell, x_gates, w_hh_t, state, bias, self.reverse)
         out = np.empty(x_gates.shape[:2] + (2 * x_gates.shape[-1] + _packs(cell) * state.shape[-1],), x_gates.dtype)
-        order = list(step_order(steps, self.reverse))
-        total = grad[order[-1]]  # the gradient of the state after the step: the last one's is the output's alone
+        ran = list(step_order(steps, self.reverse))
+        total = grad[ran[-1]]  # the gradient of the state after the step: the last one's is the output's alone
         for k in reversed(range(steps)):
-            t = order[k]
-            before = state if k == 0 else states[order[k - 1]]
+            t = ran[k]
+            before = state if k == 0 else states[ran[k - 1]]
             d_x, d_h, d_before = cell_step_back(cell, x_gates[t], h_gates[t], before, total)
-            d_before = d_before + (0 if k == 0 else grad[order[k - 1]])
+            d_before = d_before + (0 if k == 0 else grad[ran[k - 1]])
             if cell == "LSTM":
                 d_before[0] += d_h @ w_hh_t.T
                 flat = np.concatenate(list(d_before), axis=-1)  # per row [dh, dc]
@@ -156,6 +174,10 @@ class RecurrenceGrad(Operation):
                 d_before = flat = d_before + d_h @ w_hh_t.T
             out[t] = np.concatenate([d_x, d_h, flat], axis=-1)
             total = d_before
+        if columns is not None:  # the gates' gradients laid out as the gates
+            width = len(columns)
+            for start in (0, width):
+                out[..., start + columns] = out[..., start: start + width].copy()
         return out
 
 
@@ -164,7 +186,7 @@ def _recurrence_grad(op, grad):
     """The inputs' gradients from RecurrenceGrad's per-step gradients: the weights' and the bias's are sums over
     every step, the state's is the first step's."""
     x_gates, w_hh_t, state, *bias = op.inputs
-    back = RecurrenceGrad(*op.inputs, grad, cell=op.cell, reverse=op.reverse)
+    back = RecurrenceGrad(*op.inputs, grad, cell=op.cell, reverse=op.reverse, order=op.order)
     hidden, width = w_hh_t.shape
     every = slice(None)
     d_x, d_h = (get_item(back, (every, every, slice(k * width, (k + 1) * width))) for k in (0, 1))

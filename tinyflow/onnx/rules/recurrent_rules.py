@@ -1,19 +1,19 @@
 """Recurrent ops: LSTM, GRU, RNN, imported onto tinyflow's cells (tinyflow/nn/recurrent.py), so they train.
 
 ONNX packs one layer's directions in W (D, gates·H, I), R (D, gates·H, H) and B (D, 2·gates·H) with gates
-i, o, f, c (LSTM) and z, r, h (GRU); the rule joins each direction's gate blocks in torch's order (i, f, g, o and
-r, z, n), which the cells use. The slices are ops on the Variables, so gradients reach the initializers.
+i, o, f, c (LSTM) and z, r, h (GRU); the loop op reads them in that order (its `order`: where torch's gates i, f,
+g, o and r, z, n are). The slices are ops on the Variables, so gradients reach the initializers.
 A Recurrence exports unrolled, each step's cell as the ONNX nodes of its formulas, so an exported layer runs anywhere.
 """
 import numpy as np
 
 from ... import ops
 from ...nn.recurrent import unroll
-from ...ops.recurrent_cells import step_order
+from ...ops.recurrent_cells import GATES, step_order
 from ...errors import OnnxExportError
 from .rule_tables import exports, imports
 
-_TORCH_ORDER = {"LSTM": [0, 2, 3, 1], "GRU": [1, 0, 2], "RNN": [0]}  # ONNX gate blocks in torch's gate order
+_TORCH_ORDER = {"LSTM": (0, 2, 3, 1), "GRU": (1, 0, 2), "RNN": (0,)}  # where torch's gates are among ONNX's blocks
 _ACTIVATIONS = {"LSTM": ["sigmoid", "tanh", "tanh"], "GRU": ["sigmoid", "tanh"], "RNN": ["tanh"]}
 
 
@@ -50,19 +50,14 @@ def import_recurrent(ctx, node):
     if np.any(lengths != x.shape[0]):
         raise ctx.unsupported(f"sequence_lens {lengths.tolist()} on sequences of length {x.shape[0]}: tinyflow runs "
                               "every sequence over all time steps (export the model for full-length sequences only)")
-    gates = len(_TORCH_ORDER[kind])
+    width = len(_TORCH_ORDER[kind]) * hidden
     initial = [ctx.input(i) for i in ((5, 6) if kind == "LSTM" else (5,))]
 
-    def reordered(value, d, first=0):  # direction d's gate blocks from block `first` on, in torch's order
-        blocks = [ops.get_item(value, (d, slice((first + g) * hidden, (first + g + 1) * hidden)))
-                  for g in _TORCH_ORDER[kind]]  # slices: their gradients add up in one pass (no scatter)
-        return ops.concat(blocks, 0) if len(blocks) > 1 else blocks[0]
-
     def run(d, direction):  # one direction: (its outputs, its final state)
-        biases = [None, None] if b is None else [reordered(b, d, k * gates) for k in (0, 1)]
-        weights = [reordered(w, d), reordered(r, d)] + biases
+        biases = [None, None] if b is None else [ops.get_item(b, (d, slice(k * width, (k + 1) * width))) for k in (0, 1)]
+        weights = [ops.get_item(w, d), ops.get_item(r, d)] + biases
         state = tuple(None if s is None else ops.get_item(s, (slice(None), d) if layout else d) for s in initial)
-        return unroll(cell, x, *weights, state, reverse=direction == "reverse")
+        return unroll(cell, x, *weights, state, reverse=direction == "reverse", order=_TORCH_ORDER[kind])
     outputs, finals = zip(*[run(d, direction) for d, direction in enumerate(directions)])
     y = ops.stack(outputs, 1)  # (T, D, N, H)
     results = [ops.transpose(y, (2, 0, 1, 3)) if layout else y]  # layout 1: (N, T, D, H)
@@ -92,16 +87,21 @@ def _split(ex, name, count, axis=-1):
     return outputs
 
 
-def _export_step(ex, cell, x, h_gates, state):
-    """The ONNX nodes of one step's cell: the state after it (an LSTM's [h, c] as (2, N, H), else h)."""
+def _export_step(ex, cell, order, x, h_gates, state):
+    """The ONNX nodes of one step's cell (its gates ordered as `order` says): the state after it (an LSTM's [h, c]
+    as (2, N, H), else h)."""
+
+    def gates(name):  # the gate blocks of `name` in torch's order
+        blocks = _split(ex, name, len(order))
+        return [blocks[k] for k in order]
     if cell == "LSTM":
         i, f, g, o = (ex.emit("Tanh" if k == 2 else "Sigmoid", [gate], "gate")
-                      for k, gate in enumerate(_split(ex, ex.emit("Add", [x, h_gates], "gates"), 4)))
+                      for k, gate in enumerate(gates(ex.emit("Add", [x, h_gates], "gates"))))
         c_before = _split(ex, state, 2, axis=0)[1]  # (1, N, H): the state's c keeps its leading axis
         c = ex.emit("Add", [ex.emit("Mul", [f, c_before], "Mul"), ex.emit("Mul", [i, g], "Mul")], "c")
         return ex.emit("Concat", [ex.emit("Mul", [o, ex.emit("Tanh", [c], "Tanh")], "h"), c], "state", axis=0)
     if cell == "GRU":
-        xs, hs = _split(ex, x, 3), _split(ex, h_gates, 3)
+        xs, hs = gates(x), gates(h_gates)
         r, z = (ex.emit("Sigmoid", [ex.emit("Add", [xs[k], hs[k]], "Add")], "gate") for k in range(2))
         n = ex.emit("Tanh", [ex.emit("Add", [xs[2], ex.emit("Mul", [r, hs[2]], "Mul")], "Add")], "n")
         return ex.emit("Add", [n, ex.emit("Mul", [z, ex.emit("Sub", [state, n], "Sub")], "Mul")], "h")
@@ -124,6 +124,6 @@ def _export_recurrence(ex, node):
         if bias:
             h_gates = ex.emit("Add", [h_gates, bias[0]], "h_gates")
         x = ex.emit("Gather", [x_gates, ex.constant(np.array(t, np.int64), "step")], "x_gates", axis=0)
-        state = states[t] = _export_step(ex, node.cell, x, h_gates, state)
+        state = states[t] = _export_step(ex, node.cell, node.order or range(GATES[node.cell]), x, h_gates, state)
     axes = ex.constant(np.array([0], np.int64), "axes")
     return ex.emit("Concat", [ex.emit("Unsqueeze", [s, axes], "state") for s in states], "Recurrence", axis=0)
