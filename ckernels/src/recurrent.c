@@ -12,7 +12,8 @@
  * tf_recurrence(cell, order, x, w, bias, state, grad, out, ...)                backward (through time)
  *     grad (steps, S, n, h): the gradient of the forward's out; out (steps, n, 2·G·h + S·h): per step and row the
  *     gradient of its x gates, of its h gates (both laid out as x), and of the whole state it started from. It
- *     runs the forward again first, keeping each step's h gates, then walks the steps back.
+ *     runs the forward again first, keeping what each step back needs (an LSTM's activated gates), then walks the
+ *     steps back.
  * Both return 0, or -1 when scratch memory could not be allocated. Each exists as _f32 and _f64.
  *
  * A step's matrix product and its cell run together, one block of U hidden units at a time (the threads split

@@ -10,8 +10,8 @@ typedef struct {
     long off[4];            /* where each gate (torch's order) starts in a row of x, of the kept h gates, of dx, dhg */
     const T *wp, *wtp, *bias; /* W_hhᵀ packed by block and gate (h gates); W_hh packed by block (the carry back) */
     const T *x, *prev;      /* the step's x gates (n, G·h) and the state before it (S, n, h) */
-    T *next, *hg;           /* forward: the state after the step; its h gates (n, G·h) kept for the backward, or NULL */
-    const T *hgs, *dh, *dc; /* backward: the step's h gates, and the gradient of the state after it (rows ld apart) */
+    T *next, *kept;         /* forward: the state after the step; what the backward needs (n, G·h: lstm_cells), or NULL */
+    const T *kepts, *dh, *dc; /* backward: the step's kept values, and the gradient of the state after it (rows ld apart) */
     long ld;
     const T *grad_before;   /* the forward output's gradient at the state before the step; NULL at the first step */
     T *d;                   /* the step's gradients (n, 2·G·h + S·h) */
@@ -58,10 +58,12 @@ static inline __attribute__((always_inline)) void NAME(products)(const T *a, lon
 }
 
 /* The cells on `width` units of one row: x's gates start at off[g], hg's are ROWS·U apart (restrict: the loops
- * vectorize). */
+ * vectorize). With `kept` (laid out as x), what the backward needs: an LSTM's activated gates, a GRU's r, z and the
+ * hidden part of n's pre-activation. */
 static inline __attribute__((always_inline)) void NAME(lstm_cells)(const T *restrict x, const long *off,
-                                                                    const T *restrict hg, const T *restrict cp, T *restrict hn,
-                                                                    T *restrict cn, long width) {
+                                                                    const T *restrict hg, const T *restrict cp,
+                                                                    T *restrict hn, T *restrict cn,
+                                                                    T *restrict kept, long width) {
 #pragma omp simd
     for (long j = 0; j < width; j++) {
         T ig = SIGMOID(x[off[0] + j] + hg[j]), fg = SIGMOID(x[off[1] + j] + hg[ROWS * U + j]);
@@ -69,16 +71,21 @@ static inline __attribute__((always_inline)) void NAME(lstm_cells)(const T *rest
         T c = fg * cp[j] + ig * gg;
         cn[j] = c;
         hn[j] = og * TANH(c);
+        if (kept)
+            kept[off[0] + j] = ig, kept[off[1] + j] = fg, kept[off[2] + j] = gg, kept[off[3] + j] = og;
     }
 }
 
 static inline __attribute__((always_inline)) void NAME(gru_cells)(const T *restrict x, const long *off,
-                                                                   const T *restrict hg, const T *restrict hp, T *restrict hn, long width) {
+                                                                   const T *restrict hg, const T *restrict hp,
+                                                                   T *restrict hn, T *restrict kept, long width) {
 #pragma omp simd
     for (long j = 0; j < width; j++) {
         T rg = SIGMOID(x[off[0] + j] + hg[j]), zg = SIGMOID(x[off[1] + j] + hg[ROWS * U + j]);
         T ng = TANH(x[off[2] + j] + rg * hg[2 * ROWS * U + j]);
         hn[j] = ng + zg * (hp[j] - ng);
+        if (kept)
+            kept[off[0] + j] = rg, kept[off[1] + j] = zg, kept[off[2] + j] = hg[2 * ROWS * U + j];
     }
 }
 
@@ -111,14 +118,15 @@ TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(forward
                 long r = r0 + i;
                 const T *x = k->x + r * gh + j0, *hp = k->prev + r * h + j0, *cp = hp + n * h;
                 T *hn = k->next + r * h + j0, *cn = hn + n * h;
+                T *kept = k->kept ? k->kept + r * gh + j0 : NULL;
                 if (k->cell == TF_LSTM)
-                    NAME(lstm_cells)(x, k->off, hg[0][i], cp, hn, cn, width);
+                    NAME(lstm_cells)(x, k->off, hg[0][i], cp, hn, cn, kept, width);
                 else if (k->cell == TF_GRU)
-                    NAME(gru_cells)(x, k->off, hg[0][i], hp, hn, width);
+                    NAME(gru_cells)(x, k->off, hg[0][i], hp, hn, kept, width);
                 else
                     NAME(rnn_cells)(x, hg[0][i], hn, width, k->cell == TF_RNN_RELU);
-                for (int g = 0; k->hg && g < k->gates; g++)
-                    memcpy(k->hg + r * gh + k->off[g] + j0, hg[g][i], width * sizeof(T));
+                if (kept && k->gates == 1) /* an RNN's backward recomputes its one activation from h gates */
+                    memcpy(kept, hg[0][i], width * sizeof(T));
             }
         }
     }
@@ -126,14 +134,13 @@ TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(forward
 
 /* A row's gradients on `width` units: of the x gates (dx), of the h gates (dhg, both laid out as x), and of the state
  * before the step but for the carry through W_hh (dhp, dcp: they hold the output's gradient there already). */
-static inline __attribute__((always_inline)) void NAME(lstm_back)(const T *restrict x, const T *restrict hg,
-                                                                   const long *off, const T *restrict cp, const T *restrict dh,
+static inline __attribute__((always_inline)) void NAME(lstm_back)(const T *restrict a, const long *off,
+                                                                   const T *restrict cp, const T *restrict dh,
                                                                    const T *restrict dc, T *restrict dx,
                                                                    T *restrict dhg, T *restrict dcp, long width) {
 #pragma omp simd
-    for (long j = 0; j < width; j++) {
-        T ig = SIGMOID(x[off[0] + j] + hg[off[0] + j]), fg = SIGMOID(x[off[1] + j] + hg[off[1] + j]);
-        T gg = TANH(x[off[2] + j] + hg[off[2] + j]), og = SIGMOID(x[off[3] + j] + hg[off[3] + j]);
+    for (long j = 0; j < width; j++) { /* a: the activated gates */
+        T ig = a[off[0] + j], fg = a[off[1] + j], gg = a[off[2] + j], og = a[off[3] + j];
         T tc = TANH(fg * cp[j] + ig * gg);
         T d_c = dc[j] + dh[j] * og * (1 - tc * tc); /* through c' and through h' = σ(o) tanh(c') */
         dhg[off[0] + j] = dx[off[0] + j] = d_c * gg * ig * (1 - ig);
@@ -144,16 +151,16 @@ static inline __attribute__((always_inline)) void NAME(lstm_back)(const T *restr
     }
 }
 
-static inline __attribute__((always_inline)) void NAME(gru_back)(const T *restrict x, const T *restrict hg,
-                                                                  const long *off, const T *restrict hp, const T *restrict dh,
-                                                                  T *restrict dx, T *restrict dhg, T *restrict dhp,
-                                                                  long width) {
+static inline __attribute__((always_inline)) void NAME(gru_back)(const T *restrict x, const T *restrict a,
+                                                                  const long *off, const T *restrict hp,
+                                                                  const T *restrict dh, T *restrict dx,
+                                                                  T *restrict dhg, T *restrict dhp, long width) {
 #pragma omp simd
-    for (long j = 0; j < width; j++) {
-        T rg = SIGMOID(x[off[0] + j] + hg[off[0] + j]), zg = SIGMOID(x[off[1] + j] + hg[off[1] + j]);
-        T ng = TANH(x[off[2] + j] + rg * hg[off[2] + j]);
+    for (long j = 0; j < width; j++) { /* a: r, z and the hidden part of n's pre-activation */
+        T rg = a[off[0] + j], zg = a[off[1] + j], hg_n = a[off[2] + j];
+        T ng = TANH(x[off[2] + j] + rg * hg_n);
         T d_n = dh[j] * (1 - zg) * (1 - ng * ng); /* of n's pre-activation x_n + r hg_n */
-        dhg[off[0] + j] = dx[off[0] + j] = d_n * hg[off[2] + j] * rg * (1 - rg);
+        dhg[off[0] + j] = dx[off[0] + j] = d_n * hg_n * rg * (1 - rg);
         dhg[off[1] + j] = dx[off[1] + j] = dh[j] * (hp[j] - ng) * zg * (1 - zg);
         dx[off[2] + j] = d_n;
         dhg[off[2] + j] = d_n * rg;
@@ -178,17 +185,17 @@ TF_CLONES static void NAME(back_chunk)(void *p, long start, long stop) {
     for (long block = start; block < stop; block++) {
         long j0 = block * U, width = h - j0 < U ? h - j0 : U;
         for (long r = 0; r < n; r++) {
-            const T *x = k->x + r * gh + j0, *hg = k->hgs + r * gh + j0, *hp = k->prev + r * h + j0;
+            const T *x = k->x + r * gh + j0, *kept = k->kepts + r * gh + j0, *hp = k->prev + r * h + j0;
             const T *dh = k->dh + r * k->ld + j0, *before = k->grad_before ? k->grad_before + r * h + j0 : NULL;
             T *dx = k->d + r * slab + j0, *dhg = dx + gh, *dhp = dx + 2 * gh;
             for (int part = 0; part < k->packs; part++) /* the output's own gradient at the state before */
                 for (long j = 0; j < width; j++) dhp[part * h + j] = before ? before[part * n * h + j] : 0;
             if (k->cell == TF_LSTM)
-                NAME(lstm_back)(x, hg, k->off, hp + n * h, dh, k->dc + r * k->ld + j0, dx, dhg, dhp + h, width);
+                NAME(lstm_back)(kept, k->off, hp + n * h, dh, k->dc + r * k->ld + j0, dx, dhg, dhp + h, width);
             else if (k->cell == TF_GRU)
-                NAME(gru_back)(x, hg, k->off, hp, dh, dx, dhg, dhp, width);
+                NAME(gru_back)(x, kept, k->off, hp, dh, dx, dhg, dhp, width);
             else
-                NAME(rnn_back)(x, hg, dh, dx, dhg, width, k->cell == TF_RNN_RELU);
+                NAME(rnn_back)(x, kept, dh, dx, dhg, width, k->cell == TF_RNN_RELU);
         }
     }
 }
@@ -210,8 +217,8 @@ TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(carry_c
     }
 }
 
-/* The forward loop, every step's state into `states` (and its h gates into `hgs` unless NULL). */
-static void NAME(run_forward)(NAME(loop_args) *k, const T *x, const T *state, T *states, T *hgs, long steps,
+/* The forward loop, every step's state into `states` (and what the backward needs into `kepts` unless NULL). */
+static void NAME(run_forward)(NAME(loop_args) *k, const T *x, const T *state, T *states, T *kepts, long steps,
                               int reverse) {
     long gh = k->gates * k->h, size = k->packs * k->n * k->h;
     for (long s = 0; s < steps; s++) {
@@ -219,7 +226,7 @@ static void NAME(run_forward)(NAME(loop_args) *k, const T *x, const T *state, T 
         k->x = x + t * k->n * gh;
         k->prev = s == 0 ? state : states + (reverse ? t + 1 : t - 1) * size;
         k->next = states + t * size;
-        k->hg = hgs ? hgs + t * k->n * gh : NULL;
+        k->kept = kepts ? kepts + t * k->n * gh : NULL;
         tf_parallel_for(k->blocks, k->n * gh * k->h, NAME(forward_chunk), k);
     }
 }
@@ -228,7 +235,7 @@ int NAME(tf_recurrence)(int cell, const int *order, const T *x, const T *w, cons
                         const T *grad, T *out, long steps, long n, long h, int reverse) {
     int gates = cell == TF_LSTM ? 4 : cell == TF_GRU ? 3 : 1, packs = cell == TF_LSTM ? 2 : 1;
     long blocks = (h + U - 1) / U, gh = gates * h, size = packs * n * h, slab = 2 * gh + packs * h;
-    T *wp = malloc(sizeof(T) * blocks * gh * U), *wtp = NULL, *states = NULL, *hgs = NULL;
+    T *wp = malloc(sizeof(T) * blocks * gh * U), *wtp = NULL, *states = NULL, *kepts = NULL;
     if (!wp) return -1;
     for (long block = 0; block < blocks; block++) /* W_hhᵀ (h, G·h): each gate's U columns of the block, row by row */
         for (int g = 0; g < gates; g++)
@@ -245,17 +252,17 @@ int NAME(tf_recurrence)(int cell, const int *order, const T *x, const T *w, cons
     }
     wtp = malloc(sizeof(T) * blocks * gh * U);
     states = malloc(sizeof(T) * steps * size);
-    hgs = malloc(sizeof(T) * steps * n * gh);
-    if (wtp && states && hgs) {
+    kepts = malloc(sizeof(T) * steps * n * gh);
+    if (wtp && states && kepts) {
         for (long block = 0; block < blocks; block++) /* W_hh (G·h, h): the block's U columns, row by row */
             for (long q = 0; q < gh; q++)
                 for (long j = 0, j0 = block * U; j < U; j++)
                     wtp[(block * gh + q) * U + j] = j0 + j < h ? w[(j0 + j) * gh + q] : 0;
-        NAME(run_forward)(&k, x, state, states, hgs, steps, reverse);
+        NAME(run_forward)(&k, x, state, states, kepts, steps, reverse);
         k.wtp = wtp;
         for (long s = steps - 1; s >= 0; s--) { /* s: the step's place in the forward order */
             long t = reverse ? steps - 1 - s : s, before = reverse ? t + 1 : t - 1, after = reverse ? t - 1 : t + 1;
-            k.x = x + t * n * gh, k.hgs = hgs + t * n * gh;
+            k.x = x + t * n * gh, k.kepts = kepts + t * n * gh;
             k.prev = s == 0 ? state : states + before * size;
             if (s == steps - 1) /* the last step: only the output's gradient; else the total the step after found */
                 k.dh = grad + t * size, k.dc = k.dh + n * h, k.ld = h;
@@ -267,8 +274,8 @@ int NAME(tf_recurrence)(int cell, const int *order, const T *x, const T *w, cons
             tf_parallel_for(blocks, n * gh * h, NAME(carry_chunk), &k);
         }
     }
-    int failed = !(wtp && states && hgs);
-    free(wp), free(wtp), free(states), free(hgs);
+    int failed = !(wtp && states && kepts);
+    free(wp), free(wtp), free(states), free(kepts);
     return failed ? -1 : 0;
 }
 #undef U
