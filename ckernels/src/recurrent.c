@@ -3,7 +3,7 @@
  * tf_recurrence(cell, order, x, w, bias, state, NULL, out, steps, n, h, reverse)      forward
  *     x (steps, n, G·h): every step's input gates x W_ihᵀ + b, computed before by one matrix product, gate g (in
  *     torch's order below) the block order[g] of each row (ONNX orders them otherwise), as in w and bias;
- *     w (h, G·h): W_hhᵀ; bias (G·h) or NULL: b_hh; state (S, n, h): the initial state ([h, c] for an LSTM, S = 2);
+ *     w (G·h, h): W_hh; bias (G·h) or NULL: b_hh; state (S, n, h): the initial state ([h, c] for an LSTM, S = 2);
  *     out (steps, S, n, h): the state after each step. Step t (last to first if reverse) computes
  *     h_gates = h W_hhᵀ + b_hh and the cell (enum tf_recurrent_cell):
  *       LSTM      gates i, f, g, o: c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c')
@@ -17,7 +17,7 @@
  * Both return 0, or -1 when scratch memory could not be allocated. Each exists as _f32 and _f64.
  *
  * A step's matrix product and its cell run together, one block of U hidden units at a time (the threads split
- * the blocks): the block's rows of W_hhᵀ, packed once per call so that each gate's U columns are contiguous,
+ * the blocks): the block's rows of W_hh, packed once per call so that each gate's U rows are contiguous columns,
  * stay in cache while the rows of the batch go by four at a time, their U sums of each gate held in registers.
  */
 #include "common.h"

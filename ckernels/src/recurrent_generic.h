@@ -8,7 +8,7 @@ typedef struct {
     int cell, gates, packs; /* packs: the state's parts (2: an LSTM's h and c) */
     long n, h, blocks;      /* blocks of U hidden units */
     long off[4];            /* where each gate (torch's order) starts in a row of x, of the kept h gates, of dx, dhg */
-    const T *wp, *wtp, *bias; /* W_hhᵀ packed by block and gate (h gates); W_hh packed by block (the carry back) */
+    const T *wp, *wtp, *bias; /* W_hh packed by block and gate (h gates), and by block as it is (the carry back) */
     const T *x, *prev;      /* the step's x gates (n, G·h) and the state before it (S, n, h) */
     T *next, *kept;         /* forward: the state after the step; what the backward needs (n, G·h: lstm_cells), or NULL */
     const T *kepts, *dh, *dc; /* backward: the step's kept values, and the gradient of the state after it (rows ld apart) */
@@ -237,11 +237,11 @@ int NAME(tf_recurrence)(int cell, const int *order, const T *x, const T *w, cons
     long blocks = (h + U - 1) / U, gh = gates * h, size = packs * n * h, slab = 2 * gh + packs * h;
     T *wp = malloc(sizeof(T) * blocks * gh * U), *wtp = NULL, *states = NULL, *kepts = NULL;
     if (!wp) return -1;
-    for (long block = 0; block < blocks; block++) /* W_hhᵀ (h, G·h): each gate's U columns of the block, row by row */
+    for (long block = 0; block < blocks; block++) /* W_hh (G·h, h): each gate's U rows of the block, transposed */
         for (int g = 0; g < gates; g++)
-            for (long q = 0; q < h; q++)
-                for (long j = 0, j0 = block * U; j < U; j++)
-                    wp[((block * gates + g) * h + q) * U + j] = j0 + j < h ? w[q * gh + order[g] * h + j0 + j] : 0;
+            for (long j = 0, j0 = block * U; j < U; j++) /* one row of W_hh after the other: read in order */
+                for (long q = 0; q < h; q++)
+                    wp[((block * gates + g) * h + q) * U + j] = j0 + j < h ? w[(order[g] * h + j0 + j) * h + q] : 0;
     NAME(loop_args) k = {.cell = cell, .gates = gates, .packs = packs, .n = n, .h = h, .blocks = blocks, .wp = wp,
                          .bias = bias};
     for (int g = 0; g < gates; g++) k.off[g] = order[g] * h;
@@ -257,7 +257,7 @@ int NAME(tf_recurrence)(int cell, const int *order, const T *x, const T *w, cons
         for (long block = 0; block < blocks; block++) /* W_hh (G·h, h): the block's U columns, row by row */
             for (long q = 0; q < gh; q++)
                 for (long j = 0, j0 = block * U; j < U; j++)
-                    wtp[(block * gh + q) * U + j] = j0 + j < h ? w[(j0 + j) * gh + q] : 0;
+                    wtp[(block * gh + q) * U + j] = j0 + j < h ? w[q * h + j0 + j] : 0;
         NAME(run_forward)(&k, x, state, states, kepts, steps, reverse);
         k.wtp = wtp;
         for (long s = steps - 1; s >= 0; s--) { /* s: the step's place in the forward order */

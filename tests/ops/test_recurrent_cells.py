@@ -11,10 +11,10 @@ RNG = np.random.default_rng(36)
 
 
 def loop_values(cell, steps, n, h, dtype, bias):
-    """x_gates, w_hh_t, the state, maybe a bias, and a gradient of every state; pre-activations spread over ±4."""
+    """x_gates, w_hh, the state, maybe a bias, and a gradient of every state; pre-activations spread over ±4."""
     state = (2, n, h) if cell == "LSTM" else (n, h)
     width = GATES[cell] * h
-    values = [RNG.uniform(-4, 4, (steps, n, width)), RNG.uniform(-1, 1, (h, width)), RNG.standard_normal(state)]
+    values = [RNG.uniform(-4, 4, (steps, n, width)), RNG.uniform(-1, 1, (width, h)), RNG.standard_normal(state)]
     values += [RNG.uniform(-1, 1, width)] * bias + [RNG.standard_normal((steps,) + state)]
     return [v.astype(dtype) for v in values]
 
@@ -41,8 +41,8 @@ def test_loop_kernels_equal_the_numpy_reference(backend, cell, dtype, steps, n, 
         np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance)
 
 
-@pytest.mark.parametrize("cell, shapes", [("LSTM", [(2, 3, 8), (2, 8), (3, 2)]), ("LSTM", [(2, 3, 8), (2, 4), (2, 3, 2)]),
-                                          ("GRU", [(2, 3, 6), (2, 6), (3, 3)]), ("RNN_TANH", [(2, 3, 2), (2, 2), (3, 2), (3,)])])
+@pytest.mark.parametrize("cell, shapes", [("LSTM", [(2, 3, 8), (8, 2), (3, 2)]), ("LSTM", [(2, 3, 8), (4, 2), (2, 3, 2)]),
+                                          ("GRU", [(2, 3, 6), (6, 2), (3, 3)]), ("RNN_TANH", [(2, 3, 2), (2, 2), (3, 2), (3,)])])
 def test_a_loop_on_gates_that_do_not_fit_the_state_names_the_shapes(cell, shapes):
     with pytest.raises(tfl.ShapeError, match=rf"Recurrence.*x_gates \(T, N, {GATES[cell]}·H\).*{shapes[2]}"):
         Recurrence(*[tfl.Placeholder(s) for s in shapes], cell=cell)
@@ -51,7 +51,7 @@ def test_a_loop_on_gates_that_do_not_fit_the_state_names_the_shapes(cell, shapes
 @pytest.mark.parametrize("cell, order", [("lstm", None), ("LSTM", (0, 1, 2, 2)), ("GRU", (0, 1, 2, 3))])
 def test_an_unknown_cell_or_gate_order_is_refused_with_the_choices(cell, order):
     with pytest.raises(tfl.ArgumentError, match=rf"cell= one of.*'LSTM'.*order of its gates; got cell='{cell}'"):
-        Recurrence(*[tfl.Placeholder(s) for s in [(2, 3, 8), (2, 8), (2, 3, 2)]], cell=cell, order=order)
+        Recurrence(*[tfl.Placeholder(s) for s in [(2, 3, 8), (8, 2), (2, 3, 2)]], cell=cell, order=order)
 
 
 def test_a_layer_runs_one_loop_op_per_layer_and_direction_and_no_step_ops():

@@ -326,13 +326,13 @@ def max_pool(backend, op, x, *other):
 CELL_CODES = {cell: ENUMS["tf_recurrent_cell"][f"TF_{cell}"] for cell in GATES}
 
 
-def recurrence(backend, op, x_gates, w_hh_t, state, *rest):
+def recurrence(backend, op, x_gates, w_hh, state, *rest):
     """A Recurrence's loop over time, or with the gradient of its value its RecurrenceGrad, in one C call."""
     bias, grad = (rest[:-1], rest[-1]) if op.op_type == "RecurrenceGrad" else (rest, None)
     steps, n, width = x_gates.shape
     shape = (steps,) + state.shape if grad is None else (steps, n, 2 * width + state.size // n)
     out = backend.pool.empty(shape, x_gates.dtype)
-    arrays = (x_gates, w_hh_t, bias[0] if bias else None, state, grad, out)
+    arrays = (x_gates, w_hh, bias[0] if bias else None, state, grad, out)
     order = native.ffi.new("int[]", op.order or tuple(range(GATES[op.cell])))
     if _fn("tf_recurrence", out)(CELL_CODES[op.cell], order, *map(_buf, arrays), steps, n, state.shape[-1],
                                  op.reverse):
@@ -340,13 +340,13 @@ def recurrence(backend, op, x_gates, w_hh_t, state, *rest):
     return out
 
 
-def recurrence_fits(op, x_gates, w_hh_t, state, *rest):
+def recurrence_fits(op, x_gates, w_hh, state, *rest):
     """The arrays' shapes fit the op (run time: the static shapes may have had unknown sizes)."""
     grad = rest[-1] if op.op_type == "RecurrenceGrad" else None
     steps, n, hidden = len(x_gates), state.shape[-2], state.shape[-1]
     width = GATES[op.cell] * hidden
     return (state.shape == ((2, n, hidden) if op.cell == "LSTM" else (n, hidden)) and x_gates.shape == (steps, n, width)
-            and w_hh_t.shape == (hidden, width) and all(b.shape == (width,) for b in rest[:len(rest) - (grad is not None)])
+            and w_hh.shape == (width, hidden) and all(b.shape == (width,) for b in rest[:len(rest) - (grad is not None)])
             and (grad is None or grad.shape == (steps,) + state.shape))
 
 

@@ -44,18 +44,18 @@ def _probe(like, eager):
     return zero.detach().requires_grad_(True) if eager else zero
 
 
-def _backprop_by_ops(op, x_gates, w_hh_t, state, *bias_and_seed):
+def _backprop_by_ops(op, x_gates, w_hh, state, *bias_and_seed):
     """What RecurrenceGrad `op` computes, as ops: the steps written with ops, each one's x gates, h gates and state
     before it probed, differentiated once (recorded, to be differentiated again)."""
     *bias, seed = bias_and_seed
     eager, lstm, steps = is_eager(op), op.cell == "LSTM", x_gates.shape[0]
     if op.order is not None:  # the steps as ops run in torch's gate order
-        x_gates, w_hh_t, *bias = _torch_order(op.order, w_hh_t.shape[0], x_gates, w_hh_t, *bias)
+        x_gates, w_hh, *bias = _torch_order(op.order, w_hh.shape[1], x_gates, w_hh, *bias)
     states, probes = [None] * steps, [None] * steps
     for t in step_order(steps, op.reverse):
         x, probes[t] = get_item(x_gates, t), [_probe(state, eager)]
         before = state + probes[t][0]
-        h_gates = _linear(get_item(before, 0) if lstm else before, w_hh_t, bias[0] if bias else None)
+        h_gates = _linear(get_item(before, 0) if lstm else before, transpose(w_hh), bias[0] if bias else None)
         probes[t] = [_probe(x, eager), _probe(h_gates, eager)] + probes[t]
         state = states[t] = cell_by_ops(op.cell, x + probes[t][0], h_gates + probes[t][1], before)
     flat = [p for step in probes for p in step]
@@ -89,10 +89,10 @@ def _second_derivative(op, grad):
     return gradients(_backprop_by_ops(op, *op.inputs), list(op.inputs), grad)
 
 
-def _torch_order(order, hidden, x_gates, w_t, *biases):
-    """x_gates, W_hhᵀ (gates along their last axis) and biases with their gate blocks in torch's order."""
+def _torch_order(order, hidden, x_gates, w_hh, *biases):
+    """x_gates, W_hh and biases with their gate blocks in torch's order."""
     columns = gate_columns(order, hidden)
-    return (get_item(x_gates, (slice(None), slice(None), columns)), get_item(w_t, (slice(None), columns)),
+    return (get_item(x_gates, (slice(None), slice(None), columns)), get_item(w_hh, columns),
             *[None if b is None else get_item(b, columns) for b in biases])
 
 
@@ -129,11 +129,10 @@ def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False, order=None):
     state = tuple(zeros if s is None else s for s in state)
     if cell == "GRU_RESET_FIRST":
         if order is not None:
-            x_gates, w_hh_t, b_hh = _torch_order(order, hidden, x_gates, transpose(w_hh), b_hh)
-            w_hh = transpose(w_hh_t)
+            x_gates, w_hh, b_hh = _torch_order(order, hidden, x_gates, w_hh, b_hh)
         outputs, h = _gru_reset_first(x_gates, state[0], w_hh, b_hh, reverse)
         return outputs, (h,)
-    states = Recurrence(x_gates, transpose(w_hh), stack(state, 0) if cell == "LSTM" else state[0],
+    states = Recurrence(x_gates, w_hh, stack(state, 0) if cell == "LSTM" else state[0],
                         *([] if b_hh is None else [b_hh]), cell=cell, reverse=reverse, order=order)
     last = get_item(states, 0 if reverse else -1)
     if cell == "LSTM":  # every step's h as one view of the states' [h, c]

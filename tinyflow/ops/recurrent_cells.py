@@ -1,7 +1,7 @@
 """A recurrent layer's loop over time as one op (nn/recurrent.py's layers), and its backward as one op.
 
-Recurrence(x_gates, w_hh_t, state, *bias, cell=..., reverse=False, order=None): x_gates (T, N, G·H) holds every
-step's input gates x W_ihᵀ + b (one matrix product before the loop), w_hh_t is W_hhᵀ (H, G·H), state the initial
+Recurrence(x_gates, w_hh, state, *bias, cell=..., reverse=False, order=None): x_gates (T, N, G·H) holds every
+step's input gates x W_ihᵀ + b (one matrix product before the loop), w_hh is W_hh (G·H, H), state the initial
 state, bias b_hh (G·H,) where it cannot be folded into x_gates (a GRU's: r multiplies h_n). The gate blocks are in
 torch's order, or gate g is block order[g] (ONNX's LSTM: (0, 2, 3, 1), GRU: (1, 0, 2)), so imported weights are used
 as they are. Step t (last to first when reverse) computes h_gates = h W_hhᵀ (+ b_hh), then its cell (torch's mode
@@ -11,7 +11,7 @@ names and gate orders):
     RNN_TANH, RNN_RELU   h' = act(x_gates + h_gates)
 Its value is the state after every step: (T, 2, N, H) for an LSTM, (T, N, H) otherwise.
 
-RecurrenceGrad(x_gates, w_hh_t, state, *bias, grad, ...) is backpropagation through time: given the gradient of the
+RecurrenceGrad(x_gates, w_hh, state, *bias, grad, ...) is backpropagation through time: given the gradient of the
 value, it runs the steps again and walks them back to (T, N, 2·G·H + S·H): per step, the gradient of its x gates, of
 its h gates and of the whole state it started from (S = 2 for an LSTM's [h, c]). The gradient function turns those
 into the inputs' gradients with a few ops: the weights' is one matrix product over all steps.
@@ -83,12 +83,12 @@ def step_order(steps, reverse):
     return range(steps - 1, -1, -1) if reverse else range(steps)
 
 
-def run_steps(cell, x_gates, w_hh_t, state, bias, reverse):
+def run_steps(cell, x_gates, w_hh, state, bias, reverse):
     """(every step's state, every step's h gates) of the loop (numpy)."""
     states = np.empty((len(x_gates),) + state.shape, x_gates.dtype)
     h_gates = np.empty_like(x_gates)
     for t in step_order(len(x_gates), reverse):
-        h_gates[t] = (state[0] if cell == "LSTM" else state) @ w_hh_t + (0 if bias is None else bias)
+        h_gates[t] = (state[0] if cell == "LSTM" else state) @ w_hh.T + (0 if bias is None else bias)
         states[t] = state = cell_step(cell, x_gates[t], h_gates[t], state)
     return states, h_gates
 
@@ -101,49 +101,49 @@ def checked_state(op, x_shape, w_shape, state_shape, bias_shape, grad_shape=None
         n, h = state_shape[-2:]
         width = None if h is None else gates * h
         fits = (tuple(state_shape[:-2]) in ((), (2,), (None,))
-                and shapes_compatible(x_shape, (None, n, width)) and shapes_compatible(w_shape, (h, width))
+                and shapes_compatible(x_shape, (None, n, width)) and shapes_compatible(w_shape, (width, h))
                 and (bias_shape is None or shapes_compatible(bias_shape, (width,)))
                 and (grad_shape is None or shapes_compatible(grad_shape, (None,) + tuple(state_shape))))
     if not fits:
         state = "(2, N, H)" if packs == 2 else "(N, H)"
-        raise ShapeError(f"expected x_gates (T, N, {gates}·H), w_hh_t (H, {gates}·H), a state {state}, a bias "
+        raise ShapeError(f"expected x_gates (T, N, {gates}·H), w_hh ({gates}·H, H), a state {state}, a bias "
                          f"({gates}·H,){' and the gradient of every state' if grad_shape else ''}; got "
                          f"{x_shape}, {w_shape}, {state_shape}{f', {bias_shape}' if bias_shape else ''}"
-                         f"{f', {grad_shape}' if grad_shape else ''}; pass the gates of a {op.cell} layer")
+                         f"{f', {grad_shape}' if grad_shape else ''}; pass the gates of one {op.cell} layer")
 
 
 class Recurrence(Operation):
     """A recurrent layer's steps over time in one op (see the module).  Gradient: RecurrenceGrad and a few ops."""
 
-    def __init__(self, x_gates, w_hh_t, state, *bias, cell, reverse=False, order=None, name=None):
+    def __init__(self, x_gates, w_hh, state, *bias, cell, reverse=False, order=None, name=None):
         if cell not in GATES or len(bias) > 1 or (order is not None and sorted(order) != list(range(GATES[cell]))):
             raise ArgumentError(f"{type(self).__name__} takes cell= one of {sorted(GATES)}, at most one bias and an "
                                 f"order of its gates; got cell={cell!r}, {len(bias)} biases, order={order}")
         self.cell, self.reverse, self.order = cell, bool(reverse), None if order is None else tuple(order)
-        super().__init__(x_gates, w_hh_t, state, *bias, name=name)
+        super().__init__(x_gates, w_hh, state, *bias, name=name)
 
-    def in_torch_order(self, x_gates, w_hh_t, bias):
+    def in_torch_order(self, x_gates, w_hh, bias):
         """The numpy values with their gate blocks in torch's order, and the columns that took them there."""
         if self.order is None:
-            return x_gates, w_hh_t, bias, None
-        columns = gate_columns(self.order, w_hh_t.shape[0])
-        return x_gates[..., columns], w_hh_t[:, columns], None if bias is None else bias[columns], columns
+            return x_gates, w_hh, bias, None
+        columns = gate_columns(self.order, w_hh.shape[1])
+        return x_gates[..., columns], w_hh[columns], None if bias is None else bias[columns], columns
 
     def infer_shape(self, x_shape, w_shape, state_shape, bias_shape=None):
         checked_state(self, x_shape, w_shape, state_shape, bias_shape)
         return None if state_shape is None else (None if x_shape is None else x_shape[0],) + tuple(state_shape)
 
-    def compute(self, x_gates, w_hh_t, state, bias=None):
-        x_gates, w_hh_t, bias, _ = self.in_torch_order(x_gates, w_hh_t, bias)
-        return run_steps(self.cell, x_gates, w_hh_t, state, bias, self.reverse)[0]
+    def compute(self, x_gates, w_hh, state, bias=None):
+        x_gates, w_hh, bias, _ = self.in_torch_order(x_gates, w_hh, bias)
+        return run_steps(self.cell, x_gates, w_hh, state, bias, self.reverse)[0]
 
 
 class RecurrenceGrad(Operation):
     """Backpropagation through a Recurrence's steps for the gradient `grad` of its value (see the module)."""
 
-    def __init__(self, x_gates, w_hh_t, state, *bias_and_grad, cell, reverse=False, order=None, name=None):
+    def __init__(self, x_gates, w_hh, state, *bias_and_grad, cell, reverse=False, order=None, name=None):
         self.cell, self.reverse, self.order = cell, bool(reverse), None if order is None else tuple(order)
-        super().__init__(x_gates, w_hh_t, state, *bias_and_grad, name=name)
+        super().__init__(x_gates, w_hh, state, *bias_and_grad, name=name)
 
     in_torch_order = Recurrence.in_torch_order
 
@@ -154,11 +154,11 @@ class RecurrenceGrad(Operation):
         return (tuple(x_shape[:2]) if x_shape is not None else (None, None)) + (
             None if h is None else (2 * GATES[self.cell] + _packs(self.cell)) * h,)
 
-    def compute(self, x_gates, w_hh_t, state, *bias_and_grad):
+    def compute(self, x_gates, w_hh, state, *bias_and_grad):
         *bias, grad = bias_and_grad
         cell, steps = self.cell, len(x_gates)
-        x_gates, w_hh_t, bias, columns = self.in_torch_order(x_gates, w_hh_t, bias[0] if bias else None)
-        states, h_gates = run_steps(cell, x_gates, w_hh_t, state, bias, self.reverse)
+        x_gates, w_hh, bias, columns = self.in_torch_order(x_gates, w_hh, bias[0] if bias else None)
+        states, h_gates = run_steps(cell, x_gates, w_hh, state, bias, self.reverse)
         out = np.empty(x_gates.shape[:2] + (2 * x_gates.shape[-1] + _packs(cell) * state.shape[-1],), x_gates.dtype)
         ran = list(step_order(steps, self.reverse))
         total = grad[ran[-1]]  # the gradient of the state after the step: the last one's is the output's alone
@@ -168,10 +168,10 @@ class RecurrenceGrad(Operation):
             d_x, d_h, d_before = cell_step_back(cell, x_gates[t], h_gates[t], before, total)
             d_before = d_before + (0 if k == 0 else grad[ran[k - 1]])
             if cell == "LSTM":
-                d_before[0] += d_h @ w_hh_t.T
+                d_before[0] += d_h @ w_hh
                 flat = np.concatenate(list(d_before), axis=-1)  # per row [dh, dc]
             else:
-                d_before = flat = d_before + d_h @ w_hh_t.T
+                d_before = flat = d_before + d_h @ w_hh
             out[t] = np.concatenate([d_x, d_h, flat], axis=-1)
             total = d_before
         if columns is not None:  # the gates' gradients laid out as the gates
@@ -185,9 +185,9 @@ class RecurrenceGrad(Operation):
 def _recurrence_grad(op, grad):
     """The inputs' gradients from RecurrenceGrad's per-step gradients: the weights' and the bias's are sums over
     every step, the state's is the first step's."""
-    x_gates, w_hh_t, state, *bias = op.inputs
+    x_gates, w_hh, state, *bias = op.inputs
     back = RecurrenceGrad(*op.inputs, grad, cell=op.cell, reverse=op.reverse, order=op.order)
-    hidden, width = w_hh_t.shape
+    width, hidden = w_hh.shape
     every = slice(None)
     d_x, d_h = (get_item(back, (every, every, slice(k * width, (k + 1) * width))) for k in (0, 1))
     lstm = op.cell == "LSTM"
@@ -195,7 +195,7 @@ def _recurrence_grad(op, grad):
     # the h before each step: the initial one, then every step's but the last (in the loop's order)
     before = (concat([get_item(hs, slice(1, None)), unsqueeze(h0, 0)], 0) if op.reverse
               else concat([unsqueeze(h0, 0), get_item(hs, slice(None, -1))], 0))
-    d_w = matmul(transpose(reshape(before, (-1, hidden))), reshape(d_h, (-1, width)))
+    d_w = matmul(transpose(reshape(d_h, (-1, width))), reshape(before, (-1, hidden)))
     d_state = get_item(back, (-1 if op.reverse else 0, every, slice(2 * width, None)))
     if lstm:  # per row [dh, dc] -> (2, N, H)
         d_state = transpose(reshape(d_state, (-1, 2, hidden)), (1, 0, 2))

@@ -112,7 +112,8 @@ def _export_step(ex, cell, order, x, h_gates, state):
 def _export_recurrence(ex, node):
     """The loop unrolled: per step a Gather of its x gates, the MatMul (and Add) of its h gates, the cell's nodes;
     the states joined along a new time axis."""
-    x_gates, w_hh_t, state, *bias = (ex.name_of(i) for i in node.inputs)
+    x_gates, w_hh, state, *bias = (ex.name_of(i) for i in node.inputs)
+    w_hh_t = ex.emit("Transpose", [w_hh], "w_hh_t")
     steps = node.inputs[0].shape[0]
     if steps is None:
         raise OnnxExportError(f"Recurrence '{node.name}' runs over {node.inputs[0].shape}, of unknown length; "
