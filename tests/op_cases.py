@@ -114,7 +114,9 @@ CASES = {
     "MatMul": [case(tfl.matmul, normal(3, 4), normal(4, 2)), case(tfl.matmul, normal(2, 3, 4), normal(4, 5)),
                case(tfl.matmul, normal(1, 1), normal(1, 3)), case(tfl.matmul, normal(2, 1, 2, 3), normal(4, 3, 2)),
                case(tfl.matmul, normal(3), normal(3, 2)), case(tfl.matmul, normal(2, 3, 4), normal(4)),
-               case(tfl.matmul, normal(4), normal(4))],
+               case(tfl.matmul, normal(4), normal(4)),
+               # a weight times a batch, and a batch times a weight: the weight's gradient is one product
+               case(tfl.matmul, normal(2, 3, 2, 4), normal(4, 3)), case(tfl.matmul, normal(2, 4), normal(3, 2, 4, 3))],
     "ReduceSum": [case(tfl.reduce_sum, normal(3, 4)), case(lambda a: tfl.reduce_sum(a, 1), normal(3, 4)),
                   case(lambda a: tfl.reduce_sum(a, (0, 2), keepdims=True), normal(2, 3, 4))],
     "ReduceMean": [case(tfl.reduce_mean, normal(3, 4)), case(lambda a: tfl.reduce_mean(a, -1, True), normal(3, 4))],

@@ -45,3 +45,18 @@ def test_summing_merged_axes_outer_first_agrees_with_one_reduce_for_every_broadc
     strided = rng.standard_normal((6, 8, 5, 5)).astype(np.float32)[::2, :, ::2]  # not contiguous: reshape copies
     np.testing.assert_allclose(sum_to_shape(strided, (1, 8, 1, 1)), _summed_in_one_reduce(strided, (1, 8, 1, 1)),
                                rtol=1e-5)
+
+
+def test_a_weight_applied_to_a_batch_gets_its_gradient_from_one_product_not_a_sum_of_per_entry_products():
+    """(8, 16, 4) @ (4, 3): the weight's gradient is one (4, 128) @ (128, 3) product, not eight (4, 16) @ (16, 3)
+    ones in an (8, 4, 3) array summed afterwards (a transformer layer's weights made (batch, 256, 768) arrays)."""
+    x, w = tfl.Placeholder((8, 16, 4), "float64"), tfl.Variable(np.ones((4, 3)), name="w")
+    grad = tfl.gradients(tfl.reduce_sum(tfl.square(tfl.matmul(x, w))), [w])[0]
+    value = np.random.default_rng(0).standard_normal((8, 16, 4))
+    with tfl.Session() as sess:
+        got = sess.run(grad, {x: value})
+        steps = [step.node for plan in sess._plans.values() for step in plan.steps]
+    flat = value.reshape(-1, 4)
+    np.testing.assert_allclose(got, 2 * flat.T @ (flat @ np.ones((4, 3))))
+    assert not any(node.op_type == "SumToShapeOf" for node in steps)
+    assert not any(node.shape == (8, 4, 3) for node in steps)

@@ -63,8 +63,23 @@ def swap_last_axes(x):
     return Transpose(x, tuple(range(rank - 2)) + (rank - 1, rank - 2))
 
 
-register_gradient(MatMul)(lambda op, grad: [MatMul(grad, swap_last_axes(op.inputs[1])),
-                                            MatMul(swap_last_axes(op.inputs[0]), grad)])
+def _batch_first(x, rank):
+    """x (..., r, c) as (r, (...)·c): its row axis first, the batch folded into the columns."""
+    return reshape(Transpose(x, (rank - 2,) + tuple(range(rank - 2)) + (rank - 1,)), (x.shape[-2], -1))
+
+
+@register_gradient(MatMul)
+def _matmul_grad(op, grad):
+    """(g @ bᵀ, aᵀ @ g). A 2-D operand times a batch (a layer's weight) gets one product over the whole batch, the
+    batch folded into the contraction: a product per batch entry, summed afterwards, made a (batch, k, m) array."""
+    a, b = op.inputs
+    a_rank, b_rank = rank_of(a), rank_of(b)
+    grads = [MatMul(grad, swap_last_axes(b)), MatMul(swap_last_axes(a), grad)]
+    if b_rank == 2 and a_rank is not None and a_rank > 2 and None not in b.shape:
+        grads[1] = MatMul(swap_last_axes(reshape(a, (-1, b.shape[0]))), reshape(grad, (-1, b.shape[1])))
+    elif a_rank == 2 and b_rank is not None and b_rank > 2 and None not in a.shape:
+        grads[0] = MatMul(_batch_first(grad, b_rank), swap_last_axes(_batch_first(b, b_rank)))
+    return grads
 
 
 LETTERS = string.ascii_letters
