@@ -485,6 +485,22 @@ def test_gemm_backend_switch(monkeypatch):
     np.testing.assert_array_equal(backend.call(backend.kernels["MatMul"], op, (a, b)), np.full((3, 2), 4.0))
 
 
+def test_a_batch_of_matrices_times_a_matrix_is_one_product_of_all_their_rows(monkeypatch):
+    """(8, 5, 4) @ (4, 3): one (40, 4) @ (4, 3) product (numpy's @ makes eight (5, 4) ones), also for a transposed
+    batch; the values equal numpy's."""
+    backend = CBackend()
+    backend.small_size = 0
+    products = []
+    monkeypatch.setattr(c_backend_module, "gemm", lambda a, b, out=None: products.append(a.shape) or gemm(a, b, out))
+    monkeypatch.setattr(backend, "use_gemm", True)
+    a, b = values(np.float64, (8, 5, 4)), values(np.float64, (4, 3), seed=1)
+    for batch in (a, a.transpose(1, 0, 2)):
+        op = build(MatMul, batch, b)
+        op.compute = lambda *v: pytest.fail("numpy's batched @ used")
+        np.testing.assert_allclose(backend.call(backend.kernels["MatMul"], op, (batch, b)), batch @ b, rtol=1e-12)
+    assert products == [(40, 4), (40, 4)]
+
+
 @pytest.mark.parametrize("groups", [1, 2])
 def test_convolutions_on_the_hand_written_gemm(monkeypatch, groups):
     """With TINYFLOW_GEMM=tinyflow the convolutions' products (filters times tap-major columns, and their

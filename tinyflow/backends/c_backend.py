@@ -186,7 +186,10 @@ def gemm(a, b, out=None):
 
 
 def matmul(backend, op, a, b, out=None):
-    """a @ b: the hand-written GEMM if chosen, else BLAS into a recycled buffer (a fresh one costs page faults)."""
+    """a @ b: the hand-written GEMM if chosen, else BLAS into a recycled buffer (a fresh one costs page faults). A
+    batch of matrices times one matrix is one product of all their rows (numpy's @ makes one per matrix)."""
+    if a.ndim > 2:
+        return matmul(backend, op, a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[1],))
     out = backend.pool.empty((a.shape[0], b.shape[1]), a.dtype) if out is None else out
     if backend.use_gemm:
         return gemm(a, b, out)
@@ -426,7 +429,7 @@ KERNELS = {
     "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit, small=False),
     "GatherGrad": Kernel(scatter_add, floats=(0,), accepts=integer_indices),
     "ScaledDotProductAttention": Kernel(attention, floats=(0, 1, 2), accepts=same_batch),
-    "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
+    "MatMul": Kernel(matmul, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
     "Conv": Kernel(conv, accepts=fits_conv), "ConvBiasAct": Kernel(conv, accepts=fits_conv_bias),
     "ConvBackInput": Kernel(conv_back_input, accepts=fits_conv),
     "ConvBackFilter": Kernel(conv_back_filter, accepts=fits_conv),

@@ -123,8 +123,8 @@ def labels_fit(op, logits, labels, *grad):
 
 
 def inner_dims_match(op, a, b):
-    """b is a matrix whose rows match a's columns."""
-    return len(b.shape) == 2 and a.shape[1] == b.shape[0]
+    """b is a matrix whose rows match the columns of a (a matrix, or a batch of them)."""
+    return len(b.shape) == 2 and len(a.shape) >= 2 and a.shape[-1] == b.shape[0]
 
 
 MEMO_LIMIT = 64  # shapes remembered per op: a training loop sees a few (the last batch is smaller)
