@@ -103,6 +103,26 @@ def test_the_gather_gradient_adds_up_repeated_indices():
     np.testing.assert_array_equal(run(g, {x: np.zeros((3, 2))}), [[1, 1], [0, 0], [3, 3]])
 
 
+def test_constant_scalar_gathers_are_views_whose_gradients_join_in_one_op():
+    """An attention's q, k and v gathered from one projection by constant indices (ONNX exports of
+    nn.MultiheadAttention): plain indexing, and the three gradients one pass, not three scatters and their sum."""
+    x = tfl.Placeholder((2, 3, 4), "float64")
+    parts = [tfl.gather(x, tfl.Constant(np.int64(k)), axis=1) for k in range(3)] + [tfl.gather(x, -1, axis=-1)]
+    assert [p.shape for p in parts] == [(2, 4)] * 3 + [(2, 3)]
+    loss = sum(tfl.reduce_sum(p * float(k + 1)) for k, p in enumerate(parts))
+    (g,) = tfl.gradients(loss, [x])
+    value = np.random.default_rng(0).standard_normal((2, 3, 4))
+    with tfl.Session() as sess:
+        got_parts, got = sess.run([parts, g], {x: value})
+        op_types = [step.node.op_type for plan in sess._plans.values() for step in plan.steps]
+    for k in range(3):
+        np.testing.assert_array_equal(got_parts[k], value[:, k])
+    expected = np.broadcast_to(np.array([1.0, 2.0, 3.0])[None, :, None], (2, 3, 4)).copy()
+    expected[..., -1] += 4
+    np.testing.assert_array_equal(got, expected)
+    assert not {"Gather", "GatherGrad", "AddN"} & set(op_types) and op_types.count("GetItemGrads") == 1
+
+
 def test_split_stack_squeeze_unsqueeze_flatten_and_expand_shapes():
     x = tfl.Placeholder((None, 6, 1))
     assert [p.shape for p in tfl.split(x, [2, 4], axis=1)] == [(None, 2, 1), (None, 4, 1)]

@@ -4,7 +4,7 @@ import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..errors import ShapeError
-from ..nodes import Operation, as_node
+from ..nodes import Constant, Operation, as_node
 from .array_ops import Reshape, axis_size, checks, get_item
 from .elementwise_ops import cast, equal, where
 from .broadcasting import ShapedLike
@@ -53,7 +53,17 @@ class Gather(IndexOperation):
         return tuple(x_shape[:self.axis]) + tuple(indices_shape) + tuple(x_shape[self.axis + 1:])
 
 
-gather = op_function(Gather, "gather")
+def gather(x, indices, axis=0, name=None):
+    """x[..., indices, ...] with the index tensor on `axis` (np.take); one constant index is plain indexing, a view
+    whose gradient joins the other slices' in one op (an attention's q, k and v picked from one projection)."""
+    index = indices.value if isinstance(indices, Constant) else indices
+    scalar = isinstance(index, (int, np.integer)) or (isinstance(index, np.ndarray) and index.shape == ()
+                                                      and index.dtype.kind in "iu")
+    if scalar and not isinstance(index, bool):
+        axis = Arguments(Gather, name, x).axis("axis", axis, rank_of(x))
+        if axis >= 0:  # (a negative axis of an input of unknown rank stays an op)
+            return get_item(x, (slice(None),) * axis + (int(index),), name=name)
+    return Gather(x, indices, axis, name=name)
 
 
 class GatherGrad(ScatterOperation):
