@@ -28,8 +28,9 @@ FUNCTIONS = {
     "cos": (1, "cosf({0})", "cos({0})", "cos({0})"),
     "floor": (1, "floorf({0})", "floor({0})", "floor({0})"),
     "ceil": (1, "ceilf({0})", "ceil({0})", "ceil({0})"),
-    "max": (2,) + ("(({0} != {0} || {0} > {1}) ? {0} : {1})",) * 3,
-    "min": (2,) + ("(({0} != {0} || {0} < {1}) ? {0} : {1})",) * 3,
+    # spelled so that GCC vectorizes a chain of them (a clip): with (a != a || a > b) ? a : b it did not
+    "max": (2,) + ("({0} <= {1} ? {1} : ({1} != {1} ? {1} : {0}))",) * 3,
+    "min": (2,) + ("({0} >= {1} ? {1} : ({1} != {1} ? {1} : {0}))",) * 3,
     "where": (3,) + ("({0} != 0 ? {1} : {2})",) * 3,  # conditions are 0/1 values of T (OpenCL: no float ?:)
     "fmod": (2, "fmodf({0}, {1})", "fmod({0}, {1})", "fmod({0}, {1})"),
     # Python's % (np.mod): the remainder takes b's sign
