@@ -329,6 +329,9 @@ def test_convolution_of_shifted_planes(c_backend, x_shape, w_shape, stride, padd
     ((2, 3, 5, 6), (4, 3, 1, 1), 1, 1, 0, 1),                   # pointwise
     ((1, 7, 3, 5), (2, 7, 1, 1), 1, 1, 0, 1),
     ((2, 5, 9), (3, 5, 1), 1, 1, 0, 1),                         # pointwise 1-D
+    # pointwise on 128 values a plane or more: the gradients too, image by image (no copies of x or g)
+    ((3, 5, 12, 11), (4, 5, 1, 1), 1, 1, 0, 1),
+    ((2, 3, 130), (4, 3, 1), 1, 1, 0, 1),
 ])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_depthwise_and_pointwise_convolutions_skip_im2col(c_backend, monkeypatch, x_shape, w_shape, groups, stride,
@@ -338,10 +341,14 @@ def test_depthwise_and_pointwise_convolutions_skip_im2col(c_backend, monkeypatch
     monkeypatch.setattr(c_backend_module, "_im2col", lambda *a: pytest.fail("im2col used"))
     tolerance = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else None
     check(c_backend, op, x, w, tolerance=tolerance)
-    if groups == x_shape[1]:  # a depthwise filter gradient has its direct kernel too
-        grad = values(dtype, op.shape, seed=2)
-        check(c_backend, build(conv.ConvBackFilter, x, grad, w, stride=stride, padding=padding, dilation=dilation,
-                               groups=groups), x, grad, w, tolerance=dict(rtol=1e-4, atol=1e-4) if tolerance else None)
+    window = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    grad, wide = values(dtype, op.shape, seed=2), np.prod(op.shape[2:]) >= 128
+    if groups == x_shape[1] or wide:  # a depthwise filter gradient has its direct kernel too
+        check(c_backend, build(conv.ConvBackFilter, x, grad, w, **window), x, grad, w,
+              tolerance=dict(rtol=1e-4, atol=1e-4) if tolerance else None)
+    if wide:
+        monkeypatch.setattr(c_backend_module, "_planes", lambda *a: pytest.fail("a copy of g's planes was made"))
+        check(c_backend, build(conv.ConvBackInput, grad, w, x, **window), grad, w, x, tolerance=tolerance)
 
 
 # the input gradient of a depthwise convolution has its own kernel, the convolution's exact adjoint, for any stride,
