@@ -302,9 +302,35 @@ static void NAME(pool_2x2)(int mode, const T *x, const T *src, T *dst, long firs
     else NAME(pool_2x2_mode2)(x, src, dst, first, last, h, w, ho, wo);
 }
 
+/* The maximum of each window of one plane (-inf for a window of padding only; a NaN wins, as window_argmax's first
+ * maximum): each output row is the running maximum of its window's taps, one tap at a time over the whole row, only
+ * where the tap falls inside the plane, so the loop over j has no bounds checks and vectorizes. */
+TF_CLONES static void NAME(max_plane)(const T *plane, T *out, long h, long w, long kh, long kw, long sh, long sw,
+                                      long ph, long pw, long dh, long dw, long ho, long wo) {
+    for (long i = 0; i < ho; i++) {
+        T *restrict o = out + i * wo;
+        for (long j = 0; j < wo; j++) o[j] = (T)-INFINITY;
+        for (long di = 0; di < kh; di++) {
+            long r = i * sh - ph + di * dh;
+            if (r < 0 || r >= h) continue;
+            const T *restrict row = plane + r * w;
+            for (long dj = 0; dj < kw; dj++) {
+                long off = dj * dw - pw; /* the tap reads column j * sw + off */
+                long j0 = off < 0 ? (-off + sw - 1) / sw : 0, j1 = w - 1 - off < 0 ? 0 : (w - 1 - off) / sw + 1;
+                if (j1 > wo) j1 = wo;
+#pragma omp simd
+                for (long j = j0; j < j1; j++) { /* the table's max, spelled so that it vectorizes */
+                    T v = row[j * sw + off];
+                    o[j] = o[j] <= v ? v : (v != v ? v : o[j]);
+                }
+            }
+        }
+    }
+}
+
 /* mode 0: out = max of each window (-inf for a window of padding only); 1: dx (x's shape) += g at each
  * window's first maximum; 2: out (pooled shape) = h (x's shape) picked at each window's first maximum (0 for
- * a window of padding only). One plane per step. */
+ * a window of padding only). One plane per step; the first maximum's place only where the mode needs it. */
 static void NAME(pool_chunk)(void *p, long start, long stop) {
     NAME(window_args) *k = p;
     const T *x = k->x, *src = k->src;
@@ -317,15 +343,17 @@ static void NAME(pool_chunk)(void *p, long start, long stop) {
         NAME(pool_2x2)(mode, x, src, dst, start, stop, h, w, ho, wo);
         return;
     }
-    for (long plane_index = start; plane_index < stop; plane_index++) {
+    for (long plane_index = start; mode == 0 && plane_index < stop; plane_index++)
+        NAME(max_plane)(x + plane_index * h * w, dst + plane_index * ho * wo, h, w, kh, kw, sh, sw, ph, pw, dh, dw,
+                        ho, wo);
+    for (long plane_index = start; mode != 0 && plane_index < stop; plane_index++) {
         const T *plane = x + plane_index * h * w;
         if (mode == 1) memset(dst + plane_index * h * w, 0, sizeof(T) * h * w);
         for (long i = 0; i < ho; i++)
             for (long j = 0; j < wo; j++) {
                 long at = NAME(window_argmax)(plane, h, w, kh, kw, sh, sw, ph, pw, dh, dw, i, j);
                 long pooled = plane_index * ho * wo + i * wo + j;
-                if (mode == 0) dst[pooled] = at < 0 ? (T)-INFINITY : plane[at];
-                else if (mode == 1) { if (at >= 0) dst[plane_index * h * w + at] += src[pooled]; }
+                if (mode == 1) { if (at >= 0) dst[plane_index * h * w + at] += src[pooled]; }
                 else dst[pooled] = at < 0 ? (T)0 : src[plane_index * h * w + at];
             }
     }
