@@ -35,8 +35,8 @@ def test_loop_kernels_equal_the_numpy_reference(backend, cell, dtype, steps, n, 
     with tfl.Session() as sess:
         got = sess.run(outputs, dict(zip(feeds, values)))
     expected = [outputs[0].compute(*values[:-1]), outputs[1].compute(*values)]
-    for g, e in zip(got, expected):  # float32: sums of up to 130 products, carried back over the steps
-        tolerance = (3e-5 if dtype == np.float32 else 1e-12) * max(1, np.abs(e).max())
+    for g, e in zip(got, expected):  # float32: sums of up to 130 products of ±4, carried over the steps
+        tolerance = (1e-4 if dtype == np.float32 else 1e-12) * max(1, np.abs(e).max())
         assert g.dtype == dtype and g.shape == e.shape
         np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance)
 
