@@ -89,6 +89,8 @@ def test_absurd_thread_counts_are_clamped_or_ignored(monkeypatch, value, expecte
 def test_the_shared_codes_are_declared_once_and_agree_everywhere():
     from tinyflow.backends import kernel_codes
     assert kernel_codes.ENUMS["tf_layout_kind"]["TF_SCALAR"] == 3 and kernel_codes.PARALLEL_MIN == 2 ** 18
+    # an installed wheel has no header: it reads ENUM_NAMES' enums from the library, so they must be every enum
+    assert set(kernel_codes.ENUM_NAMES) == set(kernel_codes.ENUMS)
     for codes in kernel_codes.ENUMS.values():  # the parsed header agrees with what cffi compiled
         for name, value in codes.items():
             assert getattr(native.lib, name) == value, name

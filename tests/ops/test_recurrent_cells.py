@@ -21,9 +21,9 @@ def loop_values(cell, steps, n, h, dtype, bias):
 
 @pytest.mark.parametrize("cell", sorted(GATES))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("steps, n, h, bias, reverse, onnx", [(1, 1, 1, False, False, False),
-                                                             (3, 5, 7, True, True, True), (2, 9, 37, False, True, False),
-                                                             (4, 70, 130, True, False, True)])
+@pytest.mark.parametrize("steps, n, h, bias, reverse, onnx", [
+    (1, 1, 1, False, False, False), (3, 5, 7, True, True, True), (2, 9, 37, False, True, False),
+    (4, 70, 130, True, False, True)])
 def test_loop_kernels_equal_the_numpy_reference(backend, cell, dtype, steps, n, h, bias, reverse, onnx):
     """Odd sizes; rows in fours and a remainder; hidden sizes across blocks of units; rows and blocks split over
     threads; torch's gate order and ONNX's."""
@@ -41,8 +41,9 @@ def test_loop_kernels_equal_the_numpy_reference(backend, cell, dtype, steps, n, 
         np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance)
 
 
-@pytest.mark.parametrize("cell, shapes", [("LSTM", [(2, 3, 8), (8, 2), (3, 2)]), ("LSTM", [(2, 3, 8), (4, 2), (2, 3, 2)]),
-                                          ("GRU", [(2, 3, 6), (6, 2), (3, 3)]), ("RNN_TANH", [(2, 3, 2), (2, 2), (3, 2), (3,)])])
+@pytest.mark.parametrize("cell, shapes", [
+    ("LSTM", [(2, 3, 8), (8, 2), (3, 2)]), ("LSTM", [(2, 3, 8), (4, 2), (2, 3, 2)]),
+    ("GRU", [(2, 3, 6), (6, 2), (3, 3)]), ("RNN_TANH", [(2, 3, 2), (2, 2), (3, 2), (3,)])])
 def test_a_loop_on_gates_that_do_not_fit_the_state_names_the_shapes(cell, shapes):
     with pytest.raises(tfl.ShapeError, match=rf"Recurrence.*x_gates \(T, N, {GATES[cell]}·H\).*{shapes[2]}"):
         Recurrence(*[tfl.Placeholder(s) for s in shapes], cell=cell)

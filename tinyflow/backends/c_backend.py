@@ -369,7 +369,8 @@ def recurrence_fits(op, x_gates, w_hh, state, *rest):
     steps, n, hidden = len(x_gates), state.shape[-2], state.shape[-1]
     width = GATES[op.cell] * hidden
     return (state.shape == ((2, n, hidden) if op.cell == "LSTM" else (n, hidden)) and x_gates.shape == (steps, n, width)
-            and w_hh.shape == (width, hidden) and all(b.shape == (width,) for b in rest[:len(rest) - (grad is not None)])
+            and w_hh.shape == (width, hidden)
+            and all(b.shape == (width,) for b in rest[:len(rest) - (grad is not None)])
             and (grad is None or grad.shape == (steps,) + state.shape))
 
 

@@ -12,7 +12,8 @@ from ..errors import TinyflowError
 from ..ops.windows import window_output_size
 
 HEADER = pathlib.Path(__file__).resolve().parents[2] / "ckernels" / "tinyflow_kernels.h"
-ENUM_NAMES = ("tf_layout_kind", "tf_broadcast_pattern", "tf_reduce_op", "tf_update_kind", "tf_limits")
+ENUM_NAMES = ("tf_layout_kind", "tf_broadcast_pattern", "tf_reduce_op", "tf_update_kind", "tf_recurrent_cell",
+              "tf_limits")  # every enum of the header (tests/backends/test_native.py checks it)
 
 
 def _load():

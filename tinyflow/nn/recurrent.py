@@ -1,8 +1,9 @@
 """Recurrent layers LSTM, GRU and RNN as torch.nn's, over a known sequence length.
 
 One driver, `unroll`, serves the layers and the ONNX import (onnx/rules/recurrent_rules.py): the input projection
-of every step as one matrix product, then the loop over time as one op (ops/recurrent_cells.py's Recurrence). Weights keep torch's layout and gate order (LSTM i, f, g, o; GRU r, z,
-n): weight_ih (gates·H, I), weight_hh (gates·H, H), biases (gates·H,), so torch weights load one to one.
+of every step as one matrix product, then the loop over time as one op (ops/recurrent_cells.py's Recurrence).
+Weights keep torch's layout and gate order (LSTM i, f, g, o; GRU r, z, n): weight_ih (gates·H, I), weight_hh
+(gates·H, H), biases (gates·H,), so torch weights load one to one.
 """
 import numpy as np
 

@@ -54,7 +54,8 @@ def import_recurrent(ctx, node):
     initial = [ctx.input(i) for i in ((5, 6) if kind == "LSTM" else (5,))]
 
     def run(d, direction):  # one direction: (its outputs, its final state)
-        biases = [None, None] if b is None else [ops.get_item(b, (d, slice(k * width, (k + 1) * width))) for k in (0, 1)]
+        biases = [None, None] if b is None else [ops.get_item(b, (d, slice(k * width, (k + 1) * width)))
+                                                 for k in (0, 1)]
         weights = [ops.get_item(w, d), ops.get_item(r, d)] + biases
         state = tuple(None if s is None else ops.get_item(s, (slice(None), d) if layout else d) for s in initial)
         return unroll(cell, x, *weights, state, reverse=direction == "reverse", order=_TORCH_ORDER[kind])
