@@ -259,9 +259,12 @@ def conv(backend, op, x, w, *extras):
     return out
 
 
-def _pointwise(op, geometry):
-    """Whether a convolution is 1x1, stride 1, unpadded, in one group: the input is im2col's matrix already."""
-    return op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]
+def _pointwise(op, geometry, planes=None):
+    """Whether a convolution is 1x1, stride 1, unpadded, in one group: the input is im2col's matrix already. With
+    the gradient's `planes`: also whether they are large enough for its gradients to go image by image (from 14x14
+    planes up that took half the time; on smaller ones the one large product wins)."""
+    return (op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]
+            and (planes is None or planes[0, 0].size >= 128))
 
 
 def _depthwise(w):
@@ -296,7 +299,7 @@ def conv_back_input(backend, op, g, w, x=None):
         out = backend.pool.empty(shape, g.dtype)
         _fn("tf_depthwise_back_input", g)(_buf(g), _buf(w), _buf(out), w.shape[0] // shape[1], *geometry)
         return out
-    if _pointwise(op, geometry) and g[0, 0].size >= 128:  # each image's planes back through the filters, in place
+    if _pointwise(op, geometry, g):  # each image's planes back through the filters, in place
         out, filters = backend.pool.empty(shape, g.dtype), w.reshape(w.shape[0], -1).T
         for planes, image in zip(g.reshape(g.shape[0], g.shape[1], -1), out.reshape(shape[0], shape[1], -1)):
             matmul(backend, None, filters, planes, image)
@@ -319,9 +322,7 @@ def conv_back_filter(backend, op, x, g, w):
         if _fn("tf_depthwise_back_filter", x)(_buf(x), _buf(g), _buf(out), w.shape[0] // x.shape[1], *geometry):
             raise MemoryError("tf_depthwise_back_filter could not allocate its scratch tap blocks")
         return out
-    if _pointwise(op, geometry) and g[0, 0].size >= 128:
-        # each image's planes times its input's, added up: no im2col copy of x (already im2col's matrix) nor of g
-        # (half the time from 14x14 planes up; on smaller ones the one large product wins)
+    if _pointwise(op, geometry, g):  # each image's planes times its input's, added up: no im2col copy of x or g
         planes, images = g.reshape(g.shape[0], g.shape[1], -1), x.reshape(x.shape[0], x.shape[1], -1)
         out = matmul(backend, None, planes[0], images[0].T)
         product = backend.pool.empty(out.shape, x.dtype)

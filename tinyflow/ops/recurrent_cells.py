@@ -112,15 +112,20 @@ def checked_state(op, x_shape, w_shape, state_shape, bias_shape, grad_shape=None
                          f"{f', {grad_shape}' if grad_shape else ''}; pass the gates of one {op.cell} layer")
 
 
-class Recurrence(Operation):
-    """A recurrent layer's steps over time in one op (see the module).  Gradient: RecurrenceGrad and a few ops."""
+class LoopOperation(Operation):
+    """A Recurrence or its RecurrenceGrad: (x_gates, w_hh, state, bias if any, the value's gradient for the grad)."""
 
-    def __init__(self, x_gates, w_hh, state, *bias, cell, reverse=False, order=None, name=None):
-        if cell not in GATES or len(bias) > 1 or (order is not None and sorted(order) != list(range(GATES[cell]))):
+    abstract = True
+    extra_inputs = 0  # after the bias: RecurrenceGrad's gradient of the value
+
+    def __init__(self, x_gates, w_hh, state, *rest, cell, reverse=False, order=None, name=None):
+        biases = len(rest) - self.extra_inputs
+        orders = order is None or (cell in GATES and sorted(order) == list(range(GATES[cell])))
+        if cell not in GATES or not 0 <= biases <= 1 or not orders:
             raise ArgumentError(f"{type(self).__name__} takes cell= one of {sorted(GATES)}, at most one bias and an "
-                                f"order of its gates; got cell={cell!r}, {len(bias)} biases, order={order}")
+                                f"order of its gates; got cell={cell!r}, {biases} biases, order={order}")
         self.cell, self.reverse, self.order = cell, bool(reverse), None if order is None else tuple(order)
-        super().__init__(x_gates, w_hh, state, *bias, name=name)
+        super().__init__(x_gates, w_hh, state, *rest, name=name)
 
     def in_torch_order(self, x_gates, w_hh, bias):
         """The numpy values with their gate blocks in torch's order, and the columns that took them there."""
@@ -128,6 +133,10 @@ class Recurrence(Operation):
             return x_gates, w_hh, bias, None
         columns = gate_columns(self.order, w_hh.shape[1])
         return x_gates[..., columns], w_hh[columns], None if bias is None else bias[columns], columns
+
+
+class Recurrence(LoopOperation):
+    """A recurrent layer's steps over time in one op (see the module).  Gradient: RecurrenceGrad and a few ops."""
 
     def infer_shape(self, x_shape, w_shape, state_shape, bias_shape=None):
         checked_state(self, x_shape, w_shape, state_shape, bias_shape)
@@ -138,14 +147,10 @@ class Recurrence(Operation):
         return run_steps(self.cell, x_gates, w_hh, state, bias, self.reverse)[0]
 
 
-class RecurrenceGrad(Operation):
+class RecurrenceGrad(LoopOperation):
     """Backpropagation through a Recurrence's steps for the gradient `grad` of its value (see the module)."""
 
-    def __init__(self, x_gates, w_hh, state, *bias_and_grad, cell, reverse=False, order=None, name=None):
-        self.cell, self.reverse, self.order = cell, bool(reverse), None if order is None else tuple(order)
-        super().__init__(x_gates, w_hh, state, *bias_and_grad, name=name)
-
-    in_torch_order = Recurrence.in_torch_order
+    extra_inputs = 1
 
     def infer_shape(self, x_shape, w_shape, state_shape, *bias_and_grad):
         *bias, grad_shape = bias_and_grad
