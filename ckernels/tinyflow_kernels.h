@@ -196,6 +196,10 @@ void tf_update_multi_f64(int kind, long count, double *const *p, const double *c
                          double *const *s2, double *const *s3, const long *n, int64_t *const *steps,
                          const double *h, int flag);
 
-/* gemm.c: a hand-written cache-blocked matrix product */
-int tf_gemm_f32(long m, long n, long k, const float *a, const float *b, float *c);
-int tf_gemm_f64(long m, long n, long k, const double *a, const double *b, double *c);
+/* gemm.c: every matrix product (a batch of them, operands transposed or not), tiles shared out on the pool */
+int tf_gemm_f32(long batch, long m, long n, long k, const float *a, long a_step, long lda, int a_t, const float *b,
+                long b_step, long ldb, int b_t, float *c, long c_step, int accumulate);
+int tf_gemm_f64(long batch, long m, long n, long k, const double *a, long a_step, long lda, int a_t,
+                const double *b, long b_step, long ldb, int b_t, double *c, long c_step, int accumulate);
+void tf_use_blas(void *sgemm, void *dgemm, void *sgemv, void *dgemv, void *get_threads, void *set_threads,
+                 int ilp64);

@@ -19,6 +19,7 @@ def info():
         threads = native.thread_report()
         print(f"C kernel library: built, {threads['tinyflow']['threads']} thread(s) on "
               f"{threads['tinyflow']['runtime']} (TINYFLOW_NUM_THREADS, else OMP_NUM_THREADS)")
+        print(f"  matrix products: {threads['tinyflow']['gemm']} (TINYFLOW_GEMM=tinyflow: the hand-written kernel)")
         print(f"  build flags: {native.build_flags()}")
         for other in threads["others"]:
             print(f"  also in this process: {other.get('user_api')} {other.get('internal_api') or ''} "

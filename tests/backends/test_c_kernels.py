@@ -5,6 +5,9 @@ swapped for a failure while the kernel is called), so a silent fallback
 cannot make a parity test pass.
 """
 import contextlib
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -470,60 +473,125 @@ def test_layer_norm_of_nothing_stays_in_numpy(c_backend, shape):
 
 
 # ---------------------------------------------------------------- matmul
+@pytest.fixture(params=["blas", "tinyflow"])
+def gemm_kind(request):
+    """Each tile by numpy's OpenBLAS (one thread of it on each of tinyflow's), then by the hand-written kernel."""
+    chosen = native.choose_gemm(request.param)["name"]
+    assert ("OpenBLAS" in chosen) == (request.param == "blas"), chosen  # numpy's wheels ship OpenBLAS
+    yield request.param
+    native.choose_gemm()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (3, 5, 7), (4, 64, 256), (65, 17, 257), (130, 2050, 300), (7, 3, 0),
-                                     (8, 4099, 72)])  # few rows, many columns: the filters times a convolution's columns
-def test_hand_written_gemm_matches_blas(m, n, k, dtype):
+@pytest.mark.parametrize("batch, m, n, k", [(1, 1, 1, 1), (1, 3, 5, 7), (1, 4, 64, 256), (1, 65, 17, 257),
+                                            (1, 130, 2050, 300), (1, 7, 3, 0), (3, 8, 4099, 72), (2, 1, 1000, 300),
+                                            (3, 1000, 1, 64), (2, 1, 1, 50), (4, 100, 33, 20)])
+@pytest.mark.parametrize("transposed", ["", "a", "b", "ab"])
+def test_gemm_matches_numpy(gemm_kind, batch, m, n, k, dtype, transposed):
+    """tf_gemm on batches (one shared matrix, or the batch summed into one output), operands transposed or not, with
+    NaN in the output buffer beforehand (it is overwritten, not scaled), and adding to it; rows or columns of one
+    (BLAS's matrix-vector product), none to sum over (k = 0), tiles split across threads."""
     rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
-    out = gemm(a, b) if a.size and b.size else np.zeros((m, n), dtype)
-    np.testing.assert_allclose(out, a @ b, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
-    if m > 1 and k > 1:
-        np.testing.assert_allclose(gemm(a.T.copy().T, b), a @ b, rtol=1e-4, atol=1e-4)  # Fortran-ordered input
+    a = rng.standard_normal((batch, k, m) if "a" in transposed else (batch, m, k)).astype(dtype)
+    b = rng.standard_normal((batch, n, k) if "b" in transposed else (batch, k, n)).astype(dtype)
+    a, b = (a.transpose(0, 2, 1) if "a" in transposed else a), (b.transpose(0, 2, 1) if "b" in transposed else b)
+    tolerance = dict(rtol=1e-4, atol=1e-3) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    out = gemm(a, b, np.full((batch, m, n), np.nan, dtype))
+    np.testing.assert_allclose(out, a @ b, **tolerance)
+    np.testing.assert_allclose(gemm(a[:1], b, np.full((batch, m, n), np.nan, dtype)), a[:1] @ b, **tolerance)
+    np.testing.assert_allclose(gemm(a, b, np.full((1, m, n), np.nan, dtype))[0], (a @ b).sum(0), **tolerance)
+    np.testing.assert_allclose(gemm(a, b[:1], out, accumulate=True), a @ b + a @ b[:1], **tolerance)
 
 
-def test_gemm_backend_switch(monkeypatch):
+def test_gemm_switch_and_blas_threads_put_back(monkeypatch):
+    """TINYFLOW_GEMM=tinyflow makes a backend use the hand-written kernel; numpy's OpenBLAS keeps its thread count
+    after tinyflow's products (it is held at one only while they run)."""
+    from threadpoolctl import threadpool_info
+    before = [(lib["filepath"], lib["num_threads"]) for lib in threadpool_info()]
     monkeypatch.setenv("TINYFLOW_GEMM", "tinyflow")
-    backend = CBackend()
-    backend.small_size = 0
-    a, b = np.ones((3, 4), np.float32), np.ones((4, 2), np.float32)
-    op = build(MatMul, a, b)
-    op.compute = lambda *v: pytest.fail("BLAS used although TINYFLOW_GEMM=tinyflow")
-    np.testing.assert_array_equal(backend.call(backend.kernels["MatMul"], op, (a, b)), np.full((3, 2), 4.0))
+    native.GEMM.clear()
+    try:
+        backend = CBackend()
+        assert "hand-written" in backend.gemm and "hand-written" in native.thread_report()["tinyflow"]["gemm"]
+        a, b = np.ones((300, 400), np.float32), np.ones((400, 200), np.float32)
+        op = build(MatMul, a, b)
+        op.compute = lambda *v: pytest.fail("numpy used for a product on the pool's work")
+        np.testing.assert_array_equal(backend.call(backend.kernels["MatMul"], op, (a, b)), np.full((300, 200), 400))
+    finally:
+        native.choose_gemm("blas")
+    assert "OpenBLAS" in CBackend().gemm
+    CBackend().call(CBackend().kernels["MatMul"], build(MatMul, a, b), (a, b))
+    assert [(lib["filepath"], lib["num_threads"]) for lib in threadpool_info()] == before
+
+
+ONE_OWNER = """
+import os, numpy as np
+from tinyflow.backends.c_backend import CBackend
+backend = CBackend()
+main, pool = os.getpid(), set()
+def cpu_seconds(task):
+    fields = open(f"/proc/self/task/{task}/stat").read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def others():  # CPU time of the threads that are neither the caller nor tinyflow's workers: OpenBLAS's
+    tasks = [t for t in os.listdir("/proc/self/task") if int(t) != main]
+    return sum(cpu_seconds(t) for t in tasks if open(f"/proc/self/task/{t}/comm").read().strip() != "tinyflow-pool")
+a, b = np.ones((512, 1024), np.float32), np.ones((1024, 1024), np.float32)
+kernel = backend.kernels["MatMul"].run
+start = others()
+for _ in range(40):
+    kernel(backend, None, a, b)
+tinyflow = others() - start
+start = others()
+for _ in range(40):
+    a @ b
+print(tinyflow, others() - start)
+"""
+
+
+def test_tinyflow_products_leave_numpys_blas_threads_idle():
+    """One owner of the cores: 40 (512, 1024) @ (1024, 1024) products through the C backend give OpenBLAS's own
+    threads no work (tinyflow's pool runs every tile), where numpy's @ keeps them busy."""
+    from threadpoolctl import threadpool_info
+    if not any(lib["internal_api"] == "openblas" and lib["num_threads"] > 1 for lib in threadpool_info()):
+        pytest.skip("needs numpy's OpenBLAS with threads of its own (OPENBLAS_NUM_THREADS > 1, 2+ cores)")
+    result = subprocess.run([sys.executable, "-c", ONE_OWNER], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), TINYFLOW_NUM_THREADS="2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    tinyflow, numpy = map(float, result.stdout.split())
+    assert tinyflow <= 0.02 < numpy, (tinyflow, numpy)
 
 
 def test_a_batch_of_matrices_times_a_matrix_is_one_product_of_all_their_rows(monkeypatch):
     """(8, 5, 4) @ (4, 3): one (40, 4) @ (4, 3) product (numpy's @ makes eight (5, 4) ones), also for a transposed
-    batch; the values equal numpy's."""
+    batch; the values equal numpy's. Two batches of one shape are one C call too."""
     backend = CBackend()
     backend.small_size = 0
     products = []
-    monkeypatch.setattr(c_backend_module, "gemm", lambda a, b, out=None: products.append(a.shape) or gemm(a, b, out))
-    monkeypatch.setattr(backend, "use_gemm", True)
-    a, b = values(np.float64, (8, 5, 4)), values(np.float64, (4, 3), seed=1)
-    for batch in (a, a.transpose(1, 0, 2)):
-        op = build(MatMul, batch, b)
+    monkeypatch.setattr(c_backend_module, "gemm", lambda a, b, out, **kw: products.append(a.shape) or gemm(a, b, out))
+    a, b = values(np.float64, (8, 50, 40)), values(np.float64, (40, 300), seed=1)
+    for left, right in ((a, b), (a.transpose(1, 0, 2), b), (a, values(np.float64, (8, 40, 300), seed=2))):
+        op = build(MatMul, left, right)
         op.compute = lambda *v: pytest.fail("numpy's batched @ used")
-        np.testing.assert_allclose(backend.call(backend.kernels["MatMul"], op, (batch, b)), batch @ b, rtol=1e-12)
-    assert products == [(40, 4), (40, 4)]
+        np.testing.assert_allclose(backend.call(backend.kernels["MatMul"], op, (left, right)), left @ right,
+                                   rtol=1e-12, atol=1e-12)
+    assert products == [(1, 400, 40), (1, 400, 40), (8, 50, 40)]
 
 
 @pytest.mark.parametrize("groups", [1, 2])
-def test_convolutions_on_the_hand_written_gemm(monkeypatch, groups):
-    """With TINYFLOW_GEMM=tinyflow the convolutions' products (filters times tap-major columns, and their
-    transposes) run on tf_gemm and match numpy."""
-    monkeypatch.setenv("TINYFLOW_GEMM", "tinyflow")
+def test_convolutions_on_the_hand_written_gemm(gemm_kind, monkeypatch, groups):
+    """The convolutions' products (filters times tap-major columns, and their transposes, a product per group) run
+    on tf_gemm, with either kernel for its tiles, and match numpy."""
     backend = CBackend()
     backend.small_size = 0
     products = []
-    monkeypatch.setattr(c_backend_module, "gemm", lambda a, b, out=None: products.append(a.shape) or gemm(a, b, out))
+    monkeypatch.setattr(c_backend_module, "gemm", lambda a, b, out, **kw: products.append(a.shape) or gemm(a, b, out))
     x, w = values(np.float64, (2, 4, 6, 5)), values(np.float64, (6, 4 // groups, 3, 3), seed=1)
     window = dict(stride=1, padding=1, groups=groups)
     grad = values(np.float64, (2, 6, 6, 5), seed=2)
     check(backend, build(conv.Conv, x, w, **window), x, w)
     check(backend, build(conv.ConvBackInput, grad, w, x, **window), grad, w, x)
     check(backend, build(conv.ConvBackFilter, x, grad, w, **window), x, grad, w)
-    assert len(products) == (3 if groups == 1 else 0)  # groups multiply one block of rows each, in numpy
+    assert [shape[0] for shape in products] == [groups] * 3
 
 
 # ---------------------------------------------------------------- fused optimizer updates

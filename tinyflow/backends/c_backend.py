@@ -4,7 +4,6 @@
 and shapes it handles, and writes into fresh or recycled buffers: no public input can crash the interpreter.
 """
 import math
-import os
 import weakref
 
 import numpy as np
@@ -176,24 +175,49 @@ def same_batch(op, q, k, v, *mask):
 
 
 # ---------------------------------------------------------------- matmul
-def gemm(a, b, out=None):
-    """a @ b for 2-D float arrays of one dtype with the hand-written C GEMM."""
-    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
-    out = np.empty((a.shape[0], b.shape[1]), a.dtype) if out is None else out
-    if _fn("tf_gemm", a)(a.shape[0], b.shape[1], a.shape[1], _buf(a), _buf(b), _buf(out)) != 0:
+_POINTER = {dtype: ctype.replace("[]", " *") for dtype, ctype in CTYPE.items()}
+
+
+def _matrices(x):
+    """A batch of matrices (B, rows, cols) as tf_gemm reads it: (x or a copy, pointer, batch step, leading dimension,
+    transposed); a copy when neither its rows nor its columns are contiguous."""
+    batch, rows, cols = x.shape
+    if x.flags.c_contiguous:
+        return x, _buf(x), rows * cols if batch > 1 else 0, max(cols, 1), False
+    steps = [s // x.itemsize for s in x.strides]
+    if min(x.strides) < 0 or any(s % x.itemsize for s in x.strides):
+        return _matrices(np.ascontiguousarray(x))
+    elif cols == 1 or steps[2] == 1:
+        layout = steps[0] if batch > 1 else 0, steps[1] if rows > 1 else cols, False
+    elif rows == 1 or steps[1] == 1:
+        layout = steps[0] if batch > 1 else 0, steps[2] if cols > 1 else rows, True
+    else:
+        return _matrices(np.ascontiguousarray(x))
+    return (x, native.ffi.cast(_POINTER[x.dtype], x.ctypes.data)) + layout
+
+
+def gemm(a, b, out, accumulate=False):
+    """out (+)= a @ b in one tf_gemm call, for float batches a (B, m, k), b (B, k, n) and a contiguous out (B, m, n) of
+    one dtype, where a batch of 1 is one matrix for all (out's: the sum of the B products)."""
+    (a, a_pointer, *a_layout), (b, b_pointer, *b_layout) = _matrices(a), _matrices(b)
+    if _fn("tf_gemm", out)(max(len(a), len(b)), a.shape[1], b.shape[2], a.shape[2], a_pointer, *a_layout, b_pointer,
+                           *b_layout, _buf(out), out[0].size if len(out) > 1 else 0, accumulate) != 0:
         raise MemoryError("tf_gemm could not allocate its packing buffers")
     return out
 
 
 def matmul(backend, op, a, b, out=None):
-    """a @ b: the hand-written GEMM if chosen, else BLAS into a recycled buffer (a fresh one costs page faults). A
-    batch of matrices times one matrix is one product of all their rows (numpy's @ makes one per matrix)."""
-    if a.ndim > 2:
-        return matmul(backend, op, a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[1],))
-    out = backend.pool.empty((a.shape[0], b.shape[1]), a.dtype) if out is None else out
-    if backend.use_gemm:
-        return gemm(a, b, out)
-    return np.matmul(a, b, out=out)
+    """a @ b in one C call: matrices, a batch of them and one matrix (a batch times a matrix is one product of all
+    its rows), or two batches of one shape; into a recycled buffer (a fresh one costs page faults)."""
+    if a.ndim > 2 and b.ndim == 2:
+        flat = None if out is None else out.reshape(-1, out.shape[-1])
+        return matmul(backend, op, a.reshape(-1, a.shape[-1]), b, flat).reshape(a.shape[:-1] + b.shape[1:])
+    shape = (a if a.ndim > 2 else b).shape[:-2] + (a.shape[-2], b.shape[-1])
+    out = backend.pool.empty(shape, a.dtype) if out is None else out
+    if math.prod(shape) * a.shape[-1] < native.lib.TF_PARALLEL_MIN:  # one thread's work: BLAS wakes no thread either
+        return np.matmul(a, b, out=out)  # the same BLAS call as tf_gemm's, made with less Python around it
+    gemm(a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:]), out.reshape((-1,) + shape[-2:]))
+    return out
 
 
 # ---------------------------------------------------------------- convolution and pooling (1-D and 2-D)
@@ -208,11 +232,9 @@ def _im2col(backend, x, geometry):
 def _grouped_product(backend, a, b, groups, transpose_a=False, transpose_b=False):
     """a @ b (a.T, b.T where asked) as a 2-D array; with several groups, each group's block of rows of a (of the
     filters, of im2col's rows, of the planes) times the same block of b."""
-    if groups == 1:
-        return matmul(backend, None, a.T if transpose_a else a, b.T if transpose_b else b)
     a, b = a.reshape(groups, -1, a.shape[-1]), b.reshape(groups, -1, b.shape[-1])
-    product = np.matmul(a.transpose(0, 2, 1) if transpose_a else a, b.transpose(0, 2, 1) if transpose_b else b)
-    return product.reshape(-1, product.shape[-1])
+    a, b = a.transpose(0, 2, 1) if transpose_a else a, b.transpose(0, 2, 1) if transpose_b else b
+    return gemm(a, b, backend.pool.empty((groups, a.shape[1], b.shape[2]), a.dtype)).reshape(-1, b.shape[2])
 
 
 def _planes(backend, y):
@@ -300,9 +322,9 @@ def conv_back_input(backend, op, g, w, x=None):
         _fn("tf_depthwise_back_input", g)(_buf(g), _buf(w), _buf(out), w.shape[0] // shape[1], *geometry)
         return out
     if _pointwise(op, geometry, g):  # each image's planes back through the filters, in place
-        out, filters = backend.pool.empty(shape, g.dtype), w.reshape(w.shape[0], -1).T
-        for planes, image in zip(g.reshape(g.shape[0], g.shape[1], -1), out.reshape(shape[0], shape[1], -1)):
-            matmul(backend, None, filters, planes, image)
+        out = backend.pool.empty(shape, g.dtype)
+        gemm(w.reshape(1, w.shape[0], -1).transpose(0, 2, 1), g.reshape(g.shape[0], g.shape[1], -1),
+             out.reshape(shape[0], shape[1], -1))
         return out
     rows = _planes(backend, g)
     cols = _grouped_product(backend, w.reshape(w.shape[0], -1), rows, op.groups, transpose_a=True)  # (C·K, N·P)
@@ -323,13 +345,10 @@ def conv_back_filter(backend, op, x, g, w):
             raise MemoryError("tf_depthwise_back_filter could not allocate its scratch tap blocks")
         return out
     if _pointwise(op, geometry, g):  # each image's planes times its input's, added up: no im2col copy of x or g
-        planes, images = g.reshape(g.shape[0], g.shape[1], -1), x.reshape(x.shape[0], x.shape[1], -1)
-        out = matmul(backend, None, planes[0], images[0].T)
-        product = backend.pool.empty(out.shape, x.dtype)
-        for b in range(1, len(planes)):
-            out += matmul(backend, None, planes[b], images[b].T, product)
-        backend.pool.recycle(product)
-        return out.reshape(w.shape)
+        out = np.empty(w.shape, x.dtype)
+        gemm(g.reshape(g.shape[0], g.shape[1], -1), x.reshape(x.shape[0], x.shape[1], -1).transpose(0, 2, 1),
+             out.reshape(1, w.shape[0], -1))
+        return out
     cols = _im2col(backend, x, geometry)
     rows = _planes(backend, g)
     out = _grouped_product(backend, rows, cols, op.groups, transpose_b=True).reshape(w.shape)
@@ -482,13 +501,12 @@ class CBackend(Backend):
     def __init__(self):
         super().__init__()
         self.threads = native.configure_threads()
-        # BLAS through numpy is the fastest correct matmul; TINYFLOW_GEMM=tinyflow selects ours
-        self.use_gemm = os.environ.get("TINYFLOW_GEMM", "blas").lower() == "tinyflow"
+        self.gemm = (native.GEMM or native.choose_gemm())["name"]
         # optimizer update op -> its UpdateState; weak, as eager optimizers come and go while the eager backend stays
         self.update_state = weakref.WeakKeyDictionary()
 
     def __repr__(self):
-        return f"<tinyflow backend 'c' threads={self.threads} gemm={'tinyflow' if self.use_gemm else 'blas'}>"
+        return f"<tinyflow backend 'c' threads={self.threads} gemm={self.gemm!r}>"
 
     def multi_update(self, node, values):
         """A MultiTensorUpdate's members in one C call; False when a gradient does not fit (then one by one)."""

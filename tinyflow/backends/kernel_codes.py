@@ -124,8 +124,9 @@ def labels_fit(op, logits, labels, *grad):
 
 
 def inner_dims_match(op, a, b):
-    """b is a matrix whose rows match the columns of a (a matrix, or a batch of them)."""
-    return len(b.shape) == 2 and len(a.shape) >= 2 and a.shape[-1] == b.shape[0]
+    """Matrices whose inner dimensions match: two, a batch of them and one, or two batches of one shape."""
+    return len(a.shape) >= 2 and len(b.shape) >= 2 and a.shape[-1] == b.shape[-2] and (
+        len(a.shape) == 2 or len(b.shape) == 2 or a.shape[:-2] == b.shape[:-2])
 
 
 MEMO_LIMIT = 64  # shapes remembered per op: a training loop sees a few (the last batch is smaller)

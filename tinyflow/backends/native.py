@@ -1,4 +1,5 @@
 """Access to the compiled C kernel library (built by setup.py from ckernels/), if it was built."""
+import functools
 import importlib
 import importlib.util
 import os
@@ -64,15 +65,59 @@ def configure_threads():
     return lib.tf_max_threads()
 
 
+GEMM = {}  # what computes the matrix products' tiles: its name and library file (choose_gemm, at the first C backend)
+
+
+def choose_gemm(wanted=None):
+    """Let the C library compute matrix products with numpy's OpenBLAS, one thread of it per tile on tinyflow's pool
+    (TINYFLOW_GEMM=tinyflow, or a BLAS it cannot drive: the hand-written kernel); returns GEMM."""
+    wanted = (wanted or os.environ.get("TINYFLOW_GEMM") or "blas").lower()
+    found = _numpy_openblas() if wanted != "tinyflow" and lib is not None else None
+    if found is None:
+        if lib is not None:
+            lib.tf_use_blas(*[ffi.NULL] * 6, 0)
+        GEMM.update(name="tinyflow's hand-written kernel (ckernels/src/gemm_generic.h)", filepath=None)
+        return GEMM
+    controller, symbols, ilp64 = found
+    lib.tf_use_blas(*(ffi.cast("void *", address) for address in symbols), int(ilp64))
+    GEMM.update(name=f"numpy's OpenBLAS {controller.version}, one thread per tile on tinyflow's pool",
+                filepath=controller.filepath)
+    return GEMM
+
+
+@functools.cache
+def _numpy_openblas():
+    """(controller, addresses of cblas_[sd]gemm, cblas_[sd]gemv, openblas_[gs]et_num_threads, ILP64?) of the OpenBLAS
+    numpy loaded, or None. Only one threading on pthreads: with OpenMP its thread count is per calling thread."""
+    import ctypes
+
+    from threadpoolctl import ThreadpoolController
+    for controller in ThreadpoolController().select(internal_api="openblas").lib_controllers:
+        if controller.threading_layer not in ("pthreads", "disabled"):
+            continue
+        library = ctypes.CDLL(controller.filepath)
+        for prefix, suffix in ((p, s) for p in ("", "scipy_") for s in ("", "64_", "_64")):
+            names = [f"{prefix}{name}{suffix}" for name in ("cblas_sgemm", "cblas_dgemm", "cblas_sgemv", "cblas_dgemv",
+                                                            "openblas_get_num_threads", "openblas_set_num_threads")]
+            if all(hasattr(library, name) for name in names + [f"{prefix}openblas_get_config{suffix}"]):
+                config = getattr(library, f"{prefix}openblas_get_config{suffix}")
+                config.restype = ctypes.c_char_p
+                return controller, [ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in names], \
+                    b"USE64BITINT" in config()
+    return None
+
+
 def thread_report():
     """Who runs threads in this process: tinyflow's pool, and the OpenMP and BLAS runtimes others loaded (listed
     because they share the cores: tinyflow's kernels run on their own pool, never on an OpenMP runtime, so of the
     OMP_* settings only OMP_NUM_THREADS counts, when TINYFLOW_NUM_THREADS is unset)."""
     from threadpoolctl import threadpool_info
     return {"tinyflow": {"runtime": "tinyflow thread pool (pthreads, ckernels/src/threads.c)",
-                         "threads": configure_threads(), "workers started": lib.tf_pool_workers() if lib else 0},
+                         "threads": configure_threads(), "workers started": lib.tf_pool_workers() if lib else 0,
+                         "gemm": (GEMM or choose_gemm()).get("name")},
             "others": [{key: entry.get(key) for key in ("user_api", "internal_api", "filepath", "version",
-                                                        "num_threads")} for entry in threadpool_info()]}
+                                                        "num_threads")}
+                       for entry in threadpool_info() if entry["filepath"] != GEMM.get("filepath")]}
 
 
 def build_flags():

@@ -19,7 +19,7 @@ from .base import DECLINE, FLOATS, Backend, Kernel
 from .c_codegen import device_ops
 from .fused import OpenCLFusedKernel, elementwise_layout, plan_layout
 from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
-                           conv_geometry, fits_conv, inner_dims_match, labels_fit,
+                           conv_geometry, fits_conv, labels_fit,
                            pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
 
 log = logging.getLogger("tinyflow.opencl")
@@ -262,6 +262,11 @@ def matmul(backend, op, a, b):
     return out
 
 
+def two_matrices(op, a, b):
+    """a (m, k) and b (k, n): the tiled kernel's operands."""
+    return len(b.shape) == 2 and a.shape[-1] == b.shape[0]
+
+
 def _long16(geometry):
     """A window geometry (kernel_codes.window_geometry) as the kernels take it."""
     return rt.pyopencl().cltypes.make_long16(*geometry, 0, 0)
@@ -356,7 +361,7 @@ OpenCLBackend.kernels = {
        for op_type, name in ROW_KERNELS.items()},
     **dict.fromkeys(("SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad"),
                     Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit)),
-    "MatMul": Kernel(matmul, ndim=2, accepts=inner_dims_match),
+    "MatMul": Kernel(matmul, ndim=2, accepts=two_matrices),
     "Conv": Kernel(conv, **_UNGROUPED), "ConvBackInput": Kernel(conv_back_input, **_UNGROUPED),
     "ConvBackFilter": Kernel(conv_back_filter, **_UNGROUPED), "ConvTranspose": Kernel(conv_back_input, **_UNGROUPED),
     **{op_type: Kernel(max_pool, accepts=pool_geometry) for op_type in POOL_KERNELS},
