@@ -24,7 +24,7 @@
 #include "common.h"
 #include "tinyflow_kernels.h"
 
-enum { MIN_TILE = 32, TILES_PER_THREAD = 1, CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+enum { MIN_TILE = 32, TILES_PER_THREAD = 4, CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 
 static struct {
     void *gemm[2], *gemv[2]; /* cblas_sgemm, cblas_dgemm; cblas_sgemv, cblas_dgemv */
