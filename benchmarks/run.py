@@ -95,8 +95,8 @@ def _describe(process, section):
     start, end = section["load"]
     load = f"{start:.2f} -> {end:.2f}" if start is not None else "unavailable"
     return (f"OpenMP {', '.join(_short(p) for p in process['openmp'])}; threads: {threads}; "
-            f"OpenMP spins {process['spin'] * 1e3:.1f} ms of CPU after a region, so {process['settle'] * 1e3:.0f} ms "
-            f"of untimed calls before each timed one; load {load} over the table's {section['seconds']:.0f} s")
+            f"OpenMP or BLAS threads spin {process['spin'] * 1e3:.1f} ms of CPU after a region, so "
+            f"{process['settle'] * 1e3:.0f} ms of untimed calls before each timed one; load {load} over the table's {section['seconds']:.0f} s")
 
 
 def _cells(row, bandwidth):

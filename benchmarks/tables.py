@@ -201,7 +201,11 @@ def run_child(keys, order, threads, repeats, warmup, n):
     import workloads
     from reference import ReferenceLoops
     reference = ReferenceLoops()  # after the ordered imports: it links libgomp.so.1
-    spin = spin_after(next(iter(triad_candidates(reference, 1_000_000).values())))  # an OpenMP region
+    # the longer of an OpenMP region's spin and numpy's OpenBLAS's (its idle threads spin ~0.1 s of CPU after a
+    # call): each candidate is timed with the others' pools idle, numpy's by-hand references included
+    square = np.ones((512, 512), np.float32)
+    spin = max(spin_after(next(iter(triad_candidates(reference, 1_000_000).values()))),
+               spin_after(lambda: square @ square))
     ctx = Context(tfl, torch, reference, threads, repeats, warmup, n, order == TORCH_ALONE, settle_for(spin))
     process = describe_process(tfl, torch, reference, threads)
     process["spin"], process["settle"] = spin, ctx.settle

@@ -59,7 +59,8 @@ enum tf_recurrent_cell {
 enum tf_limits {
     TF_PARALLEL_MIN = 262144,
     TF_MAX_THREADS = 1024,
-    TF_STREAMING_BYTES = 8388608 /* optimizer updates over arrays this large run their memory-streaming build */
+    TF_STREAMING_BYTES = 8388608, /* optimizer updates over arrays this large run their memory-streaming build */
+    TF_GEMM_COST_DIVISOR = 16 /* a product's parallel cost: its multiply-adds over this (gemm.c) */
 };
 
 /* runtime.c: what the library was built with, and a STREAM triad for benchmarks */
@@ -203,3 +204,4 @@ int tf_gemm_f64(long batch, long m, long n, long k, const double *a, long a_step
                 const double *b, long b_step, long ldb, int b_t, double *c, long c_step, int accumulate);
 void tf_use_blas(void *sgemm, void *dgemm, void *sgemv, void *dgemv, void *get_threads, void *set_threads,
                  int ilp64);
+void tf_hold_blas(int hold);

@@ -5,6 +5,8 @@
  *     leading dimension lda, op(A) = A, or its transpose when a_t (A is then k x m); B likewise. A step of 0 shares
  *     one matrix among the batch; c_step 0 sums the batch's products into one C. `accumulate` adds to C.
  *     Returns 0, or -1 if scratch memory could not be allocated.
+ * tf_hold_blas(hold)
+ *     hold numpy's BLAS at one thread (1), or let it go (0): for a product run by numpy on the calling thread.
  * tf_use_blas(sgemm, dgemm, sgemv, dgemv, get_threads, set_threads, ilp64)
  *     the BLAS to compute tiles with (cblas_?gemm, cblas_?gemv for tiles of one row or column, and
  *     openblas_[gs]et_num_threads of numpy's OpenBLAS, found by tinyflow/backends/native.py; ilp64: its integers
@@ -24,6 +26,10 @@
 #include "common.h"
 #include "tinyflow_kernels.h"
 
+/* TF_GEMM_COST_DIVISOR (tinyflow_kernels.h): a product's cost for tf_parallel_for is its multiply-adds over this,
+ * about the values a streaming kernel touches in the same time, so a product goes parallel where an elementwise
+ * kernel would: below that, waking a sleeping worker costs more than it saves (506 x 64 x 64 takes 60 us on one
+ * thread). */
 enum { MIN_TILE = 32, TILES_PER_THREAD = 4, CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 
 static struct {
@@ -44,7 +50,7 @@ void tf_use_blas(void *sgemm, void *dgemm, void *sgemv, void *dgemv, void *get_t
 static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
 static int holders, held_from = 1;
 
-static void hold_blas(int hold) {
+void tf_hold_blas(int hold) {
     if (!blas.set_threads) return;
     pthread_mutex_lock(&hold_lock);
     if (hold && holders++ == 0 && (held_from = blas.get_threads()) != 1) blas.set_threads(1);
@@ -53,10 +59,10 @@ static void hold_blas(int hold) {
 }
 
 /* How many tiles to cut each product's C into, along its rows or its columns. */
-static void plan_tiles(long products, long m, long n, double work, long *row_tiles, long *col_tiles) {
+static void plan_tiles(long products, long m, long n, long cost, long *row_tiles, long *col_tiles) {
     long threads = tf_max_threads(), wanted = TILES_PER_THREAD * threads;
     *row_tiles = *col_tiles = 1;
-    if (work < TF_PARALLEL_MIN || threads == 1 || products >= wanted) return;
+    if (cost < TF_PARALLEL_MIN || threads == 1 || products >= wanted) return;
     long split = (wanted + products - 1) / products, longer = m >= n ? m : n;
     split = split < longer / MIN_TILE ? split : longer / MIN_TILE;
     *(m >= n ? row_tiles : col_tiles) = split > 1 ? split : 1;

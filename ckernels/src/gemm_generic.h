@@ -149,15 +149,15 @@ int NAME(tf_gemm)(long batch, long m, long n, long k, const T *a, long a_step, l
     if (batch <= 0 || m <= 0 || n <= 0) return 0;
     NAME(gemm_job) j = {a, b, c, batch, m, n, k, a_step, lda, b_step, ldb, c_step, 1, 1, m, n, a_t, b_t, accumulate, 0};
     long products = c_step ? batch : 1;
-    double work = (double)batch * m * n * (k > 0 ? k : 1);
-    plan_tiles(products, m, n, work, &j.row_tiles, &j.col_tiles);
+    double work = (double)batch * m * n * (k > 0 ? k : 1) / TF_GEMM_COST_DIVISOR;
+    long cost = work < 4e18 ? (long)work : (long)4e18;
+    plan_tiles(products, m, n, cost, &j.row_tiles, &j.col_tiles);
     j.tile_rows = (m + j.row_tiles - 1) / j.row_tiles;
     j.tile_cols = ((n + j.col_tiles - 1) / j.col_tiles + 15) / 16 * 16; /* whole cache lines of C to each tile */
     j.col_tiles = (n + j.tile_cols - 1) / j.tile_cols;
-    hold_blas(1);
-    tf_parallel_for(products * j.row_tiles * j.col_tiles, work < 4e18 ? (long)work : (long)4e18, NAME(gemm_tiles),
-                    &j);
-    hold_blas(0);
+    tf_hold_blas(1);
+    tf_parallel_for(products * j.row_tiles * j.col_tiles, cost, NAME(gemm_tiles), &j);
+    tf_hold_blas(0);
     return j.failed ? -1 : 0;
 }
 #undef MR

@@ -179,29 +179,31 @@ _POINTER = {dtype: ctype.replace("[]", " *") for dtype, ctype in CTYPE.items()}
 
 
 def _matrices(x):
-    """A batch of matrices (B, rows, cols) as tf_gemm reads it: (x or a copy, pointer, batch step, leading dimension,
-    transposed); a copy when neither its rows nor its columns are contiguous."""
-    batch, rows, cols = x.shape
+    """Matrices (rows, cols), or a batch of them (B, rows, cols), as tf_gemm reads them: (x or a copy, pointer, batch
+    step, leading dimension, transposed); a copy when neither their rows nor their columns are contiguous."""
+    (rows, cols), batched = x.shape[-2:], x.ndim == 3 and len(x) > 1
     if x.flags.c_contiguous:
-        return x, _buf(x), rows * cols if batch > 1 else 0, max(cols, 1), False
-    steps = [s // x.itemsize for s in x.strides]
+        return x, _buf(x), rows * cols if batched else 0, cols or 1, False
     if min(x.strides) < 0 or any(s % x.itemsize for s in x.strides):
         return _matrices(np.ascontiguousarray(x))
-    elif cols == 1 or steps[2] == 1:
-        layout = steps[0] if batch > 1 else 0, steps[1] if rows > 1 else cols, False
-    elif rows == 1 or steps[1] == 1:
-        layout = steps[0] if batch > 1 else 0, steps[2] if cols > 1 else rows, True
+    step, row, col = (x.strides[0] // x.itemsize if batched else 0), *(s // x.itemsize for s in x.strides[-2:])
+    if cols == 1 or col == 1:
+        layout = step, row if rows > 1 else cols, False
+    elif rows == 1 or row == 1:
+        layout = step, col if cols > 1 else rows, True
     else:
         return _matrices(np.ascontiguousarray(x))
     return (x, native.ffi.cast(_POINTER[x.dtype], x.ctypes.data)) + layout
 
 
 def gemm(a, b, out, accumulate=False):
-    """out (+)= a @ b in one tf_gemm call, for float batches a (B, m, k), b (B, k, n) and a contiguous out (B, m, n) of
-    one dtype, where a batch of 1 is one matrix for all (out's: the sum of the B products)."""
+    """out (+)= a @ b in one tf_gemm call, for float matrices or batches a ([B,] m, k), b ([B,] k, n) and a contiguous
+    out ([B,] m, n) of one dtype, where a batch of 1 is one matrix for all (out's: the sum of the B products)."""
     (a, a_pointer, *a_layout), (b, b_pointer, *b_layout) = _matrices(a), _matrices(b)
-    if _fn("tf_gemm", out)(max(len(a), len(b)), a.shape[1], b.shape[2], a.shape[2], a_pointer, *a_layout, b_pointer,
-                           *b_layout, _buf(out), out[0].size if len(out) > 1 else 0, accumulate) != 0:
+    (m, k), n = a.shape[-2:], b.shape[-1]
+    batch = max(len(a) if a.ndim == 3 else 1, len(b) if b.ndim == 3 else 1)
+    if _fn("tf_gemm", out)(batch, m, n, k, a_pointer, *a_layout, b_pointer, *b_layout, _buf(out),
+                           m * n if out.ndim == 3 and len(out) > 1 else 0, accumulate) != 0:
         raise MemoryError("tf_gemm could not allocate its packing buffers")
     return out
 
@@ -212,11 +214,18 @@ def matmul(backend, op, a, b, out=None):
     if a.ndim > 2 and b.ndim == 2:
         flat = None if out is None else out.reshape(-1, out.shape[-1])
         return matmul(backend, op, a.reshape(-1, a.shape[-1]), b, flat).reshape(a.shape[:-1] + b.shape[1:])
-    shape = (a if a.ndim > 2 else b).shape[:-2] + (a.shape[-2], b.shape[-1])
-    out = backend.pool.empty(shape, a.dtype) if out is None else out
-    if math.prod(shape) * a.shape[-1] < native.lib.TF_PARALLEL_MIN:  # one thread's work: BLAS wakes no thread either
-        return np.matmul(a, b, out=out)  # the same BLAS call as tf_gemm's, made with less Python around it
-    gemm(a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:]), out.reshape((-1,) + shape[-2:]))
+    (m, k), n, batch = a.shape[-2:], b.shape[-1], (a if a.ndim > 2 else b).shape[:-2]
+    out = backend.pool.empty(batch + (m, n), a.dtype) if out is None else out
+    work, lib = m * n * k * math.prod(batch), native.lib
+    if work < lib.TF_PARALLEL_MIN:  # BLAS threads nothing this small: numpy's call, with less Python than tf_gemm's
+        return np.matmul(a, b, out=out)
+    if work < lib.TF_PARALLEL_MIN * lib.TF_GEMM_COST_DIVISOR:  # one thread's work for tf_gemm too: numpy's call,
+        lib.tf_hold_blas(1)  # BLAS held at one thread as tf_gemm holds it (W2b's products: 5% fewer instructions)
+        try:
+            return np.matmul(a, b, out=out)
+        finally:
+            lib.tf_hold_blas(0)
+    gemm(*(x.reshape(-1, *x.shape[-2:]) if x.ndim > 3 else x for x in (a, b, out)))  # batch axes as one
     return out
 
 
