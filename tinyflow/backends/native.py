@@ -71,20 +71,15 @@ GEMM = {}  # what computes the matrix products' tiles: its name and library file
 def choose_gemm(wanted=None):
     """Let the C library compute matrix products with numpy's OpenBLAS, one thread of it per tile on tinyflow's pool
     (TINYFLOW_GEMM=tinyflow, or a BLAS it cannot drive: the hand-written kernel); returns GEMM."""
-    wanted = (wanted or os.environ.get("TINYFLOW_GEMM") or "blas").lower()
     found = _numpy_openblas() if lib is not None else None
-    if found is None:
-        if lib is not None:
-            lib.tf_use_blas(*[ffi.NULL] * 6, 0)
-        GEMM.update(name="tinyflow's hand-written kernel (ckernels/src/gemm_generic.h)", filepath=None)
-        return GEMM
-    controller, symbols, ilp64 = found
-    own = wanted == "tinyflow"  # the tiles by the hand-written kernel; BLAS still held at one thread meanwhile
-    lib.tf_use_blas(*(ffi.NULL if own and i < 4 else ffi.cast("void *", address) for i, address in enumerate(symbols)),
-                    int(ilp64))
+    controller, symbols, ilp64 = found or (None, [None] * 6, False)
+    own = found is None or (wanted or os.environ.get("TINYFLOW_GEMM") or "blas").lower() == "tinyflow"
+    if lib is not None:  # with the hand-written kernel, BLAS's thread count is still held while products run
+        lib.tf_use_blas(*(ffi.NULL if address is None or (own and i < 4) else ffi.cast("void *", address)
+                          for i, address in enumerate(symbols)), int(ilp64))
     GEMM.update(name="tinyflow's hand-written kernel (ckernels/src/gemm_generic.h)" if own else
                 f"numpy's OpenBLAS {controller.version}, one thread per tile on tinyflow's pool",
-                filepath=controller.filepath)
+                filepath=controller and controller.filepath)
     return GEMM
 
 
