@@ -103,7 +103,7 @@ static int NAME(tile_product)(const NAME(gemm_job) *j, const T *a, const T *b, T
     long k = j->k, lda = j->lda, ldb = j->ldb, ldc = j->n;
     void *gemm = blas.gemm[BLAS_INDEX];
     int ints_fit = blas.ilp64 || (rows | cols | k | lda | ldb | ldc) <= 0x7fffffffL;
-    if (gemm && ints_fit && lda >= (j->a_t ? rows : k) && ldb >= (j->b_t ? k : cols) && lda > 0 && ldb > 0 && k > 0) {
+    if (gemm && ints_fit && k > 0 && lda >= (j->a_t ? rows : k) && ldb >= (j->b_t ? k : cols)) { /* so lda, ldb >= 1 */
         int ta = j->a_t ? CBLAS_TRANS : CBLAS_NO_TRANS, tb = j->b_t ? CBLAS_TRANS : CBLAS_NO_TRANS;
         if (rows == 1) /* c's row = op(B)^T a's row */
             NAME(blas_gemv)(!j->b_t, j->b_t ? cols : k, j->b_t ? k : cols, b, ldb, a, j->a_t ? lda : 1, c, 1,
