@@ -20,10 +20,13 @@
  * after a torch call: 9.2 ms with fixed halves, 5.5 ms with 8 claimed chunks, 5.2 ms on one thread).
  * Small chunks bound the wait for the one a late worker holds. Chunks are fixed by index, whoever runs
  * them, so results never depend on the schedule. Workers are started on first use. A worker between jobs
- * spins for TF_SPIN_MICROSECONDS, then sleeps on a condition variable: a training step calls kernels a
- * few microseconds apart, and waking a sleeping thread costs 10-60 µs, but a longer spin takes the core from
- * whatever else runs: an imported MobileNetV2 at batch 1 beside a busy process, 21 ms with this spin and 31 ms with
- * a 1 ms one (idle, the long spin saved a wake-up before each matrix product, at most 10%). A caller waiting for the last chunks of its own job spins
+ * spins, then sleeps on a condition variable: a training step calls kernels a few microseconds apart, and
+ * waking a sleeping thread costs 10-60 µs (in a VM up to a millisecond), but a spin takes the core from
+ * whatever else wants it. So the spin adapts: TF_QUIET_SPIN_MICROSECONDS while the worker's CPU is its own,
+ * TF_SPIN_MICROSECONDS once the scheduler has preempted one of the process's threads within about the last
+ * millisecond (the process's involuntary context switches went up: another thread wanted a CPU). Measured: an imported MobileNetV2 at batch 1 beside a busy
+ * process, 21 ms with the short spin and 31 ms with a 1 ms one; idle, the long spin saves a wake-up before
+ * each matrix product. A caller waiting for the last chunks of its own job spins
  * for up to TF_CALLER_SPIN_MICROSECONDS, then sleeps as a worker does: they run on the other cores and end
  * within a chunk's time, the caller has nothing else to do, and being woken cost it more in a VM (a
  * 10M-element Adam step, 2.1 ms: 1.08-1.10x the OpenMP loop with the 20 µs spin, 1.04-1.05x with this
@@ -35,6 +38,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <time.h>
@@ -44,7 +48,7 @@
 #include "tinyflow_kernels.h"
 
 /* A job number carries the number of parts in its low bits, so a worker learns at once whether it takes part. */
-enum { TF_SPIN_MICROSECONDS = 20, TF_CALLER_SPIN_MICROSECONDS = 1000, PARTS_BITS = 11, CHUNKS_PER_THREAD = 32,
+enum { TF_SPIN_MICROSECONDS = 20, TF_QUIET_SPIN_MICROSECONDS = 1000, TF_CALLER_SPIN_MICROSECONDS = 1000, PARTS_BITS = 11, CHUNKS_PER_THREAD = 32,
        CHUNK_MIN_COST = 32768 };
 
 /* A counter threads can wait on until it changes; bump() changes it and wakes the sleepers. */
@@ -193,6 +197,29 @@ struct worker_start {
     long id, job; /* the worker's part number, and the last job it must not run */
 };
 
+/* How long a worker spins before it sleeps: long while no thread of the process has been preempted lately,
+ * short once one was (another thread wanted its CPU; see the top of this file). The process's count of
+ * involuntary context switches is read at most once a millisecond, by whichever worker comes first: getrusage
+ * walks every thread of the process under a lock that all of them would otherwise queue on. */
+static double worker_spin_microseconds(void) {
+#ifdef RUSAGE_SELF
+    static long checked_at = -1000000, preemptions_seen = -1;
+    static int quiet;
+    if (pool.threads > pool.cpus) return TF_SPIN_MICROSECONDS; /* some thread of the pool always waits for a CPU */
+    long now = (long)now_microseconds(), last = __atomic_load_n(&checked_at, __ATOMIC_RELAXED);
+    if (now - last >= 1000 && __atomic_compare_exchange_n(&checked_at, &last, now, 0, __ATOMIC_RELAXED,
+                                                          __ATOMIC_RELAXED)) {
+        struct rusage usage;
+        long preemptions = getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_nivcsw : -2;
+        long seen = __atomic_exchange_n(&preemptions_seen, preemptions, __ATOMIC_RELAXED);
+        __atomic_store_n(&quiet, preemptions == seen, __ATOMIC_RELAXED);
+    }
+    return __atomic_load_n(&quiet, __ATOMIC_RELAXED) ? TF_QUIET_SPIN_MICROSECONDS : TF_SPIN_MICROSECONDS;
+#else
+    return TF_SPIN_MICROSECONDS;
+#endif
+}
+
 static void *worker_main(void *arg) {
     struct worker_start *start = arg;
     long id = start->id, seen = start->job;
@@ -203,7 +230,7 @@ static void *worker_main(void *arg) {
     inside_pool = 1;
     home_part = id;
     for (;;) {
-        seen = wait_for_change(&pool.job, seen, TF_SPIN_MICROSECONDS);
+        seen = wait_for_change(&pool.job, seen, worker_spin_microseconds());
         long parts = seen & ((1 << PARTS_BITS) - 1);
         if (id < parts) { /* workers beyond the parts (after a smaller thread count) rest */
             if (run_chunks(seen >> PARTS_BITS, id, parts)) bump(&pool.done, 1);

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -177,6 +178,30 @@ def test_workers_are_kept_off_the_cpu_of_the_thread_that_calls_the_kernel(thread
         assert workers, "no thread named tinyflow-pool after a parallel kernel"
         for tid, allowed in workers.items():
             assert allowed == mine - {cpu}, f"worker {tid} may run on {sorted(allowed)}, caller on CPU {cpu}"
+
+
+def pool_workers_cpu_seconds():
+    """{thread id: seconds on a CPU so far} for this process's pool workers (the scheduler's nanosecond count)."""
+    return {tid: int(open(f"/proc/self/task/{tid}/schedstat").read().split()[0]) * 1e-9
+            for tid in pool_workers_allowed_cpus()}
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/self/task/{os.getpid()}/schedstat"),
+                    reason="the kernel does not report threads' CPU time in /proc/<pid>/task/<tid>/schedstat")
+def test_idle_workers_stop_spinning_and_sleep_within_milliseconds(threads):
+    """A worker spins after a job (1 ms at most while no thread of the process is preempted, 20 µs after one is),
+    then sleeps: over the next 200 ms it must use the CPU for a few milliseconds at most, not hold it as
+    OpenBLAS's threads do for ~0.1 s."""
+    threads(2)
+    sigmoid(np.zeros(PARALLEL_MIN * 2, np.float32))  # starts the workers
+    for _ in range(3):
+        sigmoid(np.zeros(PARALLEL_MIN * 2, np.float32))
+        before = pool_workers_cpu_seconds()
+        time.sleep(0.2)
+        after = pool_workers_cpu_seconds()
+        assert before, "no thread named tinyflow-pool after a parallel kernel"
+        for tid, seconds in before.items():
+            assert after[tid] - seconds < 0.005, f"worker {tid} used {(after[tid] - seconds) * 1e3:.1f} ms of CPU idle"
 
 
 TORCH_FIRST = """
