@@ -73,6 +73,7 @@ void tf_triad_f32(float *a, const float *b, const float *c, float s, long n);
 typedef void (*tf_chunk_fn)(void *args, long start, long stop);
 void tf_parallel_for(long n, long cost, tf_chunk_fn chunk, void *args);
 int tf_max_threads(void);
+int tf_threads_for(long cost);
 void tf_set_num_threads(int n);
 int tf_pool_workers(void);
 long tf_parallel_trace(long n, long cost, long *log);

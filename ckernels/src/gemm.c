@@ -60,7 +60,7 @@ void tf_hold_blas(int hold) {
 
 /* How many tiles to cut each product's C into, along its rows or its columns. */
 static void plan_tiles(long products, long m, long n, long cost, long *row_tiles, long *col_tiles) {
-    long threads = tf_max_threads(), wanted = TILES_PER_THREAD * threads;
+    long threads = tf_threads_for(cost), wanted = TILES_PER_THREAD * threads;
     *row_tiles = *col_tiles = 1;
     if (cost < TF_PARALLEL_MIN || threads == 1 || products >= wanted) return;
     long split = (wanted + products - 1) / products, longer = m >= n ? m : n;

@@ -334,7 +334,7 @@ void tf_parallel_for(long n, long cost, tf_chunk_fn fn, void *args) {
     }
     int workers = start_workers(pool.threads);
     steer_workers();
-    long parts = workers + 1 < pool.threads ? workers + 1 : pool.threads;
+    long threads = tf_threads_for(cost), parts = workers + 1 < threads ? workers + 1 : threads;
     parts = parts < n ? parts : n;
     /* many small chunks, so a caller whose worker is late (descheduled, waking on an idle core) does the
      * rest itself without waiting long for a chunk the worker holds; but none under CHUNK_MIN_COST */
@@ -369,6 +369,17 @@ void tf_parallel_for(long n, long cost, tf_chunk_fn fn, void *args) {
 int tf_max_threads(void) {
     ensure_configured();
     return pool.threads;
+}
+
+/* The threads a job of this cost runs on (the caller included): the pool's count, but no more than the job pays
+ * for, one per TF_PARALLEL_MIN / 2 of cost. Why: waking a thread costs 5-60 µs, and a job just over
+ * TF_PARALLEL_MIN cut 16 ways gave each thread a few microseconds of work; beside other runtimes' spinning
+ * threads each extra thread is one more that may start late. A job of TF_PARALLEL_MIN takes two threads, as on
+ * the two cores where that threshold was measured. */
+int tf_threads_for(long cost) {
+    ensure_configured();
+    long affordable = cost / (TF_PARALLEL_MIN / 2);
+    return affordable < pool.threads ? (affordable > 1 ? (int)affordable : 1) : pool.threads;
 }
 
 /* Use n threads from the next parallel kernel on (1 .. TF_MAX_THREADS; n < 1 is ignored). */

@@ -83,6 +83,18 @@ def test_each_thread_runs_its_own_range_of_chunks_from_the_front_then_the_others
     assert helped, "no worker ever ran a chunk in 5 s: nothing was checked"
 
 
+def test_a_job_takes_no_more_threads_than_its_cost_pays_for(threads):
+    """Waking a thread costs 5-60 µs: a job gets one thread per TF_PARALLEL_MIN / 2 of cost, up to the pool's count,
+    so a job just over the threshold runs on two threads however many the pool has."""
+    threads(8)
+    assert [native.lib.tf_threads_for(cost) for cost in (0, PARALLEL_MIN - 1, PARALLEL_MIN, 3 * PARALLEL_MIN,
+                                                         4 * PARALLEL_MIN, 10 ** 12)] == [1, 1, 2, 6, 8, 8]
+    for _ in range(5):
+        orders, chunks = chunk_orders(64, PARALLEL_MIN)
+        assert set(orders) <= {0, 1}, f"a job of cost TF_PARALLEL_MIN ran on parts {sorted(orders)}"
+        assert sorted(sum(orders.values(), [])) == list(range(chunks))
+
+
 @pytest.mark.parametrize("rows", [2, 3, 5, 7, 17, 40])
 def test_fewer_rows_than_threads_or_odd_counts_are_split_right(threads, rows):
     """Row kernels split rows: with few long rows each thread may get one row or none."""
