@@ -34,7 +34,8 @@ def threads(monkeypatch):
     native.configure_threads()
 
 
-@pytest.mark.parametrize("size", [PARALLEL_MIN, PARALLEL_MIN + 1, PARALLEL_MIN + 17, 3 * PARALLEL_MIN + 5])
+@pytest.mark.parametrize("size", [PARALLEL_MIN, PARALLEL_MIN + 1, PARALLEL_MIN + 17, 3 * PARALLEL_MIN + 5,
+                                  4 * PARALLEL_MIN + 3])  # the last pays for 8 threads: all 7 take part
 @pytest.mark.parametrize("count", [2, 3, 7])
 def test_parallel_chunks_cover_every_element_exactly_once(threads, size, count):
     """a = a + 1 a in place (the triad): an element done twice would become 4 a, one skipped would stay a."""
@@ -98,7 +99,8 @@ def test_a_job_takes_no_more_threads_than_its_cost_pays_for(threads):
 @pytest.mark.parametrize("rows", [2, 3, 5, 7, 17, 40])
 def test_fewer_rows_than_threads_or_odd_counts_are_split_right(threads, rows):
     """Row kernels split rows: with few long rows each thread may get one row or none."""
-    x = np.random.default_rng(rows).standard_normal((rows, PARALLEL_MIN // rows + 11)).astype(np.float32)
+    # 4 TF_PARALLEL_MIN of work pays for 8 threads (tf_threads_for): all 7 take part, more threads than rows
+    x = np.random.default_rng(rows).standard_normal((rows, 4 * PARALLEL_MIN // rows + 11)).astype(np.float32)
     threads(7)
     out = np.full_like(x, np.nan)
     native.lib.tf_softmax_f32(native.ffi.from_buffer("float[]", x), native.ffi.from_buffer("float[]", out), *x.shape)
