@@ -73,24 +73,25 @@ def c_source(node, kinds):
              "    const struct tf_args *k = args;"]
     lines += [f"    const T *restrict x{k} = k->x{k};" for k in inputs]
     lines += ["    T *restrict out = k->out;", "    long inner = k->inner;", "    (void)inner;"]
-    tail, scalars = [], [f"    const T s{k} = x{k}[0];" for k, kind in enumerate(kinds) if kind == "scalar"]
-    lines += scalars
     # the vector form: a long chain of arithmetic on full arrays
     vectorised = (len(node.members) >= LANES_MIN_MEMBERS and "full" in kinds
+                  and all(kind in ("full", "scalar") for kind in kinds)
                   and all(is_arithmetic(m.expression) for m in node.members))
-    count = "n"
-    if vectorised:
+    tail, count = [], "n"
+    if vectorised:  # parts are blocks of LANES, one tf_lanes call each; the last values after them, in tf_fused
         lanes = LANES_BYTES // (4 if single else 8)
         lines[4:4] = [f"enum {{ LANES = {lanes} }};", "typedef T V __attribute__((vector_size(sizeof(T) * LANES)));"]
-    if all(kind in ("full", "scalar") for kind in kinds):
+        chunk = lines.index("static void tf_chunk(void *args, long start, long stop) {")
+        lines[chunk:chunk] = _lanes_function(node, kinds, single)
+        blocks = ", ".join(f"x{k} + b * LANES" if kind == "full" else f"x{k}" for k, kind in enumerate(kinds))
+        lines += ["    long b;", f"    for (b = start; b < stop; b++) tf_lanes({blocks}, out + b * LANES);", "}"]
+        count, tail = "n / LANES", _lanes_tail(kinds)
+    elif all(kind in ("full", "scalar") for kind in kinds):
+        lines += [f"    const T s{k} = x{k}[0];" for k, kind in enumerate(kinds) if kind == "scalar"]
         loads = {k: (f"s{k}" if kind == "scalar" else f"x{k}[i]") for k, kind in enumerate(kinds)}
         statements, result = body(node, loads, single, " " * 8)
         loop = [*statements, f"        out[i] = {result};", "    }"]
-        if vectorised:  # parts are blocks of LANES; the last elements run after them, in tf_fused
-            lines += _lanes_loop(node, kinds, single) + ["}"]
-            count = "n / LANES"
-            tail = scalars + ["    long i;", "    for (i = n - n % LANES; i < n; i++) {  /* the last ones */", *loop]
-        elif single and any(isinstance(n, ast.Call) and n.func.id == "sigmoid"  # a cheaper form for |x| <= 86
+        if single and any(isinstance(n, ast.Call) and n.func.id == "sigmoid"  # a cheaper form for |x| <= 86
                             for m in node.members for n in ast.walk(m.expression)):
             lines += _blocks_loop(node, loads, loop) + ["}"]
         else:
@@ -108,9 +109,7 @@ def c_source(node, kinds):
               "    long n = outer * inner;",
               f"    if (parallel) ((tf_parallel_fn)parallel)({count}, n, tf_chunk, &k);",
               f"    else tf_chunk(&k, 0, {count});"]
-    if tail:
-        lines += ["    {"] + ["    " + line for line in tail] + ["    }"]
-    lines.append("}")
+    lines += tail + ["}"]
     return "\n".join(lines) + "\n"
 
 
@@ -131,21 +130,35 @@ def _blocks_loop(node, loads, full_loop):
             "        for (i = b; i < end; i++) {", *["    " + line for line in full_loop], "    }"]
 
 
-def _lanes_loop(node, kinds, single):
-    """The block loop of the vector form; members computed from full inputs are vectors, the rest scalars."""
-    lines = ["    long b;", "    for (b = start; b < stop; b++) {"]
+def _lanes_function(node, kinds, single):
+    """tf_lanes(x0.., out): one block of LANES values, from full inputs pointing at the block and scalar ones at their
+    value; members computed from full inputs are vectors, the rest scalars. Inlined in the block loop, and called
+    once more on the last values padded to a block: the chain is spelled once (it was twice, and compiled twice)."""
     vector = {("x", k) for k, kind in enumerate(kinds) if kind == "full"}
-    lines += [f"        V a{k}; memcpy(&a{k}, x{k} + b * LANES, sizeof a{k});" for _, k in sorted(vector)]
-    statements, _ = body(node, {k: f"s{k}" for k, kind in enumerate(kinds) if kind != "full"}, single, " " * 8,
+    params = "".join(f"const T *restrict x{k}, " for k in range(len(kinds)))
+    lines = [f"static inline __attribute__((always_inline)) void tf_lanes({params}T *restrict out) {{"]
+    lines += [f"    V a{k}; memcpy(&a{k}, x{k}, sizeof a{k});" for _, k in sorted(vector)]
+    lines += [f"    const T s{k} = x{k}[0];" for k, kind in enumerate(kinds) if kind == "scalar"]
+    statements, _ = body(node, {k: f"s{k}" for k, kind in enumerate(kinds) if kind != "full"}, single, " " * 4,
                          vector)
     lines += statements
     last = len(node.program) - 1
     result = f"t{last}"
     if ("t", last) not in vector:  # every member read only scalars: one value for all lanes (x - 0 is x)
-        lines.append(f"        const V r = t{last} - (V){{0}};")
+        lines.append(f"    const V r = t{last} - (V){{0}};")
         result = "r"
-    lines += [f"        memcpy(out + b * LANES, &{result}, sizeof(V));", "    }"]
-    return lines
+    return lines + [f"    memcpy(out, &{result}, sizeof(V));", "}"]
+
+
+def _lanes_tail(kinds):
+    """The last n % LANES values: full inputs copied into a block padded with zeros (the padding's results, maybe
+    inf or NaN, are dropped), one tf_lanes call, its first values kept."""
+    padded = [k for k, kind in enumerate(kinds) if kind == "full"]
+    lines = ["    long rest = n % LANES, at = n - rest;", "    if (rest) {"]
+    lines += [f"        T p{k}[LANES] = {{0}}; memcpy(p{k}, x{k} + at, sizeof(T) * rest);" for k in padded]
+    inputs = ", ".join(f"p{k}" if kind == "full" else f"x{k}" for k, kind in enumerate(kinds))
+    return lines + ["        T last[LANES];", f"        tf_lanes({inputs}, last);",
+                    "        memcpy(out + at, last, sizeof(T) * rest);", "    }"]
 
 
 def c_declaration(node, kinds):
