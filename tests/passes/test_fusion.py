@@ -171,6 +171,27 @@ def test_long_arithmetic_chains_take_the_vector_form_with_the_same_values(dtype,
                                          ("full", "full", "scalar"))  # calls: the plain loop
 
 
+@pytest.mark.parametrize("size", [3, 16 + 5, 2 * 16 + 15])
+def test_the_vector_forms_last_values_keep_nan_inf_and_signed_zeros(size):
+    """The last n % LANES values run as one block padded with zeros (their results dropped): special values there,
+    and a division by the padding's zeros, give exactly the unfused values."""
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -3.5, 2.0], np.float32)
+    x = tfl.Placeholder((size,), name="x")
+    c = tfl.Placeholder((size,), name="c")
+    y = x
+    for k in range(10):
+        y = y / c + 1.0 if k % 2 else y * c - 0.5
+    x_value = np.resize(special, size)
+    c_value = np.resize(special[::-1], size)
+    with np.errstate(all="ignore"):
+        out, ref, plan = run_both(y, {x: x_value, c: c_value}, backend="c", runs=2)
+    assert op_types(plan) == ["FusedElementwise"]
+    assert "tf_lanes(p0, p1, last)" in c_source(plan.steps[-1].node, ("full", "full"))
+    numbers = ~np.isnan(ref)  # (a NaN's sign is the CPU's choice)
+    np.testing.assert_array_equal(np.signbit(out[numbers]), np.signbit(ref[numbers]))
+    np.testing.assert_array_equal(out, ref)  # NaN where NaN, the same values elsewhere (no contraction into FMAs)
+
+
 def test_numpy_fallback_without_a_compiler(monkeypatch, tmp_path):
     if tfl.backends.get_backend().name != "c":
         pytest.skip("the C compiler matters on the c backend only")
