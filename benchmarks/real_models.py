@@ -222,6 +222,7 @@ def cold_runs(folder, runs=10):
     """The first `runs` run times of a cold-cache plan (fused kernels compile) against the same graph unfused:
     a 1,000-add chain and the imported ResNet-18 at batch 8; {table: {candidate: [seconds per run]}}."""
     import tinyflow as tfl
+    from harness import await_compiles
     results = {}
     chain_x = np.random.default_rng(2).standard_normal((64, 64)).astype(np.float32)
     resnet = os.path.join(folder, "resnet18_8.onnx")
@@ -262,6 +263,7 @@ def cold_runs(folder, runs=10):
                         session.run(fetch, feed)
                         times.append(time.perf_counter() - start)
                     session.close()
+                    await_compiles()  # (untimed) a compile still running would store into a deleted cache folder
                 results[table][label] = times
     return results
 
