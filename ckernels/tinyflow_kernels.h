@@ -52,7 +52,8 @@ enum tf_recurrent_cell {
     TF_LSTM = 0,
     TF_GRU = 1,
     TF_RNN_TANH = 2,
-    TF_RNN_RELU = 3
+    TF_RNN_RELU = 3,
+    TF_GRU_RESET_FIRST = 4
 };
 
 /* tuning constants shared by the C kernels and Python */

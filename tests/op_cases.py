@@ -267,6 +267,11 @@ CASES = {
                         normal(8, 2), normal(2, 2, 2)),
                    case(lambda x, w, s, b: Recurrence(x, w, s, b, cell="GRU", order=(1, 0, 2)), normal(2, 3, 6),
                         normal(6, 2), normal(3, 2), normal(6)),
+                   # ONNX's GRU with linear_before_reset=0 (r before W_hn's product), in its gate order
+                   case(lambda x, w, s, b: Recurrence(x, w, s, b, cell="GRU_RESET_FIRST", order=(1, 0, 2)),
+                        normal(3, 2, 6), normal(6, 2), normal(2, 2), normal(6)),
+                   case(lambda x, w, s: Recurrence(x, w, s, cell="GRU_RESET_FIRST", reverse=True), normal(2, 3, 9),
+                        normal(9, 3), normal(3, 3)),
                    case(lambda x, w, s: Recurrence(x, w, s, cell="RNN_TANH"), normal(3, 1, 2), normal(2, 2),
                         normal(1, 2)),
                    case(lambda x, w, s: Recurrence(x, w, s, cell="RNN_RELU", reverse=True), normal(2, 2, 3),
@@ -278,7 +283,10 @@ CASES = {
                        case(lambda x, w, s, g: RecurrenceGrad(x, w, s, g, cell="LSTM", reverse=True, order=(0, 2, 3, 1)),
                             normal(2, 1, 8), normal(8, 2), normal(2, 1, 2), normal(2, 2, 1, 2)),
                        case(lambda x, w, s, g: RecurrenceGrad(x, w, s, g, cell="RNN_TANH"), normal(3, 1, 2),
-                            normal(2, 2), normal(1, 2), normal(3, 1, 2))],
+                            normal(2, 2), normal(1, 2), normal(3, 1, 2)),
+                       case(lambda x, w, s, b, g: RecurrenceGrad(x, w, s, b, g, cell="GRU_RESET_FIRST", reverse=True,
+                                                                 order=(1, 0, 2)),
+                            normal(2, 2, 6), normal(6, 2), normal(2, 2), normal(6), normal(2, 2, 2))],
     # resizing
     "Resize": [case(lambda x: tfl.interpolate(x, scale_factor=2), normal(1, 2, 2, 3)),
                case(lambda x: tfl.interpolate(x, size=(3, 5), mode="bilinear"), normal(2, 1, 4, 3)),

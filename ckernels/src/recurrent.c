@@ -8,10 +8,13 @@
  *     h_gates = h W_hhᵀ + b_hh and the cell (enum tf_recurrent_cell):
  *       LSTM      gates i, f, g, o: c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c')
  *       GRU       gates r, z, n: r = σ(x_r + hg_r), z = σ(x_z + hg_z), n = tanh(x_n + r hg_n), h' = n + z (h - n)
+ *       GRU_RESET_FIRST   ONNX's GRU with linear_before_reset=0: the same but hg_n = (r h) W_hnᵀ + b_hn and
+ *                 n = tanh(x_n + hg_n): each step is two passes, r and z for every unit, then n's product
  *       RNN_TANH, RNN_RELU    h' = act(x + hg)
  * tf_recurrence(cell, order, x, w, bias, state, grad, out, ...)                backward (through time)
  *     grad (steps, S, n, h): the gradient of the forward's out; out (steps, n, 2·G·h + S·h): per step and row the
- *     gradient of its x gates, of its h gates (both laid out as x), and of the whole state it started from. It
+ *     gradient of its x gates, of its h gates (both laid out as x), and of the whole state it started from (and for
+ *     GRU_RESET_FIRST, h more columns: the step's r h, which W_hn's gradient multiplies). It
  *     runs the forward again first, keeping what each step back needs (an LSTM's activated gates), then walks the
  *     steps back.
  * Both return 0, or -1 when scratch memory could not be allocated. Each exists as _f32 and _f64.

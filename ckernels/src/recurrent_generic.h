@@ -14,7 +14,9 @@ typedef struct {
     const T *kepts, *dh, *dc; /* backward: the step's kept values, and the gradient of the state after it (rows ld apart) */
     long ld;
     const T *grad_before;   /* the forward output's gradient at the state before the step; NULL at the first step */
-    T *d;                   /* the step's gradients (n, 2·G·h + S·h) */
+    T *d;                   /* the step's gradients (n, slab: 2·G·h + S·h, + h for GRU_RESET_FIRST) */
+    long slab;
+    T *rh, *z;              /* GRU_RESET_FIRST's forward: the step's r h and z (n, h) between its two passes */
 } NAME(loop_args);
 
 /* out[i][j] = Σ_p a[i·lda + p] b[p·U + j] over `rows` rows (a constant where it is inlined: the sums stay in
@@ -181,7 +183,7 @@ static inline __attribute__((always_inline)) void NAME(rnn_back)(const T *restri
 /* One step back, blocks [start, stop) of its units: the rows' gradients (above); the carry is carry_chunk's. */
 TF_CLONES static void NAME(back_chunk)(void *p, long start, long stop) {
     const NAME(loop_args) *k = p;
-    long n = k->n, h = k->h, gh = k->gates * h, slab = 2 * gh + k->packs * h;
+    long n = k->n, h = k->h, gh = k->gates * h, slab = k->slab;
     for (long block = start; block < stop; block++) {
         long j0 = block * U, width = h - j0 < U ? h - j0 : U;
         for (long r = 0; r < n; r++) {
@@ -204,7 +206,7 @@ TF_CLONES static void NAME(back_chunk)(void *p, long start, long stop) {
 TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(carry_chunk)(void *p, long start,
                                                                                     long stop) {
     const NAME(loop_args) *k = p;
-    long n = k->n, h = k->h, gh = k->gates * h, slab = 2 * gh + k->packs * h;
+    long n = k->n, h = k->h, gh = k->gates * h, slab = k->slab;
     for (long block = start; block < stop; block++) {
         long j0 = block * U, width = h - j0 < U ? h - j0 : U;
         for (long r0 = 0; r0 < n; r0 += ROWS) {
@@ -213,6 +215,131 @@ TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(carry_c
             NAME(products)(k->d + r0 * slab + gh, slab, k->wtp + block * gh * U, gh, rows, acc);
             for (int i = 0; i < rows; i++)
                 for (long j = 0; j < width; j++) k->d[(r0 + i) * slab + 2 * gh + j0 + j] += acc[i][j];
+        }
+    }
+}
+
+/* GRU_RESET_FIRST's first pass over one step's blocks [start, stop): r and z of the block's units, and r h. */
+TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(reset_chunk)(void *p, long start,
+                                                                                    long stop) {
+    const NAME(loop_args) *k = p;
+    long n = k->n, h = k->h, gh = k->gates * h;
+    for (long block = start; block < stop; block++) {
+        long j0 = block * U, width = h - j0 < U ? h - j0 : U;
+        for (long r0 = 0; r0 < n; r0 += ROWS) {
+            int rows = n - r0 < ROWS ? (int)(n - r0) : ROWS;
+            T hg[2][ROWS][U];
+            for (int g = 0; g < 2; g++) {
+                NAME(products)(k->prev + r0 * h, h, k->wp + (block * k->gates + g) * h * U, h, rows, hg[g]);
+                for (int i = 0; k->bias && i < rows; i++)
+                    for (long j = 0; j < width; j++) hg[g][i][j] += k->bias[k->off[g] + j0 + j];
+            }
+            for (int i = 0; i < rows; i++) {
+                long r = r0 + i;
+                const T *x = k->x + r * gh + j0, *hp = k->prev + r * h + j0;
+                T *rh = k->rh + r * h + j0, *z = k->z + r * h + j0, *kept = k->kept ? k->kept + r * gh + j0 : NULL;
+                for (long j = 0; j < width; j++) {
+                    T rg = SIGMOID(x[k->off[0] + j] + hg[0][i][j]), zg = SIGMOID(x[k->off[1] + j] + hg[1][i][j]);
+                    rh[j] = rg * hp[j], z[j] = zg;
+                    if (kept) kept[k->off[0] + j] = rg, kept[k->off[1] + j] = zg;
+                }
+            }
+        }
+    }
+}
+
+/* GRU_RESET_FIRST's second pass: n's h gate from every unit's r h, then n and the state after the step. */
+TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(reset_n_chunk)(void *p, long start,
+                                                                                      long stop) {
+    const NAME(loop_args) *k = p;
+    long n = k->n, h = k->h, gh = k->gates * h;
+    for (long block = start; block < stop; block++) {
+        long j0 = block * U, width = h - j0 < U ? h - j0 : U;
+        for (long r0 = 0; r0 < n; r0 += ROWS) {
+            int rows = n - r0 < ROWS ? (int)(n - r0) : ROWS;
+            T hg[ROWS][U];
+            NAME(products)(k->rh + r0 * h, h, k->wp + (block * k->gates + 2) * h * U, h, rows, hg);
+            for (int i = 0; i < rows; i++) {
+                long r = r0 + i;
+                const T *x = k->x + r * gh + j0, *hp = k->prev + r * h + j0, *z = k->z + r * h + j0;
+                T *hn = k->next + r * h + j0, *kept = k->kept ? k->kept + r * gh + j0 : NULL;
+                for (long j = 0; j < width; j++) {
+                    T hgn = hg[i][j] + (k->bias ? k->bias[k->off[2] + j0 + j] : 0);
+                    T ng = TANH(x[k->off[2] + j] + hgn);
+                    hn[j] = ng + z[j] * (hp[j] - ng);
+                    if (kept) kept[k->off[2] + j] = hgn;
+                }
+            }
+        }
+    }
+}
+
+/* GRU_RESET_FIRST's step back, first pass over blocks of units: the gradients of n's and z's pre-activations, the
+ * state's own share (through z), and the step's r h for W_hn's gradient. */
+TF_CLONES static void NAME(reset_back_chunk)(void *p, long start, long stop) {
+    const NAME(loop_args) *k = p;
+    long n = k->n, h = k->h, gh = k->gates * h, slab = k->slab;
+    for (long block = start; block < stop; block++) {
+        long j0 = block * U, width = h - j0 < U ? h - j0 : U;
+        for (long r = 0; r < n; r++) {
+            const T *x = k->x + r * gh + j0, *a = k->kepts + r * gh + j0, *hp = k->prev + r * h + j0;
+            const T *dh = k->dh + r * k->ld + j0, *before = k->grad_before ? k->grad_before + r * h + j0 : NULL;
+            T *dx = k->d + r * slab + j0, *dhg = dx + gh, *dhp = dx + 2 * gh, *rh = dx + 2 * gh + h;
+            for (long j = 0; j < width; j++) {
+                T rg = a[k->off[0] + j], zg = a[k->off[1] + j], ng = TANH(x[k->off[2] + j] + a[k->off[2] + j]);
+                T d_n = dh[j] * (1 - zg) * (1 - ng * ng);
+                dhg[k->off[2] + j] = dx[k->off[2] + j] = d_n;
+                dhg[k->off[1] + j] = dx[k->off[1] + j] = dh[j] * (hp[j] - ng) * zg * (1 - zg);
+                dhp[j] = (before ? before[j] : 0) + dh[j] * zg;
+                rh[j] = rg * hp[j];
+            }
+        }
+    }
+}
+
+/* GRU_RESET_FIRST's step back, second pass over blocks of units q: the gradient of r h (n's pre-activation's times
+ * W_hn), which gives r's and the state's share through r h. */
+TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(reset_back_r_chunk)(void *p, long start,
+                                                                                           long stop) {
+    const NAME(loop_args) *k = p;
+    long n = k->n, h = k->h, gh = k->gates * h, slab = k->slab;
+    for (long block = start; block < stop; block++) {
+        long j0 = block * U, width = h - j0 < U ? h - j0 : U;
+        for (long r0 = 0; r0 < n; r0 += ROWS) {
+            int rows = n - r0 < ROWS ? (int)(n - r0) : ROWS;
+            T d_rh[ROWS][U];
+            NAME(products)(k->d + r0 * slab + gh + k->off[2], slab, k->wtp + (block * gh + k->off[2]) * U, h, rows,
+                           d_rh);
+            for (int i = 0; i < rows; i++) {
+                long r = r0 + i;
+                const T *a = k->kepts + r * gh + j0, *hp = k->prev + r * h + j0;
+                T *dx = k->d + r * slab + j0, *dhg = dx + gh, *dhp = dx + 2 * gh;
+                for (long j = 0; j < width; j++) {
+                    T rg = a[k->off[0] + j];
+                    dhg[k->off[0] + j] = dx[k->off[0] + j] = d_rh[i][j] * hp[j] * rg * (1 - rg);
+                    dhp[j] += d_rh[i][j] * rg;
+                }
+            }
+        }
+    }
+}
+
+/* GRU_RESET_FIRST's carry back, over blocks of units: dh_before += dhg_r W_hr + dhg_z W_hz (W_hn's went through r h). */
+TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(reset_carry_chunk)(void *p, long start,
+                                                                                          long stop) {
+    const NAME(loop_args) *k = p;
+    long n = k->n, h = k->h, gh = k->gates * h, slab = k->slab;
+    for (long block = start; block < stop; block++) {
+        long j0 = block * U, width = h - j0 < U ? h - j0 : U;
+        for (long r0 = 0; r0 < n; r0 += ROWS) {
+            int rows = n - r0 < ROWS ? (int)(n - r0) : ROWS;
+            for (int g = 0; g < 2; g++) {
+                T acc[ROWS][U];
+                NAME(products)(k->d + r0 * slab + gh + k->off[g], slab, k->wtp + (block * gh + k->off[g]) * U, h,
+                               rows, acc);
+                for (int i = 0; i < rows; i++)
+                    for (long j = 0; j < width; j++) k->d[(r0 + i) * slab + 2 * gh + j0 + j] += acc[i][j];
+            }
         }
     }
 }
@@ -227,27 +354,37 @@ static void NAME(run_forward)(NAME(loop_args) *k, const T *x, const T *state, T 
         k->prev = s == 0 ? state : states + (reverse ? t + 1 : t - 1) * size;
         k->next = states + t * size;
         k->kept = kepts ? kepts + t * k->n * gh : NULL;
-        tf_parallel_for(k->blocks, k->n * gh * k->h, NAME(forward_chunk), k);
+        if (k->cell == TF_GRU_RESET_FIRST) { /* two passes: n's product reads every unit's r h */
+            tf_parallel_for(k->blocks, k->n * 2 * k->h * k->h, NAME(reset_chunk), k);
+            tf_parallel_for(k->blocks, k->n * k->h * k->h, NAME(reset_n_chunk), k);
+        } else {
+            tf_parallel_for(k->blocks, k->n * gh * k->h, NAME(forward_chunk), k);
+        }
     }
 }
 
 int NAME(tf_recurrence)(int cell, const int *order, const T *x, const T *w, const T *bias, const T *state,
                         const T *grad, T *out, long steps, long n, long h, int reverse) {
-    int gates = cell == TF_LSTM ? 4 : cell == TF_GRU ? 3 : 1, packs = cell == TF_LSTM ? 2 : 1;
-    long blocks = (h + U - 1) / U, gh = gates * h, size = packs * n * h, slab = 2 * gh + packs * h;
+    int reset_first = cell == TF_GRU_RESET_FIRST;
+    int gates = cell == TF_LSTM ? 4 : cell == TF_GRU || reset_first ? 3 : 1, packs = cell == TF_LSTM ? 2 : 1;
+    long blocks = (h + U - 1) / U, gh = gates * h, size = packs * n * h, slab = 2 * gh + packs * h + reset_first * h;
     T *wp = malloc(sizeof(T) * blocks * gh * U), *wtp = NULL, *states = NULL, *kepts = NULL;
-    if (!wp) return -1;
+    T *mix = reset_first ? malloc(sizeof(T) * 2 * n * h) : NULL; /* r h and z between a step's two passes */
+    if (!wp || (reset_first && !mix)) {
+        free(wp), free(mix);
+        return -1;
+    }
     for (long block = 0; block < blocks; block++) /* W_hh (G·h, h): each gate's U rows of the block, transposed */
         for (int g = 0; g < gates; g++)
             for (long j = 0, j0 = block * U; j < U; j++) /* one row of W_hh after the other: read in order */
                 for (long q = 0; q < h; q++)
                     wp[((block * gates + g) * h + q) * U + j] = j0 + j < h ? w[(order[g] * h + j0 + j) * h + q] : 0;
     NAME(loop_args) k = {.cell = cell, .gates = gates, .packs = packs, .n = n, .h = h, .blocks = blocks, .wp = wp,
-                         .bias = bias};
+                         .bias = bias, .slab = slab, .rh = mix, .z = mix ? mix + n * h : NULL};
     for (int g = 0; g < gates; g++) k.off[g] = order[g] * h;
     if (!grad) {
         NAME(run_forward)(&k, x, state, out, NULL, steps, reverse);
-        free(wp);
+        free(wp), free(mix);
         return 0;
     }
     wtp = malloc(sizeof(T) * blocks * gh * U);
@@ -270,12 +407,18 @@ int NAME(tf_recurrence)(int cell, const int *order, const T *x, const T *w, cons
                 k.dh = out + after * n * slab + 2 * gh, k.dc = k.dh + h, k.ld = slab;
             k.grad_before = s == 0 ? NULL : grad + before * size;
             k.d = out + t * n * slab;
-            tf_parallel_for(blocks, n * gh * 8, NAME(back_chunk), &k);
-            tf_parallel_for(blocks, n * gh * h, NAME(carry_chunk), &k);
+            if (reset_first) { /* r's gradient needs every unit's n gradient (through W_hn), the carry every r's */
+                tf_parallel_for(blocks, n * gh * 8, NAME(reset_back_chunk), &k);
+                tf_parallel_for(blocks, n * h * h, NAME(reset_back_r_chunk), &k);
+                tf_parallel_for(blocks, n * 2 * h * h, NAME(reset_carry_chunk), &k);
+            } else {
+                tf_parallel_for(blocks, n * gh * 8, NAME(back_chunk), &k);
+                tf_parallel_for(blocks, n * gh * h, NAME(carry_chunk), &k);
+            }
         }
     }
     int failed = !(wtp && states && kepts);
-    free(wp), free(wtp), free(states), free(kepts);
+    free(wp), free(wtp), free(states), free(kepts), free(mix);
     return failed ? -1 : 0;
 }
 #undef U

@@ -192,6 +192,30 @@ def test_hand_built_nodes_equal_the_onnx_references(spec, backend):
         np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5)
 
 
+def test_onnx_gru_with_linear_before_reset_0_is_one_loop_op_per_direction_and_fine_tunes():
+    """ONNX's default GRU (r before W_hn's product) runs as one Recurrence op per direction, as torch's GRU does,
+    equal to onnxruntime; its gradients reach W, R and B (an Adam step lowers the loss)."""
+    model = recurrent_model(op="GRU", linear_before_reset=0, directions=2, states=("h0",))
+    feeds = {i.name: RNG.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+             for i in model.graph.input}
+    with tfl.Graph().as_default() as graph:
+        prog = tfl.onnx.load(model)
+        loops = [n for n in graph.nodes if n.op_type == "Recurrence"]
+        assert [n.cell for n in loops] == ["GRU_RESET_FIRST"] * 2
+        assert not [n for n in graph.nodes if n.op_type in ("Sigmoid", "Tanh")]  # no step written with ops
+        expected = ort.InferenceSession(model.SerializeToString()).run(None, feeds)
+        for value, want in zip(prog(feeds).values(), expected):
+            np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5)
+        loss = tfl.reduce_mean(prog.outputs["y"] * prog.outputs["y"])
+        train = tfl.optim.Adam(0.01).minimize(loss, var_list=prog.variables)
+        with tfl.Session(graph) as sess:
+            feed = {prog.inputs[name]: value for name, value in feeds.items()}
+            before = sess.run(loss, feed)
+            for _ in range(5):
+                sess.run(train, feed)
+            assert sess.run(loss, feed) < before
+
+
 REFUSED = [
     pytest.param(dict(op="LSTM", activations=["Sigmoid", "Tanh", "Relu"]), "activations", id="lstm-activations"),
     pytest.param(dict(op="RNN", activations=["Sigmoid"]), "activations", id="rnn-sigmoid"),

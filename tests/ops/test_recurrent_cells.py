@@ -29,7 +29,7 @@ def test_loop_kernels_equal_the_numpy_reference(backend, cell, dtype, steps, n, 
     threads; torch's gate order and ONNX's."""
     values = loop_values(cell, steps, n, h, dtype, bias)
     feeds = [tfl.Placeholder(v.shape, dtype) for v in values]
-    order = {"LSTM": (0, 2, 3, 1), "GRU": (1, 0, 2)}.get(cell) if onnx else None
+    order = {"LSTM": (0, 2, 3, 1), "GRU": (1, 0, 2), "GRU_RESET_FIRST": (1, 0, 2)}.get(cell) if onnx else None
     outputs = [Recurrence(*feeds[:-1], cell=cell, reverse=reverse, order=order),
                RecurrenceGrad(*feeds, cell=cell, reverse=reverse, order=order)]
     with tfl.Session() as sess:

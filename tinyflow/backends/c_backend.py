@@ -382,7 +382,8 @@ def recurrence(backend, op, x_gates, w_hh, state, *rest):
     """A Recurrence's loop over time, or with the gradient of its value its RecurrenceGrad, in one C call."""
     bias, grad = (rest[:-1], rest[-1]) if op.op_type == "RecurrenceGrad" else (rest, None)
     steps, n, width = x_gates.shape
-    shape = (steps,) + state.shape if grad is None else (steps, n, 2 * width + state.size // n)
+    shape = (steps,) + state.shape if grad is None else op.infer_shape(x_gates.shape, w_hh.shape, state.shape,
+                                                                       *[a.shape for a in rest])
     out = backend.pool.empty(shape, x_gates.dtype)
     arrays = (x_gates, w_hh, bias[0] if bias else None, state, grad, out)
     order = native.ffi.new("int[]", op.order or tuple(range(GATES[op.cell])))

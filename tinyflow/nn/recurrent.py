@@ -31,10 +31,10 @@ def cell_by_ops(cell, x_gates, h_gates, state):
         i, f, g, o = split(x_gates + h_gates, 4, axis=-1)
         c = sigmoid(f) * get_item(state, 1) + sigmoid(i) * tanh(g)
         return stack([sigmoid(o) * tanh(c), c], 0)
-    if cell == "GRU":
+    if cell.startswith("GRU"):
         (x_r, x_z, x_n), (h_r, h_z, h_n) = split(x_gates, 3, axis=-1), split(h_gates, 3, axis=-1)
         r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z)
-        n = tanh(x_n + r * h_n)
+        n = tanh(x_n + (r * h_n if cell == "GRU" else h_n))  # (GRU_RESET_FIRST: h_n has read r h)
         return n + z * (state - n)
     return (tanh if cell == "RNN_TANH" else relu)(x_gates + h_gates)
 
@@ -52,13 +52,23 @@ def _backprop_by_ops(op, x_gates, w_hh, state, *bias_and_seed):
     eager, lstm, steps = is_eager(op), op.cell == "LSTM", x_gates.shape[0]
     if op.order is not None:  # the steps as ops run in torch's gate order
         x_gates, w_hh, *bias = _torch_order(op.order, w_hh.shape[1], x_gates, w_hh, *bias)
-    states, probes = [None] * steps, [None] * steps
+    states, probes, read = [None] * steps, [None] * steps, [None] * steps
     for t in step_order(steps, op.reverse):
         x, probes[t] = get_item(x_gates, t), [_probe(state, eager)]
         before = state + probes[t][0]
         h_gates = _linear(get_item(before, 0) if lstm else before, transpose(w_hh), bias[0] if bias else None)
         probes[t] = [_probe(x, eager), _probe(h_gates, eager)] + probes[t]
-        state = states[t] = cell_by_ops(op.cell, x + probes[t][0], h_gates + probes[t][1], before)
+        x, h_gates = x + probes[t][0], h_gates + probes[t][1]
+        if op.cell == "GRU_RESET_FIRST":  # the n block's product reads r h: r from the probed gates
+            size = before.shape[-1]
+            read[t] = sigmoid(get_item(x, (slice(None), slice(0, size))) +
+                              get_item(h_gates, (slice(None), slice(0, size)))) * before
+            w_n, b_n = get_item(w_hh, slice(2 * size, None)), get_item(bias[0], slice(2 * size, None)) if bias else None
+            h_gates = concat([get_item(h_gates, (slice(None), slice(0, 2 * size))),
+                              _linear(read[t], transpose(w_n), b_n) + get_item(probes[t][1], (slice(None),
+                                                                                               slice(2 * size, None)))],
+                             -1)
+        state = states[t] = cell_by_ops(op.cell, x, h_gates, before)
     flat = [p for step in probes for p in step]
     if eager:
         grads = eager_grad([stack(states, 0)], flat, [seed], create_graph=True, allow_unused=True)
@@ -75,7 +85,7 @@ def _backprop_by_ops(op, x_gates, w_hh, state, *bias_and_seed):
         if op.order is not None:  # the gates' gradients laid out as the gates
             back = np.argsort(gate_columns(op.order, d_state.shape[-1] // (2 if lstm else 1)))
             d_x, d_h = (get_item(d, (slice(None), back)) for d in (d_x, d_h))
-        per_step[t] = concat([d_x, d_h, d_state], -1)
+        per_step[t] = concat([d_x, d_h, d_state] + ([read[t]] if read[t] is not None else []), -1)
     return stack(per_step, 0)
 
 
@@ -97,28 +107,12 @@ def _torch_order(order, hidden, x_gates, w_hh, *biases):
             *[None if b is None else get_item(b, columns) for b in biases])
 
 
-def _gru_reset_first(x_gates, h, w_hh, b_hh, reverse):
-    """ONNX's GRU with linear_before_reset=0, n = tanh(x_n + (r h) W_hnᵀ + b_hn): the product comes after r, so its
-    steps are graph ops, one step after the other. Returns every step's h (T, N, H) and the last."""
-    size = w_hh.shape[-1]
-    w_rz, w_n = split(transpose(w_hh), [2 * size, size], axis=-1)
-    b_rz, b_n = (None, None) if b_hh is None else split(b_hh, [2 * size, size], axis=-1)
-    outputs = [None] * x_gates.shape[0]
-    for t in step_order(len(outputs), reverse):
-        x_r, x_z, x_n = split(get_item(x_gates, t), 3, axis=-1)
-        h_r, h_z = split(_linear(h, w_rz, b_rz), 2, axis=-1)
-        r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z)
-        n = tanh(x_n + _linear(r * h, w_n, b_n))
-        outputs[t] = h = n + z * (h - n)  # (1 - z) n + z h
-    return stack(outputs, 0), h
-
-
 def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False, order=None):
     """One direction of one layer over time-major x (T, N, I) from `state` ((N, H) nodes, None for zeros):
     (outputs (T, N, H), final state tuple). `cell` is a Recurrence's ("LSTM", "GRU", "RNN_TANH", "RNN_RELU"), or
     "GRU_RESET_FIRST", ONNX's GRU with linear_before_reset=0; `order` a Recurrence's order of the weights' gate
     blocks. The input projection of all steps is one matrix product, and it adds b_hh too, except for a GRU (whose
-    n gate multiplies its part by r)."""
+    n gate's part is multiplied by r, or reads r h)."""
     steps, size, hidden = x.shape[0], x.shape[-1], w_hh.shape[-1]
     if steps is None:
         raise ShapeError(f"a recurrent layer needs a known sequence length, got an input of shape {x.shape}; "
@@ -128,11 +122,6 @@ def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False, order=None):
     x_gates = reshape(_linear(reshape(x, (-1, size)), transpose(w_ih), b_ih), (steps, -1, w_ih.shape[0]))
     zeros = zeros_like(get_item(x_gates, (0, slice(None), slice(0, hidden)))) if None in state else None
     state = tuple(zeros if s is None else s for s in state)
-    if cell == "GRU_RESET_FIRST":
-        if order is not None:
-            x_gates, w_hh, b_hh = _torch_order(order, hidden, x_gates, w_hh, b_hh)
-        outputs, h = _gru_reset_first(x_gates, state[0], w_hh, b_hh, reverse)
-        return outputs, (h,)
     states = Recurrence(x_gates, w_hh, stack(state, 0) if cell == "LSTM" else state[0],
                         *([] if b_hh is None else [b_hh]), cell=cell, reverse=reverse, order=order)
     last = get_item(states, 0 if reverse else -1)

@@ -88,9 +88,9 @@ def _split(ex, name, count, axis=-1):
     return outputs
 
 
-def _export_step(ex, cell, order, x, h_gates, state):
+def _export_step(ex, cell, order, x, h_gates, state, reset_product=None):
     """The ONNX nodes of one step's cell (its gates ordered as `order` says): the state after it (an LSTM's [h, c]
-    as (2, N, H), else h)."""
+    as (2, N, H), else h). A GRU_RESET_FIRST's n gate reads reset_product(r h) instead of its part of h_gates."""
 
     def gates(name):  # the gate blocks of `name` in torch's order
         blocks = _split(ex, name, len(order))
@@ -101,10 +101,11 @@ def _export_step(ex, cell, order, x, h_gates, state):
         c_before = _split(ex, state, 2, axis=0)[1]  # (1, N, H): the state's c keeps its leading axis
         c = ex.emit("Add", [ex.emit("Mul", [f, c_before], "Mul"), ex.emit("Mul", [i, g], "Mul")], "c")
         return ex.emit("Concat", [ex.emit("Mul", [o, ex.emit("Tanh", [c], "Tanh")], "h"), c], "state", axis=0)
-    if cell == "GRU":
+    if cell.startswith("GRU"):
         xs, hs = gates(x), gates(h_gates)
         r, z = (ex.emit("Sigmoid", [ex.emit("Add", [xs[k], hs[k]], "Add")], "gate") for k in range(2))
-        n = ex.emit("Tanh", [ex.emit("Add", [xs[2], ex.emit("Mul", [r, hs[2]], "Mul")], "Add")], "n")
+        h_n = ex.emit("Mul", [r, hs[2]], "Mul") if cell == "GRU" else reset_product(ex.emit("Mul", [r, state], "rh"))
+        n = ex.emit("Tanh", [ex.emit("Add", [xs[2], h_n], "Add")], "n")
         return ex.emit("Add", [n, ex.emit("Mul", [z, ex.emit("Sub", [state, n], "Sub")], "Mul")], "h")
     return ex.emit("Tanh" if cell == "RNN_TANH" else "Relu", [ex.emit("Add", [x, h_gates], "Add")], "h")
 
@@ -119,13 +120,21 @@ def _export_recurrence(ex, node):
     if steps is None:
         raise OnnxExportError(f"Recurrence '{node.name}' runs over {node.inputs[0].shape}, of unknown length; "
                               "give the sequence a fixed length")
-    lstm, states = node.cell == "LSTM", [None] * steps
+    lstm, states, order = node.cell == "LSTM", [None] * steps, node.order or range(GATES[node.cell])
+    reset_product = None
+    if node.cell == "GRU_RESET_FIRST":  # n's h gate: (r h) W_hnᵀ + b_hn, W_hn the n block of W_hh (stored order)
+        w_n = _split(ex, w_hh_t, 3)[order[2]]
+        b_n = _split(ex, bias[0], 3)[order[2]] if bias else None
+
+        def reset_product(rh):
+            product = ex.emit("MatMul", [rh, w_n], "h_n")
+            return ex.emit("Add", [product, b_n], "h_n") if b_n else product
     for t in step_order(steps, node.reverse):
         h = ex.emit("Gather", [state, ex.constant(np.array(0, np.int64), "h")], "h", axis=0) if lstm else state
         h_gates = ex.emit("MatMul", [h, w_hh_t], "h_gates")
         if bias:
             h_gates = ex.emit("Add", [h_gates, bias[0]], "h_gates")
         x = ex.emit("Gather", [x_gates, ex.constant(np.array(t, np.int64), "step")], "x_gates", axis=0)
-        state = states[t] = _export_step(ex, node.cell, node.order or range(GATES[node.cell]), x, h_gates, state)
+        state = states[t] = _export_step(ex, node.cell, order, x, h_gates, state, reset_product)
     axes = ex.constant(np.array([0], np.int64), "axes")
     return ex.emit("Concat", [ex.emit("Unsqueeze", [s, axes], "state") for s in states], "Recurrence", axis=0)
