@@ -101,6 +101,18 @@ static inline __attribute__((always_inline)) void NAME(rnn_cells)(const T *restr
         for (long j = 0; j < width; j++) hn[j] = TANH(x[j] + hg[j]);
 }
 
+/* The first `count` h gates (torch's order) of block `block`'s units for rows r0 .. r0 + rows: the previous state
+ * times the block's packed rows of W_hh, + b_hh. */
+static inline __attribute__((always_inline)) void NAME(block_gates)(const NAME(loop_args) *k, long block, long r0,
+                                                                     int rows, int count, T hg[][ROWS][U]) {
+    long h = k->h, j0 = block * U, width = h - j0 < U ? h - j0 : U;
+    for (int g = 0; g < count; g++) {
+        NAME(products)(k->prev + r0 * h, h, k->wp + (block * k->gates + g) * h * U, h, rows, hg[g]);
+        for (int i = 0; k->bias && i < rows; i++)
+            for (long j = 0; j < width; j++) hg[g][i][j] += k->bias[k->off[g] + j0 + j];
+    }
+}
+
 /* One step's blocks [start, stop): the h gates of the block's units (+ b_hh), then the cell on them. */
 TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(forward_chunk)(void *p, long start,
                                                                                       long stop) {
@@ -111,11 +123,7 @@ TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(forward
         for (long r0 = 0; r0 < n; r0 += ROWS) {
             int rows = n - r0 < ROWS ? (int)(n - r0) : ROWS;
             T hg[4][ROWS][U];
-            for (int g = 0; g < k->gates; g++) {
-                NAME(products)(k->prev + r0 * h, h, k->wp + (block * k->gates + g) * h * U, h, rows, hg[g]);
-                for (int i = 0; k->bias && i < rows; i++)
-                    for (long j = 0; j < width; j++) hg[g][i][j] += k->bias[k->off[g] + j0 + j];
-            }
+            NAME(block_gates)(k, block, r0, rows, k->gates, hg);
             for (int i = 0; i < rows; i++) {
                 long r = r0 + i;
                 const T *x = k->x + r * gh + j0, *hp = k->prev + r * h + j0, *cp = hp + n * h;
@@ -229,11 +237,7 @@ TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(reset_c
         for (long r0 = 0; r0 < n; r0 += ROWS) {
             int rows = n - r0 < ROWS ? (int)(n - r0) : ROWS;
             T hg[2][ROWS][U];
-            for (int g = 0; g < 2; g++) {
-                NAME(products)(k->prev + r0 * h, h, k->wp + (block * k->gates + g) * h * U, h, rows, hg[g]);
-                for (int i = 0; k->bias && i < rows; i++)
-                    for (long j = 0; j < width; j++) hg[g][i][j] += k->bias[k->off[g] + j0 + j];
-            }
+            NAME(block_gates)(k, block, r0, rows, 2, hg); /* r and z */
             for (int i = 0; i < rows; i++) {
                 long r = r0 + i;
                 const T *x = k->x + r * gh + j0, *hp = k->prev + r * h + j0;
