@@ -6,8 +6,7 @@
     tfl.onnx.export(layer_or_fn, "m.onnx", input_spec=[...])
     tfl.onnx.export_graph([x], [y], "m.onnx")   # graph mode: from Placeholders to nodes
 
-How each ONNX op maps to tinyflow ops, both ways, is one rule per op in tinyflow/onnx/rules/ (the
-rule API is documented there); the ops conformance table is docs/onnx.md.
+One rule per ONNX op, both ways, in rules/ (the rule API is documented there); docs/onnx.md is the ops table.
 """
 from ..errors import OnnxExportError, OnnxImportError
 from .export import OPSET, export, export_graph

@@ -91,8 +91,7 @@ class ImportContext:
 
     def value(self, i):
         """Input i's value if it is known at import time (a read-only numpy array), else None."""
-        value = self._value(i)
-        return None if value is None else value.array
+        return getattr(self._value(i), "array", None)
 
     def static(self, i, what):
         """Input i's value, which must be known at import time; `what` names it in the error otherwise."""
@@ -125,8 +124,7 @@ class ImportContext:
         return default if value is None else [int(v) for v in np.reshape(value, -1)]
 
     def input_shape(self, i, what=None, known=slice(0)):
-        """Input i's static shape (None: unknown rank or omitted); given `what` it is for, unsupported then, or
-        when a dim of shape[known] is unknown."""
+        """Input i's static shape (None: unknown rank or omitted); given `what`, shape[known] must be fully known."""
         value = self._value(i)
         shape = None if value is None else value.known("shape")
         if what is not None and (shape is None or None in shape[known]):

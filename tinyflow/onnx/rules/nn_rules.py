@@ -312,8 +312,8 @@ def import_batch_norm(ctx, node):
 
 
 def batch_norm_parts(ex, node):
-    """(x, γ, β, mean, var, ε) if `node` is γ·(x - mean)/sqrt(var + ε) + β on 1-D Variables (what tfl.nn's batch norms
-    build for evaluation, and the import rule builds), else None."""
+    """(x, γ, β, mean, var, ε) if `node` is γ·(x - mean)/sqrt(var + ε) + β on 1-D Variables (what tfl.nn's batch
+    norms build for evaluation, and the import rule builds), else None."""
     parts = inference_batch_norm(node, ex.inputs)
     if parts is None or parts[2].op_type != "Sqrt" or parts[2].inputs[0].op_type != "Add":
         return None

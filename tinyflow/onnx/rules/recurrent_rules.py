@@ -112,8 +112,7 @@ def _export_step(ex, cell, order, x, h_gates, state, reset_product=None):
 
 @exports("Recurrence")
 def _export_recurrence(ex, node):
-    """The loop unrolled: per step a Gather of its x gates, the MatMul (and Add) of its h gates, the cell's nodes;
-    the states joined along a new time axis."""
+    """The loop unrolled: per step a Gather of its x gates, MatMul (+ Add) of its h gates, the cell; states stacked."""
     x_gates, w_hh, state, *bias = (ex.name_of(i) for i in node.inputs)
     w_hh_t = ex.emit("Transpose", [w_hh], "w_hh_t")
     steps = node.inputs[0].shape[0]

@@ -91,8 +91,7 @@ def import_slice(ctx, node):
         steps = ctx.ints(4, "steps", default=[1] * len(axes))
         return RuntimeSlice(x, starts, ends, axes, steps, name=ctx.name)
     rank = len(ctx.input_shape(0, "slicing"))
-    starts = ctx.ints(1, "starts", "starts")
-    ends = ctx.ints(2, "ends", "ends")
+    starts, ends = ctx.ints(1, "starts", "starts"), ctx.ints(2, "ends", "ends")
     axes = ctx.ints(3, "axes", "axes", default=list(range(len(starts))))
     steps = ctx.ints(4, "steps", default=[1] * len(starts))
     if not len(starts) == len(ends) == len(axes) == len(steps):
