@@ -37,8 +37,7 @@ class InputSpec:
         self.shape = normalize_shape(shape)
         if self.shape is None:
             raise ShapeError("InputSpec needs a shape: a list of ints, with None for dimensions of any size")
-        self.dtype = np.dtype(dtype)
-        self.name = name
+        self.dtype, self.name = np.dtype(dtype), name
 
     def __repr__(self):
         return f"InputSpec(shape={list(self.shape)}, dtype='{self.dtype.name}', name={self.name!r})"
