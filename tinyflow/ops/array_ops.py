@@ -119,8 +119,7 @@ class Concat(Operation):
     def infer_shape(self, *shapes):
         if any(s is None for s in shapes):
             raise ShapeError("concat needs inputs of known rank")
-        rank = len(shapes[0])
-        if any(len(s) != rank for s in shapes):
+        if len({len(s) for s in shapes}) > 1:
             raise ShapeError(f"concat inputs must have the same rank, got shapes {shapes}")
         out = []
         for i, dims in enumerate(zip(*shapes)):
@@ -200,20 +199,18 @@ def _basic_index_shape(shape, key):
     for k in key:
         if k is None:
             out.append(1)
-            continue
-        if k is Ellipsis:
-            n = len(shape) - consumed
-            out.extend(shape[dim:dim + n])
-            dim += n
-            continue
-        size = shape[dim]  # ints, slices and arrays each take one axis
-        if isinstance(k, slice):
-            out.append(None if size is None else len(range(*k.indices(size))))
-        elif isinstance(k, np.ndarray):
-            out.extend(k.shape)
-        elif size is not None and not -size <= k < size:
-            raise ShapeError(f"index {k} is out of bounds for axis {dim} of size {size}")
-        dim += 1
+        elif k is Ellipsis:
+            out.extend(shape[dim:dim + len(shape) - consumed])
+            dim += len(shape) - consumed
+        else:  # ints, slices and arrays each take one axis
+            size = shape[dim]
+            if isinstance(k, slice):
+                out.append(None if size is None else len(range(*k.indices(size))))
+            elif isinstance(k, np.ndarray):
+                out.extend(k.shape)
+            elif size is not None and not -size <= k < size:
+                raise ShapeError(f"index {k} is out of bounds for axis {dim} of size {size}")
+            dim += 1
     return tuple(out) + tuple(shape[dim:])
 
 
@@ -248,8 +245,7 @@ get_item = op_function(GetItem, "get_item", "x[key], numpy-style indexing and sl
 
 
 class GetItemGrads(ShapedLike):
-    """Zeros like x with each gradient added at its key in `keys`, repeated indices summed: the sum of the gradients
-    of several GetItems of x (an unrolled loop's steps) in one pass."""
+    """Zeros like x with each gradient added at its key in `keys` (several GetItems' gradients of x in one pass)."""
 
     def __init__(self, grad, x, *more, keys, name=None):
         self.keys = tuple(keys)
