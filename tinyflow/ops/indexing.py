@@ -8,7 +8,7 @@ from ..nodes import Constant, Operation, as_node
 from .array_ops import Reshape, axis_size, checks, get_item
 from .elementwise_ops import cast, equal, where
 from .broadcasting import ShapedLike
-from .registry import not_differentiable, op_function, register_gradient
+from .registry import not_differentiable, register_gradient
 
 
 class IndexOperation(Operation):

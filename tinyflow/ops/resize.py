@@ -16,10 +16,11 @@ import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..nodes import Node, Operation
+from ..nodes.node import is_eager
 from ..shapes import shapes_compatible
 from .broadcasting import ShapedLike
 from .registry import register_gradient
-from .shape_ops import known_entries
+from .array_ops import known_entries
 from .windows import spatial_rank
 
 # Resize's options after sizes and scales, with their defaults (saved graphs read them as the op's attributes)
@@ -152,7 +153,7 @@ class ResizeOperation(Operation):
                 check.fail(option, options[option], "is not one of the choices", f"pick one of {', '.join(choices)}")
             setattr(self, option, options[option])
         # sizes may be an int vector (a graph node or an eager Tensor) read at run time, the op's last input
-        self.dynamic = isinstance(sizes, Node) or getattr(sizes, "graph", False) is None
+        self.dynamic = isinstance(sizes, Node) or is_eager(sizes)
         self.size_entries = None  # its entries as far as they are known when built
         if self.dynamic:
             if not shapes_compatible(sizes.shape, (rank,)) or np.dtype(sizes.dtype).kind not in "iu":

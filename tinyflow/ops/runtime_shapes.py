@@ -10,7 +10,7 @@ from ..errors import ShapeError
 from ..nodes import Constant, Operation
 from .broadcasting import ShapedLike
 from .registry import not_differentiable, op_function, register_gradient
-from .shape_ops import MAX_RANK, known_entries
+from .array_ops import MAX_RANK, known_entries
 
 
 class Shape(Operation):
