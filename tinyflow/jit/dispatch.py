@@ -175,7 +175,6 @@ class _Merge:
 # ---------------------------------------------------------------- loops
 def convert_while(test_fn, body_fn, values, names, site):
     """A Python loop while the test is a Python bool; tfl.while_loop from the first time it is a graph node."""
-    values = tuple(values)
     while not isinstance(test := test_fn(*values), Node):
         if not test:
             return values
@@ -195,9 +194,7 @@ def convert_for(iterable, extra_test, body_fn, values, names, site):
 
         def body(k, *loop):
             return (k + 1,) + tuple(body_fn(sequence.item(k), *loop))
-        return graph_loop(test, body, (as_node(np.int64(0)),) + tuple(values), ("<position>",) + tuple(names),
-                          site)[1:]
-    values = tuple(values)
+        return graph_loop(test, body, (as_node(np.int64(0)),) + values, ("<position>",) + names, site)[1:]
     for item in iterable:  # an Undefined raises its error here
         keep = True if extra_test is None else extra_test(*values)
         if not isinstance(keep, Node) and not keep:

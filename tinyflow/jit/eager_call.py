@@ -103,9 +103,8 @@ def call_recorded(program, session, arrays, tensors_in):
     """Run `program` as a recorded eager op when something it depends on requires grad; else None."""
     if not is_grad_enabled() or not any(isinstance(t, Tensor) for t in tensors_in) or why_not_recordable(program):
         return None
-    function = program.function
-    if function is None:
-        function = GraphFunction(session, program.inputs, program.outputs[0], program.training_feed, program.fn_name)
+    function = program.function or GraphFunction(session, program.inputs, program.outputs[0], program.training_feed,
+                                                 program.fn_name)
     tensors = [t if isinstance(t, Tensor) else Tensor(a) for t, a in zip(tensors_in, arrays)]
     if not function.parameters and not any(t.requires_grad for t in tensors):
         return None

@@ -63,8 +63,7 @@ def _is_input_param(op, p):
 
 def op_attributes(op):
     """{parameter: value} to pass to the op's constructor next to its inputs."""
-    cls = type(op)
-    attrs = {}
+    cls, attrs = type(op), {}
     for p in _signature(cls):
         if _is_input_param(op, p):
             continue

@@ -13,6 +13,7 @@ import zlib
 
 import numpy as np
 
+from ..checkpoint import write_atomically
 from ..control_flow import Cond, Subgraph, WhileLoop
 from ..control_flow.stacks import StackInput, StackPush
 from ..errors import CheckpointError, TinyflowError
@@ -126,11 +127,9 @@ def save(layer_or_fn, path, input_spec=None):
         "outputs": [o.name for o in program.outputs], "single_output": program.structure is None,
         "nodes": [_node_json(n, arrays) for n in nodes], "parameters": os.path.basename(npz_path),
     }
-    os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
-    with open(json_path, "w") as f:
-        json.dump(description, f, indent=1)
-    np.savez(npz_path, **arrays)
-    return json_path, npz_path
+    # each file whole or not at all, as checkpoints are: a crash mid-save leaves no half-written model
+    return (write_atomically(json_path, lambda f: f.write(json.dumps(description, indent=1).encode())),
+            write_atomically(npz_path, lambda f: np.savez(f, **arrays)))
 
 
 # ---------------------------------------------------------------- loading
@@ -189,7 +188,7 @@ def load(path):
     json_path, _ = _paths(path)
     description = _read_description(json_path)
     name = description["parameters"]
-    if os.path.basename(name) != name or name in ("", ".", "..") or not name.endswith(".npz"):
+    if os.path.basename(name) != name or not name.endswith(".npz"):  # "", "." and ".." end otherwise
         _fail(f"the parameter file name {name!r} must be a plain .npz file name next to {json_path}")
     npz_path = os.path.join(os.path.dirname(os.path.abspath(json_path)), name)
     try:

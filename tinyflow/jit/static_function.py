@@ -37,8 +37,7 @@ class InputSpec:
         self.shape = normalize_shape(shape)
         if self.shape is None:
             raise ShapeError("InputSpec needs a shape: a list of ints, with None for dimensions of any size")
-        self.dtype = np.dtype(dtype)
-        self.name = name
+        self.dtype, self.name = np.dtype(dtype), name
 
     def __repr__(self):
         return f"InputSpec(shape={list(self.shape)}, dtype='{self.dtype.name}', name={self.name!r})"
@@ -230,7 +229,7 @@ class StaticFunction:
         specs = [InputSpec(leaf[2], leaf[3], leaf[4] or leaf[1]) for _, _, leaves in entries for leaf in leaves
                  if leaf[0] == "tensor"]
         graph = self._layer.graph if self._layer is not None else get_default_graph()
-        scope = f"{getattr(self._layer, 'scope', self.__name__)}/to_static" if self._layer else f"{self.__name__}"
+        scope = f"{getattr(self._layer, 'scope', self.__name__)}/to_static" if self._layer else self.__name__
         with graph.as_default(), graph.name_scope(scope):
             placeholders = [Placeholder(s.shape, s.dtype, name=s.name) for s in specs]
             feeds = iter(placeholders)

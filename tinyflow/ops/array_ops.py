@@ -1,4 +1,5 @@
-"""Ops that move data around: reshape, transpose, concat, slicing (get_item), identity, stop_gradient, add_n."""
+"""Ops that move data around: reshape (to a static or run-time shape), transpose, concat, slicing (get_item), identity,
+stop_gradient, add_n."""
 import math
 from types import SimpleNamespace
 
@@ -6,7 +7,8 @@ import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
-from ..nodes import Node, Operation
+from ..nodes import Constant, Node, Operation
+from ..nodes.node import is_eager
 from ..shapes import is_fully_known
 from .broadcasting import LikeOperation, ShapedLike
 from .registry import not_differentiable, op_function, register_gradient
@@ -67,8 +69,7 @@ def reshaped(x_shape, target):
 
 def reshape(x, shape, name=None):
     """x with a new shape; one entry may be -1. `shape` may be an int vector node (a shape known at run time)."""
-    if isinstance(shape, Node) or getattr(shape, "graph", False) is None:  # a graph node or an eager Tensor
-        from .shape_ops import ReshapeTo
+    if isinstance(shape, Node) or is_eager(shape):
         return ReshapeTo(x, shape, name=name)
     return Reshape(x, shape, name=name)
 
@@ -82,6 +83,79 @@ class ReshapeLike(LikeOperation):
 
 register_gradient(Reshape)(lambda op, grad: [ReshapeLike(grad, op.inputs[0])])
 register_gradient(ReshapeLike)(lambda op, grad: [ReshapeLike(grad, op.inputs[0]), None])
+
+
+MAX_RANK = 64  # numpy's most dimensions
+
+
+def known_entries(node):
+    """The entries of an int vector (or scalar) node known when the graph is built: ints and None, or None when not
+    even the length is known. Follows shape arithmetic (x.view(n, 3, 2) in ONNX: Shape, Gather, Unsqueeze, Concat)."""
+    if not isinstance(node, Node) or node.shape is None or len(node.shape) > 1 or None in node.shape:
+        return None
+    if node.shape and node.shape[0] > MAX_RANK and not isinstance(node, Constant):
+        return None  # longer than any shape: a vector of sizes no array can have (its length is not a rank)
+    op = node.op_type
+    if isinstance(node, Constant):
+        return [int(v) for v in np.asarray(node.value).reshape(-1)]
+    if op == "Shape" and node.inputs[0].shape is not None:
+        return list(node.inputs[0].shape[getattr(node, "start", 0):getattr(node, "end", None)])
+    if op in ("Cast", "Identity", "Reshape", "ReshapeTo", "Squeeze", "Unsqueeze", "Flatten"):
+        return known_entries(node.inputs[0])
+    if op == "Concat" and node.axis == 0:
+        parts = [known_entries(x) for x in node.inputs]
+        return None if None in parts else [v for part in parts for v in part]
+    if op == "GetItem" or op == "Gather" and isinstance(node.inputs[1], Constant):
+        entries = known_entries(node.inputs[0])
+        if entries is not None:  # numpy indexes them as it will index the values (slices, ..., masks, negatives)
+            key = node.key if op == "GetItem" else np.asarray(node.inputs[1].value)
+            return np.asarray(np.array(entries, dtype=object)[key], dtype=object).reshape(-1).tolist()
+    return [None] * (node.shape[0] if node.shape else 1)
+
+
+class ToRuntimeShape(Operation):
+    """An op of (x, dims) whose output shape comes from the int vector node `dims` (known at run time), in x's dtype."""
+
+    abstract = True
+    dtype_of = 0
+
+    def __init__(self, x, dims, name=None):
+        check = Arguments(self, name, x, dims)
+        dims_shape = getattr(dims, "shape", None)
+        if dims_shape is not None and len(dims_shape) != 1:
+            check.fail("dims", dims_shape, "is not a 1-D vector of sizes", "pass a 1-D int64 node")
+        self.known = known_entries(dims)  # ints and None (known at run time only)
+        super().__init__(x, dims, name=name)
+
+
+class ReshapeTo(ToRuntimeShape):
+    """x reshaped to the run-time shape in `dims` (ONNX Reshape: one -1 inferred; 0 copies x's size unless `allowzero`).
+    Gradient: g reshaped back."""
+
+    def __init__(self, x, dims, allowzero=True, name=None):
+        self.allowzero = Arguments(self, name, x, dims).flag("allowzero", allowzero)
+        super().__init__(x, dims, name=name)
+
+    def target(self, x_shape, dims):
+        """The shape from the vector `dims` (-1 left for numpy to infer) for an input of shape x_shape."""
+        if not self.allowzero:
+            dims = [x_shape[i] if d == 0 and i < len(x_shape) else d for i, d in enumerate(dims)]
+        return tuple(None if d is None else int(d) for d in dims)
+
+    def compute(self, x, dims):
+        if dims.dtype.kind not in "iu" or dims.ndim != 1:
+            raise ValueError(f"the shape must be a 1-D integer vector, got {dims.dtype} of shape {dims.shape}")
+        return np.reshape(x, self.target(x.shape, dims.tolist()))
+
+    def infer_shape(self, x_shape, dims_shape):
+        if self.known is None:
+            return None
+        if x_shape is None and not self.allowzero and 0 in self.known:
+            return (None,) * len(self.known)
+        return reshaped(x_shape, self.target(x_shape, self.known))
+
+
+register_gradient(ReshapeTo)(lambda op, grad: [ReshapeLike(grad, op.inputs[0]), None])
 
 
 class Transpose(Operation):
@@ -119,8 +193,7 @@ class Concat(Operation):
     def infer_shape(self, *shapes):
         if any(s is None for s in shapes):
             raise ShapeError("concat needs inputs of known rank")
-        rank = len(shapes[0])
-        if any(len(s) != rank for s in shapes):
+        if len({len(s) for s in shapes}) > 1:
             raise ShapeError(f"concat inputs must have the same rank, got shapes {shapes}")
         out = []
         for i, dims in enumerate(zip(*shapes)):
@@ -176,7 +249,7 @@ def normalize_key(key, check=None):
     for k in key:
         if isinstance(k, Node):
             check.fail("key", k, "is a graph node", "index with Python ints, slices or numpy arrays")
-        if isinstance(k, (list, tuple, np.ndarray)) or getattr(k, "graph", False) is None:  # or an eager Tensor
+        if isinstance(k, (list, tuple, np.ndarray)) or is_eager(k):
             k = np.asarray(k)  # x[[0, 2]], x[(1, 0), i]: integer arrays, as numpy and torch take them
             if k.dtype.kind not in "iub":
                 check.fail("key", key, f"holds an array of dtype {k.dtype}",
@@ -200,20 +273,18 @@ def _basic_index_shape(shape, key):
     for k in key:
         if k is None:
             out.append(1)
-            continue
-        if k is Ellipsis:
-            n = len(shape) - consumed
-            out.extend(shape[dim:dim + n])
-            dim += n
-            continue
-        size = shape[dim]  # ints, slices and arrays each take one axis
-        if isinstance(k, slice):
-            out.append(None if size is None else len(range(*k.indices(size))))
-        elif isinstance(k, np.ndarray):
-            out.extend(k.shape)
-        elif size is not None and not -size <= k < size:
-            raise ShapeError(f"index {k} is out of bounds for axis {dim} of size {size}")
-        dim += 1
+        elif k is Ellipsis:
+            out.extend(shape[dim:dim + len(shape) - consumed])
+            dim += len(shape) - consumed
+        else:  # ints, slices and arrays each take one axis
+            size = shape[dim]
+            if isinstance(k, slice):
+                out.append(None if size is None else len(range(*k.indices(size))))
+            elif isinstance(k, np.ndarray):
+                out.extend(k.shape)
+            elif size is not None and not -size <= k < size:
+                raise ShapeError(f"index {k} is out of bounds for axis {dim} of size {size}")
+            dim += 1
     return tuple(out) + tuple(shape[dim:])
 
 
@@ -248,8 +319,7 @@ get_item = op_function(GetItem, "get_item", "x[key], numpy-style indexing and sl
 
 
 class GetItemGrads(ShapedLike):
-    """Zeros like x with each gradient added at its key in `keys`, repeated indices summed: the sum of the gradients
-    of several GetItems of x (an unrolled loop's steps) in one pass."""
+    """Zeros like x with each gradient added at its key in `keys` (several GetItems' gradients of x in one pass)."""
 
     def __init__(self, grad, x, *more, keys, name=None):
         self.keys = tuple(keys)

@@ -1,8 +1,7 @@
 """Convolution over 1, 2 or 3 spatial axes (N, C, *spatial), with strides, dilations, padding and groups.
 
-A convolution is im2col (the windows of x as rows, windows.py) then one matrix product per
-group with the filters. Its backward ops are graph nodes too, and since convolution is
-bilinear in (input, filter) their gradients are written with the same three ops:
+A convolution is im2col (the windows of x as rows, windows.py) then one matrix product per group with the filters. Its
+backward ops are graph nodes too; convolution is bilinear in (input, filter), so their gradients are the same three ops:
   conv(x, w) -> y;  dx = conv_back_input(g, w);  dw = conv_back_filter(x, g).
 A transposed convolution is conv_back_input with its output size given by its arguments.
 """

@@ -1,7 +1,6 @@
 """The two cross-entropies as single fused ops, stable for extreme logits, with their gradients.
 
-The public functions building them are in tinyflow/nn/losses.py; backends import the ops and `check_labels` from here
-(the layer below nn/).
+Their public functions are in nn/losses.py; backends import the ops and `check_labels` from here (the layer below nn/).
 """
 import numpy as np
 

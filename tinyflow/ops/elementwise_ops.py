@@ -133,8 +133,7 @@ _OPERATOR_UFUNCS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply
 
 
 def _ufunc_of(tree, input_names):
-    """The numpy ufunc that is the whole expression applied to the inputs in order (a + b: np.add, exp(x): np.exp), or
-    None: eager mode calls it without a Python frame in between."""
+    """The ufunc that is the expression on its inputs in order (a + b: np.add), or None (eager mode calls it as is)."""
     if isinstance(tree, ast.BinOp):
         function, args = _OPERATOR_UFUNCS.get(type(tree.op)), [tree.left, tree.right]
     elif isinstance(tree, ast.UnaryOp):
@@ -168,13 +167,12 @@ def make_op(op_type, input_names, expression, attributes=(), dtype="same", gradi
     return cls
 
 
+TABLE_GRADIENTS = set()  # the gradient functions made from the table: on inputs of one shape, each has that shape
+GRADIENT_OPS = {}  # (op class, input index) -> (gradient op class, the names its inputs are given)
+
+
 def _gradient_function(cls):
-    """`gradient(op, g)` of cls as Python source: one expression per input, e.g. for Sigmoid
-        def gradient(op, g):
-            x, = op.inputs
-            y = op
-            return [SigmoidGrad(y, g)]
-    """
+    """`gradient(op, g)` of cls written as Python source, one expression per input (Sigmoid's: [SigmoidGrad(y, g)])."""
     items, namespace = [], {"zeros_like": zeros_like}
     for index, tree in enumerate(cls.gradients):
         if tree is None:
@@ -198,12 +196,6 @@ def _gradient_function(cls):
     function = _define(source, f"gradient of {cls.op_type}", namespace)["gradient"]
     TABLE_GRADIENTS.add(function)
     return function
-
-
-TABLE_GRADIENTS = set()  # the gradient functions made from the table: on inputs of one shape, each has that shape
-
-
-GRADIENT_OPS = {}  # (op class, input index) -> (gradient op class, the names its inputs are given)
 
 
 def _gradient_op(cls, index, tree):

@@ -8,7 +8,7 @@ from ..nodes import Constant, Operation, as_node
 from .array_ops import Reshape, axis_size, checks, get_item
 from .elementwise_ops import cast, equal, where
 from .broadcasting import ShapedLike
-from .registry import not_differentiable, op_function, register_gradient
+from .registry import not_differentiable, register_gradient
 
 
 class IndexOperation(Operation):
@@ -135,9 +135,7 @@ class TopKIndices(Operation):
         return np.take(order, np.arange(self.k), axis=self.axis).astype(np.int64, copy=False)
 
     def infer_shape(self, x_shape):
-        if x_shape is None:
-            return None
-        return tuple(self.k if i == self.axis else d for i, d in enumerate(x_shape))
+        return None if x_shape is None else tuple(self.k if i == self.axis else d for i, d in enumerate(x_shape))
 
 
 not_differentiable(TopKIndices)

@@ -99,8 +99,7 @@ def _parse(check, equation, ranks):
     if any(not set(t.replace("...", "")) <= set(LETTERS) for t in terms + [rhs]) or "." in rhs.replace("...", ""):
         fail("holds characters that are not letters or '...'")
     free = [c for c in LETTERS if c not in text]
-    widest = 0
-    spelled = []
+    widest, spelled = 0, []
     for term, rank in zip(terms, ranks):
         if "..." in term:
             if rank is None:

@@ -1,9 +1,8 @@
 """Normalization over trailing axes: the LayerNorm op, and layer, instance and group norm built on it.
 
 LayerNorm normalizes each row of x viewed as (rows, cols), cols the product of the axes from `axis` on; the affine part
-(γ, β) is an ordinary multiply and add, so their gradients are the usual broadcasting sums and the optimiser fuses them.
-Instance norm is layer norm over the spatial axes (axis 2) with a per-channel γ, β; group norm reshapes the channels
-into groups first.
+(γ, β) is an ordinary multiply and add (broadcasting gradients, fused by the optimiser). Instance norm is layer norm
+over the spatial axes (axis 2) with a per-channel γ, β; group norm reshapes the channels into groups first.
 """
 import math
 

@@ -57,9 +57,7 @@ def padded(x, pad_width, mode, value):
     """np.pad of x in `mode` (constant: `value`), where a negative width crops instead."""
     cropped = x[tuple(slice(-min(b, 0), n + min(a, 0)) for n, (b, a) in zip(x.shape, pad_width))]
     grow = [(max(b, 0), max(a, 0)) for b, a in pad_width]
-    if mode == "constant":
-        return np.pad(cropped, grow, constant_values=value)
-    return np.pad(cropped, grow, mode=mode)
+    return np.pad(cropped, grow, constant_values=value) if mode == "constant" else np.pad(cropped, grow, mode=mode)
 
 
 class PadGrad(ShapedLike):

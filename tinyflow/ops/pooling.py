@@ -1,9 +1,8 @@
 """Max and average pooling over 1, 2 or 3 spatial axes (N, C, *spatial), and global pooling.
 
 Windows (kernel_size, stride, padding, dilation, ceil_mode) as in windows.py. Max pooling ignores padding (it never
-wins); the gradient goes to the first maximum of each window, as in PyTorch, and NaN counts as the largest value, as in
-numpy's max. Average pooling divides by the window's size, padding included or not (count_include_pad); the values a
-ceil_mode window reaches beyond the padding never count.
+wins); the gradient goes to each window's first maximum (PyTorch's), NaN counting as the largest (numpy's max). Average
+pooling divides by the window's size, padding included or not (count_include_pad), never what ceil_mode reaches beyond.
 """
 import math
 
@@ -201,8 +200,7 @@ def _max_pool(rank):
     def max_pool(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False,
                  name=None):
         kernel = Arguments(MaxPool, name, x).ints("kernel_size", kernel_size, rank, minimum=1)
-        window = dict(kernel_size=kernel, stride=stride, padding=padding, dilation=dilation,
-                      ceil_mode=ceil_mode)
+        window = dict(kernel_size=kernel, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode)
         y = MaxPool(x, **window, name=name)
         if not return_indices:
             return y

@@ -3,6 +3,7 @@ import numpy as np
 
 from ..arguments import Arguments
 from ..nodes import Node, Operation
+from ..nodes.node import is_eager
 from ..random import next_seed
 from .elementwise_ops import multiply
 from .registry import not_differentiable
@@ -17,7 +18,7 @@ class DropoutMask(Operation):
 
     def __init__(self, x, rate, training=None, seed=None, name=None):
         check = Arguments(self, name, x)
-        tensor = isinstance(rate, Node) or getattr(rate, "graph", False) is None  # a graph node or an eager Tensor
+        tensor = isinstance(rate, Node) or is_eager(rate)
         self.rate = None if tensor else check.number("rate", rate, 0.0, 1.0, high_open=True)
         if seed is not None:
             self.seed = check.integer("seed", seed, minimum=0)

@@ -79,21 +79,18 @@ def cell_step_back(cell, x, hg, state, grad, w_hh):
         d_gates = np.concatenate([d_c * g * i * (1 - i), d_c * state[1] * f * (1 - f), d_c * i * (1 - g * g),
                                   grad[0] * tanh_c * o * (1 - o)], axis=-1)
         return d_gates, d_gates, np.stack([np.zeros_like(d_c), d_c * f])  # h reaches the step through h_gates only
-    if cell == "GRU":
+    if cell.startswith("GRU"):
         (x_r, x_z, x_n), (h_r, h_z, h_n) = np.split(x, 3, axis=-1), np.split(hg, 3, axis=-1)
         r, z = stable_sigmoid(x_r + h_r), stable_sigmoid(x_z + h_z)
-        n = np.tanh(x_n + r * h_n)
-        d_n = grad * (1 - z) * (1 - n * n)  # of n's pre-activation x_n + r h_n
-        d_r, d_z = d_n * h_n * r * (1 - r), grad * (state - n) * z * (1 - z)
-        return (np.concatenate([d_r, d_z, d_n], axis=-1), np.concatenate([d_r, d_z, d_n * r], axis=-1), grad * z)
-    if cell == "GRU_RESET_FIRST":
-        (x_r, x_z, x_n), (h_r, h_z, h_n) = np.split(x, 3, axis=-1), np.split(hg, 3, axis=-1)
-        r, z = stable_sigmoid(x_r + h_r), stable_sigmoid(x_z + h_z)
-        n = np.tanh(x_n + h_n)
-        d_n = grad * (1 - z) * (1 - n * n)  # of n's pre-activation x_n + h_n
+        reset_first = cell == "GRU_RESET_FIRST"
+        n = np.tanh(x_n + (h_n if reset_first else r * h_n))
+        d_n = grad * (1 - z) * (1 - n * n)  # of n's pre-activation
+        d_z = grad * (state - n) * z * (1 - z)
+        if not reset_first:
+            d_r = d_n * h_n * r * (1 - r)
+            return np.concatenate([d_r, d_z, d_n], axis=-1), np.concatenate([d_r, d_z, d_n * r], axis=-1), grad * z
         d_rh = d_n @ w_hh[2 * state.shape[-1]:]  # of r h, through W_hn
-        d_r, d_z = d_rh * state * r * (1 - r), grad * (state - n) * z * (1 - z)
-        d_gates = np.concatenate([d_r, d_z, d_n], axis=-1)
+        d_gates = np.concatenate([d_rh * state * r * (1 - r), d_z, d_n], axis=-1)
         return d_gates, d_gates, grad * z + d_rh * r
     a = x + hg
     d_a = grad * (1 - np.tanh(a) ** 2) if cell == "RNN_TANH" else grad * (a > 0)

@@ -60,8 +60,7 @@ class ReduceMean(Reduction):
     """Mean over axes.  Gradient: g broadcast back, divided by the number of reduced elements."""
 
     def compute(self, x):
-        # np.mean's own bookkeeping costs a small array several times the sum; empty slices are left to
-        # np.mean, which warns about them
+        # np.mean's bookkeeping costs a small array several times the sum; empty slices go to np.mean (it warns)
         if getattr(x, "dtype", None) in _SUMMED_AS_IS:
             count = math.prod(x.shape) if self.axes is None else math.prod(x.shape[a] for a in self.axes)
             if count:

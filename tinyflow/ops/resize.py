@@ -1,16 +1,13 @@
-"""Resizing (interpolation) along any axes: nearest, linear and cubic, with ONNX's coordinate conventions.
+"""Resizing (interpolation) along any axes: nearest, linear and cubic, as ONNX's Resize (opset 19) and its reference.
 
-Resizing is separable and linear: along each resized axis the output is M · x for an
-(out × in) interpolation matrix M whose rows hold the taps of one output position. So the
-forward pass applies one matrix per axis and the gradient applies their transposes in the
-reverse order (ResizeGrad), whatever the mode. An output position maps back to the input
-coordinate (coordinate_transformation_mode, for a scale s = out/in, or the scale given):
+Resizing is separable and linear: along each resized axis the output is M · x for an (out × in) interpolation matrix M
+whose rows hold one output position's taps, so the gradient applies the transposes in reverse order (ResizeGrad),
+whatever the mode. An output position maps back to an input coordinate (coordinate_transformation_mode, s = out/in):
   half_pixel (x + ½)/s - ½   pytorch_half_pixel (the same, -½ for a single output)   asymmetric x/s
   align_corners x·(in-1)/(out-1)   half_pixel_symmetric (half_pixel, centred when out is rounded)
   tf_crop_and_resize (within a region of interest; outside it, extrapolation_value)
-and taps are taken from the clamped neighbours of that coordinate: the nearest one (nearest_mode
-rounds halves), two (linear) or four (cubic, coefficient a); antialias widens the taps by 1/s when
-shrinking. These follow ONNX's Resize (opset 19) and its reference implementation.
+and taps come from its clamped neighbours: the nearest (nearest_mode rounds halves), two (linear) or four (cubic,
+coefficient a); antialias widens the taps by 1/s when shrinking.
 """
 import functools
 import math
@@ -19,10 +16,11 @@ import numpy as np
 
 from ..arguments import Arguments, rank_of
 from ..nodes import Node, Operation
+from ..nodes.node import is_eager
 from ..shapes import shapes_compatible
 from .broadcasting import ShapedLike
 from .registry import register_gradient
-from .shape_ops import known_entries
+from .array_ops import known_entries
 from .windows import spatial_rank
 
 # Resize's options after sizes and scales, with their defaults (saved graphs read them as the op's attributes)
@@ -155,7 +153,7 @@ class ResizeOperation(Operation):
                 check.fail(option, options[option], "is not one of the choices", f"pick one of {', '.join(choices)}")
             setattr(self, option, options[option])
         # sizes may be an int vector (a graph node or an eager Tensor) read at run time, the op's last input
-        self.dynamic = isinstance(sizes, Node) or getattr(sizes, "graph", False) is None
+        self.dynamic = isinstance(sizes, Node) or is_eager(sizes)
         self.size_entries = None  # its entries as far as they are known when built
         if self.dynamic:
             if not shapes_compatible(sizes.shape, (rank,)) or np.dtype(sizes.dtype).kind not in "iu":
@@ -280,16 +278,15 @@ _TORCH_MODES = {"nearest": ("nearest", "asymmetric", "floor", 0),
 
 
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None, name=None):
-    """Resize the spatial axes of (N, C, *spatial) as torch.nn.functional.interpolate: mode 'nearest', 'nearest-exact',
-    'linear', 'bilinear', 'trilinear' or 'bicubic'; size or scale_factor (an int/float or one per spatial axis). (The
-    Resize op also has ONNX's antialias, which is not torch's.)"""
+    """Resize the spatial axes of (N, C, *spatial) as torch.nn.functional.interpolate (a mode of _TORCH_MODES); size
+    or scale_factor: one number or one per spatial axis. (The Resize op also has ONNX's antialias, not torch's.)"""
     check = Arguments(Resize, name, x)
     if not isinstance(mode, str) or mode not in _TORCH_MODES:
         check.fail("mode", mode, "is not an interpolation mode", f"pick one of {', '.join(_TORCH_MODES)}")
     kind, coordinates, nearest, needed = _TORCH_MODES[mode]
-    spatial = spatial_rank(check, "x", "(N, C, *spatial)", x)
-    if needed and needed != spatial:
-        check.fail("mode", mode, f"does not fit an input with {spatial} spatial axes",
+    rank = spatial_rank(check, "x", "(N, C, *spatial)", x)
+    if needed and needed != rank:
+        check.fail("mode", mode, f"does not fit an input with {rank} spatial axes",
                    "use linear for 1, bilinear or bicubic for 2, trilinear for 3")
     if align_corners and kind == "nearest":
         check.fail("align_corners", align_corners, f"does not go with mode {mode!r}", "leave it None")
@@ -297,9 +294,7 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
         check.fail("size", size, "and scale_factor are both given or both missing", "pass one of them")
 
     def per_axis(value, kept):  # the two leading axes `kept`, then one entry per spatial axis
-        if value is None:
-            return None
-        return kept + (list(value) if isinstance(value, (tuple, list)) else [value] * spatial)
+        return None if value is None else kept + (list(value) if isinstance(value, (tuple, list)) else [value] * rank)
     return Resize(x, sizes=per_axis(size, [None, None]), scales=per_axis(scale_factor, [1.0, 1.0]), mode=kind,
                   coordinate_transformation_mode="align_corners" if align_corners else coordinates,
                   nearest_mode=nearest, name=name)

@@ -10,7 +10,7 @@ from ..errors import ShapeError
 from ..nodes import Constant, Operation
 from .broadcasting import ShapedLike
 from .registry import not_differentiable, op_function, register_gradient
-from .shape_ops import MAX_RANK, known_entries
+from .array_ops import MAX_RANK, known_entries
 
 
 class Shape(Operation):
@@ -107,13 +107,11 @@ class Arange(Operation):
 
     def infer_shape(self, start_shape, limit_shape, delta_shape):
         start, limit, delta = self.bounds
-        if None in self.bounds:
+        if None in self.bounds or delta == 0:
             return (None,)
-        if all(isinstance(v, int) for v in (start, limit, delta)) and delta:
+        if all(isinstance(v, int) for v in self.bounds):
             return (len(range(start, limit, delta)),)
-        if delta == 0 or not all(math.isfinite(v) for v in (start, limit, delta)):
-            return (None,)
-        return (max(0, math.ceil((limit - start) / delta)),)
+        return (max(0, math.ceil((limit - start) / delta)) if all(map(math.isfinite, self.bounds)) else None,)
 
 
 def _static(x):
@@ -141,9 +139,8 @@ def slice_key(rank, axes, steps, starts, ends):
 
 
 class RuntimeSlice(Operation):
-    """x[start_i:end_i:step_i] along axes[i], start and end int vectors read at run time (ONNX Slice with bounds the
-    graph computes: a Loop's iteration number, a length of an unknown dimension); bounds clamp as Python's do.
-    Gradient: g put back where the slice came from, in zeros of x's shape (RuntimeSliceGrad)."""
+    """x[start_i:end_i:step_i] along axes[i], start and end int vectors computed by the graph (ONNX Slice), clamped as
+    Python's.  Gradient: g put back where the slice came from, in zeros of x's shape (RuntimeSliceGrad)."""
 
     dtype_of = 0
 

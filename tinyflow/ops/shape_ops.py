@@ -1,13 +1,15 @@
-"""Ops that change a shape but keep the values in order: squeeze, unsqueeze, flatten, broadcast_to / expand, tile;
-reshape and expand to a shape computed at run time; split, stack, flip and roll, built of others."""
+"""Ops that change a shape but keep the values in order: squeeze, unsqueeze, flatten, broadcast_to / expand (also to a
+shape computed at run time), tile; split, stack, flip and roll, built of others."""
 import math
 
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
-from ..nodes import Constant, Node, Operation, as_node
+from ..nodes import Node, Operation, as_node
+from ..nodes.node import is_eager
 from ..shapes import broadcast_shapes
-from .array_ops import Reshape, ReshapeLike, _node_list, axis_size, checks, concat, get_item, identity, reshaped
+from .array_ops import (Reshape, ReshapeLike, ToRuntimeShape, _node_list, axis_size, checks, concat, get_item, identity,
+                        ReshapeTo, known_entries)  # noqa: F401 - ReshapeTo, known_entries: onnx/ imports them from here
 from .broadcasting import ShapedLike, SumToShapeOf
 from .registry import op_function, register_gradient
 
@@ -110,7 +112,7 @@ class BroadcastTo(Operation):
 def expand(x, shape, name=None):
     """x repeated along size-1 axes to `shape` (ONNX Expand; a 1 or -1 in shape keeps x's size, as torch).  `shape` may
     be an int64 vector node computed at run time (then x broadcasts against it both ways)."""
-    if isinstance(shape, Node) or getattr(shape, "graph", False) is None:  # a graph node or an eager Tensor
+    if isinstance(shape, Node) or is_eager(shape):
         return ExpandTo(x, shape, name=name)
     if isinstance(shape, (tuple, list, np.ndarray)):
         shape = tuple(1 if is_int(d) and d == -1 else d for d in shape)
@@ -129,76 +131,6 @@ def broadcast_to(x, shape, name=None):
 
 register_gradient(BroadcastTo)(lambda op, grad: [SumToShapeOf(grad, op.inputs[0])])
 
-MAX_RANK = 64  # numpy's most dimensions
-
-
-def known_entries(node):
-    """The entries of an int vector (or scalar) node known when the graph is built: ints and None, or None when not
-    even the length is known. Follows shape arithmetic (x.view(n, 3, 2) in ONNX: Shape, Gather, Unsqueeze, Concat)."""
-    if not isinstance(node, Node) or node.shape is None or len(node.shape) > 1 or None in node.shape:
-        return None
-    if node.shape and node.shape[0] > MAX_RANK and not isinstance(node, Constant):
-        return None  # longer than any shape: a vector of sizes no array can have (its length is not a rank)
-    op = node.op_type
-    if isinstance(node, Constant):
-        return [int(v) for v in np.asarray(node.value).reshape(-1)]
-    if op == "Shape" and node.inputs[0].shape is not None:
-        return list(node.inputs[0].shape[getattr(node, "start", 0):getattr(node, "end", None)])
-    if op in ("Cast", "Identity", "Reshape", "ReshapeTo", "Squeeze", "Unsqueeze", "Flatten"):
-        return known_entries(node.inputs[0])
-    if op == "Concat" and node.axis == 0:
-        parts = [known_entries(x) for x in node.inputs]
-        return None if None in parts else [v for part in parts for v in part]
-    if op == "GetItem" or op == "Gather" and isinstance(node.inputs[1], Constant):
-        entries = known_entries(node.inputs[0])
-        if entries is not None:  # numpy indexes them as it will index the values (slices, ..., masks, negatives)
-            key = node.key if op == "GetItem" else np.asarray(node.inputs[1].value)
-            return np.asarray(np.array(entries, dtype=object)[key], dtype=object).reshape(-1).tolist()
-    return [None] * (node.shape[0] if node.shape else 1)
-
-
-class ToRuntimeShape(Operation):
-    """An op of (x, dims) whose output shape comes from the int vector node `dims` (known at run time), in x's dtype."""
-
-    abstract = True
-    dtype_of = 0
-
-    def __init__(self, x, dims, name=None):
-        check = Arguments(self, name, x, dims)
-        dims_shape = getattr(dims, "shape", None)
-        if dims_shape is not None and len(dims_shape) != 1:
-            check.fail("dims", dims_shape, "is not a 1-D vector of sizes", "pass a 1-D int64 node")
-        self.known = known_entries(dims)  # ints and None (known at run time only)
-        super().__init__(x, dims, name=name)
-
-
-class ReshapeTo(ToRuntimeShape):
-    """x reshaped to the run-time shape in `dims` (ONNX Reshape: one -1 inferred; 0 copies x's size unless `allowzero`).
-    Gradient: g reshaped back."""
-
-    def __init__(self, x, dims, allowzero=True, name=None):
-        self.allowzero = Arguments(self, name, x, dims).flag("allowzero", allowzero)
-        super().__init__(x, dims, name=name)
-
-    def target(self, x_shape, dims):
-        """The shape from the vector `dims` (-1 left for numpy to infer) for an input of shape x_shape."""
-        if not self.allowzero:
-            dims = [x_shape[i] if d == 0 and i < len(x_shape) else d for i, d in enumerate(dims)]
-        return tuple(None if d is None else int(d) for d in dims)
-
-    def compute(self, x, dims):
-        if dims.dtype.kind not in "iu" or dims.ndim != 1:
-            raise ValueError(f"the shape must be a 1-D integer vector, got {dims.dtype} of shape {dims.shape}")
-        return np.reshape(x, self.target(x.shape, dims.tolist()))
-
-    def infer_shape(self, x_shape, dims_shape):
-        if self.known is None:
-            return None
-        if x_shape is None and not self.allowzero and 0 in self.known:
-            return (None,) * len(self.known)
-        return reshaped(x_shape, self.target(x_shape, self.known))
-
-
 class ExpandTo(ToRuntimeShape):
     """x broadcast against the run-time shape in `dims` (ONNX Expand).  Gradient: g summed back to x's shape."""
 
@@ -209,7 +141,6 @@ class ExpandTo(ToRuntimeShape):
         return None if self.known is None else broadcast_shapes(x_shape, tuple(self.known), what="input and target")
 
 
-register_gradient(ReshapeTo)(lambda op, grad: [ReshapeLike(grad, op.inputs[0]), None])
 register_gradient(ExpandTo)(lambda op, grad: [SumToShapeOf(grad, op.inputs[0]), None])
 
 

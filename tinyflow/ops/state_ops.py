@@ -34,9 +34,8 @@ class Assign(Operation):
     def compute(self, old, value):
         # read the Variable itself, not the `old` snapshot: two assign_adds in one run both count
         variable = self.inputs[0]
-        current = variable.value
-        variable.value = np.broadcast_to(value, current.shape).copy() if self.update is None else \
-            self.update(current, value)
+        variable.value = np.broadcast_to(value, variable.value.shape).copy() if self.update is None else \
+            self.update(variable.value, value)
         return variable.value
 
 
