@@ -30,9 +30,8 @@ def _hash(value):
 
 
 def agree(comm, name, options="", data=None, first_dim=0, root=None, describe=None):
-    """The (world × 4) records of this call (None for one process); DistributedError on every rank unless all are
-    in it with the same `data` (a hashable summary such as shape and dtype; None: no array; with `root`, the root's
-    or none). `describe()` phrases this rank's data for the message."""
+    """The (world × 4) records of this call (None for one process); DistributedError on every rank unless all make
+    it with the same `data` (hashable shape and dtype; None: no array, allowed beside a `root`'s), `describe()`d."""
     if comm.Get_size() == 1:
         return None
     _state.collectives += 1

@@ -1,10 +1,8 @@
 """The collective watchdog: a collective that waits past the timeout aborts the job, naming who never arrived.
 
-Each process runs a daemon thread: when a collective has waited `timeout - grace` seconds, it asks every other
-rank, over a private duplicate of the communicator, where it is (which collective it waits in, or which line it is
-at); at the timeout the job is aborted with the answers (an example: docs/distributed.md). A rank that does not
-answer has probably died. Asking needs MPI_THREAD_MULTIPLE; without it the job is still aborted, without answers.
-"""
+A daemon thread per process asks, shortly before the timeout and over a private duplicate of the communicator, every
+other rank where it is (docs/distributed.md); a rank that does not answer has probably died. Asking needs
+MPI_THREAD_MULTIPLE; without it the job is still aborted, without answers."""
 import atexit
 import contextlib
 import sys
