@@ -114,8 +114,7 @@ def average_gradients(parameters):
 
 
 class DistributedOptimizer:
-    """Wraps an optimizer so each step applies the gradient averaged over all processes (graph mode: one
-    AllReduceGradients op; eager mode: `step()`); the rest is the wrapped optimizer's."""
+    """Wraps an optimizer so each step applies the gradient averaged over all processes; the rest is the optimizer's."""
 
     def __init__(self, optimizer):
         if isinstance(optimizer, DistributedOptimizer):
