@@ -31,6 +31,7 @@ class _State:
     MPI = None         # the mpi4py.MPI module
     timeout = DEFAULT_TIMEOUT
     watchdog = None
+    watchdog_class = None  # registered by watchdog.py, which imports this module (no import upward from here)
     collectives = 0    # collectives this process has made (the same on every rank of a correct program)
 
 
@@ -134,8 +135,7 @@ def _install_fault_handling():
         abort(f"uncaught exception, aborting all {world_size()} processes:\n{text.rstrip()}")
 
     sys.excepthook = abort_on_uncaught
-    from .watchdog import Watchdog  # it imports this module
-    _state.watchdog = Watchdog(_state.comm, _state.MPI)
+    _state.watchdog = _state.watchdog_class(_state.comm, _state.MPI)
 
 
 def find_mpirun():

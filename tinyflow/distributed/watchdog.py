@@ -124,6 +124,9 @@ class Watchdog:
         return f"{headline}: {names} never arrived. {'; '.join(lines)}. {advice}"
 
 
+_state.watchdog_class = Watchdog  # what mpi.init starts
+
+
 @contextlib.contextmanager
 def guarded(what, array=None):
     """`with guarded("all_reduce", array):` runs a collective under the watchdog (no-op for one process)."""
