@@ -17,6 +17,7 @@ from ..nodes import Node
 from .graphviz_render import (STYLES, VizError, digraph, dot_available, label, no_dot_html, require_dot,
                               run_values, summarize)
 
+# the node just taken; finished ones (with their gradient); ones that received part of theirs; waiting ones
 CURRENT = dict(style="filled,bold", fillcolor="#ffe066", color="#b8860b", penwidth="2.5")
 DONE = dict(style="filled", fillcolor="#d3f0d3", color="#2e7d32")
 PARTIAL = dict(style="filled", fillcolor="#ffe3e3", color="#b33a3a")
@@ -66,8 +67,8 @@ class BackpropSteps(list):
 
     def save_html(self, path):
         """Write `to_html()` as a page."""
-        pathlib.Path(path).write_text(f"<!doctype html><meta charset='utf-8'><title>backprop steps</title><body style="
-                                      f"'font-family:sans-serif'><h3>Backprop, step by step: "
+        pathlib.Path(path).write_text(f"<!doctype html><meta charset='utf-8'><title>backprop steps</title>"
+                                      f"<body style='font-family:sans-serif'><h3>Backprop, step by step: "
                                       f"{html.escape(' → '.join(self.order))}</h3>{self.to_html()}</body>",
                                       encoding="utf-8")
         return path
@@ -77,7 +78,7 @@ class BackpropSteps(list):
 
 
 def trace_walk(backward, names, skip=None):
-    """Run `backward(trace)`: (its steps not `skip`ped, nodes as `names` calls them; counts before; {node: grad})."""
+    """Run `backward(trace)`: (its steps not `skip`ped, nodes as `names` calls them; pending counts; {node: grad})."""
     steps, pending, grads = [], {}, {}
 
     def keep(step):

@@ -130,7 +130,7 @@ def label(node, values=None, name=None, shape=False):
 def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradients=True, graph=None,
                 feed_dict=None, session=None, collapse=()):
     """A graphviz.Digraph of the graph, of what `target` needs, or of a plan (fused kernels as clusters), with a legend;
-    values from one run with `feed_dict` / `session`; `collapse` names scopes drawn as one box each."""
+    values from one run with `feed_dict` / `session`; `collapse`d scopes drawn as one box; same graph, same DOT."""
     import graphviz
     plan, values = getattr(target, "optimized", None), {}
     if plan is not None:  # a plan's private copies: each fused kernel drawn as its members
