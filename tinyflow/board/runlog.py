@@ -1,9 +1,6 @@
-"""The scalar log of a training run, `scalars.jsonl`: append-only JSON Lines that a killed run leaves
-readable, and read without ever executing anything (the format and its guarantees:
-docs/explorer_and_board.md); and what `Model.fit(..., log_dir=...)` writes: each epoch's logs, learning
-rate (`lr`) and duration (`epoch_time`), and the explorer page of the model's loss on the first batch, at
-the start and again with the trained weights.
-"""
+"""The scalar log of a run, `scalars.jsonl`: append-only JSON Lines that a killed run leaves readable, read without
+executing anything (docs/explorer_and_board.md); and what `Model.fit(log_dir=...)` writes there: each epoch's logs,
+`lr` and `epoch_time`, and the explorer page of the model's loss on the first batch, untrained and trained."""
 import json
 import math
 import os
@@ -214,8 +211,8 @@ def find_runs(logdir, max_depth=4):
 
 
 class FitLog:
-    """One fit's log, a watcher of `fit`; a part that cannot be written (a file in the way, a full disk) never stops
-    training: its first failure warns once, and that part (scalars or page) is left out from then on."""
+    """One fit's log, a watcher of `fit`; a part that cannot be written (a file in the way, a full disk) warns once
+    and is left out from then on: logging never stops training."""
 
     def __init__(self, log_dir, model, X, y, first_epoch):
         self.log_dir, self.model, self.warned, self._started = fs_path(log_dir, "fit(log_dir=...)"), model, False, None

@@ -5,8 +5,7 @@
                         "updated"}], "skipped_runs", "logdir"}
     GET /graph?run=N   the explorer page Model.fit wrote for run N (graph.html in its folder)
 It only reads and serves nothing else (a run name is looked up among the runs found, never joined into a path),
-forbids its pages any network access beyond itself, and refuses another site's Host header (DNS rebinding).
-"""
+forbids its pages any network access beyond itself, and refuses another site's Host header (DNS rebinding)."""
 import errno
 import functools
 import html

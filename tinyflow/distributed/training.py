@@ -1,15 +1,11 @@
-"""Data-parallel training: DistributedOptimizer averages the gradients of every process's shard (the gradient of the
-whole batch, so all processes stay identical) and broadcast_variables starts them all from rank 0's state. All
-gradients go packed in one all_reduce per step: one latency, not one per variable (Horovod's "tensor fusion").
+"""Data-parallel training: DistributedOptimizer averages the gradients of every process's shard (the whole batch's
+gradient, so all processes stay identical), packed in one all_reduce per step (Horovod's "tensor fusion"), and
+broadcast_variables starts them all from rank 0's state.
 
-What Model.fit(distributed=True) needs besides (DataParallel): this process's shard of the data and agreement
-between processes. Each epoch's order (a permutation shared by every process, or 0..n-1) is cut to a multiple
-of the world size and dealt out as order[rank::world], so the k-th batches of all processes together are
-exactly the k-th batch of one process using batch_size × world_size. The n % world_size rows at the end of the
-order sit out that epoch (with shuffling, different rows every epoch). Moving statistics (batch norm), updated
-by each process from its own batches, are averaged after every epoch, so all processes evaluate and checkpoint
-alike.
-"""
+Model.fit(distributed=True) (DataParallel) deals each epoch's shared order out as order[rank::world], cut to a
+multiple of the world size, so the k-th batches of all processes are the k-th batch of batch_size × world_size
+(the n % world_size rows left sit out that epoch); moving statistics are averaged after every epoch, so all
+processes evaluate and checkpoint alike."""
 import math
 
 import numpy as np
@@ -93,8 +89,8 @@ def exchange_packed(variables, exchange):
 
 
 def average_gradients(parameters):
-    """Average the `.grad` arrays of `parameters` (Variables or eager Tensors) over processes, in one all_reduce
-    (DistributedOptimizer.step()); each `.grad` gets a new array (backward's may be shared with other tensors)."""
+    """Average the `.grad`s of `parameters` (Variables or eager Tensors) over processes in one all_reduce; each gets
+    a new array (backward's may be shared with other tensors)."""
     # every parameter has a slot in the packed buffer (zeros when its grad is None) plus one flag, so the buffer
     # has the same size on every process, and a gradient on some processes only is found by every process
     parameters = list(parameters)
@@ -118,8 +114,7 @@ def average_gradients(parameters):
 
 
 class DistributedOptimizer:
-    """Wraps an optimizer so each step applies the gradient averaged over all processes (graph mode: one
-    AllReduceGradients op; eager mode: `step()`); the rest is the wrapped optimizer's."""
+    """Wraps an optimizer so each step applies the gradient averaged over all processes; the rest is the optimizer's."""
 
     def __init__(self, optimizer):
         if isinstance(optimizer, DistributedOptimizer):
@@ -165,9 +160,8 @@ class DistributedOptimizer:
 
 
 def broadcast_variables(graph=None, root=0):
-    """Set every Variable of the graph (weights, optimizer slots, moving statistics), or of a list of Variables or
-    eager leaf Tensors, to rank `root`'s values: one broadcast per dtype; a model that differs between processes
-    raises DistributedError on every process."""
+    """Set every Variable of the graph (or of a list of Variables / eager leaf Tensors) to rank `root`'s values,
+    one broadcast per dtype; a model that differs between processes raises DistributedError on every process."""
     variables = list(graph) if isinstance(graph, (list, tuple)) else sorted(
         (graph if graph is not None else get_default_graph()).variables(), key=lambda v: v.name)
     agree(communicator(), "broadcast_variables", f"root={root}", tuple(zip(_names(variables), _signature(variables))),

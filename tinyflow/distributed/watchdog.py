@@ -1,10 +1,8 @@
 """The collective watchdog: a collective that waits past the timeout aborts the job, naming who never arrived.
 
-Each process runs a daemon thread: when a collective has waited `timeout - grace` seconds, it asks every other
-rank, over a private duplicate of the communicator, where it is (which collective it waits in, or which line it is
-at); at the timeout the job is aborted with the answers (an example: docs/distributed.md). A rank that does not
-answer has probably died. Asking needs MPI_THREAD_MULTIPLE; without it the job is still aborted, without answers.
-"""
+A daemon thread per process asks, shortly before the timeout and over a private duplicate of the communicator, every
+other rank where it is (docs/distributed.md); a rank that does not answer has probably died. Asking needs
+MPI_THREAD_MULTIPLE; without it the job is still aborted, without answers."""
 import atexit
 import contextlib
 import sys
@@ -124,6 +122,9 @@ class Watchdog:
                 lines.append(f"rank {other} is not in a collective: it is at {answer['site']}; {done}")
         names = f"rank {missing[0]}" if len(missing) == 1 else "ranks " + ", ".join(map(str, missing))
         return f"{headline}: {names} never arrived. {'; '.join(lines)}. {advice}"
+
+
+_state.watchdog_class = Watchdog  # what mpi.init starts
 
 
 @contextlib.contextmanager

@@ -1,9 +1,5 @@
-"""Backprop, step by step: one picture per node the backward walk takes (graph nodes, or eager tensors),
-replayed from the walk's own trace: the node just taken yellow, finished ones green with their gradient,
-waiting ones with their pending count and the contributions they received. And the picture of eager mode's
-backward graph: the ops a Tensor recorded (like torchviz's make_dot), where the user's code made them,
-arrows from inputs to the op that used them.
-"""
+"""Backprop, step by step: one picture per node the backward walk takes (graph nodes or eager tensors), replayed
+from the walk's own trace; and eager mode's backward graph, the ops a Tensor recorded (like torchviz's make_dot)."""
 import base64
 import html
 import io
@@ -21,6 +17,7 @@ from ..nodes import Node
 from .graphviz_render import (STYLES, VizError, digraph, dot_available, label, no_dot_html, require_dot,
                               run_values, summarize)
 
+# the node just taken; finished ones (with their gradient); ones that received part of theirs; waiting ones
 CURRENT = dict(style="filled,bold", fillcolor="#ffe066", color="#b8860b", penwidth="2.5")
 DONE = dict(style="filled", fillcolor="#d3f0d3", color="#2e7d32")
 PARTIAL = dict(style="filled", fillcolor="#ffe3e3", color="#b33a3a")
@@ -70,10 +67,10 @@ class BackpropSteps(list):
 
     def save_html(self, path):
         """Write `to_html()` as a page."""
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(f"<!doctype html><meta charset='utf-8'><title>backprop steps</title>"
-                    f"<body style='font-family:sans-serif'><h3>Backprop, step by step: "
-                    f"{html.escape(' → '.join(self.order))}</h3>{self.to_html()}</body>")
+        pathlib.Path(path).write_text(f"<!doctype html><meta charset='utf-8'><title>backprop steps</title>"
+                                      f"<body style='font-family:sans-serif'><h3>Backprop, step by step: "
+                                      f"{html.escape(' → '.join(self.order))}</h3>{self.to_html()}</body>",
+                                      encoding="utf-8")
         return path
 
     def _repr_html_(self):
@@ -81,9 +78,7 @@ class BackpropSteps(list):
 
 
 def trace_walk(backward, names, skip=None):
-    """Run `backward(trace)` (tfl.gradients or the eager engine) and keep what is replayed of the steps not skipped,
-    each node called by `names` ({node: its name, or itself}): (the steps, with contributions as they came; the counts
-    before the walk; {node: its gradient})."""
+    """Run `backward(trace)`: (its steps not `skip`ped, nodes as `names` calls them; pending counts; {node: grad})."""
     steps, pending, grads = [], {}, {}
 
     def keep(step):
@@ -106,8 +101,7 @@ def trace_walk(backward, names, skip=None):
 
 
 def walk_frames(steps, pending, grads, boxes, value_of, name_of):
-    """The pictures of a walk from `trace_walk` (nodes called by themselves); `boxes` holds each node drawn: (its
-    label's first lines, the nodes it reads). `value_of` gives a gradient's value (None: unknown), `name_of` a name."""
+    """The pictures of a `trace_walk`; `boxes`: {node: (label lines, inputs)}, `value_of`: a gradient's value."""
     ids = {node: f"n{i}" for i, node in enumerate(boxes)}
     edges = [(ids[i], ids[node]) for node, (_, inputs) in boxes.items() for i in inputs if i in ids]
     left, received, taken, frames = dict(pending), {}, {}, []
@@ -142,10 +136,17 @@ def walk_frames(steps, pending, grads, boxes, value_of, name_of):
 
 
 def backprop_steps(loss, wrt, *, feed_dict=None, session=None, path=None):
-    """Build tfl.gradients(loss, wrt) and return one picture per step of its walk (with values when the graph can
-    run with `feed_dict`), also written to `path` when given: a .gif, an .html page, or a folder of PNGs."""
+    """One picture per step of tfl.gradients(loss, wrt)'s walk, saved to `path` (.gif, .html or a PNG folder)."""
     wrt = list(wrt) if isinstance(wrt, (list, tuple)) else [wrt]
-    _check_arguments(loss, wrt, feed_dict)
+    if not isinstance(loss, Node):
+        raise VizError(f"backprop_steps(loss, wrt, ...): loss must be a node, got {type(loss).__name__} {loss!r:.60}")
+    for node in wrt:
+        if not isinstance(node, Node):
+            raise VizError(f"backprop_steps(loss, wrt, ...): wrt must be the node or list of nodes to differentiate "
+                           f"against, got {type(node).__name__} {node!r:.60}; pass a feed as feed_dict={{...}}")
+    if feed_dict is not None and not isinstance(feed_dict, Mapping):
+        raise VizError(f"backprop_steps: feed_dict must map placeholders to values, got {type(feed_dict).__name__} "
+                       f"{feed_dict!r:.60}; to save the pictures, pass path=...")
     steps, pending, grads = trace_walk(lambda trace: gradients(loss, wrt, trace=trace),
                                        {n: n for n in ancestors([loss])})
     drawn = sorted({step["node"] for step in steps}, key=lambda n: n.creation_index)
@@ -158,19 +159,6 @@ def backprop_steps(loss, wrt, *, feed_dict=None, session=None, path=None):
         suffix = os.path.splitext(os.fspath(path))[1].lower()
         {".gif": steps.save_gif, ".html": steps.save_html}.get(suffix, steps.save_frames)(path)
     return steps
-
-
-def _check_arguments(loss, wrt, feed_dict):
-    """VizError for the usual mix-ups: a feed where the nodes go, a path or a list where the feed goes."""
-    if not isinstance(loss, Node):
-        raise VizError(f"backprop_steps(loss, wrt, ...): loss must be a node, got {type(loss).__name__} {loss!r:.60}")
-    for node in wrt:
-        if not isinstance(node, Node):
-            raise VizError(f"backprop_steps(loss, wrt, ...): wrt must be the node or list of nodes to differentiate "
-                           f"against, got {type(node).__name__} {node!r:.60}; pass a feed as feed_dict={{...}}")
-    if feed_dict is not None and not isinstance(feed_dict, Mapping):
-        raise VizError(f"backprop_steps: feed_dict must map placeholders to values, got {type(feed_dict).__name__} "
-                       f"{feed_dict!r:.60}; to save the pictures, pass path=...")
 
 
 def recorded(tensor):

@@ -129,9 +129,8 @@ def label(node, values=None, name=None, shape=False):
 
 def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradients=True, graph=None,
                 feed_dict=None, session=None, collapse=()):
-    """A graphviz.Digraph of the graph (or only what `target` needs, or an optimised plan from `sess.plan(...)`, its
-    fused kernels as clusters), with a legend; same graph, same DOT text. `show_values` shows values (with
-    `feed_dict` / `session`: from one run); `collapse` names scopes drawn as one box each."""
+    """A graphviz.Digraph of the graph, of what `target` needs, or of a plan (fused kernels as clusters), with a legend;
+    values from one run with `feed_dict` / `session`; `collapse`d scopes drawn as one box; same graph, same DOT."""
     import graphviz
     plan, values = getattr(target, "optimized", None), {}
     if plan is not None:  # a plan's private copies: each fused kernel drawn as its members
@@ -193,8 +192,7 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
         for pop, value in getattr(getattr(node, "body", None), "restores", ()):  # a pop stands for a value
             if pop in ids and value in ids:
                 dot.edge(ids[pop], ids[value], style="dotted", color="#b33a3a", label="restores", constraint="false")
-    # the legend: one HTML-like table naming each kind of node drawn, in its colours (one node: no edges to upset
-    # the layout)
+    # the legend: one HTML-like table of the kinds drawn, in their colours (one node: no edges to upset the layout)
     rows = "".join(f'<TR><TD BGCOLOR="{style["fillcolor"]}" COLOR="{style["color"]}">{LEGEND[kind]}</TD></TR>'
                    for kind, style in STYLES.items() if any(kind_of(n) == kind for n in nodes))
     dot.node("legend", f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2"><TR><TD BORDER="0"><B>legend</B></TD>'
@@ -203,12 +201,11 @@ def to_graphviz(target=None, *, show_shapes=True, show_values=False, show_gradie
 
 
 def expand_fused(nodes):
-    """(drawn, {member: its fused node}, {drawn node: the drawn nodes it reads}): `nodes` with each fused kernel
-    replaced by its members; a member reads earlier members or the kernel's inputs, a reader of the kernel its last.
-    (A MultiTensorUpdate, whose members run side by side, stays one node.)"""
+    """(drawn, {member: its fused node}, {drawn: what it reads}): each FusedElementwise replaced by its members;
+    a member reads earlier members or the kernel's inputs, a reader of the kernel its last member."""
     drawn, fused_of, stand_in = [], {}, {}
     for node in nodes:
-        members = node.members if isinstance(node, FusedElementwise) else None
+        members = node.members if isinstance(node, FusedElementwise) else None  # (a MultiTensorUpdate: one node)
         if members:
             fused_of.update(dict.fromkeys(members, node))
             stand_in[node] = members[-1]

@@ -1,9 +1,7 @@
-"""What an explorer page draws (docs/explorer_and_board.md), for graph nodes, an execution plan or an eager Tensor:
-values from one run that updates no state, and the engine's own backward walk, traced in a scratch block
-(`Graph.scratch`) or into a private sink, so that the user's graph and the tensors' `.grad` stay as they were.
-
-What the page shows of an array: shape, statistics, and a small heat map for 2-D values, as plain JSON
-(NaN and ±infinity as the strings "NaN", "Infinity" and "-Infinity": the page parses its data with JSON.parse)."""
+"""What an explorer page draws (docs/explorer_and_board.md) of graph nodes, a plan or an eager Tensor: values from
+one run that updates no state, and the engine's own backward walk, traced in a scratch block (`Graph.scratch`) or
+into a private sink so the user's graph and `.grad`s stay as they were; arrays as shape, statistics and a 2-D heat
+map, in plain JSON (NaN and ±infinity as "NaN", "Infinity", "-Infinity": the page reads it with JSON.parse)."""
 import functools
 import math
 import os
@@ -37,9 +35,8 @@ dtype_name = functools.lru_cache(maxsize=None)(str)
 
 
 def summary(value, with_heatmap=True):
-    """{"shape", "dtype", "size", "mean", "std", "min", "max", "nan", "inf", "value" (scalars), "heatmap" (2-D)};
-    None for no value (None, or the several values of a control-flow op)."""
-    if value is None or isinstance(value, (list, tuple)):
+    """{"shape", "dtype", "size", "mean", "std", "min", "max", "nan", "inf", "value", "heatmap"} of a value, or None."""
+    if value is None or isinstance(value, (list, tuple)):  # (a control-flow op's several values)
         return None
     array = np.asarray(value)
     result = {"shape": list(array.shape), "dtype": dtype_name(array.dtype), "size": int(array.size)}
@@ -185,8 +182,7 @@ def graph_data(targets, graph, feed_dict=None, loss=None, wrt=None, backend=None
 
 
 def plan_data(plan, feed_dict=None, backend=None):
-    """The page's data for an ExecutionPlan: each fused kernel a group of its members, inside the scope they share;
-    values of the user's nodes its private copies stand for (`original`), from one run of the user's graph."""
+    """The page's data for an ExecutionPlan: fused kernels as groups, values from one run of the user's graph."""
     optimized = plan.optimized
     nodes, fed = ((optimized.nodes, optimized.fed) if optimized is not None
                   else (sorted(plan.slot_of, key=plan.slot_of.get), frozenset(plan.fed_slots)))
@@ -220,8 +216,7 @@ def plan_data(plan, feed_dict=None, backend=None):
 
 
 def eager_data(tensor):
-    """The page's data for an eager Tensor: the ops it recorded with their outputs, the leaves they read, and the
-    eager engine's walk (its steps through ops; the leaves' gradients are their sums)."""
+    """The page's data for an eager Tensor: the leaves, the ops it recorded with their outputs, the engine's walk."""
     ops, leaves = recorded(tensor)
     order = leaves + ops if ops else [tensor]  # leaves first, then each op after what it read; or a lone leaf
     names = eager_names(order)
