@@ -1,17 +1,14 @@
 """Compiling generated C with cffi at run time, and the disk cache of the compiled kernels (`tinyflow cache`).
 
-`load` finds a kernel in memory, else in the disk cache, else compiles it in a private temporary folder inside the
-cache and renames it into place, so two processes compiling the same kernel both succeed. A cache that cannot be
-written means the kernel is compiled for this process only, with one warning; without a working compiler `load`
-returns None and callers use numpy, with one warning.
-
+`load` finds a kernel in memory, else in the disk cache, else compiles it in a private temporary folder inside the cache
+and renames it into place, so two processes compiling the same kernel both succeed. An unwritable cache: the kernel is
+compiled for this process only; no working compiler: `load` returns None and callers use numpy (each with one warning).
 Per kernel, `tf_fused_<key>-<sha256 prefix><EXT_SUFFIX>` is the library named by its bytes (never rewritten) and
-`tf_fused_<key>.json` its entry (that file's name, size and sha256, and what built it); quarantine/ holds the files
-that failed verification. <key> hashes all the library depends on (source, compiler, flags, CPU, cffi, Python ABI),
-so a folder shared by machines never gives one CPU a kernel built for another. A writer renames the library into
-place, then the entry; a reader checks the library's size and sha256 against its entry before loading it: loading
-(dlopen) a truncated library kills the process with SIGBUS (a damaged file is moved aside with one warning).
-"""
+`tf_fused_<key>.json` its entry (that file's name, size and sha256, and what built it); quarantine/ holds the files that
+failed verification. <key> hashes all the library depends on (source, compiler, flags, CPU, cffi, Python ABI), so a
+folder shared by machines never gives one CPU a kernel built for another. A writer renames the library into place, then
+the entry; a reader checks the library's size and sha256 against its entry before loading it: loading (dlopen) a
+truncated library kills the process with SIGBUS (a damaged file is moved aside with one warning)."""
 import contextlib
 import functools
 import hashlib
@@ -140,8 +137,7 @@ def _load_or_build(name, source, cdef, flags):
             try:
                 module = native.import_file(name, path)
             except Exception as exc:  # noqa: BLE001 - sound bytes that do not load (a library is gone)
-                reason = f"it does not load ({type(exc).__name__}: {exc})"
-                raise set_aside([path, entry_path(name)], reason) from None
+                raise set_aside([path, entry_path(name)], f"it does not load ({type(exc).__name__}: {exc})") from None
             STATS["loaded_from_disk"] += 1
             STATS["load_seconds"] += time.perf_counter() - start
             return module
