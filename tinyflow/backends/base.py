@@ -15,8 +15,7 @@ from .run_report import RunReport
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
-# What a kernel's `run` returns when it finds, after all, that it cannot handle its inputs
-# (checks too costly to repeat in `accepts`): the op's numpy compute then runs instead.
+# What a kernel's `run` returns when its inputs do not fit after all (a check too costly for `accepts`): numpy runs.
 DECLINE = object()
 
 

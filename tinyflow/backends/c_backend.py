@@ -21,9 +21,8 @@ from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, al
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
-# Below this many elements in every input, numpy's own loop beats a call into C (cffi and the
-# checks cost a few microseconds; measured by benchmarks/kernels.py); in-place optimizer updates
-# (which save a copy) and the cross-entropy (a dozen numpy calls) are the exceptions, at any size.
+# Below this many elements in every input, numpy's own loop beats a call into C (cffi and the checks cost a few
+# microseconds; benchmarks/kernels.py). In-place updates (no copy) and cross-entropy (a dozen numpy calls): any size.
 SMALL = 4096
 
 

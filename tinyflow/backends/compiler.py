@@ -171,11 +171,10 @@ def _warn_once(kind, message, category):
         warnings.warn(message, category, stacklevel=5)
 
 
-# cffi compiles by changing the process's working directory and environment for the time of the call: in this
-# process (on the background thread) every other thread, and each program they start, would see them change.
-# The compiler runs at a lower priority (nice 10, inherited by gcc): the runs go on meanwhile and come first. On two
-# cores, warm ResNet-18 runs at batch 8 during the 1,000-add chain's compile took 430 ms (median) against 260-310
-# after it; niced, 326-353 ms against 305-344, the compile taking 8.7 s instead of 2.5 while they kept the cores busy.
+# A child process: cffi compiles by changing the process's working directory and environment, which every other
+# thread here (and each program they start) would see. At nice 10 (gcc inherits it) the runs come first: on two cores,
+# warm ResNet-18 runs at batch 8 during the 1,000-add chain's compile took 430 ms (median) against 260-310 after it;
+# niced, 326-353 ms against 305-344, the compile taking 8.7 s instead of 2.5 while they kept the cores busy.
 _COMPILE = """
 import json, os, sys
 if hasattr(os, "nice"):
@@ -409,8 +408,7 @@ def info():
 def clear():
     """Delete every file the cache made (kernels, entries, quarantine, unfinished builds): (files, bytes, failures)."""
     where = folder()
-    files = size = 0
-    failures = []
+    files, size, failures = 0, 0, []
     for name in filter(_ours, os.listdir(where) if os.path.isdir(where) else ()):
         path = os.path.join(where, name)
         try:

@@ -38,8 +38,7 @@ except ImportError as err:  # an install without a compiler, a source tree never
     IMPORT_ERROR = err
 
 
-# TINYFLOW_NUM_THREADS / OMP_NUM_THREADS above this are clamped to it (declared once, in tinyflow_kernels.h);
-# without the library everything runs on one thread
+# TINYFLOW_NUM_THREADS / OMP_NUM_THREADS are clamped to this (tinyflow_kernels.h); one thread without the library
 MAX_THREADS = lib.TF_MAX_THREADS if lib is not None else 1
 
 
