@@ -22,11 +22,13 @@ DECLINE = object()
 class Kernel:
     """One table entry: `run(backend, op, *values)` and the inputs it accepts.
 
-    floats: positions of the inputs that must be non-empty float arrays of one dtype the backend handles (None: all);
-    they arrive contiguous / on the device. small: inputs all below the backend's `small_size` go to numpy instead.
-    same_shape: those float inputs share one shape. ndim: the rank of the first input. accepts: `accepts(op, *values)
-    -> bool`, any further condition (layout, axes...). views: host kernels get strided views uncopied (as BLAS takes).
-    """
+    floats:     positions of the inputs that must be non-empty float arrays of one dtype the backend handles
+                (None: every input); they arrive contiguous / on the device.
+    small:      inputs all smaller than the backend's `small_size` go to numpy instead.
+    same_shape: those float inputs must have one shape.
+    ndim:       the rank the first input must have.
+    accepts:    `accepts(op, *values) -> bool`, any further condition (broadcast layout, axes...).
+    views:      host kernels only: strided views arrive as they are, not copied (BLAS takes them as they are)."""
 
     __slots__ = ("run", "floats", "small", "same_shape", "ndim", "accepts", "views")
 
