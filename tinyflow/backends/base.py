@@ -1,9 +1,8 @@
 """What every backend is: a name, an availability check, and a table of `Kernel`s keyed by op type.
 
-`Backend.kernel` and `Backend.call` do the rest once for every backend: check the entry's conditions, route small
-inputs to numpy, make float inputs contiguous (or device arrays), fall back to the op's numpy `compute` for anything
-the entry does not accept, and count what ran where in `backend.report`. The numpy backend is the empty table.
-"""
+`Backend.call` does the rest once for every backend: checks the entry's conditions, routes small inputs to numpy,
+makes float inputs contiguous (or device arrays), falls back to the op's numpy `compute` for what the entry does not
+accept, and counts what ran where in `backend.report`. The numpy backend is the empty table."""
 import math
 import threading
 
@@ -16,8 +15,7 @@ from .run_report import RunReport
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
-# What a kernel's `run` returns when it finds, after all, that it cannot handle its inputs
-# (checks too costly to repeat in `accepts`): the op's numpy compute then runs instead.
+# What a kernel's `run` returns when its inputs do not fit after all (a check too costly for `accepts`): numpy runs.
 DECLINE = object()
 
 
@@ -26,12 +24,11 @@ class Kernel:
 
     floats:     positions of the inputs that must be non-empty float arrays of one dtype the backend handles
                 (None: every input); they arrive contiguous / on the device.
-    small:      inputs that are all smaller than the backend's `small_size` go to numpy instead.
+    small:      inputs all smaller than the backend's `small_size` go to numpy instead.
     same_shape: those float inputs must have one shape.
     ndim:       the rank the first input must have.
     accepts:    `accepts(op, *values) -> bool`, any further condition (broadcast layout, axes...).
-    views:      host kernels only: strided views arrive as they are, not copied (BLAS takes them as they are).
-    """
+    views:      host kernels only: strided views arrive as they are, not copied (BLAS takes them as they are)."""
 
     __slots__ = ("run", "floats", "small", "same_shape", "ndim", "accepts", "views")
 
@@ -73,10 +70,8 @@ class Backend:
     def register_kernel(cls, op_type, run, **accepts):
         """Add (or replace) the kernel of `op_type` in this backend's table, for sessions created afterwards.
 
-        `run(backend, op, *values)` computes the op's value from its input values (numpy arrays on the C backend,
-        device arrays on OpenCL) and may return `DECLINE` to hand inputs it cannot handle to the op's numpy
-        `compute`. `accepts` are the `Kernel` conditions; dispatch, contiguity, small-size routing, the numpy fallback
-        and the run report then work as for the built-in entries. Example:
+        `run(backend, op, *values)` computes the op's value (numpy arrays on C, device arrays on OpenCL), or returns
+        `DECLINE` to leave the inputs to the op's numpy `compute`; `accepts` are the `Kernel` conditions. Example:
             CBackend.register_kernel("FusedAddRelu", fused_add_relu, same_shape=True)
         """
         if "kernels" not in cls.__dict__:
@@ -115,8 +110,7 @@ class Backend:
         entry = self.kernels.get(op.op_type)
         if entry is None:
             return "host"
-        if shapes is None:
-            shapes = [op.shape] + [i.shape for i in op.inputs]
+        shapes = shapes or [op.shape] + [i.shape for i in op.inputs]
         if entry.small and self.small_size and all(
                 is_fully_known(shape) and math.prod(shape) < self.small_size for shape in shapes):
             return "small"

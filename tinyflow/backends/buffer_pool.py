@@ -3,8 +3,7 @@
 Fresh large arrays cost page faults (the OS zero-fills each page on first touch), often more than the kernel that
 fills them. Each C backend (so each Session) keeps the dropped values nobody else holds here, by shape and dtype,
 bounded in bytes (the shape used longest ago goes first). Fetched values the caller drops (a benchmark loop) come
-back too: the pool watches those it handed out (`lend`) for two runs and takes back (`reclaim`) the unreferenced.
-"""
+back too: the pool watches those it handed out (`lend`) for two runs and takes back (`reclaim`) the unreferenced."""
 import math
 import os
 import sys
@@ -28,8 +27,7 @@ class BufferPool:
         self.max_bytes = int(max_bytes)
         self._free = OrderedDict()  # (shape, dtype) -> [arrays], least recently used first
         self._lock = threading.Lock()
-        self.bytes = 0
-        self.reused = self.allocated = 0
+        self.bytes = self.reused = self.allocated = 0
         self._lent = []  # (runs since handed out, array) of fetched arrays; see `lend`
 
     def empty(self, shape, dtype):

@@ -1,8 +1,7 @@
 """The C backend: the cffi kernels of ckernels/ (native.py) for the hot ops, numpy for everything else.
 
 `Backend.call` checks the table's conditions first, so C only sees non-empty contiguous float inputs of one dtype
-and shapes it handles, and writes into fresh or recycled buffers: no public input can crash the interpreter.
-"""
+and shapes it handles, and writes into fresh or recycled buffers: no public input can crash the interpreter."""
 import math
 import weakref
 
@@ -22,9 +21,8 @@ from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, al
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
-# Below this many elements in every input, numpy's own loop beats a call into C (cffi and the
-# checks cost a few microseconds; measured by benchmarks/kernels.py); in-place optimizer updates
-# (which save a copy) and the cross-entropy (a dozen numpy calls) are the exceptions, at any size.
+# Below this many elements in every input, numpy's own loop beats a call into C (cffi and the checks cost a few
+# microseconds; benchmarks/kernels.py). In-place updates (no copy) and cross-entropy (a dozen numpy calls): any size.
 SMALL = 4096
 
 
@@ -38,16 +36,9 @@ def _fn(name, array):
     return getattr(native.lib, f"{name}_{_SUFFIX[array.dtype]}")
 
 
-def _labels(labels, classes):
-    """Checked labels as a C pointer to int64 (the buffer stays alive with the pointer)."""
-    check_labels(labels, classes)
-    return native.ffi.from_buffer("int64_t[]", np.ascontiguousarray(labels, dtype=np.int64))
-
-
 # ---------------------------------------------------------------- elementwise: the table's generated kernels
 def _generated_kernels():
-    """op type -> its number among the library's generated elementwise kernels, for the ops whose expression the
-    library was built from (their fingerprints agree)."""
+    """op type -> its number among the library's generated elementwise kernels, where the expression built agrees."""
     if native.lib is None:
         return {}
     classes = {**ELEMENTWISE_OPS, **GRADIENT_OPS}
@@ -107,26 +98,22 @@ def row_kernel(backend, op, x, *others):
     return out
 
 
-def softmax_xent(backend, op, logits, labels):
-    """Fused mean softmax cross-entropy."""
-    labels_ptr = _labels(labels, logits.shape[1])
+def softmax_xent(backend, op, logits, labels, *grad):
+    """Fused mean softmax cross-entropy; with `grad`, its gradient (softmax(logits) - onehot(labels)) * grad / N."""
+    n, cols = logits.shape
+    check_labels(labels, cols)
+    labels_ptr = native.ffi.from_buffer("int64_t[]", np.ascontiguousarray(labels, dtype=np.int64))  # keeps the copy
+    out = backend.pool.empty(logits.shape, logits.dtype)  # the gradient, or the loss's scratch rows
+    if grad:
+        _fn("tf_softmax_xent_back", logits)(_buf(logits), labels_ptr, n, cols, float(np.asarray(grad[0]).reshape(())),
+                                            _buf(out))
+        return out
     loss = native.ffi.new("double *")
-    scratch = backend.pool.empty(logits.shape, logits.dtype)
-    status = _fn("tf_softmax_xent", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
-                                            _buf(scratch), loss)
-    backend.pool.recycle(scratch)
+    status = _fn("tf_softmax_xent", logits)(_buf(logits), labels_ptr, n, cols, _buf(out), loss)
+    backend.pool.recycle(out)
     if status == -2:
-        raise MemoryError(f"no memory for {logits.shape[0]} row losses of the softmax cross-entropy")
+        raise MemoryError(f"no memory for {n} row losses of the softmax cross-entropy")
     return np.asarray(loss[0], dtype=logits.dtype)
-
-
-def softmax_xent_back(backend, op, logits, labels, grad):
-    """(softmax(logits) - onehot(labels)) * grad / N in one pass."""
-    labels_ptr = _labels(labels, logits.shape[1])
-    out = backend.pool.empty(logits.shape, logits.dtype)
-    _fn("tf_softmax_xent_back", logits)(_buf(logits), labels_ptr, logits.shape[0], logits.shape[1],
-                                        float(np.asarray(grad).reshape(())), _buf(out))
-    return out
 
 
 def scatter_add(backend, op, grad, x, indices):
@@ -209,8 +196,7 @@ def gemm(a, b, out, accumulate=False):
 
 
 def matmul(backend, op, a, b, out=None):
-    """a @ b in one C call: matrices, a batch of them and one matrix (a batch times a matrix is one product of all
-    its rows), or two batches of one shape; into a recycled buffer (a fresh one costs page faults)."""
+    """a @ b in one C call (matrices, a batch and a matrix, or two batches of one shape) into a recycled buffer."""
     if a.ndim > 2 and b.ndim == 2:
         flat = None if out is None else out.reshape(-1, out.shape[-1])
         return matmul(backend, op, a.reshape(-1, a.shape[-1]), b, flat).reshape(a.shape[:-1] + b.shape[1:])
@@ -239,8 +225,7 @@ def _im2col(backend, x, geometry):
 
 
 def _grouped_product(backend, a, b, groups, transpose_a=False, transpose_b=False):
-    """a @ b (a.T, b.T where asked) as a 2-D array; with several groups, each group's block of rows of a (of the
-    filters, of im2col's rows, of the planes) times the same block of b."""
+    """a @ b (a.T, b.T where asked) as a 2-D array; with groups, each group's block of rows of a times that of b."""
     a, b = a.reshape(groups, -1, a.shape[-1]), b.reshape(groups, -1, b.shape[-1])
     a, b = a.transpose(0, 2, 1) if transpose_a else a, b.transpose(0, 2, 1) if transpose_b else b
     return gemm(a, b, backend.pool.empty((groups, a.shape[1], b.shape[2]), a.dtype)).reshape(-1, b.shape[2])
@@ -255,16 +240,15 @@ def _planes(backend, y):
 
 
 def conv(backend, op, x, w, *extras):
-    """Convolution: direct kernels for depthwise and pointwise (1x1) filters, else tap-major im2col then one matrix
-    product per group, whose rows are the output planes. A ConvBiasAct's bias, residual and clipping are applied in
-    the same loops, while each plane is in cache."""
+    """Convolution: direct kernels for depthwise and pointwise (1x1) filters, else tap-major im2col then one product
+    per group, rows the output planes; a ConvBiasAct's bias, residual and clipping while each plane is in cache."""
     geometry = conv_geometry(op, x.shape, w.shape)
     n, o = x.shape[0], w.shape[0]
     shape, filters = pooled_shape((n, o) + x.shape[2:], geometry), w.reshape(o, -1)
     out = backend.pool.empty(shape, x.dtype)
     bias, residual = _epilogue_operands(op, extras)
     bounds = getattr(op, "bounds", (-math.inf, math.inf))
-    if _depthwise(w):  # its direct kernel
+    if w.shape[1] == 1:  # depthwise (MobileNet's, fits_conv checked): a group per input channel; its direct kernel
         if _fn("tf_depthwise_conv", x)(_buf(x), _buf(w), _buf(out), o // op.groups, *geometry, _buf(bias),
                                        _buf(residual), *bounds):
             raise MemoryError("tf_depthwise_conv could not allocate its scratch tap blocks")
@@ -291,17 +275,10 @@ def conv(backend, op, x, w, *extras):
 
 
 def _pointwise(op, geometry, planes=None):
-    """Whether a convolution is 1x1, stride 1, unpadded, in one group: the input is im2col's matrix already. With
-    the gradient's `planes`: also whether they are large enough for its gradients to go image by image (from 14x14
-    planes up that took half the time; on smaller ones the one large product wins)."""
+    """Whether a convolution is 1x1, stride 1, unpadded, in one group (the input is im2col's matrix); with the
+    gradient's `planes`, also 14x14 or more: its gradients go image by image (half the time; smaller: one product)."""
     return (op.groups == 1 and geometry[4:12] == (1, 1, 1, 1, 0, 0, 1, 1) and geometry[12:] == geometry[2:4]
             and (planes is None or planes[0, 0].size >= 128))
-
-
-def _depthwise(w):
-    """Whether a convolution's filters each read one input channel: one group per channel (MobileNet's depthwise
-    convolution, any multiplier), as the input has groups · w.shape[1] channels (fits_conv checked it)."""
-    return w.shape[1] == 1
 
 
 def _epilogue_operands(op, extras):
@@ -321,12 +298,11 @@ def fits_conv_bias(op, x, w, *extras):
 
 
 def conv_back_input(backend, op, g, w, x=None):
-    """The input gradient of a convolution whose output gradient g is (ConvBackInput: x gives the shape; a
-    ConvTranspose is that): g's planes back through the filters (the adjoint of conv's product), then col2im
-    (depthwise: its direct kernel)."""
+    """The input gradient of a convolution of output gradient g (x gives the shape; a ConvTranspose is this): g's
+    planes back through the filters (the adjoint of conv's product), then col2im (depthwise: its direct kernel)."""
     shape = transposed_input_shape(op, g, w) if x is None else x.shape
     geometry = conv_geometry(op, shape, w.shape, g.shape)
-    if _depthwise(w):  # the direct kernel of its adjoint
+    if w.shape[1] == 1:  # depthwise: the direct kernel of its adjoint
         out = backend.pool.empty(shape, g.dtype)
         _fn("tf_depthwise_back_input", g)(_buf(g), _buf(w), _buf(out), w.shape[0] // shape[1], *geometry)
         return out
@@ -345,10 +321,9 @@ def conv_back_input(backend, op, g, w, x=None):
 
 
 def conv_back_filter(backend, op, x, g, w):
-    """The filter gradient: the gradient's planes times im2col of the input, transposed, per group (depthwise: its
-    direct kernel)."""
+    """The filter gradient: per group, the gradient's planes times the input's im2col transposed (depthwise: direct)."""
     geometry = conv_geometry(op, x.shape, w.shape, g.shape)
-    if _depthwise(w):
+    if w.shape[1] == 1:  # depthwise
         out = np.empty(w.shape, x.dtype)
         if _fn("tf_depthwise_back_filter", x)(_buf(x), _buf(g), _buf(out), w.shape[0] // x.shape[1], *geometry):
             raise MemoryError("tf_depthwise_back_filter could not allocate its scratch tap blocks")
@@ -435,14 +410,13 @@ class UpdateState:
 
     def fresh(self):
         """Whether the Variables still hold the arrays the pointers point into (and mark device copies old)."""
-        fresh = True
-        for var, array in zip(self.variables, self.arrays):
-            if var.value is not array:  # downloads first when an OpenCL session's copy is the newer one
-                fresh = False
+        # every `.value` read: it downloads first when an OpenCL session's copy is the newer one
+        fresh = [var.value is array for var, array in zip(self.variables, self.arrays)]
+        for var in self.variables:
             mirror = var.device_mirror
             if mirror is not None:  # the kernel changes the host array in place: that copy is old afterwards
                 mirror.device_stale = True
-        return fresh
+        return all(fresh)
 
     def run(self, grads, lr):
         """One step of every update, in one C call; each grad is a contiguous array of its parameter's dtype."""
@@ -476,8 +450,8 @@ KERNELS = {
     **{op_type: Kernel(row_kernel, same_shape=True, accepts=None if name.startswith("layer") else along_last_axis)
        for op_type, name in ROW_KERNELS.items()},
     # numpy needs a dozen small calls for a cross-entropy: one pass in C wins at any size
-    "SoftmaxCrossEntropy": Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit, small=False),
-    "SoftmaxCrossEntropyGrad": Kernel(softmax_xent_back, floats=(0,), ndim=2, accepts=labels_fit, small=False),
+    **dict.fromkeys(("SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad"),
+                    Kernel(softmax_xent, floats=(0,), ndim=2, accepts=labels_fit, small=False)),
     "GatherGrad": Kernel(scatter_add, floats=(0,), accepts=integer_indices),
     "ScaledDotProductAttention": Kernel(attention, floats=(0, 1, 2), accepts=same_batch),
     "MatMul": Kernel(matmul, accepts=inner_dims_match, views=True),  # a transposed operand costs BLAS nothing
@@ -502,11 +476,7 @@ class CBackend(Backend):
     small_size = host_below = SMALL
     pool_bytes = None  # $TINYFLOW_POOL_MB, else 256 MiB
     fused = CFusedKernel  # compiled once a node has run a few times
-
-    @classmethod
-    def why_unavailable(cls):
-        """'' when the C library was built, else how to build it."""
-        return native.why_not_built() if not native.is_built() else ""
+    why_unavailable = staticmethod(native.why_not_built)  # '' when the C library was built, else how to build it
 
     def __init__(self):
         super().__init__()

@@ -6,8 +6,7 @@ tf_parallel_for (never an OpenMP runtime). Math calls go to tf_math.h (pasted in
 would stay scalar calls). Rows and columns use a two-level loop (rows across threads, a SIMD inner loop).
 Long chains of arithmetic are latency-bound, one SIMD vector in flight: their loop works on blocks of LANES elements
 in GCC vector types (1,000 dependent adds on 16 floats: 12.7 -> 3.2 µs). A float sigmoid runs its cheaper form for
-|x| <= 86 over blocks, then the block again in full if one argument was out of range (0.80 -> 0.62 ns per element).
-"""
+|x| <= 86 over blocks, then the block again in full if one argument was out of range (0.80 -> 0.62 ns per element)."""
 import ast
 import functools
 import pathlib
@@ -62,7 +61,6 @@ def c_source(node, kinds):
     """The kernel `tf_fused(x0.., out, outer, inner, parallel)` for `node` with inputs read as `kinds`."""
     single = node.dtype == np.float32
     ctype = "float" if single else "double"
-
     inputs = range(len(kinds))
     fields = " ".join(f"const T *x{k};" for k in inputs)
     lines = [math_header(), C_HELPERS, "#include <string.h>", f"typedef {ctype} T;",
@@ -133,9 +131,8 @@ def _blocks_loop(node, loads, full_loop):
 
 
 def _lanes_function(node, kinds, single):
-    """tf_lanes(x0.., out): one block of LANES values, from full inputs pointing at the block and scalar ones at their
-    value; members computed from full inputs are vectors, the rest scalars. Inlined in the block loop, and called
-    once more on the last values padded to a block: the chain is spelled once (it was twice, and compiled twice)."""
+    """tf_lanes(x0.., out): one block of LANES values (full inputs point at the block, scalar ones at their value;
+    members of full inputs are vectors). Inlined in the block loop and called on the padded tail: spelled once."""
     vector = {("x", k) for k, kind in enumerate(kinds) if kind == "full"}
     params = "".join(f"const T *restrict x{k}, " for k in range(len(kinds)))
     lines = [f"static inline __attribute__((always_inline)) void tf_lanes({params}T *restrict out) {{"]

@@ -1,17 +1,14 @@
 """Compiling generated C with cffi at run time, and the disk cache of the compiled kernels (`tinyflow cache`).
 
-`load` finds a kernel in memory, else in the disk cache, else compiles it in a private temporary folder inside the
-cache and renames it into place, so two processes compiling the same kernel both succeed. A cache that cannot be
-written means the kernel is compiled for this process only, with one warning; without a working compiler `load`
-returns None and callers use numpy, with one warning.
-
+`load` finds a kernel in memory, else in the disk cache, else compiles it in a private temporary folder inside the cache
+and renames it into place, so two processes compiling the same kernel both succeed. An unwritable cache: the kernel is
+compiled for this process only; no working compiler: `load` returns None and callers use numpy (each with one warning).
 Per kernel, `tf_fused_<key>-<sha256 prefix><EXT_SUFFIX>` is the library named by its bytes (never rewritten) and
-`tf_fused_<key>.json` its entry (that file's name, size and sha256, and what built it); quarantine/ holds the files
-that failed verification. <key> hashes all the library depends on (source, compiler, flags, CPU, cffi, Python ABI),
-so a folder shared by machines never gives one CPU a kernel built for another. A writer renames the library into
-place, then the entry; a reader checks the library's size and sha256 against its entry before loading it: loading
-(dlopen) a truncated library kills the process with SIGBUS (a damaged file is moved aside with one warning).
-"""
+`tf_fused_<key>.json` its entry (that file's name, size and sha256, and what built it); quarantine/ holds the files that
+failed verification. <key> hashes all the library depends on (source, compiler, flags, CPU, cffi, Python ABI), so a
+folder shared by machines never gives one CPU a kernel built for another. A writer renames the library into place, then
+the entry; a reader checks the library's size and sha256 against its entry before loading it: loading (dlopen) a
+truncated library kills the process with SIGBUS (a damaged file is moved aside with one warning)."""
 import contextlib
 import functools
 import hashlib
@@ -140,8 +137,7 @@ def _load_or_build(name, source, cdef, flags):
             try:
                 module = native.import_file(name, path)
             except Exception as exc:  # noqa: BLE001 - sound bytes that do not load (a library is gone)
-                reason = f"it does not load ({type(exc).__name__}: {exc})"
-                raise set_aside([path, entry_path(name)], reason) from None
+                raise set_aside([path, entry_path(name)], f"it does not load ({type(exc).__name__}: {exc})") from None
             STATS["loaded_from_disk"] += 1
             STATS["load_seconds"] += time.perf_counter() - start
             return module
@@ -175,11 +171,10 @@ def _warn_once(kind, message, category):
         warnings.warn(message, category, stacklevel=5)
 
 
-# cffi compiles by changing the process's working directory and environment for the time of the call: in this
-# process (on the background thread) every other thread, and each program they start, would see them change.
-# The compiler runs at a lower priority (nice 10, inherited by gcc): the runs go on meanwhile and come first. On two
-# cores, warm ResNet-18 runs at batch 8 during the 1,000-add chain's compile took 430 ms (median) against 260-310
-# after it; niced, 326-353 ms against 305-344, the compile taking 8.7 s instead of 2.5 while they kept the cores busy.
+# A child process: cffi compiles by changing the process's working directory and environment, which every other
+# thread here (and each program they start) would see. At nice 10 (gcc inherits it) the runs come first: on two cores,
+# warm ResNet-18 runs at batch 8 during the 1,000-add chain's compile took 430 ms (median) against 260-310 after it;
+# niced, 326-353 ms against 305-344, the compile taking 8.7 s instead of 2.5 while they kept the cores busy.
 _COMPILE = """
 import json, os, sys
 if hasattr(os, "nice"):
@@ -413,8 +408,7 @@ def info():
 def clear():
     """Delete every file the cache made (kernels, entries, quarantine, unfinished builds): (files, bytes, failures)."""
     where = folder()
-    files = size = 0
-    failures = []
+    files, size, failures = 0, 0, []
     for name in filter(_ours, os.listdir(where) if os.path.isdir(where) else ()):
         path = os.path.join(where, name)
         try:

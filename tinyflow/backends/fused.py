@@ -7,9 +7,7 @@ run after it is ready calls it (a run never waits for the compiler).
 
 Each input is read, the output viewed as (outer, inner), as "full", "scalar", "row" (repeated over the leading axes:
 index c), "col" (repeated along the trailing axes: index r), "col%n" (n values in the middle axes, as a conv bias
-(1, C, 1, 1) against (N, C, H, W): index r % n), or "expand" (a broadcast none of these fits: expanded to a full array
-before the call).
-"""
+(1, C, 1, 1) against (N, C, H, W): index r % n), or "expand" (a broadcast none of these fits: expanded first)."""
 import functools
 import math
 import os

@@ -1,7 +1,6 @@
 """What the C and OpenCL kernel tables share: the codes of ckernels/tinyflow_kernels.h (parsed from the header, so
 Python has them without the built library; OpenCL gets them as `-D` options), window geometry, and the `accepts`
-predicates and op -> kernel names of their entries.
-"""
+predicates and op -> kernel names of their entries."""
 import functools
 import math
 import pathlib

@@ -38,8 +38,7 @@ except ImportError as err:  # an install without a compiler, a source tree never
     IMPORT_ERROR = err
 
 
-# TINYFLOW_NUM_THREADS / OMP_NUM_THREADS above this are clamped to it (declared once, in tinyflow_kernels.h);
-# without the library everything runs on one thread
+# TINYFLOW_NUM_THREADS / OMP_NUM_THREADS are clamped to this (tinyflow_kernels.h); one thread without the library
 MAX_THREADS = lib.TF_MAX_THREADS if lib is not None else 1
 
 
@@ -49,10 +48,11 @@ def is_built():
 
 
 def why_not_built():
-    """A sentence saying why the C library is missing and how to build it."""
-    return (f"the C kernel library tinyflow._ckernels is not built ({IMPORT_ERROR or 'not loaded'}). "
-            "Build it with `pip install -e .` from the repository root (needs a C compiler), or unset "
-            "TINYFLOW_CKERNELS_PATH if it points at a wrong file.")
+    """'' when the C library is built, else a sentence saying why it is missing and how to build it."""
+    return "" if lib is not None else (
+        f"the C kernel library tinyflow._ckernels is not built ({IMPORT_ERROR or 'not loaded'}). "
+        "Build it with `pip install -e .` from the repository root (needs a C compiler), or unset "
+        "TINYFLOW_CKERNELS_PATH if it points at a wrong file.")
 
 
 def configure_threads():
@@ -106,9 +106,8 @@ def _numpy_openblas():
 
 
 def thread_report():
-    """Who runs threads in this process: tinyflow's pool, and the OpenMP and BLAS runtimes others loaded (listed
-    because they share the cores: tinyflow's kernels run on their own pool, never on an OpenMP runtime, so of the
-    OMP_* settings only OMP_NUM_THREADS counts, when TINYFLOW_NUM_THREADS is unset)."""
+    """Who runs threads here: tinyflow's pool, and the OpenMP and BLAS runtimes others loaded, as they share the
+    cores (tinyflow's kernels never run on OpenMP: only OMP_NUM_THREADS counts, when TINYFLOW_NUM_THREADS is unset)."""
     from threadpoolctl import threadpool_info
     return {"tinyflow": {"runtime": "tinyflow thread pool (pthreads, ckernels/src/threads.c)",
                          "threads": configure_threads(), "workers started": lib.tf_pool_workers() if lib else 0,

@@ -1,8 +1,7 @@
 """The OpenCL backend: ops run as OpenCL kernels (devices and programs: opencl_runtime.py), values stay on the device.
 
 Only feeds (uploaded once per run), fetches and the inputs of ops without a kernel (numpy) cross the bus. Variables
-keep a device copy across runs (their *mirror*), synchronised with `.value` whenever either side changes.
-"""
+keep a device copy across runs (their *mirror*), synchronised with `.value` whenever either side changes."""
 import logging
 import math
 import weakref
@@ -18,9 +17,9 @@ from . import opencl_runtime as rt
 from .base import DECLINE, FLOATS, Backend, Kernel
 from .c_codegen import device_ops
 from .fused import OpenCLFusedKernel, elementwise_layout, plan_layout
-from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis,
-                           conv_geometry, fits_conv, labels_fit,
-                           pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape, update_hyper)
+from .kernel_codes import (ENUMS, POOL_KERNELS, REDUCE, ROW_KERNELS, UPDATES, along_last_axis, conv_geometry, fits_conv,
+                           labels_fit, pool_geometry, pooled_shape, reduce_dims, reduced_axes, transposed_input_shape,
+                           update_hyper)
 
 log = logging.getLogger("tinyflow.opencl")
 
@@ -145,10 +144,6 @@ class OpenCLBackend(Backend):
         self._uploads.clear()
 
 
-def _scalar(dtype, value):
-    return np.dtype(dtype).type(value)
-
-
 # ---------------------------------------------------------------- elementwise: the table's ops, generated
 def elementwise(backend, op, *arrays):
     """An op of the elementwise table on the device; inputs broadcast as full arrays, rows, columns or scalars."""
@@ -158,7 +153,7 @@ def elementwise(backend, op, *arrays):
     dtype = arrays[0].dtype
     out = backend.empty(out_shape, dtype)
     backend.launch(f"ew_{op.op_type}", dtype, out.size, *[backend.device(a).data for a in arrays], out.data,
-                   np.int64(cols), np.int32(code), *[_scalar(dtype, getattr(op, a)) for a in op.attributes])
+                   np.int64(cols), np.int32(code), *[dtype.type(getattr(op, a)) for a in op.attributes])
     return out
 
 
@@ -184,7 +179,7 @@ def broadcast_scaled(backend, a, shape, scale):
         return DECLINE
     out = backend.empty(shape, a.dtype)
     backend.launch("broadcast_scale", a.dtype, out.size, np.int32(ENUMS["tf_broadcast_pattern"][_PATTERNS[kind]]),
-                   a.data, out.data, np.int64(cols), _scalar(a.dtype, scale))
+                   a.data, out.data, np.int64(cols), a.dtype.type(scale))
     return out
 
 
@@ -234,17 +229,16 @@ def row_kernel(backend, op, x, *others):
     name = ROW_KERNELS[op.op_type]
     out = backend.empty(x.shape, x.dtype)
     cols = math.prod(x.shape[op.axis % len(x.shape):])
-    eps = [_scalar(x.dtype, op.eps)] if name.startswith("layer_norm") else []
+    eps = [x.dtype.type(op.eps)] if name.startswith("layer_norm") else []
     backend.launch(name, x.dtype, x.size // cols, x.data, *[a.data for a in others], out.data, np.int64(cols), *eps)
     return out
 
 
 def softmax_xent(backend, op, logits, labels, *grad):
-    """Per-row losses on the device, then their mean with the reduce kernel; with `grad`, the gradient
-    (softmax(logits) - onehot(labels)) * grad / N."""
+    """Row losses, then their mean by the reduce kernel; with `grad`: (softmax(logits) - onehot(labels)) * grad / N."""
     (n, cols), host = logits.shape, np.ascontiguousarray(backend.to_host(labels), dtype=np.int64)
     check_labels(host, cols)
-    scale = [_scalar(logits.dtype, float(np.asarray(backend.to_host(g)).reshape(())) / n) for g in grad]
+    scale = [logits.dtype.type(float(np.asarray(backend.to_host(g)).reshape(())) / n) for g in grad]
     out = backend.empty(logits.shape if grad else (n,), logits.dtype)
     backend.launch("softmax_xent_back" if grad else "softmax_xent", logits.dtype, n, logits.data,
                    backend.device(host).data, *scale, out.data, np.int64(cols))
@@ -281,8 +275,7 @@ def _im2col(backend, x, geometry):
 
 
 def conv_back_input(backend, op, y, w, x=None):
-    """The input gradient of a convolution whose output gradient y is (ConvBackInput: x gives the shape; a
-    ConvTranspose is that): y's (N·P, O) rows times the filters, then col2im."""
+    """Input gradient of a conv (x gives the shape; a ConvTranspose is this): y's (N·P, O) rows @ filters, col2im."""
     shape = transposed_input_shape(op, y, w) if x is None else x.shape
     geometry = conv_geometry(op, shape, w.shape, y.shape)
     rows = permute(backend, y, (0,) + tuple(range(2, len(y.shape))) + (1,)).reshape(-1, y.shape[1])
@@ -337,7 +330,7 @@ def update(backend, op, param, grad, lr, *slots):
     backend.launch("update", grad.dtype, grad.size, np.int32(ENUMS["tf_update_kind"][kind]),
                    backend.variable(variables["param"]).data, grad.data, *buffers,
                    np.int32(sum(1 << k for k, name in enumerate(slot_names) if name in variables)), np.int64(step),
-                   *[_scalar(grad.dtype, h) for h in (hyper + [0.0] * 4)[:5]], np.int32(flag))
+                   *[grad.dtype.type(h) for h in (hyper + [0.0] * 4)[:5]], np.int32(flag))
     for var in op.variables:
         if var.dtype != np.int64:
             var.mark_device_newer()

@@ -1,8 +1,7 @@
 """OpenCL plumbing for the OpenCL backend: devices, contexts, programs (cached per device) and device arrays.
 
-Devices are numbered in one flat list over all platforms, so `opencl:N` names one device even when two platforms
-share a name.
-"""
+Devices are numbered in one flat list over all platforms: `opencl:N` names one device even if two platforms share a
+name."""
 import contextlib
 import functools
 import os
@@ -137,8 +136,7 @@ class DeviceRuntime:
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context)
         self.has_fp64 = "cl_khr_fp64" in device.extensions
-        self._programs = {}
-        self._kernels = {}
+        self._programs, self._kernels = {}, {}  # dtype -> program; (name, dtype or source) -> kernel
         # a kernel object keeps its arguments until launched: two threads sharing one would mix them up,
         # so whoever launches on this device (Session.run) holds this lock
         self.lock = threading.RLock()

@@ -12,10 +12,9 @@ class ReportKeyError(BackendError, KeyError):
 
 
 class RunReport(Mapping):
-    """Which ops ran with a table kernel, which with numpy (no kernel, inputs it does not accept, or small inputs),
-    and the bytes moved to and from a device, during the last run; read as attributes (`report.kernel_ops`) or as a
-    dict (`report["kernel_ops"]`, `dict(report)`, `report.as_dict()` for a plain copy json.dumps takes). Ops a plan
-    routed to numpy once for all are summed only when read: a run should not pay for a report nobody reads."""
+    """Which ops ran with a table kernel, which with numpy (no kernel, inputs refused, or small), and the bytes moved
+    to and from a device in the last run; attributes or a dict (`report["kernel_ops"]`, `as_dict()` for json). Ops a
+    plan routed to numpy once for all are summed only when read: a run should not pay for a report nobody reads."""
 
     KEYS = ("kernel_ops", "host_ops", "small_ops", "to_device", "to_host")
 
