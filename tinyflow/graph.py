@@ -1,6 +1,5 @@
-"""The Graph: every node registers itself here when it is created. Creation order is a valid topological order,
-because a node's inputs must exist before it. There is always a default graph; `with g.as_default():` makes another
-one the default for a while (nesting allowed)."""
+"""The Graph: every node registers itself here when created, so creation order is a topological order. There is
+always a default graph; `with g.as_default():` makes another one the default for a while (nesting allowed)."""
 import contextlib
 import threading
 

@@ -1,6 +1,5 @@
-"""Update ops: ApplyUpdate, the base of every optimizer's fused update, and MultiTensorUpdate, the update ops of one
-train op as one node (PyTorch's "foreach") that the C backend runs in one call (on a small model a call per parameter
-cost a fifth of a training step); the optimiser pass "multi_tensor" makes them."""
+"""Update ops: ApplyUpdate, the base of every optimizer's fused update, and MultiTensorUpdate (the pass "multi_tensor"),
+a train op's updates as one node the C backend runs in one call (a call per parameter cost a fifth of a small step)."""
 from ..errors import ShapeError
 from ..nodes import Operation
 from ..passes import register_pass

@@ -90,9 +90,8 @@ def check_feed(node, value, needed_by):
             overflowed = np.isinf(converted) & np.isfinite(array)
             if overflowed.any():
                 _fail(node, needed_by, f"{int(overflowed.sum())} value(s) of dtype {array.dtype}, such as "
-                      f"{array[overflowed].flat[0]!r}, lie outside the range of {target} and would become "
-                      "inf",
-                      f"Rescale the data, or use a Placeholder of a wider dtype (e.g. dtype='float64').")
+                      f"{array[overflowed].flat[0]!r}, lie outside the range of {target} and would become inf",
+                      "Rescale the data, or use a Placeholder of a wider dtype (e.g. dtype='float64').")
         array = converted
     if not matches(node.shape, array.shape):
         _fail(node, needed_by, f"the value has shape {array.shape}",
