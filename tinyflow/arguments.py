@@ -74,9 +74,7 @@ class Arguments:
 
     def axis(self, argument, value, rank):
         """One axis, negatives counted from the end; normalised to [0, rank) when the rank is known."""
-        if rank is None:
-            return self.integer(argument, value)
-        return self.axes(argument, value, rank, single=True)[0]
+        return self.integer(argument, value) if rank is None else self.axes(argument, value, rank, single=True)[0]
 
     def axes(self, argument, value, rank, single=False):
         """None (every axis), an int or a sequence of distinct ints: a sorted tuple in [0, rank)."""

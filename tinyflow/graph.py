@@ -97,8 +97,7 @@ class Graph:
 
     @contextlib.contextmanager
     def scratch(self):
-        """Nodes built inside the block are removed again at its end (tools that build temporary nodes,
-        such as the explorer's gradients): the graph's nodes, names and consumers are as before."""
+        """Remove the nodes built inside the block again at its end (temporary nodes, e.g. the explorer's gradients)."""
         start, updates = len(self.nodes), list(self.update_ops)
         saved = dict(_used_names=set(self._used_names), _name_counts=dict(self._name_counts),
                      _roles=list(self._roles), current_scope=self.current_scope,
@@ -125,8 +124,7 @@ class Graph:
         self.discard(self.nodes[index:])
 
     def discard(self, nodes):
-        """Take `nodes`, which no node left reads, out of the graph and free their names (a dropped to_static
-        program's); the others keep their creation order."""
+        """Take `nodes` (read by no node left) out of the graph and free their names (a dropped to_static program)."""
         gone = set(nodes)
         for reader in {inp for node in gone for inp in node.inputs} - gone:
             reader.consumers[:] = [c for c in reader.consumers if c not in gone]

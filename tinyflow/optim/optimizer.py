@@ -68,9 +68,7 @@ def check_hyper_parameters(optimizer, **hyper):
 
 def is_parameter_list(value):
     """True for what an eager optimizer takes first: a list, tuple or generator of parameters (not a number)."""
-    if isinstance(value, (Node, str, bytes, np.ndarray)) or np.isscalar(value):
-        return False
-    return hasattr(value, "__iter__")
+    return not (isinstance(value, (Node, str, bytes, np.ndarray)) or np.isscalar(value)) and hasattr(value, "__iter__")
 
 
 class OptimizerType(type):
