@@ -107,11 +107,8 @@ class Session:
         self.backend = get_backend(backend)
         # graph optimiser passes (tinyflow/passes): None = on unless TINYFLOW_OPTIMIZE=0; a dict switches passes
         self.optimize = resolve_options(optimize)
-        self._plans = {}
-        self._closed = False
-        self._graph_size = len(self.graph.nodes)
-        self._growth_streak = 0
-        self._warned_growth = False
+        self._plans, self._closed = {}, False
+        self._graph_size, self._growth_streak, self._warned_growth = len(self.graph.nodes), 0, False
 
     def __enter__(self):
         return self
