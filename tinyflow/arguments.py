@@ -1,9 +1,6 @@
-"""Checks for the non-tensor arguments of ops and source nodes (axes, window sizes, dtypes...), run when built.
-
-An op's `__init__` makes one `Arguments(self, name, *inputs)` and passes each argument through a check, which returns it
-in normal form or raises `ArgumentError` naming the op type, the node name, its inputs, the argument, the value and how
-to fix it. `infer_shape` then only reads what `__init__` stored.
-"""
+"""Checks for the non-tensor arguments of ops and source nodes (axes, window sizes, dtypes...), run when built: an op's
+`__init__` passes each through `Arguments(self, name, *inputs)`, which returns it in normal form or raises ArgumentError
+naming the op, node, inputs, argument and value, and how to fix it; `infer_shape` then reads what `__init__` stored."""
 import math
 import numbers
 import reprlib
@@ -77,9 +74,7 @@ class Arguments:
 
     def axis(self, argument, value, rank):
         """One axis, negatives counted from the end; normalised to [0, rank) when the rank is known."""
-        if rank is None:
-            return self.integer(argument, value)
-        return self.axes(argument, value, rank, single=True)[0]
+        return self.integer(argument, value) if rank is None else self.axes(argument, value, rank, single=True)[0]
 
     def axes(self, argument, value, rank, single=False):
         """None (every axis), an int or a sequence of distinct ints: a sorted tuple in [0, rank)."""

@@ -1,6 +1,5 @@
 """Variable values saved as .npz files (one .npy member per Variable, never pickle), atomically, and restored
-all-or-nothing from an untrusted file; and the checkpoint folder of `Model.fit(checkpoint_dir=...)`.
-"""
+all-or-nothing from an untrusted file; and the checkpoint folder of `Model.fit(checkpoint_dir=...)`."""
 import json
 import math
 import os
@@ -20,9 +19,8 @@ STATE_TYPES = {"epoch": int, "seed": int, "variables": str, "random_states": dic
 
 
 def write_atomically(path, write):
-    """write(f) into a temporary file beside `path` (its folder made if need be), flushed to the disk, then
-    renamed into place (returns the path): a crash mid-save leaves any previous file intact, and a reader sees
-    the old file or the new one, never half."""
+    """write(f) into a temporary file beside `path`, synced, then renamed into place (returns the path): a crash
+    mid-save leaves any previous file intact, and a reader sees the old file or the new one, never half."""
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tinyflow-", suffix=".tmp")
@@ -137,9 +135,8 @@ def _plain(value):
 
 
 class FitCheckpoint:
-    """The checkpoint folder of one model's fit: `variables-<epoch>.npz` and `fit_state.json` (the last finished
-    epoch, the data order's seed, the dropout generators' states, the history), written after the variables and
-    naming them, so a run killed at any moment leaves a consistent checkpoint to resume from exactly."""
+    """One fit's checkpoint folder: `variables-<epoch>.npz`, then `fit_state.json` naming it (epoch, seed, dropout
+    generators' states, history), so a run killed at any moment leaves a consistent checkpoint to resume from."""
 
     def __init__(self, folder, graph):
         self.folder, self.graph = Path(folder), graph

@@ -1,9 +1,6 @@
-"""The one dtype promotion rule of elementwise results, in graph, eager and to_static mode alike (as PyTorch).
-
-The float type of the operands wins (float32 with int64 is float32, not numpy's float64); among
-floats the widest; without floats, numpy's integer rule (int32 with int32 stays int32). A Python
-number next to a tensor takes the tensor's dtype where it fits (`as_node`, `Tensor.constant`).
-"""
+"""The one dtype promotion rule of elementwise results, in graph, eager and to_static mode alike (as PyTorch): the
+widest float type of the operands wins (float32 with int64 is float32), else numpy's integer rule (int32 stays int32).
+A Python number next to a tensor takes the tensor's dtype where it fits (`as_node`, `Tensor.constant`)."""
 import numpy as np
 
 FLOAT32 = np.dtype(np.float32)

@@ -1,6 +1,5 @@
-"""The Graph: every node registers itself here when it is created. Creation order is a valid topological order,
-because a node's inputs must exist before it. There is always a default graph; `with g.as_default():` makes another
-one the default for a while (nesting allowed)."""
+"""The Graph: every node registers itself here when created, so creation order is a topological order. There is
+always a default graph; `with g.as_default():` makes another one the default for a while (nesting allowed)."""
 import contextlib
 import threading
 
@@ -98,8 +97,7 @@ class Graph:
 
     @contextlib.contextmanager
     def scratch(self):
-        """Nodes built inside the block are removed again at its end (tools that build temporary nodes,
-        such as the explorer's gradients): the graph's nodes, names and consumers are as before."""
+        """Remove the nodes built inside the block again at its end (temporary nodes, e.g. the explorer's gradients)."""
         start, updates = len(self.nodes), list(self.update_ops)
         saved = dict(_used_names=set(self._used_names), _name_counts=dict(self._name_counts),
                      _roles=list(self._roles), current_scope=self.current_scope,
@@ -126,8 +124,7 @@ class Graph:
         self.discard(self.nodes[index:])
 
     def discard(self, nodes):
-        """Take `nodes`, which no node left reads, out of the graph and free their names (a dropped to_static
-        program's); the others keep their creation order."""
+        """Take `nodes` (read by no node left) out of the graph and free their names (a dropped to_static program)."""
         gone = set(nodes)
         for reader in {inp for node in gone for inp in node.inputs} - gone:
             reader.consumers[:] = [c for c in reader.consumers if c not in gone]

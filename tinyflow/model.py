@@ -1,5 +1,4 @@
-"""Model: a network, a loss and an optimizer, trained with `fit` (the layered API of tinynn); and the metrics
-it reports, by name, computed with numpy on predictions and targets (after a run)."""
+"""Model: a network, a loss and an optimizer, trained with `fit` (tinynn's layered API); and its numpy metrics."""
 import numpy as np
 
 from .checkpoint import FitCheckpoint, load_variables, save_variables
@@ -168,10 +167,9 @@ class Model:
 
     def fit(self, X, y, epochs=1, batch_size=32, validation_data=None, shuffle=True, verbose=1,
             early_stopping=None, distributed=False, checkpoint_dir=None, log_dir=None):
-        """Train for `epochs` over mini-batches; returns a History of per-epoch loss and metrics. distributed=True:
-        data parallelism over MPI, rank 0 showing progress and writing checkpoints and logs
-        (tinyflow/distributed/training.py). checkpoint_dir: save the training state after every epoch, and
-        resume from it (`epochs` is the total). log_dir: the scalar log and explorer page `tinyflow board` shows."""
+        """Train for `epochs` over mini-batches; returns a History. distributed=True: data parallelism over MPI, rank
+        0 showing progress and writing files; checkpoint_dir: save after every epoch and resume (`epochs` is the
+        total); log_dir: the scalar log and explorer page `tinyflow board` shows."""
         from .distributed.training import DataParallel
         X, y = np.asarray(X), np.asarray(y)
         parallel = DataParallel(distributed)

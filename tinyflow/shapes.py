@@ -34,9 +34,7 @@ def dims_compatible(a, b):
 
 def shapes_compatible(a, b):
     """True when two static shapes may describe the same run-time shape."""
-    if a is None or b is None:
-        return True
-    return len(a) == len(b) and all(dims_compatible(x, y) for x, y in zip(a, b))
+    return a is None or b is None or len(a) == len(b) and all(dims_compatible(x, y) for x, y in zip(a, b))
 
 
 def matches(static_shape, actual_shape):

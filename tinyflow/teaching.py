@@ -1,15 +1,9 @@
 """Running a course on tinyflow: the student version of the assignments, and the autograder.
 
-The student version: every solution block becomes a stub with its hint. In the solutions (assignments/ in
-the repository) `# BEGIN SOLUTION`, a `# HINT: what to use, what to watch out for` line (the comment lines
-right after it continue it), the solution and `# END SOLUTION` become `# TODO: <hint>` and `raise
-NotImplementedError("<hint>")`; in C (`// BEGIN SOLUTION` ... `// END SOLUTION`), a `/* TODO: <hint> */`
-comment.
-
-The autograder: run an assignment's official tests (the teacher's copy, which a student cannot edit) on a
-student's folder, put first on the path through $TINYFLOW_ASSIGNMENT_PATH (read by the tests' conftest.py).
-pytest runs in a subprocess with a time limit, so a crash or an endless loop in student code costs only its
-score.
+Student version: in assignments/, `# BEGIN SOLUTION`, a `# HINT: ...` line (comment lines right after continue it), the
+solution and `# END SOLUTION` become `# TODO: <hint>` and `raise NotImplementedError("<hint>")`; in C, `/* TODO */`.
+Autograder: the official tests run on a student's folder ($TINYFLOW_ASSIGNMENT_PATH, read by the tests' conftest.py)
+in a subprocess with a time limit, so a crash or an endless loop in student code costs only its score.
 """
 import os
 import pathlib

@@ -23,7 +23,6 @@ def load_digits():
     return table[:, :64], table[:, 64].astype(np.int64)
 
 
-
 def _order(arrays, what, shuffle, seed):  # the row order of arrays sharing their first dimension
     n = len(arrays[0])
     if any(len(a) != n for a in arrays):

@@ -1,11 +1,7 @@
 """Layer, the base of every layer, the simple ones (Linear, Sequential, Flatten, Dropout), and the registries of
-activations and initializers that layers look names up in.
-
-A layer creates its Variables when constructed (as in PyTorch), under its own name scope, and builds ops
-each time it is called on a node (calling it twice shares its weights). On an eager Tensor the same
-`forward` computes at once; `layer.train()` / `layer.eval()` then choose how dropout and batch norm behave
-(graph mode reads the training flag instead).
-"""
+activations and initializers. A layer creates its Variables when constructed (as in PyTorch) and builds ops each time
+it is called on a node (sharing its weights); on an eager Tensor `forward` computes at once, and `train()` / `eval()`
+choose how dropout and batch norm behave (graph mode reads the training flag instead)."""
 import numpy as np
 
 from ..errors import ArgumentError, ShapeError

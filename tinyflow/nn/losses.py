@@ -1,6 +1,5 @@
-"""Loss functions, with torch.nn.functional's names and `reduction`. The two cross-entropies on logits of one class
-per sample are single fused ops (tinyflow/ops/cross_entropy.py), stable for extreme logits; the others are built of
-ops."""
+"""Loss functions, with torch.nn.functional's names and `reduction`; the two cross-entropies on logits are single
+fused ops (tinyflow/ops/cross_entropy.py), stable for extreme logits, the others are built of ops."""
 from ..arguments import rank_of
 from ..errors import ShapeError
 from ..nodes import as_node

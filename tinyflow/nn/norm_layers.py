@@ -1,9 +1,6 @@
-"""Normalization layers: tfl.batch_norm and the BatchNorm layers built on it; LayerNorm, GroupNorm and
-InstanceNorm (tfl.layer_norm, group_norm, instance_norm with their parameters).
-
-For batch norm, one graph serves training (batch statistics) and evaluation (moving statistics): `training` may be a
-boolean node such as the graph's training flag. The moving statistics move towards the batch's by `momentum` (torch's
-convention, unbiased variance): in graph mode through update ops (tfl.nn.update_ops()), eagerly at once.
+"""Normalization layers: tfl.batch_norm and the BatchNorm layers built on it; LayerNorm, GroupNorm, InstanceNorm.
+One batch-norm graph serves training and evaluation (`training` may be the graph's boolean training flag); moving
+statistics follow torch's `momentum`, through update ops in graph mode (tfl.nn.update_ops()), eagerly at once.
 """
 import numpy as np
 
@@ -53,9 +50,8 @@ def _array(value):
 
 
 def _update_running_statistics(x, running_mean, running_var, mean, var, m):
-    """Move the running statistics towards the batch's by momentum `m`: eagerly at once, else through the graph's
-    update ops. One value per channel (a last batch of 1 in BatchNorm1d) says nothing about the variance:
-    running_var keeps its value then, instead of becoming NaN (torch raises an error instead)."""
+    """Move the running statistics towards the batch's by momentum `m`. With one value per channel (a last batch of
+    1 in BatchNorm1d) running_var keeps its value instead of becoming NaN (torch raises an error)."""
     if is_eager(x):
         count = x.size // x.shape[1]
         running_mean.value = (1 - m) * running_mean.value + m * mean.numpy().reshape(-1)
@@ -81,8 +77,7 @@ class _Normalization(Layer):
 
 
 class _BatchNorm(_Normalization):
-    """y = γ (x - μ) / √(σ² + ε) + β over all axes but the channel axis 1 (see batch_norm). Graph mode reads
-    the graph's training flag (fed True to train), eager mode `layer.train()` / `layer.eval()`."""
+    """γ (x - μ) / √(σ² + ε) + β over all axes but the channels (batch_norm); training: the graph's flag or train()."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, name=None, dtype="float32"):
         num_features, = sizes(self, name, num_features=num_features)
@@ -128,8 +123,7 @@ class GroupNorm(_Normalization):
 
 
 class _InstanceNorm(_Normalization):
-    """Normalizes each (sample, channel) over its spatial axes, then (affine) a per-channel γ, β, as
-    torch.nn.InstanceNormNd (no running statistics)."""
+    """Normalizes each (sample, channel) over its spatial axes, then (affine) γ, β, as torch.nn.InstanceNormNd."""
 
     def __init__(self, num_features, eps=1e-5, affine=False, name=None, dtype="float32"):
         num_features, = sizes(self, name, num_features=num_features)

@@ -1,10 +1,6 @@
-"""Recurrent layers LSTM, GRU and RNN as torch.nn's, over a known sequence length.
-
-One driver, `unroll`, serves the layers and the ONNX import (onnx/rules/recurrent_rules.py): the input projection
-of every step as one matrix product, then the loop over time as one op (ops/recurrent_cells.py's Recurrence).
-Weights keep torch's layout and gate order (LSTM i, f, g, o; GRU r, z, n): weight_ih (gates·H, I), weight_hh
-(gates·H, H), biases (gates·H,), so torch weights load one to one.
-"""
+"""Recurrent layers LSTM, GRU and RNN as torch.nn's, over a known sequence length. One driver, `unroll`, serves the
+layers and the ONNX import: every step's input projection as one matrix product, then the loop as one Recurrence op.
+Weights keep torch's layout and gate order (LSTM i, f, g, o; GRU r, z, n), so torch weights load one to one."""
 import numpy as np
 
 from ..autodiff.gradients import gradients
@@ -109,10 +105,8 @@ def _torch_order(order, hidden, x_gates, w_hh, *biases):
 
 def unroll(cell, x, w_ih, w_hh, b_ih, b_hh, state, reverse=False, order=None):
     """One direction of one layer over time-major x (T, N, I) from `state` ((N, H) nodes, None for zeros):
-    (outputs (T, N, H), final state tuple). `cell` is a Recurrence's ("LSTM", "GRU", "RNN_TANH", "RNN_RELU"), or
-    "GRU_RESET_FIRST", ONNX's GRU with linear_before_reset=0; `order` a Recurrence's order of the weights' gate
-    blocks. The input projection of all steps is one matrix product, and it adds b_hh too, except for a GRU (whose
-    n gate's part is multiplied by r, or reads r h)."""
+    (outputs (T, N, H), final state tuple); `cell` and `order` as Recurrence's. The input projection adds b_hh too,
+    except for a GRU (whose n gate's part is multiplied by r, or reads r h)."""
     steps, size, hidden = x.shape[0], x.shape[-1], w_hh.shape[-1]
     if steps is None:
         raise ShapeError(f"a recurrent layer needs a known sequence length, got an input of shape {x.shape}; "

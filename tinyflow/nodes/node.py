@@ -20,9 +20,8 @@ USER_SITES = {}  # code object -> {offset: (code, offset)}: a loop's ops share o
 
 
 def user_site(depth=0, frame=None, _getframe=sys._getframe):
-    """(code object, instruction offset) of the innermost frame outside tinyflow, from `frame` (default: `depth`
-    frames above the caller) outwards (None if there is none). Cheap enough for every eager op; the frame itself is
-    not kept (its locals would stay alive): `site_text` makes the pair "file:line" only when a message needs it."""
+    """(code object, offset) of the innermost frame outside tinyflow from `frame` (default: `depth` above the caller)
+    outwards, or None. Cheap enough for every eager op, and keeps no frame (its locals would stay alive)."""
     if frame is None:
         try:
             frame = _getframe(depth + 1)
@@ -146,9 +145,8 @@ class Node:
 
 
 def default_dtype_for(value, like=None):
-    """The dtype a Python value becomes: floats are float32 as in TF, numpy values keep theirs. Next to a tensor of
-    dtype `like`, a Python number takes like's dtype where that is a float type, or an integer type holding the int
-    (int32 * 2 stays int32, int32 * 2.5 is float32): one rule for graph, eager and to_static (tinyflow/dtypes.py)."""
+    """The dtype a Python value becomes: floats are float32 as in TF, numpy values keep theirs; next to a tensor of
+    dtype `like`, a number takes a float `like`, or an int `like` that holds it (int32 * 2 stays int32)."""
     if like is not None and type(value) in (int, float) and (like.kind in "fc" or type(value) is int and (
             like.kind in "iu" and np.iinfo(like).min <= value <= np.iinfo(like).max)):
         return like
@@ -217,13 +215,9 @@ class Placeholder(Node):
 
 
 class Variable(Node):
-    """A node holding its own numpy array in `.value`; `trainable` ones are what optimizers update.
-
-    A device backend (OpenCL) may keep a device copy, `device_mirror`: an object with `array`, `host_stale`,
-    `device_stale` and `download()`. Whichever side changed last wins: `.value` downloads a newer device copy, and
-    setting `.value` marks the device copy stale. `host_array` is the host array as it is now, without that download
-    (for identity checks, and the inline reads of compiled plans).
-    """
+    """A node holding its own numpy array in `.value`; `trainable` ones are what optimizers update. A device backend
+    may keep a `device_mirror` (`array`, `host_stale`, `device_stale`, `download()`): the side changed last wins.
+    `host_array` is the host array as it is now, without downloading (identity checks, compiled plans' reads)."""
 
     grad = None  # eager mode: the gradient backward() accumulated (a numpy array), reset by opt.zero_grad()
 

@@ -1,6 +1,5 @@
-"""Optimizers with the formulas, hyper-parameter names and defaults of torch.optim: SGD, Adam, AdamW, RMSProp
-and AdaGrad. Each is an Optimizer naming its slots and an ApplyUpdate op whose `update` is the formula
-(numpy reference; the C and OpenCL backends run fused kernels of the same op types)."""
+"""Optimizers with the formulas, hyper-parameter names and defaults of torch.optim, each an Optimizer naming its slots
+and an ApplyUpdate op whose `update` is the formula (the C and OpenCL backends run fused kernels of the op types)."""
 import numpy as np
 
 from ..ops.registry import not_differentiable

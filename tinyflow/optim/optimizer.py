@@ -1,10 +1,6 @@
-"""The Optimizer base class: a loss to a train op (graph mode), or `step()` on parameters (eager mode); its
-hyper-parameters are checked when it is made: a NaN, an infinity or a negative value would otherwise train silently
-into NaN weights many steps later, far from the line that caused it.
-
-The eager form, `opt = tfl.optim.Adam(params, lr=...)`, `opt.zero_grad()`, `opt.step()`: a step runs each
-parameter's update op (built once, on slot Variables as in graph mode) on its `.grad`, the updates of one
-dtype as one MultiTensorUpdate (one C call). Parameters are Variables (`layer.parameters()`) or leaf Tensors."""
+"""The Optimizer base class: a loss to a train op (graph mode), or `step()` on parameters (eager mode). Hyper-parameters
+are checked when it is made: a NaN or negative value would otherwise train into NaN weights far from its line. An eager
+step runs each parameter's update op (built once, on slot Variables) on its `.grad`, one MultiTensorUpdate per dtype."""
 import math
 import numbers
 
@@ -72,9 +68,7 @@ def check_hyper_parameters(optimizer, **hyper):
 
 def is_parameter_list(value):
     """True for what an eager optimizer takes first: a list, tuple or generator of parameters (not a number)."""
-    if isinstance(value, (Node, str, bytes, np.ndarray)) or np.isscalar(value):
-        return False
-    return hasattr(value, "__iter__")
+    return not (isinstance(value, (Node, str, bytes, np.ndarray)) or np.isscalar(value)) and hasattr(value, "__iter__")
 
 
 class OptimizerType(type):
@@ -89,8 +83,7 @@ class OptimizerType(type):
 
 
 class Optimizer(metaclass=OptimizerType):
-    """Turns a loss into a train op: gradients by backprop, then one fused update per Variable. Eager form: created
-    with the parameters first, then `zero_grad()` and `step()`."""
+    """Turns a loss into a train op (backprop, then one fused update per Variable); eager: zero_grad() and step()."""
 
     update_op = ApplyUpdate
     slot_names = ()  # names of the per-variable state Variables, in `update` order

@@ -1,6 +1,5 @@
-"""Update ops: ApplyUpdate, the base of every optimizer's fused update, and MultiTensorUpdate, the update ops of one
-train op as one node (PyTorch's "foreach") that the C backend runs in one call (on a small model a call per parameter
-cost a fifth of a training step); the optimiser pass "multi_tensor" makes them."""
+"""Update ops: ApplyUpdate, the base of every optimizer's fused update, and MultiTensorUpdate (the pass "multi_tensor"),
+a train op's updates as one node the C backend runs in one call (a call per parameter cost a fifth of a small step)."""
 from ..errors import ShapeError
 from ..nodes import Operation
 from ..passes import register_pass
@@ -9,10 +8,8 @@ from ..shapes import shapes_compatible
 
 
 class ApplyUpdate(Operation):
-    """Updates one Variable and its slots in one op (TF's ApplyAdam): inputs (variable, gradient, lr, *slots).
-    Subclasses write the formula as `update(param, grad, lr, **slots) -> (new_param, *new_slots in slot
-    order)`, given the gradient with the L2 weight decay (`weight_decay`, unless `decoupled`) added; a fast
-    backend may replace it with one fused pass."""
+    """Updates one Variable and its slots in one op (TF's ApplyAdam): inputs (variable, gradient, lr, *slots);
+    subclasses write `update(param, grad, lr, **slots) -> (new_param, *new_slots)`, the L2 decay already in grad."""
 
     abstract = True
     stateful = True
@@ -98,9 +95,8 @@ def multi_tensor_update(members):
 
 
 def merge_updates(graph):
-    """A copy of `graph` in which the ApplyUpdate inputs of one op (a train op's Group) that share update type,
-    hyper-parameters, learning-rate node and dtype, and that nothing else reads or fetches, are one MultiTensorUpdate
-    in the place of the last of them (stateful ops run last anyway); (graph, counts)."""
+    """A copy of `graph` in which one op's ApplyUpdate inputs of one type, hyper-parameters, lr node and dtype, read
+    by nothing else, are one MultiTensorUpdate in the place of the last of them; (graph, counts)."""
     graph = graph.copy()
     consumers = graph.consumers()
     merged, nodes_merged = {}, 0

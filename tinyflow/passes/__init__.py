@@ -1,7 +1,5 @@
-"""The graph optimiser: a pipeline of passes, each a pure function from graph to graph.
-
-See pipeline.py for the order, the options and dead-node pruning; one file per other pass for its rewrite rule.
-"""
+"""The graph optimiser: a pipeline of passes, each a pure function from graph to graph (pipeline.py: their order,
+the options, dead-node pruning; one file per other pass)."""
 from .attention import fuse_attention
 from .constant_folding import fold_constants
 from .conv_epilogue import fuse_conv_epilogues

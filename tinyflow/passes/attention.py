@@ -1,12 +1,9 @@
 """Attention: MatMul(q, kᵀ) → scale → Add(mask) → Softmax(last axis) → MatMul(·, v) becomes one
-ScaledDotProductAttention node, so a backend computes each block of query rows' scores, softmax and product with v
-while the scores are in cache, instead of writing and reading the (L, S) scores four times.
+ScaledDotProductAttention node, so a backend keeps each block of scores in cache instead of passing (L, S) four times.
 
-Rule: at a MatMul(weights, v) whose weights are a Softmax along the last axis of scores, where scores are an optional
-Add of a mask (one that does not widen them) to MatMul(a, b) times or divided by scalar constants (any number, in any
-order), a is q times scalar constants and b is kᵀ (a Transpose of the last two axes) times scalar constants, as
-torch's ONNX exporter writes it (q·√scale @ kᵀ·√scale). Each intermediate is read by the next op only, not fetched
-and not fed: training graphs, whose gradients read the softmax, keep their ops.
+Rule: MatMul(Softmax(scores, last axis), v), scores an optional Add of a mask (not widening them) to MatMul(a, b)
+scaled by scalar constants, a = q and b = kᵀ (a Transpose of the last two axes) each scaled too, as torch's ONNX
+exporter writes it. Each intermediate read by the next op only, not fetched or fed (training graphs keep their ops).
 """
 from ..ops.attention import ScaledDotProductAttention
 from .ir import broadcasts_into, make_node, scalar_constant

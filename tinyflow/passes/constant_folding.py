@@ -1,14 +1,9 @@
 """Constant folding: an op whose inputs are all constants is replaced by its value.
 
-Rule:  op(c1, ..., cn)  ->  Constant(op.compute(c1, ..., cn))
-when the op is pure (not stateful, not random), not fetched (a fetch stays a fresh array every run), and its value has
-at most FOLD_LIMIT elements (a folded constant lives as long as the plan does). The value is computed once, with the
-op's numpy reference kernel; an op that fails is left alone so the run reports the error.
-
-Rule:  zeros_like(x), ones_like(x)  ->  Constant(zeros / ones of x's static shape)
-when x's shape is fully known and no stateful op (an assign, an optimizer update) leads to x: their value depends on x's
-shape only, not on x's value (backprop seeds the loss's gradient with ones_like(loss), a scalar), but folding drops x's
-subgraph from the plan.
+Rule:  op(c1, ..., cn)  ->  Constant(op.compute(c1, ..., cn))   for a pure op, not fetched (a fetch stays a fresh
+array), of at most FOLD_LIMIT elements (it lives as long as the plan); an op that fails is left for the run to report.
+Rule:  zeros_like(x), ones_like(x)  ->  Constant of x's static shape   when that is known and no stateful op leads to x
+(backprop seeds the loss's gradient with ones_like(loss); folding drops x's subgraph from the plan).
 """
 import math
 

@@ -1,18 +1,14 @@
 """Convolution epilogues: Conv → Add(per-channel bias) → Add(residual) → Relu / Clip(constant bounds) becomes one
-ConvBiasAct node, so a backend adds the bias and the residual and clips while the convolution's output is still in
-cache, instead of one more pass over it per op; an inference batch norm of a convolution is folded into its filters.
+ConvBiasAct node, so a backend finishes the output while it is still in cache; inference batch norms fold into filters.
 
-Rule: an Add of a Conv and a bias of shape (1, C, 1, ...) (or (C, 1, ...)), then an Add of a tensor of the output's
-shape (a ResNet block's identity, either operand order), then a Relu or a Clip by scalar constants, each part
-optional, each intermediate read by the next op only, not fetched and not fed. Training graphs keep their gradients:
-the Relu's gradient reads its output, which the fused node computes, and an Add's reads none of its operands; a Clip's
-reads its input, so a Clip is fused only where nothing else reads that input (inference).
+Rule: Add(Conv, bias (1, C, 1, ...) or (C, 1, ...)), then Add(·, a tensor of the output's shape, either order), then
+Relu or Clip by scalar constants; each part optional, each intermediate read by the next op only, not fetched or fed.
+Gradients survive: a Relu's reads its output, an Add's no operand; a Clip's reads its input, so it fuses only where
+nothing else reads that input (inference).
 
-Rule: γ·(conv(x, W) + b - μ)/r + β, an inference batch norm (r = √(σ² + ε); μ, r, γ, β per channel and not computed
-from the convolution, as the batch's statistics are; a Where on an unfed training flag left at False picks it) of a
-convolution read by nothing else, becomes conv(x, W·s) + (b - μ)·s + β, s = γ/r. s, W·s and the bias are graph ops
-over the parameters (weight-sized, recomputed each run: the weights may be Variables being fine-tuned), folded to
-constants where the parameters are constants.
+Rule: γ·(conv(x, W) + b - μ)/r + β, r = √(σ² + ε), with μ, r, γ, β per channel and not computed from the convolution
+(not the batch's statistics), of a convolution read by nothing else, becomes conv(x, W·s) + (b - μ)·s + β, s = γ/r;
+s, W·s and the bias are graph ops over the parameters (they may be fine-tuned), folded where those are constants.
 """
 import numpy as np
 
@@ -29,11 +25,9 @@ _NO_BOUNDS = (-np.inf, np.inf)
 
 
 class ConvBiasAct(Conv):
-    """min(max(conv(x, w) + bias + residual, low), high): inputs (x, w, *extras), the extras a per-channel bias and
-    a residual of the output's shape, each optional, in that order (`residual`: whether the last is one), `swapped`
-    per extra whether it is its Add's first operand; the Conv's window attributes, `bounds` (low, high) ((0, inf)
-    for a relu, (-inf, inf) for none), and `members`, the Conv, Adds and Relu/Clip it stands for: the numpy
-    reference, and what backends without a kernel of their own for it run."""
+    """min(max(conv(x, w) + bias + residual, low), high): inputs (x, w, *optional bias and residual: `residual` says
+    whether the last is one), `swapped` per extra (its Add's first operand?), the Conv's window, `bounds` and
+    `members` (the Conv, Adds and Relu/Clip it stands for, which backends without its kernel run)."""
 
     abstract = True  # built by the optimiser only: kept out of the op registry the op tests walk
 
@@ -67,8 +61,7 @@ class ConvBiasAct(Conv):
 
 
 def fuse_conv_epilogues(graph):
-    """A copy of `graph` with each inference batch norm of a convolution folded into it, and each Conv → bias Add →
-    residual Add → Relu / Clip chain (or part of it) as one ConvBiasAct; (graph, counts)."""
+    """A copy of `graph` with the rules above applied, each chain one ConvBiasAct; (graph, counts)."""
     graph = graph.copy()
     consumers = graph.consumers()
     standing_for = {}  # ConvBiasAct -> the node it replaced (whose readers and fetches count)
@@ -153,9 +146,8 @@ def _folded_batch_norm(node, graph, consumers, standing_for):
 
 
 def inference_batch_norm(node, fed):
-    """(x, μ, r, γ, β) if `node` is γ·(x - μ)/r + β with μ, r, γ, β shaped (1, C, 1, ...) (a Where between them on a
-    training flag that is fixed False, a Constant or a Placeholder not in `fed`), else None: what tfl.nn's batch
-    norms build for inference, and the ONNX import of BatchNormalization. μ and r may be the batch's statistics."""
+    """(x, μ, r, γ, β) if `node` is γ·(x - μ)/r + β, all shaped (1, C, 1, ...), maybe through a Where on a training
+    flag fixed False (tfl.nn's batch norms, ONNX's BatchNormalization), else None; μ, r may be the batch's."""
     if node.op_type != "Add" or node.inputs[0].op_type != "Multiply":
         return None
     (normalized, gamma), beta = node.inputs[0].inputs, node.inputs[1]

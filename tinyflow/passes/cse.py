@@ -1,9 +1,7 @@
 """Common-subexpression elimination: two nodes computing the same thing become one.
 
-Rule:  a = op(x, y; attrs), b = op(x, y; attrs)  ->  readers of b read a
-with the key (op type, inputs, attributes); for commutative ops (Add, Multiply, Maximum, Minimum, Equal) the inputs are
-sorted, so x + y and y + x match. Small equal Constants are merged first, so `x * 2` built twice matches too. Random and
-stateful ops are never merged (two dropout masks differ), nor is a fetched node dropped (a fetch stays its own array).
+Rule:  a = op(x, y; attrs), b = op(x, y; attrs)  ->  readers of b read a   (commutative ops' inputs sorted; small equal
+Constants merged first, so `x * 2` built twice matches). Random and stateful ops are never merged, nor fetches dropped.
 """
 import numpy as np
 

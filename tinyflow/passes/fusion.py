@@ -1,13 +1,9 @@
 """Elementwise fusion: a maximal group of elementwise ops becomes one fused node, one kernel.
 
-Rule: starting from an elementwise op (the root, latest first), absorb each input that is itself an elementwise op of
-the same float dtype, is not fetched or fed, and whose every reader is already in the group, until nothing more joins. A
-group of two or more ops becomes one FusedElementwise node with the group's outside inputs; intermediates then never
-exist as arrays. Inputs may broadcast (scalars, rows, columns); scalar constants are written into the kernel. Works the
-same on forward chains and on the gradient chains backprop builds.
-
-The fused node's `compute` is the readable numpy form (each member's own kernel, in order); the C and OpenCL backends
-generate one kernel for it (backends/fused.py).
+Rule: from an elementwise op (the root, latest first), absorb each input that is an elementwise op of the same float
+dtype, not fetched or fed, whose every reader is in the group. Two or more ops become one FusedElementwise node reading
+the group's outside inputs (which may broadcast; scalar constants go into the kernel), on forward and gradient chains.
+Its `compute` runs each member's numpy kernel; the C and OpenCL backends generate one kernel (backends/fused.py).
 """
 import numpy as np
 
@@ -21,9 +17,8 @@ MAX_GROUP = 1024  # ops per kernel: a longer chain becomes several kernels (1,02
 
 
 class FusedElementwise(Operation):
-    """members[-1](...members[0](inputs)...) in one kernel; `program` says which value feeds which member:
-    program[j] = (op_type, args) for members[j]; each arg is ("x", k) the fused node's input k, ("t", i) the value of
-    members[i], or ("c", array) a constant."""
+    """members[-1](...members[0](inputs)...) in one kernel; program[j] = (op_type, args) of members[j], each arg
+    ("x", k) the fused node's input k, ("t", i) the value of members[i], or ("c", array) a constant."""
 
     abstract = True  # built by the optimiser only: kept out of the op registry the op tests walk
 

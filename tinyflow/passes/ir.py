@@ -1,11 +1,6 @@
-"""The graph the passes rewrite: a private copy of the pruned subgraph of some fetches.
-
-Optimising never touches the user's graph. `OptGraph.from_fetches` copies every op node needed for the fetches (a
-shallow copy: same class, attributes, name and creation site) and rewires the copies to each other. Leaves
-(Placeholders, Variables, Constants) and fed nodes stay the user's own objects: feeds are keyed by them and Variables
-hold state. So consumers are tracked here, never through `node.consumers` (a leaf's list names the user's ops, not the
-copies).
-"""
+"""The graph the passes rewrite: a private copy of the pruned subgraph of some fetches (the user's graph is never
+touched). Op nodes are shallow copies rewired to each other; leaves and fed nodes stay the user's objects (feeds are
+keyed by them, Variables hold state), so consumers are tracked here, never through `node.consumers`."""
 import numpy as np
 
 from ..graph import ancestors
@@ -135,10 +130,8 @@ class OptGraph:
         return node not in self.fed and consumers[node] == [reader] and not self.is_fetched(node)
 
     def rewrite(self, rule, fresh=False):
-        """Visit the nodes in order, each with its inputs already rewritten; `rule(node)` returns the node that
-        replaces it (an earlier node or a new one), or None. Returns how many were replaced. One sweep, so a pass stays
-        linear in the graph's size. A fetched node is only replaced by a freshly computed value (`fresh`): a fetch
-        must stay its own array, not a Variable's or another fetch's."""
+        """One sweep in order, inputs already rewritten: `rule(node)` returns its replacement or None; returns how
+        many were replaced. A fetch is replaced only by a freshly computed value (`fresh`): it stays its own array."""
         fetched, existing = {id(f) for f in self.fetches}, {id(n) for n in self.nodes}
         mapping, order, placed, replaced = {}, [], set(), 0
 

@@ -5,8 +5,7 @@ from ..nodes import Constant, Variable
 
 
 def _buffers(value):
-    """(key, bytes, owner) of every buffer a value holds: views count with their base, device arrays by buffer; a
-    loop's tuple value and its stacks (tinyflow/control_flow/stacks.py) hold many."""
+    """(key, bytes, owner) of each buffer a value holds (a view counts with its base; loop values hold many)."""
     if isinstance(value, tuple) or hasattr(value, "arrays"):
         return [buffer for part in (value if isinstance(value, tuple) else value.arrays()) for buffer in _buffers(part)]
     if isinstance(value, np.ndarray):

@@ -1,9 +1,6 @@
-"""Execution plans: the pruned, scheduled steps computing some fetches, built once per (fetches, fed nodes).
-
-Each step holds its node, its bound kernel, the slots of its inputs and the slots whose last reader it is (dropped
-right after it). A plan runs as one compiled straight-line Python function per feed shapes (`compile`); the
-interpreter (`interpret`) runs first runs (checking every value), memory profiles and very long plans.
-"""
+"""Execution plans: the pruned, scheduled steps computing some fetches, built once per (fetches, fed nodes). A plan
+runs as one compiled straight-line Python function per feed shapes (`compile`); the interpreter (`interpret`) runs
+first runs (checking every value), memory profiles and very long plans."""
 import heapq
 from collections import Counter
 import traceback
@@ -48,8 +45,7 @@ def prune(fetches, fed):
 
 
 def schedule(needed, fed):
-    """A topological order of `needed` (Kahn's algorithm, ties by creation order) with stateful ops as late as
-    possible: a read of a Variable that does not depend on an update sees the value from before it."""
+    """Kahn's topological order of `needed` (ties by creation order), stateful ops last: reads see the old value."""
     ready_pure, ready_stateful = [], []
 
     def ready(node):
@@ -113,9 +109,8 @@ class ExecutionPlan:
         self._backend, self._pool = backend, backend.pool
 
     def _link_readers(self):
-        """Give each step the slots it reads for the last time (fetched slots are kept), and tell the kernels of ops
-        with several outputs (control flow) which steps read them, so they compute only what this plan needs: a cond
-        the outputs read, a loop the stacks only a gradient plan pops."""
+        """Give each step the slots it reads last (fetches are kept); tell multi-output kernels (control flow) which
+        steps read them, so they compute only what this plan needs."""
         readers, last_reader, fetched = {}, {}, set(self.fetch_slots)
         for position, step in enumerate(self.steps):
             for slot in step.input_slots:
@@ -143,8 +138,7 @@ class ExecutionPlan:
         return value
 
     def run(self, feeds, observer=None):
-        """Compute the fetches from `feeds` (fed node -> validated array), with the compiled form for these feed
-        shapes; `observer(step, value, released_values)` (the memory profile's) runs the interpreter instead."""
+        """The fetches from `feeds` (fed node -> array), compiled; with an `observer` (memory profile) interpreted."""
         if self._verified and observer is None and len(self.steps) <= COMPILE_LIMIT:
             signature = tuple([_shape_key(feeds[node]) for node in self._fed_order])
             compiled = self._compiled.get(signature)
@@ -164,9 +158,8 @@ class ExecutionPlan:
         return values
 
     def specialise(self, signature):
-        """(a kernel per step, the static routes) for feeds of these shapes, inferred again through the plan: ops
-        found small go straight to numpy, and ops returning their first input at these shapes (`passes_through`,
-        trusted since the first run checked every `infer_shape`, see `verify_value`) are PASS_THROUGH."""
+        """(a kernel per step, the static routes) for these feed shapes: small ops go to numpy, and ops returning
+        their first input (`passes_through`, trusted since the first run checked every shape) are PASS_THROUGH."""
         shapes = dict(zip(self._fed_order, signature))
         kernels, routes = [], Counter(self.static_routes)
         for step in self.steps:
@@ -190,15 +183,9 @@ class ExecutionPlan:
         return kernels, routes
 
     def compile(self, kernels=None):
-        """The plan as one straight-line Python function calling `kernels` (default: the steps' own), e.g.
-            def run(feeds, k0=k0, k1=k1, ...):
-                v0 = feeds[0]
-                s = 1; v2 = k1(v0, v1)    # MatMul
-                del v0, v1
-                return [v2]
-        so running a node costs little more than calling its kernel. A Variable is read inline (a call costs
-        more than the read), a Constant is its bound array, and a PASS_THROUGH step is `v2 = v1`.
-        """
+        """The plan as one straight-line function calling `kernels` (default: the steps' own), e.g.
+        `def run(feeds, k0=k0, ...): v0 = feeds[0]; s = 1; v2 = k1(v0, v1); del v0, v1; return [v2]`, so a node
+        costs little more than its kernel call. Variables are read inline, Constants bound; PASS_THROUGH: `v2 = v1`."""
         lines, bound = [f"v{self.fed_slots[node]} = feeds[{i}]" for i, node in enumerate(self._fed_order)], {}
         assigned = set(self.fed_slots.values())
         for position, step in enumerate(self.steps):
@@ -268,8 +255,7 @@ class ExecutionPlan:
 
 
 def _shape_key(value):
-    """A fed value's shape, to pick a compiled form: a sub-plan's feeds are kernel outputs, which may be Python
-    numbers, or a loop's tuple or stack (None: no shape)."""
+    """A fed value's shape, to pick a compiled form (a sub-plan's feeds may be numbers, or a loop's tuple: None)."""
     shape = getattr(value, "shape", None)
     if shape is not None:
         return tuple(shape)
@@ -277,17 +263,15 @@ def _shape_key(value):
 
 
 def verify_value(node, value):
-    """ExecutionError if an op's value contradicts its static shape or dtype (a wrong `infer_shape` would otherwise
-    surface as a confusing error in some later op); plans check each op on their first run only."""
+    """ExecutionError if an op's value contradicts its static shape or dtype (checked on a plan's first run)."""
     if node.dtype is None or value is None:
         return
     if getattr(value, "shape", None) is None or getattr(value, "dtype", None) is None:
         value = np.asarray(value)  # a Python number
-    shape, dtype = value.shape, value.dtype
-    if node.shape is not None and not matches(node.shape, shape):
-        problem = f"its static shape is {node.shape} but it computed a value of shape {tuple(shape)}"
-    elif np.dtype(dtype) != node.dtype:
-        problem = f"its static dtype is {node.dtype} but it computed a value of dtype {np.dtype(dtype)}"
+    if node.shape is not None and not matches(node.shape, value.shape):
+        problem = f"its static shape is {node.shape} but it computed a value of shape {tuple(value.shape)}"
+    elif np.dtype(value.dtype) != node.dtype:
+        problem = f"its static dtype is {node.dtype} but it computed a value of dtype {np.dtype(value.dtype)}"
     else:
         return
     raise ExecutionError(

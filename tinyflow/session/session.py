@@ -1,10 +1,6 @@
-"""Session: runs the part of a graph that some fetches need, with values fed for placeholders (validated here:
-known node, representable dtype, matching shape).
-
-Threads: runs of one graph are serialised by its `run_lock` (so optimizer updates of its Variables never interleave,
-whichever Sessions run them), and runs on one OpenCL device by a lock per device; runs of different graphs on the C or
-numpy backend proceed in parallel.
-"""
+"""Session: runs the part of a graph that some fetches need, with validated feeds. Threads: runs of one graph are
+serialised by its `run_lock` (optimizer updates never interleave), runs on one OpenCL device by the device's lock;
+runs of different graphs on the C or numpy backend proceed in parallel."""
 import warnings
 
 import numpy as np
@@ -66,9 +62,8 @@ def _fail(node, needed_by, problem, fix):
 
 
 def check_feed(node, value, needed_by):
-    """`value` as an array of the node's dtype, or FeedError saying what is wrong. Conversions must keep every
-    value: fractional or out-of-range numbers for an integer node, and finite numbers too large for a float
-    node (1e39 for float32), are refused instead of silently becoming something else."""
+    """`value` as an array of the node's dtype, or FeedError: a conversion that would change a value (a fraction or
+    an out-of-range number for an integer node, 1e39 for float32) is refused."""
     if isinstance(value, Node):
         _fail(node, needed_by, f"got the graph node {value!r}", "Feed numpy arrays; run the node first.")
     if node.dtype is None:
@@ -95,9 +90,8 @@ def check_feed(node, value, needed_by):
             overflowed = np.isinf(converted) & np.isfinite(array)
             if overflowed.any():
                 _fail(node, needed_by, f"{int(overflowed.sum())} value(s) of dtype {array.dtype}, such as "
-                      f"{array[overflowed].flat[0]!r}, lie outside the range of {target} and would become "
-                      "inf",
-                      f"Rescale the data, or use a Placeholder of a wider dtype (e.g. dtype='float64').")
+                      f"{array[overflowed].flat[0]!r}, lie outside the range of {target} and would become inf",
+                      "Rescale the data, or use a Placeholder of a wider dtype (e.g. dtype='float64').")
         array = converted
     if not matches(node.shape, array.shape):
         _fail(node, needed_by, f"the value has shape {array.shape}",
@@ -113,11 +107,8 @@ class Session:
         self.backend = get_backend(backend)
         # graph optimiser passes (tinyflow/passes): None = on unless TINYFLOW_OPTIMIZE=0; a dict switches passes
         self.optimize = resolve_options(optimize)
-        self._plans = {}
-        self._closed = False
-        self._graph_size = len(self.graph.nodes)
-        self._growth_streak = 0
-        self._warned_growth = False
+        self._plans, self._closed = {}, False
+        self._graph_size, self._growth_streak, self._warned_growth = len(self.graph.nodes), 0, False
 
     def __enter__(self):
         return self
@@ -136,9 +127,8 @@ class Session:
         return f"<tinyflow.Session backend='{self.backend.name}' graph={self.graph!r}>"
 
     def run(self, fetches, feed_dict=None):
-        """The values of `fetches` (a node, a name, or nested lists/tuples/dicts of them) in their structure: numpy
-        arrays for nodes (the caller's own: they share memory with no Variable, Constant or other fetch) and None for
-        ops without a value (train ops)."""
+        """The values of `fetches` (nodes, names, nested lists/tuples/dicts) in their structure: arrays the caller
+        owns, None for ops without a value (train ops)."""
         with self.graph.run_lock, self.backend.lock:
             if self._closed:
                 raise TinyflowError("this Session is closed; create a new one with tfl.Session()")
@@ -157,9 +147,8 @@ class Session:
         return plan, {node: check_feed(node, value, plan.needed_by.get(node)) for node, value in feeds.items()}
 
     def plan(self, fetch_nodes, fed_nodes):
-        """The cached ExecutionPlan for these fetches and fed nodes (built on first use). With the optimiser on,
-        `plan.optimized` is the rewritten graph (an OptGraph) it runs and `plan.report` what each pass did (both None
-        when not optimised); `tfl.viz.to_graphviz(plan)` draws it."""
+        """The cached ExecutionPlan for these fetches and fed nodes; `plan.optimized` is the OptGraph it runs and
+        `plan.report` what each pass did (both None when not optimised)."""
         key = (tuple(fetch_nodes), frozenset(fed_nodes))
         plan = self._plans.get(key)
         if plan is None:
@@ -194,8 +183,7 @@ class Session:
 
 
 def _caller_owned(values, plan):
-    """The fetched values, each copied if it is a view, a Variable's or Constant's own array, or an array
-    that another fetch also returned: what the caller gets is theirs to keep and to write into."""
+    """The fetched values, copied where they are views, Variables' or Constants' arrays, or returned twice."""
     seen, owned = set(), []
     for value in values:
         if isinstance(value, np.ndarray):
