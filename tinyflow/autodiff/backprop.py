@@ -20,9 +20,8 @@ from collections import deque
 
 
 def backprop(seeds, pending, walk, trace=None):
-    """Walk back from `seeds` ({root: gradient}); `pending` ({node: consumers it still waits for}, counted down)
-    holds every node of graph mode's walk, and starts empty in eager mode: a node not in it waits for `node.uses`
-    consumers, the guess eager mode counted as ops were recorded (an attribute: this is the walk's hot loop)."""
+    """Walk back from `seeds` ({root: gradient}); `pending` ({node: consumers it still waits for}) holds every node
+    in graph mode and starts empty in eager mode, where a node not in it waits for `node.uses` (its recorded count)."""
     parents_of, add, deliver = walk.parents, walk.add, walk.deliver
     contributions = {root: [grad] for root, grad in seeds.items()}
     for root in seeds:  # a root may also feed another root (y and y * 2): it waits for that one

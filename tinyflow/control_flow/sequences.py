@@ -4,8 +4,8 @@
     for row in x: ...                 x a tensor: row = x[k] for k = 0 .. len(x) - 1
     for k, row in enumerate(x): ...   for a, b in zip(x, y): ...   (stops at the shorter)
 
-A sequence answers, for position k (an int64 scalar node), `valid(k)` (is k inside it) and `item(k)` (its
-element there); to_static turns such a `for` into a while_loop over k (tinyflow/jit/dispatch.py).
+A sequence answers `valid(k)` and `item(k)` for a position k (an int64 scalar node); to_static turns such a `for`
+into a while_loop over k (tinyflow/jit/dispatch.py).
 """
 import builtins
 import functools

@@ -1,8 +1,8 @@
 """Eager backward: the backward walk of graph mode (autodiff/backprop.py) over the recorded ops.
 
-Each recorded op keeps `_next`, the grad_fn of each input (or the leaf Tensor itself, or None when the input needs no
-gradient). Its gradient is graph mode's registered gradient function, called with Tensors, so the ops it builds
-compute at once (and are recorded when `create_graph=True`). Leaves accumulate into `.grad`.
+Each recorded op keeps `_next`, per input its grad_fn, the leaf Tensor, or None (no gradient). Its gradient is graph
+mode's registered gradient function called with Tensors, so the ops it builds compute at once (recorded when
+`create_graph=True`). Leaves accumulate into `.grad`.
 """
 import operator
 from functools import reduce
@@ -204,9 +204,8 @@ class EagerWalk:
 
 
 def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=None, trace=None):
-    """Backpropagate from `roots` (seeded with `grads`, default ones for scalars) into the leaves' `.grad`, or with
-    `sink` (a dict leaf -> None) into the sink (what `grad()` returns). `trace(step)`, if given, sees each step of
-    the walk (autodiff/backprop.py; tfl.viz.eager_backprop_steps draws it)."""
+    """Backpropagate from `roots` (seeded with `grads`, default ones) into the leaves' `.grad`, or into `sink` (a dict
+    leaf -> None, what grad() returns); `trace(step)` sees each step (tfl.viz.eager_backprop_steps draws it)."""
     grads = [None] * len(roots) if grads is None else list(grads)
     seeds = {}
     for root, grad in zip(roots, grads):

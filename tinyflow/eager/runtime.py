@@ -88,11 +88,10 @@ def _plain_dtype(cls, dtypes, tensors):
 
 
 def _op_shortcut(cls, fallback):
-    """The shortcut of plain class cls (elementwise, one or two inputs, no attribute: the shape is the inputs'
-    broadcast shape, the dtype asked once per input dtype), or None: `unary(x, fallback)` / `binary(a, b, fallback)`
-    is cls(x) / cls(a, b) for Tensors of one dtype whose shapes broadcast, else fallback(...) (None: return None).
-    A closure per class, so that `a + b` costs one Python call; attributes are stored one at a time (cheaper than
-    tuple unpacking)."""
+    """The shortcut of plain class cls (elementwise, one or two inputs, no attribute: the shape is the inputs' broadcast
+    shape, the dtype asked once per input dtype), or None: `unary(x, fallback)` / `binary(a, b, fallback)` is cls(x) /
+    cls(a, b) for Tensors of one dtype whose shapes broadcast, else fallback(...) (None: return None). A closure per
+    class, so that `a + b` costs one Python call; attributes are stored one at a time (cheaper than tuple unpacking)."""
     if not issubclass(cls, ElementwiseOp) or cls.attributes or len(cls.input_names) not in (1, 2):
         return None
     dtypes = {}  # input dtype -> (output dtype, whether results record a grad_fn, kernel)
@@ -119,9 +118,7 @@ def _op_shortcut(cls, fallback):
             same = False
             if db.size > size:
                 size = db.size
-        entry = dtypes.get(dtype)
-        if entry is None:
-            entry = _plain_dtype(cls, dtypes, (a, b))
+        entry = dtypes.get(dtype) or _plain_dtype(cls, dtypes, (a, b))
         op = new(cls)
         op.graph = None
         op.inputs = (a, b)
@@ -227,8 +224,7 @@ _SHORTCUTS = {}  # op class -> its shortcut or None, see _op_shortcut
 
 
 def operator(cls, fn):
-    """The Tensor method for an operator computing op class cls, whose op function is fn (`Tensor.__add__`
-    is operator(Add, tfl.add)): the class's shortcut when it has one, fn otherwise."""
+    """The Tensor method for op class cls with op function fn (`Tensor.__add__` = operator(Add, tfl.add))."""
     return _op_shortcut(cls, fn) or fn
 
 
@@ -240,16 +236,9 @@ class EagerRuntime:
     @staticmethod
     def adopt(op, inputs):
         """Take `op` into eager mode (True) if its inputs hold a Tensor and no graph node, checked by infer_shape."""
-        for x in inputs:
-            if x.__class__ is not Tensor:
-                tensors = _as_tensors(inputs)
-                if tensors is None:
-                    return False
-                break
-        else:
-            if not inputs:
-                return False
-            tensors = inputs
+        tensors = inputs if inputs and all(x.__class__ is Tensor for x in inputs) else _as_tensors(inputs)
+        if tensors is None:
+            return False
         if op.__dict__:
             op.shape, op.dtype = _infer(op, tensors)
         else:  # attribute-free: shape and dtype depend on the input shapes and dtypes only (remembered)
