@@ -96,8 +96,7 @@ def zipped(sequences):
 
 
 def range(start, stop=None, step=1):  # noqa: A001 - tfl.range, as Python's
-    """Python's range for Python ints; for a tensor bound (e.g. `for i in tfl.range(n)` inside tfl.jit.to_static)
-    a sequence of int64 scalars that becomes a while_loop. Eager Tensors give their values."""
+    """Python's range (eager Tensors give their values); with a graph tensor bound, a sequence to_static loops over."""
     if stop is None:
         start, stop = 0, start
     check = checks("range", None)

@@ -100,8 +100,7 @@ class TensorToStack(_StackOp):
 
 
 class StackPop(Operation):
-    """The value pushed at iteration `step` (the gradient loop counts `step` down); the stack stays whole, so
-    several gradient loops can read it. `element_shape` / `element_dtype` are those of the forward node."""
+    """The value pushed at iteration `step`; the stack stays whole, so several gradient loops can read it."""
 
     def __init__(self, stack, step, element_shape=None, element_dtype="float32", name=None):
         self.element_shape = element_shape

@@ -174,9 +174,7 @@ class EagerWalk:
         else:
             input_grads = _fitted(_unusual_call(gradient, fn, grad), fn, grad)
         if not self.retain_graph:  # free what fn saved: its gradient is done
-            fn._next = None
-            fn.inputs = ()
-            fn._out = None
+            fn._next, fn.inputs, fn._out = None, (), None
         return edges, input_grads
 
     @staticmethod

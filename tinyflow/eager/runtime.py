@@ -91,7 +91,7 @@ def _op_shortcut(cls, fallback):
     """The shortcut of plain class cls (elementwise, one or two inputs, no attribute: the shape is the inputs' broadcast
     shape, the dtype asked once per input dtype), or None: `unary(x, fallback)` / `binary(a, b, fallback)` is cls(x) /
     cls(a, b) for Tensors of one dtype whose shapes broadcast, else fallback(...) (None: return None). A closure per
-    class, so that `a + b` costs one Python call; attributes are stored one at a time (cheaper than tuple unpacking)."""
+    class, so that `a + b` costs one Python call; at most three names per assignment (more would build a tuple)."""
     if not issubclass(cls, ElementwiseOp) or cls.attributes or len(cls.input_names) not in (1, 2):
         return None
     dtypes = {}  # input dtype -> (output dtype, whether results record a grad_fn, kernel)
@@ -105,11 +105,8 @@ def _op_shortcut(cls, fallback):
             if pair is None:
                 return None if fallback is None else fallback(a, b)
             a, b = pair
-        da = a._data
-        db = b._data
-        shape = da.shape
-        dtype = da.dtype
-        size = da.size
+        da, db = a._data, b._data
+        shape, dtype, size = da.shape, da.dtype, da.size
         same = True
         if shape != db.shape or dtype is not db.dtype:  # broadcasting (a bias add), or mixed dtypes
             shape = _broadcast(shape, db.shape) if dtype is db.dtype else None
@@ -120,14 +117,12 @@ def _op_shortcut(cls, fallback):
                 size = db.size
         entry = dtypes.get(dtype) or _plain_dtype(cls, dtypes, (a, b))
         op = new(cls)
-        op.graph = None
-        op.inputs = (a, b)
+        op.graph, op.inputs = None, (a, b)
         if shape == known[0]:  # a loop's ops share one shape tuple: one object less for the garbage collector
             shape = known[0]
         else:
             known[0] = shape
-        op.shape = shape
-        op.dtype = entry[0]
+        op.shape, op.dtype = shape, entry[0]
         if size < Active.host_below:  # the backend would hand it to numpy: do so at once
             out = entry[2](da, db)
             if out.__class__ is not ndarray:
@@ -135,12 +130,10 @@ def _op_shortcut(cls, fallback):
         else:
             out = (Active.backend or set_backend(None)).compute(op, [da, db])
         result = new(Tensor)
-        result._data = out
+        result._data, result._version = out, 0
         result._grad = result._owner = result._taint = None
-        result._version = 0
         if (a.requires_grad or b.requires_grad) and entry[1] and GradMode.enabled:  # _tensor_of, written out
-            result.requires_grad = True
-            result.grad_fn = op
+            result.requires_grad, result.grad_fn = True, op
             edge_a = a.grad_fn if a.requires_grad else None  # the edges, counted on the ops they lead to
             if edge_a is not None:
                 edge_a.uses += 1
@@ -151,18 +144,14 @@ def _op_shortcut(cls, fallback):
                 edge_b.uses += 1
             elif b.requires_grad:
                 edge_b = b
-            op._next = (edge_a, edge_b)
-            op.uses = 0
-            op._epoch = Clock.now
-            op._out = out
-            op._same_shapes = same
+            op._next, op.uses, op._epoch = (edge_a, edge_b), 0, Clock.now
+            op._out, op._same_shapes = out, same
             frame = _getframe(1)
             if frame.f_code is not last[0] or frame.f_lasti != last[1]:  # else: the same line as last time
                 _find_site(frame, last)
             op.site = last[2]
         else:
-            result.requires_grad = False
-            result.grad_fn = None
+            result.requires_grad, result.grad_fn = False, None
         if Taint.active:
             Taint.spread(op.inputs, result)
         return result
@@ -244,8 +233,7 @@ class EagerRuntime:
         else:  # attribute-free: shape and dtype depend on the input shapes and dtypes only (remembered)
             key = (op.__class__, *[t._data.shape for t in tensors], *[t._data.dtype for t in tensors])
             op.shape, op.dtype = _INFERRED.get(key) or _remember(_INFERRED, key, _infer(op, tensors))
-        op.graph = None
-        op.inputs = tensors
+        op.graph, op.inputs = None, tensors
         return True
 
     @staticmethod

@@ -163,9 +163,7 @@ _COMPARABLE = (Tensor, Node, numbers.Number, np.ndarray, np.generic, list, tuple
 def make(data, requires_grad=False, grad_fn=None):
     """A Tensor around a numpy array, without copying or checking (the runtime's fast path)."""
     tensor = Tensor.__new__(Tensor)
-    tensor._data = data  # one store at a time: cheaper than tuple unpacking
-    tensor.requires_grad = requires_grad
-    tensor.grad_fn = grad_fn
+    tensor._data, tensor.requires_grad, tensor.grad_fn = data, requires_grad, grad_fn  # three at most: no tuple built
     tensor._grad = tensor._owner = tensor._taint = None
     tensor._version = 0
     return tensor
