@@ -231,8 +231,7 @@ def _while_grad(op, grads):
     stack_of = {id(node): pop.inputs[0] for pop, node in body.restores}
     for node, grad in zip(restored, made["restored"]):
         if grad is not None:  # the restored value's gradient at each iteration: a stack, for the stack it came from
-            stack = stack_of[id(node)]
-            by_input[op.inputs.index(stack)] = backward.output(backward.stack_index(backward.record(grad)))
+            by_input[op.inputs.index(stack_of[id(node)])] = backward.output(backward.stack_index(backward.record(grad)))
     return [by_input.get(i) for i in range(len(op.inputs))]
 
 

@@ -227,20 +227,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     single = not isinstance(inputs, (list, tuple))
     inputs = [inputs] if single else list(inputs)
-    sink = {}
     for x in inputs:
         if not isinstance(x, Tensor) or not x.requires_grad:
             raise TinyflowError(f"grad() needs inputs that are tensors requiring grad, got {x!r}")
         if x.grad_fn is not None:
             raise TinyflowError("grad() with respect to a non-leaf tensor is not supported: "
                                 "take the gradient with respect to the leaves it was computed from")
-        sink[x] = None
+    sink = dict.fromkeys(inputs)
     backward(outputs, grad_outputs, create_graph if retain_graph is None else retain_graph, create_graph, sink)
-    result = []
-    for x in inputs:
-        g = sink[x]
-        if g is None and not allow_unused:
-            raise TinyflowError(f"a tensor of shape {x.shape} passed to grad() was not used to compute the "
-                                "outputs; pass allow_unused=True to get None for it")
-        result.append(g if g is None or create_graph else make(g._data))
+    unused = [x for x in inputs if sink[x] is None]
+    if unused and not allow_unused:
+        raise TinyflowError(f"a tensor of shape {unused[0].shape} passed to grad() was not used to compute the "
+                            "outputs; pass allow_unused=True to get None for it")
+    result = [g if g is None or create_graph else make(g._data) for g in map(sink.get, inputs)]
     return result[0] if single else result
