@@ -27,11 +27,10 @@ class Tensor:
     _next = ()            # and finds no parents to go on to (a recorded op's are its inputs' grad_fns)
 
     def __init__(self, data, requires_grad=False, dtype=None):
-        array = np.array(data.numpy() if isinstance(data, Tensor) else data,
-                         dtype=dtype if dtype is not None else default_dtype_for(data))
-        self._data, self.requires_grad, self.grad_fn = array, False, None
+        self._data = np.array(data.numpy() if isinstance(data, Tensor) else data,
+                              dtype=dtype if dtype is not None else default_dtype_for(data))
+        self.requires_grad, self.grad_fn, self._version = False, None, 0
         self._grad = self._owner = self._taint = None
-        self._version = 0
         if requires_grad:
             self.requires_grad_(True)
 
