@@ -62,7 +62,7 @@ class Cond(ControlFlowOp):
 
 
 def cond(pred, true_fn, false_fn, name=None):
-    """`true_fn()` if the scalar boolean node `pred` is true at run time, else `false_fn()` (of the same dtypes)."""
+    """`true_fn()` if the scalar boolean node `pred` is true when run, else `false_fn()` (no arguments, same dtypes)."""
     if is_eager(pred):  # eager mode: Python decides, and autograd records the branch that ran
         return true_fn() if pred else false_fn()  # (Tensor.__bool__ says why a tensor of several values fails)
     with get_default_graph().name_scope(name or "cond"):

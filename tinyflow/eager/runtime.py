@@ -169,7 +169,8 @@ def _op_shortcut(cls, fallback):
 
 
 def _find_site(frame, last):
-    """Set last[2] to the creation site of a shortcut's op called from `frame`; last[:2] remembers a user's line."""
+    """Set last[2] to the creation site of a shortcut's op called from `frame`; last[:2] keeps a user's line, so the
+    next call from there is known at once."""
     code, offset = frame.f_code, frame.f_lasti
     sites = USER_SITES.get(code)  # holds codes outside tinyflow only
     site = None if sites is None else sites.get(offset)

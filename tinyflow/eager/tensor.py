@@ -151,7 +151,8 @@ class Tensor:
         return identity(self) if self.requires_grad else make(self._data.copy())
 
     def backward(self, grad=None, retain_graph=False, create_graph=False):
-        """Accumulate d(self)/d(leaf) into every leaf's `.grad`; `grad` seeds a non-scalar (tfl.eager.backward)."""
+        """Accumulate d(self)/d(leaf) into the `.grad` of every leaf that requires grad; `grad` seeds it (needed for
+        non-scalars), `retain_graph` keeps the recorded graph, `create_graph` records the pass (for tfl.eager.grad)."""
         from .autograd import backward
         backward([self], None if grad is None else [grad], retain_graph or create_graph, create_graph)
 
@@ -175,7 +176,8 @@ def tensor(data, requires_grad=False, dtype=None):
 
 # ------------------------------------------------------------ constructors (torch's): constants for every mode
 def arange(start, stop=None, step=1, dtype=None):
-    """start, start + step, ... below stop (torch.arange: ints give int64, floats float32); tensor bounds too."""
+    """start, start + step, ... below stop (arange(n): 0 .. n-1); ints give int64, floats float32, as torch.arange.
+    Tensor bounds (a graph node: a loop's counter) are read when the op runs."""
     start, stop = (0, start) if stop is None else (start, stop)
     if any(hasattr(v, "graph") for v in (start, stop, step)):
         values = runtime_shapes.arange(start, stop, step)
