@@ -1,34 +1,27 @@
 """The backward walk: one pending-count traversal for every mode (graph, eager, to_static, loop and cond gradients).
 
-A node is processed only after *every* consumer on a path to the roots has delivered its gradient contribution (Kahn's
-algorithm); a plain breadth-first search would process `x` in `loss = x*a*b + x` as soon as the `+` delivered, before
-the product did. The roots start with their seeds, `pending[n]` counts the consumers n still waits for; a ready node
-sums the contributions it received, gets one gradient per parent from its gradient function (each summed to the
-parent's shape) and hands each parent its contribution; a parent whose count reaches 0 is ready.
+A node is processed only after *every* consumer on a path to the roots has delivered its gradient (Kahn's algorithm);
+a plain breadth-first search would process `x` in `loss = x*a*b + x` as soon as the `+` delivered, before the product
+did. `pending[n]` counts the consumers n still waits for; a ready node sums what it received, gets one gradient per
+parent from its gradient function and hands each parent its contribution. What differs between modes is a `walk`:
 
-What differs between modes is behind the methods of a `walk` object:
-
-    parents(node, g)     -> (parents, gradients), one of each per input: the node the input's gradient goes to (None:
-                            off the path) and that gradient, the node's registered gradient function's fit to the
-                            input's shape (None: none; all None when g is None); None for a node with no parents
+    parents(node, g)     -> (parents, gradients), one per input (parent None: off the path; gradient None: none, all
+                            None when g is None), each fit to the input's shape; None for a node with no parents
     add(node, contribs)  -> the sum of several contributions (graph mode: one AddN node), None for none
-    deliver(node, g)     -> the complete gradient of a leaf (graph mode keeps it for xs; eager mode accumulates it into
-                            `.grad`)
-    recount(waiting)     -> exact counts when the walk runs dry while nodes still wait
-                            (eager: a consumer that never leads to the roots)
+    deliver(node, g)     -> a leaf's complete gradient (graph mode keeps it for xs; eager accumulates it into `.grad`)
+    recount(waiting)     -> exact counts when the walk runs dry while nodes still wait (eager: a consumer that
+                            never leads to the roots)
 
 `trace(step)` (tfl.viz.backprop_steps and the explorer draw it) sees each processed node as a dict: `node`, its summed
-`grad`, the contributions it `received`, what it `delivered` ((parent, gradient) per input on the path) and the parents
-it `released`; and, live (copy what you keep), `pending`, the `contributions` waiting nodes received so far and the
-`queue` of ready nodes.
+`grad`, the contributions it `received`, what it `delivered` ((parent, gradient) per input on the path), the parents it
+`released`; and, live (copy what you keep), `pending`, the waiting nodes' `contributions` and the `queue`.
 """
 from collections import deque
 
 
 def backprop(seeds, pending, walk, trace=None):
-    """Walk back from `seeds` ({root: gradient}); `pending` ({node: consumers it still waits for}, counted down)
-    holds every node of graph mode's walk, and starts empty in eager mode: a node not in it waits for `node.uses`
-    consumers, the guess eager mode counted as ops were recorded (an attribute: this is the walk's hot loop)."""
+    """Walk back from `seeds` ({root: gradient}); `pending` ({node: consumers it still waits for}) holds every node
+    in graph mode and starts empty in eager mode, where a node not in it waits for `node.uses` (its recorded count)."""
     parents_of, add, deliver = walk.parents, walk.add, walk.deliver
     contributions = {root: [grad] for root, grad in seeds.items()}
     for root in seeds:  # a root may also feed another root (y and y * 2): it waits for that one

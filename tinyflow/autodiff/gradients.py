@@ -1,12 +1,9 @@
-"""Reverse-mode autodiff on the graph: `gradients(ys, xs)` builds gradient nodes.
+"""Reverse-mode autodiff on the graph: `gradients(ys, xs)` builds gradient nodes by the backward walk (backprop.py).
 
-Graph mode's side of the backward walk (backprop.py): mark the nodes between xs and ys, count each one's consumers among
-them, and walk. Each gradient is a new node built by the registered gradient function; what it returns is checked (one
-gradient per input, of the input's shape or one broadcasting made from it) and summed down to the input's shape here, in
-one place, and several contributions to one node are summed by one AddN.
-
-An op with several outputs (control flow: its value is a tuple that Output nodes read) collects its contributions per
-output; its gradient function gets one gradient per output.
+Each gradient is a node built by the registered gradient function; what it returns is checked (one gradient per input,
+of the input's shape or one broadcasting made from it) and summed down to the input's shape here, in one place; several
+contributions to one node are summed by one AddN. An op with several outputs (control flow: a tuple that Output nodes
+read) collects its contributions per output, and its gradient function gets one gradient per output.
 """
 import numpy as np
 
@@ -89,8 +86,7 @@ def _fit_to_input(grad, op, index):
 
 
 def fit_to_shape(grad, op, index, grad_shape, input_shape, known=True):
-    """Input `index`'s gradient summed down to its shape (graph and eager mode), or GradientError for a
-    shape broadcasting cannot have made from the input's."""
+    """Input `index`'s gradient summed down to its shape (graph and eager), or GradientError naming a bad shape."""
     if known and grad_shape == input_shape:
         return grad
     if not can_reduce_to(grad_shape, input_shape):
@@ -158,9 +154,8 @@ class GraphWalk:
 def gradients(ys, xs, grad_ys=None, trace=None, stop_gradients=()):
     """Gradient nodes of sum(ys) with respect to each of xs (None where x does not affect ys).
 
-    `grad_ys` seeds the backward pass (default: ones, so a non-scalar y is summed). `stop_gradients` are treated as
-    constants (as in TF): gradients reach them but go no further, so the gradients with respect to xs among them are
-    partial derivatives. `trace(step)`, if given, sees each step of the walk (see backprop.py), plus the set `between`.
+    `grad_ys` seeds the walk (default ones, so a non-scalar y is summed). `stop_gradients` are constants (as in TF):
+    gradients reach them but go no further (partial derivatives). `trace(step)` sees each step plus the set `between`.
     """
     ys, xs = _as_list(ys), _as_list(xs)
     grad_ys = [None] * len(ys) if grad_ys is None else _as_list(grad_ys)

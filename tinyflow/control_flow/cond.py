@@ -1,9 +1,8 @@
 """tfl.cond: run one of two subgraphs, chosen at run time by a boolean node.
 
-The Cond op's inputs are the predicate and the captures of both branches; its value is the taken branch's
-outputs (a tuple, read by Output nodes). Only the taken branch runs, and only the outputs the plan reads.
-Gradient: d cond = cond(pred, d true branch, d false branch), each branch's gradient taken with respect to
-the captures and seeded with the gradients of the outputs.
+The Cond op's inputs are the predicate and both branches' captures; its value is the taken branch's outputs (a tuple,
+read by Output nodes): only the taken branch runs, and only the outputs the plan reads. Gradient: d cond = cond(pred,
+d true branch, d false branch), each taken with respect to the captures, seeded with the outputs' gradients.
 """
 
 from ..autodiff.gradients import gradients, is_float
@@ -13,8 +12,7 @@ from ..nodes import as_node
 from ..nodes.node import is_eager
 from ..ops.elementwise_ops import zeros_like
 from ..ops.registry import register_gradient
-from .subgraph import (ControlFlowOp, Subgraph, SubgraphKernel, merged_captures, truth,
-                       typeless, unaliased)
+from .subgraph import ControlFlowOp, Subgraph, SubgraphKernel, merged_captures, truth, typeless, unaliased
 
 
 class _CondKernel(SubgraphKernel):
@@ -64,8 +62,7 @@ class Cond(ControlFlowOp):
 
 
 def cond(pred, true_fn, false_fn, name=None):
-    """`true_fn()` if the scalar boolean node `pred` is true at run time, else `false_fn()` (control flow);
-    both take no arguments and return a node or a list/tuple of nodes of matching dtypes (as returned)."""
+    """`true_fn()` if the scalar boolean node `pred` is true when run, else `false_fn()` (no arguments, same dtypes)."""
     if is_eager(pred):  # eager mode: Python decides, and autograd records the branch that ran
         return true_fn() if pred else false_fn()  # (Tensor.__bool__ says why a tensor of several values fails)
     with get_default_graph().name_scope(name or "cond"):
@@ -77,8 +74,8 @@ def cond(pred, true_fn, false_fn, name=None):
 
 
 def _gradient_in(branch, indices, seeds, wrt):
-    """d branch.outputs[indices] / d wrt seeded with `seeds` (zeros where unconnected); a partial derivative: the
-    walk stops at the captures, even one computed from another (the outer backward pass adds those paths)."""
+    """d branch.outputs[indices] / d wrt seeded with `seeds` (zeros where unconnected), stopping at the captures: the
+    outer backward pass adds the paths between them."""
     grads = gradients([branch.outputs[i] for i in indices], wrt, grad_ys=seeds, stop_gradients=wrt)
     return [zeros_like(c) if g is None else g for c, g in zip(wrt, grads)]
 

@@ -4,8 +4,8 @@
     for row in x: ...                 x a tensor: row = x[k] for k = 0 .. len(x) - 1
     for k, row in enumerate(x): ...   for a, b in zip(x, y): ...   (stops at the shorter)
 
-A sequence answers, for position k (an int64 scalar node), `valid(k)` (is k inside it) and `item(k)` (its
-element there); to_static turns such a `for` into a while_loop over k (tinyflow/jit/dispatch.py).
+A sequence answers `valid(k)` and `item(k)` for a position k (an int64 scalar node); to_static turns such a `for`
+into a while_loop over k (tinyflow/jit/dispatch.py).
 """
 import builtins
 import functools
@@ -96,8 +96,7 @@ def zipped(sequences):
 
 
 def range(start, stop=None, step=1):  # noqa: A001 - tfl.range, as Python's
-    """Python's range for Python ints; for a tensor bound (e.g. `for i in tfl.range(n)` inside tfl.jit.to_static)
-    a sequence of int64 scalars that becomes a while_loop. Eager Tensors give their values."""
+    """Python's range (eager Tensors give their values); with a graph tensor bound, a sequence to_static loops over."""
     if stop is None:
         start, stop = 0, start
     check = checks("range", None)

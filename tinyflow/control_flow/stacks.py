@@ -6,10 +6,9 @@
     StackPush(stack_h, h)   ── stack_h ──▶     h_k = StackPop(stack_h, k)   (stands for h of iteration k)
                                                dh_prev = (1 - h_k²) · dh ...
 
-The forward loop's kernel makes a fresh, empty stack per run and feeds it to the body's stack input; each
-iteration's StackPush appends a reference to the value (no copy). The loop outputs the stack; the gradient loop
-reads it, and the outer plan drops it after its last reader, so a stack lives from the forward loop to the end
-of the backward pass (the memory profile shows its bytes).
+The forward loop's kernel feeds the body's stack input a fresh stack per run; each iteration's StackPush appends a
+reference to the value (no copy). The loop outputs the stack, the gradient loop reads it, and the outer plan drops it
+after its last reader: it lives from the forward loop to the end of the backward pass (the memory profile counts it).
 """
 import numpy as np
 
@@ -101,8 +100,7 @@ class TensorToStack(_StackOp):
 
 
 class StackPop(Operation):
-    """The value pushed at iteration `step` (the gradient loop counts `step` down); the stack stays whole, so
-    several gradient loops can read it. `element_shape` / `element_dtype` are those of the forward node."""
+    """The value pushed at iteration `step`; the stack stays whole, so several gradient loops can read it."""
 
     def __init__(self, stack, step, element_shape=None, element_dtype="float32", name=None):
         self.element_shape = element_shape
@@ -129,8 +127,7 @@ class StackPop(Operation):
 
 
 class StackToTensor(Operation):
-    """The values of a stack as one tensor of shape (len(stack),) + element_shape, the first pushed first: what a
-    loop collects per iteration (a list appended in a tensor loop, ONNX Loop's scan outputs)."""
+    """A stack's values as one tensor, first pushed first: a list appended in a tensor loop, ONNX Loop's scan output."""
 
     def __init__(self, stack, element_shape=None, element_dtype="float32", name=None):
         self.element_shape, self.element_dtype = element_shape, np.dtype(element_dtype)

@@ -1,14 +1,12 @@
 """What control-flow ops share: subgraphs, the multi-output op base, and the Output nodes reading its entries.
 
-A subgraph holds the nodes a branch or loop-body function built (in the same graph, inside a name scope) and the
-outer nodes they read, its *captures*: the outer plan never runs its nodes, the op's kernel runs a cached sub-plan
-fed the captures' values. While the gradient of a loop body is built, the forward body's nodes are *saved values*:
-captured (each iteration's value comes back from a stack), never recomputed (see `saving`).
+A subgraph holds the nodes a branch or loop-body function built (in the same graph, in a name scope) and the outer
+nodes they read, its *captures*: the op's kernel runs a cached sub-plan fed the captures' values. While a loop body's
+gradient is built, the body's nodes are *saved values*: captured (popped from a stack), never recomputed (`saving`).
 
-A control-flow op's value is a tuple, and `Output(op, k)` nodes read its entries, each with a shape and dtype. The
-gradient engine hands what arrives at `Output(op, k)` to output k of `op`, whose gradient function gets one
-gradient per output. Plans tell the op's kernel which outputs they read (`select_outputs`), so a cond computes only
-those and a loop records its stacks only for gradient plans.
+A control-flow op's value is a tuple; `Output(op, k)` nodes read its entries, and the gradient engine hands what
+arrives at `Output(op, k)` to output k of `op`. Plans tell the op's kernel which outputs they read
+(`select_outputs`), so a cond computes only those and a loop records its stacks only for gradient plans.
 """
 import contextlib
 
@@ -35,8 +33,7 @@ class Subgraph:
 
     @classmethod
     def trace(cls, fn, inputs=(), scope="branch", also=None):
-        """Call `fn(*inputs)` inside a name scope and collect what it built; `also()`, if given, names nodes the
-        subgraph computes besides its outputs (values its loop records)."""
+        """Call `fn(*inputs)` in a name scope and collect what it built; `also()`: more nodes it computes (recorded)."""
         graph = get_default_graph()
         start = len(graph.nodes)
         with graph.name_scope(scope) as label:
@@ -88,8 +85,7 @@ def saving(body):
 
 
 def owner(node):
-    """The subgraph a node's value comes from (None for the outer graph): the one it was built in, except for
-    the forward values a gradient loop's body restores from stacks (those come from that body)."""
+    """The subgraph a node's value comes from (None: the outer graph); a value restored from a stack: its body."""
     saved_by = next((body for body in _saving if any(node is value for _, value in body.restores)), None)
     owned_by = saved_by or getattr(node, "subgraph", None)
     return owned_by if isinstance(owned_by, Subgraph) else None
@@ -142,8 +138,7 @@ def typeless(node):
 
 
 class ControlFlowOp(Operation):
-    """Base of ops whose kernel (`kernel_class`, a SubgraphKernel) runs subgraphs; subclasses define `subgraphs`,
-    `output_count` and `output_spec(index)`, the (shape, dtype) of an output."""
+    """Base of ops whose `kernel_class` runs subgraphs; subclasses define `subgraphs`, `output_count`, `output_spec`."""
 
     abstract = True
     kernel_class = None

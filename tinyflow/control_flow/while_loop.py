@@ -1,24 +1,24 @@
 """tfl.while_loop: run a body subgraph while a test subgraph holds, and its gradient.
 
-The WhileLoop op's inputs are the initial loop variables, then the captures of the test and the body; its value,
-read by Output nodes, is (final loop variables..., the number of iterations, the recorded stacks...).
+The WhileLoop op's inputs are the initial loop variables, then the captures of the test and the body; its value, read by
+Output nodes, is (final loop variables..., the number of iterations, the recorded stacks...).
 
-The gradient is a second while loop running the body's gradient in reverse (TF1 style). Forward, iteration t maps
-the loop variables v(t) to v(t+1) = body(v(t), captures). Backward, with a(t) the gradient reaching v(t) and n the
-number of iterations that ran:
+The gradient is a second while loop running the body's gradient in reverse (TF1 style). Forward, iteration t maps the
+loop variables v(t) to v(t+1) = body(v(t), captures). Backward, with a(t) the gradient reaching v(t) and n the number of
+iterations that ran:
 
     a(n) = the gradients of the loop's outputs
     for t = n-1 down to 0:   a(t)          = (d body / d v)(t)ᵀ · a(t+1)
                              captures_grad += (d body / d captures)(t)ᵀ · a(t+1)
 
 The gradient loop's variables are [k, a..., captures_grad...] with k counting n down to 0. Its body is built by the
-ordinary gradients() on the forward body; the forward nodes those gradient ops read (h, h_prev, ...) are *saved
-values*: the forward loop pushes each onto a stack (WhileLoop.record; only plans reading the stacks push), and the
-gradient body's StackPop nodes pop iteration k-1's value, which stands in for the forward node (Subgraph.restores).
+ordinary gradients() on the forward body; the forward nodes those gradient ops read (h, h_prev, ...) are *saved values*:
+the forward loop pushes each onto a stack (WhileLoop.record; only plans reading the stacks push), and the gradient
+body's StackPop nodes pop iteration k-1's value, which stands in for the forward node (Subgraph.restores).
 
-Second order: a gradient loop is a loop like any other, but its body also reads the values it restores. Their
-gradients, one per iteration, are pushed onto stacks in turn: a stack's gradient is a stack, which seeds the
-restored node at each iteration of the forward loop's next gradient loop.
+Second order: a gradient loop is a loop like any other, but its body also reads the values it restores. Their gradients,
+one per iteration, are pushed onto stacks in turn: a stack's gradient is a stack, which seeds the restored node at each
+iteration of the forward loop's next gradient loop.
 """
 from collections import namedtuple
 
@@ -118,8 +118,7 @@ class WhileLoop(ControlFlowOp):
 
 
 def trace_loop(cond_fn, body_fn, loop_vars, scope, also=None):
-    """(test, body) subgraphs of a loop over `loop_vars`, traced on fresh loop-variable placeholders; `also()`
-    names body nodes the loop will record besides the loop variables (see Subgraph.trace)."""
+    """(test, body) subgraphs traced on fresh placeholders for `loop_vars`; `also()`: see Subgraph.trace."""
     inputs = [Placeholder(v.shape, v.dtype or "float32", name=f"loop_var{i}") for i, v in enumerate(loop_vars)]
     for start, p in zip(loop_vars, inputs):
         if typeless(start):  # no value yet (tinyflow/jit/values.py): typed by the body
@@ -152,10 +151,9 @@ def trace_loop(cond_fn, body_fn, loop_vars, scope, also=None):
 
 
 def while_loop(cond_fn, body_fn, loop_vars, maximum_iterations=None, name=None):
-    """Repeat `loop_vars = body_fn(*loop_vars)` while `cond_fn(*loop_vars)` is true (graph control flow):
-    `cond_fn` returns a scalar boolean node; `body_fn` one node per loop variable, of its dtype and a compatible
-    shape. With `maximum_iterations=N` the loop stops after N steps (as TensorFlow's). Returns the final loop
-    variables (one node if `loop_vars` was one node); loops are differentiable."""
+    """Repeat `loop_vars = body_fn(*loop_vars)` while `cond_fn(*loop_vars)` (a scalar boolean node) is true, at most
+    `maximum_iterations` times; body_fn returns one node per loop variable, keeping its dtype and shape. Returns the
+    final loop variables (one node if `loop_vars` was one); differentiable."""
     single = not isinstance(loop_vars, (list, tuple))
     loop_vars = [as_node(v) for v in ([loop_vars] if single else loop_vars)]
     if maximum_iterations is not None:
@@ -233,8 +231,7 @@ def _while_grad(op, grads):
     stack_of = {id(node): pop.inputs[0] for pop, node in body.restores}
     for node, grad in zip(restored, made["restored"]):
         if grad is not None:  # the restored value's gradient at each iteration: a stack, for the stack it came from
-            stack = stack_of[id(node)]
-            by_input[op.inputs.index(stack)] = backward.output(backward.stack_index(backward.record(grad)))
+            by_input[op.inputs.index(stack_of[id(node)])] = backward.output(backward.stack_index(backward.record(grad)))
     return [by_input.get(i) for i in range(len(op.inputs))]
 
 

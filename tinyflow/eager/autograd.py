@@ -1,8 +1,8 @@
 """Eager backward: the backward walk of graph mode (autodiff/backprop.py) over the recorded ops.
 
-Each recorded op keeps `_next`, the grad_fn of each input (or the leaf Tensor itself, or None when the input needs no
-gradient). Its gradient is graph mode's registered gradient function, called with Tensors, so the ops it builds
-compute at once (and are recorded when `create_graph=True`). Leaves accumulate into `.grad`.
+Each recorded op keeps `_next`, per input its grad_fn, the leaf Tensor, or None (no gradient). Its gradient is graph
+mode's registered gradient function called with Tensors, so the ops it builds compute at once (recorded when
+`create_graph=True`). Leaves accumulate into `.grad`.
 """
 import operator
 from functools import reduce
@@ -15,7 +15,7 @@ from ..autodiff.gradients import fit_to_shape, one_per_input
 from ..ops.elementwise_ops import TABLE_GRADIENTS
 from ..ops.registry import GRADIENT_FUNCTIONS, NOT_DIFFERENTIABLE, gradient_function
 from ..errors import TinyflowError, describe
-from .grad_mode import GradMode
+from .grad_mode import switched
 from .runtime import Clock, Taint, change_phrase, stale_stand_in
 from .tensor import Tensor, make
 
@@ -40,8 +40,7 @@ def next_functions(fn):
 
 # What other packages (viz, optim) may read and do of the recorded graph; the underscored fields are eager's own.
 def recorded_inputs(fn):
-    """What a recorded op read, as backward follows it: per input its grad_fn, the leaf Tensor, or None (no
-    gradient); None once backward freed it, () for a leaf Tensor."""
+    """Per input of a recorded op its grad_fn, the leaf Tensor or None (no gradient); None once freed, () for a leaf."""
     return fn._next
 
 
@@ -80,18 +79,6 @@ def _seed(root, grad):
     return grad if isinstance(grad, Tensor) else make(value)
 
 
-def _accumulate(leaf, grad, create_graph):
-    """leaf.grad += grad (a Variable's leaf accumulates into the Variable's `.grad`, a numpy array)."""
-    owner = leaf._owner
-    if not create_graph:
-        grad = grad._data
-    if owner is None:
-        leaf._grad = grad if leaf._grad is None else leaf._grad + grad
-    else:
-        total = grad if owner.grad is None else owner.grad + grad
-        owner.grad = total._data if isinstance(total, Tensor) else total
-
-
 def _dependencies(nodes):
     """For each op reachable from `nodes` (leaf Tensors among them are skipped): how many edges lead into it."""
     stack = [n for n in nodes if n.__class__ is not Tensor]
@@ -117,9 +104,8 @@ def _freed_error(fn):
 
 
 def _unusual_call(gradient, fn, grad):
-    """The gradients of fn when the plain call does not do: its class is not differentiable, has no gradient
-    function (the GradientError naming it), or tensors changed in place since fn was recorded: then stale saved
-    inputs (and outputs, see runtime.output_of) become tainted stand-ins."""
+    """fn's gradients when the plain call does not do: not differentiable, no gradient function (the GradientError),
+    or tensors changed in place since fn was recorded: stale saved inputs and outputs become tainted stand-ins."""
     if gradient.__class__ is not FunctionType:
         gradient = gradient_function(fn)
         if gradient is NOT_DIFFERENTIABLE:
@@ -160,10 +146,9 @@ def _fitted(input_grads, fn, grad):
 
 
 class EagerWalk:
-    """What the backward walk (autodiff/backprop.py) needs from eager mode: the recorded ops are the graph. An op's
-    parents are its edges `_next`; a leaf Tensor has none and takes each contribution as it comes (`uses` 1). An op
-    waits for as many contributions as recorded ops took its output (`uses`): right when all of them lead to the
-    roots, as in a training step; when the walk runs dry, the rest is counted exactly (`recount`)."""
+    """The backward walk's (autodiff/backprop.py) eager side: an op's parents are its edges `_next`, a leaf Tensor has
+    none and takes each contribution as it comes. An op waits for as many contributions as recorded ops took its
+    output (`uses`), right when all lead to the roots (a training step); else `recount` counts exactly."""
 
     def __init__(self, sink, retain_graph, create_graph):
         self.sink, self.retain_graph, self.create_graph = sink, retain_graph, create_graph
@@ -189,9 +174,7 @@ class EagerWalk:
         else:
             input_grads = _fitted(_unusual_call(gradient, fn, grad), fn, grad)
         if not self.retain_graph:  # free what fn saved: its gradient is done
-            fn._next = None
-            fn.inputs = ()
-            fn._out = None
+            fn._next, fn.inputs, fn._out = None, (), None
         return edges, input_grads
 
     @staticmethod
@@ -199,20 +182,28 @@ class EagerWalk:
         return reduce(operator.add, contributions) if contributions else None
 
     def deliver(self, leaf, grad):
+        """Add a leaf's gradient into the sink, or its `.grad` (a Variable's leaf: the Variable's numpy `.grad`)."""
         if grad is None:
             return
-        if self.sink is None:
-            _accumulate(leaf, grad, self.create_graph)
-        elif leaf in self.sink:
-            old = self.sink[leaf]
-            self.sink[leaf] = grad if old is None else old + grad
+        if self.sink is not None:
+            if leaf in self.sink:
+                old = self.sink[leaf]
+                self.sink[leaf] = grad if old is None else old + grad
+            return
+        owner = leaf._owner
+        if not self.create_graph:
+            grad = grad._data
+        if owner is None:
+            leaf._grad = grad if leaf._grad is None else leaf._grad + grad
+        else:
+            total = grad if owner.grad is None else owner.grad + grad
+            owner.grad = total._data if isinstance(total, Tensor) else total
     recount = staticmethod(_dependencies)
 
 
 def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=None, trace=None):
-    """Backpropagate from `roots` (seeded with `grads`, default ones for scalars) into the leaves' `.grad`, or with
-    `sink` (a dict leaf -> None) into the sink (what `grad()` returns). `trace(step)`, if given, sees each step of
-    the walk (autodiff/backprop.py; tfl.viz.eager_backprop_steps draws it)."""
+    """Backpropagate from `roots` (seeded with `grads`, default ones) into the leaves' `.grad`, or into `sink` (a dict
+    leaf -> None, what grad() returns); `trace(step)` sees each step (tfl.viz.eager_backprop_steps draws it)."""
     grads = [None] * len(roots) if grads is None else list(grads)
     seeds = {}
     for root, grad in zip(roots, grads):
@@ -224,14 +215,10 @@ def backward(roots, grads=None, retain_graph=False, create_graph=False, sink=Non
         seeds[node] = seeds[node] + seed if node in seeds else seed
     # a trace sees the exact counts from the start; otherwise they are guessed as ops are reached
     pending = {} if trace is None else _dependencies(seeds)
-    previous, GradMode.enabled = GradMode.enabled, create_graph
     # gradient functions also compute gradients nobody asked for (x ** 2 computes one for the 2, with
     # log(x)): like PyTorch, backward does not warn about their nan or inf
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        try:
-            backprop(seeds, pending, EagerWalk(sink, retain_graph, create_graph), trace)
-        finally:
-            GradMode.enabled = previous
+    with switched(create_graph), np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        backprop(seeds, pending, EagerWalk(sink, retain_graph, create_graph), trace)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
@@ -240,20 +227,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     single = not isinstance(inputs, (list, tuple))
     inputs = [inputs] if single else list(inputs)
-    sink = {}
     for x in inputs:
         if not isinstance(x, Tensor) or not x.requires_grad:
             raise TinyflowError(f"grad() needs inputs that are tensors requiring grad, got {x!r}")
         if x.grad_fn is not None:
             raise TinyflowError("grad() with respect to a non-leaf tensor is not supported: "
                                 "take the gradient with respect to the leaves it was computed from")
-        sink[x] = None
+    sink = dict.fromkeys(inputs)
     backward(outputs, grad_outputs, create_graph if retain_graph is None else retain_graph, create_graph, sink)
-    result = []
-    for x in inputs:
-        g = sink[x]
-        if g is None and not allow_unused:
-            raise TinyflowError(f"a tensor of shape {x.shape} passed to grad() was not used to compute the "
-                                "outputs; pass allow_unused=True to get None for it")
-        result.append(g if g is None or create_graph else make(g._data))
+    unused = [x for x in inputs if sink[x] is None]
+    if unused and not allow_unused:
+        raise TinyflowError(f"a tensor of shape {unused[0].shape} passed to grad() was not used to compute the "
+                            "outputs; pass allow_unused=True to get None for it")
+    result = [g if g is None or create_graph else make(g._data) for g in map(sink.get, inputs)]
     return result[0] if single else result

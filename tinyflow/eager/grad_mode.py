@@ -14,7 +14,7 @@ def is_grad_enabled():
 
 
 @contextlib.contextmanager
-def _switched(enabled):
+def switched(enabled):
     """Set the recording switch for a block, restoring it on exit (as a decorator, each call enters it anew)."""
     previous, GradMode.enabled = GradMode.enabled, enabled
     try:
@@ -25,9 +25,9 @@ def _switched(enabled):
 
 def no_grad():
     """`with tfl.no_grad():` (or `@tfl.no_grad()`): eager ops inside record nothing, as in torch.no_grad."""
-    return _switched(False)
+    return switched(False)
 
 
 def enable_grad():
     """`with tfl.enable_grad():` turns recording back on inside a no_grad block."""
-    return _switched(True)
+    return switched(True)

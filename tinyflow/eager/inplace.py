@@ -1,9 +1,8 @@
 """In-place ops on Tensors: add_, sub_, mul_, div_, zero_, fill_, x[idx] = v (and +=, -=, *=, /=).
 
 An in-place op is the ordinary op on a snapshot of the tensor (`old`); the tensor takes the result's value and
-grad_fn, and its version stamp moves on: ops that saved it before find a newer stamp at backward time and raise the
-version error if their gradient needs that value (autograd.py), as PyTorch does. The value array is replaced, never
-written into, so no saved value is ever overwritten behind the graph's back.
+grad_fn, and its version stamp moves on: ops that saved it find a newer stamp at backward time and raise the version
+error if their gradient needs that value (autograd.py), as in PyTorch. The value array is replaced, never written into.
 """
 import operator
 

@@ -1,16 +1,14 @@
 """The eager runtime: how an op meets Tensors. Installed as `Operation.eager` when tinyflow.eager loads.
 
-`Op(*inputs)` runs the op's own `__init__` as in graph mode; when an input is a Tensor, `Operation.__init__` calls
-`adopt` instead of adding a node to a graph (`infer_shape` validates the inputs), and the metaclass then calls `run`:
-the active backend's kernel computes the value at once. If an input requires grad, the op object itself becomes the
-result's `grad_fn`, keeping all its registered gradient function needs: inputs, attributes, output value, and the
-edges to its inputs' grad_fns.
+`Op(*inputs)` runs the op's own `__init__`; when an input is a Tensor, `Operation.__init__` calls `adopt` instead of
+adding a graph node (`infer_shape` validates the inputs), then the metaclass calls `run`: the active backend computes
+the value at once. If an input requires grad, the op itself becomes the result's `grad_fn`, keeping what its gradient
+function needs: inputs, attributes, output value, and the edges to its inputs' grad_fns.
 
-Plain elementwise ops on Tensors of one dtype, the bulk of a training loop's small ops, take a shortcut with the same
-result (`_op_shortcuts`): the Tensor operators themselves (`a + b` is one Python call), which the metaclass calls too.
-Their cost is what a PyTorch user's Python loop pays, so it is kept to a few attribute stores: no reference cycles
-(the garbage collector would have to free them), and the creation site a shared (code, offset) pair, turned into
-"file:line" only when an error message needs it.
+Plain elementwise ops on Tensors of one dtype, most of a training loop's small ops, take a shortcut with the same result
+(`_op_shortcut`, the Tensor operators themselves). Their cost is what a PyTorch user's Python loop pays, so it is a few
+attribute stores: no reference cycles (the garbage collector would have to free them), and the creation site a shared
+(code, offset) pair, turned into "file:line" only when an error message needs it.
 """
 from sys import _getframe
 
@@ -37,8 +35,7 @@ class Clock:
 
 # ---------------------------------------------------------------- the backend eager ops run on
 class Active:
-    """The backend eager ops compute on (chosen on first use), and below how many elements its kernel table would
-    hand an op to numpy anyway (`Backend.host_below`): plain ops that small compute at once, with no table lookup."""
+    """The backend eager ops compute on, and `host_below`: smaller plain ops compute at once in numpy (no lookup)."""
 
     backend = None
     host_below = -1  # -1 until first use: the first plain op chooses the backend
@@ -90,16 +87,13 @@ def _plain_dtype(cls, dtypes, tensors):
     return entry
 
 
-def _op_shortcuts(cls, fallback):
-    """(unary, binary) shortcuts for plain class cls (None for an arity it does not take): `unary(x, fallback)` /
-    `binary(a, b, fallback)` return cls(x) / cls(a, b) for Tensors of one dtype whose shapes broadcast, else
-    fallback(...) (None: return None), the generic path. Closures per class, so that `a + b` costs one Python call;
-    attributes are stored one at a time (cheaper than tuple unpacking).
-
-    Plain: elementwise, one or two inputs, no attribute, so the shape is the inputs' broadcast shape and only the
-    dtype rule is left, asked once per input dtype (`_plain_dtype`)."""
+def _op_shortcut(cls, fallback):
+    """The shortcut of plain class cls (elementwise, one or two inputs, no attribute: the shape is the inputs' broadcast
+    shape, the dtype asked once per input dtype), or None: `unary(x, fallback)` / `binary(a, b, fallback)` is cls(x) /
+    cls(a, b) for Tensors of one dtype whose shapes broadcast, else fallback(...) (None: return None). A closure per
+    class, so that `a + b` costs one Python call; at most three names per assignment (more would build a tuple)."""
     if not issubclass(cls, ElementwiseOp) or cls.attributes or len(cls.input_names) not in (1, 2):
-        return None, None
+        return None
     dtypes = {}  # input dtype -> (output dtype, whether results record a grad_fn, kernel)
     new, ndarray = object.__new__, np.ndarray
     known = [None]  # the shape of the last op made
@@ -111,11 +105,8 @@ def _op_shortcuts(cls, fallback):
             if pair is None:
                 return None if fallback is None else fallback(a, b)
             a, b = pair
-        da = a._data
-        db = b._data
-        shape = da.shape
-        dtype = da.dtype
-        size = da.size
+        da, db = a._data, b._data
+        shape, dtype, size = da.shape, da.dtype, da.size
         same = True
         if shape != db.shape or dtype is not db.dtype:  # broadcasting (a bias add), or mixed dtypes
             shape = _broadcast(shape, db.shape) if dtype is db.dtype else None
@@ -124,18 +115,14 @@ def _op_shortcuts(cls, fallback):
             same = False
             if db.size > size:
                 size = db.size
-        entry = dtypes.get(dtype)
-        if entry is None:
-            entry = _plain_dtype(cls, dtypes, (a, b))
+        entry = dtypes.get(dtype) or _plain_dtype(cls, dtypes, (a, b))
         op = new(cls)
-        op.graph = None
-        op.inputs = (a, b)
+        op.graph, op.inputs = None, (a, b)
         if shape == known[0]:  # a loop's ops share one shape tuple: one object less for the garbage collector
             shape = known[0]
         else:
             known[0] = shape
-        op.shape = shape
-        op.dtype = entry[0]
+        op.shape, op.dtype = shape, entry[0]
         if size < Active.host_below:  # the backend would hand it to numpy: do so at once
             out = entry[2](da, db)
             if out.__class__ is not ndarray:
@@ -143,12 +130,10 @@ def _op_shortcuts(cls, fallback):
         else:
             out = (Active.backend or set_backend(None)).compute(op, [da, db])
         result = new(Tensor)
-        result._data = out
+        result._data, result._version = out, 0
         result._grad = result._owner = result._taint = None
-        result._version = 0
         if (a.requires_grad or b.requires_grad) and entry[1] and GradMode.enabled:  # _tensor_of, written out
-            result.requires_grad = True
-            result.grad_fn = op
+            result.requires_grad, result.grad_fn = True, op
             edge_a = a.grad_fn if a.requires_grad else None  # the edges, counted on the ops they lead to
             if edge_a is not None:
                 edge_a.uses += 1
@@ -159,18 +144,14 @@ def _op_shortcuts(cls, fallback):
                 edge_b.uses += 1
             elif b.requires_grad:
                 edge_b = b
-            op._next = (edge_a, edge_b)
-            op.uses = 0
-            op._epoch = Clock.now
-            op._out = out
-            op._same_shapes = same
+            op._next, op.uses, op._epoch = (edge_a, edge_b), 0, Clock.now
+            op._out, op._same_shapes = out, same
             frame = _getframe(1)
             if frame.f_code is not last[0] or frame.f_lasti != last[1]:  # else: the same line as last time
                 _find_site(frame, last)
             op.site = last[2]
         else:
-            result.requires_grad = False
-            result.grad_fn = None
+            result.requires_grad, result.grad_fn = False, None
         if Taint.active:
             Taint.spread(op.inputs, result)
         return result
@@ -184,14 +165,12 @@ def _op_shortcuts(cls, fallback):
         op.graph, op.inputs, op.shape, op.dtype = None, (x,), data.shape, entry[0]
         return _tensor_of(op, (x,), _computed(op, [data], entry[2]), entry[1], same_shapes=True)
 
-    if len(cls.input_names) == 2:
-        return None, binary
-    return unary, None
+    return binary if len(cls.input_names) == 2 else unary
 
 
 def _find_site(frame, last):
-    """Set last[2] to the creation site of an op a shortcut made, called from `frame`; remember the frame's
-    (code, offset) in last[:2] when that is the user's own line, so that the next call from there is known at once."""
+    """Set last[2] to the creation site of a shortcut's op called from `frame`; last[:2] keeps a user's line, so the
+    next call from there is known at once."""
     code, offset = frame.f_code, frame.f_lasti
     sites = USER_SITES.get(code)  # holds codes outside tinyflow only
     site = None if sites is None else sites.get(offset)
@@ -231,14 +210,12 @@ def _remember(cache, key, value):
 
 
 _BROADCASTS = {}  # (input shape, input shape) -> their broadcast shape, for plain binary ops
-_SHORTCUTS = {}  # op class -> (unary, binary) shortcuts, see _op_shortcuts
+_SHORTCUTS = {}  # op class -> its shortcut or None, see _op_shortcut
 
 
 def operator(cls, fn):
-    """The Tensor method for an operator computing op class cls, whose op function is fn (`Tensor.__add__`
-    is operator(Add, tfl.add)): the class's shortcut when it has one, fn otherwise."""
-    unary_shortcut, binary_shortcut = _op_shortcuts(cls, fn)
-    return binary_shortcut or unary_shortcut or fn
+    """The Tensor method for op class cls with op function fn (`Tensor.__add__` = operator(Add, tfl.add))."""
+    return _op_shortcut(cls, fn) or fn
 
 
 class EagerRuntime:
@@ -248,25 +225,16 @@ class EagerRuntime:
 
     @staticmethod
     def adopt(op, inputs):
-        """Take `op` into eager mode if its inputs hold a Tensor and no graph node (a Variable stands for its eager
-        leaf, an eager op for its output): they become Tensors, checked by the op's infer_shape. Else False."""
-        for x in inputs:
-            if x.__class__ is not Tensor:
-                tensors = _as_tensors(inputs)
-                if tensors is None:
-                    return False
-                break
-        else:
-            if not inputs:
-                return False
-            tensors = inputs
+        """Take `op` into eager mode (True) if its inputs hold a Tensor and no graph node, checked by infer_shape."""
+        tensors = inputs if inputs and all(x.__class__ is Tensor for x in inputs) else _as_tensors(inputs)
+        if tensors is None:
+            return False
         if op.__dict__:
             op.shape, op.dtype = _infer(op, tensors)
         else:  # attribute-free: shape and dtype depend on the input shapes and dtypes only (remembered)
             key = (op.__class__, *[t._data.shape for t in tensors], *[t._data.dtype for t in tensors])
             op.shape, op.dtype = _INFERRED.get(key) or _remember(_INFERRED, key, _infer(op, tensors))
-        op.graph = None
-        op.inputs = tensors
+        op.graph, op.inputs = None, tensors
         return True
 
     @staticmethod
@@ -277,24 +245,19 @@ class EagerRuntime:
 
     @staticmethod
     def call(cls, args, kwargs):
-        """`cls(*args)` when the class's shortcut takes it (see `_op_shortcuts`), else None (the generic path)."""
+        """`cls(*args)` when the class's shortcut takes it (see `_op_shortcut`), else None (the generic path)."""
         if kwargs and (len(kwargs) > 1 or "name" not in kwargs):  # eager ops have no name; others: generic
             return None
-        pair = _SHORTCUTS.get(cls)
-        if pair is None:
-            pair = _SHORTCUTS[cls] = _op_shortcuts(cls, None)
-        unary, binary = pair
-        if len(args) == 2:
-            if binary is not None:
-                return binary(args[0], args[1], None)
-        elif len(args) == 1 and unary is not None:
-            return unary(args[0], None)
-        return None
+        shortcut = _SHORTCUTS.get(cls, False)
+        if shortcut is False:
+            shortcut = _SHORTCUTS[cls] = _op_shortcut(cls, None)
+        if shortcut is None or len(args) != len(cls.input_names):
+            return None
+        return shortcut(*args, None)
 
 
 def _computed(op, values, kernel):
-    """op's value now: through the backend's kernel table (its checks, kernels and numpy fallback), or `kernel` at
-    once when every input is smaller than what the backend would hand to numpy anyway."""
+    """op's value through the backend's kernel table, or `kernel` at once when every input is below `host_below`."""
     for value in values:
         if value.size >= Active.host_below:
             return (Active.backend or set_backend(None)).compute(op, values)
@@ -303,9 +266,8 @@ def _computed(op, values, kernel):
 
 def _tensor_of(op, inputs, out, records, same_shapes=False):
     """A Tensor of op's value `out`; op becomes its grad_fn when it `records` gradients and an input requires grad,
-    keeping the edges to its inputs' grad_fns (or leaves), its output value (the Tensor would be a cycle) and the
-    user's line. `_same_shapes`: every input has the output's shape, so the output's gradient fits them unchecked.
-    `uses` counts the recorded ops taking its output: backward's first guess of the contributions it waits for."""
+    keeping its edges, its output value (the Tensor would be a cycle) and the user's line. `_same_shapes`: the
+    output's gradient fits every input unchecked; `uses`: backward's first guess of the contributions it waits for."""
     result = make(out)
     if records and GradMode.enabled and any(t.requires_grad for t in inputs):
         result.requires_grad, result.grad_fn = True, op
@@ -352,8 +314,7 @@ def _as_tensors(inputs):
 
 
 class Taint:
-    """Values computed from a saved tensor changed in place (see autograd.py), while a gradient function runs on such
-    a stand-in: wrong, and marked; a marked gradient reaching an input raises the version error, as in PyTorch."""
+    """Marks values computed from a stale stand-in (autograd.py): a marked gradient reaching an input raises."""
 
     active = False
 

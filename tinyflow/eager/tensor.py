@@ -27,11 +27,10 @@ class Tensor:
     _next = ()            # and finds no parents to go on to (a recorded op's are its inputs' grad_fns)
 
     def __init__(self, data, requires_grad=False, dtype=None):
-        array = np.array(data.numpy() if isinstance(data, Tensor) else data,
-                         dtype=dtype if dtype is not None else default_dtype_for(data))
-        self._data, self.requires_grad, self.grad_fn = array, False, None
+        self._data = np.array(data.numpy() if isinstance(data, Tensor) else data,
+                              dtype=dtype if dtype is not None else default_dtype_for(data))
+        self.requires_grad, self.grad_fn, self._version = False, None, 0
         self._grad = self._owner = self._taint = None
-        self._version = 0
         if requires_grad:
             self.requires_grad_(True)
 
@@ -164,9 +163,7 @@ _COMPARABLE = (Tensor, Node, numbers.Number, np.ndarray, np.generic, list, tuple
 def make(data, requires_grad=False, grad_fn=None):
     """A Tensor around a numpy array, without copying or checking (the runtime's fast path)."""
     tensor = Tensor.__new__(Tensor)
-    tensor._data = data  # one store at a time: cheaper than tuple unpacking
-    tensor.requires_grad = requires_grad
-    tensor.grad_fn = grad_fn
+    tensor._data, tensor.requires_grad, tensor.grad_fn = data, requires_grad, grad_fn  # three at most: no tuple built
     tensor._grad = tensor._owner = tensor._taint = None
     tensor._version = 0
     return tensor
@@ -211,8 +208,7 @@ def eye(n, m=None, dtype=None):
 
 
 def full(shape, value, dtype=None):
-    """A tensor of `shape` filled with `value`, in value's dtype (floats float32) unless given (torch.full). A shape
-    held by a tensor (an int64 vector node) is read when the op runs (tfl.fill)."""
+    """A tensor of `shape` filled with `value` (torch.full; floats float32); a tensor shape is read at run time."""
     if hasattr(shape, "graph"):
         return fill(shape, value, dtype or default_dtype_for(value))
     check = checks("full", None)
