@@ -24,7 +24,8 @@ from tinyflow.ops.pooling import AvgPoolGrad, MaxPoolGather, MaxPoolGrad
 from tinyflow.ops.reductions import CumProd, CumSum, ExpandReduced, ProdOfOthers
 from tinyflow.ops.resize import Resize, ResizeGrad
 from tinyflow.ops.runtime_shapes import RuntimeSlice, RuntimeSliceGrad
-from tinyflow.ops.shape_ops import ReshapeTo, TileGrad
+from tinyflow.ops.array_ops import ReshapeTo
+from tinyflow.ops.shape_ops import TileGrad
 from tinyflow.ops.softmax import LogSoftmaxGrad, SoftmaxGrad
 from tinyflow.ops.elementwise_ops import Cast
 

@@ -106,7 +106,7 @@ class Graph:
         try:
             yield self
         finally:
-            self.discard_nodes_from(start)
+            self.discard(self.nodes[start:])
             vars(self).update(saved)  # the attributes as they were
             self.update_ops[:] = updates
 
@@ -118,10 +118,6 @@ class Graph:
         """The Variables of this graph in creation order."""
         from .nodes.node import Variable
         return [n for n in self.nodes if isinstance(n, Variable) and (n.trainable or not trainable_only)]
-
-    def discard_nodes_from(self, index):
-        """Forget the nodes created at position `index` and later (what a failed import built), and their names."""
-        self.discard(self.nodes[index:])
 
     def discard(self, nodes):
         """Take `nodes` (read by no node left) out of the graph and free their names (a dropped to_static program)."""

@@ -8,8 +8,7 @@ d true branch, d false branch), each taken with respect to the captures, seeded 
 from ..autodiff.gradients import gradients, is_float
 from ..errors import ShapeError, TinyflowError
 from ..graph import get_default_graph
-from ..nodes import as_node
-from ..nodes.node import is_eager
+from ..nodes import as_node, is_eager
 from ..ops.elementwise_ops import zeros_like
 from ..ops.registry import register_gradient
 from .subgraph import ControlFlowOp, Subgraph, SubgraphKernel, merged_captures, truth, typeless, unaliased

@@ -14,8 +14,7 @@ import operator
 import numpy as np
 
 from ..errors import ShapeError, TinyflowError
-from ..nodes import Node, Operation
-from ..nodes.node import is_eager
+from ..nodes import Node, Operation, is_eager
 from ..ops.array_ops import checks
 from ..ops.elementwise_ops import cast, greater, less, where
 from ..ops.indexing import gather

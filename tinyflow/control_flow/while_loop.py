@@ -27,8 +27,7 @@ import numpy as np
 from ..autodiff.gradients import gradients, is_float
 from ..errors import ShapeError, TinyflowError
 from ..graph import get_default_graph
-from ..nodes import Operation, Placeholder, as_node
-from ..nodes.node import is_eager
+from ..nodes import Operation, Placeholder, as_node, is_eager
 from ..ops.array_ops import checks
 from ..ops.elementwise_ops import cast, greater, zeros_like
 from ..ops.registry import register_gradient

@@ -219,7 +219,7 @@ def graph_loop(test_fn, body_fn, values, names, site):
         try:
             return _graph_loop(test_fn, body_fn, values, names, site, lists)
         except _Restructure as again:
-            graph.discard_nodes_from(start)
+            graph.discard(graph.nodes[start:])
             lists.restore()
             index, structure = again.args
             values[index] = rebuild(structure, iter([Undefined(names[index], site)] * len(flatten(structure)[0])))

@@ -6,8 +6,7 @@ import numpy as np
 
 from ..errors import ArgumentError, ShapeError
 from ..graph import get_default_graph
-from ..nodes import Operation, Placeholder, Variable, as_node
-from ..nodes.node import is_eager
+from ..nodes import Operation, Placeholder, Variable, as_node, is_eager
 from ..ops.array_ops import checks
 from ..ops.elementwise_ops import leaky_relu, relu, sigmoid, softplus, tanh
 from ..ops.matmul import matmul

@@ -5,8 +5,7 @@ statistics follow torch's `momentum`, through update ops in graph mode (tfl.nn.u
 import numpy as np
 
 from ..errors import ShapeError
-from ..nodes import Variable
-from ..nodes.node import is_eager
+from ..nodes import Variable, is_eager
 from ..ops.array_ops import checks, reshape
 from ..ops.elementwise_ops import greater, maximum, ones_like, sqrt, square, where
 from ..ops.normalization import affine, group_norm, instance_norm, layer_norm

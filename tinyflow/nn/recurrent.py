@@ -10,7 +10,7 @@ from ..errors import ArgumentError, ShapeError
 from ..ops.elementwise_ops import relu, sigmoid, tanh, zeros_like
 from ..ops.array_ops import checks, concat, get_item, reshape, transpose
 from ..ops.matmul import matmul
-from ..nodes.node import is_eager
+from ..nodes import is_eager
 from ..ops.recurrent_cells import Recurrence, RecurrenceGrad, gate_columns, step_order
 from ..ops.registry import register_gradient
 from ..ops.shape_ops import split, stack

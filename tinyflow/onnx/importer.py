@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import ArgumentError, FeedError, OnnxImportError, TinyflowError
 from ..graph import Graph, get_default_graph
 from ..nodes import Constant, Node, Placeholder, Variable
-from ..ops.shape_ops import known_entries
+from ..ops.array_ops import known_entries
 from ..shapes import shapes_compatible
 from .model_file import (check_graphs, declared_type, default_opset, describe, onnx_module, read_model, subgraphs,
                          tensor_bytes, tensor_to_array)
@@ -431,7 +431,7 @@ def load(model, trainable=True, scope=None, constants=None, graph=None):
     try:
         inputs, outputs = importer.build()
     except BaseException:
-        graph.discard_nodes_from(start)  # a failed import leaves the graph as it was
+        graph.discard(graph.nodes[start:])  # a failed import leaves the graph as it was
         raise
     return OnnxProgram(importer, inputs, outputs)
 

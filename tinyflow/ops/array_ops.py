@@ -7,8 +7,7 @@ import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
 from ..errors import ShapeError
-from ..nodes import Constant, Node, Operation
-from ..nodes.node import is_eager
+from ..nodes import Constant, Node, Operation, is_eager
 from ..shapes import is_fully_known
 from .broadcasting import LikeOperation, ShapedLike
 from .registry import not_differentiable, op_function, register_gradient

@@ -2,8 +2,7 @@
 import numpy as np
 
 from ..arguments import Arguments
-from ..nodes import Node, Operation
-from ..nodes.node import is_eager
+from ..nodes import Node, Operation, is_eager
 from ..random import next_seed
 from .elementwise_ops import multiply
 from .registry import not_differentiable

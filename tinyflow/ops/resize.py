@@ -15,8 +15,7 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, rank_of
-from ..nodes import Node, Operation
-from ..nodes.node import is_eager
+from ..nodes import Node, Operation, is_eager
 from ..shapes import shapes_compatible
 from .broadcasting import ShapedLike
 from .registry import register_gradient

@@ -5,11 +5,10 @@ import math
 import numpy as np
 
 from ..arguments import Arguments, is_int, rank_of
-from ..nodes import Node, Operation, as_node
-from ..nodes.node import is_eager
+from ..nodes import Node, Operation, as_node, is_eager
 from ..shapes import broadcast_shapes
-from .array_ops import (Reshape, ReshapeLike, ToRuntimeShape, _node_list, axis_size, checks, concat, get_item, identity,
-                        ReshapeTo, known_entries)  # noqa: F401 - ReshapeTo, known_entries: onnx/ imports them from here
+from .array_ops import (Reshape, ReshapeLike, ToRuntimeShape, _node_list, axis_size, checks, concat, get_item,
+                        identity)
 from .broadcasting import ShapedLike, SumToShapeOf
 from .registry import op_function, register_gradient
 

@@ -7,7 +7,7 @@ from ...nodes import Constant
 from ...ops import runtime_shapes
 from ...ops.runtime_shapes import RuntimeSlice
 from ...ops.matmul import Einsum
-from ...ops.shape_ops import ReshapeTo
+from ...ops.array_ops import ReshapeTo
 from ...errors import OnnxExportError
 from .rule_tables import REQUIRED, exports, imports, int64s, op_rule, same_op
 
