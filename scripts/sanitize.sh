@@ -21,4 +21,5 @@ echo "sanitize: running the kernel tests against $library"
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 LD_PRELOAD="$runtime" TINYFLOW_CKERNELS_PATH="$library" TINYFLOW_EXPECT_SANITIZERS=1 \
     "$PYTHON" -m pytest -q -p no:cacheprovider tests/backends/test_c_kernels.py tests/backends/test_native.py \
-    tests/backends/test_numerics.py tests/fuzz/test_kernel_fuzz.py tests/ops/test_recurrent_cells.py "$@"
+    tests/backends/test_numerics.py tests/fuzz/test_kernel_fuzz.py tests/ops/test_recurrent_cells.py \
+    tests/ops/test_attention.py "$@"

@@ -144,7 +144,7 @@ enum { NAME(AR) = 4, NAME(AW) = 64 / (int)sizeof(T) };
 typedef struct {
     const T *q, *k, *v, *mask;
     const long *mask_offsets; /* per batch entry, where its (L, S) mask starts; rows and columns mask_row, mask_col */
-    T *out;
+    T *out, *laid_out;        /* laid_out: per batch entry kᵀ (E x sp) then v (S x evp), zero past S and Ev */
     long blocks, l, s, e, ev, sp, evp, mask_row, mask_col;
     T scale;
     int failed;
@@ -198,34 +198,51 @@ TF_CLONES __attribute__((optimize("fp-contract=fast"))) static void NAME(attenti
     }
 }
 
-/* Units [start, stop) of (batch entry, AR-row block); k and v of a batch entry are laid out for the products once. */
+/* Batch entries [start, stop): k transposed and v padded for the products, once per entry (not once per chunk of
+ * rows: with few entries, as a batch of one with four heads, the chunks would each lay out their entry again). */
+static void NAME(attention_layout)(void *p, long start, long stop) {
+    NAME(attention_args) *a = p;
+    long sp = a->sp, evp = a->evp;
+    for (long b = start; b < stop; b++) {
+        const T *k = a->k + b * a->s * a->e, *v = a->v + b * a->s * a->ev;
+        T *kt = a->laid_out + b * (a->e * sp + a->s * evp), *vp = kt + a->e * sp;
+        for (long e = 0; e < a->e; e++) {
+            for (long j = 0; j < a->s; j++) kt[e * sp + j] = k[j * a->e + e];
+            memset(kt + e * sp + a->s, 0, sizeof(T) * (sp - a->s));
+        }
+        for (long j = 0; j < a->s; j++) {
+            memcpy(vp + j * evp, v + j * a->ev, sizeof(T) * a->ev);
+            memset(vp + j * evp + a->ev, 0, sizeof(T) * (evp - a->ev));
+        }
+    }
+}
+
+/* Units [start, stop) of (batch entry, AR-row block), reading the laid-out k and v. */
 static void NAME(attention_chunk)(void *p, long start, long stop) {
     NAME(attention_args) *a = p;
-    long sp = a->sp, evp = a->evp, loaded = -1;
-    T *kt = calloc(a->e * sp + a->s * evp + NAME(AR) * sp, sizeof(T)), *vp = kt + a->e * sp, *s = vp + a->s * evp;
-    if (!kt) {
+    long sp = a->sp, per_entry = a->e * sp + a->s * a->evp;
+    T *s = malloc(sizeof(T) * NAME(AR) * sp);
+    if (!s) {
         __atomic_store_n(&a->failed, 1, __ATOMIC_RELAXED);
         return;
     }
     for (long unit = start; unit < stop; unit++) {
         long b = unit / a->blocks, i0 = unit % a->blocks * NAME(AR);
-        if (b != loaded) {
-            const T *k = a->k + b * a->s * a->e, *v = a->v + b * a->s * a->ev;
-            for (long j = 0; j < a->s; j++)
-                for (long e = 0; e < a->e; e++) kt[e * sp + j] = k[j * a->e + e];
-            for (long j = 0; j < a->s; j++) memcpy(vp + j * evp, v + j * a->ev, sizeof(T) * a->ev);
-            loaded = b;
-        }
-        NAME(attention_rows)(a, b, i0, a->l - i0 < NAME(AR) ? a->l - i0 : NAME(AR), kt, vp, s);
+        const T *kt = a->laid_out + b * per_entry;
+        NAME(attention_rows)(a, b, i0, a->l - i0 < NAME(AR) ? a->l - i0 : NAME(AR), kt, kt + a->e * sp, s);
     }
-    free(kt);
+    free(s);
 }
 
 int NAME(tf_attention)(const T *q, const T *k, const T *v, const T *mask, const long *mask_offsets, long mask_row,
                        long mask_col, T *out, long batch, long l, long s, long e, long ev, T scale) {
-    long w = NAME(AW), blocks = (l + NAME(AR) - 1) / NAME(AR);
-    NAME(attention_args) a = {q, k, v, mask, mask_offsets, out, blocks, l, s, e, ev, (s + w - 1) / w * w,
-                              (ev + w - 1) / w * w, mask_row, mask_col, scale, 0};
+    long w = NAME(AW), blocks = (l + NAME(AR) - 1) / NAME(AR), sp = (s + w - 1) / w * w, evp = (ev + w - 1) / w * w;
+    T *laid_out = malloc(sizeof(T) * batch * (e * sp + s * evp));
+    if (!laid_out) return -1;
+    NAME(attention_args) a = {q, k, v, mask, mask_offsets, out, laid_out, blocks, l, s, e, ev, sp, evp, mask_row,
+                              mask_col, scale, 0};
+    tf_parallel_for(batch, batch * s * (e + ev), NAME(attention_layout), &a);
     tf_parallel_for(batch * blocks, batch * l * s * (e + ev), NAME(attention_chunk), &a);
+    free(laid_out);
     return a.failed ? -1 : 0;
 }
