@@ -89,6 +89,7 @@ def compute_bound(ctx):
     from tinyflow.backends import native
     from tinyflow.backends.c_backend import CBackend
     from tinyflow.ops import conv, pooling
+    from tinyflow.ops.attention import ScaledDotProductAttention
     from tinyflow.ops.cross_entropy import SoftmaxCrossEntropy, SoftmaxCrossEntropyGrad
     from tinyflow.ops.matmul import MatMul
     tfl = ctx.tfl
@@ -116,6 +117,9 @@ def compute_bound(ctx):
     conv_k = c.kernel(conv_op)
     pool_op = _op(tfl, pooling.MaxPool, images, kernel_size=2)
     pool_k = c.kernel(pool_op)
+    q, k, v = (rng.standard_normal((1, 4, 128, 64)).astype(np.float32) for _ in range(3))  # a transformer's, batch 1
+    attention_op = _op(tfl, ScaledDotProductAttention, q, k, v)
+    attention_k = c.kernel(attention_op)
     def hand_written():  # the tiles by the hand-written kernel instead of BLAS
         native.choose_gemm("tinyflow")
         try:
@@ -125,6 +129,7 @@ def compute_bound(ctx):
 
     xent, matmul = "softmax cross-entropy fwd+bwd 256x1000", "matmul 512x784 @ 784x1024"
     conv_name, pool = "conv2d 64x8x16x16, 16 filters 3x3 pad 1", "max-pool 2x2 on 64x8x16x16"
+    attention = "attention, 4 heads of 128 queries and keys of 64"
     return {
         f"{xent}: {TINYFLOW}": lambda: (xent_k(logits, labels), xent_back_k(logits, labels, one)),
         f"{xent}: {NUMPY}": numpy_xent,
@@ -135,6 +140,8 @@ def compute_bound(ctx):
         f"{conv_name}: {NUMPY}": lambda: conv_op.compute(images, filters),
         f"{pool}: {TINYFLOW}": lambda: pool_k(images),
         f"{pool}: {NUMPY}": lambda: pool_op.compute(images),
+        f"{attention}: {TINYFLOW}": lambda: attention_k(q, k, v),
+        f"{attention}: {NUMPY}": lambda: attention_op.compute(q, k, v),
     }
 
 
